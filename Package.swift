@@ -1,0 +1,87 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "gondola",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "gondola", targets: ["gondola"]),
+        .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
+        .library(name: "GondolaHub", targets: ["GondolaHub"]),
+        .library(name: "GondolaStore", targets: ["GondolaStore"]),
+        .library(name: "GondolaServer", targets: ["GondolaServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+    ],
+    targets: [
+        .target(name: "GondolaProtocol"),
+        .target(
+            name: "GondolaHub",
+            dependencies: [
+                "GondolaProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
+        .target(
+            name: "GondolaStore",
+            dependencies: [
+                "GondolaHub",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .target(
+            name: "GondolaServer",
+            dependencies: [
+                "GondolaHub",
+                "GondolaStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "gondola",
+            dependencies: [
+                "GondolaServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "gondola-bench-fanout",
+            dependencies: [
+                "GondolaProtocol",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
+        .testTarget(name: "GondolaHubTests", dependencies: ["GondolaHub"]),
+        .testTarget(
+            name: "GondolaServerTests",
+            dependencies: [
+                "GondolaServer",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,360 @@
+import Foundation
+import GondolaProtocol
+import Synchronization
+
+/// One client connection's protocol state: authentication, subscriptions, rate
+/// limit, keepalive. The transport feeds it frames with `handle(frame:)` (one at a
+/// time, in order) and writes what its `queue` yields.
+public final class ClientSession: Sendable {
+    /// The client id sent in the connect reply.
+    public let id: String
+    /// What the transport writes to the socket.
+    public let queue: OutboundQueue
+    let node: Node
+
+    private struct State {
+        var credentials: Credentials?
+        var subscriptions: Set<String> = []
+        var pendingSubscriptions: Set<String> = []
+        var closed = false
+        let openedAt: ContinuousClock.Instant
+        var lastSeen: ContinuousClock.Instant
+        var pingSentAt: ContinuousClock.Instant?
+        var nextPingAt: ContinuousClock.Instant
+        var bucket: TokenBucket
+        var rejectedInARow = 0
+        var consecutiveErrors = 0
+    }
+
+    private let state: Mutex<State>
+
+    init(node: Node) {
+        self.node = node
+        self.id = UUID().uuidString.lowercased()
+        let configuration = node.configuration
+        self.queue = OutboundQueue(maxBytes: configuration.clientQueueMaxBytes, maxFrameBytes: configuration.maxOutboundFrameBytes)
+        let now = ContinuousClock.now
+        self.state = Mutex(State(
+            openedAt: now, lastSeen: now, nextPingAt: now + configuration.pingInterval,
+            bucket: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now)))
+    }
+
+    /// The authenticated user, once `connect` succeeded.
+    public var user: String? { state.withLock { $0.credentials?.user } }
+
+    /// Channels this connection is subscribed to.
+    public var subscriptions: Set<String> { state.withLock { $0.subscriptions } }
+
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    private var clientInfo: ClientInfo {
+        let credentials = state.withLock { $0.credentials }
+        return ClientInfo(user: credentials?.user ?? "", client: id, connInfo: credentials?.info)
+    }
+
+    // MARK: Input
+
+    /// Handles one text frame: one or more commands separated by newlines. A frame
+    /// that breaks the protocol closes the connection with the matching code.
+    public func handle(frame: some Collection<UInt8>) async {
+        state.withLock { $0.lastSeen = .now }
+        let values: [JSON]
+        do {
+            values = try Frame.values(in: frame)
+        } catch {
+            close(DisconnectCode.badRequest.with(reason: "bad request: \(error)"))
+            return
+        }
+        for value in values {
+            guard !isClosed else { return }
+            let command: Command
+            do {
+                command = try Command(json: value)
+            } catch {
+                close(DisconnectCode.badRequest.with(reason: "bad request: \(error.message)"))
+                return
+            }
+            await handle(command)
+        }
+    }
+
+    /// A binary frame on a JSON connection: closed with 3506.
+    public func handleBinaryFrame() {
+        close(DisconnectCode.inappropriateProtocol.with(reason: "inappropriate protocol: binary frame on a JSON connection"))
+    }
+
+    /// A frame larger than the transport accepts: closed with 3501.
+    public func handleOversizedFrame(bytes: Int, limit: Int) {
+        close(DisconnectCode.badRequest.with(reason: "bad request: frame of \(bytes) bytes exceeds max_frame_bytes \(limit)"))
+    }
+
+    private func handle(_ command: Command) async {
+        let connected = state.withLock { $0.credentials != nil }
+        if case .pong = command.method { return }
+        if !connected {
+            guard case .connect = command.method else {
+                close(DisconnectCode.badRequest.with(reason: "bad request: first command must be connect, got \(command.methodName)"))
+                return
+            }
+        }
+        node.metrics.commands.increment()
+        guard admit() else { return }
+        do {
+            try await execute(command)
+            state.withLock { $0.consecutiveErrors = 0 }
+        } catch let disconnect as DisconnectCode {
+            close(disconnect)
+        } catch let error as HubError {
+            reply(Reply(id: command.id, .error(error.protocolError)))
+        } catch {
+            reply(Reply(id: command.id, .error(.internalError)))
+        }
+    }
+
+    /// Applies the command rate limit: a command over it gets 111; a client that
+    /// keeps going for another burst's worth of commands is closed with 3013.
+    private func admit() -> Bool {
+        let (allowed, overLimit) = state.withLock { state -> (Bool, Bool) in
+            if state.bucket.take(now: .now) {
+                state.rejectedInARow = 0
+                return (true, false)
+            }
+            state.rejectedInARow += 1
+            return (false, Double(state.rejectedInARow) > state.bucket.burst)
+        }
+        if overLimit {
+            close(.tooManyRequests)
+        } else if !allowed {
+            node.metrics.error(ProtocolError.tooManyRequests.code)
+            queue.enqueue(Reply(id: 0, .error(.tooManyRequests)).bytes)
+        }
+        return allowed
+    }
+
+    private func reply(_ reply: Reply) {
+        if case let .error(error) = reply.body, reply.id > 0 || error.code != ProtocolError.tooManyRequests.code {
+            node.metrics.error(error.code)
+            let tooMany = state.withLock { state in
+                state.consecutiveErrors += 1
+                return state.consecutiveErrors >= node.configuration.maxConsecutiveErrors
+            }
+            if tooMany {
+                queue.enqueue(reply.bytes)
+                close(.tooManyErrors)
+                return
+            }
+        }
+        queue.enqueue(reply.bytes)
+    }
+
+    // MARK: Commands
+
+    private func execute(_ command: Command) async throws {
+        switch command.method {
+        case let .connect(request): try await connect(id: command.id, request)
+        case let .subscribe(request): try subscribe(id: command.id, request)
+        case let .unsubscribe(channel):
+            _ = try ChannelName(channel)
+            unsubscribeLocally(channel)
+            reply(Reply(id: command.id, .unsubscribe))
+        case let .publish(channel, data):
+            let options = try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, what: "publish")
+            _ = options
+            try node.publish(channel: channel, data: data, info: clientInfo)
+            reply(Reply(id: command.id, .publish))
+        case let .presence(channel):
+            let options = try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
+            guard options.presence else { throw HubError.notAvailable("namespace of \(channel) has no presence") }
+            reply(Reply(id: command.id, .presence(try node.presence(channel: channel))))
+        case let .presenceStats(channel):
+            let options = try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
+            guard options.presence else { throw HubError.notAvailable("namespace of \(channel) has no presence") }
+            reply(Reply(id: command.id, .presenceStats(try node.presenceStats(channel: channel))))
+        case let .history(request):
+            let options = try requireSubscribed(request.channel, allowed: \.allowHistoryForSubscriber, what: "history")
+            guard options.keepsHistory else { throw HubError.notAvailable("namespace of \(request.channel) keeps no history") }
+            let result = try node.history(channel: request.channel, limit: Int(request.limit), since: request.since, reverse: request.reverse)
+            reply(Reply(id: command.id, .history(result)))
+        case .ping:
+            reply(Reply(id: command.id, .ping))
+        case let .rpc(method, data):
+            let context = RPCContext(user: user ?? "", client: id)
+            let started = ContinuousClock.now
+            defer { node.metrics.rpcDuration.recordSeconds((ContinuousClock.now - started).timeInterval) }
+            let result = try await node.rpc.call(method, context: context, data: data)
+            reply(Reply(id: command.id, .rpc(data: result)))
+        case let .send(data):
+            await node.handleMessage(RPCContext(user: user ?? "", client: id), data)
+        case let .refresh(token):
+            try await refresh(id: command.id, token: token)
+        case .pong:
+            break
+        }
+    }
+
+    private func connect(id replyID: UInt32, _ request: ConnectRequest) async throws {
+        guard state.withLock({ $0.credentials == nil }) else {
+            throw DisconnectCode.badRequest.with(reason: "bad request: already connected")
+        }
+        guard !request.token.isEmpty else {
+            throw DisconnectCode.invalidToken.with(reason: "invalid token: connect needs a token")
+        }
+        let credentials = try await verify(request.token)
+        state.withLock { $0.credentials = credentials }
+        guard node.register(self, user: credentials.user) else {
+            throw DisconnectCode.shutdown
+        }
+        let configuration = node.configuration
+        var result = ConnectResult(client: id, version: node.version, node: node.uid)
+        if configuration.pingInterval > .zero {
+            result.ping = UInt32(max(1, configuration.pingInterval.components.seconds))
+            result.pong = true
+        }
+        if let ttl = Self.ttl(until: credentials.expiresAt) {
+            result.expires = true
+            result.ttl = ttl
+        }
+        reply(Reply(id: replyID, .connect(result)))
+    }
+
+    private func refresh(id replyID: UInt32, token: String) async throws {
+        let credentials = try await verify(token)
+        let sameUser = state.withLock { state -> Bool in
+            guard state.credentials?.user == credentials.user else { return false }
+            state.credentials?.expiresAt = credentials.expiresAt
+            return true
+        }
+        guard sameUser else {
+            throw DisconnectCode.invalidToken.with(reason: "invalid token: refresh token is for another user")
+        }
+        let ttl = Self.ttl(until: credentials.expiresAt)
+        reply(Reply(id: replyID, .refresh(RefreshResult(client: id, version: node.version, expires: ttl != nil, ttl: ttl ?? 0))))
+    }
+
+    private func verify(_ token: String) async throws -> Credentials {
+        do {
+            return try await node.tokens.verify(token)
+        } catch .expired {
+            throw HubError.tokenExpired
+        } catch let .invalid(reason) {
+            throw DisconnectCode.invalidToken.with(reason: "invalid token: \(reason)")
+        }
+    }
+
+    private static func ttl(until expiry: Date?) -> UInt32? {
+        guard let expiry else { return nil }
+        return UInt32(max(1, min(Double(UInt32.max), expiry.timeIntervalSinceNow.rounded(.down))))
+    }
+
+    private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) throws {
+        let channel = request.channel
+        let (name, options) = try node.resolve(channel)
+        let user = user ?? ""
+        if let allowed = name.allowedUsers {
+            guard allowed.contains(user) else { throw HubError.permissionDenied("\(channel) is limited to other users") }
+        } else if !options.allowSubscribeForClient {
+            throw HubError.permissionDenied("clients may not subscribe to namespace '\(options.name)'")
+        }
+        try state.withLock { state throws(HubError) in
+            guard !state.subscriptions.contains(channel), !state.pendingSubscriptions.contains(channel) else {
+                throw .alreadySubscribed(channel)
+            }
+            guard state.subscriptions.count + state.pendingSubscriptions.count < node.configuration.maxChannelsPerClient else {
+                throw .limitExceeded("at most \(node.configuration.maxChannelsPerClient) channels per connection")
+            }
+            state.pendingSubscriptions.insert(channel)
+        }
+        defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
+        try node.subscribe(self, replyID: replyID, request: request, options: options, info: clientInfo)
+        let stillOpen = state.withLock { state in
+            guard !state.closed else { return false }
+            state.subscriptions.insert(channel)
+            return true
+        }
+        if !stillOpen { node.removeSubscriber(self, from: channel) }
+    }
+
+    /// Checks that the client is subscribed to `channel` and that its namespace allows `what` to subscribers.
+    private func requireSubscribed(_ channel: String, allowed: KeyPath<NamespaceOptions, Bool>, what: String) throws(HubError) -> NamespaceOptions {
+        let (_, options) = try node.resolve(channel)
+        guard options[keyPath: allowed] else {
+            throw .permissionDenied("namespace '\(options.name)' does not allow \(what) for subscribers")
+        }
+        guard subscriptions.contains(channel) else {
+            throw .permissionDenied("\(what) needs a subscription to \(channel)")
+        }
+        return options
+    }
+
+    private func unsubscribeLocally(_ channel: String) {
+        let removed = state.withLock { $0.subscriptions.remove(channel) != nil }
+        if removed { node.removeSubscriber(self, from: channel) }
+    }
+
+    /// The server removes a subscription and tells the client with an unsubscribe push.
+    func serverUnsubscribe(_ channel: String) {
+        let removed = state.withLock { $0.subscriptions.remove(channel) != nil }
+        guard removed else { return }
+        node.removeSubscriber(self, from: channel)
+        queue.enqueue(Push(channel: channel, .unsubscribe(code: UnsubscribeCode.server, reason: "server unsubscribe")).bytes)
+    }
+
+    // MARK: Lifecycle
+
+    /// Closes the connection with `code`: the client is removed from its channels
+    /// at once, what was queued before is still written, then the close frame.
+    public func close(_ code: DisconnectCode) {
+        queue.close(code)
+        finish()
+    }
+
+    /// The transport is gone (the client closed it or the writer stopped):
+    /// the session leaves its channels and the node.
+    public func transportClosed() {
+        queue.close(DisconnectCode(code: 1000, reason: "closed"))
+        finish()
+    }
+
+    private func finish() {
+        let (firstTime, user, channels) = state.withLock { state -> (Bool, String?, [String]) in
+            guard !state.closed else { return (false, nil, []) }
+            state.closed = true
+            let channels = Array(state.subscriptions)
+            state.subscriptions = []
+            return (true, state.credentials?.user, channels)
+        }
+        guard firstTime else { return }
+        if let code = queue.closeCode { node.metrics.disconnect(code.code) }
+        node.detach(self, user: user, channels: channels)
+    }
+
+    /// Periodic checks: the connect deadline, server pings, the pong deadline and token expiry.
+    func tick(now: ContinuousClock.Instant, date: Date) {
+        let configuration = node.configuration
+        enum Action { case none, ping, close(DisconnectCode) }
+        let action = state.withLock { state -> Action in
+            guard !state.closed else { return .none }
+            guard let credentials = state.credentials else {
+                let deadline = max(configuration.pingInterval + configuration.pongTimeout, .seconds(1))
+                return now - state.openedAt > deadline ? .close(DisconnectCode.badRequest.with(reason: "bad request: no connect command in time")) : .none
+            }
+            if let expiry = credentials.expiresAt, date.timeIntervalSince(expiry) > configuration.pongTimeout.timeInterval {
+                return .close(.expired)
+            }
+            if let sent = state.pingSentAt, state.lastSeen < sent, now - sent > configuration.pongTimeout {
+                return .close(.noPong)
+            }
+            if configuration.pingInterval > .zero, now >= state.nextPingAt {
+                state.pingSentAt = now
+                state.nextPingAt = now + configuration.pingInterval
+                return .ping
+            }
+            return .none
+        }
+        switch action {
+        case .none: break
+        case .ping: queue.enqueue(Frame.emptyObject)
+        case let .close(code): close(code)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import GondolaProtocol
+import Synchronization
+
+/// A slice of a channel's stream and the stream's current position.
+public struct StreamSlice: Sendable, Equatable {
+    public var publications: [Publication]
+    /// The offset of the newest publication and the stream's epoch.
+    public var position: StreamPosition
+
+    public init(publications: [Publication], position: StreamPosition) {
+        self.publications = publications
+        self.position = position
+    }
+}
+
+/// Where a namespace's channel streams live: offsets, epochs and retained publications.
+///
+/// Calls for one channel are serialised by the caller, so an implementation
+/// only has to be safe across channels.
+public protocol HistoryStore: Sendable {
+    /// Appends `publication` to the channel's stream (creating the stream if needed),
+    /// trims it to the namespace's size and TTL, and returns it with its offset.
+    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition)
+
+    /// Publications with an offset above `after` (all retained ones when nil), oldest
+    /// first or newest first when `reverse`, at most `limit` (none when 0).
+    func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice
+
+    /// Drops the channel's retained publications; offsets and epoch stay.
+    func removeHistory(channel: String) throws
+}
+
+/// Streams held in memory: lost on restart, so every stream gets a new epoch then.
+///
+/// A stream's publications are trimmed to the namespace's size on append and to
+/// its TTL on every access; the stream itself (epoch and top offset) is dropped
+/// once it has had no publication for `streamIdleLimit`, so memory stays bounded
+/// by the channels that are in use.
+public final class MemoryHistoryStore: HistoryStore {
+    private struct Stream {
+        var epoch: String
+        var top: UInt64 = 0
+        var entries: [(publication: Publication, at: Date)] = []
+        var lastAppend: Date
+    }
+
+    /// How long a stream without publications keeps its epoch and offset.
+    public let streamIdleLimit: TimeInterval
+    private let streams = Mutex<[String: Stream]>([:])
+
+    public init(streamIdleLimit: TimeInterval = 3600) {
+        self.streamIdleLimit = streamIdleLimit
+    }
+
+    public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) -> (Publication, StreamPosition) {
+        streams.withLock { streams in
+            var stream = streams[channel] ?? Stream(epoch: Epoch.make(), lastAppend: now)
+            stream.top += 1
+            var stored = publication
+            stored.offset = stream.top
+            stream.entries.append((stored, now))
+            stream.lastAppend = now
+            Self.trim(&stream, options: options, now: now)
+            streams[channel] = stream
+            return (stored, StreamPosition(offset: stream.top, epoch: stream.epoch))
+        }
+    }
+
+    public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) -> StreamSlice {
+        streams.withLock { streams in
+            var stream = streams[channel] ?? Stream(epoch: Epoch.make(), lastAppend: now)
+            Self.trim(&stream, options: options, now: now)
+            streams[channel] = stream
+            let after = after ?? 0
+            let matching = stream.entries.lazy.map(\.publication).filter { $0.offset > after }
+            let publications = reverse ? Array(matching.reversed().prefix(limit)) : Array(matching.prefix(limit))
+            return StreamSlice(publications: publications, position: StreamPosition(offset: stream.top, epoch: stream.epoch))
+        }
+    }
+
+    public func removeHistory(channel: String) {
+        streams.withLock { streams in streams[channel]?.entries.removeAll() }
+    }
+
+    /// Drops streams idle for longer than `streamIdleLimit`.
+    public func sweep(now: Date) {
+        streams.withLock { streams in
+            streams = streams.filter { now.timeIntervalSince($0.value.lastAppend) < streamIdleLimit }
+        }
+    }
+
+    /// Channels with a stream in memory.
+    public var streamCount: Int { streams.withLock { $0.count } }
+
+    private static func trim(_ stream: inout Stream, options: NamespaceOptions, now: Date) {
+        let ttl = options.historyTTL.timeInterval
+        let expired = stream.entries.prefix { now.timeIntervalSince($0.at) >= ttl }.count
+        let overflow = max(0, stream.entries.count - expired - options.historySize)
+        let drop = expired + overflow
+        if drop > 0 { stream.entries.removeFirst(drop) }
+    }
+}
+
+/// Random stream epochs.
+public enum Epoch {
+    /// A new random epoch string.
+    public static func make() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        return String((0..<8).map { _ in alphabet.randomElement()! })
+    }
+}
+
+extension Duration {
+    /// The duration in seconds as a `TimeInterval`.
+    public var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,372 @@
+import CoreMetrics
+import Foundation
+import GondolaProtocol
+import Logging
+import Synchronization
+
+/// Figures about a node, as the server API's `info` reports them.
+public struct NodeStats: Sendable, Equatable {
+    public var clients: Int
+    public var users: Int
+    public var channels: Int
+    public var subscriptions: Int
+    public var queuedBytes: Int
+    public var uptimeSeconds: Int
+}
+
+/// A channel's subscribers on this node. Presence is derived from it.
+struct ChannelState {
+    struct Subscriber {
+        let session: ClientSession
+        let info: ClientInfo
+        let joinLeave: Bool
+    }
+
+    var subscribers: [String: Subscriber] = [:]
+}
+
+/// One lock's worth of channels. Every change to a channel's subscribers and
+/// stream happens under its shard's lock, which is what keeps a channel's
+/// publications in offset order and a recovery free of gaps.
+final class ChannelShard: Sendable {
+    let channels = Mutex<[String: ChannelState]>([:])
+}
+
+/// The engine: connected clients, channels and their subscribers, streams, presence
+/// and the RPC table. The server is a thin transport around it.
+public final class Node: Sendable {
+    public let configuration: HubConfiguration
+    public let rpc = RPCRouter()
+    /// Unique id of this node's run.
+    public let uid: String
+    public let version = "gondola 0.1.0"
+    let tokens: ConnectionTokens
+    let metrics: HubMetrics
+    let logger: Logger
+    private let memoryHistory: MemoryHistoryStore
+    private let durableHistory: (any HistoryStore)?
+    private let shards: [ChannelShard]
+    private let registry = Mutex(Registry())
+    private let startedAt = ContinuousClock.now
+    private let messageHandler = Mutex<(@Sendable (RPCContext, RawJSON?) async -> Void)?>(nil)
+
+    private struct Registry {
+        var sessions: [String: ClientSession] = [:]
+        var byUser: [String: Set<String>] = [:]
+        var shuttingDown = false
+    }
+
+    /// - Parameters:
+    ///   - durableHistory: where `history_durable` namespaces keep their streams;
+    ///     without one they are kept in memory.
+    ///   - metricsFactory: where counters and timers go (Prometheus in the server).
+    public init(
+        configuration: HubConfiguration,
+        tokens: ConnectionTokens,
+        durableHistory: (any HistoryStore)? = nil,
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        logger: Logger = Logger(label: "gondola.hub")
+    ) {
+        self.configuration = configuration
+        self.tokens = tokens
+        self.durableHistory = durableHistory
+        self.memoryHistory = MemoryHistoryStore()
+        self.metrics = HubMetrics(factory: metricsFactory)
+        self.logger = logger
+        self.uid = UUID().uuidString.lowercased()
+        self.shards = (0..<64).map { _ in ChannelShard() }
+        rpc.register("server.time") { _, _ in
+            ["ts": .int(Int64(Date().timeIntervalSince1970 * 1000))]
+        }
+    }
+
+    /// Sets what handles the `send` command's asynchronous messages.
+    public func onMessage(_ handler: @escaping @Sendable (RPCContext, RawJSON?) async -> Void) {
+        messageHandler.withLock { $0 = handler }
+    }
+
+    func handleMessage(_ context: RPCContext, _ data: RawJSON?) async {
+        if let handler = messageHandler.withLock({ $0 }) { await handler(context, data) }
+    }
+
+    // MARK: Sessions
+
+    /// A new session for a connection that was just opened. While shutting down
+    /// the session is closed with 3001 at once.
+    public func accept() -> ClientSession {
+        let session = ClientSession(node: self)
+        let accepted = registry.withLock { registry in
+            guard !registry.shuttingDown else { return false }
+            registry.sessions[session.id] = session
+            return true
+        }
+        if !accepted { session.close(.shutdown) }
+        return session
+    }
+
+    /// Records the user of a session that completed `connect`; false while shutting down.
+    func register(_ session: ClientSession, user: String) -> Bool {
+        let accepted = registry.withLock { registry in
+            guard !registry.shuttingDown, registry.sessions[session.id] != nil else { return false }
+            registry.byUser[user, default: []].insert(session.id)
+            return true
+        }
+        if accepted { metrics.connects.increment() }
+        return accepted
+    }
+
+    /// Removes a session from its channels (sending leaves) and from the registry.
+    func detach(_ session: ClientSession, user: String?, channels: [String]) {
+        for channel in channels {
+            removeSubscriber(session, from: channel)
+        }
+        registry.withLock { registry in
+            registry.sessions[session.id] = nil
+            guard let user else { return }
+            registry.byUser[user]?.remove(session.id)
+            if registry.byUser[user]?.isEmpty == true { registry.byUser[user] = nil }
+        }
+    }
+
+    private func sessions(of user: String) -> [ClientSession] {
+        registry.withLock { registry in
+            (registry.byUser[user] ?? []).compactMap { registry.sessions[$0] }
+        }
+    }
+
+    private var allSessions: [ClientSession] { registry.withLock { Array($0.sessions.values) } }
+
+    // MARK: Channels
+
+    private func shard(for channel: String) -> ChannelShard {
+        var hasher = Hasher()
+        hasher.combine(channel)
+        return shards[Int(UInt(bitPattern: hasher.finalize()) % UInt(shards.count))]
+    }
+
+    /// Validates a channel name and finds its namespace's options.
+    public func resolve(_ channel: String) throws(HubError) -> (ChannelName, NamespaceOptions) {
+        let name = try ChannelName(channel)
+        guard let options = configuration.namespace(name.namespace) else { throw .unknownChannel(channel) }
+        return (name, options)
+    }
+
+    private func historyStore(for options: NamespaceOptions) -> any HistoryStore {
+        options.historyDurable ? (durableHistory ?? memoryHistory) : memoryHistory
+    }
+
+    /// Adds a subscriber and enqueues its subscribe reply (with recovered
+    /// publications) under the channel's lock, so that no publication can fall
+    /// between the recovery and the live stream.
+    func subscribe(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo) throws(HubError) {
+        let channel = request.channel
+        try shard(for: channel).channels.withLock { channels throws(HubError) in
+            var result = SubscribeResult()
+            if options.keepsHistory {
+                result = try streamState(for: request, options: options)
+            }
+            var state = channels[channel] ?? ChannelState()
+            state.subscribers[session.id] = .init(session: session, info: info, joinLeave: request.joinLeave)
+            channels[channel] = state
+            session.queue.enqueue(Reply(id: replyID, .subscribe(result)).bytes)
+            if options.joinLeave {
+                pushToJoinLeaveListeners(state, Push(channel: channel, .join(info)).bytes)
+            }
+        }
+    }
+
+    /// The stream part of a subscribe reply: position, and the recovery when asked.
+    private func streamState(for request: SubscribeRequest, options: NamespaceOptions) throws(HubError) -> SubscribeResult {
+        var result = SubscribeResult()
+        let recoverable = request.recoverable || request.recover || options.forceRecovery
+        result.recoverable = recoverable
+        result.positioned = recoverable || request.positioned
+        let limit = configuration.maxHistoryPerRequest
+        let slice = try read(request.channel, after: request.recover ? request.offset : nil, limit: request.recover ? limit + 1 : 0, reverse: false, options: options)
+        result.epoch = slice.position.epoch
+        result.offset = slice.position.offset
+        guard request.recover else { return result }
+        result.wasRecovering = true
+        let top = slice.position.offset
+        let missed = top >= request.offset ? top - request.offset : UInt64.max
+        let complete = request.epoch == slice.position.epoch && missed <= UInt64(limit) && UInt64(slice.publications.count) == missed
+        if complete {
+            result.recovered = true
+            result.publications = slice.publications
+        } else if request.flag & SubscribeRequest.rejectUnrecoveredFlag != 0 {
+            throw .unrecoverablePosition
+        }
+        return result
+    }
+
+    private func read(_ channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws(HubError) -> StreamSlice {
+        do {
+            return try historyStore(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+        } catch {
+            logger.error("history read failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+            throw .internalError("history read failed: \(error)")
+        }
+    }
+
+    private func pushToJoinLeaveListeners(_ state: ChannelState, _ bytes: [UInt8]) {
+        for subscriber in state.subscribers.values where subscriber.joinLeave {
+            subscriber.session.queue.enqueue(bytes)
+        }
+    }
+
+    /// Removes a subscriber; its channel's join-leave listeners get a leave.
+    /// Returns whether it was subscribed.
+    @discardableResult
+    func removeSubscriber(_ session: ClientSession, from channel: String) -> Bool {
+        let joinLeave = (try? resolve(channel).1.joinLeave) ?? false
+        return shard(for: channel).channels.withLock { channels in
+            guard var state = channels[channel], let removed = state.subscribers.removeValue(forKey: session.id) else {
+                return false
+            }
+            channels[channel] = state.subscribers.isEmpty ? nil : state
+            if joinLeave {
+                pushToJoinLeaveListeners(state, Push(channel: channel, .leave(removed.info)).bytes)
+            }
+            return true
+        }
+    }
+
+    /// Publishes into a channel: appends to its stream when the namespace keeps
+    /// one, encodes the push once and enqueues the same bytes for every subscriber.
+    /// Returns the stream position of the publication, if it has one.
+    @discardableResult
+    public func publish(channel: String, data: RawJSON, info: ClientInfo? = nil) throws(HubError) -> StreamPosition? {
+        let (_, options) = try resolve(channel)
+        return try shard(for: channel).channels.withLock { channels throws(HubError) in
+            var publication = Publication(data: data, info: info)
+            var position: StreamPosition?
+            if options.keepsHistory {
+                do {
+                    (publication, position) = try historyStore(for: options).append(publication, to: channel, options: options, now: Date())
+                } catch {
+                    logger.error("history append failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+                    throw .internalError("history append failed: \(error)")
+                }
+            }
+            metrics.publications.increment()
+            guard let state = channels[channel], !state.subscribers.isEmpty else { return position }
+            let bytes = Push(channel: channel, .publication(publication)).bytes
+            for subscriber in state.subscribers.values {
+                subscriber.session.queue.enqueue(bytes)
+            }
+            metrics.messagesOut.increment(by: Int64(state.subscribers.count))
+            return position
+        }
+    }
+
+    /// A channel's stream: `limit` publications after `since` (0 gives only the position).
+    public func history(channel: String, limit: Int, since: StreamPosition?, reverse: Bool) throws(HubError) -> HistoryResult {
+        let (_, options) = try resolve(channel)
+        guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
+        let capped = limit < 0 ? configuration.maxHistoryPerRequest : min(limit, configuration.maxHistoryPerRequest)
+        return try shard(for: channel).channels.withLock { _ throws(HubError) in
+            if let since, !reverse {
+                let current = try read(channel, after: nil, limit: 0, reverse: false, options: options)
+                guard since.epoch == current.position.epoch else { throw .unrecoverablePosition }
+            }
+            let slice = try read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
+            var publications = slice.publications
+            if reverse, let since { publications = publications.filter { $0.offset < since.offset } }
+            return HistoryResult(publications: publications, epoch: slice.position.epoch, offset: slice.position.offset)
+        }
+    }
+
+    /// Drops a channel's retained publications.
+    public func removeHistory(channel: String) throws(HubError) {
+        let (_, options) = try resolve(channel)
+        guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
+        do {
+            try historyStore(for: options).removeHistory(channel: channel)
+        } catch {
+            throw .internalError("history remove failed: \(error)")
+        }
+    }
+
+    /// Who is subscribed to a channel, by client id.
+    public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
+        let (_, options) = try resolve(channel)
+        guard options.presence else { throw .notAvailable("namespace of \(channel) has no presence") }
+        return shard(for: channel).channels.withLock { channels in
+            (channels[channel]?.subscribers ?? [:]).mapValues(\.info)
+        }
+    }
+
+    /// How many clients and distinct users are subscribed to a channel.
+    public func presenceStats(channel: String) throws(HubError) -> PresenceStats {
+        let clients = try presence(channel: channel)
+        return PresenceStats(numClients: UInt32(clients.count), numUsers: UInt32(Set(clients.values.map(\.user)).count))
+    }
+
+    /// Channels with at least one subscriber and their subscriber counts.
+    public func channels() -> [String: Int] {
+        var result: [String: Int] = [:]
+        for shard in shards {
+            shard.channels.withLock { channels in
+                for (name, state) in channels { result[name] = state.subscribers.count }
+            }
+        }
+        return result
+    }
+
+    /// Unsubscribes every connection of `user` from `channel`, telling them with an unsubscribe push.
+    public func unsubscribe(user: String, channel: String) throws(HubError) {
+        _ = try ChannelName(channel)
+        for session in sessions(of: user) {
+            session.serverUnsubscribe(channel)
+        }
+    }
+
+    /// Closes every connection of `user`.
+    public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) {
+        for session in sessions(of: user) { session.close(code) }
+    }
+
+    public var stats: NodeStats {
+        let (clients, users, sessions) = registry.withLock { registry in
+            (registry.byUser.values.reduce(0) { $0 + $1.count }, registry.byUser.count, Array(registry.sessions.values))
+        }
+        let channelCounts = channels()
+        let uptime = ContinuousClock.now - startedAt
+        return NodeStats(
+            clients: clients, users: users, channels: channelCounts.count,
+            subscriptions: channelCounts.values.reduce(0, +),
+            queuedBytes: sessions.reduce(0) { $0 + $1.queue.pendingBytes },
+            uptimeSeconds: Int(uptime.components.seconds))
+    }
+
+    // MARK: Lifecycle
+
+    /// Refuses new connections and closes every connected one with 3001.
+    public func shutdown() {
+        let sessions = registry.withLock { registry in
+            registry.shuttingDown = true
+            return Array(registry.sessions.values)
+        }
+        for session in sessions { session.close(.shutdown) }
+    }
+
+    /// Whether `shutdown` was called.
+    public var isShuttingDown: Bool { registry.withLock { $0.shuttingDown } }
+
+    /// Sends pings, closes connections that stopped answering or whose token
+    /// expired, and drops idle memory streams. Runs until cancelled.
+    public func runMaintenance() async {
+        let tick = [Duration.seconds(1), configuration.pingInterval / 4, configuration.pongTimeout / 4]
+            .filter { $0 > .zero }.min() ?? .seconds(1)
+        var lastSweep = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            let now = ContinuousClock.now
+            for session in allSessions { session.tick(now: now, date: Date()) }
+            if now - lastSweep > .seconds(60) {
+                memoryHistory.sweep(now: Date())
+                lastSweep = now
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import GondolaProtocol
+import Synchronization
+
+/// A connection's bounded queue of encoded messages, drained by one writer.
+///
+/// Producers (replies, fan-out) append shared byte arrays; the writer takes
+/// everything pending and joins it into one frame. When the pending bytes would
+/// pass `maxBytes` the queue drops its content and closes with 3008 (slow), so a
+/// stalled client costs at most `maxBytes` of memory and never slows the others.
+public final class OutboundQueue: Sendable {
+    /// What the writer does next.
+    public enum Item: Sendable, Equatable {
+        /// Write these bytes as one text frame.
+        case frame([UInt8])
+        /// Close the connection with this code; nothing follows.
+        case close(DisconnectCode)
+    }
+
+    private struct State {
+        var messages: [[UInt8]] = []
+        var head = 0
+        var bytes = 0
+        var closing: DisconnectCode?
+        var closeDelivered = false
+        var waiter: CheckedContinuation<Item?, Never>?
+    }
+
+    public let maxBytes: Int
+    public let maxFrameBytes: Int
+    private let state = Mutex(State())
+
+    public init(maxBytes: Int, maxFrameBytes: Int) {
+        self.maxBytes = maxBytes
+        self.maxFrameBytes = maxFrameBytes
+    }
+
+    /// Bytes waiting to be written.
+    public var pendingBytes: Int { state.withLock { $0.bytes } }
+
+    /// The code the queue was closed with, if it was.
+    public var closeCode: DisconnectCode? { state.withLock { $0.closing } }
+
+    /// Appends one encoded message. Returns false when the queue is closed or
+    /// the message made it overflow (it is then closed with 3008).
+    @discardableResult
+    public func enqueue(_ message: [UInt8]) -> Bool {
+        let (accepted, wake) = state.withLock { state -> (Bool, Wake?) in
+            guard state.closing == nil else { return (false, nil) }
+            var accepted = true
+            if state.bytes + message.count > maxBytes {
+                state.messages = []
+                state.head = 0
+                state.bytes = 0
+                state.closing = .slow
+                accepted = false
+            } else {
+                state.messages.append(message)
+                state.bytes += message.count
+            }
+            return (accepted, Self.takeWaiter(&state, maxFrameBytes: maxFrameBytes))
+        }
+        wake?.resume()
+        return accepted
+    }
+
+    /// Closes the queue: what is pending is still written, then the close.
+    /// The first close wins.
+    public func close(_ code: DisconnectCode) {
+        let wake = state.withLock { state -> Wake? in
+            guard state.closing == nil else { return nil }
+            state.closing = code
+            return Self.takeWaiter(&state, maxFrameBytes: maxFrameBytes)
+        }
+        wake?.resume()
+    }
+
+    /// The next frame to write, waiting while there is none; nil once the close was delivered.
+    public func next() async -> Item? {
+        await withCheckedContinuation { continuation in
+            let ready: Item?? = state.withLock { state in
+                if !state.closeDelivered, state.head == state.messages.count, state.closing == nil {
+                    state.waiter = continuation
+                    return .none
+                }
+                return .some(Self.nextItem(&state, maxFrameBytes: maxFrameBytes))
+            }
+            if case let .some(item) = ready { continuation.resume(returning: item) }
+        }
+    }
+
+    /// A suspended writer and the item it is to be resumed with, taken under the lock
+    /// and resumed outside it.
+    private struct Wake {
+        let waiter: CheckedContinuation<Item?, Never>
+        let item: Item?
+        func resume() { waiter.resume(returning: item) }
+    }
+
+    private static func takeWaiter(_ state: inout State, maxFrameBytes: Int) -> Wake? {
+        guard let waiter = state.waiter else { return nil }
+        state.waiter = nil
+        return Wake(waiter: waiter, item: nextItem(&state, maxFrameBytes: maxFrameBytes))
+    }
+
+    /// Pending messages joined into one frame of at most `maxFrameBytes` (or one
+    /// larger message alone), else the close, else nil.
+    private static func nextItem(_ state: inout State, maxFrameBytes: Int) -> Item? {
+        if state.head < state.messages.count {
+            var frame = state.messages[state.head]
+            var taken = frame.count
+            state.head += 1
+            while state.head < state.messages.count,
+                  frame.count + 1 + state.messages[state.head].count <= maxFrameBytes
+            {
+                let message = state.messages[state.head]
+                frame.append(Frame.separator)
+                frame.append(contentsOf: message)
+                taken += message.count
+                state.head += 1
+            }
+            state.bytes -= taken
+            if state.head == state.messages.count {
+                state.messages.removeAll(keepingCapacity: true)
+                state.head = 0
+            }
+            return .frame(frame)
+        }
+        if let closing = state.closing, !state.closeDelivered {
+            state.closeDelivered = true
+            return .close(closing)
+        }
+        return nil
+    }
+}

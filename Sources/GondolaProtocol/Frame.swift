@@ -1,0 +1,30 @@
+/// The JSON transport's framing: one WebSocket text frame holds one or more
+/// JSON values separated by `\n`.
+public enum Frame {
+    /// The line separator between messages of a frame.
+    public static let separator = UInt8(ascii: "\n")
+
+    /// The ping the server sends (`{}`), and the pong a client answers with.
+    public static let emptyObject: [UInt8] = Array("{}".utf8)
+
+    /// Splits a frame into its non-empty lines and parses each as one JSON value.
+    public static func values(in frame: some Collection<UInt8>) throws(JSONParseError) -> [JSON] {
+        var values: [JSON] = []
+        for line in frame.split(separator: separator, omittingEmptySubsequences: true) {
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+            values.append(try JSONParser.parse(line))
+        }
+        return values
+    }
+
+    /// Joins encoded messages into one frame.
+    public static func join(_ messages: [[UInt8]]) -> [UInt8] {
+        var frame: [UInt8] = []
+        frame.reserveCapacity(messages.reduce(messages.count) { $0 + $1.count })
+        for (index, message) in messages.enumerated() {
+            if index > 0 { frame.append(separator) }
+            frame.append(contentsOf: message)
+        }
+        return frame
+    }
+}

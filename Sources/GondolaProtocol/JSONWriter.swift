@@ -1,0 +1,74 @@
+/// Writes JSON values compactly as UTF-8 bytes.
+///
+/// Strings are escaped so that the output never contains a raw newline, which
+/// keeps every value on one line of a newline-delimited frame.
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(reservingCapacity capacity: Int = 64) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func write(_ value: JSON) {
+        switch value {
+        case .null: appendASCII("null")
+        case let .bool(flag): appendASCII(flag ? "true" : "false")
+        case let .int(number): appendASCII(String(number))
+        case let .double(number): writeDouble(number)
+        case let .string(text): writeString(text)
+        case let .array(elements):
+            bytes.append(UInt8(ascii: "["))
+            for (position, element) in elements.enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case let .object(members):
+            bytes.append(UInt8(ascii: "{"))
+            for (position, member) in members.enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                writeString(member.key)
+                bytes.append(UInt8(ascii: ":"))
+                write(member.value)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        case let .raw(raw): bytes.append(contentsOf: raw.bytes)
+        }
+    }
+
+    private mutating func writeDouble(_ number: Double) {
+        guard number.isFinite else {
+            appendASCII("null")
+            return
+        }
+        if number == number.rounded(), abs(number) < 1e15 {
+            appendASCII(String(Int64(number)))
+        } else {
+            appendASCII(number.description)
+        }
+    }
+
+    private mutating func appendASCII(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    public mutating func writeString(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x08: bytes.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

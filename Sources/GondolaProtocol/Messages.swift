@@ -1,0 +1,398 @@
+/// Who a publication, join or leave comes from: user id, client id and the
+/// connection's and channel's info as given by the server.
+public struct ClientInfo: Sendable, Equatable {
+    public var user: String
+    public var client: String
+    public var connInfo: RawJSON?
+    public var chanInfo: RawJSON?
+
+    public init(user: String, client: String, connInfo: RawJSON? = nil, chanInfo: RawJSON? = nil) {
+        self.user = user
+        self.client = client
+        self.connInfo = connInfo
+        self.chanInfo = chanInfo
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("user", user)
+        object.add("client", client)
+        object.add("conn_info", connInfo)
+        object.add("chan_info", chanInfo)
+        return object.json
+    }
+
+    public init(json: JSON, path: String = "info") throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: path)
+        self.init(
+            user: try fields.string("user"), client: try fields.string("client"),
+            connInfo: fields.raw("conn_info"), chanInfo: fields.raw("chan_info"))
+    }
+}
+
+/// One message of a channel, with its position in the channel's stream.
+public struct Publication: Sendable, Equatable {
+    public var offset: UInt64
+    public var data: RawJSON
+    public var info: ClientInfo?
+    public var tags: [String: String]
+
+    public init(offset: UInt64 = 0, data: RawJSON, info: ClientInfo? = nil, tags: [String: String] = [:]) {
+        self.offset = offset
+        self.data = data
+        self.info = info
+        self.tags = tags
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("data", data)
+        object.add("info", info?.json)
+        object.add("offset", offset)
+        object.add("tags", map: tags.mapValues { .string($0) })
+        return object.json
+    }
+
+    public init(json: JSON, path: String = "pub") throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: path)
+        self.init(
+            offset: try fields.uint64("offset"),
+            data: fields.raw("data") ?? RawJSON(.null),
+            info: try fields.value("info").map { (value) throws(ProtocolDecodingError) in try ClientInfo(json: value, path: "\(path).info") },
+            tags: try fields.stringMap("tags"))
+    }
+}
+
+/// A position in a channel's stream: the offset of a publication and the stream's epoch.
+public struct StreamPosition: Sendable, Equatable, Hashable {
+    public var offset: UInt64
+    public var epoch: String
+
+    public init(offset: UInt64, epoch: String) {
+        self.offset = offset
+        self.epoch = epoch
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("offset", offset)
+        object.add("epoch", epoch)
+        return object.json
+    }
+
+    public init(json: JSON, path: String) throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: path)
+        self.init(offset: try fields.uint64("offset"), epoch: try fields.string("epoch"))
+    }
+}
+
+/// `connect`: authenticate the connection (and optionally ask for server-side subscriptions).
+public struct ConnectRequest: Sendable, Equatable {
+    public var token: String = ""
+    public var data: RawJSON?
+    public var name: String = ""
+    public var version: String = ""
+    public var subs: [String: SubscribeRequest] = [:]
+
+    public init(token: String = "", data: RawJSON? = nil, name: String = "", version: String = "") {
+        self.token = token
+        self.data = data
+        self.name = name
+        self.version = version
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("token", token)
+        object.add("data", data)
+        object.add("name", name)
+        object.add("version", version)
+        object.add("subs", map: subs.mapValues(\.json))
+        return object.json
+    }
+
+    public init(json: JSON) throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: "connect")
+        token = try fields.string("token")
+        data = fields.raw("data")
+        name = try fields.string("name")
+        version = try fields.string("version")
+        subs = try fields.map("subs") { (value, path) throws(ProtocolDecodingError) in try SubscribeRequest(json: value, path: path) }
+    }
+}
+
+/// The answer to `connect`.
+public struct ConnectResult: Sendable, Equatable {
+    public var client: String
+    public var version: String = ""
+    public var expires: Bool = false
+    public var ttl: UInt32 = 0
+    public var data: RawJSON?
+    public var subs: [String: SubscribeResult] = [:]
+    /// Seconds between server pings; 0 when the server does not ping.
+    public var ping: UInt32 = 0
+    /// Whether the client must answer pings.
+    public var pong: Bool = false
+    public var session: String = ""
+    public var node: String = ""
+
+    public init(client: String, version: String = "", expires: Bool = false, ttl: UInt32 = 0, ping: UInt32 = 0, pong: Bool = false, node: String = "") {
+        self.client = client
+        self.version = version
+        self.expires = expires
+        self.ttl = ttl
+        self.ping = ping
+        self.pong = pong
+        self.node = node
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("client", client)
+        object.add("version", version)
+        object.add("expires", expires)
+        object.add("ttl", ttl)
+        object.add("data", data)
+        object.add("subs", map: subs.mapValues(\.json))
+        object.add("ping", ping)
+        object.add("pong", pong)
+        object.add("session", session)
+        object.add("node", node)
+        return object.json
+    }
+
+    public init(json: JSON) throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: "connect")
+        client = try fields.string("client")
+        version = try fields.string("version")
+        expires = try fields.bool("expires")
+        ttl = try fields.uint32("ttl")
+        data = fields.raw("data")
+        subs = try fields.map("subs") { (value, path) throws(ProtocolDecodingError) in try SubscribeResult(json: value, path: path) }
+        ping = try fields.uint32("ping")
+        pong = try fields.bool("pong")
+        session = try fields.string("session")
+        node = try fields.string("node")
+    }
+}
+
+/// `subscribe`: start receiving a channel's publications, optionally recovering missed ones.
+public struct SubscribeRequest: Sendable, Equatable {
+    public var channel: String
+    public var token: String = ""
+    public var recover: Bool = false
+    public var epoch: String = ""
+    public var offset: UInt64 = 0
+    public var data: RawJSON?
+    public var positioned: Bool = false
+    public var recoverable: Bool = false
+    public var joinLeave: Bool = false
+    /// Bit flags; bit 2 asks for error 112 instead of `recovered: false`.
+    public var flag: Int64 = 0
+
+    /// Flag bit asking the server to reject a subscribe whose recovery is impossible.
+    public static let rejectUnrecoveredFlag: Int64 = 2
+
+    public init(channel: String, recover: Bool = false, epoch: String = "", offset: UInt64 = 0, data: RawJSON? = nil,
+                positioned: Bool = false, recoverable: Bool = false, joinLeave: Bool = false, flag: Int64 = 0) {
+        self.channel = channel
+        self.recover = recover
+        self.epoch = epoch
+        self.offset = offset
+        self.data = data
+        self.positioned = positioned
+        self.recoverable = recoverable
+        self.joinLeave = joinLeave
+        self.flag = flag
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("channel", channel)
+        object.add("token", token)
+        object.add("recover", recover)
+        object.add("epoch", epoch)
+        object.add("offset", offset)
+        object.add("data", data)
+        object.add("positioned", positioned)
+        object.add("recoverable", recoverable)
+        object.add("join_leave", joinLeave)
+        object.add("flag", flag)
+        return object.json
+    }
+
+    public init(json: JSON, path: String = "subscribe") throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: path)
+        channel = try fields.string("channel")
+        token = try fields.string("token")
+        recover = try fields.bool("recover")
+        epoch = try fields.string("epoch")
+        offset = try fields.uint64("offset")
+        data = fields.raw("data")
+        positioned = try fields.bool("positioned")
+        recoverable = try fields.bool("recoverable")
+        joinLeave = try fields.bool("join_leave")
+        flag = try fields.integer("flag", in: 0...Int64.max)
+    }
+}
+
+/// The answer to `subscribe` (and the body of a `subscribe` push).
+public struct SubscribeResult: Sendable, Equatable {
+    public var expires: Bool = false
+    public var ttl: UInt32 = 0
+    public var recoverable: Bool = false
+    public var epoch: String = ""
+    public var publications: [Publication] = []
+    public var recovered: Bool = false
+    public var offset: UInt64 = 0
+    public var positioned: Bool = false
+    public var data: RawJSON?
+    public var wasRecovering: Bool = false
+
+    public init() {}
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("expires", expires)
+        object.add("ttl", ttl)
+        object.add("recoverable", recoverable)
+        object.add("epoch", epoch)
+        object.add("publications", array: publications.map(\.json))
+        object.add("recovered", recovered)
+        object.add("offset", offset)
+        object.add("positioned", positioned)
+        object.add("data", data)
+        object.add("was_recovering", wasRecovering)
+        return object.json
+    }
+
+    public init(json: JSON, path: String = "subscribe") throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: path)
+        expires = try fields.bool("expires")
+        ttl = try fields.uint32("ttl")
+        recoverable = try fields.bool("recoverable")
+        epoch = try fields.string("epoch")
+        publications = try fields.array("publications").map { (value) throws(ProtocolDecodingError) in
+            try Publication(json: value, path: "\(path).publications[]")
+        }
+        recovered = try fields.bool("recovered")
+        offset = try fields.uint64("offset")
+        positioned = try fields.bool("positioned")
+        data = fields.raw("data")
+        wasRecovering = try fields.bool("was_recovering")
+    }
+}
+
+/// `history`: read a channel's stream.
+public struct HistoryRequest: Sendable, Equatable {
+    public var channel: String
+    /// How many publications at most; 0 asks for none (only the stream position), negative for all kept.
+    public var limit: Int32
+    public var since: StreamPosition?
+    public var reverse: Bool
+
+    public init(channel: String, limit: Int32 = 0, since: StreamPosition? = nil, reverse: Bool = false) {
+        self.channel = channel
+        self.limit = limit
+        self.since = since
+        self.reverse = reverse
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("channel", channel)
+        object.add("limit", limit)
+        object.add("since", since?.json)
+        object.add("reverse", reverse)
+        return object.json
+    }
+
+    public init(json: JSON, path: String = "history") throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: path)
+        channel = try fields.string("channel")
+        limit = try fields.int32("limit")
+        since = try fields.value("since").map { (value) throws(ProtocolDecodingError) in try StreamPosition(json: value, path: "\(path).since") }
+        reverse = try fields.bool("reverse")
+    }
+}
+
+/// The answer to `history`.
+public struct HistoryResult: Sendable, Equatable {
+    public var publications: [Publication]
+    public var epoch: String
+    public var offset: UInt64
+
+    public init(publications: [Publication], epoch: String, offset: UInt64) {
+        self.publications = publications
+        self.epoch = epoch
+        self.offset = offset
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("publications", array: publications.map(\.json))
+        object.add("epoch", epoch)
+        object.add("offset", offset)
+        return object.json
+    }
+
+    public init(json: JSON) throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: "history")
+        publications = try fields.array("publications").map { (value) throws(ProtocolDecodingError) in try Publication(json: value, path: "history.publications[]") }
+        epoch = try fields.string("epoch")
+        offset = try fields.uint64("offset")
+    }
+}
+
+/// The answer to `refresh`.
+public struct RefreshResult: Sendable, Equatable {
+    public var client: String
+    public var version: String
+    public var expires: Bool
+    public var ttl: UInt32
+
+    public init(client: String, version: String = "", expires: Bool, ttl: UInt32) {
+        self.client = client
+        self.version = version
+        self.expires = expires
+        self.ttl = ttl
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("client", client)
+        object.add("version", version)
+        object.add("expires", expires)
+        object.add("ttl", ttl)
+        return object.json
+    }
+
+    public init(json: JSON) throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: "refresh")
+        self.init(client: try fields.string("client"), version: try fields.string("version"),
+                  expires: try fields.bool("expires"), ttl: try fields.uint32("ttl"))
+    }
+}
+
+/// The answer to `presence_stats`.
+public struct PresenceStats: Sendable, Equatable {
+    public var numClients: UInt32
+    public var numUsers: UInt32
+
+    public init(numClients: UInt32, numUsers: UInt32) {
+        self.numClients = numClients
+        self.numUsers = numUsers
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("num_clients", numClients)
+        object.add("num_users", numUsers)
+        return object.json
+    }
+
+    public init(json: JSON, path: String = "presence_stats") throws(ProtocolDecodingError) {
+        let fields = try JSONFields(json, path: path)
+        self.init(numClients: try fields.uint32("num_clients"), numUsers: try fields.uint32("num_users"))
+    }
+}

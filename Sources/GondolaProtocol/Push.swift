@@ -1,0 +1,90 @@
+/// A message the server sends without a command: `{"push":{"channel":"c","<kind>":{...}}}`.
+public struct Push: Sendable, Equatable {
+    /// What the push carries.
+    public enum Body: Sendable, Equatable {
+        case publication(Publication)
+        case join(ClientInfo)
+        case leave(ClientInfo)
+        case unsubscribe(code: UInt32, reason: String)
+        case message(data: RawJSON)
+        case subscribe(SubscribeResult)
+        case disconnect(DisconnectCode)
+    }
+
+    public var channel: String
+    public var body: Body
+
+    public init(channel: String, _ body: Body) {
+        self.channel = channel
+        self.body = body
+    }
+
+    public var json: JSON {
+        var push = JSONObjectBuilder()
+        push.add("channel", channel)
+        switch body {
+        case let .publication(publication): push.add("pub", publication.json)
+        case let .join(info): push.add("join", JSON.object([(key: "info", value: info.json)]))
+        case let .leave(info): push.add("leave", JSON.object([(key: "info", value: info.json)]))
+        case let .unsubscribe(code, reason):
+            var body = JSONObjectBuilder()
+            body.add("code", code)
+            body.add("reason", reason)
+            push.add("unsubscribe", body.json)
+        case let .message(data): push.add("message", JSON.object([(key: "data", value: .raw(data))]))
+        case let .subscribe(result): push.add("subscribe", result.json)
+        case let .disconnect(disconnect):
+            var body = JSONObjectBuilder()
+            body.add("code", disconnect.code)
+            body.add("reason", disconnect.reason)
+            body.add("reconnect", disconnect.reconnect)
+            push.add("disconnect", body.json)
+        }
+        return .object([(key: "push", value: push.json)])
+    }
+
+    /// Encoded as one line of a frame. Publications are encoded once and these
+    /// bytes are shared by every receiver.
+    public var bytes: [UInt8] { json.bytes }
+
+    public init(json: JSON) throws(ProtocolDecodingError) {
+        guard let pushJSON = json["push"] else { throw ProtocolDecodingError("not a push") }
+        let fields = try JSONFields(pushJSON, path: "push")
+        channel = try fields.string("channel")
+        if let value = fields.value("pub") {
+            body = .publication(try Publication(json: value, path: "push.pub"))
+        } else if let value = try fields.object("join") {
+            body = .join(try ClientInfo(json: value.value("info") ?? .object([]), path: "push.join.info"))
+        } else if let value = try fields.object("leave") {
+            body = .leave(try ClientInfo(json: value.value("info") ?? .object([]), path: "push.leave.info"))
+        } else if let value = try fields.object("unsubscribe") {
+            body = .unsubscribe(code: try value.uint32("code"), reason: try value.string("reason"))
+        } else if let value = try fields.object("message") {
+            body = .message(data: value.raw("data") ?? RawJSON(.null))
+        } else if let value = fields.value("subscribe") {
+            body = .subscribe(try SubscribeResult(json: value, path: "push.subscribe"))
+        } else if let value = try fields.object("disconnect") {
+            let code = try value.integer("code", in: 0...Int64(UInt16.max))
+            body = .disconnect(DisconnectCode(code: UInt16(code), reason: try value.string("reason")))
+        } else {
+            throw ProtocolDecodingError("push carries no known body")
+        }
+    }
+}
+
+/// Anything the server sends: a reply, a push, or an empty ping.
+public enum ServerMessage: Sendable, Equatable {
+    case reply(Reply)
+    case push(Push)
+    case ping
+
+    public init(json: JSON) throws(ProtocolDecodingError) {
+        if json["push"] != nil {
+            self = .push(try Push(json: json))
+        } else if case let .object(members) = json, members.isEmpty {
+            self = .ping
+        } else {
+            self = .reply(try Reply(json: json))
+        }
+    }
+}
