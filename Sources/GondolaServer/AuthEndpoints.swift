@@ -1,0 +1,87 @@
+import GondolaHub
+import GondolaProtocol
+import GondolaStore
+import Hummingbird
+
+/// Sign-in: Telegram's Login Widget and, for demos and load tests, a development login.
+struct AuthEndpoints: Sendable {
+    let configuration: ServerConfiguration
+    let tokens: ConnectionTokens
+    let users: UserRepository
+    static let bodyLimit = 16 * 1024
+
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        router.post("/api/auth/telegram") { request, _ in await telegram(request) }
+        router.post("/api/auth/dev") { request, _ in await dev(request) }
+    }
+
+    private func telegram(_ request: Request) async -> Response {
+        guard !configuration.telegramBotToken.isEmpty else {
+            return JSONResponse.error(.serviceUnavailable, code: 108, "Telegram login is not configured (telegram_bot_token)")
+        }
+        let payload: JSON
+        switch await JSONResponse.object(of: request, limit: Self.bodyLimit) {
+        case let .success(json): payload = json
+        case let .failure(error): return error.response
+        }
+        let account: TelegramAccount
+        do {
+            account = try TelegramLogin(botToken: configuration.telegramBotToken).verify(payload)
+        } catch .badHash, .expired {
+            return JSONResponse.error(.unauthorized, code: 101, "Telegram login refused: the hash does not match or auth_date is older than 24 hours")
+        } catch {
+            return JSONResponse.error(.badRequest, code: 107, "Telegram login data: \(error)")
+        }
+        do {
+            let user = try users.user(forTelegram: account)
+            return try await tokenResponse(for: user)
+        } catch {
+            return JSONResponse.error(.internalServerError, code: 100, "could not sign in: \(error)")
+        }
+    }
+
+    private func dev(_ request: Request) async -> Response {
+        guard configuration.devLogin else {
+            return JSONResponse.error(.notFound, code: 104, "not found")
+        }
+        let payload: JSON
+        switch await JSONResponse.object(of: request, limit: Self.bodyLimit) {
+        case let .success(json): payload = json
+        case let .failure(error): return error.response
+        }
+        guard case let .string(userID)? = payload["user"], UserID.isValid(userID) else {
+            return JSONResponse.error(.badRequest, code: 107, "user must be 1 to 64 characters of [A-Za-z0-9_-.=@]")
+        }
+        let name: String
+        switch payload["name"] {
+        case nil, .null?: name = userID
+        case let .string(text)?: name = text
+        default: return JSONResponse.error(.badRequest, code: 107, "name must be a string")
+        }
+        do {
+            return try await tokenResponse(for: try users.ensureUser(id: userID, name: name))
+        } catch {
+            return JSONResponse.error(.internalServerError, code: 100, "could not sign in: \(error)")
+        }
+    }
+
+    private func tokenResponse(for user: User) async throws -> Response {
+        let token = try await tokens.mint(user: user.id, ttl: configuration.signInTokenTTL)
+        return JSONResponse.make(["token": .string(token), "user": ["id": .string(user.id), "name": .string(user.name)]])
+    }
+}
+
+/// User ids appear in user-limited channel names, so they use the channel alphabet without `:`, `#` and `,`.
+enum UserID {
+    static func isValid(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 64 && id.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "="), UInt8(ascii: "@"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+}

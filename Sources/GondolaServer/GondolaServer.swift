@@ -1,0 +1,139 @@
+import GondolaHub
+import GondolaProtocol
+import GondolaStore
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import ServiceLifecycle
+import UnixSignals
+import Synchronization
+
+/// A Gondola server: the hub wired to SQLite, the WebSocket endpoint and the HTTP API.
+public final class GondolaServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let node: Node
+    public let database: GondolaDatabase
+    public let users: UserRepository
+    let tokens: ConnectionTokens
+    let metrics: ServerMetrics
+    let logger: Logger
+    private let activeTransports = Atomic<Int>(0)
+
+    /// Opens the database and builds the hub. The configuration must carry a
+    /// token secret and an API key (see `GeneratedSecrets.complete`).
+    public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "gondola")) async throws {
+        precondition(!configuration.tokenHMACSecret.isEmpty && !configuration.apiKey.isEmpty, "secrets must be set")
+        self.configuration = configuration
+        self.logger = logger
+        self.database = try GondolaDatabase(path: configuration.database)
+        self.users = UserRepository(database: database)
+        self.tokens = await ConnectionTokens(secret: configuration.tokenHMACSecret)
+        self.metrics = ServerMetrics()
+        self.node = Node(
+            configuration: configuration.hub, tokens: tokens,
+            durableHistory: SQLiteHistoryStore(database: database),
+            metricsFactory: metrics.factory, logger: logger)
+    }
+
+    /// The HTTP application; `onServerRunning` gets the bound port.
+    public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        let router = Router()
+        router.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
+        router.get("/metrics") { [metrics, node] _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node))))
+        }
+        AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
+        ServerAPIEndpoint(api: ServerAPI(node: node), apiKey: configuration.apiKey).addRoutes(to: router)
+
+        let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
+        let maxFrameBytes = configuration.maxFrameBytes
+        webSocketRouter.ws("/connection/websocket") { [self] inbound, outbound, _ in
+            activeTransports.add(1, ordering: .relaxed)
+            defer { activeTransports.subtract(1, ordering: .relaxed) }
+            let session = node.accept()
+            await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes).run(inbound: inbound, outbound: outbound)
+        }
+        // Frames up to 4x the limit reach the session, which closes with 3501 and a
+        // message naming the size; larger ones are refused by the WebSocket layer (1009).
+        let webSocket = WebSocketServerConfiguration(
+            maxFrameSize: max(maxFrameBytes * 4, 1 << 16), autoPing: .disabled, closeTimeout: .seconds(2))
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: webSocket)),
+            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "gondola"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger)
+    }
+
+    /// Runs until SIGTERM or SIGINT, then drains: clients get 3001 and the process
+    /// ends once their connections are closed (at most a few seconds).
+    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let group = serviceGroup(signals: [.sigterm, .sigint], onServerRunning: onServerRunning)
+        try await group.run()
+    }
+
+    /// The services of a running server: the hub's maintenance first, the HTTP
+    /// server second, so that on shutdown the hub closes its clients before the
+    /// HTTP server stops.
+    public func serviceGroup(signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void) -> ServiceGroup {
+        ServiceGroup(configuration: .init(
+            services: [application(onServerRunning: onServerRunning), HubService(server: self)],
+            gracefulShutdownSignals: signals, logger: logger))
+    }
+
+    /// WebSocket connections still open.
+    public var openConnections: Int { activeTransports.load(ordering: .relaxed) }
+}
+
+/// Runs the hub's maintenance loop and, on graceful shutdown, closes every
+/// client with 3001 and waits (up to 3 s) for their connections to end.
+struct HubService: Service {
+    let server: GondolaServer
+
+    func run() async throws {
+        let maintenance = Task { await server.node.runMaintenance() }
+        defer { maintenance.cancel() }
+        try? await gracefulShutdown()
+        server.node.shutdown()
+        let deadline = ContinuousClock.now + .seconds(3)
+        while server.openConnections > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// `POST /api/<method>` with the `X-API-Key` header.
+struct ServerAPIEndpoint: Sendable {
+    let api: ServerAPI
+    let apiKey: String
+    static let bodyLimit = 1 << 20
+
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        router.post("/api/:method") { request, context in
+            let method = context.parameters.get("method") ?? ""
+            guard let given = request.headers[.init("X-API-Key")!], ConstantTime.equal(given, apiKey) else {
+                return JSONResponse.error(.unauthorized, code: 101, "missing or wrong X-API-Key")
+            }
+            let body: JSON
+            switch await JSONResponse.object(of: request, limit: Self.bodyLimit) {
+            case let .success(json): body = json
+            case let .failure(error): return error.response
+            }
+            guard let answer = await api.call(method, body: body) else {
+                return JSONResponse.error(.notFound, code: 104, "unknown server API method '\(method)'")
+            }
+            return JSONResponse.make(answer)
+        }
+    }
+}
+
+/// Comparison that takes the same time wherever the strings differ.
+enum ConstantTime {
+    static func equal(_ lhs: String, _ rhs: String) -> Bool {
+        let a = Array(lhs.utf8), b = Array(rhs.utf8)
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+
+/// The Centrifugo-compatible server API (`POST /api/<method>`): each method takes
+/// the request's JSON object and answers the `result` object, or throws a `HubError`
+/// that becomes `{"error":{...}}`.
+public struct ServerAPI: Sendable {
+    /// A server API method's implementation.
+    public typealias Method = @Sendable (APIParameters) async throws(HubError) -> JSON
+
+    private var methods: [String: Method] = [:]
+
+    public init(node: Node) {
+        register("publish") { params throws(HubError) in
+            let position = try node.publish(channel: try params.string("channel"), data: try params.data())
+            return Self.positionJSON(position)
+        }
+        register("broadcast") { params throws(HubError) in
+            let channels = try params.stringArray("channels")
+            let data = try params.data()
+            var responses: [JSON] = []
+            for channel in channels {
+                do throws(HubError) {
+                    let position = try node.publish(channel: channel, data: data)
+                    responses.append(["result": Self.positionJSON(position)])
+                } catch {
+                    responses.append(["error": Self.errorJSON(error.protocolError)])
+                }
+            }
+            return ["responses": .array(responses)]
+        }
+        register("presence") { params throws(HubError) in
+            let clients = try node.presence(channel: try params.string("channel"))
+            return ["presence": .object(clients.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value.json) })]
+        }
+        register("presence_stats") { params throws(HubError) in
+            try node.presenceStats(channel: try params.string("channel")).json
+        }
+        register("history") { params throws(HubError) in
+            let since = try params.optionalObject("since").map { (since) throws(HubError) in
+                StreamPosition(offset: UInt64(try since.integer("offset", default: 0)), epoch: try since.string("epoch", default: ""))
+            }
+            let result = try node.history(
+                channel: try params.string("channel"), limit: try params.integer("limit", default: 0),
+                since: since, reverse: try params.bool("reverse"))
+            return result.json
+        }
+        register("history_remove") { params throws(HubError) in
+            try node.removeHistory(channel: try params.string("channel"))
+            return [:]
+        }
+        register("unsubscribe") { params throws(HubError) in
+            try node.unsubscribe(user: try params.string("user"), channel: try params.string("channel"))
+            return [:]
+        }
+        register("disconnect") { params throws(HubError) in
+            node.disconnect(user: try params.string("user"))
+            return [:]
+        }
+        register("channels") { params throws(HubError) in
+            let pattern = try params.string("pattern", default: "")
+            let matching = node.channels().filter { pattern.isEmpty || Glob.matches(pattern, $0.key) }
+            return ["channels": .object(matching.sorted { $0.key < $1.key }.map { (key: $0.key, value: ["num_clients": .int(Int64($0.value))]) })]
+        }
+        register("info") { _ throws(HubError) in
+            let stats = node.stats
+            let info: JSON = [
+                "uid": .string(node.uid), "name": .string(node.configuration.nodeName), "version": .string(node.version),
+                "num_clients": .int(Int64(stats.clients)), "num_users": .int(Int64(stats.users)),
+                "num_channels": .int(Int64(stats.channels)), "num_subs": .int(Int64(stats.subscriptions)),
+                "uptime": .int(Int64(stats.uptimeSeconds)),
+            ]
+            return ["nodes": [info]]
+        }
+    }
+
+    /// Adds a method (domain administration adds its own).
+    public mutating func register(_ name: String, _ method: @escaping Method) {
+        methods[name] = method
+    }
+
+    /// Runs `name` with `body`; the answer is the JSON the endpoint returns.
+    public func call(_ name: String, body: JSON) async -> JSON? {
+        guard let method = methods[name] else { return nil }
+        do {
+            return ["result": try await method(APIParameters(body))]
+        } catch {
+            return ["error": Self.errorJSON(error.protocolError)]
+        }
+    }
+
+    static func errorJSON(_ error: ProtocolError) -> JSON {
+        ["code": .int(Int64(error.code)), "message": .string(error.message)]
+    }
+
+    private static func positionJSON(_ position: StreamPosition?) -> JSON {
+        guard let position else { return [:] }
+        return ["offset": .int(Int64(position.offset)), "epoch": .string(position.epoch)]
+    }
+}
+
+/// The parameters of a server API call, read with errors (107) that name the field.
+public struct APIParameters: Sendable {
+    public let json: JSON
+
+    init(_ json: JSON) { self.json = json }
+
+    private func present(_ key: String) -> JSON? {
+        guard let value = json[key], !value.isNull else { return nil }
+        return value
+    }
+
+    public func string(_ key: String) throws(HubError) -> String {
+        guard let value = present(key) else { throw .badRequest("\(key) is required") }
+        guard case let .string(text) = value, !text.isEmpty else { throw .badRequest("\(key) must be a non-empty string") }
+        return text
+    }
+
+    public func string(_ key: String, default fallback: String) throws(HubError) -> String {
+        guard present(key) != nil else { return fallback }
+        guard case let .string(text) = present(key)! else { throw .badRequest("\(key) must be a string") }
+        return text
+    }
+
+    public func integer(_ key: String, default fallback: Int) throws(HubError) -> Int {
+        guard let value = present(key) else { return fallback }
+        guard case let .int(number) = value, let result = Int(exactly: number) else { throw .badRequest("\(key) must be an integer") }
+        return result
+    }
+
+    public func bool(_ key: String) throws(HubError) -> Bool {
+        guard let value = present(key) else { return false }
+        guard case let .bool(flag) = value else { throw .badRequest("\(key) must be a boolean") }
+        return flag
+    }
+
+    public func stringArray(_ key: String) throws(HubError) -> [String] {
+        guard case let .array(values)? = present(key), !values.isEmpty else { throw .badRequest("\(key) must be a non-empty array of strings") }
+        var result: [String] = []
+        for value in values {
+            guard case let .string(text) = value else { throw .badRequest("\(key) must be a non-empty array of strings") }
+            result.append(text)
+        }
+        return result
+    }
+
+    public func optionalObject(_ key: String) throws(HubError) -> APIParameters? {
+        guard let value = present(key) else { return nil }
+        guard case .object = value else { throw .badRequest("\(key) must be an object") }
+        return APIParameters(value)
+    }
+
+    /// The `data` to publish: any JSON value.
+    public func data() throws(HubError) -> RawJSON {
+        guard let value = json["data"] else { throw .badRequest("data is required") }
+        return RawJSON(value)
+    }
+}
+
+/// Shell-style patterns with `*` (any run of characters) and `?` (one character).
+enum Glob {
+    static func matches(_ pattern: String, _ text: String) -> Bool {
+        let pattern = Array(pattern.unicodeScalars)
+        let text = Array(text.unicodeScalars)
+        var p = 0, t = 0, star = -1, mark = 0
+        while t < text.count {
+            if p < pattern.count, pattern[p] == "?" || pattern[p] == text[t] {
+                p += 1
+                t += 1
+            } else if p < pattern.count, pattern[p] == "*" {
+                star = p
+                mark = t
+                p += 1
+            } else if star >= 0 {
+                p = star + 1
+                mark += 1
+                t = mark
+            } else {
+                return false
+            }
+        }
+        while p < pattern.count, pattern[p] == "*" { p += 1 }
+        return p == pattern.count
+    }
+}

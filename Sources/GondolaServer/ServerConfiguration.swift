@@ -1,0 +1,231 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+
+/// Everything `gondola serve` can be told, by the names of the configuration file.
+public struct ServerConfiguration: Sendable {
+    public var listenHost = "127.0.0.1"
+    public var listenPort = 8000
+    public var database = "var/gondola.sqlite"
+    public var tokenHMACSecret = ""
+    public var apiKey = ""
+    public var devLogin = false
+    public var telegramBotToken = ""
+    public var telegramWebhookSecret = ""
+    public var maxFrameBytes = 65536
+    /// Folder of resort files for the travel domain's maps.
+    public var resorts = "resorts/"
+    public var locationInterval: Duration = .milliseconds(250)
+    public var locationTTL: Duration = .seconds(600)
+    public var locationRate = 5
+    /// How long tokens minted by the sign-in endpoints stay valid.
+    public var signInTokenTTL: Duration = .seconds(24 * 3600)
+    public var hub = HubConfiguration()
+
+    public init() {}
+
+    /// The folder beside the database where generated secrets are kept.
+    public var dataFolder: String {
+        URL(fileURLWithPath: database).deletingLastPathComponent().path
+    }
+}
+
+/// A configuration value that cannot be used, naming the key and the value.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Reads the configuration from a JSON file, `GONDOLA_*` environment variables
+/// and command-line flags, in that order of precedence from lowest to highest.
+public enum ConfigurationLoader {
+    /// Keys whose value is a JSON document when given as text (environment or flag).
+    private static let jsonKeys: Set<String> = ["namespaces"]
+
+    /// The keys the configuration knows.
+    public static let keys: [String] = [
+        "listen", "database", "token_hmac_secret", "api_key", "dev_login", "telegram_bot_token",
+        "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
+        "max_frame_bytes", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
+        "location_rate", "namespaces",
+    ]
+
+    /// Loads and validates; the error names the key, the source and the bad value.
+    public static func load(file: String?, environment: [String: String], flags: [String: String]) throws(ConfigurationError) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        if let file {
+            let bytes: [UInt8]
+            do {
+                bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+            } catch {
+                throw ConfigurationError("cannot read config file \(file): \(error.localizedDescription)")
+            }
+            let json: JSON
+            do {
+                json = try JSONParser.parse(bytes)
+            } catch {
+                throw ConfigurationError("config file \(file) is not valid JSON: \(error)")
+            }
+            guard case let .object(members) = json else { throw ConfigurationError("config file \(file) must hold a JSON object") }
+            for member in members {
+                try apply(member.key, member.value, to: &configuration, source: "config file \(file)")
+            }
+        }
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("GONDOLA_") {
+            let key = String(name.dropFirst("GONDOLA_".count)).lowercased()
+            try apply(key, try textValue(key, value, source: "environment variable \(name)"), to: &configuration, source: "environment variable \(name)")
+        }
+        for (key, value) in flags.sorted(by: { $0.key < $1.key }) {
+            let flag = "--" + key.replacingOccurrences(of: "_", with: "-")
+            try apply(key, try textValue(key, value, source: "flag \(flag)"), to: &configuration, source: "flag \(flag)")
+        }
+        return configuration
+    }
+
+    private static func textValue(_ key: String, _ text: String, source: String) throws(ConfigurationError) -> JSON {
+        guard jsonKeys.contains(key) else { return .string(text) }
+        do {
+            return try JSONParser.parse(text)
+        } catch {
+            throw ConfigurationError("\(source): '\(key)' must be JSON: \(error)")
+        }
+    }
+
+    private static func apply(_ key: String, _ value: JSON, to configuration: inout ServerConfiguration, source: String) throws(ConfigurationError) {
+        let field = ValueReader(key: key, value: value, source: source)
+        switch key {
+        case "listen":
+            let text = try field.string()
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
+                  !text[..<colon].isEmpty
+            else {
+                throw field.error("expected host:port, got '\(text)'")
+            }
+            configuration.listenHost = String(text[..<colon])
+            configuration.listenPort = port
+        case "database": configuration.database = try field.nonEmptyString()
+        case "token_hmac_secret": configuration.tokenHMACSecret = try field.string()
+        case "api_key": configuration.apiKey = try field.string()
+        case "dev_login": configuration.devLogin = try field.bool()
+        case "telegram_bot_token": configuration.telegramBotToken = try field.string()
+        case "telegram_webhook_secret": configuration.telegramWebhookSecret = try field.string()
+        case "ping_interval": configuration.hub.pingInterval = try field.duration(allowZero: true)
+        case "pong_timeout": configuration.hub.pongTimeout = try field.duration(allowZero: false)
+        case "client_queue_max_bytes": configuration.hub.clientQueueMaxBytes = try field.integer(min: 1024)
+        case "max_frame_bytes": configuration.maxFrameBytes = try field.integer(min: 256)
+        case "max_channels_per_client": configuration.hub.maxChannelsPerClient = try field.integer(min: 1)
+        case "resorts": configuration.resorts = try field.nonEmptyString()
+        case "location_interval": configuration.locationInterval = try field.duration(allowZero: false)
+        case "location_ttl": configuration.locationTTL = try field.duration(allowZero: false)
+        case "location_rate": configuration.locationRate = try field.integer(min: 1)
+        case "namespaces":
+            guard case let .array(entries) = value else { throw field.error("expected an array of namespace objects") }
+            var namespaces: [String: NamespaceOptions] = ["": .defaultNamespace]
+            for (index, entry) in entries.enumerated() {
+                let options = try namespace(entry, path: "namespaces[\(index)]", source: source)
+                namespaces[options.name] = options
+            }
+            configuration.hub.namespaces = namespaces
+        default:
+            throw ConfigurationError("\(source): unknown key '\(key)' (known keys: \(keys.joined(separator: ", ")))")
+        }
+    }
+
+    private static func namespace(_ entry: JSON, path: String, source: String) throws(ConfigurationError) -> NamespaceOptions {
+        guard case let .object(members) = entry else { throw ConfigurationError("\(source): \(path) must be an object") }
+        guard case let .string(name)? = entry["name"] else { throw ConfigurationError("\(source): \(path).name is required") }
+        guard name.isEmpty || (try? ChannelName(name + ":x")) != nil, !name.contains(":"), !name.contains("#") else {
+            throw ConfigurationError("\(source): \(path).name '\(name)' is not a valid namespace name")
+        }
+        var options = name.isEmpty ? NamespaceOptions.defaultNamespace : NamespaceOptions(name: name)
+        options.name = name
+        for member in members where member.key != "name" {
+            let field = ValueReader(key: "\(path).\(member.key)", value: member.value, source: source)
+            switch member.key {
+            case "history_size": options.historySize = try field.integer(min: 0)
+            case "history_ttl": options.historyTTL = try field.duration(allowZero: true)
+            case "history_durable": options.historyDurable = try field.bool()
+            case "presence": options.presence = try field.bool()
+            case "join_leave": options.joinLeave = try field.bool()
+            case "force_recovery": options.forceRecovery = try field.bool()
+            case "allow_subscribe_for_client": options.allowSubscribeForClient = try field.bool()
+            case "allow_publish_for_subscriber": options.allowPublishForSubscriber = try field.bool()
+            case "allow_history_for_subscriber": options.allowHistoryForSubscriber = try field.bool()
+            case "allow_presence_for_subscriber": options.allowPresenceForSubscriber = try field.bool()
+            default: throw ConfigurationError("\(source): unknown key '\(path).\(member.key)'")
+            }
+        }
+        return options
+    }
+}
+
+/// Reads one configuration value as the type its key needs. Text from the
+/// environment or a flag is accepted wherever a number or boolean is expected.
+struct ValueReader {
+    let key: String
+    let value: JSON
+    let source: String
+
+    func error(_ message: String) -> ConfigurationError {
+        ConfigurationError("\(source): '\(key)' \(message)")
+    }
+
+    func string() throws(ConfigurationError) -> String {
+        guard case let .string(text) = value else { throw error("expected a string, got \(value.kindName)") }
+        return text
+    }
+
+    func nonEmptyString() throws(ConfigurationError) -> String {
+        let text = try string()
+        guard !text.isEmpty else { throw error("must not be empty") }
+        return text
+    }
+
+    func bool() throws(ConfigurationError) -> Bool {
+        switch value {
+        case let .bool(flag): return flag
+        case .string("true"), .string("1"): return true
+        case .string("false"), .string("0"): return false
+        default: throw error("expected true or false, got \(value.text)")
+        }
+    }
+
+    func integer(min: Int) throws(ConfigurationError) -> Int {
+        let number: Int?
+        switch value {
+        case let .int(int): number = Int(exactly: int)
+        case let .string(text): number = Int(text)
+        default: number = nil
+        }
+        guard let number else { throw error("expected a whole number, got \(value.text)") }
+        guard number >= min else { throw error("must be at least \(min), got \(number)") }
+        return number
+    }
+
+    func duration(allowZero: Bool) throws(ConfigurationError) -> Duration {
+        let parsed: Duration?
+        switch value {
+        case let .int(seconds): parsed = seconds >= 0 ? .seconds(seconds) : nil
+        case let .double(seconds): parsed = seconds >= 0 ? .milliseconds(Int64(seconds * 1000)) : nil
+        case let .string(text): parsed = DurationText.parse(text)
+        default: parsed = nil
+        }
+        guard let parsed else { throw error("expected a duration like 250ms, 25s, 10m or 1h, got \(value.text)") }
+        guard allowZero || parsed > .zero else { throw error("must be greater than zero") }
+        return parsed
+    }
+}
+
+/// Durations written as a number and a unit: `250ms`, `25s`, `10m`, `1h`.
+public enum DurationText {
+    public static func parse(_ text: String) -> Duration? {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            let number = text.dropLast(suffix.count)
+            if suffix == "s", number.hasSuffix("m") { continue }
+            guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+            return .milliseconds(Int64((value * scale * 1000).rounded()))
+        }
+        return nil
+    }
+}

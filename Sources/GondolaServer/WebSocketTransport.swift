@@ -1,0 +1,77 @@
+import GondolaHub
+import GondolaProtocol
+import HummingbirdWebSocket
+import NIOCore
+import NIOWebSocket
+
+/// Carries one client session over a WebSocket: a reader that assembles text
+/// messages and hands them to the session, and a writer that drains the session's
+/// queue, one frame per batch of pending messages, and sends the close frame.
+struct WebSocketTransport {
+    let session: ClientSession
+    /// Largest message (after joining fragments) the reader accepts.
+    let maxFrameBytes: Int
+
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await read(inbound)
+                session.transportClosed()
+            }
+            await write(outbound)
+            session.transportClosed()
+            group.cancelAll()
+        }
+    }
+
+    private func read(_ inbound: WebSocketInboundStream) async {
+        var message: [UInt8] = []
+        do {
+            for try await frame in inbound {
+                switch frame.opcode {
+                case .binary:
+                    session.handleBinaryFrame()
+                    return
+                case .text:
+                    message = Array(frame.data.readableBytesView)
+                case .continuation:
+                    message.append(contentsOf: frame.data.readableBytesView)
+                }
+                if message.count > maxFrameBytes {
+                    session.handleOversizedFrame(bytes: message.count, limit: maxFrameBytes)
+                    return
+                }
+                guard frame.fin else { continue }
+                await session.handle(frame: message)
+                message.removeAll(keepingCapacity: true)
+                if session.isClosed { return }
+            }
+        } catch {
+            return
+        }
+    }
+
+    private func write(_ outbound: WebSocketOutboundWriter) async {
+        while let item = await session.queue.next() {
+            switch item {
+            case let .frame(bytes):
+                do {
+                    try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: bytes))))
+                } catch {
+                    return
+                }
+            case let .close(code):
+                guard code.code >= 3000 else { return }
+                try? await outbound.close(.unknown(code.code), reason: Self.closeReason(code.reason))
+                return
+            }
+        }
+    }
+
+    /// A close reason must fit in a control frame's 123 bytes.
+    static func closeReason(_ reason: String) -> String {
+        var utf8 = Array(reason.utf8.prefix(123))
+        while String(validating: utf8, as: UTF8.self) == nil { utf8.removeLast() }
+        return String(decoding: utf8, as: UTF8.self)
+    }
+}

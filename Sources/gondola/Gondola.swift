@@ -1,0 +1,109 @@
+import ArgumentParser
+import Foundation
+import GondolaHub
+import GondolaServer
+import Logging
+
+/// The `gondola` command.
+@main
+struct Gondola: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Gondola: a real-time location and messaging hub speaking the Centrifuge protocol.",
+        subcommands: [Serve.self, Token.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Options shared by every command that reads the server configuration.
+struct ConfigurationOptions: ParsableArguments {
+    @Option(help: "JSON configuration file.") var config: String?
+    @Option(help: "host:port to listen on (default 127.0.0.1:8000).") var listen: String?
+    @Option(help: "SQLite database file (default var/gondola.sqlite).") var database: String?
+    @Option(name: .customLong("token-hmac-secret"), help: "Secret that signs connection tokens.") var tokenHMACSecret: String?
+    @Option(name: .customLong("api-key"), help: "Key of the server API (X-API-Key).") var apiKey: String?
+    @Option(name: .customLong("dev-login"), help: "true to enable POST /api/auth/dev.") var devLogin: String?
+    @Option(name: .customLong("telegram-bot-token"), help: "Bot token that verifies Telegram logins.") var telegramBotToken: String?
+    @Option(name: .customLong("telegram-webhook-secret"), help: "Secret of the Telegram webhook.") var telegramWebhookSecret: String?
+    @Option(name: .customLong("ping-interval"), help: "Interval of server pings, e.g. 25s.") var pingInterval: String?
+    @Option(name: .customLong("pong-timeout"), help: "Time a client has to answer a ping, e.g. 8s.") var pongTimeout: String?
+    @Option(name: .customLong("client-queue-max-bytes"), help: "Bytes a connection may have queued.") var clientQueueMaxBytes: String?
+    @Option(name: .customLong("max-frame-bytes"), help: "Largest frame a client may send.") var maxFrameBytes: String?
+    @Option(name: .customLong("max-channels-per-client"), help: "Subscriptions per connection.") var maxChannelsPerClient: String?
+    @Option(help: "Folder of resort files.") var resorts: String?
+    @Option(name: .customLong("location-interval"), help: "Position frame interval, e.g. 250ms.") var locationInterval: String?
+    @Option(name: .customLong("location-ttl"), help: "How long a position stays current, e.g. 10m.") var locationTTL: String?
+    @Option(name: .customLong("location-rate"), help: "Location updates per second per user.") var locationRate: String?
+    @Option(help: "Namespaces as a JSON array.") var namespaces: String?
+
+    var flags: [String: String] {
+        let pairs: [(String, String?)] = [
+            ("listen", listen), ("database", database), ("token_hmac_secret", tokenHMACSecret), ("api_key", apiKey),
+            ("dev_login", devLogin), ("telegram_bot_token", telegramBotToken), ("telegram_webhook_secret", telegramWebhookSecret),
+            ("ping_interval", pingInterval), ("pong_timeout", pongTimeout), ("client_queue_max_bytes", clientQueueMaxBytes),
+            ("max_frame_bytes", maxFrameBytes), ("max_channels_per_client", maxChannelsPerClient), ("resorts", resorts),
+            ("location_interval", locationInterval), ("location_ttl", locationTTL), ("location_rate", locationRate),
+            ("namespaces", namespaces),
+        ]
+        return Dictionary(uniqueKeysWithValues: pairs.compactMap { key, value in value.map { (key, $0) } })
+    }
+
+    /// The validated configuration with generated secrets filled in; prints which were generated.
+    func load() throws -> ServerConfiguration {
+        var configuration: ServerConfiguration
+        do {
+            configuration = try ConfigurationLoader.load(file: config, environment: ProcessInfo.processInfo.environment, flags: flags)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        let generated = try GeneratedSecrets.complete(&configuration)
+        for name in generated {
+            FileHandle.standardError.write(Data("gondola: generated \(name) in \(configuration.dataFolder)/\(name)\n".utf8))
+        }
+        return configuration
+    }
+}
+
+/// `gondola serve`: runs the hub.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the hub (SQLite at var/gondola.sqlite unless told otherwise).")
+
+    @OptionGroup var options: ConfigurationOptions
+
+    func run() async throws {
+        let configuration = try options.load()
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+            return handler
+        }
+        let server = try await GondolaServer(configuration: configuration)
+        try await server.run { port in
+            let address = "\(configuration.listenHost):\(port)"
+            print("gondola listening on http://\(address) (WebSocket ws://\(address)/connection/websocket), database \(configuration.database)")
+            print("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
+            fflush(nil)
+        }
+    }
+}
+
+/// `gondola token`: prints a connection JWT signed with the server's secret.
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a connection token (JWT HS256) for a user.")
+
+    @Option(help: "User id (the token's sub).") var user: String
+    @Option(help: "Lifetime such as 30m, 1h or 24h; none when omitted.") var ttl: String?
+    @OptionGroup var options: ConfigurationOptions
+
+    func run() async throws {
+        guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
+        var lifetime: Duration?
+        if let ttl {
+            guard let parsed = DurationText.parse(ttl), parsed > .zero else {
+                throw ValidationError("--ttl '\(ttl)' is not a duration like 30m, 1h or 24h")
+            }
+            lifetime = parsed
+        }
+        let configuration = try options.load()
+        let tokens = await ConnectionTokens(secret: configuration.tokenHMACSecret)
+        print(try await tokens.mint(user: user, ttl: lifetime))
+    }
+}
