@@ -75,7 +75,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
-        .testTarget(name: "GondolaHubTests", dependencies: ["GondolaHub"]),
+        .testTarget(
+            name: "GondolaHubTests",
+            dependencies: ["GondolaHub", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(name: "GondolaStoreTests", dependencies: ["GondolaStore"]),
         .testTarget(
             name: "GondolaServerTests",
             dependencies: [

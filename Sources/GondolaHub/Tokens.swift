@@ -36,11 +36,23 @@ struct ConnectionClaims: JWTPayload {
     func verify(using algorithm: some JWTAlgorithm) throws {}
 }
 
+/// A token secret too short for HS256 (it must be at least as long as the hash, 32 bytes).
+public struct WeakSecretError: Error, CustomStringConvertible {
+    public let length: Int
+    public var description: String {
+        "token_hmac_secret is \(length) bytes; HS256 needs at least \(ConnectionTokens.minimumSecretBytes)"
+    }
+}
+
 /// Verifies and mints HS256 connection tokens with one shared secret.
 public struct ConnectionTokens: Sendable {
+    /// Shortest secret accepted: the length of the SHA-256 output, as RFC 7518 §3.2 requires.
+    public static let minimumSecretBytes = 32
+
     private let keys: JWTKeyCollection
 
-    public init(secret: String) async {
+    public init(secret: String) async throws(WeakSecretError) {
+        guard secret.utf8.count >= Self.minimumSecretBytes else { throw WeakSecretError(length: secret.utf8.count) }
         let keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
         self.keys = keys

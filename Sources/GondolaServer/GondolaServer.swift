@@ -28,7 +28,7 @@ public final class GondolaServer: Sendable {
         self.logger = logger
         self.database = try GondolaDatabase(path: configuration.database)
         self.users = UserRepository(database: database)
-        self.tokens = await ConnectionTokens(secret: configuration.tokenHMACSecret)
+        self.tokens = try await ConnectionTokens(secret: configuration.tokenHMACSecret)
         self.metrics = ServerMetrics()
         self.node = Node(
             configuration: configuration.hub, tokens: tokens,

@@ -104,7 +104,12 @@ public enum ConfigurationLoader {
             configuration.listenHost = String(text[..<colon])
             configuration.listenPort = port
         case "database": configuration.database = try field.nonEmptyString()
-        case "token_hmac_secret": configuration.tokenHMACSecret = try field.string()
+        case "token_hmac_secret":
+            let secret = try field.string()
+            guard secret.isEmpty || secret.utf8.count >= ConnectionTokens.minimumSecretBytes else {
+                throw field.error("must be at least \(ConnectionTokens.minimumSecretBytes) bytes for HS256, got \(secret.utf8.count) (leave it out to have one generated)")
+            }
+            configuration.tokenHMACSecret = secret
         case "api_key": configuration.apiKey = try field.string()
         case "dev_login": configuration.devLogin = try field.bool()
         case "telegram_bot_token": configuration.telegramBotToken = try field.string()

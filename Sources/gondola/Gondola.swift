@@ -103,7 +103,7 @@ struct Token: AsyncParsableCommand {
             lifetime = parsed
         }
         let configuration = try options.load()
-        let tokens = await ConnectionTokens(secret: configuration.tokenHMACSecret)
+        let tokens = try await ConnectionTokens(secret: configuration.tokenHMACSecret)
         print(try await tokens.mint(user: user, ttl: lifetime))
     }
 }

@@ -1,0 +1,186 @@
+import Foundation
+@testable import GondolaHub
+import GondolaProtocol
+import Testing
+
+@Suite struct HistoryAndRecoveryTests {
+    func publish(_ node: Node, _ channel: String, count: Int, from start: Int = 1) throws {
+        for n in start..<(start + count) { try node.publish(channel: channel, data: RawJSON(["n": .int(Int64(n))])) }
+    }
+
+    @Test func historyWithLimitSinceAndReverse() async throws {
+        let node = try await makeNode()
+        var client = try await TestClient.connected(node, user: "alice")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:h")))
+        try publish(node, "room:h", count: 7)
+        let all = try await client.call(.history(HistoryRequest(channel: "room:h", limit: -1)))
+        guard case let .history(result) = all.body else { Issue.record("\(all)"); return }
+        // history_size 5: offsets 3...7 are kept.
+        #expect(result.publications.map(\.offset) == [3, 4, 5, 6, 7])
+        #expect(result.offset == 7)
+        let since = try await client.call(.history(HistoryRequest(channel: "room:h", limit: 2, since: StreamPosition(offset: 4, epoch: result.epoch))))
+        guard case let .history(sinceResult) = since.body else { Issue.record("\(since)"); return }
+        #expect(sinceResult.publications.map(\.offset) == [5, 6])
+        let reversed = try await client.call(.history(HistoryRequest(channel: "room:h", limit: 2, reverse: true)))
+        guard case let .history(reverseResult) = reversed.body else { Issue.record("\(reversed)"); return }
+        #expect(reverseResult.publications.map(\.offset) == [7, 6])
+        let positionOnly = try await client.call(.history(HistoryRequest(channel: "room:h", limit: 0)))
+        guard case let .history(position) = positionOnly.body else { Issue.record("\(positionOnly)"); return }
+        #expect(position.publications.isEmpty && position.offset == 7 && position.epoch == result.epoch)
+        let wrongEpoch = try await client.call(.history(HistoryRequest(channel: "room:h", limit: 2, since: StreamPosition(offset: 4, epoch: "nope"))))
+        #expect(wrongEpoch.errorCode == 112)
+    }
+
+    @Test func historyInNamespaceWithoutStreamIsNotAvailable() async throws {
+        let node = try await makeNode { $0.namespaces[""]?.allowHistoryForSubscriber = true }
+        var client = try await TestClient.connected(node, user: "alice")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "plain")))
+        #expect(try await client.call(.history(HistoryRequest(channel: "plain", limit: 10))).errorCode == 108)
+    }
+
+    @Test func resubscribeRecoversMissedPublications() async throws {
+        let node = try await makeNode()
+        var client = try await TestClient.connected(node, user: "alice")
+        let first = try await client.call(.subscribe(SubscribeRequest(channel: "room:r", recoverable: true)))
+        guard case let .subscribe(subscribed) = first.body else { Issue.record("\(first)"); return }
+        #expect(subscribed.recoverable && subscribed.positioned && subscribed.offset == 0 && !subscribed.epoch.isEmpty)
+        try publish(node, "room:r", count: 2)
+        _ = try await client.call(.unsubscribe(channel: "room:r"))
+        try publish(node, "room:r", count: 3, from: 3)
+        let again = try await client.call(.subscribe(SubscribeRequest(channel: "room:r", recover: true, epoch: subscribed.epoch, offset: 2, recoverable: true)))
+        guard case let .subscribe(recovered) = again.body else { Issue.record("\(again)"); return }
+        #expect(recovered.recovered && recovered.wasRecovering)
+        #expect(recovered.publications.map(\.offset) == [3, 4, 5])
+        #expect(recovered.publications.map(\.data) == [3, 4, 5].map { RawJSON(["n": .int($0)]) })
+        #expect(recovered.offset == 5)
+    }
+
+    @Test func recoveryFailsWhenPositionLeftHistoryOrEpochChanged() async throws {
+        let node = try await makeNode()
+        var client = try await TestClient.connected(node, user: "alice")
+        let first = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recoverable: true)))
+        guard case let .subscribe(subscribed) = first.body else { Issue.record("\(first)"); return }
+        _ = try await client.call(.unsubscribe(channel: "room:gap"))
+        try publish(node, "room:gap", count: 8)
+        let gap = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recover: true, epoch: subscribed.epoch, offset: 1)))
+        guard case let .subscribe(result) = gap.body else { Issue.record("\(gap)"); return }
+        #expect(!result.recovered && result.wasRecovering && result.publications.isEmpty && result.offset == 8)
+        _ = try await client.call(.unsubscribe(channel: "room:gap"))
+        let epoch = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recover: true, epoch: "other", offset: 8)))
+        guard case let .subscribe(epochResult) = epoch.body else { Issue.record("\(epoch)"); return }
+        #expect(!epochResult.recovered)
+        _ = try await client.call(.unsubscribe(channel: "room:gap"))
+        let strict = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recover: true, epoch: "other", offset: 8, flag: SubscribeRequest.rejectUnrecoveredFlag)))
+        #expect(strict.errorCode == 112)
+        #expect(!client.session.subscriptions.contains("room:gap"))
+    }
+
+    @Test func recoveryAtTheTopRecoversNothingMissing() async throws {
+        let node = try await makeNode()
+        var client = try await TestClient.connected(node, user: "alice")
+        try publish(node, "room:top", count: 2)
+        let position = try node.history(channel: "room:top", limit: 0, since: nil, reverse: false)
+        let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:top", recover: true, epoch: position.epoch, offset: 2)))
+        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        #expect(result.recovered && result.publications.isEmpty)
+    }
+
+    @Test func publicationsDuringSubscribeAreNeitherLostNorDoubled() async throws {
+        let node = try await makeNode { $0.namespaces["room"]?.historySize = 10_000 }
+        var client = try await TestClient.connected(node, user: "alice")
+        let epoch = try node.history(channel: "room:race", limit: 0, since: nil, reverse: false).epoch
+        let publisher = Task {
+            for n in 1...300 { try node.publish(channel: "room:race", data: RawJSON(.int(Int64(n)))) }
+        }
+        try await Task.sleep(for: .milliseconds(1))
+        let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
+        try await publisher.value
+        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        #expect(result.recovered)
+        var offsets = result.publications.map(\.offset)
+        while (offsets.last ?? 0) < 300 {
+            if let publication = try await client.next().publication { offsets.append(publication.offset) }
+        }
+        #expect(offsets == Array(1...300))
+    }
+}
+
+@Suite struct MemoryHistoryStoreTests {
+    var options: NamespaceOptions {
+        var options = NamespaceOptions(name: "x")
+        options.historySize = 3
+        options.historyTTL = .seconds(10)
+        return options
+    }
+
+    @Test func trimsBySizeAndTTLButKeepsPosition() {
+        let store = MemoryHistoryStore()
+        let start = Date()
+        for n in 0..<5 {
+            _ = store.append(Publication(data: RawJSON(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n)))
+        }
+        let bySize = store.read(channel: "c", after: nil, limit: 100, reverse: false, options: options, now: start.addingTimeInterval(5))
+        #expect(bySize.publications.map(\.offset) == [3, 4, 5])
+        let byTTL = store.read(channel: "c", after: nil, limit: 100, reverse: false, options: options, now: start.addingTimeInterval(13.5))
+        #expect(byTTL.publications.map(\.offset) == [5])
+        let empty = store.read(channel: "c", after: nil, limit: 100, reverse: false, options: options, now: start.addingTimeInterval(60))
+        #expect(empty.publications.isEmpty && empty.position.offset == 5 && empty.position.epoch == bySize.position.epoch)
+    }
+
+    @Test func idleStreamsAreSweptAndGetANewEpoch() {
+        let store = MemoryHistoryStore(streamIdleLimit: 60)
+        let start = Date()
+        let (_, first) = store.append(Publication(data: RawJSON(1)), to: "c", options: options, now: start)
+        store.sweep(now: start.addingTimeInterval(30))
+        #expect(store.streamCount == 1)
+        store.sweep(now: start.addingTimeInterval(61))
+        #expect(store.streamCount == 0)
+        let (_, second) = store.append(Publication(data: RawJSON(1)), to: "c", options: options, now: start.addingTimeInterval(62))
+        #expect(second.offset == 1 && second.epoch != first.epoch)
+    }
+}
+
+@Suite struct OutboundQueueTests {
+    @Test func coalescesPendingMessagesIntoOneFrame() async {
+        let queue = OutboundQueue(maxBytes: 1000, maxFrameBytes: 100)
+        queue.enqueue(Array("{\"a\":1}".utf8))
+        queue.enqueue(Array("{\"b\":2}".utf8))
+        #expect(await queue.next() == .frame(Array("{\"a\":1}\n{\"b\":2}".utf8)))
+        #expect(queue.pendingBytes == 0)
+    }
+
+    @Test func splitsFramesAtTheFrameLimit() async {
+        let queue = OutboundQueue(maxBytes: 1000, maxFrameBytes: 20)
+        for _ in 0..<3 { queue.enqueue(Array(repeating: UInt8(ascii: "1"), count: 9)) }
+        guard case let .frame(first)? = await queue.next(), case let .frame(second)? = await queue.next() else {
+            Issue.record("expected two frames"); return
+        }
+        #expect(first.count == 19 && second.count == 9)
+    }
+
+    @Test func overflowDropsPendingAndCloses3008() async {
+        let queue = OutboundQueue(maxBytes: 10, maxFrameBytes: 100)
+        #expect(queue.enqueue(Array(repeating: 0x31, count: 8)))
+        #expect(!queue.enqueue(Array(repeating: 0x31, count: 8)))
+        #expect(!queue.enqueue([0x31]))
+        #expect(await queue.next() == .close(.slow))
+        #expect(await queue.next() == nil)
+    }
+
+    @Test func closeFlushesPendingFirst() async {
+        let queue = OutboundQueue(maxBytes: 100, maxFrameBytes: 100)
+        queue.enqueue([0x31])
+        queue.close(.shutdown)
+        queue.close(.noPong)
+        #expect(await queue.next() == .frame([0x31]))
+        #expect(await queue.next() == .close(.shutdown))
+    }
+
+    @Test func writerWaitsForTheNextMessage() async throws {
+        let queue = OutboundQueue(maxBytes: 100, maxFrameBytes: 100)
+        let reader = Task { await queue.next() }
+        try await Task.sleep(for: .milliseconds(20))
+        queue.enqueue([0x32])
+        #expect(await reader.value == .frame([0x32]))
+    }
+}
