@@ -84,7 +84,9 @@ let package = Package(
             name: "GondolaServerTests",
             dependencies: [
                 "GondolaServer",
+                "GondolaHub",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,0 +1,278 @@
+import Crypto
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import GondolaHub
+import GondolaProtocol
+import GondolaServer
+import Testing
+
+@Suite(.serialized) struct EndToEndTests {
+    @Test func healthAndMetrics() async throws {
+        let server = try await RunningServer.start()
+        let (status, body) = try await server.get("/health")
+        #expect(status == 200 && body == #"{"status":"ok"}"#)
+        _ = try await converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: try await server.token("alice"))))), .awaitMessages(1)])
+        let (metricsStatus, metrics) = try await server.get("/metrics")
+        #expect(metricsStatus == 200)
+        for name in ["gondola_connections", "gondola_subscriptions", "gondola_queue_bytes", "gondola_commands_total", "gondola_connects_total"] {
+            #expect(metrics.contains(name), "\(name) missing")
+        }
+        try await server.stop()
+    }
+
+    @Test func pubSubHistoryAndPresenceOverARealSocket() async throws {
+        let server = try await RunningServer.start()
+        let token = try await server.token("alice")
+        let frame = [
+            command(1, .connect(ConnectRequest(token: token))),
+            command(2, .subscribe(SubscribeRequest(channel: "room:lobby", recoverable: true))),
+            command(3, .publish(channel: "room:lobby", data: RawJSON(["text": "héllo", "n": 1]))),
+            command(4, .history(HistoryRequest(channel: "room:lobby", limit: 10))),
+            command(5, .presenceStats(channel: "room:lobby")),
+            command(6, .rpc(method: "no.such.method", data: nil)),
+        ].joined(separator: "\n")
+        let conversation = try await converse(server.webSocketURL, [.text(frame), .awaitMessages(7)])
+        #expect(conversation.replies.map(\.id) == [1, 2, 3, 4, 5, 6])
+        #expect(conversation.pushes.first?.body == .publication(Publication(offset: 1, data: RawJSON(["text": "héllo", "n": 1]),
+                                                                           info: ClientInfo(user: "alice", client: clientID(conversation)))))
+        guard case let .history(history) = conversation.replies[3].body else { Issue.record("no history"); return }
+        #expect(history.publications.map(\.offset) == [1])
+        #expect(conversation.replies[4].body == .presenceStats(PresenceStats(numClients: 1, numUsers: 1)))
+        #expect(conversation.replies[5].errorCode == 104)
+        try await server.stop()
+    }
+
+    func clientID(_ conversation: Conversation) -> String {
+        if case let .connect(result) = conversation.replies.first?.body { return result.client }
+        return ""
+    }
+
+    @Test func badInputsCloseOnlyTheOffendingConnection() async throws {
+        let server = try await RunningServer.start()
+        let token = try await server.token("alice")
+        let connect = command(1, .connect(ConnectRequest(token: token)))
+        let cases: [([Step], Int, String)] = [
+            ([.text("not json")], 3501, "invalid JSON"),
+            ([.text(command(1, .subscribe(SubscribeRequest(channel: "room:x"))))], 3501, "first command must be connect"),
+            ([.text(connect), .awaitMessages(1), .binary([1, 2, 3])], 3506, "binary frame"),
+            ([.text(connect), .awaitMessages(1), .text(String(repeating: " ", count: 5000))], 3501, "exceeds max_frame_bytes 4096"),
+            ([.text(command(1, .connect(ConnectRequest(token: "bad.token.here"))))], 3500, "invalid token"),
+            ([.text(#"{"id":1,"connect":{"token":7}}"#)], 3501, "connect.token must be a string"),
+        ]
+        for (steps, code, reason) in cases {
+            let conversation = try await converse(server.webSocketURL, steps)
+            #expect(conversation.closeCode == code, "\(reason)")
+            #expect(conversation.closeReason?.contains(reason) == true, "\(conversation.closeReason ?? "no reason")")
+        }
+        // An expired token is a reply error (109), not a close, so SDKs refresh.
+        let expired = try await ConnectionTokens(secret: RunningServer.secret).mint(user: "alice", ttl: .seconds(1), now: Date().addingTimeInterval(-10))
+        let expiredConversation = try await converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: expired)))), .awaitMessages(1)])
+        #expect(expiredConversation.replies.first?.errorCode == 109)
+        // The server still serves a healthy client.
+        let healthy = try await converse(server.webSocketURL, [.text(connect + "\n" + command(2, .ping)), .awaitMessages(2)])
+        #expect(healthy.replies.map(\.id) == [1, 2])
+        #expect(healthy.closeCode == nil || healthy.closeCode == 1000)
+        try await server.stop()
+    }
+
+    @Test func shutdownClosesClientsWith3001() async throws {
+        let server = try await RunningServer.start()
+        let token = try await server.token("alice")
+        async let conversation = converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: token)))), .awaitMessages(1)], idle: .seconds(10))
+        try await Task.sleep(for: .milliseconds(300))
+        let started = ContinuousClock.now
+        try await server.stop()
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(try await conversation.closeCode == 3001)
+    }
+
+    @Test func durableStreamKeepsEpochAcrossRestartAndMemoryStreamDoesNot() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-restart-\(UUID().uuidString)").path
+        let first = try await RunningServer.start(RunningServer.configuration(folder: folder))
+        for n in 1...3 {
+            _ = try await first.post("/api/publish", body: #"{"channel":"chat:trip1","data":{"n":\#(n)}}"#)
+            _ = try await first.post("/api/publish", body: #"{"channel":"room:r","data":{"n":\#(n)}}"#)
+        }
+        let (_, durableBefore) = try await first.post("/api/history", body: #"{"channel":"chat:trip1","limit":10}"#)
+        let (_, memoryBefore) = try await first.post("/api/history", body: #"{"channel":"room:r","limit":10}"#)
+        try await first.stop()
+        let second = try await RunningServer.start(RunningServer.configuration(folder: folder))
+        let (_, durableAfter) = try await second.post("/api/history", body: #"{"channel":"chat:trip1","limit":10}"#)
+        let (_, memoryAfter) = try await second.post("/api/history", body: #"{"channel":"room:r","limit":10}"#)
+        #expect(durableAfter == durableBefore)
+        #expect(durableAfter["result"]?["offset"] == 3)
+        #expect(memoryAfter["result"]?["epoch"] != memoryBefore["result"]?["epoch"])
+        #expect(memoryAfter["result"]?["publications"] == nil)
+        try await second.stop()
+    }
+}
+
+@Suite(.serialized) struct ServerAPITests {
+    @Test func refusesMissingKeyMalformedBodiesAndUnknownMethods() async throws {
+        let server = try await RunningServer.start()
+        #expect(try await server.post("/api/info", body: "{}", apiKey: nil).0 == 401)
+        #expect(try await server.post("/api/info", body: "{}", apiKey: "wrong").0 == 401)
+        let (status, body) = try await server.post("/api/publish", body: "{not json")
+        #expect(status == 400)
+        #expect(body["error"]?["code"] == 107)
+        #expect(try await server.post("/api/publish", body: "[1]").0 == 400)
+        #expect(try await server.post("/api/publish", body: "").0 == 400)
+        #expect(try await server.post("/api/frobnicate", body: "{}").0 == 404)
+        let (_, missing) = try await server.post("/api/publish", body: #"{"data":1}"#)
+        #expect(missing["error"]?["code"] == 107)
+        let (_, unknown) = try await server.post("/api/publish", body: #"{"channel":"nowhere:1","data":1}"#)
+        #expect(unknown["error"]?["code"] == 102)
+        let (_, noHistory) = try await server.post("/api/history", body: #"{"channel":"plain","limit":1}"#)
+        #expect(noHistory["error"]?["code"] == 108)
+        try await server.stop()
+    }
+
+    @Test func methodsAnswerCentrifugoShapes() async throws {
+        let server = try await RunningServer.start()
+        let (_, published) = try await server.post("/api/publish", body: #"{"channel":"room:a","data":{"x":1}}"#)
+        #expect(published["result"]?["offset"] == 1)
+        let (_, broadcast) = try await server.post("/api/broadcast", body: #"{"channels":["room:a","nowhere:b"],"data":2}"#)
+        guard case let .array(responses)? = broadcast["result"]?["responses"] else { Issue.record("\(broadcast)"); return }
+        #expect(responses[0]["result"]?["offset"] == 2)
+        #expect(responses[1]["error"]?["code"] == 102)
+        let (_, history) = try await server.post("/api/history", body: #"{"channel":"room:a","limit":-1,"reverse":true}"#)
+        guard case let .array(publications)? = history["result"]?["publications"] else { Issue.record("\(history)"); return }
+        #expect(publications.map { $0["offset"] } == [2, 1])
+        let (_, removed) = try await server.post("/api/history_remove", body: #"{"channel":"room:a"}"#)
+        #expect(removed == ["result": .object([])])
+        let (_, info) = try await server.post("/api/info", body: "{}")
+        #expect(info["result"]?["nodes"] != nil)
+        let (_, channels) = try await server.post("/api/channels", body: #"{"pattern":"room:*"}"#)
+        #expect(channels["result"]?["channels"] == .object([]))
+        try await server.stop()
+    }
+}
+
+@Suite(.serialized) struct AuthEndpointTests {
+    static let botToken = "123456:TEST-bot-token"
+
+    /// The Login Widget hash computed here from Telegram's description, independently of the server code.
+    static func signed(_ fields: [(String, String)], botToken: String = botToken) -> String {
+        let check = fields.sorted { $0.0 < $1.0 }.map { "\($0.0)=\($0.1)" }.joined(separator: "\n")
+        let key = SymmetricKey(data: SHA256.hash(data: Data(botToken.utf8)))
+        let hash = HMAC<SHA256>.authenticationCode(for: Data(check.utf8), using: key).map { String(format: "%02x", $0) }.joined()
+        let members = fields.map { key, value in
+            key == "id" || key == "auth_date" ? "\"\(key)\":\(value)" : "\"\(key)\":\"\(value)\""
+        }
+        return "{" + (members + ["\"hash\":\"\(hash)\""]).joined(separator: ",") + "}"
+    }
+
+    @Test func telegramLoginIsVerifiedAndMapsToAStableUser() async throws {
+        var configuration = RunningServer.configuration()
+        configuration.telegramBotToken = Self.botToken
+        let server = try await RunningServer.start(configuration)
+        let now = Int(Date().timeIntervalSince1970)
+        let fields = [("id", "987654"), ("first_name", "Ann"), ("last_name", "Lee"), ("username", "annlee"), ("auth_date", "\(now)")]
+        let (status, body) = try await server.post("/api/auth/telegram", body: Self.signed(fields), apiKey: nil)
+        #expect(status == 200)
+        #expect(body["user"]?["name"] == "Ann Lee")
+        guard case let .string(token)? = body["token"], case let .string(userID)? = body["user"]?["id"] else { Issue.record("\(body)"); return }
+        #expect(!userID.contains("987654"))
+        let credentials = try await ConnectionTokens(secret: RunningServer.secret).verify(token)
+        #expect(credentials.user == userID)
+        let (_, again) = try await server.post("/api/auth/telegram", body: Self.signed(fields), apiKey: nil)
+        #expect(again["user"]?["id"] == .string(userID))
+
+        let tampered = Self.signed(fields).replacingOccurrences(of: "\"Ann\"", with: "\"Eve\"")
+        #expect(try await server.post("/api/auth/telegram", body: tampered, apiKey: nil).0 == 401)
+        let otherBot = Self.signed(fields, botToken: "999:other")
+        #expect(try await server.post("/api/auth/telegram", body: otherBot, apiKey: nil).0 == 401)
+        let old = [("id", "987654"), ("first_name", "Ann"), ("auth_date", "\(now - 25 * 3600)")]
+        #expect(try await server.post("/api/auth/telegram", body: Self.signed(old), apiKey: nil).0 == 401)
+        #expect(try await server.post("/api/auth/telegram", body: #"{"id":1}"#, apiKey: nil).0 == 400)
+        #expect(try await server.post("/api/auth/telegram", body: "nope", apiKey: nil).0 == 400)
+        try await server.stop()
+    }
+
+    @Test func telegramLoginWithoutBotTokenIsUnavailable() async throws {
+        let server = try await RunningServer.start()
+        #expect(try await server.post("/api/auth/telegram", body: "{}", apiKey: nil).0 == 503)
+        try await server.stop()
+    }
+
+    @Test func devLoginExistsOnlyWhenEnabled() async throws {
+        let off = try await RunningServer.start()
+        #expect(try await off.post("/api/auth/dev", body: #"{"user":"alice"}"#, apiKey: nil).0 == 404)
+        try await off.stop()
+        var configuration = RunningServer.configuration()
+        configuration.devLogin = true
+        let on = try await RunningServer.start(configuration)
+        let (status, body) = try await on.post("/api/auth/dev", body: #"{"user":"alice","name":"Alice"}"#, apiKey: nil)
+        #expect(status == 200 && body["user"]?["name"] == "Alice")
+        #expect(try await on.post("/api/auth/dev", body: #"{"user":"a#b"}"#, apiKey: nil).0 == 400)
+        #expect(try await on.post("/api/auth/dev", body: #"{"user":""}"#, apiKey: nil).0 == 400)
+        try await on.stop()
+    }
+}
+
+@Suite struct ConfigurationTests {
+    func write(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-config-\(UUID().uuidString).json").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func defaultsNeedNothing() throws {
+        let configuration = try ConfigurationLoader.load(file: nil, environment: [:], flags: [:])
+        #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 8000)
+        #expect(configuration.database == "var/gondola.sqlite")
+    }
+
+    @Test func fileThenEnvironmentThenFlags() throws {
+        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true}]}"#)
+        let configuration = try ConfigurationLoader.load(
+            file: file, environment: ["GONDOLA_PING_INTERVAL": "5s", "HOME": "/root", "GONDOLA_DEV_LOGIN": "true"],
+            flags: ["ping_interval": "250ms"])
+        #expect(configuration.listenPort == 9000)
+        #expect(configuration.hub.pingInterval == .milliseconds(250))
+        #expect(configuration.devLogin)
+        #expect(configuration.maxFrameBytes == 1024)
+        #expect(configuration.hub.namespaces["room"]?.historyTTL == .seconds(60))
+        #expect(configuration.hub.namespaces["room"]?.presence == true)
+    }
+
+    @Test(arguments: [
+        (#"{"listn":"x"}"#, "unknown key 'listn'"),
+        (#"{"listen":"nowhere"}"#, "'listen' expected host:port"),
+        (#"{"ping_interval":"soon"}"#, "'ping_interval' expected a duration"),
+        (#"{"max_frame_bytes":-1}"#, "'max_frame_bytes' must be at least"),
+        (#"{"dev_login":"maybe"}"#, "'dev_login' expected true or false"),
+        (#"{"token_hmac_secret":"change-me"}"#, "'token_hmac_secret' must be at least 32 bytes"),
+        (#"{"namespaces":[{"name":"room","histroy_size":1}]}"#, "unknown key 'namespaces[0].histroy_size'"),
+        (#"{"namespaces":[{"history_size":1}]}"#, "namespaces[0].name is required"),
+        ("[1]", "must hold a JSON object"),
+        ("{", "is not valid JSON"),
+    ])
+    func fileErrorsNameTheKey(_ text: String, _ expected: String) throws {
+        let file = try write(text)
+        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(file: file, environment: [:], flags: [:]) }
+        do {
+            _ = try ConfigurationLoader.load(file: file, environment: [:], flags: [:])
+        } catch {
+            #expect(error.description.contains(expected), "\(error.description)")
+        }
+    }
+
+    @Test func unknownEnvironmentVariableAndBadFlagAreNamed() {
+        do {
+            _ = try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_PORT": "1"], flags: [:])
+            Issue.record("accepted GONDOLA_PORT")
+        } catch {
+            #expect(error.description.contains("environment variable GONDOLA_PORT: unknown key 'port'"))
+        }
+        do {
+            _ = try ConfigurationLoader.load(file: nil, environment: [:], flags: ["pong_timeout": "0s"])
+            Issue.record("accepted zero pong timeout")
+        } catch {
+            #expect(error.description.contains("flag --pong-timeout: 'pong_timeout' must be greater than zero"))
+        }
+        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(file: "/nonexistent/gondola.json", environment: [:], flags: [:]) }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import GondolaHub
+import GondolaProtocol
+import GondolaServer
+import HummingbirdWSClient
+import NIOWebSocket
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// A real server on 127.0.0.1 and an ephemeral port, with its own data folder.
+final class RunningServer: Sendable {
+    let server: GondolaServer
+    let port: Int
+    private let group: ServiceGroup
+    private let task: Task<Void, Error>
+
+    static let apiKey = "test-api-key"
+    static let secret = "test-secret-of-at-least-32-bytes-long"
+
+    static func configuration(folder: String? = nil) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.listenPort = 0
+        let folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("gondola-e2e-\(UUID().uuidString)").path
+        configuration.database = folder + "/gondola.sqlite"
+        configuration.tokenHMACSecret = secret
+        configuration.apiKey = apiKey
+        configuration.maxFrameBytes = 4096
+        var room = NamespaceOptions(name: "room")
+        room.historySize = 10
+        room.historyTTL = .seconds(300)
+        room.presence = true
+        room.joinLeave = true
+        room.allowSubscribeForClient = true
+        room.allowPublishForSubscriber = true
+        room.allowHistoryForSubscriber = true
+        room.allowPresenceForSubscriber = true
+        configuration.hub.namespaces["room"] = room
+        var chat = room
+        chat.name = "chat"
+        chat.historyDurable = true
+        configuration.hub.namespaces["chat"] = chat
+        return configuration
+    }
+
+    static func start(_ configuration: ServerConfiguration = configuration()) async throws -> RunningServer {
+        var logger = Logger(label: "gondola-test")
+        logger.logLevel = .warning
+        let server = try await GondolaServer(configuration: configuration, logger: logger)
+        let ports = AsyncStream.makeStream(of: Int.self)
+        let group = server.serviceGroup(signals: []) { port in ports.continuation.yield(port) }
+        let task = Task { try await group.run() }
+        var iterator = ports.stream.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw HarnessError("server did not start") }
+        return RunningServer(server: server, port: port, group: group, task: task)
+    }
+
+    private init(server: GondolaServer, port: Int, group: ServiceGroup, task: Task<Void, Error>) {
+        self.server = server
+        self.port = port
+        self.group = group
+        self.task = task
+    }
+
+    func stop() async throws {
+        await group.triggerGracefulShutdown()
+        try await task.value
+    }
+
+    var webSocketURL: String { "ws://127.0.0.1:\(port)/connection/websocket" }
+
+    func token(_ user: String, ttl: Duration? = nil) async throws -> String {
+        try await ConnectionTokens(secret: Self.secret).mint(user: user, ttl: ttl)
+    }
+
+    /// POSTs JSON (or raw text) and returns the status and the parsed body.
+    func post(_ path: String, body: String, apiKey: String? = RunningServer.apiKey) async throws -> (Int, JSON) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        if let apiKey { request.setValue(apiKey, forHTTPHeaderField: "X-API-Key") }
+        return try await send(request)
+    }
+
+    func get(_ path: String) async throws -> (Int, String) {
+        let (data, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        return ((response as! HTTPURLResponse).statusCode, String(decoding: data, as: UTF8.self))
+    }
+
+    private func send(_ request: URLRequest) async throws -> (Int, JSON) {
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as! HTTPURLResponse).statusCode, try JSONParser.parse(Array(data)))
+    }
+}
+
+/// What a WebSocket client session saw: every message in order and the close frame.
+struct Conversation {
+    var messages: [ServerMessage] = []
+    var closeCode: Int?
+    var closeReason: String?
+
+    var replies: [Reply] { messages.compactMap { if case let .reply(reply) = $0 { return reply } else { return nil } } }
+    var pushes: [Push] { messages.compactMap { if case let .push(push) = $0 { return push } else { return nil } } }
+}
+
+/// One step of a scripted WebSocket client.
+enum Step {
+    case text(String)
+    case binary([UInt8])
+    /// Reads until `count` messages have arrived in all.
+    case awaitMessages(Int)
+}
+
+/// Runs `steps` over a real WebSocket connection, then reads until the server
+/// closes or `idle` passes without a message.
+func converse(_ url: String, _ steps: [Step], idle: Duration = .milliseconds(500)) async throws -> Conversation {
+    let box = ConversationBox()
+    var logger = Logger(label: "ws-test")
+    logger.logLevel = .warning
+    let close = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: logger) { inbound, outbound, _ in
+        let reader = Task {
+            defer { box.finish() }
+            for try await message in inbound.messages(maxSize: 1 << 22) {
+                if case let .text(text) = message { try box.add(text) }
+            }
+        }
+        for step in steps {
+            guard !box.finished else { break }
+            switch step {
+            case let .text(text): try? await outbound.write(.text(text))
+            case let .binary(bytes): try? await outbound.write(.binary(.init(bytes: bytes)))
+            case let .awaitMessages(count):
+                let deadline = ContinuousClock.now + .seconds(5)
+                while box.count < count, !box.finished, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+            }
+        }
+        while !box.finished {
+            let seen = box.count
+            try await Task.sleep(for: idle)
+            if box.count == seen { break }
+        }
+        if !box.finished { try? await outbound.close(.normalClosure, reason: nil) }
+        _ = try? await reader.value
+    }
+    var conversation = box.conversation
+    conversation.closeCode = close.map { Int(UInt16(webSocketErrorCode: $0.closeCode)) }
+    conversation.closeReason = close?.reason
+    return conversation
+}
+
+final class ConversationBox: Sendable {
+    private let state = Mutex((conversation: Conversation(), finished: false))
+    var conversation: Conversation { state.withLock { $0.conversation } }
+    var count: Int { state.withLock { $0.conversation.messages.count } }
+    var finished: Bool { state.withLock { $0.finished } }
+    func finish() { state.withLock { $0.finished = true } }
+    func add(_ text: String) throws {
+        let messages = try Frame.values(in: Array(text.utf8)).map(ServerMessage.init(json:))
+        state.withLock { $0.conversation.messages += messages }
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+func command(_ id: UInt32, _ method: Command.Method) -> String { Command(id: id, method).json.text }
+
+extension Reply {
+    var errorCode: UInt32? {
+        if case let .error(error) = body { return error.code }
+        return nil
+    }
+}
