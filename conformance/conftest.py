@@ -1,0 +1,83 @@
+"""Starts a real `gondola serve` on 127.0.0.1 for the conformance tests."""
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+GONDOLA = os.environ.get("GONDOLA_BIN", os.path.join(os.path.dirname(__file__), "..", ".build", "debug", "gondola"))
+SECRET = "conformance-secret-of-at-least-32-bytes"
+API_KEY = "conformance-api-key"
+
+CONFIG = {
+    "token_hmac_secret": SECRET,
+    "api_key": API_KEY,
+    "ping_interval": "2s",
+    "pong_timeout": "2s",
+    "max_frame_bytes": 8192,
+    "namespaces": [
+        {"name": "room", "history_size": 50, "history_ttl": "300s", "presence": True, "join_leave": True,
+         "allow_subscribe_for_client": True, "allow_publish_for_subscriber": True,
+         "allow_history_for_subscriber": True, "allow_presence_for_subscriber": True},
+        {"name": "personal", "history_size": 10, "history_ttl": "300s", "history_durable": True},
+    ],
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, folder, port):
+        self.folder = folder
+        self.port = port
+        self.ws_url = f"ws://127.0.0.1:{port}/connection/websocket"
+        self.api_url = f"http://127.0.0.1:{port}/api"
+        self.config_path = os.path.join(folder, "gondola.json")
+
+    def token(self, user, ttl=None):
+        args = [GONDOLA, "token", "--user", user, "--config", self.config_path, "--database", os.path.join(self.folder, "gondola.sqlite")]
+        if ttl:
+            args += ["--ttl", ttl]
+        return subprocess.run(args, check=True, capture_output=True, text=True, timeout=30).stdout.strip()
+
+    def healthy(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as response:
+            return response.status == 200 and json.loads(response.read()) == {"status": "ok"}
+
+
+@pytest.fixture(scope="session")
+def server():
+    folder = tempfile.mkdtemp(prefix="gondola-conformance-")
+    port = free_port()
+    config = dict(CONFIG, listen=f"127.0.0.1:{port}", database=os.path.join(folder, "gondola.sqlite"))
+    with open(os.path.join(folder, "gondola.json"), "w") as f:
+        json.dump(config, f)
+    log = open(os.path.join(folder, "server.log"), "w")
+    process = subprocess.Popen([GONDOLA, "serve", "--config", os.path.join(folder, "gondola.json")], stdout=log, stderr=subprocess.STDOUT)
+    instance = Server(folder, port)
+    deadline = time.time() + 30
+    while True:
+        try:
+            if instance.healthy():
+                break
+        except OSError:
+            pass
+        if process.poll() is not None or time.time() > deadline:
+            raise RuntimeError("gondola did not start: " + open(os.path.join(folder, "server.log")).read())
+        time.sleep(0.1)
+    yield instance
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    log.close()

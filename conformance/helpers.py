@@ -1,0 +1,67 @@
+"""Event recorders for the SDK's callbacks, with bounded waits."""
+import asyncio
+
+from centrifuge import ClientEventHandler, SubscriptionEventHandler
+
+
+class Events:
+    """Collects events by name and waits for them."""
+
+    def __init__(self):
+        self.items = []
+        self.changed = asyncio.Event()
+
+    def add(self, name, ctx):
+        self.items.append((name, ctx))
+        self.changed.set()
+
+    def of(self, name):
+        return [ctx for n, ctx in self.items if n == name]
+
+    async def wait(self, name, count=1, timeout=5.0):
+        async def until():
+            while len(self.of(name)) < count:
+                self.changed.clear()
+                await self.changed.wait()
+        await asyncio.wait_for(until(), timeout)
+        return self.of(name)
+
+
+class ClientEvents(ClientEventHandler):
+    def __init__(self, events):
+        self.events = events
+
+    async def on_connected(self, ctx):
+        self.events.add("connected", ctx)
+
+    async def on_disconnected(self, ctx):
+        self.events.add("disconnected", ctx)
+
+    async def on_connecting(self, ctx):
+        self.events.add("connecting", ctx)
+
+    async def on_error(self, ctx):
+        self.events.add("error", ctx)
+
+
+class SubEvents(SubscriptionEventHandler):
+    def __init__(self, events):
+        self.events = events
+
+    async def on_subscribed(self, ctx):
+        self.events.add("subscribed", ctx)
+
+    async def on_unsubscribed(self, ctx):
+        self.events.add("unsubscribed", ctx)
+
+    async def on_publication(self, ctx):
+        self.events.add("publication", ctx)
+
+    async def on_join(self, ctx):
+        self.events.add("join", ctx)
+
+    async def on_leave(self, ctx):
+        self.events.add("leave", ctx)
+
+    async def on_error(self, ctx):
+        self.events.add("sub_error", ctx)

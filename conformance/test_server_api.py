@@ -1,0 +1,77 @@
+"""The server API through the official cent client."""
+import asyncio
+
+import pytest
+from cent import (BroadcastRequest, ChannelsRequest, Client as ApiClient, CentApiResponseError, CentUnauthorizedError,
+                  DisconnectRequest, HistoryRemoveRequest, HistoryRequest, InfoRequest, PresenceRequest,
+                  PresenceStatsRequest, PublishRequest, StreamPosition, UnsubscribeRequest)
+from centrifuge import Client, ClientState
+
+from helpers import ClientEvents, Events, SubEvents
+
+
+@pytest.fixture
+def api(server):
+    return ApiClient(server.api_url, "conformance-api-key")
+
+
+def test_publish_history_and_remove(api):
+    first = api.publish(PublishRequest(channel="room:api", data={"n": 1}))
+    second = api.publish(PublishRequest(channel="room:api", data={"n": 2}))
+    assert second.offset == first.offset + 1 and second.epoch == first.epoch
+    history = api.history(HistoryRequest(channel="room:api", limit=10))
+    assert [p.data["n"] for p in history.publications][-2:] == [1, 2]
+    since = api.history(HistoryRequest(channel="room:api", limit=10, since=StreamPosition(offset=first.offset, epoch=first.epoch)))
+    assert [p.offset for p in since.publications] == [second.offset]
+    newest = api.history(HistoryRequest(channel="room:api", limit=1, reverse=True))
+    assert newest.publications[0].offset == second.offset
+    api.history_remove(HistoryRemoveRequest(channel="room:api"))
+    assert api.history(HistoryRequest(channel="room:api", limit=10)).publications == []
+
+
+def test_broadcast_reports_each_channel(api):
+    result = api.broadcast(BroadcastRequest(channels=["room:b1", "room:b2", "nowhere:b3"], data={"x": 1}))
+    assert result.responses[0].result.offset >= 1
+    assert result.responses[1].result.offset >= 1
+    assert result.responses[2].error.code == 102
+
+
+def test_errors_and_bad_key(api, server):
+    with pytest.raises(CentApiResponseError) as error:
+        api.publish(PublishRequest(channel="nowhere:x", data=1))
+    assert error.value.code == 102
+    with pytest.raises(CentUnauthorizedError):
+        ApiClient(server.api_url, "wrong-key").info(InfoRequest())
+
+
+def test_info_presence_channels_unsubscribe_disconnect(api, server):
+    async def scenario():
+        events = Events()
+        client = Client(server.ws_url, events=ClientEvents(events), token=server.token("dave"))
+        await client.connect()
+        await events.wait("connected")
+        sub_events = Events()
+        sub = client.new_subscription("room:admin", SubEvents(sub_events))
+        await sub.subscribe()
+        await sub_events.wait("subscribed")
+
+        info = api.info(InfoRequest())
+        node = info.nodes[0]
+        assert node.uid and node.name and node.num_clients >= 1 and node.num_users >= 1 and node.uptime >= 0
+        presence = api.presence(PresenceRequest(channel="room:admin"))
+        assert [c.user for c in presence.presence.values()] == ["dave"]
+        stats = api.presence_stats(PresenceStatsRequest(channel="room:admin"))
+        assert (stats.num_clients, stats.num_users) == (1, 1)
+        channels = api.channels(ChannelsRequest(pattern="room:adm*"))
+        assert channels.channels["room:admin"].num_clients == 1
+
+        api.unsubscribe(UnsubscribeRequest(user="dave", channel="room:admin"))
+        unsubscribed = await sub_events.wait("unsubscribed")
+        assert unsubscribed[0].code == 2000
+
+        api.disconnect(DisconnectRequest(user="dave"))
+        disconnected = await events.wait("disconnected")
+        assert disconnected[0].code == 3503
+        assert client.state == ClientState.DISCONNECTED
+
+    asyncio.run(scenario())
