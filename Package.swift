@@ -69,6 +69,7 @@ let package = Package(
             name: "gondola-bench-fanout",
             dependencies: [
                 "GondolaProtocol",
+                "GondolaHub",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

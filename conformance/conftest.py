@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-GONDOLA = os.environ.get("GONDOLA_BIN", os.path.join(os.path.dirname(__file__), "..", ".build", "debug", "gondola"))
+GONDOLA = os.environ.get("CONFORMANCE_GONDOLA_BINARY", os.path.join(os.path.dirname(__file__), "..", ".build", "debug", "gondola"))
 SECRET = "conformance-secret-of-at-least-32-bytes"
 API_KEY = "conformance-api-key"
 

@@ -80,7 +80,8 @@ async def test_command_flood_gets_111_then_3013(server):
     floods = ["\n".join(json.dumps({"id": n, "ping": {}}) for n in range(start, start + 300)) for start in (2, 302, 602)]
     got_code, _, messages = await close_code(server, [connect(server)] + floods, read_first=1)
     assert got_code == 3013
-    assert any('"code":111' in m for m in messages)
+    refused = [json.loads(line) for m in messages for line in m.split("\n") if '"code":111' in line]
+    assert refused and all(r["id"] > 1 for r in refused), "each refused command is answered with its own id"
     await assert_healthy(server)
 
 

@@ -98,7 +98,7 @@ public final class ClientSession: Sendable {
             }
         }
         node.metrics.commands.increment()
-        guard admit() else { return }
+        guard admit(command) else { return }
         do {
             try await execute(command)
             state.withLock { $0.consecutiveErrors = 0 }
@@ -113,7 +113,7 @@ public final class ClientSession: Sendable {
 
     /// Applies the command rate limit: a command over it gets 111; a client that
     /// keeps going for another burst's worth of commands is closed with 3013.
-    private func admit() -> Bool {
+    private func admit(_ command: Command) -> Bool {
         let (allowed, overLimit) = state.withLock { state -> (Bool, Bool) in
             if state.bucket.take(now: .now) {
                 state.rejectedInARow = 0
@@ -124,15 +124,15 @@ public final class ClientSession: Sendable {
         }
         if overLimit {
             close(.tooManyRequests)
-        } else if !allowed {
+        } else if !allowed, command.id > 0 {
             node.metrics.error(ProtocolError.tooManyRequests.code)
-            queue.enqueue(Reply(id: 0, .error(.tooManyRequests)).bytes)
+            queue.enqueue(Reply(id: command.id, .error(.tooManyRequests)).bytes)
         }
         return allowed
     }
 
     private func reply(_ reply: Reply) {
-        if case let .error(error) = reply.body, reply.id > 0 || error.code != ProtocolError.tooManyRequests.code {
+        if case let .error(error) = reply.body {
             node.metrics.error(error.code)
             let tooMany = state.withLock { state in
                 state.consecutiveErrors += 1

@@ -16,7 +16,7 @@ final class HubMetrics: Sendable {
     init(factory: any MetricsFactory) {
         self.factory = factory
         connects = Counter(label: "gondola_connects_total", factory: factory)
-        commands = Counter(label: "gondola_commands_total", factory: factory)
+        commands = Counter(label: "gondola_messages_received_total", factory: factory)
         messagesOut = Counter(label: "gondola_messages_sent_total", factory: factory)
         publications = Counter(label: "gondola_publications_total", factory: factory)
         rpcDuration = Timer(label: "gondola_rpc_duration_seconds", factory: factory)

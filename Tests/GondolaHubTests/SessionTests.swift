@@ -268,7 +268,10 @@ import Testing
         let code = try await { () async throws -> DisconnectCode in
             while true {
                 do {
-                    if case let .reply(reply) = try await client.next(), reply.errorCode == 111 { sawTooMany = true }
+                    if case let .reply(reply) = try await client.next(), reply.errorCode == 111 {
+                        #expect(reply.id > 5, "a refused command is answered with its own id")
+                        sawTooMany = true
+                    }
                 } catch let closed as Closed {
                     return closed.code
                 }
