@@ -37,8 +37,36 @@ struct FanoutBenchmark: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "bench")
-        logger.logLevel = .error
+        let run = FanoutRun(url: url, subscribers: subscribers, rates: parsedRates!, seconds: seconds, size: size,
+                            timed: timed, channel: channel)
+        let rows = try await run.execute(secret: secret)
+        if let markdown {
+            let text = rows.joined(separator: "\n") + "\n"
+            if let handle = FileHandle(forWritingAtPath: markdown) {
+                handle.seekToEndOfFile()
+                handle.write(Data(text.utf8))
+                handle.closeFile()
+            } else {
+                FileManager.default.createFile(atPath: markdown, contents: Data(text.utf8))
+            }
+        }
+        Foundation.exit(0)
+    }
+}
+
+/// One benchmark run's settings and steps.
+struct FanoutRun: Sendable {
+    let url: String
+    let subscribers: Int
+    let rates: [Int]
+    let seconds: Int
+    let size: Int
+    let timed: Int
+    let channel: String
+
+    /// Connects the subscribers, measures each rate until deliveries fall under 90%, and returns the table rows.
+    func execute(secret: String) async throws -> [String] {
+        let logger = { var logger = Logger(label: "bench"); logger.logLevel = .error; return logger }()
         let tokens = try await ConnectionTokens(secret: secret)
         let stats = DeliveryStats()
         let start = ContinuousClock.now
@@ -49,7 +77,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
                 for index in 0..<subscribers {
                     // Connections open in waves so the accept queue is not flooded.
                     if index % 200 == 199 { try? await Task.sleep(for: .milliseconds(50)) }
-                    let token = try! await tokens.mint(user: "sub\(index)")
+                    guard let token = try? await tokens.mint(user: "sub\(index)") else { continue }
                     group.addTask {
                         await subscribe(index: index, token: token, stats: stats, start: start, logger: logger)
                     }
@@ -66,7 +94,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
 
         let publisherToken = try await tokens.mint(user: "publisher")
         var rows: [String] = []
-        for rate in parsedRates! {
+        for rate in rates {
             let row = try await measure(rate: rate, token: publisherToken, stats: stats, start: start, logger: logger)
             print(row.line)
             rows.append(row.markdown)
@@ -74,17 +102,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
         }
         stats.stop.store(true, ordering: .relaxed)
         subscriberTasks.cancel()
-        if let markdown {
-            let text = rows.joined(separator: "\n") + "\n"
-            if let handle = FileHandle(forWritingAtPath: markdown) {
-                handle.seekToEndOfFile()
-                handle.write(Data(text.utf8))
-                handle.closeFile()
-            } else {
-                FileManager.default.createFile(atPath: markdown, contents: Data(text.utf8))
-            }
-        }
-        Foundation.exit(0)
+        return rows
     }
 
     struct Row {
