@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "gondola", targets: ["gondola"]),
+        .library(name: "GondolaGeo", targets: ["GondolaGeo"]),
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
         .library(name: "GondolaStore", targets: ["GondolaStore"]),
@@ -26,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
+        .target(name: "GondolaGeo"),
         .target(name: "GondolaProtocol"),
         .target(
             name: "GondolaHub",
@@ -75,6 +77,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .testTarget(name: "GondolaGeoTests", dependencies: ["GondolaGeo"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(
             name: "GondolaHubTests",

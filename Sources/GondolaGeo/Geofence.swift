@@ -1,0 +1,133 @@
+/// A named area: one or more polygons with holes (GeoJSON `Polygon` or `MultiPolygon`).
+public struct Geofence<ID: Hashable & Sendable>: Sendable {
+    public let id: ID
+    public let polygons: [Polygon]
+    public let bounds: BoundingBox
+
+    public init(id: ID, polygons: [Polygon]) {
+        precondition(!polygons.isEmpty, "a fence needs a polygon")
+        self.id = id
+        self.polygons = polygons
+        let boxes = polygons.map(\.bounds)
+        bounds = BoundingBox(
+            minLat: boxes.map(\.minLat).min()!, minLon: boxes.map(\.minLon).min()!,
+            maxLat: boxes.map(\.maxLat).max()!, maxLon: boxes.map(\.maxLon).max()!)
+    }
+
+    public func contains(_ point: GeoPoint) -> Bool { polygons.contains { $0.contains(point) } }
+
+    /// Metres from `point` to the nearest boundary edge of any polygon.
+    public func distanceToBoundary(_ point: GeoPoint) -> Double {
+        polygons.map { $0.distanceToBoundary(point) }.min()!
+    }
+}
+
+/// An index over many fences: which fences contain a point.
+///
+/// Each fence is listed in the grid cells its bounding box covers; fences too
+/// large for that (more than `maxCellsPerFence` cells) sit in a short list that
+/// every lookup checks.
+public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
+    public let cellDegrees: Double
+    public let maxCellsPerFence = 4096
+    private var fences: [Geofence<ID>] = []
+    private var cells: [Int64: [Int32]] = [:]
+    private var large: [Int32] = []
+    private let columns: Int64
+
+    public init(cellDegrees: Double = 0.01) {
+        precondition(cellDegrees > 0, "cellDegrees must be positive")
+        let columns = max(1, Int64((360 / cellDegrees).rounded(.down)))
+        self.columns = columns
+        self.cellDegrees = 360 / Double(columns)
+    }
+
+    public var count: Int { fences.count }
+
+    public mutating func insert(_ fence: Geofence<ID>) {
+        let number = Int32(fences.count)
+        fences.append(fence)
+        let box = fence.bounds
+        let rows = row(box.minLat)...row(box.maxLat)
+        let columnRanges = box.longitudeRanges.map { column($0.lowerBound)...column($0.upperBound) }
+        let total = columnRanges.reduce(0) { $0 + Int64($1.count) } * Int64(rows.count)
+        guard total <= maxCellsPerFence else {
+            large.append(number)
+            return
+        }
+        for r in rows {
+            for range in columnRanges {
+                for c in range { cells[r * columns + c, default: []].append(number) }
+            }
+        }
+    }
+
+    /// Ids of the fences containing `point`.
+    public func containing(_ point: GeoPoint) -> [ID] {
+        var result: [ID] = []
+        let key = row(point.lat) * columns + column(point.lon)
+        for number in (cells[key] ?? []) + large {
+            let fence = fences[Int(number)]
+            if fence.bounds.contains(point), fence.contains(point) { result.append(fence.id) }
+        }
+        return result
+    }
+
+    /// The fence with `id`, if inserted.
+    public func fence(_ id: ID) -> Geofence<ID>? { fences.first { $0.id == id } }
+
+    private func row(_ lat: Double) -> Int64 { Int64(((lat + 90) / cellDegrees).rounded(.down)) }
+
+    private func column(_ lon: Double) -> Int64 {
+        let column = Int64(((lon + 180) / cellDegrees).rounded(.down))
+        return column >= columns ? columns - 1 : column
+    }
+}
+
+/// A moving object entering or leaving a fence.
+public struct GeofenceEvent<ObjectID: Hashable & Sendable, FenceID: Hashable & Sendable>: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable { case enter, exit }
+    public let kind: Kind
+    public let object: ObjectID
+    public let fence: FenceID
+}
+
+/// Enter/exit detection for moving objects against a fence index.
+///
+/// An object enters a fence when its position is inside; it exits only when it is
+/// outside and more than `margin` metres from the fence's boundary, so GPS noise
+/// along an edge does not flap.
+public struct GeofenceTracker<ObjectID: Hashable & Sendable, FenceID: Hashable & Sendable>: Sendable {
+    public let fences: GeofenceIndex<FenceID>
+    public let margin: Double
+    private var inside: [ObjectID: Set<FenceID>] = [:]
+
+    public init(fences: GeofenceIndex<FenceID>, margin: Double = 25) {
+        self.fences = fences
+        self.margin = margin
+    }
+
+    /// Fences `object` is currently in.
+    public func fences(of object: ObjectID) -> Set<FenceID> { inside[object] ?? [] }
+
+    public mutating func update(_ object: ObjectID, to point: GeoPoint) -> [GeofenceEvent<ObjectID, FenceID>] {
+        let containing = Set(fences.containing(point))
+        let previous = inside[object] ?? []
+        var events: [GeofenceEvent<ObjectID, FenceID>] = []
+        var now = previous
+        for fence in containing.subtracting(previous) {
+            now.insert(fence)
+            events.append(.init(kind: .enter, object: object, fence: fence))
+        }
+        for fenceID in previous.subtracting(containing) {
+            guard let fence = fences.fence(fenceID), fence.distanceToBoundary(point) > margin else { continue }
+            now.remove(fenceID)
+            events.append(.init(kind: .exit, object: object, fence: fenceID))
+        }
+        inside[object] = now
+        return events
+    }
+
+    /// Forgets `object` (no events).
+    public mutating func remove(_ object: ObjectID) { inside[object] = nil }
+}
