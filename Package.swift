@@ -77,6 +77,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSpatialIndex", providers: [.apt(["libspatialindex-dev"])]),
+        .executableTarget(
+            name: "gondola-bench-geo",
+            dependencies: [
+                "GondolaGeo", "CSQLite", "CSpatialIndex",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "GondolaGeoTests", dependencies: ["GondolaGeo"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(

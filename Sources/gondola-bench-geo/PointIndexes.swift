@@ -1,0 +1,135 @@
+import CSQLite
+import CSpatialIndex
+import GondolaGeo
+
+/// The operations the benchmark runs on every moving-point index it compares.
+protocol BenchmarkedIndex {
+    var name: String { get }
+    mutating func insert(_ id: Int, _ point: GeoPoint)
+    mutating func move(_ id: Int, from old: GeoPoint, to new: GeoPoint)
+    /// Ids within `radius` metres of `center`, nearest first, at most `limit`.
+    mutating func nearby(_ center: GeoPoint, radius: Double, limit: Int) -> [Int]
+}
+
+/// GondolaGeo's grid index.
+struct GondolaIndex: BenchmarkedIndex {
+    var index: MovingPointIndex<Int>
+    let name = "gondola"
+    init(cellMetres: Double) { index = MovingPointIndex(cellMetres: cellMetres) }
+    mutating func insert(_ id: Int, _ point: GeoPoint) { index.upsert(id, at: point, timestamp: 0) }
+    mutating func move(_ id: Int, from old: GeoPoint, to new: GeoPoint) { index.upsert(id, at: new, timestamp: 1) }
+    mutating func nearby(_ center: GeoPoint, radius: Double, limit: Int) -> [Int] {
+        index.nearby(center, radius: radius, limit: limit).map(\.id)
+    }
+}
+
+/// Candidates from a bounding-box query refined by exact distance, the way a
+/// box-only index is used for radius queries.
+struct Refiner {
+    var positions: [GeoPoint]
+    func refine(_ candidates: some Sequence<Int>, center: GeoPoint, radius: Double, limit: Int) -> [Int] {
+        var found: [(Double, Int)] = []
+        for id in candidates {
+            let distance = Geodesy.distance(center, positions[id])
+            if distance <= radius { found.append((distance, id)) }
+        }
+        found.sort { $0.0 < $1.0 }
+        return found.prefix(limit).map(\.1)
+    }
+}
+
+/// SQLite's R*Tree module (the system libsqlite3), in memory, with prepared statements.
+struct SQLiteRTreeIndex: BenchmarkedIndex {
+    let name = "sqlite-rtree"
+    private var db: OpaquePointer?
+    private var insertStatement: OpaquePointer?
+    private var updateStatement: OpaquePointer?
+    private var queryStatement: OpaquePointer?
+    private var refiner: Refiner
+
+    init(capacity: Int) {
+        refiner = Refiner(positions: Array(repeating: GeoPoint(lat: 0, lon: 0), count: capacity))
+        sqlite3_open(":memory:", &db)
+        sqlite3_exec(db, "CREATE VIRTUAL TABLE points USING rtree(id, min_lon, max_lon, min_lat, max_lat); BEGIN", nil, nil, nil)
+        sqlite3_prepare_v2(db, "INSERT INTO points VALUES (?1, ?2, ?2, ?3, ?3)", -1, &insertStatement, nil)
+        sqlite3_prepare_v2(db, "UPDATE points SET min_lon = ?2, max_lon = ?2, min_lat = ?3, max_lat = ?3 WHERE id = ?1", -1, &updateStatement, nil)
+        sqlite3_prepare_v2(db, "SELECT id FROM points WHERE min_lon <= ?2 AND max_lon >= ?1 AND min_lat <= ?4 AND max_lat >= ?3", -1, &queryStatement, nil)
+    }
+
+    private func run(_ statement: OpaquePointer?, _ id: Int, _ point: GeoPoint) {
+        sqlite3_bind_int64(statement, 1, Int64(id))
+        sqlite3_bind_double(statement, 2, point.lon)
+        sqlite3_bind_double(statement, 3, point.lat)
+        sqlite3_step(statement)
+        sqlite3_reset(statement)
+    }
+
+    mutating func insert(_ id: Int, _ point: GeoPoint) {
+        refiner.positions[id] = point
+        run(insertStatement, id, point)
+    }
+
+    mutating func move(_ id: Int, from old: GeoPoint, to new: GeoPoint) {
+        refiner.positions[id] = new
+        run(updateStatement, id, new)
+    }
+
+    mutating func nearby(_ center: GeoPoint, radius: Double, limit: Int) -> [Int] {
+        let box = BoundingBox(around: center, radius: radius)
+        sqlite3_bind_double(queryStatement, 1, box.minLon)
+        sqlite3_bind_double(queryStatement, 2, box.maxLon)
+        sqlite3_bind_double(queryStatement, 3, box.minLat)
+        sqlite3_bind_double(queryStatement, 4, box.maxLat)
+        var candidates: [Int] = []
+        while sqlite3_step(queryStatement) == SQLITE_ROW {
+            candidates.append(Int(sqlite3_column_int64(queryStatement, 0)))
+        }
+        sqlite3_reset(queryStatement)
+        return refiner.refine(candidates, center: center, radius: radius, limit: limit)
+    }
+}
+
+/// libspatialindex's C API: an in-memory R*-tree; a move is a delete and an insert.
+struct SpatialIndexRTree: BenchmarkedIndex {
+    let name = "libspatialindex"
+    private let index: IndexH
+    private var refiner: Refiner
+
+    init(capacity: Int) {
+        refiner = Refiner(positions: Array(repeating: GeoPoint(lat: 0, lon: 0), count: capacity))
+        let properties = IndexProperty_Create()
+        IndexProperty_SetIndexType(properties, RT_RTree)
+        IndexProperty_SetIndexStorage(properties, RT_Memory)
+        IndexProperty_SetDimension(properties, 2)
+        IndexProperty_SetIndexVariant(properties, RT_Star)
+        index = Index_Create(properties)
+        IndexProperty_Destroy(properties)
+    }
+
+    mutating func insert(_ id: Int, _ point: GeoPoint) {
+        refiner.positions[id] = point
+        var coordinates = [point.lon, point.lat]
+        coordinates.withUnsafeMutableBufferPointer { buffer in
+            _ = Index_InsertData(index, Int64(id), buffer.baseAddress, buffer.baseAddress, 2, nil, 0)
+        }
+    }
+
+    mutating func move(_ id: Int, from old: GeoPoint, to new: GeoPoint) {
+        var coordinates = [old.lon, old.lat]
+        coordinates.withUnsafeMutableBufferPointer { buffer in
+            _ = Index_DeleteData(index, Int64(id), buffer.baseAddress, buffer.baseAddress, 2)
+        }
+        insert(id, new)
+    }
+
+    mutating func nearby(_ center: GeoPoint, radius: Double, limit: Int) -> [Int] {
+        let box = BoundingBox(around: center, radius: radius)
+        var low = [box.minLon, box.minLat], high = [box.maxLon, box.maxLat]
+        var items: UnsafeMutablePointer<Int64>?
+        var count: UInt64 = 0
+        _ = Index_Intersects_id(index, &low, &high, 2, &items, &count)
+        defer { Index_Free(items) }
+        let candidates = UnsafeBufferPointer(start: items, count: Int(count)).lazy.map { Int($0) }
+        return refiner.refine(candidates, center: center, radius: radius, limit: limit)
+    }
+}
