@@ -159,3 +159,71 @@ public struct BoundingBox: Sendable, Hashable {
         return false
     }
 }
+
+/// Distances from one fixed point to many others, equal to `Geodesy.distance`
+/// up to floating-point rounding but much cheaper for nearby points.
+///
+/// The centre's sine and cosine are computed once; for separations under about
+/// 60 km each distance uses short Taylor series of the haversine terms (truncation
+/// below 1e-15 relative), so no trigonometric call is made per point. Farther
+/// points fall back to the haversine formula. `mayBeWithin` is a cheaper test
+/// still: it never rejects a point within the probe's radius.
+public struct DistanceProbe: Sendable {
+    public let center: GeoPoint
+    public let radius: Double
+    private let cosLat: Double
+    private let sinLat: Double
+    /// cos of the query's highest latitude: shrinks east–west offsets, so the prefilter stays conservative.
+    private let prefilterCos: Double
+    private let radiusDegreesSquared: Double
+    /// The prefilter's bound holds for small radii only; larger ones skip it.
+    private let prefilters: Bool
+
+    public init(_ center: GeoPoint, radius: Double = .infinity) {
+        self.center = center
+        self.radius = radius
+        let latRadians = center.lat * .pi / 180
+        cosLat = cos(latRadians)
+        sinLat = sin(latRadians)
+        prefilters = radius <= 50_000
+        let radiusDegrees = prefilters ? radius / Geodesy.metresPerDegree : 0
+        prefilterCos = max(0, cos(min(90, abs(center.lat) + radiusDegrees) * .pi / 180))
+        let widened = radiusDegrees * 1.002 + 1e-9
+        radiusDegreesSquared = widened * widened
+    }
+
+    /// False only for points certainly farther than `radius` (equirectangular test, no square root).
+    @inline(__always)
+    public func mayBeWithin(lat: Double, lon: Double) -> Bool {
+        guard prefilters else { return true }
+        var dLon = lon - center.lon
+        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
+        let dLat = lat - center.lat
+        let x = dLon * prefilterCos
+        return x * x + dLat * dLat <= radiusDegreesSquared
+    }
+
+    /// Great-circle distance in metres from the centre.
+    @inline(__always)
+    public func distance(lat: Double, lon: Double) -> Double {
+        let dLat = (lat - center.lat) * .pi / 180
+        var dLonDegrees = lon - center.lon
+        if dLonDegrees > 180 { dLonDegrees -= 360 } else if dLonDegrees < -180 { dLonDegrees += 360 }
+        let dLon = dLonDegrees * .pi / 180
+        guard abs(dLat) < 0.01, abs(dLon) < 0.01 else {
+            return Geodesy.distance(center, GeoPoint(lat: lat, lon: lon))
+        }
+        let d2 = dLat * dLat
+        let cosDLat = 1 - d2 / 2 + d2 * d2 / 24 - d2 * d2 * d2 / 720
+        let sinDLat = dLat * (1 - d2 / 6 + d2 * d2 / 120)
+        let cosLat2 = cosLat * cosDLat - sinLat * sinDLat
+        let halfLat = dLat / 2, halfLon = dLon / 2
+        let hl2 = halfLat * halfLat, ho2 = halfLon * halfLon
+        let sinHalfLat = halfLat * (1 - hl2 / 6 + hl2 * hl2 / 120)
+        let sinHalfLon = halfLon * (1 - ho2 / 6 + ho2 * ho2 / 120)
+        let h = sinHalfLat * sinHalfLat + cosLat * cosLat2 * sinHalfLon * sinHalfLon
+        let s = h.squareRoot()
+        let s2 = s * s
+        return 2 * Geodesy.earthRadius * s * (1 + s2 / 6 + 3 * s2 * s2 / 40)
+    }
+}

@@ -12,30 +12,40 @@ public struct Neighbour<ID: Hashable & Sendable>: Sendable, Equatable {
 /// remove, expire, radius and k-nearest queries, box and polygon queries.
 ///
 /// Structure: a uniform grid of square cells (`cellMetres` of latitude; the same
-/// angle in longitude) in a hash map from cell to the slots in it, with positions
-/// stored in parallel arrays. A move inside a cell rewrites two doubles; a move
-/// across cells is a swap-remove and an append. Queries visit the cells under the
-/// query's bounding box, so their cost follows the neighbourhood, not the total.
+/// angle in longitude) in a hash map from cell to a compact array of entries, each
+/// holding a point's offset from the cell's corner (two `Float`s: about 0.03 mm of
+/// resolution) and its slot. A query scans those arrays contiguously and touches the
+/// per-point arrays (id, altitude, time) only for what it returns. A move inside a
+/// cell rewrites one entry; a move across cells is a swap-remove and an append.
+/// Queries visit the cells under the query's bounding box, so their cost follows
+/// the neighbourhood, not the total.
 /// The grid was chosen over geohash buckets and an R-tree by measurement (see
 /// `Scripts/bench-geo` and BENCHMARKS.md).
 ///
 /// Thread safety: a value type with no locks. Give each shard of the world its
 /// own index and touch it from one executor (an actor or one task) only.
 public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
+    /// A point as stored in its cell: offsets in degrees from the cell's south-west corner.
+    struct Entry: Sendable {
+        var latOffset: Float
+        var lonOffset: Float
+        var slot: Int32
+    }
+
     /// Edge of a grid cell in metres (north–south).
     public let cellMetres: Double
     private let cellDegrees: Double
     private let columns: Int64
 
     private var slotOf: [ID: Int32] = [:]
-    private var ids: [ID?] = []
-    private var lats: [Double] = []
-    private var lons: [Double] = []
+    /// The id of each slot; a freed slot keeps its last id until reused (alive when `slotOf` points back to it).
+    private var ids: [ID] = []
     private var alts: [Float] = []
     private var times: [Int64] = []
+    private var cellOf: [Int64] = []
     private var indexInCell: [Int32] = []
     private var freeSlots: [Int32] = []
-    private var cells: [Int64: [Int32]] = [:]
+    private var cells: [Int64: [Entry]] = [:]
 
     /// - Parameter cellMetres: grid cell size; about the usual query radius works best.
     public init(cellMetres: Double = 300) {
@@ -57,48 +67,43 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     public mutating func upsert(_ id: ID, at point: GeoPoint, timestamp: Int64) {
         precondition(point.isValid, "invalid point \(point)")
         let cell = cellKey(lat: point.lat, lon: point.lon)
-        if let slot = slotOf[id] {
+        let slot: Int32
+        if let existing = slotOf[id] {
+            slot = existing
             let index = Int(slot)
-            let oldCell = cellKey(lat: lats[index], lon: lons[index])
-            lats[index] = point.lat
-            lons[index] = point.lon
             alts[index] = point.alt.map(Float.init) ?? .nan
             times[index] = timestamp
-            if oldCell != cell {
-                removeFromCell(slot, cell: oldCell)
-                addToCell(slot, cell: cell)
+            if cellOf[index] == cell {
+                cells[cell]![Int(indexInCell[index])] = entry(point, slot: slot, cell: cell)
+                return
             }
-            return
-        }
-        let slot: Int32
-        if let free = freeSlots.popLast() {
+            removeFromCell(slot)
+        } else if let free = freeSlots.popLast() {
             slot = free
             let index = Int(slot)
             ids[index] = id
-            lats[index] = point.lat
-            lons[index] = point.lon
             alts[index] = point.alt.map(Float.init) ?? .nan
             times[index] = timestamp
+            slotOf[id] = slot
         } else {
             slot = Int32(ids.count)
             ids.append(id)
-            lats.append(point.lat)
-            lons.append(point.lon)
             alts.append(point.alt.map(Float.init) ?? .nan)
             times.append(timestamp)
+            cellOf.append(cell)
             indexInCell.append(0)
+            slotOf[id] = slot
         }
-        slotOf[id] = slot
-        addToCell(slot, cell: cell)
+        cellOf[Int(slot)] = cell
+        indexInCell[Int(slot)] = Int32(cells[cell, default: []].count)
+        cells[cell, default: []].append(entry(point, slot: slot, cell: cell))
     }
 
     /// Removes `id`; false when it was not there.
     @discardableResult
     public mutating func remove(_ id: ID) -> Bool {
         guard let slot = slotOf.removeValue(forKey: id) else { return false }
-        let index = Int(slot)
-        removeFromCell(slot, cell: cellKey(lat: lats[index], lon: lons[index]))
-        ids[index] = nil
+        removeFromCell(slot)
         freeSlots.append(slot)
         return true
     }
@@ -106,8 +111,8 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// Removes every point last seen before `timestamp` and returns their ids.
     public mutating func expire(olderThan timestamp: Int64) -> [ID] {
         var expired: [ID] = []
-        for index in ids.indices where times[index] < timestamp {
-            if let id = ids[index] { expired.append(id) }
+        for index in ids.indices where times[index] < timestamp && slotOf[ids[index]] == Int32(index) {
+            expired.append(ids[index])
         }
         for id in expired { remove(id) }
         return expired
@@ -130,22 +135,40 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// keeping only those `filter` accepts.
     public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, filter: ((ID) -> Bool)? = nil) -> [Neighbour<ID>] {
         guard limit > 0, radius >= 0 else { return [] }
+        let probe = DistanceProbe(center, radius: radius)
         var found: [(distance: Double, slot: Int32)] = []
-        forEachSlot(in: BoundingBox(around: center, radius: radius)) { slot in
-            let index = Int(slot)
-            let candidate = GeoPoint(lat: lats[index], lon: lons[index])
-            let distance = Geodesy.distance(center, candidate)
+        forEachEntry(in: BoundingBox(around: center, radius: radius)) { lat, lon, slot in
+            guard probe.mayBeWithin(lat: lat, lon: lon) else { return }
+            let distance = probe.distance(lat: lat, lon: lon)
             guard distance <= radius else { return }
-            if let filter, !filter(ids[index]!) { return }
+            if let filter, !filter(ids[Int(slot)]) { return }
             found.append((distance, slot))
         }
+        Self.keepNearest(&found, limit: limit)
+        return found.map { Neighbour(id: ids[Int($0.slot)], point: point(at: Int($0.slot)), distance: $0.distance) }
+    }
+
+    /// Leaves the `limit` smallest distances in `found`, sorted (quickselect, then a sort of the rest).
+    static func keepNearest(_ found: inout [(distance: Double, slot: Int32)], limit: Int) {
         if found.count > limit {
-            found.sort { $0.distance < $1.distance }
+            var low = 0, high = found.count - 1
+            while low < high {
+                let pivot = found[(low + high) / 2].distance
+                var i = low, j = high
+                while i <= j {
+                    while found[i].distance < pivot { i += 1 }
+                    while found[j].distance > pivot { j -= 1 }
+                    if i <= j {
+                        found.swapAt(i, j)
+                        i += 1
+                        j -= 1
+                    }
+                }
+                if limit - 1 <= j { high = j } else if limit - 1 >= i { low = i } else { break }
+            }
             found.removeLast(found.count - limit)
-        } else {
-            found.sort { $0.distance < $1.distance }
         }
-        return found.map { Neighbour(id: ids[Int($0.slot)]!, point: point(at: Int($0.slot)), distance: $0.distance) }
+        found.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.slot < $1.slot) }
     }
 
     /// The `k` points nearest to `center` (that `filter` accepts), nearest first.
@@ -163,8 +186,8 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// Ids of the points inside `box`.
     public func within(_ box: BoundingBox) -> [ID] {
         var result: [ID] = []
-        forEachSlot(in: box) { slot in
-            if box.contains(point(at: Int(slot))) { result.append(ids[Int(slot)]!) }
+        forEachEntry(in: box) { lat, lon, slot in
+            if box.contains(GeoPoint(lat: lat, lon: lon)) { result.append(ids[Int(slot)]) }
         }
         return result
     }
@@ -172,8 +195,8 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// Ids of the points inside `polygon` (holes excluded).
     public func within(_ polygon: Polygon) -> [ID] {
         var result: [ID] = []
-        forEachSlot(in: polygon.bounds) { slot in
-            if polygon.contains(point(at: Int(slot))) { result.append(ids[Int(slot)]!) }
+        forEachEntry(in: polygon.bounds) { lat, lon, slot in
+            if polygon.contains(GeoPoint(lat: lat, lon: lon)) { result.append(ids[Int(slot)]) }
         }
         return result
     }
@@ -186,11 +209,15 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     // MARK: Grid
 
     private func point(at index: Int) -> GeoPoint {
+        let cell = cellOf[index]
+        let entry = cells[cell]![Int(indexInCell[index])]
+        let (south, west) = corner(of: cell)
         let alt = alts[index]
-        return GeoPoint(lat: lats[index], lon: lons[index], alt: alt.isNaN ? nil : Double(alt))
+        let (lat, lon) = Self.position(south, west, entry)
+        return GeoPoint(lat: lat, lon: lon, alt: alt.isNaN ? nil : Double(alt))
     }
 
-    private func row(_ lat: Double) -> Int64 { Int64(((lat + 90) / cellDegrees).rounded(.down)) }
+    private func row(_ lat: Double) -> Int64 { min(Int64(((lat + 90) / cellDegrees).rounded(.down)), Int64((180 / cellDegrees).rounded(.up))) }
 
     private func column(_ lon: Double) -> Int64 {
         let column = Int64(((lon + 180) / cellDegrees).rounded(.down))
@@ -199,43 +226,68 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
 
     private func cellKey(lat: Double, lon: Double) -> Int64 { row(lat) * columns + column(lon) }
 
-    private mutating func addToCell(_ slot: Int32, cell: Int64) {
-        indexInCell[Int(slot)] = Int32(cells[cell, default: []].count)
-        cells[cell, default: []].append(slot)
+    /// Latitude and longitude of a cell's south-west corner.
+    @inline(__always)
+    private func corner(of cell: Int64) -> (Double, Double) {
+        (Double(cell / columns) * cellDegrees - 90, Double(cell % columns) * cellDegrees - 180)
     }
 
-    private mutating func removeFromCell(_ slot: Int32, cell: Int64) {
+    /// An entry's position; clamped because the `Float` offset may round a pole or ±180° a hair outside.
+    @inline(__always)
+    private static func position(_ south: Double, _ west: Double, _ entry: Entry) -> (Double, Double) {
+        (min(90, south + Double(entry.latOffset)), min(180, west + Double(entry.lonOffset)))
+    }
+
+    private func entry(_ point: GeoPoint, slot: Int32, cell: Int64) -> Entry {
+        let (south, west) = corner(of: cell)
+        return Entry(latOffset: Float(point.lat - south), lonOffset: Float(point.lon - west), slot: slot)
+    }
+
+    private mutating func removeFromCell(_ slot: Int32) {
+        let cell = cellOf[Int(slot)]
         let position = Int(indexInCell[Int(slot)])
         cells[cell]!.withUnsafeMutableBufferPointer { members in
             let last = members[members.count - 1]
             members[position] = last
-            indexInCell[Int(last)] = Int32(position)
+            indexInCell[Int(last.slot)] = Int32(position)
         }
         cells[cell]!.removeLast()
         if cells[cell]!.isEmpty { cells[cell] = nil }
     }
 
-    /// Calls `body` with every slot in the cells that `box` covers.
-    private func forEachSlot(in box: BoundingBox, _ body: (Int32) -> Void) {
+    /// Calls `body` with the position and slot of every entry in the cells that `box` covers.
+    @inline(__always)
+    private func forEachEntry(in box: BoundingBox, _ body: (Double, Double, Int32) -> Void) {
         let firstRow = row(max(-90, box.minLat)), lastRow = row(min(90, box.maxLat))
-        for range in box.longitudeRanges {
-            let firstColumn = column(range.lowerBound), lastColumn = column(range.upperBound)
-            // A box wider than the cells at hand is cheaper to scan by visiting the occupied cells.
-            let boxCells = (lastRow - firstRow + 1) * (lastColumn - firstColumn + 1)
-            if boxCells > Int64(cells.count) {
-                for (key, members) in cells {
-                    let r = key / columns, c = key % columns
-                    if r >= firstRow, r <= lastRow, c >= firstColumn, c <= lastColumn {
-                        for slot in members { body(slot) }
-                    }
+        if box.crossesAntimeridian {
+            forEachEntry(rows: firstRow...lastRow, columns: column(box.minLon)...column(180), body)
+            forEachEntry(rows: firstRow...lastRow, columns: column(-180)...column(box.maxLon), body)
+        } else {
+            forEachEntry(rows: firstRow...lastRow, columns: column(box.minLon)...column(box.maxLon), body)
+        }
+    }
+
+    @inline(__always)
+    private func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, _ body: (Double, Double, Int32) -> Void) {
+        // A box covering more cells than are occupied is cheaper to scan through the occupied cells.
+        if Int64(rows.count) * Int64(range.count) > Int64(cells.count) {
+            for (key, members) in cells where rows.contains(key / columns) && range.contains(key % columns) {
+                let (south, west) = corner(of: key)
+                for entry in members {
+                    let (lat, lon) = Self.position(south, west, entry)
+                    body(lat, lon, entry.slot)
                 }
-                continue
             }
-            for r in firstRow...lastRow {
-                for c in firstColumn...lastColumn {
-                    if let members = cells[r * columns + c] {
-                        for slot in members { body(slot) }
-                    }
+            return
+        }
+        for r in rows {
+            let base = r * columns
+            for c in range {
+                guard let members = cells[base + c] else { continue }
+                let (south, west) = corner(of: base + c)
+                for entry in members {
+                    let (lat, lon) = Self.position(south, west, entry)
+                    body(lat, lon, entry.slot)
                 }
             }
         }

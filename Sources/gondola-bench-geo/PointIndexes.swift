@@ -24,13 +24,17 @@ struct GondolaIndex: BenchmarkedIndex {
 }
 
 /// Candidates from a bounding-box query refined by exact distance, the way a
-/// box-only index is used for radius queries.
+/// box-only index is used for radius queries. It uses GondolaGeo's distance probe,
+/// so the comparison measures the indexes, not the distance formula.
 struct Refiner {
     var positions: [GeoPoint]
     func refine(_ candidates: some Sequence<Int>, center: GeoPoint, radius: Double, limit: Int) -> [Int] {
+        let probe = DistanceProbe(center, radius: radius)
         var found: [(Double, Int)] = []
         for id in candidates {
-            let distance = Geodesy.distance(center, positions[id])
+            let point = positions[id]
+            guard probe.mayBeWithin(lat: point.lat, lon: point.lon) else { continue }
+            let distance = probe.distance(lat: point.lat, lon: point.lon)
             if distance <= radius { found.append((distance, id)) }
         }
         found.sort { $0.0 < $1.0 }

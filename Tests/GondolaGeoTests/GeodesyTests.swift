@@ -59,3 +59,20 @@ import Testing
         #expect(!box.intersects(BoundingBox(minLat: 9, minLon: 0, maxLat: 11, maxLon: 1)))
     }
 }
+
+@Suite struct DistanceProbeTests {
+    @Test func agreesWithHaversineAndItsPrefilterNeverRejectsAMember() {
+        var random = SeededGenerator(seed: 9)
+        for centre in testCentres {
+            for _ in 0..<3000 {
+                let radius = [50.0, 300, 5000, 80_000].randomElement(using: &random)!
+                let probe = DistanceProbe(centre, radius: radius)
+                let point = random.point(near: centre, metres: radius * 1.5)
+                let exact = Geodesy.distance(centre, point)
+                let fast = probe.distance(lat: point.lat, lon: point.lon)
+                #expect(abs(fast - exact) <= max(1e-6, exact * 1e-12), "\(centre) \(point)")
+                if exact <= radius { #expect(probe.mayBeWithin(lat: point.lat, lon: point.lon)) }
+            }
+        }
+    }
+}
