@@ -28,6 +28,7 @@ public enum Geodesy {
     public static let metresPerDegree = earthRadius * .pi / 180
 
     /// Great-circle distance in metres (haversine formula).
+    @inlinable
     public static func distance(_ a: GeoPoint, _ b: GeoPoint) -> Double {
         let lat1 = a.lat * .pi / 180, lat2 = b.lat * .pi / 180
         let dLat = lat2 - lat1
@@ -171,14 +172,15 @@ public struct BoundingBox: Sendable, Hashable {
 public struct DistanceProbe: Sendable {
     public let center: GeoPoint
     public let radius: Double
-    private let cosLat: Double
-    private let sinLat: Double
+    @usableFromInline let cosLat: Double
+    @usableFromInline let sinLat: Double
     /// cos of the query's highest latitude: shrinks east–west offsets, so the prefilter stays conservative.
-    private let prefilterCos: Double
-    private let radiusDegreesSquared: Double
+    @usableFromInline let prefilterCos: Double
+    @usableFromInline let radiusDegreesSquared: Double
     /// The prefilter's bound holds for small radii only; larger ones skip it.
-    private let prefilters: Bool
+    @usableFromInline let prefilters: Bool
 
+    @inlinable
     public init(_ center: GeoPoint, radius: Double = .infinity) {
         self.center = center
         self.radius = radius
@@ -193,7 +195,7 @@ public struct DistanceProbe: Sendable {
     }
 
     /// False only for points certainly farther than `radius` (equirectangular test, no square root).
-    @inline(__always)
+    @inlinable
     public func mayBeWithin(lat: Double, lon: Double) -> Bool {
         guard prefilters else { return true }
         var dLon = lon - center.lon
@@ -204,7 +206,7 @@ public struct DistanceProbe: Sendable {
     }
 
     /// Great-circle distance in metres from the centre.
-    @inline(__always)
+    @inlinable
     public func distance(lat: Double, lon: Double) -> Double {
         let dLat = (lat - center.lat) * .pi / 180
         var dLonDegrees = lon - center.lon

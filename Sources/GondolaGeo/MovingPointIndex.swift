@@ -6,6 +6,12 @@ public struct Neighbour<ID: Hashable & Sendable>: Sendable, Equatable {
     public let point: GeoPoint
     /// Metres from the query centre (great-circle).
     public let distance: Double
+
+    @inlinable public init(id: ID, point: GeoPoint, distance: Double) {
+        self.id = id
+        self.point = point
+        self.distance = distance
+    }
 }
 
 /// An index of moving points (travellers) for update-heavy load: upsert by id,
@@ -26,29 +32,37 @@ public struct Neighbour<ID: Hashable & Sendable>: Sendable, Equatable {
 /// own index and touch it from one executor (an actor or one task) only.
 public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// A point as stored in its cell: offsets in degrees from the cell's south-west corner.
+    @usableFromInline
     struct Entry: Sendable {
-        var latOffset: Float
-        var lonOffset: Float
-        var slot: Int32
+        @usableFromInline var latOffset: Float
+        @usableFromInline var lonOffset: Float
+        @usableFromInline var slot: Int32
+
+        @inlinable
+        init(latOffset: Float, lonOffset: Float, slot: Int32) {
+            self.latOffset = latOffset
+            self.lonOffset = lonOffset
+            self.slot = slot
+        }
     }
 
     /// Edge of a grid cell in metres (north–south).
     public let cellMetres: Double
-    private let cellDegrees: Double
-    private let columns: Int64
+    @usableFromInline let cellDegrees: Double
+    @usableFromInline let columns: Int64
 
-    private var slotOf: [ID: Int32] = [:]
+    @usableFromInline var slotOf: [ID: Int32] = [:]
     /// The id of each slot; a freed slot keeps its last id until reused (alive when `slotOf` points back to it).
-    private var ids: [ID] = []
-    private var alts: [Float] = []
-    private var times: [Int64] = []
-    private var cellOf: [Int64] = []
-    private var indexInCell: [Int32] = []
-    private var freeSlots: [Int32] = []
-    private var cells: [Int64: [Entry]] = [:]
+    @usableFromInline var ids: [ID] = []
+    @usableFromInline var alts: [Float] = []
+    @usableFromInline var times: [Int64] = []
+    @usableFromInline var cellOf: [Int64] = []
+    @usableFromInline var indexInCell: [Int32] = []
+    @usableFromInline var freeSlots: [Int32] = []
+    @usableFromInline var cells: [Int64: [Entry]] = [:]
 
     /// - Parameter cellMetres: grid cell size; about the usual query radius works best.
-    public init(cellMetres: Double = 300) {
+    @inlinable public init(cellMetres: Double = 300) {
         precondition(cellMetres > 0, "cellMetres must be positive")
         self.cellMetres = cellMetres
         let degrees = Geodesy.latitudeDegrees(metres: cellMetres)
@@ -59,12 +73,12 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Points in the index.
-    public var count: Int { slotOf.count }
+    @inlinable public var count: Int { slotOf.count }
 
     // MARK: Updates
 
     /// Inserts or moves `id` to `point`, seen at `timestamp` (any monotonic unit, e.g. ms).
-    public mutating func upsert(_ id: ID, at point: GeoPoint, timestamp: Int64) {
+    @inlinable public mutating func upsert(_ id: ID, at point: GeoPoint, timestamp: Int64) {
         precondition(point.isValid, "invalid point \(point)")
         let cell = cellKey(lat: point.lat, lon: point.lon)
         let slot: Int32
@@ -101,7 +115,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
 
     /// Removes `id`; false when it was not there.
     @discardableResult
-    public mutating func remove(_ id: ID) -> Bool {
+    @inlinable public mutating func remove(_ id: ID) -> Bool {
         guard let slot = slotOf.removeValue(forKey: id) else { return false }
         removeFromCell(slot)
         freeSlots.append(slot)
@@ -109,7 +123,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Removes every point last seen before `timestamp` and returns their ids.
-    public mutating func expire(olderThan timestamp: Int64) -> [ID] {
+    @inlinable public mutating func expire(olderThan timestamp: Int64) -> [ID] {
         var expired: [ID] = []
         for index in ids.indices where times[index] < timestamp && slotOf[ids[index]] == Int32(index) {
             expired.append(ids[index])
@@ -119,13 +133,13 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Where `id` is, if indexed.
-    public func point(of id: ID) -> GeoPoint? {
+    @inlinable public func point(of id: ID) -> GeoPoint? {
         guard let slot = slotOf[id] else { return nil }
         return point(at: Int(slot))
     }
 
     /// When `id` was last updated, if indexed.
-    public func timestamp(of id: ID) -> Int64? {
+    @inlinable public func timestamp(of id: ID) -> Int64? {
         slotOf[id].map { times[Int($0)] }
     }
 
@@ -133,23 +147,44 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
 
     /// Points within `radius` metres of `center`, nearest first, at most `limit`,
     /// keeping only those `filter` accepts.
-    public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, filter: ((ID) -> Bool)? = nil) -> [Neighbour<ID>] {
+    @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, filter: ((ID) -> Bool)? = nil) -> [Neighbour<ID>] {
         guard limit > 0, radius >= 0 else { return [] }
         let probe = DistanceProbe(center, radius: radius)
-        var found: [(distance: Double, slot: Int32)] = []
+        var found: [Found] = []
         forEachEntry(in: BoundingBox(around: center, radius: radius)) { lat, lon, slot in
             guard probe.mayBeWithin(lat: lat, lon: lon) else { return }
             let distance = probe.distance(lat: lat, lon: lon)
             guard distance <= radius else { return }
             if let filter, !filter(ids[Int(slot)]) { return }
-            found.append((distance, slot))
+            found.append(Found(distance: distance, lat: lat, lon: lon, slot: slot))
         }
         Self.keepNearest(&found, limit: limit)
-        return found.map { Neighbour(id: ids[Int($0.slot)], point: point(at: Int($0.slot)), distance: $0.distance) }
+        return found.map { item in
+            let alt = alts[Int(item.slot)]
+            return Neighbour(id: ids[Int(item.slot)], point: GeoPoint(lat: item.lat, lon: item.lon, alt: alt.isNaN ? nil : Double(alt)),
+                             distance: item.distance)
+        }
+    }
+
+    /// A match of a radius query, with the position read during the scan.
+    @usableFromInline
+    struct Found {
+        @usableFromInline var distance: Double
+        @usableFromInline var lat: Double
+        @usableFromInline var lon: Double
+        @usableFromInline var slot: Int32
+
+        @inlinable
+        init(distance: Double, lat: Double, lon: Double, slot: Int32) {
+            self.distance = distance
+            self.lat = lat
+            self.lon = lon
+            self.slot = slot
+        }
     }
 
     /// Leaves the `limit` smallest distances in `found`, sorted (quickselect, then a sort of the rest).
-    static func keepNearest(_ found: inout [(distance: Double, slot: Int32)], limit: Int) {
+    @inlinable static func keepNearest(_ found: inout [Found], limit: Int) {
         if found.count > limit {
             var low = 0, high = found.count - 1
             while low < high {
@@ -172,7 +207,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// The `k` points nearest to `center` (that `filter` accepts), nearest first.
-    public func nearest(_ center: GeoPoint, k: Int, filter: ((ID) -> Bool)? = nil) -> [Neighbour<ID>] {
+    @inlinable public func nearest(_ center: GeoPoint, k: Int, filter: ((ID) -> Bool)? = nil) -> [Neighbour<ID>] {
         guard k > 0, count > 0 else { return [] }
         var radius = cellMetres
         let halfCircumference = Geodesy.earthRadius * .pi
@@ -184,7 +219,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Ids of the points inside `box`.
-    public func within(_ box: BoundingBox) -> [ID] {
+    @inlinable public func within(_ box: BoundingBox) -> [ID] {
         var result: [ID] = []
         forEachEntry(in: box) { lat, lon, slot in
             if box.contains(GeoPoint(lat: lat, lon: lon)) { result.append(ids[Int(slot)]) }
@@ -193,7 +228,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Ids of the points inside `polygon` (holes excluded).
-    public func within(_ polygon: Polygon) -> [ID] {
+    @inlinable public func within(_ polygon: Polygon) -> [ID] {
         var result: [ID] = []
         forEachEntry(in: polygon.bounds) { lat, lon, slot in
             if polygon.contains(GeoPoint(lat: lat, lon: lon)) { result.append(ids[Int(slot)]) }
@@ -202,13 +237,13 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Every indexed id with its point, in no particular order.
-    public var all: [(id: ID, point: GeoPoint)] {
+    @inlinable public var all: [(id: ID, point: GeoPoint)] {
         slotOf.map { ($0.key, point(at: Int($0.value))) }
     }
 
     // MARK: Grid
 
-    private func point(at index: Int) -> GeoPoint {
+    @inlinable func point(at index: Int) -> GeoPoint {
         let cell = cellOf[index]
         let entry = cells[cell]![Int(indexInCell[index])]
         let (south, west) = corner(of: cell)
@@ -217,33 +252,31 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
         return GeoPoint(lat: lat, lon: lon, alt: alt.isNaN ? nil : Double(alt))
     }
 
-    private func row(_ lat: Double) -> Int64 { min(Int64(((lat + 90) / cellDegrees).rounded(.down)), Int64((180 / cellDegrees).rounded(.up))) }
+    @inlinable func row(_ lat: Double) -> Int64 { min(Int64(((lat + 90) / cellDegrees).rounded(.down)), Int64((180 / cellDegrees).rounded(.up))) }
 
-    private func column(_ lon: Double) -> Int64 {
+    @inlinable func column(_ lon: Double) -> Int64 {
         let column = Int64(((lon + 180) / cellDegrees).rounded(.down))
         return column >= columns ? columns - 1 : column
     }
 
-    private func cellKey(lat: Double, lon: Double) -> Int64 { row(lat) * columns + column(lon) }
+    @inlinable func cellKey(lat: Double, lon: Double) -> Int64 { row(lat) * columns + column(lon) }
 
     /// Latitude and longitude of a cell's south-west corner.
-    @inline(__always)
-    private func corner(of cell: Int64) -> (Double, Double) {
+    @inlinable func corner(of cell: Int64) -> (Double, Double) {
         (Double(cell / columns) * cellDegrees - 90, Double(cell % columns) * cellDegrees - 180)
     }
 
     /// An entry's position; clamped because the `Float` offset may round a pole or ±180° a hair outside.
-    @inline(__always)
-    private static func position(_ south: Double, _ west: Double, _ entry: Entry) -> (Double, Double) {
+    @inlinable static func position(_ south: Double, _ west: Double, _ entry: Entry) -> (Double, Double) {
         (min(90, south + Double(entry.latOffset)), min(180, west + Double(entry.lonOffset)))
     }
 
-    private func entry(_ point: GeoPoint, slot: Int32, cell: Int64) -> Entry {
+    @inlinable func entry(_ point: GeoPoint, slot: Int32, cell: Int64) -> Entry {
         let (south, west) = corner(of: cell)
         return Entry(latOffset: Float(point.lat - south), lonOffset: Float(point.lon - west), slot: slot)
     }
 
-    private mutating func removeFromCell(_ slot: Int32) {
+    @inlinable mutating func removeFromCell(_ slot: Int32) {
         let cell = cellOf[Int(slot)]
         let position = Int(indexInCell[Int(slot)])
         cells[cell]!.withUnsafeMutableBufferPointer { members in
@@ -256,8 +289,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Calls `body` with the position and slot of every entry in the cells that `box` covers.
-    @inline(__always)
-    private func forEachEntry(in box: BoundingBox, _ body: (Double, Double, Int32) -> Void) {
+    @inlinable func forEachEntry(in box: BoundingBox, _ body: (Double, Double, Int32) -> Void) {
         let firstRow = row(max(-90, box.minLat)), lastRow = row(min(90, box.maxLat))
         if box.crossesAntimeridian {
             forEachEntry(rows: firstRow...lastRow, columns: column(box.minLon)...column(180), body)
@@ -267,8 +299,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
         }
     }
 
-    @inline(__always)
-    private func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, _ body: (Double, Double, Int32) -> Void) {
+    @inlinable func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, _ body: (Double, Double, Int32) -> Void) {
         // A box covering more cells than are occupied is cheaper to scan through the occupied cells.
         if Int64(rows.count) * Int64(range.count) > Int64(cells.count) {
             for (key, members) in cells where rows.contains(key / columns) && range.contains(key % columns) {

@@ -16,6 +16,15 @@ public struct ProximityEvent<ID: Hashable & Sendable>: Sendable, Hashable {
     public let point: GeoPoint
     /// Metres between watcher and subject.
     public let distance: Double
+
+    @inlinable
+    public init(kind: Kind, watcher: ID, subject: ID, point: GeoPoint, distance: Double) {
+        self.kind = kind
+        self.watcher = watcher
+        self.subject = subject
+        self.point = point
+        self.distance = distance
+    }
 }
 
 /// Roaming proximity: moving points that also watch a radius around themselves
@@ -32,40 +41,42 @@ public struct ProximityEvent<ID: Hashable & Sendable>: Sendable, Hashable {
 /// does not flap. Work per update is a radius query around P, so cost follows the
 /// neighbourhood, not the number of watchers.
 public struct ProximityTracker<ID: Hashable & Sendable>: Sendable {
-    public private(set) var index: MovingPointIndex<ID>
+    /// The positions of every tracked point.
+    public var index: MovingPointIndex<ID> { points }
+    @usableFromInline var points: MovingPointIndex<ID>
     public let margin: Double
-    private var radii: [ID: Double] = [:]
-    private var radiusCounts: [Double: Int] = [:]
-    private var neighbours: [ID: Set<ID>] = [:]
-    private var watchedBy: [ID: Set<ID>] = [:]
+    @usableFromInline var radii: [ID: Double] = [:]
+    @usableFromInline var radiusCounts: [Double: Int] = [:]
+    @usableFromInline var neighbours: [ID: Set<ID>] = [:]
+    @usableFromInline var watchedBy: [ID: Set<ID>] = [:]
 
-    public init(cellMetres: Double = 300, margin: Double = 20) {
-        index = MovingPointIndex(cellMetres: cellMetres)
+    @inlinable public init(cellMetres: Double = 300, margin: Double = 20) {
+        points = MovingPointIndex(cellMetres: cellMetres)
         self.margin = margin
     }
 
     /// The largest watch radius, which bounds the search for new watchers of a moved point.
-    private var maxRadius: Double { radiusCounts.keys.max() ?? 0 }
+    @usableFromInline var maxRadius: Double { radiusCounts.keys.max() ?? 0 }
 
     /// Current neighbours of `watcher`.
-    public func neighbours(of watcher: ID) -> Set<ID> { neighbours[watcher] ?? [] }
+    @inlinable public func neighbours(of watcher: ID) -> Set<ID> { neighbours[watcher] ?? [] }
 
     /// The radius `id` watches, if it watches.
-    public func radius(of id: ID) -> Double? { radii[id] }
+    @inlinable public func radius(of id: ID) -> Double? { radii[id] }
 
     /// Starts (or resizes) `id`'s watch; returns `enter`s for who is near now
     /// (and `leave`s for neighbours a smaller radius drops).
-    public mutating func watch(_ id: ID, radius: Double) -> [ProximityEvent<ID>] {
+    @inlinable public mutating func watch(_ id: ID, radius: Double) -> [ProximityEvent<ID>] {
         precondition(radius >= 0, "radius must not be negative")
         if let old = radii[id] { forgetRadius(old) }
         radii[id] = radius
         radiusCounts[radius, default: 0] += 1
-        guard let position = index.point(of: id) else { return [] }
+        guard let position = points.point(of: id) else { return [] }
         return refreshOwnNeighbours(id, at: position)
     }
 
     /// Stops `id`'s watch silently.
-    public mutating func unwatch(_ id: ID) {
+    @inlinable public mutating func unwatch(_ id: ID) {
         guard let old = radii.removeValue(forKey: id) else { return }
         forgetRadius(old)
         for subject in neighbours.removeValue(forKey: id) ?? [] {
@@ -73,18 +84,18 @@ public struct ProximityTracker<ID: Hashable & Sendable>: Sendable {
         }
     }
 
-    private mutating func forgetRadius(_ radius: Double) {
+    @inlinable mutating func forgetRadius(_ radius: Double) {
         radiusCounts[radius, default: 1] -= 1
         if radiusCounts[radius] == 0 { radiusCounts[radius] = nil }
     }
 
     /// Moves `id` (inserting it when new) and returns every watcher's events.
-    public mutating func update(_ id: ID, to point: GeoPoint, timestamp: Int64) -> [ProximityEvent<ID>] {
-        index.upsert(id, at: point, timestamp: timestamp)
+    @inlinable public mutating func update(_ id: ID, to point: GeoPoint, timestamp: Int64) -> [ProximityEvent<ID>] {
+        points.upsert(id, at: point, timestamp: timestamp)
         var events: [ProximityEvent<ID>] = []
         // Watchers that already have it.
         for watcher in watchedBy[id] ?? [] {
-            guard let watcherPoint = index.point(of: watcher), let radius = radii[watcher] else { continue }
+            guard let watcherPoint = points.point(of: watcher), let radius = radii[watcher] else { continue }
             let distance = Geodesy.distance(watcherPoint, point)
             if distance > radius + margin {
                 unlink(watcher: watcher, subject: id)
@@ -95,7 +106,7 @@ public struct ProximityTracker<ID: Hashable & Sendable>: Sendable {
         }
         // Watchers it came near.
         let known = watchedBy[id] ?? []
-        for candidate in index.nearby(point, radius: maxRadius, filter: { [radii] in radii[$0] != nil && $0 != id && !known.contains($0) }) {
+        for candidate in points.nearby(point, radius: maxRadius, filter: { [radii] in radii[$0] != nil && $0 != id && !known.contains($0) }) {
             if candidate.distance <= radii[candidate.id]! {
                 link(watcher: candidate.id, subject: id)
                 events.append(.init(kind: .enter, watcher: candidate.id, subject: id, point: point, distance: candidate.distance))
@@ -109,52 +120,52 @@ public struct ProximityTracker<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Removes `id` from the index: its watchers get `leave`, its own watch ends.
-    public mutating func remove(_ id: ID) -> [ProximityEvent<ID>] {
-        guard let point = index.point(of: id) else { return [] }
+    @inlinable public mutating func remove(_ id: ID) -> [ProximityEvent<ID>] {
+        guard let point = points.point(of: id) else { return [] }
         var events: [ProximityEvent<ID>] = []
         for watcher in watchedBy.removeValue(forKey: id) ?? [] {
             neighbours[watcher]?.remove(id)
-            let distance = index.point(of: watcher).map { Geodesy.distance($0, point) } ?? 0
+            let distance = points.point(of: watcher).map { Geodesy.distance($0, point) } ?? 0
             events.append(.init(kind: .leave, watcher: watcher, subject: id, point: point, distance: distance))
         }
         for subject in neighbours[id] ?? [] { watchedBy[subject]?.remove(id) }
         neighbours[id] = []
-        index.remove(id)
+        points.remove(id)
         return events
     }
 
     /// Removes the points last updated before `timestamp`, with their `leave`s.
-    public mutating func expire(olderThan timestamp: Int64) -> [ProximityEvent<ID>] {
+    @inlinable public mutating func expire(olderThan timestamp: Int64) -> [ProximityEvent<ID>] {
         var stale: [ID] = []
-        for entry in index.all where (index.timestamp(of: entry.id) ?? .max) < timestamp { stale.append(entry.id) }
+        for entry in points.all where (points.timestamp(of: entry.id) ?? .max) < timestamp { stale.append(entry.id) }
         return stale.flatMap { remove($0) }
     }
 
-    private mutating func refreshOwnNeighbours(_ id: ID, at point: GeoPoint) -> [ProximityEvent<ID>] {
+    @inlinable mutating func refreshOwnNeighbours(_ id: ID, at point: GeoPoint) -> [ProximityEvent<ID>] {
         guard let radius = radii[id] else { return [] }
         var events: [ProximityEvent<ID>] = []
         let current = neighbours[id] ?? []
         for subject in current {
-            guard let subjectPoint = index.point(of: subject) else { continue }
+            guard let subjectPoint = points.point(of: subject) else { continue }
             let distance = Geodesy.distance(point, subjectPoint)
             if distance > radius + margin {
                 unlink(watcher: id, subject: subject)
                 events.append(.init(kind: .leave, watcher: id, subject: subject, point: subjectPoint, distance: distance))
             }
         }
-        for found in index.nearby(point, radius: radius, filter: { $0 != id && !current.contains($0) }) {
+        for found in points.nearby(point, radius: radius, filter: { $0 != id && !current.contains($0) }) {
             link(watcher: id, subject: found.id)
             events.append(.init(kind: .enter, watcher: id, subject: found.id, point: found.point, distance: found.distance))
         }
         return events
     }
 
-    private mutating func link(watcher: ID, subject: ID) {
+    @inlinable mutating func link(watcher: ID, subject: ID) {
         neighbours[watcher, default: []].insert(subject)
         watchedBy[subject, default: []].insert(watcher)
     }
 
-    private mutating func unlink(watcher: ID, subject: ID) {
+    @inlinable mutating func unlink(watcher: ID, subject: ID) {
         neighbours[watcher]?.remove(subject)
         watchedBy[subject]?.remove(watcher)
     }

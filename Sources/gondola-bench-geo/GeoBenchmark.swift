@@ -11,9 +11,10 @@ struct GeoBenchmark: ParsableCommand {
 
     @Option(help: "Points of the country workload.") var countryPoints = 1_000_000
     @Option(help: "Operations per implementation (SQLite runs a tenth).") var operations = 200_000
-    @Option(help: "Grid cell of the country index, metres.") var countryCell = 400.0
+    @Option(help: "Grid cell of the country index, metres.") var countryCell = 800.0
     @Option(help: "Grid cell of the resort index, metres.") var resortCell = 150.0
     @Option(help: "Markdown file the table is appended to.") var markdown: String?
+    @Option(help: "Time only GondolaGeo on one workload, country or resort (for profiling and cell sizing).") var only: String?
 
     func validate() throws {
         guard (1000...5_000_000).contains(countryPoints) else { throw ValidationError("--country-points must be 1000...5000000") }
@@ -21,11 +22,19 @@ struct GeoBenchmark: ParsableCommand {
     }
 
     func run() throws {
-        var rows: [String] = ["| workload | implementation | operations | ops/s | median µs | p99 µs |", "| --- | --- | --- | --- | --- | --- |"]
         let country = Workload(name: "country", center: GeoPoint(lat: 46.0, lon: 8.0), sideMetres: 200_000, points: countryPoints,
                                radius: 300, limit: .max, seed: 1)
         let resort = Workload(name: "resort", center: GeoPoint(lat: 45.3, lon: 6.6), sideMetres: 5000, points: 20_000,
                               radius: 300, limit: 50, seed: 2)
+        if let only {
+            guard let workload = [country, resort].first(where: { $0.name == only }) else {
+                throw ValidationError("--only must be country or resort, got '\(only)'")
+            }
+            let result = workload.measure(GondolaIndex(cellMetres: only == "country" ? countryCell : resortCell), operations: operations)
+            print(String(format: "%@ gondola: median %.2f µs, %.0f ops/s", only, result.medianMicros, result.opsPerSecond))
+            return
+        }
+        var rows: [String] = ["| workload | implementation | operations | ops/s | median µs | p99 µs |", "| --- | --- | --- | --- | --- | --- |"]
 
         let bytesPerPoint = memoryPerPoint(country)
         var countryRates: [String: Double] = [:]
