@@ -53,26 +53,33 @@ class Server:
             return response.status == 200 and json.loads(response.read()) == {"status": "ok"}
 
 
-@pytest.fixture(scope="session")
-def server():
-    folder = tempfile.mkdtemp(prefix="gondola-conformance-")
+def launch(folder):
+    """Writes a configuration into `folder`, starts `gondola serve` on a free port and waits until it is healthy."""
     port = free_port()
+    config_path = os.path.join(folder, "gondola.json")
     config = dict(CONFIG, listen=f"127.0.0.1:{port}", database=os.path.join(folder, "gondola.sqlite"))
-    with open(os.path.join(folder, "gondola.json"), "w") as f:
+    with open(config_path, "w") as f:
         json.dump(config, f)
     log = open(os.path.join(folder, "server.log"), "w")
-    process = subprocess.Popen([GONDOLA, "serve", "--config", os.path.join(folder, "gondola.json")], stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([GONDOLA, "serve", "--config", config_path], stdout=log, stderr=subprocess.STDOUT)
+    log.close()
     instance = Server(folder, port)
     deadline = time.time() + 30
     while True:
         try:
             if instance.healthy():
-                break
+                return process, instance
         except OSError:
             pass
         if process.poll() is not None or time.time() > deadline:
+            process.kill()
             raise RuntimeError("gondola did not start: " + open(os.path.join(folder, "server.log")).read())
         time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def server():
+    process, instance = launch(tempfile.mkdtemp(prefix="gondola-conformance-"))
     yield instance
     process.terminate()
     try:
@@ -80,4 +87,3 @@ def server():
     finally:
         if process.poll() is None:
             process.kill()
-    log.close()
