@@ -30,7 +30,8 @@ public struct ProximityEvent<ID: Hashable & Sendable>: Sendable, Hashable {
 /// Roaming proximity: moving points that also watch a radius around themselves
 /// ("who is near me"), with events for each change.
 ///
-/// Rules, applied after every update of a point P:
+/// Rules, applied after every update of a point P (one radius query around P finds
+/// everyone concerned):
 /// - each watcher W that has P as a neighbour gets `move` while P stays within
 ///   W's radius plus `margin`, and `leave` once P is farther;
 /// - each other watcher W within its radius of P, not having P yet, gets `enter`;
@@ -38,7 +39,7 @@ public struct ProximityEvent<ID: Hashable & Sendable>: Sendable, Hashable {
 ///   and points within its radius that were not neighbours `enter`. P's stationary
 ///   neighbours get no `move` because they did not move.
 /// The margin is the hysteresis: someone standing on the boundary enters once and
-/// does not flap. Work per update is a radius query around P, so cost follows the
+/// does not flap. Work per update is one radius query around P, so cost follows the
 /// neighbourhood, not the number of watchers.
 public struct ProximityTracker<ID: Hashable & Sendable>: Sendable {
     /// The positions of every tracked point.
@@ -90,31 +91,62 @@ public struct ProximityTracker<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Moves `id` (inserting it when new) and returns every watcher's events.
-    @inlinable public mutating func update(_ id: ID, to point: GeoPoint, timestamp: Int64) -> [ProximityEvent<ID>] {
+    ///
+    /// Distances are symmetric, so one query around the new position, reaching the
+    /// largest watch radius plus the margin, answers both "who watches `id`" and
+    /// "whom `id` watches"; anyone linked but outside that reach is farther than any
+    /// radius plus margin and leaves.
+    @inlinable
+    public mutating func update(_ id: ID, to point: GeoPoint, timestamp: Int64) -> [ProximityEvent<ID>] {
         points.upsert(id, at: point, timestamp: timestamp)
+        let ownRadius = radii[id]
+        let reach = max(maxRadius, ownRadius ?? 0) + margin
+        let watchers = watchedBy[id] ?? []
+        let own = neighbours[id] ?? []
         var events: [ProximityEvent<ID>] = []
-        // Watchers that already have it.
-        for watcher in watchedBy[id] ?? [] {
-            guard let watcherPoint = points.point(of: watcher), let radius = radii[watcher] else { continue }
-            let distance = Geodesy.distance(watcherPoint, point)
-            if distance > radius + margin {
+        var linkedSeen = 0
+        let nearby = points.nearby(point, radius: reach, filter: { $0 != id })
+        for found in nearby {
+            let other = found.id, distance = found.distance
+            if let radius = radii[other] {
+                if watchers.contains(other) {
+                    linkedSeen += 1
+                    if distance > radius + margin {
+                        unlink(watcher: other, subject: id)
+                        events.append(.init(kind: .leave, watcher: other, subject: id, point: point, distance: distance))
+                    } else {
+                        events.append(.init(kind: .move, watcher: other, subject: id, point: point, distance: distance))
+                    }
+                } else if distance <= radius {
+                    link(watcher: other, subject: id)
+                    events.append(.init(kind: .enter, watcher: other, subject: id, point: point, distance: distance))
+                }
+            }
+            if let radius = ownRadius {
+                if own.contains(other) {
+                    linkedSeen += 1
+                    if distance > radius + margin {
+                        unlink(watcher: id, subject: other)
+                        events.append(.init(kind: .leave, watcher: id, subject: other, point: found.point, distance: distance))
+                    }
+                } else if distance <= radius {
+                    link(watcher: id, subject: other)
+                    events.append(.init(kind: .enter, watcher: id, subject: other, point: found.point, distance: distance))
+                }
+            }
+        }
+        if linkedSeen < watchers.count + own.count {
+            let reached = Set(nearby.map(\.id))
+            for watcher in watchers where !reached.contains(watcher) {
                 unlink(watcher: watcher, subject: id)
+                let distance = points.point(of: watcher).map { Geodesy.distance($0, point) } ?? .infinity
                 events.append(.init(kind: .leave, watcher: watcher, subject: id, point: point, distance: distance))
-            } else {
-                events.append(.init(kind: .move, watcher: watcher, subject: id, point: point, distance: distance))
             }
-        }
-        // Watchers it came near.
-        let known = watchedBy[id] ?? []
-        for candidate in points.nearby(point, radius: maxRadius, filter: { [radii] in radii[$0] != nil && $0 != id && !known.contains($0) }) {
-            if candidate.distance <= radii[candidate.id]! {
-                link(watcher: candidate.id, subject: id)
-                events.append(.init(kind: .enter, watcher: candidate.id, subject: id, point: point, distance: candidate.distance))
+            for subject in own where !reached.contains(subject) {
+                unlink(watcher: id, subject: subject)
+                let subjectPoint = points.point(of: subject) ?? point
+                events.append(.init(kind: .leave, watcher: id, subject: subject, point: subjectPoint, distance: Geodesy.distance(point, subjectPoint)))
             }
-        }
-        // Its own neighbourhood.
-        if radii[id] != nil {
-            events += refreshOwnNeighbours(id, at: point)
         }
         return events
     }
