@@ -13,8 +13,9 @@ struct GeoBenchmark: ParsableCommand {
     @Option(help: "Operations per implementation (SQLite runs a tenth).") var operations = 200_000
     @Option(help: "Grid cell of the country index, metres.") var countryCell = 800.0
     @Option(help: "Grid cell of the resort index, metres.") var resortCell = 150.0
+    @Option(help: "Grid cell of the roaming tracker's index, metres.") var roamingCell = 2000.0
     @Option(help: "Markdown file the table is appended to.") var markdown: String?
-    @Option(help: "Time only GondolaGeo on one workload, country or resort (for profiling and cell sizing).") var only: String?
+    @Option(help: "Time only GondolaGeo on one workload: country, resort or roaming (for profiling and cell sizing).") var only: String?
 
     func validate() throws {
         guard (1000...5_000_000).contains(countryPoints) else { throw ValidationError("--country-points must be 1000...5000000") }
@@ -26,9 +27,14 @@ struct GeoBenchmark: ParsableCommand {
                                radius: 300, limit: .max, seed: 1)
         let resort = Workload(name: "resort", center: GeoPoint(lat: 45.3, lon: 6.6), sideMetres: 5000, points: 20_000,
                               radius: 300, limit: 50, seed: 2)
+        if only == "roaming" {
+            let roaming = roamingThroughput()
+            print(String(format: "roaming: %.0f updates/s", roaming.perSecond))
+            return
+        }
         if let only {
             guard let workload = [country, resort].first(where: { $0.name == only }) else {
-                throw ValidationError("--only must be country or resort, got '\(only)'")
+                throw ValidationError("--only must be country, resort or roaming, got '\(only)'")
             }
             let result = workload.measure(GondolaIndex(cellMetres: only == "country" ? countryCell : resortCell), operations: operations)
             print(String(format: "%@ gondola: median %.2f µs, %.0f ops/s", only, result.medianMicros, result.opsPerSecond))
@@ -102,7 +108,7 @@ struct GeoBenchmark: ParsableCommand {
         var random = SeededGenerator(seed: 3)
         let workload = Workload(name: "roaming", center: GeoPoint(lat: 46, lon: 8), sideMetres: 200_000, points: 100_000, radius: 500, limit: .max, seed: 3)
         var positions = workload.positions()
-        var tracker = ProximityTracker<Int>(cellMetres: 500, margin: 20)
+        var tracker = ProximityTracker<Int>(cellMetres: roamingCell, margin: 20)
         for (id, point) in positions.enumerated() { _ = tracker.update(id, to: point, timestamp: 0) }
         for id in positions.indices { _ = tracker.watch(id, radius: 500) }
         let updates = max(operations, 100_000)
