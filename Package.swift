@@ -27,7 +27,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
-        .target(name: "GondolaGeo"),
+        .target(name: "GondolaGeo", exclude: ["README.md"]),
         .target(name: "GondolaProtocol"),
         .target(
             name: "GondolaHub",
