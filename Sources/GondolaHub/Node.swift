@@ -14,7 +14,8 @@ public struct NodeStats: Sendable, Equatable {
     public var uptimeSeconds: Int
 }
 
-/// A channel's subscribers on this node. Presence is derived from it.
+/// A channel's subscribers on this node. Presence is derived from it; the fan-out
+/// loop walks `queues`, a contiguous array, instead of copying subscriber records.
 struct ChannelState {
     struct Subscriber {
         let session: ClientSession
@@ -22,7 +23,37 @@ struct ChannelState {
         let joinLeave: Bool
     }
 
-    var subscribers: [String: Subscriber] = [:]
+    private(set) var subscribers: [String: Subscriber] = [:]
+    /// Every subscriber's outbound queue, in no particular order.
+    private(set) var queues: [OutboundQueue] = []
+    /// The client id owning each entry of `queues`.
+    private var owners: [String] = []
+    private var position: [String: Int] = [:]
+
+    var isEmpty: Bool { subscribers.isEmpty }
+
+    mutating func add(_ subscriber: Subscriber) {
+        let id = subscriber.session.id
+        _ = remove(id)
+        subscribers[id] = subscriber
+        position[id] = queues.count
+        queues.append(subscriber.session.queue)
+        owners.append(id)
+    }
+
+    /// Removes a subscriber (swap-remove in the queue array) and returns it.
+    mutating func remove(_ id: String) -> Subscriber? {
+        guard let removed = subscribers.removeValue(forKey: id), let index = position.removeValue(forKey: id) else { return nil }
+        let last = queues.count - 1
+        if index != last {
+            queues[index] = queues[last]
+            owners[index] = owners[last]
+            position[owners[index]] = index
+        }
+        queues.removeLast()
+        owners.removeLast()
+        return removed
+    }
 }
 
 /// One lock's worth of channels. Every change to a channel's subscribers and
@@ -166,7 +197,7 @@ public final class Node: Sendable {
                 result = try streamState(for: request, options: options)
             }
             var state = channels[channel] ?? ChannelState()
-            state.subscribers[session.id] = .init(session: session, info: info, joinLeave: request.joinLeave)
+            state.add(.init(session: session, info: info, joinLeave: request.joinLeave))
             channels[channel] = state
             session.queue.enqueue(Reply(id: replyID, .subscribe(result)).bytes)
             if options.joinLeave {
@@ -220,10 +251,10 @@ public final class Node: Sendable {
     func removeSubscriber(_ session: ClientSession, from channel: String) -> Bool {
         let joinLeave = (try? resolve(channel).1.joinLeave) ?? false
         return shard(for: channel).channels.withLock { channels in
-            guard var state = channels[channel], let removed = state.subscribers.removeValue(forKey: session.id) else {
+            guard var state = channels[channel], let removed = state.remove(session.id) else {
                 return false
             }
-            channels[channel] = state.subscribers.isEmpty ? nil : state
+            channels[channel] = state.isEmpty ? nil : state
             if joinLeave {
                 pushToJoinLeaveListeners(state, Push(channel: channel, .leave(removed.info)).bytes)
             }
@@ -249,12 +280,12 @@ public final class Node: Sendable {
                 }
             }
             metrics.publications.increment()
-            guard let state = channels[channel], !state.subscribers.isEmpty else { return position }
+            guard let queues = channels[channel]?.queues, !queues.isEmpty else { return position }
             let bytes = Push(channel: channel, .publication(publication)).bytes
-            for subscriber in state.subscribers.values {
-                subscriber.session.queue.enqueue(bytes)
+            for queue in queues {
+                queue.enqueue(bytes)
             }
-            metrics.messagesOut.increment(by: Int64(state.subscribers.count))
+            metrics.messagesOut.increment(by: Int64(queues.count))
             return position
         }
     }
