@@ -47,7 +47,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
                 handle.write(Data(text.utf8))
                 handle.closeFile()
             } else {
-                FileManager.default.createFile(atPath: markdown, contents: Data(text.utf8))
+                _ = FileManager.default.createFile(atPath: markdown, contents: Data(text.utf8))
             }
         }
         Foundation.exit(0)
