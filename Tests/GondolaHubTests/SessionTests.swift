@@ -314,7 +314,8 @@ import Testing
 }
 
 @Suite struct KeepaliveTests {
-    @Test func pingIsSentAndSilenceCloses3012() async throws {
+    /// A client on a node pinging every 100 ms, after its first ping was sent and read.
+    func pingedClient() async throws -> (TestClient, ContinuousClock.Instant) {
         let node = try await makeNode { configuration in
             configuration.pingInterval = .milliseconds(100)
             configuration.pongTimeout = .milliseconds(100)
@@ -323,6 +324,11 @@ import Testing
         let start = ContinuousClock.now
         client.session.tick(now: start + .milliseconds(150), date: Date())
         #expect(try await client.next() == .ping)
+        return (client, start)
+    }
+
+    @Test func pingIsSentAndSilenceCloses3012() async throws {
+        let (client, start) = try await pingedClient()
         client.session.tick(now: start + .milliseconds(200), date: Date())
         #expect(!client.session.isClosed)
         client.session.tick(now: start + .milliseconds(400), date: Date())
@@ -330,14 +336,7 @@ import Testing
     }
 
     @Test func pongKeepsTheConnection() async throws {
-        let node = try await makeNode { configuration in
-            configuration.pingInterval = .milliseconds(100)
-            configuration.pongTimeout = .milliseconds(100)
-        }
-        let client = try await TestClient.connected(node, user: "alice")
-        let start = ContinuousClock.now
-        client.session.tick(now: start + .milliseconds(150), date: Date())
-        #expect(try await client.next() == .ping)
+        let (client, start) = try await pingedClient()
         await client.sendFrame("{}")
         client.session.tick(now: .now + .milliseconds(150), date: Date())
         #expect(!client.session.isClosed)
