@@ -1,7 +1,7 @@
 """Event recorders for the SDK's callbacks, with bounded waits."""
 import asyncio
 
-from centrifuge import ClientEventHandler, SubscriptionEventHandler
+from centrifuge import Client, ClientEventHandler, SubscriptionEventHandler
 
 
 class Events:
@@ -42,6 +42,15 @@ class ClientEvents(ClientEventHandler):
 
     async def on_error(self, ctx):
         self.events.add("error", ctx)
+
+
+async def connected_client(server, user, **kwargs):
+    """An SDK client connected as `user`, with its event recorder."""
+    events = Events()
+    client = Client(server.ws_url, events=ClientEvents(events), token=server.token(user), **kwargs)
+    await client.connect()
+    await events.wait("connected")
+    return client, events
 
 
 class SubEvents(SubscriptionEventHandler):

@@ -5,9 +5,7 @@ import json
 
 import pytest
 import websockets
-from centrifuge import Client
-
-from helpers import ClientEvents, Events, SubEvents
+from helpers import Events, SubEvents, connected_client
 
 
 async def close_code(server, frames, binary=False, read_first=0):
@@ -31,10 +29,7 @@ def connect(server, user="eve", id=1):
 
 
 async def assert_healthy(server):
-    events = Events()
-    client = Client(server.ws_url, events=ClientEvents(events), token=server.token("healthy"))
-    await client.connect()
-    await events.wait("connected")
+    client, _ = await connected_client(server, "healthy")
     sub_events = Events()
     sub = client.new_subscription("room:health", SubEvents(sub_events))
     await sub.subscribe()

@@ -4,16 +4,7 @@ import asyncio
 import pytest
 from centrifuge import Client, ClientState, ReplyError, StreamPosition, SubscriptionState
 
-from helpers import ClientEvents, Events, SubEvents
-
-
-async def connected_client(server, user, **kwargs):
-    events = Events()
-    token = server.token(user)
-    client = Client(server.ws_url, events=ClientEvents(events), token=token, **kwargs)
-    await client.connect()
-    await events.wait("connected")
-    return client, events
+from helpers import ClientEvents, Events, SubEvents, connected_client
 
 
 async def test_connect_and_rpc(server):

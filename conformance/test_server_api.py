@@ -5,9 +5,9 @@ import pytest
 from cent import (BroadcastRequest, ChannelsRequest, Client as ApiClient, CentApiResponseError, CentUnauthorizedError,
                   DisconnectRequest, HistoryRemoveRequest, HistoryRequest, InfoRequest, PresenceRequest,
                   PresenceStatsRequest, PublishRequest, StreamPosition, UnsubscribeRequest)
-from centrifuge import Client, ClientState
+from centrifuge import ClientState
 
-from helpers import ClientEvents, Events, SubEvents
+from helpers import Events, SubEvents, connected_client
 
 
 @pytest.fixture
@@ -46,10 +46,7 @@ def test_errors_and_bad_key(api, server):
 
 def test_info_presence_channels_unsubscribe_disconnect(api, server):
     async def scenario():
-        events = Events()
-        client = Client(server.ws_url, events=ClientEvents(events), token=server.token("dave"))
-        await client.connect()
-        await events.wait("connected")
+        client, events = await connected_client(server, "dave")
         sub_events = Events()
         sub = client.new_subscription("room:admin", SubEvents(sub_events))
         await sub.subscribe()

@@ -51,6 +51,7 @@ public enum Geodesy {
     }
 
     /// `to - from` in degrees of longitude, the short way round (−180...180).
+    @inlinable
     public static func longitudeDelta(_ from: Double, _ to: Double) -> Double {
         var delta = to - from
         if delta > 180 { delta -= 360 } else if delta < -180 { delta += 360 }
@@ -198,8 +199,7 @@ public struct DistanceProbe: Sendable {
     @inlinable
     public func mayBeWithin(lat: Double, lon: Double) -> Bool {
         guard prefilters else { return true }
-        var dLon = lon - center.lon
-        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
+        let dLon = Geodesy.longitudeDelta(center.lon, lon)
         let dLat = lat - center.lat
         let x = dLon * prefilterCos
         return x * x + dLat * dLat <= radiusDegreesSquared
@@ -209,9 +209,7 @@ public struct DistanceProbe: Sendable {
     @inlinable
     public func distance(lat: Double, lon: Double) -> Double {
         let dLat = (lat - center.lat) * .pi / 180
-        var dLonDegrees = lon - center.lon
-        if dLonDegrees > 180 { dLonDegrees -= 360 } else if dLonDegrees < -180 { dLonDegrees += 360 }
-        let dLon = dLonDegrees * .pi / 180
+        let dLon = Geodesy.longitudeDelta(center.lon, lon) * .pi / 180
         guard abs(dLat) < 0.01, abs(dLon) < 0.01 else {
             return Geodesy.distance(center, GeoPoint(lat: lat, lon: lon))
         }

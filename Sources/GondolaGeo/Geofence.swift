@@ -31,6 +31,7 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     public let cellDegrees: Double
     public let maxCellsPerFence = 4096
     private var fences: [Geofence<ID>] = []
+    private var numberOf: [ID: Int32] = [:]
     private var cells: [Int64: [Int32]] = [:]
     private var large: [Int32] = []
     private let columns: Int64
@@ -47,6 +48,7 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     public mutating func insert(_ fence: Geofence<ID>) {
         let number = Int32(fences.count)
         fences.append(fence)
+        numberOf[fence.id] = number
         let box = fence.bounds
         let rows = row(box.minLat)...row(box.maxLat)
         let columnRanges = box.longitudeRanges.map { column($0.lowerBound)...column($0.upperBound) }
@@ -74,7 +76,7 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// The fence with `id`, if inserted.
-    public func fence(_ id: ID) -> Geofence<ID>? { fences.first { $0.id == id } }
+    public func fence(_ id: ID) -> Geofence<ID>? { numberOf[id].map { fences[Int($0)] } }
 
     private func row(_ lat: Double) -> Int64 { Int64(((lat + 90) / cellDegrees).rounded(.down)) }
 

@@ -50,6 +50,8 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     public let cellMetres: Double
     @usableFromInline let cellDegrees: Double
     @usableFromInline let columns: Int64
+    /// Index of the northernmost row (latitude 90 falls in it).
+    @usableFromInline let lastRow: Int64
 
     @usableFromInline var slotOf: [ID: Int32] = [:]
     /// The id of each slot; a freed slot keeps its last id until reused (alive when `slotOf` points back to it).
@@ -70,6 +72,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
         let columns = max(1, Int64((360 / degrees).rounded(.down)))
         self.columns = columns
         self.cellDegrees = 360 / Double(columns)
+        self.lastRow = Int64((180 / cellDegrees).rounded(.up))
     }
 
     /// Points in the index.
@@ -252,7 +255,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
         return GeoPoint(lat: lat, lon: lon, alt: alt.isNaN ? nil : Double(alt))
     }
 
-    @inlinable func row(_ lat: Double) -> Int64 { min(Int64(((lat + 90) / cellDegrees).rounded(.down)), Int64((180 / cellDegrees).rounded(.up))) }
+    @inlinable func row(_ lat: Double) -> Int64 { min(Int64(((lat + 90) / cellDegrees).rounded(.down)), lastRow) }
 
     @inlinable func column(_ lon: Double) -> Int64 {
         let column = Int64(((lon + 180) / cellDegrees).rounded(.down))

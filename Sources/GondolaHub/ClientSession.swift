@@ -158,21 +158,17 @@ public final class ClientSession: Sendable {
             unsubscribeLocally(channel)
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
-            let options = try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, what: "publish")
-            _ = options
+            try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, what: "publish")
             try node.publish(channel: channel, data: data, info: clientInfo)
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):
-            let options = try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
-            guard options.presence else { throw HubError.notAvailable("namespace of \(channel) has no presence") }
+            try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
             reply(Reply(id: command.id, .presence(try node.presence(channel: channel))))
         case let .presenceStats(channel):
-            let options = try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
-            guard options.presence else { throw HubError.notAvailable("namespace of \(channel) has no presence") }
+            try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
             reply(Reply(id: command.id, .presenceStats(try node.presenceStats(channel: channel))))
         case let .history(request):
-            let options = try requireSubscribed(request.channel, allowed: \.allowHistoryForSubscriber, what: "history")
-            guard options.keepsHistory else { throw HubError.notAvailable("namespace of \(request.channel) keeps no history") }
+            try requireSubscribed(request.channel, allowed: \.allowHistoryForSubscriber, what: "history")
             let result = try node.history(channel: request.channel, limit: Int(request.limit), since: request.since, reverse: request.reverse)
             reply(Reply(id: command.id, .history(result)))
         case .ping:
@@ -275,7 +271,8 @@ public final class ClientSession: Sendable {
     }
 
     /// Checks that the client is subscribed to `channel` and that its namespace allows `what` to subscribers.
-    private func requireSubscribed(_ channel: String, allowed: KeyPath<NamespaceOptions, Bool>, what: String) throws(HubError) -> NamespaceOptions {
+    /// Whether the namespace has the feature at all (108) is the node's check.
+    private func requireSubscribed(_ channel: String, allowed: KeyPath<NamespaceOptions, Bool>, what: String) throws(HubError) {
         let (_, options) = try node.resolve(channel)
         guard options[keyPath: allowed] else {
             throw .permissionDenied("namespace '\(options.name)' does not allow \(what) for subscribers")
@@ -283,7 +280,6 @@ public final class ClientSession: Sendable {
         guard subscriptions.contains(channel) else {
             throw .permissionDenied("\(what) needs a subscription to \(channel)")
         }
-        return options
     }
 
     private func unsubscribeLocally(_ channel: String) {

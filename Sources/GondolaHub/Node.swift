@@ -296,11 +296,8 @@ public final class Node: Sendable {
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         let capped = limit < 0 ? configuration.maxHistoryPerRequest : min(limit, configuration.maxHistoryPerRequest)
         return try shard(for: channel).channels.withLock { _ throws(HubError) in
-            if let since, !reverse {
-                let current = try read(channel, after: nil, limit: 0, reverse: false, options: options)
-                guard since.epoch == current.position.epoch else { throw .unrecoverablePosition }
-            }
             let slice = try read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
+            if let since, !reverse, since.epoch != slice.position.epoch { throw .unrecoverablePosition }
             var publications = slice.publications
             if reverse, let since { publications = publications.filter { $0.offset < since.offset } }
             return HistoryResult(publications: publications, epoch: slice.position.epoch, offset: slice.position.offset)

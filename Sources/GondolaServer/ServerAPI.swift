@@ -118,8 +118,8 @@ public struct APIParameters: Sendable {
     }
 
     public func string(_ key: String, default fallback: String) throws(HubError) -> String {
-        guard present(key) != nil else { return fallback }
-        guard case let .string(text) = present(key)! else { throw .badRequest("\(key) must be a string") }
+        guard let value = present(key) else { return fallback }
+        guard case let .string(text) = value else { throw .badRequest("\(key) must be a string") }
         return text
     }
 

@@ -336,7 +336,7 @@ import Testing
     }
 
     @Test func pongKeepsTheConnection() async throws {
-        let (client, start) = try await pingedClient()
+        let (client, _) = try await pingedClient()
         await client.sendFrame("{}")
         client.session.tick(now: .now + .milliseconds(150), date: Date())
         #expect(!client.session.isClosed)
