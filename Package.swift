@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
         .library(name: "GondolaStore", targets: ["GondolaStore"]),
+        .library(name: "GondolaTravel", targets: ["GondolaTravel"]),
         .library(name: "GondolaServer", targets: ["GondolaServer"]),
     ],
     dependencies: [
@@ -46,10 +47,21 @@ let package = Package(
             ]
         ),
         .target(
+            name: "GondolaTravel",
+            dependencies: [
+                "GondolaHub",
+                "GondolaGeo",
+                "GondolaStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
             name: "GondolaServer",
             dependencies: [
                 "GondolaHub",
                 "GondolaStore",
+                "GondolaTravel",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -64,6 +76,7 @@ let package = Package(
             name: "gondola",
             dependencies: [
                 "GondolaServer",
+                "GondolaTravel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -93,11 +106,13 @@ let package = Package(
             dependencies: ["GondolaHub", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "GondolaStoreTests", dependencies: ["GondolaStore"]),
+        .testTarget(name: "GondolaTravelTests", dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore"]),
         .testTarget(
             name: "GondolaServerTests",
             dependencies: [
                 "GondolaServer",
                 "GondolaHub",
+                "GondolaTravel",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

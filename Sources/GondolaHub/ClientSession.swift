@@ -246,9 +246,10 @@ public final class ClientSession: Sendable {
         let channel = request.channel
         let (name, options) = try node.resolve(channel)
         let user = user ?? ""
+        let provider = node.provider(of: name.namespace)
         if let allowed = name.allowedUsers {
             guard allowed.contains(user) else { throw HubError.permissionDenied("\(channel) is limited to other users") }
-        } else if !options.allowSubscribeForClient {
+        } else if provider == nil, !options.allowSubscribeForClient {
             throw HubError.permissionDenied("clients may not subscribe to namespace '\(options.name)'")
         }
         try state.withLock { state throws(HubError) in
@@ -261,7 +262,18 @@ public final class ClientSession: Sendable {
             state.pendingSubscriptions.insert(channel)
         }
         defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
-        try node.subscribe(self, replyID: replyID, request: request, options: options, info: clientInfo)
+        let info = clientInfo
+        if let provider {
+            var attached = false
+            try provider.subscribe(ProvidedSubscription(channel: name, user: user, data: request.data)) { data throws(HubError) in
+                precondition(!attached, "a provider attaches once")
+                try node.subscribe(self, replyID: replyID, request: request, options: options, info: info, data: data)
+                attached = true
+            }
+            guard attached else { throw HubError.internalError("provider of \(options.name) did not attach") }
+        } else {
+            try node.subscribe(self, replyID: replyID, request: request, options: options, info: info)
+        }
         let stillOpen = state.withLock { state in
             guard !state.closed else { return false }
             state.subscriptions.insert(channel)

@@ -80,6 +80,7 @@ public final class Node: Sendable {
     private let registry = Mutex(Registry())
     private let startedAt = ContinuousClock.now
     private let messageHandler = Mutex<(@Sendable (RPCContext, RawJSON?) async -> Void)?>(nil)
+    private let providers = Mutex<[String: (options: NamespaceOptions, provider: any ChannelProvider)]>([:])
 
     private struct Registry {
         var sessions: [String: ClientSession] = [:]
@@ -175,11 +176,28 @@ public final class Node: Sendable {
         return shards[Int(UInt(bitPattern: hasher.finalize()) % UInt(shards.count))]
     }
 
+    /// Hands the namespace `options.name` to `provider`, replacing any configured
+    /// namespace of that name.
+    public func provide(_ options: NamespaceOptions, by provider: any ChannelProvider) {
+        providers.withLock { $0[options.name] = (options, provider) }
+    }
+
+    /// The provider owning `namespace`, if a domain service owns it.
+    func provider(of namespace: String) -> (any ChannelProvider)? {
+        providers.withLock { $0[namespace]?.provider }
+    }
+
     /// Validates a channel name and finds its namespace's options.
     public func resolve(_ channel: String) throws(HubError) -> (ChannelName, NamespaceOptions) {
         let name = try ChannelName(channel)
+        if let provided = providers.withLock({ $0[name.namespace]?.options }) { return (name, provided) }
         guard let options = configuration.namespace(name.namespace) else { throw .unknownChannel(channel) }
         return (name, options)
+    }
+
+    /// Whether `channel` has a subscriber on this node.
+    public func hasSubscribers(_ channel: String) -> Bool {
+        shard(for: channel).channels.withLock { $0[channel] != nil }
     }
 
     private func historyStore(for options: NamespaceOptions) -> any HistoryStore {
@@ -189,13 +207,14 @@ public final class Node: Sendable {
     /// Adds a subscriber and enqueues its subscribe reply (with recovered
     /// publications) under the channel's lock, so that no publication can fall
     /// between the recovery and the live stream.
-    func subscribe(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo) throws(HubError) {
+    func subscribe(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo, data: RawJSON? = nil) throws(HubError) {
         let channel = request.channel
         try shard(for: channel).channels.withLock { channels throws(HubError) in
             var result = SubscribeResult()
             if options.keepsHistory {
                 result = try streamState(for: request, options: options)
             }
+            result.data = data
             var state = channels[channel] ?? ChannelState()
             state.add(.init(session: session, info: info, joinLeave: request.joinLeave))
             channels[channel] = state
@@ -245,21 +264,21 @@ public final class Node: Sendable {
         }
     }
 
-    /// Removes a subscriber; its channel's join-leave listeners get a leave.
-    /// Returns whether it was subscribed.
-    @discardableResult
-    func removeSubscriber(_ session: ClientSession, from channel: String) -> Bool {
-        let joinLeave = (try? resolve(channel).1.joinLeave) ?? false
-        return shard(for: channel).channels.withLock { channels in
+    /// Removes a subscriber; its channel's join-leave listeners get a leave, and
+    /// the namespace's provider hears when the channel is left empty.
+    func removeSubscriber(_ session: ClientSession, from channel: String) {
+        guard let (name, options) = try? resolve(channel) else { return }
+        let vacated = shard(for: channel).channels.withLock { channels in
             guard var state = channels[channel], let removed = state.remove(session.id) else {
                 return false
             }
             channels[channel] = state.isEmpty ? nil : state
-            if joinLeave {
+            if options.joinLeave {
                 pushToJoinLeaveListeners(state, Push(channel: channel, .leave(removed.info)).bytes)
             }
-            return true
+            return state.isEmpty
         }
+        if vacated { provider(of: name.namespace)?.vacated(channel: channel) }
     }
 
     /// Publishes into a channel: appends to its stream when the namespace keeps

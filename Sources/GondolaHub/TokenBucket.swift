@@ -1,11 +1,11 @@
 /// A token-bucket rate limit: `rate` per second on average, up to `burst` at once.
-struct TokenBucket: Sendable {
-    let rate: Double
-    let burst: Double
+public struct TokenBucket: Sendable {
+    public let rate: Double
+    public let burst: Double
     private var tokens: Double
     private var updatedAt: ContinuousClock.Instant
 
-    init(rate: Double, burst: Double, now: ContinuousClock.Instant) {
+    public init(rate: Double, burst: Double, now: ContinuousClock.Instant) {
         self.rate = rate
         self.burst = max(burst, 1)
         self.tokens = max(burst, 1)
@@ -13,7 +13,7 @@ struct TokenBucket: Sendable {
     }
 
     /// Takes one token; false when none is left.
-    mutating func take(now: ContinuousClock.Instant) -> Bool {
+    public mutating func take(now: ContinuousClock.Instant) -> Bool {
         let elapsed = now - updatedAt
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         tokens = min(burst, tokens + seconds * rate)

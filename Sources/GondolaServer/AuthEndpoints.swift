@@ -70,18 +70,3 @@ struct AuthEndpoints: Sendable {
         return JSONResponse.make(["token": .string(token), "user": ["id": .string(user.id), "name": .string(user.name)]])
     }
 }
-
-/// User ids appear in user-limited channel names, so they use the channel alphabet without `:`, `#` and `,`.
-enum UserID {
-    static func isValid(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 64 && id.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "="), UInt8(ascii: "@"):
-                return true
-            default:
-                return false
-            }
-        }
-    }
-}

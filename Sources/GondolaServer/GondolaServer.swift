@@ -1,6 +1,7 @@
 import GondolaHub
 import GondolaProtocol
 import GondolaStore
+import GondolaTravel
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -15,6 +16,7 @@ public final class GondolaServer: Sendable {
     public let node: Node
     public let database: GondolaDatabase
     public let users: UserRepository
+    public let travel: TravelService
     let tokens: ConnectionTokens
     let metrics: ServerMetrics
     let logger: Logger
@@ -34,6 +36,20 @@ public final class GondolaServer: Sendable {
             configuration: configuration.hub, tokens: tokens,
             durableHistory: SQLiteHistoryStore(database: database),
             metricsFactory: metrics.factory, logger: logger)
+        let resorts: ResortCatalog
+        do {
+            resorts = try ResortCatalog(folder: configuration.resorts)
+        } catch {
+            throw ConfigurationError("resorts: \(error)")
+        }
+        if resorts.resorts.isEmpty {
+            logger.warning("no resorts loaded", metadata: ["folder": "\(configuration.resorts)"])
+        }
+        var settings = LocationSettings()
+        settings.interval = configuration.locationInterval
+        settings.ttl = configuration.locationTTL
+        settings.rate = configuration.locationRate
+        self.travel = try TravelService(node: node, database: database, resorts: resorts, settings: settings, logger: logger)
     }
 
     /// The HTTP application; `onServerRunning` gets the bound port.
@@ -45,7 +61,11 @@ public final class GondolaServer: Sendable {
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node))))
         }
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
-        ServerAPIEndpoint(api: ServerAPI(node: node), apiKey: configuration.apiKey).addRoutes(to: router)
+        var api = ServerAPI(node: node)
+        for (name, method) in travel.adminMethods {
+            api.register(name) { params throws(HubError) in try await method(params.json) }
+        }
+        ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
 
         let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
         let maxFrameBytes = configuration.maxFrameBytes
@@ -94,7 +114,11 @@ struct HubService: Service {
 
     func run() async throws {
         let maintenance = Task { await server.node.runMaintenance() }
-        defer { maintenance.cancel() }
+        let frames = Task { await server.travel.run() }
+        defer {
+            maintenance.cancel()
+            frames.cancel()
+        }
         try? await gracefulShutdown()
         server.node.shutdown()
         let deadline = ContinuousClock.now + .seconds(3)

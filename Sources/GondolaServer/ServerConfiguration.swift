@@ -1,6 +1,7 @@
 import Foundation
 import GondolaHub
 import GondolaProtocol
+import GondolaTravel
 
 /// Everything `gondola serve` can be told, by the names of the configuration file.
 public struct ServerConfiguration: Sendable {
@@ -128,6 +129,9 @@ public enum ConfigurationLoader {
             var namespaces: [String: NamespaceOptions] = ["": .defaultNamespace]
             for (index, entry) in entries.enumerated() {
                 let options = try namespace(entry, path: "namespaces[\(index)]", source: source)
+                guard !TravelNamespaces.names.contains(options.name) else {
+                    throw ConfigurationError("\(source): namespaces[\(index)].name '\(options.name)' is built in and cannot be redefined")
+                }
                 namespaces[options.name] = options
             }
             configuration.hub.namespaces = namespaces

@@ -47,6 +47,35 @@ public final class GondolaDatabase: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v2-travel") { db in
+            try db.execute(sql: """
+                ALTER TABLE user ADD COLUMN bio TEXT NOT NULL DEFAULT '';
+                ALTER TABLE user ADD COLUMN links TEXT NOT NULL DEFAULT '{}';
+                ALTER TABLE user ADD COLUMN visibility TEXT NOT NULL DEFAULT 'everyone';
+                ALTER TABLE user ADD COLUMN staff INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE trip (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL,
+                    resort TEXT,
+                    starts_at_ms INTEGER NOT NULL,
+                    ends_at_ms INTEGER NOT NULL,
+                    created_at_ms INTEGER NOT NULL
+                );
+                CREATE TABLE trip_member (
+                    trip_id TEXT NOT NULL REFERENCES trip(id) ON DELETE CASCADE,
+                    user_id TEXT NOT NULL REFERENCES user(id) ON DELETE CASCADE,
+                    role TEXT NOT NULL CHECK (role IN ('host', 'traveller')),
+                    PRIMARY KEY (trip_id, user_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX trip_member_user ON trip_member(user_id);
+                CREATE TABLE friend_request (
+                    from_user TEXT NOT NULL REFERENCES user(id) ON DELETE CASCADE,
+                    to_user TEXT NOT NULL REFERENCES user(id) ON DELETE CASCADE,
+                    created_at_ms INTEGER NOT NULL,
+                    PRIMARY KEY (from_user, to_user)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

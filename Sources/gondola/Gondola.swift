@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GondolaHub
 import GondolaServer
+import GondolaTravel
 import Logging
 
 /// The `gondola` command.
@@ -67,21 +68,44 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the hub (SQLite at var/gondola.sqlite unless told otherwise).")
 
     @OptionGroup var options: ConfigurationOptions
+    @Flag(help: "Demo mode: a running trip on the demo resort whose travellers move, and dev_login on.") var demo = false
 
     func run() async throws {
-        let configuration = try options.load()
+        var loaded = try options.load()
+        if demo { loaded.devLogin = true }
+        let configuration = loaded
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
             return handler
         }
         let server = try await GondolaServer(configuration: configuration)
+        var demoTravellers: Task<Void, Never>?
+        if demo {
+            let trip = DemoTrip(travel: server.travel)
+            do {
+                try trip.seed()
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            demoTravellers = Task { await trip.run() }
+        }
+        defer { demoTravellers?.cancel() }
         try await server.run { port in
             let address = "\(configuration.listenHost):\(port)"
             print("gondola listening on http://\(address) (WebSocket ws://\(address)/connection/websocket), database \(configuration.database)")
             print("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
+            if demo { print(Self.demoHelp(address: address)) }
             fflush(nil)
         }
+    }
+
+    static func demoHelp(address: String) -> String {
+        """
+        demo: trip '\(DemoTrip.tripID)' on the demo resort, host \(DemoTrip.host.id), travellers \(DemoTrip.travellers.map(\.0).joined(separator: ", ")) (moving now)
+          token for the host:  curl -s -XPOST http://\(address)/api/auth/dev -d '{"user":"\(DemoTrip.host.id)"}'
+          then subscribe to locations:\(DemoTrip.tripID) (every traveller), friends:#\(DemoTrip.host.id) or nearby:#\(DemoTrip.host.id)
+        """
     }
 }
 

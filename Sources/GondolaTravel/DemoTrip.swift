@@ -1,0 +1,86 @@
+import GondolaGeo
+import GondolaHub
+import GondolaProtocol
+
+/// What `gondola serve --demo` sets up: a running trip on the demo resort with a
+/// host and travellers who ride its lifts and ski its pistes, reporting their
+/// positions once a second, so that a new user sees positions move at once.
+public struct DemoTrip: Sendable {
+    public static let tripID = "demo"
+    public static let host = (id: "demo-host", name: "Hana (host)")
+    public static let travellers = [("demo-anna", "Anna"), ("demo-ben", "Ben"), ("demo-chloe", "Chloe"), ("demo-dan", "Dan")]
+
+    let travel: TravelService
+
+    public init(travel: TravelService) { self.travel = travel }
+
+    /// Creates the trip and its members unless they exist; the trip runs from a day ago for a week.
+    public func seed() throws {
+        guard let resort = travel.resorts.resort("demo") else {
+            throw ResortLoadError(description: "--demo needs the demo resort (resorts/demo.geojson) in the resorts folder")
+        }
+        let directory = travel.directory
+        let now = unixMilliseconds()
+        if directory.trip(Self.tripID) == nil {
+            let trip = Trip(id: Self.tripID, name: "Demo ski week", resort: resort.id, startsAt: now - 86_400_000, endsAt: now + 7 * 86_400_000)
+            try directory.createTrip(trip, hosts: [Self.host.id])
+        }
+        for (id, name) in [Self.host] + Self.travellers {
+            if directory.role(of: id, in: Self.tripID) == nil { try directory.addMember(trip: Self.tripID, user: id, role: .traveller) }
+            var profile = directory.profile(of: id) ?? Profile(id: id, name: name)
+            profile.name = name
+            try directory.save(profile)
+        }
+        travel.locations.relationsChanged([Self.host.id] + Self.travellers.map(\.0))
+    }
+
+    /// Moves the travellers along the resort's ways, one `location.update` per
+    /// traveller per second, until cancelled.
+    public func run() async {
+        guard let resort = travel.resorts.resort("demo"), !resort.ways.isEmpty else { return }
+        var walkers = Self.travellers.enumerated().map { index, traveller in
+            Walker(user: traveller.0, way: index % resort.ways.count, metres: Double(index) * 150)
+        }
+        while !Task.isCancelled {
+            for index in walkers.indices {
+                let point = walkers[index].advance(on: resort.ways, seconds: 1)
+                var data: [(key: String, value: JSON)] = [("lat", .double(point.lat)), ("lon", .double(point.lon))]
+                if let alt = point.alt { data.append(("alt", .double(alt))) }
+                _ = try? travel.locations.update(user: walkers[index].user, data: .object(data))
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// A traveller going along one way after another at the way's speed.
+    struct Walker {
+        let user: String
+        var way: Int
+        var metres: Double
+
+        mutating func advance(on ways: [SkiWay], seconds: Double) -> GeoPoint {
+            let current = ways[way]
+            metres += (current.kind == .lift ? 4 : 8) * seconds
+            if metres > current.length {
+                metres = 0
+                way = (way + 1) % ways.count
+            }
+            return Self.point(on: ways[way].coordinates, at: metres)
+        }
+
+        /// The point `distance` metres along a line.
+        static func point(on line: [GeoPoint], at distance: Double) -> GeoPoint {
+            var left = distance
+            for (a, b) in zip(line, line.dropFirst()) {
+                let length = Geodesy.distance(a, b)
+                if left <= length, length > 0 {
+                    let t = left / length
+                    let alt = a.alt.flatMap { altA in b.alt.map { altA + ($0 - altA) * t } }
+                    return GeoPoint(lat: a.lat + (b.lat - a.lat) * t, lon: a.lon + (b.lon - a.lon) * t, alt: alt)
+                }
+                left -= length
+            }
+            return line.last ?? GeoPoint(lat: 0, lon: 0)
+        }
+    }
+}

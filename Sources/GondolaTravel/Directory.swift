@@ -1,0 +1,221 @@
+import Foundation
+import GondolaHub
+import Synchronization
+
+/// Users, trips and the friend graph in memory, written through to SQLite.
+///
+/// Every question the live path asks (are these two friends, who hosts this
+/// traveller, may this viewer see that subject) is a few hash lookups: the whole
+/// graph of a deployment (thousands of users, tens of trips each) fits in memory
+/// and is loaded at start. Writes commit to the database first.
+public final class Directory: Sendable {
+    struct State {
+        var profiles: [String: Profile] = [:]
+        var visibility: [String: Visibility] = [:]
+        var staff: Set<String> = []
+        var trips: [String: Trip] = [:]
+        var tripMembers: [String: [String: TripRole]] = [:]
+        var userTrips: [String: [String: TripRole]] = [:]
+        /// Friend requests each user sent; a pair that asked each other is friends.
+        var outgoing: [String: Set<String>] = [:]
+        var incoming: [String: Set<String>] = [:]
+
+        mutating func addMember(trip: String, user: String, role: TripRole) {
+            tripMembers[trip, default: [:]][user] = role
+            userTrips[user, default: [:]][trip] = role
+            if profiles[user] == nil { profiles[user] = Profile(id: user, name: user) }
+        }
+
+        func shareTrip(_ a: String, _ b: String) -> Bool {
+            guard let tripsOfA = userTrips[a], let tripsOfB = userTrips[b] else { return false }
+            let (small, large) = tripsOfA.count <= tripsOfB.count ? (tripsOfA, tripsOfB) : (tripsOfB, tripsOfA)
+            return small.keys.contains { large[$0] != nil }
+        }
+
+        func friendSource(_ a: String, _ b: String) -> FriendSource? {
+            guard a != b else { return nil }
+            if shareTrip(a, b) { return .trip }
+            if outgoing[a]?.contains(b) == true, outgoing[b]?.contains(a) == true { return .mutual }
+            return nil
+        }
+
+        /// Whether `viewer` hosts a trip under way that `subject` belongs to.
+        func hostsRunningTrip(viewer: String, subject: String, now: Int64) -> Bool {
+            guard let hosted = userTrips[viewer], let subjectTrips = userTrips[subject] else { return false }
+            return hosted.contains { trip, role in
+                role == .host && subjectTrips[trip] != nil && (trips[trip]?.isRunning(at: now) ?? false)
+            }
+        }
+    }
+
+    let state: Mutex<State>
+    let repository: TravelRepository
+
+    init(repository: TravelRepository) throws {
+        self.repository = repository
+        let records = try repository.loadAll()
+        var state = State()
+        for profile in records.profiles { state.profiles[profile.id] = profile }
+        state.visibility = records.visibility
+        state.staff = records.staff
+        for trip in records.trips { state.trips[trip.id] = trip }
+        for member in records.members { state.addMember(trip: member.trip, user: member.user, role: member.role) }
+        for request in records.requests {
+            state.outgoing[request.from, default: []].insert(request.to)
+            state.incoming[request.to, default: []].insert(request.from)
+        }
+        self.state = Mutex(state)
+    }
+
+    // MARK: Users
+
+    /// The profile of `user`; a user known only from a token gets a default one.
+    public func profile(of user: String) -> Profile? {
+        state.withLock { $0.profiles[user] }
+    }
+
+    /// Display name: the profile's name, else the id.
+    public func name(of user: String) -> String {
+        state.withLock { $0.profiles[user]?.name ?? user }
+    }
+
+    /// Makes sure a user who connected with a token has a row (named after its id until they set a name).
+    func ensureKnown(_ user: String) throws(HubError) {
+        guard state.withLock({ $0.profiles[user] == nil }) else { return }
+        try write { try repository.ensureUser(user, name: user) }
+        state.withLock { state in
+            if state.profiles[user] == nil { state.profiles[user] = Profile(id: user, name: user) }
+        }
+    }
+
+    func save(_ profile: Profile) throws(HubError) {
+        try write { try repository.saveProfile(profile) }
+        state.withLock { $0.profiles[profile.id] = profile }
+    }
+
+    public func visibility(of user: String) -> Visibility {
+        state.withLock { $0.visibility[user] ?? .everyone }
+    }
+
+    func setVisibility(_ user: String, _ visibility: Visibility) throws(HubError) {
+        try ensureKnown(user)
+        try write { try repository.setVisibility(user, visibility) }
+        state.withLock { $0.visibility[user] = visibility }
+    }
+
+    public func isStaff(_ user: String) -> Bool { state.withLock { $0.staff.contains(user) } }
+
+    func setStaff(_ user: String, _ staff: Bool) throws(HubError) {
+        try ensureKnown(user)
+        try write { try repository.setStaff(user, staff) }
+        state.withLock { state in
+            if staff { state.staff.insert(user) } else { state.staff.remove(user) }
+        }
+    }
+
+    // MARK: Trips
+
+    public func trip(_ id: String) -> Trip? { state.withLock { $0.trips[id] } }
+
+    /// The trips `user` belongs to, with the user's role in each.
+    public func trips(of user: String) -> [(trip: Trip, role: TripRole)] {
+        state.withLock { state in
+            (state.userTrips[user] ?? [:]).compactMap { id, role in state.trips[id].map { ($0, role) } }
+        }
+    }
+
+    /// Members of a trip with their roles.
+    public func members(of trip: String) -> [String: TripRole] {
+        state.withLock { $0.tripMembers[trip] ?? [:] }
+    }
+
+    public func role(of user: String, in trip: String) -> TripRole? {
+        state.withLock { $0.tripMembers[trip]?[user] }
+    }
+
+    func createTrip(_ trip: Trip, hosts: [String]) throws(HubError) {
+        try write { try repository.createTrip(trip, hosts: hosts) }
+        state.withLock { state in
+            state.trips[trip.id] = trip
+            for host in hosts { state.addMember(trip: trip.id, user: host, role: .host) }
+        }
+    }
+
+    func addMember(trip: String, user: String, role: TripRole) throws(HubError) {
+        try write { try repository.addMember(trip: trip, user: user, role: role) }
+        state.withLock { $0.addMember(trip: trip, user: user, role: role) }
+    }
+
+    // MARK: Friends
+
+    /// Why `a` and `b` are friends, or nil when they are not.
+    public func friendSource(_ a: String, _ b: String) -> FriendSource? {
+        state.withLock { $0.friendSource(a, b) }
+    }
+
+    /// Every friend of `user`: trip-mates and mutual adds.
+    public func friends(of user: String) -> [(user: String, source: FriendSource)] {
+        state.withLock { state in
+            var result: [String: FriendSource] = [:]
+            for (trip, _) in state.userTrips[user] ?? [:] {
+                for member in (state.tripMembers[trip] ?? [:]).keys where member != user { result[member] = .trip }
+            }
+            for other in state.outgoing[user] ?? [] where result[other] == nil && state.outgoing[other]?.contains(user) == true {
+                result[other] = .mutual
+            }
+            return result.map { ($0.key, $0.value) }
+        }
+    }
+
+    /// Records that `from` asked `to`; answers whether they are friends now.
+    func request(from: String, to: String) throws(HubError) -> Bool {
+        try write { try repository.addRequest(from: from, to: to) }
+        return state.withLock { state in
+            state.outgoing[from, default: []].insert(to)
+            state.incoming[to, default: []].insert(from)
+            return state.friendSource(from, to) != nil
+        }
+    }
+
+    /// Withdraws both users' requests. Trip-mates stay friends through their trip.
+    func unfriend(_ a: String, _ b: String) throws(HubError) {
+        try write { try repository.removeRequests(between: a, and: b) }
+        state.withLock { state in
+            state.outgoing[a]?.remove(b)
+            state.outgoing[b]?.remove(a)
+            state.incoming[a]?.remove(b)
+            state.incoming[b]?.remove(a)
+        }
+    }
+
+    /// Users who asked `user` to be friends and are not friends yet.
+    public func pendingRequests(to user: String) -> [String] {
+        state.withLock { state in
+            (state.incoming[user] ?? []).filter { state.friendSource(user, $0) == nil }.sorted()
+        }
+    }
+
+    // MARK: Visibility
+
+    /// Whether `viewer` may see `subject`'s position: by the subject's visibility,
+    /// and always when the viewer hosts a running trip of the subject.
+    public func canSee(viewer: String, subject: String, now: Int64) -> Bool {
+        state.withLock { state in
+            switch state.visibility[subject] ?? .everyone {
+            case .everyone: return true
+            case .friends:
+                return state.friendSource(viewer, subject) != nil || state.hostsRunningTrip(viewer: viewer, subject: subject, now: now)
+            case .nobody:
+                return state.hostsRunningTrip(viewer: viewer, subject: subject, now: now)
+            }
+        }
+    }
+
+    private func write(_ body: () throws -> Void) throws(HubError) {
+        do {
+            try body()
+        } catch {
+            throw .internalError("database write failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,271 @@
+import GondolaGeo
+import GondolaHub
+import GondolaProtocol
+import Logging
+import Synchronization
+
+/// Timing and limits of live locations.
+public struct LocationSettings: Sendable {
+    /// At most one publication per position channel per interval.
+    public var interval: Duration = .milliseconds(250)
+    /// How long a position stays current without a new one.
+    public var ttl: Duration = .seconds(600)
+    /// `location.update` calls per second and user (burst: the same number).
+    public var rate: Int = 5
+
+    public init() {}
+}
+
+/// Live locations: `location.update` and `location.visibility`, the position index,
+/// and the frames of `nearby:#`, `friends:#` and `locations:` channels.
+///
+/// One lock guards the live state. Updates record and return; a frame task wakes
+/// every `interval`, computes every channel's frame and publishes it while holding
+/// the lock, so that a subscribe snapshot (taken under the same lock) and the frames
+/// that follow it never miss or repeat a change.
+public final class LocationService: Sendable {
+    struct Live {
+        var slots = UserSlots()
+        var map = LiveMap()
+        var channels = PositionChannels()
+        var choices: [Int32: MapChoice] = [:]
+        var buckets: [Int32: TokenBucket] = [:]
+        /// Users whose visibility is not `everyone` (the fast path skips the directory for the rest).
+        var restricted: [Int32: Visibility] = [:]
+
+        mutating func slot(for user: String, directory: Directory) -> Int32 {
+            if let slot = slots.existingSlot(for: user) { return slot }
+            let slot = slots.slot(for: user)
+            let visibility = directory.visibility(of: user)
+            if visibility != .everyone { restricted[slot] = visibility }
+            return slot
+        }
+    }
+
+    let node: Node
+    let directory: Directory
+    let resorts: ResortCatalog
+    let settings: LocationSettings
+    let logger: Logger
+    private let live = Mutex(Live())
+
+    init(node: Node, directory: Directory, resorts: ResortCatalog, settings: LocationSettings, logger: Logger) {
+        self.node = node
+        self.directory = directory
+        self.resorts = resorts
+        self.settings = settings
+        self.logger = logger
+    }
+
+    // MARK: RPC
+
+    /// Records a position and answers the map the app should show.
+    func update(user: String, data: JSON?) throws(HubError) -> JSON {
+        let now = unixMilliseconds()
+        let update = try LocationUpdate(data, now: now)
+        var point = update.point
+        if point.alt == nil { point.alt = resorts.selector.altitude(of: point) }
+        let position = LivePosition(point: point, accuracy: update.accuracy, heading: update.heading, speed: update.speed, ts: update.ts)
+        let (choice, changed) = try live.withLock { live throws(HubError) -> (MapChoice, Bool) in
+            let slot = live.slot(for: user, directory: directory)
+            var bucket = live.buckets[slot] ?? TokenBucket(rate: Double(settings.rate), burst: Double(settings.rate), now: .now)
+            let admitted = bucket.take(now: .now)
+            live.buckets[slot] = bucket
+            guard admitted else { throw .tooManyRequests }
+            live.map.update(slot, position, receivedAt: now)
+            let previous = live.choices[slot] ?? .street
+            let choice = resorts.selector.choose(for: point, previous: previous)
+            live.choices[slot] = choice
+            return (choice, choice != previous)
+        }
+        let map = TravelJSON.map(choice)
+        if changed {
+            var push = map
+            if case let .object(members) = map { push = .object([("type", "map")] + members) }
+            publish("personal:#\(user)", push)
+        }
+        return ["map": map]
+    }
+
+    /// The last position `user` sent, while it is current.
+    func lastPosition(of user: String) -> GeoPoint? {
+        live.withLock { live in live.slots.existingSlot(for: user).flatMap { live.map.position(of: $0)?.point } }
+    }
+
+    /// Changes who sees `user`; applied to nearby and friends channels in the next frame.
+    func setVisibility(user: String, _ visibility: Visibility) throws(HubError) {
+        try directory.setVisibility(user, visibility)
+        live.withLock { live in
+            let slot = live.slot(for: user, directory: directory)
+            live.restricted[slot] = visibility == .everyone ? nil : visibility
+            live.map.reconsider(slot)
+        }
+    }
+
+    /// Friendships or trip memberships of `users` changed: their friends channels,
+    /// their trips' location channels and what nearby watchers may see follow.
+    func relationsChanged(_ users: [String]) {
+        live.withLock { live in
+            for user in users {
+                let slot = live.slot(for: user, directory: directory)
+                live.map.reconsider(slot)
+                let friendsChannel = "friends:#\(user)"
+                if live.channels.audience(of: friendsChannel) != nil {
+                    live.channels.setMembers(friendsChannel, friendSlots(of: user, live: &live))
+                }
+                for (trip, _) in directory.trips(of: user) {
+                    let channel = "locations:\(trip.id)"
+                    if live.channels.audience(of: channel) != nil {
+                        live.channels.setMembers(channel, memberSlots(of: trip.id, live: &live))
+                    }
+                }
+            }
+        }
+    }
+
+    private func friendSlots(of user: String, live: inout Live) -> Set<Int32> {
+        Set(directory.friends(of: user).map { live.slot(for: $0.user, directory: directory) })
+    }
+
+    private func memberSlots(of trip: String, live: inout Live) -> Set<Int32> {
+        Set(directory.members(of: trip).keys.map { live.slot(for: $0, directory: directory) })
+    }
+
+    // MARK: Visibility rules
+
+    /// The visibility rules with what they need from the live state, taken before the state is changed.
+    struct Rules {
+        let directory: Directory
+        let restricted: [Int32: Visibility]
+        let slots: UserSlots
+        let now: Int64
+
+        init(_ live: Live, directory: Directory) {
+            self.directory = directory
+            restricted = live.restricted
+            slots = live.slots
+            now = unixMilliseconds()
+        }
+
+        func canSee(_ viewer: Int32, _ subject: Int32) -> Bool {
+            guard restricted[subject] != nil else { return true }
+            return directory.canSee(viewer: slots.user(viewer), subject: slots.user(subject), now: now)
+        }
+
+        func visible(_ audience: PositionChannels.Audience, _ subject: Int32) -> Bool {
+            switch audience {
+            case let .friendsOf(viewer):
+                return canSee(viewer, subject)
+            case let .trip(id):
+                return restricted[subject] != .nobody || (directory.trip(id)?.isRunning(at: now) ?? false)
+            }
+        }
+    }
+
+    // MARK: Channels
+
+    /// `nearby:#<uid>`: starts the user's watch and answers who is near now.
+    func openNearby(user: String, radius: Double, limit: Int, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        try live.withLock { live throws(HubError) in
+            let slot = live.slot(for: user, directory: directory)
+            let rules = Rules(live, directory: directory)
+            let (snapshot, events) = live.map.watch(slot, radius: radius, limit: limit, canSee: rules.canSee)
+            if !events.isEmpty { publish("nearby:#\(user)", TravelJSON.nearbyFrame(events, slots: live.slots)) }
+            let users = snapshot.map { TravelJSON.neighbour(live.slots.user($0.id), point: $0.point, distance: $0.distance) }
+            do throws(HubError) {
+                try attach(RawJSON(["users": .array(users)]))
+            } catch {
+                if !node.hasSubscribers("nearby:#\(user)") { live.map.unwatch(slot) }
+                throw error
+            }
+        }
+    }
+
+    /// `friends:#<uid>` and `locations:<trip>`: starts carrying the channel and answers the positions now.
+    func openPositions(_ channel: String, audience: (inout Live) -> PositionChannels.Audience, members: (inout Live) -> Set<Int32>,
+                       attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        try live.withLock { live throws(HubError) in
+            let audience = audience(&live)
+            let members = members(&live)
+            let rules = Rules(live, directory: directory)
+            let shown = live.channels.open(channel, audience: audience, members: members, map: live.map, visible: rules.visible)
+            let positions = shown.compactMap { slot in live.map.position(of: slot).map { TravelJSON.position(live.slots.user(slot), $0) } }
+            do throws(HubError) {
+                try attach(RawJSON(["positions": .array(positions)]))
+            } catch {
+                if !node.hasSubscribers(channel) { live.channels.close(channel) }
+                throw error
+            }
+        }
+    }
+
+    func openFriends(user: String, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        try openPositions(
+            "friends:#\(user)", audience: { .friendsOf($0.slot(for: user, directory: directory)) },
+            members: { friendSlots(of: user, live: &$0) }, attach: attach)
+    }
+
+    func openLocations(trip: String, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        try openPositions("locations:\(trip)", audience: { _ in .trip(trip) }, members: { memberSlots(of: trip, live: &$0) }, attach: attach)
+    }
+
+    /// A position channel lost its last subscriber: stop computing its frames.
+    func vacated(_ channel: String, nearbyOf user: String?) {
+        live.withLock { live in
+            guard !node.hasSubscribers(channel) else { return }
+            if let user {
+                if let slot = live.slots.existingSlot(for: user) { live.map.unwatch(slot) }
+            } else {
+                live.channels.close(channel)
+            }
+        }
+    }
+
+    // MARK: Frames
+
+    /// Publishes one frame per changed channel and starts the next interval.
+    func publishFrames() {
+        live.withLock { live in
+            let rules = Rules(live, directory: directory)
+            let nearby = live.map.nearbyFrame(canSee: rules.canSee)
+            let frames = live.channels.frames(map: live.map, visible: rules.visible)
+            live.map.endFrame()
+            for (watcher, events) in nearby {
+                publish("nearby:#\(live.slots.user(watcher))", TravelJSON.nearbyFrame(events, slots: live.slots))
+            }
+            for frame in frames {
+                let positions = frame.positions.compactMap { slot in live.map.position(of: slot).map { TravelJSON.position(live.slots.user(slot), $0) } }
+                var body: [(key: String, value: JSON)] = [("positions", .array(positions))]
+                if !frame.removed.isEmpty { body.append(("removed", .array(frame.removed.map { .string(live.slots.user($0)) }))) }
+                publish(frame.channel, .object(body))
+            }
+        }
+    }
+
+    /// Drops positions older than the TTL; their watchers get `leave` in the next frame.
+    func expirePositions() {
+        let cutoff = unixMilliseconds() - Int64(settings.ttl.components.seconds * 1000 + settings.ttl.components.attoseconds / 1_000_000_000_000_000)
+        live.withLock { live in _ = live.map.expire(receivedBefore: cutoff) }
+    }
+
+    /// Publishes frames every `interval` and expires positions every second, until cancelled.
+    func run() async {
+        var lastExpiry = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: settings.interval)
+            publishFrames()
+            if ContinuousClock.now - lastExpiry >= .seconds(1) {
+                expirePositions()
+                lastExpiry = .now
+            }
+        }
+    }
+
+    private func publish(_ channel: String, _ data: JSON) {
+        do {
+            try node.publish(channel: channel, data: RawJSON(data))
+        } catch {
+            logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import GondolaGeo
+import GondolaProtocol
+
+/// Why the resorts folder could not be loaded, naming the file.
+public struct ResortLoadError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// The resorts a server knows, loaded at start from a folder: `<name>.geojson`
+/// (boundary, base, lifts, pistes) with an optional `<name>.asc` elevation grid
+/// beside it. Answers map selection, the ski map as GeoJSON, elevations and routes.
+public struct ResortCatalog: Sendable {
+    /// Colour of lifts on the map (pistes take their difficulty's colour).
+    public static let liftColor = "#4a4a4a"
+
+    public let resorts: [SkiResort]
+    public let selector: MapSelector
+    private let mapDocuments: [String: RawJSON]
+
+    /// Loads every resort in `folder`; a missing folder gives an empty catalog.
+    public init(folder: String) throws(ResortLoadError) {
+        let url = URL(fileURLWithPath: folder, isDirectory: true)
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: url.path).filter { $0.hasSuffix(".geojson") }.sorted()
+        } catch {
+            names = []
+        }
+        var resorts: [SkiResort] = []
+        var grids: [ElevationGrid] = []
+        for name in names {
+            let file = url.appendingPathComponent(name)
+            let gridFile = file.deletingPathExtension().appendingPathExtension("asc")
+            var grid: ElevationGrid?
+            if FileManager.default.fileExists(atPath: gridFile.path) {
+                do {
+                    grid = try ElevationGrid(contentsOf: gridFile)
+                } catch {
+                    throw ResortLoadError(description: "resort elevation \(gridFile.path): \(error)")
+                }
+            }
+            do {
+                let resort = try SkiResort(geoJSON: try Data(contentsOf: file), elevation: grid)
+                guard !resorts.contains(where: { $0.id == resort.id }) else {
+                    throw ResortLoadError(description: "resort \(file.path): id '\(resort.id)' is used twice")
+                }
+                resorts.append(resort)
+                if let grid { grids.append(grid) }
+            } catch let error as ResortLoadError {
+                throw error
+            } catch {
+                throw ResortLoadError(description: "resort \(file.path): \(error)")
+            }
+        }
+        self.init(resorts: resorts, elevation: grids)
+    }
+
+    public init(resorts: [SkiResort], elevation: [ElevationGrid] = []) {
+        self.resorts = resorts
+        self.selector = MapSelector(
+            resorts: resorts.map { ResortArea(id: $0.id, boundary: $0.boundary, baseElevation: $0.baseElevation) },
+            elevation: elevation)
+        var documents: [String: RawJSON] = [:]
+        for resort in resorts { documents[resort.id] = RawJSON(Self.featureCollection(resort)) }
+        self.mapDocuments = documents
+    }
+
+    public func resort(_ id: String) -> SkiResort? { resorts.first { $0.id == id } }
+
+    /// `{"id","name","center":{"lat","lon"},"bbox":[minLon,minLat,maxLon,maxLat]}`.
+    func summary(_ resort: SkiResort) -> JSON {
+        let box = Self.bounds(resort.boundary)
+        return [
+            "id": .string(resort.id), "name": .string(resort.name),
+            "center": ["lat": .double((box.minLat + box.maxLat) / 2), "lon": .double((box.minLon + box.maxLon) / 2)],
+            "bbox": [.double(box.minLon), .double(box.minLat), .double(box.maxLon), .double(box.maxLat)],
+        ]
+    }
+
+    /// The ski map of a resort, encoded once at load.
+    func mapDocument(_ id: String) -> RawJSON? { mapDocuments[id] }
+
+    static func bounds(_ polygons: [Polygon]) -> BoundingBox {
+        polygons.dropFirst().reduce(polygons[0].bounds) { box, polygon in
+            BoundingBox(minLat: min(box.minLat, polygon.bounds.minLat), minLon: min(box.minLon, polygon.bounds.minLon),
+                        maxLat: max(box.maxLat, polygon.bounds.maxLat), maxLon: max(box.maxLon, polygon.bounds.maxLon))
+        }
+    }
+
+    static func coordinates(_ points: [GeoPoint]) -> JSON {
+        .array(points.map { point in
+            var position: [JSON] = [.double(point.lon), .double(point.lat)]
+            if let alt = point.alt { position.append(TravelJSON.metres(alt)) }
+            return .array(position)
+        })
+    }
+
+    /// Difficulty and colour of a way as the map shows them: pistes by difficulty, lifts as `lift`.
+    static func style(kind: SkiWay.Kind, difficulty: Difficulty?, colors: DifficultyColors) -> (difficulty: JSON, color: JSON) {
+        switch kind {
+        case .lift: return ("lift", .string(liftColor))
+        case .piste: return (difficulty.map { .string($0.rawValue) } ?? .null, difficulty.map { .string(colors.color(for: $0)) } ?? .null)
+        case .walk: return (.null, .null)
+        }
+    }
+
+    /// A FeatureCollection: the boundary, the base, then every lift and piste with
+    /// `kind`, `name`, `difficulty` and `color` (and `aerialway` for lifts).
+    static func featureCollection(_ resort: SkiResort) -> JSON {
+        var features: [JSON] = []
+        for polygon in resort.boundary {
+            features.append([
+                "type": "Feature", "properties": ["kind": "boundary", "name": .string(resort.name)],
+                "geometry": ["type": "Polygon", "coordinates": .array(polygon.rings.map(coordinates))],
+            ])
+        }
+        features.append([
+            "type": "Feature", "properties": ["kind": "base", "name": .string(resort.name)],
+            "geometry": ["type": "Point", "coordinates": coordinates([resort.base]).arrayFirst],
+        ])
+        for way in resort.ways {
+            let style = style(kind: way.kind, difficulty: way.difficulty, colors: resort.graph.colors)
+            var properties: [(key: String, value: JSON)] = [
+                ("kind", .string(way.kind.rawValue)), ("name", .string(way.name)), ("difficulty", style.difficulty), ("color", style.color),
+                ("length", TravelJSON.metres(way.length)),
+            ]
+            if let aerialway = way.aerialway { properties.append(("aerialway", .string(aerialway))) }
+            features.append([
+                "type": "Feature", "properties": .object(properties),
+                "geometry": ["type": "LineString", "coordinates": coordinates(way.coordinates)],
+            ])
+        }
+        return ["type": "FeatureCollection", "resort": ["id": .string(resort.id), "name": .string(resort.name)], "features": .array(features)]
+    }
+
+    /// A route as `map.route` answers it.
+    static func routeJSON(_ route: Route, colors: DifficultyColors) -> JSON {
+        let legs: [JSON] = route.legs.map { leg in
+            let style = style(kind: leg.kind, difficulty: leg.difficulty, colors: colors)
+            return [
+                "kind": .string(leg.kind.rawValue), "name": .string(leg.name), "difficulty": style.difficulty, "color": style.color,
+                "coordinates": coordinates(leg.coordinates), "distance": TravelJSON.metres(leg.distance),
+                "duration": .double(leg.duration.rounded()),
+            ]
+        }
+        return [
+            "legs": .array(legs), "distance": TravelJSON.metres(route.distance), "duration": .double(route.duration.rounded()),
+            "ascent": TravelJSON.metres(route.ascent), "descent": TravelJSON.metres(route.descent),
+        ]
+    }
+}
+
+private extension JSON {
+    var arrayFirst: JSON {
+        if case let .array(items) = self, let first = items.first { return first }
+        return .null
+    }
+}

@@ -1,0 +1,84 @@
+import GondolaHub
+import GondolaProtocol
+
+/// The travel domain's built-in namespaces (PROTOCOL.md §4) and who may subscribe.
+public enum TravelNamespaces {
+    /// Namespace names the configuration may not redefine.
+    public static let names: Set<String> = ["personal", "nearby", "friends", "locations"]
+
+    static func options(_ name: String) -> NamespaceOptions { NamespaceOptions(name: name) }
+
+    /// Hands each namespace to its provider.
+    static func install(on node: Node, locations: LocationService, directory: Directory) {
+        node.provide(options("personal"), by: PersonalChannel())
+        node.provide(options("nearby"), by: NearbyChannel(locations: locations))
+        node.provide(options("friends"), by: FriendsChannel(locations: locations))
+        node.provide(options("locations"), by: TripLocationsChannel(locations: locations, directory: directory))
+    }
+
+    /// The user of a `<namespace>:#<uid>` channel when it is exactly the subscriber's own.
+    static func requireOwn(_ subscription: ProvidedSubscription) throws(HubError) {
+        let own = "\(subscription.channel.namespace):#\(subscription.user)"
+        guard subscription.channel.raw == own else {
+            throw .permissionDenied("\(subscription.channel.raw) is not yours; subscribe to \(own)")
+        }
+    }
+}
+
+/// `personal:#<uid>`: map switches, invitations and friend requests for one user.
+struct PersonalChannel: ChannelProvider {
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        try TravelNamespaces.requireOwn(subscription)
+        try attach(nil)
+    }
+
+    func vacated(channel: String) {}
+}
+
+/// `nearby:#<uid>`: who is near the user, with the radius and limit of the subscribe `data`.
+struct NearbyChannel: ChannelProvider {
+    let locations: LocationService
+
+    static let defaultRadius = 500.0, maxRadius = 5000.0
+    static let defaultLimit = 50, maxLimit = 200
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        try TravelNamespaces.requireOwn(subscription)
+        let fields = try RPCFields(subscription.data?.value)
+        let radius = try fields.optionalNumber("radius", in: 1...Self.maxRadius) ?? Self.defaultRadius
+        let limit = Int(try fields.optionalInteger("limit", in: 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit))
+        try locations.openNearby(user: subscription.user, radius: radius, limit: limit, attach: attach)
+    }
+
+    func vacated(channel: String) {
+        locations.vacated(channel, nearbyOf: String(channel.dropFirst("nearby:#".count)))
+    }
+}
+
+/// `friends:#<uid>`: the user's friends' positions.
+struct FriendsChannel: ChannelProvider {
+    let locations: LocationService
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        try TravelNamespaces.requireOwn(subscription)
+        try locations.openFriends(user: subscription.user, attach: attach)
+    }
+
+    func vacated(channel: String) { locations.vacated(channel, nearbyOf: nil) }
+}
+
+/// `locations:<tripId>`: every member's position, for the trip's hosts.
+struct TripLocationsChannel: ChannelProvider {
+    let locations: LocationService
+    let directory: Directory
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        let trip = String(subscription.channel.raw.dropFirst("locations:".count))
+        guard directory.role(of: subscription.user, in: trip) == .host else {
+            throw .permissionDenied("\(subscription.channel.raw) is for the hosts of trip \(trip)")
+        }
+        try locations.openLocations(trip: trip, attach: attach)
+    }
+
+    func vacated(channel: String) { locations.vacated(channel, nearbyOf: nil) }
+}

@@ -1,0 +1,43 @@
+import GondolaHub
+import GondolaProtocol
+import GondolaStore
+import Logging
+
+/// The travel domain wired into a hub: directory (users, trips, friends), live
+/// locations with their channels, resorts and maps, and the RPC and server API
+/// methods of PROTOCOL.md §4.
+public final class TravelService: Sendable {
+    public let directory: Directory
+    public let resorts: ResortCatalog
+    public let locations: LocationService
+    let node: Node
+    let directoryRPC: DirectoryRPC
+
+    /// Loads the directory from `database`, registers the RPC methods and takes
+    /// over the built-in namespaces of `node`.
+    public init(node: Node, database: GondolaDatabase, resorts: ResortCatalog, settings: LocationSettings,
+                logger: Logger = Logger(label: "gondola.travel")) throws {
+        self.node = node
+        self.resorts = resorts
+        directory = try Directory(repository: TravelRepository(database: database))
+        locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings, logger: logger)
+        directoryRPC = DirectoryRPC(directory: directory, locations: locations, resorts: resorts) { [node, logger] user, push in
+            do {
+                try node.publish(channel: "personal:#\(user)", data: RawJSON(push))
+            } catch {
+                logger.error("personal push failed", metadata: ["user": "\(user)", "error": "\(error)"])
+            }
+        }
+        directoryRPC.register(on: node.rpc)
+        MapRPC(locations: locations, resorts: resorts).register(on: node.rpc)
+        TravelNamespaces.install(on: node, locations: locations, directory: directory)
+    }
+
+    /// Server API methods for trip and staff administration.
+    public var adminMethods: [(name: String, method: @Sendable (JSON) async throws(HubError) -> JSON)] {
+        directoryRPC.adminMethods
+    }
+
+    /// Publishes position frames and expires stale positions until cancelled.
+    public func run() async { await locations.run() }
+}

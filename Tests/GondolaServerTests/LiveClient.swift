@@ -1,0 +1,195 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import GondolaServer
+import HummingbirdWSClient
+import Logging
+import Synchronization
+
+/// A connected WebSocket client that stays open: commands are sent one by one and
+/// their replies awaited by id; publications are collected per channel.
+final class LiveClient: Sendable {
+    struct State {
+        var replies: [UInt32: Reply] = [:]
+        var publications: [String: [JSON]] = [:]
+        var nextID: UInt32 = 1
+        var closed = false
+    }
+
+    final class Box: Sendable {
+        let state = Mutex(State())
+    }
+
+    private let box = Box()
+    private let outbound: AsyncStream<String>.Continuation
+    private let task: Task<Void, Error>
+
+    private init(url: String, commands: AsyncStream<String>, continuation: AsyncStream<String>.Continuation) {
+        outbound = continuation
+        let box = self.box
+        task = Task {
+            var logger = Logger(label: "live-client")
+            logger.logLevel = .critical
+            _ = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22), logger: logger) { inbound, writer, _ in
+                let reader = Task {
+                    defer { box.state.withLock { $0.closed = true } }
+                    for try await message in inbound.messages(maxSize: 1 << 24) {
+                        guard case let .text(text) = message else { continue }
+                        let messages = try Frame.values(in: Array(text.utf8)).map(ServerMessage.init(json:))
+                        box.state.withLock { state in
+                            for message in messages {
+                                switch message {
+                                case let .reply(reply): state.replies[reply.id] = reply
+                                case let .push(push):
+                                    if case let .publication(publication) = push.body {
+                                        state.publications[push.channel, default: []].append(publication.data.value)
+                                    }
+                                default: continue
+                                }
+                            }
+                        }
+                    }
+                }
+                for await text in commands {
+                    try await writer.write(.text(text))
+                }
+                try? await writer.close(.normalClosure, reason: nil)
+                _ = try? await reader.value
+            }
+        }
+    }
+
+    /// Connects and sends `connect` with `token`.
+    static func connect(_ url: String, token: String) async throws -> LiveClient {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
+        let client = LiveClient(url: url, commands: stream, continuation: continuation)
+        let reply = try await client.call(.connect(ConnectRequest(token: token)))
+        guard case .connect = reply.body else { throw HarnessError("connect failed: \(reply)") }
+        return client
+    }
+
+    /// Sends a command and waits (up to 10 s) for its reply.
+    func call(_ method: Command.Method) async throws -> Reply {
+        let id = box.state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        outbound.yield(Command(id: id, method).json.text)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let reply = box.state.withLock({ $0.replies.removeValue(forKey: id) }) { return reply }
+            if box.state.withLock({ $0.closed }) { throw HarnessError("connection closed before reply \(id)") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        throw HarnessError("no reply to command \(id)")
+    }
+
+    /// Calls an RPC method; answers its result data or throws the error reply.
+    func rpc(_ method: String, _ data: JSON = [:]) async throws -> JSON {
+        let reply = try await call(.rpc(method: method, data: RawJSON(data)))
+        switch reply.body {
+        case let .rpc(data): return data?.value ?? .null
+        case let .error(error): throw RPCFailure(code: error.code, message: error.message)
+        default: throw HarnessError("unexpected reply \(reply)")
+        }
+    }
+
+    /// Subscribes; answers the reply's `data` or throws the error.
+    @discardableResult
+    func subscribe(_ channel: String, data: JSON? = nil) async throws -> JSON? {
+        let reply = try await call(.subscribe(SubscribeRequest(channel: channel, data: data.map(RawJSON.init))))
+        switch reply.body {
+        case let .subscribe(result): return result.data?.value
+        case let .error(error): throw RPCFailure(code: error.code, message: error.message)
+        default: throw HarnessError("unexpected reply \(reply)")
+        }
+    }
+
+    /// Publications received on `channel` so far.
+    func publications(_ channel: String) -> [JSON] { box.state.withLock { $0.publications[channel] ?? [] } }
+
+    /// Waits until `channel` has at least `count` publications (or 5 s pass).
+    func awaitPublications(_ channel: String, count: Int) async throws -> [JSON] {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while publications(channel).count < count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return publications(channel)
+    }
+
+    var isClosed: Bool { box.state.withLock { $0.closed } }
+
+    func close() async {
+        outbound.finish()
+        _ = try? await task.value
+    }
+}
+
+/// An error reply.
+struct RPCFailure: Error, CustomStringConvertible {
+    let code: UInt32
+    let message: String
+    var description: String { "\(code): \(message)" }
+}
+
+/// Starts a server that has the travel domain with fast frames.
+func startTravelServer(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) async throws -> RunningServer {
+    var configuration = RunningServer.configuration()
+    configuration.locationInterval = .milliseconds(50)
+    configuration.locationRate = 1000
+    configuration.hub.commandRate = 10_000
+    configuration.hub.commandBurst = 10_000
+    adjust(&configuration)
+    return try await RunningServer.start(configuration)
+}
+
+extension RunningServer {
+    /// Calls a server API method and answers its `result`, or throws the error.
+    func api(_ method: String, _ body: JSON) async throws -> JSON {
+        let (status, answer) = try await post("/api/\(method)", body: body.text)
+        guard status == 200 else { throw HarnessError("\(method): HTTP \(status) \(answer.text)") }
+        if let error = answer["error"] {
+            throw RPCFailure(code: UInt32(error["code"]?.doubleValue ?? 0), message: error["message"]?.stringValue ?? error.text)
+        }
+        return answer["result"] ?? .null
+    }
+
+    func client(_ user: String) async throws -> LiveClient {
+        try await LiveClient.connect(webSocketURL, token: try await token(user))
+    }
+
+    /// Creates a running trip with `hosts` and `travellers`; answers its id.
+    func createTrip(hosts: [String], travellers: [String], running: Bool = true) async throws -> String {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let (start, end) = running ? (now - 3_600_000, now + 3_600_000) : (now + 86_400_000, now + 2 * 86_400_000)
+        let result = try await api("trip_create", [
+            "name": "Trip", "resort": "demo", "starts_at": .int(start), "ends_at": .int(end), "hosts": .array(hosts.map(JSON.string)),
+        ])
+        guard case let .string(id)? = result["trip"]?["id"] else { throw HarnessError("trip_create answered \(result.text)") }
+        for traveller in travellers {
+            _ = try await api("trip_add_member", ["trip": .string(id), "user": .string(traveller), "role": "traveller"])
+        }
+        return id
+    }
+}
+
+extension JSON {
+    var doubleValue: Double? {
+        switch self {
+        case let .int(value): return Double(value)
+        case let .double(value): return value
+        case let .raw(raw): return raw.value.doubleValue
+        default: return nil
+        }
+    }
+
+    var stringValue: String? {
+        if case let .string(text) = self { return text }
+        return nil
+    }
+
+    var arrayValue: [JSON] {
+        if case let .array(items) = self { return items }
+        return []
+    }
+}
