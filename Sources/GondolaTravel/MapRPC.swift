@@ -36,10 +36,10 @@ struct MapRPC: Sendable {
         }
         router.register("map.route") { context, data in
             let fields = try RPCFields(data)
-            let to = try Self.point(fields.object("to"))
+            let to = try located(fields.object("to"))
             let from: GeoPoint
             if let given = try fields.optionalObject("from") {
-                from = try Self.point(given)
+                from = try located(given)
             } else if let last = locations.lastPosition(of: context.user) {
                 from = last
             } else {
@@ -65,6 +65,13 @@ struct MapRPC: Sendable {
             .map { (resort: $0, reach: max(distance($0, a), distance($0, b))) }
             .filter { $0.reach <= Self.routeReach }
             .min { $0.reach < $1.reach }?.resort
+    }
+
+    /// A point of a route, with its altitude from the elevation grids (walking legs are costed by climb).
+    private func located(_ fields: RPCFields) throws(HubError) -> GeoPoint {
+        var point = try Self.point(fields)
+        point.alt = resorts.selector.altitude(of: point)
+        return point
     }
 
     static func point(_ fields: RPCFields) throws(HubError) -> GeoPoint {
