@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 GONDOLA = os.environ.get("CONFORMANCE_GONDOLA_BINARY", os.path.join(os.path.dirname(__file__), "..", ".build", "debug", "gondola"))
+RESORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resorts")
 SECRET = "conformance-secret-of-at-least-32-bytes"
 API_KEY = "conformance-api-key"
 
@@ -23,7 +24,6 @@ CONFIG = {
         {"name": "room", "history_size": 50, "history_ttl": "300s", "presence": True, "join_leave": True,
          "allow_subscribe_for_client": True, "allow_publish_for_subscriber": True,
          "allow_history_for_subscriber": True, "allow_presence_for_subscriber": True},
-        {"name": "personal", "history_size": 10, "history_ttl": "300s", "history_durable": True},
     ],
 }
 
@@ -53,15 +53,15 @@ class Server:
             return response.status == 200 and json.loads(response.read()) == {"status": "ok"}
 
 
-def launch(folder):
-    """Writes a configuration into `folder`, starts `gondola serve` on a free port and waits until it is healthy."""
+def launch(folder, extra_args=()):
+    """Writes a configuration into `folder`, starts `gondola serve` (with `extra_args`) on a free port and waits until it is healthy."""
     port = free_port()
     config_path = os.path.join(folder, "gondola.json")
     config = dict(CONFIG, listen=f"127.0.0.1:{port}", database=os.path.join(folder, "gondola.sqlite"))
     with open(config_path, "w") as f:
         json.dump(config, f)
     log = open(os.path.join(folder, "server.log"), "w")
-    process = subprocess.Popen([GONDOLA, "serve", "--config", config_path], stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([GONDOLA, "serve", "--config", config_path, "--resorts", RESORTS, *extra_args], stdout=log, stderr=subprocess.STDOUT)
     log.close()
     instance = Server(folder, port)
     deadline = time.time() + 30

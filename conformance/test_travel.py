@@ -1,0 +1,74 @@
+"""The travel domain with the official SDK: demo mode, nearby, bad input."""
+import json
+import tempfile
+import time
+import urllib.request
+
+import pytest
+from centrifuge import Client, ReplyError
+
+from conftest import API_KEY, launch
+from helpers import ClientEvents, Events, SubEvents, connected_client
+
+
+def post(url, body, headers=None):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json", **(headers or {})})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def demo():
+    process, instance = launch(tempfile.mkdtemp(prefix="gondola-demo-"), extra_args=("--demo",))
+    yield instance
+    process.terminate()
+    process.wait(timeout=10)
+
+
+async def test_demo_host_sees_travellers_move(demo):
+    token = post(f"http://127.0.0.1:{demo.port}/api/auth/dev", {"user": "demo-host"})["token"]
+    events = Events()
+    client = Client(demo.ws_url, events=ClientEvents(events), token=token)
+    await client.connect()
+    trips = (await client.rpc("trip.list", {})).data["trips"]
+    assert [(t["id"], t["role"], t["running"]) for t in trips] == [("demo", "host", True)]
+    sub_events = Events()
+    sub = client.new_subscription("locations:demo", SubEvents(sub_events))
+    await sub.subscribe()
+    subscribed = await sub_events.wait("subscribed")
+    snapshot = subscribed[0].data["positions"] if subscribed[0].data else []
+    publications = await sub_events.wait("publication", count=3, timeout=10)
+    seen = {}
+    for publication in publications:
+        for position in publication.pub.data["positions"]:
+            seen.setdefault(position["user"], []).append((position["lat"], position["lon"]))
+    assert {"demo-anna", "demo-ben", "demo-chloe", "demo-dan"} <= set(seen) | {p["user"] for p in snapshot}
+    assert any(len(set(track)) > 1 for track in seen.values()), "positions did not move"
+    await client.disconnect()
+
+
+async def test_nearby_enter_and_bad_input_through_the_sdk(server):
+    for user in ("near-a", "near-b"):
+        post(f"{server.api_url}/user_set_staff", {"user": user, "staff": False}, {"X-API-Key": API_KEY})
+    alice, _ = await connected_client(server, "near-a")
+    bob, _ = await connected_client(server, "near-b")
+    sub_events = Events()
+    sub = alice.new_subscription("nearby:#near-a", SubEvents(sub_events), data={"radius": 300, "limit": 10})
+    await sub.subscribe()
+    await sub_events.wait("subscribed")
+    now = int(time.time() * 1000)
+    assert (await alice.rpc("location.update", {"lat": 45.30, "lon": 6.58, "ts": now})).data["map"] == {"mode": "mountain", "resort": "demo"}
+    await bob.rpc("location.update", {"lat": 45.301, "lon": 6.58})
+    publication = (await sub_events.wait("publication", timeout=5))[0]
+    event = publication.pub.data["events"][0]
+    assert (event["type"], event["user"]) == ("enter", "near-b")
+    assert 100 < event["distance"] < 125
+    with pytest.raises(ReplyError) as refused:
+        await bob.rpc("location.update", {"lat": "NaN", "lon": 6.58})
+    assert refused.value.code == 107 and "lat must be a number" in refused.value.message
+    with pytest.raises(ReplyError) as refused:
+        await bob.rpc("location.update", {"lat": 45.3, "lon": 6.58, "accuracy": -5})
+    assert refused.value.code == 107 and "accuracy" in refused.value.message
+    assert "ts" in (await bob.rpc("server.time", {})).data
+    await alice.disconnect()
+    await bob.disconnect()
