@@ -80,13 +80,25 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(name: "GondolaBenchSupport", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
         .executableTarget(
             name: "gondola-bench-fanout",
             dependencies: [
                 "GondolaProtocol",
                 "GondolaHub",
+                "GondolaBenchSupport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "gondola-bench-travel",
+            dependencies: [
+                "GondolaProtocol",
+                "GondolaHub",
+                "GondolaGeo",
+                "GondolaBenchSupport",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -49,6 +49,21 @@ public struct SkiWay: Sendable, Equatable {
         self.coordinates = coordinates
     }
 
+    /// The point `distance` metres along the way from its start (its end when beyond).
+    public func point(atDistance distance: Double) -> GeoPoint {
+        var left = distance
+        for (a, b) in zip(coordinates, coordinates.dropFirst()) {
+            let length = Geodesy.distance(a, b)
+            if left <= length, length > 0 {
+                let t = left / length
+                let alt = a.alt.flatMap { altA in b.alt.map { altA + ($0 - altA) * t } }
+                return GeoPoint(lat: a.lat + (b.lat - a.lat) * t, lon: a.lon + (b.lon - a.lon) * t, alt: alt)
+            }
+            left -= length
+        }
+        return coordinates.last!
+    }
+
     public var length: Double {
         zip(coordinates, coordinates.dropFirst()).reduce(0) { $0 + Geodesy.distance($1.0, $1.1) }
     }

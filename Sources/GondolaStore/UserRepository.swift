@@ -37,12 +37,13 @@ public final class UserRepository: Sendable {
     }
 
     /// The user of a Telegram account, created on its first sign-in with a new
-    /// random id; later sign-ins refresh the stored Telegram details.
+    /// random id; later sign-ins refresh the Telegram username (the photo only
+    /// when the user has no avatar, so one set with `profile.update` stays).
     public func user(forTelegram account: TelegramAccount) throws -> User {
         try database.pool.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT id, name FROM user WHERE telegram_id = ?", arguments: [account.telegramID]) {
                 try db.execute(
-                    sql: "UPDATE user SET telegram_username = ?, photo_url = ? WHERE telegram_id = ?",
+                    sql: "UPDATE user SET telegram_username = ?, photo_url = COALESCE(photo_url, ?) WHERE telegram_id = ?",
                     arguments: [account.username, account.photoURL, account.telegramID])
                 return User(id: row["id"], name: row["name"])
             }

@@ -39,48 +39,16 @@ public struct DemoTrip: Sendable {
     public func run() async {
         guard let resort = travel.resorts.resort("demo"), !resort.ways.isEmpty else { return }
         var walkers = Self.travellers.enumerated().map { index, traveller in
-            Walker(user: traveller.0, way: index % resort.ways.count, metres: Double(index) * 150)
+            (user: traveller.0, walker: SkiWalker(way: index % resort.ways.count, metres: Double(index) * 150))
         }
         while !Task.isCancelled {
             for index in walkers.indices {
-                let point = walkers[index].advance(on: resort.ways, seconds: 1)
+                let point = walkers[index].walker.advance(on: resort.ways, seconds: 1)
                 var data: [(key: String, value: JSON)] = [("lat", .double(point.lat)), ("lon", .double(point.lon))]
                 if let alt = point.alt { data.append(("alt", .double(alt))) }
                 _ = try? travel.locations.update(user: walkers[index].user, data: .object(data))
             }
             try? await Task.sleep(for: .seconds(1))
-        }
-    }
-
-    /// A traveller going along one way after another at the way's speed.
-    struct Walker {
-        let user: String
-        var way: Int
-        var metres: Double
-
-        mutating func advance(on ways: [SkiWay], seconds: Double) -> GeoPoint {
-            let current = ways[way]
-            metres += (current.kind == .lift ? 4 : 8) * seconds
-            if metres > current.length {
-                metres = 0
-                way = (way + 1) % ways.count
-            }
-            return Self.point(on: ways[way].coordinates, at: metres)
-        }
-
-        /// The point `distance` metres along a line.
-        static func point(on line: [GeoPoint], at distance: Double) -> GeoPoint {
-            var left = distance
-            for (a, b) in zip(line, line.dropFirst()) {
-                let length = Geodesy.distance(a, b)
-                if left <= length, length > 0 {
-                    let t = left / length
-                    let alt = a.alt.flatMap { altA in b.alt.map { altA + ($0 - altA) * t } }
-                    return GeoPoint(lat: a.lat + (b.lat - a.lat) * t, lon: a.lon + (b.lon - a.lon) * t, alt: alt)
-                }
-                left -= length
-            }
-            return line.last ?? GeoPoint(lat: 0, lon: 0)
         }
     }
 }

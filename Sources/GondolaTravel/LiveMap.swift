@@ -18,6 +18,8 @@ struct NearbyEvent: Sendable, Equatable {
     /// Where the subject is; for a `leave`, its last known position (nil if unknown).
     let point: GeoPoint?
     let distance: Double
+    /// When the subject's position was taken (Unix ms); nil for a `leave` without one.
+    var ts: Int64? = nil
 }
 
 /// Who is where, and who is near each watcher: the positions of every located
@@ -201,10 +203,10 @@ struct LiveMap {
         told.reserveCapacity(desired.count)
         for found in desired {
             if watch.told[found.id] == nil {
-                events.append(NearbyEvent(kind: .enter, subject: found.id, point: found.point, distance: found.distance))
+                events.append(NearbyEvent(kind: .enter, subject: found.id, point: found.point, distance: found.distance, ts: position(of: found.id)?.ts))
                 toldBy[found.id, default: []].insert(watcher)
             } else if hasChanged(found.id) {
-                events.append(NearbyEvent(kind: .move, subject: found.id, point: found.point, distance: found.distance))
+                events.append(NearbyEvent(kind: .move, subject: found.id, point: found.point, distance: found.distance, ts: position(of: found.id)?.ts))
             }
             told[found.id] = found.distance
         }

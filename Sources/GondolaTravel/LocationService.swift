@@ -171,7 +171,7 @@ public final class LocationService: Sendable {
             let rules = Rules(live, directory: directory)
             let (snapshot, events) = live.map.watch(slot, radius: radius, limit: limit, canSee: rules.canSee)
             if !events.isEmpty { publish("nearby:#\(user)", TravelJSON.nearbyFrame(events, slots: live.slots)) }
-            let users = snapshot.map { TravelJSON.neighbour(live.slots.user($0.id), point: $0.point, distance: $0.distance) }
+            let users = snapshot.map { TravelJSON.neighbour(live.slots.user($0.id), point: $0.point, distance: $0.distance, ts: live.map.position(of: $0.id)?.ts) }
             do throws(HubError) {
                 try attach(RawJSON(["users": .array(users)]))
             } catch {
@@ -251,8 +251,11 @@ public final class LocationService: Sendable {
     /// Publishes frames every `interval` and expires positions every second, until cancelled.
     func run() async {
         var lastExpiry = ContinuousClock.now
+        var next = ContinuousClock.now + settings.interval
         while !Task.isCancelled {
-            try? await Task.sleep(for: settings.interval)
+            try? await Task.sleep(until: next)
+            // Fixed deadlines: the time a frame takes does not stretch the interval.
+            next = max(next + settings.interval, .now)
             publishFrames()
             if ContinuousClock.now - lastExpiry >= .seconds(1) {
                 expirePositions()

@@ -21,8 +21,8 @@ enum TravelJSON {
         return .object(members)
     }
 
-    /// A nearby traveller: `{"user","lat","lon","alt","distance"}`, with `type` for events.
-    static func neighbour(_ user: String, point: GeoPoint?, distance: Double, type: String? = nil) -> JSON {
+    /// A nearby traveller: `{"user","lat","lon","alt","distance","ts"}`, with `type` for events.
+    static func neighbour(_ user: String, point: GeoPoint?, distance: Double, ts: Int64?, type: String? = nil) -> JSON {
         var members: [(key: String, value: JSON)] = []
         if let type { members.append(("type", .string(type))) }
         members.append(("user", .string(user)))
@@ -32,11 +32,12 @@ enum TravelJSON {
             members.append(("alt", point.alt.map(metres) ?? .null))
         }
         members.append(("distance", metres(distance)))
+        if let ts { members.append(("ts", .int(ts))) }
         return .object(members)
     }
 
     static func nearbyFrame(_ events: [NearbyEvent], slots: UserSlots) -> JSON {
-        ["events": .array(events.map { neighbour(slots.user($0.subject), point: $0.point, distance: $0.distance, type: $0.kind.rawValue) })]
+        ["events": .array(events.map { neighbour(slots.user($0.subject), point: $0.point, distance: $0.distance, ts: $0.ts, type: $0.kind.rawValue) })]
     }
 
     static func point(_ point: GeoPoint) -> JSON {

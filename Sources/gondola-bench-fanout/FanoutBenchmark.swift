@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import GondolaBenchSupport
 import GondolaHub
 import GondolaProtocol
-import Histogram
 import HummingbirdWSClient
 import Logging
 import Synchronization
@@ -40,16 +40,7 @@ struct FanoutBenchmark: AsyncParsableCommand {
         let run = FanoutRun(url: url, subscribers: subscribers, rates: parsedRates!, seconds: seconds, size: size,
                             timed: timed, channel: channel)
         let rows = try await run.execute(secret: secret)
-        if let markdown {
-            let text = rows.joined(separator: "\n") + "\n"
-            if let handle = FileHandle(forWritingAtPath: markdown) {
-                handle.seekToEndOfFile()
-                handle.write(Data(text.utf8))
-                handle.closeFile()
-            } else {
-                _ = FileManager.default.createFile(atPath: markdown, contents: Data(text.utf8))
-            }
-        }
+        if let markdown { MarkdownRows.append(rows, to: markdown) }
         Foundation.exit(0)
     }
 }
@@ -150,9 +141,8 @@ struct FanoutRun: Sendable {
         let sent = published.load(ordering: .relaxed)
         let delivered = stats.delivered.load(ordering: .relaxed)
         let elapsed = Double(seconds)
-        let histogram = stats.snapshot()
-        let p50 = Double(histogram.valueAtPercentile(50)) / 1e6
-        let p99 = Double(histogram.valueAtPercentile(99)) / 1e6
+        let p50 = stats.latency.milliseconds(at: 50)
+        let p99 = stats.latency.milliseconds(at: 99)
         let share = sent == 0 ? 0 : Double(delivered) / Double(sent * subscribers)
         let perSecond = Double(delivered) / elapsed
         let line = String(format: "subscribers %d rate %d/s: delivered %.0f msg/s (%.1f%% of %d), p50 %.2f ms, p99 %.2f ms",
@@ -182,33 +172,14 @@ struct FanoutRun: Sendable {
                 let sendTimes = Self.sendTimes(in: text)
                 guard !sendTimes.isEmpty else { continue }
                 stats.delivered.add(sendTimes.count, ordering: .relaxed)
-                if isTimed { stats.record(sendTimes.map { UInt64(max(0, received - $0)) }) }
+                if isTimed { stats.latency.record(sendTimes.map { UInt64(max(0, received - $0)) }) }
                 if stats.stop.load(ordering: .relaxed) { break }
             }
         }
     }
 
-    /// The `"t":<nanoseconds>` values of the publications in a frame, without a full JSON parse.
-    static func sendTimes(in text: String) -> [Int64] {
-        var result: [Int64] = []
-        let bytes = Array(text.utf8)
-        let marker = Array(#"{"t":"#.utf8)
-        var index = 0
-        while index + marker.count < bytes.count {
-            if bytes[index] == marker[0], Array(bytes[index..<index + marker.count]) == marker {
-                index += marker.count
-                var value: Int64 = 0
-                while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
-                    value = value * 10 + Int64(bytes[index] - 48)
-                    index += 1
-                }
-                result.append(value)
-            } else {
-                index += 1
-            }
-        }
-        return result
-    }
+    /// The `"t":<nanoseconds>` values of the publications in a frame.
+    static func sendTimes(in text: String) -> [Int64] { integers(after: Array(#"{"t":"#.utf8), in: Array(text.utf8)) }
 }
 
 /// Counters and the latency histogram shared by all subscribers.
@@ -216,22 +187,10 @@ final class DeliveryStats: Sendable {
     let ready = Atomic<Int>(0)
     let delivered = Atomic<Int>(0)
     let stop = Atomic<Bool>(false)
-    private let histogram = Mutex(Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
+    let latency = LatencyRecorder()
 
     func reset() {
         delivered.store(0, ordering: .relaxed)
-        histogram.withLock { $0.reset() }
+        latency.reset()
     }
-
-    func record(_ values: [UInt64]) {
-        histogram.withLock { histogram in
-            for value in values { _ = histogram.record(value) }
-        }
-    }
-
-    func snapshot() -> Histogram<UInt64> { histogram.withLock { $0 } }
-}
-
-extension Duration {
-    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }

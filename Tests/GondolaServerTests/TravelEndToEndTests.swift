@@ -150,7 +150,7 @@ import Testing
     }
 
     @Test func locationRateLimitAnswers111AndTheConnectionStaysUsable() async throws {
-        let server = try await startTravelServer { $0.locationRate = 5 }
+        let server = try await startTravelServer { $0.locationRate = 1 }
         let client = try await server.client("rita")
         var codes: [UInt32] = []
         for _ in 0..<8 {
@@ -160,7 +160,8 @@ import Testing
                 codes.append(failure.code)
             }
         }
-        #expect(codes == [111, 111, 111])
+        // One update per second with a burst of one: eight calls in a row cannot all pass.
+        #expect(!codes.isEmpty && codes.allSatisfy { $0 == 111 }, "\(codes)")
         #expect(try await client.rpc("server.time")["ts"] != nil)
         #expect(!client.isClosed)
         await client.close()

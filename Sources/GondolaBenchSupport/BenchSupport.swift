@@ -1,0 +1,82 @@
+import Foundation
+import Histogram
+import Synchronization
+
+/// A latency histogram shared by many client tasks (nanoseconds, up to a minute).
+public final class LatencyRecorder: Sendable {
+    private let histogram = Mutex(Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
+
+    public init() {}
+
+    public func reset() { histogram.withLock { $0.reset() } }
+
+    public func record(_ values: [UInt64]) {
+        histogram.withLock { histogram in
+            for value in values { _ = histogram.record(value) }
+        }
+    }
+
+    /// The value at `percentile`, in milliseconds.
+    public func milliseconds(at percentile: Double) -> Double {
+        histogram.withLock { Double($0.valueAtPercentile(percentile)) / 1e6 }
+    }
+
+    public var count: UInt64 { histogram.withLock { $0.totalCount } }
+}
+
+/// Appends result rows to a Markdown file (created when missing).
+public enum MarkdownRows {
+    public static func append(_ rows: [String], to path: String) {
+        let text = rows.joined(separator: "\n") + "\n"
+        if let handle = FileHandle(forWritingAtPath: path) {
+            handle.seekToEndOfFile()
+            handle.write(Data(text.utf8))
+            handle.closeFile()
+        } else {
+            _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        }
+    }
+}
+
+/// CPU time and peak memory of a process, from `/proc`.
+public struct ProcessUsage: Sendable {
+    /// User plus system CPU seconds so far.
+    public let cpuSeconds: Double
+    /// Resident set size now, in MiB.
+    public let rssMiB: Double
+
+    public init?(pid: Int32) {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 22, let user = Double(fields[11]), let system = Double(fields[12]), let pages = Double(fields[21]) else { return nil }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        cpuSeconds = (user + system) / ticks
+        rssMiB = pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+    }
+}
+
+/// The integers after each occurrence of `marker` in `bytes` (a light scan for
+/// send timestamps, without parsing the JSON).
+public func integers(after marker: [UInt8], in bytes: [UInt8]) -> [Int64] {
+    var result: [Int64] = []
+    var index = 0
+    while index + marker.count < bytes.count {
+        if bytes[index] == marker[0], bytes[index..<index + marker.count].elementsEqual(marker) {
+            index += marker.count
+            var value: Int64 = 0
+            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                value = value * 10 + Int64(bytes[index] - 48)
+                index += 1
+            }
+            result.append(value)
+        } else {
+            index += 1
+        }
+    }
+    return result
+}
+
+extension Duration {
+    public var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}
