@@ -18,6 +18,11 @@ public struct GeoPoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "(\(lat), \(lon)\(alt.map { ", \($0) m" } ?? ""))" }
+
+    /// The point `north` and `east` metres away (a local approximation for short distances).
+    public func offset(north: Double, east: Double) -> GeoPoint {
+        GeoPoint(lat: lat + Geodesy.latitudeDegrees(metres: north), lon: lon + Geodesy.longitudeDegrees(metres: east, atLatitude: lat), alt: alt)
+    }
 }
 
 /// Distances, bearings and conversions on the Earth as a sphere of mean radius.

@@ -84,7 +84,7 @@ public struct ServerAPI: Sendable {
     public func call(_ name: String, body: JSON) async -> JSON? {
         guard let method = methods[name] else { return nil }
         do {
-            return ["result": try await method(APIParameters(body))]
+            return ["result": try await method(try APIParameters(body))]
         } catch {
             return ["error": Self.errorJSON(error.protocolError)]
         }
@@ -100,55 +100,41 @@ public struct ServerAPI: Sendable {
     }
 }
 
-/// The parameters of a server API call, read with errors (107) that name the field.
+/// The parameters of a server API call, read with errors (107) that name the
+/// field (see `RequestFields`), with the server API's defaults for absent ones.
 public struct APIParameters: Sendable {
     public let json: JSON
+    private let fields: RequestFields
 
-    init(_ json: JSON) { self.json = json }
-
-    private func present(_ key: String) -> JSON? {
-        guard let value = json[key], !value.isNull else { return nil }
-        return value
+    init(_ json: JSON) throws(HubError) {
+        self.json = json
+        fields = try RequestFields(json)
     }
 
     public func string(_ key: String) throws(HubError) -> String {
-        guard let value = present(key) else { throw .badRequest("\(key) is required") }
-        guard case let .string(text) = value, !text.isEmpty else { throw .badRequest("\(key) must be a non-empty string") }
-        return text
+        try fields.string(key, maxLength: .max)
     }
 
     public func string(_ key: String, default fallback: String) throws(HubError) -> String {
-        guard let value = present(key) else { return fallback }
-        guard case let .string(text) = value else { throw .badRequest("\(key) must be a string") }
-        return text
+        try fields.optionalString(key, maxLength: .max, allowEmpty: true) ?? fallback
     }
 
     public func integer(_ key: String, default fallback: Int) throws(HubError) -> Int {
-        guard let value = present(key) else { return fallback }
-        guard case let .int(number) = value, let result = Int(exactly: number) else { throw .badRequest("\(key) must be an integer") }
-        return result
+        try fields.optionalInteger(key, in: Int64(Int.min)...Int64(Int.max)).map { Int($0) } ?? fallback
     }
 
     public func bool(_ key: String) throws(HubError) -> Bool {
-        guard let value = present(key) else { return false }
-        guard case let .bool(flag) = value else { throw .badRequest("\(key) must be a boolean") }
-        return flag
+        fields.has(key) ? try fields.bool(key) : false
     }
 
     public func stringArray(_ key: String) throws(HubError) -> [String] {
-        guard case let .array(values)? = present(key), !values.isEmpty else { throw .badRequest("\(key) must be a non-empty array of strings") }
-        var result: [String] = []
-        for value in values {
-            guard case let .string(text) = value else { throw .badRequest("\(key) must be a non-empty array of strings") }
-            result.append(text)
-        }
-        return result
+        let values = try fields.stringArray(key, maxCount: .max, maxLength: .max)
+        guard !values.isEmpty else { throw .badRequest("\(key) must name at least one item") }
+        return values
     }
 
     public func optionalObject(_ key: String) throws(HubError) -> APIParameters? {
-        guard let value = present(key) else { return nil }
-        guard case .object = value else { throw .badRequest("\(key) must be an object") }
-        return APIParameters(value)
+        try fields.optionalObject(key).map { (object) throws(HubError) in try APIParameters(object.json) }
     }
 
     /// The `data` to publish: any JSON value.

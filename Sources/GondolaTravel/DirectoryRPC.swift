@@ -18,14 +18,14 @@ struct DirectoryRPC: Sendable {
 
     func register(on router: RPCRouter) {
         router.register("profile.get") { context, data in
-            let fields = try RPCFields(data)
+            let fields = try RequestFields(data)
             let user = try fields.optionalString("user", maxLength: 64) ?? context.user
             if user == context.user { try directory.ensureKnown(user) }
             guard let profile = directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
             return Self.profileJSON(profile)
         }
         router.register("profile.update") { context, data in
-            let fields = try RPCFields(data)
+            let fields = try RequestFields(data)
             try directory.ensureKnown(context.user)
             var profile = directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
             if let name = try fields.optionalString("name", maxLength: Self.maxNameLength) {
@@ -52,7 +52,7 @@ struct DirectoryRPC: Sendable {
             })]
         }
         router.register("trip.members") { context, data in
-            let trip = try RPCFields(data).string("trip", maxLength: 64)
+            let trip = try RequestFields(data).string("trip", maxLength: 64)
             guard directory.role(of: context.user, in: trip) != nil else {
                 throw HubError.permissionDenied("trip.members is for members of trip \(trip)")
             }
@@ -94,7 +94,7 @@ struct DirectoryRPC: Sendable {
     }
 
     private func otherUser(_ data: JSON?, _ context: RPCContext) throws(HubError) -> String {
-        let other = try RPCFields(data).string("user", maxLength: 64)
+        let other = try RequestFields(data).string("user", maxLength: 64)
         guard other != context.user else { throw .badRequest("user must be someone else") }
         guard directory.profile(of: other) != nil else { throw .badRequest("user: unknown user '\(other)'") }
         return other
@@ -106,7 +106,7 @@ struct DirectoryRPC: Sendable {
     var adminMethods: [(name: String, method: @Sendable (JSON) async throws(HubError) -> JSON)] {
         [
             ("trip_create", { body throws(HubError) in
-                let fields = try RPCFields(body)
+                let fields = try RequestFields(body)
                 let name = try fields.string("name", maxLength: 100)
                 let resort = try fields.optionalString("resort", maxLength: 64)
                 if let resort, resorts.resort(resort) == nil { throw HubError.badRequest("resort: unknown resort '\(resort)'") }
@@ -125,7 +125,7 @@ struct DirectoryRPC: Sendable {
                 return ["trip": .object(Self.tripFields(trip))]
             }),
             ("trip_add_member", { body throws(HubError) in
-                let fields = try RPCFields(body)
+                let fields = try RequestFields(body)
                 let trip = try fields.string("trip", maxLength: 64)
                 guard directory.trip(trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(trip)'") }
                 let user = try fields.string("user", maxLength: 64)
@@ -136,7 +136,7 @@ struct DirectoryRPC: Sendable {
                 return [:]
             }),
             ("user_set_staff", { body throws(HubError) in
-                let fields = try RPCFields(body)
+                let fields = try RequestFields(body)
                 let user = try fields.string("user", maxLength: 64)
                 guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
                 try directory.setStaff(user, try fields.bool("staff"))
@@ -168,7 +168,7 @@ struct DirectoryRPC: Sendable {
     }
 
     /// Social links: at most `maxLinks` platform names (`[a-z0-9_]`, up to 32) to http(s) URLs.
-    static func links(_ fields: RPCFields) throws(HubError) -> [String: String] {
+    static func links(_ fields: RequestFields) throws(HubError) -> [String: String] {
         guard fields.all.count <= maxLinks else { throw .badRequest("links has \(fields.all.count) entries, more than \(maxLinks)") }
         var links: [String: String] = [:]
         for (key, _) in fields.all {

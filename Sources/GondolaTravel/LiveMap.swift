@@ -104,17 +104,22 @@ struct LiveMap {
 
     /// Forgets a traveller's position (its watchers get `leave` in the next frame).
     mutating func remove(_ slot: Int32) {
+        guard index.remove(slot) else { return }
+        forget(slot)
+    }
+
+    /// Drops the position of a slot already taken out of the index.
+    private mutating func forget(_ slot: Int32) {
         guard let position = position(of: slot) else { return }
         departed[slot] = position.point
         positions[Int(slot)] = nil
-        _ = index.remove(slot)
         markChanged(slot)
     }
 
     /// Removes positions received before `timestamp`; returns their slots.
     mutating func expire(receivedBefore timestamp: Int64) -> [Int32] {
-        let stale = index.all.compactMap { entry in (index.timestamp(of: entry.id) ?? .max) < timestamp ? entry.id : nil }
-        for slot in stale { remove(slot) }
+        let stale = index.expire(olderThan: timestamp)
+        for slot in stale { forget(slot) }
         return stale
     }
 
@@ -169,7 +174,7 @@ struct LiveMap {
             }
         }
         var frames: [(watcher: Int32, events: [NearbyEvent])] = []
-        for watcher in dirty.sorted() {
+        for watcher in dirty {
             let events = recompute(watcher, canSee: canSee).events
             if !events.isEmpty { frames.append((watcher, events)) }
         }

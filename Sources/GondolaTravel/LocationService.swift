@@ -62,10 +62,9 @@ public final class LocationService: Sendable {
     /// Records a position and answers the map the app should show.
     func update(user: String, data: JSON?) throws(HubError) -> JSON {
         let now = unixMilliseconds()
-        let update = try LocationUpdate(data, now: now)
-        var point = update.point
-        if point.alt == nil { point.alt = resorts.selector.altitude(of: point) }
-        let position = LivePosition(point: point, accuracy: update.accuracy, heading: update.heading, speed: update.speed, ts: update.ts)
+        var position = try LocationUpdate.position(from: data, now: now)
+        if position.point.alt == nil { position.point.alt = resorts.selector.altitude(of: position.point) }
+        let point = position.point
         let (choice, changed) = try live.withLock { live throws(HubError) -> (MapChoice, Bool) in
             let slot = live.slot(for: user, directory: directory)
             var bucket = live.buckets[slot] ?? TokenBucket(rate: Double(settings.rate), burst: Double(settings.rate), now: .now)
@@ -78,13 +77,8 @@ public final class LocationService: Sendable {
             live.choices[slot] = choice
             return (choice, choice != previous)
         }
-        let map = TravelJSON.map(choice)
-        if changed {
-            var push = map
-            if case let .object(members) = map { push = .object([("type", "map")] + members) }
-            publish("personal:#\(user)", push)
-        }
-        return ["map": map]
+        if changed { publish("personal:#\(user)", TravelJSON.map(choice, type: "map")) }
+        return ["map": TravelJSON.map(choice)]
     }
 
     /// The last position `user` sent, while it is current.

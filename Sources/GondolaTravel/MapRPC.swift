@@ -15,7 +15,7 @@ struct MapRPC: Sendable {
             try locations.update(user: context.user, data: data)
         }
         router.register("location.visibility") { context, data in
-            let mode = try RPCFields(data).choice("mode", Visibility.self)
+            let mode = try RequestFields(data).choice("mode", Visibility.self)
             try locations.setVisibility(user: context.user, mode)
             return ["mode": .string(mode.rawValue)]
         }
@@ -23,19 +23,19 @@ struct MapRPC: Sendable {
             ["resorts": .array(resorts.resorts.map(resorts.summary))]
         }
         router.register("map.resort") { _, data in
-            let id = try RPCFields(data).string("id", maxLength: 64)
+            let id = try RequestFields(data).string("id", maxLength: 64)
             guard let document = resorts.mapDocument(id) else { throw HubError.badRequest("id: unknown resort '\(id)'") }
             return .raw(document)
         }
         router.register("map.elevation") { _, data in
-            let point = try Self.point(RPCFields(data))
+            let point = try Self.point(RequestFields(data))
             guard let elevation = resorts.selector.elevation.lazy.compactMap({ $0.elevation(at: point) }).first else {
                 throw HubError.notAvailable("no elevation data at \(point.lat), \(point.lon)")
             }
             return ["lat": .double(point.lat), "lon": .double(point.lon), "elevation": TravelJSON.metres(elevation)]
         }
         router.register("map.route") { context, data in
-            let fields = try RPCFields(data)
+            let fields = try RequestFields(data)
             let to = try located(fields.object("to"))
             let from: GeoPoint
             if let given = try fields.optionalObject("from") {
@@ -68,13 +68,13 @@ struct MapRPC: Sendable {
     }
 
     /// A point of a route, with its altitude from the elevation grids (walking legs are costed by climb).
-    private func located(_ fields: RPCFields) throws(HubError) -> GeoPoint {
+    private func located(_ fields: RequestFields) throws(HubError) -> GeoPoint {
         var point = try Self.point(fields)
         point.alt = resorts.selector.altitude(of: point)
         return point
     }
 
-    static func point(_ fields: RPCFields) throws(HubError) -> GeoPoint {
+    static func point(_ fields: RequestFields) throws(HubError) -> GeoPoint {
         GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
     }
 }

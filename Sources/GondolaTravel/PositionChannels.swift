@@ -18,6 +18,26 @@ struct PositionChannels {
         var recheck: Set<Int32> = []
         /// Members shown before that are no longer members.
         var dropped: [Int32] = []
+
+        /// This channel's frame: members that moved (or must be looked at again)
+        /// and may be seen, and shown members that left or may no longer be seen.
+        mutating func frame(named name: String, map: LiveMap, anyChange: Bool, visible: (Audience, Int32) -> Bool) -> Frame? {
+            guard anyChange || !recheck.isEmpty || !dropped.isEmpty else { return nil }
+            var positions: [Int32] = []
+            var removed = dropped
+            for member in members where map.hasChanged(member) || recheck.contains(member) {
+                if map.position(of: member) != nil, visible(audience, member) {
+                    positions.append(member)
+                    shown.insert(member)
+                } else if shown.remove(member) != nil {
+                    removed.append(member)
+                }
+            }
+            recheck = []
+            dropped = []
+            guard !positions.isEmpty || !removed.isEmpty else { return nil }
+            return Frame(channel: name, positions: positions.sorted(), removed: removed.sorted())
+        }
     }
 
     /// One channel's frame: positions to send and travellers to take off the map.
@@ -63,29 +83,14 @@ struct PositionChannels {
         channels[channel] = state
     }
 
-    /// The frames of this frame interval: for each channel, members that moved (or
-    /// must be looked at again) and may be seen, and shown members that left or may
-    /// no longer be seen.
+    /// The frames of this frame interval, one per channel with something to say;
+    /// channels are updated in place.
     mutating func frames(map: LiveMap, visible: (Audience, Int32) -> Bool) -> [Frame] {
         var frames: [Frame] = []
         let anyChange = !map.changedSlots.isEmpty
-        for (name, var state) in channels {
-            guard anyChange || !state.recheck.isEmpty || !state.dropped.isEmpty else { continue }
-            var positions: [Int32] = []
-            var removed = state.dropped
-            for member in state.members where map.hasChanged(member) || state.recheck.contains(member) {
-                if map.position(of: member) != nil, visible(state.audience, member) {
-                    positions.append(member)
-                    state.shown.insert(member)
-                } else if state.shown.remove(member) != nil {
-                    removed.append(member)
-                }
-            }
-            state.recheck = []
-            state.dropped = []
-            channels[name] = state
-            if !positions.isEmpty || !removed.isEmpty {
-                frames.append(Frame(channel: name, positions: positions.sorted(), removed: removed.sorted()))
+        for index in channels.indices {
+            if let frame = channels.values[index].frame(named: channels.keys[index], map: map, anyChange: anyChange, visible: visible) {
+                frames.append(frame)
             }
         }
         return frames

@@ -6,14 +6,12 @@ public enum TravelNamespaces {
     /// Namespace names the configuration may not redefine.
     public static let names: Set<String> = ["personal", "nearby", "friends", "locations"]
 
-    static func options(_ name: String) -> NamespaceOptions { NamespaceOptions(name: name) }
-
     /// Hands each namespace to its provider.
     static func install(on node: Node, locations: LocationService, directory: Directory) {
-        node.provide(options("personal"), by: PersonalChannel())
-        node.provide(options("nearby"), by: NearbyChannel(locations: locations))
-        node.provide(options("friends"), by: FriendsChannel(locations: locations))
-        node.provide(options("locations"), by: TripLocationsChannel(locations: locations, directory: directory))
+        node.provide(NamespaceOptions(name: "personal"), by: PersonalChannel())
+        node.provide(NamespaceOptions(name: "nearby"), by: NearbyChannel(locations: locations))
+        node.provide(NamespaceOptions(name: "friends"), by: FriendsChannel(locations: locations))
+        node.provide(NamespaceOptions(name: "locations"), by: TripLocationsChannel(locations: locations, directory: directory))
     }
 
     /// The user of a `<namespace>:#<uid>` channel when it is exactly the subscriber's own.
@@ -44,7 +42,7 @@ struct NearbyChannel: ChannelProvider {
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
         try TravelNamespaces.requireOwn(subscription)
-        let fields = try RPCFields(subscription.data?.value)
+        let fields = try RequestFields(subscription.data?.value)
         let radius = try fields.optionalNumber("radius", in: 1...Self.maxRadius) ?? Self.defaultRadius
         let limit = Int(try fields.optionalInteger("limit", in: 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit))
         try locations.openNearby(user: subscription.user, radius: radius, limit: limit, attach: attach)

@@ -6,8 +6,12 @@ import GondolaProtocol
 enum TravelJSON {
     static func metres(_ value: Double) -> JSON { .double((value * 10).rounded() / 10) }
 
-    static func map(_ choice: MapChoice) -> JSON {
-        ["mode": .string(choice.mode.rawValue), "resort": choice.resort.map(JSON.string) ?? .null]
+    /// `{"mode","resort"}`, led by `type` for the personal push.
+    static func map(_ choice: MapChoice, type: String? = nil) -> JSON {
+        var members: [(key: String, value: JSON)] = type.map { [("type", .string($0))] } ?? []
+        members.append(("mode", .string(choice.mode.rawValue)))
+        members.append(("resort", choice.resort.map(JSON.string) ?? .null))
+        return .object(members)
     }
 
     /// `{"user","lat","lon","alt","accuracy","heading","speed","ts"}` (absent values left out).

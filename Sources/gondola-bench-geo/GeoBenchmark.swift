@@ -105,7 +105,7 @@ struct GeoBenchmark: ParsableCommand {
 
     /// 100,000 travellers over 200 × 200 km, each watching 500 m; each update moves one a few metres.
     func roamingThroughput() -> (updates: Int, perSecond: Double) {
-        var random = SeededGenerator(seed: 3)
+        var random = SeededRandom(seed: 3)
         let workload = Workload(name: "roaming", center: GeoPoint(lat: 46, lon: 8), sideMetres: 200_000, points: 100_000, radius: 500, limit: .max, seed: 3)
         var positions = workload.positions()
         var tracker = ProximityTracker<Int>(cellMetres: roamingCell, margin: 20)
@@ -126,7 +126,7 @@ struct GeoBenchmark: ParsableCommand {
 
     /// 10,000 polygons (stars of 100 m to 1 km) over 200 × 200 km, random point lookups.
     func fenceLookups() -> (lookups: Int, perSecond: Double) {
-        var random = SeededGenerator(seed: 4)
+        var random = SeededRandom(seed: 4)
         let center = GeoPoint(lat: 46, lon: 8)
         var index = GeofenceIndex<Int>(cellDegrees: 0.01)
         for id in 0..<10_000 {
@@ -171,12 +171,12 @@ struct Workload {
     let seed: UInt64
 
     func positions() -> [GeoPoint] {
-        var random = SeededGenerator(seed: seed)
+        var random = SeededRandom(seed: seed)
         return (0..<points).map { _ in random.point(near: center, metres: sideMetres / 2) }
     }
 
     /// A move of up to 5 m each way.
-    static func nudge(_ point: GeoPoint, using random: inout SeededGenerator) -> GeoPoint {
+    static func nudge(_ point: GeoPoint, using random: inout SeededRandom) -> GeoPoint {
         GeoPoint(lat: point.lat + Double.random(in: -5...5, using: &random) / Geodesy.metresPerDegree,
                  lon: point.lon + Double.random(in: -5...5, using: &random) / Geodesy.metresPerDegree / cos(point.lat * .pi / 180))
     }
@@ -186,7 +186,7 @@ struct Workload {
         var index = index
         var positions = positions()
         for (id, point) in positions.enumerated() { index.insert(id, point) }
-        var random = SeededGenerator(seed: seed &+ 100)
+        var random = SeededRandom(seed: seed &+ 100)
         var timings = [Duration](repeating: .zero, count: operations)
         var checksum = 0
         let clock = ContinuousClock()
@@ -208,24 +208,6 @@ struct Workload {
             operations: operations, opsPerSecond: Double(operations) / total,
             medianMicros: timings[operations / 2].seconds * 1e6, p99Micros: timings[operations * 99 / 100].seconds * 1e6,
             checksum: checksum)
-    }
-}
-
-/// SplitMix64, so every run draws the same workload.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func point(near center: GeoPoint, metres: Double) -> GeoPoint {
-        GeoPoint(lat: center.lat + Double.random(in: -1...1, using: &self) * Geodesy.latitudeDegrees(metres: metres),
-                 lon: center.lon + Double.random(in: -1...1, using: &self) * Geodesy.longitudeDegrees(metres: metres, atLatitude: center.lat))
     }
 }
 

@@ -202,48 +202,40 @@ enum Simulated {
     }
 
     static func host(url: String, token: String, trip: String, stats: TravelStats, logger: Logger) async {
-        _ = try? await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22), logger: logger) { inbound, outbound, _ in
-            try await outbound.write(.text(Command(id: 1, .connect(ConnectRequest(token: token))).json.text + "\n"
-                + Command(id: 2, .subscribe(SubscribeRequest(channel: "locations:\(trip)"))).json.text))
-            var ready = false
-            for try await frame in inbound.messages(maxSize: 1 << 24) {
-                guard case let .text(text) = frame else { continue }
-                if text == "{}" { try await outbound.write(.text("{}")); continue }
-                if !ready, text.contains(#""id":2,"subscribe""#) {
-                    ready = true
-                    stats.ready.add(1, ordering: .relaxed)
-                    continue
-                }
-                if text.contains(#""error""#) { stats.errors.add(1, ordering: .relaxed) }
-                received(text, movesOnly: false, stats: stats)
-                if stats.stop.load(ordering: .relaxed) { break }
-            }
-        }
-        if !stats.stop.load(ordering: .relaxed) { stats.disconnects.add(1, ordering: .relaxed) }
+        await session(url: url, token: token, subscribe: SubscribeRequest(channel: "locations:\(trip)"), movesOnly: false,
+                      stats: stats, logger: logger)
     }
 
     static func traveller(url: String, token: String, user: String, walker: SkiWalker, ways: [SkiWay], rate: Double,
                           stats: TravelStats, logger: Logger) async {
+        let nearby = SubscribeRequest(channel: "nearby:#\(user)", data: RawJSON(["radius": 500, "limit": 50]))
+        await session(url: url, token: token, subscribe: nearby, movesOnly: true, stats: stats, logger: logger) { outbound in
+            var walker = walker
+            var id: UInt32 = 3
+            let period = Duration.milliseconds(Int64(1000 / rate))
+            try await Task.sleep(for: .milliseconds(Int64.random(in: 0..<Int64(1000 / rate))))
+            while !stats.stop.load(ordering: .relaxed) {
+                let point = walker.advance(on: ways, seconds: 1 / rate)
+                var data: [(key: String, value: JSON)] = [("lat", .double(point.lat)), ("lon", .double(point.lon))]
+                if let alt = point.alt { data.append(("alt", .double(alt))) }
+                data.append(("ts", .int(nowMilliseconds())))
+                try await outbound.write(.text(Command(id: id, .rpc(method: "location.update", data: RawJSON(.object(data)))).json.text))
+                stats.updates.add(1, ordering: .relaxed)
+                id &+= 1
+                try await Task.sleep(for: period)
+            }
+        }
+    }
+
+    /// One connection: connects, subscribes, runs `send` beside the reader (if
+    /// given), answers pings, and counts replies, errors and frames until stopped.
+    static func session(url: String, token: String, subscribe: SubscribeRequest, movesOnly: Bool, stats: TravelStats, logger: Logger,
+                        send: (@Sendable (WebSocketOutboundWriter) async throws -> Void)? = nil) async {
         _ = try? await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22), logger: logger) { inbound, outbound, _ in
             try await outbound.write(.text(Command(id: 1, .connect(ConnectRequest(token: token))).json.text + "\n"
-                + Command(id: 2, .subscribe(SubscribeRequest(channel: "nearby:#\(user)", data: RawJSON(["radius": 500, "limit": 50])))).json.text))
-            let sender = Task {
-                var walker = walker
-                var id: UInt32 = 3
-                let period = Duration.milliseconds(Int64(1000 / rate))
-                try await Task.sleep(for: .milliseconds(Int64.random(in: 0..<Int64(1000 / rate))))
-                while !stats.stop.load(ordering: .relaxed) {
-                    let point = walker.advance(on: ways, seconds: 1 / rate)
-                    var data: [(key: String, value: JSON)] = [("lat", .double(point.lat)), ("lon", .double(point.lon))]
-                    if let alt = point.alt { data.append(("alt", .double(alt))) }
-                    data.append(("ts", .int(nowMilliseconds())))
-                    try await outbound.write(.text(Command(id: id, .rpc(method: "location.update", data: RawJSON(.object(data)))).json.text))
-                    stats.updates.add(1, ordering: .relaxed)
-                    id &+= 1
-                    try await Task.sleep(for: period)
-                }
-            }
-            defer { sender.cancel() }
+                + Command(id: 2, .subscribe(subscribe)).json.text))
+            let sender = send.map { send in Task { try await send(outbound) } }
+            defer { sender?.cancel() }
             var ready = false
             for try await frame in inbound.messages(maxSize: 1 << 24) {
                 guard case let .text(text) = frame else { continue }
@@ -255,7 +247,7 @@ enum Simulated {
                 let bytes = Array(text.utf8)
                 stats.acks.add(integers(after: Array(#""rpc":"#.utf8), in: bytes).count, ordering: .relaxed)
                 stats.errors.add(integers(after: Array(#""error":"#.utf8), in: bytes).count, ordering: .relaxed)
-                received(text, movesOnly: true, stats: stats)
+                received(text, movesOnly: movesOnly, stats: stats)
                 if stats.stop.load(ordering: .relaxed) { break }
             }
         }

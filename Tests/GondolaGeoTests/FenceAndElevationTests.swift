@@ -9,7 +9,7 @@ import Testing
     }
 
     @Test func indexMatchesBruteForceOverManyFences() {
-        var random = SeededGenerator(seed: 7)
+        var random = SeededRandom(seed: 7)
         let centre = GeoPoint(lat: 45.3, lon: 6.6)
         var index = GeofenceIndex<Int>(cellDegrees: 0.005)
         var fences: [Geofence<Int>] = []
@@ -42,7 +42,7 @@ import Testing
 
     /// Random walks: the tracker's enters and exits equal the documented rule applied by brute force.
     @Test func trackerFollowsTheHysteresisRule() {
-        var random = SeededGenerator(seed: 8)
+        var random = SeededRandom(seed: 8)
         let centre = GeoPoint(lat: 46, lon: 7)
         var index = GeofenceIndex<Int>(cellDegrees: 0.002)
         var fences: [Geofence<Int>] = []

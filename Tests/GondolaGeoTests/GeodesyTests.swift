@@ -13,7 +13,7 @@ import Testing
 
     /// The documented bound: below 0.1% relative error up to 10 km and ±85° latitude.
     @Test func fastDistanceErrorBound() {
-        var random = SeededGenerator(seed: 1)
+        var random = SeededRandom(seed: 1)
         var worst = 0.0
         for _ in 0..<20_000 {
             let a = GeoPoint(lat: .random(in: -85...85, using: &random), lon: .random(in: -180...180, using: &random))
@@ -31,7 +31,7 @@ import Testing
         #expect(abs(Geodesy.bearing(origin, GeoPoint(lat: 0, lon: 1)) - 90) < 1e-9)
         #expect(abs(Geodesy.bearing(origin, GeoPoint(lat: -1, lon: 0)) - 180) < 1e-9)
         #expect(abs(Geodesy.bearing(GeoPoint(lat: 0, lon: 179.9), GeoPoint(lat: 0, lon: -179.9)) - 90) < 1e-6)
-        var random = SeededGenerator(seed: 2)
+        var random = SeededRandom(seed: 2)
         for _ in 0..<1000 {
             let start = GeoPoint(lat: .random(in: -80...80, using: &random), lon: .random(in: -180...180, using: &random))
             let bearing = Double.random(in: 0..<360, using: &random), metres = Double.random(in: 1...50_000, using: &random)
@@ -62,7 +62,7 @@ import Testing
 
 @Suite struct DistanceProbeTests {
     @Test func agreesWithHaversineAndItsPrefilterNeverRejectsAMember() {
-        var random = SeededGenerator(seed: 9)
+        var random = SeededRandom(seed: 9)
         for centre in testCentres {
             for _ in 0..<3000 {
                 let radius = [50.0, 300, 5000, 80_000].randomElement(using: &random)!

@@ -18,8 +18,8 @@ import Testing
         a.count == b.count && zip(a, b).allSatisfy { abs($0 - $1) < 1e-4 }
     }
 
-    func populate(_ seed: UInt64, centre: GeoPoint, count: Int, spread: Double, cell: Double) -> (MovingPointIndex<Int>, Model, SeededGenerator) {
-        var random = SeededGenerator(seed: seed)
+    func populate(_ seed: UInt64, centre: GeoPoint, count: Int, spread: Double, cell: Double) -> (MovingPointIndex<Int>, Model, SeededRandom) {
+        var random = SeededRandom(seed: seed)
         var index = MovingPointIndex<Int>(cellMetres: cell)
         var model = Model()
         for id in 0..<count {
@@ -93,7 +93,7 @@ import Testing
         }
     }
 
-    func star(around centre: GeoPoint, radius: Double, using random: inout SeededGenerator) -> [GeoPoint] {
+    func star(around centre: GeoPoint, radius: Double, using random: inout SeededRandom) -> [GeoPoint] {
         let count = Int.random(in: 5...12, using: &random)
         var ring = (0..<count).map { step in
             Geodesy.destination(from: centre, bearing: Double(step) * 360 / Double(count), metres: radius * .random(in: 0.4...1, using: &random))

@@ -51,7 +51,7 @@ import Testing
 
     @Test(arguments: [0, 2, 3])
     func randomWalksMatchBruteForce(_ place: Int) {
-        var random = SeededGenerator(seed: UInt64(100 + place))
+        var random = SeededRandom(seed: UInt64(100 + place))
         let centre = testCentres[place]
         var tracker = ProximityTracker<Int>(cellMetres: 150, margin: 20)
         var model = Model(margin: 20)

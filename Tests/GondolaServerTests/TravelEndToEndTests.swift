@@ -7,11 +7,6 @@ import Testing
 @Suite struct TravelEndToEndTests {
     static let origin = GeoPoint(lat: 45.30, lon: 6.58)
 
-    static func offset(_ point: GeoPoint, north: Double, east: Double) -> GeoPoint {
-        GeoPoint(lat: point.lat + north / Geodesy.metresPerDegree,
-                 lon: point.lon + east / (Geodesy.metresPerDegree * cos(point.lat * .pi / 180)))
-    }
-
     static func update(_ point: GeoPoint) -> JSON { ["lat": .double(point.lat), "lon": .double(point.lon)] }
 
     /// 200 travellers walk at random; each watches 250 m around itself. After every
@@ -29,11 +24,11 @@ import Testing
             let snapshot = try await client.subscribe("nearby:#w\(index)", data: ["radius": .double(radius), "limit": 200])
             #expect(snapshot?["users"]?.arrayValue.isEmpty == true)
             clients.append(client)
-            positions.append(Self.offset(Self.origin, north: .random(in: -600...600, using: &random), east: .random(in: -600...600, using: &random)))
+            positions.append(Self.origin.offset(north: .random(in: -600...600, using: &random), east: .random(in: -600...600, using: &random)))
         }
         for round in 0..<8 {
             if round > 0 {
-                positions = positions.map { Self.offset($0, north: .random(in: -80...80, using: &random), east: .random(in: -80...80, using: &random)) }
+                positions = positions.map { $0.offset(north: .random(in: -80...80, using: &random), east: .random(in: -80...80, using: &random)) }
             }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (client, position) in zip(clients, positions) {
@@ -237,7 +232,7 @@ import Testing
         _ = try await otto.rpc("location.update", Self.update(Self.origin))
         let snapshot = try await tom.subscribe("friends:#tom")
         #expect(snapshot?["positions"]?.arrayValue.first?["user"]?.stringValue == "otto")
-        _ = try await otto.rpc("location.update", Self.update(Self.offset(Self.origin, north: 50, east: 0)))
+        _ = try await otto.rpc("location.update", Self.update(Self.origin.offset(north: 50, east: 0)))
         #expect(try await tom.awaitPublications("friends:#tom", count: 1).first?["positions"]?.arrayValue.first?["user"]?.stringValue == "otto")
         _ = try await otto.rpc("location.visibility", ["mode": "nobody"])
         let frames = try await tom.awaitPublications("friends:#tom", count: 2)
@@ -258,7 +253,7 @@ import Testing
         #expect(snapshot?["positions"]?.arrayValue.map { $0["user"]?.stringValue } == ["tom"])
         #expect(try await tom.rpc("trip.members", ["trip": .string(trip)])["members"]?.arrayValue.count == 3)
         _ = try await tom.rpc("location.visibility", ["mode": "nobody"])
-        _ = try await tom.rpc("location.update", Self.update(Self.offset(Self.origin, north: 30, east: 0)))
+        _ = try await tom.rpc("location.update", Self.update(Self.origin.offset(north: 30, east: 0)))
         let frames = try await hana.awaitPublications("locations:\(trip)", count: 1)
         #expect(frames.last?["positions"]?.arrayValue.first?["user"]?.stringValue == "tom")
         #expect(frames.allSatisfy { $0["removed"] == nil })

@@ -1,32 +1,14 @@
-import Foundation
 import GondolaGeo
 import Testing
 @testable import GondolaTravel
 
 /// The nearby frames of `LiveMap` against a brute-force recomputation.
 @Suite struct LiveMapTests {
-    /// A deterministic generator for random walks.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let origin = GeoPoint(lat: 45.3, lon: 6.58)
-
-    static func offset(_ point: GeoPoint, north: Double, east: Double) -> GeoPoint {
-        GeoPoint(lat: point.lat + north / Geodesy.metresPerDegree,
-                 lon: point.lon + east / (Geodesy.metresPerDegree * cos(point.lat * .pi / 180)))
-    }
 
     @Test(arguments: [(radius: 300.0, limit: 200, seed: UInt64(1)), (radius: 400.0, limit: 5, seed: UInt64(2))])
     func framesMatchBruteForce(radius: Double, limit: Int, seed: UInt64) {
-        var random = Generator(state: seed)
+        var random = SeededRandom(seed: seed)
         var map = LiveMap(margin: 20)
         let count: Int32 = 150
         var points: [Int32: GeoPoint] = [:]
@@ -34,7 +16,7 @@ import Testing
         var told: [Int32: Set<Int32>] = [:]
         let canSee: (Int32, Int32) -> Bool = { _, subject in !hidden.contains(subject) }
         for slot in 0..<count {
-            points[slot] = Self.offset(Self.origin, north: .random(in: -800...800, using: &random), east: .random(in: -800...800, using: &random))
+            points[slot] = Self.origin.offset(north: .random(in: -800...800, using: &random), east: .random(in: -800...800, using: &random))
             map.update(slot, LivePosition(point: points[slot]!, ts: 0), receivedAt: 0)
         }
         for watcher in stride(from: Int32(0), to: count, by: 3) {
@@ -50,7 +32,7 @@ import Testing
                     continue
                 }
                 let base = points[slot] ?? Self.origin
-                points[slot] = Self.offset(base, north: .random(in: -60...60, using: &random), east: .random(in: -60...60, using: &random))
+                points[slot] = base.offset(north: .random(in: -60...60, using: &random), east: .random(in: -60...60, using: &random))
                 map.update(slot, LivePosition(point: points[slot]!, ts: 0), receivedAt: 0)
             }
             if round % 7 == 3 {
@@ -93,7 +75,7 @@ import Testing
         var map = LiveMap(margin: 20)
         map.update(1, LivePosition(point: Self.origin, ts: 0), receivedAt: 0)
         #expect(map.watch(0, radius: 500, limit: 50, canSee: { _, _ in true }).snapshot.isEmpty)
-        map.update(0, LivePosition(point: Self.offset(Self.origin, north: 100, east: 0), ts: 0), receivedAt: 10)
+        map.update(0, LivePosition(point: Self.origin.offset(north: 100, east: 0), ts: 0), receivedAt: 10)
         let enter = map.nearbyFrame(canSee: { _, _ in true })
         #expect(enter.first?.events.map(\.kind) == [.enter])
         #expect(abs((enter.first?.events.first?.distance ?? 0) - 100) < 0.5)

@@ -1,29 +1,28 @@
-import GondolaHub
 import GondolaProtocol
 
-/// Reads the members of an RPC's `data` (or a server API body) with errors that
+/// Reads the members of an RPC's `data` or a server API body with errors that
 /// name the field: a wrong type, a missing value, a non-finite or out-of-range
 /// number, a too-long text or array each answer 107 with the field's path.
-struct RPCFields {
+public struct RequestFields: Sendable {
     let members: [(key: String, value: JSON)]
     let path: String
 
     /// `data` must be an object; absent data reads as an empty object.
-    init(_ data: JSON?, path: String = "") throws(HubError) {
+    public init(_ data: JSON?, path: String = "") throws(HubError) {
         self.path = path
         switch data {
         case nil, .null?: members = []
         case let .object(members)?: self.members = members
-        case let .raw(raw)?: members = try RPCFields(raw.value, path: path).members
+        case let .raw(raw)?: members = try RequestFields(raw.value, path: path).members
         case let other?: throw .badRequest("\(path.isEmpty ? "data" : path) must be an object, got \(other.kindName)")
         }
     }
 
     private func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
-    func has(_ key: String) -> Bool { value(key) != nil }
+    public func has(_ key: String) -> Bool { value(key) != nil }
 
-    func value(_ key: String) -> JSON? {
+    public func value(_ key: String) -> JSON? {
         guard let value = members.last(where: { $0.key == key })?.value, !value.isNull else { return nil }
         if case let .raw(raw) = value { return raw.value }
         return value
@@ -34,7 +33,7 @@ struct RPCFields {
         return value
     }
 
-    func string(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(HubError) -> String {
+    public func string(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(HubError) -> String {
         let value = try required(key)
         guard case let .string(text) = value else { throw .badRequest("\(name(key)) must be a string, got \(value.kindName)") }
         guard allowEmpty || !text.isEmpty else { throw .badRequest("\(name(key)) must not be empty") }
@@ -42,12 +41,12 @@ struct RPCFields {
         return text
     }
 
-    func optionalString(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(HubError) -> String? {
+    public func optionalString(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(HubError) -> String? {
         has(key) ? try string(key, maxLength: maxLength, allowEmpty: allowEmpty) : nil
     }
 
     /// A finite number in `range`; numbers spelled as strings ("NaN", "1e999") are refused.
-    func number(_ key: String, in range: ClosedRange<Double>) throws(HubError) -> Double {
+    public func number(_ key: String, in range: ClosedRange<Double>) throws(HubError) -> Double {
         let value = try required(key)
         let number: Double
         switch value {
@@ -62,11 +61,11 @@ struct RPCFields {
         return number
     }
 
-    func optionalNumber(_ key: String, in range: ClosedRange<Double>) throws(HubError) -> Double? {
+    public func optionalNumber(_ key: String, in range: ClosedRange<Double>) throws(HubError) -> Double? {
         has(key) ? try number(key, in: range) : nil
     }
 
-    func integer(_ key: String, in range: ClosedRange<Int64>) throws(HubError) -> Int64 {
+    public func integer(_ key: String, in range: ClosedRange<Int64>) throws(HubError) -> Int64 {
         let value = try required(key)
         let number: Int64
         switch value {
@@ -78,18 +77,18 @@ struct RPCFields {
         return number
     }
 
-    func optionalInteger(_ key: String, in range: ClosedRange<Int64>) throws(HubError) -> Int64? {
+    public func optionalInteger(_ key: String, in range: ClosedRange<Int64>) throws(HubError) -> Int64? {
         has(key) ? try integer(key, in: range) : nil
     }
 
-    func bool(_ key: String) throws(HubError) -> Bool {
+    public func bool(_ key: String) throws(HubError) -> Bool {
         let value = try required(key)
         guard case let .bool(flag) = value else { throw .badRequest("\(name(key)) must be a boolean, got \(value.kindName)") }
         return flag
     }
 
     /// One of an enumeration's raw values.
-    func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ type: T.Type) throws(HubError) -> T where T.RawValue == String {
+    public func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ type: T.Type) throws(HubError) -> T where T.RawValue == String {
         let text = try string(key, maxLength: 64)
         guard let choice = T(rawValue: text) else {
             throw .badRequest("\(name(key)) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
@@ -97,15 +96,15 @@ struct RPCFields {
         return choice
     }
 
-    func object(_ key: String) throws(HubError) -> RPCFields {
-        try RPCFields(try required(key), path: name(key))
+    public func object(_ key: String) throws(HubError) -> RequestFields {
+        try RequestFields(try required(key), path: name(key))
     }
 
-    func optionalObject(_ key: String) throws(HubError) -> RPCFields? {
+    public func optionalObject(_ key: String) throws(HubError) -> RequestFields? {
         has(key) ? try object(key) : nil
     }
 
-    func stringArray(_ key: String, maxCount: Int, maxLength: Int) throws(HubError) -> [String] {
+    public func stringArray(_ key: String, maxCount: Int, maxLength: Int) throws(HubError) -> [String] {
         let value = try required(key)
         guard case let .array(items) = value else { throw .badRequest("\(name(key)) must be an array, got \(value.kindName)") }
         guard items.count <= maxCount else { throw .badRequest("\(name(key)) has \(items.count) items, more than \(maxCount)") }
@@ -120,7 +119,10 @@ struct RPCFields {
     }
 
     /// Every member, for objects whose keys are data (social links).
-    var all: [(key: String, value: JSON)] { members }
+    public var all: [(key: String, value: JSON)] { members }
+
+    /// The object read.
+    public var json: JSON { .object(members) }
 
     private static func format(_ number: Double) -> String {
         number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
