@@ -109,12 +109,14 @@ import Testing
                  message: "max_difficulty must be one of novice, easy, intermediate, advanced, expert, freeride"),
     ]
 
-    /// Every bad field answers 107 naming the field; the connection stays usable.
+    /// Every bad field answers 107 naming the field; the connection stays usable and
+    /// another client is still served.
     @Test(arguments: badInputs)
     func badInputIsRefusedWithTheFieldNamed(_ input: BadInput) async throws {
         let server = try await startTravelServer()
         _ = try await server.api("user_set_staff", ["user": "someone", "staff": false])
         let client = try await server.client("someone")
+        let bystander = try await server.client("bystander")
         do {
             _ = try await client.rpc(input.method, try JSONParser.parse(input.data))
             Issue.record("\(input.method) accepted \(input.data)")
@@ -123,7 +125,9 @@ import Testing
             #expect(failure.message.contains(input.message), "\(failure.message)")
         }
         #expect(try await client.rpc("server.time")["ts"] != nil)
+        #expect(try await bystander.rpc("location.update", Self.update(Self.origin))["map"] != nil)
         await client.close()
+        await bystander.close()
         try await server.stop()
     }
 
