@@ -151,14 +151,20 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// Points within `radius` metres of `center`, nearest first, at most `limit`,
     /// keeping only those `filter` accepts.
     @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, filter: ((ID) -> Bool)? = nil) -> [Neighbour<ID>] {
+        guard let filter else { return nearby(center, radius: radius, limit: limit, accepting: { _, _ in true }) }
+        return nearby(center, radius: radius, limit: limit, accepting: { id, _ in filter(id) })
+    }
+
+    /// Points within `radius` metres of `center`, nearest first, at most `limit`,
+    /// keeping only those `accept` takes, given the id and the distance.
+    @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, accepting accept: (ID, Double) -> Bool) -> [Neighbour<ID>] {
         guard limit > 0, radius >= 0 else { return [] }
         let probe = DistanceProbe(center, radius: radius)
         var found: [Found] = []
         forEachEntry(in: BoundingBox(around: center, radius: radius)) { lat, lon, slot in
             guard probe.mayBeWithin(lat: lat, lon: lon) else { return }
             let distance = probe.distance(lat: lat, lon: lon)
-            guard distance <= radius else { return }
-            if let filter, !filter(ids[Int(slot)]) { return }
+            guard distance <= radius, accept(ids[Int(slot)], distance) else { return }
             found.append(Found(distance: distance, lat: lat, lon: lon, slot: slot))
         }
         Self.keepNearest(&found, limit: limit)

@@ -94,6 +94,11 @@ public struct RawJSON: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The output of `writer`, which wrote exactly one JSON value (see `JSONWriter.writeSyntax`).
+    public init(writtenBy writer: JSONWriter) {
+        bytes = writer.bytes
+    }
+
     /// Parses `bytes` as one JSON value and keeps its compact form.
     public init(validating bytes: some Collection<UInt8>) throws(JSONParseError) {
         self.init(try JSONParser.parse(bytes))

@@ -36,6 +36,19 @@ public struct JSONWriter {
         }
     }
 
+    /// Appends text the caller knows to be JSON syntax needing no escaping:
+    /// punctuation and member names such as `{"lat":`. Writers of hot paths use it
+    /// with `writeString` and `writeNumber` to write a value without building a `JSON` tree.
+    public mutating func writeSyntax(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// Writes a number the way `write(.double(number))` does.
+    public mutating func writeNumber(_ number: Double) { writeDouble(number) }
+
+    /// Writes an integer the way `write(.int(number))` does.
+    public mutating func writeNumber(_ number: Int64) { appendASCII(String(number)) }
+
     private mutating func writeDouble(_ number: Double) {
         guard number.isFinite else {
             appendASCII("null")

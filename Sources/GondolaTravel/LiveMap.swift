@@ -24,17 +24,20 @@ struct NearbyEvent: Sendable, Equatable {
 
 /// Who is where, and who is near each watcher: the positions of every located
 /// traveller in a `MovingPointIndex`, each nearby watcher's radius, limit and what
-/// it was told, and what changed since the last frame.
+/// it was told, and when each traveller and each patch of the map last changed.
 ///
-/// Frames: updates only record what moved. `nearbyFrame` (once per
-/// `location_interval`) finds the watchers that could be affected — a moved
-/// traveller's watchers and the watchers whose radius reaches its new position —
-/// and recomputes each of those once: the nearest `limit` visible travellers
-/// within `radius`, keeping those already told while they stay within `radius +
-/// margin` (the hysteresis, so someone on the edge does not flap). The difference
-/// with what the watcher was told gives `enter`, `move` (a told traveller that
-/// moved) and `leave`. Work per frame follows the movers' neighbourhoods, and a
-/// watcher costs one query per frame however many of its neighbours moved.
+/// Frames: updates only record what changed, each change with a new number of
+/// the `version` sequence. Watchers are spread over
+/// `phases` by slot and each tick handles one phase, so an interval of `phases`
+/// ticks gives every watcher at most one frame and its work is spread over the
+/// interval instead of arriving in one burst. In its tick a watcher is recomputed
+/// when anything that could change its answer changed since its last frame: its
+/// own position, a traveller it was told about, or any cell of the `ChangeGrid`
+/// within its reach. Recomputing finds the nearest `limit` visible travellers within
+/// `radius`, keeping those already told while they stay within `radius + margin`
+/// (the hysteresis, so someone on the edge does not flap); the difference with what
+/// the watcher was told gives `enter`, `move` (a told traveller that changed since
+/// the watcher's last frame) and `leave`.
 ///
 /// Ids are dense `Int32` slots (see `UserSlots`). Not thread-safe; the location
 /// service keeps it under one lock.
@@ -44,25 +47,43 @@ struct LiveMap {
         var limit: Int
         /// What the watcher was told is near, with the distance at the time.
         var told: [Int32: Double] = [:]
+        /// The `version` at the watcher's last frame (or snapshot).
+        var lastFrame: Int
+        /// When the last answer was full (`limit` travellers), the distance of the farthest.
+        var fullWithin: Double? = nil
     }
 
     /// Extra distance a told traveller may go beyond the radius before it leaves.
     let margin: Double
+    /// How far beyond the last full answer's farthest traveller a recomputation first looks.
+    static let fullAnswerSlack = 50.0
+    /// Ticks per interval; watcher `slot` gets its frames in the ticks of phase `slot % phases`.
+    let phases: Int
     private(set) var index: MovingPointIndex<Int32>
     private var positions: [LivePosition?] = []
     private var watches: [Int32: Watch] = [:]
-    private var isWatching: [Bool] = []
-    private var radiusCounts: [Double: Int] = [:]
+    private var watchersByPhase: [Set<Int32>]
     private var toldBy: [Int32: Set<Int32>] = [:]
-    /// The frame in which each slot last moved or was reconsidered.
-    private var changedIn: [UInt32] = []
-    private var frame: UInt32 = 1
-    private var changed: [Int32] = []
-    private var departed: [Int32: GeoPoint] = [:]
+    private var grid: ChangeGrid
+    /// The version of each slot's last move, leave or reconsideration.
+    private var changedIn: [Int] = []
+    /// The number of the last change; a frame or snapshot taken now includes every change up to it.
+    private(set) var version = 0
+    /// `version` when the current interval started: every watcher's last frame is at least that.
+    private var versionAtIntervalStart = 0
+    /// Counts frame ticks; the tick's phase is `tick % phases`.
+    private(set) var tick = 0
+    /// Last positions of travellers that left, with their tick, kept for one
+    /// interval so that every watcher's `leave` can say where.
+    private var departed: [Int32: (point: GeoPoint, tick: Int)] = [:]
 
-    init(cellMetres: Double = 250, margin: Double = 20) {
+    init(cellMetres: Double = 250, margin: Double = 20, phases: Int = 1) {
+        precondition(phases >= 1, "at least one phase")
         index = MovingPointIndex(cellMetres: cellMetres)
+        grid = ChangeGrid(cellMetres: cellMetres)
         self.margin = margin
+        self.phases = phases
+        watchersByPhase = Array(repeating: [], count: phases)
     }
 
     private mutating func reserve(_ slot: Int32) {
@@ -70,7 +91,6 @@ struct LiveMap {
         guard positions.count < needed else { return }
         let extra = needed - positions.count
         positions.append(contentsOf: repeatElement(nil, count: extra))
-        isWatching.append(contentsOf: repeatElement(false, count: extra))
         changedIn.append(contentsOf: repeatElement(0, count: extra))
     }
 
@@ -78,31 +98,32 @@ struct LiveMap {
         Int(slot) < positions.count ? positions[Int(slot)] : nil
     }
 
-    /// Whether `slot` moved, left or was reconsidered since the last frame.
-    func hasChanged(_ slot: Int32) -> Bool {
-        Int(slot) < changedIn.count && changedIn[Int(slot)] == frame
+    /// Whether `slot` moved, left or was reconsidered after change number `version`.
+    func hasChanged(_ slot: Int32, after version: Int) -> Bool {
+        Int(slot) < changedIn.count && changedIn[Int(slot)] > version
     }
 
-    /// Travellers that moved, left or were reconsidered since the last frame.
-    var changedSlots: [Int32] { changed }
+    /// The phase whose ticks carry `watcher`'s frames.
+    func phase(of watcher: Int32) -> Int { Int(watcher) % phases }
 
-    private mutating func markChanged(_ slot: Int32) {
+    private mutating func markChanged(_ slot: Int32, at point: GeoPoint?) {
         reserve(slot)
-        guard changedIn[Int(slot)] != frame else { return }
-        changedIn[Int(slot)] = frame
-        changed.append(slot)
+        version += 1
+        changedIn[Int(slot)] = version
+        if let point { grid.mark(point, version: version) }
     }
 
     /// Records a new position; `receivedAt` (server Unix ms) is what expiry goes by.
     mutating func update(_ slot: Int32, _ position: LivePosition, receivedAt: Int64) {
+        if let old = self.position(of: slot) { grid.mark(old.point, version: version + 1) }
         reserve(slot)
         positions[Int(slot)] = position
         departed[slot] = nil
         index.upsert(slot, at: position.point, timestamp: receivedAt)
-        markChanged(slot)
+        markChanged(slot, at: position.point)
     }
 
-    /// Forgets a traveller's position (its watchers get `leave` in the next frame).
+    /// Forgets a traveller's position (its watchers get `leave` in their next frame).
     mutating func remove(_ slot: Int32) {
         guard index.remove(slot) else { return }
         forget(slot)
@@ -111,9 +132,9 @@ struct LiveMap {
     /// Drops the position of a slot already taken out of the index.
     private mutating func forget(_ slot: Int32) {
         guard let position = position(of: slot) else { return }
-        departed[slot] = position.point
+        departed[slot] = (position.point, tick)
         positions[Int(slot)] = nil
-        markChanged(slot)
+        markChanged(slot, at: position.point)
     }
 
     /// Removes positions received before `timestamp`; returns their slots.
@@ -125,11 +146,9 @@ struct LiveMap {
 
     /// Marks a traveller whose visibility or friendships changed, so every frame
     /// consumer looks at it again.
-    mutating func reconsider(_ slot: Int32) { markChanged(slot) }
+    mutating func reconsider(_ slot: Int32) { markChanged(slot, at: position(of: slot)?.point) }
 
     // MARK: Nearby
-
-    private var maxRadius: Double { radiusCounts.keys.max() ?? 0 }
 
     func watch(of slot: Int32) -> Watch? { watches[slot] }
 
@@ -137,72 +156,79 @@ struct LiveMap {
     /// and the events an earlier watch of the same slot must hear to match.
     mutating func watch(_ slot: Int32, radius: Double, limit: Int, canSee: (Int32, Int32) -> Bool) -> (snapshot: [Neighbour<Int32>], events: [NearbyEvent]) {
         reserve(slot)
-        if let old = watches[slot] { forgetRadius(old.radius) }
-        watches[slot, default: Watch(radius: radius, limit: limit)].radius = radius
+        watches[slot, default: Watch(radius: radius, limit: limit, lastFrame: version)].radius = radius
         watches[slot]?.limit = limit
-        radiusCounts[radius, default: 0] += 1
-        isWatching[Int(slot)] = true
-        let (desired, events) = recompute(slot, canSee: canSee)
-        return (desired, events)
+        watchersByPhase[phase(of: slot)].insert(slot)
+        return recompute(slot, canSee: canSee)
     }
 
     /// Ends `slot`'s watch.
     mutating func unwatch(_ slot: Int32) {
         guard let watch = watches.removeValue(forKey: slot) else { return }
-        forgetRadius(watch.radius)
-        isWatching[Int(slot)] = false
+        watchersByPhase[phase(of: slot)].remove(slot)
         for subject in watch.told.keys { toldBy[subject]?.remove(slot) }
     }
 
-    private mutating func forgetRadius(_ radius: Double) {
-        radiusCounts[radius, default: 1] -= 1
-        if radiusCounts[radius] == 0 { radiusCounts[radius] = nil }
-    }
-
-    /// The events of this frame, by watcher. Call `endFrame` afterwards.
-    mutating func nearbyFrame(canSee: (Int32, Int32) -> Bool) -> [(watcher: Int32, events: [NearbyEvent])] {
-        guard !watches.isEmpty, !changed.isEmpty else { return [] }
-        var dirty = Set<Int32>()
-        let reach = maxRadius + margin
-        for slot in changed {
-            if isWatching[Int(slot)] { dirty.insert(slot) }
-            for watcher in toldBy[slot] ?? [] { dirty.insert(watcher) }
-            guard let point = position(of: slot)?.point else { continue }
-            for other in index.within(BoundingBox(around: point, radius: reach)) where other != slot && isWatching[Int(other)] {
-                guard !dirty.contains(other), let watch = watches[other], let otherPoint = position(of: other)?.point else { continue }
-                if Geodesy.distance(point, otherPoint) <= watch.radius + margin { dirty.insert(other) }
-            }
-        }
+    /// The events of this tick's frames for the watchers of `phase`, by watcher.
+    /// Call `endFrame` afterwards.
+    mutating func nearbyFrame(phase: Int = 0, canSee: (Int32, Int32) -> Bool) -> [(watcher: Int32, events: [NearbyEvent])] {
         var frames: [(watcher: Int32, events: [NearbyEvent])] = []
-        for watcher in dirty {
+        for watcher in watchersByPhase[phase] {
+            guard let watch = watches[watcher] else { continue }
+            guard mayHaveChanged(watcher, watch) else {
+                watches[watcher]?.lastFrame = version
+                continue
+            }
             let events = recompute(watcher, canSee: canSee).events
             if !events.isEmpty { frames.append((watcher, events)) }
         }
         return frames
     }
 
-    /// Clears what changed; the next frame starts.
+    /// Whether anything that decides `watcher`'s answer changed since its last frame.
+    private func mayHaveChanged(_ watcher: Int32, _ watch: Watch) -> Bool {
+        if hasChanged(watcher, after: watch.lastFrame) { return true }
+        if watch.told.keys.contains(where: { hasChanged($0, after: watch.lastFrame) }) { return true }
+        guard let center = position(of: watcher)?.point else { return false }
+        return grid.changed(in: BoundingBox(around: center, radius: watch.radius + margin), after: watch.lastFrame)
+    }
+
+    /// Ends the tick; changes from now on belong to the next one.
     mutating func endFrame() {
-        frame &+= 1
-        if frame == 0 { frame = 1; changedIn = changedIn.map { _ in 0 } }
-        changed.removeAll(keepingCapacity: true)
-        departed.removeAll(keepingCapacity: true)
+        tick += 1
+        if tick % phases == 0 {
+            // Every watcher had a frame in the interval that just ended; older stamps decide nothing.
+            grid.forget(notAfter: versionAtIntervalStart)
+            versionAtIntervalStart = version
+        }
+        if !departed.isEmpty { departed = departed.filter { tick - $0.value.tick <= phases } }
     }
 
     /// The nearest `limit` visible travellers within the radius (told ones within
     /// radius + margin), and the events that turn what was told into that.
-    private mutating func recompute(_ watcher: Int32, canSee: (Int32, Int32) -> Bool) -> (desired: [Neighbour<Int32>], events: [NearbyEvent]) {
+    private mutating func recompute(_ watcher: Int32, canSee: (Int32, Int32) -> Bool) -> (snapshot: [Neighbour<Int32>], events: [NearbyEvent]) {
         guard var watch = watches[watcher] else { return ([], []) }
+        let since = watch.lastFrame
+        watch.lastFrame = version
+        let center = position(of: watcher)?.point
         var desired: [Neighbour<Int32>] = []
-        if let center = position(of: watcher)?.point {
-            let outer = watch.radius + margin
-            for candidate in index.nearby(center, radius: outer, filter: { $0 != watcher }) {
-                if desired.count == watch.limit { break }
-                if candidate.distance > watch.radius, watch.told[candidate.id] == nil { continue }
-                if !canSee(watcher, candidate.id) { continue }
-                desired.append(candidate)
+        if let center {
+            let told = watch.told, radius = watch.radius
+            func nearest(within reach: Double) -> [Neighbour<Int32>] {
+                index.nearby(center, radius: reach, limit: watch.limit) { candidate, distance in
+                    candidate != watcher && (distance <= radius || told[candidate] != nil) && canSee(watcher, candidate)
+                }
             }
+            // In a crowd the answer is usually full well inside the radius: look near the last
+            // answer's edge first. `limit` found there are the nearest `limit` of the whole
+            // reach, since everything beyond is farther; fewer means looking at all of it.
+            let outer = radius + margin
+            if let fullWithin = watch.fullWithin, fullWithin + Self.fullAnswerSlack < outer {
+                desired = nearest(within: fullWithin + Self.fullAnswerSlack)
+            }
+            if desired.count < watch.limit { desired = nearest(within: outer) }
         }
+        watch.fullWithin = desired.count == watch.limit ? desired.last?.distance : nil
         var events: [NearbyEvent] = []
         var told: [Int32: Double] = [:]
         told.reserveCapacity(desired.count)
@@ -210,14 +236,13 @@ struct LiveMap {
             if watch.told[found.id] == nil {
                 events.append(NearbyEvent(kind: .enter, subject: found.id, point: found.point, distance: found.distance, ts: position(of: found.id)?.ts))
                 toldBy[found.id, default: []].insert(watcher)
-            } else if hasChanged(found.id) {
+            } else if hasChanged(found.id, after: since) {
                 events.append(NearbyEvent(kind: .move, subject: found.id, point: found.point, distance: found.distance, ts: position(of: found.id)?.ts))
             }
             told[found.id] = found.distance
         }
         for (subject, distance) in watch.told where told[subject] == nil {
-            let point = position(of: subject)?.point ?? departed[subject]
-            let center = position(of: watcher)?.point
+            let point = position(of: subject)?.point ?? departed[subject]?.point
             let now = point.flatMap { p in center.map { Geodesy.distance($0, p) } } ?? distance
             events.append(NearbyEvent(kind: .leave, subject: subject, point: point, distance: now))
             toldBy[subject]?.remove(watcher)

@@ -14,20 +14,30 @@ public struct LocationSettings: Sendable {
     public var rate: Int = 5
 
     public init() {}
+
+    /// Ticks per interval: frames are spread over the interval in ticks of about 25 ms,
+    /// each channel in one of them (see `LiveMap`).
+    var phases: Int { max(1, min(100, Int(interval / .milliseconds(25)))) }
+
+    /// The time between ticks.
+    var tick: Duration { interval / phases }
 }
 
 /// Live locations: `location.update` and `location.visibility`, the position index,
 /// and the frames of `nearby:#`, `friends:#` and `locations:` channels.
 ///
 /// One lock guards the live state. Updates record and return; a frame task wakes
-/// every `interval`, computes every channel's frame and publishes it while holding
-/// the lock, so that a subscribe snapshot (taken under the same lock) and the frames
-/// that follow it never miss or repeat a change.
+/// every tick (an interval is `phases` ticks), computes the frames of the channels
+/// whose phase it is and publishes them while holding the lock, so that a subscribe
+/// snapshot (taken under the same lock) and the frames that follow it never miss or
+/// repeat a change. Spreading the channels over the ticks keeps each tick's work
+/// small: updates wait less for the lock and frames leave in a steady stream
+/// rather than one burst per interval.
 public final class LocationService: Sendable {
     struct Live {
         var slots = UserSlots()
-        var map = LiveMap()
-        var channels = PositionChannels()
+        var map: LiveMap
+        var channels: PositionChannels
         var choices: [Int32: MapChoice] = [:]
         var buckets: [Int32: TokenBucket] = [:]
         /// Users whose visibility is not `everyone` (the fast path skips the directory for the rest).
@@ -47,9 +57,10 @@ public final class LocationService: Sendable {
     let resorts: ResortCatalog
     let settings: LocationSettings
     let logger: Logger
-    private let live = Mutex(Live())
+    private let live: Mutex<Live>
 
     init(node: Node, directory: Directory, resorts: ResortCatalog, settings: LocationSettings, logger: Logger) {
+        live = Mutex(Live(map: LiveMap(phases: settings.phases), channels: PositionChannels(phases: settings.phases)))
         self.node = node
         self.directory = directory
         self.resorts = resorts
@@ -165,9 +176,10 @@ public final class LocationService: Sendable {
             let rules = Rules(live, directory: directory)
             let (snapshot, events) = live.map.watch(slot, radius: radius, limit: limit, canSee: rules.canSee)
             if !events.isEmpty { publish("nearby:#\(user)", TravelJSON.nearbyFrame(events, slots: live.slots)) }
-            let users = snapshot.map { TravelJSON.neighbour(live.slots.user($0.id), point: $0.point, distance: $0.distance, ts: live.map.position(of: $0.id)?.ts) }
+            let map = live.map
+            let users = TravelJSON.nearbySnapshot(snapshot, slots: live.slots) { map.position(of: $0)?.ts }
             do throws(HubError) {
-                try attach(RawJSON(["users": .array(users)]))
+                try attach(users)
             } catch {
                 if !node.hasSubscribers("nearby:#\(user)") { live.map.unwatch(slot) }
                 throw error
@@ -183,9 +195,9 @@ public final class LocationService: Sendable {
             let members = members(&live)
             let rules = Rules(live, directory: directory)
             let shown = live.channels.open(channel, audience: audience, members: members, map: live.map, visible: rules.visible)
-            let positions = shown.compactMap { slot in live.map.position(of: slot).map { TravelJSON.position(live.slots.user(slot), $0) } }
+            let positions = TravelJSON.positions(entries(shown, live: live))
             do throws(HubError) {
-                try attach(RawJSON(["positions": .array(positions)]))
+                try attach(positions)
             } catch {
                 if !node.hasSubscribers(channel) { live.channels.close(channel) }
                 throw error
@@ -217,21 +229,19 @@ public final class LocationService: Sendable {
 
     // MARK: Frames
 
-    /// Publishes one frame per changed channel and starts the next interval.
+    /// Publishes this tick's frames (one per changed channel of the tick's phase) and starts the next tick.
     func publishFrames() {
         live.withLock { live in
             let rules = Rules(live, directory: directory)
-            let nearby = live.map.nearbyFrame(canSee: rules.canSee)
-            let frames = live.channels.frames(map: live.map, visible: rules.visible)
+            let phase = live.map.tick % settings.phases
+            let nearby = live.map.nearbyFrame(phase: phase, canSee: rules.canSee)
+            let frames = live.channels.frames(phase: phase, map: live.map, visible: rules.visible)
             live.map.endFrame()
             for (watcher, events) in nearby {
                 publish("nearby:#\(live.slots.user(watcher))", TravelJSON.nearbyFrame(events, slots: live.slots))
             }
             for frame in frames {
-                let positions = frame.positions.compactMap { slot in live.map.position(of: slot).map { TravelJSON.position(live.slots.user(slot), $0) } }
-                var body: [(key: String, value: JSON)] = [("positions", .array(positions))]
-                if !frame.removed.isEmpty { body.append(("removed", .array(frame.removed.map { .string(live.slots.user($0)) }))) }
-                publish(frame.channel, .object(body))
+                publish(frame.channel, TravelJSON.positions(entries(frame.positions, live: live), removed: frame.removed.map(live.slots.user)))
             }
         }
     }
@@ -242,14 +252,15 @@ public final class LocationService: Sendable {
         live.withLock { live in _ = live.map.expire(receivedBefore: cutoff) }
     }
 
-    /// Publishes frames every `interval` and expires positions every second, until cancelled.
+    /// Publishes frames every tick and expires positions every second, until cancelled.
     func run() async {
         var lastExpiry = ContinuousClock.now
-        var next = ContinuousClock.now + settings.interval
+        let tick = settings.tick
+        var next = ContinuousClock.now + tick
         while !Task.isCancelled {
             try? await Task.sleep(until: next)
-            // Fixed deadlines: the time a frame takes does not stretch the interval.
-            next = max(next + settings.interval, .now)
+            // Fixed deadlines: the time a tick takes does not stretch the interval.
+            next = max(next + tick, .now)
             publishFrames()
             if ContinuousClock.now - lastExpiry >= .seconds(1) {
                 expirePositions()
@@ -258,9 +269,18 @@ public final class LocationService: Sendable {
         }
     }
 
+    /// The users and current positions of `slots` (those without one left out).
+    private func entries(_ slots: [Int32], live: borrowing Live) -> [(user: String, position: LivePosition)] {
+        slots.compactMap { slot in live.map.position(of: slot).map { (live.slots.user(slot), $0) } }
+    }
+
     private func publish(_ channel: String, _ data: JSON) {
+        publish(channel, RawJSON(data))
+    }
+
+    private func publish(_ channel: String, _ data: RawJSON) {
         do {
-            try node.publish(channel: channel, data: RawJSON(data))
+            try node.publish(channel: channel, data: data)
         } catch {
             logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
         }

@@ -1,6 +1,7 @@
 /// The `friends:#<uid>` and `locations:<trip>` channels that have subscribers:
 /// whose positions each carries, which of them its subscribers were shown, and
-/// what changed since the last frame.
+/// what changed since each channel's last frame. Like nearby watchers, channels
+/// are spread over the ticks of an interval (one phase each, given in turn).
 struct PositionChannels {
     /// Whose positions a channel carries and who decides what it may show.
     enum Audience: Equatable {
@@ -12,7 +13,11 @@ struct PositionChannels {
 
     struct Channel {
         let audience: Audience
+        /// The ticks (`tick % phases`) in which this channel gets its frames.
+        let phase: Int
         var members: Set<Int32>
+        /// `LiveMap.version` at the channel's last frame (or snapshot).
+        var lastFrame: Int
         var shown: Set<Int32> = []
         /// Members to look at in the next frame although they did not move.
         var recheck: Set<Int32> = []
@@ -21,11 +26,13 @@ struct PositionChannels {
 
         /// This channel's frame: members that moved (or must be looked at again)
         /// and may be seen, and shown members that left or may no longer be seen.
-        mutating func frame(named name: String, map: LiveMap, anyChange: Bool, visible: (Audience, Int32) -> Bool) -> Frame? {
-            guard anyChange || !recheck.isEmpty || !dropped.isEmpty else { return nil }
+        mutating func frame(named name: String, map: LiveMap, visible: (Audience, Int32) -> Bool) -> Frame? {
+            let since = lastFrame
+            lastFrame = map.version
+            guard map.version > since || !recheck.isEmpty || !dropped.isEmpty else { return nil }
             var positions: [Int32] = []
             var removed = dropped
-            for member in members where map.hasChanged(member) || recheck.contains(member) {
+            for member in members where map.hasChanged(member, after: since) || recheck.contains(member) {
                 if map.position(of: member) != nil, visible(audience, member) {
                     positions.append(member)
                     shown.insert(member)
@@ -48,12 +55,22 @@ struct PositionChannels {
     }
 
     private(set) var channels: [String: Channel] = [:]
+    /// Ticks per interval, as in `LiveMap`.
+    let phases: Int
+    private var nextPhase = 0
+
+    init(phases: Int = 1) {
+        precondition(phases >= 1, "at least one phase")
+        self.phases = phases
+    }
 
     var isEmpty: Bool { channels.isEmpty }
 
     /// Starts carrying `channel`; answers the members to show now.
     mutating func open(_ channel: String, audience: Audience, members: Set<Int32>, map: LiveMap, visible: (Audience, Int32) -> Bool) -> [Int32] {
-        var state = Channel(audience: audience, members: members)
+        let phase = channels[channel]?.phase ?? nextPhase
+        if channels[channel] == nil { nextPhase = (nextPhase + 1) % phases }
+        var state = Channel(audience: audience, phase: phase, members: members, lastFrame: map.version)
         state.shown = Set(members.filter { map.position(of: $0) != nil && visible(audience, $0) })
         channels[channel] = state
         return state.shown.sorted()
@@ -76,20 +93,12 @@ struct PositionChannels {
         channels[channel] = state
     }
 
-    /// Looks at every member again in the next frame (visibility rules changed).
-    mutating func recheckAll(_ channel: String) {
-        guard var state = channels[channel] else { return }
-        state.recheck = state.members
-        channels[channel] = state
-    }
-
-    /// The frames of this frame interval, one per channel with something to say;
-    /// channels are updated in place.
-    mutating func frames(map: LiveMap, visible: (Audience, Int32) -> Bool) -> [Frame] {
+    /// This tick's frames for the channels of `phase`, one per channel with something
+    /// to say; channels are updated in place.
+    mutating func frames(phase: Int = 0, map: LiveMap, visible: (Audience, Int32) -> Bool) -> [Frame] {
         var frames: [Frame] = []
-        let anyChange = !map.changedSlots.isEmpty
-        for index in channels.indices {
-            if let frame = channels.values[index].frame(named: channels.keys[index], map: map, anyChange: anyChange, visible: visible) {
+        for index in channels.indices where channels.values[index].phase == phase {
+            if let frame = channels.values[index].frame(named: channels.keys[index], map: map, visible: visible) {
                 frames.append(frame)
             }
         }

@@ -3,8 +3,14 @@ import GondolaProtocol
 
 /// How travel values are written on the wire (PROTOCOL.md §4): timestamps in Unix
 /// ms, distances in metres rounded to 0.1 m, coordinates in WGS84 degrees.
+///
+/// Frames and snapshots of positions are written straight to bytes: they are the
+/// bulk of what the hub sends, and building a `JSON` tree per entry first would
+/// cost as much as the spatial work behind them.
 enum TravelJSON {
-    static func metres(_ value: Double) -> JSON { .double((value * 10).rounded() / 10) }
+    static func roundedMetres(_ value: Double) -> Double { (value * 10).rounded() / 10 }
+
+    static func metres(_ value: Double) -> JSON { .double(roundedMetres(value)) }
 
     /// `{"mode","resort"}`, led by `type` for the personal push.
     static func map(_ choice: MapChoice, type: String? = nil) -> JSON {
@@ -14,37 +20,110 @@ enum TravelJSON {
         return .object(members)
     }
 
-    /// `{"user","lat","lon","alt","accuracy","heading","speed","ts"}` (absent values left out).
-    static func position(_ user: String, _ position: LivePosition) -> JSON {
-        var members: [(key: String, value: JSON)] = [("user", .string(user)), ("lat", .double(position.point.lat)), ("lon", .double(position.point.lon))]
-        if let alt = position.point.alt { members.append(("alt", metres(alt))) }
-        if let accuracy = position.accuracy { members.append(("accuracy", .double(accuracy))) }
-        if let heading = position.heading { members.append(("heading", .double(heading))) }
-        if let speed = position.speed { members.append(("speed", .double(speed))) }
-        members.append(("ts", .int(position.ts)))
-        return .object(members)
-    }
-
-    /// A nearby traveller: `{"user","lat","lon","alt","distance","ts"}`, with `type` for events.
-    static func neighbour(_ user: String, point: GeoPoint?, distance: Double, ts: Int64?, type: String? = nil) -> JSON {
-        var members: [(key: String, value: JSON)] = []
-        if let type { members.append(("type", .string(type))) }
-        members.append(("user", .string(user)))
-        if let point {
-            members.append(("lat", .double(point.lat)))
-            members.append(("lon", .double(point.lon)))
-            members.append(("alt", point.alt.map(metres) ?? .null))
-        }
-        members.append(("distance", metres(distance)))
-        if let ts { members.append(("ts", .int(ts))) }
-        return .object(members)
-    }
-
-    static func nearbyFrame(_ events: [NearbyEvent], slots: UserSlots) -> JSON {
-        ["events": .array(events.map { neighbour(slots.user($0.subject), point: $0.point, distance: $0.distance, ts: $0.ts, type: $0.kind.rawValue) })]
-    }
-
     static func point(_ point: GeoPoint) -> JSON {
         ["lat": .double(point.lat), "lon": .double(point.lon), "alt": point.alt.map(metres) ?? .null]
+    }
+
+    /// `{"positions":[...]}`, with `"removed":[users]` when some are: a position
+    /// channel's frame or subscribe snapshot.
+    static func positions(_ entries: [(user: String, position: LivePosition)], removed: [String] = []) -> RawJSON {
+        var writer = JSONWriter(reservingCapacity: 24 + entries.count * 120)
+        writer.writeSyntax(#"{"positions":["#)
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { writer.writeSyntax(",") }
+            writePosition(entry.user, entry.position, to: &writer)
+        }
+        writer.writeSyntax("]")
+        if !removed.isEmpty {
+            writer.writeSyntax(#","removed":["#)
+            for (index, user) in removed.enumerated() {
+                if index > 0 { writer.writeSyntax(",") }
+                writer.writeString(user)
+            }
+            writer.writeSyntax("]")
+        }
+        writer.writeSyntax("}")
+        return RawJSON(writtenBy: writer)
+    }
+
+    /// `{"events":[...]}`: a nearby frame, each event a neighbour led by its `type`.
+    static func nearbyFrame(_ events: [NearbyEvent], slots: UserSlots) -> RawJSON {
+        var writer = JSONWriter(reservingCapacity: 16 + events.count * 120)
+        writer.writeSyntax(#"{"events":["#)
+        for (index, event) in events.enumerated() {
+            if index > 0 { writer.writeSyntax(",") }
+            writeNeighbour(slots.user(event.subject), point: event.point, distance: event.distance, ts: event.ts, type: event.kind, to: &writer)
+        }
+        writer.writeSyntax("]}")
+        return RawJSON(writtenBy: writer)
+    }
+
+    /// `{"users":[...]}`: who is near, answered on subscribe to `nearby:#<uid>`.
+    static func nearbySnapshot(_ neighbours: [Neighbour<Int32>], slots: UserSlots, ts: (Int32) -> Int64?) -> RawJSON {
+        var writer = JSONWriter(reservingCapacity: 16 + neighbours.count * 120)
+        writer.writeSyntax(#"{"users":["#)
+        for (index, neighbour) in neighbours.enumerated() {
+            if index > 0 { writer.writeSyntax(",") }
+            writeNeighbour(slots.user(neighbour.id), point: neighbour.point, distance: neighbour.distance, ts: ts(neighbour.id), type: nil, to: &writer)
+        }
+        writer.writeSyntax("]}")
+        return RawJSON(writtenBy: writer)
+    }
+
+    /// `{"user","lat","lon","alt","accuracy","heading","speed","ts"}` (absent values left out).
+    static func writePosition(_ user: String, _ position: LivePosition, to writer: inout JSONWriter) {
+        writer.writeSyntax(#"{"user":"#)
+        writer.writeString(user)
+        writer.writeSyntax(#","lat":"#)
+        writer.writeNumber(position.point.lat)
+        writer.writeSyntax(#","lon":"#)
+        writer.writeNumber(position.point.lon)
+        if let alt = position.point.alt {
+            writer.writeSyntax(#","alt":"#)
+            writer.writeNumber(roundedMetres(alt))
+        }
+        if let accuracy = position.accuracy {
+            writer.writeSyntax(#","accuracy":"#)
+            writer.writeNumber(accuracy)
+        }
+        if let heading = position.heading {
+            writer.writeSyntax(#","heading":"#)
+            writer.writeNumber(heading)
+        }
+        if let speed = position.speed {
+            writer.writeSyntax(#","speed":"#)
+            writer.writeNumber(speed)
+        }
+        writer.writeSyntax(#","ts":"#)
+        writer.writeNumber(position.ts)
+        writer.writeSyntax("}")
+    }
+
+    /// A nearby traveller: `{"type","user","lat","lon","alt","distance","ts"}`; `type` only
+    /// for events, the position only when known, `ts` only when known.
+    static func writeNeighbour(_ user: String, point: GeoPoint?, distance: Double, ts: Int64?, type: NearbyEvent.Kind?, to writer: inout JSONWriter) {
+        if let type {
+            writer.writeSyntax(#"{"type":"#)
+            writer.writeString(type.rawValue)
+            writer.writeSyntax(#","user":"#)
+        } else {
+            writer.writeSyntax(#"{"user":"#)
+        }
+        writer.writeString(user)
+        if let point {
+            writer.writeSyntax(#","lat":"#)
+            writer.writeNumber(point.lat)
+            writer.writeSyntax(#","lon":"#)
+            writer.writeNumber(point.lon)
+            writer.writeSyntax(#","alt":"#)
+            if let alt = point.alt { writer.writeNumber(roundedMetres(alt)) } else { writer.writeSyntax("null") }
+        }
+        writer.writeSyntax(#","distance":"#)
+        writer.writeNumber(roundedMetres(distance))
+        if let ts {
+            writer.writeSyntax(#","ts":"#)
+            writer.writeNumber(ts)
+        }
+        writer.writeSyntax("}")
     }
 }

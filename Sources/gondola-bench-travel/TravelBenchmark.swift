@@ -43,11 +43,19 @@ struct TravelBenchmark: AsyncParsableCommand {
         let api = ServerAPIClient(base: server, key: apiKey)
         let trips = (travellers + tripSize - 1) / tripSize
         print("creating \(trips) trips of \(tripSize)…")
-        var tripIDs: [String] = []
-        for trip in 0..<trips {
-            let members = (trip * tripSize..<min(travellers, (trip + 1) * tripSize)).map { "bt\($0)" }
-            tripIDs.append(try await api.createTrip(host: "bh\(trip)", travellers: members))
+        let creation = ContinuousClock.now
+        let tripIDs = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            // Eight trips at a time: the server writes each membership to SQLite before answering.
+            var ids = [String](repeating: "", count: trips)
+            for trip in 0..<trips {
+                if trip >= 8, let (done, id) = try await group.next() { ids[done] = id }
+                let members = (trip * tripSize..<min(travellers, (trip + 1) * tripSize)).map { "bt\($0)" }
+                group.addTask { (trip, try await api.createTrip(host: "bh\(trip)", travellers: members)) }
+            }
+            for try await (done, id) in group { ids[done] = id }
+            return ids
         }
+        print("trips created in \(ContinuousClock.now - creation)")
         let stats = TravelStats()
         let socket = server.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/connection/websocket"
         let logger = { var logger = Logger(label: "bench"); logger.logLevel = .critical; return logger }()
@@ -76,12 +84,12 @@ struct TravelBenchmark: AsyncParsableCommand {
         print("ready: \(stats.ready.load(ordering: .relaxed))/\(expected) connections")
         try await Task.sleep(for: .seconds(5))
         stats.reset()
-        let before = serverPID.flatMap(ProcessUsage.init(pid:))
+        let before = serverPID.flatMap(ProcessUsage.init(pid:)), clientBefore = ProcessUsage(pid: getpid())
         let started = ContinuousClock.now
         try await Task.sleep(for: .seconds(seconds))
         let elapsed = (ContinuousClock.now - started).nanoseconds
-        let after = serverPID.flatMap(ProcessUsage.init(pid:))
-        let report = stats.report(travellers: travellers, elapsedSeconds: Double(elapsed) / 1e9, before: before, after: after)
+        let after = serverPID.flatMap(ProcessUsage.init(pid:)), clientAfter = ProcessUsage(pid: getpid())
+        let report = stats.report(travellers: travellers, elapsedSeconds: Double(elapsed) / 1e9, server: (before, after), client: (clientBefore, clientAfter))
         stats.stop.store(true, ordering: .relaxed)
         clients.cancel()
         print(report.line)
@@ -146,16 +154,21 @@ final class TravelStats: Sendable {
         let markdown: String
     }
 
-    func report(travellers: Int, elapsedSeconds: Double, before: ProcessUsage?, after: ProcessUsage?) -> Report {
+    /// The figures of the measured period; `server` and `client` are each process's usage at its start and end.
+    func report(travellers: Int, elapsedSeconds: Double, server: (ProcessUsage?, ProcessUsage?), client: (ProcessUsage?, ProcessUsage?)) -> Report {
         func perSecond(_ counter: borrowing Atomic<Int>) -> Double { Double(counter.load(ordering: .relaxed)) / elapsedSeconds }
-        let cpu = before.flatMap { before in after.map { ($0.cpuSeconds - before.cpuSeconds) / elapsedSeconds * 100 } } ?? .nan
-        let rss = after?.rssMiB ?? .nan
+        func cpu(_ usage: (ProcessUsage?, ProcessUsage?)) -> Double {
+            guard let before = usage.0, let after = usage.1 else { return .nan }
+            return (after.cpuSeconds - before.cpuSeconds) / elapsedSeconds * 100
+        }
+        let rss = server.1?.rssMiB ?? .nan
         let p50 = latency.milliseconds(at: 50), p99 = latency.milliseconds(at: 99)
         let errors = self.errors.load(ordering: .relaxed), disconnects = self.disconnects.load(ordering: .relaxed)
-        let line = String(format: "travellers %d: updates %.0f/s (acked %.0f/s), frames %.0f/s, entries %.0f/s, p50 %.1f ms, p99 %.1f ms, errors %d, disconnects %d, server CPU %.0f%%, RSS %.0f MiB",
-                          travellers, perSecond(updates), perSecond(acks), perSecond(frames), perSecond(entries), p50, p99, errors, disconnects, cpu, rss)
-        let markdown = String(format: "| %d | %.0f | %.0f | %.0f | %.1f | %.1f | %d | %.0f%% | %.0f |",
-                              travellers, perSecond(acks), perSecond(frames), perSecond(entries), p50, p99, errors + disconnects, cpu, rss)
+        let line = String(format: "travellers %d: updates %.0f/s (acked %.0f/s), frames %.0f/s, entries %.0f/s, p50 %.1f ms, p99 %.1f ms, errors %d, disconnects %d, server CPU %.0f%%, client CPU %.0f%%, server RSS %.0f MiB",
+                          travellers, perSecond(updates), perSecond(acks), perSecond(frames), perSecond(entries), p50, p99, errors, disconnects,
+                          cpu(server), cpu(client), rss)
+        let markdown = String(format: "| %d | %.0f | %.0f | %.0f | %.1f | %.1f | %d | %.0f%% | %.0f%% | %.0f |",
+                              travellers, perSecond(acks), perSecond(frames), perSecond(entries), p50, p99, errors + disconnects, cpu(server), cpu(client), rss)
         return Report(line: line, markdown: markdown)
     }
 }

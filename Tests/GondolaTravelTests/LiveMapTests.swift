@@ -6,10 +6,15 @@ import Testing
 @Suite struct LiveMapTests {
     static let origin = GeoPoint(lat: 45.3, lon: 6.58)
 
-    @Test(arguments: [(radius: 300.0, limit: 200, seed: UInt64(1)), (radius: 400.0, limit: 5, seed: UInt64(2))])
-    func framesMatchBruteForce(radius: Double, limit: Int, seed: UInt64) {
+    /// Each round is one tick: travellers move, then the watchers of the tick's phase
+    /// get their frames and must then agree with a brute-force answer.
+    @Test(arguments: [
+        (radius: 300.0, limit: 200, phases: 1, seed: UInt64(1)), (radius: 400.0, limit: 5, phases: 1, seed: UInt64(2)),
+        (radius: 300.0, limit: 20, phases: 4, seed: UInt64(3)),
+    ])
+    func framesMatchBruteForce(radius: Double, limit: Int, phases: Int, seed: UInt64) {
         var random = SeededRandom(seed: seed)
-        var map = LiveMap(margin: 20)
+        var map = LiveMap(margin: 20, phases: phases)
         let count: Int32 = 150
         var points: [Int32: GeoPoint] = [:]
         var hidden: Set<Int32> = []
@@ -24,7 +29,7 @@ import Testing
             told[watcher] = Set(snapshot.map(\.id))
         }
         map.endFrame()
-        for round in 0..<40 {
+        for round in 0..<40 * phases {
             for slot in 0..<count where Bool.random(using: &random) {
                 if round % 10 == 9, slot % 17 == 0 {
                     map.remove(slot)
@@ -40,7 +45,8 @@ import Testing
                 if hidden.remove(flipped) == nil { hidden.insert(flipped) }
                 map.reconsider(flipped)
             }
-            for (watcher, events) in map.nearbyFrame(canSee: canSee) {
+            let phase = map.tick % phases
+            for (watcher, events) in map.nearbyFrame(phase: phase, canSee: canSee) {
                 for event in events {
                     switch event.kind {
                     case .enter: #expect(told[watcher, default: []].insert(event.subject).inserted, "double enter")
@@ -50,7 +56,7 @@ import Testing
                 }
             }
             map.endFrame()
-            for (watcher, set) in told {
+            for (watcher, set) in told where map.phase(of: watcher) == phase {
                 guard let center = points[watcher] else {
                     #expect(set.isEmpty, "a watcher without a position is told nobody")
                     continue
