@@ -24,4 +24,12 @@ public protocol ChannelProvider: Sendable {
 
     /// The channel's last subscriber on this node left.
     func vacated(channel: String)
+
+    /// Where the channels' streams live when the namespace keeps history, if the
+    /// provider keeps them itself (nil: the node's durable or memory store).
+    var historyStore: (any HistoryStore)? { get }
+}
+
+extension ChannelProvider {
+    public var historyStore: (any HistoryStore)? { nil }
 }

@@ -246,7 +246,7 @@ public final class ClientSession: Sendable {
         let channel = request.channel
         let (name, options) = try node.resolve(channel)
         let user = user ?? ""
-        let provider = node.provider(of: name.namespace)
+        let provider = node.provider(of: name)
         if let allowed = name.allowedUsers {
             guard allowed.contains(user) else { throw HubError.permissionDenied("\(channel) is limited to other users") }
         } else if provider == nil, !options.allowSubscribeForClient {

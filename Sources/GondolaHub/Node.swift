@@ -80,7 +80,17 @@ public final class Node: Sendable {
     private let registry = Mutex(Registry())
     private let startedAt = ContinuousClock.now
     private let messageHandler = Mutex<(@Sendable (RPCContext, RawJSON?) async -> Void)?>(nil)
-    private let providers = Mutex<[String: (options: NamespaceOptions, provider: any ChannelProvider)]>([:])
+    private let providers = Mutex(Providers())
+
+    /// Namespaces and single channels handed to domain services.
+    private struct Providers {
+        typealias Entry = (options: NamespaceOptions, provider: any ChannelProvider)
+        var namespaces: [String: Entry] = [:]
+        var channels: [String: Entry] = [:]
+
+        /// A provided channel first, else its provided namespace.
+        func entry(for name: ChannelName) -> Entry? { channels[name.raw] ?? namespaces[name.namespace] }
+    }
 
     private struct Registry {
         var sessions: [String: ClientSession] = [:]
@@ -179,18 +189,24 @@ public final class Node: Sendable {
     /// Hands the namespace `options.name` to `provider`, replacing any configured
     /// namespace of that name.
     public func provide(_ options: NamespaceOptions, by provider: any ChannelProvider) {
-        providers.withLock { $0[options.name] = (options, provider) }
+        providers.withLock { $0.namespaces[options.name] = (options, provider) }
     }
 
-    /// The provider owning `namespace`, if a domain service owns it.
-    func provider(of namespace: String) -> (any ChannelProvider)? {
-        providers.withLock { $0[namespace]?.provider }
+    /// Hands the single channel `channel` (for example one of the default namespace)
+    /// to `provider`, with its own options.
+    public func provide(channel: String, _ options: NamespaceOptions, by provider: any ChannelProvider) {
+        providers.withLock { $0.channels[channel] = (options, provider) }
+    }
+
+    /// The provider owning the channel, if a domain service owns it or its namespace.
+    func provider(of name: ChannelName) -> (any ChannelProvider)? {
+        providers.withLock { $0.entry(for: name)?.provider }
     }
 
     /// Validates a channel name and finds its namespace's options.
     public func resolve(_ channel: String) throws(HubError) -> (ChannelName, NamespaceOptions) {
         let name = try ChannelName(channel)
-        if let provided = providers.withLock({ $0[name.namespace]?.options }) { return (name, provided) }
+        if let provided = providers.withLock({ $0.entry(for: name)?.options }) { return (name, provided) }
         guard let options = configuration.namespace(name.namespace) else { throw .unknownChannel(channel) }
         return (name, options)
     }
@@ -200,8 +216,12 @@ public final class Node: Sendable {
         shard(for: channel).channels.withLock { $0[channel] != nil }
     }
 
-    private func historyStore(for options: NamespaceOptions) -> any HistoryStore {
-        options.historyDurable ? (durableHistory ?? memoryHistory) : memoryHistory
+    /// The provider's own store when it has one, else the node's durable or memory store.
+    private func historyStore(for channel: String, options: NamespaceOptions) -> any HistoryStore {
+        if let name = try? ChannelName(channel), let store = providers.withLock({ $0.entry(for: name)?.provider.historyStore }) {
+            return store
+        }
+        return options.historyDurable ? (durableHistory ?? memoryHistory) : memoryHistory
     }
 
     /// Adds a subscriber and enqueues its subscribe reply (with recovered
@@ -251,7 +271,7 @@ public final class Node: Sendable {
 
     private func read(_ channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws(HubError) -> StreamSlice {
         do {
-            return try historyStore(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+            return try historyStore(for: channel, options: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
         } catch {
             logger.error("history read failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
             throw .internalError("history read failed: \(error)")
@@ -278,7 +298,7 @@ public final class Node: Sendable {
             }
             return state.isEmpty
         }
-        if vacated { provider(of: name.namespace)?.vacated(channel: channel) }
+        if vacated { provider(of: name)?.vacated(channel: channel) }
     }
 
     /// Publishes into a channel: appends to its stream when the namespace keeps
@@ -292,7 +312,9 @@ public final class Node: Sendable {
             var position: StreamPosition?
             if options.keepsHistory {
                 do {
-                    (publication, position) = try historyStore(for: options).append(publication, to: channel, options: options, now: Date())
+                    (publication, position) = try historyStore(for: channel, options: options).append(publication, to: channel, options: options, now: Date())
+                } catch let refused as HubError {
+                    throw refused
                 } catch {
                     logger.error("history append failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
                     throw .internalError("history append failed: \(error)")
@@ -328,7 +350,7 @@ public final class Node: Sendable {
         let (_, options) = try resolve(channel)
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         do {
-            try historyStore(for: options).removeHistory(channel: channel)
+            try historyStore(for: channel, options: options).removeHistory(channel: channel)
         } catch {
             throw .internalError("history remove failed: \(error)")
         }

@@ -36,6 +36,18 @@ public enum JSON: Sendable, Equatable {
         return members.last(where: { $0.key == key })?.value
     }
 
+    /// This object with the member `key` set to `value` (replaced where present,
+    /// else appended); any other value unchanged.
+    public func adding(_ key: String, _ value: JSON) -> JSON {
+        guard case var .object(members) = self else { return self }
+        if let index = members.lastIndex(where: { $0.key == key }) {
+            members[index].value = value
+        } else {
+            members.append((key, value))
+        }
+        return .object(members)
+    }
+
     public var isNull: Bool { if case .null = self { return true } else { return false } }
 
     /// A short name of the value's kind, for error messages.

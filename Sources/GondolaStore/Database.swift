@@ -76,6 +76,39 @@ public final class GondolaDatabase: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v3-chat") { db in
+            try db.execute(sql: """
+                CREATE TABLE chat (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('direct', 'group', 'trip')),
+                    title TEXT,
+                    trip_id TEXT REFERENCES trip(id) ON DELETE CASCADE,
+                    pair_key TEXT UNIQUE,
+                    epoch TEXT NOT NULL,
+                    top_offset INTEGER NOT NULL DEFAULT 0,
+                    created_by TEXT,
+                    created_at_ms INTEGER NOT NULL
+                );
+                CREATE TABLE chat_member (
+                    chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE,
+                    user_id TEXT NOT NULL,
+                    read_offset INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (chat_id, user_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX chat_member_user ON chat_member(user_id);
+                CREATE TABLE chat_message (
+                    chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE,
+                    "offset" INTEGER NOT NULL,
+                    id TEXT NOT NULL,
+                    from_user TEXT NOT NULL,
+                    client_message_id TEXT NOT NULL,
+                    ts INTEGER NOT NULL,
+                    data BLOB NOT NULL,
+                    PRIMARY KEY (chat_id, "offset")
+                ) WITHOUT ROWID;
+                CREATE UNIQUE INDEX chat_message_client ON chat_message(chat_id, from_user, client_message_id);
+                """)
+        }
         return migrator
     }
 }

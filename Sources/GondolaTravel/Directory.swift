@@ -82,14 +82,14 @@ public final class Directory: Sendable {
     /// Makes sure a user who connected with a token has a row (named after its id until they set a name).
     func ensureKnown(_ user: String) throws(HubError) {
         guard state.withLock({ $0.profiles[user] == nil }) else { return }
-        try write { try repository.ensureUser(user, name: user) }
+        try databaseWrite { try repository.ensureUser(user, name: user) }
         state.withLock { state in
             if state.profiles[user] == nil { state.profiles[user] = Profile(id: user, name: user) }
         }
     }
 
     func save(_ profile: Profile) throws(HubError) {
-        try write { try repository.saveProfile(profile) }
+        try databaseWrite { try repository.saveProfile(profile) }
         state.withLock { $0.profiles[profile.id] = profile }
     }
 
@@ -99,7 +99,7 @@ public final class Directory: Sendable {
 
     func setVisibility(_ user: String, _ visibility: Visibility) throws(HubError) {
         try ensureKnown(user)
-        try write { try repository.setVisibility(user, visibility) }
+        try databaseWrite { try repository.setVisibility(user, visibility) }
         state.withLock { $0.visibility[user] = visibility }
     }
 
@@ -107,7 +107,7 @@ public final class Directory: Sendable {
 
     func setStaff(_ user: String, _ staff: Bool) throws(HubError) {
         try ensureKnown(user)
-        try write { try repository.setStaff(user, staff) }
+        try databaseWrite { try repository.setStaff(user, staff) }
         state.withLock { state in
             if staff { state.staff.insert(user) } else { state.staff.remove(user) }
         }
@@ -134,7 +134,7 @@ public final class Directory: Sendable {
     }
 
     func createTrip(_ trip: Trip, hosts: [String]) throws(HubError) {
-        try write { try repository.createTrip(trip, hosts: hosts) }
+        try databaseWrite { try repository.createTrip(trip, hosts: hosts) }
         state.withLock { state in
             state.trips[trip.id] = trip
             for host in hosts { state.addMember(trip: trip.id, user: host, role: .host) }
@@ -142,7 +142,7 @@ public final class Directory: Sendable {
     }
 
     func addMember(trip: String, user: String, role: TripRole) throws(HubError) {
-        try write { try repository.addMember(trip: trip, user: user, role: role) }
+        try databaseWrite { try repository.addMember(trip: trip, user: user, role: role) }
         state.withLock { $0.addMember(trip: trip, user: user, role: role) }
     }
 
@@ -169,7 +169,7 @@ public final class Directory: Sendable {
 
     /// Records that `from` asked `to`; answers whether they are friends now.
     func request(from: String, to: String) throws(HubError) -> Bool {
-        try write { try repository.addRequest(from: from, to: to) }
+        try databaseWrite { try repository.addRequest(from: from, to: to) }
         return state.withLock { state in
             state.outgoing[from, default: []].insert(to)
             state.incoming[to, default: []].insert(from)
@@ -179,7 +179,7 @@ public final class Directory: Sendable {
 
     /// Withdraws both users' requests. Trip-mates stay friends through their trip.
     func unfriend(_ a: String, _ b: String) throws(HubError) {
-        try write { try repository.removeRequests(between: a, and: b) }
+        try databaseWrite { try repository.removeRequests(between: a, and: b) }
         state.withLock { state in
             state.outgoing[a]?.remove(b)
             state.outgoing[b]?.remove(a)
@@ -208,14 +208,6 @@ public final class Directory: Sendable {
             case .nobody:
                 return state.hostsRunningTrip(viewer: viewer, subject: subject, now: now)
             }
-        }
-    }
-
-    private func write(_ body: () throws -> Void) throws(HubError) {
-        do {
-            try body()
-        } catch {
-            throw .internalError("database write failed: \(error)")
         }
     }
 }

@@ -4,14 +4,15 @@ import GondolaProtocol
 /// The travel domain's built-in namespaces (PROTOCOL.md §4) and who may subscribe.
 public enum TravelNamespaces {
     /// Namespace names the configuration may not redefine.
-    public static let names: Set<String> = ["personal", "nearby", "friends", "locations"]
+    public static let names: Set<String> = ["personal", "nearby", "friends", "locations", "chat"]
 
     /// Hands each namespace to its provider.
-    static func install(on node: Node, locations: LocationService, directory: Directory) {
+    static func install(on node: Node, locations: LocationService, directory: Directory, chats: ChatService) {
         node.provide(NamespaceOptions(name: "personal"), by: PersonalChannel())
         node.provide(NamespaceOptions(name: "nearby"), by: NearbyChannel(locations: locations))
         node.provide(NamespaceOptions(name: "friends"), by: FriendsChannel(locations: locations))
         node.provide(NamespaceOptions(name: "locations"), by: TripLocationsChannel(locations: locations, directory: directory))
+        node.provide(ChatChannel.options, by: ChatChannel(chats: chats))
     }
 
     /// The user of a `<namespace>:#<uid>` channel when it is exactly the subscriber's own.
@@ -79,4 +80,36 @@ struct TripLocationsChannel: ChannelProvider {
     }
 
     func vacated(channel: String) { locations.vacated(channel, nearbyOf: nil) }
+}
+
+/// `chat:<id>`: a chat's messages, for its members. A durable, recoverable stream
+/// kept by `ChatStreamStore`; subscribers may also page it with `history`.
+struct ChatChannel: ChannelProvider {
+    let chats: ChatService
+    let historyStore: (any HistoryStore)?
+
+    init(chats: ChatService) {
+        self.chats = chats
+        historyStore = ChatStreamStore(repository: chats.repository)
+    }
+
+    static var options: NamespaceOptions {
+        var options = NamespaceOptions(name: "chat")
+        // Chats keep every message (the store does not trim); size and TTL only mark the namespace as keeping a stream.
+        options.historySize = 1_000
+        options.historyTTL = .seconds(365 * 86_400)
+        options.historyDurable = true
+        options.forceRecovery = true
+        options.allowHistoryForSubscriber = true
+        return options
+    }
+
+    static func chatID(of channel: String) -> String { String(channel.dropFirst("chat:".count)) }
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        _ = try chats.memberChat(Self.chatID(of: subscription.channel.raw), user: subscription.user)
+        try attach(nil)
+    }
+
+    func vacated(channel: String) {}
 }

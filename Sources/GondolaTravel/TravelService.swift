@@ -4,12 +4,13 @@ import GondolaStore
 import Logging
 
 /// The travel domain wired into a hub: directory (users, trips, friends), live
-/// locations with their channels, resorts and maps, and the RPC and server API
-/// methods of PROTOCOL.md §4.
+/// locations with their channels, resorts and maps, chats, and the RPC and server
+/// API methods of PROTOCOL.md §4.
 public final class TravelService: Sendable {
     public let directory: Directory
     public let resorts: ResortCatalog
     public let locations: LocationService
+    public let chats: ChatService
     let node: Node
     let directoryRPC: DirectoryRPC
 
@@ -30,7 +31,9 @@ public final class TravelService: Sendable {
         }
         directoryRPC.register(on: node.rpc)
         MapRPC(locations: locations, resorts: resorts).register(on: node.rpc)
-        TravelNamespaces.install(on: node, locations: locations, directory: directory)
+        chats = try ChatService(node: node, directory: directory, repository: ChatRepository(database: database))
+        ChatRPC(chats: chats, directory: directory).register(on: node.rpc)
+        TravelNamespaces.install(on: node, locations: locations, directory: directory, chats: chats)
     }
 
     /// Server API methods for trip and staff administration.

@@ -92,14 +92,14 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-restart-\(UUID().uuidString)").path
         let first = try await RunningServer.start(RunningServer.configuration(folder: folder))
         for n in 1...3 {
-            _ = try await first.post("/api/publish", body: #"{"channel":"chat:trip1","data":{"n":\#(n)}}"#)
+            _ = try await first.post("/api/publish", body: #"{"channel":"board:trip1","data":{"n":\#(n)}}"#)
             _ = try await first.post("/api/publish", body: #"{"channel":"room:r","data":{"n":\#(n)}}"#)
         }
-        let (_, durableBefore) = try await first.post("/api/history", body: #"{"channel":"chat:trip1","limit":10}"#)
+        let (_, durableBefore) = try await first.post("/api/history", body: #"{"channel":"board:trip1","limit":10}"#)
         let (_, memoryBefore) = try await first.post("/api/history", body: #"{"channel":"room:r","limit":10}"#)
         try await first.stop()
         let second = try await RunningServer.start(RunningServer.configuration(folder: folder))
-        let (_, durableAfter) = try await second.post("/api/history", body: #"{"channel":"chat:trip1","limit":10}"#)
+        let (_, durableAfter) = try await second.post("/api/history", body: #"{"channel":"board:trip1","limit":10}"#)
         let (_, memoryAfter) = try await second.post("/api/history", body: #"{"channel":"room:r","limit":10}"#)
         #expect(durableAfter == durableBefore)
         #expect(durableAfter["result"]?["offset"] == 3)

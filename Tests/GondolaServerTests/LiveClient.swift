@@ -12,6 +12,7 @@ final class LiveClient: Sendable {
     struct State {
         var replies: [UInt32: Reply] = [:]
         var publications: [String: [JSON]] = [:]
+        var offsets: [String: [UInt64]] = [:]
         var nextID: UInt32 = 1
         var closed = false
     }
@@ -43,6 +44,7 @@ final class LiveClient: Sendable {
                                 case let .push(push):
                                     if case let .publication(publication) = push.body {
                                         state.publications[push.channel, default: []].append(publication.data.value)
+                                        state.offsets[push.channel, default: []].append(publication.offset)
                                     }
                                 default: continue
                                 }
@@ -104,6 +106,19 @@ final class LiveClient: Sendable {
         default: throw HarnessError("unexpected reply \(reply)")
         }
     }
+
+    /// Subscribes with a full request (recovery); answers the result or throws the error.
+    func subscribe(_ request: SubscribeRequest) async throws -> SubscribeResult {
+        let reply = try await call(.subscribe(request))
+        switch reply.body {
+        case let .subscribe(result): return result
+        case let .error(error): throw RPCFailure(code: error.code, message: error.message)
+        default: throw HarnessError("unexpected reply \(reply)")
+        }
+    }
+
+    /// Offsets of the publications received on `channel` so far.
+    func offsets(_ channel: String) -> [UInt64] { box.state.withLock { $0.offsets[channel] ?? [] } }
 
     /// Publications received on `channel` so far.
     func publications(_ channel: String) -> [JSON] { box.state.withLock { $0.publications[channel] ?? [] } }

@@ -39,10 +39,10 @@ final class RunningServer: Sendable {
         room.allowHistoryForSubscriber = true
         room.allowPresenceForSubscriber = true
         configuration.hub.namespaces["room"] = room
-        var chat = room
-        chat.name = "chat"
-        chat.historyDurable = true
-        configuration.hub.namespaces["chat"] = chat
+        var board = room
+        board.name = "board"
+        board.historyDurable = true
+        configuration.hub.namespaces["board"] = board
         return configuration
     }
 

@@ -1,0 +1,73 @@
+import GondolaHub
+import GondolaProtocol
+
+/// The `chat.*` RPC methods: `create`, `send`, `list`, `read`, `history`.
+struct ChatRPC: Sendable {
+    let chats: ChatService
+    let directory: Directory
+
+    func register(on router: RPCRouter) {
+        router.register("chat.create") { context, data in
+            let fields = try RequestFields(data)
+            let members = try fields.stringArray("members", maxCount: ChatService.maxGroupMembers, maxLength: 64)
+            let title = try fields.optionalString("title", maxLength: ChatService.maxTitleLength)
+            if let title, title.allSatisfy(\.isWhitespace) { throw HubError.badRequest("title must not be blank") }
+            let chat = try chats.create(by: context.user, members: members, title: title)
+            return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
+        }
+        router.register("chat.send") { context, data in
+            let fields = try RequestFields(data)
+            let chat = try fields.string("chat", maxLength: 80)
+            let text = try fields.string("text", maxLength: ChatService.maxTextLength)
+            guard !text.allSatisfy(\.isWhitespace) else { throw HubError.badRequest("text must not be blank") }
+            let clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
+            let (message, repeated) = try chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID)
+            var answer = Self.messageJSON(message)
+            if repeated { answer = answer.adding("repeated", true) }
+            return answer
+        }
+        router.register("chat.list") { context, _ in
+            let list = try chats.chats(of: context.user)
+            let summaries = try chats.summaries(of: list, for: context.user)
+            let entries = list.map { chat in (chat: chat, summary: summaries[chat.id]) }
+                .sorted { ($0.summary?.last?.ts ?? $0.chat.createdAt, $0.chat.id) > ($1.summary?.last?.ts ?? $1.chat.createdAt, $1.chat.id) }
+            return ["chats": .array(entries.map { entry in
+                var json = chatJSON(entry.chat)
+                json = json.adding("last_message", entry.summary?.last.map(Self.messageJSON) ?? .null)
+                json = json.adding("unread", .int(Int64(entry.summary?.unread ?? 0)))
+                return json.adding("read_offset", .int(Int64(entry.summary?.read ?? 0)))
+            })]
+        }
+        router.register("chat.read") { context, data in
+            let fields = try RequestFields(data)
+            let chat = try fields.string("chat", maxLength: 80)
+            let offset = try fields.integer("offset", in: 0...Int64.max)
+            return ["read_offset": .int(Int64(try chats.markRead(chat, user: context.user, offset: UInt64(offset))))]
+        }
+        router.register("chat.history") { context, data in
+            let fields = try RequestFields(data)
+            let chat = try fields.string("chat", maxLength: 80)
+            let before = try fields.optionalInteger("before", in: 1...Int64.max).map(UInt64.init)
+            let limit = Int(try fields.optionalInteger("limit", in: 1...Int64(ChatService.maxHistoryPage)) ?? Int64(ChatService.defaultHistoryPage))
+            let (messages, more) = try chats.history(of: chat, user: context.user, before: before, limit: limit)
+            return ["messages": .array(messages.map(Self.messageJSON)), "more": .bool(more)]
+        }
+    }
+
+    /// `{"id","kind","title","trip","channel","members":[{"user","name"}]}`; a trip chat lists the trip's members.
+    func chatJSON(_ chat: Chat) -> JSON {
+        let members = chat.kind == .trip ? Set(chat.trip.map { directory.members(of: $0).keys } ?? [:].keys) : chat.members
+        let title = chat.title ?? chat.trip.flatMap { directory.trip($0)?.name }
+        return [
+            "id": .string(chat.id), "kind": .string(chat.kind.rawValue), "title": title.map(JSON.string) ?? .null,
+            "trip": chat.trip.map(JSON.string) ?? .null, "channel": .string(ChatService.channel(of: chat.id)),
+            "members": .array(members.sorted().map { ["user": .string($0), "name": .string(directory.name(of: $0))] }),
+        ]
+    }
+
+    /// A stored message as answered by RPCs: its published fields led by `offset`.
+    static func messageJSON(_ message: StoredChatMessage) -> JSON {
+        guard case let .object(members) = message.data.value else { return ["offset": .int(Int64(message.offset))] }
+        return .object([("offset", .int(Int64(message.offset)))] + members)
+    }
+}

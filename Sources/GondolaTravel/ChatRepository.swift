@@ -1,0 +1,153 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import GondolaStore
+import GRDB
+
+/// What kind of conversation a chat is.
+public enum ChatKind: String, Sendable, CaseIterable {
+    /// Two users; one chat per pair, whoever opens it first.
+    case direct
+    /// Several friends or trip-mates, with a title.
+    case group
+    /// Every member of a trip; created with the trip.
+    case trip
+}
+
+/// A chat's identity and who is in it. A trip chat's members are the trip's, so
+/// `members` is empty for it.
+public struct Chat: Sendable, Equatable {
+    public var id: String
+    public var kind: ChatKind
+    public var title: String?
+    public var trip: String?
+    public var members: Set<String>
+    public var createdAt: Int64
+}
+
+/// A stored chat message: its place in the chat's stream and the bytes published for it.
+struct StoredChatMessage: Sendable {
+    let offset: UInt64
+    let ts: Int64
+    let data: RawJSON
+}
+
+/// The chat tables in SQLite: chats and their members with read markers, and every
+/// message. `chat_message` is the chat's stream (see `ChatStreamStore`), so a
+/// message acknowledged by `chat.send` is on disk before anyone sees it.
+struct ChatRepository: Sendable {
+    let database: GondolaDatabase
+
+    func loadChats() throws -> [Chat] {
+        try database.pool.read { db in
+            var chats: [String: Chat] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT id, kind, title, trip_id, created_at_ms FROM chat") {
+                let id: String = row["id"]
+                chats[id] = Chat(id: id, kind: ChatKind(rawValue: row["kind"]) ?? .group, title: row["title"], trip: row["trip_id"],
+                                 members: [], createdAt: row["created_at_ms"])
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT chat_id, user_id FROM chat_member JOIN chat ON chat.id = chat_id WHERE chat.kind != 'trip'") {
+                chats[row["chat_id"] as String]?.members.insert(row["user_id"])
+            }
+            return Array(chats.values)
+        }
+    }
+
+    /// Stores a new chat with its members and a fresh stream epoch.
+    func create(_ chat: Chat, pairKey: String?, createdBy: String?) throws {
+        try database.pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO chat (id, kind, title, trip_id, pair_key, epoch, created_by, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                arguments: [chat.id, chat.kind.rawValue, chat.title, chat.trip, pairKey, Epoch.make(), createdBy, chat.createdAt])
+            for member in chat.members {
+                try db.execute(sql: "INSERT INTO chat_member (chat_id, user_id) VALUES (?, ?)", arguments: [chat.id, member])
+            }
+        }
+    }
+
+    /// Appends a message as the chat's next offset, in one transaction with the
+    /// stream's top. Fails on a second message with the same sender and client id.
+    func append(chat: String, id: String, from: String, clientMessageID: String, ts: Int64, data: RawJSON) throws -> StreamPosition {
+        try database.pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT epoch, top_offset FROM chat WHERE id = ?", arguments: [chat]) else {
+                throw ChatStoreError.unknownChat(chat)
+            }
+            let offset = (row["top_offset"] as Int64) + 1
+            try db.execute(
+                sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#,
+                arguments: [chat, offset, id, from, clientMessageID, ts, Data(data.bytes)])
+            try db.execute(sql: "UPDATE chat SET top_offset = ? WHERE id = ?", arguments: [offset, chat])
+            return StreamPosition(offset: UInt64(offset), epoch: row["epoch"])
+        }
+    }
+
+    /// The stream's top offset and epoch; nil for an unknown chat.
+    func position(of chat: String) throws -> StreamPosition? {
+        try database.pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT epoch, top_offset FROM chat WHERE id = ?", arguments: [chat]).map {
+                StreamPosition(offset: UInt64($0["top_offset"] as Int64), epoch: $0["epoch"])
+            }
+        }
+    }
+
+    /// Messages with an offset in `range`, oldest first or newest first, at most `limit`.
+    func messages(of chat: String, offsets range: ClosedRange<UInt64>, limit: Int, newestFirst: Bool) throws -> [StoredChatMessage] {
+        try database.pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND "offset" BETWEEN ? AND ? ORDER BY "offset" \#(newestFirst ? "DESC" : "ASC") LIMIT ?"#,
+                arguments: [chat, Int64(range.lowerBound), Int64(min(range.upperBound, UInt64(Int64.max))), limit]
+            ).map(Self.message)
+        }
+    }
+
+    /// The message a sender already sent with `clientMessageID`, if any.
+    func message(in chat: String, from user: String, clientMessageID: String) throws -> StoredChatMessage? {
+        try database.pool.read { db in
+            try Row.fetchOne(
+                db, sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND from_user = ? AND client_message_id = ?"#,
+                arguments: [chat, user, clientMessageID]
+            ).map(Self.message)
+        }
+    }
+
+    /// For each chat: the newest message and how many messages from others follow the user's read marker.
+    func summaries(of chats: [String], for user: String) throws -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)] {
+        try database.pool.read { db in
+            var result: [String: (last: StoredChatMessage?, unread: Int, read: UInt64)] = [:]
+            for chat in chats {
+                let read = try Int64.fetchOne(db, sql: "SELECT read_offset FROM chat_member WHERE chat_id = ? AND user_id = ?", arguments: [chat, user]) ?? 0
+                let last = try Row.fetchOne(
+                    db, sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? ORDER BY "offset" DESC LIMIT 1"#, arguments: [chat]
+                ).map(Self.message)
+                let unread = try Int.fetchOne(
+                    db, sql: #"SELECT COUNT(*) FROM chat_message WHERE chat_id = ? AND "offset" > ? AND from_user != ?"#,
+                    arguments: [chat, read, user]) ?? 0
+                result[chat] = (last, unread, UInt64(read))
+            }
+            return result
+        }
+    }
+
+    /// Moves the user's read marker forward to `offset` (never back); answers the marker.
+    func markRead(chat: String, user: String, offset: UInt64) throws -> UInt64 {
+        try database.pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO chat_member (chat_id, user_id, read_offset) VALUES (?, ?, ?)
+                    ON CONFLICT(chat_id, user_id) DO UPDATE SET read_offset = MAX(read_offset, excluded.read_offset)
+                    """,
+                arguments: [chat, user, Int64(offset)])
+            return UInt64(try Int64.fetchOne(db, sql: "SELECT read_offset FROM chat_member WHERE chat_id = ? AND user_id = ?", arguments: [chat, user]) ?? 0)
+        }
+    }
+
+    private static func message(_ row: Row) throws -> StoredChatMessage {
+        StoredChatMessage(offset: UInt64(row["offset"] as Int64), ts: row["ts"], data: try RawJSON(validating: [UInt8](row["data"] as Data)))
+    }
+}
+
+/// Failures of the chat tables that callers tell apart.
+enum ChatStoreError: Error {
+    case unknownChat(String)
+}

@@ -1,0 +1,179 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import Synchronization
+
+/// Chats between users: one direct chat per pair, group chats among friends or
+/// trip-mates, and one chat per trip for its members.
+///
+/// A message is written to SQLite (as the next offset of the chat's stream) before
+/// `chat.send` answers, then published on `chat:<id>`; both happen in one
+/// `Node.publish`, under the channel's lock. Sends are idempotent per sender and
+/// `client_message_id`: a retry answers the stored message's offset and publishes
+/// nothing. Chat metadata is kept in memory and written through; messages are read
+/// from the database.
+public final class ChatService: Sendable {
+    static let maxTextLength = 4000
+    static let maxClientMessageIDLength = 64
+    static let maxTitleLength = 100
+    static let maxGroupMembers = 100
+    static let defaultHistoryPage = 50
+    static let maxHistoryPage = 100
+
+    private struct Chats {
+        var byID: [String: Chat] = [:]
+        /// Direct chats by their pair key.
+        var direct: [String: String] = [:]
+        /// Group and direct chats of each user.
+        var byUser: [String: Set<String>] = [:]
+
+        mutating func add(_ chat: Chat) {
+            byID[chat.id] = chat
+            if chat.kind == .direct { direct[ChatService.pairKey(chat.members)] = chat.id }
+            for member in chat.members { byUser[member, default: []].insert(chat.id) }
+        }
+    }
+
+    let node: Node
+    let directory: Directory
+    let repository: ChatRepository
+    private let chats: Mutex<Chats>
+    /// Serialises the check-then-publish of sends per chat (striped), so that two
+    /// retries of one message cannot both publish.
+    private let sendLocks: [SendLock]
+
+    private final class SendLock: Sendable {
+        let mutex = Mutex(())
+    }
+
+    init(node: Node, directory: Directory, repository: ChatRepository) throws {
+        self.node = node
+        self.directory = directory
+        self.repository = repository
+        var chats = Chats()
+        for chat in try repository.loadChats() { chats.add(chat) }
+        self.chats = Mutex(chats)
+        sendLocks = (0..<32).map { _ in SendLock() }
+    }
+
+    static func pairKey(_ users: Set<String>) -> String { users.sorted().joined(separator: " ") }
+
+    static func channel(of chat: String) -> String { "chat:\(chat)" }
+
+    static func tripChatID(_ trip: String) -> String { "trip-\(trip)" }
+
+    // MARK: Chats
+
+    /// The chat with `id`, creating a trip's chat on first use.
+    func chat(_ id: String) throws(HubError) -> Chat? {
+        if let chat = chats.withLock({ $0.byID[id] }) { return chat }
+        guard id.hasPrefix("trip-"), let trip = directory.trip(String(id.dropFirst("trip-".count))) else { return nil }
+        return try ensureTripChat(trip.id)
+    }
+
+    /// Creates the chat of `trip` when it has none yet.
+    @discardableResult
+    func ensureTripChat(_ trip: String) throws(HubError) -> Chat {
+        let id = Self.tripChatID(trip)
+        return try chats.withLock { chats throws(HubError) -> Chat in
+            if let chat = chats.byID[id] { return chat }
+            let chat = Chat(id: id, kind: .trip, title: nil, trip: trip, members: [], createdAt: unixMilliseconds())
+            try databaseWrite { try repository.create(chat, pairKey: nil, createdBy: nil) }
+            chats.add(chat)
+            return chat
+        }
+    }
+
+    func isMember(_ user: String, of chat: Chat) -> Bool {
+        switch chat.kind {
+        case .trip: chat.trip.map { directory.role(of: user, in: $0) != nil } ?? false
+        case .direct, .group: chat.members.contains(user)
+        }
+    }
+
+    /// The chat if `user` is a member; 103 otherwise (also for a chat that does not exist).
+    func memberChat(_ id: String, user: String) throws(HubError) -> Chat {
+        guard let chat = try chat(id), isMember(user, of: chat) else { throw .permissionDenied("not a member of chat \(id)") }
+        return chat
+    }
+
+    /// Opens the direct chat with one other user (the existing one when there is one)
+    /// or creates a group chat; every other member must be a friend or trip-mate.
+    func create(by user: String, members requested: [String], title: String?) throws(HubError) -> Chat {
+        var others: [String] = []
+        for (index, member) in requested.enumerated() where member != user && !others.contains(member) {
+            guard UserID.isValid(member) else { throw .badRequest("members[\(index)] is not a valid user id") }
+            guard directory.friendSource(user, member) != nil else {
+                throw .permissionDenied("members[\(index)]: \(member) is not a friend or trip-mate")
+            }
+            others.append(member)
+        }
+        guard !others.isEmpty else { throw .badRequest("members must name at least one other user") }
+        try directory.ensureKnown(user)
+        let members = Set(others + [user])
+        let kind: ChatKind = others.count == 1 && title == nil ? .direct : .group
+        return try chats.withLock { chats throws(HubError) -> Chat in
+            if kind == .direct, let id = chats.direct[Self.pairKey(members)], let chat = chats.byID[id] { return chat }
+            let chat = Chat(id: (kind == .direct ? "d" : "g") + Self.randomID(), kind: kind, title: title, trip: nil, members: members,
+                            createdAt: unixMilliseconds())
+            try databaseWrite { try repository.create(chat, pairKey: kind == .direct ? Self.pairKey(members) : nil, createdBy: user) }
+            chats.add(chat)
+            return chat
+        }
+    }
+
+    /// The chats `user` is in: direct and group chats and the chats of their trips.
+    func chats(of user: String) throws(HubError) -> [Chat] {
+        var result = chats.withLock { chats in (chats.byUser[user] ?? []).compactMap { chats.byID[$0] } }
+        for (trip, _) in directory.trips(of: user) { result.append(try ensureTripChat(trip.id)) }
+        return result
+    }
+
+    // MARK: Messages
+
+    /// Stores and publishes a message; a repeated `clientMessageID` answers the stored one.
+    func send(by user: String, to id: String, text: String, clientMessageID: String) throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
+        let chat = try memberChat(id, user: user)
+        var hasher = Hasher()
+        hasher.combine(chat.id)
+        let lock = sendLocks[Int(UInt(bitPattern: hasher.finalize()) % UInt(sendLocks.count))]
+        return try lock.mutex.withLock { _ throws(HubError) in
+            if let stored = try databaseRead({ try repository.message(in: chat.id, from: user, clientMessageID: clientMessageID) }) {
+                return (stored, true)
+            }
+            let message = ChatMessageData(id: "m" + Self.randomID(), from: user, name: directory.name(of: user), text: text,
+                                          ts: unixMilliseconds(), clientMessageID: clientMessageID)
+            let data = RawJSON(message.json)
+            guard let position = try node.publish(channel: Self.channel(of: chat.id), data: data) else {
+                throw .internalError("chat namespace keeps no stream")
+            }
+            return (StoredChatMessage(offset: position.offset, ts: message.ts, data: data), false)
+        }
+    }
+
+    /// Messages older than `before` (all when nil), newest `limit` of them in
+    /// ascending order, and whether older ones remain.
+    func history(of id: String, user: String, before: UInt64?, limit: Int) throws(HubError) -> (messages: [StoredChatMessage], more: Bool) {
+        let chat = try memberChat(id, user: user)
+        let upper = before.map { $0 == 0 ? 0 : $0 - 1 } ?? UInt64(Int64.max)
+        guard upper >= 1 else { return ([], false) }
+        let page = try databaseRead { try repository.messages(of: chat.id, offsets: 1...upper, limit: limit + 1, newestFirst: true) }
+        return (Array(page.prefix(limit).reversed()), page.count > limit)
+    }
+
+    /// Moves the user's read marker to `offset` (at most the newest message); answers the marker.
+    func markRead(_ id: String, user: String, offset: UInt64) throws(HubError) -> UInt64 {
+        let chat = try memberChat(id, user: user)
+        let top = try databaseRead { try repository.position(of: chat.id)?.offset } ?? 0
+        guard offset <= top else { throw .badRequest("offset: \(offset) is beyond the newest message \(top)") }
+        return try databaseWrite { try repository.markRead(chat: chat.id, user: user, offset: offset) }
+    }
+
+    func summaries(of chats: [Chat], for user: String) throws(HubError) -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)] {
+        try databaseRead { try repository.summaries(of: chats.map(\.id), for: user) }
+    }
+
+    static func randomID() -> String {
+        String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import GondolaProtocol
+import Testing
+@testable import GondolaServer
+
+/// Chats through the real server over real sockets: ordering, idempotency,
+/// membership, unread counts, paging, recovery and bad input.
+@Suite struct ChatTests {
+    /// A server with a running trip: host hana, travellers alice and bob (friends as
+    /// trip-mates); carol shares nothing with them.
+    static func start() async throws -> (RunningServer, trip: String) {
+        // The default frame limit, so that a 4,000-character message fits.
+        let server = try await startTravelServer { $0.maxFrameBytes = 65_536 }
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
+        return (server, trip)
+    }
+
+    static func send(_ client: LiveClient, _ chat: String, _ text: String, id: String) async throws -> JSON {
+        try await client.rpc("chat.send", ["chat": .string(chat), "text": .string(text), "client_message_id": .string(id)])
+    }
+
+    @Test func directChatKeepsOrderAndRetriesAreIdempotent() async throws {
+        let (server, _) = try await Self.start()
+                let alice = try await server.client("alice"), bob = try await server.client("bob")
+        let created = try await alice.rpc("chat.create", ["members": ["bob"]])
+        let chat = try #require(created["chat"]?["id"]?.stringValue)
+        #expect(created["chat"]?["kind"]?.stringValue == "direct")
+        #expect(created["channel"]?.stringValue == "chat:\(chat)")
+        // One direct chat per pair, whoever opens it.
+        #expect(try await bob.rpc("chat.create", ["members": ["alice"]])["chat"]?["id"]?.stringValue == chat)
+        #expect(try await alice.rpc("chat.create", ["members": ["bob", "alice"]])["chat"]?["id"]?.stringValue == chat)
+
+        try await bob.subscribe("chat:\(chat)")
+        for index in 1...20 {
+            let answer = try await Self.send(alice, chat, "message \(index)", id: "a-\(index)")
+            #expect(answer["offset"]?.doubleValue == Double(index))
+            #expect(answer["from"]?.stringValue == "alice")
+        }
+        let retry = try await Self.send(alice, chat, "message 5", id: "a-5")
+        #expect(retry["offset"]?.doubleValue == 5)
+        #expect(retry["repeated"] == .bool(true))
+        let received = try await bob.awaitPublications("chat:\(chat)", count: 20)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(bob.publications("chat:\(chat)").count == 20, "the retry published nothing")
+        #expect(received.map { $0["text"]?.stringValue } == (1...20).map { "message \($0)" })
+        #expect(bob.offsets("chat:\(chat)") == Array(1...20))
+        #expect(received.first?["name"]?.stringValue == "alice")
+        #expect(received.first?["telegram_username"] == nil)
+        await alice.close()
+        await bob.close()
+        try await server.stop()
+    }
+
+    @Test func onlyMembersMayCreateSendReadAndSubscribe() async throws {
+        let (server, trip) = try await Self.start()
+                let alice = try await server.client("alice"), carol = try await server.client("carol")
+        await #expect(throws: RPCFailure.self) { try await carol.rpc("chat.create", ["members": ["alice"]]) }
+        let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
+        for (method, data) in [
+            ("chat.send", ["chat": JSON.string(chat), "text": "hi", "client_message_id": "c1"] as JSON),
+            ("chat.history", ["chat": .string(chat)]), ("chat.read", ["chat": .string(chat), "offset": 0]),
+            ("chat.send", ["chat": .string(ChatServiceNames.tripChat(trip)), "text": "hi", "client_message_id": "c2"]),
+            ("chat.send", ["chat": "no-such-chat", "text": "hi", "client_message_id": "c3"]),
+        ] {
+            do {
+                _ = try await carol.rpc(method, data)
+                Issue.record("\(method) by an outsider succeeded")
+            } catch let failure as RPCFailure {
+                #expect(failure.code == 103, "\(method): \(failure)")
+            }
+        }
+        do {
+            try await carol.subscribe("chat:\(chat)")
+        } catch let failure as RPCFailure {
+            #expect(failure.code == 103)
+        }
+        // A member of a non-friend group is refused, naming them.
+        do {
+            _ = try await alice.rpc("chat.create", ["members": ["bob", "carol"], "title": "Ski"])
+            Issue.record("a group with a stranger was created")
+        } catch let failure as RPCFailure {
+            #expect(failure.code == 103 && failure.message.contains("members[1]"), "\(failure)")
+        }
+        #expect(!carol.isClosed, "refusals leave the connection open")
+        await alice.close()
+        await carol.close()
+        try await server.stop()
+    }
+
+    @Test(arguments: [
+        (["text": "hi", "client_message_id": "x"] as JSON, "chat"),
+        (["chat": "C", "client_message_id": "x"] as JSON, "text"),
+        (["chat": "C", "text": "", "client_message_id": "x"] as JSON, "text"),
+        (["chat": "C", "text": "   ", "client_message_id": "x"] as JSON, "text"),
+        (["chat": "C", "text": .string(String(repeating: "é", count: 4_001)), "client_message_id": "x"] as JSON, "text"),
+        (["chat": "C", "text": 42, "client_message_id": "x"] as JSON, "text"),
+        (["chat": "C", "text": "hi"] as JSON, "client_message_id"),
+        (["chat": "C", "text": "hi", "client_message_id": .string(String(repeating: "x", count: 65))] as JSON, "client_message_id"),
+    ])
+    func badSendsAnswer107NamingTheField(data: JSON, field: String) async throws {
+        let (server, _) = try await Self.start()
+                let alice = try await server.client("alice")
+        let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
+        let request = data.adding("chat", data["chat"] == nil ? .null : .string(chat))
+        do {
+            _ = try await alice.rpc("chat.send", request)
+            Issue.record("accepted \(request.text)")
+        } catch let failure as RPCFailure {
+            #expect(failure.code == 107 && failure.message.contains(field), "\(failure)")
+        }
+        #expect(try await alice.rpc("chat.history", ["chat": .string(chat)])["messages"]?.arrayValue.isEmpty == true, "nothing stored")
+        await alice.close()
+        try await server.stop()
+    }
+
+    @Test func unreadCountsReadMarkersAndHistoryPages() async throws {
+        let (server, _) = try await Self.start()
+                let alice = try await server.client("alice"), bob = try await server.client("bob")
+        let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
+        for index in 1...120 { _ = try await Self.send(alice, chat, "m\(index)", id: "m\(index)") }
+        _ = try await Self.send(bob, chat, "reply", id: "b1")
+
+        func entry(_ client: LiveClient) async throws -> JSON? {
+            try await client.rpc("chat.list")["chats"]?.arrayValue.first { $0["id"]?.stringValue == chat }
+        }
+        #expect(try await entry(bob)?["unread"]?.doubleValue == 120, "own messages are not unread")
+        #expect(try await entry(alice)?["unread"]?.doubleValue == 1)
+        #expect(try await entry(bob)?["last_message"]?["text"]?.stringValue == "reply")
+        #expect(try await bob.rpc("chat.read", ["chat": .string(chat), "offset": 100])["read_offset"]?.doubleValue == 100)
+        #expect(try await entry(bob)?["unread"]?.doubleValue == 20)
+        #expect(try await bob.rpc("chat.read", ["chat": .string(chat), "offset": 50])["read_offset"]?.doubleValue == 100, "markers never go back")
+        await #expect(throws: RPCFailure.self) { try await bob.rpc("chat.read", ["chat": .string(chat), "offset": 500]) }
+
+        var before: JSON = .null
+        var pages: [[Double]] = []
+        while true {
+            let page = try await bob.rpc("chat.history", ["chat": .string(chat), "limit": 50, "before": before])
+            let offsets = page["messages"]?.arrayValue.compactMap { $0["offset"]?.doubleValue } ?? []
+            pages.append(offsets)
+            guard page["more"] == .bool(true), let first = offsets.first else { break }
+            before = .double(first)
+        }
+        let expected: [[Double]] = [Array(72...121), Array(22...71), Array(1...21)].map { $0.map(Double.init) }
+        #expect(pages == expected)
+        await #expect(throws: RPCFailure.self) { try await bob.rpc("chat.history", ["chat": .string(chat), "limit": 101]) }
+        await alice.close()
+        await bob.close()
+        try await server.stop()
+    }
+
+    @Test func groupAndTripChats() async throws {
+        let (server, trip) = try await Self.start()
+                let alice = try await server.client("alice"), hana = try await server.client("hana"), carol = try await server.client("carol")
+        let group = try await alice.rpc("chat.create", ["members": ["bob", "hana"], "title": "Lift crew"])
+        #expect(group["chat"]?["kind"]?.stringValue == "group")
+        #expect(group["chat"]?["members"]?.arrayValue.compactMap { $0["user"]?.stringValue } == ["alice", "bob", "hana"])
+
+        let tripChat = ChatServiceNames.tripChat(trip)
+        let listed = try await hana.rpc("chat.list")["chats"]?.arrayValue.compactMap { $0["id"]?.stringValue } ?? []
+        #expect(Set(listed) == [tripChat, group["chat"]?["id"]?.stringValue ?? ""])
+        try await alice.subscribe("chat:\(tripChat)")
+        _ = try await Self.send(hana, tripChat, "Meet at the lift at 9", id: "h1")
+        #expect(try await alice.awaitPublications("chat:\(tripChat)", count: 1).first?["text"]?.stringValue == "Meet at the lift at 9")
+        #expect(try await carol.rpc("chat.list")["chats"]?.arrayValue.isEmpty == true)
+        await #expect(throws: RPCFailure.self) { try await carol.subscribe("chat:\(tripChat)") }
+        for client in [alice, hana, carol] { await client.close() }
+        try await server.stop()
+    }
+
+    @Test func reconnectingSubscriberRecoversMissedMessages() async throws {
+        let (server, _) = try await Self.start()
+                let alice = try await server.client("alice"), bob = try await server.client("bob")
+        let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
+        let first = try await bob.subscribe(SubscribeRequest(channel: "chat:\(chat)"))
+        #expect(first.recoverable, "chat streams are always recoverable")
+        for index in 1...3 { _ = try await Self.send(alice, chat, "early \(index)", id: "e\(index)") }
+        _ = try await bob.awaitPublications("chat:\(chat)", count: 3)
+        await bob.close()
+        for index in 1...4 { _ = try await Self.send(alice, chat, "missed \(index)", id: "x\(index)") }
+
+        let again = try await server.client("bob")
+        var request = SubscribeRequest(channel: "chat:\(chat)")
+        request.recover = true
+        request.epoch = first.epoch
+        request.offset = 3
+        let result = try await again.subscribe(request)
+        #expect(result.recovered)
+        #expect(result.publications.map(\.offset) == [4, 5, 6, 7])
+        #expect(result.publications.compactMap { $0.data.value["text"]?.stringValue } == (1...4).map { "missed \($0)" })
+        // The server API cannot write a malformed message into a chat's stream.
+        await #expect(throws: RPCFailure.self) { try await server.api("publish", ["channel": .string("chat:\(chat)"), "data": ["text": "x"]]) }
+        await alice.close()
+        await again.close()
+        try await server.stop()
+    }
+}
+
+/// Chat ids the tests need to spell.
+enum ChatServiceNames {
+    static func tripChat(_ trip: String) -> String { "trip-\(trip)" }
+}
