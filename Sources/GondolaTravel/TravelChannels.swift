@@ -4,7 +4,7 @@ import GondolaProtocol
 /// The travel domain's built-in namespaces (PROTOCOL.md §4) and who may subscribe.
 public enum TravelNamespaces {
     /// Namespace names the configuration may not redefine.
-    public static let names: Set<String> = ["personal", "nearby", "friends", "locations", "chat"]
+    public static let names: Set<String> = ["personal", "nearby", "friends", "locations", "chat", "trip"]
 
     /// Hands each namespace to its provider.
     static func install(on node: Node, locations: LocationService, directory: Directory, chats: ChatService) {
@@ -13,6 +13,20 @@ public enum TravelNamespaces {
         node.provide(NamespaceOptions(name: "friends"), by: FriendsChannel(locations: locations))
         node.provide(NamespaceOptions(name: "locations"), by: TripLocationsChannel(locations: locations, directory: directory))
         node.provide(ChatChannel.options, by: ChatChannel(chats: chats))
+        node.provide(TripChannel.options, by: TripChannel(directory: directory))
+        node.provide(channel: AnnouncementsChannel.channel, AnnouncementsChannel.options, by: AnnouncementsChannel())
+    }
+
+    /// Options of a namespace whose channels keep a durable, always recoverable stream of
+    /// the last `size` publications for `ttl`, readable by subscribers with `history`.
+    static func durableStream(_ name: String, size: Int, ttl: Duration) -> NamespaceOptions {
+        var options = NamespaceOptions(name: name)
+        options.historySize = size
+        options.historyTTL = ttl
+        options.historyDurable = true
+        options.forceRecovery = true
+        options.allowHistoryForSubscriber = true
+        return options
     }
 
     /// The user of a `<namespace>:#<uid>` channel when it is exactly the subscriber's own.
@@ -93,21 +107,47 @@ struct ChatChannel: ChannelProvider {
         historyStore = ChatStreamStore(repository: chats.repository)
     }
 
-    static var options: NamespaceOptions {
-        var options = NamespaceOptions(name: "chat")
-        // Chats keep every message (the store does not trim); size and TTL only mark the namespace as keeping a stream.
-        options.historySize = 1_000
-        options.historyTTL = .seconds(365 * 86_400)
-        options.historyDurable = true
-        options.forceRecovery = true
-        options.allowHistoryForSubscriber = true
-        return options
-    }
+    /// Chats keep every message (the store does not trim); size and TTL only mark the namespace as keeping a stream.
+    static let options = TravelNamespaces.durableStream("chat", size: 1_000, ttl: .seconds(365 * 86_400))
 
     static func chatID(of channel: String) -> String { String(channel.dropFirst("chat:".count)) }
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
         _ = try chats.memberChat(Self.chatID(of: subscription.channel.raw), user: subscription.user)
+        try attach(nil)
+    }
+
+    func vacated(channel: String) {}
+}
+
+/// `trip:<tripId>`: host broadcasts for the trip's members; a durable stream of
+/// the last 100 for 30 days.
+struct TripChannel: ChannelProvider {
+    let directory: Directory
+
+    static let options = TravelNamespaces.durableStream("trip", size: 100, ttl: .seconds(30 * 86_400))
+
+    static func channel(of trip: String) -> String { "trip:\(trip)" }
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        let trip = String(subscription.channel.raw.dropFirst("trip:".count))
+        guard directory.role(of: subscription.user, in: trip) != nil else {
+            throw .permissionDenied("\(subscription.channel.raw) is for members of trip \(trip)")
+        }
+        try attach(nil)
+    }
+
+    func vacated(channel: String) {}
+}
+
+/// `announcements`: staff notifications for every signed-in user; a durable stream
+/// of the last 100 for 30 days.
+struct AnnouncementsChannel: ChannelProvider {
+    static let channel = "announcements"
+    static let options = TravelNamespaces.durableStream("announcements", size: 100, ttl: .seconds(30 * 86_400))
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        guard !subscription.user.isEmpty else { throw .permissionDenied("announcements are for signed-in users") }
         try attach(nil)
     }
 

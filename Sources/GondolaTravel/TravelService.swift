@@ -33,6 +33,7 @@ public final class TravelService: Sendable {
         MapRPC(locations: locations, resorts: resorts).register(on: node.rpc)
         chats = try ChatService(node: node, directory: directory, repository: ChatRepository(database: database))
         ChatRPC(chats: chats, directory: directory).register(on: node.rpc)
+        BroadcastRPC(node: node, directory: directory).register(on: node.rpc)
         TravelNamespaces.install(on: node, locations: locations, directory: directory, chats: chats)
     }
 

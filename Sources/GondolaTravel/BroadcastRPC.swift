@@ -1,0 +1,48 @@
+import GondolaHub
+import GondolaProtocol
+
+/// `broadcast.send`: a host's message to everyone on one of their trips
+/// (`trip:<id>`), or a staff member's announcement to every user
+/// (`announcements`). Both channels keep a durable stream, so a traveller who was
+/// offline gets what they missed when their SDK recovers.
+struct BroadcastRPC: Sendable {
+    let node: Node
+    let directory: Directory
+
+    func register(on router: RPCRouter) {
+        router.register("broadcast.send") { context, data in
+            let fields = try RequestFields(data)
+            let text = try fields.string("text", maxLength: ChatService.maxTextLength)
+            guard !text.allSatisfy(\.isWhitespace) else { throw HubError.badRequest("text must not be blank") }
+            let channel: String
+            let type: String
+            switch (fields.has("trip"), fields.has("scope")) {
+            case (true, true):
+                throw HubError.badRequest("give either trip or scope, not both")
+            case (true, false):
+                let trip = try fields.string("trip", maxLength: 64)
+                guard directory.role(of: context.user, in: trip) == .host else {
+                    throw HubError.permissionDenied("only hosts of trip \(trip) may broadcast to it")
+                }
+                (channel, type) = (TripChannel.channel(of: trip), "broadcast")
+            case (false, true):
+                guard try fields.string("scope", maxLength: 16) == "all" else { throw HubError.badRequest("scope must be \"all\"") }
+                guard directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
+                (channel, type) = (AnnouncementsChannel.channel, "announcement")
+            case (false, false):
+                throw HubError.badRequest("trip or scope is required")
+            }
+            let id = "b" + ChatService.randomID(), ts = unixMilliseconds()
+            let message: JSON = [
+                "type": .string(type), "id": .string(id), "from": .string(context.user), "name": .string(directory.name(of: context.user)),
+                "text": .string(text), "ts": .int(ts),
+            ]
+            guard let position = try node.publish(channel: channel, data: RawJSON(message)) else {
+                throw HubError.internalError("\(channel) keeps no stream")
+            }
+            return [
+                "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch), "ts": .int(ts),
+            ]
+        }
+    }
+}
