@@ -1,0 +1,147 @@
+"""Chats with the official SDK: recovery across a disconnect and a server restart,
+and no acknowledged message lost or doubled when the server is killed mid-stream."""
+import asyncio
+import json
+import tempfile
+import time
+import urllib.request
+
+import pytest
+from centrifuge import Client, ReplyError
+
+from conftest import API_KEY, launch
+from helpers import ClientEvents, Events, SubEvents, connected_client
+
+
+def api(server, method, body):
+    request = urllib.request.Request(f"{server.api_url}/{method}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "X-API-Key": API_KEY})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        answer = json.loads(response.read())
+    assert "error" not in answer, answer
+    return answer["result"]
+
+
+def trip_mates(server, host, *travellers):
+    """A running trip, so its members are friends."""
+    now = int(time.time() * 1000)
+    trip = api(server, "trip_create", {"name": "Chat trip", "starts_at": now - 3_600_000, "ends_at": now + 3_600_000, "hosts": [host]})["trip"]["id"]
+    for traveller in travellers:
+        api(server, "trip_add_member", {"trip": trip, "user": traveller, "role": "traveller"})
+    return trip
+
+
+def stop(process, kill=False):
+    if kill:
+        process.kill()
+    else:
+        process.terminate()
+    process.wait(timeout=10)
+
+
+async def call(client, method, data, timeout=5):
+    """An RPC retried while the server answers 111 (over the command rate), as an app would."""
+    while True:
+        try:
+            return await asyncio.wait_for(client.rpc(method, data), timeout)
+        except ReplyError as error:
+            if error.code != 111:
+                raise
+            await asyncio.sleep(0.05)
+
+
+async def history(client, chat):
+    """Every message of a chat, oldest first, through chat.history pages."""
+    messages, before = [], None
+    while True:
+        data = {"chat": chat, "limit": 100}
+        if before is not None:
+            data["before"] = before
+        page = (await call(client, "chat.history", data)).data
+        messages = page["messages"] + messages
+        if not page["more"]:
+            return messages
+        before = page["messages"][0]["offset"]
+
+
+async def test_missed_messages_are_recovered_after_a_disconnect_and_a_restart():
+    folder = tempfile.mkdtemp(prefix="gondola-chat-restart-")
+    process, server = launch(folder)
+    trip_mates(server, "chat-host", "chat-ann", "chat-bo")
+    ann, _ = await connected_client(server, "chat-ann")
+    chat = (await ann.rpc("chat.create", {"members": ["chat-bo"]})).data["chat"]["id"]
+    bo_events = Events()
+    bo = Client(server.ws_url, events=ClientEvents(bo_events), token=server.token("chat-bo"), min_reconnect_delay=0.1, max_reconnect_delay=0.5)
+    await bo.connect()
+    sub_events = Events()
+    sub = bo.new_subscription(f"chat:{chat}", SubEvents(sub_events))
+    await sub.subscribe()
+    await sub_events.wait("subscribed")
+
+    async def send(texts):
+        for text in texts:
+            await ann.rpc("chat.send", {"chat": chat, "text": text, "client_message_id": text})
+
+    await send(["one", "two"])
+    await sub_events.wait("publication", count=2)
+    # Bo goes offline; Ann writes on, then the server restarts, then Ann writes more.
+    await bo.disconnect()
+    await send(["three", "four"])
+    await ann.disconnect()
+    stop(process)
+    process, server = launch(folder, port=server.port)
+    ann, _ = await connected_client(server, "chat-ann")
+    await send(["five"])
+    await bo.connect()
+    publications = await sub_events.wait("publication", count=5, timeout=15)
+    subscribed = sub_events.of("subscribed")[-1]
+    assert subscribed.recovered and subscribed.was_recovering
+    assert [p.pub.data["text"] for p in publications] == ["one", "two", "three", "four", "five"]
+    assert [p.pub.offset for p in publications] == [1, 2, 3, 4, 5]
+    assert publications[0].pub.data["name"] == "chat-ann" and "telegram" not in json.dumps(publications[0].pub.data)
+    await ann.disconnect()
+    await bo.disconnect()
+    stop(process)
+
+
+async def test_kill_9_keeps_every_acknowledged_message_once():
+    folder = tempfile.mkdtemp(prefix="gondola-chat-kill-")
+    process, server = launch(folder)
+    trip_mates(server, "kill-host", "kill-ann", "kill-bo")
+    ann, _ = await connected_client(server, "kill-ann")
+    chat = (await ann.rpc("chat.create", {"members": ["kill-bo"]})).data["chat"]["id"]
+    acknowledged = {}
+
+    async def killer():
+        while len(acknowledged) < 400:
+            await asyncio.sleep(0.005)
+        stop(process, kill=True)
+
+    kill_task = asyncio.create_task(killer())
+    for index in range(1000):
+        message_id = f"k-{index}"
+        try:
+            reply = await call(ann, "chat.send", {"chat": chat, "text": f"message {index}", "client_message_id": message_id})
+        except Exception:
+            break  # the server is gone: this message is not acknowledged
+        acknowledged[message_id] = reply.data["offset"]
+    await kill_task
+    assert 400 <= len(acknowledged) < 1000, "the server was killed mid-stream"
+    try:
+        await asyncio.wait_for(ann.disconnect(), 5)
+    except Exception:
+        pass
+    process, server = launch(folder, port=server.port)
+    ann, _ = await connected_client(server, "kill-ann")
+    # A client retries what was not acknowledged with the same id, then goes on.
+    for index in range(len(acknowledged), 1000):
+        message_id = f"k-{index}"
+        reply = await call(ann, "chat.send", {"chat": chat, "text": f"message {index}", "client_message_id": message_id})
+        acknowledged[message_id] = reply.data["offset"]
+    messages = await history(ann, chat)
+    ids = [m["client_message_id"] for m in messages]
+    assert len(ids) == len(set(ids)) == 1000, "no message twice, none lost"
+    assert {m["client_message_id"]: m["offset"] for m in messages} == acknowledged
+    assert [m["offset"] for m in messages] == list(range(1, 1001))
+    await ann.disconnect()
+    stop(process)
