@@ -23,8 +23,10 @@ public final class GondolaServer: Sendable {
     private let activeTransports = Atomic<Int>(0)
 
     /// Opens the database and builds the hub. The configuration must carry a
-    /// token secret and an API key (see `GeneratedSecrets.complete`).
-    public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "gondola")) async throws {
+    /// token secret and an API key (see `GeneratedSecrets.complete`). Telegram
+    /// messages go through `telegram` when given, else through the Bot API when
+    /// `telegram_bot_token` is set, else nowhere.
+    public init(configuration: ServerConfiguration, telegram: (any TelegramNotifier)? = nil, logger: Logger = Logger(label: "gondola")) async throws {
         precondition(!configuration.tokenHMACSecret.isEmpty && !configuration.apiKey.isEmpty, "secrets must be set")
         self.configuration = configuration
         self.logger = logger
@@ -49,7 +51,8 @@ public final class GondolaServer: Sendable {
         settings.interval = configuration.locationInterval
         settings.ttl = configuration.locationTTL
         settings.rate = configuration.locationRate
-        self.travel = try TravelService(node: node, database: database, resorts: resorts, settings: settings, logger: logger)
+        let notifier = telegram ?? (configuration.telegramBotToken.isEmpty ? NoTelegramBot() : TelegramBotAPI(token: configuration.telegramBotToken))
+        self.travel = try TravelService(node: node, database: database, resorts: resorts, settings: settings, telegram: notifier, logger: logger)
     }
 
     /// The HTTP application; `onServerRunning` gets the bound port.
@@ -61,6 +64,7 @@ public final class GondolaServer: Sendable {
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node))))
         }
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
+        TelegramWebhookEndpoint(secret: configuration.telegramWebhookSecret, webhook: travel.telegramWebhook).addRoutes(to: router)
         var api = ServerAPI(node: node)
         for (name, method) in travel.adminMethods {
             api.register(name) { params throws(HubError) in try await method(params.json) }

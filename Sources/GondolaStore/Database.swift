@@ -109,6 +109,33 @@ public final class GondolaDatabase: Sendable {
                 CREATE UNIQUE INDEX chat_message_client ON chat_message(chat_id, from_user, client_message_id);
                 """)
         }
+        migrator.registerMigration("v4-events") { db in
+            try db.execute(sql: """
+                CREATE TABLE event (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    creator TEXT NOT NULL,
+                    title TEXT NOT NULL,
+                    description TEXT NOT NULL DEFAULT '',
+                    starts_at_ms INTEGER NOT NULL,
+                    ends_at_ms INTEGER,
+                    place_name TEXT,
+                    place_lat REAL,
+                    place_lon REAL,
+                    trip_id TEXT,
+                    audience TEXT NOT NULL,
+                    created_at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX event_creator ON event(creator);
+                CREATE TABLE event_invitee (
+                    event_id TEXT NOT NULL REFERENCES event(id) ON DELETE CASCADE,
+                    user_id TEXT NOT NULL,
+                    response TEXT CHECK (response IN ('going', 'maybe', 'declined')),
+                    responded_at_ms INTEGER,
+                    PRIMARY KEY (event_id, user_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX event_invitee_user ON event_invitee(user_id);
+                """)
+        }
         return migrator
     }
 }

@@ -97,6 +97,17 @@ public final class LocationService: Sendable {
         live.withLock { live in live.slots.existingSlot(for: user).flatMap { live.map.position(of: $0)?.point } }
     }
 
+    /// The users with a current position within `radius` metres of `user`'s current
+    /// position that `user` may see, nearest first; nil when `user` has no current position.
+    func visibleUsers(near user: String, radius: Double) -> [String]? {
+        live.withLock { live in
+            guard let slot = live.slots.existingSlot(for: user), let center = live.map.position(of: slot)?.point else { return nil }
+            let rules = Rules(live, directory: directory)
+            return live.map.index.nearby(center, radius: radius) { candidate, _ in candidate != slot && rules.canSee(slot, candidate) }
+                .map { live.slots.user($0.id) }
+        }
+    }
+
     /// Changes who sees `user`; applied to nearby and friends channels in the next frame.
     func setVisibility(user: String, _ visibility: Visibility) throws(HubError) {
         try directory.setVisibility(user, visibility)

@@ -4,10 +4,10 @@ import GondolaProtocol
 /// The travel domain's built-in namespaces (PROTOCOL.md §4) and who may subscribe.
 public enum TravelNamespaces {
     /// Namespace names the configuration may not redefine.
-    public static let names: Set<String> = ["personal", "nearby", "friends", "locations", "chat", "trip"]
+    public static let names: Set<String> = ["personal", "nearby", "friends", "locations", "chat", "trip", "event"]
 
     /// Hands each namespace to its provider.
-    static func install(on node: Node, locations: LocationService, directory: Directory, chats: ChatService) {
+    static func install(on node: Node, locations: LocationService, directory: Directory, chats: ChatService, events: EventService) {
         node.provide(NamespaceOptions(name: "personal"), by: PersonalChannel())
         node.provide(NamespaceOptions(name: "nearby"), by: NearbyChannel(locations: locations))
         node.provide(NamespaceOptions(name: "friends"), by: FriendsChannel(locations: locations))
@@ -15,6 +15,7 @@ public enum TravelNamespaces {
         node.provide(ChatChannel.options, by: ChatChannel(chats: chats))
         node.provide(TripChannel.options, by: TripChannel(directory: directory))
         node.provide(channel: AnnouncementsChannel.channel, AnnouncementsChannel.options, by: AnnouncementsChannel())
+        node.provide(NamespaceOptions(name: "event"), by: EventChannel(events: events))
     }
 
     /// Options of a namespace whose channels keep a durable, always recoverable stream of
@@ -148,6 +149,18 @@ struct AnnouncementsChannel: ChannelProvider {
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
         guard !subscription.user.isEmpty else { throw .permissionDenied("announcements are for signed-in users") }
+        try attach(nil)
+    }
+
+    func vacated(channel: String) {}
+}
+
+/// `event:<eventId>`: RSVP changes with the counts, for the creator and the invitees.
+struct EventChannel: ChannelProvider {
+    let events: EventService
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        _ = try events.visibleEvent(String(subscription.channel.raw.dropFirst("event:".count)), to: subscription.user)
         try attach(nil)
     }
 

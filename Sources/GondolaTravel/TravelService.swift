@@ -11,13 +11,17 @@ public final class TravelService: Sendable {
     public let resorts: ResortCatalog
     public let locations: LocationService
     public let chats: ChatService
+    public let events: EventService
+    /// Handles the Telegram bot's webhook updates (RSVP buttons).
+    public let telegramWebhook: TelegramWebhook
     let node: Node
     let directoryRPC: DirectoryRPC
 
     /// Loads the directory from `database`, registers the RPC methods and takes
     /// over the built-in namespaces of `node`.
+    /// - Parameter telegram: sends invitations and button answers through the Telegram bot.
     public init(node: Node, database: GondolaDatabase, resorts: ResortCatalog, settings: LocationSettings,
-                logger: Logger = Logger(label: "gondola.travel")) throws {
+                telegram: any TelegramNotifier = NoTelegramBot(), logger: Logger = Logger(label: "gondola.travel")) throws {
         self.node = node
         self.resorts = resorts
         directory = try Directory(repository: TravelRepository(database: database))
@@ -34,7 +38,11 @@ public final class TravelService: Sendable {
         chats = try ChatService(node: node, directory: directory, repository: ChatRepository(database: database))
         ChatRPC(chats: chats, directory: directory).register(on: node.rpc)
         BroadcastRPC(node: node, directory: directory).register(on: node.rpc)
-        TravelNamespaces.install(on: node, locations: locations, directory: directory, chats: chats)
+        events = EventService(node: node, directory: directory, locations: locations, repository: EventRepository(database: database),
+                              telegram: telegram, logger: logger)
+        EventRPC(events: events, directory: directory).register(on: node.rpc)
+        telegramWebhook = TelegramWebhook(events: events, telegram: telegram, logger: logger)
+        TravelNamespaces.install(on: node, locations: locations, directory: directory, chats: chats, events: events)
     }
 
     /// Server API methods for trip and staff administration.

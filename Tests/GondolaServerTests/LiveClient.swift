@@ -2,6 +2,7 @@ import Foundation
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
+import GondolaTravel
 import HummingbirdWSClient
 import Logging
 import Synchronization
@@ -148,14 +149,14 @@ struct RPCFailure: Error, CustomStringConvertible {
 }
 
 /// Starts a server that has the travel domain with fast frames.
-func startTravelServer(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) async throws -> RunningServer {
+func startTravelServer(telegram: (any TelegramNotifier)? = nil, _ adjust: (inout ServerConfiguration) -> Void = { _ in }) async throws -> RunningServer {
     var configuration = RunningServer.configuration()
     configuration.locationInterval = .milliseconds(50)
     configuration.locationRate = 1000
     configuration.hub.commandRate = 10_000
     configuration.hub.commandBurst = 10_000
     adjust(&configuration)
-    return try await RunningServer.start(configuration)
+    return try await RunningServer.start(configuration, telegram: telegram)
 }
 
 extension RunningServer {

@@ -5,6 +5,7 @@ import FoundationNetworking
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
+import GondolaTravel
 import HummingbirdWSClient
 import NIOWebSocket
 import Logging
@@ -46,10 +47,10 @@ final class RunningServer: Sendable {
         return configuration
     }
 
-    static func start(_ configuration: ServerConfiguration = configuration()) async throws -> RunningServer {
+    static func start(_ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil) async throws -> RunningServer {
         var logger = Logger(label: "gondola-test")
         logger.logLevel = .warning
-        let server = try await GondolaServer(configuration: configuration, logger: logger)
+        let server = try await GondolaServer(configuration: configuration, telegram: telegram, logger: logger)
         let ports = AsyncStream.makeStream(of: Int.self)
         let group = server.serviceGroup(signals: []) { port in ports.continuation.yield(port) }
         let task = Task { try await group.run() }
@@ -77,12 +78,13 @@ final class RunningServer: Sendable {
     }
 
     /// POSTs JSON (or raw text) and returns the status and the parsed body.
-    func post(_ path: String, body: String, apiKey: String? = RunningServer.apiKey) async throws -> (Int, JSON) {
+    func post(_ path: String, body: String, apiKey: String? = RunningServer.apiKey, headers: [String: String] = [:]) async throws -> (Int, JSON) {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = "POST"
         request.httpBody = Data(body.utf8)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         if let apiKey { request.setValue(apiKey, forHTTPHeaderField: "X-API-Key") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         return try await send(request)
     }
 

@@ -1,0 +1,176 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import Logging
+
+/// Who an event is for, as asked in `event.create`.
+enum EventAudience: Sendable, Equatable {
+    /// Travellers within `radius` metres of the creator's position now, whom the creator may see.
+    case nearby(radius: Double)
+    /// The creator's friends (trip-mates included).
+    case friends
+    /// Named users, each a friend or trip-mate of the creator.
+    case selected([String])
+    /// The members of the event's trip.
+    case trip
+
+    var kind: String {
+        switch self {
+        case .nearby: "nearby"
+        case .friends: "friends"
+        case .selected: "selected"
+        case .trip: "trip"
+        }
+    }
+}
+
+/// Events with invitations and RSVP: invitations go to each invitee's
+/// `personal:#<uid>` (and to Telegram for those who signed in with it); every
+/// response is published on `event:<id>` with the new counts and told to the
+/// creator. Responses come from `event.rsvp` and from the Telegram webhook alike.
+public final class EventService: Sendable {
+    static let maxInvitees = 500
+    static let maxTitleLength = 120
+    static let maxDescriptionLength = 2000
+
+    let node: Node
+    let directory: Directory
+    let locations: LocationService
+    let repository: EventRepository
+    let telegram: any TelegramNotifier
+    let logger: Logger
+
+    init(node: Node, directory: Directory, locations: LocationService, repository: EventRepository, telegram: any TelegramNotifier, logger: Logger) {
+        self.node = node
+        self.directory = directory
+        self.locations = locations
+        self.repository = repository
+        self.telegram = telegram
+        self.logger = logger
+    }
+
+    static func channel(of event: String) -> String { "event:\(event)" }
+
+    /// The users `audience` names for `creator` (never the creator), checked.
+    func invitees(of creator: String, _ audience: EventAudience, trip: String?) throws(HubError) -> [String] {
+        var users: [String]
+        switch audience {
+        case let .nearby(radius):
+            guard let near = locations.visibleUsers(near: creator, radius: radius) else {
+                throw .notAvailable("audience nearby needs your current position; send location.update first")
+            }
+            users = near
+        case .friends:
+            users = directory.friends(of: creator).map(\.user)
+        case let .selected(selected):
+            users = []
+            for (index, user) in selected.enumerated() where user != creator && !users.contains(user) {
+                guard directory.friendSource(creator, user) != nil else {
+                    throw .permissionDenied("audience.users[\(index)]: \(user) is not a friend or trip-mate")
+                }
+                users.append(user)
+            }
+        case .trip:
+            guard let trip else { throw .badRequest("trip is required for audience trip") }
+            users = directory.members(of: trip).keys.filter { $0 != creator }.sorted()
+        }
+        guard users.count <= Self.maxInvitees else {
+            throw .badRequest("audience has \(users.count) users, more than \(Self.maxInvitees)")
+        }
+        return users
+    }
+
+    /// Stores the event with its invitees, then invites them; answers the event and invitees.
+    func create(_ event: TravelEvent, audience: EventAudience) throws(HubError) -> (event: TravelEvent, invitees: [String]) {
+        var event = event
+        event.audience = audience.kind
+        if let trip = event.trip, directory.role(of: event.creator, in: trip) == nil {
+            throw .permissionDenied("only members of trip \(trip) may create its events")
+        }
+        let invitees = try invitees(of: event.creator, audience, trip: event.trip)
+        try directory.ensureKnown(event.creator)
+        try databaseWrite { try repository.create(event, invitees: invitees) }
+        let summary = EventJSON.event(event, directory: directory)
+        for invitee in invitees {
+            publish("personal:#\(invitee)", ["type": "invite", "event": summary])
+        }
+        inviteOnTelegram(event, invitees)
+        return (event, invitees)
+    }
+
+    private func inviteOnTelegram(_ event: TravelEvent, _ invitees: [String]) {
+        let chats: [String: Int64]
+        do {
+            chats = try repository.telegramIDs(of: invitees)
+        } catch {
+            return logger.error("telegram lookup failed", metadata: ["event": "\(event.id)", "error": "\(error)"])
+        }
+        guard !chats.isEmpty else { return }
+        let invitation = TelegramInvitation(event: event, creatorName: directory.name(of: event.creator))
+        let (telegram, logger) = (telegram, logger)
+        Task {
+            for (user, chat) in chats.sorted(by: { $0.key < $1.key }) {
+                do {
+                    try await telegram.sendInvitation(invitation, to: chat)
+                } catch {
+                    logger.warning("telegram invitation failed", metadata: ["event": "\(invitation.eventID)", "user": "\(user)", "error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// An event `user` created or is invited to; 103 otherwise (also for an unknown event).
+    func visibleEvent(_ id: String, to user: String) throws(HubError) -> (event: TravelEvent, responses: [(user: String, response: RSVP?)]) {
+        guard let event = try databaseRead({ try repository.event(id) }) else { throw .permissionDenied("not invited to event \(id)") }
+        let responses = try databaseRead { try repository.responses(to: id) }
+        guard event.creator == user || responses.contains(where: { $0.user == user }) else { throw .permissionDenied("not invited to event \(id)") }
+        return (event, responses)
+    }
+
+    /// Records an invitee's response (changeable), publishes it with the new counts on
+    /// `event:<id>` and tells the creator on `personal:#<uid>`.
+    func respond(_ user: String, to id: String, _ response: RSVP) throws(HubError) -> (event: TravelEvent, counts: RSVPCounts) {
+        guard let event = try databaseRead({ try repository.event(id) }) else { throw .permissionDenied("not invited to event \(id)") }
+        guard try databaseWrite({ try repository.respond(to: id, user: user, response, at: unixMilliseconds()) }) else {
+            throw .permissionDenied(event.creator == user ? "the creator of event \(id) does not answer it" : "not invited to event \(id)")
+        }
+        let counts = EventRepository.counts(try databaseRead { try repository.responses(to: id) })
+        let change: JSON = [
+            "type": "rsvp", "event": .string(id), "user": .string(user), "name": .string(directory.name(of: user)),
+            "response": .string(response.rawValue), "counts": EventJSON.counts(counts),
+        ]
+        publish(Self.channel(of: id), change)
+        publish("personal:#\(event.creator)", change)
+        return (event, counts)
+    }
+
+    func events(of user: String) throws(HubError) -> [(event: TravelEvent, invited: Bool, response: RSVP?)] {
+        try databaseRead { try repository.events(of: user) }
+    }
+
+    private func publish(_ channel: String, _ data: JSON) {
+        do {
+            try node.publish(channel: channel, data: RawJSON(data))
+        } catch {
+            logger.error("event push failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+        }
+    }
+}
+
+/// How events are written on the wire.
+enum EventJSON {
+    static func event(_ event: TravelEvent, directory: Directory) -> JSON {
+        [
+            "id": .string(event.id), "title": .string(event.title), "description": .string(event.description),
+            "starts_at": .int(event.startsAt), "ends_at": event.endsAt.map(JSON.int) ?? .null,
+            "place": event.place.map { ["name": $0.name.map(JSON.string) ?? .null, "lat": .double($0.lat), "lon": .double($0.lon)] } ?? .null,
+            "trip": event.trip.map(JSON.string) ?? .null, "audience": .string(event.audience),
+            "creator": ["user": .string(event.creator), "name": .string(directory.name(of: event.creator))],
+            "channel": .string(EventService.channel(of: event.id)),
+        ]
+    }
+
+    static func counts(_ counts: RSVPCounts) -> JSON {
+        ["going": .int(Int64(counts.going)), "maybe": .int(Int64(counts.maybe)), "declined": .int(Int64(counts.declined)), "pending": .int(Int64(counts.pending))]
+    }
+}

@@ -1,0 +1,65 @@
+import GondolaHub
+import GondolaProtocol
+import Logging
+
+/// Handles the Telegram bot's webhook updates. A button press whose data is
+/// `rsvp:<eventId>:<response>`, from the Telegram account a user signed in with,
+/// answers exactly like that user's `event.rsvp`, and the press is answered with a
+/// short confirmation. Anything else — unknown accounts or events, malformed data,
+/// other kinds of update — is logged and changes nothing; the caller acknowledges
+/// every update with 200, since Telegram retries any other answer.
+public struct TelegramWebhook: Sendable {
+    /// What an update led to.
+    public enum Outcome: Sendable, Equatable {
+        case answered(event: String, user: String, response: String)
+        case ignored(String)
+    }
+
+    let events: EventService
+    let telegram: any TelegramNotifier
+    let logger: Logger
+
+    public func handle(_ update: JSON) async -> Outcome {
+        let outcome = await outcome(of: update)
+        switch outcome {
+        case let .answered(event, user, response):
+            logger.info("telegram rsvp", metadata: ["event": "\(event)", "user": "\(user)", "response": "\(response)"])
+        case let .ignored(reason):
+            logger.notice("telegram update ignored", metadata: ["reason": "\(reason)", "update_id": "\(update["update_id"]?.text ?? "-")"])
+        }
+        return outcome
+    }
+
+    private func outcome(of update: JSON) async -> Outcome {
+        guard let query = update["callback_query"] else { return .ignored("not a callback query") }
+        guard case let .string(data)? = query["data"] else { return .ignored("callback query without data") }
+        let parts = data.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, parts[0] == "rsvp", !parts[1].isEmpty, let response = RSVP(rawValue: parts[2]) else {
+            return .ignored("malformed callback data \(data.prefix(64))")
+        }
+        guard case let .int(from)? = query["from"]?["id"] else { return .ignored("callback query without a sender id") }
+        let user: String?
+        do {
+            user = try events.repository.user(forTelegramID: from)
+        } catch {
+            return .ignored("user lookup failed: \(error)")
+        }
+        guard let user else { return .ignored("Telegram account \(from) is not linked to a user") }
+        let reply: String
+        let outcome: Outcome
+        do {
+            _ = try events.respond(user, to: parts[1], response)
+            (reply, outcome) = ("Got it: \(response.rawValue)", .answered(event: parts[1], user: user, response: response.rawValue))
+        } catch {
+            (reply, outcome) = ("This invitation is not yours or no longer exists", .ignored("rsvp refused: \(error)"))
+        }
+        if case let .string(id)? = query["id"] {
+            do {
+                try await telegram.answerCallback(id: id, text: reply)
+            } catch {
+                logger.warning("telegram answerCallbackQuery failed", metadata: ["error": "\(error)"])
+            }
+        }
+        return outcome
+    }
+}
