@@ -82,7 +82,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .target(name: "GondolaBenchSupport", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
+        .target(name: "GondolaBenchSupport", dependencies: ["GondolaProtocol", .product(name: "Histogram", package: "hdrhistogram-swift")]),
         .executableTarget(
             name: "gondola-bench-fanout",
             dependencies: [
@@ -100,6 +100,16 @@ let package = Package(
                 "GondolaProtocol",
                 "GondolaHub",
                 "GondolaGeo",
+                "GondolaBenchSupport",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "gondola-bench-chat",
+            dependencies: [
+                "GondolaProtocol",
+                "GondolaHub",
                 "GondolaBenchSupport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

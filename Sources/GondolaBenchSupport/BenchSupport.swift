@@ -1,4 +1,8 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import GondolaProtocol
 import Histogram
 import Synchronization
 
@@ -80,3 +84,45 @@ public func integers(after marker: [UInt8], in bytes: [UInt8]) -> [Int64] {
 extension Duration {
     public var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }
+
+/// A benchmark setup step failed.
+public struct BenchmarkError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The server API calls the benchmarks need (trips and their members).
+public struct ServerAPIClient: Sendable {
+    public init(base: String, key: String) {
+        self.base = base
+        self.key = key
+    }
+
+    let base: String
+    let key: String
+
+    public func call(_ method: String, _ body: JSON) async throws -> JSON {
+        var request = URLRequest(url: URL(string: "\(base)/api/\(method)")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.bytes)
+        request.setValue(key, forHTTPHeaderField: "X-API-Key")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        let answer = try JSONParser.parse(Array(data))
+        guard let result = answer["result"] else { throw BenchmarkError("\(method) failed: \(answer.text)") }
+        return result
+    }
+
+    /// A trip running now with one host and `travellers`; answers its id.
+    public func createTrip(host: String, travellers: [String]) async throws -> String {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let result = try await call("trip_create", [
+            "name": "bench", "resort": "demo", "starts_at": .int(now - 3_600_000), "ends_at": .int(now + 86_400_000), "hosts": [.string(host)],
+        ])
+        guard case let .string(id)? = result["trip"]?["id"] else { throw BenchmarkError("trip_create answered \(result.text)") }
+        for traveller in travellers {
+            _ = try await call("trip_add_member", ["trip": .string(id), "user": .string(traveller), "role": "traveller"])
+        }
+        return id
+    }
+}
+

@@ -21,7 +21,7 @@ struct ChatRPC: Sendable {
             let text = try fields.string("text", maxLength: ChatService.maxTextLength)
             guard !text.allSatisfy(\.isWhitespace) else { throw HubError.badRequest("text must not be blank") }
             let clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
-            let (message, repeated) = try chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID)
+            let (message, repeated) = try await chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID)
             var answer = Self.messageJSON(message)
             if repeated { answer = answer.adding("repeated", true) }
             return answer

@@ -69,14 +69,13 @@ struct ChatRepository: Sendable {
     /// stream's top. Fails on a second message with the same sender and client id.
     func append(chat: String, id: String, from: String, clientMessageID: String, ts: Int64, data: RawJSON) throws -> StreamPosition {
         try database.pool.write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT epoch, top_offset FROM chat WHERE id = ?", arguments: [chat]) else {
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT epoch, top_offset FROM chat WHERE id = ?"), arguments: [chat]) else {
                 throw ChatStoreError.unknownChat(chat)
             }
             let offset = (row["top_offset"] as Int64) + 1
-            try db.execute(
-                sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#,
-                arguments: [chat, offset, id, from, clientMessageID, ts, Data(data.bytes)])
-            try db.execute(sql: "UPDATE chat SET top_offset = ? WHERE id = ?", arguments: [offset, chat])
+            try db.cachedStatement(sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
+                .execute(arguments: [chat, offset, id, from, clientMessageID, ts, Data(data.bytes)])
+            try db.cachedStatement(sql: "UPDATE chat SET top_offset = ? WHERE id = ?").execute(arguments: [offset, chat])
             return StreamPosition(offset: UInt64(offset), epoch: row["epoch"])
         }
     }
@@ -105,7 +104,7 @@ struct ChatRepository: Sendable {
     func message(in chat: String, from user: String, clientMessageID: String) throws -> StoredChatMessage? {
         try database.pool.read { db in
             try Row.fetchOne(
-                db, sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND from_user = ? AND client_message_id = ?"#,
+                db.cachedStatement(sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND from_user = ? AND client_message_id = ?"#),
                 arguments: [chat, user, clientMessageID]
             ).map(Self.message)
         }

@@ -38,13 +38,11 @@ public final class ChatService: Sendable {
     let directory: Directory
     let repository: ChatRepository
     private let chats: Mutex<Chats>
-    /// Serialises the check-then-publish of sends per chat (striped), so that two
-    /// retries of one message cannot both publish.
-    private let sendLocks: [SendLock]
-
-    private final class SendLock: Sendable {
-        let mutex = Mutex(())
-    }
+    /// Runs every send: the duplicate check, the SQLite write and the fan-out happen
+    /// one at a time on this queue, so two retries of one message cannot both be
+    /// stored, the database writer is never contended, and the tasks serving
+    /// connections never block on it (they wait without holding a thread).
+    private let sendQueue = DispatchQueue(label: "gondola.chat.send")
 
     init(node: Node, directory: Directory, repository: ChatRepository) throws {
         self.node = node
@@ -53,7 +51,6 @@ public final class ChatService: Sendable {
         var chats = Chats()
         for chat in try repository.loadChats() { chats.add(chat) }
         self.chats = Mutex(chats)
-        sendLocks = (0..<32).map { _ in SendLock() }
     }
 
     static func pairKey(_ users: Set<String>) -> String { users.sorted().joined(separator: " ") }
@@ -132,23 +129,28 @@ public final class ChatService: Sendable {
     // MARK: Messages
 
     /// Stores and publishes a message; a repeated `clientMessageID` answers the stored one.
-    func send(by user: String, to id: String, text: String, clientMessageID: String) throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
+    func send(by user: String, to id: String, text: String, clientMessageID: String) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
         let chat = try memberChat(id, user: user)
-        var hasher = Hasher()
-        hasher.combine(chat.id)
-        let lock = sendLocks[Int(UInt(bitPattern: hasher.finalize()) % UInt(sendLocks.count))]
-        return try lock.mutex.withLock { _ throws(HubError) in
-            if let stored = try databaseRead({ try repository.message(in: chat.id, from: user, clientMessageID: clientMessageID) }) {
-                return (stored, true)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<(message: StoredChatMessage, repeated: Bool), HubError>, Never>) in
+            sendQueue.async {
+                continuation.resume(returning: Result { () throws(HubError) in try self.store(user: user, chat: chat, text: text, clientMessageID: clientMessageID) })
             }
-            let message = ChatMessageData(id: "m" + Self.randomID(), from: user, name: directory.name(of: user), text: text,
-                                          ts: unixMilliseconds(), clientMessageID: clientMessageID)
-            let data = RawJSON(message.json)
-            guard let position = try node.publish(channel: Self.channel(of: chat.id), data: data) else {
-                throw .internalError("chat namespace keeps no stream")
-            }
-            return (StoredChatMessage(offset: position.offset, ts: message.ts, data: data), false)
         }
+        return try result.get()
+    }
+
+    /// The send itself, on `sendQueue`.
+    private func store(user: String, chat: Chat, text: String, clientMessageID: String) throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
+        if let stored = try databaseRead({ try repository.message(in: chat.id, from: user, clientMessageID: clientMessageID) }) {
+            return (stored, true)
+        }
+        let message = ChatMessageData(id: "m" + Self.randomID(), from: user, name: directory.name(of: user), text: text,
+                                      ts: unixMilliseconds(), clientMessageID: clientMessageID)
+        let data = RawJSON(message.json)
+        guard let position = try node.publish(channel: Self.channel(of: chat.id), data: data) else {
+            throw .internalError("chat namespace keeps no stream")
+        }
+        return (StoredChatMessage(offset: position.offset, ts: message.ts, data: data), false)
     }
 
     /// Messages older than `before` (all when nil), newest `limit` of them in

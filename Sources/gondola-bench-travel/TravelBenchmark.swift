@@ -98,36 +98,6 @@ struct TravelBenchmark: AsyncParsableCommand {
     }
 }
 
-/// The server API calls the benchmark needs.
-struct ServerAPIClient: Sendable {
-    let base: String
-    let key: String
-
-    func call(_ method: String, _ body: JSON) async throws -> JSON {
-        var request = URLRequest(url: URL(string: "\(base)/api/\(method)")!)
-        request.httpMethod = "POST"
-        request.httpBody = Data(body.bytes)
-        request.setValue(key, forHTTPHeaderField: "X-API-Key")
-        let (data, _) = try await URLSession.shared.data(for: request)
-        let answer = try JSONParser.parse(Array(data))
-        guard let result = answer["result"] else { throw ValidationError("\(method) failed: \(answer.text)") }
-        return result
-    }
-
-    /// A trip running now with one host and `travellers`; answers its id.
-    func createTrip(host: String, travellers: [String]) async throws -> String {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let result = try await call("trip_create", [
-            "name": "bench", "resort": "demo", "starts_at": .int(now - 3_600_000), "ends_at": .int(now + 86_400_000), "hosts": [.string(host)],
-        ])
-        guard case let .string(id)? = result["trip"]?["id"] else { throw ValidationError("trip_create answered \(result.text)") }
-        for traveller in travellers {
-            _ = try await call("trip_add_member", ["trip": .string(id), "user": .string(traveller), "role": "traveller"])
-        }
-        return id
-    }
-}
-
 /// Counters shared by every simulated client.
 final class TravelStats: Sendable {
     let ready = Atomic<Int>(0)
