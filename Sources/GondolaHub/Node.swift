@@ -320,15 +320,32 @@ public final class Node: Sendable {
                     throw .internalError("history append failed: \(error)")
                 }
             }
-            metrics.publications.increment()
-            guard let queues = channels[channel]?.queues, !queues.isEmpty else { return position }
-            let bytes = Push(channel: channel, .publication(publication)).bytes
-            for queue in queues {
-                queue.enqueue(bytes)
-            }
-            metrics.messagesOut.increment(by: Int64(queues.count))
+            fanOut(publication, on: channel, to: channels[channel])
             return position
         }
+    }
+
+    /// Sends a publication that the namespace's own store has already written (its
+    /// offset set) to the channel's subscribers. Under the channel's lock
+    /// `whileLocked` runs first — the store makes the publication readable there — so
+    /// a subscriber recovering at the same time gets it either from the store or
+    /// live, never both and never neither. For providers that write in batches.
+    public func deliver(channel: String, publication: Publication, whileLocked: () -> Void) {
+        shard(for: channel).channels.withLock { channels in
+            whileLocked()
+            fanOut(publication, on: channel, to: channels[channel])
+        }
+    }
+
+    /// Encodes the push once and queues the same bytes for every subscriber; called under the channel's lock.
+    private func fanOut(_ publication: Publication, on channel: String, to state: ChannelState?) {
+        metrics.publications.increment()
+        guard let queues = state?.queues, !queues.isEmpty else { return }
+        let bytes = Push(channel: channel, .publication(publication)).bytes
+        for queue in queues {
+            queue.enqueue(bytes)
+        }
+        metrics.messagesOut.increment(by: Int64(queues.count))
     }
 
     /// A channel's stream: `limit` publications after `since` (0 gives only the position).

@@ -65,18 +65,35 @@ struct ChatRepository: Sendable {
         }
     }
 
-    /// Appends a message as the chat's next offset, in one transaction with the
-    /// stream's top. Fails on a second message with the same sender and client id.
-    func append(chat: String, id: String, from: String, clientMessageID: String, ts: Int64, data: RawJSON) throws -> StreamPosition {
+    /// Appends messages, each as its chat's next offset, in one transaction (a group
+    /// commit). `beforeCommit` hears each chat's top before the batch, inside the
+    /// transaction. Fails as a whole, e.g. on a repeated sender and client id.
+    func append(_ messages: [NewChatMessage], beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [StreamPosition] {
         try database.pool.write { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT epoch, top_offset FROM chat WHERE id = ?"), arguments: [chat]) else {
-                throw ChatStoreError.unknownChat(chat)
+            var streams: [String: (epoch: String, top: Int64)] = [:]
+            var positions: [StreamPosition] = []
+            positions.reserveCapacity(messages.count)
+            for message in messages {
+                var stream: (epoch: String, top: Int64)
+                if let known = streams[message.chat] {
+                    stream = known
+                } else {
+                    guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT epoch, top_offset FROM chat WHERE id = ?"), arguments: [message.chat]) else {
+                        throw ChatStoreError.unknownChat(message.chat)
+                    }
+                    stream = (row["epoch"], row["top_offset"])
+                    beforeCommit(message.chat, UInt64(stream.top))
+                }
+                stream.top += 1
+                streams[message.chat] = stream
+                try db.cachedStatement(sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
+                    .execute(arguments: [message.chat, stream.top, message.id, message.from, message.clientMessageID, message.ts, Data(message.data.bytes)])
+                positions.append(StreamPosition(offset: UInt64(stream.top), epoch: stream.epoch))
             }
-            let offset = (row["top_offset"] as Int64) + 1
-            try db.cachedStatement(sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
-                .execute(arguments: [chat, offset, id, from, clientMessageID, ts, Data(data.bytes)])
-            try db.cachedStatement(sql: "UPDATE chat SET top_offset = ? WHERE id = ?").execute(arguments: [offset, chat])
-            return StreamPosition(offset: UInt64(offset), epoch: row["epoch"])
+            for (chat, stream) in streams {
+                try db.cachedStatement(sql: "UPDATE chat SET top_offset = ? WHERE id = ?").execute(arguments: [stream.top, chat])
+            }
+            return positions
         }
     }
 
@@ -100,13 +117,15 @@ struct ChatRepository: Sendable {
         }
     }
 
-    /// The message a sender already sent with `clientMessageID`, if any.
-    func message(in chat: String, from user: String, clientMessageID: String) throws -> StoredChatMessage? {
+    /// The messages already stored under these (chat, sender, client id) keys.
+    func messages(sentAs keys: [ChatMessageKey]) throws -> [ChatMessageKey: StoredChatMessage] {
         try database.pool.read { db in
-            try Row.fetchOne(
-                db.cachedStatement(sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND from_user = ? AND client_message_id = ?"#),
-                arguments: [chat, user, clientMessageID]
-            ).map(Self.message)
+            var found: [ChatMessageKey: StoredChatMessage] = [:]
+            let statement = try db.cachedStatement(sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND from_user = ? AND client_message_id = ?"#)
+            for key in Set(keys) {
+                if let row = try Row.fetchOne(statement, arguments: [key.chat, key.from, key.clientMessageID]) { found[key] = try Self.message(row) }
+            }
+            return found
         }
     }
 
@@ -144,6 +163,23 @@ struct ChatRepository: Sendable {
     private static func message(_ row: Row) throws -> StoredChatMessage {
         StoredChatMessage(offset: UInt64(row["offset"] as Int64), ts: row["ts"], data: try RawJSON(validating: [UInt8](row["data"] as Data)))
     }
+}
+
+/// A message to store: its chat, identity, sender and the bytes to publish.
+struct NewChatMessage: Sendable {
+    let chat: String
+    let id: String
+    let from: String
+    let clientMessageID: String
+    let ts: Int64
+    let data: RawJSON
+}
+
+/// What makes a send a repeat: the same sender and client id in the same chat.
+struct ChatMessageKey: Hashable, Sendable {
+    let chat: String
+    let from: String
+    let clientMessageID: String
 }
 
 /// Failures of the chat tables that callers tell apart.

@@ -7,8 +7,8 @@ import Synchronization
 /// trip-mates, and one chat per trip for its members.
 ///
 /// A message is written to SQLite (as the next offset of the chat's stream) before
-/// `chat.send` answers, then published on `chat:<id>`; both happen in one
-/// `Node.publish`, under the channel's lock. Sends are idempotent per sender and
+/// `chat.send` answers, then published on `chat:<id>` (see `ChatWriter`, which
+/// commits sends in batches). Sends are idempotent per sender and
 /// `client_message_id`: a retry answers the stored message's offset and publishes
 /// nothing. Chat metadata is kept in memory and written through; messages are read
 /// from the database.
@@ -38,11 +38,9 @@ public final class ChatService: Sendable {
     let directory: Directory
     let repository: ChatRepository
     private let chats: Mutex<Chats>
-    /// Runs every send: the duplicate check, the SQLite write and the fan-out happen
-    /// one at a time on this queue, so two retries of one message cannot both be
-    /// stored, the database writer is never contended, and the tasks serving
-    /// connections never block on it (they wait without holding a thread).
-    private let sendQueue = DispatchQueue(label: "gondola.chat.send")
+    /// The streams of `chat:` channels and the writer that fills them.
+    let streams: ChatStreamStore
+    let writer: ChatWriter
 
     init(node: Node, directory: Directory, repository: ChatRepository) throws {
         self.node = node
@@ -51,6 +49,8 @@ public final class ChatService: Sendable {
         var chats = Chats()
         for chat in try repository.loadChats() { chats.add(chat) }
         self.chats = Mutex(chats)
+        streams = ChatStreamStore(repository: repository)
+        writer = ChatWriter(node: node, repository: repository, streams: streams)
     }
 
     static func pairKey(_ users: Set<String>) -> String { users.sorted().joined(separator: " ") }
@@ -131,26 +131,9 @@ public final class ChatService: Sendable {
     /// Stores and publishes a message; a repeated `clientMessageID` answers the stored one.
     func send(by user: String, to id: String, text: String, clientMessageID: String) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
         let chat = try memberChat(id, user: user)
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<(message: StoredChatMessage, repeated: Bool), HubError>, Never>) in
-            sendQueue.async {
-                continuation.resume(returning: Result { () throws(HubError) in try self.store(user: user, chat: chat, text: text, clientMessageID: clientMessageID) })
-            }
-        }
-        return try result.get()
-    }
-
-    /// The send itself, on `sendQueue`.
-    private func store(user: String, chat: Chat, text: String, clientMessageID: String) throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
-        if let stored = try databaseRead({ try repository.message(in: chat.id, from: user, clientMessageID: clientMessageID) }) {
-            return (stored, true)
-        }
         let message = ChatMessageData(id: "m" + Self.randomID(), from: user, name: directory.name(of: user), text: text,
                                       ts: unixMilliseconds(), clientMessageID: clientMessageID)
-        let data = RawJSON(message.json)
-        guard let position = try node.publish(channel: Self.channel(of: chat.id), data: data) else {
-            throw .internalError("chat namespace keeps no stream")
-        }
-        return (StoredChatMessage(offset: position.offset, ts: message.ts, data: data), false)
+        return try await writer.send(message, to: chat.id).get()
     }
 
     /// Messages older than `before` (all when nil), newest `limit` of them in

@@ -1,7 +1,7 @@
 import Foundation
 import GondolaHub
 import GondolaProtocol
-import GRDB
+import Synchronization
 
 /// The streams of `chat:<id>` channels, kept in the chat's own table: a chat's
 /// stream is its messages, with the chat's epoch, so recovery after a reconnect or
@@ -9,37 +9,41 @@ import GRDB
 /// namespace's history size and TTL do not apply; recovery is bounded by the hub's
 /// `max_history_per_request`).
 ///
-/// Appends come from `Node.publish` under the channel's lock, which keeps offsets
-/// and delivery in the same order. The publication's data must be a chat message
-/// (`ChatMessageData`): `chat.send` writes one; a server API `publish` of anything
-/// else is refused with 107.
+/// Messages are written by `ChatWriter` in batches and then delivered one by one, so
+/// the store shows a stream only up to its last delivered offset: a subscriber
+/// recovering while a batch is between commit and delivery gets those messages
+/// live, not twice. Appends through `Node.publish` (the server API's `publish`) are
+/// refused: messages go through `chat.send`.
 final class ChatStreamStore: HistoryStore {
     let repository: ChatRepository
+    /// The last delivered offset of each chat written since start; other chats are whole.
+    private let delivered = Mutex<[String: UInt64]>([:])
 
     init(repository: ChatRepository) {
         self.repository = repository
     }
 
-    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition) {
-        let chat = ChatChannel.chatID(of: channel)
-        let message = try ChatMessageData(publication.data)
-        let position: StreamPosition
-        do {
-            position = try repository.append(chat: chat, id: message.id, from: message.from, clientMessageID: message.clientMessageID,
-                                             ts: message.ts, data: publication.data)
-        } catch ChatStoreError.unknownChat {
-            throw HubError.unknownChannel(channel)
-        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-            throw HubError.badRequest("client_message_id: \(message.clientMessageID) was already used by \(message.from) in this chat")
+    /// Called inside a batch's transaction with a chat's top before the batch: until
+    /// delivery the stream is shown up to there.
+    func holdBack(_ chat: String, at top: UInt64) {
+        delivered.withLock { delivered in
+            if delivered[chat] == nil { delivered[chat] = top }
         }
-        var stored = publication
-        stored.offset = position.offset
-        return (stored, position)
+    }
+
+    /// Called under the channel's lock as a message is delivered.
+    func markDelivered(_ chat: String, _ offset: UInt64) {
+        delivered.withLock { $0[chat] = max($0[chat] ?? 0, offset) }
+    }
+
+    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition) {
+        throw HubError.notAvailable("messages of \(channel) are written with chat.send")
     }
 
     func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice {
         let chat = ChatChannel.chatID(of: channel)
-        guard let position = try repository.position(of: chat) else { throw HubError.unknownChannel(channel) }
+        guard var position = try repository.position(of: chat) else { throw HubError.unknownChannel(channel) }
+        if let shown = delivered.withLock({ $0[chat] }) { position.offset = min(position.offset, shown) }
         let first = (after ?? 0) + 1
         guard limit > 0, first <= position.offset else { return StreamSlice(publications: [], position: position) }
         let messages = try repository.messages(of: chat, offsets: first...position.offset, limit: limit, newestFirst: reverse)
@@ -60,24 +64,6 @@ struct ChatMessageData: Sendable {
     let text: String
     let ts: Int64
     let clientMessageID: String
-
-    init(id: String, from: String, name: String, text: String, ts: Int64, clientMessageID: String) {
-        self.id = id
-        self.from = from
-        self.name = name
-        self.text = text
-        self.ts = ts
-        self.clientMessageID = clientMessageID
-    }
-
-    /// Reads a published message, refusing anything that is not one (107 naming the field).
-    init(_ data: RawJSON) throws(HubError) {
-        let fields = try RequestFields(data.value)
-        self.init(
-            id: try fields.string("id", maxLength: 64), from: try fields.string("from", maxLength: 64),
-            name: try fields.string("name", maxLength: 256, allowEmpty: true), text: try fields.string("text", maxLength: ChatService.maxTextLength),
-            ts: try fields.integer("ts", in: 0...Int64.max), clientMessageID: try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength))
-    }
 
     var json: JSON {
         [

@@ -105,7 +105,7 @@ struct ChatChannel: ChannelProvider {
 
     init(chats: ChatService) {
         self.chats = chats
-        historyStore = ChatStreamStore(repository: chats.repository)
+        historyStore = chats.streams
     }
 
     /// Chats keep every message (the store does not trim); size and TTL only mark the namespace as keeping a stream.

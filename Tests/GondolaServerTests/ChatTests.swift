@@ -51,6 +51,47 @@ import Testing
         try await server.stop()
     }
 
+    /// Sends arrive together and are committed in batches: each message is stored once
+    /// (a retry in the same batch included), offsets have no gaps, and a subscriber
+    /// recovering in the middle gets every message exactly once, recovered or live.
+    @Test func concurrentSendsRetriesAndARecoveryInTheMiddle() async throws {
+        let (server, _) = try await Self.start()
+        let alice = try await server.client("alice"), bob = try await server.client("bob"), again = try await server.client("bob")
+        let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
+        let first = try await bob.subscribe(SubscribeRequest(channel: "chat:\(chat)"))
+        let count = 200
+        let answers = try await withThrowingTaskGroup(of: (String, Double?).self) { group in
+            for index in 0..<count {
+                for _ in 0..<2 {  // every message sent twice at once, as a retry racing the original
+                    group.addTask { ("c\(index)", try await Self.send(alice, chat, "burst \(index)", id: "c\(index)")["offset"]?.doubleValue) }
+                }
+                if index == count / 2 {
+                    group.addTask {
+                        var request = SubscribeRequest(channel: "chat:\(chat)")
+                        request.recover = true
+                        request.epoch = first.epoch
+                        let result = try await again.subscribe(request)
+                        #expect(result.recovered)
+                        return ("recovered", Double(result.publications.count))
+                    }
+                }
+            }
+            var answers: [String: Set<Double>] = [:]
+            for try await (id, offset) in group { answers[id, default: []].insert(offset ?? -1) }
+            return answers
+        }
+        #expect(answers.filter { $0.key != "recovered" }.allSatisfy { $0.value.count == 1 }, "a retry answers the same offset")
+        #expect(Set(answers.filter { $0.key != "recovered" }.values.compactMap(\.first)) == Set((1...count).map(Double.init)))
+        _ = try await bob.awaitPublications("chat:\(chat)", count: count)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(bob.offsets("chat:\(chat)") == (1...count).map(UInt64.init), "each message once, in order")
+        let recovered = Int(answers["recovered"]?.first ?? -1)
+        let live = again.offsets("chat:\(chat)")
+        #expect(live == (recovered + 1...count).map(UInt64.init) || (recovered == count && live.isEmpty), "recovered \(recovered), then live \(live.first ?? 0)…")
+        for client in [alice, bob, again] { await client.close() }
+        try await server.stop()
+    }
+
     @Test func onlyMembersMayCreateSendReadAndSubscribe() async throws {
         let (server, trip) = try await Self.start()
                 let alice = try await server.client("alice"), carol = try await server.client("carol")
