@@ -1,7 +1,25 @@
-"""Event recorders for the SDK's callbacks, with bounded waits."""
+"""Event recorders for the SDK's callbacks, with bounded waits, and JSON calls to the hub's HTTP API."""
 import asyncio
+import json
+import urllib.request
 
 from centrifuge import Client, ClientEventHandler, SubscriptionEventHandler
+
+from conftest import API_KEY
+
+
+def post(url, body, headers=None):
+    """POSTs a JSON body; answers the parsed JSON answer."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json", **(headers or {})})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def server_api(server, method, body):
+    """Calls a server API method with the API key; answers its result (an error fails the test)."""
+    answer = post(f"{server.api_url}/{method}", body, {"X-API-Key": API_KEY})
+    assert "error" not in answer, answer
+    return answer["result"]
 
 
 class Events:

@@ -4,30 +4,19 @@ import asyncio
 import json
 import tempfile
 import time
-import urllib.request
 
-import pytest
 from centrifuge import Client, ReplyError
 
-from conftest import API_KEY, launch
-from helpers import ClientEvents, Events, SubEvents, connected_client
-
-
-def api(server, method, body):
-    request = urllib.request.Request(f"{server.api_url}/{method}", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json", "X-API-Key": API_KEY})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        answer = json.loads(response.read())
-    assert "error" not in answer, answer
-    return answer["result"]
+from conftest import launch
+from helpers import ClientEvents, Events, SubEvents, connected_client, server_api
 
 
 def trip_mates(server, host, *travellers):
     """A running trip, so its members are friends."""
     now = int(time.time() * 1000)
-    trip = api(server, "trip_create", {"name": "Chat trip", "starts_at": now - 3_600_000, "ends_at": now + 3_600_000, "hosts": [host]})["trip"]["id"]
+    trip = server_api(server, "trip_create", {"name": "Chat trip", "starts_at": now - 3_600_000, "ends_at": now + 3_600_000, "hosts": [host]})["trip"]["id"]
     for traveller in travellers:
-        api(server, "trip_add_member", {"trip": trip, "user": traveller, "role": "traveller"})
+        server_api(server, "trip_add_member", {"trip": trip, "user": traveller, "role": "traveller"})
     return trip
 
 
@@ -50,6 +39,17 @@ async def call(client, method, data, timeout=5):
             await asyncio.sleep(0.05)
 
 
+async def own_server_with_a_chat(prefix):
+    """A hub of its own (it is restarted) with a direct chat between `<prefix>-ann` and `<prefix>-bo`,
+    trip-mates: answers the folder, the process, the server, Ann's client and the chat id."""
+    folder = tempfile.mkdtemp(prefix=f"gondola-chat-{prefix}-")
+    process, server = launch(folder)
+    trip_mates(server, f"{prefix}-host", f"{prefix}-ann", f"{prefix}-bo")
+    ann, _ = await connected_client(server, f"{prefix}-ann")
+    chat = (await ann.rpc("chat.create", {"members": [f"{prefix}-bo"]})).data["chat"]["id"]
+    return folder, process, server, ann, chat
+
+
 async def history(client, chat):
     """Every message of a chat, oldest first, through chat.history pages."""
     messages, before = [], None
@@ -65,11 +65,7 @@ async def history(client, chat):
 
 
 async def test_missed_messages_are_recovered_after_a_disconnect_and_a_restart():
-    folder = tempfile.mkdtemp(prefix="gondola-chat-restart-")
-    process, server = launch(folder)
-    trip_mates(server, "chat-host", "chat-ann", "chat-bo")
-    ann, _ = await connected_client(server, "chat-ann")
-    chat = (await ann.rpc("chat.create", {"members": ["chat-bo"]})).data["chat"]["id"]
+    folder, process, server, ann, chat = await own_server_with_a_chat("chat")
     bo_events = Events()
     bo = Client(server.ws_url, events=ClientEvents(bo_events), token=server.token("chat-bo"), min_reconnect_delay=0.1, max_reconnect_delay=0.5)
     await bo.connect()
@@ -105,11 +101,7 @@ async def test_missed_messages_are_recovered_after_a_disconnect_and_a_restart():
 
 
 async def test_kill_9_keeps_every_acknowledged_message_once():
-    folder = tempfile.mkdtemp(prefix="gondola-chat-kill-")
-    process, server = launch(folder)
-    trip_mates(server, "kill-host", "kill-ann", "kill-bo")
-    ann, _ = await connected_client(server, "kill-ann")
-    chat = (await ann.rpc("chat.create", {"members": ["kill-bo"]})).data["chat"]["id"]
+    folder, process, server, ann, chat = await own_server_with_a_chat("kill")
     acknowledged = {}
 
     async def killer():

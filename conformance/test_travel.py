@@ -1,20 +1,12 @@
 """The travel domain with the official SDK: demo mode, nearby, bad input."""
-import json
 import tempfile
 import time
-import urllib.request
 
 import pytest
 from centrifuge import Client, ReplyError
 
-from conftest import API_KEY, launch
-from helpers import ClientEvents, Events, SubEvents, connected_client
-
-
-def post(url, body, headers=None):
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json", **(headers or {})})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
+from conftest import launch
+from helpers import ClientEvents, Events, SubEvents, connected_client, post, server_api
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +41,7 @@ async def test_demo_host_sees_travellers_move(demo):
 
 async def test_nearby_enter_and_bad_input_through_the_sdk(server):
     for user in ("near-a", "near-b"):
-        post(f"{server.api_url}/user_set_staff", {"user": user, "staff": False}, {"X-API-Key": API_KEY})
+        server_api(server, "user_set_staff", {"user": user, "staff": False})
     alice, _ = await connected_client(server, "near-a")
     bob, _ = await connected_client(server, "near-b")
     sub_events = Events()

@@ -58,6 +58,21 @@ public struct ProcessUsage: Sendable {
         cpuSeconds = (user + system) / ticks
         rssMiB = pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
     }
+
+    /// CPU used between two readings, in percent of one core over `seconds` (NaN without both).
+    public static func cpuPercent(from before: ProcessUsage?, to after: ProcessUsage?, over seconds: Double) -> Double {
+        guard let before, let after else { return .nan }
+        return (after.cpuSeconds - before.cpuSeconds) / seconds * 100
+    }
+}
+
+/// Waits until `counter` reaches `expected` or `limit` passes; answers the count reached.
+public func waitUntil(_ counter: borrowing Atomic<Int>, reaches expected: Int, within limit: Duration) async throws -> Int {
+    let deadline = ContinuousClock.now + limit
+    while counter.load(ordering: .relaxed) < expected, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(200))
+    }
+    return counter.load(ordering: .relaxed)
 }
 
 /// The integers after each occurrence of `marker` in `bytes` (a light scan for
@@ -123,6 +138,23 @@ public struct ServerAPIClient: Sendable {
             _ = try await call("trip_add_member", ["trip": .string(id), "user": .string(traveller), "role": "traveller"])
         }
         return id
+    }
+
+    /// Creates `count` trips, eight at a time (the hub writes each membership to SQLite
+    /// before answering); `members(i)` names trip `i`'s host and travellers. Answers the ids in order.
+    public func createTrips(_ count: Int, members: @escaping @Sendable (Int) -> (host: String, travellers: [String])) async throws -> [String] {
+        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            var ids = [String](repeating: "", count: count)
+            for trip in 0..<count {
+                if trip >= 8, let (done, id) = try await group.next() { ids[done] = id }
+                group.addTask {
+                    let (host, travellers) = members(trip)
+                    return (trip, try await createTrip(host: host, travellers: travellers))
+                }
+            }
+            for try await (done, id) in group { ids[done] = id }
+            return ids
+        }
     }
 }
 

@@ -26,7 +26,8 @@ public protocol ChannelProvider: Sendable {
     func vacated(channel: String)
 
     /// Where the channels' streams live when the namespace keeps history, if the
-    /// provider keeps them itself (nil: the node's durable or memory store).
+    /// provider keeps them itself (nil: the node's durable or memory store). Used for
+    /// provided namespaces; a single provided channel uses the node's stores.
     var historyStore: (any HistoryStore)? { get }
 }
 

@@ -216,11 +216,10 @@ public final class Node: Sendable {
         shard(for: channel).channels.withLock { $0[channel] != nil }
     }
 
-    /// The provider's own store when it has one, else the node's durable or memory store.
-    private func historyStore(for channel: String, options: NamespaceOptions) -> any HistoryStore {
-        if let name = try? ChannelName(channel), let store = providers.withLock({ $0.entry(for: name)?.provider.historyStore }) {
-            return store
-        }
+    /// The store of a provided namespace that keeps its own streams, else the node's
+    /// durable or memory store.
+    private func historyStore(for options: NamespaceOptions) -> any HistoryStore {
+        if let store = providers.withLock({ $0.namespaces[options.name]?.provider.historyStore }) { return store }
         return options.historyDurable ? (durableHistory ?? memoryHistory) : memoryHistory
     }
 
@@ -271,7 +270,7 @@ public final class Node: Sendable {
 
     private func read(_ channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws(HubError) -> StreamSlice {
         do {
-            return try historyStore(for: channel, options: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+            return try historyStore(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
         } catch {
             logger.error("history read failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
             throw .internalError("history read failed: \(error)")
@@ -312,7 +311,7 @@ public final class Node: Sendable {
             var position: StreamPosition?
             if options.keepsHistory {
                 do {
-                    (publication, position) = try historyStore(for: channel, options: options).append(publication, to: channel, options: options, now: Date())
+                    (publication, position) = try historyStore(for: options).append(publication, to: channel, options: options, now: Date())
                 } catch let refused as HubError {
                     throw refused
                 } catch {
@@ -367,7 +366,7 @@ public final class Node: Sendable {
         let (_, options) = try resolve(channel)
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         do {
-            try historyStore(for: channel, options: options).removeHistory(channel: channel)
+            try historyStore(for: options).removeHistory(channel: channel)
         } catch {
             throw .internalError("history remove failed: \(error)")
         }

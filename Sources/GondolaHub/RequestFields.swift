@@ -45,6 +45,17 @@ public struct RequestFields: Sendable {
         has(key) ? try string(key, maxLength: maxLength, allowEmpty: allowEmpty) : nil
     }
 
+    /// A string with something besides whitespace in it (names, titles, messages).
+    public func text(_ key: String, maxLength: Int) throws(HubError) -> String {
+        let text = try string(key, maxLength: maxLength)
+        guard !text.allSatisfy(\.isWhitespace) else { throw .badRequest("\(name(key)) must not be blank") }
+        return text
+    }
+
+    public func optionalText(_ key: String, maxLength: Int) throws(HubError) -> String? {
+        has(key) ? try text(key, maxLength: maxLength) : nil
+    }
+
     /// A finite number in `range`; numbers spelled as strings ("NaN", "1e999") are refused.
     public func number(_ key: String, in range: ClosedRange<Double>) throws(HubError) -> Double {
         let value = try required(key)

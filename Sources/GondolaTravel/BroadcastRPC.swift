@@ -12,8 +12,7 @@ struct BroadcastRPC: Sendable {
     func register(on router: RPCRouter) {
         router.register("broadcast.send") { context, data in
             let fields = try RequestFields(data)
-            let text = try fields.string("text", maxLength: ChatService.maxTextLength)
-            guard !text.allSatisfy(\.isWhitespace) else { throw HubError.badRequest("text must not be blank") }
+            let text = try fields.text("text", maxLength: ChatService.maxTextLength)
             let channel: String
             let type: String
             switch (fields.has("trip"), fields.has("scope")) {
@@ -32,7 +31,7 @@ struct BroadcastRPC: Sendable {
             case (false, false):
                 throw HubError.badRequest("trip or scope is required")
             }
-            let id = "b" + ChatService.randomID(), ts = unixMilliseconds()
+            let id = newID("b"), ts = unixMilliseconds()
             let message: JSON = [
                 "type": .string(type), "id": .string(id), "from": .string(context.user), "name": .string(directory.name(of: context.user)),
                 "text": .string(text), "ts": .int(ts),

@@ -10,16 +10,14 @@ struct ChatRPC: Sendable {
         router.register("chat.create") { context, data in
             let fields = try RequestFields(data)
             let members = try fields.stringArray("members", maxCount: ChatService.maxGroupMembers, maxLength: 64)
-            let title = try fields.optionalString("title", maxLength: ChatService.maxTitleLength)
-            if let title, title.allSatisfy(\.isWhitespace) { throw HubError.badRequest("title must not be blank") }
+            let title = try fields.optionalText("title", maxLength: ChatService.maxTitleLength)
             let chat = try chats.create(by: context.user, members: members, title: title)
             return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
         }
         router.register("chat.send") { context, data in
             let fields = try RequestFields(data)
             let chat = try fields.string("chat", maxLength: 80)
-            let text = try fields.string("text", maxLength: ChatService.maxTextLength)
-            guard !text.allSatisfy(\.isWhitespace) else { throw HubError.badRequest("text must not be blank") }
+            let text = try fields.text("text", maxLength: ChatService.maxTextLength)
             let clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
             let (message, repeated) = try await chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID)
             var answer = Self.messageJSON(message)
@@ -56,7 +54,7 @@ struct ChatRPC: Sendable {
 
     /// `{"id","kind","title","trip","channel","members":[{"user","name"}]}`; a trip chat lists the trip's members.
     func chatJSON(_ chat: Chat) -> JSON {
-        let members = chat.kind == .trip ? Set(chat.trip.map { directory.members(of: $0).keys } ?? [:].keys) : chat.members
+        let members = chat.kind == .trip ? chat.trip.map { Set(directory.members(of: $0).keys) } ?? [] : chat.members
         let title = chat.title ?? chat.trip.flatMap { directory.trip($0)?.name }
         return [
             "id": .string(chat.id), "kind": .string(chat.kind.rawValue), "title": title.map(JSON.string) ?? .null,

@@ -68,26 +68,27 @@ struct ChatRepository: Sendable {
     /// Appends messages, each as its chat's next offset, in one transaction (a group
     /// commit). `beforeCommit` hears each chat's top before the batch, inside the
     /// transaction. Fails as a whole, e.g. on a repeated sender and client id.
-    func append(_ messages: [NewChatMessage], beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [StreamPosition] {
+    func append(_ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
+                beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [StreamPosition] {
         try database.pool.write { db in
             var streams: [String: (epoch: String, top: Int64)] = [:]
             var positions: [StreamPosition] = []
             positions.reserveCapacity(messages.count)
-            for message in messages {
+            for (chat, message, data) in messages {
                 var stream: (epoch: String, top: Int64)
-                if let known = streams[message.chat] {
+                if let known = streams[chat] {
                     stream = known
                 } else {
-                    guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT epoch, top_offset FROM chat WHERE id = ?"), arguments: [message.chat]) else {
-                        throw ChatStoreError.unknownChat(message.chat)
+                    guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT epoch, top_offset FROM chat WHERE id = ?"), arguments: [chat]) else {
+                        throw ChatStoreError.unknownChat(chat)
                     }
                     stream = (row["epoch"], row["top_offset"])
-                    beforeCommit(message.chat, UInt64(stream.top))
+                    beforeCommit(chat, UInt64(stream.top))
                 }
                 stream.top += 1
-                streams[message.chat] = stream
+                streams[chat] = stream
                 try db.cachedStatement(sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
-                    .execute(arguments: [message.chat, stream.top, message.id, message.from, message.clientMessageID, message.ts, Data(message.data.bytes)])
+                    .execute(arguments: [chat, stream.top, message.id, message.from, message.clientMessageID, message.ts, Data(data.bytes)])
                 positions.append(StreamPosition(offset: UInt64(stream.top), epoch: stream.epoch))
             }
             for (chat, stream) in streams {
@@ -163,16 +164,6 @@ struct ChatRepository: Sendable {
     private static func message(_ row: Row) throws -> StoredChatMessage {
         StoredChatMessage(offset: UInt64(row["offset"] as Int64), ts: row["ts"], data: try RawJSON(validating: [UInt8](row["data"] as Data)))
     }
-}
-
-/// A message to store: its chat, identity, sender and the bytes to publish.
-struct NewChatMessage: Sendable {
-    let chat: String
-    let id: String
-    let from: String
-    let clientMessageID: String
-    let ts: Int64
-    let data: RawJSON
 }
 
 /// What makes a send a repeat: the same sender and client id in the same chat.

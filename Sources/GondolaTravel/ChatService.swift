@@ -1,4 +1,3 @@
-import Foundation
 import GondolaHub
 import GondolaProtocol
 import Synchronization
@@ -111,7 +110,7 @@ public final class ChatService: Sendable {
         let kind: ChatKind = others.count == 1 && title == nil ? .direct : .group
         return try chats.withLock { chats throws(HubError) -> Chat in
             if kind == .direct, let id = chats.direct[Self.pairKey(members)], let chat = chats.byID[id] { return chat }
-            let chat = Chat(id: (kind == .direct ? "d" : "g") + Self.randomID(), kind: kind, title: title, trip: nil, members: members,
+            let chat = Chat(id: newID(kind == .direct ? "d" : "g"), kind: kind, title: title, trip: nil, members: members,
                             createdAt: unixMilliseconds())
             try databaseWrite { try repository.create(chat, pairKey: kind == .direct ? Self.pairKey(members) : nil, createdBy: user) }
             chats.add(chat)
@@ -131,7 +130,7 @@ public final class ChatService: Sendable {
     /// Stores and publishes a message; a repeated `clientMessageID` answers the stored one.
     func send(by user: String, to id: String, text: String, clientMessageID: String) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
         let chat = try memberChat(id, user: user)
-        let message = ChatMessageData(id: "m" + Self.randomID(), from: user, name: directory.name(of: user), text: text,
+        let message = ChatMessageData(id: newID("m"), from: user, name: directory.name(of: user), text: text,
                                       ts: unixMilliseconds(), clientMessageID: clientMessageID)
         return try await writer.send(message, to: chat.id).get()
     }
@@ -156,9 +155,5 @@ public final class ChatService: Sendable {
 
     func summaries(of chats: [Chat], for user: String) throws(HubError) -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)] {
         try databaseRead { try repository.summaries(of: chats.map(\.id), for: user) }
-    }
-
-    static func randomID() -> String {
-        String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())
     }
 }

@@ -86,10 +86,7 @@ final class ChatWriter: Sendable {
             }
         }
         guard !fresh.isEmpty else { return }
-        let messages = fresh.map { request in
-            NewChatMessage(chat: request.chat, id: request.message.id, from: request.message.from, clientMessageID: request.message.clientMessageID,
-                           ts: request.message.ts, data: RawJSON(request.message.json))
-        }
+        let messages = fresh.map { (chat: $0.chat, message: $0.message, data: RawJSON($0.message.json)) }
         let positions: [StreamPosition]
         do {
             positions = try repository.append(messages) { chat, top in streams.holdBack(chat, at: top) }
@@ -101,7 +98,7 @@ final class ChatWriter: Sendable {
             node.deliver(channel: ChatService.channel(of: message.chat), publication: Publication(offset: position.offset, data: message.data)) {
                 streams.markDelivered(message.chat, position.offset)
             }
-            answers.append(StoredChatMessage(offset: position.offset, ts: message.ts, data: message.data))
+            answers.append(StoredChatMessage(offset: position.offset, ts: message.message.ts, data: message.data))
         }
         for (request, answer) in zip(fresh, answers) { request.done.resume(returning: .success((answer, false))) }
         for (request, earlier) in repeats { request.done.resume(returning: .success((answers[earlier], true))) }

@@ -28,10 +28,7 @@ struct DirectoryRPC: Sendable {
             let fields = try RequestFields(data)
             try directory.ensureKnown(context.user)
             var profile = directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
-            if let name = try fields.optionalString("name", maxLength: Self.maxNameLength) {
-                guard !name.allSatisfy(\.isWhitespace) else { throw HubError.badRequest("name must not be blank") }
-                profile.name = name
-            }
+            if let name = try fields.optionalText("name", maxLength: Self.maxNameLength) { profile.name = name }
             if let bio = try fields.optionalString("bio", maxLength: Self.maxBioLength, allowEmpty: true) { profile.bio = bio }
             if let avatar = try fields.optionalString("avatar_url", maxLength: Self.maxURLLength, allowEmpty: true) {
                 guard avatar.isEmpty || Self.isWebURL(avatar) else { throw HubError.badRequest("avatar_url must be an http(s) URL") }
@@ -118,7 +115,7 @@ struct DirectoryRPC: Sendable {
                 for (index, host) in hosts.enumerated() where !UserID.isValid(host) {
                     throw HubError.badRequest("hosts[\(index)] is not a valid user id")
                 }
-                let trip = Trip(id: "t" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased(),
+                let trip = Trip(id: newID("t", hexDigits: 12),
                                 name: name, resort: resort, startsAt: startsAt, endsAt: endsAt)
                 try directory.createTrip(trip, hosts: hosts)
                 locations.relationsChanged(hosts)

@@ -49,8 +49,7 @@ struct EventRPC: Sendable {
 
     /// The event described by `event.create`'s fields, checked: title, description, times in order, place.
     static func event(_ fields: RequestFields, creator: String) throws(HubError) -> TravelEvent {
-        let title = try fields.string("title", maxLength: EventService.maxTitleLength)
-        guard !title.allSatisfy(\.isWhitespace) else { throw .badRequest("title must not be blank") }
+        let title = try fields.text("title", maxLength: EventService.maxTitleLength)
         let description = try fields.optionalString("description", maxLength: EventService.maxDescriptionLength, allowEmpty: true) ?? ""
         let now = unixMilliseconds()
         let startsAt = try fields.integer("starts_at", in: (now - maxLateness)...(now + maxLeadTime))
@@ -61,7 +60,7 @@ struct EventRPC: Sendable {
                                lon: try fields.number("lon", in: -180...180))
         }
         let trip = try fields.optionalString("trip", maxLength: 64)
-        return TravelEvent(id: "e" + ChatService.randomID(), creator: creator, title: title, description: description, startsAt: startsAt,
+        return TravelEvent(id: newID("e"), creator: creator, title: title, description: description, startsAt: startsAt,
                            endsAt: endsAt, place: place, trip: trip, audience: "", createdAt: now)
     }
 

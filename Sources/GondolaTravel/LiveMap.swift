@@ -150,8 +150,6 @@ struct LiveMap {
 
     // MARK: Nearby
 
-    func watch(of slot: Int32) -> Watch? { watches[slot] }
-
     /// Starts (or changes) `slot`'s watch. Answers who is near now, nearest first,
     /// and the events an earlier watch of the same slot must hear to match.
     mutating func watch(_ slot: Int32, radius: Double, limit: Int, canSee: (Int32, Int32) -> Bool) -> (snapshot: [Neighbour<Int32>], events: [NearbyEvent]) {

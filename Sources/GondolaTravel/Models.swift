@@ -56,4 +56,9 @@ public enum FriendSource: String, Sendable {
 }
 
 /// Current time in Unix milliseconds.
+/// A fresh random id: `prefix` and `hexDigits` lowercase hex digits of a UUID.
+func newID(_ prefix: String, hexDigits: Int = 16) -> String {
+    prefix + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(hexDigits).lowercased()
+}
+
 func unixMilliseconds(_ date: Date = Date()) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }

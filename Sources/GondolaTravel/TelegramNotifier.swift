@@ -3,14 +3,15 @@ import Foundation
 /// An event invitation as sent through the Telegram bot: a text and one button
 /// per response, whose callback data is `rsvp:<eventId>:<response>`.
 public struct TelegramInvitation: Sendable, Equatable {
+    /// An inline button: its label and the callback data Telegram sends back when pressed.
+    public struct Button: Sendable, Equatable {
+        public let text: String
+        public let data: String
+    }
+
     public let eventID: String
     public let text: String
-    public let buttons: [(text: String, data: String)]
-
-    public static func == (lhs: TelegramInvitation, rhs: TelegramInvitation) -> Bool {
-        lhs.eventID == rhs.eventID && lhs.text == rhs.text && lhs.buttons.map(\.data) == rhs.buttons.map(\.data)
-            && lhs.buttons.map(\.text) == rhs.buttons.map(\.text)
-    }
+    public let buttons: [Button]
 
     init(event: TravelEvent, creatorName: String) {
         eventID = event.id
@@ -18,7 +19,7 @@ public struct TelegramInvitation: Sendable, Equatable {
         var text = "\(creatorName) invites you: \(event.title)\n\(when)"
         if let place = event.place?.name { text += "\n\(place)" }
         self.text = text
-        buttons = [("Going", RSVP.going), ("Maybe", .maybe), ("Can't go", .declined)].map { ($0.0, "rsvp:\(event.id):\($0.1.rawValue)") }
+        buttons = [("Going", RSVP.going), ("Maybe", .maybe), ("Can't go", .declined)].map { Button(text: $0.0, data: "rsvp:\(event.id):\($0.1.rawValue)") }
     }
 }
 

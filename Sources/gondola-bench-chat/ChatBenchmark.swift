@@ -45,15 +45,9 @@ struct ChatBenchmark: AsyncParsableCommand {
         let trips = (clients + size - 1) / size
         print("creating \(trips) trips of \(size)…")
         // Trip-mates are friends: the trips' chats are the group chats, and the 1:1 chats pair trip-mates.
-        let tripIDs = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-            var ids = [String](repeating: "", count: trips)
-            for trip in 0..<trips {
-                if trip >= 8, let (done, id) = try await group.next() { ids[done] = id }
-                let members = (trip * size..<min(clients, (trip + 1) * size)).map { "bc\($0)" }
-                group.addTask { (trip, try await api.createTrip(host: members[0], travellers: Array(members.dropFirst()))) }
-            }
-            for try await (done, id) in group { ids[done] = id }
-            return ids
+        let tripIDs = try await api.createTrips(trips) { trip in
+            let members = (trip * size..<min(clients, (trip + 1) * size)).map { "bc\($0)" }
+            return (members[0], Array(members.dropFirst()))
         }
         let stats = ChatStats()
         let socket = server.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/connection/websocket"
@@ -74,11 +68,8 @@ struct ChatBenchmark: AsyncParsableCommand {
                 }
             }
         }
-        let deadline = ContinuousClock.now + .seconds(120)
-        while stats.ready.load(ordering: .relaxed) < clients, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        print("ready: \(stats.ready.load(ordering: .relaxed))/\(clients) clients")
+        let ready = try await waitUntil(stats.ready, reaches: clients, within: .seconds(120))
+        print("ready: \(ready)/\(clients) clients")
         stats.sending.store(true, ordering: .relaxed)
         try await Task.sleep(for: .seconds(5))
         stats.reset()
@@ -89,7 +80,7 @@ struct ChatBenchmark: AsyncParsableCommand {
         let after = serverPID.flatMap(ProcessUsage.init(pid:))
         stats.stop.store(true, ordering: .relaxed)
         tasks.cancel()
-        let cpu = before.flatMap { before in after.map { ($0.cpuSeconds - before.cpuSeconds) / elapsed * 100 } } ?? .nan
+        let cpu = ProcessUsage.cpuPercent(from: before, to: after, over: elapsed)
         let acked = Double(stats.acked.load(ordering: .relaxed)) / elapsed
         let delivered = Double(stats.delivered.load(ordering: .relaxed)) / elapsed
         let errors = stats.errors.load(ordering: .relaxed) + stats.disconnects.load(ordering: .relaxed)

@@ -75,11 +75,7 @@ struct FanoutRun: Sendable {
                 }
             }
         }
-        let deadline = ContinuousClock.now + .seconds(120)
-        while stats.ready.load(ordering: .relaxed) < subscribers, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        let ready = stats.ready.load(ordering: .relaxed)
+        let ready = try await waitUntil(stats.ready, reaches: subscribers, within: .seconds(120))
         print("subscribers ready: \(ready)/\(subscribers) in \(ContinuousClock.now - connectStarted)")
         guard ready == subscribers else { throw ValidationError("only \(ready) of \(subscribers) subscribers connected") }
 

@@ -44,16 +44,9 @@ struct TravelBenchmark: AsyncParsableCommand {
         let trips = (travellers + tripSize - 1) / tripSize
         print("creating \(trips) trips of \(tripSize)…")
         let creation = ContinuousClock.now
-        let tripIDs = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-            // Eight trips at a time: the server writes each membership to SQLite before answering.
-            var ids = [String](repeating: "", count: trips)
-            for trip in 0..<trips {
-                if trip >= 8, let (done, id) = try await group.next() { ids[done] = id }
-                let members = (trip * tripSize..<min(travellers, (trip + 1) * tripSize)).map { "bt\($0)" }
-                group.addTask { (trip, try await api.createTrip(host: "bh\(trip)", travellers: members)) }
-            }
-            for try await (done, id) in group { ids[done] = id }
-            return ids
+        let (tripSize, travellers) = (self.tripSize, self.travellers)
+        let tripIDs = try await api.createTrips(trips) { trip in
+            ("bh\(trip)", (trip * tripSize..<min(travellers, (trip + 1) * tripSize)).map { "bt\($0)" })
         }
         print("trips created in \(ContinuousClock.now - creation)")
         let stats = TravelStats()
@@ -77,11 +70,8 @@ struct TravelBenchmark: AsyncParsableCommand {
             }
         }
         let expected = travellers + trips
-        let deadline = ContinuousClock.now + .seconds(180)
-        while stats.ready.load(ordering: .relaxed) < expected, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        print("ready: \(stats.ready.load(ordering: .relaxed))/\(expected) connections")
+        let ready = try await waitUntil(stats.ready, reaches: expected, within: .seconds(180))
+        print("ready: \(ready)/\(expected) connections")
         try await Task.sleep(for: .seconds(5))
         stats.reset()
         let before = serverPID.flatMap(ProcessUsage.init(pid:)), clientBefore = ProcessUsage(pid: getpid())
@@ -127,10 +117,7 @@ final class TravelStats: Sendable {
     /// The figures of the measured period; `server` and `client` are each process's usage at its start and end.
     func report(travellers: Int, elapsedSeconds: Double, server: (ProcessUsage?, ProcessUsage?), client: (ProcessUsage?, ProcessUsage?)) -> Report {
         func perSecond(_ counter: borrowing Atomic<Int>) -> Double { Double(counter.load(ordering: .relaxed)) / elapsedSeconds }
-        func cpu(_ usage: (ProcessUsage?, ProcessUsage?)) -> Double {
-            guard let before = usage.0, let after = usage.1 else { return .nan }
-            return (after.cpuSeconds - before.cpuSeconds) / elapsedSeconds * 100
-        }
+        func cpu(_ usage: (ProcessUsage?, ProcessUsage?)) -> Double { ProcessUsage.cpuPercent(from: usage.0, to: usage.1, over: elapsedSeconds) }
         let rss = server.1?.rssMiB ?? .nan
         let p50 = latency.milliseconds(at: 50), p99 = latency.milliseconds(at: 99)
         let errors = self.errors.load(ordering: .relaxed), disconnects = self.disconnects.load(ordering: .relaxed)

@@ -1,0 +1,39 @@
+# Shared by the benchmark scripts (sourced, not run): a release hub on a free loopback port,
+# and the heading that names the machine.
+#
+#   start_hub WORK LOG 'EXTRA_JSON'  writes WORK/gondola.json with a fresh database in WORK/db, a
+#                                    random token secret and API key "bench" plus EXTRA_JSON members,
+#                                    starts `$bin/gondola serve` logging to LOG and waits for /health;
+#                                    sets $port, $secret and $server (its pid)
+#   stop_hub                         stops the hub started last
+#   machine_heading TITLE            prints "## TITLE, <date> — <cores> cores (<cpu>), <memory> GiB"
+
+start_hub() {
+  local work=$1 log=$2 extra=$3
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  secret="bench-secret-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  rm -rf "$work/db" && mkdir -p "$work/db"
+  cat > "$work/gondola.json" <<JSON
+{"listen": "127.0.0.1:$port", "database": "$work/db/gondola.sqlite", "token_hmac_secret": "$secret", "api_key": "bench",
+ $extra}
+JSON
+  "$bin/gondola" serve --config "$work/gondola.json" > "$log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null && return 0
+    sleep 0.1
+  done
+  echo "the hub did not answer /health on port $port; its log: $log" >&2
+  return 1
+}
+
+stop_hub() {
+  kill "$server"
+  wait "$server" 2>/dev/null || true
+}
+
+machine_heading() {
+  local cpu
+  cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+  echo "## $1, $(date -u +%Y-%m-%d) — $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB"
+}
