@@ -82,7 +82,10 @@ import Testing
             #expect(failure.code == 103)
         }
         #expect(!alice.isClosed && !carol.isClosed)
-        for client in [alice, carol] { await client.close() }
+        let hana = try await server.client("hana")
+        #expect(try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Still on"])["offset"]?.doubleValue == 1,
+                "the host is still served")
+        for client in [alice, carol, hana] { await client.close() }
         try await server.stop()
     }
 }

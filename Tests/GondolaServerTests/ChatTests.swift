@@ -140,7 +140,7 @@ import Testing
     ])
     func badSendsAnswer107NamingTheField(data: JSON, field: String) async throws {
         let (server, _) = try await Self.start()
-                let alice = try await server.client("alice")
+        let alice = try await server.client("alice"), bob = try await server.client("bob")
         let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
         let request = data.adding("chat", data["chat"] == nil ? .null : .string(chat))
         do {
@@ -150,7 +150,9 @@ import Testing
             #expect(failure.code == 107 && failure.message.contains(field), "\(failure)")
         }
         #expect(try await alice.rpc("chat.history", ["chat": .string(chat)])["messages"]?.arrayValue.isEmpty == true, "nothing stored")
+        #expect(try await Self.send(bob, chat, "still here", id: "b1")["offset"]?.doubleValue == 1, "another client is still served")
         await alice.close()
+        await bob.close()
         try await server.stop()
     }
 

@@ -143,7 +143,7 @@ final class RecordingTelegram: TelegramNotifier {
     ])
     func badEventsAnswer107NamingTheField(data: JSON, field: String) async throws {
         let server = try await startTravelServer()
-        let alice = try await server.client("alice")
+        let alice = try await server.client("alice"), bob = try await server.client("bob")
         do {
             _ = try await alice.rpc("event.create", data)
             Issue.record("accepted \(data.text.prefix(200))")
@@ -151,7 +151,9 @@ final class RecordingTelegram: TelegramNotifier {
             #expect(failure.code == 107 && failure.message.contains(field), "\(failure)")
         }
         #expect(try await alice.rpc("event.list")["events"]?.arrayValue.isEmpty == true, "nothing stored")
+        #expect(try await bob.rpc("event.list")["events"] != nil, "another client is still served")
         await alice.close()
+        await bob.close()
         try await server.stop()
     }
 
