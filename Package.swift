@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "gondola", targets: ["gondola"]),
+        .executable(name: "gondola-load", targets: ["gondola-load"]),
         .library(name: "GondolaGeo", targets: ["GondolaGeo"]),
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
@@ -115,6 +116,23 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .systemLibrary(name: "CWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev"])]),
+        .target(name: "CLoadSocket", dependencies: ["CWebSockets"]),
+        .target(
+            name: "GondolaLoad",
+            dependencies: [
+                "CLoadSocket",
+                "GondolaProtocol",
+                "GondolaHub",
+                "GondolaGeo",
+                "GondolaBenchSupport",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "gondola-load",
+            dependencies: ["GondolaLoad", "GondolaGeo", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSpatialIndex", providers: [.apt(["libspatialindex-dev"])]),
         .executableTarget(
@@ -125,6 +143,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "GondolaGeoTests", dependencies: ["GondolaGeo"]),
+        .testTarget(name: "GondolaLoadTests", dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(
             name: "GondolaHubTests",
@@ -138,6 +157,7 @@ let package = Package(
                 "GondolaServer",
                 "GondolaHub",
                 "GondolaTravel",
+                "GondolaLoad",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

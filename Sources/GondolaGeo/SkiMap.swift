@@ -82,6 +82,15 @@ public struct SkiSpeeds: Sendable {
     /// Extra seconds per metre climbed on foot.
     public var walkingClimbPenalty: Double = 6
 
+    /// Travel speed along `way` (riding, skiing or walking), in metres per second.
+    public func metresPerSecond(on way: SkiWay) -> Double {
+        switch way.kind {
+        case .lift: way.aerialway.flatMap { lifts[$0] } ?? defaultLift
+        case .piste: skiing[way.difficulty ?? .intermediate] ?? 5
+        case .walk: walking
+        }
+    }
+
     public init() {}
 
     /// The fastest speed of any edge: A*'s heuristic divides straight distance by it.
@@ -163,11 +172,19 @@ public struct SkiGraph: Sendable {
     }
 
     static func seconds(for way: SkiWay, speeds: SkiSpeeds) -> Double {
-        switch way.kind {
-        case .lift: return way.length / (way.aerialway.flatMap { speeds.lifts[$0] } ?? speeds.defaultLift) + speeds.liftBoarding
-        case .piste: return way.length / (speeds.skiing[way.difficulty ?? .intermediate] ?? 5)
-        case .walk: return way.length / speeds.walking
-        }
+        way.length / speeds.metresPerSecond(on: way) + (way.kind == .lift ? speeds.liftBoarding : 0)
+    }
+
+    /// A way out of a node: a lift or piste (`way` is its index), or a walk to a nearby node.
+    public struct Departure: Sendable, Equatable {
+        public let to: Int
+        /// Index into `ways`, or nil for a walk.
+        public let way: Int?
+    }
+
+    /// Every way out of `node`.
+    public func departures(from node: Int) -> [Departure] {
+        edges[node].map { Departure(to: $0.to, way: $0.way) }
     }
 
     static func walkSeconds(from a: GeoPoint, to b: GeoPoint, speeds: SkiSpeeds) -> Double {

@@ -48,7 +48,7 @@ public enum ConfigurationLoader {
         "listen", "database", "token_hmac_secret", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
-        "location_rate", "namespaces",
+        "location_rate", "command_rate", "command_burst", "namespaces",
     ]
 
     /// Loads and validates; the error names the key, the source and the bad value.
@@ -124,6 +124,8 @@ public enum ConfigurationLoader {
         case "location_interval": configuration.locationInterval = try field.duration(allowZero: false)
         case "location_ttl": configuration.locationTTL = try field.duration(allowZero: false)
         case "location_rate": configuration.locationRate = try field.integer(min: 1)
+        case "command_rate": configuration.hub.commandRate = Double(try field.integer(min: 1))
+        case "command_burst": configuration.hub.commandBurst = Double(try field.integer(min: 1))
         case "namespaces":
             guard case let .array(entries) = value else { throw field.error("expected an array of namespace objects") }
             var namespaces: [String: NamespaceOptions] = ["": .defaultNamespace]

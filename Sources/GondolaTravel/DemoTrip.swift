@@ -39,11 +39,11 @@ public struct DemoTrip: Sendable {
     public func run() async {
         guard let resort = travel.resorts.resort("demo"), !resort.ways.isEmpty else { return }
         var walkers = Self.travellers.enumerated().map { index, traveller in
-            (user: traveller.0, walker: SkiWalker(way: index % resort.ways.count, metres: Double(index) * 150))
+            (user: traveller.0, walker: SkiWalker(graph: resort.graph, node: index * 3, seed: UInt64(index)))
         }
         while !Task.isCancelled {
             for index in walkers.indices {
-                let point = walkers[index].walker.advance(on: resort.ways, seconds: 1)
+                let point = walkers[index].walker.advance(in: resort.graph, seconds: 1)
                 var data: [(key: String, value: JSON)] = [("lat", .double(point.lat)), ("lon", .double(point.lon))]
                 if let alt = point.alt { data.append(("alt", .double(alt))) }
                 _ = try? travel.locations.update(user: walkers[index].user, data: .object(data))

@@ -38,7 +38,7 @@ struct TravelBenchmark: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let ways = try SkiResort(geoJSON: Data(contentsOf: URL(fileURLWithPath: resort))).ways
+        let graph = try SkiResort(geoJSON: Data(contentsOf: URL(fileURLWithPath: resort))).graph
         let tokens = try await ConnectionTokens(secret: secret)
         let api = ServerAPIClient(base: server, key: apiKey)
         let trips = (travellers + tripSize - 1) / tripSize
@@ -61,9 +61,9 @@ struct TravelBenchmark: AsyncParsableCommand {
                 for index in 0..<travellers {
                     if index % 200 == 199 { try? await Task.sleep(for: .milliseconds(50)) }
                     guard let token = try? await tokens.mint(user: "bt\(index)") else { continue }
-                    let walker = SkiWalker(way: index % ways.count, metres: Double((index * 37) % 500))
+                    let walker = SkiWalker(graph: graph, node: index, metres: Double((index * 37) % 500), seed: UInt64(index))
                     group.addTask {
-                        await Simulated.traveller(url: socket, token: token, user: "bt\(index)", walker: walker, ways: ways,
+                        await Simulated.traveller(url: socket, token: token, user: "bt\(index)", walker: walker, graph: graph,
                                                   rate: rate, stats: stats, logger: logger)
                     }
                 }
@@ -176,7 +176,7 @@ enum Simulated {
                       stats: stats, logger: logger)
     }
 
-    static func traveller(url: String, token: String, user: String, walker: SkiWalker, ways: [SkiWay], rate: Double,
+    static func traveller(url: String, token: String, user: String, walker: SkiWalker, graph: SkiGraph, rate: Double,
                           stats: TravelStats, logger: Logger) async {
         let nearby = SubscribeRequest(channel: "nearby:#\(user)", data: RawJSON(["radius": 500, "limit": 50]))
         await session(url: url, token: token, subscribe: nearby, movesOnly: true, stats: stats, logger: logger) { outbound in
@@ -185,7 +185,7 @@ enum Simulated {
             let period = Duration.milliseconds(Int64(1000 / rate))
             try await Task.sleep(for: .milliseconds(Int64.random(in: 0..<Int64(1000 / rate))))
             while !stats.stop.load(ordering: .relaxed) {
-                let point = walker.advance(on: ways, seconds: 1 / rate)
+                let point = walker.advance(in: graph, seconds: 1 / rate)
                 var data: [(key: String, value: JSON)] = [("lat", .double(point.lat)), ("lon", .double(point.lon))]
                 if let alt = point.alt { data.append(("alt", .double(alt))) }
                 data.append(("ts", .int(nowMilliseconds())))

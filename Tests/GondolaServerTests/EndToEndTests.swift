@@ -226,7 +226,7 @@ import Testing
     }
 
     @Test func fileThenEnvironmentThenFlags() throws {
-        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true}]}"#)
+        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true}]}"#)
         let configuration = try ConfigurationLoader.load(
             file: file, environment: ["GONDOLA_PING_INTERVAL": "5s", "HOME": "/root", "GONDOLA_DEV_LOGIN": "true"],
             flags: ["ping_interval": "250ms"])
@@ -234,6 +234,7 @@ import Testing
         #expect(configuration.hub.pingInterval == .milliseconds(250))
         #expect(configuration.devLogin)
         #expect(configuration.maxFrameBytes == 1024)
+        #expect(configuration.hub.commandRate == 5000 && configuration.hub.commandBurst == 6000)
         #expect(configuration.hub.namespaces["room"]?.historyTTL == .seconds(60))
         #expect(configuration.hub.namespaces["room"]?.presence == true)
     }
@@ -243,6 +244,7 @@ import Testing
         (#"{"listen":"nowhere"}"#, "'listen' expected host:port"),
         (#"{"ping_interval":"soon"}"#, "'ping_interval' expected a duration"),
         (#"{"max_frame_bytes":-1}"#, "'max_frame_bytes' must be at least"),
+        (#"{"command_rate":0}"#, "'command_rate' must be at least 1"),
         (#"{"dev_login":"maybe"}"#, "'dev_login' expected true or false"),
         (#"{"token_hmac_secret":"change-me"}"#, "'token_hmac_secret' must be at least 32 bytes"),
         (#"{"namespaces":[{"name":"room","histroy_size":1}]}"#, "unknown key 'namespaces[0].histroy_size'"),

@@ -1,0 +1,63 @@
+"""Turns gondola-load JSON reports into Markdown table rows (used by Scripts/loadtest and Scripts/bench-peers).
+
+  report-table.py travellers FILE...         one row per traveller run
+  report-table.py peers SATURATED FIXED ...  rows of the side-by-side table, from triples
+                                             "target subscribers saturated.json fixed.json"
+"""
+import json
+import sys
+
+
+def load(path):
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def latency(report, kind, field="p99"):
+    summary = report["latencies"].get(kind)
+    return f"{summary[field]:.1f}" if summary else "–"
+
+
+def errors(report):
+    return sum(report["connectionErrors"].values()) + sum(report["errorReplies"].values())
+
+
+def cpu(figures):
+    return f"{figures['cpuPercent']:.0f}%" if figures else "–"
+
+
+def travellers(paths):
+    for path in paths:
+        report = load(path)
+        updates = report["figures"].get("location_updates_per_second", 0)
+        print(f"| {report['settings']['travellers']} | {report['connected']}/{report['connections']} | {updates:.0f} "
+              f"| {report['messagesInPerSecond']:.0f} | {latency(report, 'location', 'p50')} | {latency(report, 'location')} "
+              f"| {latency(report, 'location', 'p999')} | {latency(report, 'chat')} | {latency(report, 'ack location.update')} "
+              f"| {errors(report)} | {report['reconnects']} | {cpu(report.get('server'))} | {cpu(report.get('client'))} |")
+
+
+def peers(triples):
+    rows = []
+    for index in range(0, len(triples), 4):
+        target, subscribers, saturated, fixed = triples[index:index + 4]
+        rows.append((target, int(subscribers), load(saturated), load(fixed)))
+    nats = {subscribers: (s, f) for target, subscribers, s, f in rows if target == "nats"}
+    for target, subscribers, saturated, fixed in rows:
+        delivered = saturated["figures"]["delivered_per_second"]
+        p99 = fixed["latencies"].get("delivery", {}).get("p99")
+        reference = nats.get(subscribers)
+        ratio_delivered = ratio_p99 = "–"
+        if reference:
+            ratio_delivered = f"{delivered / max(reference[0]['figures']['delivered_per_second'], 1e-9):.2f}"
+            reference_p99 = reference[1]["latencies"].get("delivery", {}).get("p99")
+            if p99 is not None and reference_p99:
+                ratio_p99 = f"{p99 / reference_p99:.2f}"
+        rss = (fixed.get("server") or {}).get("rssPerConnectionKiB")
+        share = fixed["figures"].get("delivered_share", 0) * 100
+        print(f"| {subscribers} | {target} | {delivered:.0f} | {ratio_delivered} | {cpu(saturated.get('server'))} "
+              f"| {'–' if p99 is None else f'{p99:.2f}'} | {ratio_p99} | {share:.1f}% "
+              f"| {'–' if rss is None else f'{rss:.1f}'} | {errors(saturated) + errors(fixed)} |")
+
+
+if __name__ == "__main__":
+    {"travellers": travellers, "peers": peers}[sys.argv[1]](sys.argv[2:])

@@ -1,0 +1,299 @@
+#include "load_socket.h"
+
+#include <libwebsockets.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ls_message {
+    struct ls_message *next;
+    size_t length;
+    int binary;
+    uint8_t bytes[]; /* LWS_PRE bytes of room, then the payload */
+} ls_message;
+
+enum ls_state { LS_IDLE, LS_CONNECTING, LS_OPEN, LS_CLOSING };
+
+typedef struct ls_connection {
+    struct lws *wsi;
+    enum ls_state state;
+    int index;
+    int peer_close_code;
+    ls_message *head, *tail;
+    size_t queued_bytes;
+    uint8_t *assembly;
+    size_t assembled, assembly_capacity;
+    int assembly_binary;
+    const char *fail_cause;
+} ls_connection;
+
+struct ls_pool {
+    struct lws_context *context;
+    ls_limits limits;
+    ls_handlers handlers;
+    ls_connection *connections;
+    lws_sorted_usec_list_t tick;
+    atomic_int stopping;
+    int open;
+};
+
+static void free_queue(ls_connection *connection) {
+    ls_message *message = connection->head;
+    while (message) {
+        ls_message *next = message->next;
+        free(message);
+        message = next;
+    }
+    connection->head = connection->tail = NULL;
+    connection->queued_bytes = 0;
+    free(connection->assembly);
+    connection->assembly = NULL;
+    connection->assembled = connection->assembly_capacity = 0;
+}
+
+static void finish(ls_pool *pool, ls_connection *connection, const char *cause) {
+    if (connection->state == LS_IDLE) return;
+    if (connection->state == LS_OPEN || connection->state == LS_CLOSING) pool->open--;
+    int code = connection->peer_close_code;
+    connection->state = LS_IDLE;
+    connection->wsi = NULL;
+    connection->peer_close_code = 0;
+    connection->fail_cause = NULL;
+    free_queue(connection);
+    pool->handlers.closed(pool->handlers.context, connection->index, code, cause);
+}
+
+/* Appends a fragment; answers 0, or -1 when the message would pass the limit. */
+static int assemble(ls_pool *pool, ls_connection *connection, const uint8_t *data, size_t length) {
+    size_t needed = connection->assembled + length;
+    if (needed > pool->limits.max_message_bytes) return -1;
+    if (needed > connection->assembly_capacity) {
+        size_t capacity = connection->assembly_capacity ? connection->assembly_capacity : 4096;
+        while (capacity < needed) capacity *= 2;
+        if (capacity > pool->limits.max_message_bytes) capacity = pool->limits.max_message_bytes;
+        uint8_t *grown = realloc(connection->assembly, capacity);
+        if (!grown) return -1;
+        connection->assembly = grown;
+        connection->assembly_capacity = capacity;
+    }
+    memcpy(connection->assembly + connection->assembled, data, length);
+    connection->assembled = needed;
+    return 0;
+}
+
+static int receive(ls_pool *pool, ls_connection *connection, struct lws *wsi, const uint8_t *data, size_t length) {
+    int first = lws_is_first_fragment(wsi), final = lws_is_final_fragment(wsi);
+    if (first && final && connection->assembled == 0) {
+        pool->handlers.received(pool->handlers.context, connection->index, data, length, lws_frame_is_binary(wsi));
+        return 0;
+    }
+    if (first) {
+        connection->assembled = 0;
+        connection->assembly_binary = lws_frame_is_binary(wsi);
+    }
+    if (assemble(pool, connection, data, length) != 0) {
+        connection->fail_cause = "message too large";
+        return -1;
+    }
+    if (final) {
+        pool->handlers.received(pool->handlers.context, connection->index, connection->assembly, connection->assembled,
+                                connection->assembly_binary);
+        connection->assembled = 0;
+    }
+    return 0;
+}
+
+static int write_queued(ls_connection *connection, struct lws *wsi) {
+    while (connection->head) {
+        ls_message *message = connection->head;
+        enum lws_write_protocol kind = message->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT;
+        int written = lws_write(wsi, message->bytes + LWS_PRE, message->length, kind);
+        if (written < (int)message->length) {
+            connection->fail_cause = "write failed";
+            return -1;
+        }
+        connection->head = message->next;
+        if (!connection->head) connection->tail = NULL;
+        connection->queued_bytes -= message->length;
+        free(message);
+        if (connection->head && lws_send_pipe_choked(wsi)) {
+            lws_callback_on_writable(wsi);
+            break;
+        }
+    }
+    if (!connection->head && connection->state == LS_CLOSING) {
+        lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+        connection->fail_cause = "closed by client";
+        return -1;
+    }
+    return 0;
+}
+
+static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t length) {
+    struct lws_context *context = lws_get_context(wsi);
+    ls_pool *pool = context ? lws_context_user(context) : NULL;
+    ls_connection *connection = lws_get_opaque_user_data(wsi);
+    (void)user;
+    if (!pool) return 0;
+    switch (reason) {
+    case LWS_CALLBACK_CLIENT_ESTABLISHED:
+        if (!connection) return -1;
+        connection->state = LS_OPEN;
+        pool->open++;
+        pool->handlers.opened(pool->handlers.context, connection->index);
+        if (connection->head) lws_callback_on_writable(wsi);
+        break;
+    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+        if (connection) {
+            char cause[128];
+            snprintf(cause, sizeof cause, "connect failed: %s", in ? (const char *)in : "unknown");
+            finish(pool, connection, cause);
+        }
+        break;
+    case LWS_CALLBACK_CLIENT_RECEIVE:
+        if (connection && connection->state != LS_IDLE) return receive(pool, connection, wsi, in, length);
+        break;
+    case LWS_CALLBACK_CLIENT_WRITEABLE:
+        if (connection && connection->state != LS_IDLE) return write_queued(connection, wsi);
+        break;
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+        if (connection && length >= 2) {
+            const uint8_t *bytes = in;
+            connection->peer_close_code = (bytes[0] << 8) | bytes[1];
+        }
+        if (connection) connection->fail_cause = "closed by server";
+        break;
+    case LWS_CALLBACK_CLIENT_CLOSED:
+        if (connection) finish(pool, connection, connection->fail_cause ? connection->fail_cause : "connection lost");
+        break;
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static const struct lws_protocols protocols[] = {
+    {"gondola-load", callback, 0, 65536, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0},
+};
+
+static void on_tick(lws_sorted_usec_list_t *sul) {
+    ls_pool *pool = lws_container_of(sul, ls_pool, tick);
+    if (atomic_load(&pool->stopping)) return;
+    pool->handlers.tick(pool->handlers.context);
+    lws_sul_schedule(pool->context, 0, &pool->tick, on_tick, pool->limits.tick_microseconds);
+}
+
+ls_pool *ls_pool_create(ls_limits limits, ls_handlers handlers, char *error, size_t error_capacity) {
+    if (limits.max_connections < 1 || limits.tick_microseconds < 100 || limits.max_message_bytes < 1024 ||
+        limits.max_queued_bytes < 1024) {
+        snprintf(error, error_capacity, "limits out of range");
+        return NULL;
+    }
+    ls_pool *pool = calloc(1, sizeof *pool);
+    ls_connection *connections = calloc((size_t)limits.max_connections, sizeof *connections);
+    if (!pool || !connections) {
+        free(pool);
+        free(connections);
+        snprintf(error, error_capacity, "out of memory for %d connections", limits.max_connections);
+        return NULL;
+    }
+    for (int index = 0; index < limits.max_connections; index++) connections[index].index = index;
+    pool->limits = limits;
+    pool->handlers = handlers;
+    pool->connections = connections;
+    atomic_init(&pool->stopping, 0);
+
+    lws_set_log_level(LLL_ERR, NULL);
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof info);
+    info.port = CONTEXT_PORT_NO_LISTEN;
+    info.protocols = protocols;
+    info.user = pool;
+    info.fd_limit_per_thread = (unsigned int)limits.max_connections + 64;
+    info.count_threads = 1;
+    pool->context = lws_create_context(&info);
+    if (!pool->context) {
+        free(connections);
+        free(pool);
+        snprintf(error, error_capacity, "libwebsockets could not create its context (open-file limit too low for %d connections?)",
+                 limits.max_connections);
+        return NULL;
+    }
+    return pool;
+}
+
+void ls_pool_run(ls_pool *pool) {
+    lws_sul_schedule(pool->context, 0, &pool->tick, on_tick, pool->limits.tick_microseconds);
+    while (!atomic_load(&pool->stopping)) {
+        if (lws_service(pool->context, 0) < 0) break;
+    }
+    lws_sul_cancel(&pool->tick);
+}
+
+void ls_pool_stop(ls_pool *pool) {
+    atomic_store(&pool->stopping, 1);
+    lws_cancel_service(pool->context);
+}
+
+void ls_pool_destroy(ls_pool *pool) {
+    lws_context_destroy(pool->context);
+    for (int index = 0; index < pool->limits.max_connections; index++) free_queue(&pool->connections[index]);
+    free(pool->connections);
+    free(pool);
+}
+
+int ls_connect(ls_pool *pool, int connection, const char *host, int port, const char *path, const char *subprotocol) {
+    if (connection < 0 || connection >= pool->limits.max_connections) return -1;
+    ls_connection *slot = &pool->connections[connection];
+    if (slot->state != LS_IDLE) return -1;
+    struct lws_client_connect_info info;
+    memset(&info, 0, sizeof info);
+    info.context = pool->context;
+    info.address = host;
+    info.port = port;
+    info.path = path;
+    info.host = host;
+    info.origin = host;
+    info.protocol = subprotocol;
+    info.local_protocol_name = "gondola-load";
+    info.opaque_user_data = slot;
+    info.pwsi = &slot->wsi;
+    slot->state = LS_CONNECTING;
+    if (!lws_client_connect_via_info(&info)) {
+        /* The error callback has already run when lws gives up at once. */
+        if (slot->state == LS_CONNECTING) finish(pool, slot, "connect failed: could not start");
+    }
+    return 0;
+}
+
+int ls_send(ls_pool *pool, int connection, const uint8_t *data, size_t length, int binary) {
+    if (connection < 0 || connection >= pool->limits.max_connections) return -1;
+    ls_connection *slot = &pool->connections[connection];
+    if (slot->state != LS_OPEN) return -1;
+    if (slot->queued_bytes + length > pool->limits.max_queued_bytes) return -2;
+    ls_message *message = malloc(sizeof *message + LWS_PRE + length);
+    if (!message) return -2;
+    message->next = NULL;
+    message->length = length;
+    message->binary = binary;
+    memcpy(message->bytes + LWS_PRE, data, length);
+    if (slot->tail) slot->tail->next = message; else slot->head = message;
+    slot->tail = message;
+    slot->queued_bytes += length;
+    lws_callback_on_writable(slot->wsi);
+    return 0;
+}
+
+void ls_close(ls_pool *pool, int connection) {
+    if (connection < 0 || connection >= pool->limits.max_connections) return;
+    ls_connection *slot = &pool->connections[connection];
+    if (slot->state != LS_OPEN) return;
+    slot->state = LS_CLOSING;
+    lws_callback_on_writable(slot->wsi);
+}
+
+int ls_open_count(const ls_pool *pool) { return pool->open; }

@@ -1,0 +1,1 @@
+#include <libwebsockets.h>

@@ -1,0 +1,212 @@
+import GondolaProtocol
+
+/// The server a fan-out run measures, and how its protocol is spoken.
+public enum FanoutTarget: String, Sendable, CaseIterable {
+    /// Gondola over the Centrifuge JSON protocol: connect with a token, subscribe, publish.
+    case gondola
+    /// NATS over WebSocket: CONNECT, SUB, PUB.
+    case nats
+    /// MQTT 3.1.1 over WebSocket at QoS 0: CONNECT, SUBSCRIBE, PUBLISH.
+    case mqtt
+}
+
+/// How fast the publisher publishes.
+public enum PublishRate: Sendable, Equatable {
+    /// This many publications per second.
+    case fixed(Double)
+    /// As fast as the server delivers: at most `window` publications not yet
+    /// received by every subscriber.
+    case saturate(window: Int)
+}
+
+/// N subscribers on one channel (subject, topic) and one publisher: each
+/// publication carries its send time, so every delivery measures
+/// publish→deliver latency. Connections 0..<N subscribe, connection N publishes.
+public final class FanoutScenario: LoadScenario {
+    public let name = "fanout"
+    public let mainLatency = "delivery"
+    public var target: String { "\(kind.rawValue) \(url)" }
+    public var connectionCount: Int { subscribers + 1 }
+    public private(set) var readyCount = 0
+
+    let kind: FanoutTarget
+    let url: WebSocketURL
+    let subscribers: Int
+    let rate: PublishRate
+    let payloadBytes: Int
+    let channel: String
+    /// Tokens for gondola: one per subscriber, then the publisher's.
+    let tokens: [String]
+
+    private var ready: [Bool]
+    private var natsParsers: [NATSFraming.Parser]
+    private var mqttParsers: [MQTTFraming.Parser]
+    private var publishing: (start: Int64, sent: Int)?
+    private var publisherID: UInt32 = 10
+    /// Publications sent and deliveries received since publishing began (for the saturation window).
+    public private(set) var published = 0
+    public private(set) var delivered = 0
+    /// Publications sent during the measured period, and deliveries of them.
+    private var measuredPublished = 0, measuredDelivered = 0
+
+    static let stampMarker = Array(#"{"t":"#.utf8)
+    /// Most publications one tick may send, so a late tick cannot flood the publisher's queue.
+    static let maxPublishPerTick = 2000
+
+    public init(target: FanoutTarget, url: WebSocketURL, subscribers: Int, rate: PublishRate, payloadBytes: Int,
+                channel: String, tokens: [String]) throws {
+        guard subscribers >= 1 else { throw LoadError("--subscribers must be at least 1, got \(subscribers)") }
+        guard payloadBytes >= 32 else { throw LoadError("--size must be at least 32 bytes (the send stamp needs room), got \(payloadBytes)") }
+        guard target != .gondola || tokens.count == subscribers + 1 else { throw LoadError("gondola needs \(subscribers + 1) tokens") }
+        kind = target
+        self.url = url
+        self.subscribers = subscribers
+        self.rate = rate
+        self.payloadBytes = payloadBytes
+        self.channel = channel
+        self.tokens = tokens
+        ready = Array(repeating: false, count: subscribers + 1)
+        natsParsers = target == .nats ? Array(repeating: NATSFraming.Parser(), count: subscribers + 1) : []
+        mqttParsers = target == .mqtt ? Array(repeating: MQTTFraming.Parser(), count: subscribers + 1) : []
+    }
+
+    public func measuringStarted() {
+        measuredPublished = 0
+        measuredDelivered = 0
+    }
+
+    /// Publications and deliveries per second in the measured period, and the share of
+    /// expected deliveries (published × subscribers) that arrived.
+    public func figures(measuredSeconds: Double) -> [String: Double] {
+        let seconds = max(measuredSeconds, 1e-9)
+        return ["published_per_second": Double(measuredPublished) / seconds,
+                "delivered_per_second": Double(measuredDelivered) / seconds,
+                "delivered_share": measuredPublished == 0 ? 0 : Double(measuredDelivered) / Double(measuredPublished * subscribers)]
+    }
+
+    /// A payload of exactly `size` bytes: `{"t":<stamp>,"p":"xxx…"}` (valid JSON for every target).
+    public static func payload(stamp: Int64, size: Int) -> [UInt8] {
+        let head = Array(#"{"t":\#(stamp),"p":""#.utf8)
+        let padding = max(0, size - head.count - 2)
+        return head + [UInt8](repeating: 0x78, count: padding) + Array(#""}"#.utf8)
+    }
+
+    public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) {
+        (url, kind == .mqtt ? MQTTFraming.subprotocol : nil)
+    }
+
+    public func opened(_ connection: Int, _ io: LoadIO) {
+        let isPublisher = connection == subscribers
+        switch kind {
+        case .gondola:
+            io.send(connection, CentrifugeFraming.connect(token: tokens[connection], subscribing: [SubscribeRequest(channel: channel)]))
+        case .nats:
+            io.send(connection, isPublisher ? NATSFraming.connect() + Array("PING\r\n".utf8) : NATSFraming.subscribe(subject: channel, sid: 1),
+                    binary: true)
+        case .mqtt:
+            var bytes = MQTTFraming.connect(clientID: "gondola-load-\(connection)")
+            if !isPublisher { bytes += MQTTFraming.subscribe(packetID: 1, topic: channel) }
+            io.send(connection, bytes, binary: true)
+        }
+    }
+
+    public func closed(_ connection: Int) {
+        markReady(connection, false)
+        if kind == .nats { natsParsers[connection] = NATSFraming.Parser() }
+        if kind == .mqtt { mqttParsers[connection] = MQTTFraming.Parser() }
+        if connection == subscribers { publishing = nil }
+    }
+
+    private func markReady(_ connection: Int, _ isReady: Bool) {
+        guard ready[connection] != isReady else { return }
+        ready[connection] = isReady
+        readyCount += isReady ? 1 : -1
+    }
+
+    public func received(_ connection: Int, _ bytes: UnsafeRawBufferPointer, binary: Bool, _ io: LoadIO) {
+        let now = MonotonicClock.nanoseconds()
+        let isPublisher = connection == subscribers
+        switch kind {
+        case .gondola:
+            CentrifugeFraming.lines(in: bytes) { line in
+                switch line {
+                case .ping: io.send(connection, CentrifugeFraming.pong)
+                case let .reply(id, error):
+                    if let error { io.stats.errorReply("\(error)") } else if id == 2 { markReady(connection, true) }
+                case let .publication(_, line):
+                    if !isPublisher { deliver(line, now: now, io) }
+                case .otherPush: break
+                }
+            }
+        case .nats:
+            do {
+                try natsParsers[connection].feed(bytes) { operation in
+                    switch operation {
+                    case .ping: io.send(connection, NATSFraming.pong, binary: true)
+                    case .pong: markReady(connection, true)
+                    case let .error(text): io.stats.errorReply("nats: \(text)")
+                    case let .message(payload): deliver(payload, now: now, io)
+                    case .info, .ok: break
+                    }
+                }
+            } catch {
+                io.drop(connection, because: "nats: \(error)")
+            }
+        case .mqtt:
+            do {
+                try mqttParsers[connection].feed(bytes) { packet in
+                    switch packet {
+                    case .connectAccepted: if isPublisher { markReady(connection, true) }
+                    case let .connectRefused(code): io.stats.errorReply("mqtt: CONNACK \(code)")
+                    case let .subscribed(_, granted):
+                        if granted.contains(0x80) { io.stats.errorReply("mqtt: subscription refused") } else { markReady(connection, true) }
+                    case let .publish(_, payload): deliver(payload, now: now, io)
+                    case .pingResponse, .other: break
+                    }
+                }
+            } catch {
+                io.drop(connection, because: "mqtt: \(error)")
+            }
+        }
+    }
+
+    /// Records the latency of one delivered publication from the stamp in `bytes`.
+    private func deliver<Bytes: RandomAccessCollection>(_ bytes: Bytes, now: Int64, _ io: LoadIO) where Bytes.Element == UInt8 {
+        guard let marker = ByteScan.find(Self.stampMarker, in: bytes, from: bytes.startIndex),
+              let (stamp, _) = ByteScan.integer(in: bytes, at: bytes.index(marker, offsetBy: Self.stampMarker.count))
+        else { return }
+        delivered += 1
+        measuredDelivered += 1
+        io.stats.record(mainLatency, nanoseconds: now - stamp)
+    }
+
+    public func tick(now: Int64, sending: Bool, _ io: LoadIO) {
+        guard sending, ready[subscribers] else { return }
+        let start = publishing?.start ?? now
+        if publishing == nil { publishing = (now, 0) }
+        let due: Int
+        switch rate {
+        case let .fixed(perSecond):
+            due = min(Self.maxPublishPerTick, Int(Double(now - start) / 1e9 * perSecond) + 1 - publishing!.sent)
+        case let .saturate(window):
+            let outstanding = published - delivered / max(1, readyCount - 1)
+            due = min(Self.maxPublishPerTick, window - outstanding)
+        }
+        guard due > 0 else { return }
+        for _ in 0..<due {
+            let payload = Self.payload(stamp: MonotonicClock.nanoseconds(), size: payloadBytes)
+            switch kind {
+            case .gondola:
+                publisherID = publisherID == UInt32.max ? 10 : publisherID + 1
+                io.send(subscribers, CentrifugeFraming.publish(id: publisherID, channel: channel, data: payload))
+            case .nats:
+                io.send(subscribers, NATSFraming.publish(subject: channel, payload: payload), binary: true)
+            case .mqtt:
+                io.send(subscribers, MQTTFraming.publish(topic: channel, payload: payload), binary: true)
+            }
+        }
+        publishing!.sent += due
+        published += due
+        measuredPublished += due
+    }
+}

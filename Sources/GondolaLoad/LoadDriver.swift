@@ -1,0 +1,239 @@
+import Foundation
+import GondolaBenchSupport
+
+/// Monotonic nanoseconds, comparable between the connections of one process.
+public enum MonotonicClock {
+    public static func nanoseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+}
+
+/// The behaviour of one kind of load: which connections it opens and what each
+/// sends and expects. Called on the loop thread only.
+public protocol LoadScenario: AnyObject {
+    /// Name for reports ("travellers", "fanout").
+    var name: String { get }
+    /// Server kind and address for reports.
+    var target: String { get }
+    /// The main latency kind, followed by the timeline and the progress line.
+    var mainLatency: String { get }
+    /// How many connections the scenario holds.
+    var connectionCount: Int { get }
+    /// Connections that finished their handshake and subscriptions.
+    var readyCount: Int { get }
+    /// Where `connection` connects, and the WebSocket subprotocol it asks for.
+    func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?)
+    func opened(_ connection: Int, _ io: LoadIO)
+    func received(_ connection: Int, _ bytes: UnsafeRawBufferPointer, binary: Bool, _ io: LoadIO)
+    /// `connection` is gone; forget its protocol state (it may be reconnected).
+    func closed(_ connection: Int)
+    /// Sends whatever is due at `now` (monotonic ns); `sending` is false during connection ramp-up.
+    func tick(now: Int64, sending: Bool, _ io: LoadIO)
+    /// The measured period begins: restart the scenario's own counts.
+    func measuringStarted()
+    /// The scenario's own figures for the report (e.g. publications per second).
+    func figures(measuredSeconds: Double) -> [String: Double]
+}
+
+/// What a scenario may do from its callbacks: send, and count into the run's statistics.
+public final class LoadIO {
+    let pool: SocketPool
+    public internal(set) var stats: LoadStats
+
+    init(pool: SocketPool, stats: LoadStats) {
+        self.pool = pool
+        self.stats = stats
+    }
+
+    /// Sends one message; a refused send is counted as an error by its cause.
+    public func send(_ connection: Int, _ bytes: [UInt8], binary: Bool = false) {
+        do {
+            try pool.send(connection, bytes, binary: binary)
+            stats.sent()
+        } catch .queueFull {
+            stats.errorReply("send queue full")
+        } catch {
+            stats.errorReply("send on closed connection")
+        }
+    }
+
+    /// Closes a connection whose peer broke the protocol.
+    public func drop(_ connection: Int, because cause: String) {
+        stats.errorReply(cause)
+        pool.close(connection)
+    }
+}
+
+/// Settings common to every scenario.
+public struct LoadSettings: Sendable {
+    /// Connections opened per second while ramping up.
+    public var rampPerSecond: Double = 1000
+    /// Longest wait for every connection to become ready before measuring anyway.
+    public var readyTimeout: Duration = .seconds(120)
+    /// Load sent after everyone is ready and before the measurement starts.
+    public var warmUp: Duration = .seconds(5)
+    /// The measured period.
+    public var duration: Duration = .seconds(60)
+    /// Wait before a dropped connection is opened again.
+    public var reconnectDelay: Duration = .seconds(1)
+    /// Print a progress line every second.
+    public var progress = true
+    /// Process id of the server, for its CPU and memory.
+    public var serverPID: Int32?
+
+    public init() {}
+}
+
+/// Runs a scenario on a `SocketPool`: ramps connections up, waits for them to be
+/// ready, warms up, measures, and reports. Dropped connections are reopened after
+/// `reconnectDelay` until the run ends. Every phase is bounded in time.
+public final class LoadDriver: SocketPoolHandler {
+    enum Phase { case connecting, warmingUp, measuring, finished }
+
+    let scenario: LoadScenario
+    let settings: LoadSettings
+    private var io: LoadIO!
+    private var pool: SocketPool!
+    private var phase = Phase.connecting
+    private let startedAt = MonotonicClock.nanoseconds()
+    private var phaseStartedAt: Int64 = 0
+    private var nextSecond: Int64 = 0
+    private var opening = 0
+    private var isOpen: [Bool]
+    private var reconnectAt: [Int: Int64] = [:]
+    private var measureStart: (time: Int64, server: ProcessUsage?, client: ProcessUsage?)?
+    private var report: LoadReport?
+    private var rssBeforeConnecting: Double?
+
+    public init(scenario: LoadScenario, settings: LoadSettings) throws {
+        self.scenario = scenario
+        self.settings = settings
+        isOpen = Array(repeating: false, count: scenario.connectionCount)
+        rssBeforeConnecting = settings.serverPID.flatMap(ProcessUsage.init(pid:))?.rssMiB
+        let pool = try SocketPool(limits: .init(maxConnections: scenario.connectionCount), handler: self)
+        self.pool = pool
+        io = LoadIO(pool: pool, stats: LoadStats(mainLatency: scenario.mainLatency))
+        phaseStartedAt = startedAt
+        nextSecond = startedAt + 1_000_000_000
+    }
+
+    /// Runs the whole scenario and answers its report.
+    public func run() async -> LoadReport {
+        await pool.run()
+        let report = self.report!
+        pool = nil
+        return report
+    }
+
+    public func opened(_ connection: Int) {
+        isOpen[connection] = true
+        io.stats.opened()
+        scenario.opened(connection, io)
+    }
+
+    public func received(_ connection: Int, _ bytes: UnsafeRawBufferPointer, binary: Bool) {
+        io.stats.received()
+        scenario.received(connection, bytes, binary: binary, io)
+    }
+
+    public func closed(_ connection: Int, code: Int, cause: String) {
+        let wasOpen = isOpen[connection]
+        isOpen[connection] = false
+        scenario.closed(connection)
+        guard phase != .finished else { return }
+        io.stats.closed(cause: code == 0 ? cause : "\(cause) (\(code))", wasOpen: wasOpen)
+        reconnectAt[connection] = MonotonicClock.nanoseconds() + settings.reconnectDelay.nanoseconds
+    }
+
+    public func tick() {
+        let now = MonotonicClock.nanoseconds()
+        openDueConnections(now: now)
+        switch phase {
+        case .connecting:
+            if scenario.readyCount == scenario.connectionCount || now - phaseStartedAt > settings.readyTimeout.nanoseconds {
+                if settings.progress {
+                    print("ready: \(scenario.readyCount)/\(scenario.connectionCount) connections after \(seconds(now - startedAt)) s")
+                }
+                enter(.warmingUp, now: now)
+            }
+        case .warmingUp:
+            if now - phaseStartedAt >= settings.warmUp.nanoseconds {
+                io.stats.startMeasuring()
+                scenario.measuringStarted()
+                measureStart = (now, settings.serverPID.flatMap(ProcessUsage.init(pid:)), ProcessUsage(pid: getpid()))
+                enter(.measuring, now: now)
+            }
+        case .measuring:
+            if now - phaseStartedAt >= settings.duration.nanoseconds { finish(now: now) }
+        case .finished:
+            return
+        }
+        if phase != .finished { scenario.tick(now: now, sending: phase != .connecting, io) }
+        if now >= nextSecond {
+            nextSecond += 1_000_000_000
+            let sample = io.stats.closeSecond(at: Int((now - startedAt + 500_000_000) / 1_000_000_000))
+            if settings.progress { printProgress(sample) }
+        }
+    }
+
+    private func enter(_ next: Phase, now: Int64) {
+        phase = next
+        phaseStartedAt = now
+    }
+
+    /// Opens connections at the ramp rate, then those waiting to reconnect.
+    private func openDueConnections(now: Int64) {
+        let due = min(scenario.connectionCount, Int(Double(now - startedAt) / 1e9 * settings.rampPerSecond) + 1)
+        while opening < due {
+            let (url, subprotocol) = scenario.address(of: opening)
+            if !pool.connect(opening, to: url, subprotocol: subprotocol) { io.stats.errorReply("could not start a connection") }
+            opening += 1
+        }
+        guard !reconnectAt.isEmpty, phase != .finished else { return }
+        for (connection, at) in reconnectAt where at <= now {
+            reconnectAt[connection] = nil
+            let (url, subprotocol) = scenario.address(of: connection)
+            if pool.connect(connection, to: url, subprotocol: subprotocol) { io.stats.reconnected() }
+        }
+    }
+
+    private func finish(now: Int64) {
+        phase = .finished
+        let start = measureStart ?? (now, nil, nil)
+        let elapsed = Double(now - start.time) / 1e9
+        let server = settings.serverPID.flatMap(ProcessUsage.init(pid:)), client = ProcessUsage(pid: getpid())
+        let stats = io.stats
+        var serverFigures: ProcessFigures?
+        if let server {
+            let perConnection = rssBeforeConnecting.map { (server.rssMiB - $0) * 1024 / Double(max(1, stats.connected)) }
+            serverFigures = ProcessFigures(cpuPercent: ProcessUsage.cpuPercent(from: start.server, to: server, over: elapsed),
+                                           rssMiB: server.rssMiB, rssPerConnectionKiB: perConnection)
+        }
+        report = LoadReport(
+            scenario: scenario.name, target: scenario.target, settings: [:], measuredSeconds: elapsed,
+            connections: scenario.connectionCount, connected: stats.connected,
+            messagesIn: stats.messagesIn, messagesOut: stats.messagesOut,
+            messagesInPerSecond: Double(stats.messagesIn) / max(elapsed, 1e-9), messagesOutPerSecond: Double(stats.messagesOut) / max(elapsed, 1e-9),
+            figures: scenario.figures(measuredSeconds: elapsed), latencies: stats.summaries, connectionErrors: stats.connectionErrors, errorReplies: stats.errorReplies,
+            reconnects: stats.reconnects, server: serverFigures,
+            client: client.map { ProcessFigures(cpuPercent: ProcessUsage.cpuPercent(from: start.client, to: $0, over: elapsed), rssMiB: $0.rssMiB) },
+            timeline: stats.timeline)
+        pool.stop()
+    }
+
+    private func printProgress(_ sample: TimelineSample) {
+        let label = switch phase {
+        case .connecting: "connecting"
+        case .warmingUp: "warming up"
+        case .measuring, .finished: "measuring"
+        }
+        print(String(format: "[%4ds %@] connected %d, ready %d, in %d/s, out %d/s, %@ p99 %.1f ms (so far %.1f ms), errors %d",
+                     sample.second, label, sample.connected, scenario.readyCount, sample.messagesIn, sample.messagesOut,
+                     scenario.mainLatency, sample.p99, io.stats.mainP99, sample.errors))
+        fflush(nil)
+    }
+
+    private func seconds(_ nanoseconds: Int64) -> String { String(format: "%.1f", Double(nanoseconds) / 1e9) }
+}

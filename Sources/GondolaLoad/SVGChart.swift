@@ -1,0 +1,68 @@
+import Foundation
+
+/// Draws a run's timeline as an SVG: latency (p50, p99) above, throughput
+/// (messages in and out per second) below, against seconds since the start.
+public enum SVGChart {
+    static let width = 800.0, panelHeight = 220.0, left = 70.0, right = 20.0, top = 40.0, gap = 60.0
+
+    /// The chart of `report`'s timeline.
+    public static func render(_ report: LoadReport) -> String {
+        let samples = report.timeline
+        let seconds = Double(max(1, samples.last?.second ?? 1))
+        var svg = [#"<svg xmlns="http://www.w3.org/2000/svg" width="\#(Int(width))" height="\#(Int(top + 2 * panelHeight + gap + 40))" font-family="sans-serif" font-size="12">"#,
+                   #"<rect width="100%" height="100%" fill="white"/>"#,
+                   #"<text x="\#(left)" y="20" font-size="14">\#(escape("\(report.scenario) against \(report.target)"))</text>"#]
+        svg += panel(title: "latency (ms)", y: top, seconds: seconds, series: [
+            ("p50", "#1f77b4", samples.map { (Double($0.second), $0.p50) }),
+            ("p99", "#d62728", samples.map { (Double($0.second), $0.p99) }),
+        ])
+        svg += panel(title: "messages per second", y: top + panelHeight + gap, seconds: seconds, series: [
+            ("in", "#2ca02c", samples.map { (Double($0.second), Double($0.messagesIn)) }),
+            ("out", "#ff7f0e", samples.map { (Double($0.second), Double($0.messagesOut)) }),
+        ])
+        svg.append(#"<text x="\#(left + (width - left - right) / 2)" y="\#(top + 2 * panelHeight + gap + 30)" text-anchor="middle">seconds</text>"#)
+        svg.append("</svg>")
+        return svg.joined(separator: "\n") + "\n"
+    }
+
+    /// One panel: axes, five horizontal grid lines with values, one polyline per series and a legend.
+    static func panel(title: String, y: Double, seconds: Double, series: [(name: String, color: String, points: [(Double, Double)])]) -> [String] {
+        let plotWidth = width - left - right
+        let highest = niceCeiling(series.flatMap { $0.points.map(\.1) }.max() ?? 1)
+        var lines = [#"<text x="\#(left)" y="\#(y - 8)">\#(escape(title))</text>"#,
+                     #"<rect x="\#(left)" y="\#(y)" width="\#(plotWidth)" height="\#(panelHeight)" fill="none" stroke="rgb(136,136,136)"/>"#]
+        for step in 0...4 {
+            let value = highest * Double(step) / 4
+            let lineY = y + panelHeight - panelHeight * Double(step) / 4
+            lines.append(#"<line x1="\#(left)" y1="\#(format(lineY))" x2="\#(left + plotWidth)" y2="\#(format(lineY))" stroke="rgb(230,230,230)"/>"#)
+            lines.append(#"<text x="\#(left - 6)" y="\#(format(lineY + 4))" text-anchor="end">\#(format(value))</text>"#)
+        }
+        for tick in 0...4 {
+            let second = seconds * Double(tick) / 4
+            lines.append(#"<text x="\#(format(left + plotWidth * Double(tick) / 4))" y="\#(format(y + panelHeight + 16))" text-anchor="middle">\#(format(second))</text>"#)
+        }
+        for (index, entry) in series.enumerated() {
+            let points = entry.points.map { "\(format(left + plotWidth * $0.0 / seconds)),\(format(y + panelHeight - panelHeight * $0.1 / highest))" }
+            lines.append(#"<polyline fill="none" stroke="\#(entry.color)" stroke-width="1.5" points="\#(points.joined(separator: " "))"/>"#)
+            let legendX = left + plotWidth - 120 + Double(index) * 60
+            lines.append(#"<text x="\#(format(legendX))" y="\#(y - 8)" fill="\#(entry.color)">\#(escape(entry.name))</text>"#)
+        }
+        return lines
+    }
+
+    /// The smallest of 1, 2 or 5 × 10ⁿ at or above `value` (1 for nothing).
+    static func niceCeiling(_ value: Double) -> Double {
+        guard value > 0, value.isFinite else { return 1 }
+        let magnitude = pow(10, floor(log10(value)))
+        for factor in [1.0, 2, 5, 10] where factor * magnitude >= value { return factor * magnitude }
+        return 10 * magnitude
+    }
+
+    static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.2f", value)
+    }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
+}

@@ -1,0 +1,160 @@
+import ArgumentParser
+import Foundation
+import GondolaBenchSupport
+import GondolaGeo
+import GondolaLoad
+
+/// `gondola-load`: load scenarios on libwebsockets against Gondola (travellers,
+/// fan-out) and, for comparison, NATS and MQTT brokers (fan-out).
+@main
+struct GondolaLoadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gondola-load",
+        abstract: "Load generator for Gondola (and NATS/MQTT for comparison) on one libwebsockets event loop.",
+        subcommands: [Travellers.self, Fanout.self]
+    )
+}
+
+/// Options every scenario shares: timing, output files and the server to watch.
+struct RunOptions: ParsableArguments {
+    @Option(help: "Measured period, e.g. 120s or 2m.") var duration: String = "60s"
+    @Option(name: .customLong("warm-up"), help: "Load before measuring, once every connection is ready.") var warmUp: String = "5s"
+    @Option(help: "Connections opened per second while ramping up.") var ramp: Double = 1000
+    @Option(name: .customLong("ready-timeout"), help: "Longest wait for every connection to be ready.") var readyTimeout: String = "120s"
+    @Option(name: .customLong("server-pid"), help: "Process id of the server, for its CPU and memory.") var serverPID: Int32?
+    @Option(help: "Write the report as JSON to this file.") var json: String?
+    @Option(help: "Write the per-second timeline as CSV to this file.") var csv: String?
+    @Option(help: "Write a latency and throughput chart (SVG) to this file.") var svg: String?
+    @Flag(help: "No progress line every second.") var quiet = false
+
+    func settings() throws -> LoadSettings {
+        var settings = LoadSettings()
+        settings.duration = try LoadArguments.duration(duration, option: "--duration")
+        settings.warmUp = try LoadArguments.duration(warmUp, option: "--warm-up")
+        settings.readyTimeout = try LoadArguments.duration(readyTimeout, option: "--ready-timeout")
+        guard settings.duration > .zero, settings.duration <= .seconds(3600) else { throw LoadError("--duration must be more than 0 and at most 1h, got '\(duration)'") }
+        guard settings.warmUp <= .seconds(600) else { throw LoadError("--warm-up must be at most 10m, got '\(warmUp)'") }
+        guard settings.readyTimeout <= .seconds(1800) else { throw LoadError("--ready-timeout must be at most 30m, got '\(readyTimeout)'") }
+        guard ramp > 0, ramp <= 100_000 else { throw LoadError("--ramp must be in (0, 100000] connections per second, got \(ramp)") }
+        settings.rampPerSecond = ramp
+        settings.serverPID = serverPID
+        settings.progress = !quiet
+        return settings
+    }
+
+    /// Runs `scenario` and prints and writes its report.
+    func execute(_ scenario: LoadScenario, settings: LoadSettings, described: [String: String]) async throws {
+        raiseOpenFileLimit()
+        let driver = try LoadDriver(scenario: scenario, settings: settings)
+        var report = await driver.run()
+        report.settings = described
+        print(report.text)
+        if let json { try report.json().write(to: URL(fileURLWithPath: json)) }
+        if let csv { try report.csv.write(toFile: csv, atomically: true, encoding: .utf8) }
+        if let svg { try SVGChart.render(report).write(toFile: svg, atomically: true, encoding: .utf8) }
+    }
+
+    /// Each connection is a descriptor: take the hard limit.
+    func raiseOpenFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+struct Travellers: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Travellers riding and skiing the demo resort: location updates, nearby and trip frames, chat and RSVP.")
+
+    @Option(help: "WebSocket URL of the hub.") var url: String = "ws://127.0.0.1:8000/connection/websocket"
+    @Option(help: "Number of travellers.") var travellers: Int = 1000
+    @Option(help: "Number of trips (one host each).") var trips: Int = 10
+    @Option(help: "Location updates per traveller, e.g. 1/s.") var rate: String = "1/s"
+    @Option(help: "The hub's token secret (tokens are minted here); without it, dev login is used.") var secret: String?
+    @Option(name: .customLong("api-key"), help: "The hub's server API key (trips are created through the server API).") var apiKey: String
+    @Option(help: "The resort's GeoJSON (lifts and pistes to move along).") var resort: String = "resorts/demo.geojson"
+    @Option(name: .customLong("chat-share"), help: "Share of travellers who chat in their trip chat.") var chatShare: Double = 0.05
+    @Option(name: .customLong("chat-interval"), help: "How often each chatting traveller sends.") var chatInterval: String = "10s"
+    @Option(name: .customLong("rsvp-share"), help: "Share of travellers who answer their trip's event.") var rsvpShare: Double = 0.05
+    @Option(name: .customLong("rsvp-interval"), help: "How often each answering traveller changes the answer.") var rsvpInterval: String = "30s"
+    @Option(name: .customLong("user-prefix"), help: "Prefix of the simulated users' ids.") var userPrefix: String = "load"
+    @OptionGroup var run: RunOptions
+
+    func run() async throws {
+        guard (1...50_000).contains(travellers) else { throw LoadError("--travellers must be 1...50000, got \(travellers)") }
+        guard (1...travellers).contains(trips) else { throw LoadError("--trips must be 1...\(travellers) (at most one per traveller), got \(trips)") }
+        var options = TravellerOptions()
+        options.rate = try LoadArguments.rate(rate, option: "--rate")
+        guard options.rate <= 10 else { throw LoadError("--rate must be at most 10/s, got '\(rate)'") }
+        options.chatShare = try LoadArguments.share(chatShare, option: "--chat-share")
+        options.rsvpShare = try LoadArguments.share(rsvpShare, option: "--rsvp-share")
+        options.chatInterval = try LoadArguments.duration(chatInterval, option: "--chat-interval")
+        options.rsvpInterval = try LoadArguments.duration(rsvpInterval, option: "--rsvp-interval")
+        guard options.chatInterval >= .milliseconds(100) else { throw LoadError("--chat-interval must be at least 100ms, got '\(chatInterval)'") }
+        guard options.rsvpInterval >= .milliseconds(100) else { throw LoadError("--rsvp-interval must be at least 100ms, got '\(rsvpInterval)'") }
+        let settings = try run.settings()
+        let address = try WebSocketURL(url)
+        let graph: SkiGraph
+        do {
+            graph = try SkiResort(geoJSON: Data(contentsOf: URL(fileURLWithPath: resort))).graph
+        } catch {
+            throw LoadError("--resort \(resort): \(error)")
+        }
+        let base = "http://\(address.host):\(address.port)"
+        let tokens: TokenSource = secret.map { .secret($0) } ?? .devLogin(base: base)
+        print("creating \(trips) trips and \(travellers + trips) tokens…")
+        let cast = try await TravellerCast.prepare(travellers: travellers, trips: trips, prefix: userPrefix,
+                                                   api: ServerAPIClient(base: base, key: apiKey), tokens: tokens)
+        let scenario = try TravellerScenario(url: address, cast: cast, graph: graph, options: options)
+        try await run.execute(scenario, settings: settings, described: [
+            "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "chat_share": "\(chatShare)",
+            "chat_interval": chatInterval, "rsvp_share": "\(rsvpShare)", "rsvp_interval": rsvpInterval, "duration": run.duration,
+        ])
+    }
+}
+
+struct Fanout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "N subscribers of one channel, subject or topic and one publisher, against gondola, nats or mqtt.")
+
+    @Option(help: "Server kind: gondola, nats or mqtt.") var target: String = "gondola"
+    @Option(help: "WebSocket URL of the server.") var url: String
+    @Option(help: "Number of subscribers.") var subscribers: Int = 1000
+    @Option(help: "Publications per second (e.g. 100/s), or 'max' to publish as fast as deliveries keep up.") var rate: String = "100/s"
+    @Option(help: "With --rate max: publications allowed in flight (not yet delivered to every subscriber).") var window: Int = 4
+    @Option(help: "Payload bytes per publication.") var size: Int = 128
+    @Option(help: "Channel (gondola), subject (nats) or topic (mqtt).") var channel: String = "bench:fanout"
+    @Option(help: "gondola only: the hub's token secret (tokens are minted here); without it, dev login is used.") var secret: String?
+    @OptionGroup var run: RunOptions
+
+    func run() async throws {
+        guard let kind = FanoutTarget(rawValue: target) else {
+            throw LoadError("--target must be one of \(FanoutTarget.allCases.map(\.rawValue).joined(separator: ", ")), got '\(target)'")
+        }
+        guard (1...50_000).contains(subscribers) else { throw LoadError("--subscribers must be 1...50000, got \(subscribers)") }
+        guard (32...65_536).contains(size) else { throw LoadError("--size must be 32...65536 bytes, got \(size)") }
+        let publishRate: PublishRate
+        if rate == "max" {
+            guard (1...1000).contains(window) else { throw LoadError("--window must be 1...1000, got \(window)") }
+            publishRate = .saturate(window: window)
+        } else {
+            let perSecond = try LoadArguments.rate(rate, option: "--rate")
+            guard perSecond <= 1_000_000 else { throw LoadError("--rate must be at most 1000000/s, got '\(rate)'") }
+            publishRate = .fixed(perSecond)
+        }
+        let settings = try run.settings()
+        let address = try WebSocketURL(url)
+        var tokens: [String] = []
+        if kind == .gondola {
+            let source: TokenSource = secret.map { .secret($0) } ?? .devLogin(base: "http://\(address.host):\(address.port)")
+            tokens = try await source.tokens(for: (0..<subscribers).map { "fanout\($0)" } + ["fanout-publisher"])
+        }
+        let scenario = try FanoutScenario(target: kind, url: address, subscribers: subscribers, rate: publishRate, payloadBytes: size,
+                                          channel: channel, tokens: tokens)
+        try await run.execute(scenario, settings: settings, described: [
+            "target": target, "subscribers": "\(subscribers)", "rate": rate, "window": "\(window)", "size": "\(size)",
+            "channel": channel, "duration": run.duration,
+        ])
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import GondolaBenchSupport
+import GondolaGeo
+import GondolaLoad
+import Testing
+
+/// gondola-load's scenarios against a real server over real sockets (libwebsockets on the client side).
+@Suite struct LoadScenarioTests {
+    static let resort = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../resorts/demo.geojson")
+
+    @Test func fiftyTravellersForTenSeconds() async throws {
+        let server = try await startTravelServer()
+        let base = "http://127.0.0.1:\(server.port)"
+        let cast = try await TravellerCast.prepare(travellers: 50, trips: 2, prefix: "lt", api: ServerAPIClient(base: base, key: RunningServer.apiKey),
+                                                   tokens: .secret(RunningServer.secret))
+        #expect(cast.trips.count == 2 && cast.tokens.count == 52)
+        var options = TravellerOptions()
+        options.chatShare = 0.2
+        options.chatInterval = .seconds(2)
+        options.rsvpShare = 0.3
+        options.rsvpInterval = .seconds(2)
+        let graph = try SkiResort(geoJSON: Data(contentsOf: Self.resort)).graph
+        let scenario = try TravellerScenario(url: WebSocketURL("ws://127.0.0.1:\(server.port)/connection/websocket"), cast: cast, graph: graph, options: options)
+        var settings = LoadSettings()
+        settings.duration = .seconds(10)
+        settings.warmUp = .seconds(3)
+        settings.readyTimeout = .seconds(30)
+        settings.progress = false
+        let report = try await LoadDriver(scenario: scenario, settings: settings).run()
+
+        #expect(report.connected == 52)
+        #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty && report.reconnects == 0,
+                "\(report.connectionErrors) \(report.errorReplies)")
+        // 50 travellers at 1/s for 10 s, every update answered.
+        let updates = try #require(report.figures["location_updates_per_second"])
+        #expect(updates > 45 && updates < 55)
+        let acks = report.latencies["ack location.update"]?.count ?? 0
+        #expect(acks > 450 && acks < 560)
+        // Every update shows up in the host's locations frames (and nearby frames of travellers within 500 m).
+        #expect((report.latencies["location"]?.count ?? 0) >= acks * 9 / 10)
+        // Each chat message reaches the 25 travellers and the host of its trip.
+        let sends = report.latencies["ack chat.send"]?.count ?? 0
+        let deliveries = report.latencies["chat"]?.count ?? 0
+        #expect(sends > 0)
+        #expect(deliveries >= sends * 26 * 8 / 10 && deliveries <= (sends + 20) * 26, "\(sends) sends, \(deliveries) deliveries")
+        // The hosts created their trip's event and the responders answered it.
+        #expect((report.latencies["ack event.create"]?.count ?? 0) == 0, "events are created during warm-up")
+        #expect((report.latencies["ack event.rsvp"]?.count ?? 0) > 0)
+        #expect(report.timeline.count >= 13)
+    }
+}
