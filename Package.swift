@@ -117,7 +117,7 @@ let package = Package(
             ]
         ),
         .systemLibrary(name: "CWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev"])]),
-        .target(name: "CLoadSocket", dependencies: ["CWebSockets"]),
+        .target(name: "CLoadSocket", dependencies: ["CWebSockets"], linkerSettings: [.linkedLibrary("uv")]),
         .target(
             name: "GondolaLoad",
             dependencies: [

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 typedef struct ls_message {
     struct ls_message *next;
@@ -29,6 +30,10 @@ typedef struct ls_connection {
 } ls_connection;
 
 struct ls_pool {
+    /* libwebsockets runs on this libuv loop (epoll), so an idle connection costs nothing per wake-up. */
+    uv_loop_t loop;
+    /* Wakes the loop from another thread to stop it. */
+    uv_async_t wake;
     struct lws_context *context;
     ls_limits limits;
     ls_handlers handlers;
@@ -167,8 +172,6 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_CLIENT_CLOSED:
         if (connection) finish(pool, connection, connection->fail_cause ? connection->fail_cause : "connection lost");
         break;
-    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-        break;
     default:
         break;
     }
@@ -179,6 +182,11 @@ static const struct lws_protocols protocols[] = {
     {"gondola-load", callback, 0, 65536, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
+
+static void on_wake(uv_async_t *handle) {
+    ls_pool *pool = handle->data;
+    if (atomic_load(&pool->stopping)) uv_stop(&pool->loop);
+}
 
 static void on_tick(lws_sorted_usec_list_t *sul) {
     ls_pool *pool = lws_container_of(sul, ls_pool, tick);
@@ -207,16 +215,31 @@ ls_pool *ls_pool_create(ls_limits limits, ls_handlers handlers, char *error, siz
     pool->connections = connections;
     atomic_init(&pool->stopping, 0);
 
+    if (uv_loop_init(&pool->loop) != 0) {
+        free(connections);
+        free(pool);
+        snprintf(error, error_capacity, "libuv could not create its loop");
+        return NULL;
+    }
+    uv_async_init(&pool->loop, &pool->wake, on_wake);
+    pool->wake.data = pool;
+
     lws_set_log_level(LLL_ERR, NULL);
+    void *foreign_loops[1] = {&pool->loop};
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
     info.port = CONTEXT_PORT_NO_LISTEN;
     info.protocols = protocols;
     info.user = pool;
+    info.options = LWS_SERVER_OPTION_LIBUV;
+    info.foreign_loops = foreign_loops;
     info.fd_limit_per_thread = (unsigned int)limits.max_connections + 64;
     info.count_threads = 1;
     pool->context = lws_create_context(&info);
     if (!pool->context) {
+        uv_close((uv_handle_t *)&pool->wake, NULL);
+        uv_run(&pool->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&pool->loop);
         free(connections);
         free(pool);
         snprintf(error, error_capacity, "libwebsockets could not create its context (open-file limit too low for %d connections?)",
@@ -228,19 +251,29 @@ ls_pool *ls_pool_create(ls_limits limits, ls_handlers handlers, char *error, siz
 
 void ls_pool_run(ls_pool *pool) {
     lws_sul_schedule(pool->context, 0, &pool->tick, on_tick, pool->limits.tick_microseconds);
-    while (!atomic_load(&pool->stopping)) {
-        if (lws_service(pool->context, 0) < 0) break;
-    }
+    if (!atomic_load(&pool->stopping)) uv_run(&pool->loop, UV_RUN_DEFAULT);
     lws_sul_cancel(&pool->tick);
+    /* Close every connection, then let libuv finish closing the handles. */
+    uv_close((uv_handle_t *)&pool->wake, NULL);
+    lws_context_destroy(pool->context);
+    pool->context = NULL;
+    uv_run(&pool->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&pool->loop);
 }
 
 void ls_pool_stop(ls_pool *pool) {
     atomic_store(&pool->stopping, 1);
-    lws_cancel_service(pool->context);
+    uv_async_send(&pool->wake);
 }
 
 void ls_pool_destroy(ls_pool *pool) {
-    lws_context_destroy(pool->context);
+    if (pool->context) {
+        /* The loop never ran: close everything here. */
+        uv_close((uv_handle_t *)&pool->wake, NULL);
+        lws_context_destroy(pool->context);
+        uv_run(&pool->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&pool->loop);
+    }
     for (int index = 0; index < pool->limits.max_connections; index++) free_queue(&pool->connections[index]);
     free(pool->connections);
     free(pool);

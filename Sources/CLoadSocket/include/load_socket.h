@@ -39,7 +39,8 @@ typedef struct ls_limits {
 
 /// Creates a pool, or answers NULL with the reason written to `error`.
 ls_pool *ls_pool_create(ls_limits limits, ls_handlers handlers, char *error, size_t error_capacity);
-/// Runs the loop on the calling thread until ls_pool_stop; closes every connection on the way out.
+/// Runs the loop (libwebsockets on a libuv loop) on the calling thread until ls_pool_stop;
+/// closes every connection on the way out. Call at most once.
 void ls_pool_run(ls_pool *pool);
 /// Asks the loop to end. Safe from any thread.
 void ls_pool_stop(ls_pool *pool);
