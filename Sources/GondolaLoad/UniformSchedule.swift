@@ -1,7 +1,8 @@
 /// Spreads `count` periodic actions evenly over `period`: member i acts at
 /// start + i/count·period, then once per period. `due(at:)` answers the members
 /// whose turn came since the last call, in order, so a tick of any length sends
-/// exactly what is due (at most `maxPerCall`, the rest on the next calls).
+/// exactly what is due (at most `maxPerCall`, by default one period's worth; the
+/// rest on the next calls).
 public struct UniformSchedule: Sendable {
     public let count: Int
     public let period: Int64
@@ -11,10 +12,10 @@ public struct UniformSchedule: Sendable {
     public private(set) var turns = 0
 
     /// `period` in nanoseconds.
-    public init(count: Int, period: Int64, maxPerCall: Int = 5000) {
+    public init(count: Int, period: Int64, maxPerCall: Int? = nil) {
         self.count = count
         self.period = max(1, period)
-        self.maxPerCall = maxPerCall
+        self.maxPerCall = maxPerCall ?? max(1, count)
     }
 
     /// Members due at `now` (monotonic ns); the first call starts the schedule.
