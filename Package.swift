@@ -85,28 +85,6 @@ let package = Package(
         ),
         .target(name: "GondolaBenchSupport", dependencies: ["GondolaProtocol", .product(name: "Histogram", package: "hdrhistogram-swift")]),
         .executableTarget(
-            name: "gondola-bench-fanout",
-            dependencies: [
-                "GondolaProtocol",
-                "GondolaHub",
-                "GondolaBenchSupport",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
-        .executableTarget(
-            name: "gondola-bench-travel",
-            dependencies: [
-                "GondolaProtocol",
-                "GondolaHub",
-                "GondolaGeo",
-                "GondolaBenchSupport",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
-        .executableTarget(
             name: "gondola-bench-chat",
             dependencies: [
                 "GondolaProtocol",
