@@ -40,7 +40,6 @@ struct ls_pool {
     ls_connection *connections;
     lws_sorted_usec_list_t tick;
     atomic_int stopping;
-    int open;
 };
 
 static void free_queue(ls_connection *connection) {
@@ -59,7 +58,6 @@ static void free_queue(ls_connection *connection) {
 
 static void finish(ls_pool *pool, ls_connection *connection, const char *cause) {
     if (connection->state == LS_IDLE) return;
-    if (connection->state == LS_OPEN || connection->state == LS_CLOSING) pool->open--;
     int code = connection->peer_close_code;
     connection->state = LS_IDLE;
     connection->wsi = NULL;
@@ -145,7 +143,6 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_CLIENT_ESTABLISHED:
         if (!connection) return -1;
         connection->state = LS_OPEN;
-        pool->open++;
         pool->handlers.opened(pool->handlers.context, connection->index);
         if (connection->head) lws_callback_on_writable(wsi);
         break;
@@ -328,5 +325,3 @@ void ls_close(ls_pool *pool, int connection) {
     slot->state = LS_CLOSING;
     lws_callback_on_writable(slot->wsi);
 }
-
-int ls_open_count(const ls_pool *pool) { return pool->open; }

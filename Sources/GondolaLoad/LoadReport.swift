@@ -109,9 +109,6 @@ public struct LoadReport: Codable, Equatable, Sendable {
         self.timeline = timeline
     }
 
-    /// Connection failures and error replies together.
-    public var errorCount: Int { connectionErrors.values.reduce(0, +) + errorReplies.values.reduce(0, +) }
-
     /// A few lines for the terminal.
     public var text: String {
         var lines = ["\(scenario) against \(target): \(connected)/\(connections) connected, measured \(String(format: "%.1f", measuredSeconds)) s"]

@@ -1,5 +1,5 @@
 /// The parts of MQTT 3.1.1 the fan-out scenario uses, at QoS 0: CONNECT,
-/// SUBSCRIBE, PUBLISH and PINGREQ out; CONNACK, SUBACK, PUBLISH and PINGRESP in.
+/// SUBSCRIBE and PUBLISH out; CONNACK, SUBACK, PUBLISH and PINGRESP in.
 public enum MQTTFraming {
     /// The WebSocket subprotocol MQTT brokers expect.
     public static let subprotocol = "mqtt"
@@ -27,8 +27,6 @@ public enum MQTTFraming {
         body.append(contentsOf: payload)
         return packet(type: 0x30, body: body)
     }
-
-    public static let pingRequest: [UInt8] = [0xC0, 0x00]
 
     /// A fixed header (type and flags, remaining length) followed by `body`.
     static func packet(type: UInt8, body: [UInt8]) -> [UInt8] {

@@ -38,8 +38,8 @@ public enum SVGChart {
             lines.append(#"<text x="\#(left - 6)" y="\#(format(lineY + 4))" text-anchor="end">\#(format(value))</text>"#)
         }
         for tick in 0...4 {
-            let second = seconds * Double(tick) / 4
-            lines.append(#"<text x="\#(format(left + plotWidth * Double(tick) / 4))" y="\#(format(y + panelHeight + 16))" text-anchor="middle">\#(format(second))</text>"#)
+            let second = (seconds * Double(tick) / 4).rounded()
+            lines.append(#"<text x="\#(format(left + plotWidth * second / seconds))" y="\#(format(y + panelHeight + 16))" text-anchor="middle">\#(format(second))</text>"#)
         }
         for (index, entry) in series.enumerated() {
             let points = entry.points.map { "\(format(left + plotWidth * $0.0 / seconds)),\(format(y + panelHeight - panelHeight * $0.1 / highest))" }

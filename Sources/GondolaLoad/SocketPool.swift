@@ -108,9 +108,6 @@ public final class SocketPool: @unchecked Sendable {
     /// Closes an open connection (code 1000) once its queue is written.
     public func close(_ connection: Int) { ls_close(pool, Int32(connection)) }
 
-    /// Connections open now.
-    public var openCount: Int { Int(ls_open_count(pool)) }
-
     /// Keeps the handler alive for the C side, which holds an unretained pointer to it.
     private final class Box {
         let handler: SocketPoolHandler

@@ -56,7 +56,5 @@ int ls_connect(ls_pool *pool, int connection, const char *host, int port, const 
 int ls_send(ls_pool *pool, int connection, const uint8_t *data, size_t length, int binary);
 /// Loop thread only. Closes an open connection with close code 1000 after what is queued.
 void ls_close(ls_pool *pool, int connection);
-/// Connections whose handshake completed and that are still open.
-int ls_open_count(const ls_pool *pool);
 
 #endif
