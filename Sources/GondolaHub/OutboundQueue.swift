@@ -4,7 +4,10 @@ import Synchronization
 /// A connection's bounded queue of encoded messages, drained by one writer.
 ///
 /// Producers (replies, fan-out) append shared byte arrays; the writer takes
-/// everything pending and joins it into one frame. When the pending bytes would
+/// everything pending and joins it into one frame. A writer either awaits
+/// `next()`, or registers a signal with `onReady` and drains with `poll()`: the
+/// signal fires once when something arrives, and again only after a `poll()`
+/// found the queue empty, so a transport can schedule one drain per burst. When the pending bytes would
 /// pass `maxBytes` the queue drops its content and closes with 3008 (slow), so a
 /// stalled client costs at most `maxBytes` of memory and never slows the others.
 public final class OutboundQueue: Sendable {
@@ -23,6 +26,9 @@ public final class OutboundQueue: Sendable {
         var closing: DisconnectCode?
         var closeDelivered = false
         var waiter: CheckedContinuation<Item?, Never>?
+        var signal: (@Sendable () -> Void)?
+        /// The signal fired and no `poll()` has found the queue empty since.
+        var signalled = false
     }
 
     public let maxBytes: Int
@@ -57,7 +63,7 @@ public final class OutboundQueue: Sendable {
                 state.messages.append(message)
                 state.bytes += message.count
             }
-            return (accepted, Self.takeWaiter(&state, maxFrameBytes: maxFrameBytes))
+            return (accepted, Self.wake(&state, maxFrameBytes: maxFrameBytes))
         }
         wake?.resume()
         return accepted
@@ -69,7 +75,7 @@ public final class OutboundQueue: Sendable {
         let wake = state.withLock { state -> Wake? in
             guard state.closing == nil else { return nil }
             state.closing = code
-            return Self.takeWaiter(&state, maxFrameBytes: maxFrameBytes)
+            return Self.wake(&state, maxFrameBytes: maxFrameBytes)
         }
         wake?.resume()
     }
@@ -88,18 +94,50 @@ public final class OutboundQueue: Sendable {
         }
     }
 
-    /// A suspended writer and the item it is to be resumed with, taken under the lock
-    /// and resumed outside it.
-    private struct Wake {
-        let waiter: CheckedContinuation<Item?, Never>
-        let item: Item?
-        func resume() { waiter.resume(returning: item) }
+    /// Registers the drain signal of a polling writer; fires at once if something is pending.
+    public func onReady(_ signal: @escaping @Sendable () -> Void) {
+        let fire = state.withLock { state -> Bool in
+            state.signal = signal
+            let pending = state.head < state.messages.count || (state.closing != nil && !state.closeDelivered)
+            guard pending, !state.signalled else { return false }
+            state.signalled = true
+            return true
+        }
+        if fire { signal() }
     }
 
-    private static func takeWaiter(_ state: inout State, maxFrameBytes: Int) -> Wake? {
-        guard let waiter = state.waiter else { return nil }
-        state.waiter = nil
-        return Wake(waiter: waiter, item: nextItem(&state, maxFrameBytes: maxFrameBytes))
+    /// The next frame (or the close) without waiting; nil when nothing is pending,
+    /// which re-arms the `onReady` signal.
+    public func poll() -> Item? {
+        state.withLock { state in
+            let item = Self.nextItem(&state, maxFrameBytes: maxFrameBytes)
+            if item == nil { state.signalled = false }
+            return item
+        }
+    }
+
+    /// A suspended writer and the item it is to be resumed with, or a polling
+    /// writer's signal, taken under the lock and called outside it.
+    private enum Wake {
+        case waiter(CheckedContinuation<Item?, Never>, Item?)
+        case signal(@Sendable () -> Void)
+
+        func resume() {
+            switch self {
+            case let .waiter(waiter, item): waiter.resume(returning: item)
+            case let .signal(signal): signal()
+            }
+        }
+    }
+
+    private static func wake(_ state: inout State, maxFrameBytes: Int) -> Wake? {
+        if let waiter = state.waiter {
+            state.waiter = nil
+            return .waiter(waiter, nextItem(&state, maxFrameBytes: maxFrameBytes))
+        }
+        guard let signal = state.signal, !state.signalled else { return nil }
+        state.signalled = true
+        return .signal(signal)
     }
 
     /// Pending messages joined into one frame of at most `maxFrameBytes` (or one

@@ -71,13 +71,14 @@ public final class GondolaServer: Sendable {
         }
         ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
 
-        let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
+        let webSocketRouter = Router(context: ChannelWebSocketRequestContext.self)
         let maxFrameBytes = configuration.maxFrameBytes
-        webSocketRouter.ws("/connection/websocket") { [self] inbound, outbound, _ in
+        webSocketRouter.ws("/connection/websocket") { [self] inbound, outbound, context in
             activeTransports.add(1, ordering: .relaxed)
             defer { activeTransports.subtract(1, ordering: .relaxed) }
             let session = node.accept()
-            await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes).run(inbound: inbound, outbound: outbound)
+            await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes)
+                .run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel)
         }
         // Frames up to 4x the limit reach the session, which closes with 3501 and a
         // message naming the size; larger ones are refused by the WebSocket layer (1009).
@@ -163,5 +164,19 @@ enum ConstantTime {
         let a = Array(lhs.utf8), b = Array(rhs.utf8)
         guard a.count == b.count else { return false }
         return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
+
+/// The WebSocket route's request context: Hummingbird's, plus the connection's
+/// channel, which the transport writes frames to directly.
+struct ChannelWebSocketRequestContext: RequestContext, WebSocketRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let webSocket: WebSocketHandlerReference<Self>
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        channel = source.channel
     }
 }

@@ -5,20 +5,24 @@ import NIOCore
 import NIOWebSocket
 
 /// Carries one client session over a WebSocket: a reader that assembles text
-/// messages and hands them to the session, and a writer that drains the session's
-/// queue, one frame per batch of pending messages, and sends the close frame.
+/// messages and hands them to the session, and a `ChannelFrameWriter` that drains
+/// the session's queue straight onto the connection's channel, one frame per batch
+/// of pending messages; the close frame goes through the WebSocket writer.
 struct WebSocketTransport {
     let session: ClientSession
     /// Largest message (after joining fragments) the reader accepts.
     let maxFrameBytes: Int
 
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await read(inbound)
                 session.transportClosed()
             }
-            await write(outbound)
+            let close = await ChannelFrameWriter.drain(session.queue, into: channel)
+            if let close, close.code >= 3000 {
+                try? await outbound.close(.unknown(close.code), reason: Self.closeReason(close.reason))
+            }
             session.transportClosed()
             group.cancelAll()
         }
@@ -48,23 +52,6 @@ struct WebSocketTransport {
             }
         } catch {
             return
-        }
-    }
-
-    private func write(_ outbound: WebSocketOutboundWriter) async {
-        while let item = await session.queue.next() {
-            switch item {
-            case let .frame(bytes):
-                do {
-                    try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: bytes))))
-                } catch {
-                    return
-                }
-            case let .close(code):
-                guard code.code >= 3000 else { return }
-                try? await outbound.close(.unknown(code.code), reason: Self.closeReason(code.reason))
-                return
-            }
         }
     }
 

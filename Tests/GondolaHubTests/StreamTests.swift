@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 @testable import GondolaHub
 import GondolaProtocol
@@ -174,6 +175,43 @@ import Testing
         queue.close(.noPong)
         #expect(await queue.next() == .frame([0x31]))
         #expect(await queue.next() == .close(.shutdown))
+    }
+
+    @Test func pollingWriterIsSignalledOncePerBurst() {
+        let queue = OutboundQueue(maxBytes: 100, maxFrameBytes: 100)
+        let signals = Atomic<Int>(0)
+        queue.enqueue([0x31])
+        // Registering with something pending signals at once.
+        queue.onReady { signals.add(1, ordering: .relaxed) }
+        #expect(signals.load(ordering: .relaxed) == 1)
+        // More messages before the drain do not signal again.
+        queue.enqueue([0x32])
+        #expect(signals.load(ordering: .relaxed) == 1)
+        #expect(queue.poll() == .frame([0x31, 0x0A, 0x32]))
+        #expect(queue.poll() == nil)
+        // An empty poll re-arms the signal.
+        queue.enqueue([0x33])
+        #expect(signals.load(ordering: .relaxed) == 2)
+        #expect(queue.poll() == .frame([0x33]))
+        // A close signals too, and is delivered once.
+        #expect(queue.poll() == nil)
+        queue.close(.shutdown)
+        #expect(signals.load(ordering: .relaxed) == 3)
+        #expect(queue.poll() == .close(.shutdown))
+        #expect(queue.poll() == nil)
+        #expect(!queue.enqueue([0x34]))
+        #expect(signals.load(ordering: .relaxed) == 3)
+    }
+
+    @Test func pollingWriterSeesAnOverflowAsClose3008() {
+        let queue = OutboundQueue(maxBytes: 10, maxFrameBytes: 100)
+        let signals = Atomic<Int>(0)
+        queue.onReady { signals.add(1, ordering: .relaxed) }
+        #expect(signals.load(ordering: .relaxed) == 0)
+        #expect(queue.enqueue(Array(repeating: 0x31, count: 8)))
+        #expect(!queue.enqueue(Array(repeating: 0x31, count: 8)))
+        #expect(signals.load(ordering: .relaxed) == 1)
+        #expect(queue.poll() == .close(.slow))
     }
 
     @Test func writerWaitsForTheNextMessage() async throws {

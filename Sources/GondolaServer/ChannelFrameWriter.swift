@@ -1,0 +1,61 @@
+import GondolaHub
+import GondolaProtocol
+import NIOCore
+import NIOWebSocket
+
+/// Writes a session's queued frames directly to its WebSocket channel on the
+/// channel's event loop: the queue signals once per burst, one drain writes every
+/// pending frame and flushes once. No task wakes up per message and no async
+/// writer sits between the queue and the socket.
+///
+/// Back-pressure: the drain stops while the channel is not writable (NIO's
+/// buffer is past its high-water mark) and looks again a millisecond later, so
+/// what waits stays in the session's queue, bounded by `client_queue_max_bytes`.
+final class ChannelFrameWriter: @unchecked Sendable {
+    // Only touched on `channel.eventLoop`.
+    private let channel: any Channel
+    private let queue: OutboundQueue
+    private var finished: CheckedContinuation<DisconnectCode?, Never>?
+
+    private init(channel: any Channel, queue: OutboundQueue, finished: CheckedContinuation<DisconnectCode?, Never>) {
+        self.channel = channel
+        self.queue = queue
+        self.finished = finished
+    }
+
+    /// Drains `queue` into `channel` until the queue delivers its close (answered)
+    /// or the channel goes away (nil).
+    static func drain(_ queue: OutboundQueue, into channel: any Channel) async -> DisconnectCode? {
+        await withCheckedContinuation { continuation in
+            let writer = ChannelFrameWriter(channel: channel, queue: queue, finished: continuation)
+            queue.onReady { [writer] in writer.channel.eventLoop.execute { writer.drainNow() } }
+            channel.closeFuture.whenComplete { _ in writer.drainNow() }
+        }
+    }
+
+    private func drainNow() {
+        guard finished != nil else { return }
+        guard channel.isActive else { return finish(nil) }
+        var wrote = false
+        while channel.isWritable, let item = queue.poll() {
+            switch item {
+            case let .frame(bytes):
+                let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: bytes))
+                channel.write(frame, promise: nil)
+                wrote = true
+            case let .close(code):
+                if wrote { channel.flush() }
+                return finish(code)
+            }
+        }
+        if wrote { channel.flush() }
+        if !channel.isWritable {
+            channel.eventLoop.scheduleTask(in: .milliseconds(1)) { self.drainNow() }
+        }
+    }
+
+    private func finish(_ code: DisconnectCode?) {
+        finished?.resume(returning: code)
+        finished = nil
+    }
+}
