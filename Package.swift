@@ -83,17 +83,6 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .target(name: "GondolaBenchSupport", dependencies: ["GondolaProtocol", .product(name: "Histogram", package: "hdrhistogram-swift")]),
-        .executableTarget(
-            name: "gondola-bench-chat",
-            dependencies: [
-                "GondolaProtocol",
-                "GondolaHub",
-                "GondolaBenchSupport",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
         .systemLibrary(name: "CWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev"])]),
         .target(name: "CLoadSocket", dependencies: ["CWebSockets"], linkerSettings: [.linkedLibrary("uv")]),
         .target(
@@ -103,7 +92,6 @@ let package = Package(
                 "GondolaProtocol",
                 "GondolaHub",
                 "GondolaGeo",
-                "GondolaBenchSupport",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),

@@ -1,6 +1,7 @@
 """Turns gondola-load JSON reports into Markdown table rows (used by Scripts/loadtest and Scripts/bench-peers).
 
   report-table.py travellers FILE...         one row per traveller run
+  report-table.py chat FILE...               one row per chat run
   report-table.py peers SATURATED FIXED ...  rows of the side-by-side table, from triples
                                              "target subscribers saturated.json fixed.json"
 """
@@ -36,6 +37,19 @@ def travellers(paths):
               f"| {errors(report)} | {report['reconnects']} | {cpu(report.get('server'))} | {cpu(report.get('client'))} |")
 
 
+def chat(paths):
+    for path in paths:
+        report = load(path)
+        settings, seconds = report["settings"], report["measuredSeconds"]
+        kind = f"group of {settings['group_size']}" if settings["mode"] == "group" else "1:1"
+        acks = report["latencies"].get("ack chat.send", {}).get("count", 0)
+        deliveries = report["latencies"].get("chat", {}).get("count", 0)
+        print(f"| {kind} | {report['connected']}/{report['connections']} | {settings['rate']} "
+              f"| {report['figures'].get('sent_per_second', 0):.0f} | {acks / seconds:.0f} | {deliveries / seconds:.0f} "
+              f"| {latency(report, 'ack chat.send', 'p50')} | {latency(report, 'ack chat.send')} | {latency(report, 'ack chat.send', 'p999')} "
+              f"| {latency(report, 'chat')} | {errors(report)} | {cpu(report.get('server'))} | {cpu(report.get('client'))} |")
+
+
 def peers(triples):
     rows = []
     for index in range(0, len(triples), 4):
@@ -60,4 +74,4 @@ def peers(triples):
 
 
 if __name__ == "__main__":
-    {"travellers": travellers, "peers": peers}[sys.argv[1]](sys.argv[2:])
+    {"travellers": travellers, "chat": chat, "peers": peers}[sys.argv[1]](sys.argv[2:])

@@ -27,8 +27,8 @@ public enum CentrifugeFraming {
     public enum Line {
         /// The server's ping (`{}`); answer with `pong`.
         case ping
-        /// A reply to command `id`; `error` is its error code, if it failed.
-        case reply(id: Int64, error: Int64?)
+        /// A reply to command `id`; `error` is its error code, if it failed; `line` is the whole line.
+        case reply(id: Int64, error: Int64?, line: UnsafeRawBufferPointer.SubSequence)
         /// A publication pushed on `channel`; `line` is the whole line.
         case publication(channel: UnsafeRawBufferPointer.SubSequence, line: UnsafeRawBufferPointer.SubSequence)
         /// Any other push (join, leave, unsubscribe, disconnect).
@@ -55,7 +55,7 @@ public enum CentrifugeFraming {
                 let error = ByteScan.find(errorMarker, in: line, from: line.startIndex).flatMap {
                     ByteScan.integer(in: line, at: $0 + errorMarker.count)?.value
                 }
-                each(.reply(id: id, error: error))
+                each(.reply(id: id, error: error, line: line))
             } else if line.starts(with: pushMarker) {
                 let channelStart = line.startIndex + pushMarker.count
                 var channelEnd = channelStart

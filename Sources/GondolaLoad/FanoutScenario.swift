@@ -131,7 +131,7 @@ public final class FanoutScenario: LoadScenario {
             CentrifugeFraming.lines(in: bytes) { line in
                 switch line {
                 case .ping: io.send(connection, CentrifugeFraming.pong)
-                case let .reply(id, error):
+                case let .reply(id, error, _):
                     if let error { io.stats.errorReply("\(error)") } else if id == 2 { markReady(connection, true) }
                 case let .publication(_, line):
                     if !isPublisher { deliver(line, now: now, io) }

@@ -1,5 +1,4 @@
 import Foundation
-import GondolaBenchSupport
 
 /// Monotonic nanoseconds, comparable between the connections of one process.
 public enum MonotonicClock {
@@ -8,6 +7,11 @@ public enum MonotonicClock {
         clock_gettime(CLOCK_MONOTONIC, &time)
         return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds.
+    public var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }
 
 /// The behaviour of one kind of load: which connections it opens and what each

@@ -1,5 +1,4 @@
 import Foundation
-import GondolaBenchSupport
 import GondolaGeo
 import GondolaProtocol
 
@@ -65,8 +64,7 @@ public final class TravellerScenario: LoadScenario {
 
     private var walkers: [SkiWalker]
     private var subscribed: [Int]
-    private var pending: [[UInt32: (method: String, sentAt: Int64)]]
-    private var nextID: [UInt32]
+    private var calls: RPCCalls
     private var eventOfTrip: [String?]
     private var eventsRequested: Set<Int> = []
     private var rsvpCount: [Int]
@@ -81,7 +79,6 @@ public final class TravellerScenario: LoadScenario {
     static let subscriptionsOfHost = 2, subscriptionsOfTraveller = 3
     static let moveMarker = Array(#""type":"move""#.utf8)
     static let tsMarker = Array(#""ts":"#.utf8)
-    static let chatStampMarker = Array(#""text":"load "#.utf8)
     static let inviteMarker = Array(#""type":"invite","event":{"id":""#.utf8)
     static let responses = ["going", "maybe", "declined"]
 
@@ -95,8 +92,7 @@ public final class TravellerScenario: LoadScenario {
         let count = cast.hosts.count + cast.travellers.count
         walkers = cast.travellers.indices.map { SkiWalker(graph: graph, node: $0, metres: Double(($0 * 37) % 300), seed: UInt64($0) &+ 1) }
         subscribed = Array(repeating: 0, count: count)
-        pending = Array(repeating: [:], count: count)
-        nextID = Array(repeating: 10, count: count)
+        calls = RPCCalls(connections: count)
         eventOfTrip = Array(repeating: nil, count: cast.trips.count)
         rsvpCount = Array(repeating: 0, count: cast.travellers.count)
         chatters = Self.share(options.chatShare, of: cast.travellers.count, salt: 1)
@@ -137,7 +133,7 @@ public final class TravellerScenario: LoadScenario {
     public func closed(_ connection: Int) {
         if isReady(connection) { readyCount -= 1 }
         subscribed[connection] = 0
-        pending[connection] = [:]
+        calls.forget(connection)
     }
 
     private func isReady(_ connection: Int) -> Bool {
@@ -151,15 +147,15 @@ public final class TravellerScenario: LoadScenario {
             switch line {
             case .ping:
                 io.send(connection, CentrifugeFraming.pong)
-            case let .reply(id, error):
-                reply(connection, id: id, error: error, line: bytes, now: now, io)
+            case let .reply(id, error, _):
+                reply(connection, id: id, error: error, now: now, io)
             case let .publication(channel, line):
                 if channel.starts(with: Array("nearby:".utf8)) {
                     recordMoves(in: line, wallMilliseconds: wallMilliseconds, io)
                 } else if channel.starts(with: Array("locations:".utf8)) {
                     ByteScan.integers(after: Self.tsMarker, in: line) { io.stats.record("location", nanoseconds: (wallMilliseconds - $0) * 1_000_000) }
                 } else if channel.starts(with: Array("chat:".utf8)) {
-                    ByteScan.integers(after: Self.chatStampMarker, in: line) { io.stats.record("chat", nanoseconds: now - $0) }
+                    ChatStamp.record(in: line, now: now, io)
                 } else if channel.starts(with: Array("personal:".utf8)), let start = ByteScan.find(Self.inviteMarker, in: line, from: line.startIndex) {
                     let idStart = start + Self.inviteMarker.count
                     let id = String(decoding: line[idStart...].prefix { $0 != 0x22 }, as: UTF8.self)
@@ -185,28 +181,20 @@ public final class TravellerScenario: LoadScenario {
         }
     }
 
-    private func reply(_ connection: Int, id: Int64, error: Int64?, line: UnsafeRawBufferPointer, now: Int64, _ io: LoadIO) {
+    private func reply(_ connection: Int, id: Int64, error: Int64?, now: Int64, _ io: LoadIO) {
         if let error { io.stats.errorReply("\(error)") }
         if id == 1 { return }
-        if id < 10 {
+        if id < Int64(RPCCalls.firstID) {
             guard error == nil else { return }
             subscribed[connection] += 1
             if isReady(connection) { readyCount += 1 }
             return
         }
-        guard let sent = pending[connection].removeValue(forKey: UInt32(truncatingIfNeeded: id)) else { return }
-        io.stats.record("ack \(sent.method)", nanoseconds: now - sent.sentAt)
+        calls.answered(connection, id: id, now: now, io)
     }
 
     private func call(_ connection: Int, _ method: String, _ data: JSON, now: Int64, _ io: LoadIO) {
-        let id = nextID[connection]
-        nextID[connection] = id == UInt32.max ? 10 : id + 1
-        // A reply that never comes must not grow the table: keep the newest 64.
-        if pending[connection].count >= 64, let oldest = pending[connection].min(by: { $0.value.sentAt < $1.value.sentAt }) {
-            pending[connection].removeValue(forKey: oldest.key)
-        }
-        pending[connection][id] = (method, now)
-        io.send(connection, CentrifugeFraming.rpc(id: id, method: method, data: data))
+        calls.call(connection, method, data, now: now, io)
     }
 
     public func tick(now: Int64, sending: Bool, _ io: LoadIO) {
@@ -226,8 +214,8 @@ public final class TravellerScenario: LoadScenario {
         for slot in chats.due(at: now) {
             let connection = cast.hosts.count + chatters[slot]
             guard isReady(connection) else { continue }
-            call(connection, "chat.send", ["chat": .string(tripChat(of: connection)), "text": .string("load \(MonotonicClock.nanoseconds())"),
-                                           "client_message_id": .string("load-\(connection)-\(nextID[connection])")], now: now, io)
+            call(connection, "chat.send", ["chat": .string(tripChat(of: connection)), "text": .string(ChatStamp.text(now: MonotonicClock.nanoseconds())),
+                                           "client_message_id": .string("load-\(connection)-\(calls.upcomingID(of: connection))")], now: now, io)
         }
         for slot in rsvps.due(at: now) {
             let index = responders[slot], connection = cast.hosts.count + index

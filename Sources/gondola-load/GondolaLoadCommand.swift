@@ -1,17 +1,16 @@
 import ArgumentParser
 import Foundation
-import GondolaBenchSupport
 import GondolaGeo
 import GondolaLoad
 
 /// `gondola-load`: load scenarios on libwebsockets against Gondola (travellers,
-/// fan-out) and, for comparison, NATS and MQTT brokers (fan-out).
+/// chat, fan-out) and, for comparison, NATS and MQTT brokers (fan-out).
 @main
 struct GondolaLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gondola-load",
         abstract: "Load generator for Gondola (and NATS/MQTT for comparison) on one libwebsockets event loop.",
-        subcommands: [Travellers.self, Fanout.self]
+        subcommands: [Travellers.self, Chat.self, Fanout.self]
     )
 }
 
@@ -110,6 +109,43 @@ struct Travellers: AsyncParsableCommand {
         try await run.execute(scenario, settings: settings, described: [
             "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "chat_share": "\(chatShare)",
             "chat_interval": chatInterval, "rsvp_share": "\(rsvpShare)", "rsvp_interval": rsvpInterval, "duration": run.duration,
+        ])
+    }
+}
+
+struct Chat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Chat senders in trip (group) chats or 1:1 chats: acknowledged-send and delivery latency.")
+
+    @Option(help: "WebSocket URL of the hub.") var url: String = "ws://127.0.0.1:8000/connection/websocket"
+    @Option(help: "group (each trip's chat) or direct (1:1 chats of trip-mates).") var mode: String = "group"
+    @Option(help: "Number of chatting clients.") var clients: Int = 1000
+    @Option(name: .customLong("group-size"), help: "Clients per trip (the members of a group chat, besides the trip's host).") var groupSize: Int = 10
+    @Option(help: "Messages per second, all clients together, e.g. 5000/s.") var rate: String = "1000/s"
+    @Option(help: "The hub's token secret (tokens are minted here); without it, dev login is used.") var secret: String?
+    @Option(name: .customLong("api-key"), help: "The hub's server API key (trips are created through the server API).") var apiKey: String
+    @Option(name: .customLong("user-prefix"), help: "Prefix of the simulated users' ids.") var userPrefix: String = "chat"
+    @OptionGroup var run: RunOptions
+
+    func run() async throws {
+        guard let chatMode = ChatMode(rawValue: mode) else {
+            throw LoadError("--mode must be one of \(ChatMode.allCases.map(\.rawValue).joined(separator: ", ")), got '\(mode)'")
+        }
+        guard (2...20_000).contains(clients) else { throw LoadError("--clients must be 2...20000, got \(clients)") }
+        guard (2...100).contains(groupSize) else { throw LoadError("--group-size must be 2...100, got \(groupSize)") }
+        let perSecond = try LoadArguments.rate(rate, option: "--rate")
+        guard perSecond / Double(clients) <= 50 else { throw LoadError("--rate must be at most 50/s per client, got '\(rate)' for \(clients) clients") }
+        let settings = try run.settings()
+        let address = try WebSocketURL(url)
+        let base = "http://\(address.host):\(address.port)"
+        let trips = (clients + groupSize - 1) / groupSize
+        print("creating \(trips) trips of \(groupSize) and their tokens…")
+        let cast = try await TravellerCast.prepare(travellers: clients, trips: trips, prefix: userPrefix,
+                                                   api: ServerAPIClient(base: base, key: apiKey),
+                                                   tokens: secret.map { .secret($0) } ?? .devLogin(base: base))
+        let scenario = try ChatScenario(url: address, cast: cast, mode: chatMode, rate: perSecond)
+        try await run.execute(scenario, settings: settings, described: [
+            "mode": mode, "clients": "\(clients)", "group_size": "\(groupSize)", "rate": rate, "duration": run.duration,
         ])
     }
 }

@@ -106,7 +106,7 @@ import Testing
             CentrifugeFraming.lines(in: bytes) { line in
                 switch line {
                 case .ping: lines.append("ping")
-                case let .reply(id, error): lines.append("reply \(id) \(error.map(String.init) ?? "ok")")
+                case let .reply(id, error, _): lines.append("reply \(id) \(error.map(String.init) ?? "ok")")
                 case let .publication(channel, _): lines.append("pub " + String(decoding: channel, as: UTF8.self))
                 case .otherPush: lines.append("push")
                 }

@@ -1,5 +1,4 @@
 import Foundation
-import GondolaBenchSupport
 import GondolaGeo
 import GondolaLoad
 import Testing
@@ -7,6 +6,16 @@ import Testing
 /// gondola-load's scenarios against a real server over real sockets (libwebsockets on the client side).
 @Suite struct LoadScenarioTests {
     static let resort = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../resorts/demo.geojson")
+
+    /// Runs `scenario` quietly: ready within 30 s, then `warmUp`, then `duration` measured.
+    static func run(_ scenario: LoadScenario, for duration: Duration, warmUp: Duration) async throws -> LoadReport {
+        var settings = LoadSettings()
+        settings.duration = duration
+        settings.warmUp = warmUp
+        settings.readyTimeout = .seconds(30)
+        settings.progress = false
+        return try await LoadDriver(scenario: scenario, settings: settings).run()
+    }
 
     @Test func fiftyTravellersForTenSeconds() async throws {
         let server = try await startTravelServer()
@@ -20,13 +29,8 @@ import Testing
         options.rsvpShare = 0.3
         options.rsvpInterval = .seconds(2)
         let graph = try SkiResort(geoJSON: Data(contentsOf: Self.resort)).graph
-        let scenario = try TravellerScenario(url: WebSocketURL("ws://127.0.0.1:\(server.port)/connection/websocket"), cast: cast, graph: graph, options: options)
-        var settings = LoadSettings()
-        settings.duration = .seconds(10)
-        settings.warmUp = .seconds(3)
-        settings.readyTimeout = .seconds(30)
-        settings.progress = false
-        let report = try await LoadDriver(scenario: scenario, settings: settings).run()
+        let scenario = try TravellerScenario(url: server.loadURL(), cast: cast, graph: graph, options: options)
+        let report = try await Self.run(scenario, for: .seconds(10), warmUp: .seconds(3))
 
         #expect(report.connected == 52)
         #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty && report.reconnects == 0,
@@ -48,4 +52,31 @@ import Testing
         #expect((report.latencies["ack event.rsvp"]?.count ?? 0) > 0)
         #expect(report.timeline.count >= 13)
     }
+
+    @Test(arguments: [ChatMode.group, .direct])
+    func chatSendersAreAnsweredAndEveryMemberGetsEachMessage(_ mode: ChatMode) async throws {
+        let server = try await startTravelServer()
+        let base = "http://127.0.0.1:\(server.port)"
+        // 20 clients in trips of 10: two group chats of 10, or ten 1:1 chats.
+        let cast = try await TravellerCast.prepare(travellers: 20, trips: 2, prefix: "lc\(mode.rawValue)",
+                                                   api: ServerAPIClient(base: base, key: RunningServer.apiKey), tokens: .secret(RunningServer.secret))
+        let scenario = try ChatScenario(url: server.loadURL(), cast: cast, mode: mode, rate: 40)
+        let report = try await Self.run(scenario, for: .seconds(4), warmUp: .seconds(1))
+
+        #expect(report.connected == 20)
+        #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty, "\(report.connectionErrors) \(report.errorReplies)")
+        let sent = try #require(report.figures["sent_per_second"])
+        #expect(sent > 35 && sent < 45)
+        let acks = report.latencies["ack chat.send"]?.count ?? 0
+        #expect(acks >= 140 && acks <= 180)
+        // Each message reaches every connected member of its chat, the sender included.
+        let members: UInt64 = mode == .group ? 10 : 2
+        let deliveries = report.latencies["chat"]?.count ?? 0
+        #expect(deliveries >= acks * members * 9 / 10 && deliveries <= (acks + 10) * members, "\(acks) acks, \(deliveries) deliveries")
+    }
+}
+
+extension RunningServer {
+    /// The address gondola-load connects to.
+    func loadURL() throws -> WebSocketURL { try WebSocketURL("ws://127.0.0.1:\(port)/connection/websocket") }
 }
