@@ -17,11 +17,11 @@ public struct SkiWalker: Sendable {
     /// A walker starting at `node` (taken modulo the node count), `metres` into its first leg.
     public init(graph: SkiGraph, node: Int, metres: Double = 0, seed: UInt64) {
         precondition(!graph.nodes.isEmpty, "the resort has no ways")
-        random = SeededRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         from = node % graph.nodes.count
-        leg = SkiGraph.Departure(to: from, way: nil)
-        self.metres = 0
         leg = Self.choose(from: from, in: graph, random: &random)
+        self.random = random
+        self.metres = 0
         self.metres = min(metres, max(0, length(in: graph) - 1))
     }
 

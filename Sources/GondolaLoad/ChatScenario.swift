@@ -57,16 +57,19 @@ public final class ChatScenario: LoadScenario {
     public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) { (url, nil) }
 
     public func opened(_ connection: Int, _ io: LoadIO) {
+        let connect = CentrifugeFraming.connect(token: cast.tokens[cast.hosts.count + connection], subscribing: []) + [Frame.separator]
         if let chat = chat[connection] {
-            let bytes = CentrifugeFraming.connect(token: cast.tokens[cast.hosts.count + connection], subscribing: [])
-                + [Frame.separator] + Command(id: UInt32(Self.subscribeID), .subscribe(SubscribeRequest(channel: "chat:\(chat)"))).json.bytes
-            io.send(connection, bytes)
+            io.send(connection, connect + Self.subscribe(to: chat))
         } else if let partner = partner(of: connection) {
-            let create = CentrifugeFraming.rpc(id: UInt32(Self.createID), method: "chat.create", data: ["members": [.string(cast.travellers[partner])]])
-            io.send(connection, CentrifugeFraming.connect(token: cast.tokens[cast.hosts.count + connection], subscribing: []) + [Frame.separator] + create)
+            io.send(connection, connect + CentrifugeFraming.rpc(id: UInt32(Self.createID), method: "chat.create",
+                                                                data: ["members": [.string(cast.travellers[partner])]]))
         } else {
             io.drop(connection, because: "client \(connection) has no trip-mate to chat with")
         }
+    }
+
+    static func subscribe(to chat: String) -> [UInt8] {
+        Command(id: UInt32(subscribeID), .subscribe(SubscribeRequest(channel: "chat:\(chat)"))).json.bytes
     }
 
     public func closed(_ connection: Int) {
@@ -91,7 +94,7 @@ public final class ChatScenario: LoadScenario {
                     }
                     let id = String(decoding: line[(start + Self.chatIDMarker.count)...].prefix { $0 != 0x22 }, as: UTF8.self)
                     chat[connection] = id
-                    io.send(connection, Command(id: UInt32(Self.subscribeID), .subscribe(SubscribeRequest(channel: "chat:\(id)"))).json.bytes)
+                    io.send(connection, Self.subscribe(to: id))
                 case Self.subscribeID:
                     if !ready[connection] { readyCount += 1 }
                     ready[connection] = true

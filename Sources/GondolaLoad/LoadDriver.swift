@@ -9,6 +9,11 @@ public enum MonotonicClock {
     }
 }
 
+/// Unix time in milliseconds, the unit of the hub's `ts` and `starts_at` fields.
+enum WallClock {
+    static func milliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
 extension Duration {
     /// The duration in whole nanoseconds.
     public var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }

@@ -12,6 +12,11 @@ public enum TokenSource: Sendable {
     /// `POST /api/auth/dev` on the hub at this base URL (the hub must enable `dev_login`).
     case devLogin(base: String)
 
+    /// Minted with `secret` when there is one, else the dev login of the hub at `hub`.
+    public init(secret: String?, hub: WebSocketURL) {
+        self = secret.map { .secret($0) } ?? .devLogin(base: hub.httpBase)
+    }
+
     /// One token per user, in order (dev logins sixteen at a time).
     public func tokens(for users: [String]) async throws -> [String] {
         switch self {

@@ -56,31 +56,46 @@ public enum NATSFraming {
             while let lineEnd = lineEnd(in: pending, from: start) {
                 let line = pending[start..<lineEnd]
                 let verb = line.prefix { $0 != 0x20 && $0 != 0x09 }
-                switch String(decoding: verb, as: UTF8.self).uppercased() {
-                case "MSG":
+                switch Verb(verb) {
+                case .msg:
                     let fields = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
-                    guard (4...5).contains(fields.count), let size = Int(String(decoding: fields.last!, as: UTF8.self)), size >= 0 else {
+                    guard (4...5).contains(fields.count), let last = fields.last, let (size, end) = ByteScan.integer(in: last, at: last.startIndex),
+                          end == last.endIndex else {
                         throw ProtocolViolation("malformed MSG line: \(String(decoding: line.prefix(80), as: UTF8.self))")
                     }
-                    let payloadStart = lineEnd + 2
-                    guard payloadStart + size + 2 - start <= maxPending else {
+                    let payloadStart = lineEnd + 2, payloadEnd = payloadStart + Int(size)
+                    guard payloadEnd + 2 - start <= maxPending else {
                         throw ProtocolViolation("message of \(size) bytes is larger than \(maxPending)")
                     }
-                    guard pending.count >= payloadStart + size + 2 else { return start }
-                    handle(.message(payload: pending[payloadStart..<payloadStart + size]))
-                    start = payloadStart + size + 2
+                    guard pending.count >= payloadEnd + 2 else { return start }
+                    handle(.message(payload: pending[payloadStart..<payloadEnd]))
+                    start = payloadEnd + 2
                     continue
-                case "PING": handle(.ping)
-                case "PONG": handle(.pong)
-                case "+OK": handle(.ok)
-                case "INFO": handle(.info)
-                case "-ERR": handle(.error(quotedText(line.dropFirst(4))))
-                default:
+                case .ping: handle(.ping)
+                case .pong: handle(.pong)
+                case .ok: handle(.ok)
+                case .info: handle(.info)
+                case .error: handle(.error(quotedText(line.dropFirst(4))))
+                case nil:
                     throw ProtocolViolation("unknown operation: \(String(decoding: line.prefix(80), as: UTF8.self))")
                 }
                 start = lineEnd + 2
             }
             return start
+        }
+
+        /// The operation names a server sends, matched without regard to case.
+        enum Verb: String, CaseIterable {
+            case msg = "MSG", ping = "PING", pong = "PONG", ok = "+OK", info = "INFO", error = "-ERR"
+
+            init?(_ bytes: ArraySlice<UInt8>) {
+                let found = Self.allCases.first { verb in
+                    verb.rawValue.utf8.count == bytes.count
+                        && zip(verb.rawValue.utf8, bytes).allSatisfy { expected, byte in byte == expected || byte & 0xDF == expected }
+                }
+                guard let found else { return nil }
+                self = found
+            }
         }
 
         /// The text of an -ERR line without its spaces and quotes.

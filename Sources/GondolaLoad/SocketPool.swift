@@ -136,6 +136,9 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "ws://\(host):\(port)\(path)" }
+
+    /// The hub's HTTP base on the same address (sign-in and the server API).
+    public var httpBase: String { "http://\(host):\(port)" }
 }
 
 /// A load run could not be set up; the message names the bad value or step.

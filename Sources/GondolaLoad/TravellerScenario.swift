@@ -80,6 +80,8 @@ public final class TravellerScenario: LoadScenario {
     static let moveMarker = Array(#""type":"move""#.utf8)
     static let tsMarker = Array(#""ts":"#.utf8)
     static let inviteMarker = Array(#""type":"invite","event":{"id":""#.utf8)
+    static let nearbyPrefix = Array("nearby:".utf8), locationsPrefix = Array("locations:".utf8)
+    static let chatPrefix = Array("chat:".utf8), personalPrefix = Array("personal:".utf8)
     static let responses = ["going", "maybe", "declined"]
 
     public init(url: WebSocketURL, cast: TravellerCast, graph: SkiGraph, options: TravellerOptions) throws {
@@ -142,7 +144,6 @@ public final class TravellerScenario: LoadScenario {
 
     public func received(_ connection: Int, _ bytes: UnsafeRawBufferPointer, binary: Bool, _ io: LoadIO) {
         let now = MonotonicClock.nanoseconds()
-        let wallMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
         CentrifugeFraming.lines(in: bytes) { line in
             switch line {
             case .ping:
@@ -150,13 +151,14 @@ public final class TravellerScenario: LoadScenario {
             case let .reply(id, error, _):
                 reply(connection, id: id, error: error, now: now, io)
             case let .publication(channel, line):
-                if channel.starts(with: Array("nearby:".utf8)) {
-                    recordMoves(in: line, wallMilliseconds: wallMilliseconds, io)
-                } else if channel.starts(with: Array("locations:".utf8)) {
+                if channel.starts(with: Self.nearbyPrefix) {
+                    recordMoves(in: line, wallMilliseconds: WallClock.milliseconds(), io)
+                } else if channel.starts(with: Self.locationsPrefix) {
+                    let wallMilliseconds = WallClock.milliseconds()
                     ByteScan.integers(after: Self.tsMarker, in: line) { io.stats.record("location", nanoseconds: (wallMilliseconds - $0) * 1_000_000) }
-                } else if channel.starts(with: Array("chat:".utf8)) {
+                } else if channel.starts(with: Self.chatPrefix) {
                     ChatStamp.record(in: line, now: now, io)
-                } else if channel.starts(with: Array("personal:".utf8)), let start = ByteScan.find(Self.inviteMarker, in: line, from: line.startIndex) {
+                } else if channel.starts(with: Self.personalPrefix), let start = ByteScan.find(Self.inviteMarker, in: line, from: line.startIndex) {
                     let idStart = start + Self.inviteMarker.count
                     let id = String(decoding: line[idStart...].prefix { $0 != 0x22 }, as: UTF8.self)
                     eventOfTrip[trip(of: connection)] = id
@@ -193,14 +195,10 @@ public final class TravellerScenario: LoadScenario {
         calls.answered(connection, id: id, now: now, io)
     }
 
-    private func call(_ connection: Int, _ method: String, _ data: JSON, now: Int64, _ io: LoadIO) {
-        calls.call(connection, method, data, now: now, io)
-    }
-
     public func tick(now: Int64, sending: Bool, _ io: LoadIO) {
         guard sending else { return }
         createEvents(now: now, io)
-        let wallMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
+        let wallMilliseconds = WallClock.milliseconds()
         for index in updates.due(at: now) {
             let connection = cast.hosts.count + index
             guard isReady(connection) else { continue }
@@ -208,13 +206,13 @@ public final class TravellerScenario: LoadScenario {
             var data: [(key: String, value: JSON)] = [("lat", .double(point.lat)), ("lon", .double(point.lon))]
             if let alt = point.alt { data.append(("alt", .double(alt))) }
             data.append(("ts", .int(wallMilliseconds)))
-            call(connection, "location.update", .object(data), now: now, io)
+            calls.call(connection, "location.update", .object(data), now: now, io)
             measuredUpdates += 1
         }
         for slot in chats.due(at: now) {
             let connection = cast.hosts.count + chatters[slot]
             guard isReady(connection) else { continue }
-            call(connection, "chat.send", ["chat": .string(tripChat(of: connection)), "text": .string(ChatStamp.text(now: MonotonicClock.nanoseconds())),
+            calls.call(connection, "chat.send", ["chat": .string(tripChat(of: connection)), "text": .string(ChatStamp.text(now: MonotonicClock.nanoseconds())),
                                            "client_message_id": .string("load-\(connection)-\(calls.upcomingID(of: connection))")], now: now, io)
         }
         for slot in rsvps.due(at: now) {
@@ -222,17 +220,17 @@ public final class TravellerScenario: LoadScenario {
             guard isReady(connection), let event = eventOfTrip[cast.tripOf[index]] else { continue }
             let response = Self.responses[(rsvpCount[index] + index) % Self.responses.count]
             rsvpCount[index] += 1
-            call(connection, "event.rsvp", ["event": .string(event), "response": .string(response)], now: now, io)
+            calls.call(connection, "event.rsvp", ["event": .string(event), "response": .string(response)], now: now, io)
         }
     }
 
     /// Each ready host creates its trip's event once (when anyone answers events).
     private func createEvents(now: Int64, _ io: LoadIO) {
         guard !responders.isEmpty, eventsRequested.count < cast.hosts.count else { return }
-        let startsAt = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
+        let startsAt = WallClock.milliseconds() + 3_600_000
         for host in cast.hosts.indices where !eventsRequested.contains(host) && isReady(host) {
             eventsRequested.insert(host)
-            call(host, "event.create", ["title": "Load test meet-up", "starts_at": .int(startsAt), "trip": .string(cast.trips[host]),
+            calls.call(host, "event.create", ["title": "Load test meet-up", "starts_at": .int(startsAt), "trip": .string(cast.trips[host]),
                                         "audience": ["kind": "trip"]], now: now, io)
         }
     }

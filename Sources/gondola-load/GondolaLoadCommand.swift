@@ -100,11 +100,10 @@ struct Travellers: AsyncParsableCommand {
         } catch {
             throw LoadError("--resort \(resort): \(error)")
         }
-        let base = "http://\(address.host):\(address.port)"
-        let tokens: TokenSource = secret.map { .secret($0) } ?? .devLogin(base: base)
         print("creating \(trips) trips and \(travellers + trips) tokens…")
         let cast = try await TravellerCast.prepare(travellers: travellers, trips: trips, prefix: userPrefix,
-                                                   api: ServerAPIClient(base: base, key: apiKey), tokens: tokens)
+                                                   api: ServerAPIClient(base: address.httpBase, key: apiKey),
+                                                   tokens: TokenSource(secret: secret, hub: address))
         let scenario = try TravellerScenario(url: address, cast: cast, graph: graph, options: options)
         try await run.execute(scenario, settings: settings, described: [
             "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "chat_share": "\(chatShare)",
@@ -137,12 +136,11 @@ struct Chat: AsyncParsableCommand {
         guard perSecond / Double(clients) <= 50 else { throw LoadError("--rate must be at most 50/s per client, got '\(rate)' for \(clients) clients") }
         let settings = try run.settings()
         let address = try WebSocketURL(url)
-        let base = "http://\(address.host):\(address.port)"
         let trips = (clients + groupSize - 1) / groupSize
         print("creating \(trips) trips of \(groupSize) and their tokens…")
         let cast = try await TravellerCast.prepare(travellers: clients, trips: trips, prefix: userPrefix,
-                                                   api: ServerAPIClient(base: base, key: apiKey),
-                                                   tokens: secret.map { .secret($0) } ?? .devLogin(base: base))
+                                                   api: ServerAPIClient(base: address.httpBase, key: apiKey),
+                                                   tokens: TokenSource(secret: secret, hub: address))
         let scenario = try ChatScenario(url: address, cast: cast, mode: chatMode, rate: perSecond)
         try await run.execute(scenario, settings: settings, described: [
             "mode": mode, "clients": "\(clients)", "group_size": "\(groupSize)", "rate": rate, "duration": run.duration,
@@ -183,8 +181,7 @@ struct Fanout: AsyncParsableCommand {
         let address = try WebSocketURL(url)
         var tokens: [String] = []
         if kind == .gondola {
-            let source: TokenSource = secret.map { .secret($0) } ?? .devLogin(base: "http://\(address.host):\(address.port)")
-            tokens = try await source.tokens(for: (0..<subscribers).map { "fanout\($0)" } + ["fanout-publisher"])
+            tokens = try await TokenSource(secret: secret, hub: address).tokens(for: (0..<subscribers).map { "fanout\($0)" } + ["fanout-publisher"])
         }
         let scenario = try FanoutScenario(target: kind, url: address, subscribers: subscribers, rate: publishRate, payloadBytes: size,
                                           channel: channel, tokens: tokens)
