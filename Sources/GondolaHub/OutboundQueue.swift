@@ -7,7 +7,8 @@ import Synchronization
 /// everything pending and joins it into one frame. A writer either awaits
 /// `next()`, or registers a signal with `onReady` and drains with `poll()`: the
 /// signal fires once when something arrives, and again only after a `poll()`
-/// found the queue empty, so a transport can schedule one drain per burst. When the pending bytes would
+/// found the queue empty (or when the queue closes), so a transport can schedule
+/// one drain per burst. When the pending bytes would
 /// pass `maxBytes` the queue drops its content and closes with 3008 (slow), so a
 /// stalled client costs at most `maxBytes` of memory and never slows the others.
 public final class OutboundQueue: Sendable {
@@ -63,7 +64,7 @@ public final class OutboundQueue: Sendable {
                 state.messages.append(message)
                 state.bytes += message.count
             }
-            return (accepted, Self.wake(&state, maxFrameBytes: maxFrameBytes))
+            return (accepted, Self.wake(&state, maxFrameBytes: maxFrameBytes, closing: !accepted))
         }
         wake?.resume()
         return accepted
@@ -75,7 +76,7 @@ public final class OutboundQueue: Sendable {
         let wake = state.withLock { state -> Wake? in
             guard state.closing == nil else { return nil }
             state.closing = code
-            return Self.wake(&state, maxFrameBytes: maxFrameBytes)
+            return Self.wake(&state, maxFrameBytes: maxFrameBytes, closing: true)
         }
         wake?.resume()
     }
@@ -130,12 +131,14 @@ public final class OutboundQueue: Sendable {
         }
     }
 
-    private static func wake(_ state: inout State, maxFrameBytes: Int) -> Wake? {
+    /// A close always reaches a polling writer, even one in the middle of a drain,
+    /// so it can drop a connection that no longer reads.
+    private static func wake(_ state: inout State, maxFrameBytes: Int, closing: Bool = false) -> Wake? {
         if let waiter = state.waiter {
             state.waiter = nil
             return .waiter(waiter, nextItem(&state, maxFrameBytes: maxFrameBytes))
         }
-        guard let signal = state.signal, !state.signalled else { return nil }
+        guard let signal = state.signal, !state.signalled || closing else { return nil }
         state.signalled = true
         return .signal(signal)
     }

@@ -8,14 +8,23 @@ import NIOWebSocket
 /// pending frame and flushes once. No task wakes up per message and no async
 /// writer sits between the queue and the socket.
 ///
-/// Back-pressure: the drain stops while the channel is not writable (NIO's
-/// buffer is past its high-water mark) and looks again a millisecond later, so
-/// what waits stays in the session's queue, bounded by `client_queue_max_bytes`.
-final class ChannelFrameWriter: @unchecked Sendable {
+/// Back-pressure: the drain stops while the channel is not writable (NIO's buffer
+/// is past its high-water mark) and goes on when it becomes writable again (the
+/// writer sits at the end of the pipeline for that event), so what waits stays in
+/// the session's queue, bounded by `client_queue_max_bytes`. A queue that is
+/// closed while the channel stays unwritable (a client that reads nothing, say
+/// after a 3008 overflow) closes the connection after `stalledCloseTimeout`.
+final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = WebSocketFrame
+
+    /// How long a closed queue waits for an unwritable channel before the connection is dropped.
+    static let stalledCloseTimeout = TimeAmount.seconds(2)
+
     // Only touched on `channel.eventLoop`.
     private let channel: any Channel
     private let queue: OutboundQueue
     private var finished: CheckedContinuation<DisconnectCode?, Never>?
+    private var stalledCloseScheduled = false
 
     private init(channel: any Channel, queue: OutboundQueue, finished: CheckedContinuation<DisconnectCode?, Never>) {
         self.channel = channel
@@ -28,9 +37,21 @@ final class ChannelFrameWriter: @unchecked Sendable {
     static func drain(_ queue: OutboundQueue, into channel: any Channel) async -> DisconnectCode? {
         await withCheckedContinuation { continuation in
             let writer = ChannelFrameWriter(channel: channel, queue: queue, finished: continuation)
-            queue.onReady { [writer] in writer.channel.eventLoop.execute { writer.drainNow() } }
-            channel.closeFuture.whenComplete { _ in writer.drainNow() }
+            channel.eventLoop.execute {
+                do {
+                    try channel.pipeline.syncOperations.addHandler(writer)
+                } catch {
+                    return writer.finish(nil)
+                }
+                queue.onReady { [writer] in writer.channel.eventLoop.execute { writer.drainNow() } }
+                channel.closeFuture.whenComplete { _ in writer.drainNow() }
+            }
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { drainNow() }
+        context.fireChannelWritabilityChanged()
     }
 
     private func drainNow() {
@@ -49,8 +70,11 @@ final class ChannelFrameWriter: @unchecked Sendable {
             }
         }
         if wrote { channel.flush() }
-        if !channel.isWritable {
-            channel.eventLoop.scheduleTask(in: .milliseconds(1)) { self.drainNow() }
+        if !channel.isWritable, queue.closeCode != nil, !stalledCloseScheduled {
+            stalledCloseScheduled = true
+            channel.eventLoop.scheduleTask(in: Self.stalledCloseTimeout) { [self] in
+                if finished != nil { channel.close(promise: nil) }
+            }
         }
     }
 

@@ -209,9 +209,14 @@ import Testing
         queue.onReady { signals.add(1, ordering: .relaxed) }
         #expect(signals.load(ordering: .relaxed) == 0)
         #expect(queue.enqueue(Array(repeating: 0x31, count: 8)))
-        #expect(!queue.enqueue(Array(repeating: 0x31, count: 8)))
         #expect(signals.load(ordering: .relaxed) == 1)
+        // The overflow signals again although nothing was polled since: a writer stuck on an
+        // unwritable socket must learn that the queue closed.
+        #expect(!queue.enqueue(Array(repeating: 0x31, count: 8)))
+        #expect(signals.load(ordering: .relaxed) == 2)
         #expect(queue.poll() == .close(.slow))
+        #expect(!queue.enqueue([0x31]))
+        #expect(signals.load(ordering: .relaxed) == 2)
     }
 
     @Test func writerWaitsForTheNextMessage() async throws {
