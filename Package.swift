@@ -46,6 +46,7 @@ let package = Package(
             dependencies: [
                 "GondolaHub",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
         .target(

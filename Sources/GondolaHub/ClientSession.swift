@@ -174,11 +174,17 @@ public final class ClientSession: Sendable {
         case .ping:
             reply(Reply(id: command.id, .ping))
         case let .rpc(method, data):
-            let context = RPCContext(user: user ?? "", client: id)
+            let answer = RPCAnswer { [weak self] result in self?.reply(Reply(id: command.id, .rpc(data: result))) }
             let started = ContinuousClock.now
             defer { node.metrics.rpcDuration.recordSeconds((ContinuousClock.now - started).timeInterval) }
-            let result = try await node.rpc.call(method, context: context, data: data)
-            reply(Reply(id: command.id, .rpc(data: result)))
+            do {
+                let result = try await node.rpc.call(method, context: RPCContext(user: user ?? "", client: id, answer: answer), data: data)
+                if answer.claim() { reply(Reply(id: command.id, .rpc(data: result))) }
+            } catch {
+                // A reply sent early stands; otherwise the error is the reply.
+                guard answer.claim() else { return }
+                throw error
+            }
         case let .send(data):
             await node.handleMessage(RPCContext(user: user ?? "", client: id), data)
         case let .refresh(token):

@@ -1,14 +1,42 @@
 import GondolaProtocol
 import Synchronization
 
-/// Who calls an RPC method.
+/// Who calls an RPC method, and how it may answer early.
 public struct RPCContext: Sendable {
     public let user: String
     public let client: String
+    /// Answers the call before the method returns; nil where nobody waits for a reply.
+    public let answer: RPCAnswer?
 
-    public init(user: String, client: String) {
+    public init(user: String, client: String, answer: RPCAnswer? = nil) {
         self.user = user
         self.client = client
+        self.answer = answer
+    }
+}
+
+/// The reply of one RPC call, sent at most once. A method that learns its result on
+/// another thread (e.g. right after a database commit) sends it from there, so the
+/// reply does not wait until the calling task is scheduled again; what the method
+/// returns or throws afterwards is not sent.
+public final class RPCAnswer: Sendable {
+    private let sent = Atomic<Bool>(false)
+    private let send: @Sendable (RawJSON) -> Void
+
+    /// An answer that hands its result to `send` (the first time only).
+    public init(_ send: @escaping @Sendable (RawJSON) -> Void) {
+        self.send = send
+    }
+
+    /// Sends `result` as the reply unless one was sent already.
+    public func callAsFunction(_ result: JSON) {
+        guard claim() else { return }
+        send(RawJSON(result))
+    }
+
+    /// True for the first caller only: that caller sends the reply.
+    public func claim() -> Bool {
+        sent.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
 }
 

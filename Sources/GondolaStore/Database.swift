@@ -2,12 +2,21 @@ import Foundation
 import GRDB
 
 /// The SQLite database of a Gondola server: one file in WAL mode, migrated on open.
+/// Commits do not wait for durability on disk (`synchronous = NORMAL`: a power cut
+/// may lose the last commits, never the file's consistency; a crashed process loses
+/// nothing committed), and the WAL is copied into the database in the background
+/// (`WALCheckpointer`).
 public final class GondolaDatabase: Sendable {
+    /// Largest WAL file kept after it starts over (bytes); a bigger one is truncated.
+    static let walFileLimit = 64 << 20
+
     public let pool: DatabasePool
     public let path: String
+    public let checkpointer: WALCheckpointer
 
-    /// Opens (creating the folder and file when missing) and migrates the database at `path`.
-    public init(path: String) throws {
+    /// Opens (creating the folder and file when missing) and migrates the database at
+    /// `path`; `checkpoints` says when its WAL is copied back (see `WALCheckpointer`).
+    public init(path: String, checkpoints: WALCheckpointer.Limits = .init()) throws {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var configuration = Configuration()
@@ -15,9 +24,21 @@ public final class GondolaDatabase: Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        self.pool = try DatabasePool(path: path, configuration: configuration)
-        self.path = path
+        let pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        let checkpointer = try WALCheckpointer(path: path, limits: checkpoints)
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA journal_size_limit = \(Self.walFileLimit)")
+            checkpointer.attach(to: db)
+        }
+        self.pool = pool
+        self.path = path
+        self.checkpointer = checkpointer
+    }
+
+    deinit {
+        // The writer's WAL hook points at the checkpointer: close the pool before it goes.
+        try? pool.close()
     }
 
     static var migrator: DatabaseMigrator {

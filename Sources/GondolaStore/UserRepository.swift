@@ -1,4 +1,5 @@
 import Foundation
+import GondolaHub
 import GRDB
 
 /// A Gondola user as other users may see it: the Telegram id and username are
@@ -47,7 +48,7 @@ public final class UserRepository: Sendable {
                     arguments: [account.username, account.photoURL, account.telegramID])
                 return User(id: row["id"], name: row["name"])
             }
-            let user = User(id: "u" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(15).lowercased(), name: account.displayName)
+            let user = User(id: RandomID.make("u", hexDigits: 15), name: account.displayName)
             try db.execute(
                 sql: "INSERT INTO user (id, name, telegram_id, telegram_username, photo_url, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [user.id, user.name, account.telegramID, account.username, account.photoURL, Int64(Date().timeIntervalSince1970 * 1000)])

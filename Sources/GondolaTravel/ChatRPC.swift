@@ -19,10 +19,11 @@ struct ChatRPC: Sendable {
             let chat = try fields.string("chat", maxLength: 80)
             let text = try fields.text("text", maxLength: ChatService.maxTextLength)
             let clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
-            let (message, repeated) = try await chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID)
-            var answer = Self.messageJSON(message)
-            if repeated { answer = answer.adding("repeated", true) }
-            return answer
+            // The reply leaves from the writer's thread right after the commit.
+            let (message, repeated) = try await chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID) { message, repeated in
+                context.answer?(Self.sendAnswer(message, repeated: repeated))
+            }
+            return Self.sendAnswer(message, repeated: repeated)
         }
         router.register("chat.list") { context, _ in
             let list = try chats.chats(of: context.user)
@@ -64,6 +65,12 @@ struct ChatRPC: Sendable {
     }
 
     /// A stored message as answered by RPCs: its published fields led by `offset`.
+    /// `chat.send`'s answer: the stored message, marked `repeated` for a retry.
+    static func sendAnswer(_ message: StoredChatMessage, repeated: Bool) -> JSON {
+        let answer = messageJSON(message)
+        return repeated ? answer.adding("repeated", true) : answer
+    }
+
     static func messageJSON(_ message: StoredChatMessage) -> JSON {
         guard case let .object(members) = message.data.value else { return ["offset": .int(Int64(message.offset))] }
         return .object([("offset", .int(Int64(message.offset)))] + members)

@@ -66,15 +66,25 @@ struct ChatRepository: Sendable {
     }
 
     /// Appends messages, each as its chat's next offset, in one transaction (a group
-    /// commit). `beforeCommit` hears each chat's top before the batch, inside the
-    /// transaction. Fails as a whole, e.g. on a repeated sender and client id.
+    /// commit). A message whose sender and client id are already stored in its chat is
+    /// not written again: its stored copy is answered instead. `beforeCommit` hears the
+    /// top of each chat that gets a message, before the batch, inside the transaction.
+    /// The keys in one call must differ. Fails as a whole.
     func append(_ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
-                beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [StreamPosition] {
+                beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [ChatAppend] {
         try database.pool.write { db in
+            let storedCopy = try db.cachedStatement(
+                sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND from_user = ? AND client_message_id = ?"#)
+            let insert = try db.cachedStatement(
+                sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
             var streams: [String: (epoch: String, top: Int64)] = [:]
-            var positions: [StreamPosition] = []
-            positions.reserveCapacity(messages.count)
+            var results: [ChatAppend] = []
+            results.reserveCapacity(messages.count)
             for (chat, message, data) in messages {
+                if let row = try Row.fetchOne(storedCopy, arguments: [chat, message.from, message.clientMessageID]) {
+                    results.append(.stored(try Self.message(row)))
+                    continue
+                }
                 var stream: (epoch: String, top: Int64)
                 if let known = streams[chat] {
                     stream = known
@@ -87,14 +97,13 @@ struct ChatRepository: Sendable {
                 }
                 stream.top += 1
                 streams[chat] = stream
-                try db.cachedStatement(sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
-                    .execute(arguments: [chat, stream.top, message.id, message.from, message.clientMessageID, message.ts, Data(data.bytes)])
-                positions.append(StreamPosition(offset: UInt64(stream.top), epoch: stream.epoch))
+                try insert.execute(arguments: [chat, stream.top, message.id, message.from, message.clientMessageID, message.ts, Data(data.bytes)])
+                results.append(.appended(StreamPosition(offset: UInt64(stream.top), epoch: stream.epoch)))
             }
             for (chat, stream) in streams {
                 try db.cachedStatement(sql: "UPDATE chat SET top_offset = ? WHERE id = ?").execute(arguments: [stream.top, chat])
             }
-            return positions
+            return results
         }
     }
 
@@ -115,18 +124,6 @@ struct ChatRepository: Sendable {
                 sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND "offset" BETWEEN ? AND ? ORDER BY "offset" \#(newestFirst ? "DESC" : "ASC") LIMIT ?"#,
                 arguments: [chat, Int64(range.lowerBound), Int64(min(range.upperBound, UInt64(Int64.max))), limit]
             ).map(Self.message)
-        }
-    }
-
-    /// The messages already stored under these (chat, sender, client id) keys.
-    func messages(sentAs keys: [ChatMessageKey]) throws -> [ChatMessageKey: StoredChatMessage] {
-        try database.pool.read { db in
-            var found: [ChatMessageKey: StoredChatMessage] = [:]
-            let statement = try db.cachedStatement(sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND from_user = ? AND client_message_id = ?"#)
-            for key in Set(keys) {
-                if let row = try Row.fetchOne(statement, arguments: [key.chat, key.from, key.clientMessageID]) { found[key] = try Self.message(row) }
-            }
-            return found
         }
     }
 
@@ -164,6 +161,14 @@ struct ChatRepository: Sendable {
     private static func message(_ row: Row) throws -> StoredChatMessage {
         StoredChatMessage(offset: UInt64(row["offset"] as Int64), ts: row["ts"], data: try RawJSON(validating: [UInt8](row["data"] as Data)))
     }
+}
+
+/// What `ChatRepository.append` did with one message.
+enum ChatAppend {
+    /// Written as this position of its chat's stream.
+    case appended(StreamPosition)
+    /// Already stored by an earlier send with the same sender and client id.
+    case stored(StoredChatMessage)
 }
 
 /// What makes a send a repeat: the same sender and client id in the same chat.

@@ -4,10 +4,11 @@ import GondolaProtocol
 import Synchronization
 
 /// Stores and publishes chat messages in batches (group commit). Sends wait in a
-/// queue; one writer at a time takes everything waiting (at most `maxBatch`),
-/// answers repeats of a stored `client_message_id` from the database, writes the
-/// rest in one SQLite transaction, then delivers each message in order and answers
-/// its sender. A send is answered only after its message is committed.
+/// queue; one writer at a time takes everything waiting (at most `maxBatch`) and
+/// writes it in one SQLite transaction, which also finds repeats of a stored
+/// `client_message_id`; then it answers the senders, delivers each new message in
+/// order and resumes the sending tasks. A send is answered only after its message is
+/// committed.
 ///
 /// The writer runs on its own dispatch queue, so the tasks serving connections
 /// wait for it without holding a thread, and the SQLite writer is never contended.
@@ -18,6 +19,8 @@ final class ChatWriter: Sendable {
     struct Request: Sendable {
         let chat: String
         let message: ChatMessageData
+        /// Hears the stored message on the writer's thread as soon as it is committed.
+        let stored: @Sendable (StoredChatMessage, _ repeated: Bool) -> Void
         let done: CheckedContinuation<Outcome, Never>
 
         var key: ChatMessageKey { ChatMessageKey(chat: chat, from: message.from, clientMessageID: message.clientMessageID) }
@@ -39,10 +42,13 @@ final class ChatWriter: Sendable {
     }
 
     /// Stores and publishes `message` in `chat`; a repeat answers the stored message.
-    func send(_ message: ChatMessageData, to chat: String) async -> Outcome {
+    /// `stored` hears the outcome on the writer's thread right after the commit, before
+    /// the message is delivered and before this returns.
+    func send(_ message: ChatMessageData, to chat: String,
+              stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void) async -> Outcome {
         await withCheckedContinuation { continuation in
             let start = waiting.withLock { waiting -> Bool in
-                waiting.requests.append(Request(chat: chat, message: message, done: continuation))
+                waiting.requests.append(Request(chat: chat, message: message, stored: stored, done: continuation))
                 guard !waiting.writing else { return false }
                 waiting.writing = true
                 return true
@@ -65,43 +71,46 @@ final class ChatWriter: Sendable {
     }
 
     private func write(_ batch: [Request]) {
-        let stored: [ChatMessageKey: StoredChatMessage]
-        do {
-            stored = try repository.messages(sentAs: batch.map(\.key))
-        } catch {
-            return fail(batch, .internalError("database read failed: \(error)"))
-        }
-        // Each request is a repeat of a stored message, of an earlier request in the batch, or new.
-        var fresh: [Request] = []
-        var freshIndex: [ChatMessageKey: Int] = [:]
+        // A request repeating an earlier one of the batch is answered with that one's outcome.
+        var distinct: [Request] = []
+        var distinctIndex: [ChatMessageKey: Int] = [:]
         var repeats: [(request: Request, of: Int)] = []
         for request in batch {
-            if let message = stored[request.key] {
-                request.done.resume(returning: .success((message, true)))
-            } else if let earlier = freshIndex[request.key] {
+            if let earlier = distinctIndex[request.key] {
                 repeats.append((request, earlier))
             } else {
-                freshIndex[request.key] = fresh.count
-                fresh.append(request)
+                distinctIndex[request.key] = distinct.count
+                distinct.append(request)
             }
         }
-        guard !fresh.isEmpty else { return }
-        let messages = fresh.map { (chat: $0.chat, message: $0.message, data: RawJSON($0.message.json)) }
-        let positions: [StreamPosition]
+        let messages = distinct.map { (chat: $0.chat, message: $0.message, data: RawJSON($0.message.json)) }
+        let results: [ChatAppend]
         do {
-            positions = try repository.append(messages) { chat, top in streams.holdBack(chat, at: top) }
+            results = try repository.append(messages) { chat, top in streams.holdBack(chat, at: top) }
         } catch {
-            return fail(fresh + repeats.map(\.request), .internalError("database write failed: \(error)"))
+            return fail(batch, .internalError("database write failed: \(error)"))
         }
-        var answers: [StoredChatMessage] = []
-        for (message, position) in zip(messages, positions) {
+        var answers: [(message: StoredChatMessage, repeated: Bool)] = []
+        answers.reserveCapacity(results.count)
+        for (message, result) in zip(messages, results) {
+            switch result {
+            case let .appended(position):
+                answers.append((StoredChatMessage(offset: position.offset, ts: message.message.ts, data: message.data), false))
+            case let .stored(stored):
+                answers.append((stored, true))
+            }
+        }
+        // Senders first: their replies do not wait for the deliveries.
+        for (request, answer) in zip(distinct, answers) { request.stored(answer.message, answer.repeated) }
+        for (request, earlier) in repeats { request.stored(answers[earlier].message, true) }
+        for (message, result) in zip(messages, results) {
+            guard case let .appended(position) = result else { continue }
             node.deliver(channel: ChatService.channel(of: message.chat), publication: Publication(offset: position.offset, data: message.data)) {
                 streams.markDelivered(message.chat, position.offset)
             }
-            answers.append(StoredChatMessage(offset: position.offset, ts: message.message.ts, data: message.data))
         }
-        for (request, answer) in zip(fresh, answers) { request.done.resume(returning: .success((answer, false))) }
-        for (request, earlier) in repeats { request.done.resume(returning: .success((answers[earlier], true))) }
+        for (request, answer) in zip(distinct, answers) { request.done.resume(returning: .success(answer)) }
+        for (request, earlier) in repeats { request.done.resume(returning: .success((answers[earlier].message, true))) }
     }
 
     private func fail(_ requests: [Request], _ error: HubError) {

@@ -1,4 +1,5 @@
 import Foundation
+import GondolaHub
 
 /// What a user shows to other users. The Telegram id and username are stored in
 /// the same row but never part of a profile.
@@ -55,10 +56,8 @@ public enum FriendSource: String, Sendable {
     case mutual
 }
 
-/// Current time in Unix milliseconds.
-/// A fresh random id: `prefix` and `hexDigits` lowercase hex digits of a UUID.
-func newID(_ prefix: String, hexDigits: Int = 16) -> String {
-    prefix + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(hexDigits).lowercased()
-}
+/// A fresh random id: `prefix` and `hexDigits` random lowercase hex digits.
+func newID(_ prefix: String, hexDigits: Int = 16) -> String { RandomID.make(prefix, hexDigits: hexDigits) }
 
+/// Current time in Unix milliseconds.
 func unixMilliseconds(_ date: Date = Date()) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import GondolaHub
 import GondolaProtocol
+import Synchronization
 import Testing
 
 @Suite struct ConnectTests {
@@ -239,6 +240,40 @@ import Testing
         let time = try await client.call(.rpc(method: "server.time", data: nil))
         guard case let .rpc(data) = time.body, case let .int(ts)? = data?.value["ts"] else { Issue.record("\(time)"); return }
         #expect(abs(Double(ts) / 1000 - Date().timeIntervalSince1970) < 5)
+    }
+
+    @Test func earlyAnswerIsTheOnlyReplyAndDoesNotWaitForTheMethod() async throws {
+        let node = try await makeNode()
+        let gate = AsyncStream.makeStream(of: Void.self)
+        node.rpc.register("early") { context, data in
+            context.answer?(["early": data ?? .null])
+            for await _ in gate.stream { break }
+            if data == .string("throw") { throw HubError.badRequest("too late to tell") }
+            return ["late": true]
+        }
+        let client = try await TestClient.connected(node, user: "alice")
+        for (id, data) in [(UInt32(10), JSON.string("return")), (11, .string("throw"))] {
+            let call = Task { await client.session.handle(frame: Command(id: id, .rpc(method: "early", data: RawJSON(data))).json.bytes) }
+            // The reply is out while the method still waits for the gate.
+            let reply = try await client.next()
+            #expect(reply == .reply(Reply(id: id, .rpc(data: RawJSON(["early": data])))))
+            gate.continuation.yield()
+            await call.value
+        }
+        // Neither the returned value nor the error was sent after the early answers.
+        if let message = try? await client.next(timeout: .milliseconds(200)) { Issue.record("a second reply: \(message)") }
+    }
+
+    @Test func answerIsSentOnce() {
+        let sent = Mutex<[RawJSON]>([])
+        let answer = RPCAnswer { result in sent.withLock { $0.append(result) } }
+        answer(["n": 1])
+        answer(["n": 2])
+        #expect(!answer.claim())
+        #expect(sent.withLock { $0 } == [RawJSON(["n": 1])])
+        let unanswered = RPCAnswer { _ in Issue.record("a claimed answer must not send") }
+        #expect(unanswered.claim())
+        unanswered(["n": 3])
     }
 
     @Test func sendReachesTheMessageHandler() async throws {
