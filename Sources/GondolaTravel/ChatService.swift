@@ -130,7 +130,7 @@ public final class ChatService: Sendable {
     /// Stores and publishes a message; a repeated `clientMessageID` answers the stored
     /// one. `stored` hears the outcome as soon as it is committed (see `ChatWriter`).
     func send(by user: String, to id: String, text: String, clientMessageID: String,
-              stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void = { _, _ in }) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
+              stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
         let chat = try memberChat(id, user: user)
         let message = ChatMessageData(id: newID("m"), from: user, name: directory.name(of: user), text: text,
                                       ts: unixMilliseconds(), clientMessageID: clientMessageID)
