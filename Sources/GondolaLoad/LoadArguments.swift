@@ -27,6 +27,15 @@ public enum LoadArguments {
         return value / per
     }
 
+    /// One of an enumeration's raw values.
+    public static func choice<Choice: CaseIterable & RawRepresentable>(_ text: String, option: String) throws -> Choice
+    where Choice.RawValue == String {
+        guard let choice = Choice(rawValue: text) else {
+            throw LoadError("\(option) must be one of \(Choice.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+        }
+        return choice
+    }
+
     /// A share between 0 and 1.
     public static func share(_ value: Double, option: String) throws -> Double {
         guard (0...1).contains(value) else { throw LoadError("\(option) must be between 0 and 1, got \(value)") }

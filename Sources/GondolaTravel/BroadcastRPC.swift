@@ -31,7 +31,7 @@ struct BroadcastRPC: Sendable {
             case (false, false):
                 throw HubError.badRequest("trip or scope is required")
             }
-            let id = newID("b"), ts = unixMilliseconds()
+            let id = RandomID.make("b"), ts = unixMilliseconds()
             let message: JSON = [
                 "type": .string(type), "id": .string(id), "from": .string(context.user), "name": .string(directory.name(of: context.user)),
                 "text": .string(text), "ts": .int(ts),

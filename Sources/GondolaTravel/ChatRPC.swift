@@ -19,11 +19,12 @@ struct ChatRPC: Sendable {
             let chat = try fields.string("chat", maxLength: 80)
             let text = try fields.text("text", maxLength: ChatService.maxTextLength)
             let clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
-            // The reply leaves from the writer's thread right after the commit.
+            // With a waiting client the reply leaves from the writer's thread right after the
+            // commit, and what is returned here is dropped: build the answer only once.
             let (message, repeated) = try await chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID) { message, repeated in
                 context.answer?(Self.sendAnswer(message, repeated: repeated))
             }
-            return Self.sendAnswer(message, repeated: repeated)
+            return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
         }
         router.register("chat.list") { context, _ in
             let list = try chats.chats(of: context.user)

@@ -110,7 +110,7 @@ public final class ChatService: Sendable {
         let kind: ChatKind = others.count == 1 && title == nil ? .direct : .group
         return try chats.withLock { chats throws(HubError) -> Chat in
             if kind == .direct, let id = chats.direct[Self.pairKey(members)], let chat = chats.byID[id] { return chat }
-            let chat = Chat(id: newID(kind == .direct ? "d" : "g"), kind: kind, title: title, trip: nil, members: members,
+            let chat = Chat(id: RandomID.make(kind == .direct ? "d" : "g"), kind: kind, title: title, trip: nil, members: members,
                             createdAt: unixMilliseconds())
             try databaseWrite { try repository.create(chat, pairKey: kind == .direct ? Self.pairKey(members) : nil, createdBy: user) }
             chats.add(chat)
@@ -132,7 +132,7 @@ public final class ChatService: Sendable {
     func send(by user: String, to id: String, text: String, clientMessageID: String,
               stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
         let chat = try memberChat(id, user: user)
-        let message = ChatMessageData(id: newID("m"), from: user, name: directory.name(of: user), text: text,
+        let message = ChatMessageData(id: RandomID.make("m"), from: user, name: directory.name(of: user), text: text,
                                       ts: unixMilliseconds(), clientMessageID: clientMessageID)
         return try await writer.send(message, to: chat.id, stored: stored).get()
     }

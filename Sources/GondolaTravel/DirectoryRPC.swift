@@ -115,7 +115,7 @@ struct DirectoryRPC: Sendable {
                 for (index, host) in hosts.enumerated() where !UserID.isValid(host) {
                     throw HubError.badRequest("hosts[\(index)] is not a valid user id")
                 }
-                let trip = Trip(id: newID("t", hexDigits: 12),
+                let trip = Trip(id: RandomID.make("t", hexDigits: 12),
                                 name: name, resort: resort, startsAt: startsAt, endsAt: endsAt)
                 try directory.createTrip(trip, hosts: hosts)
                 locations.relationsChanged(hosts)

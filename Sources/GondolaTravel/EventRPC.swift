@@ -60,7 +60,7 @@ struct EventRPC: Sendable {
                                lon: try fields.number("lon", in: -180...180))
         }
         let trip = try fields.optionalString("trip", maxLength: 64)
-        return TravelEvent(id: newID("e"), creator: creator, title: title, description: description, startsAt: startsAt,
+        return TravelEvent(id: RandomID.make("e"), creator: creator, title: title, description: description, startsAt: startsAt,
                            endsAt: endsAt, place: place, trip: trip, audience: "", createdAt: now)
     }
 

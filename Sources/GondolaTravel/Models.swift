@@ -1,5 +1,4 @@
 import Foundation
-import GondolaHub
 
 /// What a user shows to other users. The Telegram id and username are stored in
 /// the same row but never part of a profile.
@@ -55,9 +54,6 @@ public enum FriendSource: String, Sendable {
     /// Both asked.
     case mutual
 }
-
-/// A fresh random id: `prefix` and `hexDigits` random lowercase hex digits.
-func newID(_ prefix: String, hexDigits: Int = 16) -> String { RandomID.make(prefix, hexDigits: hexDigits) }
 
 /// Current time in Unix milliseconds.
 func unixMilliseconds(_ date: Date = Date()) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }

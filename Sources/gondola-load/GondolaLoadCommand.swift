@@ -127,9 +127,7 @@ struct Chat: AsyncParsableCommand {
     @OptionGroup var run: RunOptions
 
     func run() async throws {
-        guard let chatMode = ChatMode(rawValue: mode) else {
-            throw LoadError("--mode must be one of \(ChatMode.allCases.map(\.rawValue).joined(separator: ", ")), got '\(mode)'")
-        }
+        let chatMode: ChatMode = try LoadArguments.choice(mode, option: "--mode")
         guard (2...20_000).contains(clients) else { throw LoadError("--clients must be 2...20000, got \(clients)") }
         guard (2...100).contains(groupSize) else { throw LoadError("--group-size must be 2...100, got \(groupSize)") }
         let perSecond = try LoadArguments.rate(rate, option: "--rate")
@@ -163,9 +161,7 @@ struct Fanout: AsyncParsableCommand {
     @OptionGroup var run: RunOptions
 
     func run() async throws {
-        guard let kind = FanoutTarget(rawValue: target) else {
-            throw LoadError("--target must be one of \(FanoutTarget.allCases.map(\.rawValue).joined(separator: ", ")), got '\(target)'")
-        }
+        let kind: FanoutTarget = try LoadArguments.choice(target, option: "--target")
         guard (1...50_000).contains(subscribers) else { throw LoadError("--subscribers must be 1...50000, got \(subscribers)") }
         guard (32...65_536).contains(size) else { throw LoadError("--size must be 32...65536 bytes, got \(size)") }
         let publishRate: PublishRate

@@ -116,6 +116,10 @@ import Testing
             #expect(error?.description.contains("'\(bad)'") == true)
         }
         #expect(throws: LoadError.self) { try LoadArguments.share(1.5, option: "--chat-share") }
+        #expect(try LoadArguments.choice("direct", option: "--mode") as ChatMode == .direct)
+        #expect(try LoadArguments.choice("mqtt", option: "--target") as FanoutTarget == .mqtt)
+        let choice = #expect(throws: LoadError.self) { try LoadArguments.choice("Group", option: "--mode") as ChatMode }
+        #expect(choice?.description == "--mode must be one of group, direct, got 'Group'")
         #expect(throws: LoadError.self) { try WebSocketURL("http://127.0.0.1:8000/") }
         #expect(throws: LoadError.self) { try WebSocketURL("ws://127.0.0.1/") }
         #expect(throws: LoadError.self) { try WebSocketURL("ws://:80/") }
