@@ -59,9 +59,9 @@ public final class GondolaServer: Sendable {
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router()
         router.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
-        router.get("/metrics") { [metrics, node] _, _ in
+        router.get("/metrics") { [metrics, node, database] _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node))))
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database.checkpointer))))
         }
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
         TelegramWebhookEndpoint(secret: configuration.telegramWebhookSecret, webhook: travel.telegramWebhook).addRoutes(to: router)

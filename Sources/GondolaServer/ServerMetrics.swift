@@ -1,5 +1,7 @@
 import GondolaHub
+import GondolaStore
 import Prometheus
+import Synchronization
 
 /// The Prometheus registry behind `/metrics`: the hub's counters and timers, and
 /// gauges read from the node when scraped.
@@ -10,6 +12,14 @@ final class ServerMetrics: Sendable {
     private let channels: Gauge
     private let subscriptions: Gauge
     private let queuedBytes: Gauge
+    private let walFrames: Gauge
+    private let backgroundCheckpoints: Counter
+    private let catchUpCheckpoints: Counter
+    private let forcedCheckpoints: Counter
+    private let busyCheckpoints: Counter
+    private let walRestarts: Counter
+    /// The checkpointer's figures at the last scrape: its counters advance by the difference.
+    private let lastCheckpoints = Mutex(WALCheckpointer.Statistics())
 
     init() {
         connections = registry.makeGauge(name: "gondola_connections", help: "Connected clients")
@@ -17,6 +27,17 @@ final class ServerMetrics: Sendable {
         channels = registry.makeGauge(name: "gondola_channels", help: "Channels with at least one subscriber")
         subscriptions = registry.makeGauge(name: "gondola_subscriptions", help: "Subscriptions of connected clients")
         queuedBytes = registry.makeGauge(name: "gondola_queue_bytes", help: "Bytes waiting in client write queues")
+        walFrames = registry.makeGauge(name: "gondola_sqlite_wal_frames", help: "Pages in SQLite's write-ahead log after the last commit")
+        let registry = registry
+        func checkpoints(_ kind: String) -> Counter {
+            registry.makeCounter(name: "gondola_sqlite_checkpoints_total", labels: [("kind", kind)],
+                                 help: "WAL checkpoints: background passes, the writer's catch-ups and forced copies, busy attempts")
+        }
+        backgroundCheckpoints = checkpoints("background")
+        catchUpCheckpoints = checkpoints("catch_up")
+        forcedCheckpoints = checkpoints("forced")
+        busyCheckpoints = checkpoints("busy")
+        walRestarts = registry.makeCounter(name: "gondola_sqlite_wal_restarts_total", help: "Times the write-ahead log started over")
     }
 
     var factory: PrometheusMetricsFactory {
@@ -28,14 +49,28 @@ final class ServerMetrics: Sendable {
         return factory
     }
 
-    /// The Prometheus text exposition, with gauges refreshed from `node`.
-    func render(node: Node) -> [UInt8] {
+    /// The Prometheus text exposition, with gauges refreshed from `node` and the
+    /// database's checkpointer.
+    func render(node: Node, checkpointer: WALCheckpointer) -> [UInt8] {
         let stats = node.stats
         connections.set(Double(stats.clients))
         users.set(Double(stats.users))
         channels.set(Double(stats.channels))
         subscriptions.set(Double(stats.subscriptions))
         queuedBytes.set(Double(stats.queuedBytes))
+        lastCheckpoints.withLock { last in
+            let now = checkpointer.statistics
+            walFrames.set(Double(now.walFrames))
+            func advance(_ counter: Counter, _ count: (WALCheckpointer.Statistics) -> Int) {
+                if count(now) > count(last) { counter.increment(by: Int64(count(now) - count(last))) }
+            }
+            advance(backgroundCheckpoints) { $0.backgroundPasses }
+            advance(catchUpCheckpoints) { $0.writerCatchUps }
+            advance(forcedCheckpoints) { $0.writerForced }
+            advance(busyCheckpoints) { $0.busy }
+            advance(walRestarts) { $0.logRestarts }
+            last = now
+        }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return buffer

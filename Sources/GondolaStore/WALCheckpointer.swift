@@ -54,6 +54,12 @@ public final class WALCheckpointer: Sendable {
         public var writerForced = 0
         /// Checkpoints that found another one running or failed (retried later).
         public var busy = 0
+        /// Times the log started over (a commit found it fully copied and wrote from its start).
+        public var logRestarts = 0
+        /// The WAL's size in frames after the last commit.
+        public var walFrames = 0
+
+        public init() {}
     }
 
     private struct State {
@@ -104,8 +110,12 @@ public final class WALCheckpointer: Sendable {
     /// Called on the writer after each commit with the WAL's size in frames.
     func committed(frames: Int, on writer: OpaquePointer) {
         let action = state.withLock { state -> Action in
-            // A WAL smaller than at the last pass has started over.
-            if let pass = state.lastPass, frames < pass.frames { state.lastPass = nil }
+            // A WAL smaller than after the last commit has started over.
+            if frames < state.statistics.walFrames {
+                state.statistics.logRestarts += 1
+                state.lastPass = nil
+            }
+            state.statistics.walFrames = frames
             if frames >= limits.writerFrames { return .forced }
             if !state.running, let pass = state.lastPass, frames - pass.copied <= limits.catchUpFrames { return .catchUp }
             let grown = frames - (state.lastPass?.frames ?? 0)

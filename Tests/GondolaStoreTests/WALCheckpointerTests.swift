@@ -23,23 +23,67 @@ import Testing
         try database.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM publication") } ?? 0
     }
 
-    @Test func theLogStartsOverWhileTheCheckpointerCopiesIt() async throws {
-        let database = try GondolaDatabase(
-            path: temporaryDatabasePath(), checkpoints: .init(backgroundFrames: 64, catchUpFrames: 16, writerFrames: 1 << 20))
-        for burst in 0..<30 {
+    /// Commits until the WAL holds at least `frames` frames.
+    func commit(_ database: GondolaDatabase, until frames: Int, from n: inout Int) throws {
+        while database.checkpointer.statistics.walFrames < frames {
+            try commit(database, n)
+            n += 1
+        }
+    }
+
+    /// Waits (at most 10 s) until the checkpointer has made more than `passes` passes.
+    func waitForPass(after passes: Int, _ database: GondolaDatabase) async throws {
+        for _ in 0..<10_000 where database.checkpointer.statistics.backgroundPasses == passes {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(database.checkpointer.statistics.backgroundPasses > passes)
+    }
+
+    @Test func aPassWhileTheWriterRestsCopiesTheLogAndItStartsOver() async throws {
+        let limits = WALCheckpointer.Limits(backgroundFrames: 64, catchUpFrames: 16, writerFrames: 1 << 20)
+        let database = try GondolaDatabase(path: temporaryDatabasePath(), checkpoints: limits)
+        var n = 0
+        for round in 1...20 {
             let passes = database.checkpointer.statistics.backgroundPasses
-            for n in burst * 100..<(burst + 1) * 100 { try commit(database, n) }
-            // Each burst passes `backgroundFrames`: give the checkpointer its turn (at most 2 s).
-            for _ in 0..<2000 where database.checkpointer.statistics.backgroundPasses == passes {
-                try await Task.sleep(for: .milliseconds(1))
-            }
+            // The commit that reaches `backgroundFrames` wakes the checkpointer; the writer then rests.
+            try commit(database, until: limits.backgroundFrames, from: &n)
+            try await waitForPass(after: passes, database)
+            try commit(database, n)
+            n += 1
+            let statistics = database.checkpointer.statistics
+            #expect(statistics.logRestarts == round)
+            #expect(statistics.walFrames < limits.backgroundFrames)
         }
         let statistics = database.checkpointer.statistics
-        #expect(statistics.backgroundPasses >= 30)
-        #expect(statistics.writerForced == 0)
-        // 3,000 commits of at least one page each: a log that never started over would hold 3,000 frames or more.
-        #expect(try walFrames(database) < 1500)
-        #expect(try rows(database) == 3000)
+        #expect(statistics.writerForced == 0 && statistics.writerCatchUps == 0 && statistics.busy == 0)
+        // The file keeps its largest size: one round's frames, not twenty.
+        #expect(try walFrames(database) < 2 * limits.backgroundFrames)
+        #expect(try rows(database) == n)
+    }
+
+    @Test func theWriterCopiesAShortRestThatAReaderHeldBack() async throws {
+        let limits = WALCheckpointer.Limits(backgroundFrames: 64, catchUpFrames: 24, writerFrames: 1 << 20)
+        let database = try GondolaDatabase(path: temporaryDatabasePath(), checkpoints: limits)
+        var n = 0
+        try commit(database, until: limits.backgroundFrames - 8, from: &n)
+        do {
+            // A read transaction that stays open: the checkpointer may copy only the frames before it.
+            let reader = try database.pool.makeSnapshot()
+            let heldBack = database.checkpointer.statistics.walFrames
+            try commit(database, until: limits.backgroundFrames, from: &n)
+            #expect(database.checkpointer.statistics.walFrames - heldBack <= limits.catchUpFrames - 4)
+            try await waitForPass(after: 0, database)
+            #expect(database.checkpointer.statistics.logRestarts == 0)
+            withExtendedLifetime(reader) {}
+        }
+        // The next commit copies the rest itself, and the one after it starts the log over.
+        try commit(database, n)
+        #expect(database.checkpointer.statistics.writerCatchUps == 1)
+        try commit(database, n + 1)
+        let statistics = database.checkpointer.statistics
+        #expect(statistics.logRestarts == 1 && statistics.walFrames < limits.catchUpFrames)
+        #expect(statistics.writerForced == 0 && statistics.busy == 0)
+        #expect(try rows(database) == n + 2)
     }
 
     @Test func theWriterBoundsTheLogWhenTheCheckpointerIsBehind() throws {
