@@ -1,7 +1,7 @@
 """Turns gondola-load JSON reports into Markdown table rows (used by Scripts/loadtest and Scripts/bench-peers).
 
   report-table.py travellers FILE...         one row per traveller run
-  report-table.py chat FILE...               one row per chat run
+  report-table.py chat FILE[#LABEL]...       one row per chat run, LABEL added to its first column
   report-table.py peers SATURATED FIXED ...  rows of the side-by-side table, from triples
                                              "target subscribers saturated.json fixed.json"
 """
@@ -38,10 +38,13 @@ def travellers(paths):
 
 
 def chat(paths):
-    for path in paths:
+    # Each argument is a report, optionally followed by "#label" for the row.
+    for argument in paths:
+        path, _, label = argument.partition("#")
         report = load(path)
         settings, seconds = report["settings"], report["measuredSeconds"]
         kind = f"group of {settings['group_size']}" if settings["mode"] == "group" else "1:1"
+        kind = f"{kind}, {label}" if label else kind
         acks = report["latencies"].get("ack chat.send", {}).get("count", 0)
         deliveries = report["latencies"].get("chat", {}).get("count", 0)
         print(f"| {kind} | {report['connected']}/{report['connections']} | {settings['rate']} "

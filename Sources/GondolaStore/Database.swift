@@ -157,6 +157,10 @@ public final class GondolaDatabase: Sendable {
                 CREATE INDEX event_invitee_user ON event_invitee(user_id);
                 """)
         }
+        migrator.registerMigration("v5-chat-top-from-messages") { db in
+            // A chat's top offset is its newest message's offset: the counter every chat batch rewrote goes.
+            try db.execute(sql: "ALTER TABLE chat DROP COLUMN top_offset")
+        }
         return migrator
     }
 }

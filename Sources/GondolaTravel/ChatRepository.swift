@@ -89,19 +89,14 @@ struct ChatRepository: Sendable {
                 if let known = streams[chat] {
                     stream = known
                 } else {
-                    guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT epoch, top_offset FROM chat WHERE id = ?"), arguments: [chat]) else {
-                        throw ChatStoreError.unknownChat(chat)
-                    }
-                    stream = (row["epoch"], row["top_offset"])
-                    beforeCommit(chat, UInt64(stream.top))
+                    guard let position = try Self.position(of: chat, in: db) else { throw ChatStoreError.unknownChat(chat) }
+                    stream = (position.epoch, Int64(position.offset))
+                    beforeCommit(chat, position.offset)
                 }
                 stream.top += 1
                 streams[chat] = stream
                 try insert.execute(arguments: [chat, stream.top, message.id, message.from, message.clientMessageID, message.ts, Data(data.bytes)])
                 results.append(.appended(StreamPosition(offset: UInt64(stream.top), epoch: stream.epoch)))
-            }
-            for (chat, stream) in streams {
-                try db.cachedStatement(sql: "UPDATE chat SET top_offset = ? WHERE id = ?").execute(arguments: [stream.top, chat])
             }
             return results
         }
@@ -109,11 +104,16 @@ struct ChatRepository: Sendable {
 
     /// The stream's top offset and epoch; nil for an unknown chat.
     func position(of chat: String) throws -> StreamPosition? {
-        try database.pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT epoch, top_offset FROM chat WHERE id = ?", arguments: [chat]).map {
-                StreamPosition(offset: UInt64($0["top_offset"] as Int64), epoch: $0["epoch"])
-            }
-        }
+        try database.pool.read { db in try Self.position(of: chat, in: db) }
+    }
+
+    /// The chat's epoch and its newest message's offset (0 before the first): a commit
+    /// writes only the message rows, no counter that every batch would rewrite.
+    private static func position(of chat: String, in db: Database) throws -> StreamPosition? {
+        guard let epoch = try String.fetchOne(db.cachedStatement(sql: "SELECT epoch FROM chat WHERE id = ?"), arguments: [chat]) else { return nil }
+        let top = try Int64.fetchOne(
+            db.cachedStatement(sql: #"SELECT "offset" FROM chat_message WHERE chat_id = ? ORDER BY "offset" DESC LIMIT 1"#), arguments: [chat]) ?? 0
+        return StreamPosition(offset: UInt64(top), epoch: epoch)
     }
 
     /// Messages with an offset in `range`, oldest first or newest first, at most `limit`.

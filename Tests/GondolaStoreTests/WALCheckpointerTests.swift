@@ -97,8 +97,9 @@ import Testing
         #expect(try walFrames(unbounded) >= 2000)
         let statistics = bounded.checkpointer.statistics
         #expect(statistics.writerForced >= 7 && statistics.backgroundPasses == 0)
-        // At most the limit plus one commit's frames.
-        #expect(try walFrames(bounded) <= 256 + 8)
+        // At most the limit plus one commit's frames (a commit that splits B-tree pages writes a dozen or so).
+        let boundedFrames = try walFrames(bounded)
+        #expect(boundedFrames <= 256 + 16, "\(boundedFrames) frames, \(statistics)")
         #expect(try rows(unbounded) == 2000 && rows(bounded) == 2000)
     }
 
