@@ -161,6 +161,11 @@ public final class GondolaDatabase: Sendable {
             // A chat's top offset is its newest message's offset: the counter every chat batch rewrote goes.
             try db.execute(sql: "ALTER TABLE chat DROP COLUMN top_offset")
         }
+        migrator.registerMigration("v6-chat-recent-sends") { db in
+            // Retries are recognised in memory (the chat service's recent sends, reloaded from each
+            // chat's newest messages at start): the index put a random B-tree leaf in every commit.
+            try db.execute(sql: "DROP INDEX chat_message_client")
+        }
         return migrator
     }
 }

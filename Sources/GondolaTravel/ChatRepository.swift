@@ -66,22 +66,23 @@ struct ChatRepository: Sendable {
     }
 
     /// Appends messages, each as its chat's next offset, in one transaction (a group
-    /// commit). A message whose sender and client id are already stored in its chat is
-    /// not written again: its stored copy is answered instead. `beforeCommit` hears the
-    /// top of each chat that gets a message, before the batch, inside the transaction.
-    /// The keys in one call must differ. Fails as a whole.
+    /// commit). A message that `storedOffset` knows (a retry of a stored send, see
+    /// `RecentChatSends`) is not written again: its stored copy is answered instead.
+    /// `beforeCommit` hears the top of each chat that gets a message, before the batch,
+    /// inside the transaction. The keys in one call must differ. Fails as a whole.
     func append(_ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
+                storedOffset: (ChatMessageKey) -> UInt64?,
                 beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [ChatAppend] {
         try database.pool.write { db in
-            let storedCopy = try db.cachedStatement(
-                sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND from_user = ? AND client_message_id = ?"#)
+            let storedCopy = try db.cachedStatement(sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND "offset" = ?"#)
             let insert = try db.cachedStatement(
                 sql: #"INSERT INTO chat_message (chat_id, "offset", id, from_user, client_message_id, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
             var streams: [String: (epoch: String, top: Int64)] = [:]
             var results: [ChatAppend] = []
             results.reserveCapacity(messages.count)
             for (chat, message, data) in messages {
-                if let row = try Row.fetchOne(storedCopy, arguments: [chat, message.from, message.clientMessageID]) {
+                let key = ChatMessageKey(chat: chat, from: message.from, clientMessageID: message.clientMessageID)
+                if let offset = storedOffset(key), let row = try Row.fetchOne(storedCopy, arguments: [chat, Int64(offset)]) {
                     results.append(.stored(try Self.message(row)))
                     continue
                 }
@@ -99,6 +100,30 @@ struct ChatRepository: Sendable {
                 results.append(.appended(StreamPosition(offset: UInt64(stream.top), epoch: stream.epoch)))
             }
             return results
+        }
+    }
+
+    /// The sends stored in `chats` at or after `since` (unix ms), at most the newest
+    /// `limit`, oldest first. Each chat is read from its newest message back, so chats
+    /// without recent messages cost one lookup.
+    func recentSends(in chats: [String], since: Int64, limit: Int) throws -> [RecentChatSends.Entry] {
+        try database.pool.read { db in
+            let newestFirst = try db.cachedStatement(
+                sql: #"SELECT from_user, client_message_id, "offset", ts FROM chat_message WHERE chat_id = ? ORDER BY "offset" DESC"#)
+            var entries: [RecentChatSends.Entry] = []
+            for chat in chats {
+                let rows = try Row.fetchCursor(newestFirst, arguments: [chat])
+                var read = 0
+                while read < limit, let row = try rows.next() {
+                    let ts: Int64 = row["ts"]
+                    guard ts >= since else { break }
+                    entries.append(.init(key: ChatMessageKey(chat: chat, from: row["from_user"], clientMessageID: row["client_message_id"]),
+                                         offset: UInt64(row["offset"] as Int64), ts: ts))
+                    read += 1
+                }
+            }
+            entries.sort { ($0.ts, $0.key.chat, $0.offset) < ($1.ts, $1.key.chat, $1.offset) }
+            return Array(entries.suffix(limit))
         }
     }
 

@@ -8,8 +8,8 @@ import Synchronization
 /// A message is written to SQLite (as the next offset of the chat's stream) before
 /// `chat.send` answers, then published on `chat:<id>` (see `ChatWriter`, which
 /// commits sends in batches). Sends are idempotent per sender and
-/// `client_message_id`: a retry answers the stored message's offset and publishes
-/// nothing. Chat metadata is kept in memory and written through; messages are read
+/// `client_message_id`: a retry within `RecentChatSends`' limits answers the stored
+/// message's offset and publishes nothing. Chat metadata is kept in memory and written through; messages are read
 /// from the database.
 public final class ChatService: Sendable {
     static let maxTextLength = 4000
@@ -49,7 +49,7 @@ public final class ChatService: Sendable {
         for chat in try repository.loadChats() { chats.add(chat) }
         self.chats = Mutex(chats)
         streams = ChatStreamStore(repository: repository)
-        writer = ChatWriter(node: node, repository: repository, streams: streams)
+        writer = try ChatWriter(node: node, repository: repository, streams: streams, chats: Array(chats.byID.keys))
     }
 
     static func pairKey(_ users: Set<String>) -> String { users.sorted().joined(separator: " ") }

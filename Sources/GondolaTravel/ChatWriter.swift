@@ -5,10 +5,10 @@ import Synchronization
 
 /// Stores and publishes chat messages in batches (group commit). Sends wait in a
 /// queue; one writer at a time takes everything waiting (at most `maxBatch`) and
-/// writes it in one SQLite transaction, which also finds repeats of a stored
-/// `client_message_id`; then it answers the senders, delivers each new message in
-/// order and resumes the sending tasks. A send is answered only after its message is
-/// committed.
+/// writes it in one SQLite transaction, answering repeats of a recent
+/// `client_message_id` (`RecentChatSends`) with their stored copy; then it answers
+/// the senders, delivers each new message in order and resumes the sending tasks. A
+/// send is answered only after its message is committed.
 ///
 /// The writer runs on its own dispatch queue, so the tasks serving connections
 /// wait for it without holding a thread, and the SQLite writer is never contended.
@@ -34,11 +34,18 @@ final class ChatWriter: Sendable {
     let streams: ChatStreamStore
     private let queue = DispatchQueue(label: "gondola.chat.writer")
     private let waiting = Mutex<(requests: [Request], writing: Bool)>(([], false))
+    /// Sends of the last minutes, to recognise retries; changed only by the writer.
+    private let recent: Mutex<RecentChatSends>
 
-    init(node: Node, repository: ChatRepository, streams: ChatStreamStore) {
+    /// A writer that remembers the sends stored in `chats` within `recentLimits` before now.
+    init(node: Node, repository: ChatRepository, streams: ChatStreamStore, chats: [String],
+         recentLimits: RecentChatSends.Limits = .init()) throws {
         self.node = node
         self.repository = repository
         self.streams = streams
+        let now = unixMilliseconds()
+        let stored = try repository.recentSends(in: chats, since: now - recentLimits.windowMilliseconds, limit: recentLimits.maxEntries)
+        recent = Mutex(RecentChatSends(limits: recentLimits, entries: stored, now: now))
     }
 
     /// Stores and publishes `message` in `chat`; a repeat answers the stored message.
@@ -86,18 +93,24 @@ final class ChatWriter: Sendable {
         let messages = distinct.map { (chat: $0.chat, message: $0.message, data: RawJSON($0.message.json)) }
         let results: [ChatAppend]
         do {
-            results = try repository.append(messages) { chat, top in streams.holdBack(chat, at: top) }
+            results = try repository.append(messages, storedOffset: { key in recent.withLock { $0.offset(of: key) } }) { chat, top in
+                streams.holdBack(chat, at: top)
+            }
         } catch {
             return fail(batch, .internalError("database write failed: \(error)"))
         }
         var answers: [(message: StoredChatMessage, repeated: Bool)] = []
         answers.reserveCapacity(results.count)
-        for (message, result) in zip(messages, results) {
-            switch result {
-            case let .appended(position):
-                answers.append((StoredChatMessage(offset: position.offset, ts: message.message.ts, data: message.data), false))
-            case let .stored(stored):
-                answers.append((stored, true))
+        let now = unixMilliseconds()
+        recent.withLock { recent in
+            for (request, (message, result)) in zip(distinct, zip(messages, results)) {
+                switch result {
+                case let .appended(position):
+                    answers.append((StoredChatMessage(offset: position.offset, ts: message.message.ts, data: message.data), false))
+                    recent.remember(.init(key: request.key, offset: position.offset, ts: message.message.ts), now: now)
+                case let .stored(stored):
+                    answers.append((stored, true))
+                }
             }
         }
         // Senders first: their replies do not wait for the deliveries.

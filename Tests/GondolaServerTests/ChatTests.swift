@@ -54,6 +54,25 @@ import Testing
     /// Sends arrive together and are committed in batches: each message is stored once
     /// (a retry in the same batch included), offsets have no gaps, and a subscriber
     /// recovering in the middle gets every message exactly once, recovered or live.
+    @Test func aRetryAfterARestartAnswersTheStoredMessage() async throws {
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-chat-restart-\(UUID().uuidString)/gondola.sqlite").path
+        let first = try await startTravelServer { $0.database = database }
+        _ = try await first.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
+        let alice = try await first.client("alice")
+        let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
+        for index in 1...3 { _ = try await Self.send(alice, chat, "message \(index)", id: "r-\(index)") }
+        try await first.stop()
+
+        // The sends of the last minutes are read back at start: the retry of a send whose reply was lost is recognised.
+        let second = try await startTravelServer { $0.database = database }
+        let again = try await second.client("alice")
+        let retry = try await Self.send(again, chat, "message 2", id: "r-2")
+        #expect(retry["offset"]?.doubleValue == 2 && retry["repeated"] == .bool(true))
+        let next = try await Self.send(again, chat, "message 4", id: "r-4")
+        #expect(next["offset"]?.doubleValue == 4 && next["repeated"] == nil)
+        try await second.stop()
+    }
+
     @Test func concurrentSendsRetriesAndARecoveryInTheMiddle() async throws {
         let (server, _) = try await Self.start()
         let alice = try await server.client("alice"), bob = try await server.client("bob"), again = try await server.client("bob")
