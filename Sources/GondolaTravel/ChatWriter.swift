@@ -37,9 +37,9 @@ final class ChatWriter: Sendable {
     /// Sends of the last minutes, to recognise retries; changed only by the writer.
     private let recent: Mutex<RecentChatSends>
 
-    /// A writer that remembers the sends stored in `chats` within `recentLimits` before now.
-    init(node: Node, repository: ChatRepository, streams: ChatStreamStore, chats: [String],
-         recentLimits: RecentChatSends.Limits = .init()) throws {
+    /// A writer that remembers the sends stored in `chats` within `RecentChatSends`' limits before now.
+    init(node: Node, repository: ChatRepository, streams: ChatStreamStore, chats: [String]) throws {
+        let recentLimits = RecentChatSends.Limits()
         self.node = node
         self.repository = repository
         self.streams = streams
