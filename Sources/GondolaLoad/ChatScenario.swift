@@ -113,9 +113,7 @@ public final class ChatScenario: LoadScenario {
         guard sending else { return }
         for connection in sends.due(at: now) {
             guard ready[connection], let chat = chat[connection] else { continue }
-            let id = calls.upcomingID(of: connection)
-            calls.call(connection, "chat.send", ["chat": .string(chat), "text": .string(ChatStamp.text(now: MonotonicClock.nanoseconds())),
-                                                 "client_message_id": .string("load-\(connection)-\(id)")], now: now, io)
+            calls.sendChatMessage(connection, to: chat, now: now, io)
             measuredSent += 1
         }
     }

@@ -15,9 +15,6 @@ struct RPCCalls {
         nextID = Array(repeating: Self.firstID, count: connections)
     }
 
-    /// The id the next call of `connection` will get.
-    func upcomingID(of connection: Int) -> UInt32 { nextID[connection] }
-
     /// Sends `method` with `data` on `connection`.
     mutating func call(_ connection: Int, _ method: String, _ data: JSON, now: Int64, _ io: LoadIO) {
         let id = nextID[connection]
@@ -27,6 +24,13 @@ struct RPCCalls {
         }
         pending[connection][id] = (method, now)
         io.send(connection, CentrifugeFraming.rpc(id: id, method: method, data: data))
+    }
+
+    /// Sends `chat.send` to `chat` with a text stamped for `ChatStamp` and a client
+    /// message id unique to the connection (its call id).
+    mutating func sendChatMessage(_ connection: Int, to chat: String, now: Int64, _ io: LoadIO) {
+        call(connection, "chat.send", ["chat": .string(chat), "text": .string(ChatStamp.text(now: MonotonicClock.nanoseconds())),
+                                       "client_message_id": .string("load-\(connection)-\(nextID[connection])")], now: now, io)
     }
 
     /// Records the latency of the call answered by reply `id`, if it was one.

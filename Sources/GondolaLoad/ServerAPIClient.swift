@@ -27,7 +27,7 @@ public struct ServerAPIClient: Sendable {
 
     /// A trip running now with one host and `travellers`; answers its id.
     public func createTrip(host: String, travellers: [String]) async throws -> String {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = WallClock.milliseconds()
         let result = try await call("trip_create", [
             "name": "bench", "resort": "demo", "starts_at": .int(now - 3_600_000), "ends_at": .int(now + 86_400_000), "hosts": [.string(host)],
         ])

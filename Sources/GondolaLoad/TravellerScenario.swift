@@ -212,8 +212,7 @@ public final class TravellerScenario: LoadScenario {
         for slot in chats.due(at: now) {
             let connection = cast.hosts.count + chatters[slot]
             guard isReady(connection) else { continue }
-            calls.call(connection, "chat.send", ["chat": .string(tripChat(of: connection)), "text": .string(ChatStamp.text(now: MonotonicClock.nanoseconds())),
-                                           "client_message_id": .string("load-\(connection)-\(calls.upcomingID(of: connection))")], now: now, io)
+            calls.sendChatMessage(connection, to: tripChat(of: connection), now: now, io)
         }
         for slot in rsvps.due(at: now) {
             let index = responders[slot], connection = cast.hosts.count + index

@@ -81,10 +81,7 @@ public final class WALCheckpointer: Sendable {
         self.limits = limits
         var configuration = Configuration()
         configuration.label = "gondola.checkpointer"
-        configuration.prepareDatabase { db in
-            var chunk: Int32 = 16 << 20
-            sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_CHUNK_SIZE, &chunk)
-        }
+        configuration.prepareDatabase { db in Self.growInChunks(db) }
         connection = try DatabaseQueue(path: path, configuration: configuration)
     }
 
@@ -94,13 +91,19 @@ public final class WALCheckpointer: Sendable {
     /// SQLite's automatic checkpoint. The checkpointer must outlive the connection's hook
     /// (`GondolaDatabase` closes its pool first).
     func attach(to db: Database) {
-        var chunk: Int32 = 16 << 20
-        sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_CHUNK_SIZE, &chunk)
+        Self.growInChunks(db)
         sqlite3_wal_hook(db.sqliteConnection, { context, connection, _, frames in
             guard let context, let connection else { return SQLITE_OK }
             Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(frames: Int(frames), on: connection)
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Makes the connections that write the database file (the writer when a commit
+    /// checkpoints, the checkpointer) grow it 16 MiB at a time instead of page by page.
+    private static func growInChunks(_ db: Database) {
+        var chunk: Int32 = 16 << 20
+        sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_CHUNK_SIZE, &chunk)
     }
 
     private enum Action {

@@ -65,13 +65,13 @@ struct ChatRPC: Sendable {
         ]
     }
 
-    /// A stored message as answered by RPCs: its published fields led by `offset`.
     /// `chat.send`'s answer: the stored message, marked `repeated` for a retry.
     static func sendAnswer(_ message: StoredChatMessage, repeated: Bool) -> JSON {
         let answer = messageJSON(message)
         return repeated ? answer.adding("repeated", true) : answer
     }
 
+    /// A stored message as answered by RPCs: its published fields led by `offset`.
     static func messageJSON(_ message: StoredChatMessage) -> JSON {
         guard case let .object(members) = message.data.value else { return ["offset": .int(Int64(message.offset))] }
         return .object([("offset", .int(Int64(message.offset)))] + members)

@@ -9,8 +9,8 @@ import Synchronization
 /// `chat.send` answers, then published on `chat:<id>` (see `ChatWriter`, which
 /// commits sends in batches). Sends are idempotent per sender and
 /// `client_message_id`: a retry within `RecentChatSends`' limits answers the stored
-/// message's offset and publishes nothing. Chat metadata is kept in memory and written through; messages are read
-/// from the database.
+/// message's offset and publishes nothing. Chat metadata is kept in memory and
+/// written through; messages are read from the database.
 public final class ChatService: Sendable {
     static let maxTextLength = 4000
     static let maxClientMessageIDLength = 64
