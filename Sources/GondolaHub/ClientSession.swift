@@ -4,7 +4,7 @@ import Synchronization
 
 /// One client connection's protocol state: authentication, subscriptions, rate
 /// limit, keepalive. The transport feeds it frames with `handle(frame:)` (one at a
-/// time, in order) and writes what its `queue` yields.
+/// time, in order) and writes what its `queue` yields, in the connection's encoding.
 public final class ClientSession: Sendable {
     /// The client id sent in the connect reply.
     public let id: String
@@ -28,11 +28,12 @@ public final class ClientSession: Sendable {
 
     private let state: Mutex<State>
 
-    init(node: Node) {
+    init(node: Node, encoding: ProtocolEncoding) {
         self.node = node
         self.id = UUID().uuidString.lowercased()
         let configuration = node.configuration
-        self.queue = OutboundQueue(maxBytes: configuration.clientQueueMaxBytes, maxFrameBytes: configuration.maxOutboundFrameBytes)
+        self.queue = OutboundQueue(
+            maxBytes: configuration.clientQueueMaxBytes, maxFrameBytes: configuration.maxOutboundFrameBytes, encoding: encoding)
         let now = ContinuousClock.now
         self.state = Mutex(State(
             openedAt: now, lastSeen: now, nextPingAt: now + configuration.pingInterval,
@@ -47,6 +48,9 @@ public final class ClientSession: Sendable {
 
     public var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// The encoding the connection speaks, chosen in its handshake.
+    public var encoding: ProtocolEncoding { queue.encoding }
+
     private var clientInfo: ClientInfo {
         let credentials = state.withLock { $0.credentials }
         return ClientInfo(user: credentials?.user ?? "", client: id, connInfo: credentials?.info)
@@ -54,38 +58,55 @@ public final class ClientSession: Sendable {
 
     // MARK: Input
 
-    /// Handles one text frame: one or more commands separated by newlines. A frame
-    /// that breaks the protocol closes the connection with the matching code.
+    /// Handles one frame of the connection's encoding: one or more commands. A
+    /// frame that breaks the protocol closes the connection with 3501 once the
+    /// commands before the broken one have run (none when the framing itself is broken).
     public func handle(frame: some Collection<UInt8>) async {
         state.withLock { $0.lastSeen = .now }
-        let values: [JSON]
+        let commands: [DecodedCommand]
         do {
-            values = try Frame.values(in: frame)
+            commands = try encoding.commands(in: frame)
         } catch {
-            close(DisconnectCode.badRequest.with(reason: "bad request: \(error)"))
-            return
+            return closeForBadRequest(error.message)
         }
-        for value in values {
+        for decoded in commands {
             guard !isClosed else { return }
-            let command: Command
-            do {
-                command = try Command(json: value)
-            } catch {
-                close(DisconnectCode.badRequest.with(reason: "bad request: \(error.message)"))
-                return
+            switch decoded {
+            case let .command(command):
+                await handle(command)
+            case let .refused(id, error):
+                guard state.withLock({ $0.credentials != nil }) else {
+                    return closeForBadRequest("first command refused: \(error.message)")
+                }
+                if id > 0 { reply(Reply(id: id, .error(error))) }
+            case let .malformed(error):
+                return closeForBadRequest(error.message)
             }
-            await handle(command)
         }
     }
 
-    /// A binary frame on a JSON connection: closed with 3506.
-    public func handleBinaryFrame() {
-        close(DisconnectCode.inappropriateProtocol.with(reason: "inappropriate protocol: binary frame on a JSON connection"))
+    /// A frame of the other kind (binary on a JSON connection: 3506; text on a
+    /// Protobuf connection: 3501).
+    public func handleFrameOfWrongKind() {
+        switch encoding {
+        case .json:
+            close(DisconnectCode.inappropriateProtocol.with(reason: "inappropriate protocol: binary frame on a JSON connection"))
+        case .protobuf:
+            closeForBadRequest("text frame on a Protobuf connection")
+        }
     }
 
     /// A frame larger than the transport accepts: closed with 3501.
     public func handleOversizedFrame(bytes: Int, limit: Int) {
-        close(DisconnectCode.badRequest.with(reason: "bad request: frame of \(bytes) bytes exceeds max_frame_bytes \(limit)"))
+        closeForBadRequest("frame of \(bytes) bytes exceeds max_frame_bytes \(limit)")
+    }
+
+    /// Closes with 3501 and logs why, so that a client sending garbage can be found.
+    private func closeForBadRequest(_ reason: String) {
+        node.logger.notice("closing client: bad request", metadata: [
+            "client": "\(id)", "user": "\(user ?? "")", "encoding": "\(encoding.rawValue)", "reason": "\(reason)",
+        ])
+        close(DisconnectCode.badRequest.with(reason: "bad request: \(reason)"))
     }
 
     private func handle(_ command: Command) async {
@@ -93,8 +114,7 @@ public final class ClientSession: Sendable {
         if case .pong = command.method { return }
         if !connected {
             guard case .connect = command.method else {
-                close(DisconnectCode.badRequest.with(reason: "bad request: first command must be connect, got \(command.methodName)"))
-                return
+                return closeForBadRequest("first command must be connect, got \(command.methodName)")
             }
         }
         node.metrics.commands.increment()
@@ -126,7 +146,7 @@ public final class ClientSession: Sendable {
             close(.tooManyRequests)
         } else if !allowed, command.id > 0 {
             node.metrics.error(ProtocolError.tooManyRequests.code)
-            queue.enqueue(Reply(id: command.id, .error(.tooManyRequests)).bytes)
+            queue.enqueue(Reply(id: command.id, .error(.tooManyRequests)))
         }
         return allowed
     }
@@ -139,12 +159,12 @@ public final class ClientSession: Sendable {
                 return state.consecutiveErrors >= node.configuration.maxConsecutiveErrors
             }
             if tooMany {
-                queue.enqueue(reply.bytes)
+                queue.enqueue(reply)
                 close(.tooManyErrors)
                 return
             }
         }
-        queue.enqueue(reply.bytes)
+        queue.enqueue(reply)
     }
 
     // MARK: Commands
@@ -310,7 +330,7 @@ public final class ClientSession: Sendable {
         let removed = state.withLock { $0.subscriptions.remove(channel) != nil }
         guard removed else { return }
         node.removeSubscriber(self, from: channel)
-        queue.enqueue(Push(channel: channel, .unsubscribe(code: UnsubscribeCode.server, reason: "server unsubscribe")).bytes)
+        queue.enqueue(Push(channel: channel, .unsubscribe(code: UnsubscribeCode.server, reason: "server unsubscribe")))
     }
 
     // MARK: Lifecycle
@@ -367,7 +387,7 @@ public final class ClientSession: Sendable {
         }
         switch action {
         case .none: break
-        case .ping: queue.enqueue(Frame.emptyObject)
+        case .ping: queue.enqueue(encoding.ping)
         case let .close(code): close(code)
         }
     }

@@ -10,6 +10,8 @@ public struct NamespaceOptions: Sendable, Equatable {
     public var presence: Bool = false
     /// Send join and leave pushes to subscribers that ask for them.
     public var joinLeave: Bool = false
+    /// With `joinLeave`, send join and leave pushes to every subscriber, whether it asked or not.
+    public var forcePushJoinLeave: Bool = false
     /// Make every subscription recoverable, whether the client asked or not.
     public var forceRecovery: Bool = false
     public var allowSubscribeForClient: Bool = false

@@ -133,10 +133,10 @@ public final class Node: Sendable {
 
     // MARK: Sessions
 
-    /// A new session for a connection that was just opened. While shutting down
-    /// the session is closed with 3001 at once.
-    public func accept() -> ClientSession {
-        let session = ClientSession(node: self)
+    /// A new session for a connection that was just opened, speaking `encoding`.
+    /// While shutting down the session is closed with 3001 at once.
+    public func accept(encoding: ProtocolEncoding = .json) -> ClientSession {
+        let session = ClientSession(node: self, encoding: encoding)
         let accepted = registry.withLock { registry in
             guard !registry.shuttingDown else { return false }
             registry.sessions[session.id] = session
@@ -235,11 +235,11 @@ public final class Node: Sendable {
             }
             result.data = data
             var state = channels[channel] ?? ChannelState()
-            state.add(.init(session: session, info: info, joinLeave: request.joinLeave))
+            state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave))
             channels[channel] = state
-            session.queue.enqueue(Reply(id: replyID, .subscribe(result)).bytes)
+            session.queue.enqueue(Reply(id: replyID, .subscribe(result)))
             if options.joinLeave {
-                pushToJoinLeaveListeners(state, Push(channel: channel, .join(info)).bytes)
+                pushToJoinLeaveListeners(state, Push(channel: channel, .join(info)))
             }
         }
     }
@@ -258,7 +258,9 @@ public final class Node: Sendable {
         result.wasRecovering = true
         let top = slice.position.offset
         let missed = top >= request.offset ? top - request.offset : UInt64.max
-        let complete = request.epoch == slice.position.epoch && missed <= UInt64(limit) && UInt64(slice.publications.count) == missed
+        // An empty epoch asks for whatever the stream still holds after the offset.
+        let sameStream = request.epoch.isEmpty || request.epoch == slice.position.epoch
+        let complete = sameStream && missed <= UInt64(limit) && UInt64(slice.publications.count) == missed
         if complete {
             result.recovered = true
             result.publications = slice.publications
@@ -277,9 +279,11 @@ public final class Node: Sendable {
         }
     }
 
-    private func pushToJoinLeaveListeners(_ state: ChannelState, _ bytes: [UInt8]) {
+    private func pushToJoinLeaveListeners(_ state: ChannelState, _ push: Push) {
+        var encoded = EncodedPush(push)
         for subscriber in state.subscribers.values where subscriber.joinLeave {
-            subscriber.session.queue.enqueue(bytes)
+            let queue = subscriber.session.queue
+            queue.enqueue(encoded.bytes(for: queue.encoding))
         }
     }
 
@@ -293,7 +297,7 @@ public final class Node: Sendable {
             }
             channels[channel] = state.isEmpty ? nil : state
             if options.joinLeave {
-                pushToJoinLeaveListeners(state, Push(channel: channel, .leave(removed.info)).bytes)
+                pushToJoinLeaveListeners(state, Push(channel: channel, .leave(removed.info)))
             }
             return state.isEmpty
         }
@@ -336,13 +340,14 @@ public final class Node: Sendable {
         }
     }
 
-    /// Encodes the push once and queues the same bytes for every subscriber; called under the channel's lock.
+    /// Encodes the push at most once per encoding and queues the same bytes for
+    /// every subscriber of that encoding; called under the channel's lock.
     private func fanOut(_ publication: Publication, on channel: String, to state: ChannelState?) {
         metrics.publications.increment()
         guard let queues = state?.queues, !queues.isEmpty else { return }
-        let bytes = Push(channel: channel, .publication(publication)).bytes
+        var encoded = EncodedPush(Push(channel: channel, .publication(publication)))
         for queue in queues {
-            queue.enqueue(bytes)
+            queue.enqueue(encoded.bytes(for: queue.encoding))
         }
         metrics.messagesOut.increment(by: Int64(queues.count))
     }

@@ -3,8 +3,10 @@ import Synchronization
 
 /// A connection's bounded queue of encoded messages, drained by one writer.
 ///
-/// Producers (replies, fan-out) append shared byte arrays; the writer takes
-/// everything pending and joins it into one frame. A writer either awaits
+/// Producers (replies, fan-out) append shared byte arrays, encoded in the
+/// connection's `encoding`; the writer takes everything pending and joins it
+/// into one frame (newline-separated JSON, or length-prefixed Protobuf messages
+/// back to back). A writer either awaits
 /// `next()`, or registers a signal with `onReady` and drains with `poll()`: the
 /// signal fires once when something arrives, and again only after a `poll()`
 /// found the queue empty (or when the queue closes), so a transport can schedule
@@ -14,7 +16,7 @@ import Synchronization
 public final class OutboundQueue: Sendable {
     /// What the writer does next.
     public enum Item: Sendable, Equatable {
-        /// Write these bytes as one text frame.
+        /// Write these bytes as one frame (text for JSON, binary for Protobuf).
         case frame([UInt8])
         /// Close the connection with this code; nothing follows.
         case close(DisconnectCode)
@@ -34,11 +36,16 @@ public final class OutboundQueue: Sendable {
 
     public let maxBytes: Int
     public let maxFrameBytes: Int
+    /// How the connection's messages are encoded and joined into frames.
+    public let encoding: ProtocolEncoding
+    private let separator: [UInt8]
     private let state = Mutex(State())
 
-    public init(maxBytes: Int, maxFrameBytes: Int) {
+    public init(maxBytes: Int, maxFrameBytes: Int, encoding: ProtocolEncoding = .json) {
         self.maxBytes = maxBytes
         self.maxFrameBytes = maxFrameBytes
+        self.encoding = encoding
+        self.separator = encoding.separator
     }
 
     /// Bytes waiting to be written.
@@ -64,11 +71,19 @@ public final class OutboundQueue: Sendable {
                 state.messages.append(message)
                 state.bytes += message.count
             }
-            return (accepted, Self.wake(&state, maxFrameBytes: maxFrameBytes, closing: !accepted))
+            return (accepted, Self.wake(&state, maxFrameBytes: maxFrameBytes, separator: separator, closing: !accepted))
         }
         wake?.resume()
         return accepted
     }
+
+    /// Appends a reply in the connection's encoding.
+    @discardableResult
+    public func enqueue(_ reply: Reply) -> Bool { enqueue(encoding.encode(reply)) }
+
+    /// Appends a push in the connection's encoding.
+    @discardableResult
+    public func enqueue(_ push: Push) -> Bool { enqueue(encoding.encode(push)) }
 
     /// Closes the queue: what is pending is still written, then the close.
     /// The first close wins.
@@ -76,7 +91,7 @@ public final class OutboundQueue: Sendable {
         let wake = state.withLock { state -> Wake? in
             guard state.closing == nil else { return nil }
             state.closing = code
-            return Self.wake(&state, maxFrameBytes: maxFrameBytes, closing: true)
+            return Self.wake(&state, maxFrameBytes: maxFrameBytes, separator: separator, closing: true)
         }
         wake?.resume()
     }
@@ -89,7 +104,7 @@ public final class OutboundQueue: Sendable {
                     state.waiter = continuation
                     return .none
                 }
-                return .some(Self.nextItem(&state, maxFrameBytes: maxFrameBytes))
+                return .some(Self.nextItem(&state, maxFrameBytes: maxFrameBytes, separator: separator))
             }
             if case let .some(item) = ready { continuation.resume(returning: item) }
         }
@@ -111,7 +126,7 @@ public final class OutboundQueue: Sendable {
     /// which re-arms the `onReady` signal.
     public func poll() -> Item? {
         state.withLock { state in
-            let item = Self.nextItem(&state, maxFrameBytes: maxFrameBytes)
+            let item = Self.nextItem(&state, maxFrameBytes: maxFrameBytes, separator: separator)
             if item == nil { state.signalled = false }
             return item
         }
@@ -133,10 +148,10 @@ public final class OutboundQueue: Sendable {
 
     /// A close always reaches a polling writer, even one in the middle of a drain,
     /// so it can drop a connection that no longer reads.
-    private static func wake(_ state: inout State, maxFrameBytes: Int, closing: Bool = false) -> Wake? {
+    private static func wake(_ state: inout State, maxFrameBytes: Int, separator: [UInt8], closing: Bool = false) -> Wake? {
         if let waiter = state.waiter {
             state.waiter = nil
-            return .waiter(waiter, nextItem(&state, maxFrameBytes: maxFrameBytes))
+            return .waiter(waiter, nextItem(&state, maxFrameBytes: maxFrameBytes, separator: separator))
         }
         guard let signal = state.signal, !state.signalled || closing else { return nil }
         state.signalled = true
@@ -145,16 +160,16 @@ public final class OutboundQueue: Sendable {
 
     /// Pending messages joined into one frame of at most `maxFrameBytes` (or one
     /// larger message alone), else the close, else nil.
-    private static func nextItem(_ state: inout State, maxFrameBytes: Int) -> Item? {
+    private static func nextItem(_ state: inout State, maxFrameBytes: Int, separator: [UInt8]) -> Item? {
         if state.head < state.messages.count {
             var frame = state.messages[state.head]
             var taken = frame.count
             state.head += 1
             while state.head < state.messages.count,
-                  frame.count + 1 + state.messages[state.head].count <= maxFrameBytes
+                  frame.count + separator.count + state.messages[state.head].count <= maxFrameBytes
             {
                 let message = state.messages[state.head]
-                frame.append(Frame.separator)
+                frame.append(contentsOf: separator)
                 frame.append(contentsOf: message)
                 taken += message.count
                 state.head += 1

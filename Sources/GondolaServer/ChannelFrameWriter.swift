@@ -23,12 +23,14 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     // Only touched on `channel.eventLoop`.
     private let channel: any Channel
     private let queue: OutboundQueue
+    private let opcode: WebSocketOpcode
     private var finished: CheckedContinuation<DisconnectCode?, Never>?
     private var stalledCloseScheduled = false
 
     private init(channel: any Channel, queue: OutboundQueue, finished: CheckedContinuation<DisconnectCode?, Never>) {
         self.channel = channel
         self.queue = queue
+        self.opcode = queue.encoding.isBinary ? .binary : .text
         self.finished = finished
     }
 
@@ -61,7 +63,7 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
         while channel.isWritable, let item = queue.poll() {
             switch item {
             case let .frame(bytes):
-                let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: bytes))
+                let frame = WebSocketFrame(fin: true, opcode: opcode, data: channel.allocator.buffer(bytes: bytes))
                 channel.write(frame, promise: nil)
                 wrote = true
             case let .close(code):

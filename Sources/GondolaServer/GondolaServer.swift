@@ -73,10 +73,14 @@ public final class GondolaServer: Sendable {
 
         let webSocketRouter = Router(context: ChannelWebSocketRequestContext.self)
         let maxFrameBytes = configuration.maxFrameBytes
-        webSocketRouter.ws("/connection/websocket") { [self] inbound, outbound, context in
+        webSocketRouter.ws("/connection/websocket") { request, _ in
+            _ = try WebSocketEncoding.of(request)
+            return .upgrade(WebSocketEncoding.upgradeHeaders(for: request))
+        } onUpgrade: { [self] inbound, outbound, context in
             activeTransports.add(1, ordering: .relaxed)
             defer { activeTransports.subtract(1, ordering: .relaxed) }
-            let session = node.accept()
+            // The format was checked before the upgrade, so it reads the same here.
+            let session = node.accept(encoding: (try? WebSocketEncoding.of(context.request)) ?? .json)
             await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes)
                 .run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel)
         }

@@ -40,8 +40,13 @@ enum JSONResponse {
     }
 }
 
-/// A ready response carried as an error, for early exits.
-struct ResponseError: Error {
+/// A ready response carried as an error, for early exits; thrown from a route,
+/// Hummingbird answers with it.
+struct ResponseError: HTTPResponseError {
     let response: Response
     init(_ response: Response) { self.response = response }
+
+    var status: HTTPResponse.Status { response.status }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response { response }
 }

@@ -4,8 +4,8 @@ import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
 
-/// Carries one client session over a WebSocket: a reader that assembles text
-/// messages and hands them to the session, and a `ChannelFrameWriter` that drains
+/// Carries one client session over a WebSocket: a reader that assembles messages
+/// (text for JSON, binary for Protobuf) and hands them to the session, and a `ChannelFrameWriter` that drains
 /// the session's queue straight onto the connection's channel, one frame per batch
 /// of pending messages; the close frame goes through the WebSocket writer.
 struct WebSocketTransport {
@@ -33,10 +33,11 @@ struct WebSocketTransport {
         do {
             for try await frame in inbound {
                 switch frame.opcode {
-                case .binary:
-                    session.handleBinaryFrame()
-                    return
-                case .text:
+                case .binary, .text:
+                    guard (frame.opcode == .binary) == session.encoding.isBinary else {
+                        session.handleFrameOfWrongKind()
+                        return
+                    }
                     message = Array(frame.data.readableBytesView)
                 case .continuation:
                     message.append(contentsOf: frame.data.readableBytesView)

@@ -82,7 +82,7 @@ import Testing
     @Test func binaryFrameClosesWith3506() async throws {
         let node = try await makeNode()
         let client = try await TestClient.connected(node, user: "alice")
-        client.session.handleBinaryFrame()
+        client.session.handleFrameOfWrongKind()
         #expect(try await client.closeCode().code == 3506)
     }
 

@@ -23,12 +23,16 @@ final class LiveClient: Sendable {
     }
 
     private let box = Box()
-    private let outbound: AsyncStream<String>.Continuation
+    /// The encoding this client speaks.
+    let encoding: ProtocolEncoding
+    private let outbound: AsyncStream<[UInt8]>.Continuation
     private let task: Task<Void, Error>
 
-    private init(url: String, commands: AsyncStream<String>, continuation: AsyncStream<String>.Continuation) {
+    private init(url: String, encoding: ProtocolEncoding, commands: AsyncStream<[UInt8]>, continuation: AsyncStream<[UInt8]>.Continuation) {
         outbound = continuation
+        self.encoding = encoding
         let box = self.box
+        let url = encoding == .protobuf ? url + "?format=protobuf" : url
         task = Task {
             var logger = Logger(label: "live-client")
             logger.logLevel = .critical
@@ -36,8 +40,12 @@ final class LiveClient: Sendable {
                 let reader = Task {
                     defer { box.state.withLock { $0.closed = true } }
                     for try await message in inbound.messages(maxSize: 1 << 24) {
-                        guard case let .text(text) = message else { continue }
-                        let messages = try Frame.values(in: Array(text.utf8)).map(ServerMessage.init(json:))
+                        let frame: [UInt8]
+                        switch message {
+                        case let .text(text): frame = Array(text.utf8)
+                        case let .binary(buffer): frame = Array(buffer.readableBytesView)
+                        }
+                        let messages = try encoding.serverMessages(in: frame)
                         box.state.withLock { state in
                             for message in messages {
                                 switch message {
@@ -53,8 +61,12 @@ final class LiveClient: Sendable {
                         }
                     }
                 }
-                for await text in commands {
-                    try await writer.write(.text(text))
+                for await frame in commands {
+                    if encoding.isBinary {
+                        try await writer.write(.binary(.init(bytes: frame)))
+                    } else {
+                        try await writer.write(.text(String(decoding: frame, as: UTF8.self)))
+                    }
                 }
                 try? await writer.close(.normalClosure, reason: nil)
                 _ = try? await reader.value
@@ -62,10 +74,10 @@ final class LiveClient: Sendable {
         }
     }
 
-    /// Connects and sends `connect` with `token`.
-    static func connect(_ url: String, token: String) async throws -> LiveClient {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
-        let client = LiveClient(url: url, commands: stream, continuation: continuation)
+    /// Connects in `encoding` and sends `connect` with `token`.
+    static func connect(_ url: String, token: String, encoding: ProtocolEncoding = .json) async throws -> LiveClient {
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
+        let client = LiveClient(url: url, encoding: encoding, commands: stream, continuation: continuation)
         let reply = try await client.call(.connect(ConnectRequest(token: token)))
         guard case .connect = reply.body else { throw HarnessError("connect failed: \(reply)") }
         return client
@@ -77,7 +89,7 @@ final class LiveClient: Sendable {
             defer { state.nextID += 1 }
             return state.nextID
         }
-        outbound.yield(Command(id: id, method).json.text)
+        outbound.yield(encoding.encode(Command(id: id, method)))
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if let reply = box.state.withLock({ $0.replies.removeValue(forKey: id) }) { return reply }
@@ -170,8 +182,8 @@ extension RunningServer {
         return answer["result"] ?? .null
     }
 
-    func client(_ user: String) async throws -> LiveClient {
-        try await LiveClient.connect(webSocketURL, token: try await token(user))
+    func client(_ user: String, encoding: ProtocolEncoding = .json) async throws -> LiveClient {
+        try await LiveClient.connect(webSocketURL, token: try await token(user), encoding: encoding)
     }
 
     /// Creates a running trip with `hosts` and `travellers`; answers its id.

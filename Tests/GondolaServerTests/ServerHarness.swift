@@ -6,6 +6,7 @@ import GondolaHub
 import GondolaProtocol
 import GondolaServer
 import GondolaTravel
+import HTTPTypes
 import HummingbirdWSClient
 import NIOWebSocket
 import Logging
@@ -118,16 +119,24 @@ enum Step {
 }
 
 /// Runs `steps` over a real WebSocket connection, then reads until the server
-/// closes or `idle` passes without a message.
-func converse(_ url: String, _ steps: [Step], idle: Duration = .milliseconds(500)) async throws -> Conversation {
-    let box = ConversationBox()
+/// closes or `idle` passes without a message. With `subprotocol`, the handshake
+/// offers it; server frames are decoded in `encoding`.
+func converse(_ url: String, _ steps: [Step], idle: Duration = .milliseconds(500),
+              encoding: ProtocolEncoding = .json, subprotocol: String? = nil) async throws -> Conversation {
+    let box = ConversationBox(encoding: encoding)
     var logger = Logger(label: "ws-test")
     logger.logLevel = .warning
-    let close = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: logger) { inbound, outbound, _ in
+    var headers = HTTPFields()
+    if let subprotocol { headers[.secWebSocketProtocol] = subprotocol }
+    let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: headers)
+    let close = try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
         let reader = Task {
             defer { box.finish() }
             for try await message in inbound.messages(maxSize: 1 << 22) {
-                if case let .text(text) = message { try box.add(text) }
+                switch message {
+                case let .text(text): try box.add(Array(text.utf8))
+                case let .binary(buffer): try box.add(Array(buffer.readableBytesView))
+                }
             }
         }
         for step in steps {
@@ -157,13 +166,15 @@ func converse(_ url: String, _ steps: [Step], idle: Duration = .milliseconds(500
 }
 
 final class ConversationBox: Sendable {
+    private let encoding: ProtocolEncoding
     private let state = Mutex((conversation: Conversation(), finished: false))
+    init(encoding: ProtocolEncoding) { self.encoding = encoding }
     var conversation: Conversation { state.withLock { $0.conversation } }
     var count: Int { state.withLock { $0.conversation.messages.count } }
     var finished: Bool { state.withLock { $0.finished } }
     func finish() { state.withLock { $0.finished = true } }
-    func add(_ text: String) throws {
-        let messages = try Frame.values(in: Array(text.utf8)).map(ServerMessage.init(json:))
+    func add(_ frame: [UInt8]) throws {
+        let messages = try encoding.serverMessages(in: frame)
         state.withLock { $0.conversation.messages += messages }
     }
 }
@@ -174,6 +185,9 @@ struct HarnessError: Error, CustomStringConvertible {
 }
 
 func command(_ id: UInt32, _ method: Command.Method) -> String { Command(id: id, method).json.text }
+
+/// One command as a Protobuf frame (varint length prefix and message).
+func protobufCommand(_ id: UInt32, _ method: Command.Method) -> [UInt8] { ProtocolEncoding.protobuf.encode(Command(id: id, method)) }
 
 extension Reply {
     var errorCode: UInt32? {

@@ -1,0 +1,149 @@
+/// The two encodings of the Centrifuge client protocol: JSON (text frames of
+/// newline-separated objects) and Protobuf (binary frames of varint-length-prefixed
+/// messages). A connection speaks one of them from its handshake on; both share
+/// channels, offsets and epochs, and payloads are JSON text in both.
+public enum ProtocolEncoding: String, Sendable, CaseIterable {
+    case json
+    case protobuf
+
+    /// The WebSocket subprotocol that selects Protobuf.
+    public static let protobufSubprotocol = "centrifuge-protobuf"
+
+    /// Whether frames of this encoding are binary WebSocket frames.
+    public var isBinary: Bool { self == .protobuf }
+
+    /// What goes between two messages coalesced into one frame.
+    public var separator: [UInt8] {
+        switch self {
+        case .json: return [Frame.separator]
+        case .protobuf: return []
+        }
+    }
+
+    // MARK: Server side
+
+    /// The commands of one inbound frame, in order. A frame whose framing is broken
+    /// (JSON that does not parse, a Protobuf length prefix that is truncated or runs
+    /// past the frame) throws, and none of its commands runs.
+    public func commands(in frame: some Collection<UInt8>) throws(ProtocolDecodingError) -> [DecodedCommand] {
+        switch self {
+        case .json:
+            let values: [JSON]
+            do {
+                values = try Frame.values(in: frame)
+            } catch {
+                throw ProtocolDecodingError("\(error)")
+            }
+            return values.map { (value) -> DecodedCommand in
+                do throws(ProtocolDecodingError) {
+                    return .command(try Command(json: value))
+                } catch {
+                    return .malformed(error)
+                }
+            }
+        case .protobuf:
+            let bytes = Array(frame)
+            return try ProtobufFraming.messages(in: bytes).map(Command.decodeProtobuf)
+        }
+    }
+
+    /// A reply as one message of a frame.
+    public func encode(_ reply: Reply) -> [UInt8] {
+        switch self {
+        case .json: return reply.json.bytes
+        case .protobuf: return ProtobufFraming.lengthPrefixed(reply.protobufBytes)
+        }
+    }
+
+    /// A push as one message of a frame.
+    public func encode(_ push: Push) -> [UInt8] {
+        switch self {
+        case .json: return push.json.bytes
+        case .protobuf: return ProtobufFraming.lengthPrefixed(push.protobufBytes)
+        }
+    }
+
+    /// The server's ping: `{}` in JSON, an empty Reply in Protobuf.
+    public var ping: [UInt8] {
+        switch self {
+        case .json: return Frame.emptyObject
+        case .protobuf: return ProtobufFraming.lengthPrefixed([])
+        }
+    }
+
+    // MARK: Client side (tests, load generator, fuzzing seeds)
+
+    /// A command as one message of a frame.
+    public func encode(_ command: Command) -> [UInt8] {
+        switch self {
+        case .json: return command.json.bytes
+        case .protobuf: return ProtobufFraming.lengthPrefixed(command.protobufBytes)
+        }
+    }
+
+    /// Messages joined into one frame.
+    public func frame(_ messages: [[UInt8]]) -> [UInt8] {
+        switch self {
+        case .json: return Frame.join(messages)
+        case .protobuf: return messages.flatMap { $0 }
+        }
+    }
+
+    /// What the server sent in one frame.
+    public func serverMessages(in frame: some Collection<UInt8>) throws(ProtocolDecodingError) -> [ServerMessage] {
+        switch self {
+        case .json:
+            let values: [JSON]
+            do {
+                values = try Frame.values(in: frame)
+            } catch {
+                throw ProtocolDecodingError("\(error)")
+            }
+            var messages: [ServerMessage] = []
+            for value in values { messages.append(try ServerMessage(json: value)) }
+            return messages
+        case .protobuf:
+            var messages: [ServerMessage] = []
+            for message in try ProtobufFraming.messages(in: Array(frame)) {
+                messages.append(try ServerMessage(protobuf: message))
+            }
+            return messages
+        }
+    }
+}
+
+/// One command of an inbound frame, as its decoder found it.
+public enum DecodedCommand: Sendable, Equatable {
+    case command(Command)
+    /// A well-formed command that is answered with an error instead of being run
+    /// (a Protobuf payload that is not JSON: 107).
+    case refused(id: UInt32, ProtocolError)
+    /// A command that breaks the protocol: the connection closes with 3501 when it is reached.
+    case malformed(ProtocolDecodingError)
+}
+
+/// A push encoded on demand, at most once per encoding, so that a publication
+/// fanned out to connections of both encodings is encoded once for each.
+public struct EncodedPush {
+    public let push: Push
+    private var json: [UInt8]?
+    private var protobuf: [UInt8]?
+
+    public init(_ push: Push) { self.push = push }
+
+    /// The push's bytes in `encoding`, encoded the first time they are asked for.
+    public mutating func bytes(for encoding: ProtocolEncoding) -> [UInt8] {
+        switch encoding {
+        case .json:
+            if let json { return json }
+            let bytes = encoding.encode(push)
+            json = bytes
+            return bytes
+        case .protobuf:
+            if let protobuf { return protobuf }
+            let bytes = encoding.encode(push)
+            protobuf = bytes
+            return bytes
+        }
+    }
+}
