@@ -24,8 +24,40 @@ CONFIG = {
         {"name": "room", "history_size": 50, "history_ttl": "300s", "presence": True, "join_leave": True,
          "allow_subscribe_for_client": True, "allow_publish_for_subscriber": True,
          "allow_history_for_subscriber": True, "allow_presence_for_subscriber": True},
+        {"name": "lobby", "presence": True, "join_leave": True, "force_push_join_leave": True,
+         "allow_subscribe_for_client": True, "allow_publish_for_subscriber": True},
     ],
 }
+
+
+class Codec:
+    """One of the protocol's encodings as the SDK sees it: in Protobuf mode payloads are
+    bytes (Gondola's are JSON text), in JSON mode they are Python values."""
+
+    def __init__(self, name):
+        self.name = name
+        self.protobuf = name == "protobuf"
+
+    @property
+    def kwargs(self):
+        """Arguments of centrifuge.Client for this encoding."""
+        return {"use_protobuf": True} if self.protobuf else {}
+
+    def out(self, value):
+        """A payload to send."""
+        return json.dumps(value).encode() if self.protobuf else value
+
+    def into(self, data):
+        """A received payload as a Python value."""
+        if self.protobuf and data is not None:
+            return json.loads(data)
+        return data
+
+
+@pytest.fixture(params=["json", "protobuf"])
+def codec(request):
+    """Runs a test once per encoding of the client protocol."""
+    return Codec(request.param)
 
 
 def free_port():

@@ -62,10 +62,10 @@ class ClientEvents(ClientEventHandler):
         self.events.add("error", ctx)
 
 
-async def connected_client(server, user, **kwargs):
-    """An SDK client connected as `user`, with its event recorder."""
+async def connected_client(server, user, codec, **kwargs):
+    """An SDK client connected as `user` in `codec`'s encoding, with its event recorder."""
     events = Events()
-    client = Client(server.ws_url, events=ClientEvents(events), token=server.token(user), **kwargs)
+    client = Client(server.ws_url, events=ClientEvents(events), token=server.token(user), **codec.kwargs, **kwargs)
     await client.connect()
     await events.wait("connected")
     return client, events

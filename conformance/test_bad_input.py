@@ -5,13 +5,16 @@ import json
 
 import pytest
 import websockets
+from centrifuge.protocol import client_pb2 as pb
+
+from conftest import Codec
 from helpers import Events, SubEvents, connected_client
 
 
-async def close_code(server, frames, binary=False, read_first=0):
+async def close_code(server, frames, read_first=0, subprotocols=None):
     """Sends frames over a raw WebSocket and returns (close code, reason, messages)."""
     messages = []
-    async with websockets.connect(server.ws_url, max_size=None) as ws:
+    async with websockets.connect(server.ws_url, max_size=None, subprotocols=subprotocols) as ws:
         try:
             for frame in frames:
                 await ws.send(frame)
@@ -29,14 +32,17 @@ def connect(server, user="eve", id=1):
 
 
 async def assert_healthy(server):
-    client, _ = await connected_client(server, "healthy")
-    sub_events = Events()
-    sub = client.new_subscription("room:health", SubEvents(sub_events))
-    await sub.subscribe()
-    await sub_events.wait("subscribed")
-    await sub.publish({"ok": True})
-    await sub_events.wait("publication")
-    await client.disconnect()
+    """An SDK client of each encoding still connects, subscribes, publishes and receives."""
+    for codec in (Codec("json"), Codec("protobuf")):
+        client, _ = await connected_client(server, "healthy", codec)
+        sub_events = Events()
+        sub = client.new_subscription(f"room:health-{codec.name}", SubEvents(sub_events))
+        await sub.subscribe()
+        await sub_events.wait("subscribed")
+        await sub.publish(codec.out({"ok": True}))
+        received = await sub_events.wait("publication")
+        assert codec.into(received[0].pub.data) == {"ok": True}
+        await client.disconnect()
     assert server.healthy()
 
 
@@ -113,4 +119,108 @@ async def test_subscribe_errors_keep_the_connection(server):
         assert replies[4]["error"]["code"] == 103
         assert replies[5]["error"]["code"] == 103
         assert "ping" in replies[6]
+    await assert_healthy(server)
+
+
+# Protobuf connections: the same rules for binary frames of length-prefixed Commands.
+
+PROTOBUF = ["centrifuge-protobuf"]
+
+
+def varint(number):
+    out = bytearray()
+    while True:
+        byte = number & 0x7F
+        number >>= 7
+        if number:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def framed(message):
+    """A Command message (or raw bytes) preceded by its length."""
+    data = message if isinstance(message, bytes) else message.SerializeToString()
+    return varint(len(data)) + data
+
+
+def pb_connect(server, user="eve"):
+    command = pb.Command(id=1)
+    command.connect.token = server.token(user)
+    return framed(command)
+
+
+async def test_protobuf_handshake_answers_the_subprotocol(server):
+    async with websockets.connect(server.ws_url, subprotocols=PROTOBUF) as ws:
+        assert ws.subprotocol == "centrifuge-protobuf"
+        await ws.send(pb_connect(server))
+        frame = await asyncio.wait_for(ws.recv(), 5)
+        assert isinstance(frame, bytes)
+        reply = pb.Reply()
+        reply.ParseFromString(frame[1:] if frame[0] < 0x80 else frame[2:])
+        assert reply.id == 1 and reply.connect.client and reply.connect.ping == 2 and reply.connect.pong
+
+
+def unknown_method():
+    # id 2 and field 20 (varint 1): no method of the protocol has that number.
+    return framed(b"\x08\x02\xa0\x01\x01")
+
+
+@pytest.mark.parametrize("name,frames,code,reason", [
+    ("truncated varint", [None, b"\x80"], 3501, "truncated length prefix"),
+    ("length past the frame", [None, b"\x09\x08\x02"], 3501, "remain in the frame"),
+    ("unknown method number", [None, unknown_method()], 3501, "unknown method"),
+    ("not a Command", [None, framed(b"\xff\xff\xff")], 3501, "not a Protobuf Command"),
+    ("command before connect", [framed(pb.Command(id=1, subscribe=pb.SubscribeRequest(channel="room:x")))], 3501, "first command must be connect"),
+    ("text frame", [None, '{"id":2,"ping":{}}'], 3501, "text frame on a Protobuf connection"),
+    ("oversized frame", [None, framed(pb.Command(id=2, publish=pb.PublishRequest(channel="room:x", data=b"1" * 9000)))], 3501, "exceeds max_frame_bytes 8192"),
+])
+async def test_bad_protobuf_frames(server, name, frames, code, reason):
+    frames = [pb_connect(server) if f is None else f for f in frames]
+    connects_first = len(frames) > 1
+    got_code, got_reason, _ = await close_code(server, frames, read_first=1 if connects_first else 0, subprotocols=PROTOBUF)
+    assert got_code == code, name
+    assert reason in got_reason, got_reason
+    await assert_healthy(server)
+
+
+async def test_protobuf_payload_that_is_not_json_is_refused_with_107(server, codec):
+    # A Protobuf client publishes bytes that are not JSON: it gets 107 and keeps its
+    # connection; subscribers of either encoding see only the valid publication after it.
+    watcher, _ = await connected_client(server, "watcher", codec)
+    watcher_events = Events()
+    watch = watcher.new_subscription("room:payloads", SubEvents(watcher_events))
+    await watch.subscribe()
+    await watcher_events.wait("subscribed")
+    async with websockets.connect(server.ws_url, subprotocols=PROTOBUF) as ws:
+        await ws.send(pb_connect(server, "sender"))
+        await asyncio.wait_for(ws.recv(), 5)
+        subscribe = pb.Command(id=2, subscribe=pb.SubscribeRequest(channel="room:payloads"))
+        bad = pb.Command(id=3, publish=pb.PublishRequest(channel="room:payloads", data=b"{not json"))
+        good = pb.Command(id=4, publish=pb.PublishRequest(channel="room:payloads", data=b'{"ok":1}'))
+        await ws.send(framed(subscribe) + framed(bad) + framed(good))
+        replies = {}
+        while len(replies) < 3:
+            frame = await asyncio.wait_for(ws.recv(), 5)
+            position = 0
+            while position < len(frame):
+                length, shift = 0, 0
+                while True:
+                    byte = frame[position]
+                    position += 1
+                    length |= (byte & 0x7F) << shift
+                    shift += 7
+                    if byte < 0x80:
+                        break
+                reply = pb.Reply()
+                reply.ParseFromString(frame[position:position + length])
+                position += length
+                if reply.id:
+                    replies[reply.id] = reply
+        assert replies[3].error.code == 107 and "publish.data is not JSON" in replies[3].error.message
+        assert replies[4].HasField("publish")
+    received = await watcher_events.wait("publication")
+    assert [codec.into(p.pub.data) for p in received] == [{"ok": 1}]
+    await watcher.disconnect()
     await assert_healthy(server)

@@ -28,46 +28,47 @@ def stop(process, kill=False):
     process.wait(timeout=10)
 
 
-async def call(client, method, data, timeout=5):
-    """An RPC retried while the server answers 111 (over the command rate), as an app would."""
+async def call(client, codec, method, data, timeout=5):
+    """An RPC retried while the server answers 111 (over the command rate), as an app would;
+    answers the result's data."""
     while True:
         try:
-            return await asyncio.wait_for(client.rpc(method, data), timeout)
+            return codec.into((await asyncio.wait_for(client.rpc(method, codec.out(data)), timeout)).data)
         except ReplyError as error:
             if error.code != 111:
                 raise
             await asyncio.sleep(0.05)
 
 
-async def own_server_with_a_chat(prefix):
+async def own_server_with_a_chat(prefix, codec):
     """A hub of its own (it is restarted) with a direct chat between `<prefix>-ann` and `<prefix>-bo`,
     trip-mates: answers the folder, the process, the server, Ann's client and the chat id."""
     folder = tempfile.mkdtemp(prefix=f"gondola-chat-{prefix}-")
     process, server = launch(folder)
     trip_mates(server, f"{prefix}-host", f"{prefix}-ann", f"{prefix}-bo")
-    ann, _ = await connected_client(server, f"{prefix}-ann")
-    chat = (await ann.rpc("chat.create", {"members": [f"{prefix}-bo"]})).data["chat"]["id"]
+    ann, _ = await connected_client(server, f"{prefix}-ann", codec)
+    chat = (await call(ann, codec, "chat.create", {"members": [f"{prefix}-bo"]}))["chat"]["id"]
     return folder, process, server, ann, chat
 
 
-async def history(client, chat):
+async def history(client, codec, chat):
     """Every message of a chat, oldest first, through chat.history pages."""
     messages, before = [], None
     while True:
         data = {"chat": chat, "limit": 100}
         if before is not None:
             data["before"] = before
-        page = (await call(client, "chat.history", data)).data
+        page = await call(client, codec, "chat.history", data)
         messages = page["messages"] + messages
         if not page["more"]:
             return messages
         before = page["messages"][0]["offset"]
 
 
-async def test_missed_messages_are_recovered_after_a_disconnect_and_a_restart():
-    folder, process, server, ann, chat = await own_server_with_a_chat("chat")
+async def test_missed_messages_are_recovered_after_a_disconnect_and_a_restart(codec):
+    folder, process, server, ann, chat = await own_server_with_a_chat("chat", codec)
     bo_events = Events()
-    bo = Client(server.ws_url, events=ClientEvents(bo_events), token=server.token("chat-bo"), min_reconnect_delay=0.1, max_reconnect_delay=0.5)
+    bo = Client(server.ws_url, events=ClientEvents(bo_events), token=server.token("chat-bo"), min_reconnect_delay=0.1, max_reconnect_delay=0.5, **codec.kwargs)
     await bo.connect()
     sub_events = Events()
     sub = bo.new_subscription(f"chat:{chat}", SubEvents(sub_events))
@@ -76,7 +77,7 @@ async def test_missed_messages_are_recovered_after_a_disconnect_and_a_restart():
 
     async def send(texts):
         for text in texts:
-            await ann.rpc("chat.send", {"chat": chat, "text": text, "client_message_id": text})
+            await call(ann, codec, "chat.send", {"chat": chat, "text": text, "client_message_id": text})
 
     await send(["one", "two"])
     await sub_events.wait("publication", count=2)
@@ -86,22 +87,23 @@ async def test_missed_messages_are_recovered_after_a_disconnect_and_a_restart():
     await ann.disconnect()
     stop(process)
     process, server = launch(folder, port=server.port)
-    ann, _ = await connected_client(server, "chat-ann")
+    ann, _ = await connected_client(server, "chat-ann", codec)
     await send(["five"])
     await bo.connect()
     publications = await sub_events.wait("publication", count=5, timeout=15)
     subscribed = sub_events.of("subscribed")[-1]
     assert subscribed.recovered and subscribed.was_recovering
-    assert [p.pub.data["text"] for p in publications] == ["one", "two", "three", "four", "five"]
+    assert [codec.into(p.pub.data)["text"] for p in publications] == ["one", "two", "three", "four", "five"]
     assert [p.pub.offset for p in publications] == [1, 2, 3, 4, 5]
-    assert publications[0].pub.data["name"] == "chat-ann" and "telegram" not in json.dumps(publications[0].pub.data)
+    first = codec.into(publications[0].pub.data)
+    assert first["name"] == "chat-ann" and "telegram" not in json.dumps(first)
     await ann.disconnect()
     await bo.disconnect()
     stop(process)
 
 
-async def test_kill_9_keeps_every_acknowledged_message_once():
-    folder, process, server, ann, chat = await own_server_with_a_chat("kill")
+async def test_kill_9_keeps_every_acknowledged_message_once(codec):
+    folder, process, server, ann, chat = await own_server_with_a_chat("kill", codec)
     acknowledged = {}
 
     async def killer():
@@ -113,10 +115,10 @@ async def test_kill_9_keeps_every_acknowledged_message_once():
     for index in range(1000):
         message_id = f"k-{index}"
         try:
-            reply = await call(ann, "chat.send", {"chat": chat, "text": f"message {index}", "client_message_id": message_id})
+            reply = await call(ann, codec, "chat.send", {"chat": chat, "text": f"message {index}", "client_message_id": message_id})
         except Exception:
             break  # the server is gone: this message is not acknowledged
-        acknowledged[message_id] = reply.data["offset"]
+        acknowledged[message_id] = reply["offset"]
     await kill_task
     assert 400 <= len(acknowledged) < 1000, "the server was killed mid-stream"
     try:
@@ -124,13 +126,13 @@ async def test_kill_9_keeps_every_acknowledged_message_once():
     except Exception:
         pass
     process, server = launch(folder, port=server.port)
-    ann, _ = await connected_client(server, "kill-ann")
+    ann, _ = await connected_client(server, "kill-ann", codec)
     # A client retries what was not acknowledged with the same id, then goes on.
     for index in range(len(acknowledged), 1000):
         message_id = f"k-{index}"
-        reply = await call(ann, "chat.send", {"chat": chat, "text": f"message {index}", "client_message_id": message_id})
-        acknowledged[message_id] = reply.data["offset"]
-    messages = await history(ann, chat)
+        reply = await call(ann, codec, "chat.send", {"chat": chat, "text": f"message {index}", "client_message_id": message_id})
+        acknowledged[message_id] = reply["offset"]
+    messages = await history(ann, codec, chat)
     ids = [m["client_message_id"] for m in messages]
     assert len(ids) == len(set(ids)) == 1000, "no message twice, none lost"
     assert {m["client_message_id"]: m["offset"] for m in messages} == acknowledged

@@ -44,25 +44,25 @@ def test_errors_and_bad_key(api, server):
         ApiClient(server.api_url, "wrong-key").info(InfoRequest())
 
 
-def test_info_presence_channels_unsubscribe_disconnect(api, server):
+def test_info_presence_channels_unsubscribe_disconnect(api, server, codec):
     async def scenario():
-        client, events = await connected_client(server, "dave")
+        client, events = await connected_client(server, "dave", codec)
         sub_events = Events()
-        sub = client.new_subscription("room:admin", SubEvents(sub_events))
+        sub = client.new_subscription(f"room:admin-{codec.name}", SubEvents(sub_events))
         await sub.subscribe()
         await sub_events.wait("subscribed")
 
         info = api.info(InfoRequest())
         node = info.nodes[0]
         assert node.uid and node.name and node.num_clients >= 1 and node.num_users >= 1 and node.uptime >= 0
-        presence = api.presence(PresenceRequest(channel="room:admin"))
+        presence = api.presence(PresenceRequest(channel=f"room:admin-{codec.name}"))
         assert [c.user for c in presence.presence.values()] == ["dave"]
-        stats = api.presence_stats(PresenceStatsRequest(channel="room:admin"))
+        stats = api.presence_stats(PresenceStatsRequest(channel=f"room:admin-{codec.name}"))
         assert (stats.num_clients, stats.num_users) == (1, 1)
         channels = api.channels(ChannelsRequest(pattern="room:adm*"))
-        assert channels.channels["room:admin"].num_clients == 1
+        assert channels.channels[f"room:admin-{codec.name}"].num_clients == 1
 
-        api.unsubscribe(UnsubscribeRequest(user="dave", channel="room:admin"))
+        api.unsubscribe(UnsubscribeRequest(user="dave", channel=f"room:admin-{codec.name}"))
         unsubscribed = await sub_events.wait("unsubscribed")
         assert unsubscribed[0].code == 2000
 

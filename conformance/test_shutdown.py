@@ -8,11 +8,11 @@ from conftest import launch
 from helpers import ClientEvents, Events
 
 
-async def test_sigterm_closes_clients_with_3001_and_exits(tmp_path):
+async def test_sigterm_closes_clients_with_3001_and_exits(tmp_path, codec):
     process, server = launch(str(tmp_path))
     try:
         events = Events()
-        client = Client(server.ws_url, events=ClientEvents(events), token=server.token("alice"), max_reconnect_delay=30, min_reconnect_delay=30)
+        client = Client(server.ws_url, events=ClientEvents(events), token=server.token("alice"), max_reconnect_delay=30, min_reconnect_delay=30, **codec.kwargs)
         await client.connect()
         await events.wait("connected")
         started = time.monotonic()

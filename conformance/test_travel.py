@@ -17,50 +17,53 @@ def demo():
     process.wait(timeout=10)
 
 
-async def test_demo_host_sees_travellers_move(demo):
+async def test_demo_host_sees_travellers_move(demo, codec):
     token = post(f"http://127.0.0.1:{demo.port}/api/auth/dev", {"user": "demo-host"})["token"]
     events = Events()
-    client = Client(demo.ws_url, events=ClientEvents(events), token=token)
+    client = Client(demo.ws_url, events=ClientEvents(events), token=token, **codec.kwargs)
     await client.connect()
-    trips = (await client.rpc("trip.list", {})).data["trips"]
+    trips = codec.into((await client.rpc("trip.list", codec.out({}))).data)["trips"]
     assert [(t["id"], t["role"], t["running"]) for t in trips] == [("demo", "host", True)]
     sub_events = Events()
     sub = client.new_subscription("locations:demo", SubEvents(sub_events))
     await sub.subscribe()
     subscribed = await sub_events.wait("subscribed")
-    snapshot = subscribed[0].data["positions"] if subscribed[0].data else []
+    snapshot = codec.into(subscribed[0].data)["positions"] if subscribed[0].data else []
     publications = await sub_events.wait("publication", count=3, timeout=10)
     seen = {}
     for publication in publications:
-        for position in publication.pub.data["positions"]:
+        for position in codec.into(publication.pub.data)["positions"]:
             seen.setdefault(position["user"], []).append((position["lat"], position["lon"]))
     assert {"demo-anna", "demo-ben", "demo-chloe", "demo-dan"} <= set(seen) | {p["user"] for p in snapshot}
     assert any(len(set(track)) > 1 for track in seen.values()), "positions did not move"
     await client.disconnect()
 
 
-async def test_nearby_enter_and_bad_input_through_the_sdk(server):
-    for user in ("near-a", "near-b"):
+async def test_nearby_enter_and_bad_input_through_the_sdk(server, codec):
+    near_a, near_b = f"near-a-{codec.name}", f"near-b-{codec.name}"
+    lat = 45.295 if codec.protobuf else 45.30  # out of reach of the other encoding's pair
+    for user in (near_a, near_b):
         server_api(server, "user_set_staff", {"user": user, "staff": False})
-    alice, _ = await connected_client(server, "near-a")
-    bob, _ = await connected_client(server, "near-b")
+    alice, _ = await connected_client(server, near_a, codec)
+    bob, _ = await connected_client(server, near_b, codec)
     sub_events = Events()
-    sub = alice.new_subscription("nearby:#near-a", SubEvents(sub_events), data={"radius": 300, "limit": 10})
+    sub = alice.new_subscription(f"nearby:#{near_a}", SubEvents(sub_events), data=codec.out({"radius": 300, "limit": 10}))
     await sub.subscribe()
     await sub_events.wait("subscribed")
     now = int(time.time() * 1000)
-    assert (await alice.rpc("location.update", {"lat": 45.30, "lon": 6.58, "ts": now})).data["map"] == {"mode": "mountain", "resort": "demo"}
-    await bob.rpc("location.update", {"lat": 45.301, "lon": 6.58})
+    located = await alice.rpc("location.update", codec.out({"lat": lat, "lon": 6.58, "ts": now}))
+    assert codec.into(located.data)["map"] == {"mode": "mountain", "resort": "demo"}
+    await bob.rpc("location.update", codec.out({"lat": lat + 0.001, "lon": 6.58}))
     publication = (await sub_events.wait("publication", timeout=5))[0]
-    event = publication.pub.data["events"][0]
-    assert (event["type"], event["user"]) == ("enter", "near-b")
+    event = codec.into(publication.pub.data)["events"][0]
+    assert (event["type"], event["user"]) == ("enter", near_b)
     assert 100 < event["distance"] < 125
     with pytest.raises(ReplyError) as refused:
-        await bob.rpc("location.update", {"lat": "NaN", "lon": 6.58})
+        await bob.rpc("location.update", codec.out({"lat": "NaN", "lon": 6.58}))
     assert refused.value.code == 107 and "lat must be a number" in refused.value.message
     with pytest.raises(ReplyError) as refused:
-        await bob.rpc("location.update", {"lat": 45.3, "lon": 6.58, "accuracy": -5})
+        await bob.rpc("location.update", codec.out({"lat": 45.3, "lon": 6.58, "accuracy": -5}))
     assert refused.value.code == 107 and "accuracy" in refused.value.message
-    assert "ts" in (await bob.rpc("server.time", {})).data
+    assert "ts" in codec.into((await bob.rpc("server.time", codec.out({}))).data)
     await alice.disconnect()
     await bob.disconnect()

@@ -102,7 +102,7 @@ public final class ClientSession: Sendable {
     }
 
     /// Closes with 3501 and logs why, so that a client sending garbage can be found.
-    private func closeForBadRequest(_ reason: String) {
+    public func closeForBadRequest(_ reason: String) {
         node.logger.notice("closing client: bad request", metadata: [
             "client": "\(id)", "user": "\(user ?? "")", "encoding": "\(encoding.rawValue)", "reason": "\(reason)",
         ])

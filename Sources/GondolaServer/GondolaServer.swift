@@ -74,13 +74,18 @@ public final class GondolaServer: Sendable {
         let webSocketRouter = Router(context: ChannelWebSocketRequestContext.self)
         let maxFrameBytes = configuration.maxFrameBytes
         webSocketRouter.ws("/connection/websocket") { request, _ in
-            _ = try WebSocketEncoding.of(request)
-            return .upgrade(WebSocketEncoding.upgradeHeaders(for: request))
+            .upgrade(WebSocketEncoding.upgradeHeaders(for: request))
         } onUpgrade: { [self] inbound, outbound, context in
             activeTransports.add(1, ordering: .relaxed)
             defer { activeTransports.subtract(1, ordering: .relaxed) }
-            // The format was checked before the upgrade, so it reads the same here.
-            let session = node.accept(encoding: (try? WebSocketEncoding.of(context.request)) ?? .json)
+            let session: ClientSession
+            do throws(ProtocolDecodingError) {
+                session = node.accept(encoding: try WebSocketEncoding.of(context.request))
+            } catch {
+                // A refused upgrade would reach the client as a bare 400; a close names the bad value.
+                session = node.accept()
+                session.closeForBadRequest(error.message)
+            }
             await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes)
                 .run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel)
         }

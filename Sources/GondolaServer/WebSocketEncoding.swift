@@ -6,13 +6,12 @@ import Hummingbird
 /// handshake then answers) or asks with `?format=protobuf`; JSON otherwise.
 enum WebSocketEncoding {
     /// The encoding of the connection `request` opens; a `format` other than
-    /// `json` or `protobuf` is answered 400 with a JSON error naming it.
-    static func of(_ request: Request) throws(ResponseError) -> ProtocolEncoding {
+    /// `json` or `protobuf` throws, naming it.
+    static func of(_ request: Request) throws(ProtocolDecodingError) -> ProtocolEncoding {
         if offersProtobufSubprotocol(request) { return .protobuf }
         guard let format = request.uri.queryParameters["format"] else { return .json }
         guard let encoding = ProtocolEncoding(rawValue: String(format)) else {
-            throw ResponseError(JSONResponse.error(
-                .badRequest, code: 107, "format must be json or protobuf, got '\(format)'"))
+            throw ProtocolDecodingError("format must be json or protobuf, got '\(format)'")
         }
         return encoding
     }

@@ -190,6 +190,35 @@ import Testing
         #expect(try await alice.call(.presenceStats(channel: "room:p")).body == .presenceStats(PresenceStats(numClients: 1, numUsers: 1)))
     }
 
+    @Test func forcePushJoinLeaveReachesSubscribersThatDidNotAsk() async throws {
+        let node = try await makeNode { $0.namespaces["room"]?.forcePushJoinLeave = true }
+        var alice = try await TestClient.connected(node, user: "alice")
+        var bob = try await TestClient.connected(node, user: "bob")
+        _ = try await alice.call(.subscribe(SubscribeRequest(channel: "room:f")))
+        _ = try await bob.call(.subscribe(SubscribeRequest(channel: "room:f")))
+        var joined: ClientInfo?
+        while joined == nil {
+            if case let .push(push) = try await alice.next(), case let .join(info) = push.body, info.user == "bob" { joined = info }
+        }
+        bob.session.transportClosed()
+        var left: ClientInfo?
+        while left == nil {
+            if case let .push(push) = try await alice.next(), case let .leave(info) = push.body { left = info }
+        }
+        #expect(left?.user == "bob")
+    }
+
+    @Test func withoutForcePushOnlySubscribersThatAskGetJoinAndLeave() async throws {
+        let node = try await makeNode()
+        var alice = try await TestClient.connected(node, user: "alice")
+        var bob = try await TestClient.connected(node, user: "bob")
+        _ = try await alice.call(.subscribe(SubscribeRequest(channel: "room:n")))
+        _ = try await bob.call(.subscribe(SubscribeRequest(channel: "room:n")))
+        // A ping answered after bob's join proves nothing was queued for alice before it.
+        #expect(try await alice.call(.ping).body == .ping)
+        await #expect(throws: (any Error).self) { try await alice.next(timeout: .milliseconds(200)) }
+    }
+
     @Test func presenceInNamespaceWithoutItIsNotAvailable() async throws {
         let node = try await makeNode { configuration in
             configuration.namespaces[""]?.allowPresenceForSubscriber = true

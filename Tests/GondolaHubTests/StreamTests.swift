@@ -56,6 +56,17 @@ import Testing
         #expect(recovered.offset == 5)
     }
 
+    @Test func anEmptyEpochRecoversWhatTheStreamHoldsFromTheStart() async throws {
+        let node = try await makeNode()
+        var client = try await TestClient.connected(node, user: "alice")
+        try publish(node, "room:e", count: 3)
+        let flag = SubscribeRequest.rejectUnrecoveredFlag
+        let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:e", recover: true, epoch: "", offset: 0, flag: flag)))
+        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        #expect(result.recovered && result.wasRecovering)
+        #expect(result.publications.map(\.offset) == [1, 2, 3])
+    }
+
     @Test func recoveryFailsWhenPositionLeftHistoryOrEpochChanged() async throws {
         let node = try await makeNode()
         var client = try await TestClient.connected(node, user: "alice")
