@@ -104,7 +104,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "gondola-load",
-            dependencies: ["GondolaLoad", "GondolaGeo", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSpatialIndex", providers: [.apt(["libspatialindex-dev"])]),

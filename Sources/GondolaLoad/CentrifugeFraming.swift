@@ -1,38 +1,76 @@
 import GondolaProtocol
 
-/// The Centrifuge JSON commands the scenarios send, and the reading of what comes
-/// back: one WebSocket message holds one or more JSON lines.
-public enum CentrifugeFraming {
+/// The Centrifuge commands the scenarios send and the reading of what comes back,
+/// in either encoding of the protocol: JSON (text messages of newline-separated
+/// lines) or Protobuf (binary messages of length-prefixed Replies).
+///
+/// Reading classifies each message by a light scan instead of decoding it: the
+/// JSON path looks at a line's first bytes, the Protobuf path reads the Reply's
+/// envelope (id, error code, push channel) and skips payloads. Payloads are JSON
+/// text in both encodings, so the scenarios' markers (`"t":`, `"ts":` …) are found
+/// in a Protobuf message's bytes exactly as in a JSON line.
+public struct CentrifugeFraming: Sendable {
+    public let encoding: ProtocolEncoding
+
+    public init(encoding: ProtocolEncoding) { self.encoding = encoding }
+
+    /// The WebSocket subprotocol to ask for: Protobuf is chosen by it.
+    public var subprotocol: String? { encoding == .protobuf ? ProtocolEncoding.protobufSubprotocol : nil }
+
+    /// Whether messages are sent as binary WebSocket messages.
+    public var isBinary: Bool { encoding.isBinary }
+
     /// `connect` with `token` (id 1) followed by one `subscribe` per channel (ids 2, 3, …).
-    public static func connect(token: String, subscribing channels: [SubscribeRequest]) -> [UInt8] {
-        var lines = [Command(id: 1, .connect(ConnectRequest(token: token))).json.bytes]
+    public func connect(token: String, subscribing channels: [SubscribeRequest]) -> [UInt8] {
+        var commands = [Command(id: 1, .connect(ConnectRequest(token: token)))]
         for (index, request) in channels.enumerated() {
-            lines.append(Command(id: UInt32(index + 2), .subscribe(request)).json.bytes)
+            commands.append(Command(id: UInt32(index + 2), .subscribe(request)))
         }
-        return Array(lines.joined(separator: [Frame.separator]))
+        return frame(commands)
     }
 
-    public static func publish(id: UInt32, channel: String, data: [UInt8]) -> [UInt8] {
-        Array(#"{"id":\#(id),"publish":{"channel":"\#(channel)","data":"#.utf8) + data + Array("}}".utf8)
+    /// Commands joined into one message.
+    public func frame(_ commands: [Command]) -> [UInt8] {
+        encoding.frame(commands.map(encoding.encode))
     }
 
-    public static func rpc(id: UInt32, method: String, data: JSON) -> [UInt8] {
-        Command(id: id, .rpc(method: method, data: RawJSON(data))).json.bytes
+    /// `publish` of `data`, a JSON payload the caller wrote.
+    public func publish(id: UInt32, channel: String, data: [UInt8]) -> [UInt8] {
+        switch encoding {
+        case .json:
+            return Array(#"{"id":\#(id),"publish":{"channel":"\#(channel)","data":"#.utf8) + data + Array("}}".utf8)
+        case .protobuf:
+            // The payload is the publisher's own JSON; checking it again is the server's job.
+            let payload = (try? RawJSON(validating: data)) ?? RawJSON(.null)
+            return encoding.encode(Command(id: id, .publish(channel: channel, data: payload)))
+        }
+    }
+
+    public func rpc(id: UInt32, method: String, data: JSON) -> [UInt8] {
+        encoding.encode(Command(id: id, .rpc(method: method, data: RawJSON(data))))
     }
 
     /// The answer to a server ping.
-    public static let pong = Array("{}".utf8)
+    public var pong: [UInt8] { encoding.encode(Command(id: 0, .pong)) }
 
-    /// One line of a server message, classified by a light scan.
+    /// One message of a server frame, classified by a light scan.
     public enum Line {
-        /// The server's ping (`{}`); answer with `pong`.
+        /// The server's ping; answer with `pong`.
         case ping
-        /// A reply to command `id`; `error` is its error code, if it failed; `line` is the whole line.
+        /// A reply to command `id`; `error` is its error code, if it failed; `line` is the whole message.
         case reply(id: Int64, error: Int64?, line: UnsafeRawBufferPointer.SubSequence)
-        /// A publication pushed on `channel`; `line` is the whole line.
+        /// A publication pushed on `channel`; `line` is the whole message.
         case publication(channel: UnsafeRawBufferPointer.SubSequence, line: UnsafeRawBufferPointer.SubSequence)
         /// Any other push (join, leave, unsubscribe, disconnect).
         case otherPush
+    }
+
+    /// Splits a server frame into its messages and classifies each.
+    public func lines(in bytes: UnsafeRawBufferPointer, _ each: (Line) -> Void) {
+        switch encoding {
+        case .json: Self.jsonLines(in: bytes, each)
+        case .protobuf: ProtobufEnvelope.messages(in: bytes, each)
+        }
     }
 
     static let idMarker = Array(#"{"id":"#.utf8)
@@ -40,8 +78,7 @@ public enum CentrifugeFraming {
     static let pushMarker = Array(#"{"push":{"channel":""#.utf8)
     static let publicationMarker = Array(#""pub":"#.utf8)
 
-    /// Splits `bytes` into lines and classifies each.
-    public static func lines(in bytes: UnsafeRawBufferPointer, _ each: (Line) -> Void) {
+    private static func jsonLines(in bytes: UnsafeRawBufferPointer, _ each: (Line) -> Void) {
         var start = bytes.startIndex
         while start < bytes.endIndex {
             var end = start
@@ -64,5 +101,96 @@ public enum CentrifugeFraming {
                 each(isPublication ? .publication(channel: line[channelStart..<channelEnd], line: line) : .otherPush)
             }
         }
+    }
+}
+
+/// Reads the envelope of length-prefixed Protobuf Replies: the id (field 1), the
+/// error's code (field 2, its field 1), and a push's channel (field 4, its field 2)
+/// and whether it carries a publication (its field 4). Payload bytes are skipped.
+/// A message it cannot read ends the frame's reading.
+enum ProtobufEnvelope {
+    typealias Bytes = UnsafeRawBufferPointer.SubSequence
+
+    static func messages(in bytes: UnsafeRawBufferPointer, _ each: (CentrifugeFraming.Line) -> Void) {
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            guard let length = varint(bytes[...], at: &index), length <= UInt64(bytes.endIndex - index) else { return }
+            let message = bytes[index..<(index + Int(length))]
+            index += Int(length)
+            guard let line = classify(message) else { return }
+            each(line)
+        }
+    }
+
+    static func classify(_ message: Bytes) -> CentrifugeFraming.Line? {
+        if message.isEmpty { return .ping }
+        var id: Int64 = 0
+        var error: Int64?
+        var push: Bytes?
+        let complete = fields(of: message) { number, value, content in
+            switch number {
+            case 1: id = Int64(truncatingIfNeeded: value)
+            case 2: error = content.flatMap { code(in: $0) } ?? 0
+            case 4: push = content
+            default: break
+            }
+        }
+        guard complete else { return nil }
+        if let push, id == 0 {
+            var channel: Bytes?
+            var isPublication = false
+            guard fields(of: push, { number, _, content in
+                if number == 2 { channel = content }
+                if number == 4 { isPublication = true }
+            }) else { return nil }
+            return isPublication ? .publication(channel: channel ?? message[message.startIndex..<message.startIndex], line: message) : .otherPush
+        }
+        return .reply(id: id, error: error, line: message)
+    }
+
+    private static func code(in error: Bytes) -> Int64? {
+        var code: Int64?
+        _ = fields(of: error) { number, value, _ in if number == 1 { code = Int64(truncatingIfNeeded: value) } }
+        return code
+    }
+
+    /// Calls `each` with every field: its number, its varint value (wire type 0)
+    /// and its content (wire type 2). False when the message is not well formed.
+    private static func fields(of message: Bytes, _ each: (UInt64, UInt64, Bytes?) -> Void) -> Bool {
+        var index = message.startIndex
+        while index < message.endIndex {
+            guard let key = varint(message, at: &index) else { return false }
+            switch key & 7 {
+            case 0:
+                guard let value = varint(message, at: &index) else { return false }
+                each(key >> 3, value, nil)
+            case 2:
+                guard let length = varint(message, at: &index), length <= UInt64(message.endIndex - index) else { return false }
+                each(key >> 3, 0, message[index..<(index + Int(length))])
+                index += Int(length)
+            case 1:
+                guard message.endIndex - index >= 8 else { return false }
+                index += 8
+            case 5:
+                guard message.endIndex - index >= 4 else { return false }
+                index += 4
+            default:
+                return false
+            }
+        }
+        return true
+    }
+
+    private static func varint(_ bytes: Bytes, at index: inout Int) -> UInt64? {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while index < bytes.endIndex, shift < 64 {
+            let byte = bytes[index]
+            index += 1
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return value }
+            shift += 7
+        }
+        return nil
     }
 }

@@ -23,6 +23,7 @@ public final class ChatScenario: LoadScenario {
     let url: WebSocketURL
     let cast: TravellerCast
     let mode: ChatMode
+    let framing: CentrifugeFraming
     private var chat: [String?]
     private var ready: [Bool]
     private var calls: RPCCalls
@@ -34,7 +35,7 @@ public final class ChatScenario: LoadScenario {
     static let chatIDMarker = Array(#""chat":{"id":""#.utf8)
 
     /// `rate` messages per second from all clients together.
-    public init(url: WebSocketURL, cast: TravellerCast, mode: ChatMode, rate: Double) throws {
+    public init(url: WebSocketURL, cast: TravellerCast, mode: ChatMode, rate: Double, encoding: ProtocolEncoding = .json) throws {
         guard rate > 0 else { throw LoadError("--rate must be positive, got \(rate)") }
         guard mode == .group || cast.travellers.count >= 2 else { throw LoadError("direct chats need at least 2 clients") }
         self.url = url
@@ -43,7 +44,8 @@ public final class ChatScenario: LoadScenario {
         let count = cast.travellers.count
         chat = (0..<count).map { mode == .group ? "trip-\(cast.trips[cast.tripOf[$0]])" : nil }
         ready = Array(repeating: false, count: count)
-        calls = RPCCalls(connections: count)
+        framing = CentrifugeFraming(encoding: encoding)
+        calls = RPCCalls(connections: count, framing: framing)
         sends = UniformSchedule(count: count, period: Int64(1e9 * Double(count) / rate))
     }
 
@@ -54,22 +56,22 @@ public final class ChatScenario: LoadScenario {
         return other
     }
 
-    public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) { (url, nil) }
+    public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) { (url, framing.subprotocol) }
 
     public func opened(_ connection: Int, _ io: LoadIO) {
-        let connect = CentrifugeFraming.connect(token: cast.tokens[cast.hosts.count + connection], subscribing: []) + [Frame.separator]
+        let connect = Command(id: 1, .connect(ConnectRequest(token: cast.tokens[cast.hosts.count + connection])))
         if let chat = chat[connection] {
-            io.send(connection, connect + Self.subscribe(to: chat))
+            io.send(connection, framing.frame([connect, Self.subscribe(to: chat)]), binary: framing.isBinary)
         } else if let partner = partner(of: connection) {
-            io.send(connection, connect + CentrifugeFraming.rpc(id: UInt32(Self.createID), method: "chat.create",
-                                                                data: ["members": [.string(cast.travellers[partner])]]))
+            let create = Command(id: UInt32(Self.createID), .rpc(method: "chat.create", data: RawJSON(["members": [.string(cast.travellers[partner])]])))
+            io.send(connection, framing.frame([connect, create]), binary: framing.isBinary)
         } else {
             io.drop(connection, because: "client \(connection) has no trip-mate to chat with")
         }
     }
 
-    static func subscribe(to chat: String) -> [UInt8] {
-        Command(id: UInt32(subscribeID), .subscribe(SubscribeRequest(channel: "chat:\(chat)"))).json.bytes
+    static func subscribe(to chat: String) -> Command {
+        Command(id: UInt32(subscribeID), .subscribe(SubscribeRequest(channel: "chat:\(chat)")))
     }
 
     public func closed(_ connection: Int) {
@@ -81,10 +83,10 @@ public final class ChatScenario: LoadScenario {
 
     public func received(_ connection: Int, _ bytes: UnsafeRawBufferPointer, binary: Bool, _ io: LoadIO) {
         let now = MonotonicClock.nanoseconds()
-        CentrifugeFraming.lines(in: bytes) { line in
+        framing.lines(in: bytes) { line in
             switch line {
             case .ping:
-                io.send(connection, CentrifugeFraming.pong)
+                io.send(connection, framing.pong, binary: framing.isBinary)
             case let .reply(id, error, line):
                 if let error { return io.stats.errorReply("\(error)") }
                 switch id {
@@ -94,7 +96,7 @@ public final class ChatScenario: LoadScenario {
                     }
                     let id = String(decoding: line[(start + Self.chatIDMarker.count)...].prefix { $0 != 0x22 }, as: UTF8.self)
                     chat[connection] = id
-                    io.send(connection, Self.subscribe(to: id))
+                    io.send(connection, framing.frame([Self.subscribe(to: id)]), binary: framing.isBinary)
                 case Self.subscribeID:
                     if !ready[connection] { readyCount += 1 }
                     ready[connection] = true

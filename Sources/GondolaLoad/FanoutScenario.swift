@@ -2,7 +2,7 @@ import GondolaProtocol
 
 /// The server a fan-out run measures, and how its protocol is spoken.
 public enum FanoutTarget: String, Sendable, CaseIterable {
-    /// Gondola over the Centrifuge JSON protocol: connect with a token, subscribe, publish.
+    /// Gondola over the Centrifuge protocol (JSON or Protobuf): connect with a token, subscribe, publish.
     case gondola
     /// NATS over WebSocket: CONNECT, SUB, PUB.
     case nats
@@ -25,11 +25,13 @@ public enum PublishRate: Sendable, Equatable {
 public final class FanoutScenario: LoadScenario {
     public let name = "fanout"
     public let mainLatency = "delivery"
-    public var target: String { "\(kind.rawValue) \(url)" }
+    public var target: String { kind == .gondola ? "gondola \(framing.encoding.rawValue) \(url)" : "\(kind.rawValue) \(url)" }
     public var connectionCount: Int { subscribers + 1 }
     public private(set) var readyCount = 0
 
     let kind: FanoutTarget
+    /// How gondola's protocol is spoken.
+    let framing: CentrifugeFraming
     let url: WebSocketURL
     let subscribers: Int
     let rate: PublishRate
@@ -54,11 +56,12 @@ public final class FanoutScenario: LoadScenario {
     static let maxPublishPerTick = 2000
 
     public init(target: FanoutTarget, url: WebSocketURL, subscribers: Int, rate: PublishRate, payloadBytes: Int,
-                channel: String, tokens: [String]) throws {
+                channel: String, tokens: [String], encoding: ProtocolEncoding = .json) throws {
         guard subscribers >= 1 else { throw LoadError("--subscribers must be at least 1, got \(subscribers)") }
         guard payloadBytes >= 32 else { throw LoadError("--size must be at least 32 bytes (the send stamp needs room), got \(payloadBytes)") }
         guard target != .gondola || tokens.count == subscribers + 1 else { throw LoadError("gondola needs \(subscribers + 1) tokens") }
         kind = target
+        framing = CentrifugeFraming(encoding: encoding)
         self.url = url
         self.subscribers = subscribers
         self.rate = rate
@@ -92,14 +95,18 @@ public final class FanoutScenario: LoadScenario {
     }
 
     public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) {
-        (url, kind == .mqtt ? MQTTFraming.subprotocol : nil)
+        switch kind {
+        case .gondola: return (url, framing.subprotocol)
+        case .nats: return (url, nil)
+        case .mqtt: return (url, MQTTFraming.subprotocol)
+        }
     }
 
     public func opened(_ connection: Int, _ io: LoadIO) {
         let isPublisher = connection == subscribers
         switch kind {
         case .gondola:
-            io.send(connection, CentrifugeFraming.connect(token: tokens[connection], subscribing: [SubscribeRequest(channel: channel)]))
+            io.send(connection, framing.connect(token: tokens[connection], subscribing: [SubscribeRequest(channel: channel)]), binary: framing.isBinary)
         case .nats:
             io.send(connection, isPublisher ? NATSFraming.connect() + Array("PING\r\n".utf8) : NATSFraming.subscribe(subject: channel, sid: 1),
                     binary: true)
@@ -128,9 +135,9 @@ public final class FanoutScenario: LoadScenario {
         let isPublisher = connection == subscribers
         switch kind {
         case .gondola:
-            CentrifugeFraming.lines(in: bytes) { line in
+            framing.lines(in: bytes) { line in
                 switch line {
-                case .ping: io.send(connection, CentrifugeFraming.pong)
+                case .ping: io.send(connection, framing.pong, binary: framing.isBinary)
                 case let .reply(id, error, _):
                     if let error { io.stats.errorReply("\(error)") } else if id == 2 { markReady(connection, true) }
                 case let .publication(_, line):
@@ -198,7 +205,7 @@ public final class FanoutScenario: LoadScenario {
             switch kind {
             case .gondola:
                 publisherID = publisherID == UInt32.max ? 10 : publisherID + 1
-                io.send(subscribers, CentrifugeFraming.publish(id: publisherID, channel: channel, data: payload))
+                io.send(subscribers, framing.publish(id: publisherID, channel: channel, data: payload), binary: framing.isBinary)
             case .nats:
                 io.send(subscribers, NATSFraming.publish(subject: channel, payload: payload), binary: true)
             case .mqtt:

@@ -7,10 +7,12 @@ import GondolaProtocol
 struct RPCCalls {
     private var pending: [[UInt32: (method: String, sentAt: Int64)]]
     private var nextID: [UInt32]
+    let framing: CentrifugeFraming
     static let firstID: UInt32 = 10
     static let maxWaiting = 64
 
-    init(connections: Int) {
+    init(connections: Int, framing: CentrifugeFraming) {
+        self.framing = framing
         pending = Array(repeating: [:], count: connections)
         nextID = Array(repeating: Self.firstID, count: connections)
     }
@@ -23,7 +25,7 @@ struct RPCCalls {
             pending[connection].removeValue(forKey: oldest.key)
         }
         pending[connection][id] = (method, now)
-        io.send(connection, CentrifugeFraming.rpc(id: id, method: method, data: data))
+        io.send(connection, framing.rpc(id: id, method: method, data: data), binary: framing.isBinary)
     }
 
     /// Sends `chat.send` to `chat` with a text stamped for `ChatStamp` and a client

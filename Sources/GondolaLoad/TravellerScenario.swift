@@ -39,6 +39,8 @@ public struct TravellerOptions: Sendable {
     /// The nearby watch every traveller subscribes with.
     public var nearbyRadius = 500
     public var nearbyLimit = 50
+    /// The protocol encoding every connection speaks.
+    public var encoding: ProtocolEncoding = .json
 
     public init() {}
 }
@@ -60,6 +62,7 @@ public final class TravellerScenario: LoadScenario {
     let url: WebSocketURL
     let cast: TravellerCast
     let options: TravellerOptions
+    let framing: CentrifugeFraming
     let graph: SkiGraph
 
     private var walkers: [SkiWalker]
@@ -94,7 +97,8 @@ public final class TravellerScenario: LoadScenario {
         let count = cast.hosts.count + cast.travellers.count
         walkers = cast.travellers.indices.map { SkiWalker(graph: graph, node: $0, metres: Double(($0 * 37) % 300), seed: UInt64($0) &+ 1) }
         subscribed = Array(repeating: 0, count: count)
-        calls = RPCCalls(connections: count)
+        framing = CentrifugeFraming(encoding: options.encoding)
+        calls = RPCCalls(connections: count, framing: framing)
         eventOfTrip = Array(repeating: nil, count: cast.trips.count)
         rsvpCount = Array(repeating: 0, count: cast.travellers.count)
         chatters = Self.share(options.chatShare, of: cast.travellers.count, salt: 1)
@@ -117,7 +121,7 @@ public final class TravellerScenario: LoadScenario {
     private func trip(of connection: Int) -> Int { isHost(connection) ? connection : cast.tripOf[traveller(of: connection)] }
     private func tripChat(of connection: Int) -> String { "trip-\(cast.trips[trip(of: connection)])" }
 
-    public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) { (url, nil) }
+    public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) { (url, framing.subprotocol) }
 
     public func opened(_ connection: Int, _ io: LoadIO) {
         let chat = SubscribeRequest(channel: "chat:\(tripChat(of: connection))")
@@ -129,7 +133,7 @@ public final class TravellerScenario: LoadScenario {
             let nearby = SubscribeRequest(channel: "nearby:#\(user)", data: RawJSON(["radius": .int(Int64(options.nearbyRadius)), "limit": .int(Int64(options.nearbyLimit))]))
             channels = [SubscribeRequest(channel: "personal:#\(user)"), nearby, chat]
         }
-        io.send(connection, CentrifugeFraming.connect(token: cast.tokens[connection], subscribing: channels))
+        io.send(connection, framing.connect(token: cast.tokens[connection], subscribing: channels), binary: framing.isBinary)
     }
 
     public func closed(_ connection: Int) {
@@ -144,10 +148,10 @@ public final class TravellerScenario: LoadScenario {
 
     public func received(_ connection: Int, _ bytes: UnsafeRawBufferPointer, binary: Bool, _ io: LoadIO) {
         let now = MonotonicClock.nanoseconds()
-        CentrifugeFraming.lines(in: bytes) { line in
+        framing.lines(in: bytes) { line in
             switch line {
             case .ping:
-                io.send(connection, CentrifugeFraming.pong)
+                io.send(connection, framing.pong, binary: framing.isBinary)
             case let .reply(id, error, _):
                 reply(connection, id: id, error: error, now: now, io)
             case let .publication(channel, line):

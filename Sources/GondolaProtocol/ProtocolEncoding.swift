@@ -147,3 +147,20 @@ public struct EncodedPush {
         }
     }
 }
+
+extension ProtocolEncoding {
+    /// What is wrong with how this encoding decodes `frame`, or nil when nothing is:
+    /// every command it accepts must survive encoding and decoding again unchanged.
+    /// A frame that is refused or malformed is a correct answer, not a failure. The
+    /// fuzzers and the replay of their kept inputs check each input with it.
+    public func roundTripFailure(of frame: [UInt8]) -> String? {
+        guard let decoded = try? commands(in: frame) else { return nil }
+        for case let .command(command) in decoded {
+            let again = try? commands(in: encode(command))
+            guard again == [.command(command)] else {
+                return "\(self) round trip changed \(command) into \(String(describing: again))"
+            }
+        }
+        return nil
+    }
+}

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GondolaGeo
 import GondolaLoad
+import GondolaProtocol
 
 /// `gondola-load`: load scenarios on libwebsockets against Gondola (travellers,
 /// chat, fan-out) and, for comparison, NATS and MQTT brokers (fan-out).
@@ -12,6 +13,13 @@ struct GondolaLoadCommand: AsyncParsableCommand {
         abstract: "Load generator for Gondola (and NATS/MQTT for comparison) on one libwebsockets event loop.",
         subcommands: [Travellers.self, Chat.self, Fanout.self]
     )
+}
+
+/// The protocol encoding gondola's connections speak.
+struct EncodingOption: ParsableArguments {
+    @Option(help: "gondola's protocol encoding: json or protobuf.") var encoding: String = "json"
+
+    func chosen() throws -> ProtocolEncoding { try LoadArguments.choice(encoding, option: "--encoding") }
 }
 
 /// Options every scenario shares: timing, output files and the server to watch.
@@ -78,12 +86,14 @@ struct Travellers: AsyncParsableCommand {
     @Option(name: .customLong("rsvp-share"), help: "Share of travellers who answer their trip's event.") var rsvpShare: Double = 0.05
     @Option(name: .customLong("rsvp-interval"), help: "How often each answering traveller changes the answer.") var rsvpInterval: String = "30s"
     @Option(name: .customLong("user-prefix"), help: "Prefix of the simulated users' ids.") var userPrefix: String = "load"
+    @OptionGroup var protocolEncoding: EncodingOption
     @OptionGroup var run: RunOptions
 
     func run() async throws {
         guard (1...50_000).contains(travellers) else { throw LoadError("--travellers must be 1...50000, got \(travellers)") }
         guard (1...travellers).contains(trips) else { throw LoadError("--trips must be 1...\(travellers) (at most one per traveller), got \(trips)") }
         var options = TravellerOptions()
+        options.encoding = try protocolEncoding.chosen()
         options.rate = try LoadArguments.rate(rate, option: "--rate")
         guard options.rate <= 10 else { throw LoadError("--rate must be at most 10/s, got '\(rate)'") }
         options.chatShare = try LoadArguments.share(chatShare, option: "--chat-share")
@@ -108,6 +118,7 @@ struct Travellers: AsyncParsableCommand {
         try await run.execute(scenario, settings: settings, described: [
             "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "chat_share": "\(chatShare)",
             "chat_interval": chatInterval, "rsvp_share": "\(rsvpShare)", "rsvp_interval": rsvpInterval, "duration": run.duration,
+            "encoding": protocolEncoding.encoding,
         ])
     }
 }
@@ -124,10 +135,12 @@ struct Chat: AsyncParsableCommand {
     @Option(help: "The hub's token secret (tokens are minted here); without it, dev login is used.") var secret: String?
     @Option(name: .customLong("api-key"), help: "The hub's server API key (trips are created through the server API).") var apiKey: String
     @Option(name: .customLong("user-prefix"), help: "Prefix of the simulated users' ids.") var userPrefix: String = "chat"
+    @OptionGroup var protocolEncoding: EncodingOption
     @OptionGroup var run: RunOptions
 
     func run() async throws {
         let chatMode: ChatMode = try LoadArguments.choice(mode, option: "--mode")
+        let encoding = try protocolEncoding.chosen()
         guard (2...20_000).contains(clients) else { throw LoadError("--clients must be 2...20000, got \(clients)") }
         guard (2...100).contains(groupSize) else { throw LoadError("--group-size must be 2...100, got \(groupSize)") }
         let perSecond = try LoadArguments.rate(rate, option: "--rate")
@@ -139,9 +152,10 @@ struct Chat: AsyncParsableCommand {
         let cast = try await TravellerCast.prepare(travellers: clients, trips: trips, prefix: userPrefix,
                                                    api: ServerAPIClient(base: address.httpBase, key: apiKey),
                                                    tokens: TokenSource(secret: secret, hub: address))
-        let scenario = try ChatScenario(url: address, cast: cast, mode: chatMode, rate: perSecond)
+        let scenario = try ChatScenario(url: address, cast: cast, mode: chatMode, rate: perSecond, encoding: encoding)
         try await run.execute(scenario, settings: settings, described: [
             "mode": mode, "clients": "\(clients)", "group_size": "\(groupSize)", "rate": rate, "duration": run.duration,
+            "encoding": protocolEncoding.encoding,
         ])
     }
 }
@@ -158,10 +172,13 @@ struct Fanout: AsyncParsableCommand {
     @Option(help: "Payload bytes per publication.") var size: Int = 128
     @Option(help: "Channel (gondola), subject (nats) or topic (mqtt).") var channel: String = "bench:fanout"
     @Option(help: "gondola only: the hub's token secret (tokens are minted here); without it, dev login is used.") var secret: String?
+    @OptionGroup var protocolEncoding: EncodingOption
     @OptionGroup var run: RunOptions
 
     func run() async throws {
         let kind: FanoutTarget = try LoadArguments.choice(target, option: "--target")
+        let encoding = try protocolEncoding.chosen()
+        guard kind == .gondola || encoding == .json else { throw LoadError("--encoding applies to --target gondola only, got --target \(target)") }
         guard (1...50_000).contains(subscribers) else { throw LoadError("--subscribers must be 1...50000, got \(subscribers)") }
         guard (32...65_536).contains(size) else { throw LoadError("--size must be 32...65536 bytes, got \(size)") }
         let publishRate: PublishRate
@@ -180,10 +197,10 @@ struct Fanout: AsyncParsableCommand {
             tokens = try await TokenSource(secret: secret, hub: address).tokens(for: (0..<subscribers).map { "fanout\($0)" } + ["fanout-publisher"])
         }
         let scenario = try FanoutScenario(target: kind, url: address, subscribers: subscribers, rate: publishRate, payloadBytes: size,
-                                          channel: channel, tokens: tokens)
+                                          channel: channel, tokens: tokens, encoding: encoding)
         try await run.execute(scenario, settings: settings, described: [
             "target": target, "subscribers": "\(subscribers)", "rate": rate, "window": "\(window)", "size": "\(size)",
-            "channel": channel, "duration": run.duration,
+            "channel": channel, "duration": run.duration, "encoding": protocolEncoding.encoding,
         ])
     }
 }

@@ -1,4 +1,5 @@
 import GondolaLoad
+import GondolaProtocol
 import Testing
 
 /// The NATS and MQTT framing of the fan-out adapters, and the Centrifuge line reader.
@@ -93,26 +94,59 @@ import Testing
         #expect(throws: ProtocolViolation.self) { try small.feed(MQTTFraming.publish(topic: "t", payload: [UInt8](repeating: 0, count: 200))) { _ in } }
     }
 
-    @Test func centrifugeLinesAreClassified() {
-        let message = Array(#"""
-        {}
-        {"id":2,"subscribe":{"recoverable":true}}
-        {"id":12,"error":{"code":111,"message":"too many requests"}}
-        {"push":{"channel":"nearby:#u1","pub":{"data":{"t":5}}}}
-        {"push":{"channel":"room","join":{"info":{"user":"u"}}}}
-        """#.utf8)
+    /// The same five messages in either encoding: a ping, a reply, an error reply,
+    /// a publication and another push.
+    static func serverFrame(_ encoding: ProtocolEncoding) -> [UInt8] {
+        var subscribed = SubscribeResult()
+        subscribed.recoverable = true
+        let messages: [[UInt8]] = [
+            encoding.ping,
+            encoding.encode(Reply(id: 2, .subscribe(subscribed))),
+            encoding.encode(Reply(id: 12, .error(.tooManyRequests))),
+            encoding.encode(Push(channel: "nearby:#u1", .publication(Publication(offset: 3, data: RawJSON(["t": 5]))))),
+            encoding.encode(Push(channel: "room", .join(ClientInfo(user: "u", client: "c")))),
+        ]
+        return encoding.frame(messages)
+    }
+
+    @Test(arguments: ProtocolEncoding.allCases)
+    func centrifugeMessagesAreClassified(_ encoding: ProtocolEncoding) {
         var lines: [String] = []
-        message.withUnsafeBytes { bytes in
-            CentrifugeFraming.lines(in: bytes) { line in
+        var stamps: [Int64] = []
+        Self.serverFrame(encoding).withUnsafeBytes { bytes in
+            CentrifugeFraming(encoding: encoding).lines(in: bytes) { line in
                 switch line {
                 case .ping: lines.append("ping")
                 case let .reply(id, error, _): lines.append("reply \(id) \(error.map(String.init) ?? "ok")")
-                case let .publication(channel, _): lines.append("pub " + String(decoding: channel, as: UTF8.self))
+                case let .publication(channel, line):
+                    lines.append("pub " + String(decoding: channel, as: UTF8.self))
+                    ByteScan.integers(after: Array(#"{"t":"#.utf8), in: line) { stamps.append($0) }
                 case .otherPush: lines.append("push")
                 }
             }
         }
         #expect(lines == ["ping", "reply 2 ok", "reply 12 111", "pub nearby:#u1", "push"])
+        #expect(stamps == [5], "payload markers are found in either encoding")
+    }
+
+    @Test func aBrokenProtobufMessageEndsTheReading() {
+        var frame = Self.serverFrame(.protobuf)
+        frame.append(contentsOf: [0x05, 0x08])  // declares 5 bytes, 1 follows
+        var count = 0
+        frame.withUnsafeBytes { bytes in CentrifugeFraming(encoding: .protobuf).lines(in: bytes) { _ in count += 1 } }
+        #expect(count == 5)
+    }
+
+    @Test(arguments: ProtocolEncoding.allCases)
+    func commandsAreWhatTheServerDecodes(_ encoding: ProtocolEncoding) throws {
+        let framing = CentrifugeFraming(encoding: encoding)
+        let connect = try encoding.commands(in: framing.connect(token: "t", subscribing: [SubscribeRequest(channel: "a")]))
+        #expect(connect == [.command(Command(id: 1, .connect(ConnectRequest(token: "t")))), .command(Command(id: 2, .subscribe(SubscribeRequest(channel: "a"))))])
+        let payload = FanoutScenario.payload(stamp: 7, size: 40)
+        let publish = try encoding.commands(in: framing.publish(id: 11, channel: "bench", data: payload))
+        #expect(publish == [.command(Command(id: 11, .publish(channel: "bench", data: try RawJSON(validating: payload))))])
+        #expect(try encoding.commands(in: framing.pong) == [.command(Command(id: 0, .pong))])
+        #expect(try encoding.commands(in: framing.rpc(id: 12, method: "m", data: ["a": 1])) == [.command(Command(id: 12, .rpc(method: "m", data: RawJSON(["a": 1]))))])
     }
 
     @Test func fanoutPayloadsHaveTheExactSizeAndCarryTheirStamp() {

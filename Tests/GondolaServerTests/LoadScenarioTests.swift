@@ -1,6 +1,7 @@
 import Foundation
 import GondolaGeo
 import GondolaLoad
+import GondolaProtocol
 import Testing
 
 /// gondola-load's scenarios against a real server over real sockets (libwebsockets on the client side).
@@ -17,7 +18,8 @@ import Testing
         return try await LoadDriver(scenario: scenario, settings: settings).run()
     }
 
-    @Test func fiftyTravellersForTenSeconds() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func fiftyTravellersForTenSeconds(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let base = "http://127.0.0.1:\(server.port)"
         let cast = try await TravellerCast.prepare(travellers: 50, trips: 2, prefix: "lt", api: ServerAPIClient(base: base, key: RunningServer.apiKey),
@@ -28,6 +30,7 @@ import Testing
         options.chatInterval = .seconds(2)
         options.rsvpShare = 0.3
         options.rsvpInterval = .seconds(2)
+        options.encoding = encoding
         let graph = try SkiResort(geoJSON: Data(contentsOf: Self.resort)).graph
         let scenario = try TravellerScenario(url: server.loadURL(), cast: cast, graph: graph, options: options)
         let report = try await Self.run(scenario, for: .seconds(10), warmUp: .seconds(3))
@@ -53,14 +56,14 @@ import Testing
         #expect(report.timeline.count >= 13)
     }
 
-    @Test(arguments: [ChatMode.group, .direct])
-    func chatSendersAreAnsweredAndEveryMemberGetsEachMessage(_ mode: ChatMode) async throws {
+    @Test(arguments: [ChatMode.group, .direct], ProtocolEncoding.allCases)
+    func chatSendersAreAnsweredAndEveryMemberGetsEachMessage(_ mode: ChatMode, _ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let base = "http://127.0.0.1:\(server.port)"
         // 20 clients in trips of 10: two group chats of 10, or ten 1:1 chats.
-        let cast = try await TravellerCast.prepare(travellers: 20, trips: 2, prefix: "lc\(mode.rawValue)",
+        let cast = try await TravellerCast.prepare(travellers: 20, trips: 2, prefix: "lc\(mode.rawValue)\(encoding.rawValue)",
                                                    api: ServerAPIClient(base: base, key: RunningServer.apiKey), tokens: .secret(RunningServer.secret))
-        let scenario = try ChatScenario(url: server.loadURL(), cast: cast, mode: mode, rate: 40)
+        let scenario = try ChatScenario(url: server.loadURL(), cast: cast, mode: mode, rate: 40, encoding: encoding)
         let report = try await Self.run(scenario, for: .seconds(4), warmUp: .seconds(1))
 
         #expect(report.connected == 20)
@@ -73,6 +76,20 @@ import Testing
         let members: UInt64 = mode == .group ? 10 : 2
         let deliveries = report.latencies["chat"]?.count ?? 0
         #expect(deliveries >= acks * members * 9 / 10 && deliveries <= (acks + 10) * members, "\(acks) acks, \(deliveries) deliveries")
+    }
+
+    @Test(arguments: ProtocolEncoding.allCases)
+    func fanoutDeliversEveryPublicationToEverySubscriber(_ encoding: ProtocolEncoding) async throws {
+        let server = try await startTravelServer()
+        let tokens = try await TokenSource.secret(RunningServer.secret).tokens(for: (0..<21).map { "fo\($0)" })
+        let scenario = try FanoutScenario(target: .gondola, url: server.loadURL(), subscribers: 20, rate: .fixed(50), payloadBytes: 64,
+                                          channel: "fanout-\(encoding.rawValue)", tokens: tokens, encoding: encoding)
+        let report = try await Self.run(scenario, for: .seconds(3), warmUp: .seconds(1))
+        #expect(report.connected == 21)
+        #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty, "\(report.connectionErrors) \(report.errorReplies)")
+        let share = try #require(report.figures["delivered_share"])
+        #expect(share > 0.95 && share <= 1.01, "\(share)")
+        #expect((report.latencies["delivery"]?.count ?? 0) >= 20 * 140)
     }
 }
 
