@@ -59,19 +59,24 @@ def peers(triples):
         target, subscribers, saturated, fixed = triples[index:index + 4]
         rows.append((target, int(subscribers), load(saturated), load(fixed)))
     nats = {subscribers: (s, f) for target, subscribers, s, f in rows if target == "nats"}
+    gondola_json = {subscribers: s for target, subscribers, s, f in rows if target == "gondola-json"}
     for target, subscribers, saturated, fixed in rows:
         delivered = saturated["figures"]["delivered_per_second"]
         p99 = fixed["latencies"].get("delivery", {}).get("p99")
         reference = nats.get(subscribers)
-        ratio_delivered = ratio_p99 = "–"
+        ratio_delivered = ratio_p99 = ratio_json = "–"
         if reference:
             ratio_delivered = f"{delivered / max(reference[0]['figures']['delivered_per_second'], 1e-9):.2f}"
             reference_p99 = reference[1]["latencies"].get("delivery", {}).get("p99")
             if p99 is not None and reference_p99:
                 ratio_p99 = f"{p99 / reference_p99:.2f}"
+        if target == "gondola-protobuf" and subscribers in gondola_json:
+            ratio_json = f"{delivered / max(gondola_json[subscribers]['figures']['delivered_per_second'], 1e-9):.2f}"
+        server = saturated.get("server")
+        per_delivery = f"{server['cpuPercent'] / 100 / delivered * 1e6:.2f}" if server and delivered > 0 else "–"
         rss = (fixed.get("server") or {}).get("rssPerConnectionKiB")
         share = fixed["figures"].get("delivered_share", 0) * 100
-        print(f"| {subscribers} | {target} | {delivered:.0f} | {ratio_delivered} | {cpu(saturated.get('server'))} "
+        print(f"| {subscribers} | {target} | {delivered:.0f} | {ratio_delivered} | {ratio_json} | {cpu(server)} | {per_delivery} "
               f"| {'–' if p99 is None else f'{p99:.2f}'} | {ratio_p99} | {share:.1f}% "
               f"| {'–' if rss is None else f'{rss:.1f}'} | {errors(saturated) + errors(fixed)} |")
 

@@ -20,6 +20,15 @@ public enum ProtocolEncoding: String, Sendable, CaseIterable {
         }
     }
 
+    /// The values of a JSON frame, its parse error as a decoding error.
+    private static func jsonValues(in frame: some Collection<UInt8>) throws(ProtocolDecodingError) -> [JSON] {
+        do {
+            return try Frame.values(in: frame)
+        } catch {
+            throw ProtocolDecodingError("\(error)")
+        }
+    }
+
     // MARK: Server side
 
     /// The commands of one inbound frame, in order. A frame whose framing is broken
@@ -28,13 +37,7 @@ public enum ProtocolEncoding: String, Sendable, CaseIterable {
     public func commands(in frame: some Collection<UInt8>) throws(ProtocolDecodingError) -> [DecodedCommand] {
         switch self {
         case .json:
-            let values: [JSON]
-            do {
-                values = try Frame.values(in: frame)
-            } catch {
-                throw ProtocolDecodingError("\(error)")
-            }
-            return values.map { (value) -> DecodedCommand in
+            return try Self.jsonValues(in: frame).map { (value) -> DecodedCommand in
                 do throws(ProtocolDecodingError) {
                     return .command(try Command(json: value))
                 } catch {
@@ -93,14 +96,8 @@ public enum ProtocolEncoding: String, Sendable, CaseIterable {
     public func serverMessages(in frame: some Collection<UInt8>) throws(ProtocolDecodingError) -> [ServerMessage] {
         switch self {
         case .json:
-            let values: [JSON]
-            do {
-                values = try Frame.values(in: frame)
-            } catch {
-                throw ProtocolDecodingError("\(error)")
-            }
             var messages: [ServerMessage] = []
-            for value in values { messages.append(try ServerMessage(json: value)) }
+            for value in try Self.jsonValues(in: frame) { messages.append(try ServerMessage(json: value)) }
             return messages
         case .protobuf:
             var messages: [ServerMessage] = []

