@@ -14,10 +14,11 @@ import Testing
         return try await client.subscribe(request)
     }
 
-    @Test func hostBroadcastsReachOnlineTravellersAndOfflineOnesRecoverThem() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func hostBroadcastsReachOnlineTravellersAndOfflineOnesRecoverThem(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
-        let hana = try await server.client("hana"), alice = try await server.client("alice"), bob = try await server.client("bob")
+        let hana = try await server.client("hana", encoding: encoding), alice = try await server.client("alice", encoding: encoding), bob = try await server.client("bob", encoding: encoding)
         try await alice.subscribe("trip:\(trip)")
         let bobFirst = try await bob.subscribe(SubscribeRequest(channel: "trip:\(trip)"))
         await bob.close()
@@ -31,7 +32,7 @@ import Testing
         #expect(online.first?["type"]?.stringValue == "broadcast")
         #expect(online.first?["from"]?.stringValue == "hana")
 
-        let bobAgain = try await server.client("bob")
+        let bobAgain = try await server.client("bob", encoding: encoding)
         let recovered = try await Self.recover(bobAgain, "trip:\(trip)", after: bobFirst, offset: bobFirst.offset)
         #expect(recovered.recovered)
         #expect(recovered.publications.compactMap { $0.data.value["text"]?.stringValue } == ["Breakfast at 8", "Lifts close at 4"])
@@ -39,9 +40,10 @@ import Testing
         try await server.stop()
     }
 
-    @Test func announcementsAreForStaffToSendAndEveryoneToReceive() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func announcementsAreForStaffToSendAndEveryoneToReceive(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
-        let carol = try await server.client("carol"), sam = try await server.client("sam")
+        let carol = try await server.client("carol", encoding: encoding), sam = try await server.client("sam", encoding: encoding)
         let before = try await carol.subscribe(SubscribeRequest(channel: "announcements"))
         await #expect(throws: RPCFailure.self) { try await sam.rpc("broadcast.send", ["scope": "all", "text": "Hello"]) }
         _ = try await server.api("user_set_staff", ["user": "sam", "staff": true])

@@ -19,9 +19,10 @@ import Testing
         try await client.rpc("chat.send", ["chat": .string(chat), "text": .string(text), "client_message_id": .string(id)])
     }
 
-    @Test func directChatKeepsOrderAndRetriesAreIdempotent() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func directChatKeepsOrderAndRetriesAreIdempotent(_ encoding: ProtocolEncoding) async throws {
         let (server, _) = try await Self.start()
-                let alice = try await server.client("alice"), bob = try await server.client("bob")
+                let alice = try await server.client("alice", encoding: encoding), bob = try await server.client("bob", encoding: encoding)
         let created = try await alice.rpc("chat.create", ["members": ["bob"]])
         let chat = try #require(created["chat"]?["id"]?.stringValue)
         #expect(created["chat"]?["kind"]?.stringValue == "direct")
@@ -73,9 +74,10 @@ import Testing
         try await second.stop()
     }
 
-    @Test func concurrentSendsRetriesAndARecoveryInTheMiddle() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func concurrentSendsRetriesAndARecoveryInTheMiddle(_ encoding: ProtocolEncoding) async throws {
         let (server, _) = try await Self.start()
-        let alice = try await server.client("alice"), bob = try await server.client("bob"), again = try await server.client("bob")
+        let alice = try await server.client("alice", encoding: encoding), bob = try await server.client("bob", encoding: encoding), again = try await server.client("bob", encoding: encoding)
         let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
         let first = try await bob.subscribe(SubscribeRequest(channel: "chat:\(chat)"))
         let count = 200

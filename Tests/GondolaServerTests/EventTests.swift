@@ -35,10 +35,11 @@ final class RecordingTelegram: TelegramNotifier {
 
     static func invitees(_ answer: JSON) -> Set<String> { Set(answer["invitees"]?.arrayValue.compactMap { $0["user"]?.stringValue } ?? []) }
 
-    @Test func friendsSelectedAndTripAudiences() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func friendsSelectedAndTripAudiences(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
-        let alice = try await server.client("alice"), dave = try await server.client("dave"), bob = try await server.client("bob")
+        let alice = try await server.client("alice", encoding: encoding), dave = try await server.client("dave", encoding: encoding), bob = try await server.client("bob", encoding: encoding)
         _ = try await dave.rpc("friend.add", ["user": "alice"])
         _ = try await alice.rpc("friend.add", ["user": "dave"])
         try await bob.subscribe("personal:#bob")
@@ -91,10 +92,11 @@ final class RecordingTelegram: TelegramNotifier {
         try await server.stop()
     }
 
-    @Test func responsesAreChangeableCountedAndPushed() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func responsesAreChangeableCountedAndPushed(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         _ = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob", "cleo"])
-        let alice = try await server.client("alice"), bob = try await server.client("bob"), carol = try await server.client("carol")
+        let alice = try await server.client("alice", encoding: encoding), bob = try await server.client("bob", encoding: encoding), carol = try await server.client("carol", encoding: encoding)
         let event = try await alice.rpc("event.create", Self.event(["kind": "friends"]))
         let id = try #require(event["id"]?.stringValue)
         try await alice.subscribe("event:\(id)")

@@ -167,9 +167,10 @@ import Testing
         try await server.stop()
     }
 
-    @Test func mapModeSwitchesWithHysteresisAndIsPushedOnPersonal() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func mapModeSwitchesWithHysteresisAndIsPushedOnPersonal(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
-        let client = try await server.client("mia")
+        let client = try await server.client("mia", encoding: encoding)
         try await client.subscribe("personal:#mia")
         let town = GeoPoint(lat: 45.20, lon: 6.50)
         #expect(try await client.rpc("location.update", Self.update(town))["map"]?["mode"]?.stringValue == "street")
@@ -188,9 +189,10 @@ import Testing
         try await server.stop()
     }
 
-    @Test func routingOnTheDemoResort() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func routingOnTheDemoResort(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
-        let client = try await server.client("rob")
+        let client = try await server.client("rob", encoding: encoding)
         let resorts = try await client.rpc("map.resorts")["resorts"]?.arrayValue ?? []
         #expect(resorts.first?["id"]?.stringValue == "demo")
         #expect(resorts.first?["bbox"]?.arrayValue.count == 4)
@@ -219,11 +221,12 @@ import Testing
         try await server.stop()
     }
 
-    @Test func friendsRequestsChannelAndVisibility() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func friendsRequestsChannelAndVisibility(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         _ = try await server.api("user_set_staff", ["user": "tom", "staff": false])
         _ = try await server.api("user_set_staff", ["user": "otto", "staff": false])
-        let tom = try await server.client("tom"), otto = try await server.client("otto")
+        let tom = try await server.client("tom", encoding: encoding), otto = try await server.client("otto", encoding: encoding)
         try await tom.subscribe("personal:#tom")
         try await otto.subscribe("personal:#otto")
         #expect(try await otto.rpc("friend.add", ["user": "tom"])["friends"] == false)
@@ -248,10 +251,11 @@ import Testing
         try await server.stop()
     }
 
-    @Test func hostsSeeTheirTravellersEvenWhenHidden() async throws {
+    @Test(arguments: ProtocolEncoding.allCases)
+    func hostsSeeTheirTravellersEvenWhenHidden(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["tom", "tia"])
-        let hana = try await server.client("hana"), tom = try await server.client("tom")
+        let hana = try await server.client("hana", encoding: encoding), tom = try await server.client("tom", encoding: encoding)
         _ = try await tom.rpc("location.update", Self.update(Self.origin))
         let snapshot = try await hana.subscribe("locations:\(trip)")
         #expect(snapshot?["positions"]?.arrayValue.map { $0["user"]?.stringValue } == ["tom"])
