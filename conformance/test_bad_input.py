@@ -162,6 +162,15 @@ async def test_protobuf_handshake_answers_the_subprotocol(server):
         assert reply.id == 1 and reply.connect.client and reply.connect.ping == 2 and reply.connect.pong
 
 
+async def test_unknown_format_closes_with_3501_naming_it(server):
+    async with websockets.connect(server.ws_url + "?format=xml") as ws:
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 5)
+    assert closed.value.rcvd.code == 3501
+    assert closed.value.rcvd.reason == "bad request: format must be json or protobuf, got 'xml'"
+    await assert_healthy(server)
+
+
 def unknown_method():
     # id 2 and field 20 (varint 1): no method of the protocol has that number.
     return framed(b"\x08\x02\xa0\x01\x01")

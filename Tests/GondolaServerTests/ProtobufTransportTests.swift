@@ -23,15 +23,25 @@ import Testing
         try await server.stop()
     }
 
-    @Test func anUnknownFormatIsClosedWith3501NamingIt() async throws {
+    @Test func protobufConnectionsHaveTheSameRateAndErrorLimits() async throws {
         let server = try await RunningServer.start()
-        let conversation = try await converse(server.webSocketURL + "?format=xml", [])
-        #expect(conversation.closeCode == 3501)
-        #expect(conversation.closeReason == "bad request: format must be json or protobuf, got 'xml'")
-        // The server goes on serving.
-        let client = try await server.client("bob", encoding: .protobuf)
-        #expect(try await client.call(.ping).body == .ping)
-        await client.close()
+        let protobuf = ProtocolEncoding.protobuf
+        let connect = protobufCommand(1, .connect(ConnectRequest(token: try await server.token("flood"))))
+        // Three frames of 300 pings: 200 pass (the burst), the rest are answered 111, then 3013.
+        let floods = stride(from: 2, to: 902, by: 300).map { start in
+            protobuf.frame((UInt32(start)..<UInt32(start + 300)).map { protobuf.encode(Command(id: $0, .ping)) })
+        }
+        let flooded = try await converse(server.webSocketURL, [.binary(connect), .awaitMessages(1)] + floods.map(Step.binary),
+                                         encoding: .protobuf, subprotocol: ProtocolEncoding.protobufSubprotocol)
+        #expect(flooded.closeCode == 3013)
+        let refused = flooded.replies.filter { $0.errorCode == 111 }
+        #expect(!refused.isEmpty && refused.allSatisfy { $0.id > 1 })
+        // Twenty error replies in a row close with 3509.
+        let missing = protobuf.frame((2..<30).map { protobuf.encode(Command(id: UInt32($0), .rpc(method: "missing", data: nil))) })
+        let failing = try await converse(server.webSocketURL, [.binary(connect), .awaitMessages(1), .binary(missing)],
+                                         encoding: .protobuf, subprotocol: ProtocolEncoding.protobufSubprotocol)
+        #expect(failing.closeCode == 3509)
+        #expect(failing.replies.contains { $0.errorCode == 104 })
         try await server.stop()
     }
 
