@@ -43,10 +43,6 @@ public struct Push: Sendable, Equatable {
         return .object([(key: "push", value: push.json)])
     }
 
-    /// Encoded as one line of a frame. Publications are encoded once and these
-    /// bytes are shared by every receiver.
-    public var bytes: [UInt8] { json.bytes }
-
     public init(json: JSON) throws(ProtocolDecodingError) {
         guard let pushJSON = json["push"] else { throw ProtocolDecodingError("not a push") }
         let fields = try JSONFields(pushJSON, path: "push")

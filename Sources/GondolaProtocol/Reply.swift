@@ -46,9 +46,6 @@ public struct Reply: Sendable, Equatable {
         return object.json
     }
 
-    /// Encoded as one line of a frame.
-    public var bytes: [UInt8] { json.bytes }
-
     public init(json: JSON) throws(ProtocolDecodingError) {
         let fields = try JSONFields(json, path: "reply")
         id = try fields.uint32("id")

@@ -90,7 +90,8 @@ import Testing
     }
 
     @Test func aBatchOfRepliesAndPushesDecodesInOrder() throws {
-        let messages = [Self.replies[0].bytes, Self.pushes[0].bytes, Frame.emptyObject, Self.replies[3].bytes]
+        let json = ProtocolEncoding.json
+        let messages = [json.encode(Self.replies[0]), json.encode(Self.pushes[0]), json.ping, json.encode(Self.replies[3])]
         let decoded = try Frame.values(in: Frame.join(messages)).map(ServerMessage.init(json:))
         #expect(decoded == [.reply(Self.replies[0]), .push(Self.pushes[0]), .ping, .reply(Self.replies[3])])
     }
