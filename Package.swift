@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
         .library(name: "GondolaStore", targets: ["GondolaStore"]),
+        .library(name: "GondolaDomain", targets: ["GondolaDomain"]),
         .library(name: "GondolaTravel", targets: ["GondolaTravel"]),
         .library(name: "GondolaServer", targets: ["GondolaServer"]),
     ],
@@ -56,11 +57,24 @@ let package = Package(
             ]
         ),
         .target(
+            name: "GondolaDomain",
+            dependencies: [
+                "GondolaHub",
+                "GondolaProtocol",
+                "GondolaStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
             name: "GondolaTravel",
             dependencies: [
+                "GondolaDomain",
                 "GondolaHub",
                 "GondolaGeo",
                 "GondolaStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -68,6 +82,7 @@ let package = Package(
         .target(
             name: "GondolaServer",
             dependencies: [
+                "GondolaDomain",
                 "GondolaHub",
                 "GondolaStore",
                 "GondolaTravel",
@@ -123,7 +138,11 @@ let package = Package(
             dependencies: ["GondolaHub", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "GondolaStoreTests", dependencies: ["GondolaStore"]),
-        .testTarget(name: "GondolaTravelTests", dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore"]),
+        .testTarget(
+            name: "GondolaTravelTests",
+            dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift")],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(
             name: "GondolaServerTests",
             dependencies: [

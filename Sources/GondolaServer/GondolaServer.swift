@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaStore
@@ -16,21 +17,27 @@ public final class GondolaServer: Sendable {
     public let node: Node
     public let database: GondolaDatabase
     public let users: UserRepository
-    public let travel: TravelService
+    /// The installed domains by name, in registration order.
+    let domains: [(name: String, installed: InstalledDomain)]
     let tokens: ConnectionTokens
     let metrics: ServerMetrics
     let logger: Logger
     private let activeTransports = Atomic<Int>(0)
 
-    /// Opens the database and builds the hub. The configuration must carry a
-    /// token secret and an API key (see `GeneratedSecrets.complete`). Telegram
-    /// messages go through `telegram` when given, else through the Bot API when
-    /// `telegram_bot_token` is set, else nowhere.
+    /// Opens the database with every built-in domain's schema, builds the hub and
+    /// installs the domains `domains` enables (all when unset). The configuration
+    /// must carry a token secret and an API key (see `GeneratedSecrets.complete`).
+    /// Telegram messages go through `telegram` when given, else through the Bot API
+    /// when `telegram_bot_token` is set, else nowhere.
     public init(configuration: ServerConfiguration, telegram: (any TelegramNotifier)? = nil, logger: Logger = Logger(label: "gondola")) async throws {
         precondition(!configuration.tokenHMACSecret.isEmpty && !configuration.apiKey.isEmpty, "secrets must be set")
         self.configuration = configuration
         self.logger = logger
-        self.database = try GondolaDatabase(path: configuration.database)
+        let notifier = telegram ?? (configuration.telegramBotToken.isEmpty ? NoTelegramBot() : TelegramBotAPI(token: configuration.telegramBotToken))
+        let builtIn = BuiltInDomains.all(configuration, telegram: notifier)
+        self.database = try GondolaDatabase(path: configuration.database) { migrator in
+            for domain in builtIn { domain.registerMigrations(in: &migrator) }
+        }
         self.users = UserRepository(database: database)
         self.tokens = try await ConnectionTokens(secret: configuration.tokenHMACSecret)
         self.metrics = ServerMetrics()
@@ -38,21 +45,22 @@ public final class GondolaServer: Sendable {
             configuration: configuration.hub, tokens: tokens,
             durableHistory: SQLiteHistoryStore(database: database),
             metricsFactory: metrics.factory, logger: logger)
-        let resorts: ResortCatalog
-        do {
-            resorts = try ResortCatalog(folder: configuration.resorts)
-        } catch {
-            throw ConfigurationError("resorts: \(error)")
+        let context = DomainContext(node: node, database: database, logger: logger)
+        var installed: [(name: String, installed: InstalledDomain)] = []
+        for domain in builtIn where configuration.domains?.contains(domain.name) ?? true {
+            do {
+                installed.append((domain.name, try await domain.install(in: context)))
+            } catch let error as DomainSetupError {
+                throw ConfigurationError("\(domain.name): \(error)")
+            }
         }
-        if resorts.resorts.isEmpty {
-            logger.warning("no resorts loaded", metadata: ["folder": "\(configuration.resorts)"])
-        }
-        var settings = LocationSettings()
-        settings.interval = configuration.locationInterval
-        settings.ttl = configuration.locationTTL
-        settings.rate = configuration.locationRate
-        let notifier = telegram ?? (configuration.telegramBotToken.isEmpty ? NoTelegramBot() : TelegramBotAPI(token: configuration.telegramBotToken))
-        self.travel = try TravelService(node: node, database: database, resorts: resorts, settings: settings, telegram: notifier, logger: logger)
+        self.domains = installed
+    }
+
+    /// The main service of an installed domain (for example `TravelService`), or nil
+    /// when no enabled domain has one of that type.
+    public func service<Service>(_ type: Service.Type) -> Service? {
+        domains.lazy.compactMap { $0.installed.service as? Service }.first
     }
 
     /// The HTTP application; `onServerRunning` gets the bound port.
@@ -64,10 +72,12 @@ public final class GondolaServer: Sendable {
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database.checkpointer))))
         }
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
-        TelegramWebhookEndpoint(secret: configuration.telegramWebhookSecret, webhook: travel.telegramWebhook).addRoutes(to: router)
         var api = ServerAPI(node: node)
-        for (name, method) in travel.adminMethods {
-            api.register(name) { params throws(HubError) in try await method(params.json) }
+        for (_, domain) in domains {
+            domain.routes(router)
+            for (name, method) in domain.serverMethods {
+                api.register(name) { params throws(HubError) in try await method(params.json) }
+            }
         }
         ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
 
@@ -121,17 +131,17 @@ public final class GondolaServer: Sendable {
     public var openConnections: Int { activeTransports.load(ordering: .relaxed) }
 }
 
-/// Runs the hub's maintenance loop and, on graceful shutdown, closes every
+/// Runs the hub's maintenance loop and the domains' background tasks and, on graceful shutdown, closes every
 /// client with 3001 and waits (up to 3 s) for their connections to end.
 struct HubService: Service {
     let server: GondolaServer
 
     func run() async throws {
         let maintenance = Task { await server.node.runMaintenance() }
-        let frames = Task { await server.travel.run() }
+        let domainTasks = server.domains.compactMap { $0.installed.background }.map { work in Task { await work() } }
         defer {
             maintenance.cancel()
-            frames.cancel()
+            domainTasks.forEach { $0.cancel() }
         }
         try? await gracefulShutdown()
         server.node.shutdown()
@@ -164,15 +174,6 @@ struct ServerAPIEndpoint: Sendable {
             }
             return JSONResponse.make(answer)
         }
-    }
-}
-
-/// Comparison that takes the same time wherever the strings differ.
-enum ConstantTime {
-    static func equal(_ lhs: String, _ rhs: String) -> Bool {
-        let a = Array(lhs.utf8), b = Array(rhs.utf8)
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }
 

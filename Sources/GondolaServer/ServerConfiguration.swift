@@ -22,8 +22,19 @@ public struct ServerConfiguration: Sendable {
     /// How long tokens minted by the sign-in endpoints stay valid.
     public var signInTokenTTL: Duration = .seconds(24 * 3600)
     public var hub = HubConfiguration()
+    /// The domains to install (`BuiltInDomains`); nil installs every one.
+    public var domains: Set<String>?
 
     public init() {}
+
+    /// The travel domain's location settings.
+    var locationSettings: LocationSettings {
+        var settings = LocationSettings()
+        settings.interval = locationInterval
+        settings.ttl = locationTTL
+        settings.rate = locationRate
+        return settings
+    }
 
     /// The folder beside the database where generated secrets are kept.
     public var dataFolder: String {
@@ -48,7 +59,7 @@ public enum ConfigurationLoader {
         "listen", "database", "token_hmac_secret", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
-        "location_rate", "command_rate", "command_burst", "namespaces",
+        "location_rate", "command_rate", "command_burst", "namespaces", "domains",
     ]
 
     /// Loads and validates; the error names the key, the source and the bad value.
@@ -131,12 +142,27 @@ public enum ConfigurationLoader {
             var namespaces: [String: NamespaceOptions] = ["": .defaultNamespace]
             for (index, entry) in entries.enumerated() {
                 let options = try namespace(entry, path: "namespaces[\(index)]", source: source)
-                guard !TravelNamespaces.names.contains(options.name) else {
+                guard !BuiltInDomains.namespaces.contains(options.name) else {
                     throw ConfigurationError("\(source): namespaces[\(index)].name '\(options.name)' is built in and cannot be redefined")
                 }
                 namespaces[options.name] = options
             }
             configuration.hub.namespaces = namespaces
+        case "domains":
+            let names: [String]
+            switch value {
+            case let .string(text): names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            case let .array(entries): names = try entries.map { (entry) throws(ConfigurationError) in
+                guard case let .string(name) = entry else { throw field.error("expected domain names, got \(entry.kindName)") }
+                return name
+            }
+            default: throw field.error("expected an array of domain names or a comma-separated list, got \(value.kindName)")
+            }
+            let known = BuiltInDomains.names
+            if let unknown = names.first(where: { !known.contains($0) }) {
+                throw field.error("unknown domain '\(unknown)' (known domains: \(known.joined(separator: ", ")))")
+            }
+            configuration.domains = Set(names)
         default:
             throw ConfigurationError("\(source): unknown key '\(key)' (known keys: \(keys.joined(separator: ", ")))")
         }

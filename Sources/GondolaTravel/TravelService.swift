@@ -46,8 +46,8 @@ public final class TravelService: Sendable {
     }
 
     /// Server API methods for trip and staff administration.
-    public var adminMethods: [(name: String, method: @Sendable (JSON) async throws(HubError) -> JSON)] {
-        directoryRPC.adminMethods
+    public var adminMethods: [String: @Sendable (JSON) async throws(HubError) -> JSON] {
+        Dictionary(uniqueKeysWithValues: directoryRPC.adminMethods.map { ($0.name, $0.method) })
     }
 
     /// Publishes position frames and expires stale positions until cancelled.

@@ -82,7 +82,10 @@ struct Serve: AsyncParsableCommand {
         let server = try await GondolaServer(configuration: configuration)
         var demoTravellers: Task<Void, Never>?
         if demo {
-            let trip = DemoTrip(travel: server.travel)
+            guard let travel = server.service(TravelService.self) else {
+                throw ValidationError("--demo needs the travel domain, which 'domains' leaves out")
+            }
+            let trip = DemoTrip(travel: travel)
             do {
                 try trip.seed()
             } catch {

@@ -35,8 +35,7 @@ import Testing
     }
 
     @Test func storedSendsAreReadBackPerChatNewestWithinTheWindow() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-recent-\(UUID().uuidString)/db.sqlite").path
-        let repository = ChatRepository(database: try GondolaDatabase(path: path))
+        let repository = ChatRepository(database: try travelDatabase())
         for chat in ["a", "b", "quiet"] {
             try repository.create(Chat(id: chat, kind: .group, title: chat, trip: nil, members: ["alice"], createdAt: 0), pairKey: nil, createdBy: "alice")
         }

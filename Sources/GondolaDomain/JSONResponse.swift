@@ -2,9 +2,9 @@ import GondolaProtocol
 import Hummingbird
 import NIOCore
 
-/// JSON bodies in and out of the HTTP endpoints.
-enum JSONResponse {
-    static func make(_ json: JSON, status: HTTPResponse.Status = .ok) -> Response {
+/// JSON bodies in and out of the HTTP endpoints of the server and its domains.
+public enum JSONResponse {
+    public static func make(_ json: JSON, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status,
             headers: [.contentType: "application/json"],
@@ -12,12 +12,12 @@ enum JSONResponse {
     }
 
     /// `{"error":{"code":C,"message":"..."}}` with an HTTP status.
-    static func error(_ status: HTTPResponse.Status, code: UInt32, _ message: String) -> Response {
+    public static func error(_ status: HTTPResponse.Status, code: UInt32, _ message: String) -> Response {
         make(["error": ["code": .int(Int64(code)), "message": .string(message)]], status: status)
     }
 
     /// The request body parsed as a JSON object, or a 400 response naming what is wrong.
-    static func object(of request: Request, limit: Int) async -> Result<JSON, ResponseError> {
+    public static func object(of request: Request, limit: Int) async -> Result<JSON, ResponseError> {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: limit)
@@ -42,11 +42,20 @@ enum JSONResponse {
 
 /// A ready response carried as an error, for early exits; thrown from a route,
 /// Hummingbird answers with it.
-struct ResponseError: HTTPResponseError {
-    let response: Response
-    init(_ response: Response) { self.response = response }
+public struct ResponseError: HTTPResponseError {
+    public let response: Response
+    public init(_ response: Response) { self.response = response }
 
-    var status: HTTPResponse.Status { response.status }
+    public var status: HTTPResponse.Status { response.status }
 
-    func response(from request: Request, context: some RequestContext) throws -> Response { response }
+    public func response(from request: Request, context: some RequestContext) throws -> Response { response }
+}
+
+/// Comparison that takes the same time wherever the strings differ (secrets, keys).
+public enum ConstantTime {
+    public static func equal(_ lhs: String, _ rhs: String) -> Bool {
+        let a = Array(lhs.utf8), b = Array(rhs.utf8)
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
 }

@@ -1,5 +1,5 @@
+import GondolaDomain
 import GondolaProtocol
-import GondolaTravel
 import Hummingbird
 
 /// `POST /api/telegram/webhook`: updates from the Telegram bot. The

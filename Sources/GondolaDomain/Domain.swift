@@ -1,0 +1,71 @@
+import GondolaHub
+import GondolaProtocol
+import GondolaStore
+import GRDB
+import Hummingbird
+import Logging
+
+/// One app's backend on the hub: its schema, the namespaces and RPC methods it
+/// installs on the node, and what the server serves for it (server API methods,
+/// HTTP routes, a background task). The server installs a list of them; a domain
+/// touches no hub or server file.
+public protocol Domain: Sendable {
+    /// The name the configuration's `domains` lists.
+    var name: String { get }
+
+    /// The namespaces the domain provides; the configuration may not redefine them,
+    /// whether the domain is enabled or not.
+    var namespaces: Set<String> { get }
+
+    /// Registers the domain's schema changes, oldest first. Their identifiers are
+    /// unique across domains and never change once released.
+    func registerMigrations(in migrator: inout DatabaseMigrator)
+
+    /// Builds the domain's services on the opened database and installs its
+    /// namespaces and RPC methods on the node.
+    func install(in context: DomainContext) async throws -> InstalledDomain
+}
+
+/// What a domain is given when it is installed.
+public struct DomainContext: Sendable {
+    public let node: Node
+    public let database: GondolaDatabase
+    public let logger: Logger
+
+    public init(node: Node, database: GondolaDatabase, logger: Logger) {
+        self.node = node
+        self.database = database
+        self.logger = logger
+    }
+}
+
+/// What the server serves for an installed domain.
+public struct InstalledDomain: Sendable {
+    /// A server API method (`POST /api/<name>` with the API key): the request's JSON
+    /// object in, the `result` object out.
+    public typealias ServerMethod = @Sendable (JSON) async throws(HubError) -> JSON
+
+    /// The domain's main service, for embedding programs (`GondolaServer.service(_:)`).
+    public let service: any Sendable
+    public let serverMethods: [String: ServerMethod]
+    /// Adds the domain's HTTP routes.
+    public let routes: @Sendable (Router<BasicRequestContext>) -> Void
+    /// Runs until cancelled while the server runs.
+    public let background: (@Sendable () async -> Void)?
+
+    public init(service: any Sendable, serverMethods: [String: ServerMethod] = [:],
+                routes: @escaping @Sendable (Router<BasicRequestContext>) -> Void = { _ in },
+                background: (@Sendable () async -> Void)? = nil) {
+        self.service = service
+        self.serverMethods = serverMethods
+        self.routes = routes
+        self.background = background
+    }
+}
+
+/// A domain that cannot start with what it was given (a missing folder, a bad
+/// file); the message names the setting and the value.
+public struct DomainSetupError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,79 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import GondolaProtocol
+import GondolaServer
+import GondolaTravel
+import Testing
+
+/// The domain seam: `domains` picks which built-in domains are installed.
+@Suite struct DomainSeamTests {
+    /// With travel left out its RPCs answer 104, its namespaces do not exist, its server API
+    /// methods and routes are not found, and the rest of the hub still works.
+    @Test func aDisabledDomainInstallsNothing() async throws {
+        let server = try await startTravelServer { $0.domains = [] }
+        #expect(server.server.service(TravelService.self) == nil)
+        let alice = try await server.client("alice")
+        do {
+            _ = try await alice.rpc("profile.get")
+            Issue.record("profile.get answered")
+        } catch let failure as RPCFailure {
+            #expect(failure.code == 104 && failure.message == "method not found: profile.get")
+        }
+        for channel in ["personal:#alice", "nearby:#alice", "chat:x"] {
+            do {
+                try await alice.subscribe(channel)
+                Issue.record("subscribed to \(channel)")
+            } catch let failure as RPCFailure {
+                #expect(failure.code == 102, "\(channel): \(failure)")
+            }
+        }
+        let (status, answer) = try await server.post("/api/trip_create", body: #"{"name":"x","starts_at":0,"ends_at":1}"#)
+        #expect(status == 404 && answer["error"]?["code"]?.doubleValue == 104)
+        var webhook = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/api/telegram/webhook")!)
+        webhook.httpMethod = "POST"
+        webhook.httpBody = Data("{}".utf8)
+        let (_, webhookResponse) = try await URLSession.shared.data(for: webhook)
+        #expect((webhookResponse as? HTTPURLResponse)?.statusCode == 404)
+        // The configured namespaces still serve.
+        try await alice.subscribe("room:lobby")
+        _ = try await server.api("publish", ["channel": "room:lobby", "data": ["n": 1]])
+        #expect(try await alice.awaitPublications("room:lobby", count: 1) == [["n": 1]])
+        await alice.close()
+        try await server.stop()
+    }
+
+    /// Travel enabled by name behaves as with the default (every domain).
+    @Test func anEnabledDomainIsInstalled() async throws {
+        let server = try await startTravelServer { $0.domains = ["travel"] }
+        #expect(server.server.service(TravelService.self) != nil)
+        let alice = try await server.client("alice")
+        try await alice.subscribe("personal:#alice")
+        await alice.close()
+        try await server.stop()
+    }
+
+    @Test(arguments: [
+        (#"{"domains":["travel","rentals"]}"#, "'domains' unknown domain 'rentals' (known domains: travel)"),
+        (#"{"domains":[1]}"#, "'domains' expected domain names, got number"),
+        (#"{"domains":{"travel":true}}"#, "'domains' expected an array of domain names or a comma-separated list, got object"),
+        (#"{"namespaces":[{"name":"personal"}]}"#, "namespaces[0].name 'personal' is built in and cannot be redefined"),
+    ])
+    func badDomainSettingsAreNamed(_ text: String, _ expected: String) throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-domains-\(UUID().uuidString).json").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        do {
+            _ = try ConfigurationLoader.load(file: file, environment: [:], flags: [:])
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.description.contains(expected), "\(error.description)")
+        }
+    }
+
+    @Test func domainsFromTheEnvironmentAreACommaSeparatedList() throws {
+        #expect(try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_DOMAINS": "travel"], flags: [:]).domains == ["travel"])
+        #expect(try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_DOMAINS": ""], flags: [:]).domains == [])
+        #expect(try ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).domains == nil)
+    }
+}
