@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "GondolaStore", targets: ["GondolaStore"]),
         .library(name: "GondolaDomain", targets: ["GondolaDomain"]),
         .library(name: "GondolaTravel", targets: ["GondolaTravel"]),
+        .library(name: "GondolaServices", targets: ["GondolaServices"]),
+        .library(name: "GondolaCrash", targets: ["GondolaCrash"]),
         .library(name: "GondolaServer", targets: ["GondolaServer"]),
     ],
     dependencies: [
@@ -60,8 +62,26 @@ let package = Package(
             name: "GondolaDomain",
             dependencies: [
                 "GondolaHub",
+                "GondolaServices",
                 "GondolaProtocol",
                 "GondolaStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "GondolaServices",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
+            name: "GondolaCrash",
+            dependencies: [
+                "CHaru",
+                "CHeif",
+                "GondolaDomain",
+                "GondolaHub",
+                "GondolaServices",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -82,7 +102,9 @@ let package = Package(
         .target(
             name: "GondolaServer",
             dependencies: [
+                "GondolaCrash",
                 "GondolaDomain",
+                "GondolaServices",
                 "GondolaHub",
                 "GondolaStore",
                 "GondolaTravel",
@@ -121,6 +143,8 @@ let package = Package(
             name: "gondola-load",
             dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        .systemLibrary(name: "CHaru", providers: [.apt(["libhpdf-dev"])]),
+        .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSpatialIndex", providers: [.apt(["libspatialindex-dev"])]),
         .executableTarget(
@@ -143,10 +167,13 @@ let package = Package(
             dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(name: "GondolaServicesTests", dependencies: ["GondolaServices"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "GondolaServerTests",
             dependencies: [
                 "GondolaServer",
+                "GondolaCrash",
+                "GondolaServices",
                 "GondolaHub",
                 "GondolaTravel",
                 "GondolaLoad",

@@ -1,5 +1,6 @@
 import GondolaHub
 import GondolaProtocol
+import GondolaServices
 import GondolaStore
 import GRDB
 import Hummingbird
@@ -30,11 +31,21 @@ public protocol Domain: Sendable {
 public struct DomainContext: Sendable {
     public let node: Node
     public let database: GondolaDatabase
+    /// Verifies the connection tokens that HTTP routes take as `Authorization: Bearer`.
+    public let authentication: BearerAuthentication
+    /// Signs and checks links that open one resource without signing in.
+    public let links: SignedLinks
+    /// The folder beside the database where domains keep their files (one subfolder each).
+    public let dataFolder: String
     public let logger: Logger
 
-    public init(node: Node, database: GondolaDatabase, logger: Logger) {
+    public init(node: Node, database: GondolaDatabase, authentication: BearerAuthentication, links: SignedLinks, dataFolder: String,
+                logger: Logger) {
         self.node = node
         self.database = database
+        self.authentication = authentication
+        self.links = links
+        self.dataFolder = dataFolder
         self.logger = logger
     }
 }

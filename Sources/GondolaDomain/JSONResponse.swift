@@ -1,3 +1,4 @@
+import GondolaHub
 import GondolaProtocol
 import Hummingbird
 import NIOCore
@@ -57,5 +58,44 @@ public enum ConstantTime {
         let a = Array(lhs.utf8), b = Array(rhs.utf8)
         guard a.count == b.count else { return false }
         return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
+
+extension JSONResponse {
+    /// A hub error as an HTTP response: the protocol's code and message in the body,
+    /// with the status that fits it.
+    public static func error(_ error: HubError) -> Response {
+        let status: HTTPResponse.Status
+        switch error {
+        case .badRequest: status = .badRequest
+        case .unauthorized, .tokenExpired: status = .unauthorized
+        case .permissionDenied: status = .forbidden
+        case .unknownChannel, .methodNotFound: status = .notFound
+        case .limitExceeded, .alreadySubscribed, .notAvailable: status = .conflict
+        case .tooManyRequests: status = .tooManyRequests
+        case .unrecoverablePosition, .internalError: status = .internalServerError
+        }
+        let reply = error.protocolError
+        return self.error(status, code: reply.code, reply.message)
+    }
+}
+
+/// The user of an HTTP request that carries a connection token as
+/// `Authorization: Bearer <token>`, the same token the WebSocket connect takes.
+public struct BearerAuthentication: Sendable {
+    let tokens: ConnectionTokens
+
+    public init(tokens: ConnectionTokens) { self.tokens = tokens }
+
+    /// The token's user, or a 401 response naming what is wrong.
+    public func user(of request: Request) async -> Result<String, ResponseError> {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+            return .failure(ResponseError(JSONResponse.error(.unauthorized, code: 101, "missing Authorization: Bearer <connection token>")))
+        }
+        do {
+            return .success(try await tokens.verify(String(header.dropFirst("Bearer ".count))).user)
+        } catch {
+            return .failure(ResponseError(JSONResponse.error(.unauthorized, code: error == .expired ? 109 : 101, "token refused: \(error)")))
+        }
     }
 }

@@ -1,3 +1,4 @@
+import GondolaCrash
 import GondolaDomain
 import GondolaTravel
 
@@ -9,6 +10,7 @@ enum BuiltInDomains {
         [
             TravelDomain(resortsFolder: configuration.resorts, settings: configuration.locationSettings, telegram: telegram,
                          telegramWebhookSecret: configuration.telegramWebhookSecret),
+            CrashDomain(),
         ]
     }
 

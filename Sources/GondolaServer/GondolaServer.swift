@@ -1,6 +1,7 @@
 import GondolaDomain
 import GondolaHub
 import GondolaProtocol
+import GondolaServices
 import GondolaStore
 import GondolaTravel
 import Hummingbird
@@ -45,7 +46,8 @@ public final class GondolaServer: Sendable {
             configuration: configuration.hub, tokens: tokens,
             durableHistory: SQLiteHistoryStore(database: database),
             metricsFactory: metrics.factory, logger: logger)
-        let context = DomainContext(node: node, database: database, logger: logger)
+        let context = DomainContext(node: node, database: database, authentication: BearerAuthentication(tokens: tokens),
+                                    links: SignedLinks(secret: configuration.tokenHMACSecret), dataFolder: configuration.dataFolder, logger: logger)
         var installed: [(name: String, installed: InstalledDomain)] = []
         for domain in builtIn where configuration.domains?.contains(domain.name) ?? true {
             do {

@@ -1,3 +1,4 @@
+import GondolaDomain
 import Dispatch
 import GondolaHub
 import GondolaProtocol

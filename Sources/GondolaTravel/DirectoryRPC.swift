@@ -1,3 +1,4 @@
+import GondolaDomain
 import Foundation
 import GondolaHub
 import GondolaProtocol

@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 

@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaGeo
 import GondolaHub
 import GondolaProtocol

@@ -55,5 +55,3 @@ public enum FriendSource: String, Sendable {
     case mutual
 }
 
-/// Current time in Unix milliseconds.
-func unixMilliseconds(_ date: Date = Date()) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }

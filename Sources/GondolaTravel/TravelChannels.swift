@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 
@@ -16,18 +17,6 @@ public enum TravelNamespaces {
         node.provide(TripChannel.options, by: TripChannel(directory: directory))
         node.provide(channel: AnnouncementsChannel.channel, AnnouncementsChannel.options, by: AnnouncementsChannel())
         node.provide(NamespaceOptions(name: "event"), by: EventChannel(events: events))
-    }
-
-    /// Options of a namespace whose channels keep a durable, always recoverable stream of
-    /// the last `size` publications for `ttl`, readable by subscribers with `history`.
-    static func durableStream(_ name: String, size: Int, ttl: Duration) -> NamespaceOptions {
-        var options = NamespaceOptions(name: name)
-        options.historySize = size
-        options.historyTTL = ttl
-        options.historyDurable = true
-        options.forceRecovery = true
-        options.allowHistoryForSubscriber = true
-        return options
     }
 
     /// The user of a `<namespace>:#<uid>` channel when it is exactly the subscriber's own.
@@ -109,7 +98,7 @@ struct ChatChannel: ChannelProvider {
     }
 
     /// Chats keep every message (the store does not trim); size and TTL only mark the namespace as keeping a stream.
-    static let options = TravelNamespaces.durableStream("chat", size: 1_000, ttl: .seconds(365 * 86_400))
+    static let options = NamespaceOptions.durableStream("chat", size: 1_000, ttl: .seconds(365 * 86_400))
 
     static func chatID(of channel: String) -> String { String(channel.dropFirst("chat:".count)) }
 
@@ -126,7 +115,7 @@ struct ChatChannel: ChannelProvider {
 struct TripChannel: ChannelProvider {
     let directory: Directory
 
-    static let options = TravelNamespaces.durableStream("trip", size: 100, ttl: .seconds(30 * 86_400))
+    static let options = NamespaceOptions.durableStream("trip", size: 100, ttl: .seconds(30 * 86_400))
 
     static func channel(of trip: String) -> String { "trip:\(trip)" }
 
@@ -145,7 +134,7 @@ struct TripChannel: ChannelProvider {
 /// of the last 100 for 30 days.
 struct AnnouncementsChannel: ChannelProvider {
     static let channel = "announcements"
-    static let options = TravelNamespaces.durableStream("announcements", size: 100, ttl: .seconds(30 * 86_400))
+    static let options = NamespaceOptions.durableStream("announcements", size: 100, ttl: .seconds(30 * 86_400))
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
         guard !subscription.user.isEmpty else { throw .permissionDenied("announcements are for signed-in users") }

@@ -9,19 +9,21 @@ import Testing
 
 /// The domain seam: `domains` picks which built-in domains are installed.
 @Suite struct DomainSeamTests {
-    /// With travel left out its RPCs answer 104, its namespaces do not exist, its server API
+    /// With every domain left out their RPCs answer 104, its namespaces do not exist, its server API
     /// methods and routes are not found, and the rest of the hub still works.
     @Test func aDisabledDomainInstallsNothing() async throws {
         let server = try await startTravelServer { $0.domains = [] }
         #expect(server.server.service(TravelService.self) == nil)
         let alice = try await server.client("alice")
-        do {
-            _ = try await alice.rpc("profile.get")
-            Issue.record("profile.get answered")
-        } catch let failure as RPCFailure {
-            #expect(failure.code == 104 && failure.message == "method not found: profile.get")
+        for method in ["profile.get", "crash.list"] {
+            do {
+                _ = try await alice.rpc(method)
+                Issue.record("\(method) answered")
+            } catch let failure as RPCFailure {
+                #expect(failure.code == 104 && failure.message == "method not found: \(method)")
+            }
         }
-        for channel in ["personal:#alice", "nearby:#alice", "chat:x"] {
+        for channel in ["personal:#alice", "nearby:#alice", "chat:x", "crash:x"] {
             do {
                 try await alice.subscribe(channel)
                 Issue.record("subscribed to \(channel)")
@@ -55,7 +57,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"domains":["travel","rentals"]}"#, "'domains' unknown domain 'rentals' (known domains: travel)"),
+        (#"{"domains":["travel","rentals"]}"#, "'domains' unknown domain 'rentals' (known domains: travel, crash)"),
         (#"{"domains":[1]}"#, "'domains' expected domain names, got number"),
         (#"{"domains":{"travel":true}}"#, "'domains' expected an array of domain names or a comma-separated list, got object"),
         (#"{"namespaces":[{"name":"personal"}]}"#, "namespaces[0].name 'personal' is built in and cannot be redefined"),

@@ -1,0 +1,17 @@
+import GondolaHub
+import GondolaProtocol
+import GondolaDomain
+
+/// `crash:<id>`: the changes of one crash, a durable stream that only its owner may
+/// subscribe to (and recover from after a reconnect).
+struct CrashChannel: ChannelProvider {
+    static let options = NamespaceOptions.durableStream("crash", size: 1_000, ttl: .seconds(90 * 86_400))
+    let crashes: CrashService
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        _ = try crashes.owned(String(subscription.channel.raw.dropFirst("crash:".count)), by: subscription.user)
+        try attach(nil)
+    }
+
+    func vacated(channel: String) {}
+}

@@ -1,0 +1,69 @@
+import GondolaDomain
+import GondolaHub
+import GondolaProtocol
+
+/// The `crash.*` RPC methods: `start`, `update`, `list`, `get`, `discard`, `report`,
+/// `share`, `unshare`.
+struct CrashRPC: Sendable {
+    let crashes: CrashService
+
+    func register(on router: RPCRouter) {
+        router.register("crash.start") { context, data in
+            let fields = try RequestFields(data)
+            let crash = try crashes.create(owner: context.user, source: .manual, place: try Self.place(fields),
+                                           occurredAt: try Self.time(fields))
+            return CrashJSON.crash(crash, photos: [])
+        }
+        router.register("crash.update") { context, data in
+            let fields = try RequestFields(data)
+            let id = try fields.string("crash", maxLength: 64)
+            let injured = fields.has("injured")
+                ? try InjuredParty.selection(try fields.stringArray("injured", maxCount: InjuredParty.allCases.count, maxLength: 32))
+                : nil
+            let note = try fields.optionalString("note", maxLength: CrashService.maxNoteLength, allowEmpty: true)
+            guard injured != nil || note != nil else { throw HubError.badRequest("crash.update: give injured, note or both") }
+            let (crash, photos) = try crashes.update(id, by: context.user, injured: injured, note: note)
+            return CrashJSON.crash(crash, photos: photos)
+        }
+        router.register("crash.list") { context, _ in
+            ["crashes": .array(try crashes.crashes(of: context.user).map { CrashJSON.summary($0.crash, photoCount: $0.photos) })]
+        }
+        router.register("crash.get") { context, data in
+            let crash = try crashes.owned(try RequestFields(data).string("crash", maxLength: 64), by: context.user)
+            return CrashJSON.crash(crash, photos: try crashes.photos(of: crash))
+        }
+        router.register("crash.discard") { context, data in
+            let id = try RequestFields(data).string("crash", maxLength: 64)
+            try crashes.discard(id, by: context.user)
+            return ["crash": .string(id), "discarded": true]
+        }
+        router.register("crash.report") { context, data in
+            let crash = try crashes.report(try RequestFields(data).string("crash", maxLength: 64), by: context.user)
+            return CrashJSON.crash(crash, photos: try crashes.photos(of: crash))
+                .adding("report", .string(CrashHTTPPaths.report(crash.id)))
+        }
+        router.register("crash.share") { context, data in
+            let fields = try RequestFields(data)
+            let id = try fields.string("crash", maxLength: 64)
+            let ttl = try fields.optionalInteger("ttl", in: 1...(CrashService.maxShareTTL / 1000)).map { $0 * 1000 }
+            let (token, expiresAt) = try crashes.share(id, by: context.user, ttl: ttl)
+            return ["crash": .string(id), "url": .string(CrashHTTPPaths.shared(token)), "expires_at": .int(expiresAt)]
+        }
+        router.register("crash.unshare") { context, data in
+            let id = try RequestFields(data).string("crash", maxLength: 64)
+            try crashes.unshare(id, by: context.user)
+            return ["crash": .string(id), "shared": false]
+        }
+    }
+
+    /// `lat` and `lon` together, or neither.
+    static func place(_ fields: RequestFields) throws(HubError) -> CrashPlace? {
+        guard fields.has("lat") || fields.has("lon") else { return nil }
+        return CrashPlace(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
+    }
+
+    /// `ts` in Unix milliseconds, from 2000 to a day ahead of now.
+    static func time(_ fields: RequestFields) throws(HubError) -> Int64? {
+        try fields.optionalInteger("ts", in: 946_684_800_000...(unixMilliseconds() + 86_400_000))
+    }
+}

@@ -1,0 +1,254 @@
+import GondolaDomain
+import GondolaHub
+import GondolaProtocol
+import GondolaServices
+import Foundation
+import Logging
+
+/// The crash rules: who may see and change a crash, what may be collected, and the
+/// push-repository pattern — each change is written to the repository, then published
+/// on `crash:<id>` so every device of the owner shows the same draft.
+public final class CrashService: Sendable {
+    /// The longest note, in characters.
+    static let maxNoteLength = 2_000
+    /// Photos one section may hold.
+    static let maxPhotosPerSection = 20
+    /// The largest photo, in bytes.
+    public static let maxPhotoBytes = 10 << 20
+
+    let node: Node
+    let repository: CrashRepository
+    let files: FileStore
+    let links: SignedLinks
+    let logger: Logger
+    /// Held while a file is stored and its row committed, and while a row is deleted and
+    /// its file removed: the same bytes uploaded again meanwhile never lose their file.
+    let fileLock = NSLock()
+
+    init(node: Node, repository: CrashRepository, files: FileStore, links: SignedLinks, logger: Logger) {
+        self.node = node
+        self.repository = repository
+        self.files = files
+        self.links = links
+        self.logger = logger
+    }
+
+    /// Removes the files a crash left without a row (a stop between a file's write and
+    /// its row's commit, or between a row's deletion and its file's); run at start.
+    func sweepFiles() throws {
+        let removed = files.sweep(keeping: try repository.referencedFiles())
+        if removed > 0 { logger.notice("crash photos: removed unreferenced files", metadata: ["count": "\(removed)"]) }
+    }
+
+    // MARK: Crashes
+
+    /// Records a crash for `owner` (detected by telematics or started by hand).
+    func create(owner: String, source: CrashSource, place: CrashPlace?, occurredAt: Int64?) throws(HubError) -> Crash {
+        let now = unixMilliseconds()
+        let crash = Crash(id: RandomID.make("crash-"), owner: owner, source: source, occurredAt: occurredAt ?? now, place: place,
+                          injured: [], note: "", createdAt: now, updatedAt: now, reportedAt: nil,
+                          reportHash: nil, shareID: nil, shareExpiresAt: nil)
+        try databaseWrite { try repository.insert(crash) }
+        return crash
+    }
+
+    /// The crash `id` when `user` owns it; the same 103 whether it is someone else's or absent.
+    func owned(_ id: String, by user: String) throws(HubError) -> Crash {
+        guard let crash = try databaseRead({ try repository.crash(id) }), crash.owner == user else {
+            throw .permissionDenied("crash \(id) is not yours")
+        }
+        return crash
+    }
+
+    func crashes(of user: String) throws(HubError) -> [(crash: Crash, photos: Int)] {
+        try databaseRead { try repository.crashes(of: user) }
+    }
+
+    func photos(of crash: Crash) throws(HubError) -> [CrashPhoto] {
+        try databaseRead { try repository.photos(of: crash.id) }
+    }
+
+    /// Saves the given fields of a crash (a draft is saved on every change) and publishes it.
+    func update(_ id: String, by user: String, injured: [InjuredParty]?, note: String?) throws(HubError) -> (Crash, [CrashPhoto]) {
+        var crash = try owned(id, by: user)
+        if let injured { crash.injured = injured }
+        if let note { crash.note = note }
+        crash.updatedAt = unixMilliseconds()
+        try databaseWrite { try repository.update(crash) }
+        let photos = try self.photos(of: crash)
+        publish(crash.id, ["type": "crash.updated", "crash": CrashJSON.crash(crash, photos: photos)])
+        return (crash, photos)
+    }
+
+    /// Deletes a draft with its photos and their files.
+    func discard(_ id: String, by user: String) throws(HubError) {
+        let crash = try owned(id, by: user)
+        guard crash.reportedAt == nil else { throw .notAvailable("crash \(id) has a report and is kept; only drafts can be discarded") }
+        fileLock.lock()
+        defer { fileLock.unlock() }
+        let unused = try databaseWrite { try repository.delete(id) }
+        unused.forEach(files.remove)
+        publish(id, ["type": "crash.discarded", "crash": .string(id)])
+    }
+
+    // MARK: Photos
+
+    /// Stores a photo in a section of the owner's crash: the file first, then its row.
+    func addPhoto(to id: String, section: PhotoSection, bytes: [UInt8], image: ImageProbe, fileName: String?, by user: String) throws(HubError) -> CrashPhoto {
+        _ = try owned(id, by: user)
+        fileLock.lock()
+        defer { fileLock.unlock() }
+        let hash: String
+        do {
+            hash = try files.store(bytes)
+        } catch {
+            throw .internalError("storing a photo failed: \(error)")
+        }
+        let photoID = RandomID.make("photo-")
+        let photo = CrashPhoto(
+            id: photoID, crash: id, section: section, fileHash: hash,
+            fileName: fileName ?? "\(photoID).\(image.format.fileExtension)", contentType: image.format.contentType,
+            size: bytes.count, width: image.width, height: image.height, createdAt: unixMilliseconds())
+        let added: Bool
+        do {
+            added = try repository.insert(photo, limit: Self.maxPhotosPerSection)
+        } catch {
+            removeIfUnused(hash)
+            throw .internalError("database write failed: \(error)")
+        }
+        guard added else {
+            removeIfUnused(hash)
+            throw .limitExceeded("section \(section.rawValue) already holds \(Self.maxPhotosPerSection) photos")
+        }
+        publish(id, ["type": "photo.added", "photo": CrashJSON.photo(photo)])
+        return photo
+    }
+
+    /// A photo of the owner's crash with its bytes.
+    func photo(_ photoID: String, of id: String, by user: String) throws(HubError) -> (CrashPhoto, [UInt8]) {
+        _ = try owned(id, by: user)
+        guard let photo = try databaseRead({ try repository.photo(photoID, of: id) }) else {
+            throw .badRequest("crash \(id) has no photo \(photoID)")
+        }
+        guard let bytes = files.read(photo.fileHash) else { throw .internalError("the file of photo \(photoID) is missing") }
+        return (photo, bytes)
+    }
+
+    /// Removes a photo: its row, then its file when no other photo has the same bytes.
+    func removePhoto(_ photoID: String, of id: String, by user: String) throws(HubError) -> CrashPhoto {
+        _ = try owned(id, by: user)
+        guard let photo = try databaseRead({ try repository.photo(photoID, of: id) }) else {
+            throw .badRequest("crash \(id) has no photo \(photoID)")
+        }
+        fileLock.lock()
+        let unused = Result { () throws(HubError) in try databaseWrite { try repository.delete(photo, at: unixMilliseconds()) } }
+        if case .success(true) = unused { files.remove(photo.fileHash) }
+        fileLock.unlock()
+        _ = try unused.get()
+        publish(id, ["type": "photo.removed", "photo": CrashJSON.photo(photo)])
+        return photo
+    }
+
+    /// Called with `fileLock` held, after a row was not added.
+    private func removeIfUnused(_ hash: String) {
+        if (try? repository.isReferenced(hash)) == false { files.remove(hash) }
+    }
+
+    /// Publishes a change on the crash's channel; the change is already committed, so a
+    /// failure is logged (clients catch up with `crash.get`).
+    func publish(_ id: String, _ data: JSON) {
+        do {
+            try node.publish(channel: "crash:\(id)", data: RawJSON(data))
+        } catch {
+            logger.error("crash publish failed", metadata: ["crash": "\(id)", "error": "\(error)"])
+        }
+    }
+}
+
+extension CrashService {
+    /// Tells the owner of a detected crash on `personal:#<owner>`.
+    func notifyDetected(_ crash: Crash) {
+        do {
+            try node.publish(channel: "personal:#\(crash.owner)", data: RawJSON(["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0)]))
+        } catch {
+            logger.error("crash push failed", metadata: ["crash": "\(crash.id)", "user": "\(crash.owner)", "error": "\(error)"])
+        }
+    }
+}
+
+extension CrashService {
+    /// How long a share link lasts unless told, and at most.
+    static let defaultShareTTL: Int64 = 7 * 86_400_000
+    static let maxShareTTL: Int64 = 90 * 86_400_000
+
+    /// Renders the crash's report as a PDF, keeps it, and turns the draft into a report.
+    /// Refused (108) while nothing has been collected.
+    func report(_ id: String, by user: String) throws(HubError) -> Crash {
+        let crash = try owned(id, by: user)
+        let photos = try self.photos(of: crash)
+        guard crash.hasInformation(photoCount: photos.count) else {
+            throw .notAvailable("crash \(id) has nothing to report yet: give who was injured, a note or a photo first")
+        }
+        let pdf: [UInt8]
+        do {
+            pdf = try CrashReportPDF.render(crash, photos: photos.compactMap { photo in
+                files.read(photo.fileHash).map { CrashReportPDF.Photo(photo: photo, bytes: $0) }
+            })
+        } catch {
+            throw .internalError("crash report: \(error)")
+        }
+        fileLock.lock()
+        defer { fileLock.unlock() }
+        let hash: String
+        do {
+            hash = try files.store(pdf)
+        } catch {
+            throw .internalError("storing a report failed: \(error)")
+        }
+        let now = unixMilliseconds()
+        if let unused = try databaseWrite({ try repository.setReport(id, hash: hash, at: now) }) {
+            files.remove(unused)
+        }
+        var reported = crash
+        reported.reportHash = hash
+        reported.reportedAt = now
+        reported.updatedAt = now
+        publish(id, ["type": "report.created", "crash": CrashJSON.crash(reported, photos: photos)])
+        return reported
+    }
+
+    /// The PDF of the owner's last report.
+    func reportPDF(_ id: String, by user: String) throws(HubError) -> [UInt8] {
+        try reportBytes(try owned(id, by: user))
+    }
+
+    /// A link under which anyone can download the report until it expires or is revoked.
+    func share(_ id: String, by user: String, ttl: Int64?) throws(HubError) -> (token: String, expiresAt: Int64) {
+        let crash = try owned(id, by: user)
+        guard crash.reportHash != nil else { throw .notAvailable("crash \(id) has no report to share yet (crash.report)") }
+        let shareID = RandomID.make("share-")
+        let expiresAt = unixMilliseconds() + (ttl ?? Self.defaultShareTTL)
+        try databaseWrite { try repository.setShare(id, shareID: shareID, expiresAt: expiresAt) }
+        return (links.sign(resource: "crash-report:\(id)", id: shareID, expiresAt: expiresAt), expiresAt)
+    }
+
+    /// Revokes the crash's share link; links handed out before no longer open.
+    func unshare(_ id: String, by user: String) throws(HubError) {
+        _ = try owned(id, by: user)
+        try databaseWrite { try repository.setShare(id, shareID: nil, expiresAt: nil) }
+    }
+
+    /// The report a share link opens, or nil for a link that is forged, expired or revoked.
+    func sharedReport(_ token: String) throws(HubError) -> [UInt8]? {
+        guard let grant = links.verify(token, now: unixMilliseconds()), grant.resource.hasPrefix("crash-report:") else { return nil }
+        let id = String(grant.resource.dropFirst("crash-report:".count))
+        guard let crash = try databaseRead({ try repository.crash(id) }), crash.shareID == grant.id else { return nil }
+        return try reportBytes(crash)
+    }
+
+    private func reportBytes(_ crash: Crash) throws(HubError) -> [UInt8] {
+        guard let hash = crash.reportHash else { throw .notAvailable("crash \(crash.id) has no report yet (crash.report)") }
+        guard let bytes = files.read(hash) else { throw .internalError("the report file of crash \(crash.id) is missing") }
+        return bytes
+    }
+}
