@@ -72,7 +72,11 @@ let package = Package(
         ),
         .target(
             name: "GondolaServices",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "GondolaCrash",

@@ -11,7 +11,18 @@ public struct CrashDomain: Domain {
     public let name = "crash"
     public var namespaces: Set<String> { ["crash"] }
 
-    public init() {}
+    let smsWebhookURL: String
+    let smsWebhookToken: String
+    let linkTemplate: String
+
+    /// - Parameters:
+    ///   - smsWebhookURL: the SMS gateway's webhook; empty logs the texts instead.
+    ///   - linkTemplate: the deep link a crash text carries; `{id}` becomes the crash id.
+    public init(smsWebhookURL: String, smsWebhookToken: String, linkTemplate: String) {
+        self.smsWebhookURL = smsWebhookURL
+        self.smsWebhookToken = smsWebhookToken
+        self.linkTemplate = linkTemplate
+    }
 
     public func registerMigrations(in migrator: inout DatabaseMigrator) {
         CrashSchema.registerMigrations(in: &migrator)
@@ -24,28 +35,34 @@ public struct CrashDomain: Domain {
         } catch {
             throw DomainSetupError("crash photo folder \(context.dataFolder)/files/crash: \(error)")
         }
+        let texts: any TextMessageSender = smsWebhookURL.isEmpty
+            ? LoggedTextMessages(logger: context.logger)
+            : WebhookTextMessages(url: smsWebhookURL, token: smsWebhookToken)
         let crashes = CrashService(node: context.node, repository: CrashRepository(database: context.database), files: files,
-                                   links: context.links, logger: context.logger)
+                                   links: context.links, texts: texts, linkTemplate: linkTemplate, logger: context.logger)
         try crashes.sweepFiles()
         CrashRPC(crashes: crashes).register(on: context.node.rpc)
         context.node.provide(CrashChannel.options, by: CrashChannel(crashes: crashes))
         let photos = CrashPhotoEndpoints(crashes: crashes, authentication: context.authentication)
         return InstalledDomain(
             service: crashes,
-            serverMethods: ["crash_detected": { body throws(HubError) in try CrashServerAPI.detected(body, crashes: crashes) }],
+            serverMethods: ["crash_detected": { body throws(HubError) in try await CrashServerAPI.detected(body, crashes: crashes) }],
             routes: { router in photos.addRoutes(to: router) })
     }
 }
 
 /// The crash domain's server API methods.
 enum CrashServerAPI {
-    /// `crash_detected {user, lat, lon, ts}`: a telematics backend saw a crash; it is
-    /// recorded for the user, who is told on `personal:#<user>`.
-    static func detected(_ body: JSON, crashes: CrashService) throws(HubError) -> JSON {
+    /// `crash_detected {user, lat, lon, ts, phone?}`: a telematics backend saw a crash; it
+    /// is recorded for the user, who is told on `personal:#<user>` and by SMS (to `phone`,
+    /// else to the number the user gave with `crash.phone`). The answer says what became
+    /// of the text; a text that failed does not undo the crash.
+    static func detected(_ body: JSON, crashes: CrashService) async throws(HubError) -> JSON {
         let fields = try RequestFields(body)
         let user = try fields.string("user", maxLength: 128)
+        let phone = try fields.optionalString("phone", maxLength: 16).map { (phone) throws(HubError) in try CrashRPC.phone(phone) }
         let crash = try crashes.create(owner: user, source: .detected, place: try CrashRPC.place(fields), occurredAt: try CrashRPC.time(fields))
-        crashes.notifyDetected(crash)
-        return CrashJSON.crash(crash, photos: [])
+        let sms = await crashes.notifyDetected(crash, phone: phone)
+        return CrashJSON.crash(crash, photos: []).adding("sms", sms)
     }
 }

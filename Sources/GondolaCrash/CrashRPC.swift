@@ -3,7 +3,7 @@ import GondolaHub
 import GondolaProtocol
 
 /// The `crash.*` RPC methods: `start`, `update`, `list`, `get`, `discard`, `report`,
-/// `share`, `unshare`.
+/// `share`, `unshare`, `phone`.
 struct CrashRPC: Sendable {
     let crashes: CrashService
 
@@ -49,11 +49,27 @@ struct CrashRPC: Sendable {
             let (token, expiresAt) = try crashes.share(id, by: context.user, ttl: ttl)
             return ["crash": .string(id), "url": .string(CrashHTTPPaths.shared(token)), "expires_at": .int(expiresAt)]
         }
+        router.register("crash.phone") { context, data in
+            let given = try RequestFields(data).string("phone", maxLength: 16, allowEmpty: true)
+            let phone = given.isEmpty ? nil : try Self.phone(given)
+            try crashes.setPhone(phone, of: context.user)
+            return ["phone": phone.map { .string($0) } ?? .null]
+        }
         router.register("crash.unshare") { context, data in
             let id = try RequestFields(data).string("crash", maxLength: 64)
             try crashes.unshare(id, by: context.user)
             return ["crash": .string(id), "shared": false]
         }
+    }
+
+    /// A phone number in E.164 form: `+`, then 7 to 15 digits not starting with 0.
+    static func phone(_ text: String) throws(HubError) -> String {
+        let digits = text.utf8.dropFirst()
+        guard text.hasPrefix("+"), (7...15).contains(digits.count), digits.first != UInt8(ascii: "0"),
+              digits.allSatisfy({ (48...57).contains($0) }) else {
+            throw .badRequest("phone: expected E.164 like +36201234567, got '\(text)'")
+        }
+        return text
     }
 
     /// `lat` and `lon` together, or neither.

@@ -115,6 +115,23 @@ struct CrashRepository: Sendable {
         }
     }
 
+    /// The phone number crash texts go to, if the user gave one.
+    func phone(of user: String) throws -> String? {
+        try database.pool.read { db in try String.fetchOne(db, sql: "SELECT phone FROM crash_contact WHERE user_id = ?", arguments: [user]) }
+    }
+
+    /// Sets the user's phone number; nil removes it.
+    func setPhone(_ phone: String?, of user: String) throws {
+        try database.pool.write { db in
+            if let phone {
+                try db.execute(sql: "INSERT INTO crash_contact (user_id, phone) VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET phone = excluded.phone",
+                               arguments: [user, phone])
+            } else {
+                try db.execute(sql: "DELETE FROM crash_contact WHERE user_id = ?", arguments: [user])
+            }
+        }
+    }
+
     /// Every file hash a photo or report references (what the file store keeps at start).
     func referencedFiles() throws -> Set<String> {
         try database.pool.read { db in

@@ -1,7 +1,8 @@
 import GRDB
 
 /// The crash domain's tables: crashes with what was collected, their last report and
-/// share link, and their photos (the file store keeps photo and report bytes by hash).
+/// share link, and their photos (the file store keeps photo and report bytes by hash);
+/// the phone number each user gets crash texts on.
 enum CrashSchema {
     static func registerMigrations(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("crash-v1") { db in
@@ -37,6 +38,10 @@ enum CrashSchema {
                 );
                 CREATE INDEX crash_photo_crash ON crash_photo(crash_id, section);
                 CREATE INDEX crash_photo_file ON crash_photo(file_hash);
+                CREATE TABLE crash_contact (
+                    user_id TEXT PRIMARY KEY NOT NULL,
+                    phone TEXT NOT NULL
+                ) WITHOUT ROWID;
                 """)
         }
     }

@@ -20,16 +20,22 @@ public final class CrashService: Sendable {
     let repository: CrashRepository
     let files: FileStore
     let links: SignedLinks
+    let texts: any TextMessageSender
+    /// The deep link of a crash text; `{id}` becomes the crash id.
+    let linkTemplate: String
     let logger: Logger
     /// Held while a file is stored and its row committed, and while a row is deleted and
     /// its file removed: the same bytes uploaded again meanwhile never lose their file.
     let fileLock = NSLock()
 
-    init(node: Node, repository: CrashRepository, files: FileStore, links: SignedLinks, logger: Logger) {
+    init(node: Node, repository: CrashRepository, files: FileStore, links: SignedLinks, texts: any TextMessageSender,
+         linkTemplate: String, logger: Logger) {
         self.node = node
         self.repository = repository
         self.files = files
         self.links = links
+        self.texts = texts
+        self.linkTemplate = linkTemplate
         self.logger = logger
     }
 
@@ -166,13 +172,35 @@ public final class CrashService: Sendable {
 }
 
 extension CrashService {
-    /// Tells the owner of a detected crash on `personal:#<owner>`.
-    func notifyDetected(_ crash: Crash) {
+    /// Tells the owner of a detected crash on `personal:#<owner>` and by SMS with a deep
+    /// link; answers what became of the text.
+    func notifyDetected(_ crash: Crash, phone given: String?) async -> JSON {
+        let link = linkTemplate.replacingOccurrences(of: "{id}", with: crash.id)
         do {
-            try node.publish(channel: "personal:#\(crash.owner)", data: RawJSON(["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0)]))
+            try node.publish(channel: "personal:#\(crash.owner)",
+                             data: RawJSON(["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0), "link": .string(link)]))
         } catch {
             logger.error("crash push failed", metadata: ["crash": "\(crash.id)", "user": "\(crash.owner)", "error": "\(error)"])
         }
+        let stored: String?
+        do {
+            stored = try repository.phone(of: crash.owner)
+        } catch {
+            return ["status": "failed", "error": .string("reading the phone number failed: \(error)")]
+        }
+        guard let phone = given ?? stored else { return ["status": "no_phone"] }
+        do {
+            try await texts.send(to: phone, text: "We detected a crash. Collect what happened with Crash Assistant: \(link)")
+            return ["status": texts is LoggedTextMessages ? "logged" : "sent", "to": .string(phone)]
+        } catch {
+            logger.error("crash SMS failed", metadata: ["crash": "\(crash.id)", "error": "\(error)"])
+            return ["status": "failed", "to": .string(phone), "error": .string("\(error)")]
+        }
+    }
+
+    /// Sets (or, with nil, removes) the number the user's crash texts go to.
+    func setPhone(_ phone: String?, of user: String) throws(HubError) {
+        try databaseWrite { try repository.setPhone(phone, of: user) }
     }
 }
 

@@ -10,7 +10,8 @@ enum BuiltInDomains {
         [
             TravelDomain(resortsFolder: configuration.resorts, settings: configuration.locationSettings, telegram: telegram,
                          telegramWebhookSecret: configuration.telegramWebhookSecret),
-            CrashDomain(),
+            CrashDomain(smsWebhookURL: configuration.smsWebhookURL, smsWebhookToken: configuration.smsWebhookToken,
+                        linkTemplate: configuration.crashLinkTemplate),
         ]
     }
 

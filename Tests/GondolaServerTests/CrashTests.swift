@@ -4,6 +4,9 @@ import FoundationNetworking
 #endif
 import GondolaCrash
 import GondolaProtocol
+import Hummingbird
+import Logging
+import Synchronization
 import Testing
 
 /// The test images of GondolaServicesTests (cjpeg, heif-enc and zlib wrote them).
@@ -253,6 +256,78 @@ extension RunningServer {
         _ = try await alice.rpc("crash.unshare", ["crash": .string(id)])
         #expect(try await server.http("GET", url, user: nil).0 == 404)
         await alice.close()
+        try await server.stop()
+    }
+}
+
+/// Crash texts through a local stand-in for an SMS gateway, over a real socket.
+@Suite struct CrashTextTests {
+    /// Starts a gateway that records each text with its Authorization header and refuses
+    /// texts to +3610000000 with 502.
+    final class Texts: Sendable {
+        let items = Mutex<[(authorization: String, body: JSON)]>([])
+    }
+
+    static func gateway(_ texts: Texts) async throws -> (port: Int, task: Task<Void, Error>) {
+        let router = Router()
+        router.post("/sms") { request, _ -> Response in
+            let body = try JSONParser.parse(Array(try await request.body.collect(upTo: 65_536).readableBytesView))
+            texts.items.withLock { $0.append((request.headers[.authorization] ?? "", body)) }
+            return Response(status: body["to"] == "+3610000000" ? .badGateway : .accepted)
+        }
+        var logger = Logger(label: "sms-stand-in")
+        logger.logLevel = .critical
+        let ports = AsyncStream.makeStream(of: Int.self)
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                              onServerRunning: { ports.continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var iterator = ports.stream.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw HarnessError("SMS stand-in did not start") }
+        return (port, task)
+    }
+
+    @Test func aDetectedCrashIsTextedWithItsDeepLink() async throws {
+        let texts = Texts()
+        let (port, gateway) = try await Self.gateway(texts)
+        defer { gateway.cancel() }
+        let server = try await startTravelServer { configuration in
+            configuration.smsWebhookURL = "http://127.0.0.1:\(port)/sms"
+            configuration.smsWebhookToken = "gateway-token"
+            configuration.crashLinkTemplate = "https://crash.example/open/{id}"
+        }
+        let alice = try await server.client("alice")
+        #expect(try await alice.rpc("crash.phone", ["phone": "+36201234567"])["phone"] == "+36201234567")
+        for bad in ["0620123", "+0123456789", "+36 20 123", "+1234567890123456"] {
+            do {
+                _ = try await alice.rpc("crash.phone", ["phone": JSON.string(bad)])
+                Issue.record("accepted phone \(bad)")
+            } catch let failure as RPCFailure {
+                #expect(failure.code == 107, "\(bad): \(failure)")
+            }
+        }
+        let crash = try await server.api("crash_detected", ["user": "alice", "lat": 47.49, "lon": 19.04])
+        let id = try #require(crash["id"]?.stringValue)
+        #expect(crash["sms"]?["status"] == "sent" && crash["sms"]?["to"] == "+36201234567")
+        let sent = try #require(texts.items.withLock { $0.first })
+        #expect(sent.authorization == "Bearer gateway-token" && sent.body["to"] == "+36201234567")
+        #expect(sent.body["text"]?.stringValue?.hasSuffix("https://crash.example/open/\(id)") == true)
+
+        // A refused text is reported and the crash stays.
+        let refused = try await server.api("crash_detected", ["user": "bob", "lat": 47.49, "lon": 19.04, "phone": "+3610000000"])
+        #expect(refused["sms"]?["status"] == "failed")
+        let bob = try await server.client("bob")
+        #expect(try await bob.rpc("crash.list")["crashes"]?.arrayValue.count == 1)
+        // No number: no text.
+        #expect(try await server.api("crash_detected", ["user": "carol", "lat": 1, "lon": 2])["sms"]?["status"] == "no_phone")
+        await alice.close()
+        await bob.close()
+        try await server.stop()
+    }
+
+    @Test func withoutAGatewayTheTextIsLogged() async throws {
+        let server = try await startTravelServer()
+        let crash = try await server.api("crash_detected", ["user": "alice", "lat": 47.49, "lon": 19.04, "phone": "+36201234567"])
+        #expect(crash["sms"]?["status"] == "logged")
         try await server.stop()
     }
 }
