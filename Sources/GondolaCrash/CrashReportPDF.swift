@@ -211,7 +211,7 @@ private struct PageWriter {
         HPDF_Page_SetFontAndSize(page, regular, 8)
         HPDF_Page_TextOut(page, x, top - height * scale - 10, caption)
         HPDF_Page_EndText(page)
-        photoRowBottom = min(photoRowBottom ?? top, top - cellHeight)
+        photoRowBottom = min(photoRowBottom ?? top, top - height * scale - 16)
     }
 
     mutating func endPhotoRow() {
