@@ -73,6 +73,7 @@ let package = Package(
         .target(
             name: "GondolaServices",
             dependencies: [
+                "GondolaProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -95,6 +96,7 @@ let package = Package(
             name: "GondolaTravel",
             dependencies: [
                 "GondolaDomain",
+                "GondolaServices",
                 "GondolaHub",
                 "GondolaGeo",
                 "GondolaStore",

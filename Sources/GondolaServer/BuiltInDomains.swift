@@ -1,6 +1,7 @@
 import GondolaCrash
 import GondolaDomain
 import GondolaTravel
+import GondolaServices
 
 /// Every domain this server can run, one registration line each, given the
 /// configuration and the outbound notifiers. `domains` in the configuration picks

@@ -3,6 +3,7 @@ import Foundation
 import GondolaHub
 import GondolaProtocol
 import Logging
+import GondolaServices
 
 /// Who an event is for, as asked in `event.create`.
 enum EventAudience: Sendable, Equatable {
@@ -107,14 +108,14 @@ public final class EventService: Sendable {
             return logger.error("telegram lookup failed", metadata: ["event": "\(event.id)", "error": "\(error)"])
         }
         guard !chats.isEmpty else { return }
-        let invitation = TelegramInvitation(event: event, creatorName: directory.name(of: event.creator))
+        let invitation = TelegramMessage.invitation(to: event, creatorName: directory.name(of: event.creator))
         let (telegram, logger) = (telegram, logger)
         Task {
             for (user, chat) in chats.sorted(by: { $0.key < $1.key }) {
                 do {
-                    try await telegram.sendInvitation(invitation, to: chat)
+                    try await telegram.send(invitation, to: chat)
                 } catch {
-                    logger.warning("telegram invitation failed", metadata: ["event": "\(invitation.eventID)", "user": "\(user)", "error": "\(error)"])
+                    logger.warning("telegram invitation failed", metadata: ["event": "\(event.id)", "user": "\(user)", "error": "\(error)"])
                 }
             }
         }

@@ -1,6 +1,7 @@
 import GondolaDomain
 import GondolaHub
 import GRDB
+import GondolaServices
 
 /// The travel app's backend as a domain: live locations, trips, friends, chats,
 /// events, resort maps and the Telegram bot's webhook.

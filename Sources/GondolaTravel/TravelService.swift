@@ -2,6 +2,7 @@ import GondolaHub
 import GondolaProtocol
 import GondolaStore
 import Logging
+import GondolaServices
 
 /// The travel domain wired into a hub: directory (users, trips, friends), live
 /// locations with their channels, resorts and maps, chats, and the RPC and server

@@ -1,6 +1,7 @@
 import Foundation
 import GondolaGeo
 import GondolaProtocol
+import GondolaServices
 import GondolaStore
 import GondolaTravel
 import Synchronization
@@ -9,10 +10,10 @@ import Testing
 
 /// Telegram messages the hub would send, recorded.
 final class RecordingTelegram: TelegramNotifier {
-    let invitations = Mutex<[(chat: Int64, invitation: TelegramInvitation)]>([])
+    let invitations = Mutex<[(chat: Int64, invitation: TelegramMessage)]>([])
     let answers = Mutex<[(id: String, text: String)]>([])
 
-    func sendInvitation(_ invitation: TelegramInvitation, to chatID: Int64) async throws {
+    func send(_ invitation: TelegramMessage, to chatID: Int64) async throws {
         invitations.withLock { $0.append((chatID, invitation)) }
     }
 

@@ -6,6 +6,7 @@ import GondolaTravel
 import HummingbirdWSClient
 import Logging
 import Synchronization
+import GondolaServices
 
 /// A connected WebSocket client that stays open: commands are sent one by one and
 /// their replies awaited by id; publications are collected per channel.

@@ -12,6 +12,7 @@ import NIOWebSocket
 import Logging
 import ServiceLifecycle
 import Synchronization
+import GondolaServices
 
 /// A real server on 127.0.0.1 and an ephemeral port, with its own data folder.
 final class RunningServer: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import GondolaProtocol
+import GondolaServices
 @testable import GondolaTravel
 import Hummingbird
 import Logging
@@ -43,10 +44,10 @@ import Testing
         let api = TelegramBotAPI(token: "123:abc", base: "http://127.0.0.1:\(port)")
         let event = TravelEvent(id: "e1", creator: "ann", title: "Fondue", description: "", startsAt: 1_800_000_000_000, endsAt: nil,
                                 place: EventPlace(name: "Chalet", lat: 45.3, lon: 6.58), trip: nil, audience: "friends", createdAt: 0)
-        let invitation = TelegramInvitation(event: event, creatorName: "Ann")
-        try await api.sendInvitation(invitation, to: 42)
+        let invitation = TelegramMessage.invitation(to: event, creatorName: "Ann")
+        try await api.send(invitation, to: 42)
         try await api.answerCallback(id: "cb7", text: "Got it: going")
-        await #expect(throws: TelegramBotAPIError.self) { try await api.sendInvitation(invitation, to: 13) }
+        await #expect(throws: TelegramBotAPIError.self) { try await api.send(invitation, to: 13) }
 
         let recorded = calls.items.withLock { $0 }
         #expect(recorded.map(\.path) == ["/bot123:abc/sendMessage", "/bot123:abc/answerCallbackQuery", "/bot123:abc/sendMessage"])

@@ -1,31 +1,30 @@
 import AsyncHTTPClient
 import GondolaProtocol
-import GondolaTravel
 import NIOCore
 
-/// Sends the travel domain's Telegram messages through the Bot API
-/// (`POST <base>/bot<token>/<method>` with a JSON body) using async-http-client.
-struct TelegramBotAPI: TelegramNotifier {
+/// Sends Telegram messages through the Bot API (`POST <base>/bot<token>/<method>` with a
+/// JSON body) using async-http-client; each call waits at most 10 s.
+public struct TelegramBotAPI: TelegramNotifier {
     let token: String
     /// `https://api.telegram.org`, or a local stand-in in tests.
     let base: String
     let client: HTTPClient
     static let timeout: TimeAmount = .seconds(10)
 
-    init(token: String, base: String = "https://api.telegram.org", client: HTTPClient = .shared) {
+    public init(token: String, base: String = "https://api.telegram.org", client: HTTPClient = .shared) {
         self.token = token
         self.base = base
         self.client = client
     }
 
-    func sendInvitation(_ invitation: TelegramInvitation, to chatID: Int64) async throws {
-        let buttons: [JSON] = invitation.buttons.map { ["text": .string($0.text), "callback_data": .string($0.data)] }
+    public func send(_ message: TelegramMessage, to chatID: Int64) async throws {
+        let buttons: [JSON] = message.buttons.map { ["text": .string($0.text), "callback_data": .string($0.data)] }
         try await call("sendMessage", [
-            "chat_id": .int(chatID), "text": .string(invitation.text), "reply_markup": ["inline_keyboard": [.array(buttons)]],
+            "chat_id": .int(chatID), "text": .string(message.text), "reply_markup": ["inline_keyboard": [.array(buttons)]],
         ])
     }
 
-    func answerCallback(id: String, text: String) async throws {
+    public func answerCallback(id: String, text: String) async throws {
         try await call("answerCallbackQuery", ["callback_query_id": .string(id), "text": .string(text)])
     }
 
@@ -43,9 +42,9 @@ struct TelegramBotAPI: TelegramNotifier {
 }
 
 /// The Bot API answered a call with an error status.
-struct TelegramBotAPIError: Error, CustomStringConvertible {
-    let method: String
-    let status: Int
-    let body: String
-    var description: String { "Telegram \(method) answered HTTP \(status): \(body.prefix(200))" }
+public struct TelegramBotAPIError: Error, CustomStringConvertible {
+    public let method: String
+    public let status: Int
+    public let body: String
+    public var description: String { "Telegram \(method) answered HTTP \(status): \(body.prefix(200))" }
 }
