@@ -5,7 +5,6 @@ import FoundationNetworking
 import GondolaCrash
 import GondolaProtocol
 import Hummingbird
-import Logging
 import Synchronization
 import Testing
 
@@ -275,15 +274,7 @@ extension RunningServer {
             texts.items.withLock { $0.append((request.headers[.authorization] ?? "", body)) }
             return Response(status: body["to"] == "+3610000000" ? .badGateway : .accepted)
         }
-        var logger = Logger(label: "sms-stand-in")
-        logger.logLevel = .critical
-        let ports = AsyncStream.makeStream(of: Int.self)
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { ports.continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var iterator = ports.stream.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw HarnessError("SMS stand-in did not start") }
-        return (port, task)
+        return try await startStandIn(router, name: "SMS gateway")
     }
 
     @Test func aDetectedCrashIsTextedWithItsDeepLink() async throws {

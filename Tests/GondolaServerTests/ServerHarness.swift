@@ -7,6 +7,7 @@ import GondolaProtocol
 import GondolaServer
 import GondolaTravel
 import HTTPTypes
+import Hummingbird
 import HummingbirdWSClient
 import NIOWebSocket
 import Logging
@@ -195,4 +196,18 @@ extension Reply {
         if case let .error(error) = body { return error.code }
         return nil
     }
+}
+
+/// Starts a local stand-in for an outside HTTP service (a gateway, a bot API) on
+/// 127.0.0.1 and a free port; cancel the task to stop it.
+func startStandIn(_ router: Router<BasicRequestContext>, name: String) async throws -> (port: Int, task: Task<Void, Error>) {
+    var logger = Logger(label: "stand-in")
+    logger.logLevel = .critical
+    let ports = AsyncStream.makeStream(of: Int.self)
+    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                          onServerRunning: { ports.continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+    let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+    var iterator = ports.stream.makeAsyncIterator()
+    guard let port = await iterator.next() else { throw HarnessError("the \(name) stand-in did not start") }
+    return (port, task)
 }

@@ -3,7 +3,6 @@ import GondolaProtocol
 import GondolaServices
 @testable import GondolaTravel
 import Hummingbird
-import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
@@ -27,15 +26,7 @@ import Testing
             let refused = body["chat_id"] == .int(13)
             return Response(status: refused ? .badRequest : .ok, body: .init(byteBuffer: ByteBuffer(string: refused ? #"{"ok":false}"# : #"{"ok":true}"#)))
         }
-        var logger = Logger(label: "telegram-stand-in")
-        logger.logLevel = .critical
-        let ports = AsyncStream.makeStream(of: Int.self)
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { ports.continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var iterator = ports.stream.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw HarnessError("stand-in did not start") }
-        return (port, task)
+        return try await startStandIn(router, name: "Telegram Bot API")
     }
 
     @Test func sendsInvitationsWithButtonsAndAnswersCallbacks() async throws {
