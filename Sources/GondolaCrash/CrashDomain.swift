@@ -11,17 +11,15 @@ public struct CrashDomain: Domain {
     public let name = "crash"
     public var namespaces: Set<String> { ["crash"] }
 
-    let smsWebhookURL: String
-    let smsWebhookToken: String
-    let linkTemplate: String
+    /// `sms_webhook_url`: the SMS gateway's webhook (empty logs the texts instead);
+    /// `sms_webhook_token`: its bearer token; `crash_link_template`: the deep link a crash
+    /// text carries, where `{id}` becomes the crash id.
+    public let settingKeys = ["sms_webhook_url", "sms_webhook_token", "crash_link_template"]
+    static let defaultLinkTemplate = "crashassistant://crash/{id}"
+    let settings: DomainSettings
 
-    /// - Parameters:
-    ///   - smsWebhookURL: the SMS gateway's webhook; empty logs the texts instead.
-    ///   - linkTemplate: the deep link a crash text carries; `{id}` becomes the crash id.
-    public init(smsWebhookURL: String, smsWebhookToken: String, linkTemplate: String) {
-        self.smsWebhookURL = smsWebhookURL
-        self.smsWebhookToken = smsWebhookToken
-        self.linkTemplate = linkTemplate
+    public init(settings: DomainSettings) {
+        self.settings = settings
     }
 
     public func registerMigrations(in migrator: inout DatabaseMigrator) {
@@ -29,6 +27,15 @@ public struct CrashDomain: Domain {
     }
 
     public func install(in context: DomainContext) async throws -> InstalledDomain {
+        let smsWebhookURL = try settings.string("sms_webhook_url", default: "")
+        guard smsWebhookURL.isEmpty || smsWebhookURL.hasPrefix("http://") || smsWebhookURL.hasPrefix("https://") else {
+            throw DomainSetupError("'sms_webhook_url' expected an http(s) URL, got '\(smsWebhookURL)'")
+        }
+        let smsWebhookToken = try settings.string("sms_webhook_token", default: "")
+        let linkTemplate = try settings.string("crash_link_template", default: Self.defaultLinkTemplate)
+        guard linkTemplate.contains("{id}") else {
+            throw DomainSetupError("'crash_link_template' must contain {id}, got '\(linkTemplate)'")
+        }
         let files: FileStore
         do {
             files = try FileStore(folder: context.dataFolder + "/files/crash")

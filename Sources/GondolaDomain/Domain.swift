@@ -18,6 +18,10 @@ public protocol Domain: Sendable {
     /// whether the domain is enabled or not.
     var namespaces: Set<String> { get }
 
+    /// The configuration keys the domain reads from its `DomainSettings`; the loader
+    /// accepts them besides the server's own.
+    var settingKeys: [String] { get }
+
     /// Registers the domain's schema changes, oldest first. Their identifiers are
     /// unique across domains and never change once released.
     func registerMigrations(in migrator: inout DatabaseMigrator)
@@ -25,6 +29,10 @@ public protocol Domain: Sendable {
     /// Builds the domain's services on the opened database and installs its
     /// namespaces and RPC methods on the node.
     func install(in context: DomainContext) async throws -> InstalledDomain
+}
+
+extension Domain {
+    public var settingKeys: [String] { [] }
 }
 
 /// What a domain is given when it is installed.

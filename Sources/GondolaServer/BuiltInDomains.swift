@@ -4,20 +4,23 @@ import GondolaTravel
 import GondolaServices
 
 /// Every domain this server can run, one registration line each, given the
-/// configuration and the outbound notifiers. `domains` in the configuration picks
+/// configuration (a domain's own keys reach it as `DomainSettings`; travel's predate
+/// them and are the server's) and the outbound notifiers. `domains` in the configuration picks
 /// which of them are installed; the schemas of all of them are kept.
 enum BuiltInDomains {
     static func all(_ configuration: ServerConfiguration, telegram: any TelegramNotifier) -> [any Domain] {
         [
             TravelDomain(resortsFolder: configuration.resorts, settings: configuration.locationSettings, telegram: telegram,
                          telegramWebhookSecret: configuration.telegramWebhookSecret),
-            CrashDomain(smsWebhookURL: configuration.smsWebhookURL, smsWebhookToken: configuration.smsWebhookToken,
-                        linkTemplate: configuration.crashLinkTemplate),
+            CrashDomain(settings: configuration.domainSettings),
         ]
     }
 
     /// The domains' names, for validating `domains`.
     static var names: [String] { all(ServerConfiguration(), telegram: NoTelegramBot()).map(\.name) }
+
+    /// The configuration keys the domains read.
+    static var settingKeys: [String] { all(ServerConfiguration(), telegram: NoTelegramBot()).flatMap(\.settingKeys) }
 
     /// The namespaces the domains provide, which the configuration may not redefine.
     static var namespaces: Set<String> {

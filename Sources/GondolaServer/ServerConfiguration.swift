@@ -1,4 +1,5 @@
 import Foundation
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaTravel
@@ -22,11 +23,8 @@ public struct ServerConfiguration: Sendable {
     /// How long tokens minted by the sign-in endpoints stay valid.
     public var signInTokenTTL: Duration = .seconds(24 * 3600)
     public var hub = HubConfiguration()
-    /// The SMS gateway's webhook and bearer token (crash texts); empty logs the texts.
-    public var smsWebhookURL = ""
-    public var smsWebhookToken = ""
-    /// The deep link of a crash text; `{id}` becomes the crash id.
-    public var crashLinkTemplate = "crashassistant://crash/{id}"
+    /// The values of the keys the domains declare (`Domain.settingKeys`), for them to check.
+    public var domainSettings = DomainSettings()
     /// The domains to install (`BuiltInDomains`); nil installs every one.
     public var domains: Set<String>?
 
@@ -65,8 +63,7 @@ public enum ConfigurationLoader {
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains",
-        "sms_webhook_url", "sms_webhook_token", "crash_link_template",
-    ]
+    ] + BuiltInDomains.settingKeys
 
     /// Loads and validates; the error names the key, the source and the bad value.
     public static func load(file: String?, environment: [String: String], flags: [String: String]) throws(ConfigurationError) -> ServerConfiguration {
@@ -154,15 +151,6 @@ public enum ConfigurationLoader {
                 namespaces[options.name] = options
             }
             configuration.hub.namespaces = namespaces
-        case "sms_webhook_url":
-            let url = try field.string()
-            guard url.isEmpty || url.hasPrefix("http://") || url.hasPrefix("https://") else { throw field.error("expected an http(s) URL, got '\(url)'") }
-            configuration.smsWebhookURL = url
-        case "sms_webhook_token": configuration.smsWebhookToken = try field.string()
-        case "crash_link_template":
-            let template = try field.nonEmptyString()
-            guard template.contains("{id}") else { throw field.error("must contain {id}, got '\(template)'") }
-            configuration.crashLinkTemplate = template
         case "domains":
             let names: [String]
             switch value {
@@ -178,6 +166,8 @@ public enum ConfigurationLoader {
                 throw field.error("unknown domain '\(unknown)' (known domains: \(known.joined(separator: ", ")))")
             }
             configuration.domains = Set(names)
+        case _ where BuiltInDomains.settingKeys.contains(key):
+            configuration.domainSettings.values[key] = value
         default:
             throw ConfigurationError("\(source): unknown key '\(key)' (known keys: \(keys.joined(separator: ", ")))")
         }

@@ -282,9 +282,10 @@ extension RunningServer {
         let (port, gateway) = try await Self.gateway(texts)
         defer { gateway.cancel() }
         let server = try await startTravelServer { configuration in
-            configuration.smsWebhookURL = "http://127.0.0.1:\(port)/sms"
-            configuration.smsWebhookToken = "gateway-token"
-            configuration.crashLinkTemplate = "https://crash.example/open/{id}"
+            configuration.domainSettings.values = [
+                "sms_webhook_url": .string("http://127.0.0.1:\(port)/sms"), "sms_webhook_token": "gateway-token",
+                "crash_link_template": "https://crash.example/open/{id}",
+            ]
         }
         let alice = try await server.client("alice")
         #expect(try await alice.rpc("crash.phone", ["phone": "+36201234567"])["phone"] == "+36201234567")

@@ -73,6 +73,25 @@ import Testing
         }
     }
 
+    /// A domain's own keys pass through the loader to the domain, which checks them when
+    /// it is installed; a bad value stops the start naming the domain and the key.
+    @Test func aDomainsSettingsReachItAndABadOneStopsTheStart() async throws {
+        let loaded = try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_SMS_WEBHOOK_URL": "http://127.0.0.1:9/sms"], flags: [:])
+        #expect(loaded.domainSettings.values["sms_webhook_url"] == "http://127.0.0.1:9/sms")
+        for (key, value, message) in [("crash_link_template", "crashassistant://crash", "crash: 'crash_link_template' must contain {id}"),
+                                      ("sms_webhook_url", "ftp://gateway", "crash: 'sms_webhook_url' expected an http(s) URL, got 'ftp://gateway'")] {
+            var configuration = RunningServer.configuration()
+            configuration.domainSettings.values[key] = .string(value)
+            do {
+                let server = try await RunningServer.start(configuration)
+                try await server.stop()
+                Issue.record("started with \(key) = \(value)")
+            } catch let error as ConfigurationError {
+                #expect(error.description == message + (key == "crash_link_template" ? ", got 'crashassistant://crash'" : ""))
+            }
+        }
+    }
+
     @Test func domainsFromTheEnvironmentAreACommaSeparatedList() throws {
         #expect(try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_DOMAINS": "travel"], flags: [:]).domains == ["travel"])
         #expect(try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_DOMAINS": ""], flags: [:]).domains == [])
