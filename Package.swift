@@ -74,6 +74,7 @@ let package = Package(
         .target(
             name: "GondolaServices",
             dependencies: [
+                "CCurl",
                 "GondolaProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -151,6 +152,7 @@ let package = Package(
             name: "gondola-load",
             dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CHaru", providers: [.apt(["libhpdf-dev"])]),
         .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),

@@ -61,7 +61,7 @@ public struct MailMessage: Sendable, Equatable {
         }.joined(separator: "\r\n ")
     }
 
-    static func base64Lines(_ text: String) -> String {
+    public static func base64Lines(_ text: String) -> String {
         Data(text.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn, .endLineWithLineFeed])
     }
 }

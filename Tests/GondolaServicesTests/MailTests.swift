@@ -63,3 +63,63 @@ import Testing
         #expect(parsed["defects"] as? Int == 0)
     }
 }
+
+/// Mails through libcurl to a real SMTP server (aiosmtpd, Debian's python3-aiosmtpd,
+/// keeping what it receives in a maildir).
+@Suite struct SMTPMailerTests {
+    func freePort() throws -> Int {
+        let finder = Process()
+        finder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        finder.arguments = ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"]
+        let output = Pipe()
+        finder.standardOutput = output
+        try finder.run()
+        finder.waitUntilExit()
+        return Int(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    @Test func aMailReachesARealSMTPServerWhole() async throws {
+        let maildir = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-maildir-\(UUID().uuidString)").path
+        let port = try freePort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        // aiosmtpd does not stop on SIGTERM while it serves.
+        defer { kill(server.processIdentifier, SIGKILL) }
+        let mailer = try SMTPMailer(url: "smtp://127.0.0.1:\(port)", timeout: 10)
+        let message = MailMessage(from: "noreply@gondola.test", to: "zoe@example.com", subject: "Activate your account",
+                                  text: "Open automagic://activate?key=k1", html: "<a href=\"automagic://activate?key=k1\">Activate</a>")
+        var delivered = false
+        for _ in 0..<50 where !delivered {
+            do {
+                try await mailer.deliver(message, id: "mail-7")
+                delivered = true
+            } catch {
+                try await Task.sleep(for: .milliseconds(100))  // the server is still starting
+            }
+        }
+        #expect(delivered)
+        let received = try FileManager.default.contentsOfDirectory(atPath: maildir + "/new")
+        #expect(received.count == 1)
+        let text = try String(contentsOfFile: maildir + "/new/" + (received.first ?? ""), encoding: .utf8)
+        #expect(text.contains("Subject: Activate your account") && text.contains("To: zoe@example.com"))
+        #expect(text.contains("Message-ID: <mail-7@gondola.test>"))
+        #expect(text.contains(MailMessage.base64Lines(message.text)))
+    }
+
+    @Test func aServerThatIsNotThereAndABadURLAreNamed() async throws {
+        let mailer = try SMTPMailer(url: "smtp://127.0.0.1:\(try freePort())", timeout: 5)
+        do {
+            try await mailer.deliver(MailMessage(from: "a@b.test", to: "c@d.test", subject: "s", text: "t", html: "h"), id: "m")
+            Issue.record("delivered to a closed port")
+        } catch let error as MailDeliveryError {
+            #expect(error.description.hasPrefix("SMTP delivery to c@d.test failed: "))
+        }
+        for bad in ["http://mail.test", "smtp://", "mail.test:25"] {
+            #expect(throws: MailDeliveryError.self) { try SMTPMailer(url: bad) }
+        }
+    }
+}
