@@ -24,39 +24,30 @@ struct CrashPhotoEndpoints: Sendable {
         }
         router.get("/api/crash/:crash/photos/:part") { request, context in
             let user = try await authentication.user(of: request).get()
-            do throws(HubError) {
+            return JSONResponse.answering { () throws(HubError) in
                 let (photo, bytes) = try crashes.photo(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)
                 return Response(status: .ok, headers: [.contentType: photo.contentType, .cacheControl: "private, max-age=31536000, immutable"],
                                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-            } catch {
-                return JSONResponse.error(error)
             }
         }
         router.get("/api/crash/:crash/report.pdf") { request, context in
             let user = try await authentication.user(of: request).get()
-            do throws(HubError) {
-                return Self.pdf(try crashes.reportPDF(context.parameters.get("crash") ?? "", by: user))
-            } catch {
-                return JSONResponse.error(error)
+            return JSONResponse.answering { () throws(HubError) in
+                Self.pdf(try crashes.reportPDF(context.parameters.get("crash") ?? "", by: user))
             }
         }
         router.get("/api/shared/crash/:token") { _, context in
-            do throws(HubError) {
+            JSONResponse.answering { () throws(HubError) in
                 guard let pdf = try crashes.sharedReport(context.parameters.get("token") ?? "") else {
                     return JSONResponse.error(.notFound, code: 103, "this link is not valid: it was revoked, has expired or was never issued")
                 }
                 return Self.pdf(pdf)
-            } catch {
-                return JSONResponse.error(error)
             }
         }
         router.delete("/api/crash/:crash/photos/:part") { request, context in
             let user = try await authentication.user(of: request).get()
-            do throws(HubError) {
-                let photo = try crashes.removePhoto(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)
-                return JSONResponse.make(CrashJSON.photo(photo))
-            } catch {
-                return JSONResponse.error(error)
+            return JSONResponse.answering { () throws(HubError) in
+                JSONResponse.make(CrashJSON.photo(try crashes.removePhoto(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)))
             }
         }
     }
@@ -82,11 +73,9 @@ struct CrashPhotoEndpoints: Sendable {
         guard let image = ImageProbe(bytes) else {
             return JSONResponse.error(.unsupportedMediaType, code: 107, "the body is not a JPEG, PNG or HEIC image (\(bytes.count) bytes)")
         }
-        do throws(HubError) {
+        return JSONResponse.answering { () throws(HubError) in
             let photo = try crashes.addPhoto(to: crash, section: section, bytes: bytes, image: image, fileName: fileName, by: user)
             return JSONResponse.make(CrashJSON.photo(photo), status: .created)
-        } catch {
-            return JSONResponse.error(error)
         }
     }
 

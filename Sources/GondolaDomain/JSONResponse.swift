@@ -78,6 +78,15 @@ extension JSONResponse {
         let reply = error.protocolError
         return self.error(status, code: reply.code, reply.message)
     }
+
+    /// The response `body` makes, or its hub error as an HTTP error response.
+    public static func answering(_ body: () throws(HubError) -> Response) -> Response {
+        do {
+            return try body()
+        } catch {
+            return self.error(error)
+        }
+    }
 }
 
 /// The user of an HTTP request that carries a connection token as

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import GondolaProtocol
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -29,8 +30,8 @@ public struct WebhookTextMessages: TextMessageSender {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         if !token.isEmpty { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let body = try JSONSerialization.data(withJSONObject: ["to": phone, "text": text], options: [.sortedKeys])
-        request.body = .bytes(ByteBuffer(bytes: body))
+        let body: JSON = ["to": .string(phone), "text": .string(text)]
+        request.body = .bytes(ByteBuffer(bytes: body.bytes))
         let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         guard (200..<300).contains(response.status.code) else {
             throw TextMessageError("the SMS gateway answered \(response.status.code)")
