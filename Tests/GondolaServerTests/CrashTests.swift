@@ -323,3 +323,35 @@ extension RunningServer {
         try await server.stop()
     }
 }
+
+/// The remaining refusals of the crash calls, each followed by a call that still works.
+@Suite struct CrashRefusalTests {
+    @Test func unknownPhotosMissingReportsBadTTLsAndDiscardingAReportAreRefused() async throws {
+        let server = try await startTravelServer()
+        let alice = try await server.client("alice")
+        let id = try #require(try await alice.rpc("crash.start")["id"]?.stringValue)
+        for method in ["GET", "DELETE"] {
+            let (status, body) = try await server.httpJSON(method, "/api/crash/\(id)/photos/photo-none", user: "alice")
+            #expect(status == 400 && body["error"]?["code"] == 107, "\(method) \(status)")
+        }
+        let (early, answer) = try await server.httpJSON("GET", "/api/crash/\(id)/report.pdf", user: "alice")
+        #expect(early == 409 && answer["error"]?["code"] == 108)
+
+        _ = try await alice.rpc("crash.update", ["crash": .string(id), "note": "kept"])
+        _ = try await alice.rpc("crash.report", ["crash": .string(id)])
+        for (method, data, code) in [("crash.share", ["crash": JSON.string(id), "ttl": 0], UInt32(107)),
+                                     ("crash.share", ["crash": .string(id), "ttl": .int(91 * 86_400)], 107),
+                                     ("crash.discard", ["crash": .string(id)], 108)] as [(String, JSON, UInt32)] {
+            do {
+                _ = try await alice.rpc(method, data)
+                Issue.record("\(method) accepted \(data)")
+            } catch let failure as RPCFailure {
+                #expect(failure.code == code, "\(method): \(failure)")
+            }
+        }
+        #expect(try await alice.rpc("crash.get", ["crash": .string(id)])["status"] == "report")
+        #expect(try await server.http("GET", "/api/crash/\(id)/report.pdf", user: "alice").0 == 200)
+        await alice.close()
+        try await server.stop()
+    }
+}
