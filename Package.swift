@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "GondolaTravel", targets: ["GondolaTravel"]),
         .library(name: "GondolaServices", targets: ["GondolaServices"]),
         .library(name: "GondolaCrash", targets: ["GondolaCrash"]),
+        .library(name: "GondolaRentals", targets: ["GondolaRentals"]),
         .library(name: "GondolaServer", targets: ["GondolaServer"]),
     ],
     dependencies: [
@@ -34,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
     ],
     targets: [
         .target(name: "GondolaGeo", exclude: ["README.md"]),
@@ -96,6 +98,22 @@ let package = Package(
             ]
         ),
         .target(
+            name: "GondolaRentals",
+            dependencies: [
+                "GondolaDomain",
+                "GondolaGeo",
+                "GondolaHub",
+                "GondolaServices",
+                "GondolaStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .target(
             name: "GondolaTravel",
             dependencies: [
                 "GondolaDomain",
@@ -113,6 +131,7 @@ let package = Package(
             dependencies: [
                 "GondolaCrash",
                 "GondolaDomain",
+                "GondolaRentals",
                 "GondolaServices",
                 "GondolaHub",
                 "GondolaStore",
@@ -131,6 +150,7 @@ let package = Package(
         .executableTarget(
             name: "gondola",
             dependencies: [
+                "GondolaRentals",
                 "GondolaServer",
                 "GondolaTravel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -183,6 +203,7 @@ let package = Package(
             dependencies: [
                 "GondolaServer",
                 "GondolaCrash",
+                "GondolaRentals",
                 "GondolaServices",
                 "GondolaHub",
                 "GondolaTravel",

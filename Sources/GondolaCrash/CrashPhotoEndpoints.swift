@@ -18,7 +18,7 @@ struct CrashPhotoEndpoints: Sendable {
 
     /// The last path part is a section for `POST` and a photo id for `GET` and `DELETE`
     /// (the router wants one parameter name per path).
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: HTTPRouter) {
         router.post("/api/crash/:crash/photos/:part") { request, context in
             try await upload(request, crash: context.parameters.get("crash") ?? "", section: context.parameters.get("part") ?? "")
         }

@@ -43,16 +43,19 @@ public struct DomainContext: Sendable {
     public let authentication: BearerAuthentication
     /// Signs and checks links that open one resource without signing in.
     public let links: SignedLinks
+    /// Mints connection tokens for a domain's own sign-in.
+    public let signIn: SignInTokens
     /// The folder beside the database where domains keep their files (one subfolder each).
     public let dataFolder: String
     public let logger: Logger
 
-    public init(node: Node, database: GondolaDatabase, authentication: BearerAuthentication, links: SignedLinks, dataFolder: String,
-                logger: Logger) {
+    public init(node: Node, database: GondolaDatabase, authentication: BearerAuthentication, links: SignedLinks, signIn: SignInTokens,
+                dataFolder: String, logger: Logger) {
         self.node = node
         self.database = database
         self.authentication = authentication
         self.links = links
+        self.signIn = signIn
         self.dataFolder = dataFolder
         self.logger = logger
     }
@@ -68,12 +71,12 @@ public struct InstalledDomain: Sendable {
     public let service: any Sendable
     public let serverMethods: [String: ServerMethod]
     /// Adds the domain's HTTP routes.
-    public let routes: @Sendable (Router<BasicRequestContext>) -> Void
+    public let routes: @Sendable (HTTPRouter) -> Void
     /// Runs until cancelled while the server runs.
     public let background: (@Sendable () async -> Void)?
 
     public init(service: any Sendable, serverMethods: [String: ServerMethod] = [:],
-                routes: @escaping @Sendable (Router<BasicRequestContext>) -> Void = { _ in },
+                routes: @escaping @Sendable (HTTPRouter) -> Void = { _ in },
                 background: (@Sendable () async -> Void)? = nil) {
         self.service = service
         self.serverMethods = serverMethods

@@ -14,4 +14,19 @@ public struct DomainSettings: Sendable {
         guard case let .string(text) = value else { throw DomainSetupError("'\(key)' expected a string, got \(value.kindName)") }
         return text
     }
+
+    /// `key` as a whole number in `range` (a JSON number or its text), or `fallback`.
+    public func integer(_ key: String, default fallback: Int, in range: ClosedRange<Int>) throws(DomainSetupError) -> Int {
+        let number: Int?
+        switch values[key] {
+        case nil: return fallback
+        case let .int(value)?: number = Int(exactly: value)
+        case let .string(text)?: number = Int(text)
+        case let value?: throw DomainSetupError("'\(key)' expected a whole number, got \(value.kindName)")
+        }
+        guard let number, range.contains(number) else {
+            throw DomainSetupError("'\(key)' expected a whole number from \(range.lowerBound) to \(range.upperBound), got \(values[key]!)")
+        }
+        return number
+    }
 }

@@ -17,28 +17,42 @@ public enum JSONResponse {
         make(["error": ["code": .int(Int64(code)), "message": .string(message)]], status: status)
     }
 
-    /// The request body parsed as a JSON object, or a 400 response naming what is wrong.
+    /// The request body parsed as a JSON object, or a 400 (413 when too large) response
+    /// naming what is wrong.
     public static func object(of request: Request, limit: Int) async -> Result<JSON, ResponseError> {
+        await JSONBody.object(of: request, limit: limit).mapError { ResponseError(error($0.status, code: 107, $0.message)) }
+    }
+}
+
+/// Reads a request body that must be one JSON object.
+public enum JSONBody {
+    public static func object(of request: Request, limit: Int) async -> Result<JSON, JSONBodyError> {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: limit)
         } catch {
-            return .failure(ResponseError(Self.error(.contentTooLarge, code: 107, "body is larger than \(limit) bytes")))
+            return .failure(JSONBodyError(status: .contentTooLarge, message: "body is larger than \(limit) bytes"))
         }
         if buffer.readableBytes == 0 {
-            return .failure(ResponseError(error(.badRequest, code: 107, "body is empty, expected a JSON object")))
+            return .failure(JSONBodyError(status: .badRequest, message: "body is empty, expected a JSON object"))
         }
         let json: JSON
         do {
             json = try JSONParser.parse(buffer.readableBytesView)
         } catch {
-            return .failure(ResponseError(self.error(.badRequest, code: 107, "body is not valid JSON: \(error)")))
+            return .failure(JSONBodyError(status: .badRequest, message: "body is not valid JSON: \(error)"))
         }
         guard case .object = json else {
-            return .failure(ResponseError(error(.badRequest, code: 107, "body must be a JSON object, got \(json.kindName)")))
+            return .failure(JSONBodyError(status: .badRequest, message: "body must be a JSON object, got \(json.kindName)"))
         }
         return .success(json)
     }
+}
+
+/// Why a request body is not a JSON object: the HTTP status that fits and a message.
+public struct JSONBodyError: Error, Sendable {
+    public let status: HTTPResponse.Status
+    public let message: String
 }
 
 /// A ready response carried as an error, for early exits; thrown from a route,

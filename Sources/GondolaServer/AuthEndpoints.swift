@@ -11,7 +11,7 @@ struct AuthEndpoints: Sendable {
     let users: UserRepository
     static let bodyLimit = 16 * 1024
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: HTTPRouter) {
         router.post("/api/auth/telegram") { request, _ in await telegram(request) }
         router.post("/api/auth/dev") { request, _ in await dev(request) }
     }
@@ -67,7 +67,6 @@ struct AuthEndpoints: Sendable {
     }
 
     private func tokenResponse(for user: User) async throws -> Response {
-        let token = try await tokens.mint(user: user.id, ttl: configuration.signInTokenTTL)
-        return JSONResponse.make(["token": .string(token), "user": ["id": .string(user.id), "name": .string(user.name)]])
+        try await SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL).response(for: user)
     }
 }

@@ -1,5 +1,6 @@
 import GondolaCrash
 import GondolaDomain
+import GondolaRentals
 import GondolaTravel
 import GondolaServices
 
@@ -13,6 +14,7 @@ enum BuiltInDomains {
             TravelDomain(resortsFolder: configuration.resorts, settings: configuration.locationSettings, telegram: telegram,
                          telegramWebhookSecret: configuration.telegramWebhookSecret),
             CrashDomain(settings: configuration.domainSettings),
+            RentalsDomain(settings: configuration.domainSettings, listenURL: "http://\(configuration.listenHost):\(configuration.listenPort)"),
         ]
     }
 

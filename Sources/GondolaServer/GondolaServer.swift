@@ -47,7 +47,8 @@ public final class GondolaServer: Sendable {
             durableHistory: SQLiteHistoryStore(database: database),
             metricsFactory: metrics.factory, logger: logger)
         let context = DomainContext(node: node, database: database, authentication: BearerAuthentication(tokens: tokens),
-                                    links: SignedLinks(secret: configuration.tokenHMACSecret), dataFolder: configuration.dataFolder, logger: logger)
+                                    links: SignedLinks(secret: configuration.tokenHMACSecret),
+                                    signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder, logger: logger)
         var installed: [(name: String, installed: InstalledDomain)] = []
         for domain in builtIn where configuration.domains?.contains(domain.name) ?? true {
             do {
@@ -67,7 +68,7 @@ public final class GondolaServer: Sendable {
 
     /// The HTTP application; `onServerRunning` gets the bound port.
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-        let router = Router()
+        let router = HTTPRouter(context: HTTPRequestContext.self)
         router.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
         router.get("/metrics") { [metrics, node, database] _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -160,7 +161,7 @@ struct ServerAPIEndpoint: Sendable {
     let apiKey: String
     static let bodyLimit = 1 << 20
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: HTTPRouter) {
         router.post("/api/:method") { request, context in
             let method = context.parameters.get("method") ?? ""
             guard let given = request.headers[.init("X-API-Key")!], ConstantTime.equal(given, apiKey) else {

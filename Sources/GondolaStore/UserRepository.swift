@@ -69,6 +69,11 @@ public final class UserRepository: Sendable {
         }
     }
 
+    /// Adds a new user inside the caller's transaction (a domain creating an account).
+    public static func insert(_ user: User, in db: Database, now: Int64) throws {
+        try db.execute(sql: "INSERT INTO user (id, name, created_at_ms) VALUES (?, ?, ?)", arguments: [user.id, user.name, now])
+    }
+
     /// The user with `id`, if there is one.
     public func user(id: String) throws -> User? {
         try database.pool.read { db in

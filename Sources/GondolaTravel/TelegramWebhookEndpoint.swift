@@ -12,7 +12,7 @@ struct TelegramWebhookEndpoint: Sendable {
     let webhook: TelegramWebhook
     static let bodyLimit = 64 * 1024
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: HTTPRouter) {
         router.post("/api/telegram/webhook") { request, _ in await handle(request) }
     }
 

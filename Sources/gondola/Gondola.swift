@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GondolaHub
+import GondolaRentals
 import GondolaServer
 import GondolaTravel
 import Logging
@@ -10,7 +11,7 @@ import Logging
 struct Gondola: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Gondola: a real-time location and messaging hub speaking the Centrifuge protocol.",
-        subcommands: [Serve.self, Token.self],
+        subcommands: [Serve.self, Token.self, ImportCars.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -68,7 +69,7 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the hub (SQLite at var/gondola.sqlite unless told otherwise).")
 
     @OptionGroup var options: ConfigurationOptions
-    @Flag(help: "Demo mode: a running trip on the demo resort whose travellers move, and dev_login on.") var demo = false
+    @Flag(help: "Demo mode: a running trip on the demo resort whose travellers move, the demo car fleet, and dev_login on.") var demo = false
 
     func run() async throws {
         var loaded = try options.load()
@@ -92,6 +93,13 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("\(error)")
             }
             demoTravellers = Task { await trip.run() }
+            if let rentals = server.service(RentalService.self) {
+                do {
+                    print("demo: \(try rentals.seedDemoFleet()) cars added from the demo fleet")
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
         }
         defer { demoTravellers?.cancel() }
         try await server.run { port in
@@ -132,5 +140,30 @@ struct Token: AsyncParsableCommand {
         let configuration = try options.load()
         let tokens = try await ConnectionTokens(secret: configuration.tokenHMACSecret)
         print(try await tokens.mint(user: user, ttl: lifetime))
+    }
+}
+
+/// `gondola import-cars FILE.json`: sends a fleet file to a running hub's server API
+/// (`car_import`, 2,000 cars per call), so that the live map shows the cars at once.
+struct ImportCars: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import-cars",
+        abstract: "Import cars from a JSON file ([...] or {\"cars\": [...]}) into a running hub.")
+
+    @Argument(help: "The JSON file of cars.") var file: String
+    @Option(help: "The hub's address (default: the configured listen address).") var url: String?
+    @OptionGroup var options: ConfigurationOptions
+
+    func run() async throws {
+        let configuration = try options.load()
+        guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read '\(file)'") }
+        let base = url ?? "http://\(configuration.listenHost):\(configuration.listenPort)"
+        let importer = CarImporter(url: base + "/api/car_import", apiKey: configuration.apiKey)
+        do {
+            let count = try await importer.send(data)
+            print("imported \(count) cars from \(file) into \(base)")
+        } catch {
+            throw ValidationError("\(file): \(error)")
+        }
     }
 }

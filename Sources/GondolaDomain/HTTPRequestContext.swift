@@ -1,0 +1,21 @@
+import Hummingbird
+import NIOCore
+
+/// The context of every HTTP request the server and its domains answer: Hummingbird's
+/// core context and the peer's socket address, which rate limits key on. The address is
+/// the TCP peer's; behind a reverse proxy every request shares the proxy's address.
+public struct HTTPRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The peer's IP address as text, or "unknown" when the socket has none (a Unix socket).
+    public var clientAddress: String { remoteAddress?.ipAddress ?? "unknown" }
+}
+
+/// The router every HTTP route is added to.
+public typealias HTTPRouter = Router<HTTPRequestContext>

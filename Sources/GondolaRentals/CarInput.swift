@@ -1,0 +1,98 @@
+import Foundation
+import GondolaDomain
+import GondolaGeo
+import GondolaHub
+import GondolaProtocol
+
+/// Cars as the server API, the import command and fleet files give them:
+/// `{id, make, model, year, seats, price_per_day_cents, lat, lon, image_url?}`.
+enum CarInput {
+    static let maxImportCount = 2_000
+
+    static func car(_ json: JSON, at time: Int64) throws(HubError) -> Car {
+        let fields = try RequestFields(json)
+        let id = try fields.string("id", maxLength: 64)
+        guard id.utf8.allSatisfy({ isalnum(Int32($0)) != 0 || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }) else {
+            throw .badRequest("id: letters, digits, - and _ only, got '\(id)'")
+        }
+        let imageURL = try fields.optionalString("image_url", maxLength: 500)
+        if let imageURL, !(imageURL.hasPrefix("https://") || imageURL.hasPrefix("http://")) {
+            throw .badRequest("image_url: expected an http(s) URL, got '\(imageURL.prefix(80))'")
+        }
+        let thisYear = Calendar(identifier: .gregorian).component(.year, from: Date())
+        return Car(id: id, make: try fields.text("make", maxLength: 60), model: try fields.text("model", maxLength: 60),
+                   year: Int(try fields.integer("year", in: 1900...Int64(thisYear + 1))), seats: Int(try fields.integer("seats", in: 1...9)),
+                   pricePerDayCents: try fields.integer("price_per_day_cents", in: 1...10_000_000),
+                   lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180), imageURL: imageURL, updatedAt: time)
+    }
+
+    /// A batch: a JSON array of cars or `{"cars": [...]}`, 1 to 2,000 of them (a server API body is at most 1 MiB), ids unique.
+    static func cars(_ json: JSON, at time: Int64) throws(HubError) -> [Car] {
+        let list: [JSON]
+        switch json {
+        case let .array(items): list = items
+        case let .object(members):
+            guard case let .array(items)? = members.first(where: { $0.0 == "cars" })?.1 else { throw .badRequest("cars: expected an array of cars") }
+            list = items
+        default: throw .badRequest("expected an array of cars or {\"cars\": [...]}, got \(json.kindName)")
+        }
+        guard (1...maxImportCount).contains(list.count) else { throw .badRequest("cars: 1 to \(maxImportCount) per batch, got \(list.count)") }
+        var seen = Set<String>()
+        var cars: [Car] = []
+        for (index, item) in list.enumerated() {
+            let car: Car
+            do {
+                car = try Self.car(item, at: time)
+            } catch {
+                guard case let .badRequest(message) = error else { throw error }
+                throw .badRequest("cars[\(index)]: \(message)")
+            }
+            guard seen.insert(car.id).inserted else { throw .badRequest("cars[\(index)]: id '\(car.id)' appears twice") }
+            cars.append(car)
+        }
+        return cars
+    }
+}
+
+/// The areas the rental company serves (polygons from a GeoJSON file). They catch files
+/// that give longitude and latitude the wrong way round: a batch whose points mostly fall
+/// outside every area, but mostly inside one when swapped, is refused.
+struct ServiceAreas: Sendable {
+    let areas: [(name: String, polygon: Polygon)]
+
+    static let none = ServiceAreas(areas: [])
+
+    static func load(_ path: String) throws(DomainSetupError) -> ServiceAreas {
+        guard let data = FileManager.default.contents(atPath: path) else { throw DomainSetupError("rental_service_areas: cannot read '\(path)'") }
+        do {
+            let features = try GeoJSON.features(from: data).features
+            let areas = features.enumerated().flatMap { index, feature in
+                feature.geometry.polygons.map { (feature.properties["name"] ?? "area \(index + 1)", $0) }
+            }
+            guard !areas.isEmpty else { throw GeoJSONError("no Polygon or MultiPolygon features") }
+            return ServiceAreas(areas: areas)
+        } catch {
+            throw DomainSetupError("rental_service_areas '\(path)': \(error)")
+        }
+    }
+
+    func contains(lat: Double, lon: Double) -> Bool {
+        guard (-90...90).contains(lat), (-180...180).contains(lon) else { return false }
+        let point = GeoPoint(lat: lat, lon: lon)
+        return areas.contains { $0.polygon.contains(point) }
+    }
+
+    /// Refuses `cars` when most fall outside every area but most would fall inside with
+    /// lat and lon swapped. Without areas, every batch passes.
+    func checkOrientation(_ cars: [Car]) throws(HubError) {
+        guard !areas.isEmpty, !cars.isEmpty else { return }
+        let inside = cars.count { contains(lat: $0.lat, lon: $0.lon) }
+        let swapped = cars.count { contains(lat: $0.lon, lon: $0.lat) }
+        if inside * 2 < cars.count, swapped * 2 > cars.count {
+            throw .badRequest("""
+                \(cars.count - inside) of \(cars.count) cars fall outside every service area (\(areas.map(\.name).joined(separator: ", "))) \
+                but \(swapped) would fall inside with lat and lon swapped: the data seems to give longitude as lat; swap them and import again
+                """)
+        }
+    }
+}

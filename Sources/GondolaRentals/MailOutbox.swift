@@ -1,0 +1,179 @@
+import Foundation
+import GondolaDomain
+import GondolaHub
+import GondolaServices
+import GondolaStore
+import GRDB
+import Logging
+import Synchronization
+
+/// Where the outbox hands mails: `.eml` files in a folder (the default) or an SMTP server.
+enum MailRoute: Sendable {
+    case folder(MailFolder)
+    case smtp(SMTPMailer)
+
+    /// Delivers one mail; answers where it went.
+    func deliver(_ message: MailMessage, id: String) async throws -> String {
+        switch self {
+        case let .folder(folder): return try folder.deliver(message, id: id)
+        case let .smtp(mailer):
+            try await mailer.deliver(message, id: id)
+            return "SMTP"
+        }
+    }
+}
+
+/// Mails waiting to be sent, in the database: a mail is queued in the same transaction
+/// as what it is about (an account and its key), so it is never lost across a restart.
+/// A failed delivery is retried with exponential back-off (5 s doubling to at most an
+/// hour, ±20% jitter) and given up after `maxAttempts` (about a day); a stop between the
+/// server's acceptance and the row's update sends the mail again (at least once).
+/// At most `maxPending` mails wait; queueing more fails, and the request that wanted it
+/// fails with it. Sent mails are forgotten after a week.
+final class MailOutbox: Sendable {
+    static let maxPending = 10_000
+    static let maxAttempts = 25
+    static let batchSize = 20
+    static let keepSent: Int64 = 7 * 86_400_000
+
+    let database: GondolaDatabase
+    let route: MailRoute
+    let logger: Logger
+    private let wake: AsyncStream<Void>.Continuation
+    private let wakes: Mutex<AsyncStream<Void>?>
+
+    init(database: GondolaDatabase, route: MailRoute, logger: Logger) {
+        self.database = database
+        self.route = route
+        self.logger = logger
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        wake = continuation
+        wakes = Mutex(stream)
+    }
+
+    /// The outbox is full.
+    struct Full: Error {}
+
+    /// Queues `message` inside the caller's transaction; answers the mail's id.
+    @discardableResult
+    static func enqueue(_ message: MailMessage, in db: Database, now: Int64) throws -> String {
+        let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL") ?? 0
+        guard pending < maxPending else { throw Full() }
+        let id = RandomID.make("mail-")
+        try db.execute(sql: """
+            INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [id, message.to, message.from, message.subject, message.text, message.html, now, now])
+        return id
+    }
+
+    /// Tells the delivery loop that a mail was queued.
+    func kick() { wake.yield() }
+
+    /// Mails queued to `recipient` since `since`, for limits per address.
+    func queued(to recipient: String, since: Int64) throws -> Int {
+        try database.pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mail_outbox WHERE recipient = ? AND created_at_ms >= ?", arguments: [recipient, since]) ?? 0
+        }
+    }
+
+    /// Mails not yet sent nor given up.
+    func pendingCount() throws -> Int {
+        try database.pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL") ?? 0
+        }
+    }
+
+    /// Delivers due mails until cancelled: at once when kicked, else when the next one is due
+    /// (checked at least every second).
+    func run() async {
+        guard let stream = wakes.withLock({ stream in defer { stream = nil }; return stream }) else { return }
+        var iterator = stream.makeAsyncIterator()
+        while !Task.isCancelled {
+            await deliverDue()
+            let wait = Task { try await Task.sleep(for: .seconds(1)); wake.yield() }
+            _ = await iterator.next()
+            wait.cancel()
+        }
+    }
+
+    /// Sends every mail that is due now; answers how many were sent.
+    @discardableResult
+    func deliverDue(now: Int64 = unixMilliseconds()) async -> Int {
+        var sent = 0
+        while !Task.isCancelled {
+            let due: [(String, MailMessage, Int)]
+            do {
+                due = try await database.pool.read { db in
+                    try Row.fetchAll(db, sql: """
+                        SELECT id, recipient, sender, subject, text_body, html_body, attempts FROM mail_outbox
+                        WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= ?
+                        ORDER BY next_attempt_at_ms LIMIT ?
+                        """, arguments: [now, Self.batchSize]).map { row in
+                        (row["id"], MailMessage(from: row["sender"], to: row["recipient"], subject: row["subject"],
+                                                text: row["text_body"], html: row["html_body"]), row["attempts"])
+                    }
+                }
+            } catch {
+                logger.error("mail outbox: cannot read", metadata: ["error": "\(error)"])
+                return sent
+            }
+            if due.isEmpty { break }
+            for (id, message, attempts) in due {
+                if await deliver(id: id, message: message, attempts: attempts) { sent += 1 }
+            }
+            if due.count < Self.batchSize { break }
+        }
+        forgetSent(now: now)
+        return sent
+    }
+
+    private func deliver(id: String, message: MailMessage, attempts: Int) async -> Bool {
+        do {
+            let place = try await route.deliver(message, id: id)
+            try await database.pool.write { db in
+                try db.execute(sql: "UPDATE mail_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?",
+                               arguments: [unixMilliseconds(), id])
+            }
+            logger.info("mail sent", metadata: ["mail": "\(id)", "to": "\(message.to)", "subject": "\(message.subject)", "via": "\(place)"])
+            return true
+        } catch {
+            let tried = attempts + 1
+            let givingUp = tried >= Self.maxAttempts
+            let next = unixMilliseconds() + Self.backOff(attempt: tried)
+            do {
+                try await database.pool.write { db in
+                    try db.execute(sql: """
+                        UPDATE mail_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?
+                        """, arguments: [tried, "\(error)", next, givingUp ? unixMilliseconds() : nil, id])
+                }
+            } catch {
+                logger.error("mail outbox: cannot record a failure", metadata: ["mail": "\(id)", "error": "\(error)"])
+            }
+            if givingUp {
+                logger.error("mail given up", metadata: ["mail": "\(id)", "to": "\(message.to)", "attempts": "\(tried)", "error": "\(error)"])
+            } else {
+                logger.warning("mail delivery failed, will retry", metadata: [
+                    "mail": "\(id)", "to": "\(message.to)", "attempt": "\(tried)", "retry_at_ms": "\(next)", "error": "\(error)"])
+            }
+            return false
+        }
+    }
+
+    /// The wait after the `attempt`-th failure: 5 s doubling per attempt, at most an
+    /// hour, with ±20% jitter so that mails failing together do not retry together.
+    static func backOff(attempt: Int) -> Int64 {
+        let base = min(5_000.0 * pow(2, Double(max(0, attempt - 1))), 3_600_000)
+        return Int64(base * Double.random(in: 0.8...1.2))
+    }
+
+    private func forgetSent(now: Int64) {
+        do {
+            try database.pool.write { db in
+                try db.execute(sql: "DELETE FROM mail_outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < ?", arguments: [now - Self.keepSent])
+            }
+        } catch {
+            logger.error("mail outbox: cannot forget sent mails", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import GondolaStore
+import GRDB
+
+/// Cars and rentals in SQLite.
+struct RentalRepository: Sendable {
+    let database: GondolaDatabase
+
+    // MARK: Cars
+
+    func allCars() throws -> [Car] {
+        try database.pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM car").map(Self.car) }
+    }
+
+    /// Writes cars in one transaction.
+    func upsert(_ cars: [Car]) throws {
+        try database.pool.write { db in
+            let statement = try db.cachedStatement(sql: """
+                INSERT INTO car (id, make, model, year, seats, price_per_day_cents, lat, lon, image_url, updated_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET make = excluded.make, model = excluded.model, year = excluded.year, seats = excluded.seats,
+                  price_per_day_cents = excluded.price_per_day_cents, lat = excluded.lat, lon = excluded.lon, image_url = excluded.image_url,
+                  updated_at_ms = excluded.updated_at_ms
+                """)
+            for car in cars {
+                try statement.execute(arguments: [car.id, car.make, car.model, car.year, car.seats, car.pricePerDayCents, car.lat, car.lon,
+                                                  car.imageURL, car.updatedAt])
+            }
+        }
+    }
+
+    func removeCar(_ id: String) throws {
+        try database.pool.write { db in try db.execute(sql: "DELETE FROM car WHERE id = ?", arguments: [id]) }
+    }
+
+    static func car(_ row: Row) -> Car {
+        Car(id: row["id"], make: row["make"], model: row["model"], year: row["year"], seats: row["seats"],
+            pricePerDayCents: row["price_per_day_cents"], lat: row["lat"], lon: row["lon"], imageURL: row["image_url"], updatedAt: row["updated_at_ms"])
+    }
+
+    // MARK: Rentals
+
+    func openRentals() throws -> [Rental] {
+        try database.pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM rental WHERE state IN ('planned', 'active')").map(Self.rental) }
+    }
+
+    func rental(_ id: String) throws -> Rental? {
+        try database.pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM rental WHERE id = ?", arguments: [id]).map(Self.rental) }
+    }
+
+    /// The user's open rentals and the last `pastLimit` closed ones, newest first.
+    func rentals(of user: String, pastLimit: Int) throws -> [Rental] {
+        try database.pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM rental WHERE user_id = ? AND state IN ('planned', 'active')
+                UNION ALL
+                SELECT * FROM (SELECT * FROM rental WHERE user_id = ? AND state IN ('finished', 'cancelled') ORDER BY updated_at_ms DESC LIMIT ?)
+                """, arguments: [user, user, pastLimit]).map(Self.rental).sorted { $0.createdAt > $1.createdAt }
+        }
+    }
+
+    /// Stores a new open rental; false when the car already has one (the unique index
+    /// on open rentals per car refused it).
+    func insertOpen(_ rental: Rental) throws -> Bool {
+        do {
+            try database.pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO rental (id, car_id, user_id, state, starts_at_ms, started_at_ms, price_per_day_cents, created_at_ms, updated_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [rental.id, rental.car, rental.user, rental.state.rawValue, rental.startsAt, rental.startedAt,
+                                     rental.pricePerDayCents, rental.createdAt, rental.updatedAt])
+            }
+            return true
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            return false
+        }
+    }
+
+    /// Writes a rental's new state; with `carPosition`, moves its car in the same transaction.
+    func update(_ rental: Rental, carPosition: (lat: Double, lon: Double, at: Int64)? = nil) throws {
+        try database.pool.write { db in
+            try db.execute(sql: """
+                UPDATE rental SET state = ?, started_at_ms = ?, ended_at_ms = ?, days = ?, amount_cents = ?, end_lat = ?, end_lon = ?, updated_at_ms = ?
+                WHERE id = ?
+                """, arguments: [rental.state.rawValue, rental.startedAt, rental.endedAt, rental.days, rental.amountCents, rental.endLat, rental.endLon,
+                                 rental.updatedAt, rental.id])
+            if let carPosition {
+                try db.execute(sql: "UPDATE car SET lat = ?, lon = ?, updated_at_ms = ? WHERE id = ?",
+                               arguments: [carPosition.lat, carPosition.lon, carPosition.at, rental.car])
+            }
+        }
+    }
+
+    static func rental(_ row: Row) -> Rental {
+        Rental(id: row["id"], car: row["car_id"], user: row["user_id"], state: RentalState(rawValue: row["state"]) ?? .cancelled,
+               startsAt: row["starts_at_ms"], startedAt: row["started_at_ms"], endedAt: row["ended_at_ms"], pricePerDayCents: row["price_per_day_cents"],
+               days: row["days"], amountCents: row["amount_cents"], endLat: row["end_lat"], endLon: row["end_lon"],
+               createdAt: row["created_at_ms"], updatedAt: row["updated_at_ms"])
+    }
+}

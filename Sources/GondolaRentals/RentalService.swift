@@ -1,0 +1,225 @@
+import Foundation
+import GondolaDomain
+import GondolaGeo
+import GondolaHub
+import GondolaProtocol
+import Logging
+import Synchronization
+
+/// Cars on a live map and their rentals, on the push-repository pattern: each change is
+/// written to the database, applied to the fleet in memory, then published — the car's
+/// availability on its map cell's channel `cars:<x>.<y>` (both cells when it moves
+/// between them) and a rental's change on its user's `personal:#<user>`. One lock
+/// orders the three steps, so the cells see changes in the order they were stored; the
+/// database's unique index on open rentals per car decides between two requests for one
+/// car (exactly one is stored, the other answers 108).
+public final class RentalService: Sendable {
+    /// How far ahead a rental may be planned.
+    static let maxPlanAhead: Int64 = 90 * 86_400_000
+    /// Open (planned or active) rentals one user may have.
+    static let maxOpenRentalsPerUser = 3
+    /// Closed rentals `rental.list` answers.
+    static let pastListed = 50
+
+    let node: Node
+    let repository: RentalRepository
+    let areas: ServiceAreas
+    /// The folder of fleet files (`demo.json`).
+    let fleetsFolder: String
+    let logger: Logger
+    private let fleet = Mutex(Fleet())
+
+    init(node: Node, repository: RentalRepository, areas: ServiceAreas, fleetsFolder: String, logger: Logger) throws {
+        self.node = node
+        self.repository = repository
+        self.areas = areas
+        self.fleetsFolder = fleetsFolder
+        self.logger = logger
+        let (cars, open) = (try repository.allCars(), try repository.openRentals())
+        fleet.withLock { fleet in
+            for car in cars { _ = fleet.upsert(car) }
+            for rental in open { _ = fleet.setOpenRental(rental.car, (rental.id, rental.state)) }
+        }
+    }
+
+    // MARK: Cars
+
+    /// Adds or updates cars (checked against the service areas as one batch).
+    @discardableResult
+    func upsert(_ cars: [Car]) throws(HubError) -> Int {
+        try areas.checkOrientation(cars)
+        try fleet.withLock { (fleet) throws(HubError) in
+            try databaseWrite { try repository.upsert(cars) }
+            publish(cars.flatMap { fleet.upsert($0) })
+        }
+        return cars.count
+    }
+
+    /// Takes a car off the map; refused while it has an open rental.
+    func remove(_ id: String) throws(HubError) {
+        try fleet.withLock { (fleet) throws(HubError) in
+            guard fleet.cars[id] != nil else { throw .badRequest("car '\(id)' does not exist") }
+            if let open = fleet.openRentals[id] { throw .notAvailable("car '\(id)' has a \(open.state.rawValue) rental (\(open.id))") }
+            try databaseWrite { try repository.removeCar(id) }
+            publish(fleet.remove(id))
+        }
+    }
+
+    /// Adds the cars of `<fleets>/demo.json` that are not on the map yet (cars moved by
+    /// rentals keep their place); answers how many were added.
+    public func seedDemoFleet() throws -> Int {
+        let path = fleetsFolder + "/demo.json"
+        guard let data = FileManager.default.contents(atPath: path) else { throw DomainSetupError("cannot read the demo fleet '\(path)'") }
+        do {
+            let known = fleet.withLock { Set($0.cars.keys) }
+            let missing = try CarInput.cars(try JSONParser.parse(Array(data)), at: unixMilliseconds()).filter { !known.contains($0.id) }
+            return missing.isEmpty ? 0 : try upsert(missing)
+        } catch {
+            throw DomainSetupError("demo fleet '\(path)': \(error)")
+        }
+    }
+
+    func car(_ id: String) -> Car? { fleet.withLock { $0.cars[id] } }
+
+    var carCount: Int { fleet.withLock { $0.cars.count } }
+
+    func near(_ center: GeoPoint, radius: Double, limit: Int, maxPrice: Int64?) -> [(car: Car, distance: Double)] {
+        fleet.withLock { $0.near(center, radius: radius, limit: limit, maxPrice: maxPrice) }
+    }
+
+    func inBox(_ box: BoundingBox, limit: Int) -> (cars: [Car], truncated: Bool) {
+        fleet.withLock { $0.inBox(box, limit: limit) }
+    }
+
+    /// Subscribes to a cell: the reply carries the cell's available cars, and what is
+    /// published after it follows them (the fleet's lock is held through both).
+    func subscribe(to cell: CarCell, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        try fleet.withLock { (fleet) throws(HubError) in
+            let (cars, truncated) = fleet.cars(in: cell)
+            try attach(RawJSON(["cell": .string(cell.channel), "cars": .array(cars.map(\.json)), "truncated": .bool(truncated)]))
+        }
+    }
+
+    // MARK: Rentals
+
+    /// Plans a rental of `car` from `startsAt` (in the future, within 90 days).
+    func plan(car: String, startsAt: Int64, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
+        guard startsAt > now, startsAt <= now + Self.maxPlanAhead else {
+            throw .badRequest("starts_at: must be after now and within 90 days, got \(Self.time(startsAt))")
+        }
+        return try open(car: car, state: .planned, startsAt: startsAt, by: user, now: now)
+    }
+
+    /// Starts a rental of `car` now.
+    func start(car: String, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
+        try open(car: car, state: .active, startsAt: now, by: user, now: now)
+    }
+
+    private func open(car id: String, state: RentalState, startsAt: Int64, by user: String, now: Int64) throws(HubError) -> Rental {
+        try fleet.withLock { (fleet) throws(HubError) in
+            guard let car = fleet.cars[id] else { throw .badRequest("car '\(id)' does not exist") }
+            if let open = fleet.openRentals[id] { throw Self.conflict(id, open.state) }
+            let mine = try databaseRead { try repository.rentals(of: user, pastLimit: 0) }.count
+            guard mine < Self.maxOpenRentalsPerUser else {
+                throw .limitExceeded("a user may have \(Self.maxOpenRentalsPerUser) planned or active rentals at once")
+            }
+            let rental = Rental(id: RandomID.make("rental-"), car: id, user: user, state: state, startsAt: startsAt,
+                                startedAt: state == .active ? now : nil, endedAt: nil, pricePerDayCents: car.pricePerDayCents, days: nil,
+                                amountCents: nil, endLat: nil, endLon: nil, createdAt: now, updatedAt: now)
+            guard try databaseWrite({ try repository.insertOpen(rental) }) else {
+                throw Self.conflict(id, try databaseRead { try repository.openRentals() }.first { $0.car == id }?.state ?? .planned)
+            }
+            publish(fleet.setOpenRental(id, (rental.id, state)))
+            tell(rental)
+            return rental
+        }
+    }
+
+    /// Starts a planned rental, from its start time on.
+    func start(rental id: String, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
+        try change(id, by: user, from: .planned) { (rental, fleet) throws(HubError) in
+            guard now >= rental.startsAt else { throw .notAvailable("rental \(id) starts at \(Self.time(rental.startsAt))") }
+            rental.state = .active
+            rental.startedAt = now
+            rental.updatedAt = now
+            try databaseWrite { try repository.update(rental) }
+            return fleet.setOpenRental(rental.car, (rental.id, .active))
+        }
+    }
+
+    /// Stops an active rental where the car was left: the end, the whole days rounded
+    /// up and the amount at the rental's price per day; the car is free again there.
+    func stop(rental id: String, lat: Double, lon: Double, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
+        try change(id, by: user, from: .active) { (rental, fleet) throws(HubError) in
+            let days = Rental.days(from: rental.startedAt ?? rental.startsAt, to: now)
+            rental.state = .finished
+            rental.endedAt = now
+            rental.days = days
+            rental.amountCents = Int64(days) * rental.pricePerDayCents
+            rental.endLat = lat
+            rental.endLon = lon
+            rental.updatedAt = now
+            try databaseWrite { try repository.update(rental, carPosition: (lat, lon, now)) }
+            return fleet.move(rental.car, lat: lat, lon: lon, at: now) + fleet.setOpenRental(rental.car, nil)
+        }
+    }
+
+    /// Cancels a planned rental; the car is free again.
+    func cancel(rental id: String, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
+        try change(id, by: user, from: .planned) { (rental, fleet) throws(HubError) in
+            rental.state = .cancelled
+            rental.updatedAt = now
+            try databaseWrite { try repository.update(rental) }
+            return fleet.setOpenRental(rental.car, nil)
+        }
+    }
+
+    /// The user's rentals: planned, active, and the last 50 past ones.
+    func rentals(of user: String) throws(HubError) -> [Rental] {
+        try databaseRead { try repository.rentals(of: user, pastLimit: Self.pastListed) }
+    }
+
+    /// Applies `body` to the user's rental in state `from`, under the lock, then
+    /// publishes the cell events it returns and tells the user.
+    private func change(_ id: String, by user: String, from state: RentalState,
+                        _ body: (inout Rental, inout Fleet) throws(HubError) -> [Fleet.CellEvent]) throws(HubError) -> Rental {
+        try fleet.withLock { (fleet) throws(HubError) in
+            guard var rental = try databaseRead({ try repository.rental(id) }), rental.user == user else {
+                throw .permissionDenied("rental \(id) is not yours")
+            }
+            guard rental.state == state else { throw .notAvailable("rental \(id) is \(rental.state.rawValue), not \(state.rawValue)") }
+            let events = try body(&rental, &fleet)
+            publish(events)
+            tell(rental)
+            return rental
+        }
+    }
+
+    private static func conflict(_ car: String, _ state: RentalState) -> HubError {
+        .notAvailable("car '\(car)' already has a \(state.rawValue) rental")
+    }
+
+    static func time(_ milliseconds: Int64) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    // MARK: Pushes
+
+    private func publish(_ events: [Fleet.CellEvent]) {
+        for event in events {
+            do {
+                _ = try node.publish(channel: event.cell.channel, data: RawJSON(event.data))
+            } catch {
+                logger.error("car cell push failed", metadata: ["channel": "\(event.cell.channel)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func tell(_ rental: Rental) {
+        do {
+            _ = try node.publish(channel: "personal:#\(rental.user)", data: RawJSON(["type": "rental", "rental": rental.json]))
+        } catch {
+            logger.error("rental push failed", metadata: ["rental": "\(rental.id)", "user": "\(rental.user)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import GondolaDomain
+import GondolaHub
+import GondolaProtocol
+import GondolaServices
+import GRDB
+
+/// The Automagic car-rental app's backend as a domain: email accounts with activation
+/// and reset mails, cars on a live map cut into cell channels, and planned rentals.
+public struct RentalsDomain: Domain {
+    public let name = "rentals"
+    public var namespaces: Set<String> { [CarCell.namespace] }
+
+    /// `bcrypt_cost` (4–31, 12 by default); `account_link_base` (`automagic://`), the start
+    /// of the app links in mails; `public_url`, the hub's address for the web link of the
+    /// activation mail; `account_activated_url`, where that link redirects once done (a page
+    /// of the hub's when empty); `smtp_url` (mails go to `.eml` files in `var/mail/` when
+    /// empty); `mail_from`; `fleets`, the folder of fleet files (`demo.json` for `--demo`);
+    /// `rental_service_areas`, a GeoJSON file of the served areas.
+    public let settingKeys = ["bcrypt_cost", "account_link_base", "public_url", "account_activated_url", "smtp_url", "mail_from", "fleets",
+                              "rental_service_areas"]
+    let settings: DomainSettings
+    /// The hub's own address, the `public_url` when none is configured.
+    let listenURL: String
+
+    public init(settings: DomainSettings, listenURL: String) {
+        self.settings = settings
+        self.listenURL = listenURL
+    }
+
+    public func registerMigrations(in migrator: inout DatabaseMigrator) {
+        RentalsSchema.registerMigrations(in: &migrator)
+    }
+
+    public func install(in context: DomainContext) async throws -> InstalledDomain {
+        let cost = try settings.integer("bcrypt_cost", default: 12, in: 4...31)
+        let linkBase = try settings.string("account_link_base", default: "automagic://")
+        guard linkBase.contains(":") else { throw DomainSetupError("'account_link_base' expected a URL start like automagic:// , got '\(linkBase)'") }
+        let publicURL = try Self.httpURL("public_url", try settings.string("public_url", default: listenURL))
+        let activatedURL = try Self.httpURL("account_activated_url", try settings.string("account_activated_url", default: ""))
+        let sender = try settings.string("mail_from", default: "Automagic <no-reply@automagic.local>")
+        let route: MailRoute
+        let smtpURL = try settings.string("smtp_url", default: "")
+        do {
+            route = smtpURL.isEmpty ? .folder(try MailFolder(folder: context.dataFolder + "/mail")) : .smtp(try SMTPMailer(url: smtpURL))
+        } catch {
+            throw DomainSetupError("mail: \(error)")
+        }
+        let fleets = try settings.string("fleets", default: "fleets")
+        let areasFile = try settings.string("rental_service_areas", default: "")
+        let defaultAreas = fleets + "/service-areas.geojson"
+        let areas = !areasFile.isEmpty ? try ServiceAreas.load(areasFile)
+            : FileManager.default.fileExists(atPath: defaultAreas) ? try ServiceAreas.load(defaultAreas) : .none
+
+        let outbox = MailOutbox(database: context.database, route: route, logger: context.logger)
+        let accounts = AccountService(
+            repository: AccountRepository(database: context.database), hasher: PasswordHasher(cost: UInt8(cost)),
+            mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)
+        let rentals: RentalService
+        do {
+            rentals = try RentalService(node: context.node, repository: RentalRepository(database: context.database), areas: areas,
+                                        fleetsFolder: fleets, logger: context.logger)
+        } catch {
+            throw DomainSetupError("cannot load the cars and rentals: \(error)")
+        }
+        RentalRPC(rentals: rentals).register(on: context.node.rpc)
+        context.node.provide(CarChannel.options, by: CarChannel(rentals: rentals))
+        let endpoints = AccountEndpoints(accounts: accounts, signIn: context.signIn, authentication: context.authentication, activatedURL: activatedURL)
+        return InstalledDomain(
+            service: rentals,
+            serverMethods: RentalsServerAPI.methods(rentals),
+            routes: { router in endpoints.addRoutes(to: router) },
+            background: { await outbox.run() })
+    }
+
+    static func httpURL(_ key: String, _ value: String) throws(DomainSetupError) -> String {
+        guard value.isEmpty || value.hasPrefix("http://") || value.hasPrefix("https://") else {
+            throw DomainSetupError("'\(key)' expected an http(s) URL, got '\(value)'")
+        }
+        return value.hasSuffix("/") ? String(value.dropLast()) : value
+    }
+}
+
+/// The rentals domain's server API methods: `car_upsert {id, make, model, year, seats,
+/// price_per_day_cents, lat, lon, image_url?}`, `car_remove {id}` and
+/// `car_import {cars: [...]}` (at most 2,000 per call, all or none).
+enum RentalsServerAPI {
+    static func methods(_ rentals: RentalService) -> [String: InstalledDomain.ServerMethod] {
+        [
+            "car_upsert": { body throws(HubError) in
+                let car = try CarInput.car(body, at: unixMilliseconds())
+                try rentals.upsert([car])
+                return ["car": car.json]
+            },
+            "car_remove": { body throws(HubError) in
+                let id = try RequestFields(body).string("id", maxLength: 64)
+                try rentals.remove(id)
+                return ["removed": .string(id)]
+            },
+            "car_import": { body throws(HubError) in
+                ["imported": .int(Int64(try rentals.upsert(try CarInput.cars(body, at: unixMilliseconds()))))]
+            },
+        ]
+    }
+}
