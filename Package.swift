@@ -197,6 +197,11 @@ let package = Package(
             dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(
+            name: "GondolaRentalsTests",
+            dependencies: ["GondolaRentals", "GondolaGeo", "GondolaHub", "GondolaServices", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "GondolaServicesTests", dependencies: ["GondolaServices"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "GondolaServerTests",
