@@ -27,7 +27,7 @@ public struct MailMessage: Sendable, Equatable {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
-        let domain = from.split(separator: "@").last.map(String.init) ?? "gondola.local"
+        let domain = Self.address(of: from).split(separator: "@").last.map(String.init) ?? "gondola.local"
         let lines = [
             "From: \(from)",
             "To: \(to)",
@@ -51,6 +51,15 @@ public struct MailMessage: Sendable, Equatable {
             "",
         ]
         return lines.joined(separator: "\r\n")
+    }
+
+    /// The bare address of a mailbox written `Name <address>` or `address`, for the SMTP
+    /// envelope (which takes no display name).
+    public static func address(of mailbox: String) -> String {
+        guard let open = mailbox.lastIndex(of: "<"), let close = mailbox.lastIndex(of: ">"), open < close else {
+            return mailbox.trimmingCharacters(in: .whitespaces)
+        }
+        return String(mailbox[mailbox.index(after: open)..<close])
     }
 
     /// ASCII as it is; anything else as one RFC 2047 base64 word per 45 bytes of UTF-8.

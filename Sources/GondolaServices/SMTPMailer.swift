@@ -40,10 +40,10 @@ public struct SMTPMailer: Sendable {
         guard let curl = curl_easy_init() else { throw MailDeliveryError("libcurl could not start") }
         defer { curl_easy_cleanup(curl) }
         let upload = Upload(document)
-        let recipients = curl_slist_append(nil, "<\(to)>")
+        let recipients = curl_slist_append(nil, "<\(MailMessage.address(of: to))>")
         defer { curl_slist_free_all(recipients) }
         _ = gondola_curl_set_string(curl, CURLOPT_URL, url)
-        _ = gondola_curl_set_string(curl, CURLOPT_MAIL_FROM, "<\(from)>")
+        _ = gondola_curl_set_string(curl, CURLOPT_MAIL_FROM, "<\(MailMessage.address(of: from))>")
         _ = gondola_curl_set_list(curl, CURLOPT_MAIL_RCPT, recipients)
         _ = gondola_curl_set_long(curl, CURLOPT_USE_SSL, Int(CURLUSESSL_TRY.rawValue))
         _ = gondola_curl_set_long(curl, CURLOPT_UPLOAD, 1)

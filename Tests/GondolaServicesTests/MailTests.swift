@@ -90,7 +90,8 @@ import Testing
         // aiosmtpd does not stop on SIGTERM while it serves.
         defer { kill(server.processIdentifier, SIGKILL) }
         let mailer = try SMTPMailer(url: "smtp://127.0.0.1:\(port)", timeout: 10)
-        let message = MailMessage(from: "noreply@gondola.test", to: "zoe@example.com", subject: "Activate your account",
+        // Display names stay in the headers; the SMTP envelope takes the bare addresses.
+        let message = MailMessage(from: "Automagic <noreply@gondola.test>", to: "Zoe <zoe@example.com>", subject: "Activate your account",
                                   text: "Open automagic://activate?key=k1", html: "<a href=\"automagic://activate?key=k1\">Activate</a>")
         var delivered = false
         for _ in 0..<50 where !delivered {
@@ -105,7 +106,7 @@ import Testing
         let received = try FileManager.default.contentsOfDirectory(atPath: maildir + "/new")
         #expect(received.count == 1)
         let text = try String(contentsOfFile: maildir + "/new/" + (received.first ?? ""), encoding: .utf8)
-        #expect(text.contains("Subject: Activate your account") && text.contains("To: zoe@example.com"))
+        #expect(text.contains("Subject: Activate your account") && text.contains("To: Zoe <zoe@example.com>"))
         #expect(text.contains("Message-ID: <mail-7@gondola.test>"))
         #expect(text.contains(MailMessage.base64Lines(message.text)))
     }
