@@ -43,6 +43,14 @@ struct RentalRepository: Sendable {
         try database.pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM rental WHERE state IN ('planned', 'active')").map(Self.rental) }
     }
 
+    /// Planned rentals whose start is before `time`, oldest first.
+    func planned(startingBefore time: Int64, limit: Int) throws -> [Rental] {
+        try database.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM rental WHERE state = 'planned' AND starts_at_ms < ? ORDER BY starts_at_ms LIMIT ?",
+                             arguments: [time, limit]).map(Self.rental)
+        }
+    }
+
     func rental(_ id: String) throws -> Rental? {
         try database.pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM rental WHERE id = ?", arguments: [id]).map(Self.rental) }
     }

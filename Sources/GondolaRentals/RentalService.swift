@@ -20,6 +20,9 @@ public final class RentalService: Sendable {
     static let maxOpenRentalsPerUser = 3
     /// Closed rentals `rental.list` answers.
     static let pastListed = 50
+    /// How long after its start a planned rental waits to be started before it is
+    /// cancelled (a no-show), so that the car is offered again.
+    static let noShowGrace: Int64 = 86_400_000
 
     let node: Node
     let repository: RentalRepository
@@ -171,6 +174,38 @@ public final class RentalService: Sendable {
             rental.updatedAt = now
             try databaseWrite { try repository.update(rental) }
             return fleet.setOpenRental(rental.car, nil)
+        }
+    }
+
+    /// Cancels the planned rentals not started within a day of their start (their users
+    /// are told as for any cancellation); answers how many.
+    @discardableResult
+    func cancelNoShows(now: Int64 = unixMilliseconds()) -> Int {
+        let due: [Rental]
+        do {
+            due = try repository.planned(startingBefore: now - Self.noShowGrace, limit: 1_000)
+        } catch {
+            logger.error("rentals: cannot read planned rentals", metadata: ["error": "\(error)"])
+            return 0
+        }
+        var cancelled = 0
+        for rental in due {
+            do {
+                _ = try cancel(rental: rental.id, by: rental.user, now: now)
+                cancelled += 1
+                logger.info("planned rental not started: cancelled", metadata: ["rental": "\(rental.id)", "car": "\(rental.car)"])
+            } catch {
+                logger.warning("planned rental not cancelled", metadata: ["rental": "\(rental.id)", "error": "\(error)"])
+            }
+        }
+        return cancelled
+    }
+
+    /// Runs `cancelNoShows` every minute until cancelled.
+    func cancelNoShowsEveryMinute() async {
+        while !Task.isCancelled {
+            cancelNoShows()
+            try? await Task.sleep(for: .seconds(60))
         }
     }
 

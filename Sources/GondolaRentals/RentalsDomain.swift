@@ -70,7 +70,12 @@ public struct RentalsDomain: Domain {
             service: rentals,
             serverMethods: RentalsServerAPI.methods(rentals),
             routes: { router in endpoints.addRoutes(to: router) },
-            background: { await outbox.run() })
+            background: {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await outbox.run() }
+                    group.addTask { await rentals.cancelNoShowsEveryMinute() }
+                }
+            })
     }
 
     static func httpURL(_ key: String, _ value: String) throws(DomainSetupError) -> String {
