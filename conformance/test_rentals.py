@@ -8,6 +8,7 @@ import email.policy
 import json
 import os
 import re
+import subprocess
 import tempfile
 import time
 import urllib.error
@@ -17,7 +18,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from centrifuge import Client, ReplyError
 
-from conftest import API_KEY, free_port, launch
+from conftest import API_KEY, GONDOLA, free_port, launch
 from helpers import ClientEvents, Events, SubEvents, post, server_api
 from test_bad_input import assert_healthy
 
@@ -217,3 +218,23 @@ async def test_bad_account_and_rental_input_is_refused_and_others_are_served(ren
     result = post(f"{server.api_url}/car_import", {"cars": swapped}, {"X-API-Key": API_KEY})["error"]
     assert result["code"] == 107 and "lat and lon swapped" in result["message"]
     await assert_healthy(server)
+
+
+def test_import_cars_sends_a_file_and_refuses_swapped_coordinates(rentals, tmp_path):
+    server, _ = rentals
+    cars = [{"id": f"file-{i}", "make": "Toyota", "model": "Yaris", "year": 2021, "seats": 5, "price_per_day_cents": 4400 + i,
+             "lat": 47.262 + i / 1000, "lon": 11.40} for i in range(3)]
+    good = tmp_path / "cars.json"
+    good.write_text(json.dumps({"cars": cars}))
+    run = subprocess.run([GONDOLA, "import-cars", str(good), "--config", server.config_path], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "imported 3 cars" in run.stdout, run.stderr
+    swapped = tmp_path / "swapped.json"
+    swapped.write_text(json.dumps([dict(car, id=f"swapped-{i}", lat=car["lon"], lon=car["lat"]) for i, car in enumerate(cars)]))
+    run = subprocess.run([GONDOLA, "import-cars", str(swapped), "--config", server.config_path], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "lat and lon swapped" in run.stderr, (run.stdout, run.stderr)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"cars": [{"id": "x"}]}')
+    run = subprocess.run([GONDOLA, "import-cars", str(broken), "--config", server.config_path], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "cars[0]" in run.stderr and "make" in run.stderr, run.stderr
+    listed = post(f"{server.api_url}/car_import", {"cars": [dict(cars[0], price_per_day_cents=4400)]}, {"X-API-Key": API_KEY})
+    assert listed == {"result": {"imported": 1}}
