@@ -84,7 +84,8 @@ public final class RentalService: Sendable {
 
     func car(_ id: String) -> Car? { fleet.withLock { $0.cars[id] } }
 
-    var carCount: Int { fleet.withLock { $0.cars.count } }
+    /// The cars on the map, rented or not.
+    public var carCount: Int { fleet.withLock { $0.cars.count } }
 
     func near(_ center: GeoPoint, radius: Double, limit: Int, maxPrice: Int64?) -> [(car: Car, distance: Double)] {
         fleet.withLock { $0.near(center, radius: radius, limit: limit, maxPrice: maxPrice) }

@@ -83,22 +83,23 @@ struct Serve: AsyncParsableCommand {
         let server = try await GondolaServer(configuration: configuration)
         var demoTravellers: Task<Void, Never>?
         if demo {
-            guard let travel = server.service(TravelService.self) else {
-                throw ValidationError("--demo needs the travel domain, which 'domains' leaves out")
+            let travel = server.service(TravelService.self)
+            let rentals = server.service(RentalService.self)
+            guard travel != nil || rentals != nil else {
+                throw ValidationError("--demo needs the travel or the rentals domain, which 'domains' leaves out")
             }
-            let trip = DemoTrip(travel: travel)
             do {
-                try trip.seed()
+                if let travel {
+                    let trip = DemoTrip(travel: travel)
+                    try trip.seed()
+                    demoTravellers = Task { await trip.run() }
+                }
+                if let rentals {
+                    let added = try rentals.seedDemoFleet()
+                    print("demo: \(added) cars added from the demo fleet in Innsbruck (\(rentals.carCount) on the map); try cars.near {\"lat\": 47.2654, \"lon\": 11.3927}")
+                }
             } catch {
                 throw ValidationError("\(error)")
-            }
-            demoTravellers = Task { await trip.run() }
-            if let rentals = server.service(RentalService.self) {
-                do {
-                    print("demo: \(try rentals.seedDemoFleet()) cars added from the demo fleet")
-                } catch {
-                    throw ValidationError("\(error)")
-                }
             }
         }
         defer { demoTravellers?.cancel() }
@@ -106,7 +107,7 @@ struct Serve: AsyncParsableCommand {
             let address = "\(configuration.listenHost):\(port)"
             print("gondola listening on http://\(address) (WebSocket ws://\(address)/connection/websocket), database \(configuration.database)")
             print("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
-            if demo { print(Self.demoHelp(address: address)) }
+            if demo, server.service(TravelService.self) != nil { print(Self.demoHelp(address: address)) }
             fflush(nil)
         }
     }
