@@ -11,12 +11,14 @@ import pytest
 
 GONDOLA = os.environ.get("CONFORMANCE_GONDOLA_BINARY", os.path.join(os.path.dirname(__file__), "..", ".build", "debug", "gondola"))
 RESORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resorts")
+FLEETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fleets")
 SECRET = "conformance-secret-of-at-least-32-bytes"
 API_KEY = "conformance-api-key"
 
 CONFIG = {
     "token_hmac_secret": SECRET,
     "api_key": API_KEY,
+    "fleets": FLEETS,
     "ping_interval": "2s",
     "pong_timeout": "2s",
     "max_frame_bytes": 8192,

@@ -6,7 +6,6 @@ import asyncio
 import email
 import email.policy
 import json
-import os
 import re
 import subprocess
 import tempfile
@@ -22,7 +21,6 @@ from conftest import API_KEY, GONDOLA, free_port, launch
 from helpers import ClientEvents, Events, SubEvents, post, server_api
 from test_bad_input import assert_healthy
 
-FLEETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fleets")
 INNSBRUCK = {"lat": 47.2654, "lon": 11.3927}
 
 
@@ -56,7 +54,7 @@ def rentals():
     port = free_port()
     process, server = launch(tempfile.mkdtemp(prefix="gondola-rentals-"), ["--demo"], port=port, settings={
         "smtp_url": f"smtp://127.0.0.1:{smtp.port}", "bcrypt_cost": 4, "public_url": f"http://127.0.0.1:{port}",
-        "fleets": FLEETS, "mail_from": "Automagic <hello@automagic.test>"})
+        "mail_from": "Automagic <hello@automagic.test>"})
     yield server, mailbox
     process.terminate()
     process.wait(timeout=10)

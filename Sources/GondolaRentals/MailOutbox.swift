@@ -114,6 +114,8 @@ final class MailOutbox: Sendable {
                                                 text: row["text_body"], html: row["html_body"]), row["attempts"])
                     }
                 }
+            } catch is CancellationError {
+                return sent
             } catch {
                 logger.error("mail outbox: cannot read", metadata: ["error": "\(error)"])
                 return sent
@@ -131,10 +133,7 @@ final class MailOutbox: Sendable {
     private func deliver(id: String, message: MailMessage, attempts: Int) async -> Bool {
         do {
             let place = try await route.deliver(message, id: id)
-            try await database.pool.write { db in
-                try db.execute(sql: "UPDATE mail_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?",
-                               arguments: [unixMilliseconds(), id])
-            }
+            try markSent(id)
             logger.info("mail sent", metadata: ["mail": "\(id)", "to": "\(message.to)", "subject": "\(message.subject)", "via": "\(place)"])
             return true
         } catch {
@@ -142,11 +141,7 @@ final class MailOutbox: Sendable {
             let givingUp = tried >= Self.maxAttempts
             let next = unixMilliseconds() + Self.backOff(attempt: tried)
             do {
-                try await database.pool.write { db in
-                    try db.execute(sql: """
-                        UPDATE mail_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?
-                        """, arguments: [tried, "\(error)", next, givingUp ? unixMilliseconds() : nil, id])
-                }
+                try markFailed(id, attempts: tried, error: "\(error)", next: next, givingUp: givingUp)
             } catch {
                 logger.error("mail outbox: cannot record a failure", metadata: ["mail": "\(id)", "error": "\(error)"])
             }
@@ -157,6 +152,24 @@ final class MailOutbox: Sendable {
                     "mail": "\(id)", "to": "\(message.to)", "attempt": "\(tried)", "retry_at_ms": "\(next)", "error": "\(error)"])
             }
             return false
+        }
+    }
+
+    // Outcomes are recorded with blocking writes, not awaited ones, so that a stop
+    // beginning meanwhile (a cancelled task) cannot skip them.
+
+    private func markSent(_ id: String) throws {
+        try database.pool.write { db in
+            try db.execute(sql: "UPDATE mail_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?",
+                           arguments: [unixMilliseconds(), id])
+        }
+    }
+
+    private func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givingUp: Bool) throws {
+        try database.pool.write { db in
+            try db.execute(sql: """
+                UPDATE mail_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?
+                """, arguments: [attempts, error, next, givingUp ? unixMilliseconds() : nil, id])
         }
     }
 

@@ -28,7 +28,7 @@ public final class RentalService: Sendable {
     let repository: RentalRepository
     let areas: ServiceAreas
     /// The folder of fleet files (`demo.json`).
-    let fleetsFolder: String
+    public let fleetsFolder: String
     let logger: Logger
     private let fleet = Mutex(Fleet())
 
@@ -69,10 +69,11 @@ public final class RentalService: Sendable {
     }
 
     /// Adds the cars of `<fleets>/demo.json` that are not on the map yet (cars moved by
-    /// rentals keep their place); answers how many were added.
-    public func seedDemoFleet() throws -> Int {
+    /// rentals keep their place); answers how many were added, or nil when there is no
+    /// such file. A file that is not a valid fleet throws.
+    public func seedDemoFleet() throws -> Int? {
         let path = fleetsFolder + "/demo.json"
-        guard let data = FileManager.default.contents(atPath: path) else { throw DomainSetupError("cannot read the demo fleet '\(path)'") }
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
         do {
             let known = fleet.withLock { Set($0.cars.keys) }
             let missing = try CarInput.cars(try JSONParser.parse(Array(data)), at: unixMilliseconds()).filter { !known.contains($0.id) }

@@ -95,8 +95,11 @@ struct Serve: AsyncParsableCommand {
                     demoTravellers = Task { await trip.run() }
                 }
                 if let rentals {
-                    let added = try rentals.seedDemoFleet()
-                    print("demo: \(added) cars added from the demo fleet in Innsbruck (\(rentals.carCount) on the map); try cars.near {\"lat\": 47.2654, \"lon\": 11.3927}")
+                    if let added = try rentals.seedDemoFleet() {
+                        print("demo: \(added) cars added from the demo fleet in Innsbruck (\(rentals.carCount) on the map); try cars.near {\"lat\": 47.2654, \"lon\": 11.3927}")
+                    } else {
+                        print("demo: no demo fleet at \(rentals.fleetsFolder)/demo.json ('fleets' names the folder); no cars added")
+                    }
                 }
             } catch {
                 throw ValidationError("\(error)")
