@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "GondolaServices", targets: ["GondolaServices"]),
         .library(name: "GondolaCrash", targets: ["GondolaCrash"]),
         .library(name: "GondolaRentals", targets: ["GondolaRentals"]),
+        .library(name: "GondolaForms", targets: ["GondolaForms"]),
         .library(name: "GondolaServer", targets: ["GondolaServer"]),
     ],
     dependencies: [
@@ -114,6 +115,17 @@ let package = Package(
             ]
         ),
         .target(
+            name: "GondolaForms",
+            dependencies: [
+                "GondolaDomain",
+                "GondolaHub",
+                "GondolaProtocol",
+                "GondolaStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
             name: "GondolaTravel",
             dependencies: [
                 "GondolaDomain",
@@ -131,6 +143,7 @@ let package = Package(
             dependencies: [
                 "GondolaCrash",
                 "GondolaDomain",
+                "GondolaForms",
                 "GondolaRentals",
                 "GondolaServices",
                 "GondolaHub",
@@ -197,6 +210,7 @@ let package = Package(
             dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(name: "GondolaFormsTests", dependencies: ["GondolaForms", "GondolaHub", "GondolaProtocol"]),
         .testTarget(
             name: "GondolaRentalsTests",
             dependencies: ["GondolaRentals", "GondolaGeo", "GondolaHub", "GondolaServices", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift"),

@@ -12,6 +12,7 @@ import pytest
 GONDOLA = os.environ.get("CONFORMANCE_GONDOLA_BINARY", os.path.join(os.path.dirname(__file__), "..", ".build", "debug", "gondola"))
 RESORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resorts")
 FLEETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fleets")
+FORMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "forms")
 SECRET = "conformance-secret-of-at-least-32-bytes"
 API_KEY = "conformance-api-key"
 
@@ -19,6 +20,7 @@ CONFIG = {
     "token_hmac_secret": SECRET,
     "api_key": API_KEY,
     "fleets": FLEETS,
+    "forms": FORMS,
     "ping_interval": "2s",
     "pong_timeout": "2s",
     "max_frame_bytes": 8192,

@@ -129,6 +129,19 @@ public struct RequestFields: Sendable {
         return result
     }
 
+    /// An array of objects, each read with its path (`sections[2].fields[0].key`).
+    public func objectArray(_ key: String, maxCount: Int) throws(HubError) -> [RequestFields] {
+        let value = try required(key)
+        guard case let .array(items) = value else { throw .badRequest("\(name(key)) must be an array, got \(value.kindName)") }
+        guard items.count <= maxCount else { throw .badRequest("\(name(key)) has \(items.count) items, more than \(maxCount)") }
+        var result: [RequestFields] = []
+        for (index, item) in items.enumerated() { result.append(try RequestFields(item, path: "\(name(key))[\(index)]")) }
+        return result
+    }
+
+    /// The path of a member, as error messages name it.
+    public func path(of key: String) -> String { name(key) }
+
     /// Every member, for objects whose keys are data (social links).
     public var all: [(key: String, value: JSON)] { members }
 

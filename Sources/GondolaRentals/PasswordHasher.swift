@@ -10,13 +10,12 @@ final class PasswordHasher: Sendable {
     let maxInFlight: Int
     private let inFlight = Atomic<Int>(0)
     /// A hash to check unknown emails against, so that a login takes as long whether
-    /// the account exists or not.
-    let decoy: String
+    /// the account exists or not; made on the first such login, not at start.
+    private let decoy = Mutex<String?>(nil)
 
     init(cost: UInt8, maxInFlight: Int = 64) {
         self.cost = cost
         self.maxInFlight = maxInFlight
-        decoy = Bcrypt.hash("gondola-decoy-password", cost: cost)
     }
 
     struct Busy: Error {}
@@ -26,8 +25,16 @@ final class PasswordHasher: Sendable {
     }
 
     func verify(_ password: String, against hash: String?) async throws -> Bool {
-        let (checked, exists) = (hash ?? decoy, hash != nil)
-        return try await run { Bcrypt.verify(password, hash: checked) } && exists
+        guard let hash else {
+            _ = try await run { [self] in
+                let known = decoy.withLock { $0 }
+                let checked = known ?? Bcrypt.hash("gondola-decoy-password", cost: cost)
+                if known == nil { decoy.withLock { $0 = checked } }
+                return Bcrypt.verify(password, hash: checked)
+            }
+            return false
+        }
+        return try await run { Bcrypt.verify(password, hash: hash) }
     }
 
     private func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {

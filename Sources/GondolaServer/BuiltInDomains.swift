@@ -1,5 +1,6 @@
 import GondolaCrash
 import GondolaDomain
+import GondolaForms
 import GondolaRentals
 import GondolaTravel
 import GondolaServices
@@ -15,6 +16,7 @@ enum BuiltInDomains {
                          telegramWebhookSecret: configuration.telegramWebhookSecret),
             CrashDomain(settings: configuration.domainSettings),
             RentalsDomain(settings: configuration.domainSettings, listenURL: "http://\(configuration.listenHost):\(configuration.listenPort)"),
+            FormsDomain(settings: configuration.domainSettings),
         ]
     }
 

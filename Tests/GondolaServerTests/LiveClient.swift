@@ -110,6 +110,18 @@ final class LiveClient: Sendable {
         }
     }
 
+    /// The error code of an RPC call, or nil when it succeeded (0 when no reply came).
+    func rpcErrorCode(_ method: String, _ data: JSON = [:]) async -> UInt32? {
+        do {
+            _ = try await rpc(method, data)
+            return nil
+        } catch let failure as RPCFailure {
+            return failure.code
+        } catch {
+            return 0
+        }
+    }
+
     /// Subscribes; answers the reply's `data` or throws the error.
     @discardableResult
     func subscribe(_ channel: String, data: JSON? = nil) async throws -> JSON? {

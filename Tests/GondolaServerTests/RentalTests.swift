@@ -165,16 +165,9 @@ private func car(_ id: String, lat: Double = 47.2650, lon: Double = 11.3950, pri
         let outcomes = await withTaskGroup(of: UInt32?.self) { group in
             for (index, client) in clients.enumerated() {
                 group.addTask {
-                    do {
-                        _ = index.isMultiple(of: 2)
-                            ? try await client.rpc("rental.plan", ["car": "wanted", "starts_at": .int(startsAt)])
-                            : try await client.rpc("rental.start", ["car": "wanted"])
-                        return nil
-                    } catch let failure as RPCFailure {
-                        return failure.code
-                    } catch {
-                        return 0
-                    }
+                    index.isMultiple(of: 2)
+                        ? await client.rpcErrorCode("rental.plan", ["car": "wanted", "starts_at": .int(startsAt)])
+                        : await client.rpcErrorCode("rental.start", ["car": "wanted"])
                 }
             }
             return await group.reduce(into: [UInt32?]()) { $0.append($1) }

@@ -1,0 +1,163 @@
+import Foundation
+import GondolaDomain
+import GondolaHub
+import GondolaProtocol
+import Logging
+import Synchronization
+
+/// Assessments assigned to patients by staff, answered as one combined flow: every
+/// unfinished assignment's questions back to back, numbered across the flow, with the
+/// progress (answered of total) pushed on `personal:#<user>` after each answer so that
+/// every device's progress bar follows. A patient reaches only their assignments (103
+/// for any other id, whether it exists or not).
+public final class AssessmentService: Sendable {
+    static let maxSubmissionsListed = 500
+
+    let node: Node
+    let repository: AssessmentRepository
+    let logger: Logger
+    private let assessments = Mutex<[String: Assessment]>([:])
+    private let edits = Mutex(())
+
+    init(node: Node, repository: AssessmentRepository, logger: Logger) throws {
+        self.node = node
+        self.repository = repository
+        self.logger = logger
+        for body in try repository.assessments() {
+            let assessment = try Assessment.parse(try JSONParser.parse(body))
+            assessments.withLock { $0[assessment.id] = assessment }
+        }
+    }
+
+    /// Stores an assessment (replacing one with the same id; answers to questions it no
+    /// longer has are left out of the flow and of submissions).
+    func put(_ json: JSON) throws(HubError) -> Assessment {
+        let assessment = try Assessment.parse(json)
+        try databaseWrite { try repository.put(id: assessment.id, body: json.text, now: unixMilliseconds()) }
+        assessments.withLock { $0[assessment.id] = assessment }
+        return assessment
+    }
+
+    var ids: [String] { assessments.withLock { $0.keys.sorted() } }
+
+    /// Assigns an assessment to a user (staff, through the server API); assigning one that
+    /// was submitted starts it over.
+    func assign(_ id: String, to user: String) throws(HubError) -> JSON {
+        guard assessments.withLock({ $0[id] }) != nil else { throw .badRequest("assessment: no assessment '\(id)'") }
+        guard UserID.isValid(user) else { throw .badRequest("user: not a user id: '\(user)'") }
+        return try edits.withLock { _ throws(HubError) -> JSON in
+            try databaseWrite { try repository.assign(id, to: user, now: unixMilliseconds()) }
+            let progress = try progress(of: user)
+            tell(user, ["type": "assessment.assigned", "assessment": .string(id), "progress": progress])
+            return ["user": .string(user), "assessment": .string(id), "progress": progress]
+        }
+    }
+
+    /// The user's unfinished assessments as one sequence of questions.
+    func flow(of user: String) throws(HubError) -> JSON {
+        let (open, answers) = try state(of: user)
+        var questions: [JSON] = []
+        var summaries: [JSON] = []
+        var answered = 0
+        for assessment in open {
+            let given = answers[assessment.id] ?? [:]
+            var answeredHere = 0
+            for question in assessment.questions {
+                var item: JSON = [
+                    "number": .int(Int64(questions.count + 1)), "assessment": .string(assessment.id), "assessment_title": .string(assessment.title),
+                    "display_name": .string(assessment.displayName), "question": .string(question.id), "title": .string(question.title),
+                    "options": question.json["options"] ?? .array([]),
+                ]
+                if let answer = given[question.id] {
+                    item = item.adding("answer", answer)
+                    answeredHere += 1
+                }
+                questions.append(item)
+            }
+            answered += answeredHere
+            summaries.append(["id": .string(assessment.id), "title": .string(assessment.title), "display_name": .string(assessment.displayName),
+                              "questions": .int(Int64(assessment.questions.count)), "answered": .int(Int64(answeredHere))])
+        }
+        return ["total": .int(Int64(questions.count)), "answered": .int(Int64(answered)), "assessments": .array(summaries),
+                "questions": .array(questions)]
+    }
+
+    /// Stores or changes an answer; the value must be one of the question's options.
+    func answer(_ id: String, question questionID: String, value: JSON, by user: String) throws(HubError) -> JSON {
+        try edits.withLock { _ throws(HubError) -> JSON in
+            let assessment = try assigned(id, to: user)
+            guard let question = assessment.question(questionID) else {
+                throw .badRequest("question: assessment '\(id)' has no question '\(questionID)'")
+            }
+            guard question.options.contains(where: { $0.value == value }) else {
+                throw .badRequest("value: \(value.text) is not an option of '\(questionID)' (\(question.options.map(\.value.text).joined(separator: ", ")))")
+            }
+            try databaseWrite { try repository.answer(user, assessment: id, question: questionID, value: value, now: unixMilliseconds()) }
+            let progress = try progress(of: user)
+            let change: JSON = ["type": "assessment.answer", "assessment": .string(id), "question": .string(questionID), "value": value,
+                                "progress": progress]
+            tell(user, change)
+            return change
+        }
+    }
+
+    /// Submits an assessment whose questions are all answered: stores
+    /// `{assessment_id, patient_id, answers: [{question_id, value}], submitted_at}`.
+    func submit(_ id: String, by user: String) throws(HubError) -> JSON {
+        try edits.withLock { _ throws(HubError) -> JSON in
+            let assessment = try assigned(id, to: user)
+            let given = try databaseRead { try repository.answers(of: user) }[id] ?? [:]
+            let missing = assessment.questions.filter { given[$0.id] == nil }.map(\.id)
+            guard missing.isEmpty else { throw .badRequest("questions without an answer: \(missing.joined(separator: ", "))") }
+            let now = unixMilliseconds()
+            let submission: JSON = [
+                "assessment_id": .string(id), "patient_id": .string(user),
+                "answers": .array(assessment.questions.map { ["question_id": .string($0.id), "value": given[$0.id]!] }),
+                "submitted_at": .string(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(now) / 1000))),
+            ]
+            try databaseWrite { try repository.submit(user, assessment: id, id: RandomID.make("sub-"), body: submission, now: now) }
+            let progress = try progress(of: user)
+            tell(user, ["type": "assessment.submitted", "assessment": .string(id), "progress": progress])
+            return ["submission": submission, "progress": progress]
+        }
+    }
+
+    /// Submissions for staff, newest first (at most 500).
+    func submissions(user: String?, assessment: String?) throws(HubError) -> [JSON] {
+        try databaseRead { try repository.submissions(user: user, assessment: assessment, limit: Self.maxSubmissionsListed) }
+    }
+
+    // MARK: Plumbing
+
+    /// The assessment when the user has it assigned and unfinished.
+    private func assigned(_ id: String, to user: String) throws(HubError) -> Assessment {
+        switch try databaseRead({ try repository.state(of: id, for: user) }) {
+        case "open"?:
+            guard let assessment = assessments.withLock({ $0[id] }) else { throw .internalError("assessment \(id) is assigned but not loaded") }
+            return assessment
+        case "submitted"?: throw .notAvailable("assessment \(id) is already submitted")
+        default: throw .permissionDenied("assessment \(id) is not assigned to you")
+        }
+    }
+
+    private func state(of user: String) throws(HubError) -> (open: [Assessment], answers: [String: [String: JSON]]) {
+        let ids = try databaseRead { try repository.open(of: user) }
+        let known = assessments.withLock { table in ids.compactMap { table[$0] } }
+        return (known, try databaseRead { try repository.answers(of: user) })
+    }
+
+    private func progress(of user: String) throws(HubError) -> JSON {
+        let (open, answers) = try state(of: user)
+        let total = open.reduce(0) { $0 + $1.questions.count }
+        let answered = open.reduce(0) { sum, assessment in sum + assessment.questions.filter { answers[assessment.id]?[$0.id] != nil }.count }
+        return ["answered": .int(Int64(answered)), "total": .int(Int64(total))]
+    }
+
+    private func tell(_ user: String, _ data: JSON) {
+        do {
+            _ = try node.publish(channel: "personal:#\(user)", data: RawJSON(data))
+        } catch {
+            logger.error("assessment push failed", metadata: ["user": "\(user)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import GondolaHub
+import GondolaProtocol
+import Synchronization
+
+/// One code table: the values a dropdown offers, each a code and a label.
+struct CodeTable: Sendable, Equatable {
+    let name: String
+    let entries: [(code: String, label: String)]
+
+    static func == (lhs: CodeTable, rhs: CodeTable) -> Bool {
+        lhs.name == rhs.name && lhs.entries.elementsEqual(rhs.entries) { $0.code == $1.code && $0.label == $1.label }
+    }
+
+    func contains(_ code: String) -> Bool { entries.contains { $0.code == code } }
+
+    var json: JSON {
+        ["name": .string(name), "values": .array(entries.map { ["code": .string($0.code), "label": .string($0.label)] })]
+    }
+
+    /// `{name, values: [{code, label}]}`: 1 to 1,000 values, codes unique.
+    static func parse(_ fields: RequestFields) throws(HubError) -> CodeTable {
+        let name = try FormsNames.id(fields, "name")
+        var entries: [(code: String, label: String)] = []
+        var seen = Set<String>()
+        for value in try fields.objectArray("values", maxCount: 1_000) {
+            let code = try value.string("code", maxLength: 64)
+            guard seen.insert(code).inserted else { throw .badRequest("\(value.path(of: "code")): '\(code)' is used twice") }
+            entries.append((code, try value.text("label", maxLength: 200)))
+        }
+        guard !entries.isEmpty else { throw .badRequest("\(fields.path(of: "values")): a code table needs values") }
+        return CodeTable(name: name, entries: entries)
+    }
+}
+
+/// The code tables the forms use, by name (loaded at start, replaced by the server API).
+final class CodeTables: Sendable {
+    private let tables = Mutex<[String: CodeTable]>([:])
+
+    func table(_ name: String) -> CodeTable? { tables.withLock { $0[name] } }
+
+    func put(_ table: CodeTable) { tables.withLock { $0[table.name] = table } }
+
+    var names: [String] { tables.withLock { $0.keys.sorted() } }
+}

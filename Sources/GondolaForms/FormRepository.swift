@@ -1,0 +1,147 @@
+import GondolaProtocol
+import GondolaStore
+import GRDB
+
+/// A form document as stored: its schema version, owner, state and version.
+struct FormDoc: Sendable, Equatable {
+    let id: String
+    let schemaID: String
+    let schemaVersion: Int
+    let owner: String
+    var state: String
+    var version: Int64
+    var submission: JSON?
+    let createdAt: Int64
+    var updatedAt: Int64
+    var submittedAt: Int64?
+}
+
+/// A stored value with the document version that last changed it.
+struct FormValue: Sendable, Equatable {
+    let value: JSON
+    let version: Int64
+    let updatedBy: String
+}
+
+/// Schemas, code tables, documents, values and shares in SQLite.
+struct FormRepository: Sendable {
+    let database: GondolaDatabase
+
+    // MARK: Schemas and code tables
+
+    /// Every stored schema version's body, by id and version.
+    func schemas() throws -> [(id: String, version: Int, body: String)] {
+        try database.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, version, body FROM form_schema ORDER BY id, version").map { ($0["id"], $0["version"], $0["body"]) }
+        }
+    }
+
+    /// Stores `body` as the next version of schema `id` unless it equals the latest;
+    /// answers the version it is stored as.
+    func putSchema(id: String, body: String, now: Int64) throws -> (version: Int, new: Bool) {
+        try database.pool.write { db in
+            let latest = try Row.fetchOne(db, sql: "SELECT version, body FROM form_schema WHERE id = ? ORDER BY version DESC LIMIT 1", arguments: [id])
+            if let latest, latest["body"] as String == body { return (latest["version"], false) }
+            let version = (latest?["version"] as Int? ?? 0) + 1
+            try db.execute(sql: "INSERT INTO form_schema (id, version, body, created_at_ms) VALUES (?, ?, ?, ?)", arguments: [id, version, body, now])
+            return (version, true)
+        }
+    }
+
+    func codeTables() throws -> [String] {
+        try database.pool.read { db in try String.fetchAll(db, sql: "SELECT body FROM form_code_table ORDER BY name") }
+    }
+
+    func putCodeTable(name: String, body: String) throws {
+        try database.pool.write { db in
+            try db.execute(sql: "INSERT INTO form_code_table (name, body) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+                           arguments: [name, body])
+        }
+    }
+
+    // MARK: Documents
+
+    func insert(_ doc: FormDoc) throws {
+        try database.pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO form_doc (id, schema_id, schema_version, owner, state, version, created_at_ms, updated_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [doc.id, doc.schemaID, doc.schemaVersion, doc.owner, doc.state, doc.version, doc.createdAt, doc.updatedAt])
+        }
+    }
+
+    func doc(_ id: String) throws -> FormDoc? {
+        try database.pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM form_doc WHERE id = ?", arguments: [id]).map(Self.doc) }
+    }
+
+    func values(of doc: String) throws -> [String: FormValue] {
+        try database.pool.read { db in try Self.values(of: doc, in: db) }
+    }
+
+    static func values(of doc: String, in db: Database) throws -> [String: FormValue] {
+        var values: [String: FormValue] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT key, value, version, updated_by FROM form_value WHERE doc_id = ?", arguments: [doc]) {
+            values[row["key"]] = FormValue(value: (try? JSONParser.parse(row["value"] as String)) ?? .null, version: row["version"], updatedBy: row["updated_by"])
+        }
+        return values
+    }
+
+    /// Writes a value (or clears it with `nil`) as the document's next version.
+    func set(_ key: String, to value: JSON?, in doc: String, version: Int64, by user: String, now: Int64) throws {
+        try database.pool.write { db in
+            if let value {
+                try db.execute(sql: """
+                    INSERT INTO form_value (doc_id, key, value, version, updated_by, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (doc_id, key) DO UPDATE SET value = excluded.value, version = excluded.version,
+                      updated_by = excluded.updated_by, updated_at_ms = excluded.updated_at_ms
+                    """, arguments: [doc, key, value.text, version, user, now])
+            } else {
+                try db.execute(sql: "DELETE FROM form_value WHERE doc_id = ? AND key = ?", arguments: [doc, key])
+            }
+            try db.execute(sql: "UPDATE form_doc SET version = ?, updated_at_ms = ? WHERE id = ?", arguments: [version, now, doc])
+        }
+    }
+
+    func submit(_ doc: String, submission: JSON, version: Int64, now: Int64) throws {
+        try database.pool.write { db in
+            try db.execute(sql: "UPDATE form_doc SET state = 'submitted', submission = ?, version = ?, submitted_at_ms = ?, updated_at_ms = ? WHERE id = ?",
+                           arguments: [submission.text, version, now, now, doc])
+        }
+    }
+
+    func delete(_ doc: String) throws {
+        try database.pool.write { db in try db.execute(sql: "DELETE FROM form_doc WHERE id = ?", arguments: [doc]) }
+    }
+
+    func share(_ doc: String, with user: String) throws {
+        try database.pool.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO form_share (doc_id, user_id) VALUES (?, ?)", arguments: [doc, user])
+        }
+    }
+
+    func sharedUsers(of doc: String) throws -> [String] {
+        try database.pool.read { db in try String.fetchAll(db, sql: "SELECT user_id FROM form_share WHERE doc_id = ? ORDER BY user_id", arguments: [doc]) }
+    }
+
+    func isShared(_ doc: String, with user: String) throws -> Bool {
+        try database.pool.read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM form_share WHERE doc_id = ? AND user_id = ?)", arguments: [doc, user]) ?? false
+        }
+    }
+
+    /// The documents a user owns or was given, newest first, at most `limit`.
+    func docs(of user: String, limit: Int) throws -> [FormDoc] {
+        try database.pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM form_doc WHERE owner = ? OR id IN (SELECT doc_id FROM form_share WHERE user_id = ?)
+                ORDER BY updated_at_ms DESC LIMIT ?
+                """, arguments: [user, user, limit]).map(Self.doc)
+        }
+    }
+
+    static func doc(_ row: Row) -> FormDoc {
+        FormDoc(id: row["id"], schemaID: row["schema_id"], schemaVersion: row["schema_version"], owner: row["owner"], state: row["state"],
+                version: row["version"], submission: (row["submission"] as String?).flatMap { try? JSONParser.parse($0) },
+                createdAt: row["created_at_ms"], updatedAt: row["updated_at_ms"], submittedAt: row["submitted_at_ms"])
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+import GondolaDomain
+import GondolaHub
+import GondolaProtocol
+import Logging
+import Synchronization
+
+/// Forms on the push-repository pattern: the server owns each schema, checks every value
+/// against its field, stores it as the document's next version and publishes it on
+/// `form:<doc>` with the fields that became visible or hidden. Edits of a document are
+/// ordered by its lock (one of 64, picked by the document id), so its versions and pushes
+/// follow each other while other documents are edited in parallel; a value set from an
+/// older `base_version` than the field's last change is refused (108) instead of
+/// overwriting it, while edits of different fields merge.
+public final class FormService: Sendable {
+    static let maxDocsListed = 100
+    static let maxSharesPerDoc = 50
+    static let channelPrefix = "form:"
+
+    let node: Node
+    let repository: FormRepository
+    let codeTables: CodeTables
+    let logger: Logger
+    /// Every schema version, by id then version.
+    private let schemas = Mutex<[String: [Int: FormSchema]]>([:])
+    private let editLocks = (0..<64).map { _ in NSLock() }
+
+    init(node: Node, repository: FormRepository, logger: Logger) throws {
+        self.node = node
+        self.repository = repository
+        self.codeTables = CodeTables()
+        self.logger = logger
+        for body in try repository.codeTables() {
+            codeTables.put(try CodeTable.parse(try RequestFields(try JSONParser.parse(body))))
+        }
+        for (id, version, body) in try repository.schemas() {
+            let schema = try FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables)
+            schemas.withLock { $0[id, default: [:]][version] = schema }
+        }
+    }
+
+    // MARK: Schemas and code tables
+
+    /// Stores a code table (replacing one of the same name).
+    func putCodeTable(_ json: JSON) throws(HubError) -> CodeTable {
+        let table = try CodeTable.parse(try RequestFields(json))
+        try databaseWrite { try repository.putCodeTable(name: table.name, body: table.json.text) }
+        codeTables.put(table)
+        return table
+    }
+
+    /// Checks and stores a schema as a new version of its id (the same body again keeps
+    /// the version). Documents keep the version they were created with.
+    func putSchema(_ json: JSON) throws(HubError) -> FormSchema {
+        let checked = try FormSchema.parse(json, version: 0, codeTables: codeTables)
+        let (version, _) = try databaseWrite { try repository.putSchema(id: checked.id, body: json.text, now: unixMilliseconds()) }
+        let schema = try FormSchema.parse(json, version: version, codeTables: codeTables)
+        schemas.withLock { $0[schema.id, default: [:]][version] = schema }
+        return schema
+    }
+
+    /// A schema's given version, or its latest.
+    func schema(_ id: String, version: Int? = nil) throws(HubError) -> FormSchema {
+        let found = schemas.withLock { versions -> FormSchema? in
+            guard let all = versions[id] else { return nil }
+            return version.map { all[$0] } ?? all.values.max { $0.version < $1.version }
+        }
+        guard let found else { throw .badRequest("no form schema '\(id)'\(version.map { " version \($0)" } ?? "")") }
+        return found
+    }
+
+    var schemaIDs: [String] { schemas.withLock { $0.keys.sorted() } }
+
+    // MARK: Documents
+
+    /// A new draft of the latest version of `schemaID`, owned by `user`.
+    func create(schema schemaID: String, by user: String) throws(HubError) -> (FormDoc, FormSchema) {
+        let schema = try schema(schemaID)
+        let now = unixMilliseconds()
+        let doc = FormDoc(id: RandomID.make("form-"), schemaID: schema.id, schemaVersion: schema.version, owner: user, state: "draft", version: 0,
+                          submission: nil, createdAt: now, updatedAt: now, submittedAt: nil)
+        try databaseWrite { try repository.insert(doc) }
+        return (doc, schema)
+    }
+
+    /// The document when `user` owns it or it was shared with them; 103 otherwise, the
+    /// same whether it exists or not.
+    func accessible(_ id: String, by user: String) throws(HubError) -> FormDoc {
+        guard let doc = try databaseRead({ try repository.doc(id) }) else { throw .permissionDenied("form \(id) is not yours") }
+        guard doc.owner == user else {
+            guard try databaseRead({ try repository.isShared(id, with: user) }) else { throw .permissionDenied("form \(id) is not yours") }
+            return doc
+        }
+        return doc
+    }
+
+    /// The document with its schema, values and shares.
+    func get(_ id: String, by user: String) throws(HubError) -> JSON {
+        let doc = try accessible(id, by: user)
+        let values = try databaseRead { try repository.values(of: id) }
+        return FormJSON.doc(doc, schema: try schema(doc.schemaID, version: doc.schemaVersion), values: values,
+                            shared: try databaseRead { try repository.sharedUsers(of: id) })
+    }
+
+    func list(of user: String) throws(HubError) -> [FormDoc] {
+        try databaseRead { try repository.docs(of: user, limit: Self.maxDocsListed) }
+    }
+
+    /// Sets one field from `baseVersion` (the document version the editor last saw);
+    /// answers and publishes the value, the new version and the visibility changes.
+    func set(_ id: String, key: String, value: JSON, baseVersion: Int64, by user: String) throws(HubError) -> JSON {
+        try editing(id) { () throws(HubError) -> JSON in
+            let doc = try accessible(id, by: user)
+            guard doc.state == "draft" else { throw .notAvailable("form \(id) is submitted and read-only") }
+            let schema = try schema(doc.schemaID, version: doc.schemaVersion)
+            guard let field = schema.fields[key] else { throw .badRequest("key: schema '\(schema.id)' has no field '\(key)'") }
+            guard field.editable else { throw .badRequest("key: field '\(key)' is not editable") }
+            let stored = try FieldValidation.check(value, for: field, codeTables: codeTables)
+            guard baseVersion <= doc.version else {
+                throw .badRequest("base_version: \(baseVersion) is newer than the document's version \(doc.version)")
+            }
+            var values = try databaseRead { try repository.values(of: id) }
+            if let current = values[key], current.version > baseVersion {
+                throw .notAvailable("'\(key)' was changed at version \(current.version) by \(current.updatedBy), after base_version \(baseVersion); its value is now \(current.value.text)")
+            }
+            let before = schema.visibleKeys(values.mapValues(\.value))
+            let version = doc.version + 1
+            let now = unixMilliseconds()
+            try databaseWrite { try repository.set(key, to: stored == .null ? nil : stored, in: id, version: version, by: user, now: now) }
+            values[key] = stored == .null ? nil : FormValue(value: stored, version: version, updatedBy: user)
+            let after = schema.visibleKeys(values.mapValues(\.value))
+            let order = { (keys: Set<String>) in keys.sorted { schema.position($0) < schema.position($1) }.map(JSON.string) }
+            let change: JSON = [
+                "type": "value", "doc": .string(id), "key": .string(key), "value": stored, "version": .int(version), "by": .string(user),
+                "shown": .array(order(after.subtracting(before))), "hidden": .array(order(before.subtracting(after))),
+            ]
+            publish(id, change)
+            return change
+        }
+    }
+
+    /// Submits a draft whose shown required fields all have values; the submission keeps
+    /// only the shown fields' values. The document is read-only from then on.
+    func submit(_ id: String, by user: String) throws(HubError) -> JSON {
+        try editing(id) { () throws(HubError) -> JSON in
+            let doc = try accessible(id, by: user)
+            guard doc.state == "draft" else { throw .notAvailable("form \(id) is already submitted") }
+            let schema = try schema(doc.schemaID, version: doc.schemaVersion)
+            let values = try databaseRead { try repository.values(of: id) }.mapValues(\.value)
+            let missing = schema.missing(values)
+            guard missing.isEmpty else { throw .badRequest("required fields without a value: \(missing.joined(separator: ", "))") }
+            let visible = schema.visibleKeys(values)
+            let kept = values.filter { visible.contains($0.key) }.sorted { schema.position($0.key) < schema.position($1.key) }
+            let submission: JSON = [
+                "doc": .string(id), "schema": .string(schema.id), "schema_version": .int(Int64(schema.version)), "submitted_by": .string(user),
+                "values": .object(kept.map { ($0.key, $0.value) }),
+            ]
+            let version = doc.version + 1
+            try databaseWrite { try repository.submit(id, submission: submission, version: version, now: unixMilliseconds()) }
+            let change: JSON = ["type": "submitted", "doc": .string(id), "version": .int(version), "submission": submission]
+            publish(id, change)
+            return change
+        }
+    }
+
+    /// Deletes a draft; only its owner may.
+    func discard(_ id: String, by user: String) throws(HubError) {
+        try editing(id) { () throws(HubError) in
+            let doc = try accessible(id, by: user)
+            guard doc.owner == user else { throw .permissionDenied("only the owner of form \(id) may discard it") }
+            guard doc.state == "draft" else { throw .notAvailable("form \(id) is submitted and is kept") }
+            try databaseWrite { try repository.delete(id) }
+            publish(id, ["type": "discarded", "doc": .string(id)])
+        }
+    }
+
+    /// Lets `other` read and edit the document; only its owner may share it.
+    func share(_ id: String, with other: String, by user: String) throws(HubError) -> [String] {
+        let doc = try accessible(id, by: user)
+        guard doc.owner == user else { throw .permissionDenied("only the owner of form \(id) may share it") }
+        guard UserID.isValid(other), other != user else { throw .badRequest("user: expected another user's id, got '\(other)'") }
+        let shared = try databaseRead { try repository.sharedUsers(of: id) }
+        guard shared.count < Self.maxSharesPerDoc || shared.contains(other) else {
+            throw .limitExceeded("a form is shared with at most \(Self.maxSharesPerDoc) users")
+        }
+        try databaseWrite { try repository.share(id, with: other) }
+        publish(id, ["type": "shared", "doc": .string(id), "user": .string(other)])
+        return try databaseRead { try repository.sharedUsers(of: id) }
+    }
+
+    /// Runs `body` holding the document's lock.
+    private func editing<T>(_ doc: String, _ body: () throws(HubError) -> T) throws(HubError) -> T {
+        let lock = editLocks[Int(UInt(bitPattern: doc.hashValue) % UInt(editLocks.count))]
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    private func publish(_ doc: String, _ data: JSON) {
+        do {
+            _ = try node.publish(channel: Self.channelPrefix + doc, data: RawJSON(data))
+        } catch {
+            logger.error("form push failed", metadata: ["doc": "\(doc)", "error": "\(error)"])
+        }
+    }
+}
+
+/// The JSON of documents.
+enum FormJSON {
+    static func doc(_ doc: FormDoc, schema: FormSchema, values: [String: FormValue], shared: [String]) -> JSON {
+        let plain = values.mapValues(\.value)
+        let visible = schema.visibleKeys(plain)
+        var json = summary(doc)
+        json = json.adding("values", .object(values.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, $0.value.value) }))
+            .adding("field_versions", .object(values.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, .int($0.value.version)) }))
+            .adding("visible", .array(schema.order.filter(visible.contains).sorted { schema.position($0) < schema.position($1) }.map(JSON.string)))
+            .adding("missing", .array(schema.missing(plain).map(JSON.string)))
+            .adding("shared_with", .array(shared.map(JSON.string)))
+        if let submission = doc.submission { json = json.adding("submission", submission) }
+        return json
+    }
+
+    static func summary(_ doc: FormDoc) -> JSON {
+        var json: JSON = [
+            "id": .string(doc.id), "schema": .string(doc.schemaID), "schema_version": .int(Int64(doc.schemaVersion)), "owner": .string(doc.owner),
+            "state": .string(doc.state), "version": .int(doc.version), "created_at": .int(doc.createdAt), "updated_at": .int(doc.updatedAt),
+        ]
+        if let submittedAt = doc.submittedAt { json = json.adding("submitted_at", .int(submittedAt)) }
+        return json
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import GondolaDomain
+import GondolaHub
+import GondolaProtocol
+import GRDB
+
+/// Structured input as a domain: typed forms with dependencies edited live by several
+/// people (the inspection app), and assessments assigned to patients and answered as one
+/// flow (the patient app).
+public struct FormsDomain: Domain {
+    public let name = "forms"
+    public var namespaces: Set<String> { ["form"] }
+
+    /// `forms`: the folder of form schemas (`*.json`), code tables (`code-tables.json`)
+    /// and assessments (`assessments/*.json`), loaded at start.
+    public let settingKeys = ["forms"]
+    let settings: DomainSettings
+
+    public init(settings: DomainSettings) {
+        self.settings = settings
+    }
+
+    public func registerMigrations(in migrator: inout DatabaseMigrator) {
+        FormsSchema.registerMigrations(in: &migrator)
+    }
+
+    public func install(in context: DomainContext) async throws -> InstalledDomain {
+        let folder = try settings.string("forms", default: "forms")
+        let forms: FormService
+        let assessments: AssessmentService
+        do {
+            forms = try FormService(node: context.node, repository: FormRepository(database: context.database), logger: context.logger)
+            assessments = try AssessmentService(node: context.node, repository: AssessmentRepository(database: context.database), logger: context.logger)
+        } catch {
+            throw DomainSetupError("cannot load the stored forms: \(error)")
+        }
+        try FormsFolder(path: folder).load(into: forms, assessments: assessments)
+        FormsRPC(forms: forms, assessments: assessments).register(on: context.node.rpc)
+        context.node.provide(FormChannel.options, by: FormChannel(forms: forms))
+        return InstalledDomain(service: forms, serverMethods: FormsServerAPI.methods(forms, assessments))
+    }
+}
+
+/// The forms domain's server API methods: `form_schema_put` (the body is the schema),
+/// `form_code_table_put` (`{name, values: [{code, label}]}`), `assessment_put` (the body
+/// is the assessment), `assessment_assign {user, assessment}` and
+/// `assessment_submissions {user?, assessment?}`.
+enum FormsServerAPI {
+    static func methods(_ forms: FormService, _ assessments: AssessmentService) -> [String: InstalledDomain.ServerMethod] {
+        [
+            "form_schema_put": { body throws(HubError) in
+                let schema = try forms.putSchema(body)
+                return ["schema": .string(schema.id), "version": .int(Int64(schema.version))]
+            },
+            "form_code_table_put": { body throws(HubError) in try forms.putCodeTable(body).json },
+            "assessment_put": { body throws(HubError) in
+                let assessment = try assessments.put(body)
+                return ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))]
+            },
+            "assessment_assign": { body throws(HubError) in
+                let fields = try RequestFields(body)
+                return try assessments.assign(try fields.string("assessment", maxLength: 64), to: try fields.string("user", maxLength: 64))
+            },
+            "assessment_submissions": { body throws(HubError) in
+                let fields = try RequestFields(body)
+                return ["submissions": .array(try assessments.submissions(user: try fields.optionalString("user", maxLength: 64),
+                                                                           assessment: try fields.optionalString("assessment", maxLength: 64)))]
+            },
+        ]
+    }
+}
+
+/// The forms folder read at start: `code-tables.json` (`{"tables": [...]}`), every other
+/// `*.json` a schema (stored as a new version when it changed), `assessments/*.json`.
+/// A missing folder loads nothing; a bad file stops the start naming it.
+struct FormsFolder {
+    let path: String
+
+    func load(into forms: FormService, assessments: AssessmentService) throws(DomainSetupError) {
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
+        if files.contains("code-tables.json") {
+            let tables = try read("code-tables.json")
+            guard case let .array(list)? = tables["tables"] else { throw DomainSetupError("\(path)/code-tables.json: expected {\"tables\": [...]}") }
+            for table in list { try apply("code-tables.json") { () throws(HubError) in _ = try forms.putCodeTable(table) } }
+        }
+        for file in files where file != "code-tables.json" {
+            let schema = try read(file)
+            try apply(file) { () throws(HubError) in _ = try forms.putSchema(schema) }
+        }
+        let folder = path + "/assessments"
+        for file in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter({ $0.hasSuffix(".json") }).sorted() {
+            let assessment = try read("assessments/" + file)
+            try apply("assessments/" + file) { () throws(HubError) in _ = try assessments.put(assessment) }
+        }
+    }
+
+    private func read(_ file: String) throws(DomainSetupError) -> JSON {
+        guard let data = FileManager.default.contents(atPath: path + "/" + file) else { throw DomainSetupError("cannot read \(path)/\(file)") }
+        do { return try JSONParser.parse(Array(data)) } catch { throw DomainSetupError("\(path)/\(file): \(error)") }
+    }
+
+    private func apply(_ file: String, _ body: () throws(HubError) -> Void) throws(DomainSetupError) {
+        do { try body() } catch { throw DomainSetupError("\(path)/\(file): \(error.protocolError.message)") }
+    }
+}
