@@ -13,6 +13,7 @@ GONDOLA = os.environ.get("CONFORMANCE_GONDOLA_BINARY", os.path.join(os.path.dirn
 RESORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resorts")
 FLEETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fleets")
 FORMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "forms")
+HOST_PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "web", "host")
 SECRET = "conformance-secret-of-at-least-32-bytes"
 API_KEY = "conformance-api-key"
 
@@ -21,6 +22,7 @@ CONFIG = {
     "api_key": API_KEY,
     "fleets": FLEETS,
     "forms": FORMS,
+    "host_page": HOST_PAGE,
     "ping_interval": "2s",
     "pong_timeout": "2s",
     "max_frame_bytes": 8192,

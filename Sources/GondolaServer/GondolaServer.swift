@@ -75,6 +75,7 @@ public final class GondolaServer: Sendable {
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database.checkpointer))))
         }
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
+        HostPage(configuration: configuration).addRoutes(to: router)
         var api = ServerAPI(node: node)
         for (_, domain) in domains {
             domain.routes(router)

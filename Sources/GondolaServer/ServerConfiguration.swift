@@ -20,6 +20,14 @@ public struct ServerConfiguration: Sendable {
     public var locationInterval: Duration = .milliseconds(250)
     public var locationTTL: Duration = .seconds(600)
     public var locationRate = 5
+    /// The host page's files (served at `/host/`).
+    public var hostPage = "web/host"
+    /// Where Leaflet's files are (Debian's libjs-leaflet), served at `/host/vendor/leaflet/`.
+    public var leafletPath = "/usr/share/javascript/leaflet"
+    /// A street tile layer for the host page's map (`https://…/{z}/{x}/{y}.png`); none when empty.
+    public var mapTilesURL = ""
+    /// The Telegram bot whose Login Widget the host page shows; none when empty.
+    public var telegramBotUsername = ""
     /// How long tokens minted by the sign-in endpoints stay valid.
     public var signInTokenTTL: Duration = .seconds(24 * 3600)
     public var hub = HubConfiguration()
@@ -62,7 +70,8 @@ public enum ConfigurationLoader {
         "listen", "database", "token_hmac_secret", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
-        "location_rate", "command_rate", "command_burst", "namespaces", "domains",
+        "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
+        "telegram_bot_username",
     ] + BuiltInDomains.settingKeys
 
     /// Loads and validates; the error names the key, the source and the bad value.
@@ -135,6 +144,20 @@ public enum ConfigurationLoader {
         case "max_frame_bytes": configuration.maxFrameBytes = try field.integer(min: 256)
         case "max_channels_per_client": configuration.hub.maxChannelsPerClient = try field.integer(min: 1)
         case "resorts": configuration.resorts = try field.nonEmptyString()
+        case "host_page": configuration.hostPage = try field.nonEmptyString()
+        case "leaflet_path": configuration.leafletPath = try field.nonEmptyString()
+        case "map_tiles_url":
+            let url = try field.string()
+            guard url.isEmpty || ((url.hasPrefix("https://") || url.hasPrefix("http://")) && ["{z}", "{x}", "{y}"].allSatisfy(url.contains)) else {
+                throw field.error("expected an http(s) tile URL with {z}, {x} and {y}, got '\(url)'")
+            }
+            configuration.mapTilesURL = url
+        case "telegram_bot_username":
+            let name = try field.string()
+            guard name.isEmpty || name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+                throw field.error("expected a bot's username (letters, digits, _), got '\(name)'")
+            }
+            configuration.telegramBotUsername = name
         case "location_interval": configuration.locationInterval = try field.duration(allowZero: false)
         case "location_ttl": configuration.locationTTL = try field.duration(allowZero: false)
         case "location_rate": configuration.locationRate = try field.integer(min: 1)

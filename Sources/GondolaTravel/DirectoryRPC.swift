@@ -23,7 +23,8 @@ struct DirectoryRPC: Sendable {
             let user = try fields.optionalString("user", maxLength: 64) ?? context.user
             if user == context.user { try directory.ensureKnown(user) }
             guard let profile = directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
-            return Self.profileJSON(profile)
+            // Only the user's own profile says whether they are staff.
+            return user == context.user ? Self.profileJSON(profile).adding("staff", .bool(directory.isStaff(user))) : Self.profileJSON(profile)
         }
         router.register("profile.update") { context, data in
             let fields = try RequestFields(data)

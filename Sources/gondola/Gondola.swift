@@ -120,6 +120,7 @@ struct Serve: AsyncParsableCommand {
         demo: trip '\(DemoTrip.tripID)' on the demo resort, host \(DemoTrip.host.id), travellers \(DemoTrip.travellers.map(\.0).joined(separator: ", ")) (moving now)
           token for the host:  curl -s -XPOST http://\(address)/api/auth/dev -d '{"user":"\(DemoTrip.host.id)"}'
           then subscribe to locations:\(DemoTrip.tripID) (every traveller), friends:#\(DemoTrip.host.id) or nearby:#\(DemoTrip.host.id)
+          or open the host page: http://\(address)/host/ and sign in as \(DemoTrip.host.id)
         """
     }
 }

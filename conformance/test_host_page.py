@@ -1,0 +1,169 @@
+"""The host page in a real browser (Playwright driving Debian's chromium) against `gondola serve
+--demo`: dev sign-in as the demo host, the demo travellers moving on the map, a broadcast reaching
+an SDK client, the trip chat both ways, an RSVP changing the count on the page, a server restart
+the page reconnects from, a phone-sized viewport, and an expired token landing on sign-in."""
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+
+import pytest
+from centrifuge import Client
+from playwright.async_api import async_playwright, expect
+
+from conftest import free_port, launch
+from helpers import ClientEvents, Events, SubEvents, server_api
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = os.environ.get("HOST_PAGE_SCREENSHOTS", os.path.join(tempfile.gettempdir(), "gondola-host-page"))
+
+
+@pytest.fixture
+def demo():
+    folder = tempfile.mkdtemp(prefix="gondola-host-page-")
+    port = free_port()
+    process, server = launch(folder, ["--demo"], port=port)
+    state = {"process": process}
+    yield server, folder, port, state
+    state["process"].terminate()
+    state["process"].wait(timeout=10)
+
+
+async def sdk_client(server, user):
+    events = Events()
+    client = Client(server.ws_url, events=ClientEvents(events), token=server.token(user))
+    await client.connect()
+    await events.wait("connected")
+    return client
+
+
+async def marker_position(page, user):
+    marker = page.locator(f'[data-user="{user}"].leaflet-marker-icon')
+    return await marker.get_attribute("data-lat"), await marker.get_attribute("data-lon")
+
+
+async def wait_for_move(page, user, timeout=15):
+    before = await marker_position(page, user)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        await asyncio.sleep(0.3)
+        if await marker_position(page, user) != before:
+            return
+    raise AssertionError(f"{user} did not move on the map in {timeout} s")
+
+
+async def sign_in(page, port):
+    await page.goto(f"http://127.0.0.1:{port}/host/")
+    await page.get_by_label("User id").fill("demo-host")
+    await page.get_by_label("Display name").fill("Hana Host")
+    await page.get_by_role("button", name="Sign in").click()
+    await page.locator('button[data-trip="demo"]').click()
+    await expect(page.locator("#connection")).to_have_text("live")
+
+
+async def test_host_page_follows_the_demo_trip(demo):
+    server, folder, port, state = demo
+    host = await sdk_client(server, "demo-host")
+    event = (await host.rpc("event.create", {"title": "Fondue at the chalet", "trip": "demo", "audience": {"kind": "trip"},
+                                             "starts_at": int(time.time() * 1000) + 3_600_000})).data
+    anna = await sdk_client(server, "demo-anna")
+    broadcasts, chat = Events(), Events()
+    await anna.new_subscription("trip:demo", SubEvents(broadcasts)).subscribe()
+    await anna.new_subscription("chat:trip-demo", SubEvents(chat)).subscribe()
+    await broadcasts.wait("subscribed")
+    await chat.wait("subscribed")
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+        await sign_in(page, port)
+
+        # The demo travellers appear as markers, with the resort drawn and its legend, and move.
+        await expect(page.locator(".leaflet-marker-icon[data-user]")).to_have_count(4, timeout=15000)
+        await expect(page.locator("#travellers li")).to_have_count(4)
+        await expect(page.locator("#legend")).to_contain_text("Lift")
+        await expect(page.locator("#announcement-form")).to_be_hidden()  # the demo host is not staff
+        await wait_for_move(page, "demo-anna")
+
+        # A broadcast from the page reaches an SDK client on trip:demo.
+        await page.get_by_label("Message to everyone on the trip").fill("Lifts close at 16:30")
+        await page.get_by_role("button", name="Send broadcast").click()
+        received = (await broadcasts.wait("publication"))[0].pub.data
+        assert received["type"] == "broadcast" and received["text"] == "Lifts close at 16:30" and received["from"] == "demo-host"
+        await expect(page.locator("#broadcasts")).to_contain_text("Lifts close at 16:30")
+
+        # The trip chat both ways.
+        await anna.rpc("chat.send", {"chat": "trip-demo", "text": "Meet at the top station?", "client_message_id": "anna-1"})
+        await expect(page.locator("#chat")).to_contain_text("Meet at the top station?")
+        await page.get_by_label("Message", exact=True).fill("Yes, at noon")
+        await page.get_by_role("button", name="Send", exact=True).click()
+        texts = [p.pub.data["text"] for p in await chat.wait("publication", count=2)]
+        assert texts == ["Meet at the top station?", "Yes, at noon"]
+
+        # An RSVP from the SDK changes the count on the page.
+        counts = page.locator(f'[data-event="{event["id"]}"] .counts')
+        await expect(counts).to_have_attribute("data-going", "0")
+        await anna.rpc("event.rsvp", {"event": event["id"], "response": "going"})
+        await expect(counts).to_have_attribute("data-going", "1")
+
+        await page.locator(".side").evaluate("side => side.scrollTop = 0")
+        await page.mouse.move(640, 400)  # the elevation under the pointer
+        await expect(page.locator("#elevation")).to_contain_text(" m at ")
+        os.makedirs(SCREENSHOTS, exist_ok=True)
+        await page.screenshot(path=os.path.join(SCREENSHOTS, "host-dashboard.png"))
+
+        # A restart: the page reconnects by itself and positions flow again.
+        state["process"].terminate()
+        state["process"].wait(timeout=10)
+        await expect(page.locator("#connection")).not_to_have_text("live", timeout=10000)
+        state["process"], _ = launch(folder, ["--demo"], port=port)
+        await expect(page.locator("#connection")).to_have_text("live", timeout=30000)
+        await wait_for_move(page, "demo-ben")
+
+        # A phone-sized viewport shows the same trip; as staff, the host also sends announcements.
+        server_api(server, "user_set_staff", {"user": "demo-host", "staff": True})
+        announcements = Events()
+        await anna.new_subscription("announcements", SubEvents(announcements)).subscribe()
+        await announcements.wait("subscribed")
+        phone = await browser.new_page(viewport={"width": 390, "height": 844})
+        await sign_in(phone, port)
+        await expect(phone.locator("#map")).to_be_visible()
+        await expect(phone.locator("#travellers li")).to_have_count(4, timeout=15000)
+        await phone.get_by_label("Message to every user (staff)").fill("Storm warning after 15:00")
+        await phone.get_by_role("button", name="Send announcement").click()
+        assert (await announcements.wait("publication"))[0].pub.data["text"] == "Storm warning after 15:00"
+        await browser.close()
+    await anna.disconnect()
+    await host.disconnect()
+
+
+async def test_an_expired_token_lands_on_sign_in_with_the_reason(demo):
+    server, _, port, _ = demo
+    token = server.token("demo-host", ttl="1s")
+    await asyncio.sleep(2)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+        await page.goto(f"http://127.0.0.1:{port}/host/")
+        await page.evaluate("token => sessionStorage.setItem('gondola.host.token', token)", token)
+        await page.reload()
+        await expect(page.locator("#sign-in")).to_be_visible()
+        await expect(page.locator("#sign-in-reason")).to_contain_text("expired")
+        await expect(page.get_by_label("User id")).to_be_visible()
+        await browser.close()
+
+
+async def test_the_page_says_when_leaflet_is_missing(tmp_path):
+    folder = tempfile.mkdtemp(prefix="gondola-host-page-")
+    process, server = launch(folder, settings={"leaflet_path": str(tmp_path)})
+    try:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = await browser.new_page()
+            await page.goto(f"http://127.0.0.1:{server.port}/host/")
+            await expect(page.locator("#notice")).to_contain_text("libjs-leaflet")
+            await browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
