@@ -38,8 +38,6 @@ public final class AssessmentService: Sendable {
         return assessment
     }
 
-    var ids: [String] { assessments.withLock { $0.keys.sorted() } }
-
     /// Assigns an assessment to a user (staff, through the server API); assigning one that
     /// was submitted starts it over.
     func assign(_ id: String, to user: String) throws(HubError) -> JSON {

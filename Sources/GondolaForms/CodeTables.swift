@@ -40,5 +40,4 @@ final class CodeTables: Sendable {
 
     func put(_ table: CodeTable) { tables.withLock { $0[table.name] = table } }
 
-    var names: [String] { tables.withLock { $0.keys.sorted() } }
 }

@@ -70,13 +70,6 @@ final class MailOutbox: Sendable {
     /// Tells the delivery loop that a mail was queued.
     func kick() { wake.yield() }
 
-    /// Mails queued to `recipient` since `since`, for limits per address.
-    func queued(to recipient: String, since: Int64) throws -> Int {
-        try database.pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mail_outbox WHERE recipient = ? AND created_at_ms >= ?", arguments: [recipient, since]) ?? 0
-        }
-    }
-
     /// Mails not yet sent nor given up.
     func pendingCount() throws -> Int {
         try database.pool.read { db in

@@ -83,8 +83,6 @@ public final class RentalService: Sendable {
         }
     }
 
-    func car(_ id: String) -> Car? { fleet.withLock { $0.cars[id] } }
-
     /// The cars on the map, rented or not.
     public var carCount: Int { fleet.withLock { $0.cars.count } }
 
