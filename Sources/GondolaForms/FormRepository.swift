@@ -16,11 +16,16 @@ struct FormDoc: Sendable, Equatable {
     var submittedAt: Int64?
 }
 
-/// A stored value with the document version that last changed it.
+/// A stored value with the document version that last changed it (`null` when it was cleared).
 struct FormValue: Sendable, Equatable {
     let value: JSON
     let version: Int64
     let updatedBy: String
+
+    /// The values that are set, without the cleared ones.
+    static func present(_ values: [String: FormValue]) -> [String: JSON] {
+        values.filter { !$0.value.value.isNull }.mapValues(\.value)
+    }
 }
 
 /// Schemas, code tables, documents, values and shares in SQLite.
@@ -86,18 +91,15 @@ struct FormRepository: Sendable {
         return values
     }
 
-    /// Writes a value (or clears it with `nil`) as the document's next version.
-    func set(_ key: String, to value: JSON?, in doc: String, version: Int64, by user: String, now: Int64) throws {
+    /// Writes a value as the document's next version. A cleared field keeps its row with
+    /// `null`, so that the clear has a version a stale edit conflicts with.
+    func set(_ key: String, to value: JSON, in doc: String, version: Int64, by user: String, now: Int64) throws {
         try database.pool.write { db in
-            if let value {
-                try db.execute(sql: """
-                    INSERT INTO form_value (doc_id, key, value, version, updated_by, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (doc_id, key) DO UPDATE SET value = excluded.value, version = excluded.version,
-                      updated_by = excluded.updated_by, updated_at_ms = excluded.updated_at_ms
-                    """, arguments: [doc, key, value.text, version, user, now])
-            } else {
-                try db.execute(sql: "DELETE FROM form_value WHERE doc_id = ? AND key = ?", arguments: [doc, key])
-            }
+            try db.execute(sql: """
+                INSERT INTO form_value (doc_id, key, value, version, updated_by, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (doc_id, key) DO UPDATE SET value = excluded.value, version = excluded.version,
+                  updated_by = excluded.updated_by, updated_at_ms = excluded.updated_at_ms
+                """, arguments: [doc, key, value.text, version, user, now])
             try db.execute(sql: "UPDATE form_doc SET version = ?, updated_at_ms = ? WHERE id = ?", arguments: [version, now, doc])
         }
     }

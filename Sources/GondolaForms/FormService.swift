@@ -123,12 +123,12 @@ public final class FormService: Sendable {
             if let current = values[key], current.version > baseVersion {
                 throw .notAvailable("'\(key)' was changed at version \(current.version) by \(current.updatedBy), after base_version \(baseVersion); its value is now \(current.value.text)")
             }
-            let before = schema.visibleKeys(values.mapValues(\.value))
+            let before = schema.visibleKeys(FormValue.present(values))
             let version = doc.version + 1
             let now = unixMilliseconds()
-            try databaseWrite { try repository.set(key, to: stored == .null ? nil : stored, in: id, version: version, by: user, now: now) }
-            values[key] = stored == .null ? nil : FormValue(value: stored, version: version, updatedBy: user)
-            let after = schema.visibleKeys(values.mapValues(\.value))
+            try databaseWrite { try repository.set(key, to: stored, in: id, version: version, by: user, now: now) }
+            values[key] = FormValue(value: stored, version: version, updatedBy: user)
+            let after = schema.visibleKeys(FormValue.present(values))
             let order = { (keys: Set<String>) in keys.sorted { schema.position($0) < schema.position($1) }.map(JSON.string) }
             let change: JSON = [
                 "type": "value", "doc": .string(id), "key": .string(key), "value": stored, "version": .int(version), "by": .string(user),
@@ -146,7 +146,7 @@ public final class FormService: Sendable {
             let doc = try accessible(id, by: user)
             guard doc.state == "draft" else { throw .notAvailable("form \(id) is already submitted") }
             let schema = try schema(doc.schemaID, version: doc.schemaVersion)
-            let values = try databaseRead { try repository.values(of: id) }.mapValues(\.value)
+            let values = FormValue.present(try databaseRead { try repository.values(of: id) })
             let missing = schema.missing(values)
             guard missing.isEmpty else { throw .badRequest("required fields without a value: \(missing.joined(separator: ", "))") }
             let visible = schema.visibleKeys(values)
@@ -208,10 +208,10 @@ public final class FormService: Sendable {
 /// The JSON of documents.
 enum FormJSON {
     static func doc(_ doc: FormDoc, schema: FormSchema, values: [String: FormValue], shared: [String]) -> JSON {
-        let plain = values.mapValues(\.value)
+        let plain = FormValue.present(values)
         let visible = schema.visibleKeys(plain)
         var json = summary(doc)
-        json = json.adding("values", .object(values.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, $0.value.value) }))
+        json = json.adding("values", .object(plain.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, $0.value) }))
             .adding("field_versions", .object(values.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, .int($0.value.version)) }))
             .adding("visible", .array(schema.order.filter(visible.contains).sorted { schema.position($0) < schema.position($1) }.map(JSON.string)))
             .adding("missing", .array(schema.missing(plain).map(JSON.string)))

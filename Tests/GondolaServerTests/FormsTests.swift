@@ -35,6 +35,17 @@ import Testing
         let got = try await bo.rpc("form.get", ["doc": .string(doc)])
         #expect(got["version"] == 4 && got["values"]?["passportNumber"] == "AB123456" && got["field_versions"]?["passportNumber"] == 2)
         #expect(got["visible"]?.arrayValue.contains("passportNumber") == false)
+
+        // A clear is a change too: an edit from before it conflicts instead of undoing it.
+        _ = try await ann.rpc("form.set", ["doc": .string(doc), "key": "inspectionDate", "value": .null, "base_version": 4])
+        do {
+            _ = try await bo.rpc("form.set", ["doc": .string(doc), "key": "inspectionDate", "value": "2026-11-23", "base_version": 4])
+            Issue.record("an edit from before a clear undid it")
+        } catch let failure as RPCFailure {
+            #expect(failure.code == 108 && failure.message.contains("its value is now null"))
+        }
+        let cleared = try await bo.rpc("form.get", ["doc": .string(doc)])
+        #expect(cleared["values"]?["inspectionDate"] == nil && cleared["field_versions"]?["inspectionDate"] == 5, "\(cleared.text)")
         await ann.close()
         await bo.close()
         try await server.stop()
