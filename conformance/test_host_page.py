@@ -107,6 +107,11 @@ async def test_host_page_follows_the_demo_trip(demo):
         await anna.rpc("event.rsvp", {"event": event["id"], "response": "going"})
         await expect(counts).to_have_attribute("data-going", "1")
 
+        # An event a traveller creates for the trip invites the host and appears on the page.
+        made = (await anna.rpc("event.create", {"title": "Sledging at dusk", "trip": "demo", "audience": {"kind": "trip"},
+                                                "starts_at": int(time.time() * 1000) + 7_200_000})).data
+        await expect(page.locator(f'[data-event="{made["id"]}"]')).to_contain_text("Sledging at dusk")
+
         await page.locator(".side").evaluate("side => side.scrollTop = 0")
         await page.mouse.move(640, 400)  # the elevation under the pointer
         await expect(page.locator("#elevation")).to_contain_text(" m at ")

@@ -117,6 +117,7 @@ async function openTrip(chosen) {
 function closeTrip() {
   if (!trip) return;
   clearInterval(trip.ageTimer);
+  clearInterval(trip.eventTimer);
   for (const channel of trip.channels) client?.unsubscribe(channel);
   trip.map?.remove();
   trip = null;
@@ -243,8 +244,8 @@ async function send(form, input, call) {
 // MARK: events
 
 async function watchEvents() {
-  const { events } = await client.rpc("event.list");
-  for (const event of events.filter((e) => e.trip === trip.id)) {
+  const add = (event) => {
+    if (event.trip !== trip.id || trip.events.has(event.id)) return;
     trip.events.set(event.id, event);
     subscribe(`event:${event.id}`, {
       onPublication: (data) => {
@@ -253,8 +254,26 @@ async function watchEvents() {
         renderEvents();
       },
     });
+  };
+  const refresh = async () => {
+    const { events } = await client.rpc("event.list");
+    for (const event of events) add(event);
+    renderEvents();
+  };
+  // Invitations arrive on the personal channel; events the host made elsewhere show on the next refresh.
+  const user = JSON.parse(sessionStorage.getItem(USER_KEY) || "{}").id;
+  if (user) {
+    subscribe(`personal:#${user}`, {
+      onPublication: (data) => {
+        if (data.type === "invite" && data.event) {
+          add(data.event);
+          renderEvents();
+        }
+      },
+    });
   }
-  renderEvents();
+  trip.eventTimer = setInterval(() => refresh().catch(() => {}), 60_000);
+  await refresh();
 }
 
 function renderEvents() {
