@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
         .library(name: "GondolaStore", targets: ["GondolaStore"]),
+        .library(name: "GondolaPostgres", targets: ["GondolaPostgres"]),
+        .library(name: "GondolaCluster", targets: ["GondolaCluster"]),
         .library(name: "GondolaDomain", targets: ["GondolaDomain"]),
         .library(name: "GondolaTravel", targets: ["GondolaTravel"]),
         .library(name: "GondolaServices", targets: ["GondolaServices"]),
@@ -37,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(name: "GondolaGeo", exclude: ["README.md"]),
@@ -60,6 +63,29 @@ let package = Package(
                 "GondolaHub",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
+        ),
+        .target(
+            name: "GondolaPostgres",
+            dependencies: [
+                "GondolaHub",
+                "GondolaProtocol",
+                "GondolaStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "GondolaCluster",
+            dependencies: [
+                "GondolaHub",
+                "GondolaPostgres",
+                "GondolaProtocol",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -141,6 +167,8 @@ let package = Package(
         .target(
             name: "GondolaServer",
             dependencies: [
+                "GondolaCluster",
+                "GondolaPostgres",
                 "GondolaCrash",
                 "GondolaDomain",
                 "GondolaForms",
@@ -204,7 +232,10 @@ let package = Package(
             name: "GondolaHubTests",
             dependencies: ["GondolaHub", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "GondolaStoreTests", dependencies: ["GondolaStore"]),
+        .testTarget(
+            name: "GondolaStoreTests",
+            dependencies: ["GondolaStore", "GondolaPostgres", "GondolaHub", "GondolaProtocol", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
         .testTarget(
             name: "GondolaTravelTests",
             dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift")],

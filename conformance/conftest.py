@@ -72,12 +72,19 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Server:
-    def __init__(self, folder, port):
-        self.folder = folder
+class Endpoint:
+    """Where a hub listens: its WebSocket and server API addresses."""
+
+    def __init__(self, port):
         self.port = port
         self.ws_url = f"ws://127.0.0.1:{port}/connection/websocket"
         self.api_url = f"http://127.0.0.1:{port}/api"
+
+
+class Server(Endpoint):
+    def __init__(self, folder, port):
+        super().__init__(port)
+        self.folder = folder
         self.config_path = os.path.join(folder, "gondola.json")
 
     def token(self, user, ttl=None):

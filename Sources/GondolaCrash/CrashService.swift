@@ -177,7 +177,7 @@ extension CrashService {
     func notifyDetected(_ crash: Crash, phone given: String?) async -> JSON {
         let link = linkTemplate.replacingOccurrences(of: "{id}", with: crash.id)
         do {
-            try node.publish(channel: "personal:#\(crash.owner)",
+            try await node.publish(channel: "personal:#\(crash.owner)",
                              data: RawJSON(["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0), "link": .string(link)]))
         } catch {
             logger.error("crash push failed", metadata: ["crash": "\(crash.id)", "user": "\(crash.owner)", "error": "\(error)"])

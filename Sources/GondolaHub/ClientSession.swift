@@ -179,7 +179,7 @@ public final class ClientSession: Sendable {
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
             try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, what: "publish")
-            try node.publish(channel: channel, data: data, info: clientInfo)
+            try await node.publish(channel: channel, data: data, info: clientInfo)
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):
             try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")

@@ -1,3 +1,4 @@
+import Dispatch
 import CoreMetrics
 import Foundation
 import GondolaProtocol
@@ -12,6 +13,15 @@ public struct NodeStats: Sendable, Equatable {
     public var subscriptions: Int
     public var queuedBytes: Int
     public var uptimeSeconds: Int
+
+    public init(clients: Int, users: Int, channels: Int, subscriptions: Int, queuedBytes: Int, uptimeSeconds: Int) {
+        self.clients = clients
+        self.users = users
+        self.channels = channels
+        self.subscriptions = subscriptions
+        self.queuedBytes = queuedBytes
+        self.uptimeSeconds = uptimeSeconds
+    }
 }
 
 /// A channel's subscribers on this node. Presence is derived from it; the fan-out
@@ -24,6 +34,10 @@ struct ChannelState {
     }
 
     private(set) var subscribers: [String: Subscriber] = [:]
+    /// In a cluster: subscribers whose subscribe reply covered the stream up to an
+    /// offset, by client id, until a later publication arrives; the bus may still
+    /// bring publications up to that offset, which they already have.
+    private var floors: [String: UInt64] = [:]
     /// Every subscriber's outbound queue, in no particular order.
     private(set) var queues: [OutboundQueue] = []
     /// The client id owning each entry of `queues`.
@@ -32,10 +46,11 @@ struct ChannelState {
 
     var isEmpty: Bool { subscribers.isEmpty }
 
-    mutating func add(_ subscriber: Subscriber) {
+    mutating func add(_ subscriber: Subscriber, floor: UInt64? = nil) {
         let id = subscriber.session.id
         _ = remove(id)
         subscribers[id] = subscriber
+        if let floor, floor > 0 { floors[id] = floor }
         position[id] = queues.count
         queues.append(subscriber.session.queue)
         owners.append(id)
@@ -44,6 +59,7 @@ struct ChannelState {
     /// Removes a subscriber (swap-remove in the queue array) and returns it.
     mutating func remove(_ id: String) -> Subscriber? {
         guard let removed = subscribers.removeValue(forKey: id), let index = position.removeValue(forKey: id) else { return nil }
+        floors[id] = nil
         let last = queues.count - 1
         if index != last {
             queues[index] = queues[last]
@@ -53,6 +69,17 @@ struct ChannelState {
         queues.removeLast()
         owners.removeLast()
         return removed
+    }
+
+    /// The queues that must get the publication at `offset` (0: not in a stream):
+    /// all but those of subscribers whose subscribe reply already held it. Floors
+    /// below `offset` are done with, as the bus brings a channel's offsets in order.
+    mutating func receivers(of offset: UInt64) -> [OutboundQueue] {
+        guard offset > 0, !floors.isEmpty else { return queues }
+        let covered = floors.filter { $0.value >= offset }
+        floors = covered
+        guard !covered.isEmpty else { return queues }
+        return subscribers.compactMap { covered[$0.key] == nil ? $0.value.session.queue : nil }
     }
 }
 
@@ -74,8 +101,13 @@ public final class Node: Sendable {
     let tokens: ConnectionTokens
     let metrics: HubMetrics
     let logger: Logger
-    private let memoryHistory: MemoryHistoryStore
+    /// Streams of namespaces that keep history but not durably.
+    private let volatileHistory: any HistoryStore
+    /// The volatile store when it is this node's memory (swept of idle streams).
+    private let memoryHistory: MemoryHistoryStore?
     private let durableHistory: (any HistoryStore)?
+    /// The other nodes, when this one is part of a cluster.
+    public let cluster: (any ClusterLink)?
     private let shards: [ChannelShard]
     private let registry = Mutex(Registry())
     private let startedAt = ContinuousClock.now
@@ -101,21 +133,34 @@ public final class Node: Sendable {
     /// - Parameters:
     ///   - durableHistory: where `history_durable` namespaces keep their streams;
     ///     without one they are kept in memory.
+    ///   - cluster: the link to the other nodes; its streams replace both stores.
+    ///   - uid: this run's id (the cluster knows the node by it).
     ///   - metricsFactory: where counters and timers go (Prometheus in the server).
     public init(
         configuration: HubConfiguration,
         tokens: ConnectionTokens,
         durableHistory: (any HistoryStore)? = nil,
+        cluster: (any ClusterLink)? = nil,
+        uid: String = UUID().uuidString.lowercased(),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         logger: Logger = Logger(label: "gondola.hub")
     ) {
         self.configuration = configuration
         self.tokens = tokens
-        self.durableHistory = durableHistory
-        self.memoryHistory = MemoryHistoryStore()
+        self.cluster = cluster
+        if let cluster {
+            self.durableHistory = cluster.durableHistory
+            self.volatileHistory = cluster.volatileHistory
+            self.memoryHistory = nil
+        } else {
+            let memory = MemoryHistoryStore()
+            self.durableHistory = durableHistory
+            self.volatileHistory = memory
+            self.memoryHistory = memory
+        }
         self.metrics = HubMetrics(factory: metricsFactory)
         self.logger = logger
-        self.uid = UUID().uuidString.lowercased()
+        self.uid = uid
         self.shards = (0..<64).map { _ in ChannelShard() }
         rpc.register("server.time") { _, _ in
             ["ts": .int(Int64(Date().timeIntervalSince1970 * 1000))]
@@ -220,7 +265,7 @@ public final class Node: Sendable {
     /// durable or memory store.
     private func historyStore(for options: NamespaceOptions) -> any HistoryStore {
         if let store = providers.withLock({ $0.namespaces[options.name]?.provider.historyStore }) { return store }
-        return options.historyDurable ? (durableHistory ?? memoryHistory) : memoryHistory
+        return options.historyDurable ? (durableHistory ?? volatileHistory) : volatileHistory
     }
 
     /// Adds a subscriber and enqueues its subscribe reply (with recovered
@@ -228,20 +273,30 @@ public final class Node: Sendable {
     /// between the recovery and the live stream.
     func subscribe(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo, data: RawJSON? = nil) throws(HubError) {
         let channel = request.channel
-        try shard(for: channel).channels.withLock { channels throws(HubError) in
-            var result = SubscribeResult()
-            if options.keepsHistory {
-                result = try streamState(for: request, options: options)
+        // In a cluster presence is recorded before the reply, so that a presence call
+        // anywhere after the client saw its reply lists it.
+        if let cluster, options.presence { try cluster.addPresence(channel: channel, info: info) }
+        do throws(HubError) {
+            try shard(for: channel).channels.withLock { channels throws(HubError) in
+                var result = SubscribeResult()
+                if options.keepsHistory {
+                    result = try streamState(for: request, options: options)
+                }
+                result.data = data
+                var state = channels[channel] ?? ChannelState()
+                state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave),
+                          floor: cluster != nil && options.keepsHistory ? result.offset : nil)
+                channels[channel] = state
+                session.queue.enqueue(Reply(id: replyID, .subscribe(result)))
+                if options.joinLeave, cluster == nil {
+                    pushToJoinLeaveListeners(state, Push(channel: channel, .join(info)))
+                }
             }
-            result.data = data
-            var state = channels[channel] ?? ChannelState()
-            state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave))
-            channels[channel] = state
-            session.queue.enqueue(Reply(id: replyID, .subscribe(result)))
-            if options.joinLeave {
-                pushToJoinLeaveListeners(state, Push(channel: channel, .join(info)))
-            }
+        } catch {
+            if let cluster, options.presence { try? cluster.removePresence(channel: channel, client: info.client) }
+            throw error
         }
+        if let cluster, options.joinLeave { try? cluster.send(.join(channel: channel, info)) }
     }
 
     /// The stream part of a subscribe reply: position, and the recovery when asked.
@@ -291,26 +346,72 @@ public final class Node: Sendable {
     /// the namespace's provider hears when the channel is left empty.
     func removeSubscriber(_ session: ClientSession, from channel: String) {
         guard let (name, options) = try? resolve(channel) else { return }
-        let vacated = shard(for: channel).channels.withLock { channels in
+        let (removed, vacated) = shard(for: channel).channels.withLock { channels -> (ClientInfo?, Bool) in
             guard var state = channels[channel], let removed = state.remove(session.id) else {
-                return false
+                return (nil, false)
             }
             channels[channel] = state.isEmpty ? nil : state
-            if options.joinLeave {
+            if options.joinLeave, cluster == nil {
                 pushToJoinLeaveListeners(state, Push(channel: channel, .leave(removed.info)))
             }
-            return state.isEmpty
+            return (removed.info, state.isEmpty)
         }
         if vacated { provider(of: name)?.vacated(channel: channel) }
+        if let cluster, let removed {
+            do throws(HubError) {
+                if options.presence { try cluster.removePresence(channel: channel, client: removed.client) }
+                if options.joinLeave { try cluster.send(.leave(channel: channel, removed)) }
+            } catch {
+                logger.warning("cluster leave failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+            }
+        }
     }
 
     /// Publishes into a channel: appends to its stream when the namespace keeps
     /// one, encodes the push once and enqueues the same bytes for every subscriber.
     /// Returns the stream position of the publication, if it has one.
+    ///
+    /// In a cluster the publication goes through the bus (appended to the shared
+    /// stream first) and reaches this node's subscribers as it comes back; the call
+    /// waits for the bus to commit it. Async callers use `publish(channel:data:info:) async`.
     @discardableResult
     public func publish(channel: String, data: RawJSON, info: ClientInfo? = nil) throws(HubError) -> StreamPosition? {
         let (_, options) = try resolve(channel)
-        return try shard(for: channel).channels.withLock { channels throws(HubError) in
+        if let cluster, ownStore(of: options) == nil {
+            let outcome = Mutex<Result<StreamPosition?, HubError>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            cluster.publish(Publication(data: data, info: info), to: channel, options: options) { result in
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            return try outcome.withLock { $0! }.get()
+        }
+        return try publishHere(channel: channel, options: options, data: data, info: info)
+    }
+
+    /// `publish` for async callers: in a cluster the task waits for the bus
+    /// without holding a thread.
+    @discardableResult
+    public func publish(channel: String, data: RawJSON, info: ClientInfo? = nil) async throws(HubError) -> StreamPosition? {
+        let (_, options) = try resolve(channel)
+        guard let cluster, ownStore(of: options) == nil else {
+            return try publishHere(channel: channel, options: options, data: data, info: info)
+        }
+        let result = await withCheckedContinuation { continuation in
+            cluster.publish(Publication(data: data, info: info), to: channel, options: options) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// The store of a provided namespace that keeps its own streams.
+    private func ownStore(of options: NamespaceOptions) -> (any HistoryStore)? {
+        providers.withLock { $0.namespaces[options.name]?.provider.historyStore }
+    }
+
+    /// Appends to this node's stream and fans out to this node's subscribers.
+    private func publishHere(channel: String, options: NamespaceOptions, data: RawJSON, info: ClientInfo?) throws(HubError) -> StreamPosition? {
+        try shard(for: channel).channels.withLock { channels throws(HubError) in
             var publication = Publication(data: data, info: info)
             var position: StreamPosition?
             if options.keepsHistory {
@@ -323,7 +424,7 @@ public final class Node: Sendable {
                     throw .internalError("history append failed: \(error)")
                 }
             }
-            fanOut(publication, on: channel, to: channels[channel])
+            fanOut(publication, on: channel, to: channels[channel]?.queues ?? [])
             return position
         }
     }
@@ -336,15 +437,15 @@ public final class Node: Sendable {
     public func deliver(channel: String, publication: Publication, whileLocked: () -> Void) {
         shard(for: channel).channels.withLock { channels in
             whileLocked()
-            fanOut(publication, on: channel, to: channels[channel])
+            fanOut(publication, on: channel, to: channels[channel]?.queues ?? [])
         }
     }
 
     /// Encodes the push at most once per encoding and queues the same bytes for
     /// every subscriber of that encoding; called under the channel's lock.
-    private func fanOut(_ publication: Publication, on channel: String, to state: ChannelState?) {
+    private func fanOut(_ publication: Publication, on channel: String, to queues: [OutboundQueue]) {
         metrics.publications.increment()
-        guard let queues = state?.queues, !queues.isEmpty else { return }
+        guard !queues.isEmpty else { return }
         var encoded = EncodedPush(Push(channel: channel, .publication(publication)))
         for queue in queues {
             queue.enqueue(encoded.bytes(for: queue.encoding))
@@ -377,10 +478,11 @@ public final class Node: Sendable {
         }
     }
 
-    /// Who is subscribed to a channel, by client id.
+    /// Who is subscribed to a channel, by client id (on every node of a cluster).
     public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
         let (_, options) = try resolve(channel)
         guard options.presence else { throw .notAvailable("namespace of \(channel) has no presence") }
+        if let cluster { return try cluster.presence(channel: channel) }
         return shard(for: channel).channels.withLock { channels in
             (channels[channel]?.subscribers ?? [:]).mapValues(\.info)
         }
@@ -403,17 +505,61 @@ public final class Node: Sendable {
         return result
     }
 
-    /// Unsubscribes every connection of `user` from `channel`, telling them with an unsubscribe push.
+    /// Unsubscribes every connection of `user` from `channel` (on every node of a
+    /// cluster), telling them with an unsubscribe push.
     public func unsubscribe(user: String, channel: String) throws(HubError) {
         _ = try ChannelName(channel)
+        if let cluster { return try cluster.send(.unsubscribe(user: user, channel: channel)) }
+        unsubscribeHere(user: user, channel: channel)
+    }
+
+    private func unsubscribeHere(user: String, channel: String) {
         for session in sessions(of: user) {
             session.serverUnsubscribe(channel)
         }
     }
 
-    /// Closes every connection of `user`.
-    public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) {
+    /// Closes every connection of `user` (on every node of a cluster, with 3000-range
+    /// `force_disconnect`).
+    public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) throws(HubError) {
+        if let cluster, code == .forceDisconnect { return try cluster.send(.disconnect(user: user)) }
         for session in sessions(of: user) { session.close(code) }
+    }
+
+    // MARK: Cluster
+
+    /// Applies an event of the cluster's bus to this node's clients.
+    public func receive(_ event: ClusterEvent) {
+        switch event {
+        case let .publication(channel, publication):
+            shard(for: channel).channels.withLock { channels in
+                guard var state = channels[channel] else {
+                    metrics.publications.increment()
+                    return
+                }
+                let receivers = state.receivers(of: publication.offset)
+                channels[channel] = state
+                fanOut(publication, on: channel, to: receivers)
+            }
+        case let .join(channel, info):
+            shard(for: channel).channels.withLock { channels in
+                if let state = channels[channel] { pushToJoinLeaveListeners(state, Push(channel: channel, .join(info))) }
+            }
+        case let .leave(channel, info):
+            shard(for: channel).channels.withLock { channels in
+                if let state = channels[channel] { pushToJoinLeaveListeners(state, Push(channel: channel, .leave(info))) }
+            }
+        case let .unsubscribe(user, channel):
+            unsubscribeHere(user: user, channel: channel)
+        case let .disconnect(user):
+            for session in sessions(of: user) { session.close(.forceDisconnect) }
+        }
+    }
+
+    /// Closes every connection with a code that makes clients reconnect (to this or
+    /// another node) and recover: used when this node may have missed bus events.
+    public func closeAllForReconnect(reason: String) {
+        for session in allSessions { session.close(DisconnectCode(code: 3010, reason: reason)) }
     }
 
     public var stats: NodeStats {
@@ -454,7 +600,7 @@ public final class Node: Sendable {
             let now = ContinuousClock.now
             for session in allSessions { session.tick(now: now, date: Date()) }
             if now - lastSweep > .seconds(60) {
-                memoryHistory.sweep(now: Date())
+                memoryHistory?.sweep(now: Date())
                 lastSweep = now
             }
         }

@@ -45,7 +45,7 @@ struct AccountRepository: Sendable {
                 then: (Database) throws -> Void) throws -> Account? {
         try database.pool.write { db in
             guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM account WHERE email = ?)", arguments: [email])! else { return nil }
-            try UserRepository.insert(user, in: db, now: now)
+            try SQLiteUserRepository.insert(user, in: db, now: now)
             try db.execute(sql: "INSERT INTO account (user_id, email, password_hash, created_at_ms) VALUES (?, ?, ?, ?)",
                            arguments: [user.id, email, passwordHash, now])
             try Self.insertKey(keyHash, user: user.id, purpose: .activate, now: now, in: db)

@@ -8,7 +8,7 @@ import Hummingbird
 struct AuthEndpoints: Sendable {
     let configuration: ServerConfiguration
     let tokens: ConnectionTokens
-    let users: UserRepository
+    let users: any UserRepository
     static let bodyLimit = 16 * 1024
 
     func addRoutes(to router: HTTPRouter) {

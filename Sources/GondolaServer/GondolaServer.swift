@@ -1,4 +1,7 @@
+import Foundation
+import GondolaCluster
 import GondolaDomain
+import GondolaPostgres
 import GondolaHub
 import GondolaProtocol
 import GondolaServices
@@ -16,8 +19,11 @@ import Synchronization
 public final class GondolaServer: Sendable {
     public let configuration: ServerConfiguration
     public let node: Node
-    public let database: GondolaDatabase
-    public let users: UserRepository
+    /// The SQLite database; nil in cluster mode.
+    public let database: GondolaDatabase?
+    /// The link to the other nodes in cluster mode.
+    public let cluster: PostgresCluster?
+    public let users: any UserRepository
     /// The installed domains by name, in registration order.
     let domains: [(name: String, installed: InstalledDomain)]
     let tokens: ConnectionTokens
@@ -36,28 +42,54 @@ public final class GondolaServer: Sendable {
         self.logger = logger
         let notifier = telegram ?? (configuration.telegramBotToken.isEmpty ? NoTelegramBot() : TelegramBotAPI(token: configuration.telegramBotToken))
         let builtIn = BuiltInDomains.all(configuration, telegram: notifier)
-        self.database = try GondolaDatabase(path: configuration.database) { migrator in
-            for domain in builtIn { domain.registerMigrations(in: &migrator) }
-        }
-        self.users = UserRepository(database: database)
+        let enabled = builtIn.filter { configuration.domains?.contains($0.name) ?? true }
         self.tokens = try await ConnectionTokens(secret: configuration.tokenHMACSecret)
         self.metrics = ServerMetrics()
-        self.node = Node(
-            configuration: configuration.hub, tokens: tokens,
-            durableHistory: SQLiteHistoryStore(database: database),
-            metricsFactory: metrics.factory, logger: logger)
+        let uid = UUID().uuidString.lowercased()
+        if configuration.isCluster {
+            if !enabled.isEmpty {
+                throw ConfigurationError("""
+                    domains: \(enabled.map(\.name).joined(separator: ", ")) keep their data in SQLite and cannot run in cluster mode yet; \
+                    start cluster nodes with domains: [] (GONDOLA_DOMAINS=)
+                    """)
+            }
+            let cluster = try ClusterStorage.open(configuration, nodeUID: uid, logger: logger)
+            self.database = nil
+            self.cluster = cluster
+            self.users = PostgresUserRepository(pool: cluster.pool)
+            self.node = Node(configuration: configuration.hub, tokens: tokens, cluster: cluster, uid: uid, metricsFactory: metrics.factory, logger: logger)
+            cluster.attach(node)
+            logger.info("cluster node", metadata: ["uid": "\(uid)", "database": "\(cluster.pool.location)"])
+        } else {
+            let database = try GondolaDatabase(path: configuration.database) { migrator in
+                for domain in builtIn { domain.registerMigrations(in: &migrator) }
+            }
+            self.database = database
+            self.cluster = nil
+            self.users = SQLiteUserRepository(database: database)
+            self.node = Node(
+                configuration: configuration.hub, tokens: tokens,
+                durableHistory: SQLiteHistoryStore(database: database), uid: uid,
+                metricsFactory: metrics.factory, logger: logger)
+        }
+        self.domains = try await Self.install(enabled, configuration: configuration, node: node, database: database, tokens: tokens, logger: logger)
+    }
+
+    private static func install(_ enabled: [any Domain], configuration: ServerConfiguration, node: Node, database: GondolaDatabase?,
+                                tokens: ConnectionTokens, logger: Logger) async throws -> [(name: String, installed: InstalledDomain)] {
+        guard let database, !enabled.isEmpty else { return [] }
         let context = DomainContext(node: node, database: database, authentication: BearerAuthentication(tokens: tokens),
                                     links: SignedLinks(secret: configuration.tokenHMACSecret),
                                     signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder, logger: logger)
         var installed: [(name: String, installed: InstalledDomain)] = []
-        for domain in builtIn where configuration.domains?.contains(domain.name) ?? true {
+        for domain in enabled {
             do {
                 installed.append((domain.name, try await domain.install(in: context)))
             } catch let error as DomainSetupError {
                 throw ConfigurationError("\(domain.name): \(error)")
             }
         }
-        self.domains = installed
+        return installed
     }
 
     /// The main service of an installed domain (for example `TravelService`), or nil
@@ -72,7 +104,7 @@ public final class GondolaServer: Sendable {
         router.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
         router.get("/metrics") { [metrics, node, database] _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database.checkpointer))))
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer))))
         }
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
         HostPage(configuration: configuration).addRoutes(to: router)
@@ -90,6 +122,7 @@ public final class GondolaServer: Sendable {
         webSocketRouter.ws("/connection/websocket") { request, _ in
             .upgrade(WebSocketEncoding.upgradeHeaders(for: request))
         } onUpgrade: { [self] inbound, outbound, context in
+            await node.cluster?.ready()
             activeTransports.add(1, ordering: .relaxed)
             defer { activeTransports.subtract(1, ordering: .relaxed) }
             let session: ClientSession
@@ -142,9 +175,11 @@ struct HubService: Service {
 
     func run() async throws {
         let maintenance = Task { await server.node.runMaintenance() }
+        let cluster = server.cluster.map { cluster in Task { await cluster.run() } }
         let domainTasks = server.domains.compactMap { $0.installed.background }.map { work in Task { await work() } }
         defer {
             maintenance.cancel()
+            cluster?.cancel()
             domainTasks.forEach { $0.cancel() }
         }
         try? await gracefulShutdown()

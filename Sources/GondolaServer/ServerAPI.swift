@@ -12,17 +12,17 @@ public struct ServerAPI: Sendable {
     private var methods: [String: Method] = [:]
 
     public init(node: Node) {
-        register("publish") { params throws(HubError) in
-            let position = try node.publish(channel: try params.string("channel"), data: try params.data())
+        register("publish") { params async throws(HubError) in
+            let position = try await node.publish(channel: try params.string("channel"), data: try params.data())
             return Self.positionJSON(position)
         }
-        register("broadcast") { params throws(HubError) in
+        register("broadcast") { params async throws(HubError) in
             let channels = try params.stringArray("channels")
             let data = try params.data()
             var responses: [JSON] = []
             for channel in channels {
                 do throws(HubError) {
-                    let position = try node.publish(channel: channel, data: data)
+                    let position = try await node.publish(channel: channel, data: data)
                     responses.append(["result": Self.positionJSON(position)])
                 } catch {
                     responses.append(["error": Self.errorJSON(error.protocolError)])
@@ -55,7 +55,7 @@ public struct ServerAPI: Sendable {
             return [:]
         }
         register("disconnect") { params throws(HubError) in
-            node.disconnect(user: try params.string("user"))
+            try node.disconnect(user: try params.string("user"))
             return [:]
         }
         register("channels") { params throws(HubError) in
@@ -64,14 +64,9 @@ public struct ServerAPI: Sendable {
             return ["channels": .object(matching.sorted { $0.key < $1.key }.map { (key: $0.key, value: ["num_clients": .int(Int64($0.value))]) })]
         }
         register("info") { _ throws(HubError) in
-            let stats = node.stats
-            let info: JSON = [
-                "uid": .string(node.uid), "name": .string(node.configuration.nodeName), "version": .string(node.version),
-                "num_clients": .int(Int64(stats.clients)), "num_users": .int(Int64(stats.users)),
-                "num_channels": .int(Int64(stats.channels)), "num_subs": .int(Int64(stats.subscriptions)),
-                "uptime": .int(Int64(stats.uptimeSeconds)),
-            ]
-            return ["nodes": [info]]
+            let nodes = try node.cluster?.nodes()
+                ?? [ClusterNodeInfo(uid: node.uid, name: node.configuration.nodeName, version: node.version, stats: node.stats)]
+            return ["nodes": .array(nodes.map(Self.nodeJSON))]
         }
     }
 
@@ -88,6 +83,15 @@ public struct ServerAPI: Sendable {
         } catch {
             return ["error": Self.errorJSON(error.protocolError)]
         }
+    }
+
+    private static func nodeJSON(_ node: ClusterNodeInfo) -> JSON {
+        [
+            "uid": .string(node.uid), "name": .string(node.name), "version": .string(node.version),
+            "num_clients": .int(Int64(node.stats.clients)), "num_users": .int(Int64(node.stats.users)),
+            "num_channels": .int(Int64(node.stats.channels)), "num_subs": .int(Int64(node.stats.subscriptions)),
+            "uptime": .int(Int64(node.stats.uptimeSeconds)),
+        ]
     }
 
     static func errorJSON(_ error: ProtocolError) -> JSON {

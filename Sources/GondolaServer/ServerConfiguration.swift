@@ -1,5 +1,7 @@
 import Foundation
+import GondolaCluster
 import GondolaDomain
+import GondolaPostgres
 import GondolaHub
 import GondolaProtocol
 import GondolaTravel
@@ -8,7 +10,14 @@ import GondolaTravel
 public struct ServerConfiguration: Sendable {
     public var listenHost = "127.0.0.1"
     public var listenPort = 8000
+    /// A SQLite file, or a `postgres://` URL for the cluster mode.
     public var database = "var/gondola.sqlite"
+    /// Where generated secrets and files are kept; empty: beside the SQLite file (`var/` in cluster mode).
+    public var dataFolderSetting = ""
+    /// PostgreSQL connections per node in cluster mode.
+    public var databasePoolSize = 16
+    /// The cluster mode's timings (heartbeat, node timeout, bus batching).
+    public var cluster = PostgresCluster.Settings()
     public var tokenHMACSecret = ""
     public var apiKey = ""
     public var devLogin = false
@@ -47,9 +56,14 @@ public struct ServerConfiguration: Sendable {
         return settings
     }
 
-    /// The folder beside the database where generated secrets are kept.
+    /// Whether `database` is a PostgreSQL URL: the node joins the cluster of that database.
+    public var isCluster: Bool { PostgresLocation.isURL(database) }
+
+    /// The folder where generated secrets are kept: `data_folder`, else the SQLite
+    /// database's folder (`var` in cluster mode).
     public var dataFolder: String {
-        URL(fileURLWithPath: database).deletingLastPathComponent().path
+        if !dataFolderSetting.isEmpty { return dataFolderSetting }
+        return isCluster ? "var" : URL(fileURLWithPath: database).deletingLastPathComponent().path
     }
 }
 
@@ -71,7 +85,7 @@ public enum ConfigurationLoader {
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
-        "telegram_bot_username",
+        "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "cluster_node_timeout", "cluster_bus_linger",
     ] + BuiltInDomains.settingKeys
 
     /// Loads and validates; the error names the key, the source and the bad value.
@@ -127,7 +141,26 @@ public enum ConfigurationLoader {
             }
             configuration.listenHost = String(text[..<colon])
             configuration.listenPort = port
-        case "database": configuration.database = try field.nonEmptyString()
+        case "database":
+            let database = try field.nonEmptyString()
+            if PostgresLocation.isURL(database) {
+                do {
+                    _ = try PostgresLocation(url: database)
+                } catch {
+                    throw field.error(error.description)
+                }
+            }
+            configuration.database = database
+        case "data_folder": configuration.dataFolderSetting = try field.nonEmptyString()
+        case "database_pool_size": configuration.databasePoolSize = try field.integer(min: 2)
+        case "node_name": configuration.hub.nodeName = try field.nonEmptyString()
+        case "cluster_node_timeout":
+            let timeout = try field.duration(allowZero: false)
+            guard timeout >= configuration.cluster.heartbeat * 2 else {
+                throw field.error("must be at least two heartbeats (\(configuration.cluster.heartbeat * 2)), got \(timeout)")
+            }
+            configuration.cluster.nodeTimeout = timeout
+        case "cluster_bus_linger": configuration.cluster.busLinger = try field.duration(allowZero: true)
         case "token_hmac_secret":
             let secret = try field.string()
             guard secret.isEmpty || secret.utf8.count >= ConnectionTokens.minimumSecretBytes else {

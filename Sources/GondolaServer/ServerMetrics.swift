@@ -50,14 +50,21 @@ final class ServerMetrics: Sendable {
     }
 
     /// The Prometheus text exposition, with gauges refreshed from `node` and the
-    /// database's checkpointer.
-    func render(node: Node, checkpointer: WALCheckpointer) -> [UInt8] {
+    /// SQLite database's checkpointer (none in cluster mode).
+    func render(node: Node, checkpointer: WALCheckpointer?) -> [UInt8] {
         let stats = node.stats
         connections.set(Double(stats.clients))
         users.set(Double(stats.users))
         channels.set(Double(stats.channels))
         subscriptions.set(Double(stats.subscriptions))
         queuedBytes.set(Double(stats.queuedBytes))
+        if let checkpointer { record(checkpointer) }
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return buffer
+    }
+
+    private func record(_ checkpointer: WALCheckpointer) {
         lastCheckpoints.withLock { last in
             let now = checkpointer.statistics
             walFrames.set(Double(now.walFrames))
@@ -71,8 +78,5 @@ final class ServerMetrics: Sendable {
             advance(walRestarts) { $0.logRestarts }
             last = now
         }
-        var buffer: [UInt8] = []
-        registry.emit(into: &buffer)
-        return buffer
     }
 }

@@ -29,17 +29,29 @@ public struct TelegramAccount: Sendable, Equatable {
     }
 }
 
+/// Where users are kept: SQLite (`SQLiteUserRepository`) on one node, PostgreSQL
+/// in a cluster.
+public protocol UserRepository: Sendable {
+    /// The user of a Telegram account, created on its first sign-in with a new
+    /// random id; later sign-ins refresh the Telegram username (the photo only
+    /// when the user has no avatar, so one set with `profile.update` stays).
+    func user(forTelegram account: TelegramAccount) throws -> User
+
+    /// The user with `id`, created with `name` when missing (development sign-in).
+    func ensureUser(id: String, name: String) throws -> User
+
+    /// The user with `id`, if there is one.
+    func user(id: String) throws -> User?
+}
+
 /// Users in SQLite.
-public final class UserRepository: Sendable {
+public final class SQLiteUserRepository: UserRepository {
     private let database: GondolaDatabase
 
     public init(database: GondolaDatabase) {
         self.database = database
     }
 
-    /// The user of a Telegram account, created on its first sign-in with a new
-    /// random id; later sign-ins refresh the Telegram username (the photo only
-    /// when the user has no avatar, so one set with `profile.update` stays).
     public func user(forTelegram account: TelegramAccount) throws -> User {
         try database.pool.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT id, name FROM user WHERE telegram_id = ?", arguments: [account.telegramID]) {
@@ -56,7 +68,6 @@ public final class UserRepository: Sendable {
         }
     }
 
-    /// The user with `id`, created with `name` when missing (development sign-in).
     public func ensureUser(id: String, name: String) throws -> User {
         try database.pool.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT id, name FROM user WHERE id = ?", arguments: [id]) {
@@ -74,7 +85,6 @@ public final class UserRepository: Sendable {
         try db.execute(sql: "INSERT INTO user (id, name, created_at_ms) VALUES (?, ?, ?)", arguments: [user.id, user.name, now])
     }
 
-    /// The user with `id`, if there is one.
     public func user(id: String) throws -> User? {
         try database.pool.read { db in
             try Row.fetchOne(db, sql: "SELECT id, name FROM user WHERE id = ?", arguments: [id]).map { User(id: $0["id"], name: $0["name"]) }

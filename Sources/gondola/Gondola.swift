@@ -19,7 +19,7 @@ struct Gondola: AsyncParsableCommand {
 struct ConfigurationOptions: ParsableArguments {
     @Option(help: "JSON configuration file.") var config: String?
     @Option(help: "host:port to listen on (default 127.0.0.1:8000).") var listen: String?
-    @Option(help: "SQLite database file (default var/gondola.sqlite).") var database: String?
+    @Option(help: "SQLite database file (default var/gondola.sqlite), or postgres://user@host/db to join a cluster.") var database: String?
     @Option(name: .customLong("token-hmac-secret"), help: "Secret that signs connection tokens.") var tokenHMACSecret: String?
     @Option(name: .customLong("api-key"), help: "Key of the server API (X-API-Key).") var apiKey: String?
     @Option(name: .customLong("dev-login"), help: "true to enable POST /api/auth/dev.") var devLogin: String?

@@ -246,7 +246,7 @@ import Testing
         let first = try await TestClient.connected(node, user: "alice")
         let second = try await TestClient.connected(node, user: "alice")
         let bob = try await TestClient.connected(node, user: "bob")
-        node.disconnect(user: "alice")
+        try node.disconnect(user: "alice")
         #expect(try await first.closeCode().code == 3503)
         #expect(try await second.closeCode().code == 3503)
         #expect(!bob.session.isClosed)
@@ -362,7 +362,7 @@ import Testing
         _ = try await fast.call(.subscribe(SubscribeRequest(channel: "room:big")))
         let payload = RawJSON(.string(String(repeating: "x", count: 1000)))
         for _ in 0..<10 {
-            try node.publish(channel: "room:big", data: payload)
+            try await node.publish(channel: "room:big", data: payload)
             // The fast client's writer keeps up.
             var publication: Publication?
             while publication == nil { publication = try await fast.next().publication }
@@ -370,7 +370,7 @@ import Testing
         #expect(try await slow.closeCode().code == 3008)
         slow.session.transportClosed()
         #expect(node.channels()["room:big"] == 1)
-        try node.publish(channel: "room:big", data: payload)
+        try await node.publish(channel: "room:big", data: payload)
         var publication: Publication?
         while publication == nil { publication = try await fast.next().publication }
         #expect(publication?.offset == 11)

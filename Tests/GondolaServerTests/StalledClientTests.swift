@@ -69,7 +69,7 @@ import Glibc
         // 8 MiB for each subscriber: more than the silent client's queue and socket buffers hold.
         let payload = RawJSON(.string(String(repeating: "x", count: 4000)))
         for index in 0..<2000 {
-            _ = try node.publish(channel: "room:big", data: payload)
+            _ = try await node.publish(channel: "room:big", data: payload)
             // Paced by the healthy client (at most 8 publications ahead of it), whose queue has the same bound.
             while healthy.publications("room:big").count < index - 8, ContinuousClock.now < deadline + .seconds(20) {
                 try await Task.sleep(for: .milliseconds(1))

@@ -1,14 +1,12 @@
 import Foundation
 import GondolaHub
+import GondolaPostgres
 import GondolaProtocol
 import GondolaStore
 import Testing
 
-func temporaryDatabasePath() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("gondola-test-\(UUID().uuidString)/db.sqlite").path
-}
-
-@Suite struct SQLiteHistoryStoreTests {
+/// The same stream behaviour on SQLite (one node) and PostgreSQL (a cluster).
+@Suite struct HistoryStoreTests {
     var options: NamespaceOptions {
         var options = NamespaceOptions(name: "chat")
         options.historySize = 3
@@ -17,16 +15,15 @@ func temporaryDatabasePath() -> String {
         return options
     }
 
-    @Test func streamSurvivesReopeningTheFile() throws {
-        let path = temporaryDatabasePath()
+    @Test(arguments: Engine.allCases) func streamSurvivesReopening(engine: Engine) throws {
+        let (first, reopen) = try historyStores(engine)
         let now = Date()
         let info = ClientInfo(user: "alice", client: "c1", connInfo: RawJSON(["n": "A"]))
-        let first = SQLiteHistoryStore(database: try GondolaDatabase(path: path))
         var position = StreamPosition(offset: 0, epoch: "")
         for n in 1...5 {
             (_, position) = try first.append(Publication(data: RawJSON(["n": .int(Int64(n))]), info: info), to: "chat:1", options: options, now: now)
         }
-        let reopened = SQLiteHistoryStore(database: try GondolaDatabase(path: path))
+        let reopened = try reopen()
         let slice = try reopened.read(channel: "chat:1", after: nil, limit: 10, reverse: false, options: options, now: now)
         #expect(slice.position == position)
         #expect(slice.publications.map(\.offset) == [3, 4, 5])
@@ -36,8 +33,8 @@ func temporaryDatabasePath() -> String {
         #expect(next.offset == 6)
     }
 
-    @Test func readsAfterAnOffsetInBothDirectionsAndDropsExpired() throws {
-        let store = SQLiteHistoryStore(database: try GondolaDatabase(path: temporaryDatabasePath()))
+    @Test(arguments: Engine.allCases) func readsAfterAnOffsetInBothDirectionsAndDropsExpired(engine: Engine) throws {
+        let store = try historyStores(engine).store
         let start = Date()
         for n in 0..<3 {
             _ = try store.append(Publication(data: RawJSON(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n) * 30))
@@ -54,8 +51,8 @@ func temporaryDatabasePath() -> String {
 }
 
 @Suite struct UserRepositoryTests {
-    @Test func sameTelegramAccountMapsToSameUser() throws {
-        let users = UserRepository(database: try GondolaDatabase(path: temporaryDatabasePath()))
+    @Test(arguments: Engine.allCases) func sameTelegramAccountMapsToSameUser(engine: Engine) throws {
+        let users = try userRepository(engine)
         let account = TelegramAccount(telegramID: 7_340_981_265, username: "ann", displayName: "Ann", photoURL: nil)
         let first = try users.user(forTelegram: account)
         let again = try users.user(forTelegram: TelegramAccount(telegramID: 7_340_981_265, username: "ann2", displayName: "Ann B", photoURL: "https://x/y.jpg"))
@@ -66,5 +63,86 @@ func temporaryDatabasePath() -> String {
         #expect(try users.ensureUser(id: "dev1", name: "Dev") == User(id: "dev1", name: "Dev"))
         #expect(try users.ensureUser(id: "dev1", name: "Other") == User(id: "dev1", name: "Dev"))
         #expect(try users.user(id: "missing") == nil)
+    }
+}
+
+/// What only the PostgreSQL store has to show: several nodes appending to one stream.
+@Suite struct PostgresStreamTests {
+    @Test func concurrentAppendsFromSeveralPoolsGetConsecutiveOffsets() async throws {
+        let first = try TestPostgres.freshDatabase()
+        let stores = try [PostgresHistoryStore(pool: first, durable: false)]
+            + (0..<2).map { _ in PostgresHistoryStore(pool: try PostgresPool(location: first.location, size: 3), durable: false) }
+        let options = {
+            var options = NamespaceOptions(name: "room")
+            options.historySize = 1000
+            options.historyTTL = .seconds(300)
+            return options
+        }()
+        let offsets = try await withThrowingTaskGroup(of: [UInt64].self) { group in
+            for (index, store) in stores.enumerated() {
+                group.addTask {
+                    try (0..<40).map { n in
+                        try store.append(Publication(data: RawJSON(["node": .int(Int64(index)), "n": .int(Int64(n))])), to: "room:shared", options: options, now: Date()).0.offset
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(offsets.sorted() == Array(1...120))
+        let slice = try stores[1].read(channel: "room:shared", after: nil, limit: 200, reverse: false, options: options, now: Date())
+        #expect(slice.publications.map(\.offset) == Array(1...120))
+        #expect(slice.position.offset == 120)
+    }
+
+    @Test func aBatchNumbersEachChannelInOrderAndTrimsToTheNamespaceSize() throws {
+        let pool = try TestPostgres.freshDatabase()
+        let store = PostgresHistoryStore(pool: pool, durable: true)
+        var small = NamespaceOptions(name: "small")
+        small.historySize = 2
+        small.historyTTL = .seconds(60)
+        let appends = ["a", "b", "a", "a", "b"].enumerated().map { index, channel in
+            PostgresHistoryStore.Append(channel: channel, publication: Publication(data: RawJSON(.int(Int64(index)))), options: small)
+        }
+        let positions = try pool.withConnection { try store.append(appends, on: $0, now: Date()).wait() }
+        #expect(positions.map(\.offset) == [1, 1, 2, 3, 2])
+        #expect(Set(positions.prefix(4).map(\.epoch)).count <= 2)
+        let a = try store.read(channel: "a", after: nil, limit: 10, reverse: false, options: small, now: Date())
+        #expect(a.publications.map(\.offset) == [2, 3] && a.publications.map(\.data) == [RawJSON(2), RawJSON(3)])
+    }
+
+    @Test func migrationsRunOnceWhateverTheNumberOfStarts() throws {
+        let pool = try TestPostgres.freshDatabase()
+        #expect(try PostgresSchema.migrator.migrate(pool).isEmpty, "freshDatabase already migrated it")
+        var migrator = PostgresSchema.migrator
+        migrator.register("v2-test", ["CREATE TABLE test_once (id INT)"])
+        #expect(try migrator.migrate(pool) == ["v2-test"])
+        #expect(try migrator.migrate(pool).isEmpty)
+    }
+}
+
+@Suite struct PostgresLocationTests {
+    @Test func readsTCPAndSocketURLs() throws {
+        let tcp = try PostgresLocation(url: "postgres://ann:s%40cret@db.example:6543/trips?sslmode=require")
+        #expect(tcp.username == "ann" && tcp.password == "s@cret" && tcp.host == "db.example" && tcp.port == 6543)
+        #expect(tcp.database == "trips" && tcp.requiresTLS && tcp.socketPath == nil)
+        #expect(!tcp.description.contains("cret"))
+        let socket = try PostgresLocation(url: "postgresql://postgres@/gondola?host=/var/run/pg")
+        #expect(socket.socketPath == "/var/run/pg/.s.PGSQL.5432" && socket.host == nil && !socket.requiresTLS)
+    }
+
+    @Test(arguments: [
+        ("mysql://a@b/c", "expected postgres://"),
+        ("postgres://@host/db", "names no user"),
+        ("postgres://ann@host/", "names no database"),
+        ("postgres://ann@/db", "names no host"),
+        ("postgres://ann:pw@host/db?sslmode=sometimes", "sslmode 'sometimes'"),
+        ("postgres://ann:topsecret@host:99999/db", "port 99999"),
+    ])
+    func namesWhatIsWrong(url: String, message: String) {
+        #expect {
+            try PostgresLocation(url: url)
+        } throws: { error in
+            "\(error)".contains(message) && !"\(error)".contains("topsecret")
+        }
     }
 }

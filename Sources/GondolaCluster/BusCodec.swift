@@ -1,0 +1,102 @@
+import GondolaHub
+import GondolaProtocol
+
+/// How cluster events are written into PostgreSQL notifications and read back.
+///
+/// A notification is `{"n":<node uid>,"s":<sequence>,"e":[event…]}`, or, for an
+/// event too large for a notification (8,000 bytes), `{"n":…,"s":…,"r":<row id>}`
+/// naming the row of `cluster_bus_payload` that holds the events array. Each event
+/// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info}` for a
+/// publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
+/// `"c"` for an unsubscribe, `"x"` with `"u"` for a disconnect.
+enum BusCodec {
+    /// Largest notification payload written; PostgreSQL's limit is 8,000 bytes.
+    static let maxPayloadBytes = 7_800
+
+    static func encode(_ event: ClusterEvent) -> [UInt8] {
+        let json: JSON
+        switch event {
+        case let .publication(channel, publication):
+            var members: [(key: String, value: JSON)] = [("t", "p"), ("c", .string(channel)), ("d", .string(String(decoding: publication.data.bytes, as: UTF8.self)))]
+            if publication.offset > 0 { members.append(("o", .int(Int64(publication.offset)))) }
+            if let info = publication.info { members.append(("i", info.json)) }
+            json = .object(members)
+        case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
+        case let .leave(channel, info): json = ["t": "l", "c": .string(channel), "i": info.json]
+        case let .unsubscribe(user, channel): json = ["t": "u", "u": .string(user), "c": .string(channel)]
+        case let .disconnect(user): json = ["t": "x", "u": .string(user)]
+        }
+        return json.bytes
+    }
+
+    /// A notification carrying already encoded events.
+    static func envelope(node: String, sequence: UInt64, events: [[UInt8]]) -> String {
+        var bytes = Array(#"{"n":"#.utf8) + JSON.string(node).bytes + Array(#","s":\#(sequence),"e":"#.utf8)
+        bytes += eventsArray(events)
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A notification naming a `cluster_bus_payload` row.
+    static func reference(node: String, sequence: UInt64, row: Int64) -> String {
+        JSON.object([("n", .string(node)), ("s", .int(Int64(sequence))), ("r", .int(row))]).text
+    }
+
+    static func eventsArray(_ events: [[UInt8]]) -> [UInt8] {
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        for (index, event) in events.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += event
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return bytes
+    }
+
+    /// What a notification holds: its events, or the row to read them from.
+    enum Notification {
+        case events([ClusterEvent])
+        case reference(Int64)
+    }
+
+    static func decodeNotification(_ payload: String) throws -> Notification {
+        let json = try JSONParser.parse(Array(payload.utf8))
+        if case let .int(row)? = json["r"] { return .reference(row) }
+        guard let events = json["e"] else { throw BusCodecError("notification without events: \(payload.prefix(200))") }
+        return .events(try decodeEvents(events))
+    }
+
+    static func decodeEvents(_ json: JSON) throws -> [ClusterEvent] {
+        guard case let .array(entries) = json else { throw BusCodecError("events must be an array") }
+        return try entries.map(decode)
+    }
+
+    private static func decode(_ json: JSON) throws -> ClusterEvent {
+        func string(_ key: String) throws -> String {
+            guard case let .string(value)? = json[key] else { throw BusCodecError("event without \(key): \(json.text.prefix(200))") }
+            return value
+        }
+        func info() throws -> ClientInfo {
+            guard let info = json["i"] else { throw BusCodecError("event without info") }
+            return try ClientInfo(json: info)
+        }
+        switch try string("t") {
+        case "p":
+            // Data travels as a string, so its bytes come back exactly as published.
+            let data = try RawJSON(validating: Array(try string("d").utf8))
+            var offset: UInt64 = 0
+            if case let .int(value)? = json["o"] { offset = UInt64(value) }
+            return .publication(channel: try string("c"), Publication(offset: offset, data: data, info: json["i"] == nil ? nil : try info()))
+        case "j": return .join(channel: try string("c"), try info())
+        case "l": return .leave(channel: try string("c"), try info())
+        case "u": return .unsubscribe(user: try string("u"), channel: try string("c"))
+        case "x": return .disconnect(user: try string("u"))
+        case let other: throw BusCodecError("unknown event type '\(other)'")
+        }
+    }
+}
+
+/// A notification that does not hold what the bus writes.
+struct BusCodecError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,278 @@
+import Foundation
+import GondolaHub
+import GondolaPostgres
+import GondolaProtocol
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// A node's link to the other nodes sharing its PostgreSQL database.
+///
+/// - Streams live in PostgreSQL (`PostgresHistoryStore`), so offsets and epochs
+///   are the same on every node.
+/// - The bus is `LISTEN`/`NOTIFY` on one channel: `BusWriter` batches this node's
+///   publications and events, and `run` hands every notification (this node's own
+///   included) to the node in commit order.
+/// - Presence is a table of subscribers with the node that holds each; entries of
+///   a node that stopped its heartbeat for `nodeTimeout` are no longer listed and
+///   are deleted by the next live node's sweep.
+public final class PostgresCluster: ClusterLink {
+    /// Timings and limits of the cluster mode.
+    public struct Settings: Sendable {
+        /// How often a node writes its heartbeat (and figures).
+        public var heartbeat: Duration = .seconds(1)
+        /// A node without a heartbeat for this long is dead: its presence entries
+        /// stop counting and `info` no longer lists it.
+        public var nodeTimeout: Duration = .seconds(5)
+        /// How long the bus writer holds a batch open to collect more (0: none).
+        public var busLinger: Duration = .zero
+        /// Most items in one bus transaction.
+        public var busMaxBatch = 512
+        /// Bus payload rows (events over 8,000 bytes) are deleted after this long.
+        public var payloadRetention: Duration = .seconds(60)
+        /// Volatile streams without a publication for this long are dropped.
+        public var volatileStreamIdleLimit: Duration = .seconds(3600)
+
+        public init() {}
+    }
+
+    public let pool: PostgresPool
+    public let nodeUID: String
+    public let settings: Settings
+    public let durableHistory: any HistoryStore
+    public let volatileHistory: any HistoryStore
+    let writer: BusWriter
+    private let volatileStore: PostgresHistoryStore
+    private let logger: Logger
+    private let node = Mutex<Node?>(nil)
+    private let gate = ReadyGate()
+    private let startedAt = Date()
+
+    /// A link for the node `nodeUID` over `pool`; the database must be migrated
+    /// with `PostgresCluster.register(in:)`.
+    public init(pool: PostgresPool, nodeUID: String, settings: Settings = .init(), logger: Logger) {
+        self.pool = pool
+        self.nodeUID = nodeUID
+        self.settings = settings
+        self.logger = logger
+        let durable = PostgresHistoryStore(pool: pool, durable: true)
+        let volatile = PostgresHistoryStore(pool: pool, durable: false)
+        self.durableHistory = durable
+        self.volatileHistory = volatile
+        self.volatileStore = volatile
+        self.writer = BusWriter(pool: pool, durable: durable, volatile: volatile, nodeUID: nodeUID,
+                                maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
+    }
+
+    /// Adds the cluster's tables to a migrator.
+    public static func register(in migrator: inout PostgresMigrator) {
+        ClusterSchema.register(in: &migrator)
+    }
+
+    /// The node the bus delivers to.
+    public func attach(_ node: Node) {
+        self.node.withLock { $0 = node }
+    }
+
+    public func ready() async {
+        await gate.wait()
+    }
+
+    // MARK: ClusterLink
+
+    public func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
+                        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
+        writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
+    }
+
+    public func send(_ event: ClusterEvent) throws(HubError) {
+        let outcome = Mutex<Result<StreamPosition?, HubError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        writer.submit(.init(item: .event(event)) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        })
+        done.wait()
+        _ = try outcome.withLock { $0! }.get()
+    }
+
+    public func addPresence(channel: String, info: ClientInfo) throws(HubError) {
+        try run("presence add") {
+            _ = try pool.query("""
+                INSERT INTO cluster_presence (channel, client, node, info) VALUES (\(channel), \(info.client), \(nodeUID), \(ByteBuffer(bytes: info.json.bytes)))
+                ON CONFLICT (channel, client) DO UPDATE SET node = excluded.node, info = excluded.info
+                """)
+        }
+    }
+
+    public func removePresence(channel: String, client: String) throws(HubError) {
+        try run("presence remove") {
+            _ = try pool.query("DELETE FROM cluster_presence WHERE channel = \(channel) AND client = \(client)")
+        }
+    }
+
+    public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
+        let cutoff = millisecondsAgo(settings.nodeTimeout)
+        return try run("presence") {
+            var clients: [String: ClientInfo] = [:]
+            let rows = try pool.query("""
+                SELECT p.client, p.info FROM cluster_presence p JOIN cluster_node n ON n.uid = p.node
+                WHERE p.channel = \(channel) AND n.seen_at_ms > \(cutoff)
+                """)
+            for row in rows {
+                let (client, info) = try row.decode((String, ByteBuffer).self)
+                clients[client] = try ClientInfo(json: JSONParser.parse(Array(buffer: info)))
+            }
+            return clients
+        }
+    }
+
+    public func nodes() throws(HubError) -> [ClusterNodeInfo] {
+        let cutoff = millisecondsAgo(settings.nodeTimeout)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        return try run("nodes") {
+            try pool.query("""
+                SELECT uid, name, version, started_at_ms, clients, users, channels, subscriptions
+                FROM cluster_node WHERE seen_at_ms > \(cutoff) ORDER BY name, uid
+                """).map { row in
+                let (uid, name, version, started, clients, users, channels, subscriptions) =
+                    try row.decode((String, String, String, Int64, Int32, Int32, Int32, Int32).self)
+                return ClusterNodeInfo(uid: uid, name: name, version: version, stats: NodeStats(
+                    clients: Int(clients), users: Int(users), channels: Int(channels), subscriptions: Int(subscriptions),
+                    queuedBytes: 0, uptimeSeconds: Int((now - started) / 1000)))
+            }
+        }
+    }
+
+    /// The bus writer's figures so far.
+    public var busFigures: (batches: Int, items: Int, notifications: Int, overflowRows: Int) {
+        let figures = writer.figures
+        return (figures.batches, figures.items, figures.notifications, figures.overflowRows)
+    }
+
+    // MARK: Running
+
+    /// Receives the bus and keeps the heartbeat until cancelled; on a graceful end
+    /// the node's row and presence entries are removed. When the bus connection is
+    /// lost, new connections wait until it is back and the node's clients are closed
+    /// with 3010 so that they reconnect and recover what they may have missed.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.receiveBus() }
+            group.addTask { await self.keepHeartbeat() }
+            await group.waitForAll()
+        }
+        await leave()
+        await pool.close()
+    }
+
+    private func receiveBus() async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                let connection = try await pool.dedicatedConnection()
+                defer { PostgresPool.closeInBackground(connection) }
+                try await connection.listen(on: BusWriter.channelName) { notifications in
+                    if failures > 0 {
+                        node.withLock { $0 }?.closeAllForReconnect(reason: "cluster bus reconnected")
+                        logger.notice("cluster bus receiving again")
+                    }
+                    gate.open()
+                    failures = 0
+                    for try await notification in notifications {
+                        try await deliver(notification.payload)
+                    }
+                }
+            } catch where Task.isCancelled {
+                break
+            } catch {
+                logger.error("cluster bus lost", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            gate.close()
+            failures += 1
+            try? await Task.sleep(for: .milliseconds(min(5000, 200 * failures)))
+        }
+    }
+
+    private func deliver(_ payload: String) async throws {
+        let events: [ClusterEvent]
+        do {
+            switch try BusCodec.decodeNotification(payload) {
+            case let .events(decoded): events = decoded
+            case let .reference(row):
+                let rows = try await pool.query("SELECT body FROM cluster_bus_payload WHERE id = \(row)")
+                guard let body = try rows.first?.decode(ByteBuffer.self) else {
+                    logger.error("cluster bus payload row missing", metadata: ["row": "\(row)"])
+                    return
+                }
+                events = try BusCodec.decodeEvents(JSONParser.parse(Array(buffer: body)))
+            }
+        } catch let error as BusCodecError {
+            logger.error("cluster bus notification not understood", metadata: ["error": "\(error)"])
+            return
+        }
+        guard let node = node.withLock({ $0 }) else { return }
+        for event in events { node.receive(event) }
+    }
+
+    private func keepHeartbeat() async {
+        var beats = 0
+        while !Task.isCancelled {
+            do {
+                try await beat()
+                if beats % 5 == 0 { try await sweep(volatile: beats % 60 == 0) }
+            } catch {
+                logger.warning("cluster heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            beats += 1
+            try? await Task.sleep(for: settings.heartbeat)
+        }
+    }
+
+    private func beat() async throws {
+        let node = node.withLock { $0 }
+        let stats = node?.stats ?? NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await pool.query("""
+            INSERT INTO cluster_node (uid, name, version, started_at_ms, seen_at_ms, clients, users, channels, subscriptions)
+            VALUES (\(nodeUID), \(node?.configuration.nodeName ?? ""), \(node?.version ?? ""), \(Int64(startedAt.timeIntervalSince1970 * 1000)), \(now),
+                    \(Int32(stats.clients)), \(Int32(stats.users)), \(Int32(stats.channels)), \(Int32(stats.subscriptions)))
+            ON CONFLICT (uid) DO UPDATE SET seen_at_ms = excluded.seen_at_ms, clients = excluded.clients, users = excluded.users,
+                channels = excluded.channels, subscriptions = excluded.subscriptions
+            """)
+    }
+
+    /// Deletes what dead nodes left and old bus payloads; every minute also idle volatile streams.
+    private func sweep(volatile: Bool) async throws {
+        let dead = millisecondsAgo(settings.nodeTimeout)
+        try await pool.query("DELETE FROM cluster_presence p WHERE NOT EXISTS (SELECT 1 FROM cluster_node n WHERE n.uid = p.node AND n.seen_at_ms > \(dead))")
+        try await pool.query("DELETE FROM cluster_node WHERE seen_at_ms < \(millisecondsAgo(settings.nodeTimeout * 12))")
+        try await pool.query("DELETE FROM cluster_bus_payload WHERE created_at_ms < \(millisecondsAgo(settings.payloadRetention))")
+        if volatile {
+            try await volatileStore.sweep(idleLimit: settings.volatileStreamIdleLimit.timeInterval, now: Date())
+        }
+    }
+
+    /// Removes this node's row and presence entries (a graceful stop).
+    private func leave() async {
+        do {
+            try await pool.query("DELETE FROM cluster_presence WHERE node = \(nodeUID)")
+            try await pool.query("DELETE FROM cluster_node WHERE uid = \(nodeUID)")
+        } catch {
+            logger.warning("cluster leave failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func millisecondsAgo(_ duration: Duration) -> Int64 {
+        Int64((Date().timeIntervalSince1970 - duration.timeInterval) * 1000)
+    }
+
+    private func run<T>(_ what: String, _ body: () throws -> T) throws(HubError) -> T {
+        do {
+            return try body()
+        } catch {
+            logger.error("cluster \(what) failed", metadata: ["error": "\(String(reflecting: error))"])
+            throw .internalError("cluster \(what) failed: \(error)")
+        }
+    }
+}

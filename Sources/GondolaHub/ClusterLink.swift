@@ -1,0 +1,68 @@
+import GondolaProtocol
+
+/// What one node of a cluster tells all of them (itself included), in the order
+/// the bus committed it.
+public enum ClusterEvent: Sendable, Equatable {
+    /// A publication for the channel's subscribers; `offset` set when the channel keeps a stream.
+    case publication(channel: String, Publication)
+    /// A client subscribed to a channel whose namespace announces joins.
+    case join(channel: String, ClientInfo)
+    /// A client left a channel whose namespace announces leaves.
+    case leave(channel: String, ClientInfo)
+    /// The server API unsubscribed a user from a channel.
+    case unsubscribe(user: String, channel: String)
+    /// The server API disconnected a user.
+    case disconnect(user: String)
+}
+
+/// A live node of a cluster, as the server API's `info` lists it.
+public struct ClusterNodeInfo: Sendable, Equatable {
+    public var uid: String
+    public var name: String
+    public var version: String
+    public var stats: NodeStats
+
+    public init(uid: String, name: String, version: String, stats: NodeStats) {
+        self.uid = uid
+        self.name = name
+        self.version = version
+        self.stats = stats
+    }
+}
+
+/// Connects a node to the other nodes sharing its database: the shared streams,
+/// the bus that carries publications and events to every node, and cluster-wide
+/// presence. Without one a node is alone and keeps everything in itself.
+///
+/// The link calls `Node.receive` with every event of the bus, in commit order; a
+/// node applies only what it receives, its own publications included, so every
+/// node sees a channel's publications in offset order.
+public protocol ClusterLink: Sendable {
+    /// Returns once this node receives the bus (at start, and again after the bus
+    /// connection was lost); connections wait here before they are accepted.
+    func ready() async
+
+    /// Streams of `history_durable` namespaces.
+    var durableHistory: any HistoryStore { get }
+    /// Streams of the other namespaces that keep history.
+    var volatileHistory: any HistoryStore { get }
+
+    /// Appends the publication to the channel's stream when `options` keeps one and
+    /// sends it to every node; `completion` hears its position (nil without a
+    /// stream) once the bus has committed it, or why it was refused.
+    func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
+                 completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void)
+
+    /// Sends an event to every node; returns once the bus has committed it.
+    func send(_ event: ClusterEvent) throws(HubError)
+
+    /// Records a subscriber in the channel's cluster-wide presence.
+    func addPresence(channel: String, info: ClientInfo) throws(HubError)
+    /// Removes a subscriber from the channel's presence.
+    func removePresence(channel: String, client: String) throws(HubError)
+    /// The channel's subscribers on every live node, by client id.
+    func presence(channel: String) throws(HubError) -> [String: ClientInfo]
+
+    /// Every live node with its last reported figures.
+    func nodes() throws(HubError) -> [ClusterNodeInfo]
+}

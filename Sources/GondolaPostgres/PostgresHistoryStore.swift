@@ -1,0 +1,148 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import PostgresNIO
+
+/// Channel streams in PostgreSQL, shared by every node of a cluster: a stream's
+/// offsets and epoch are the database's, so every node answers history and
+/// recovery alike. `durable` keeps them in logged tables (`stream`, `publication`);
+/// otherwise in UNLOGGED ones (`volatile_…`), which PostgreSQL empties after a crash.
+///
+/// Appends take the stream's row lock, so concurrent appends to one channel get
+/// consecutive offsets in commit order; each append trims the stream to the
+/// namespace's size and TTL in the same statement (a batch that overflows the
+/// size never stores the publications it would push out at once).
+public final class PostgresHistoryStore: HistoryStore {
+    /// A publication to append, with the namespace that sets its stream's limits.
+    public struct Append: Sendable {
+        public let channel: String
+        public let publication: Publication
+        public let options: NamespaceOptions
+
+        public init(channel: String, publication: Publication, options: NamespaceOptions) {
+            self.channel = channel
+            self.publication = publication
+            self.options = options
+        }
+    }
+
+    public let pool: PostgresPool
+    public let durable: Bool
+    private let prefix: String
+
+    public init(pool: PostgresPool, durable: Bool) {
+        self.pool = pool
+        self.durable = durable
+        self.prefix = durable ? "" : "volatile_"
+    }
+
+    public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition) {
+        let positions = try pool.withConnection { connection in
+            try append([Append(channel: channel, publication: publication, options: options)], on: connection, now: now).wait()
+        }
+        var stored = publication
+        stored.offset = positions[0].offset
+        return (stored, positions[0])
+    }
+
+    /// Appends several publications in one statement on `connection` (inside the
+    /// caller's transaction, if any); the positions come back in the same order.
+    /// Streams are locked in channel order, so concurrent batches cannot deadlock.
+    public func append(_ appends: [Append], on connection: PostgresConnection, now: Date) -> EventLoopFuture<[StreamPosition]> {
+        let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
+        var channels: [String] = [], data: [ByteBuffer] = [], info: [ByteBuffer] = [], keep: [Int64] = [], oldest: [Int64] = []
+        for append in appends {
+            channels.append(append.channel)
+            data.append(ByteBuffer(bytes: append.publication.data.bytes))
+            info.append(ByteBuffer(bytes: append.publication.info?.json.bytes ?? []))
+            keep.append(Int64(append.options.historySize))
+            oldest.append(nowMillis - Int64(append.options.historyTTL.timeInterval * 1000))
+        }
+        let query: PostgresQuery = """
+            WITH input AS (
+                SELECT * FROM unnest(\(channels)::text[], \(data)::bytea[], \(info)::bytea[], \(keep)::int8[], \(oldest)::int8[])
+                    WITH ORDINALITY AS t(channel, data, info, keep, oldest, ord)
+            ), counts AS (
+                SELECT channel, count(*) AS n, max(keep) AS keep, max(oldest) AS oldest FROM input GROUP BY channel
+            ), bumped AS (
+                INSERT INTO \(unescaped: prefix)stream AS s (channel, epoch, top_offset, last_append_ms)
+                SELECT channel, \(Epoch.make()), n, \(nowMillis) FROM counts ORDER BY channel
+                ON CONFLICT (channel) DO UPDATE SET top_offset = s.top_offset + excluded.top_offset, last_append_ms = excluded.last_append_ms
+                RETURNING channel, epoch, top_offset
+            ), numbered AS (
+                SELECT i.ord, i.channel, i.data, i.info, b.epoch, b.top_offset - c.keep AS floor,
+                       b.top_offset - c.n + row_number() OVER (PARTITION BY i.channel ORDER BY i.ord) AS off
+                FROM input i JOIN bumped b USING (channel) JOIN counts c USING (channel)
+            ), stored AS (
+                INSERT INTO \(unescaped: prefix)publication (channel, "offset", data, info, created_at_ms)
+                SELECT channel, off, data, NULLIF(info, ''::bytea), \(nowMillis) FROM numbered WHERE off > floor
+            ), trimmed AS (
+                DELETE FROM \(unescaped: prefix)publication p USING bumped b JOIN counts c USING (channel)
+                WHERE p.channel = b.channel AND (p."offset" <= b.top_offset - c.keep OR p.created_at_ms <= c.oldest)
+            )
+            SELECT epoch, off FROM numbered ORDER BY ord
+            """
+        return connection.query(query, logger: pool.logger).flatMapThrowing { result in
+            try result.map { row in
+                let (epoch, offset) = try row.decode((String, Int64).self)
+                return StreamPosition(offset: UInt64(offset), epoch: epoch)
+            }
+        }
+    }
+
+    public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice {
+        let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
+        let oldest = nowMillis - Int64(options.historyTTL.timeInterval * 1000)
+        let query: PostgresQuery = """
+            WITH created AS (
+                INSERT INTO \(unescaped: prefix)stream (channel, epoch, top_offset, last_append_ms) VALUES (\(channel), \(Epoch.make()), 0, \(nowMillis))
+                ON CONFLICT (channel) DO NOTHING RETURNING epoch, top_offset
+            ), position AS (
+                SELECT epoch, top_offset FROM created
+                UNION ALL SELECT epoch, top_offset FROM \(unescaped: prefix)stream WHERE channel = \(channel)
+            )
+            SELECT position.epoch, position.top_offset, p."offset", p.data, p.info FROM position LEFT JOIN LATERAL (
+                SELECT "offset", data, info FROM \(unescaped: prefix)publication
+                WHERE channel = \(channel) AND "offset" > \(Int64(after ?? 0)) AND "offset" <= position.top_offset AND created_at_ms > \(oldest)
+                ORDER BY "offset" \(unescaped: reverse ? "DESC" : "ASC") LIMIT \(Int64(limit))
+            ) p ON true
+            """
+        let rows = try pool.query(query)
+        var position: StreamPosition?
+        var publications: [Publication] = []
+        for row in rows {
+            let (epoch, top, offset, data, info) = try row.decode((String, Int64, Int64?, ByteBuffer?, ByteBuffer?).self)
+            position = StreamPosition(offset: UInt64(top), epoch: epoch)
+            guard let offset, let data else { continue }
+            publications.append(Publication(
+                offset: UInt64(offset),
+                data: try RawJSON(validating: Array(buffer: data)),
+                info: try info.map { try ClientInfo(json: JSONParser.parse(Array(buffer: $0))) }))
+        }
+        guard let position else { throw PostgresStoreError("stream \(channel) has no position row") }
+        return StreamSlice(publications: publications, position: position)
+    }
+
+    public func removeHistory(channel: String) throws {
+        try pool.query("DELETE FROM \(unescaped: prefix)publication WHERE channel = \(channel)")
+    }
+
+    /// Drops streams without an append for `idleLimit` with their publications
+    /// (volatile streams, like the memory store's).
+    public func sweep(idleLimit: TimeInterval, now: Date) async throws {
+        let cutoff = Int64((now.timeIntervalSince1970 - idleLimit) * 1000)
+        try await pool.transaction { connection in
+            try await connection.query("""
+                DELETE FROM \(unescaped: prefix)publication p USING \(unescaped: prefix)stream s
+                WHERE p.channel = s.channel AND s.last_append_ms < \(cutoff)
+                """, logger: pool.logger).get()
+            try await connection.query("DELETE FROM \(unescaped: prefix)stream WHERE last_append_ms < \(cutoff)", logger: pool.logger).get()
+        }
+    }
+}
+
+/// Stored rows that make no sense (a stream without its position, say).
+public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,46 @@
+import PostgresNIO
+
+/// Named schema steps applied once each, in order, to a PostgreSQL database —
+/// the counterpart of GRDB's `DatabaseMigrator` for the cluster mode. Nodes that
+/// start together take an advisory lock first, so each step runs exactly once.
+public struct PostgresMigrator: Sendable {
+    /// One step: its name (recorded in `gondola_migration`) and its SQL statements.
+    public struct Migration: Sendable {
+        public let name: String
+        public let statements: [String]
+    }
+
+    public private(set) var migrations: [Migration] = []
+
+    public init() {}
+
+    /// Adds a step; `statements` run in one transaction.
+    public mutating func register(_ name: String, _ statements: [String]) {
+        precondition(!migrations.contains { $0.name == name }, "migration \(name) registered twice")
+        migrations.append(Migration(name: name, statements: statements))
+    }
+
+    /// Applies the steps not yet recorded; returns their names.
+    @discardableResult
+    public func migrate(_ pool: PostgresPool) throws -> [String] {
+        try pool.transaction { connection in
+            let logger = pool.logger
+            // Any constant works; it only has to be the same on every node.
+            try connection.query("SELECT pg_advisory_xact_lock(4711018)", logger: logger).wait()
+            try connection.query("CREATE TABLE IF NOT EXISTS gondola_migration (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", logger: logger).wait()
+            var done = Set<String>()
+            for row in try connection.query("SELECT name FROM gondola_migration", logger: logger).wait() {
+                done.insert(try row.decode(String.self))
+            }
+            var applied: [String] = []
+            for migration in migrations where !done.contains(migration.name) {
+                for statement in migration.statements {
+                    try connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).wait()
+                }
+                try connection.query("INSERT INTO gondola_migration (name) VALUES (\(migration.name))", logger: logger).wait()
+                applied.append(migration.name)
+            }
+            return applied
+        }
+    }
+}

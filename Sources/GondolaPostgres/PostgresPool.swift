@@ -1,0 +1,211 @@
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import Synchronization
+
+/// A fixed number of PostgreSQL connections on an event loop of their own.
+///
+/// Both synchronous callers (the hub's stream store, which runs under a channel's
+/// lock) and asynchronous ones borrow a connection here. Because the connections
+/// live on their own event loop, a caller blocked waiting for a query never holds a
+/// thread that the query needs. Connections open lazily up to `size`; one that
+/// closes (the server restarted, the network broke) is replaced on the next borrow.
+/// At most `maxWaiting` borrowers wait for a free connection; more are refused with
+/// `PostgresPoolError.busy`.
+public final class PostgresPool: Sendable {
+    public let location: PostgresLocation
+    public let size: Int
+    public let maxWaiting: Int
+    let logger: Logger
+    private let group: MultiThreadedEventLoopGroup
+    private let configuration: PostgresConnection.Configuration
+    private let state = Mutex(State())
+    private let nextID = Atomic<Int>(1)
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var open = 0
+        var waiting: [EventLoopPromise<PostgresConnection>] = []
+        var closed = false
+    }
+
+    /// A pool for `location`; nothing connects until the first borrow.
+    public init(location: PostgresLocation, size: Int = 8, maxWaiting: Int = 1000, logger: Logger = Logger(label: "gondola.postgres")) throws {
+        precondition(size > 0)
+        self.location = location
+        self.size = size
+        self.maxWaiting = maxWaiting
+        self.logger = logger
+        self.configuration = try location.configuration()
+        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    }
+
+    deinit {
+        // Connections must be closed before they go; each stays referenced until it is.
+        for connection in state.withLock({ $0.idle }) { Self.closeInBackground(connection) }
+        group.shutdownGracefully { _ in }
+    }
+
+    // MARK: Borrowing
+
+    /// Runs `body` with a connection, blocking the calling thread (never an event loop's).
+    public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try acquire().wait()
+        defer { release(connection) }
+        return try body(connection)
+    }
+
+    /// Runs `body` with a connection.
+    public func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let connection = try await acquire().get()
+        defer { release(connection) }
+        return try await body(connection)
+    }
+
+    /// Runs one statement and returns its rows, blocking the calling thread.
+    @discardableResult
+    public func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        try withConnection { connection in try connection.query(query, logger: logger).wait() }
+    }
+
+    /// Runs one statement and returns its rows.
+    @discardableResult
+    public func query(_ query: PostgresQuery) async throws -> PostgresQueryResult {
+        try await withConnection { connection in try await connection.query(query, logger: logger).get() }
+    }
+
+    /// Runs `body` in a transaction on one connection, blocking the calling thread:
+    /// committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try withConnection { connection in
+            try connection.query("BEGIN", logger: logger).wait()
+            do {
+                let value = try body(connection)
+                try connection.query("COMMIT", logger: logger).wait()
+                return value
+            } catch {
+                _ = try? connection.query("ROLLBACK", logger: logger).wait()
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` in a transaction on one connection.
+    public func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await withConnection { connection in
+            try await connection.query("BEGIN", logger: logger).get()
+            do {
+                let value = try await body(connection)
+                try await connection.query("COMMIT", logger: logger).get()
+                return value
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger).get()
+                throw error
+            }
+        }
+    }
+
+    /// A connection of its own, outside the pool (for `LISTEN`, which holds one for good).
+    public func dedicatedConnection() async throws -> PostgresConnection {
+        try await PostgresConnection.connect(
+            on: group.next(), configuration: configuration, id: nextID.add(1, ordering: .relaxed).oldValue, logger: logger)
+    }
+
+    /// Closes `connection` without waiting; it stays referenced until it is closed.
+    public static func closeInBackground(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    /// Closes every idle connection; borrowers after this are refused.
+    public func close() async {
+        let (idle, waiting) = state.withLock { state in
+            state.closed = true
+            defer { state.idle = []; state.waiting = [] }
+            return (state.idle, state.waiting)
+        }
+        for promise in waiting { promise.fail(PostgresPoolError.closed) }
+        for connection in idle { try? await connection.close() }
+    }
+
+    // MARK: The pool
+
+    private enum Grant {
+        case connection(PostgresConnection)
+        case open
+        case wait(EventLoopPromise<PostgresConnection>)
+        case refuse(PostgresPoolError)
+    }
+
+    func acquire() -> EventLoopFuture<PostgresConnection> {
+        let eventLoop = group.next()
+        let grant = state.withLock { state -> Grant in
+            guard !state.closed else { return .refuse(.closed) }
+            while let connection = state.idle.popLast() {
+                if !connection.isClosed { return .connection(connection) }
+                state.open -= 1
+            }
+            if state.open < size {
+                state.open += 1
+                return .open
+            }
+            guard state.waiting.count < maxWaiting else { return .refuse(.busy(waiting: state.waiting.count)) }
+            let promise = eventLoop.makePromise(of: PostgresConnection.self)
+            state.waiting.append(promise)
+            return .wait(promise)
+        }
+        switch grant {
+        case let .connection(connection): return eventLoop.makeSucceededFuture(connection)
+        case .open: return connect(on: eventLoop)
+        case let .wait(promise): return promise.futureResult
+        case let .refuse(error): return eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    private func connect(on eventLoop: any EventLoop) -> EventLoopFuture<PostgresConnection> {
+        let id = nextID.add(1, ordering: .relaxed).oldValue
+        return PostgresConnection.connect(on: eventLoop, configuration: configuration, id: id, logger: logger)
+            .flatMapErrorThrowing { [self] error in
+                state.withLock { $0.open -= 1 }
+                logger.error("cannot connect to PostgreSQL", metadata: ["database": "\(location)", "error": "\(String(reflecting: error))"])
+                throw error
+            }
+    }
+
+    func release(_ connection: PostgresConnection) {
+        enum Next { case give(EventLoopPromise<PostgresConnection>, PostgresConnection), open(EventLoopPromise<PostgresConnection>), none, close }
+        let next = state.withLock { state -> Next in
+            if state.closed { state.open -= 1; return .close }
+            if connection.isClosed {
+                state.open -= 1
+                guard !state.waiting.isEmpty else { return .none }
+                state.open += 1
+                return .open(state.waiting.removeFirst())
+            }
+            if !state.waiting.isEmpty { return .give(state.waiting.removeFirst(), connection) }
+            state.idle.append(connection)
+            return .none
+        }
+        switch next {
+        case let .give(promise, connection): promise.succeed(connection)
+        case let .open(promise): promise.completeWith(connect(on: promise.futureResult.eventLoop))
+        case .close: Self.closeInBackground(connection)
+        case .none: break
+        }
+    }
+}
+
+/// Why the pool gave no connection.
+public enum PostgresPoolError: Error, Sendable, CustomStringConvertible {
+    /// Every connection is in use and `maxWaiting` borrowers already wait.
+    case busy(waiting: Int)
+    /// The pool was closed.
+    case closed
+
+    public var description: String {
+        switch self {
+        case let .busy(waiting): "every PostgreSQL connection is in use and \(waiting) requests wait"
+        case .closed: "the PostgreSQL pool is closed"
+        }
+    }
+}

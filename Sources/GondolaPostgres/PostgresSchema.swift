@@ -1,0 +1,51 @@
+/// The core tables in PostgreSQL: channel streams (durable and volatile) and users.
+/// Domains and the cluster register theirs after these.
+public enum PostgresSchema {
+    /// A migrator holding the core steps.
+    public static var migrator: PostgresMigrator {
+        var migrator = PostgresMigrator()
+        migrator.register("v1-streams-users", [
+            streamTables(prefix: "", logged: true),
+            publicationTable(prefix: "", logged: true),
+            streamTables(prefix: "volatile_", logged: false),
+            publicationTable(prefix: "volatile_", logged: false),
+            """
+            CREATE TABLE app_user (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                telegram_id BIGINT UNIQUE,
+                telegram_username TEXT,
+                photo_url TEXT,
+                created_at_ms BIGINT NOT NULL
+            )
+            """,
+        ])
+        return migrator
+    }
+
+    /// Volatile streams (namespaces without `history_durable`) are UNLOGGED: cheaper to
+    /// write, emptied by PostgreSQL after a crash — the shared counterpart of memory.
+    private static func streamTables(prefix: String, logged: Bool) -> String {
+        """
+        CREATE \(logged ? "" : "UNLOGGED ")TABLE \(prefix)stream (
+            channel TEXT PRIMARY KEY,
+            epoch TEXT NOT NULL,
+            top_offset BIGINT NOT NULL,
+            last_append_ms BIGINT NOT NULL
+        )
+        """
+    }
+
+    private static func publicationTable(prefix: String, logged: Bool) -> String {
+        """
+        CREATE \(logged ? "" : "UNLOGGED ")TABLE \(prefix)publication (
+            channel TEXT NOT NULL,
+            "offset" BIGINT NOT NULL,
+            data BYTEA NOT NULL,
+            info BYTEA,
+            created_at_ms BIGINT NOT NULL,
+            PRIMARY KEY (channel, "offset")
+        )
+        """
+    }
+}

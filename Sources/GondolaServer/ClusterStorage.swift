@@ -1,0 +1,26 @@
+import GondolaCluster
+import GondolaPostgres
+import Logging
+
+/// Opens the cluster mode's PostgreSQL database: the pool, the schema (core and
+/// cluster tables, migrated once by whichever node starts first) and the link.
+enum ClusterStorage {
+    static func open(_ configuration: ServerConfiguration, nodeUID: String, logger: Logger) throws -> PostgresCluster {
+        let location: PostgresLocation
+        do {
+            location = try PostgresLocation(url: configuration.database)
+        } catch {
+            throw ConfigurationError("database: \(error)")
+        }
+        let pool = try PostgresPool(location: location, size: configuration.databasePoolSize, logger: logger)
+        var migrator = PostgresSchema.migrator
+        PostgresCluster.register(in: &migrator)
+        do {
+            let applied = try migrator.migrate(pool)
+            if !applied.isEmpty { logger.info("database migrated", metadata: ["steps": "\(applied.joined(separator: ", "))"]) }
+        } catch {
+            throw ConfigurationError("database \(location): cannot open: \(String(reflecting: error))")
+        }
+        return PostgresCluster(pool: pool, nodeUID: nodeUID, settings: configuration.cluster, logger: logger)
+    }
+}
