@@ -95,6 +95,7 @@ let package = Package(
                 "GondolaServices",
                 "GondolaProtocol",
                 "GondolaStore",
+                "GondolaPostgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -159,6 +160,8 @@ let package = Package(
                 "GondolaHub",
                 "GondolaGeo",
                 "GondolaStore",
+                "GondolaPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -234,13 +237,16 @@ let package = Package(
         ),
         .testTarget(
             name: "GondolaStoreTests",
-            dependencies: ["GondolaStore", "GondolaPostgres", "GondolaHub", "GondolaProtocol", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: ["GondolaStore", "GondolaPostgres", "GondolaHub", "GondolaProtocol", "GondolaTestSupport",
+                           .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(
             name: "GondolaTravelTests",
-            dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio")],
             resources: [.copy("Fixtures")]
         ),
+        .target(name: "GondolaTestSupport", dependencies: ["GondolaPostgres"], path: "Tests/GondolaTestSupport"),
         .testTarget(name: "GondolaFormsTests", dependencies: ["GondolaForms", "GondolaHub", "GondolaProtocol"]),
         .testTarget(
             name: "GondolaRentalsTests",

@@ -1,9 +1,10 @@
 """Event recorders for the SDK's callbacks, with bounded waits, and JSON calls to the hub's HTTP API."""
 import asyncio
 import json
+import time
 import urllib.request
 
-from centrifuge import Client, ClientEventHandler, SubscriptionEventHandler
+from centrifuge import Client, ClientEventHandler, ReplyError, SubscriptionEventHandler
 
 from conftest import API_KEY
 
@@ -92,3 +93,38 @@ class SubEvents(SubscriptionEventHandler):
 
     async def on_error(self, ctx):
         self.events.add("sub_error", ctx)
+
+
+def trip_mates(server, host, *travellers):
+    """A running trip created through `server` (a hub or a cluster node), so its members are friends."""
+    now = int(time.time() * 1000)
+    trip = server_api(server, "trip_create", {"name": "Chat trip", "starts_at": now - 3_600_000, "ends_at": now + 3_600_000, "hosts": [host]})["trip"]["id"]
+    for traveller in travellers:
+        server_api(server, "trip_add_member", {"trip": trip, "user": traveller, "role": "traveller"})
+    return trip
+
+
+async def call(client, codec, method, data, timeout=5):
+    """An RPC retried while the server answers 111 (over the command rate), as an app would;
+    answers the result's data."""
+    while True:
+        try:
+            return codec.into((await asyncio.wait_for(client.rpc(method, codec.out(data)), timeout)).data)
+        except ReplyError as error:
+            if error.code != 111:
+                raise
+            await asyncio.sleep(0.05)
+
+
+async def chat_history(client, codec, chat):
+    """Every message of a chat, oldest first, through chat.history pages."""
+    messages, before = [], None
+    while True:
+        data = {"chat": chat, "limit": 100}
+        if before is not None:
+            data["before"] = before
+        page = await call(client, codec, "chat.history", data)
+        messages = page["messages"] + messages
+        if not page["more"]:
+            return messages
+        before = page["messages"][0]["offset"]

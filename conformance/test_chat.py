@@ -3,21 +3,11 @@ and no acknowledged message lost or doubled when the server is killed mid-stream
 import asyncio
 import json
 import tempfile
-import time
 
-from centrifuge import Client, ReplyError
+from centrifuge import Client
 
 from conftest import launch
-from helpers import ClientEvents, Events, SubEvents, connected_client, server_api
-
-
-def trip_mates(server, host, *travellers):
-    """A running trip, so its members are friends."""
-    now = int(time.time() * 1000)
-    trip = server_api(server, "trip_create", {"name": "Chat trip", "starts_at": now - 3_600_000, "ends_at": now + 3_600_000, "hosts": [host]})["trip"]["id"]
-    for traveller in travellers:
-        server_api(server, "trip_add_member", {"trip": trip, "user": traveller, "role": "traveller"})
-    return trip
+from helpers import ClientEvents, Events, SubEvents, call, chat_history, connected_client, trip_mates
 
 
 def stop(process, kill=False):
@@ -26,18 +16,6 @@ def stop(process, kill=False):
     else:
         process.terminate()
     process.wait(timeout=10)
-
-
-async def call(client, codec, method, data, timeout=5):
-    """An RPC retried while the server answers 111 (over the command rate), as an app would;
-    answers the result's data."""
-    while True:
-        try:
-            return codec.into((await asyncio.wait_for(client.rpc(method, codec.out(data)), timeout)).data)
-        except ReplyError as error:
-            if error.code != 111:
-                raise
-            await asyncio.sleep(0.05)
 
 
 async def own_server_with_a_chat(prefix, codec):
@@ -49,20 +27,6 @@ async def own_server_with_a_chat(prefix, codec):
     ann, _ = await connected_client(server, f"{prefix}-ann", codec)
     chat = (await call(ann, codec, "chat.create", {"members": [f"{prefix}-bo"]}))["chat"]["id"]
     return folder, process, server, ann, chat
-
-
-async def history(client, codec, chat):
-    """Every message of a chat, oldest first, through chat.history pages."""
-    messages, before = [], None
-    while True:
-        data = {"chat": chat, "limit": 100}
-        if before is not None:
-            data["before"] = before
-        page = await call(client, codec, "chat.history", data)
-        messages = page["messages"] + messages
-        if not page["more"]:
-            return messages
-        before = page["messages"][0]["offset"]
 
 
 async def test_missed_messages_are_recovered_after_a_disconnect_and_a_restart(codec):
@@ -132,7 +96,7 @@ async def test_kill_9_keeps_every_acknowledged_message_once(codec):
         message_id = f"k-{index}"
         reply = await call(ann, codec, "chat.send", {"chat": chat, "text": f"message {index}", "client_message_id": message_id})
         acknowledged[message_id] = reply["offset"]
-    messages = await history(ann, codec, chat)
+    messages = await chat_history(ann, codec, chat)
     ids = [m["client_message_id"] for m in messages]
     assert len(ids) == len(set(ids)) == 1000, "no message twice, none lost"
     assert {m["client_message_id"]: m["offset"] for m in messages} == acknowledged

@@ -1,6 +1,7 @@
 """Three nodes on one PostgreSQL (started by Scripts/cluster) with the official SDKs:
 publications, presence, join/leave, history and recovery across nodes, the server API
-acting cluster-wide, and a node killed with -9 while a client is subscribed through it."""
+acting cluster-wide, chats and nearby between travellers on different nodes, and a node
+killed with -9 while a client is subscribed through it and while a client sends chat messages."""
 import asyncio
 import json
 import os
@@ -15,7 +16,7 @@ from cent import (Client as ApiClient, DisconnectRequest, HistoryRequest, InfoRe
 from centrifuge import Client, ClientState, StreamPosition
 
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Endpoint
-from helpers import ClientEvents, Events, SubEvents
+from helpers import ClientEvents, Events, SubEvents, call, chat_history, trip_mates
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Scripts", "cluster")
 NODES = 3
@@ -270,3 +271,128 @@ async def test_killed_node_clients_recover_elsewhere_with_every_acknowledged_pub
     bystander_task = asyncio.ensure_future(bystander.disconnect())
     await asyncio.wait([bystander_task], timeout=2)
     cluster.script("restart", str(doomed.index))
+
+
+async def test_chat_sent_through_one_node_is_read_and_recovered_through_others(cluster, codec):
+    ann_id, bo_id = f"cl-ann-{codec.name}", f"cl-bo-{codec.name}"
+    trip_mates(cluster.nodes[2], f"cl-host-{codec.name}", ann_id, bo_id)
+    ann, _ = await client_on(cluster.nodes[0], ann_id, codec)
+    chat = (await call(ann, codec, "chat.create", {"members": [bo_id]}))["chat"]["id"]
+    bo, _ = await client_on(cluster.nodes[1], bo_id, codec)
+    # The chat created on node 1 is known on node 2: opening it again answers the same one.
+    assert (await call(bo, codec, "chat.create", {"members": [ann_id]}))["chat"]["id"] == chat
+    _, bo_events = await subscribed(bo, f"chat:{chat}", recoverable=True)
+    for text in ["one", "two"]:
+        await call(ann, codec, "chat.send", {"chat": chat, "text": text, "client_message_id": text})
+    live = await bo_events.wait("publication", 2, timeout=10)
+    assert [(p.pub.offset, codec.into(p.pub.data)["text"]) for p in live] == [(1, "one"), (2, "two")]
+    await bo.disconnect()
+    for text in ["three", "four"]:
+        await call(ann, codec, "chat.send", {"chat": chat, "text": text, "client_message_id": text})
+    epoch = cluster.nodes[1].api().history(HistoryRequest(channel=f"chat:{chat}", limit=0)).epoch
+
+    again, _ = await client_on(cluster.nodes[2], bo_id, codec)
+    history = await chat_history(again, codec, chat)
+    assert [m["text"] for m in history] == ["one", "two", "three", "four"]
+
+    async def get_state(_channel):
+        return StreamPosition(offset=2, epoch=epoch)
+
+    events = Events()
+    sub = again.new_subscription(f"chat:{chat}", SubEvents(events), get_state=get_state)
+    await sub.subscribe()
+    assert (await events.wait("subscribed", timeout=10))[0].recovered
+    recovered = await events.wait("publication", 2, timeout=10)
+    assert [(p.pub.offset, codec.into(p.pub.data)["text"]) for p in recovered] == [(3, "three"), (4, "four")]
+    summary = (await call(again, codec, "chat.list", {}))["chats"]
+    assert [c["unread"] for c in summary if c["id"] == chat] == [4]
+    for client in (ann, again):
+        await client.disconnect()
+
+
+async def test_nearby_between_travellers_on_different_nodes(cluster, codec):
+    watcher, walker = f"cl-near-a-{codec.name}", f"cl-near-b-{codec.name}"
+    lat = 45.285 if codec.protobuf else 45.29
+    alice, _ = await client_on(cluster.nodes[0], watcher, codec)
+    bob, _ = await client_on(cluster.nodes[1], walker, codec)
+    events = Events()
+    sub = alice.new_subscription(f"nearby:#{watcher}", SubEvents(events), data=codec.out({"radius": 300, "limit": 10}))
+    await sub.subscribe()
+    await events.wait("subscribed", timeout=10)
+    await alice.rpc("location.update", codec.out({"lat": lat, "lon": 6.58}))
+    await bob.rpc("location.update", codec.out({"lat": lat + 0.001, "lon": 6.58}))
+    entered = [e for p in await events.wait("publication", timeout=10) for e in codec.into(p.pub.data)["events"]]
+    assert [(e["type"], e["user"]) for e in entered] == [("enter", walker)]
+    assert 100 < entered[0]["distance"] < 125
+    # Visibility set on node 2 applies to the watcher on node 1.
+    await bob.rpc("location.visibility", codec.out({"mode": "nobody"}))
+    deadline = time.time() + 10
+    left = []
+    while not left and time.time() < deadline:
+        publications = await events.wait("publication", len(events.of("publication")) + 1, timeout=10)
+        left = [e for e in codec.into(publications[-1].pub.data)["events"] if e["type"] == "leave"]
+    assert [e["user"] for e in left] == [walker]
+    await bob.rpc("location.visibility", codec.out({"mode": "everyone"}))
+    for client in (alice, bob):
+        await client.disconnect()
+
+
+async def test_killed_node_loses_no_acknowledged_chat_message(cluster, codec):
+    sender_id, reader_id = f"cl-kill-ann-{codec.name}", f"cl-kill-bo-{codec.name}"
+    trip_mates(cluster.nodes[0], f"cl-kill-host-{codec.name}", sender_id, reader_id)
+    doomed, survivor = cluster.nodes[1], cluster.nodes[2]
+    proxy = SwitchingProxy(doomed.port)
+    proxy_port = await proxy.start()
+    sender, _ = await client_on(doomed, sender_id, codec, address=f"ws://127.0.0.1:{proxy_port}/connection/websocket")
+    chat = (await call(sender, codec, "chat.create", {"members": [reader_id]}))["chat"]["id"]
+    reader, _ = await client_on(survivor, reader_id, codec)
+    _, reader_events = await subscribed(reader, f"chat:{chat}")
+
+    acknowledged = {}
+    total = 300
+
+    async def killer():
+        while len(acknowledged) < 100:
+            await asyncio.sleep(0.005)
+        cluster.script("kill", str(doomed.index))
+        proxy.target = survivor.port
+
+    kill_task = asyncio.create_task(killer())
+    deadline = time.time() + 60
+    for index in range(total):
+        message_id = f"m-{index}"
+        # As an app does: the same client id until the hub acknowledges it, across the reconnect.
+        while time.time() < deadline:
+            try:
+                reply = await call(sender, codec, "chat.send", {"chat": chat, "text": f"message {index}", "client_message_id": message_id}, timeout=2)
+                acknowledged[message_id] = reply["offset"]
+                break
+            except Exception:
+                await asyncio.sleep(0.1)
+    await kill_task
+    assert len(acknowledged) == total, "every message acknowledged in the end"
+    history = await chat_history(reader, codec, chat)
+    ids = [m["client_message_id"] for m in history]
+    assert len(ids) == len(set(ids)) == total, "no message twice, none lost"
+    assert {m["client_message_id"]: m["offset"] for m in history} == acknowledged
+    assert [m["offset"] for m in history] == list(range(1, total + 1))
+    live = await reader_events.wait("publication", total, timeout=20)
+    assert [p.pub.offset for p in live] == list(range(1, total + 1)), "the reader on a surviving node got each message once, in order"
+    proxy.close()
+    for client in (sender, reader):
+        try:
+            await asyncio.wait_for(client.disconnect(), 5)
+        except Exception:
+            pass
+    cluster.script("restart", str(doomed.index))
+
+
+def test_a_domain_without_postgres_tables_stops_a_cluster_node_naming_it(cluster):
+    env = {key: value for key, value in cluster.env.items() if not key.startswith("GONDOLA_")}
+    with open(os.path.join(cluster.folder, "cluster.env")) as f:
+        database = next(line.split("=", 1)[1].strip().strip("'") for line in f if line.startswith("CLUSTER_DATABASE="))
+    env.update(GONDOLA_DATABASE=database, GONDOLA_DOMAINS="travel,crash", GONDOLA_DATA_FOLDER=cluster.folder,
+               GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY)
+    started = subprocess.run([GONDOLA, "serve", "--listen", "127.0.0.1:0"], env=env, capture_output=True, text=True, timeout=60)
+    assert started.returncode != 0
+    assert "crash: keeps its data in SQLite and cannot run in cluster mode yet" in started.stderr + started.stdout

@@ -8,7 +8,8 @@ import GondolaProtocol
 /// naming the row of `cluster_bus_payload` that holds the events array. Each event
 /// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info}` for a
 /// publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
-/// `"c"` for an unsubscribe, `"x"` with `"u"` for a disconnect.
+/// `"c"` for an unsubscribe, `"x"` with `"u"` for a disconnect, `"d"` with `"k"` (topic),
+/// `"n"` (origin node) and `"d"` (payload) for a domain's change.
 enum BusCodec {
     /// Largest notification payload written; PostgreSQL's limit is 8,000 bytes.
     static let maxPayloadBytes = 7_800
@@ -25,6 +26,7 @@ enum BusCodec {
         case let .leave(channel, info): json = ["t": "l", "c": .string(channel), "i": info.json]
         case let .unsubscribe(user, channel): json = ["t": "u", "u": .string(user), "c": .string(channel)]
         case let .disconnect(user): json = ["t": "x", "u": .string(user)]
+        case let .domain(topic, origin, payload): json = ["t": "d", "k": .string(topic), "n": .string(origin), "d": payload]
         }
         return json.bytes
     }
@@ -90,6 +92,9 @@ enum BusCodec {
         case "l": return .leave(channel: try string("c"), try info())
         case "u": return .unsubscribe(user: try string("u"), channel: try string("c"))
         case "x": return .disconnect(user: try string("u"))
+        case "d":
+            guard let payload = json["d"] else { throw BusCodecError("domain event without payload") }
+            return .domain(topic: try string("k"), origin: try string("n"), payload: payload)
         case let other: throw BusCodecError("unknown event type '\(other)'")
         }
     }

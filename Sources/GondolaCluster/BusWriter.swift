@@ -140,10 +140,25 @@ final class BusWriter: Sendable {
         return positions
     }
 
-    /// Sends the batch's events in notifications of at most `BusCodec.maxPayloadBytes`;
-    /// an event too large for one goes through `cluster_bus_payload`. Returns how many
-    /// notifications were sent.
+    /// Sends the batch's events, publications with their stored offsets.
     private func notify(_ batch: [Request], positions: [StreamPosition?], on connection: PostgresConnection) throws -> Int {
+        let events = zip(batch, positions).map { request, position -> ClusterEvent in
+            switch request.item {
+            case let .publication(channel, publication, _):
+                var stored = publication
+                stored.offset = position?.offset ?? 0
+                return .publication(channel: channel, stored)
+            case let .event(other): return other
+            }
+        }
+        return try notify(events, on: connection)
+    }
+
+    /// Sends events in notifications of at most `BusCodec.maxPayloadBytes`, inside
+    /// the transaction of `connection`; an event too large for one goes through
+    /// `cluster_bus_payload`. Returns how many notifications were sent.
+    @discardableResult
+    func notify(_ events: [ClusterEvent], on connection: PostgresConnection) throws -> Int {
         var payloads: [String] = []
         var pending: [[UInt8]] = []
         var pendingBytes = 0
@@ -153,15 +168,7 @@ final class BusWriter: Sendable {
             pending = []
             pendingBytes = 0
         }
-        for (request, position) in zip(batch, positions) {
-            let event: ClusterEvent
-            switch request.item {
-            case let .publication(channel, publication, _):
-                var stored = publication
-                stored.offset = position?.offset ?? 0
-                event = .publication(channel: channel, stored)
-            case let .event(other): event = other
-            }
+        for event in events {
             let encoded = BusCodec.encode(event)
             if encoded.count + 100 > BusCodec.maxPayloadBytes {
                 flush()

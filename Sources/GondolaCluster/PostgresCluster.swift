@@ -16,7 +16,7 @@ import Synchronization
 /// - Presence is a table of subscribers with the node that holds each; entries of
 ///   a node that stopped its heartbeat for `nodeTimeout` are no longer listed and
 ///   are deleted by the next live node's sweep.
-public final class PostgresCluster: ClusterLink {
+public final class PostgresCluster: ClusterLink, TransactionalBus {
     /// Timings and limits of the cluster mode.
     public struct Settings: Sendable {
         /// How often a node writes its heartbeat (and figures).
@@ -85,15 +85,12 @@ public final class PostgresCluster: ClusterLink {
         writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
     }
 
-    public func send(_ event: ClusterEvent) throws(HubError) {
-        let outcome = Mutex<Result<StreamPosition?, HubError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        writer.submit(.init(item: .event(event)) { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        })
-        done.wait()
-        _ = try outcome.withLock { $0! }.get()
+    public func notify(_ events: [ClusterEvent], on connection: PostgresConnection) throws {
+        try writer.notify(events, on: connection)
+    }
+
+    public func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
+        writer.submit(.init(item: .event(event)) { result in completion(result.map { _ in }) })
     }
 
     public func addPresence(channel: String, info: ClientInfo) throws(HubError) {
@@ -177,6 +174,9 @@ public final class PostgresCluster: ClusterLink {
                         node.withLock { $0 }?.closeAllForReconnect(reason: "cluster bus reconnected")
                         logger.notice("cluster bus receiving again")
                     }
+                    // Domains reload what they keep in memory before the first event is applied:
+                    // anything committed before this point is in what they read, the rest follows.
+                    node.withLock { $0 }?.clusterResynchronized()
                     gate.open()
                     failures = 0
                     for try await notification in notifications {

@@ -27,6 +27,7 @@ public struct CrashDomain: Domain {
     }
 
     public func install(in context: DomainContext) async throws -> InstalledDomain {
+        let database = try context.sqliteDatabase()
         let smsWebhookURL = try settings.string("sms_webhook_url", default: "")
         guard smsWebhookURL.isEmpty || smsWebhookURL.hasPrefix("http://") || smsWebhookURL.hasPrefix("https://") else {
             throw DomainSetupError("'sms_webhook_url' expected an http(s) URL, got '\(smsWebhookURL)'")
@@ -45,7 +46,7 @@ public struct CrashDomain: Domain {
         let texts: any TextMessageSender = smsWebhookURL.isEmpty
             ? LoggedTextMessages(logger: context.logger)
             : WebhookTextMessages(url: smsWebhookURL, token: smsWebhookToken)
-        let crashes = CrashService(node: context.node, repository: CrashRepository(database: context.database), files: files,
+        let crashes = CrashService(node: context.node, repository: CrashRepository(database: database), files: files,
                                    links: context.links, texts: texts, linkTemplate: linkTemplate, logger: context.logger)
         try crashes.sweepFiles()
         CrashRPC(crashes: crashes).register(on: context.node.rpc)

@@ -1,4 +1,5 @@
 import GondolaHub
+import GondolaPostgres
 import GondolaProtocol
 import GondolaServices
 import GondolaStore
@@ -26,6 +27,10 @@ public protocol Domain: Sendable {
     /// unique across domains and never change once released.
     func registerMigrations(in migrator: inout DatabaseMigrator)
 
+    /// Registers the domain's PostgreSQL schema (cluster mode), under the same rules.
+    /// A domain without one cannot run in cluster mode.
+    func registerPostgresMigrations(in migrator: inout PostgresMigrator)
+
     /// Builds the domain's services on the opened database and installs its
     /// namespaces and RPC methods on the node.
     func install(in context: DomainContext) async throws -> InstalledDomain
@@ -33,12 +38,21 @@ public protocol Domain: Sendable {
 
 extension Domain {
     public var settingKeys: [String] { [] }
+    public func registerPostgresMigrations(in migrator: inout PostgresMigrator) {}
+}
+
+/// Where a domain keeps its data: the SQLite file of a single node, or the
+/// PostgreSQL database the nodes of a cluster share.
+public enum DomainStorage: Sendable {
+    case sqlite(GondolaDatabase)
+    /// The pool, and the bus that sends cluster events inside a transaction.
+    case postgres(PostgresPool, bus: any TransactionalBus)
 }
 
 /// What a domain is given when it is installed.
 public struct DomainContext: Sendable {
     public let node: Node
-    public let database: GondolaDatabase
+    public let storage: DomainStorage
     /// Verifies the connection tokens that HTTP routes take as `Authorization: Bearer`.
     public let authentication: BearerAuthentication
     /// Signs and checks links that open one resource without signing in.
@@ -49,15 +63,30 @@ public struct DomainContext: Sendable {
     public let dataFolder: String
     public let logger: Logger
 
-    public init(node: Node, database: GondolaDatabase, authentication: BearerAuthentication, links: SignedLinks, signIn: SignInTokens,
+    public init(node: Node, storage: DomainStorage, authentication: BearerAuthentication, links: SignedLinks, signIn: SignInTokens,
                 dataFolder: String, logger: Logger) {
         self.node = node
-        self.database = database
+        self.storage = storage
         self.authentication = authentication
         self.links = links
         self.signIn = signIn
         self.dataFolder = dataFolder
         self.logger = logger
+    }
+}
+
+extension DomainContext {
+    /// The SQLite database, for a domain that keeps its data only there; in cluster
+    /// mode the start stops (the server names the domain).
+    public func sqliteDatabase() throws -> GondolaDatabase {
+        switch storage {
+        case let .sqlite(database): return database
+        case .postgres:
+            throw DomainSetupError("""
+                keeps its data in SQLite and cannot run in cluster mode yet; \
+                leave it out of domains on cluster nodes (GONDOLA_DOMAINS=travel)
+                """)
+        }
     }
 }
 

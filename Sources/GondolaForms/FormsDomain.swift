@@ -25,12 +25,13 @@ public struct FormsDomain: Domain {
     }
 
     public func install(in context: DomainContext) async throws -> InstalledDomain {
+        let database = try context.sqliteDatabase()
         let folder = try settings.string("forms", default: "forms")
         let forms: FormService
         let assessments: AssessmentService
         do {
-            forms = try FormService(node: context.node, repository: FormRepository(database: context.database), logger: context.logger)
-            assessments = try AssessmentService(node: context.node, repository: AssessmentRepository(database: context.database), logger: context.logger)
+            forms = try FormService(node: context.node, repository: FormRepository(database: database), logger: context.logger)
+            assessments = try AssessmentService(node: context.node, repository: AssessmentRepository(database: database), logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the stored forms: \(error)")
         }

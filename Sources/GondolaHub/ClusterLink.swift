@@ -1,4 +1,6 @@
+import Dispatch
 import GondolaProtocol
+import Synchronization
 
 /// What one node of a cluster tells all of them (itself included), in the order
 /// the bus committed it.
@@ -13,6 +15,9 @@ public enum ClusterEvent: Sendable, Equatable {
     case unsubscribe(user: String, channel: String)
     /// The server API disconnected a user.
     case disconnect(user: String)
+    /// A domain's change for the other nodes' in-memory views (see `Node.replicate`);
+    /// `origin` is the sending node's uid, which ignores its own.
+    case domain(topic: String, origin: String, payload: JSON)
 }
 
 /// A live node of a cluster, as the server API's `info` lists it.
@@ -53,8 +58,9 @@ public protocol ClusterLink: Sendable {
     func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
                  completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void)
 
-    /// Sends an event to every node; returns once the bus has committed it.
-    func send(_ event: ClusterEvent) throws(HubError)
+    /// Sends an event to every node; `completion` hears when the bus has committed
+    /// it, or why it was refused.
+    func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void)
 
     /// Records a subscriber in the channel's cluster-wide presence.
     func addPresence(channel: String, info: ClientInfo) throws(HubError)
@@ -65,4 +71,18 @@ public protocol ClusterLink: Sendable {
 
     /// Every live node with its last reported figures.
     func nodes() throws(HubError) -> [ClusterNodeInfo]
+}
+
+extension ClusterLink {
+    /// Sends an event to every node; returns once the bus has committed it.
+    public func send(_ event: ClusterEvent) throws(HubError) {
+        let outcome = Mutex<Result<Void, HubError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        post(event) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        try outcome.withLock { $0! }.get()
+    }
 }

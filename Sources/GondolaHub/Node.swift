@@ -113,6 +113,13 @@ public final class Node: Sendable {
     private let startedAt = ContinuousClock.now
     private let messageHandler = Mutex<(@Sendable (RPCContext, RawJSON?) async -> Void)?>(nil)
     private let providers = Mutex(Providers())
+    private let replicas = Mutex(Replicas())
+
+    /// What domains asked to hear from the other nodes of a cluster.
+    private struct Replicas {
+        var handlers: [String: @Sendable (JSON) -> Void] = [:]
+        var resynchronizers: [@Sendable () -> Void] = []
+    }
 
     /// Namespaces and single channels handed to domain services.
     private struct Providers {
@@ -404,6 +411,15 @@ public final class Node: Sendable {
         return try result.get()
     }
 
+    /// Publishes to this node's subscribers only, for channels without a stream
+    /// whose publications every node of a cluster computes for its own subscribers
+    /// (the travel domain's position frames, computed from each node's whole live map).
+    public func publishLocally(channel: String, data: RawJSON) throws(HubError) {
+        let (_, options) = try resolve(channel)
+        guard !options.keepsHistory else { throw .notAvailable("\(channel) keeps a stream: publish it to the cluster") }
+        try publishHere(channel: channel, options: options, data: data, info: nil)
+    }
+
     /// The store of a provided namespace that keeps its own streams.
     private func ownStore(of options: NamespaceOptions) -> (any HistoryStore)? {
         providers.withLock { $0.namespaces[options.name]?.provider.historyStore }
@@ -553,7 +569,40 @@ public final class Node: Sendable {
             unsubscribeHere(user: user, channel: channel)
         case let .disconnect(user):
             for session in sessions(of: user) { session.close(.forceDisconnect) }
+        case let .domain(topic, origin, payload):
+            guard origin != uid, let handler = replicas.withLock({ $0.handlers[topic] }) else { return }
+            handler(payload)
         }
+    }
+
+    /// Tells the other nodes of the cluster about a change a domain keeps in memory
+    /// (after it is committed); each applies it with the handler it registered for
+    /// `topic`. Alone, a node has no one to tell. The event is sent in the order of
+    /// the calls; if the bus refuses it (its queue is full) the other nodes learn the
+    /// change at their next resynchronisation, and the failure is logged.
+    public func replicate(topic: String, _ payload: JSON) {
+        guard let cluster else { return }
+        cluster.post(.domain(topic: topic, origin: uid, payload: payload)) { [logger] result in
+            if case let .failure(error) = result {
+                logger.error("cluster replication failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Registers what applies the other nodes' changes of `topic` (see `replicate`).
+    public func onReplica(topic: String, _ handler: @escaping @Sendable (JSON) -> Void) {
+        replicas.withLock { $0.handlers[topic] = handler }
+    }
+
+    /// Registers what reloads a domain's in-memory view from the shared database; it
+    /// runs each time the node (re)gains the cluster's bus, before events are applied.
+    public func onResynchronize(_ reload: @escaping @Sendable () -> Void) {
+        replicas.withLock { $0.resynchronizers.append(reload) }
+    }
+
+    /// Called by the cluster link when it receives the bus again (and at start).
+    public func clusterResynchronized() {
+        for reload in replicas.withLock({ $0.resynchronizers }) { reload() }
     }
 
     /// Closes every connection with a code that makes clients reconnect (to this or

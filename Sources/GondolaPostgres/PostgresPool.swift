@@ -17,7 +17,7 @@ public final class PostgresPool: Sendable {
     public let location: PostgresLocation
     public let size: Int
     public let maxWaiting: Int
-    let logger: Logger
+    public let logger: Logger
     private let group: MultiThreadedEventLoopGroup
     private let configuration: PostgresConnection.Configuration
     private let state = Mutex(State())
@@ -73,6 +73,13 @@ public final class PostgresPool: Sendable {
     @discardableResult
     public func query(_ query: PostgresQuery) async throws -> PostgresQueryResult {
         try await withConnection { connection in try await connection.query(query, logger: logger).get() }
+    }
+
+    /// Runs one statement on `connection` (one of this pool's, inside `withConnection`
+    /// or `transaction`), blocking the calling thread.
+    @discardableResult
+    public func run(_ query: PostgresQuery, on connection: PostgresConnection) throws -> PostgresQueryResult {
+        try connection.query(query, logger: logger).wait()
     }
 
     /// Runs `body` in a transaction on one connection, blocking the calling thread:

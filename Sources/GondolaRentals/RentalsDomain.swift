@@ -33,6 +33,7 @@ public struct RentalsDomain: Domain {
     }
 
     public func install(in context: DomainContext) async throws -> InstalledDomain {
+        let database = try context.sqliteDatabase()
         let cost = try settings.integer("bcrypt_cost", default: 12, in: 4...31)
         let linkBase = try settings.string("account_link_base", default: "automagic://")
         guard linkBase.contains(":") else { throw DomainSetupError("'account_link_base' expected a URL start like automagic:// , got '\(linkBase)'") }
@@ -52,13 +53,13 @@ public struct RentalsDomain: Domain {
         let areas = !areasFile.isEmpty ? try ServiceAreas.load(areasFile)
             : FileManager.default.fileExists(atPath: defaultAreas) ? try ServiceAreas.load(defaultAreas) : .none
 
-        let outbox = MailOutbox(database: context.database, route: route, logger: context.logger)
+        let outbox = MailOutbox(database: database, route: route, logger: context.logger)
         let accounts = AccountService(
-            repository: AccountRepository(database: context.database), hasher: PasswordHasher(cost: UInt8(cost)),
+            repository: AccountRepository(database: database), hasher: PasswordHasher(cost: UInt8(cost)),
             mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)
         let rentals: RentalService
         do {
-            rentals = try RentalService(node: context.node, repository: RentalRepository(database: context.database), areas: areas,
+            rentals = try RentalService(node: context.node, repository: RentalRepository(database: database), areas: areas,
                                         fleetsFolder: fleets, logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the cars and rentals: \(error)")

@@ -1,11 +1,12 @@
 import GondolaCluster
+import GondolaDomain
 import GondolaPostgres
 import Logging
 
-/// Opens the cluster mode's PostgreSQL database: the pool, the schema (core and
-/// cluster tables, migrated once by whichever node starts first) and the link.
+/// Opens the cluster mode's PostgreSQL database: the pool, the schema (core,
+/// cluster and every built-in domain's tables, migrated once by whichever node starts first) and the link.
 enum ClusterStorage {
-    static func open(_ configuration: ServerConfiguration, nodeUID: String, logger: Logger) throws -> PostgresCluster {
+    static func open(_ configuration: ServerConfiguration, domains: [any Domain], nodeUID: String, logger: Logger) throws -> PostgresCluster {
         let location: PostgresLocation
         do {
             location = try PostgresLocation(url: configuration.database)
@@ -15,6 +16,7 @@ enum ClusterStorage {
         let pool = try PostgresPool(location: location, size: configuration.databasePoolSize, logger: logger)
         var migrator = PostgresSchema.migrator
         PostgresCluster.register(in: &migrator)
+        for domain in domains { domain.registerPostgresMigrations(in: &migrator) }
         do {
             let applied = try migrator.migrate(pool)
             if !applied.isEmpty { logger.info("database migrated", metadata: ["steps": "\(applied.joined(separator: ", "))"]) }

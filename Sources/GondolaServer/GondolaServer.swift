@@ -46,14 +46,10 @@ public final class GondolaServer: Sendable {
         self.tokens = try await ConnectionTokens(secret: configuration.tokenHMACSecret)
         self.metrics = ServerMetrics()
         let uid = UUID().uuidString.lowercased()
+        let storage: DomainStorage
         if configuration.isCluster {
-            if !enabled.isEmpty {
-                throw ConfigurationError("""
-                    domains: \(enabled.map(\.name).joined(separator: ", ")) keep their data in SQLite and cannot run in cluster mode yet; \
-                    start cluster nodes with domains: [] (GONDOLA_DOMAINS=)
-                    """)
-            }
-            let cluster = try ClusterStorage.open(configuration, nodeUID: uid, logger: logger)
+            let cluster = try ClusterStorage.open(configuration, domains: builtIn, nodeUID: uid, logger: logger)
+            storage = .postgres(cluster.pool, bus: cluster)
             self.database = nil
             self.cluster = cluster
             self.users = PostgresUserRepository(pool: cluster.pool)
@@ -65,6 +61,7 @@ public final class GondolaServer: Sendable {
                 for domain in builtIn { domain.registerMigrations(in: &migrator) }
             }
             self.database = database
+            storage = .sqlite(database)
             self.cluster = nil
             self.users = SQLiteUserRepository(database: database)
             self.node = Node(
@@ -72,13 +69,13 @@ public final class GondolaServer: Sendable {
                 durableHistory: SQLiteHistoryStore(database: database), uid: uid,
                 metricsFactory: metrics.factory, logger: logger)
         }
-        self.domains = try await Self.install(enabled, configuration: configuration, node: node, database: database, tokens: tokens, logger: logger)
+        self.domains = try await Self.install(enabled, configuration: configuration, node: node, storage: storage, tokens: tokens, logger: logger)
     }
 
-    private static func install(_ enabled: [any Domain], configuration: ServerConfiguration, node: Node, database: GondolaDatabase?,
+    private static func install(_ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage,
                                 tokens: ConnectionTokens, logger: Logger) async throws -> [(name: String, installed: InstalledDomain)] {
-        guard let database, !enabled.isEmpty else { return [] }
-        let context = DomainContext(node: node, database: database, authentication: BearerAuthentication(tokens: tokens),
+        guard !enabled.isEmpty else { return [] }
+        let context = DomainContext(node: node, storage: storage, authentication: BearerAuthentication(tokens: tokens),
                                     links: SignedLinks(secret: configuration.tokenHMACSecret),
                                     signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder, logger: logger)
         var installed: [(name: String, installed: InstalledDomain)] = []

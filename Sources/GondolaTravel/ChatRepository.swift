@@ -32,11 +32,46 @@ struct StoredChatMessage: Sendable {
     let data: RawJSON
 }
 
-/// The chat tables in SQLite: chats and their members with read markers, and every
-/// message. `chat_message` is the chat's stream (see `ChatStreamStore`), so a
-/// message acknowledged by `chat.send` is on disk before anyone sees it.
-struct ChatRepository: Sendable {
+/// Where chats live: chats and their members with read markers, and every message.
+/// The messages are the chat's stream (see `ChatStreamStore`), so a message
+/// acknowledged by `chat.send` is stored before anyone sees it.
+protocol ChatRepository: Sendable {
+    /// Whether `append` publishes the messages itself as it commits (on a cluster's
+    /// bus); otherwise the chat writer delivers them after the commit.
+    var publishesOnCommit: Bool { get }
+    func loadChats() throws -> [Chat]
+    /// Stores a new chat with its members and a fresh stream epoch, and answers it;
+    /// when a chat with its id or `pairKey` exists (created at the same time on
+    /// another node) that one is answered and nothing is written.
+    func create(_ chat: Chat, pairKey: String?, createdBy: String?) throws -> Chat
+    /// Appends messages, each as its chat's next offset, in one transaction (a group
+    /// commit); the results come in the order of `messages`. A message whose sender
+    /// and client id are already stored in its chat (a retry) is not written again:
+    /// its stored copy is answered. `storedOffset` names such messages that the
+    /// caller remembers. `beforeCommit` hears the top of each chat that gets a
+    /// message, before the batch, inside the transaction. The keys in one call must
+    /// differ. Fails as a whole.
+    func append(_ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
+                storedOffset: (ChatMessageKey) -> UInt64?,
+                beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [ChatAppend]
+    /// The sends stored in `chats` at or after `since` (unix ms), at most the newest `limit`, oldest first.
+    func recentSends(in chats: [String], since: Int64, limit: Int) throws -> [RecentChatSends.Entry]
+    /// The stream's top offset and epoch; nil for an unknown chat.
+    func position(of chat: String) throws -> StreamPosition?
+    /// Messages with an offset in `range`, oldest first or newest first, at most `limit`.
+    func messages(of chat: String, offsets range: ClosedRange<UInt64>, limit: Int, newestFirst: Bool) throws -> [StoredChatMessage]
+    /// For each chat: the newest message and how many messages from others follow the user's read marker.
+    func summaries(of chats: [String], for user: String) throws -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)]
+    /// Moves the user's read marker forward to `offset` (never back); answers the marker.
+    func markRead(chat: String, user: String, offset: UInt64) throws -> UInt64
+}
+
+/// The chat tables in SQLite. A repeated send is recognised only through
+/// `storedOffset` (the writer's memory, `RecentChatSends`): an index on the client
+/// id put a random B-tree leaf in every commit.
+struct SQLiteChatRepository: ChatRepository {
     let database: GondolaDatabase
+    var publishesOnCommit: Bool { false }
 
     func loadChats() throws -> [Chat] {
         try database.pool.read { db in
@@ -53,23 +88,36 @@ struct ChatRepository: Sendable {
         }
     }
 
-    /// Stores a new chat with its members and a fresh stream epoch.
-    func create(_ chat: Chat, pairKey: String?, createdBy: String?) throws {
+    func create(_ chat: Chat, pairKey: String?, createdBy: String?) throws -> Chat {
         try database.pool.write { db in
             try db.execute(
-                sql: "INSERT INTO chat (id, kind, title, trip_id, pair_key, epoch, created_by, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                sql: """
+                    INSERT INTO chat (id, kind, title, trip_id, pair_key, epoch, created_by, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT DO NOTHING
+                    """,
                 arguments: [chat.id, chat.kind.rawValue, chat.title, chat.trip, pairKey, Epoch.make(), createdBy, chat.createdAt])
+            guard db.changesCount > 0 else {
+                let existing = try String.fetchOne(db, sql: "SELECT id FROM chat WHERE id = ? OR pair_key = ?", arguments: [chat.id, pairKey])
+                guard let existing, let stored = try Self.chat(existing, in: db) else { throw ChatStoreError.unknownChat(chat.id) }
+                return stored
+            }
             for member in chat.members {
                 try db.execute(sql: "INSERT INTO chat_member (chat_id, user_id) VALUES (?, ?)", arguments: [chat.id, member])
             }
+            return chat
         }
     }
 
-    /// Appends messages, each as its chat's next offset, in one transaction (a group
-    /// commit). A message that `storedOffset` knows (a retry of a stored send, see
-    /// `RecentChatSends`) is not written again: its stored copy is answered instead.
-    /// `beforeCommit` hears the top of each chat that gets a message, before the batch,
-    /// inside the transaction. The keys in one call must differ. Fails as a whole.
+    private static func chat(_ id: String, in db: Database) throws -> Chat? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT id, kind, title, trip_id, created_at_ms FROM chat WHERE id = ?", arguments: [id]) else { return nil }
+        var chat = Chat(id: row["id"], kind: ChatKind(rawValue: row["kind"]) ?? .group, title: row["title"], trip: row["trip_id"], members: [],
+                        createdAt: row["created_at_ms"])
+        if chat.kind != .trip {
+            chat.members = Set(try String.fetchAll(db, sql: "SELECT user_id FROM chat_member WHERE chat_id = ?", arguments: [id]))
+        }
+        return chat
+    }
+
     func append(_ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
                 storedOffset: (ChatMessageKey) -> UInt64?,
                 beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [ChatAppend] {

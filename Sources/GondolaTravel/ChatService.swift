@@ -6,12 +6,13 @@ import Synchronization
 /// Chats between users: one direct chat per pair, group chats among friends or
 /// trip-mates, and one chat per trip for its members.
 ///
-/// A message is written to SQLite (as the next offset of the chat's stream) before
+/// A message is written to the database (as the next offset of the chat's stream) before
 /// `chat.send` answers, then published on `chat:<id>` (see `ChatWriter`, which
 /// commits sends in batches). Sends are idempotent per sender and
 /// `client_message_id`: a retry within `RecentChatSends`' limits answers the stored
 /// message's offset and publishes nothing. Chat metadata is kept in memory and
-/// written through; messages are read from the database.
+/// written through (in a cluster, new chats are replicated to the other nodes);
+/// messages are read from the database.
 public final class ChatService: Sendable {
     static let maxTextLength = 4000
     static let maxClientMessageIDLength = 64
@@ -36,21 +37,41 @@ public final class ChatService: Sendable {
 
     let node: Node
     let directory: Directory
-    let repository: ChatRepository
+    let repository: any ChatRepository
     private let chats: Mutex<Chats>
     /// The streams of `chat:` channels and the writer that fills them.
     let streams: ChatStreamStore
     let writer: ChatWriter
 
-    init(node: Node, directory: Directory, repository: ChatRepository) throws {
+    init(node: Node, directory: Directory, repository: any ChatRepository) throws {
         self.node = node
         self.directory = directory
         self.repository = repository
-        var chats = Chats()
-        for chat in try repository.loadChats() { chats.add(chat) }
+        let chats = try Self.load(repository)
         self.chats = Mutex(chats)
         streams = ChatStreamStore(repository: repository)
         writer = try ChatWriter(node: node, repository: repository, streams: streams, chats: Array(chats.byID.keys))
+    }
+
+    private static func load(_ repository: any ChatRepository) throws -> Chats {
+        var chats = Chats()
+        for chat in try repository.loadChats() { chats.add(chat) }
+        return chats
+    }
+
+    /// The topic of new chats on the cluster's bus.
+    static let replicaTopic = "travel.chat"
+
+    /// Reads every chat again (a cluster node that may have missed new chats).
+    func reload() throws {
+        let fresh = try Self.load(repository)
+        chats.withLock { $0 = fresh }
+    }
+
+    /// Adds a chat another node created.
+    func apply(replica json: JSON) {
+        guard let chat = Chat(replica: json) else { return }
+        chats.withLock { $0.add(chat) }
     }
 
     static func pairKey(_ users: Set<String>) -> String { users.sorted().joined(separator: " ") }
@@ -75,9 +96,9 @@ public final class ChatService: Sendable {
         return try chats.withLock { chats throws(HubError) -> Chat in
             if let chat = chats.byID[id] { return chat }
             let chat = Chat(id: id, kind: .trip, title: nil, trip: trip, members: [], createdAt: unixMilliseconds())
-            try databaseWrite { try repository.create(chat, pairKey: nil, createdBy: nil) }
-            chats.add(chat)
-            return chat
+            let stored = try databaseWrite { try repository.create(chat, pairKey: nil, createdBy: nil) }
+            chats.add(stored)
+            return stored
         }
     }
 
@@ -113,9 +134,10 @@ public final class ChatService: Sendable {
             if kind == .direct, let id = chats.direct[Self.pairKey(members)], let chat = chats.byID[id] { return chat }
             let chat = Chat(id: RandomID.make(kind == .direct ? "d" : "g"), kind: kind, title: title, trip: nil, members: members,
                             createdAt: unixMilliseconds())
-            try databaseWrite { try repository.create(chat, pairKey: kind == .direct ? Self.pairKey(members) : nil, createdBy: user) }
-            chats.add(chat)
-            return chat
+            let stored = try databaseWrite { try repository.create(chat, pairKey: kind == .direct ? Self.pairKey(members) : nil, createdBy: user) }
+            chats.add(stored)
+            node.replicate(topic: Self.replicaTopic, stored.replica)
+            return stored
         }
     }
 
@@ -158,5 +180,25 @@ public final class ChatService: Sendable {
 
     func summaries(of chats: [Chat], for user: String) throws(HubError) -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)] {
         try databaseRead { try repository.summaries(of: chats.map(\.id), for: user) }
+    }
+}
+
+extension Chat {
+    /// The chat as other nodes read it from the bus.
+    var replica: JSON {
+        [
+            "id": .string(id), "kind": .string(kind.rawValue), "title": title.map(JSON.string) ?? .null,
+            "trip": trip.map(JSON.string) ?? .null, "members": .array(members.sorted().map(JSON.string)), "created": .int(createdAt),
+        ]
+    }
+
+    init?(replica json: JSON) {
+        guard case let .string(id)? = json["id"], case let .string(kindName)? = json["kind"], let kind = ChatKind(rawValue: kindName),
+              case let .array(members)? = json["members"], case let .int(created)? = json["created"] else { return nil }
+        var title: String?, trip: String?
+        if case let .string(value)? = json["title"] { title = value }
+        if case let .string(value)? = json["trip"] { trip = value }
+        self.init(id: id, kind: kind, title: title, trip: trip,
+                  members: Set(members.compactMap { if case let .string(member) = $0 { member } else { nil } }), createdAt: created)
     }
 }

@@ -15,11 +15,11 @@ import Synchronization
 /// live, not twice. Appends through `Node.publish` (the server API's `publish`) are
 /// refused: messages go through `chat.send`.
 final class ChatStreamStore: HistoryStore {
-    let repository: ChatRepository
+    let repository: any ChatRepository
     /// The last delivered offset of each chat written since start; other chats are whole.
     private let delivered = Mutex<[String: UInt64]>([:])
 
-    init(repository: ChatRepository) {
+    init(repository: any ChatRepository) {
         self.repository = repository
     }
 

@@ -6,10 +6,12 @@ import Synchronization
 
 /// Stores and publishes chat messages in batches (group commit). Sends wait in a
 /// queue; one writer at a time takes everything waiting (at most `maxBatch`) and
-/// writes it in one SQLite transaction, answering repeats of a recent
+/// writes it in one transaction, answering repeats of a recent
 /// `client_message_id` (`RecentChatSends`) with their stored copy; then it answers
 /// the senders, delivers each new message in order and resumes the sending tasks. A
-/// send is answered only after its message is committed.
+/// send is answered only after its message is committed. In a cluster the
+/// repository publishes the messages on the bus as it commits, and every node
+/// (this one included) delivers them from there.
 ///
 /// The writer runs on its own dispatch queue, so the tasks serving connections
 /// wait for it without holding a thread, and the SQLite writer is never contended.
@@ -31,7 +33,7 @@ final class ChatWriter: Sendable {
     static let maxBatch = 512
 
     let node: Node
-    let repository: ChatRepository
+    let repository: any ChatRepository
     let streams: ChatStreamStore
     private let queue = DispatchQueue(label: "gondola.chat.writer")
     private let waiting = Mutex<(requests: [Request], writing: Bool)>(([], false))
@@ -39,7 +41,7 @@ final class ChatWriter: Sendable {
     private let recent: Mutex<RecentChatSends>
 
     /// A writer that remembers the sends stored in `chats` within `RecentChatSends`' limits before now.
-    init(node: Node, repository: ChatRepository, streams: ChatStreamStore, chats: [String]) throws {
+    init(node: Node, repository: any ChatRepository, streams: ChatStreamStore, chats: [String]) throws {
         let recentLimits = RecentChatSends.Limits()
         self.node = node
         self.repository = repository
@@ -95,7 +97,7 @@ final class ChatWriter: Sendable {
         let results: [ChatAppend]
         do {
             results = try repository.append(messages, storedOffset: { key in recent.withLock { $0.offset(of: key) } }) { chat, top in
-                streams.holdBack(chat, at: top)
+                if !repository.publishesOnCommit { streams.holdBack(chat, at: top) }
             }
         } catch {
             return fail(batch, .internalError("database write failed: \(error)"))
@@ -117,7 +119,7 @@ final class ChatWriter: Sendable {
         // Senders first: their replies do not wait for the deliveries.
         for (request, answer) in zip(distinct, answers) { request.stored(answer.message, answer.repeated) }
         for (request, earlier) in repeats { request.stored(answers[earlier].message, true) }
-        for (message, result) in zip(messages, results) {
+        for (message, result) in zip(messages, results) where !repository.publishesOnCommit {
             guard case let .appended(position) = result else { continue }
             node.deliver(channel: ChatService.channel(of: message.chat), publication: Publication(offset: position.offset, data: message.data)) {
                 streams.markDelivered(message.chat, position.offset)

@@ -3,7 +3,8 @@ import Foundation
 import GondolaHub
 import Synchronization
 
-/// Users, trips and the friend graph in memory, written through to SQLite.
+/// Users, trips and the friend graph in memory, written through to the database
+/// (and, in a cluster, to the other nodes' directories).
 ///
 /// Every question the live path asks (are these two friends, who hosts this
 /// traveller, may this viewer see that subject) is a few hash lookups: the whole
@@ -20,6 +21,45 @@ public final class Directory: Sendable {
         /// Friend requests each user sent; a pair that asked each other is friends.
         var outgoing: [String: Set<String>] = [:]
         var incoming: [String: Set<String>] = [:]
+
+        init() {}
+
+        init(_ records: TravelRecords) {
+            for profile in records.profiles { profiles[profile.id] = profile }
+            visibility = records.visibility
+            staff = records.staff
+            for trip in records.trips { trips[trip.id] = trip }
+            for member in records.members { addMember(trip: member.trip, user: member.user, role: member.role) }
+            for request in records.requests { apply(.request(from: request.from, to: request.to)) }
+        }
+
+        mutating func apply(_ change: DirectoryChange) {
+            switch change {
+            case let .known(user):
+                if profiles[user] == nil { profiles[user] = Profile(id: user, name: user) }
+            case let .profile(profile):
+                profiles[profile.id] = profile
+            case let .visibility(user, value):
+                apply(.known(user: user))
+                visibility[user] = value
+            case let .staff(user, isStaff):
+                apply(.known(user: user))
+                if isStaff { staff.insert(user) } else { staff.remove(user) }
+            case let .trip(trip, hosts):
+                trips[trip.id] = trip
+                for host in hosts { addMember(trip: trip.id, user: host, role: .host) }
+            case let .member(trip, user, role):
+                addMember(trip: trip, user: user, role: role)
+            case let .request(from, to):
+                outgoing[from, default: []].insert(to)
+                incoming[to, default: []].insert(from)
+            case let .unfriend(a, b):
+                outgoing[a]?.remove(b)
+                outgoing[b]?.remove(a)
+                incoming[a]?.remove(b)
+                incoming[b]?.remove(a)
+            }
+        }
 
         mutating func addMember(trip: String, user: String, role: TripRole) {
             tripMembers[trip, default: [:]][user] = role
@@ -50,22 +90,35 @@ public final class Directory: Sendable {
     }
 
     let state: Mutex<State>
-    let repository: TravelRepository
+    let repository: any TravelRepository
+    /// Tells the other nodes of a cluster about a committed change.
+    private let replicate: @Sendable (DirectoryChange) -> Void
 
-    init(repository: TravelRepository) throws {
+    /// The topic of directory changes on the cluster's bus.
+    static let replicaTopic = "travel.directory"
+
+    init(repository: any TravelRepository, replicate: @escaping @Sendable (DirectoryChange) -> Void = { _ in }) throws {
         self.repository = repository
-        let records = try repository.loadAll()
-        var state = State()
-        for profile in records.profiles { state.profiles[profile.id] = profile }
-        state.visibility = records.visibility
-        state.staff = records.staff
-        for trip in records.trips { state.trips[trip.id] = trip }
-        for member in records.members { state.addMember(trip: member.trip, user: member.user, role: member.role) }
-        for request in records.requests {
-            state.outgoing[request.from, default: []].insert(request.to)
-            state.incoming[request.to, default: []].insert(request.from)
-        }
-        self.state = Mutex(state)
+        self.replicate = replicate
+        self.state = Mutex(State(try repository.loadAll()))
+    }
+
+    /// Reads everything again (a cluster node that may have missed changes).
+    func reload() throws {
+        let fresh = State(try repository.loadAll())
+        state.withLock { $0 = fresh }
+    }
+
+    /// Applies a change another node committed.
+    func apply(_ change: DirectoryChange) {
+        state.withLock { $0.apply(change) }
+    }
+
+    /// Stores a change, applies it here and tells the other nodes.
+    private func commit(_ change: DirectoryChange) throws(HubError) {
+        try databaseWrite { try repository.write(change) }
+        state.withLock { $0.apply(change) }
+        replicate(change)
     }
 
     // MARK: Users
@@ -83,15 +136,11 @@ public final class Directory: Sendable {
     /// Makes sure a user who connected with a token has a row (named after its id until they set a name).
     func ensureKnown(_ user: String) throws(HubError) {
         guard state.withLock({ $0.profiles[user] == nil }) else { return }
-        try databaseWrite { try repository.ensureUser(user, name: user) }
-        state.withLock { state in
-            if state.profiles[user] == nil { state.profiles[user] = Profile(id: user, name: user) }
-        }
+        try commit(.known(user: user))
     }
 
     func save(_ profile: Profile) throws(HubError) {
-        try databaseWrite { try repository.saveProfile(profile) }
-        state.withLock { $0.profiles[profile.id] = profile }
+        try commit(.profile(profile))
     }
 
     public func visibility(of user: String) -> Visibility {
@@ -100,18 +149,14 @@ public final class Directory: Sendable {
 
     func setVisibility(_ user: String, _ visibility: Visibility) throws(HubError) {
         try ensureKnown(user)
-        try databaseWrite { try repository.setVisibility(user, visibility) }
-        state.withLock { $0.visibility[user] = visibility }
+        try commit(.visibility(user: user, visibility))
     }
 
     public func isStaff(_ user: String) -> Bool { state.withLock { $0.staff.contains(user) } }
 
     func setStaff(_ user: String, _ staff: Bool) throws(HubError) {
         try ensureKnown(user)
-        try databaseWrite { try repository.setStaff(user, staff) }
-        state.withLock { state in
-            if staff { state.staff.insert(user) } else { state.staff.remove(user) }
-        }
+        try commit(.staff(user: user, staff))
     }
 
     // MARK: Trips
@@ -135,16 +180,11 @@ public final class Directory: Sendable {
     }
 
     func createTrip(_ trip: Trip, hosts: [String]) throws(HubError) {
-        try databaseWrite { try repository.createTrip(trip, hosts: hosts) }
-        state.withLock { state in
-            state.trips[trip.id] = trip
-            for host in hosts { state.addMember(trip: trip.id, user: host, role: .host) }
-        }
+        try commit(.trip(trip, hosts: hosts))
     }
 
     func addMember(trip: String, user: String, role: TripRole) throws(HubError) {
-        try databaseWrite { try repository.addMember(trip: trip, user: user, role: role) }
-        state.withLock { $0.addMember(trip: trip, user: user, role: role) }
+        try commit(.member(trip: trip, user: user, role: role))
     }
 
     // MARK: Friends
@@ -170,23 +210,13 @@ public final class Directory: Sendable {
 
     /// Records that `from` asked `to`; answers whether they are friends now.
     func request(from: String, to: String) throws(HubError) -> Bool {
-        try databaseWrite { try repository.addRequest(from: from, to: to) }
-        return state.withLock { state in
-            state.outgoing[from, default: []].insert(to)
-            state.incoming[to, default: []].insert(from)
-            return state.friendSource(from, to) != nil
-        }
+        try commit(.request(from: from, to: to))
+        return friendSource(from, to) != nil
     }
 
     /// Withdraws both users' requests. Trip-mates stay friends through their trip.
     func unfriend(_ a: String, _ b: String) throws(HubError) {
-        try databaseWrite { try repository.removeRequests(between: a, and: b) }
-        state.withLock { state in
-            state.outgoing[a]?.remove(b)
-            state.outgoing[b]?.remove(a)
-            state.incoming[a]?.remove(b)
-            state.incoming[b]?.remove(a)
-        }
+        try commit(.unfriend(a, b))
     }
 
     /// Users who asked `user` to be friends and are not friends yet.

@@ -44,7 +44,7 @@ struct EventRPC: Sendable {
                 .adding("responses", .array(responses.map { entry in
                     ["user": .string(entry.user), "name": .string(directory.name(of: entry.user)), "response": entry.response.map { .string($0.rawValue) } ?? .null]
                 }))
-                .adding("counts", EventJSON.counts(EventRepository.counts(responses)))
+                .adding("counts", EventJSON.counts(RSVPCounts(responses)))
         }
     }
 

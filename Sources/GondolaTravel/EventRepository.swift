@@ -32,11 +32,41 @@ public struct TravelEvent: Sendable, Equatable {
 /// How many invitees answered what; `pending` have not answered.
 struct RSVPCounts: Sendable, Equatable {
     var going = 0, maybe = 0, declined = 0, pending = 0
+
+    init(pending: Int = 0) { self.pending = pending }
+
+    init(_ responses: [(user: String, response: RSVP?)]) {
+        for (_, response) in responses {
+            switch response {
+            case .going?: going += 1
+            case .maybe?: maybe += 1
+            case .declined?: declined += 1
+            case nil: pending += 1
+            }
+        }
+    }
 }
 
-/// The event tables in SQLite: events and their invitees with responses, and the
-/// Telegram ids of invitees (to reach them through the bot).
-struct EventRepository: Sendable {
+/// Where events live: events and their invitees with responses, and the Telegram
+/// ids of invitees (to reach them through the bot).
+protocol EventRepository: Sendable {
+    /// Stores an event with its invitees in one transaction.
+    func create(_ event: TravelEvent, invitees: [String]) throws
+    func event(_ id: String) throws -> TravelEvent?
+    /// Every invitee with their response (nil: not answered), by user id.
+    func responses(to event: String) throws -> [(user: String, response: RSVP?)]
+    /// Sets an invitee's response; false when the user is not invited.
+    func respond(to event: String, user: String, _ response: RSVP, at time: Int64) throws -> Bool
+    /// Events `user` created or is invited to, soonest first, with their own response.
+    func events(of user: String) throws -> [(event: TravelEvent, invited: Bool, response: RSVP?)]
+    /// Telegram ids of those of `users` who signed in with Telegram.
+    func telegramIDs(of users: [String]) throws -> [String: Int64]
+    /// The user who signed in with Telegram account `telegramID`, if any.
+    func user(forTelegramID telegramID: Int64) throws -> String?
+}
+
+/// The event tables in SQLite.
+struct SQLiteEventRepository: EventRepository {
     let database: GondolaDatabase
 
     /// Stores an event with its invitees in one transaction.
@@ -113,19 +143,6 @@ struct EventRepository: Sendable {
     /// The user who signed in with Telegram account `telegramID`, if any.
     func user(forTelegramID telegramID: Int64) throws -> String? {
         try database.pool.read { db in try String.fetchOne(db, sql: "SELECT id FROM user WHERE telegram_id = ?", arguments: [telegramID]) }
-    }
-
-    static func counts(_ responses: [(user: String, response: RSVP?)]) -> RSVPCounts {
-        var counts = RSVPCounts()
-        for (_, response) in responses {
-            switch response {
-            case .going?: counts.going += 1
-            case .maybe?: counts.maybe += 1
-            case .declined?: counts.declined += 1
-            case nil: counts.pending += 1
-            }
-        }
-        return counts
     }
 
     private static func event(_ row: Row) throws -> TravelEvent {

@@ -38,11 +38,11 @@ public final class EventService: Sendable {
     let node: Node
     let directory: Directory
     let locations: LocationService
-    let repository: EventRepository
+    let repository: any EventRepository
     let telegram: any TelegramNotifier
     let logger: Logger
 
-    init(node: Node, directory: Directory, locations: LocationService, repository: EventRepository, telegram: any TelegramNotifier, logger: Logger) {
+    init(node: Node, directory: Directory, locations: LocationService, repository: any EventRepository, telegram: any TelegramNotifier, logger: Logger) {
         self.node = node
         self.directory = directory
         self.locations = locations
@@ -136,7 +136,7 @@ public final class EventService: Sendable {
         guard try databaseWrite({ try repository.respond(to: id, user: user, response, at: unixMilliseconds()) }) else {
             throw .permissionDenied(event.creator == user ? "the creator of event \(id) does not answer it" : "not invited to event \(id)")
         }
-        let counts = EventRepository.counts(try databaseRead { try repository.responses(to: id) })
+        let counts = RSVPCounts(try databaseRead { try repository.responses(to: id) })
         let change: JSON = [
             "type": "rsvp", "event": .string(id), "user": .string(user), "name": .string(directory.name(of: user)),
             "response": .string(response.rawValue), "counts": EventJSON.counts(counts),

@@ -84,12 +84,19 @@ public final class LocationService: Sendable {
             live.buckets[slot] = bucket
             guard admitted else { throw .tooManyRequests }
             live.map.update(slot, position, receivedAt: now)
+            node.replicate(topic: Self.replicaTopic, Self.replica(user: user, position, receivedAt: now))
             let previous = live.choices[slot] ?? .street
             let choice = resorts.selector.choose(for: point, previous: previous)
             live.choices[slot] = choice
             return (choice, choice != previous)
         }
-        if changed { publish("personal:#\(user)", TravelJSON.map(choice, type: "map")) }
+        if changed {
+            do {
+                try node.publish(channel: "personal:#\(user)", data: RawJSON(TravelJSON.map(choice, type: "map")))
+            } catch {
+                logger.error("publish failed", metadata: ["channel": "personal:#\(user)", "error": "\(error)"])
+            }
+        }
         return ["map": TravelJSON.map(choice)]
     }
 
@@ -112,6 +119,10 @@ public final class LocationService: Sendable {
     /// Changes who sees `user`; applied to nearby and friends channels in the next frame.
     func setVisibility(user: String, _ visibility: Visibility) throws(HubError) {
         try directory.setVisibility(user, visibility)
+        visibilityChanged(user: user, visibility)
+    }
+
+    private func visibilityChanged(user: String, _ visibility: Visibility) {
         live.withLock { live in
             let slot = live.slot(for: user, directory: directory)
             live.restricted[slot] = visibility == .everyone ? nil : visibility
@@ -239,6 +250,58 @@ public final class LocationService: Sendable {
         }
     }
 
+    // MARK: Cluster
+
+    /// The topic of positions on the cluster's bus.
+    static let replicaTopic = "travel.position"
+
+    private static func replica(user: String, _ position: LivePosition, receivedAt: Int64) -> JSON {
+        var members: [(key: String, value: JSON)] = [
+            ("u", .string(user)), ("lat", .double(position.point.lat)), ("lon", .double(position.point.lon)), ("ts", .int(position.ts)),
+            ("r", .int(receivedAt)),
+        ]
+        if let alt = position.point.alt { members.append(("alt", .double(alt))) }
+        if let accuracy = position.accuracy { members.append(("acc", .double(accuracy))) }
+        if let heading = position.heading { members.append(("hdg", .double(heading))) }
+        if let speed = position.speed { members.append(("spd", .double(speed))) }
+        return .object(members)
+    }
+
+    /// Records a position another node received (its rate limit and map choice stay there).
+    func apply(replica json: JSON) {
+        func number(_ key: String) -> Double? {
+            switch json[key] {
+            case let .double(value)?: value
+            case let .int(value)?: Double(value)
+            default: nil
+            }
+        }
+        guard case let .string(user)? = json["u"], let lat = number("lat"), let lon = number("lon"),
+              case let .int(ts)? = json["ts"], case let .int(receivedAt)? = json["r"] else { return }
+        let position = LivePosition(point: GeoPoint(lat: lat, lon: lon, alt: number("alt")), accuracy: number("acc"), heading: number("hdg"),
+                                    speed: number("spd"), ts: ts)
+        live.withLock { live in
+            let slot = live.slot(for: user, directory: directory)
+            live.map.update(slot, position, receivedAt: receivedAt)
+        }
+    }
+
+    /// Follows a directory change another node made.
+    func directoryChanged(_ change: DirectoryChange) {
+        switch change {
+        case let .visibility(user, visibility): visibilityChanged(user: user, visibility)
+        case let .member(trip, _, _): relationsChanged(Array(directory.members(of: trip).keys))
+        default: if let users = change.relatedUsers { relationsChanged(users) }
+        }
+    }
+
+    /// Follows a reloaded directory: every known user's visibility and relations.
+    func directoryReloaded() {
+        let users = live.withLock { live in (0..<live.slots.count).map { live.slots.user(Int32($0)) } }
+        for user in users { visibilityChanged(user: user, directory.visibility(of: user)) }
+        relationsChanged(users)
+    }
+
     // MARK: Frames
 
     /// Publishes this tick's frames (one per changed channel of the tick's phase) and starts the next tick.
@@ -290,9 +353,11 @@ public final class LocationService: Sendable {
         publish(channel, RawJSON(data))
     }
 
+    /// Position frames go to this node's subscribers only: every node of a cluster
+    /// computes the frames of its own subscribers from its whole live map.
     private func publish(_ channel: String, _ data: RawJSON) {
         do {
-            try node.publish(channel: channel, data: data)
+            try node.publishLocally(channel: channel, data: data)
         } catch {
             logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
         }

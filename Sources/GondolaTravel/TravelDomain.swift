@@ -1,5 +1,6 @@
 import GondolaDomain
 import GondolaHub
+import GondolaPostgres
 import GRDB
 import GondolaServices
 
@@ -29,6 +30,10 @@ public struct TravelDomain: Domain {
         TravelSchema.registerMigrations(in: &migrator)
     }
 
+    public func registerPostgresMigrations(in migrator: inout PostgresMigrator) {
+        TravelPostgresSchema.register(in: &migrator)
+    }
+
     public func install(in context: DomainContext) async throws -> InstalledDomain {
         let resorts: ResortCatalog
         do {
@@ -39,7 +44,7 @@ public struct TravelDomain: Domain {
         if resorts.resorts.isEmpty {
             context.logger.warning("no resorts loaded", metadata: ["folder": "\(resortsFolder)"])
         }
-        let travel = try TravelService(node: context.node, database: context.database, resorts: resorts, settings: settings,
+        let travel = try TravelService(node: context.node, storage: context.storage, resorts: resorts, settings: settings,
                                        telegram: telegram, logger: context.logger)
         let webhook = TelegramWebhookEndpoint(secret: telegramWebhookSecret, webhook: travel.telegramWebhook)
         return InstalledDomain(

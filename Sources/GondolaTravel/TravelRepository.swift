@@ -13,10 +13,18 @@ struct TravelRecords: Sendable {
     var requests: [(from: String, to: String)] = []
 }
 
-/// The travel domain's tables in SQLite: profiles (in `user`), trips and their
-/// members, friend requests. Every write commits before the caller changes its
-/// in-memory view, so nothing acknowledged is lost.
-struct TravelRepository: Sendable {
+/// The travel directory's storage: profiles, trips with their members, friend
+/// requests. Every write commits before the directory changes its in-memory view,
+/// so nothing acknowledged is lost.
+protocol TravelRepository: Sendable {
+    /// Everything, for the directory's in-memory view.
+    func loadAll() throws -> TravelRecords
+    /// Stores one change (idempotently: storing it again changes nothing).
+    func write(_ change: DirectoryChange) throws
+}
+
+/// The travel directory in SQLite: profiles in `user`, `trip`, `trip_member`, `friend_request`.
+struct SQLiteTravelRepository: TravelRepository {
     let database: GondolaDatabase
 
     func loadAll() throws -> TravelRecords {
@@ -26,7 +34,7 @@ struct TravelRepository: Sendable {
                 var profile = Profile(id: row["id"], name: row["name"])
                 profile.bio = row["bio"]
                 profile.avatarURL = row["photo_url"]
-                profile.links = Self.decodeLinks(row["links"])
+                profile.links = ProfileLinks.decode(row["links"])
                 records.profiles.append(profile)
                 records.visibility[profile.id] = Visibility(rawValue: row["visibility"]) ?? .everyone
                 if (row["staff"] as Int64) != 0 { records.staff.insert(profile.id) }
@@ -44,86 +52,59 @@ struct TravelRepository: Sendable {
         }
     }
 
-    /// Creates the user row when missing (a user known only from a token).
-    func ensureUser(_ id: String, name: String) throws {
+    func write(_ change: DirectoryChange) throws {
+        let now = unixMilliseconds()
         try database.pool.write { db in
-            try db.execute(
-                sql: "INSERT INTO user (id, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                arguments: [id, name, unixMilliseconds()])
-        }
-    }
-
-    func saveProfile(_ profile: Profile) throws {
-        try database.pool.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO user (id, name, bio, photo_url, links, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET name = excluded.name, bio = excluded.bio, photo_url = excluded.photo_url, links = excluded.links
-                    """,
-                arguments: [profile.id, profile.name, profile.bio, profile.avatarURL, Self.encodeLinks(profile.links), unixMilliseconds()])
-        }
-    }
-
-    func setVisibility(_ user: String, _ visibility: Visibility) throws {
-        try database.pool.write { db in
-            try db.execute(sql: "UPDATE user SET visibility = ? WHERE id = ?", arguments: [visibility.rawValue, user])
-        }
-    }
-
-    func setStaff(_ user: String, _ staff: Bool) throws {
-        try database.pool.write { db in
-            try db.execute(sql: "UPDATE user SET staff = ? WHERE id = ?", arguments: [staff ? 1 : 0, user])
-        }
-    }
-
-    /// Stores a trip with its hosts (users created when missing) in one transaction.
-    func createTrip(_ trip: Trip, hosts: [String]) throws {
-        try database.pool.write { db in
-            try db.execute(
-                sql: "INSERT INTO trip (id, name, resort, starts_at_ms, ends_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [trip.id, trip.name, trip.resort, trip.startsAt, trip.endsAt, unixMilliseconds()])
-            for host in hosts {
-                try Self.upsertMember(db, trip: trip.id, user: host, role: .host)
+            switch change {
+            case let .known(user):
+                try db.execute(sql: "INSERT INTO user (id, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                               arguments: [user, user, now])
+            case let .profile(profile):
+                try db.execute(
+                    sql: """
+                        INSERT INTO user (id, name, bio, photo_url, links, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(id) DO UPDATE SET name = excluded.name, bio = excluded.bio, photo_url = excluded.photo_url, links = excluded.links
+                        """,
+                    arguments: [profile.id, profile.name, profile.bio, profile.avatarURL, ProfileLinks.encode(profile.links), now])
+            case let .visibility(user, visibility):
+                try db.execute(sql: "UPDATE user SET visibility = ? WHERE id = ?", arguments: [visibility.rawValue, user])
+            case let .staff(user, staff):
+                try db.execute(sql: "UPDATE user SET staff = ? WHERE id = ?", arguments: [staff ? 1 : 0, user])
+            case let .trip(trip, hosts):
+                try db.execute(
+                    sql: "INSERT INTO trip (id, name, resort, starts_at_ms, ends_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                    arguments: [trip.id, trip.name, trip.resort, trip.startsAt, trip.endsAt, now])
+                for host in hosts { try Self.upsertMember(db, trip: trip.id, user: host, role: .host, now: now) }
+            case let .member(trip, user, role):
+                try Self.upsertMember(db, trip: trip, user: user, role: role, now: now)
+            case let .request(from, to):
+                try db.execute(
+                    sql: "INSERT INTO friend_request (from_user, to_user, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    arguments: [from, to, now])
+            case let .unfriend(a, b):
+                try db.execute(
+                    sql: "DELETE FROM friend_request WHERE (from_user = ? AND to_user = ?) OR (from_user = ? AND to_user = ?)",
+                    arguments: [a, b, b, a])
             }
         }
     }
 
-    func addMember(trip: String, user: String, role: TripRole) throws {
-        try database.pool.write { db in try Self.upsertMember(db, trip: trip, user: user, role: role) }
-    }
-
-    private static func upsertMember(_ db: Database, trip: String, user: String, role: TripRole) throws {
-        try db.execute(
-            sql: "INSERT INTO user (id, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING",
-            arguments: [user, user, unixMilliseconds()])
+    private static func upsertMember(_ db: Database, trip: String, user: String, role: TripRole, now: Int64) throws {
+        try db.execute(sql: "INSERT INTO user (id, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING", arguments: [user, user, now])
         try db.execute(
             sql: "INSERT INTO trip_member (trip_id, user_id, role) VALUES (?, ?, ?) ON CONFLICT(trip_id, user_id) DO UPDATE SET role = excluded.role",
             arguments: [trip, user, role.rawValue])
     }
+}
 
-    func addRequest(from: String, to: String) throws {
-        try database.pool.write { db in
-            try db.execute(
-                sql: "INSERT INTO friend_request (from_user, to_user, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                arguments: [from, to, unixMilliseconds()])
-        }
-    }
-
-    /// Removes the requests both ways, ending a friendship or a pending request.
-    func removeRequests(between a: String, and b: String) throws {
-        try database.pool.write { db in
-            try db.execute(
-                sql: "DELETE FROM friend_request WHERE (from_user = ? AND to_user = ?) OR (from_user = ? AND to_user = ?)",
-                arguments: [a, b, b, a])
-        }
-    }
-
-    static func encodeLinks(_ links: [String: String]) -> String {
+/// How a profile's links are kept in a text column (both engines).
+enum ProfileLinks {
+    static func encode(_ links: [String: String]) -> String {
         let data = (try? JSONSerialization.data(withJSONObject: links, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func decodeLinks(_ text: String) -> [String: String] {
+    static func decode(_ text: String) -> [String: String] {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: String] ?? [:]
     }
 }

@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaStore
@@ -18,14 +19,18 @@ public final class TravelService: Sendable {
     let node: Node
     let directoryRPC: DirectoryRPC
 
-    /// Loads the directory from `database`, registers the RPC methods and takes
-    /// over the built-in namespaces of `node`.
+    /// Loads the directory from `storage`, registers the RPC methods and takes
+    /// over the built-in namespaces of `node`. In a cluster (PostgreSQL storage) the
+    /// directory, new chats and positions are replicated between the nodes.
     /// - Parameter telegram: sends invitations and button answers through the Telegram bot.
-    public init(node: Node, database: GondolaDatabase, resorts: ResortCatalog, settings: LocationSettings,
+    public init(node: Node, storage: DomainStorage, resorts: ResortCatalog, settings: LocationSettings,
                 telegram: any TelegramNotifier = NoTelegramBot(), logger: Logger = Logger(label: "gondola.travel")) throws {
+        let repositories = TravelRepositories(storage)
         self.node = node
         self.resorts = resorts
-        directory = try Directory(repository: TravelRepository(database: database))
+        directory = try Directory(repository: repositories.directory) { [node] change in
+            node.replicate(topic: Directory.replicaTopic, change.json)
+        }
         locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings, logger: logger)
         directoryRPC = DirectoryRPC(directory: directory, locations: locations, resorts: resorts) { [node, logger] user, push in
             do {
@@ -36,14 +41,44 @@ public final class TravelService: Sendable {
         }
         directoryRPC.register(on: node.rpc)
         MapRPC(locations: locations, resorts: resorts).register(on: node.rpc)
-        chats = try ChatService(node: node, directory: directory, repository: ChatRepository(database: database))
+        chats = try ChatService(node: node, directory: directory, repository: repositories.chats)
         ChatRPC(chats: chats, directory: directory).register(on: node.rpc)
         BroadcastRPC(node: node, directory: directory).register(on: node.rpc)
-        events = EventService(node: node, directory: directory, locations: locations, repository: EventRepository(database: database),
+        events = EventService(node: node, directory: directory, locations: locations, repository: repositories.events,
                               telegram: telegram, logger: logger)
         EventRPC(events: events, directory: directory).register(on: node.rpc)
         telegramWebhook = TelegramWebhook(events: events, telegram: telegram, logger: logger)
         TravelNamespaces.install(on: node, locations: locations, directory: directory, chats: chats, events: events)
+        followCluster(logger: logger)
+    }
+
+    /// A service on one node's SQLite file.
+    public convenience init(node: Node, database: GondolaDatabase, resorts: ResortCatalog, settings: LocationSettings,
+                            telegram: any TelegramNotifier = NoTelegramBot(), logger: Logger = Logger(label: "gondola.travel")) throws {
+        try self.init(node: node, storage: .sqlite(database), resorts: resorts, settings: settings, telegram: telegram, logger: logger)
+    }
+
+    /// Applies what the other nodes of a cluster replicate, and reloads the in-memory
+    /// views when the node (re)gains the bus. Alone, a node hears nothing.
+    private func followCluster(logger: Logger) {
+        node.onReplica(topic: Directory.replicaTopic) { [directory, locations] json in
+            guard let change = DirectoryChange(json: json) else {
+                return logger.error("directory change not understood", metadata: ["change": "\(json.text.prefix(200))"])
+            }
+            directory.apply(change)
+            locations.directoryChanged(change)
+        }
+        node.onReplica(topic: ChatService.replicaTopic) { [chats] json in chats.apply(replica: json) }
+        node.onReplica(topic: LocationService.replicaTopic) { [locations] json in locations.apply(replica: json) }
+        node.onResynchronize { [directory, chats, locations] in
+            do {
+                try directory.reload()
+                try chats.reload()
+                locations.directoryReloaded()
+            } catch {
+                logger.error("travel reload failed", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// Server API methods for trip and staff administration.
@@ -53,4 +88,24 @@ public final class TravelService: Sendable {
 
     /// Publishes position frames and expires stale positions until cancelled.
     public func run() async { await locations.run() }
+}
+
+/// The travel domain's repositories on one storage engine.
+struct TravelRepositories {
+    let directory: any TravelRepository
+    let chats: any ChatRepository
+    let events: any EventRepository
+
+    init(_ storage: DomainStorage) {
+        switch storage {
+        case let .sqlite(database):
+            directory = SQLiteTravelRepository(database: database)
+            chats = SQLiteChatRepository(database: database)
+            events = SQLiteEventRepository(database: database)
+        case let .postgres(pool, bus):
+            directory = PostgresTravelRepository(pool: pool)
+            chats = PostgresChatRepository(pool: pool, bus: bus)
+            events = PostgresEventRepository(pool: pool)
+        }
+    }
 }

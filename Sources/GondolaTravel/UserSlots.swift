@@ -16,4 +16,7 @@ struct UserSlots {
     func existingSlot(for user: String) -> Int32? { slots[user] }
 
     func user(_ slot: Int32) -> String { users[Int(slot)] }
+
+    /// How many slots there are (slots are `0..<count`).
+    var count: Int { users.count }
 }

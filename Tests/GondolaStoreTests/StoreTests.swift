@@ -3,6 +3,7 @@ import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import GondolaStore
+import GondolaTestSupport
 import Testing
 
 /// The same stream behaviour on SQLite (one node) and PostgreSQL (a cluster).

@@ -1,6 +1,7 @@
 import Foundation
 import GondolaProtocol
 import GondolaStore
+import GondolaTestSupport
 import Testing
 @testable import GondolaTravel
 
@@ -34,8 +35,9 @@ import Testing
         #expect(recent.offset(of: key(1)) == 7)
     }
 
-    @Test func storedSendsAreReadBackPerChatNewestWithinTheWindow() throws {
-        let repository = ChatRepository(database: try travelDatabase())
+    @Test(arguments: Engine.allCases)
+    func storedSendsAreReadBackPerChatNewestWithinTheWindow(engine: Engine) throws {
+        let repository = try travelRepositories(engine).chats
         for chat in ["a", "b", "quiet"] {
             try repository.create(Chat(id: chat, kind: .group, title: chat, trip: nil, members: ["alice"], createdAt: 0), pairKey: nil, createdBy: "alice")
         }

@@ -24,7 +24,7 @@ func temporaryDatabasePath() -> String {
         try FileManager.default.copyItem(atPath: fixture.path, toPath: path)
 
         let database = try travelDatabase(at: path)
-        let directory = try Directory(repository: TravelRepository(database: database))
+        let directory = try Directory(repository: SQLiteTravelRepository(database: database))
         #expect(directory.name(of: "demo-host") == "Hana (host)")
         #expect(directory.trip("demo")?.name != nil)
         #expect(directory.members(of: "demo") == ["demo-host": .host, "demo-anna": .traveller, "demo-ben": .traveller, "demo-chloe": .traveller, "demo-dan": .traveller])

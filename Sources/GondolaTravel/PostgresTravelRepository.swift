@@ -1,0 +1,85 @@
+import GondolaDomain
+import GondolaPostgres
+import PostgresNIO
+
+/// The travel directory in PostgreSQL (cluster mode), shared by every node.
+struct PostgresTravelRepository: TravelRepository {
+    let pool: PostgresPool
+
+    func loadAll() throws -> TravelRecords {
+        try pool.withConnection { connection in
+            var records = TravelRecords()
+            for row in try pool.run("SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user", on: connection) {
+                let (id, name, bio, photo, links, visibility, staff) = try row.decode((String, String, String, String?, String, String, Bool).self)
+                var profile = Profile(id: id, name: name)
+                profile.bio = bio
+                profile.avatarURL = photo
+                profile.links = ProfileLinks.decode(links)
+                records.profiles.append(profile)
+                records.visibility[id] = Visibility(rawValue: visibility) ?? .everyone
+                if staff { records.staff.insert(id) }
+            }
+            for row in try pool.run("SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip", on: connection) {
+                let (id, name, resort, starts, ends) = try row.decode((String, String, String?, Int64, Int64).self)
+                records.trips.append(Trip(id: id, name: name, resort: resort, startsAt: starts, endsAt: ends))
+            }
+            for row in try pool.run("SELECT trip_id, user_id, role FROM trip_member", on: connection) {
+                let (trip, user, role) = try row.decode((String, String, String).self)
+                records.members.append((trip, user, TripRole(rawValue: role) ?? .traveller))
+            }
+            for row in try pool.run("SELECT from_user, to_user FROM friend_request", on: connection) {
+                let (from, to) = try row.decode((String, String).self)
+                records.requests.append((from, to))
+            }
+            return records
+        }
+    }
+
+    func write(_ change: DirectoryChange) throws {
+        let now = unixMilliseconds()
+        try pool.transaction { connection in
+            switch change {
+            case let .known(user):
+                try ensureUser(user, now: now, on: connection)
+            case let .profile(profile):
+                try pool.run("""
+                    INSERT INTO app_user (id, name, bio, photo_url, links, created_at_ms)
+                    VALUES (\(profile.id), \(profile.name), \(profile.bio), \(profile.avatarURL), \(ProfileLinks.encode(profile.links)), \(now))
+                    ON CONFLICT (id) DO UPDATE SET name = excluded.name, bio = excluded.bio, photo_url = excluded.photo_url, links = excluded.links
+                    """, on: connection)
+            case let .visibility(user, visibility):
+                try pool.run("UPDATE app_user SET visibility = \(visibility.rawValue) WHERE id = \(user)", on: connection)
+            case let .staff(user, staff):
+                try pool.run("UPDATE app_user SET staff = \(staff) WHERE id = \(user)", on: connection)
+            case let .trip(trip, hosts):
+                try pool.run("""
+                    INSERT INTO trip (id, name, resort, starts_at_ms, ends_at_ms, created_at_ms)
+                    VALUES (\(trip.id), \(trip.name), \(trip.resort), \(trip.startsAt), \(trip.endsAt), \(now)) ON CONFLICT (id) DO NOTHING
+                    """, on: connection)
+                for host in hosts { try upsertMember(trip: trip.id, user: host, role: .host, now: now, on: connection) }
+            case let .member(trip, user, role):
+                try upsertMember(trip: trip, user: user, role: role, now: now, on: connection)
+            case let .request(from, to):
+                try pool.run("""
+                    INSERT INTO friend_request (from_user, to_user, created_at_ms) VALUES (\(from), \(to), \(now)) ON CONFLICT DO NOTHING
+                    """, on: connection)
+            case let .unfriend(a, b):
+                try pool.run("""
+                    DELETE FROM friend_request WHERE (from_user = \(a) AND to_user = \(b)) OR (from_user = \(b) AND to_user = \(a))
+                    """, on: connection)
+            }
+        }
+    }
+
+    private func ensureUser(_ user: String, now: Int64, on connection: PostgresConnection) throws {
+        try pool.run("INSERT INTO app_user (id, name, created_at_ms) VALUES (\(user), \(user), \(now)) ON CONFLICT (id) DO NOTHING", on: connection)
+    }
+
+    private func upsertMember(trip: String, user: String, role: TripRole, now: Int64, on connection: PostgresConnection) throws {
+        try ensureUser(user, now: now, on: connection)
+        try pool.run("""
+            INSERT INTO trip_member (trip_id, user_id, role) VALUES (\(trip), \(user), \(role.rawValue))
+            ON CONFLICT (trip_id, user_id) DO UPDATE SET role = excluded.role
+            """, on: connection)
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import GondolaPostgres
+import Synchronization
+import Testing
+
+/// The storage engines a repository test runs against.
+public enum Engine: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite, postgres
+    public var testDescription: String { rawValue }
+}
+
+/// A PostgreSQL server for the tests: `TEST_POSTGRES_URL` (a `postgres://` URL of a
+/// server the tests may create databases on), else the private one `Scripts/cluster
+/// postgres` starts in `.build/test-postgres` (and leaves running for the next run;
+/// `Scripts/cluster stop --folder .build/test-postgres` stops it). Each test gets a
+/// database of its own.
+public enum TestPostgres {
+    private static let server = Mutex<String?>(nil)
+
+    public static func serverURL() throws -> String {
+        try server.withLock { url in
+            if let url { return url }
+            let found = try ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] ?? startPrivateServer()
+            url = found
+            return found
+        }
+    }
+
+    /// A new, empty database with the core schema and the steps `migrations` adds, and a pool on it.
+    public static func freshDatabase(_ migrations: (inout PostgresMigrator) -> Void = { _ in }) throws -> PostgresPool {
+        let url = try serverURL()
+        let admin = try PostgresPool(location: PostgresLocation(url: url), size: 1)
+        let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        try admin.query("CREATE DATABASE \(unescaped: name)")
+        let location = try PostgresLocation(url: url.replacingOccurrences(of: "/\(try PostgresLocation(url: url).database)", with: "/\(name)"))
+        let pool = try PostgresPool(location: location, size: 4)
+        var migrator = PostgresSchema.migrator
+        migrations(&migrator)
+        try migrator.migrate(pool)
+        return pool
+    }
+
+    private static func startPrivateServer() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = root.appendingPathComponent("Scripts/cluster")
+        process.arguments = ["postgres", "--folder", root.appendingPathComponent(".build/test-postgres").path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let url = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, PostgresLocation.isURL(url) else {
+            throw PostgresStoreError("Scripts/cluster postgres failed (status \(process.terminationStatus)): \(url)")
+        }
+        return url
+    }
+}
+
