@@ -178,7 +178,10 @@ public final class ClientSession: Sendable {
             unsubscribeLocally(channel)
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
-            try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, what: "publish")
+            let (_, options) = try node.resolve(channel)
+            if !options.allowPublishForClient {
+                try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, what: "publish")
+            }
             try await node.publish(channel: channel, data: data, info: clientInfo)
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):

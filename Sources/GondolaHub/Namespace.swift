@@ -16,6 +16,8 @@ public struct NamespaceOptions: Sendable, Equatable {
     public var forceRecovery: Bool = false
     public var allowSubscribeForClient: Bool = false
     public var allowPublishForSubscriber: Bool = false
+    /// Any connected client may publish, subscribed or not (Centrifugo's `allow_publish_for_client`).
+    public var allowPublishForClient: Bool = false
     public var allowHistoryForSubscriber: Bool = false
     public var allowPresenceForSubscriber: Bool = false
 

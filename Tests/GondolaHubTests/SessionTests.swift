@@ -158,6 +158,21 @@ import Testing
         #expect(!client.session.isClosed)
     }
 
+    @Test func aNamespaceMayLetClientsPublishWithoutSubscribing() async throws {
+        let node = try await makeNode { configuration in
+            var open = NamespaceOptions(name: "open")
+            open.allowPublishForClient = true
+            configuration.namespaces["open"] = open
+        }
+        var reader = try await TestClient.connected(node, user: "reader")
+        var writer = try await TestClient.connected(node, user: "writer")
+        #expect(try await reader.call(.subscribe(SubscribeRequest(channel: "room:3"))).errorCode == nil)
+        #expect(try await writer.call(.publish(channel: "room:3", data: RawJSON(1))).errorCode == 103, "room needs a subscription")
+        // "open" lets clients subscribe only when it says so, but publishing needs nothing.
+        #expect(try await writer.call(.publish(channel: "open:3", data: RawJSON(["n": 1]))).body == .publish)
+        #expect(try await writer.call(.subscribe(SubscribeRequest(channel: "open:3"))).errorCode == 103)
+    }
+
     @Test func dialogChannelAdmitsEachListedUser() async throws {
         let node = try await makeNode()
         var bob = try await TestClient.connected(node, user: "bob")
