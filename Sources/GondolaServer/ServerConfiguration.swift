@@ -85,7 +85,7 @@ public enum ConfigurationLoader {
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
-        "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "cluster_node_timeout", "cluster_bus_linger",
+        "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
     ] + BuiltInDomains.settingKeys
 
     /// Loads and validates; the error names the key, the source and the bad value.
@@ -161,6 +161,10 @@ public enum ConfigurationLoader {
             }
             configuration.cluster.nodeTimeout = timeout
         case "cluster_bus_linger": configuration.cluster.busLinger = try field.duration(allowZero: true)
+        case "cluster_bus_max_batch":
+            let batch = try field.integer(min: 1)
+            guard batch <= 10_000 else { throw field.error("must be at most 10000, got \(batch)") }
+            configuration.cluster.busMaxBatch = batch
         case "token_hmac_secret":
             let secret = try field.string()
             guard secret.isEmpty || secret.utf8.count >= ConnectionTokens.minimumSecretBytes else {
@@ -249,6 +253,7 @@ public enum ConfigurationLoader {
             case "force_recovery": options.forceRecovery = try field.bool()
             case "allow_subscribe_for_client": options.allowSubscribeForClient = try field.bool()
             case "allow_publish_for_subscriber": options.allowPublishForSubscriber = try field.bool()
+            case "allow_publish_for_client": options.allowPublishForClient = try field.bool()
             case "allow_history_for_subscriber": options.allowHistoryForSubscriber = try field.bool()
             case "allow_presence_for_subscriber": options.allowPresenceForSubscriber = try field.bool()
             default: throw ConfigurationError("\(source): unknown key '\(path).\(member.key)'")

@@ -1,0 +1,31 @@
+import GondolaServer
+import Testing
+
+/// The cluster mode's configuration keys: good values taken, bad ones named with their source.
+@Suite struct ClusterConfigurationTests {
+    @Test func clusterKeysAreReadFromTheEnvironment() throws {
+        let loaded = try ConfigurationLoader.load(file: nil, environment: [
+            "GONDOLA_DATABASE": "postgres://gondola@/hub?host=/run/pg", "GONDOLA_NODE_NAME": "edge-1", "GONDOLA_DATABASE_POOL_SIZE": "4",
+            "GONDOLA_CLUSTER_NODE_TIMEOUT": "3s", "GONDOLA_CLUSTER_BUS_LINGER": "2ms", "GONDOLA_CLUSTER_BUS_MAX_BATCH": "1",
+        ], flags: [:])
+        #expect(loaded.isCluster && loaded.dataFolder == "var" && loaded.hub.nodeName == "edge-1" && loaded.databasePoolSize == 4)
+        #expect(loaded.cluster.nodeTimeout == .seconds(3) && loaded.cluster.busLinger == .milliseconds(2) && loaded.cluster.busMaxBatch == 1)
+        #expect(try !ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).isCluster)
+    }
+
+    @Test(arguments: [
+        ("GONDOLA_DATABASE", "postgres://@db/hub", "names no user"),
+        ("GONDOLA_DATABASE_POOL_SIZE", "1", "GONDOLA_DATABASE_POOL_SIZE"),
+        ("GONDOLA_CLUSTER_NODE_TIMEOUT", "1s", "at least two heartbeats"),
+        ("GONDOLA_CLUSTER_BUS_MAX_BATCH", "0", "GONDOLA_CLUSTER_BUS_MAX_BATCH"),
+        ("GONDOLA_CLUSTER_BUS_MAX_BATCH", "20000", "at most 10000, got 20000"),
+        ("GONDOLA_CLUSTER_BUS_LINGER", "soon", "GONDOLA_CLUSTER_BUS_LINGER"),
+    ])
+    func badClusterValuesStopTheStartNamingThem(variable: String, value: String, message: String) {
+        #expect {
+            try ConfigurationLoader.load(file: nil, environment: [variable: value], flags: [:])
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+}
