@@ -19,32 +19,42 @@ public enum PublishRate: Sendable, Equatable {
     case saturate(window: Int)
 }
 
-/// N subscribers on one channel (subject, topic) and one publisher: each
-/// publication carries its send time, so every delivery measures
-/// publish→deliver latency. Connections 0..<N subscribe, connection N publishes.
+/// N subscribers on one channel (subject, topic) and P publishers (one by default):
+/// each publication carries its send time, so every delivery measures
+/// publish→deliver latency. Connections 0..<N subscribe, N..<N+P publish (each
+/// at an equal share of the rate). With several URLs (the nodes of a gondola
+/// cluster) connection i goes to URL i mod the number of URLs.
 public final class FanoutScenario: LoadScenario {
     public let name = "fanout"
     public let mainLatency = "delivery"
-    public var target: String { kind == .gondola ? "gondola \(framing.encoding.rawValue) \(url)" : "\(kind.rawValue) \(url)" }
-    public var connectionCount: Int { subscribers + 1 }
+    public var target: String {
+        let addresses = urls.map(\.description).joined(separator: " + ")
+        return kind == .gondola ? "gondola \(framing.encoding.rawValue) \(addresses)" : "\(kind.rawValue) \(addresses)"
+    }
+    public var connectionCount: Int { subscribers + publishers }
     public private(set) var readyCount = 0
 
     let kind: FanoutTarget
     /// How gondola's protocol is spoken.
     let framing: CentrifugeFraming
-    let url: WebSocketURL
+    let urls: [WebSocketURL]
     let subscribers: Int
+    let publishers: Int
+    /// Whether gondola publishers subscribe to the channel (needed unless its namespace
+    /// has `allow_publish_for_client`); a subscribed publisher also receives every publication.
+    let publishersSubscribe: Bool
     let rate: PublishRate
     let payloadBytes: Int
     let channel: String
-    /// Tokens for gondola: one per subscriber, then the publisher's.
+    /// Tokens for gondola: one per subscriber, then the publishers'.
     let tokens: [String]
 
     private var ready: [Bool]
     private var natsParsers: [NATSFraming.Parser]
     private var mqttParsers: [MQTTFraming.Parser]
-    private var publishing: (start: Int64, sent: Int)?
-    private var publisherID: UInt32 = 10
+    /// Per publisher: when it began and how many it sent.
+    private var publishing: [(start: Int64, sent: Int)?]
+    private var publisherIDs: [UInt32]
     /// Publications sent and deliveries received since publishing began (for the saturation window).
     public private(set) var published = 0
     public private(set) var delivered = 0
@@ -55,22 +65,28 @@ public final class FanoutScenario: LoadScenario {
     /// Most publications one tick may send, so a late tick cannot flood the publisher's queue.
     static let maxPublishPerTick = 2000
 
-    public init(target: FanoutTarget, url: WebSocketURL, subscribers: Int, rate: PublishRate, payloadBytes: Int,
-                channel: String, tokens: [String], encoding: ProtocolEncoding = .json) throws {
+    public init(target: FanoutTarget, urls: [WebSocketURL], subscribers: Int, publishers: Int = 1, publishersSubscribe: Bool = true,
+                rate: PublishRate, payloadBytes: Int, channel: String, tokens: [String], encoding: ProtocolEncoding = .json) throws {
         guard subscribers >= 1 else { throw LoadError("--subscribers must be at least 1, got \(subscribers)") }
+        guard publishers >= 1 else { throw LoadError("--publishers must be at least 1, got \(publishers)") }
+        guard !urls.isEmpty else { throw LoadError("at least one --url is needed") }
         guard payloadBytes >= 32 else { throw LoadError("--size must be at least 32 bytes (the send stamp needs room), got \(payloadBytes)") }
-        guard target != .gondola || tokens.count == subscribers + 1 else { throw LoadError("gondola needs \(subscribers + 1) tokens") }
+        guard target != .gondola || tokens.count == subscribers + publishers else { throw LoadError("gondola needs \(subscribers + publishers) tokens") }
         kind = target
         framing = CentrifugeFraming(encoding: encoding)
-        self.url = url
+        self.urls = urls
         self.subscribers = subscribers
+        self.publishers = publishers
+        self.publishersSubscribe = publishersSubscribe
+        publishing = Array(repeating: nil, count: publishers)
+        publisherIDs = Array(repeating: 10, count: publishers)
         self.rate = rate
         self.payloadBytes = payloadBytes
         self.channel = channel
         self.tokens = tokens
-        ready = Array(repeating: false, count: subscribers + 1)
-        natsParsers = target == .nats ? Array(repeating: NATSFraming.Parser(), count: subscribers + 1) : []
-        mqttParsers = target == .mqtt ? Array(repeating: MQTTFraming.Parser(), count: subscribers + 1) : []
+        ready = Array(repeating: false, count: subscribers + publishers)
+        natsParsers = target == .nats ? Array(repeating: NATSFraming.Parser(), count: subscribers + publishers) : []
+        mqttParsers = target == .mqtt ? Array(repeating: MQTTFraming.Parser(), count: subscribers + publishers) : []
     }
 
     public func measuringStarted() {
@@ -95,6 +111,7 @@ public final class FanoutScenario: LoadScenario {
     }
 
     public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) {
+        let url = urls[connection % urls.count]
         switch kind {
         case .gondola: return (url, framing.subprotocol)
         case .nats: return (url, nil)
@@ -103,10 +120,11 @@ public final class FanoutScenario: LoadScenario {
     }
 
     public func opened(_ connection: Int, _ io: LoadIO) {
-        let isPublisher = connection == subscribers
+        let isPublisher = connection >= subscribers
         switch kind {
         case .gondola:
-            io.send(connection, framing.connect(token: tokens[connection], subscribing: [SubscribeRequest(channel: channel)]), binary: framing.isBinary)
+            let subscribing = isPublisher && !publishersSubscribe ? [] : [SubscribeRequest(channel: channel)]
+            io.send(connection, framing.connect(token: tokens[connection], subscribing: subscribing), binary: framing.isBinary)
         case .nats:
             io.send(connection, isPublisher ? NATSFraming.connect() + Array("PING\r\n".utf8) : NATSFraming.subscribe(subject: channel, sid: 1),
                     binary: true)
@@ -121,7 +139,7 @@ public final class FanoutScenario: LoadScenario {
         markReady(connection, false)
         if kind == .nats { natsParsers[connection] = NATSFraming.Parser() }
         if kind == .mqtt { mqttParsers[connection] = MQTTFraming.Parser() }
-        if connection == subscribers { publishing = nil }
+        if connection >= subscribers { publishing[connection - subscribers] = nil }
     }
 
     private func markReady(_ connection: Int, _ isReady: Bool) {
@@ -132,14 +150,18 @@ public final class FanoutScenario: LoadScenario {
 
     public func received(_ connection: Int, _ bytes: UnsafeRawBufferPointer, binary: Bool, _ io: LoadIO) {
         let now = MonotonicClock.nanoseconds()
-        let isPublisher = connection == subscribers
+        let isPublisher = connection >= subscribers
         switch kind {
         case .gondola:
             framing.lines(in: bytes) { line in
                 switch line {
                 case .ping: io.send(connection, framing.pong, binary: framing.isBinary)
                 case let .reply(id, error, _):
-                    if let error { io.stats.errorReply("\(error)") } else if id == 2 { markReady(connection, true) }
+                    if let error {
+                        io.stats.errorReply("\(error)")
+                    } else if id == 2 || (id == 1 && isPublisher && !publishersSubscribe) {
+                        markReady(connection, true)
+                    }
                 case let .publication(_, line):
                     if !isPublisher { deliver(line, now: now, io) }
                 case .otherPush: break
@@ -188,15 +210,21 @@ public final class FanoutScenario: LoadScenario {
     }
 
     public func tick(now: Int64, sending: Bool, _ io: LoadIO) {
-        guard sending, ready[subscribers] else { return }
-        let start = publishing?.start ?? now
-        if publishing == nil { publishing = (now, 0) }
+        guard sending else { return }
+        for publisher in 0..<publishers where ready[subscribers + publisher] { publish(publisher, now: now, io) }
+    }
+
+    /// Sends what publisher `index` owes: its share of a fixed rate, or of the window.
+    private func publish(_ index: Int, now: Int64, _ io: LoadIO) {
+        let connection = subscribers + index
+        let start = publishing[index]?.start ?? now
+        if publishing[index] == nil { publishing[index] = (now, 0) }
         let due: Int
         switch rate {
         case let .fixed(perSecond):
-            due = min(Self.maxPublishPerTick, Int(Double(now - start) / 1e9 * perSecond) + 1 - publishing!.sent)
+            due = min(Self.maxPublishPerTick, Int(Double(now - start) / 1e9 * perSecond / Double(publishers)) + 1 - publishing[index]!.sent)
         case let .saturate(window):
-            let outstanding = published - delivered / max(1, readyCount - 1)
+            let outstanding = (published - delivered / max(1, readyCount - publishers)) / publishers
             due = min(Self.maxPublishPerTick, window - outstanding)
         }
         guard due > 0 else { return }
@@ -204,15 +232,15 @@ public final class FanoutScenario: LoadScenario {
             let payload = Self.payload(stamp: MonotonicClock.nanoseconds(), size: payloadBytes)
             switch kind {
             case .gondola:
-                publisherID = publisherID == UInt32.max ? 10 : publisherID + 1
-                io.send(subscribers, framing.publish(id: publisherID, channel: channel, data: payload), binary: framing.isBinary)
+                publisherIDs[index] = publisherIDs[index] == UInt32.max ? 10 : publisherIDs[index] + 1
+                io.send(connection, framing.publish(id: publisherIDs[index], channel: channel, data: payload), binary: framing.isBinary)
             case .nats:
-                io.send(subscribers, NATSFraming.publish(subject: channel, payload: payload), binary: true)
+                io.send(connection, NATSFraming.publish(subject: channel, payload: payload), binary: true)
             case .mqtt:
-                io.send(subscribers, MQTTFraming.publish(topic: channel, payload: payload), binary: true)
+                io.send(connection, MQTTFraming.publish(topic: channel, payload: payload), binary: true)
             }
         }
-        publishing!.sent += due
+        publishing[index]!.sent += due
         published += due
         measuredPublished += due
     }

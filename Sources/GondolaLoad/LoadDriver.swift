@@ -90,7 +90,8 @@ public struct LoadSettings: Sendable {
     /// Print a progress line every second.
     public var progress = true
     /// Process id of the server, for its CPU and memory.
-    public var serverPID: Int32?
+    /// The server's processes (the nodes of a cluster): their CPU and memory are summed.
+    public var serverPIDs: [Int32] = []
 
     public init() {}
 }
@@ -120,7 +121,7 @@ public final class LoadDriver: SocketPoolHandler {
         self.scenario = scenario
         self.settings = settings
         isOpen = Array(repeating: false, count: scenario.connectionCount)
-        rssBeforeConnecting = settings.serverPID.flatMap(ProcessUsage.init(pid:))?.rssMiB
+        rssBeforeConnecting = ProcessUsage(pids: settings.serverPIDs)?.rssMiB
         let pool = try SocketPool(limits: .init(maxConnections: scenario.connectionCount), handler: self)
         self.pool = pool
         io = LoadIO(pool: pool, stats: LoadStats(mainLatency: scenario.mainLatency))
@@ -171,7 +172,7 @@ public final class LoadDriver: SocketPoolHandler {
             if now - phaseStartedAt >= settings.warmUp.nanoseconds {
                 io.stats.startMeasuring()
                 scenario.measuringStarted()
-                measureStart = (now, settings.serverPID.flatMap(ProcessUsage.init(pid:)), ProcessUsage(pid: getpid()))
+                measureStart = (now, ProcessUsage(pids: settings.serverPIDs), ProcessUsage(pid: getpid()))
                 enter(.measuring, now: now)
             }
         case .measuring:
@@ -212,7 +213,7 @@ public final class LoadDriver: SocketPoolHandler {
         phase = .finished
         let start = measureStart ?? (now, nil, nil)
         let elapsed = Double(now - start.time) / 1e9
-        let server = settings.serverPID.flatMap(ProcessUsage.init(pid:)), client = ProcessUsage(pid: getpid())
+        let server = ProcessUsage(pids: settings.serverPIDs), client = ProcessUsage(pid: getpid())
         let stats = io.stats
         var serverFigures: ProcessFigures?
         if let server {

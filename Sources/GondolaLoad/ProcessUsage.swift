@@ -17,6 +17,15 @@ public struct ProcessUsage: Sendable {
         rssMiB = pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
     }
 
+    /// The sum over several processes (the nodes of a cluster); nil when there are
+    /// none or one cannot be read.
+    public init?(pids: [Int32]) {
+        let each = pids.compactMap(ProcessUsage.init(pid:))
+        guard !each.isEmpty, each.count == pids.count else { return nil }
+        cpuSeconds = each.reduce(0) { $0 + $1.cpuSeconds }
+        rssMiB = each.reduce(0) { $0 + $1.rssMiB }
+    }
+
     /// CPU used between two readings, in percent of one core over `seconds` (NaN without both).
     public static func cpuPercent(from before: ProcessUsage?, to after: ProcessUsage?, over seconds: Double) -> Double {
         guard let before, let after else { return .nan }

@@ -55,11 +55,12 @@ public struct TravellerOptions: Sendable {
 public final class TravellerScenario: LoadScenario {
     public let name = "travellers"
     public let mainLatency = "location"
-    public var target: String { "gondola \(url)" }
+    public var target: String { "gondola " + urls.map(\.description).joined(separator: " + ") }
     public var connectionCount: Int { cast.hosts.count + cast.travellers.count }
     public private(set) var readyCount = 0
 
-    let url: WebSocketURL
+    /// The hub, or the nodes of a cluster: connection i goes to URL i mod their number.
+    let urls: [WebSocketURL]
     let cast: TravellerCast
     let options: TravellerOptions
     let framing: CentrifugeFraming
@@ -87,10 +88,11 @@ public final class TravellerScenario: LoadScenario {
     static let chatPrefix = Array("chat:".utf8), personalPrefix = Array("personal:".utf8)
     static let responses = ["going", "maybe", "declined"]
 
-    public init(url: WebSocketURL, cast: TravellerCast, graph: SkiGraph, options: TravellerOptions) throws {
+    public init(urls: [WebSocketURL], cast: TravellerCast, graph: SkiGraph, options: TravellerOptions) throws {
+        guard !urls.isEmpty else { throw LoadError("at least one --url is needed") }
         guard !graph.nodes.isEmpty else { throw LoadError("the resort has no lifts or pistes to move along") }
         guard cast.tokens.count == cast.hosts.count + cast.travellers.count else { throw LoadError("one token per host and traveller is needed") }
-        self.url = url
+        self.urls = urls
         self.cast = cast
         self.options = options
         self.graph = graph
@@ -121,7 +123,7 @@ public final class TravellerScenario: LoadScenario {
     private func trip(of connection: Int) -> Int { isHost(connection) ? connection : cast.tripOf[traveller(of: connection)] }
     private func tripChat(of connection: Int) -> String { "trip-\(cast.trips[trip(of: connection)])" }
 
-    public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) { (url, framing.subprotocol) }
+    public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) { (urls[connection % urls.count], framing.subprotocol) }
 
     public func opened(_ connection: Int, _ io: LoadIO) {
         let chat = SubscribeRequest(channel: "chat:\(tripChat(of: connection))")

@@ -28,7 +28,8 @@ struct RunOptions: ParsableArguments {
     @Option(name: .customLong("warm-up"), help: "Load before measuring, once every connection is ready.") var warmUp: String = "5s"
     @Option(help: "Connections opened per second while ramping up.") var ramp: Double = 1000
     @Option(name: .customLong("ready-timeout"), help: "Longest wait for every connection to be ready.") var readyTimeout: String = "120s"
-    @Option(name: .customLong("server-pid"), help: "Process id of the server, for its CPU and memory.") var serverPID: Int32?
+    @Option(name: .customLong("server-pid"), help: "Process id of the server, for its CPU and memory; repeat it for the nodes of a cluster (summed).")
+    var serverPID: [Int32] = []
     @Option(help: "Write the report as JSON to this file.") var json: String?
     @Option(help: "Write the per-second timeline as CSV to this file.") var csv: String?
     @Option(help: "Write a latency and throughput chart (SVG) to this file.") var svg: String?
@@ -44,7 +45,7 @@ struct RunOptions: ParsableArguments {
         guard settings.readyTimeout <= .seconds(1800) else { throw LoadError("--ready-timeout must be at most 30m, got '\(readyTimeout)'") }
         guard ramp > 0, ramp <= 100_000 else { throw LoadError("--ramp must be in (0, 100000] connections per second, got \(ramp)") }
         settings.rampPerSecond = ramp
-        settings.serverPID = serverPID
+        settings.serverPIDs = serverPID
         settings.progress = !quiet
         return settings
     }
@@ -74,7 +75,8 @@ struct Travellers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Travellers riding and skiing the demo resort: location updates, nearby and trip frames, chat and RSVP.")
 
-    @Option(help: "WebSocket URL of the hub.") var url: String = "ws://127.0.0.1:8000/connection/websocket"
+    @Option(help: "WebSocket URL of the hub; repeat it for the nodes of a cluster (travellers are spread over them).")
+    var url: [String] = ["ws://127.0.0.1:8000/connection/websocket"]
     @Option(help: "Number of travellers.") var travellers: Int = 1000
     @Option(help: "Number of trips (one host each).") var trips: Int = 10
     @Option(help: "Location updates per traveller, e.g. 1/s.") var rate: String = "1/s"
@@ -103,7 +105,8 @@ struct Travellers: AsyncParsableCommand {
         guard options.chatInterval >= .milliseconds(100) else { throw LoadError("--chat-interval must be at least 100ms, got '\(chatInterval)'") }
         guard options.rsvpInterval >= .milliseconds(100) else { throw LoadError("--rsvp-interval must be at least 100ms, got '\(rsvpInterval)'") }
         let settings = try run.settings()
-        let address = try WebSocketURL(url)
+        let addresses = try url.map(WebSocketURL.init)
+        let address = addresses[0]
         let graph: SkiGraph
         do {
             graph = try SkiResort(geoJSON: Data(contentsOf: URL(fileURLWithPath: resort))).graph
@@ -114,9 +117,9 @@ struct Travellers: AsyncParsableCommand {
         let cast = try await TravellerCast.prepare(travellers: travellers, trips: trips, prefix: userPrefix,
                                                    api: ServerAPIClient(base: address.httpBase, key: apiKey),
                                                    tokens: TokenSource(secret: secret, hub: address))
-        let scenario = try TravellerScenario(url: address, cast: cast, graph: graph, options: options)
+        let scenario = try TravellerScenario(urls: addresses, cast: cast, graph: graph, options: options)
         try await run.execute(scenario, settings: settings, described: [
-            "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "chat_share": "\(chatShare)",
+            "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "nodes": "\(addresses.count)", "chat_share": "\(chatShare)",
             "chat_interval": chatInterval, "rsvp_share": "\(rsvpShare)", "rsvp_interval": rsvpInterval, "duration": run.duration,
             "encoding": protocolEncoding.encoding,
         ])
@@ -162,11 +165,16 @@ struct Chat: AsyncParsableCommand {
 
 struct Fanout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "N subscribers of one channel, subject or topic and one publisher, against gondola, nats or mqtt.")
+        abstract: "N subscribers of one channel, subject or topic and publishers, against gondola, nats or mqtt.")
 
     @Option(help: "Server kind: gondola, nats or mqtt.") var target: String = "gondola"
-    @Option(help: "WebSocket URL of the server.") var url: String
+    @Option(help: "WebSocket URL of the server; repeat it for the nodes of a gondola cluster (connections are spread over them).")
+    var url: [String]
     @Option(help: "Number of subscribers.") var subscribers: Int = 1000
+    @Option(help: "Number of publishers, each publishing an equal share of the rate.") var publishers: Int = 1
+    @Flag(name: .customLong("publishers-unsubscribed"),
+          help: "gondola only: publishers do not subscribe (the channel's namespace must have allow_publish_for_client).")
+    var publishersUnsubscribed = false
     @Option(help: "Publications per second (e.g. 100/s), or 'max' to publish as fast as deliveries keep up.") var rate: String = "100/s"
     @Option(help: "With --rate max: publications allowed in flight (not yet delivered to every subscriber).") var window: Int = 4
     @Option(help: "Payload bytes per publication.") var size: Int = 128
@@ -190,16 +198,20 @@ struct Fanout: AsyncParsableCommand {
             guard perSecond <= 1_000_000 else { throw LoadError("--rate must be at most 1000000/s, got '\(rate)'") }
             publishRate = .fixed(perSecond)
         }
+        guard (1...1000).contains(publishers) else { throw LoadError("--publishers must be 1...1000, got \(publishers)") }
+        guard kind == .gondola || url.count == 1 else { throw LoadError("several --url apply to --target gondola only") }
         let settings = try run.settings()
-        let address = try WebSocketURL(url)
+        let addresses = try url.map(WebSocketURL.init)
         var tokens: [String] = []
         if kind == .gondola {
-            tokens = try await TokenSource(secret: secret, hub: address).tokens(for: (0..<subscribers).map { "fanout\($0)" } + ["fanout-publisher"])
+            tokens = try await TokenSource(secret: secret, hub: addresses[0]).tokens(
+                for: (0..<subscribers).map { "fanout\($0)" } + (0..<publishers).map { "fanout-publisher\($0)" })
         }
-        let scenario = try FanoutScenario(target: kind, url: address, subscribers: subscribers, rate: publishRate, payloadBytes: size,
-                                          channel: channel, tokens: tokens, encoding: encoding)
+        let scenario = try FanoutScenario(target: kind, urls: addresses, subscribers: subscribers, publishers: publishers,
+                                          publishersSubscribe: !publishersUnsubscribed, rate: publishRate,
+                                          payloadBytes: size, channel: channel, tokens: tokens, encoding: encoding)
         try await run.execute(scenario, settings: settings, described: [
-            "target": target, "subscribers": "\(subscribers)", "rate": rate, "window": "\(window)", "size": "\(size)",
+            "target": target, "subscribers": "\(subscribers)", "publishers": "\(publishers)", "nodes": "\(addresses.count)", "rate": rate, "window": "\(window)", "size": "\(size)",
             "channel": channel, "duration": run.duration, "encoding": protocolEncoding.encoding,
         ])
     }

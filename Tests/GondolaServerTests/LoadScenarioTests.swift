@@ -32,7 +32,7 @@ import Testing
         options.rsvpInterval = .seconds(2)
         options.encoding = encoding
         let graph = try SkiResort(geoJSON: Data(contentsOf: Self.resort)).graph
-        let scenario = try TravellerScenario(url: server.loadURL(), cast: cast, graph: graph, options: options)
+        let scenario = try TravellerScenario(urls: [server.loadURL()], cast: cast, graph: graph, options: options)
         let report = try await Self.run(scenario, for: .seconds(10), warmUp: .seconds(3))
 
         #expect(report.connected == 52)
@@ -82,7 +82,7 @@ import Testing
     func fanoutDeliversEveryPublicationToEverySubscriber(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let tokens = try await TokenSource.secret(RunningServer.secret).tokens(for: (0..<21).map { "fo\($0)" })
-        let scenario = try FanoutScenario(target: .gondola, url: server.loadURL(), subscribers: 20, rate: .fixed(50), payloadBytes: 64,
+        let scenario = try FanoutScenario(target: .gondola, urls: [server.loadURL()], subscribers: 20, rate: .fixed(50), payloadBytes: 64,
                                           channel: "fanout-\(encoding.rawValue)", tokens: tokens, encoding: encoding)
         let report = try await Self.run(scenario, for: .seconds(3), warmUp: .seconds(1))
         #expect(report.connected == 21)
