@@ -99,6 +99,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .target(
@@ -119,8 +120,10 @@ let package = Package(
                 "CHeif",
                 "GondolaDomain",
                 "GondolaHub",
+                "GondolaPostgres",
                 "GondolaServices",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -146,10 +149,12 @@ let package = Package(
             dependencies: [
                 "GondolaDomain",
                 "GondolaHub",
+                "GondolaPostgres",
                 "GondolaProtocol",
                 "GondolaStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .target(
@@ -247,7 +252,15 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .target(name: "GondolaTestSupport", dependencies: ["GondolaPostgres"], path: "Tests/GondolaTestSupport"),
-        .testTarget(name: "GondolaFormsTests", dependencies: ["GondolaForms", "GondolaHub", "GondolaProtocol"]),
+        .testTarget(
+            name: "GondolaCrashTests",
+            dependencies: ["GondolaCrash", "GondolaServices", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "GondolaFormsTests",
+            dependencies: ["GondolaForms", "GondolaDomain", "GondolaHub", "GondolaProtocol", "GondolaStore", "GondolaPostgres", "GondolaTestSupport"]
+        ),
         .testTarget(
             name: "GondolaRentalsTests",
             dependencies: ["GondolaRentals", "GondolaGeo", "GondolaHub", "GondolaServices", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,7 +1,8 @@
 """Three nodes on one PostgreSQL (started by Scripts/cluster) with the official SDKs:
 publications, presence, join/leave, history and recovery across nodes, the server API
-acting cluster-wide, chats and nearby between travellers on different nodes, and a node
-killed with -9 while a client is subscribed through it and while a client sends chat messages."""
+acting cluster-wide, chats and nearby between travellers on different nodes, a crash and a form
+worked on through several nodes, and a node killed with -9 while a client is subscribed through
+it and while a client sends chat messages."""
 import asyncio
 import json
 import os
@@ -16,7 +17,9 @@ from cent import (Client as ApiClient, DisconnectRequest, HistoryRequest, InfoRe
 from centrifuge import Client, ClientState, StreamPosition
 
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Endpoint
-from helpers import ClientEvents, Events, SubEvents, call, chat_history, trip_mates
+from helpers import ClientEvents, Events, SubEvents, call, chat_history, server_api, trip_mates
+from switching_proxy import SwitchingProxy
+from test_crash import fixture, http as crash_http, poppler
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Scripts", "cluster")
 NODES = 3
@@ -182,41 +185,6 @@ async def test_server_api_acts_on_every_node(cluster, codec):
     cluster.nodes[1].api().disconnect(DisconnectRequest(user=user))
     assert (await client_events.wait("disconnected", timeout=10))[0].code == 3503
     assert client.state == ClientState.DISCONNECTED
-
-
-class SwitchingProxy:
-    """A TCP forwarder standing in for a load balancer: new connections go to `target`,
-    which the test changes when a node dies."""
-
-    def __init__(self, target):
-        self.target = target
-        self.server = None
-
-    async def start(self):
-        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
-        return self.server.sockets[0].getsockname()[1]
-
-    async def handle(self, reader, writer):
-        try:
-            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target)
-        except OSError:
-            writer.close()
-            return
-
-        async def pipe(source, sink):
-            try:
-                while data := await source.read(65536):
-                    sink.write(data)
-                    await sink.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                sink.close()
-
-        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
-
-    def close(self):
-        self.server.close()
 
 
 async def test_killed_node_clients_recover_elsewhere_with_every_acknowledged_publication(cluster, codec):
@@ -387,12 +355,73 @@ async def test_killed_node_loses_no_acknowledged_chat_message(cluster, codec):
     cluster.script("restart", str(doomed.index))
 
 
+async def test_crash_collected_through_three_nodes_keeps_one_draft_and_one_report(cluster, codec):
+    owner = f"cl-driver-{codec.name}"
+    first, second, third = cluster.nodes
+    detected = server_api(first, "crash_detected", {"user": owner, "lat": 47.4979, "lon": 19.0402, "ts": 1763800000000})
+    crash = detected["id"]
+    tablet, _ = await client_on(third, owner, codec)
+    live = Events()
+    await tablet.new_subscription(f"crash:{crash}", SubEvents(live)).subscribe()
+    await live.wait("subscribed")
+    phone, _ = await client_on(second, owner, codec)
+    await call(phone, codec, "crash.update", {"crash": crash, "note": "Slid on ice"})
+    # The photo is uploaded to one node and its bytes are served by another.
+    token = second.token(owner)
+    status, body = crash_http(second, "POST", f"/api/crash/{crash}/photos/crash_scene?name=scene.png", token, fixture("scene.png"))
+    assert status == 201, body
+    photo = json.loads(body)["id"]
+    status, served = crash_http(first, "GET", f"/api/crash/{crash}/photos/{photo}", token)
+    assert status == 200 and served == fixture("scene.png")
+    reported = await call(phone, codec, "crash.report", {"crash": crash})
+    changes = [codec.into(p.pub.data)["type"] for p in await live.wait("publication", count=3)]
+    assert changes == ["crash.updated", "photo.added", "report.created"]
+    status, pdf = crash_http(third, "GET", reported["report"], token)
+    assert status == 200 and pdf.startswith(b"%PDF-") and "Slid on ice" in poppler("pdftotext", pdf)
+    listed = (await call(tablet, codec, "crash.list", {}))["crashes"]
+    assert [(c["id"], c["status"]) for c in listed] == [(crash, "report")]
+    for client in (tablet, phone):
+        await client.disconnect()
+
+
+async def test_a_form_edited_through_two_nodes_numbers_every_change_once(cluster, codec):
+    owner, mate = f"cl-inspector-{codec.name}", f"cl-mate-{codec.name}"
+    first, second, third = cluster.nodes
+    # A schema stored through one node is used through another.
+    schema = {"id": f"cl-tally-{codec.name}", "title": "Tally", "sections": [
+        {"key": "counts", "title": "Counts", "fields": [{"key": f"count{n}", "header": f"Count {n}", "type": "int"} for n in range(8)]}]}
+    server_api(first, "form_schema_put", schema)
+    ann, _ = await client_on(second, owner, codec)
+    doc = (await call(ann, codec, "form.create", {"schema": schema["id"]}))["id"]
+    await call(ann, codec, "form.share", {"doc": doc, "user": mate})
+    bo, _ = await client_on(third, mate, codec)
+    watcher, _ = await client_on(first, owner, codec)
+    live = Events()
+    await watcher.new_subscription(f"form:{doc}", SubEvents(live)).subscribe()
+    await live.wait("subscribed")
+    # Sixteen edits of eight fields at once through two nodes: the document's lock is the
+    # cluster's, so each edit gets its own version and the pushes come in version order.
+    edits = [call(client, codec, "form.set", {"doc": doc, "key": f"count{n}", "value": n, "base_version": 0})
+             for n in range(8) for client in (ann, bo)]
+    answers = await asyncio.gather(*edits, return_exceptions=True)
+    accepted = [a for a in answers if isinstance(a, dict)]
+    refused = [a for a in answers if not isinstance(a, dict)]
+    assert len(accepted) == 8 and all(getattr(r, "code", None) == 108 for r in refused), answers
+    assert sorted(a["version"] for a in accepted) == list(range(1, 9))
+    pushed = [codec.into(p.pub.data)["version"] for p in await live.wait("publication", count=8)]
+    assert pushed == list(range(1, 9))
+    state = await call(watcher, codec, "form.get", {"doc": doc})
+    assert state["version"] == 8 and state["values"] == {f"count{n}": n for n in range(8)}
+    for client in (ann, bo, watcher):
+        await client.disconnect()
+
+
 def test_a_domain_without_postgres_tables_stops_a_cluster_node_naming_it(cluster):
     env = {key: value for key, value in cluster.env.items() if not key.startswith("GONDOLA_")}
     with open(os.path.join(cluster.folder, "cluster.env")) as f:
         database = next(line.split("=", 1)[1].strip().strip("'") for line in f if line.startswith("CLUSTER_DATABASE="))
-    env.update(GONDOLA_DATABASE=database, GONDOLA_DOMAINS="travel,crash", GONDOLA_DATA_FOLDER=cluster.folder,
+    env.update(GONDOLA_DATABASE=database, GONDOLA_DOMAINS="travel,rentals", GONDOLA_DATA_FOLDER=cluster.folder,
                GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY)
     started = subprocess.run([GONDOLA, "serve", "--listen", "127.0.0.1:0"], env=env, capture_output=True, text=True, timeout=60)
     assert started.returncode != 0
-    assert "crash: keeps its data in SQLite and cannot run in cluster mode yet" in started.stderr + started.stdout
+    assert "rentals: keeps its data in SQLite and cannot run in cluster mode yet" in started.stderr + started.stdout

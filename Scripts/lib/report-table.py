@@ -4,6 +4,9 @@
   report-table.py chat FILE[#LABEL]...       one row per chat run, LABEL added to its first column
   report-table.py peers SATURATED FIXED ...  rows of the side-by-side table, from triples
                                              "target subscribers saturated.json fixed.json"
+  report-table.py cluster FILE...            fan-out runs of Scripts/bench-cluster (FILE.pg beside each:
+  report-table.py cluster-travellers FILE... PostgreSQL's CPU seconds before, after, and the run's seconds)
+  report-table.py cluster-bus FILE#BATCH...
 """
 import json
 import sys
@@ -81,5 +84,62 @@ def peers(triples):
               f"| {'–' if rss is None else f'{rss:.1f}'} | {errors(saturated) + errors(fixed)} |")
 
 
+def postgres_percent(path):
+    try:
+        before, after, seconds = (float(value) for value in open(path + ".pg").read().split())
+    except (OSError, ValueError):
+        return None
+    return (after - before) / max(seconds, 1e-9) * 100
+
+
+def nodes(report):
+    return report["settings"].get("nodes", "1")
+
+
+def combined_cpu(report, path):
+    """The nodes' and PostgreSQL's CPU in percent of one core (None when unknown)."""
+    server, postgres = report.get("server"), postgres_percent(path)
+    if not server or postgres is None:
+        return None
+    return server["cpuPercent"] + postgres
+
+
+def percent(value):
+    return "–" if value is None else f"{value:.0f}%"
+
+
+def cluster(paths):
+    for path in paths:
+        report = load(path)
+        delivered = report["figures"]["delivered_per_second"]
+        total = combined_cpu(report, path)
+        per_delivery = f"{total / 100 / delivered * 1e6:.2f}" if total is not None and delivered > 0 else "–"
+        print(f"| fan-out {report['settings']['subscribers']} | {nodes(report)} | {report['connected']}/{report['connections']} | {delivered:.0f} "
+              f"| {latency(report, 'delivery')} | {cpu(report.get('server'))} | {percent(postgres_percent(path))} | {per_delivery} | {errors(report)} |")
+
+
+def cluster_travellers(paths):
+    for path in paths:
+        report = load(path)
+        count = int(report["settings"]["travellers"])
+        total = combined_cpu(report, path)
+        per_thousand = "–" if total is None else f"{total / count * 1000:.0f}%"
+        print(f"| {count} | {nodes(report)} | {report['connected']}/{report['connections']} "
+              f"| {report['figures'].get('location_updates_per_second', 0):.0f} | {latency(report, 'location', 'p50')} | {latency(report, 'location')} "
+              f"| {latency(report, 'chat')} | {cpu(report.get('server'))} | {percent(postgres_percent(path))} | {per_thousand} | {errors(report)} |")
+
+
+def cluster_bus(arguments):
+    for argument in arguments:
+        path, _, batch = argument.partition("#")
+        report = load(path)
+        published = report["figures"]["published_per_second"]
+        total = combined_cpu(report, path)
+        per_publication = f"{total / 100 / published * 1e6:.0f}" if total is not None and published > 0 else "–"
+        print(f"| {batch} | {published:.0f} | {report['figures']['delivered_per_second']:.0f} | {latency(report, 'delivery')} "
+              f"| {cpu(report.get('server'))} | {percent(postgres_percent(path))} | {per_publication} | {errors(report)} |")
+
+
 if __name__ == "__main__":
-    {"travellers": travellers, "chat": chat, "peers": peers}[sys.argv[1]](sys.argv[2:])
+    {"travellers": travellers, "chat": chat, "peers": peers, "cluster": cluster, "cluster-travellers": cluster_travellers,
+     "cluster-bus": cluster_bus}[sys.argv[1]](sys.argv[2:])

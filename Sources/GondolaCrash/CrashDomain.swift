@@ -1,5 +1,6 @@
 import GondolaDomain
 import GondolaHub
+import GondolaPostgres
 import GondolaProtocol
 import GondolaServices
 import GRDB
@@ -26,8 +27,11 @@ public struct CrashDomain: Domain {
         CrashSchema.registerMigrations(in: &migrator)
     }
 
+    public func registerPostgresMigrations(in migrator: inout PostgresMigrator) {
+        CrashPostgresSchema.register(in: &migrator)
+    }
+
     public func install(in context: DomainContext) async throws -> InstalledDomain {
-        let database = try context.sqliteDatabase()
         let smsWebhookURL = try settings.string("sms_webhook_url", default: "")
         guard smsWebhookURL.isEmpty || smsWebhookURL.hasPrefix("http://") || smsWebhookURL.hasPrefix("https://") else {
             throw DomainSetupError("'sms_webhook_url' expected an http(s) URL, got '\(smsWebhookURL)'")
@@ -37,16 +41,11 @@ public struct CrashDomain: Domain {
         guard linkTemplate.contains("{id}") else {
             throw DomainSetupError("'crash_link_template' must contain {id}, got '\(linkTemplate)'")
         }
-        let files: FileStore
-        do {
-            files = try FileStore(folder: context.dataFolder + "/files/crash")
-        } catch {
-            throw DomainSetupError("crash photo folder \(context.dataFolder)/files/crash: \(error)")
-        }
+        let (repository, files) = try Self.storage(context)
         let texts: any TextMessageSender = smsWebhookURL.isEmpty
             ? LoggedTextMessages(logger: context.logger)
             : WebhookTextMessages(url: smsWebhookURL, token: smsWebhookToken)
-        let crashes = CrashService(node: context.node, repository: CrashRepository(database: database), files: files,
+        let crashes = CrashService(node: context.node, repository: repository, files: files,
                                    links: context.links, texts: texts, linkTemplate: linkTemplate, logger: context.logger)
         try crashes.sweepFiles()
         CrashRPC(crashes: crashes).register(on: context.node.rpc)
@@ -56,6 +55,24 @@ public struct CrashDomain: Domain {
             service: crashes,
             serverMethods: ["crash_detected": { body throws(HubError) in try await CrashServerAPI.detected(body, crashes: crashes) }],
             routes: { router in photos.addRoutes(to: router) })
+    }
+}
+
+extension CrashDomain {
+    /// The repository and file store of the context's storage: SQLite with files in the
+    /// data folder, or PostgreSQL with the files in it too (cluster mode).
+    static func storage(_ context: DomainContext) throws -> (any CrashRepository, any CrashFiles) {
+        switch context.storage {
+        case let .sqlite(database):
+            let repository = SQLiteCrashRepository(database: database)
+            do {
+                return (repository, LocalCrashFiles(folder: try FileStore(folder: context.dataFolder + "/files/crash"), repository: repository))
+            } catch {
+                throw DomainSetupError("crash photo folder \(context.dataFolder)/files/crash: \(error)")
+            }
+        case let .postgres(pool, _):
+            return (PostgresCrashRepository(pool: pool), PostgresCrashFiles(pool: pool))
+        }
     }
 }
 

@@ -1,8 +1,41 @@
 import GondolaStore
 import GRDB
 
+/// Where crashes, their photo rows and the users' crash phone numbers live. Photo and
+/// report bytes are kept apart, by hash (`CrashFiles`); a row references them by hash.
+protocol CrashRepository: Sendable {
+    func insert(_ crash: Crash) throws
+    /// The crash `id`, or nil when there is none.
+    func crash(_ id: String) throws -> Crash?
+    /// The owner's crashes: drafts first, then reports, newest first within each, with
+    /// their photo counts.
+    func crashes(of owner: String) throws -> [(crash: Crash, photos: Int)]
+    /// Saves the crash's collected information and times.
+    func update(_ crash: Crash) throws
+    /// Deletes a crash with its photo rows; answers the file hashes nothing else uses.
+    func delete(_ id: String) throws -> [String]
+    /// The crash's photos, oldest first.
+    func photos(of crash: String) throws -> [CrashPhoto]
+    func photo(_ id: String, of crash: String) throws -> CrashPhoto?
+    /// Adds a photo unless its section already holds `limit`; answers whether it was added.
+    /// The crash's update time moves with it.
+    func insert(_ photo: CrashPhoto, limit: Int) throws -> Bool
+    /// Deletes a photo row; answers whether its file is no longer used by any photo.
+    func delete(_ photo: CrashPhoto, at time: Int64) throws -> Bool
+    /// Records a new report; answers the previous report's hash when no row uses it any more.
+    func setReport(_ id: String, hash: String, at time: Int64) throws -> String?
+    /// Sets (or, with nil, revokes) the crash's share link.
+    func setShare(_ id: String, shareID: String?, expiresAt: Int64?) throws
+    /// The phone number crash texts go to, if the user gave one.
+    func phone(of user: String) throws -> String?
+    /// Sets the user's phone number; nil removes it.
+    func setPhone(_ phone: String?, of user: String) throws
+    /// Whether a photo or a report references the file `hash`.
+    func isReferenced(_ hash: String) throws -> Bool
+}
+
 /// The crash tables in SQLite.
-struct CrashRepository: Sendable {
+struct SQLiteCrashRepository: CrashRepository {
     let database: GondolaDatabase
 
     func insert(_ crash: Crash) throws {
@@ -13,7 +46,7 @@ struct CrashRepository: Sendable {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [crash.id, crash.owner, crash.source.rawValue, crash.occurredAt, crash.place?.lat, crash.place?.lon,
-                            Self.injuredText(crash.injured), crash.note, crash.createdAt, crash.updatedAt, crash.reportedAt])
+                            CrashRows.injuredText(crash.injured), crash.note, crash.createdAt, crash.updatedAt, crash.reportedAt])
         }
     }
 
@@ -41,7 +74,7 @@ struct CrashRepository: Sendable {
         try database.pool.write { db in
             try db.execute(
                 sql: "UPDATE crash SET injured = ?, note = ?, updated_at_ms = ?, reported_at_ms = ? WHERE id = ?",
-                arguments: [Self.injuredText(crash.injured), crash.note, crash.updatedAt, crash.reportedAt, crash.id])
+                arguments: [CrashRows.injuredText(crash.injured), crash.note, crash.updatedAt, crash.reportedAt, crash.id])
         }
     }
 
@@ -148,16 +181,12 @@ struct CrashRepository: Sendable {
                          arguments: [hash, hash]) == 0
     }
 
-    private static func injuredText(_ injured: [InjuredParty]) -> String {
-        injured.map(\.rawValue).joined(separator: ",")
-    }
-
     private static func crash(_ row: Row) -> Crash {
         let lat: Double? = row["lat"], lon: Double? = row["lon"]
         return Crash(
             id: row["id"], owner: row["owner"], source: CrashSource(rawValue: row["source"]) ?? .manual,
             occurredAt: row["occurred_at_ms"], place: lat.flatMap { lat in lon.map { CrashPlace(lat: lat, lon: $0) } },
-            injured: (row["injured"] as String).split(separator: ",").compactMap { InjuredParty(rawValue: String($0)) },
+            injured: CrashRows.injured(row["injured"]),
             note: row["note"], createdAt: row["created_at_ms"], updatedAt: row["updated_at_ms"], reportedAt: row["reported_at_ms"],
             reportHash: row["report_hash"], shareID: row["share_id"], shareExpiresAt: row["share_expires_at_ms"])
     }

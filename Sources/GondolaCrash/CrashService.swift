@@ -17,8 +17,8 @@ public final class CrashService: Sendable {
     public static let maxPhotoBytes = 10 << 20
 
     let node: Node
-    let repository: CrashRepository
-    let files: FileStore
+    let repository: any CrashRepository
+    let files: any CrashFiles
     let links: SignedLinks
     let texts: any TextMessageSender
     /// The deep link of a crash text; `{id}` becomes the crash id.
@@ -28,7 +28,7 @@ public final class CrashService: Sendable {
     /// its file removed: the same bytes uploaded again meanwhile never lose their file.
     let fileLock = NSLock()
 
-    init(node: Node, repository: CrashRepository, files: FileStore, links: SignedLinks, texts: any TextMessageSender,
+    init(node: Node, repository: any CrashRepository, files: any CrashFiles, links: SignedLinks, texts: any TextMessageSender,
          linkTemplate: String, logger: Logger) {
         self.node = node
         self.repository = repository
@@ -42,7 +42,7 @@ public final class CrashService: Sendable {
     /// Removes the files a crash left without a row (a stop between a file's write and
     /// its row's commit, or between a row's deletion and its file's); run at start.
     func sweepFiles() throws {
-        let removed = files.sweep(keeping: try repository.referencedFiles())
+        let removed = try files.sweep()
         if removed > 0 { logger.notice("crash photos: removed unreferenced files", metadata: ["count": "\(removed)"]) }
     }
 
@@ -136,7 +136,7 @@ public final class CrashService: Sendable {
         guard let photo = try databaseRead({ try repository.photo(photoID, of: id) }) else {
             throw .badRequest("crash \(id) has no photo \(photoID)")
         }
-        guard let bytes = files.read(photo.fileHash) else { throw .internalError("the file of photo \(photoID) is missing") }
+        guard let bytes = try read(photo.fileHash) else { throw .internalError("the file of photo \(photoID) is missing") }
         return (photo, bytes)
     }
 
@@ -220,7 +220,7 @@ extension CrashService {
         let pdf: [UInt8]
         do {
             pdf = try CrashReportPDF.render(crash, photos: photos.compactMap { photo in
-                files.read(photo.fileHash).map { CrashReportPDF.Photo(photo: photo, bytes: $0) }
+                try files.read(photo.fileHash).map { CrashReportPDF.Photo(photo: photo, bytes: $0) }
             })
         } catch {
             throw .internalError("crash report: \(error)")
@@ -276,7 +276,16 @@ extension CrashService {
 
     private func reportBytes(_ crash: Crash) throws(HubError) -> [UInt8] {
         guard let hash = crash.reportHash else { throw .notAvailable("crash \(crash.id) has no report yet (crash.report)") }
-        guard let bytes = files.read(hash) else { throw .internalError("the report file of crash \(crash.id) is missing") }
+        guard let bytes = try read(hash) else { throw .internalError("the report file of crash \(crash.id) is missing") }
         return bytes
+    }
+
+    /// The bytes of `hash`; a storage failure is an internal error.
+    private func read(_ hash: String) throws(HubError) -> [UInt8]? {
+        do {
+            return try files.read(hash)
+        } catch {
+            throw .internalError("reading a file failed: \(error)")
+        }
     }
 }

@@ -84,7 +84,7 @@ extension DomainContext {
         case .postgres:
             throw DomainSetupError("""
                 keeps its data in SQLite and cannot run in cluster mode yet; \
-                leave it out of domains on cluster nodes (GONDOLA_DOMAINS=travel)
+                leave it out of domains on cluster nodes (GONDOLA_DOMAINS=travel,crash,forms)
                 """)
         }
     }

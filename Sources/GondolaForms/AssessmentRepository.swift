@@ -2,8 +2,30 @@ import GondolaProtocol
 import GondolaStore
 import GRDB
 
+/// Where assessments, their assignments to users, answers and submissions live.
+protocol AssessmentRepository: Sendable {
+    /// Every assessment's body.
+    func assessments() throws -> [String]
+    /// Stores an assessment, replacing one with the same id.
+    func put(id: String, body: String, now: Int64) throws
+    /// Assigns (again): a submitted assignment starts over without its answers.
+    func assign(_ assessment: String, to user: String, now: Int64) throws
+    /// The user's unfinished assignments, oldest first.
+    func open(of user: String) throws -> [String]
+    /// Whether the user has the assessment assigned: "open", "submitted", or nil.
+    func state(of assessment: String, for user: String) throws -> String?
+    /// The user's answers, by assessment then question.
+    func answers(of user: String) throws -> [String: [String: JSON]]
+    /// Stores or replaces an answer.
+    func answer(_ user: String, assessment: String, question: String, value: JSON, now: Int64) throws
+    /// Marks the assignment submitted and stores the submission, in one transaction.
+    func submit(_ user: String, assessment: String, id: String, body: JSON, now: Int64) throws
+    /// Submissions, newest first, filtered by user and assessment when given.
+    func submissions(user: String?, assessment: String?, limit: Int) throws -> [JSON]
+}
+
 /// Assessments, assignments, answers and submissions in SQLite.
-struct AssessmentRepository: Sendable {
+struct SQLiteAssessmentRepository: AssessmentRepository {
     let database: GondolaDatabase
 
     func assessments() throws -> [String] {

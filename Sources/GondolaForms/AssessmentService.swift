@@ -14,18 +14,34 @@ public final class AssessmentService: Sendable {
     static let maxSubmissionsListed = 500
 
     let node: Node
-    let repository: AssessmentRepository
+    let repository: any AssessmentRepository
     let logger: Logger
     private let assessments = Mutex<[String: Assessment]>([:])
-    private let edits = Mutex(())
+    /// Orders each user's assignments, answers and submissions (across a cluster's nodes too).
+    private let edits: any KeyedLocks
+    static let catalogTopic = "assessments.catalog"
 
-    init(node: Node, repository: AssessmentRepository, logger: Logger) throws {
+    init(node: Node, repository: any AssessmentRepository, locks: any KeyedLocks, logger: Logger) throws {
         self.node = node
         self.repository = repository
+        self.edits = locks
         self.logger = logger
-        for body in try repository.assessments() {
-            let assessment = try Assessment.parse(try JSONParser.parse(body))
-            assessments.withLock { $0[assessment.id] = assessment }
+        try reload()
+        node.onReplica(topic: Self.catalogTopic) { [weak self] _ in self?.reloadLogged() }
+        node.onResynchronize { [weak self] in self?.reloadLogged() }
+    }
+
+    /// Reads every assessment from the repository.
+    private func reload() throws {
+        let loaded = try repository.assessments().map { try Assessment.parse(try JSONParser.parse($0)) }
+        assessments.withLock { table in table = Dictionary(loaded.map { ($0.id, $0) }, uniquingKeysWith: { $1 }) }
+    }
+
+    private func reloadLogged() {
+        do {
+            try reload()
+        } catch {
+            logger.error("reading the assessments again failed", metadata: ["error": "\(error)"])
         }
     }
 
@@ -35,6 +51,7 @@ public final class AssessmentService: Sendable {
         let assessment = try Assessment.parse(json)
         try databaseWrite { try repository.put(id: assessment.id, body: json.text, now: unixMilliseconds()) }
         assessments.withLock { $0[assessment.id] = assessment }
+        node.replicate(topic: Self.catalogTopic, ["assessment": .string(assessment.id)])
         return assessment
     }
 
@@ -43,7 +60,7 @@ public final class AssessmentService: Sendable {
     func assign(_ id: String, to user: String) throws(HubError) -> JSON {
         guard assessments.withLock({ $0[id] }) != nil else { throw .badRequest("assessment: no assessment '\(id)'") }
         guard UserID.isValid(user) else { throw .badRequest("user: not a user id: '\(user)'") }
-        return try edits.withLock { _ throws(HubError) -> JSON in
+        return try edits.withLock(user) { () throws(HubError) -> JSON in
             try databaseWrite { try repository.assign(id, to: user, now: unixMilliseconds()) }
             let progress = try progress(of: user)
             tell(user, ["type": "assessment.assigned", "assessment": .string(id), "progress": progress])
@@ -82,7 +99,7 @@ public final class AssessmentService: Sendable {
 
     /// Stores or changes an answer; the value must be one of the question's options.
     func answer(_ id: String, question questionID: String, value: JSON, by user: String) throws(HubError) -> JSON {
-        try edits.withLock { _ throws(HubError) -> JSON in
+        try edits.withLock(user) { () throws(HubError) -> JSON in
             let assessment = try assigned(id, to: user)
             guard let question = assessment.question(questionID) else {
                 throw .badRequest("question: assessment '\(id)' has no question '\(questionID)'")
@@ -102,7 +119,7 @@ public final class AssessmentService: Sendable {
     /// Submits an assessment whose questions are all answered: stores
     /// `{assessment_id, patient_id, answers: [{question_id, value}], submitted_at}`.
     func submit(_ id: String, by user: String) throws(HubError) -> JSON {
-        try edits.withLock { _ throws(HubError) -> JSON in
+        try edits.withLock(user) { () throws(HubError) -> JSON in
             let assessment = try assigned(id, to: user)
             let given = try databaseRead { try repository.answers(of: user) }[id] ?? [:]
             let missing = assessment.questions.filter { given[$0.id] == nil }.map(\.id)

@@ -16,11 +16,29 @@ struct FormDoc: Sendable, Equatable {
     var submittedAt: Int64?
 }
 
+extension FormDoc {
+    /// A submission as a repository stores it: JSON text, or nil.
+    static func submission(_ stored: String?) -> JSON? {
+        stored.flatMap { try? JSONParser.parse($0) }
+    }
+}
+
 /// A stored value with the document version that last changed it (`null` when it was cleared).
 struct FormValue: Sendable, Equatable {
     let value: JSON
     let version: Int64
     let updatedBy: String
+
+    /// A value as a repository stores it: its JSON text (unreadable text reads as `null`).
+    init(stored: String, version: Int64, updatedBy: String) {
+        self.init(value: (try? JSONParser.parse(stored)) ?? .null, version: version, updatedBy: updatedBy)
+    }
+
+    init(value: JSON, version: Int64, updatedBy: String) {
+        self.value = value
+        self.version = version
+        self.updatedBy = updatedBy
+    }
 
     /// The values that are set, without the cleared ones.
     static func present(_ values: [String: FormValue]) -> [String: JSON] {
@@ -28,8 +46,38 @@ struct FormValue: Sendable, Equatable {
     }
 }
 
+/// Where form schemas, code tables, documents, values and shares live.
+protocol FormRepository: Sendable {
+    /// Every stored schema version's body, by id and version.
+    func schemas() throws -> [(id: String, version: Int, body: String)]
+    /// Stores `body` as the next version of schema `id` unless it equals the latest;
+    /// answers the version it is stored as.
+    func putSchema(id: String, body: String, now: Int64) throws -> (version: Int, new: Bool)
+    /// Every code table's body.
+    func codeTables() throws -> [String]
+    /// Stores a code table, replacing one of the same name.
+    func putCodeTable(name: String, body: String) throws
+    func insert(_ doc: FormDoc) throws
+    func doc(_ id: String) throws -> FormDoc?
+    /// The document's values by field key, cleared ones included (as `null`).
+    func values(of doc: String) throws -> [String: FormValue]
+    /// Writes a value as the document's next version. A cleared field keeps its row with
+    /// `null`, so that the clear has a version a stale edit conflicts with.
+    func set(_ key: String, to value: JSON, in doc: String, version: Int64, by user: String, now: Int64) throws
+    /// Marks the document submitted with its submission.
+    func submit(_ doc: String, submission: JSON, version: Int64, now: Int64) throws
+    /// Deletes the document with its values and shares.
+    func delete(_ doc: String) throws
+    /// Lets `user` read and edit the document (again is nothing).
+    func share(_ doc: String, with user: String) throws
+    func sharedUsers(of doc: String) throws -> [String]
+    func isShared(_ doc: String, with user: String) throws -> Bool
+    /// The documents a user owns or was given, newest first, at most `limit`.
+    func docs(of user: String, limit: Int) throws -> [FormDoc]
+}
+
 /// Schemas, code tables, documents, values and shares in SQLite.
-struct FormRepository: Sendable {
+struct SQLiteFormRepository: FormRepository {
     let database: GondolaDatabase
 
     // MARK: Schemas and code tables
@@ -80,15 +128,13 @@ struct FormRepository: Sendable {
     }
 
     func values(of doc: String) throws -> [String: FormValue] {
-        try database.pool.read { db in try Self.values(of: doc, in: db) }
-    }
-
-    static func values(of doc: String, in db: Database) throws -> [String: FormValue] {
-        var values: [String: FormValue] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT key, value, version, updated_by FROM form_value WHERE doc_id = ?", arguments: [doc]) {
-            values[row["key"]] = FormValue(value: (try? JSONParser.parse(row["value"] as String)) ?? .null, version: row["version"], updatedBy: row["updated_by"])
+        try database.pool.read { db in
+            var values: [String: FormValue] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value, version, updated_by FROM form_value WHERE doc_id = ?", arguments: [doc]) {
+                values[row["key"]] = FormValue(stored: row["value"], version: row["version"], updatedBy: row["updated_by"])
+            }
+            return values
         }
-        return values
     }
 
     /// Writes a value as the document's next version. A cleared field keeps its row with
@@ -143,7 +189,7 @@ struct FormRepository: Sendable {
 
     static func doc(_ row: Row) -> FormDoc {
         FormDoc(id: row["id"], schemaID: row["schema_id"], schemaVersion: row["schema_version"], owner: row["owner"], state: row["state"],
-                version: row["version"], submission: (row["submission"] as String?).flatMap { try? JSONParser.parse($0) },
+                version: row["version"], submission: FormDoc.submission(row["submission"]),
                 createdAt: row["created_at_ms"], updatedAt: row["updated_at_ms"], submittedAt: row["submitted_at_ms"])
     }
 }

@@ -8,34 +8,54 @@ import Synchronization
 /// Forms on the push-repository pattern: the server owns each schema, checks every value
 /// against its field, stores it as the document's next version and publishes it on
 /// `form:<doc>` with the fields that became visible or hidden. Edits of a document are
-/// ordered by its lock (one of 64, picked by the document id), so its versions and pushes
-/// follow each other while other documents are edited in parallel; a value set from an
-/// older `base_version` than the field's last change is refused (108) instead of
-/// overwriting it, while edits of different fields merge.
+/// ordered by its lock (`KeyedLocks`: in the process, or in PostgreSQL across a
+/// cluster's nodes), so its versions and pushes follow each other while other documents
+/// are edited in parallel; a value set from an older `base_version` than the field's last
+/// change is refused (108) instead of overwriting it, while edits of different fields
+/// merge. Schemas and code tables are kept in memory; in a cluster a node that stores
+/// one tells the others, which read them again.
 public final class FormService: Sendable {
     static let maxDocsListed = 100
     static let maxSharesPerDoc = 50
     static let channelPrefix = "form:"
 
     let node: Node
-    let repository: FormRepository
+    let repository: any FormRepository
     let codeTables: CodeTables
     let logger: Logger
     /// Every schema version, by id then version.
     private let schemas = Mutex<[String: [Int: FormSchema]]>([:])
-    private let editLocks = (0..<64).map { _ in NSLock() }
+    private let editLocks: any KeyedLocks
+    static let catalogTopic = "forms.catalog"
 
-    init(node: Node, repository: FormRepository, logger: Logger) throws {
+    init(node: Node, repository: any FormRepository, locks: any KeyedLocks, logger: Logger) throws {
         self.node = node
         self.repository = repository
         self.codeTables = CodeTables()
+        self.editLocks = locks
         self.logger = logger
+        try reloadCatalog()
+        node.onReplica(topic: Self.catalogTopic) { [weak self] _ in self?.reloadCatalogLogged() }
+        node.onResynchronize { [weak self] in self?.reloadCatalogLogged() }
+    }
+
+    /// Reads every code table and schema version from the repository.
+    private func reloadCatalog() throws {
         for body in try repository.codeTables() {
             codeTables.put(try CodeTable.parse(try RequestFields(try JSONParser.parse(body))))
         }
+        var loaded: [String: [Int: FormSchema]] = [:]
         for (id, version, body) in try repository.schemas() {
-            let schema = try FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables)
-            schemas.withLock { $0[id, default: [:]][version] = schema }
+            loaded[id, default: [:]][version] = try FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables)
+        }
+        schemas.withLock { $0 = loaded }
+    }
+
+    private func reloadCatalogLogged() {
+        do {
+            try reloadCatalog()
+        } catch {
+            logger.error("reading the form schemas again failed", metadata: ["error": "\(error)"])
         }
     }
 
@@ -46,6 +66,7 @@ public final class FormService: Sendable {
         let table = try CodeTable.parse(try RequestFields(json))
         try databaseWrite { try repository.putCodeTable(name: table.name, body: table.json.text) }
         codeTables.put(table)
+        node.replicate(topic: Self.catalogTopic, ["code_table": .string(table.name)])
         return table
     }
 
@@ -56,14 +77,23 @@ public final class FormService: Sendable {
         let (version, _) = try databaseWrite { try repository.putSchema(id: checked.id, body: json.text, now: unixMilliseconds()) }
         let schema = try FormSchema.parse(json, version: version, codeTables: codeTables)
         schemas.withLock { $0[schema.id, default: [:]][version] = schema }
+        node.replicate(topic: Self.catalogTopic, ["schema": .string(schema.id)])
         return schema
     }
 
-    /// A schema's given version, or its latest.
+    /// A schema's given version, or its latest. A given version this node has not heard of
+    /// yet (another node of a cluster stored it a moment ago) is read from the repository.
     func schema(_ id: String, version: Int? = nil) throws(HubError) -> FormSchema {
-        let found = schemas.withLock { versions -> FormSchema? in
-            guard let all = versions[id] else { return nil }
-            return version.map { all[$0] } ?? all.values.max { $0.version < $1.version }
+        let lookUp = {
+            self.schemas.withLock { versions -> FormSchema? in
+                guard let all = versions[id] else { return nil }
+                return version.map { all[$0] } ?? all.values.max { $0.version < $1.version }
+            }
+        }
+        var found = lookUp()
+        if found == nil, version != nil, node.cluster != nil {
+            reloadCatalogLogged()
+            found = lookUp()
         }
         guard let found else { throw .badRequest("no form schema '\(id)'\(version.map { " version \($0)" } ?? "")") }
         return found
@@ -190,10 +220,7 @@ public final class FormService: Sendable {
 
     /// Runs `body` holding the document's lock.
     private func editing<T>(_ doc: String, _ body: () throws(HubError) -> T) throws(HubError) -> T {
-        let lock = editLocks[Int(UInt(bitPattern: doc.hashValue) % UInt(editLocks.count))]
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+        try editLocks.withLock(doc, body)
     }
 
     private func publish(_ doc: String, _ data: JSON) {

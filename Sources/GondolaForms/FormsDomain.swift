@@ -1,6 +1,7 @@
 import Foundation
 import GondolaDomain
 import GondolaHub
+import GondolaPostgres
 import GondolaProtocol
 import GRDB
 
@@ -24,14 +25,20 @@ public struct FormsDomain: Domain {
         FormsSchema.registerMigrations(in: &migrator)
     }
 
+    public func registerPostgresMigrations(in migrator: inout PostgresMigrator) {
+        FormsPostgresSchema.register(in: &migrator)
+    }
+
     public func install(in context: DomainContext) async throws -> InstalledDomain {
-        let database = try context.sqliteDatabase()
         let folder = try settings.string("forms", default: "forms")
+        let (formRepository, assessmentRepository) = Self.repositories(context.storage)
         let forms: FormService
         let assessments: AssessmentService
         do {
-            forms = try FormService(node: context.node, repository: FormRepository(database: database), logger: context.logger)
-            assessments = try AssessmentService(node: context.node, repository: AssessmentRepository(database: database), logger: context.logger)
+            forms = try FormService(node: context.node, repository: formRepository, locks: try context.storage.keyedLocks(scope: "form"),
+                                    logger: context.logger)
+            assessments = try AssessmentService(node: context.node, repository: assessmentRepository,
+                                                locks: try context.storage.keyedLocks(scope: "assessment"), logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the stored forms: \(error)")
         }
@@ -39,6 +46,15 @@ public struct FormsDomain: Domain {
         FormsRPC(forms: forms, assessments: assessments).register(on: context.node.rpc)
         context.node.provide(FormChannel.options, by: FormChannel(forms: forms))
         return InstalledDomain(service: forms, serverMethods: FormsServerAPI.methods(forms, assessments))
+    }
+}
+
+extension FormsDomain {
+    static func repositories(_ storage: DomainStorage) -> (any FormRepository, any AssessmentRepository) {
+        switch storage {
+        case let .sqlite(database): return (SQLiteFormRepository(database: database), SQLiteAssessmentRepository(database: database))
+        case let .postgres(pool, _): return (PostgresFormRepository(pool: pool), PostgresAssessmentRepository(pool: pool))
+        }
     }
 }
 

@@ -19,7 +19,7 @@ public final class FileStore: Sendable {
     /// Writes `bytes` under their SHA-256 (kept as it is when the same content is
     /// already stored) and answers that hash.
     public func store(_ bytes: [UInt8]) throws -> String {
-        let hash = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        let hash = Self.hash(of: bytes)
         let target = path(of: hash)
         if FileManager.default.fileExists(atPath: target) { return hash }
         try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
@@ -41,6 +41,11 @@ public final class FileStore: Sendable {
             throw FileStoreError("cannot write \(target): errno \(errno)")
         }
         return hash
+    }
+
+    /// The name content is kept under: its SHA-256 in lowercase hex.
+    public static func hash(of bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
     }
 
     /// The stored bytes of `hash`, or nil when no such file is stored.
