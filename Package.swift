@@ -134,6 +134,7 @@ let package = Package(
                 "GondolaDomain",
                 "GondolaGeo",
                 "GondolaHub",
+                "GondolaPostgres",
                 "GondolaServices",
                 "GondolaStore",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -142,6 +143,7 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .target(
@@ -263,7 +265,8 @@ let package = Package(
         ),
         .testTarget(
             name: "GondolaRentalsTests",
-            dependencies: ["GondolaRentals", "GondolaGeo", "GondolaHub", "GondolaServices", "GondolaStore", .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: ["GondolaRentals", "GondolaGeo", "GondolaHub", "GondolaServices", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "GondolaServicesTests", dependencies: ["GondolaServices"], resources: [.copy("Fixtures")]),

@@ -1,8 +1,33 @@
 import GondolaStore
 import GRDB
 
+/// Where cars and rentals live. One open (planned or active) rental per car is the
+/// storage's own rule (a unique index), so two requests for one car cannot both be
+/// stored, whichever process or node makes them.
+protocol RentalRepository: Sendable {
+    func allCars() throws -> [Car]
+    /// Writes cars in one transaction.
+    func upsert(_ cars: [Car]) throws
+    func removeCar(_ id: String) throws
+    /// Every planned or active rental.
+    func openRentals() throws -> [Rental]
+    /// Planned rentals whose start is before `time`, oldest first.
+    func planned(startingBefore time: Int64, limit: Int) throws -> [Rental]
+    func rental(_ id: String) throws -> Rental?
+    /// The user's open rentals and the last `pastLimit` closed ones, newest first.
+    func rentals(of user: String, pastLimit: Int) throws -> [Rental]
+    /// Stores a new open rental; false when the car already has one.
+    func insertOpen(_ rental: Rental) throws -> Bool
+    /// Writes a rental's new state; with `carPosition`, moves its car in the same transaction.
+    func update(_ rental: Rental, carPosition: (lat: Double, lon: Double, at: Int64)?) throws
+}
+
+extension RentalRepository {
+    func update(_ rental: Rental) throws { try update(rental, carPosition: nil) }
+}
+
 /// Cars and rentals in SQLite.
-struct RentalRepository: Sendable {
+struct SQLiteRentalRepository: RentalRepository {
     let database: GondolaDatabase
 
     // MARK: Cars
@@ -84,7 +109,7 @@ struct RentalRepository: Sendable {
     }
 
     /// Writes a rental's new state; with `carPosition`, moves its car in the same transaction.
-    func update(_ rental: Rental, carPosition: (lat: Double, lon: Double, at: Int64)? = nil) throws {
+    func update(_ rental: Rental, carPosition: (lat: Double, lon: Double, at: Int64)?) throws {
         try database.pool.write { db in
             try db.execute(sql: """
                 UPDATE rental SET state = ?, started_at_ms = ?, ended_at_ms = ?, days = ?, amount_cents = ?, end_lat = ?, end_lon = ?, updated_at_ms = ?

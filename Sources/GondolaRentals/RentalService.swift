@@ -25,14 +25,14 @@ public final class RentalService: Sendable {
     static let noShowGrace: Int64 = 86_400_000
 
     let node: Node
-    let repository: RentalRepository
+    let repository: any RentalRepository
     let areas: ServiceAreas
     /// The folder of fleet files (`demo.json`).
     public let fleetsFolder: String
     let logger: Logger
     private let fleet = Mutex(Fleet())
 
-    init(node: Node, repository: RentalRepository, areas: ServiceAreas, fleetsFolder: String, logger: Logger) throws {
+    init(node: Node, repository: any RentalRepository, areas: ServiceAreas, fleetsFolder: String, logger: Logger) throws {
         self.node = node
         self.repository = repository
         self.areas = areas

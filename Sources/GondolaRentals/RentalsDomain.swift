@@ -1,6 +1,7 @@
 import Foundation
 import GondolaDomain
 import GondolaHub
+import GondolaPostgres
 import GondolaProtocol
 import GondolaServices
 import GRDB
@@ -32,6 +33,10 @@ public struct RentalsDomain: Domain {
         RentalsSchema.registerMigrations(in: &migrator)
     }
 
+    public func registerPostgresMigrations(in migrator: inout PostgresMigrator) {
+        RentalsPostgresSchema.register(in: &migrator)
+    }
+
     public func install(in context: DomainContext) async throws -> InstalledDomain {
         let database = try context.sqliteDatabase()
         let cost = try settings.integer("bcrypt_cost", default: 12, in: 4...31)
@@ -59,7 +64,7 @@ public struct RentalsDomain: Domain {
             mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)
         let rentals: RentalService
         do {
-            rentals = try RentalService(node: context.node, repository: RentalRepository(database: database), areas: areas,
+            rentals = try RentalService(node: context.node, repository: SQLiteRentalRepository(database: database), areas: areas,
                                         fleetsFolder: fleets, logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the cars and rentals: \(error)")
