@@ -1,3 +1,4 @@
+import GondolaServices
 import GondolaStore
 import GRDB
 
@@ -18,9 +19,34 @@ enum KeyUse: Sendable, Equatable {
     case expired
 }
 
-/// Accounts and their one-time keys in SQLite. Writes that also queue a mail take the
-/// mail and run it in their transaction.
-struct AccountRepository: Sendable {
+/// What using a one-time key does to its account, in the key's transaction.
+enum KeyEffect: Sendable, Equatable {
+    /// The account becomes activated (if it was not).
+    case activate
+    /// The password becomes `hash`, the user's other reset keys stop working, and the
+    /// account counts as activated (the key proves the mailbox).
+    case resetPassword(hash: String)
+}
+
+/// Where accounts and their one-time keys live. A write that sends a mail queues it in
+/// the mail outbox in the same transaction, so the mail is sent exactly when the write
+/// is committed.
+protocol AccountRepository: Sendable {
+    func account(email: String) throws -> Account?
+    func account(user: String) throws -> Account?
+    /// Creates the user, its account and an activation key, and queues `mail`; nil when
+    /// the email is taken.
+    func create(user: User, email: String, passwordHash: String, keyHash: String, now: Int64, mail: MailMessage) throws -> Account?
+    /// Adds a key for `user` and queues `mail`.
+    func addKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, mail: MailMessage) throws
+    /// Uses a key once: checks it and, when it is good, marks it used and applies `effect`.
+    func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, effect: KeyEffect) throws -> KeyUse
+    /// Sets a new password hash; the user's unused reset keys stop working.
+    func setPassword(_ user: String, hash: String, now: Int64) throws
+}
+
+/// Accounts and their one-time keys in SQLite, mails queued in its `mail_outbox`.
+struct SQLiteAccountRepository: AccountRepository {
     let database: GondolaDatabase
 
     private static let selectAccount = """
@@ -39,26 +65,22 @@ struct AccountRepository: Sendable {
         try database.pool.read { db in try Row.fetchOne(db, sql: Self.selectAccount + " WHERE a.user_id = ?", arguments: [user]).map(Self.account) }
     }
 
-    /// Creates the user, its account and an activation key, and runs `then` (queueing the
-    /// mail) in the same transaction; nil when the email is taken.
-    func create(user: User, email: String, passwordHash: String, keyHash: String, now: Int64,
-                then: (Database) throws -> Void) throws -> Account? {
+    func create(user: User, email: String, passwordHash: String, keyHash: String, now: Int64, mail: MailMessage) throws -> Account? {
         try database.pool.write { db in
             guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM account WHERE email = ?)", arguments: [email])! else { return nil }
             try SQLiteUserRepository.insert(user, in: db, now: now)
             try db.execute(sql: "INSERT INTO account (user_id, email, password_hash, created_at_ms) VALUES (?, ?, ?, ?)",
                            arguments: [user.id, email, passwordHash, now])
             try Self.insertKey(keyHash, user: user.id, purpose: .activate, now: now, in: db)
-            try then(db)
+            try MailOutbox.enqueue(mail, in: db, now: now)
             return Account(userID: user.id, name: user.name, email: email, passwordHash: passwordHash, activatedAt: nil)
         }
     }
 
-    /// A new key for `user`, with `then` (queueing the mail) in the same transaction.
-    func addKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, then: (Database) throws -> Void) throws {
+    func addKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, mail: MailMessage) throws {
         try database.pool.write { db in
             try Self.insertKey(keyHash, user: user, purpose: purpose, now: now, in: db)
-            try then(db)
+            try MailOutbox.enqueue(mail, in: db, now: now)
         }
     }
 
@@ -67,9 +89,7 @@ struct AccountRepository: Sendable {
                        arguments: [keyHash, user, purpose.rawValue, now + purpose.lifetime])
     }
 
-    /// Uses a key once: checks it and, when it is good, marks it used and runs `apply`
-    /// on its user in the same transaction (activating, setting a password).
-    func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, apply: (Database, String) throws -> Void) throws -> KeyUse {
+    func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, effect: KeyEffect) throws -> KeyUse {
         try database.pool.write { db in
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT k.user_id, k.expires_at_ms, k.used_at_ms, a.activated_at_ms FROM account_key k JOIN account a ON a.user_id = k.user_id
@@ -81,17 +101,13 @@ struct AccountRepository: Sendable {
             }
             guard (row["expires_at_ms"] as Int64) > now else { return .expired }
             try db.execute(sql: "UPDATE account_key SET used_at_ms = ? WHERE key_hash = ?", arguments: [now, keyHash])
-            try apply(db, user)
+            if case let .resetPassword(hash) = effect { try Self.setPassword(user, hash: hash, now: now, in: db) }
+            try db.execute(sql: "UPDATE account SET activated_at_ms = COALESCE(activated_at_ms, ?) WHERE user_id = ?", arguments: [now, user])
             return .used(userID: user)
         }
     }
 
-    static func activate(_ user: String, now: Int64, in db: Database) throws {
-        try db.execute(sql: "UPDATE account SET activated_at_ms = COALESCE(activated_at_ms, ?) WHERE user_id = ?", arguments: [now, user])
-    }
-
-    /// Sets a new password hash; other unused reset keys of the user stop working.
-    static func setPassword(_ user: String, hash: String, now: Int64, in db: Database) throws {
+    private static func setPassword(_ user: String, hash: String, now: Int64, in db: Database) throws {
         try db.execute(sql: "UPDATE account SET password_hash = ? WHERE user_id = ?", arguments: [hash, user])
         try db.execute(sql: "UPDATE account_key SET used_at_ms = ? WHERE user_id = ? AND purpose = 'reset' AND used_at_ms IS NULL",
                        arguments: [now, user])

@@ -15,7 +15,7 @@ import Logging
 /// 3 account mails per address per hour (more are dropped silently), 5 wrong current
 /// passwords per user per 15 minutes. A refused attempt answers 429 with `Retry-After`.
 final class AccountService: Sendable {
-    let repository: AccountRepository
+    let repository: any AccountRepository
     let hasher: PasswordHasher
     let mails: AccountMails
     let outbox: MailOutbox
@@ -26,7 +26,7 @@ final class AccountService: Sendable {
     let mailsByEmail = AttemptThrottle(limit: 3, window: 3_600_000)
     let wrongPasswordsByUser = AttemptThrottle(limit: 5, window: 15 * 60_000)
 
-    init(repository: AccountRepository, hasher: PasswordHasher, mails: AccountMails, outbox: MailOutbox, logger: Logger) {
+    init(repository: any AccountRepository, hasher: PasswordHasher, mails: AccountMails, outbox: MailOutbox, logger: Logger) {
         self.repository = repository
         self.hasher = hasher
         self.mails = mails
@@ -45,9 +45,7 @@ final class AccountService: Sendable {
         let user = User(id: RandomID.make("u", hexDigits: 15), name: name)
         let mail = try compose { try mails.activation(to: email, name: name, key: key) }
         let account = try write {
-            try repository.create(user: user, email: email, passwordHash: hash, keyHash: AccountKeys.hash(key), now: now) { db in
-                try MailOutbox.enqueue(mail, in: db, now: now)
-            }
+            try repository.create(user: user, email: email, passwordHash: hash, keyHash: AccountKeys.hash(key), now: now, mail: mail)
         }
         guard let account else { throw .emailTaken }
         mailsByEmail.record(email, now: now)
@@ -60,9 +58,7 @@ final class AccountService: Sendable {
     /// call activated it (false: it already was, by this key).
     func activate(key: String) throws(AccountError) -> (user: String, activatedNow: Bool) {
         let now = unixMilliseconds()
-        switch try write({ try repository.use(AccountKeys.hash(key), purpose: .activate, now: now) { db, user in
-            try AccountRepository.activate(user, now: now, in: db)
-        } }) {
+        switch try write({ try repository.use(AccountKeys.hash(key), purpose: .activate, now: now, effect: .activate) }) {
         case let .used(user): return (user, true)
         case let .alreadyUsed(user, true): return (user, false)
         case .alreadyUsed, .unknown: throw .keyUnknown
@@ -109,9 +105,7 @@ final class AccountService: Sendable {
         let key = AccountKeys.make()
         let mail = try compose { try make(account, key) }
         try write {
-            try repository.addKey(AccountKeys.hash(key), user: account.userID, purpose: purpose, now: now) { db in
-                try MailOutbox.enqueue(mail, in: db, now: now)
-            }
+            try repository.addKey(AccountKeys.hash(key), user: account.userID, purpose: purpose, now: now, mail: mail)
         }
         mailsByEmail.record(email, now: now)
         outbox.kick()
@@ -122,10 +116,7 @@ final class AccountService: Sendable {
     func finishReset(key: String, newPassword: String) async throws(AccountError) {
         let hash = try await hashed(newPassword)
         let now = unixMilliseconds()
-        switch try write({ try repository.use(AccountKeys.hash(key), purpose: .reset, now: now) { db, user in
-            try AccountRepository.setPassword(user, hash: hash, now: now, in: db)
-            try AccountRepository.activate(user, now: now, in: db)
-        } }) {
+        switch try write({ try repository.use(AccountKeys.hash(key), purpose: .reset, now: now, effect: .resetPassword(hash: hash)) }) {
         case .used: return
         case .unknown, .alreadyUsed: throw .keyUnknown
         case .expired: throw .keyExpired

@@ -60,7 +60,7 @@ public struct RentalsDomain: Domain {
 
         let outbox = MailOutbox(database: database, route: route, logger: context.logger)
         let accounts = AccountService(
-            repository: AccountRepository(database: database), hasher: PasswordHasher(cost: UInt8(cost)),
+            repository: SQLiteAccountRepository(database: database), hasher: PasswordHasher(cost: UInt8(cost)),
             mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)
         let rentals: RentalService
         do {
