@@ -72,7 +72,7 @@ struct SQLiteAccountRepository: AccountRepository {
             try db.execute(sql: "INSERT INTO account (user_id, email, password_hash, created_at_ms) VALUES (?, ?, ?, ?)",
                            arguments: [user.id, email, passwordHash, now])
             try Self.insertKey(keyHash, user: user.id, purpose: .activate, now: now, in: db)
-            try MailOutbox.enqueue(mail, in: db, now: now)
+            try SQLiteMailQueue.enqueue(mail, in: db, now: now)
             return Account(userID: user.id, name: user.name, email: email, passwordHash: passwordHash, activatedAt: nil)
         }
     }
@@ -80,7 +80,7 @@ struct SQLiteAccountRepository: AccountRepository {
     func addKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, mail: MailMessage) throws {
         try database.pool.write { db in
             try Self.insertKey(keyHash, user: user, purpose: purpose, now: now, in: db)
-            try MailOutbox.enqueue(mail, in: db, now: now)
+            try SQLiteMailQueue.enqueue(mail, in: db, now: now)
         }
     }
 

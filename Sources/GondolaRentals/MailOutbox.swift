@@ -2,8 +2,6 @@ import Foundation
 import GondolaDomain
 import GondolaHub
 import GondolaServices
-import GondolaStore
-import GRDB
 import Logging
 import Synchronization
 
@@ -23,27 +21,30 @@ enum MailRoute: Sendable {
     }
 }
 
-/// Mails waiting to be sent, in the database: a mail is queued in the same transaction
-/// as what it is about (an account and its key), so it is never lost across a restart.
-/// A failed delivery is retried with exponential back-off (5 s doubling to at most an
-/// hour, ±20% jitter) and given up after `maxAttempts` (about a day); a stop between the
-/// server's acceptance and the row's update sends the mail again (at least once).
-/// At most `maxPending` mails wait; queueing more fails, and the request that wanted it
-/// fails with it. Sent mails are forgotten after a week.
+/// Mails waiting to be sent, in the database (`MailQueue`): a mail is queued in the same
+/// transaction as what it is about (an account and its key), so it is never lost across a
+/// restart. A failed delivery is retried with exponential back-off (5 s doubling to at
+/// most an hour, ±20% jitter) and given up after `maxAttempts` (about a day); a stop
+/// between the server's acceptance and the row's update sends the mail again (at least
+/// once). Each worker claims the mails it sends for `lease` (10 minutes), so the outboxes
+/// of several cluster nodes never send one mail twice at once. At most `maxPending` mails
+/// wait; queueing more fails, and the request that wanted it fails with it. Sent mails
+/// are forgotten after a week.
 final class MailOutbox: Sendable {
     static let maxPending = 10_000
     static let maxAttempts = 25
     static let batchSize = 20
     static let keepSent: Int64 = 7 * 86_400_000
+    static let lease: Int64 = 600_000
 
-    let database: GondolaDatabase
+    let queue: any MailQueue
     let route: MailRoute
     let logger: Logger
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: Mutex<AsyncStream<Void>?>
 
-    init(database: GondolaDatabase, route: MailRoute, logger: Logger) {
-        self.database = database
+    init(queue: any MailQueue, route: MailRoute, logger: Logger) {
+        self.queue = queue
         self.route = route
         self.logger = logger
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -54,28 +55,11 @@ final class MailOutbox: Sendable {
     /// The outbox is full.
     struct Full: Error {}
 
-    /// Queues `message` inside the caller's transaction; answers the mail's id.
-    @discardableResult
-    static func enqueue(_ message: MailMessage, in db: Database, now: Int64) throws -> String {
-        let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL") ?? 0
-        guard pending < maxPending else { throw Full() }
-        let id = RandomID.make("mail-")
-        try db.execute(sql: """
-            INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [id, message.to, message.from, message.subject, message.text, message.html, now, now])
-        return id
-    }
-
     /// Tells the delivery loop that a mail was queued.
     func kick() { wake.yield() }
 
     /// Mails not yet sent nor given up.
-    func pendingCount() throws -> Int {
-        try database.pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL") ?? 0
-        }
-    }
+    func pendingCount() throws -> Int { try queue.pendingCount() }
 
     /// Delivers due mails until cancelled: at once when kicked, else when the next one is due
     /// (checked at least every second).
@@ -95,27 +79,16 @@ final class MailOutbox: Sendable {
     func deliverDue(now: Int64 = unixMilliseconds()) async -> Int {
         var sent = 0
         while !Task.isCancelled {
-            let due: [(String, MailMessage, Int)]
+            let due: [QueuedMail]
             do {
-                due = try await database.pool.read { db in
-                    try Row.fetchAll(db, sql: """
-                        SELECT id, recipient, sender, subject, text_body, html_body, attempts FROM mail_outbox
-                        WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= ?
-                        ORDER BY next_attempt_at_ms LIMIT ?
-                        """, arguments: [now, Self.batchSize]).map { row in
-                        (row["id"], MailMessage(from: row["sender"], to: row["recipient"], subject: row["subject"],
-                                                text: row["text_body"], html: row["html_body"]), row["attempts"])
-                    }
-                }
-            } catch is CancellationError {
-                return sent
+                due = try queue.claimDue(now: now, limit: Self.batchSize, lease: Self.lease)
             } catch {
                 logger.error("mail outbox: cannot read", metadata: ["error": "\(error)"])
                 return sent
             }
             if due.isEmpty { break }
-            for (id, message, attempts) in due {
-                if await deliver(id: id, message: message, attempts: attempts) { sent += 1 }
+            for mail in due {
+                if await deliver(id: mail.id, message: mail.message, attempts: mail.attempts) { sent += 1 }
             }
             if due.count < Self.batchSize { break }
         }
@@ -126,7 +99,7 @@ final class MailOutbox: Sendable {
     private func deliver(id: String, message: MailMessage, attempts: Int) async -> Bool {
         do {
             let place = try await route.deliver(message, id: id)
-            try markSent(id)
+            try queue.markSent(id, at: unixMilliseconds())
             logger.info("mail sent", metadata: ["mail": "\(id)", "to": "\(message.to)", "subject": "\(message.subject)", "via": "\(place)"])
             return true
         } catch {
@@ -134,7 +107,7 @@ final class MailOutbox: Sendable {
             let givingUp = tried >= Self.maxAttempts
             let next = unixMilliseconds() + Self.backOff(attempt: tried)
             do {
-                try markFailed(id, attempts: tried, error: "\(error)", next: next, givingUp: givingUp)
+                try queue.markFailed(id, attempts: tried, error: "\(error)", next: next, givenUpAt: givingUp ? unixMilliseconds() : nil)
             } catch {
                 logger.error("mail outbox: cannot record a failure", metadata: ["mail": "\(id)", "error": "\(error)"])
             }
@@ -148,24 +121,6 @@ final class MailOutbox: Sendable {
         }
     }
 
-    // Outcomes are recorded with blocking writes, not awaited ones, so that a stop
-    // beginning meanwhile (a cancelled task) cannot skip them.
-
-    private func markSent(_ id: String) throws {
-        try database.pool.write { db in
-            try db.execute(sql: "UPDATE mail_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?",
-                           arguments: [unixMilliseconds(), id])
-        }
-    }
-
-    private func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givingUp: Bool) throws {
-        try database.pool.write { db in
-            try db.execute(sql: """
-                UPDATE mail_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?
-                """, arguments: [attempts, error, next, givingUp ? unixMilliseconds() : nil, id])
-        }
-    }
-
     /// The wait after the `attempt`-th failure: 5 s doubling per attempt, at most an
     /// hour, with ±20% jitter so that mails failing together do not retry together.
     static func backOff(attempt: Int) -> Int64 {
@@ -175,9 +130,7 @@ final class MailOutbox: Sendable {
 
     private func forgetSent(now: Int64) {
         do {
-            try database.pool.write { db in
-                try db.execute(sql: "DELETE FROM mail_outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < ?", arguments: [now - Self.keepSent])
-            }
+            try queue.forgetSent(before: now - Self.keepSent)
         } catch {
             logger.error("mail outbox: cannot forget sent mails", metadata: ["error": "\(error)"])
         }

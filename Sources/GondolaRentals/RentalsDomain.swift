@@ -58,7 +58,7 @@ public struct RentalsDomain: Domain {
         let areas = !areasFile.isEmpty ? try ServiceAreas.load(areasFile)
             : FileManager.default.fileExists(atPath: defaultAreas) ? try ServiceAreas.load(defaultAreas) : .none
 
-        let outbox = MailOutbox(database: database, route: route, logger: context.logger)
+        let outbox = MailOutbox(queue: SQLiteMailQueue(database: database), route: route, logger: context.logger)
         let accounts = AccountService(
             repository: SQLiteAccountRepository(database: database), hasher: PasswordHasher(cost: UInt8(cost)),
             mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)

@@ -20,8 +20,8 @@ import Testing
         do {
             let database = try Self.database(folder)
             // Port 9 (discard) on 127.0.0.1 has no SMTP server: the delivery fails.
-            let failing = MailOutbox(database: database, route: .smtp(try SMTPMailer(url: "smtp://127.0.0.1:9", timeout: 2)), logger: logger)
-            try await database.pool.write { db in try MailOutbox.enqueue(Self.mail, in: db, now: 1_000) }
+            let failing = MailOutbox(queue: SQLiteMailQueue(database: database), route: .smtp(try SMTPMailer(url: "smtp://127.0.0.1:9", timeout: 2)), logger: logger)
+            try await database.pool.write { db in try SQLiteMailQueue.enqueue(Self.mail, in: db, now: 1_000) }
             #expect(await failing.deliverDue(now: 1_000) == 0)
             let row = try #require(try await database.pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM mail_outbox") })
             #expect(row["attempts"] as Int == 1 && row["sent_at_ms"] as Int64? == nil && (row["last_error"] as String?)?.contains("SMTP") == true)
@@ -31,7 +31,7 @@ import Testing
         // A new process over the same file: the mail is still there and goes out once due.
         let database = try Self.database(folder)
         let mailbox = folder + "/mail"
-        let outbox = MailOutbox(database: database, route: .folder(try MailFolder(folder: mailbox)), logger: logger)
+        let outbox = MailOutbox(queue: SQLiteMailQueue(database: database), route: .folder(try MailFolder(folder: mailbox)), logger: logger)
         #expect(await outbox.deliverDue() == 0, "not due yet: it waits for its back-off")
         #expect(await outbox.deliverDue(now: unixMillisecondsNow() + 3_600_000) == 1)
         #expect(try FileManager.default.contentsOfDirectory(atPath: mailbox).filter { $0.hasSuffix(".eml") }.count == 1)
@@ -43,7 +43,7 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID().uuidString)").path
         let database = try Self.database(folder)
         try await database.pool.write { db in
-            try MailOutbox.enqueue(Self.mail, in: db, now: 1)
+            try SQLiteMailQueue.enqueue(Self.mail, in: db, now: 1)
             try db.execute(sql: """
                 WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
                 INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
@@ -51,7 +51,7 @@ import Testing
                 """, arguments: [MailOutbox.maxPending])
         }
         await #expect(throws: MailOutbox.Full.self) {
-            try await database.pool.write { db in try MailOutbox.enqueue(Self.mail, in: db, now: 1) }
+            try await database.pool.write { db in try SQLiteMailQueue.enqueue(Self.mail, in: db, now: 1) }
         }
     }
 
