@@ -1,7 +1,7 @@
 """Three nodes on one PostgreSQL (started by Scripts/cluster) with the official SDKs:
 publications, presence, join/leave, history and recovery across nodes, the server API
-acting cluster-wide, chats and nearby between travellers on different nodes, a crash and a form
-worked on through several nodes, and a node killed with -9 while a client is subscribed through
+acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
+a car rental worked on through several nodes, and a node killed with -9 while a client is subscribed through
 it and while a client sends chat messages."""
 import asyncio
 import json
@@ -416,12 +416,55 @@ async def test_a_form_edited_through_two_nodes_numbers_every_change_once(cluster
         await client.disconnect()
 
 
-def test_a_domain_without_postgres_tables_stops_a_cluster_node_naming_it(cluster):
-    env = {key: value for key, value in cluster.env.items() if not key.startswith("GONDOLA_")}
-    with open(os.path.join(cluster.folder, "cluster.env")) as f:
-        database = next(line.split("=", 1)[1].strip().strip("'") for line in f if line.startswith("CLUSTER_DATABASE="))
-    env.update(GONDOLA_DATABASE=database, GONDOLA_DOMAINS="travel,rentals", GONDOLA_DATA_FOLDER=cluster.folder,
-               GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY)
-    started = subprocess.run([GONDOLA, "serve", "--listen", "127.0.0.1:0"], env=env, capture_output=True, text=True, timeout=60)
-    assert started.returncode != 0
-    assert "rentals: keeps its data in SQLite and cannot run in cluster mode yet" in started.stderr + started.stdout
+async def near_ids(client, codec):
+    near = await call(client, codec, "cars.near", {"lat": 47.2654, "lon": 11.3927, "radius": 3000, "limit": 50})
+    return {car["id"] for car in near["cars"]}
+
+
+async def until(predicate, timeout=5):
+    deadline = time.time() + timeout
+    while not await predicate():
+        assert time.time() < deadline, "not within the time"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_car_rented_through_one_node_is_gone_from_every_node(cluster, codec):
+    first, second, third = cluster.nodes
+    car = f"cl-car-{codec.name}"
+    stored = server_api(first, "car_upsert", {"id": car, "make": "Fiat", "model": "500", "year": 2023, "seats": 4,
+                                              "price_per_day_cents": 3900, "lat": 47.2660, "lon": 11.3990})["car"]
+    watcher, _ = await client_on(third, f"cl-watcher-{codec.name}", codec)
+    cell = Events()
+    await watcher.new_subscription(stored["cell"], SubEvents(cell)).subscribe()
+    await cell.wait("subscribed")
+    await until(lambda: near_ids_contains(watcher, codec, car))
+    # Eight people on two nodes want the car at once: the shared database lets exactly one have it.
+    racers = [(await client_on(node, f"cl-racer-{codec.name}-{i}", codec))[0] for i, node in enumerate([first, second] * 4)]
+
+    async def attempt(client):
+        try:
+            return await call(client, codec, "rental.start", {"car": car})
+        except Exception as error:
+            return getattr(error, "code", error)
+
+    outcomes = await asyncio.gather(*(attempt(client) for client in racers))
+    won = [outcome for outcome in outcomes if isinstance(outcome, dict)]
+    assert len(won) == 1 and [o for o in outcomes if not isinstance(o, dict)] == [108] * 7, outcomes
+    gone = [codec.into(p.pub.data) for p in await cell.wait("publication")]
+    assert {"type": "car_gone", "id": car, "reason": "rented"} in gone
+    await until(lambda: near_ids_lacks(watcher, codec, car))
+    # The winner returns it through the third node; every node offers it again.
+    winner = racers[outcomes.index(won[0])]
+    await call(winner, codec, "rental.stop", {"rental": won[0]["rental"]["id"], "lat": 47.2661, "lon": 11.3991})
+    racer_on_first = racers[0]
+    await until(lambda: near_ids_contains(racer_on_first, codec, car))
+    for client in (watcher, *racers):
+        await client.disconnect()
+
+
+async def near_ids_contains(client, codec, car):
+    return car in await near_ids(client, codec)
+
+
+async def near_ids_lacks(client, codec, car):
+    return car not in await near_ids(client, codec)

@@ -27,8 +27,8 @@ public protocol Domain: Sendable {
     /// unique across domains and never change once released.
     func registerMigrations(in migrator: inout DatabaseMigrator)
 
-    /// Registers the domain's PostgreSQL schema (cluster mode), under the same rules.
-    /// A domain without one cannot run in cluster mode.
+    /// Registers the domain's PostgreSQL schema (cluster mode), under the same rules; its
+    /// `install` then gets `DomainStorage.postgres` and keeps its data there.
     func registerPostgresMigrations(in migrator: inout PostgresMigrator)
 
     /// Builds the domain's services on the opened database and installs its
@@ -72,21 +72,6 @@ public struct DomainContext: Sendable {
         self.signIn = signIn
         self.dataFolder = dataFolder
         self.logger = logger
-    }
-}
-
-extension DomainContext {
-    /// The SQLite database, for a domain that keeps its data only there; in cluster
-    /// mode the start stops (the server names the domain).
-    public func sqliteDatabase() throws -> GondolaDatabase {
-        switch storage {
-        case let .sqlite(database): return database
-        case .postgres:
-            throw DomainSetupError("""
-                keeps its data in SQLite and cannot run in cluster mode yet; \
-                leave it out of domains on cluster nodes (GONDOLA_DOMAINS=travel,crash,forms)
-                """)
-        }
     }
 }
 

@@ -71,18 +71,30 @@ struct PostgresRentalRepository: RentalRepository {
         return rows.first != nil
     }
 
-    func update(_ rental: Rental, carPosition: (lat: Double, lon: Double, at: Int64)?) throws {
+    func update(_ rental: Rental, from state: RentalState, carPosition: (lat: Double, lon: Double, at: Int64)?) throws -> Bool {
         try pool.transaction { connection in
-            try pool.run("""
+            let updated = try pool.run("""
                 UPDATE rental SET state = \(rental.state.rawValue), started_at_ms = \(rental.startedAt), ended_at_ms = \(rental.endedAt),
                   days = \(rental.days.map(Int32.init)), amount_cents = \(rental.amountCents), end_lat = \(rental.endLat), end_lon = \(rental.endLon),
                   updated_at_ms = \(rental.updatedAt)
-                WHERE id = \(rental.id)
+                WHERE id = \(rental.id) AND state = \(state.rawValue) RETURNING id
                 """, on: connection)
+            guard updated.first != nil else { return false }
             if let carPosition {
                 try pool.run("UPDATE car SET lat = \(carPosition.lat), lon = \(carPosition.lon), updated_at_ms = \(carPosition.at) WHERE id = \(rental.car)",
                              on: connection)
             }
+            return true
+        }
+    }
+
+    func fleetState(of ids: [String]) throws -> (cars: [Car], open: [Rental]) {
+        guard !ids.isEmpty else { return ([], []) }
+        return try pool.withConnection { connection in
+            (try pool.run("SELECT \(unescaped: Self.carColumns) FROM car WHERE id = ANY(\(ids)::text[])", on: connection).map(Self.car),
+             try pool.run("""
+                SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE state IN ('planned', 'active') AND car_id = ANY(\(ids)::text[])
+                """, on: connection).map(Self.rental))
         }
     }
 

@@ -18,12 +18,16 @@ protocol RentalRepository: Sendable {
     func rentals(of user: String, pastLimit: Int) throws -> [Rental]
     /// Stores a new open rental; false when the car already has one.
     func insertOpen(_ rental: Rental) throws -> Bool
-    /// Writes a rental's new state; with `carPosition`, moves its car in the same transaction.
-    func update(_ rental: Rental, carPosition: (lat: Double, lon: Double, at: Int64)?) throws
+    /// Writes a rental's new state if it is still in state `from` (another node may have
+    /// changed it meanwhile); with `carPosition`, moves its car in the same transaction.
+    /// Answers whether it was written.
+    func update(_ rental: Rental, from state: RentalState, carPosition: (lat: Double, lon: Double, at: Int64)?) throws -> Bool
+    /// The stored cars among `ids`, and their open rentals (what another node changed).
+    func fleetState(of ids: [String]) throws -> (cars: [Car], open: [Rental])
 }
 
 extension RentalRepository {
-    func update(_ rental: Rental) throws { try update(rental, carPosition: nil) }
+    func update(_ rental: Rental, from state: RentalState) throws -> Bool { try update(rental, from: state, carPosition: nil) }
 }
 
 /// Cars and rentals in SQLite.
@@ -109,17 +113,30 @@ struct SQLiteRentalRepository: RentalRepository {
     }
 
     /// Writes a rental's new state; with `carPosition`, moves its car in the same transaction.
-    func update(_ rental: Rental, carPosition: (lat: Double, lon: Double, at: Int64)?) throws {
+    func update(_ rental: Rental, from state: RentalState, carPosition: (lat: Double, lon: Double, at: Int64)?) throws -> Bool {
         try database.pool.write { db in
             try db.execute(sql: """
                 UPDATE rental SET state = ?, started_at_ms = ?, ended_at_ms = ?, days = ?, amount_cents = ?, end_lat = ?, end_lon = ?, updated_at_ms = ?
-                WHERE id = ?
+                WHERE id = ? AND state = ?
                 """, arguments: [rental.state.rawValue, rental.startedAt, rental.endedAt, rental.days, rental.amountCents, rental.endLat, rental.endLon,
-                                 rental.updatedAt, rental.id])
+                                 rental.updatedAt, rental.id, state.rawValue])
+            guard db.changesCount == 1 else { return false }
             if let carPosition {
                 try db.execute(sql: "UPDATE car SET lat = ?, lon = ?, updated_at_ms = ? WHERE id = ?",
                                arguments: [carPosition.lat, carPosition.lon, carPosition.at, rental.car])
             }
+            return true
+        }
+    }
+
+    func fleetState(of ids: [String]) throws -> (cars: [Car], open: [Rental]) {
+        guard !ids.isEmpty else { return ([], []) }
+        return try database.pool.read { db in
+            let list = Array(ids)
+            let marks = databaseQuestionMarks(count: list.count)
+            return (try Row.fetchAll(db, sql: "SELECT * FROM car WHERE id IN (\(marks))", arguments: StatementArguments(list)).map(Self.car),
+                    try Row.fetchAll(db, sql: "SELECT * FROM rental WHERE state IN ('planned', 'active') AND car_id IN (\(marks))",
+                                     arguments: StatementArguments(list)).map(Self.rental))
         }
     }
 

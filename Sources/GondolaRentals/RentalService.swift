@@ -11,8 +11,11 @@ import Synchronization
 /// availability on its map cell's channel `cars:<x>.<y>` (both cells when it moves
 /// between them) and a rental's change on its user's `personal:#<user>`. One lock
 /// orders the three steps, so the cells see changes in the order they were stored; the
-/// database's unique index on open rentals per car decides between two requests for one
-/// car (exactly one is stored, the other answers 108).
+/// database decides between two requests for one car (the unique index on open rentals
+/// per car: exactly one is stored, the other answers 108) and between two changes of one
+/// rental (a change applies only to the state it was read in). In a cluster each node
+/// keeps the whole fleet: a node that changes cars names them on the bus, and the others
+/// read those cars again (and the whole fleet after a resynchronisation).
 public final class RentalService: Sendable {
     /// How far ahead a rental may be planned.
     static let maxPlanAhead: Int64 = 90 * 86_400_000
@@ -31,6 +34,7 @@ public final class RentalService: Sendable {
     public let fleetsFolder: String
     let logger: Logger
     private let fleet = Mutex(Fleet())
+    static let fleetTopic = "rentals.fleet"
 
     init(node: Node, repository: any RentalRepository, areas: ServiceAreas, fleetsFolder: String, logger: Logger) throws {
         self.node = node
@@ -38,11 +42,52 @@ public final class RentalService: Sendable {
         self.areas = areas
         self.fleetsFolder = fleetsFolder
         self.logger = logger
-        let (cars, open) = (try repository.allCars(), try repository.openRentals())
-        fleet.withLock { fleet in
-            for car in cars { _ = fleet.upsert(car) }
-            for rental in open { _ = fleet.setOpenRental(rental.car, (rental.id, rental.state)) }
+        try reloadFleet()
+        node.onReplica(topic: Self.fleetTopic) { [weak self] payload in self?.applyReplica(payload) }
+        node.onResynchronize { [weak self] in
+            do {
+                try self?.reloadFleet()
+            } catch {
+                self?.logger.error("rentals: reading the fleet again failed", metadata: ["error": "\(error)"])
+            }
         }
+    }
+
+    /// Replaces the fleet in memory with the stored one.
+    private func reloadFleet() throws {
+        let (cars, open) = (try repository.allCars(), try repository.openRentals())
+        var loaded = Fleet()
+        for car in cars { _ = loaded.upsert(car) }
+        for rental in open { _ = loaded.setOpenRental(rental.car, (rental.id, rental.state)) }
+        fleet.withLock { $0 = loaded }
+    }
+
+    /// Another node changed the cars it names: read them again (their cells were told by it).
+    private func applyReplica(_ payload: JSON) {
+        guard case let .array(items)? = payload["cars"] else { return }
+        let ids = items.compactMap { item -> String? in if case let .string(id) = item { id } else { nil } }
+        do {
+            let (cars, open) = try repository.fleetState(of: ids)
+            let stored = Dictionary(cars.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+            let rentals = Dictionary(open.map { ($0.car, ($0.id, $0.state)) }, uniquingKeysWith: { $1 })
+            fleet.withLock { fleet in
+                for id in ids {
+                    if let car = stored[id] {
+                        _ = fleet.upsert(car)
+                        _ = fleet.setOpenRental(id, rentals[id])
+                    } else {
+                        _ = fleet.remove(id)
+                    }
+                }
+            }
+        } catch {
+            logger.error("rentals: reading changed cars failed", metadata: ["cars": "\(ids.count)", "error": "\(error)"])
+        }
+    }
+
+    /// Names changed cars to the other nodes of a cluster.
+    private func replicate(_ ids: [String]) {
+        node.replicate(topic: Self.fleetTopic, ["cars": .array(ids.map(JSON.string))])
     }
 
     // MARK: Cars
@@ -54,6 +99,7 @@ public final class RentalService: Sendable {
         try fleet.withLock { (fleet) throws(HubError) in
             try databaseWrite { try repository.upsert(cars) }
             publish(cars.flatMap { fleet.upsert($0) })
+            replicate(cars.map(\.id))
         }
         return cars.count
     }
@@ -65,6 +111,7 @@ public final class RentalService: Sendable {
             if let open = fleet.openRentals[id] { throw .notAvailable("car '\(id)' has a \(open.state.rawValue) rental (\(open.id))") }
             try databaseWrite { try repository.removeCar(id) }
             publish(fleet.remove(id))
+            replicate([id])
         }
     }
 
@@ -133,6 +180,7 @@ public final class RentalService: Sendable {
                 throw Self.conflict(id, try databaseRead { try repository.openRentals() }.first { $0.car == id }?.state ?? .planned)
             }
             publish(fleet.setOpenRental(id, (rental.id, state)))
+            replicate([id])
             tell(rental)
             return rental
         }
@@ -145,7 +193,7 @@ public final class RentalService: Sendable {
             rental.state = .active
             rental.startedAt = now
             rental.updatedAt = now
-            try databaseWrite { try repository.update(rental) }
+            try Self.written(try databaseWrite { try repository.update(rental, from: .planned) }, rental)
             return fleet.setOpenRental(rental.car, (rental.id, .active))
         }
     }
@@ -162,7 +210,7 @@ public final class RentalService: Sendable {
             rental.endLat = lat
             rental.endLon = lon
             rental.updatedAt = now
-            try databaseWrite { try repository.update(rental, carPosition: (lat, lon, now)) }
+            try Self.written(try databaseWrite { try repository.update(rental, from: .active, carPosition: (lat, lon, now)) }, rental)
             return fleet.move(rental.car, lat: lat, lon: lon, at: now) + fleet.setOpenRental(rental.car, nil)
         }
     }
@@ -172,7 +220,7 @@ public final class RentalService: Sendable {
         try change(id, by: user, from: .planned) { (rental, fleet) throws(HubError) in
             rental.state = .cancelled
             rental.updatedAt = now
-            try databaseWrite { try repository.update(rental) }
+            try Self.written(try databaseWrite { try repository.update(rental, from: .planned) }, rental)
             return fleet.setOpenRental(rental.car, nil)
         }
     }
@@ -225,9 +273,15 @@ public final class RentalService: Sendable {
             guard rental.state == state else { throw .notAvailable("rental \(id) is \(rental.state.rawValue), not \(state.rawValue)") }
             let events = try body(&rental, &fleet)
             publish(events)
+            replicate([rental.car])
             tell(rental)
             return rental
         }
+    }
+
+    /// Refuses a change that found its rental changed meanwhile (through another node).
+    private static func written(_ written: Bool, _ rental: Rental) throws(HubError) {
+        guard written else { throw .notAvailable("rental \(rental.id) was changed meanwhile; read it again (rental.list)") }
     }
 
     private static func conflict(_ car: String, _ state: RentalState) -> HubError {

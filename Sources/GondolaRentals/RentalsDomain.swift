@@ -38,7 +38,7 @@ public struct RentalsDomain: Domain {
     }
 
     public func install(in context: DomainContext) async throws -> InstalledDomain {
-        let database = try context.sqliteDatabase()
+        let storage = Self.repositories(context.storage)
         let cost = try settings.integer("bcrypt_cost", default: 12, in: 4...31)
         let linkBase = try settings.string("account_link_base", default: "automagic://")
         guard linkBase.contains(":") else { throw DomainSetupError("'account_link_base' expected a URL start like automagic:// , got '\(linkBase)'") }
@@ -58,13 +58,13 @@ public struct RentalsDomain: Domain {
         let areas = !areasFile.isEmpty ? try ServiceAreas.load(areasFile)
             : FileManager.default.fileExists(atPath: defaultAreas) ? try ServiceAreas.load(defaultAreas) : .none
 
-        let outbox = MailOutbox(queue: SQLiteMailQueue(database: database), route: route, logger: context.logger)
+        let outbox = MailOutbox(queue: storage.mails, route: route, logger: context.logger)
         let accounts = AccountService(
-            repository: SQLiteAccountRepository(database: database), hasher: PasswordHasher(cost: UInt8(cost)),
+            repository: storage.accounts, hasher: PasswordHasher(cost: UInt8(cost)),
             mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)
         let rentals: RentalService
         do {
-            rentals = try RentalService(node: context.node, repository: SQLiteRentalRepository(database: database), areas: areas,
+            rentals = try RentalService(node: context.node, repository: storage.rentals, areas: areas,
                                         fleetsFolder: fleets, logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the cars and rentals: \(error)")
@@ -82,6 +82,16 @@ public struct RentalsDomain: Domain {
                     group.addTask { await rentals.cancelNoShowsEveryMinute() }
                 }
             })
+    }
+
+    /// The repositories of the context's storage: SQLite, or PostgreSQL shared by a cluster.
+    static func repositories(_ storage: DomainStorage) -> (accounts: any AccountRepository, mails: any MailQueue, rentals: any RentalRepository) {
+        switch storage {
+        case let .sqlite(database):
+            return (SQLiteAccountRepository(database: database), SQLiteMailQueue(database: database), SQLiteRentalRepository(database: database))
+        case let .postgres(pool, _):
+            return (PostgresAccountRepository(pool: pool), PostgresMailQueue(pool: pool), PostgresRentalRepository(pool: pool))
+        }
     }
 
     static func httpURL(_ key: String, _ value: String) throws(DomainSetupError) -> String {

@@ -47,7 +47,8 @@ func rental(_ id: String, car: String, user: String, state: RentalState = .plann
         var first = try #require(try repository.rental("r1"))
         first.state = .cancelled
         first.updatedAt = 12
-        try repository.update(first)
+        #expect(try repository.update(first, from: .planned))
+        #expect(try !repository.update(first, from: .planned), "a change applies only to the state it was read in")
         #expect(try repository.insertOpen(rental("r3", car: "a", user: "bob", state: .active, at: 13)), "a cancelled rental frees the car")
         #expect(try repository.openRentals().map(\.id) == ["r3"])
     }
@@ -65,7 +66,7 @@ func rental(_ id: String, car: String, user: String, state: RentalState = .plann
         stopped.endLat = 47.27
         stopped.endLon = 11.40
         stopped.updatedAt = 500
-        try repository.update(stopped, carPosition: (47.27, 11.40, 500))
+        #expect(try repository.update(stopped, from: .active, carPosition: (47.27, 11.40, 500)))
         #expect(try repository.rental("r1") == stopped)
         let moved = try #require(try repository.allCars().first { $0.id == "a" })
         #expect(moved.lat == 47.27 && moved.lon == 11.40 && moved.updatedAt == 500)
@@ -76,5 +77,8 @@ func rental(_ id: String, car: String, user: String, state: RentalState = .plann
         #expect(try repository.planned(startingBefore: 900, limit: 10).map(\.id) == ["r3"])
         #expect(try repository.planned(startingBefore: 2_000, limit: 1).map(\.id) == ["r3"], "oldest start first")
         #expect(try repository.rental("nope") == nil && repository.rentals(of: "bob", pastLimit: 5).isEmpty)
+        let state = try repository.fleetState(of: ["a", "b", "gone"])
+        #expect(state.cars.map(\.id).sorted() == ["a", "b"] && state.open.map(\.id) == ["r2"])
+        #expect(try repository.fleetState(of: []).cars.isEmpty)
     }
 }
