@@ -63,7 +63,6 @@ struct LiveMap {
     private var positions: [LivePosition?] = []
     private var watches: [Int32: Watch] = [:]
     private var watchersByPhase: [Set<Int32>]
-    private var toldBy: [Int32: Set<Int32>] = [:]
     private var grid: ChangeGrid
     /// The version of each slot's last move, leave or reconsideration.
     private var changedIn: [Int] = []
@@ -162,9 +161,8 @@ struct LiveMap {
 
     /// Ends `slot`'s watch.
     mutating func unwatch(_ slot: Int32) {
-        guard let watch = watches.removeValue(forKey: slot) else { return }
+        guard watches.removeValue(forKey: slot) != nil else { return }
         watchersByPhase[phase(of: slot)].remove(slot)
-        for subject in watch.told.keys { toldBy[subject]?.remove(slot) }
     }
 
     /// The events of this tick's frames for the watchers of `phase`, by watcher.
@@ -233,7 +231,6 @@ struct LiveMap {
         for found in desired {
             if watch.told[found.id] == nil {
                 events.append(NearbyEvent(kind: .enter, subject: found.id, point: found.point, distance: found.distance, ts: position(of: found.id)?.ts))
-                toldBy[found.id, default: []].insert(watcher)
             } else if hasChanged(found.id, after: since) {
                 events.append(NearbyEvent(kind: .move, subject: found.id, point: found.point, distance: found.distance, ts: position(of: found.id)?.ts))
             }
@@ -243,7 +240,6 @@ struct LiveMap {
             let point = position(of: subject)?.point ?? departed[subject]?.point
             let now = point.flatMap { p in center.map { Geodesy.distance($0, p) } } ?? distance
             events.append(NearbyEvent(kind: .leave, subject: subject, point: point, distance: now))
-            toldBy[subject]?.remove(watcher)
         }
         watch.told = told
         watches[watcher] = watch
