@@ -178,10 +178,7 @@ public final class ClientSession: Sendable {
             unsubscribeLocally(channel)
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
-            let (_, options) = try node.resolve(channel)
-            if !options.allowPublishForClient {
-                try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, what: "publish")
-            }
+            try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient, what: "publish")
             try await node.publish(channel: channel, data: data, info: clientInfo)
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):
@@ -313,8 +310,12 @@ public final class ClientSession: Sendable {
 
     /// Checks that the client is subscribed to `channel` and that its namespace allows `what` to subscribers.
     /// Whether the namespace has the feature at all (108) is the node's check.
-    private func requireSubscribed(_ channel: String, allowed: KeyPath<NamespaceOptions, Bool>, what: String) throws(HubError) {
+    /// Refuses `what` unless the namespace allows it for subscribers and the client is
+    /// one; a namespace whose `unlessOpen` option is set allows it to every client.
+    private func requireSubscribed(_ channel: String, allowed: KeyPath<NamespaceOptions, Bool>,
+                                   unlessOpen open: KeyPath<NamespaceOptions, Bool>? = nil, what: String) throws(HubError) {
         let (_, options) = try node.resolve(channel)
+        if let open, options[keyPath: open] { return }
         guard options[keyPath: allowed] else {
             throw .permissionDenied("namespace '\(options.name)' does not allow \(what) for subscribers")
         }

@@ -579,10 +579,11 @@ public final class Node: Sendable {
     /// (after it is committed); each applies it with the handler it registered for
     /// `topic`. Alone, a node has no one to tell. The event is sent in the order of
     /// the calls; if the bus refuses it (its queue is full) the other nodes learn the
-    /// change at their next resynchronisation, and the failure is logged.
-    public func replicate(topic: String, _ payload: JSON) {
+    /// change at their next resynchronisation, and the failure is logged. The payload
+    /// is built only in a cluster (positions call this on every update).
+    public func replicate(topic: String, _ payload: @autoclosure () -> JSON) {
         guard let cluster else { return }
-        cluster.post(.domain(topic: topic, origin: uid, payload: payload)) { [logger] result in
+        cluster.post(.domain(topic: topic, origin: uid, payload: payload())) { [logger] result in
             if case let .failure(error) = result {
                 logger.error("cluster replication failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
             }

@@ -64,8 +64,7 @@ public final class RentalService: Sendable {
 
     /// Another node changed the cars it names: read them again (their cells were told by it).
     private func applyReplica(_ payload: JSON) {
-        guard case let .array(items)? = payload["cars"] else { return }
-        let ids = items.compactMap { item -> String? in if case let .string(id) = item { id } else { nil } }
+        guard let ids = try? RequestFields(payload).stringArray("cars", maxCount: .max, maxLength: .max) else { return }
         do {
             let (cars, open) = try repository.fleetState(of: ids)
             let stored = Dictionary(cars.map { ($0.id, $0) }, uniquingKeysWith: { $1 })

@@ -193,12 +193,15 @@ extension Chat {
     }
 
     init?(replica json: JSON) {
-        guard case let .string(id)? = json["id"], case let .string(kindName)? = json["kind"], let kind = ChatKind(rawValue: kindName),
-              case let .array(members)? = json["members"], case let .int(created)? = json["created"] else { return nil }
-        var title: String?, trip: String?
-        if case let .string(value)? = json["title"] { title = value }
-        if case let .string(value)? = json["trip"] { trip = value }
-        self.init(id: id, kind: kind, title: title, trip: trip,
-                  members: Set(members.compactMap { if case let .string(member) = $0 { member } else { nil } }), createdAt: created)
+        guard let chat = try? Self.read(replica: RequestFields(json)) else { return nil }
+        self = chat
+    }
+
+    private static func read(replica fields: RequestFields) throws(HubError) -> Chat {
+        let any = Int.max
+        return Chat(id: try fields.string("id", maxLength: any), kind: try fields.choice("kind", ChatKind.self),
+                    title: try fields.optionalString("title", maxLength: any, allowEmpty: true), trip: try fields.optionalString("trip", maxLength: any),
+                    members: Set(try fields.stringArray("members", maxCount: any, maxLength: any)),
+                    createdAt: try fields.integer("created", in: .min ... .max))
     }
 }

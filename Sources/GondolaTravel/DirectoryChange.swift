@@ -53,44 +53,34 @@ enum DirectoryChange: Sendable, Equatable {
 
     /// Reads a change written by `json`; nil for anything else.
     init?(json: JSON) {
-        guard case let .string(kind)? = json["k"] else { return nil }
-        func string(_ key: String) -> String? { if case let .string(value)? = json[key] { value } else { nil } }
-        func int(_ key: String) -> Int64? { if case let .int(value)? = json[key] { value } else { nil } }
-        switch kind {
-        case "known":
-            guard let user = string("u") else { return nil }
-            self = .known(user: user)
+        guard let change = try? Self.read(RequestFields(json)) else { return nil }
+        self = change
+    }
+
+    private static func read(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
+        // Written by another node: the RPCs that made the change checked the lengths.
+        let any = Int.max
+        func id(_ key: String) throws(HubError) -> String { try fields.string(key, maxLength: any) }
+        switch try fields.string("k", maxLength: 16) {
+        case "known": return .known(user: try id("u"))
         case "profile":
-            guard let user = string("u"), let name = string("name") else { return nil }
-            var profile = Profile(id: user, name: name)
-            profile.bio = string("bio") ?? ""
-            profile.avatarURL = string("avatar")
-            if case let .object(links)? = json["links"] {
-                for (platform, value) in links { if case let .string(url) = value { profile.links[platform] = url } }
+            var profile = Profile(id: try id("u"), name: try fields.string("name", maxLength: any))
+            profile.bio = try fields.string("bio", maxLength: any, allowEmpty: true)
+            profile.avatarURL = try fields.optionalString("avatar", maxLength: any, allowEmpty: true)
+            for (platform, value) in try fields.optionalObject("links")?.all ?? [] {
+                if case let .string(url) = value { profile.links[platform] = url }
             }
-            self = .profile(profile)
-        case "visibility":
-            guard let user = string("u"), let visibility = string("v").flatMap(Visibility.init(rawValue:)) else { return nil }
-            self = .visibility(user: user, visibility)
-        case "staff":
-            guard let user = string("u"), case let .bool(staff)? = json["v"] else { return nil }
-            self = .staff(user: user, staff)
+            return .profile(profile)
+        case "visibility": return .visibility(user: try id("u"), try fields.choice("v", Visibility.self))
+        case "staff": return .staff(user: try id("u"), try fields.bool("v"))
         case "trip":
-            guard let id = string("id"), let name = string("name"), let starts = int("starts"), let ends = int("ends"),
-                  case let .array(hosts)? = json["hosts"] else { return nil }
-            let hostIDs = hosts.compactMap { if case let .string(host) = $0 { host } else { nil } }
-            self = .trip(Trip(id: id, name: name, resort: string("resort"), startsAt: starts, endsAt: ends), hosts: hostIDs)
-        case "member":
-            guard let trip = string("t"), let user = string("u"), let role = string("v").flatMap(TripRole.init(rawValue:)) else { return nil }
-            self = .member(trip: trip, user: user, role: role)
-        case "request":
-            guard let from = string("u"), let to = string("t") else { return nil }
-            self = .request(from: from, to: to)
-        case "unfriend":
-            guard let a = string("u"), let b = string("t") else { return nil }
-            self = .unfriend(a, b)
-        default:
-            return nil
+            let trip = Trip(id: try id("id"), name: try fields.string("name", maxLength: any), resort: try fields.optionalString("resort", maxLength: any),
+                            startsAt: try fields.integer("starts", in: .min ... .max), endsAt: try fields.integer("ends", in: .min ... .max))
+            return .trip(trip, hosts: try fields.stringArray("hosts", maxCount: any, maxLength: any))
+        case "member": return .member(trip: try id("t"), user: try id("u"), role: try fields.choice("v", TripRole.self))
+        case "request": return .request(from: try id("u"), to: try id("t"))
+        case "unfriend": return .unfriend(try id("u"), try id("t"))
+        case let other: throw .badRequest("unknown directory change '\(other)'")
         }
     }
 }

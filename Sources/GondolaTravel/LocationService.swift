@@ -269,21 +269,20 @@ public final class LocationService: Sendable {
 
     /// Records a position another node received (its rate limit and map choice stay there).
     func apply(replica json: JSON) {
-        func number(_ key: String) -> Double? {
-            switch json[key] {
-            case let .double(value)?: value
-            case let .int(value)?: Double(value)
-            default: nil
-            }
-        }
-        guard case let .string(user)? = json["u"], let lat = number("lat"), let lon = number("lon"),
-              case let .int(ts)? = json["ts"], case let .int(receivedAt)? = json["r"] else { return }
-        let position = LivePosition(point: GeoPoint(lat: lat, lon: lon, alt: number("alt")), accuracy: number("acc"), heading: number("hdg"),
-                                    speed: number("spd"), ts: ts)
+        guard let (user, position, receivedAt) = try? Self.read(replica: RequestFields(json)) else { return }
         live.withLock { live in
             let slot = live.slot(for: user, directory: directory)
             live.map.update(slot, position, receivedAt: receivedAt)
         }
+    }
+
+    private static func read(replica fields: RequestFields) throws(HubError) -> (String, LivePosition, Int64) {
+        let real = -Double.greatestFiniteMagnitude ... Double.greatestFiniteMagnitude
+        let position = LivePosition(
+            point: GeoPoint(lat: try fields.number("lat", in: real), lon: try fields.number("lon", in: real), alt: try fields.optionalNumber("alt", in: real)),
+            accuracy: try fields.optionalNumber("acc", in: real), heading: try fields.optionalNumber("hdg", in: real),
+            speed: try fields.optionalNumber("spd", in: real), ts: try fields.integer("ts", in: .min ... .max))
+        return (try fields.string("u", maxLength: .max), position, try fields.integer("r", in: .min ... .max))
     }
 
     /// Follows a directory change another node made.
