@@ -70,6 +70,8 @@ public final class FanoutScenario: LoadScenario {
         guard subscribers >= 1 else { throw LoadError("--subscribers must be at least 1, got \(subscribers)") }
         guard publishers >= 1 else { throw LoadError("--publishers must be at least 1, got \(publishers)") }
         guard !urls.isEmpty else { throw LoadError("at least one --url is needed") }
+        guard target == .gondola || urls.count == 1 else { throw LoadError("several --url apply to --target gondola only, got \(urls.count)") }
+        guard target == .gondola || publishersSubscribe else { throw LoadError("--publishers-unsubscribed applies to --target gondola only") }
         guard payloadBytes >= 32 else { throw LoadError("--size must be at least 32 bytes (the send stamp needs room), got \(payloadBytes)") }
         guard target != .gondola || tokens.count == subscribers + publishers else { throw LoadError("gondola needs \(subscribers + publishers) tokens") }
         kind = target

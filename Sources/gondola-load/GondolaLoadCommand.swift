@@ -199,7 +199,6 @@ struct Fanout: AsyncParsableCommand {
             publishRate = .fixed(perSecond)
         }
         guard (1...1000).contains(publishers) else { throw LoadError("--publishers must be 1...1000, got \(publishers)") }
-        guard kind == .gondola || url.count == 1 else { throw LoadError("several --url apply to --target gondola only") }
         let settings = try run.settings()
         let addresses = try url.map(WebSocketURL.init)
         var tokens: [String] = []

@@ -128,3 +128,27 @@ import Testing
         #expect(try WebSocketURL("ws://localhost:4222").path == "/")
     }
 }
+
+@Suite struct FanoutSettingsTests {
+    @Test func nodesAndPublishersAreCheckedNamingTheOption() throws {
+        let one = [try WebSocketURL("ws://127.0.0.1:8000/connection/websocket")]
+        let two = one + [try WebSocketURL("ws://127.0.0.1:8001/connection/websocket")]
+        func scenario(_ target: FanoutTarget, _ urls: [WebSocketURL], publishers: Int = 1, subscribe: Bool = true) throws -> FanoutScenario {
+            try FanoutScenario(target: target, urls: urls, subscribers: 2, publishers: publishers, publishersSubscribe: subscribe,
+                               rate: .fixed(10), payloadBytes: 64, channel: "bench:x",
+                               tokens: target == .gondola ? Array(repeating: "t", count: 2 + publishers) : [])
+        }
+        _ = try scenario(.gondola, two, publishers: 3, subscribe: false)
+        _ = try scenario(.nats, one)
+        let cases: [(() throws -> FanoutScenario, String)] = [
+            ({ try scenario(.gondola, one, publishers: 0) }, "--publishers must be at least 1"),
+            ({ try scenario(.gondola, []) }, "at least one --url"),
+            ({ try scenario(.nats, two) }, "several --url apply to --target gondola only, got 2"),
+            ({ try scenario(.mqtt, one, subscribe: false) }, "--publishers-unsubscribed applies to --target gondola only"),
+        ]
+        for (make, expected) in cases {
+            let error = #expect(throws: LoadError.self) { try make() }
+            #expect(error?.description.contains(expected) == true, "\(String(describing: error))")
+        }
+    }
+}

@@ -6,16 +6,33 @@ import GondolaTestSupport
 import Testing
 
 /// The account repository and mail queue of `engine` on empty storage (a second queue on
-/// the same storage stands for another node's outbox).
-func accountStorage(_ engine: Engine) throws -> (accounts: any AccountRepository, queue: any MailQueue, otherQueue: any MailQueue) {
+/// the same storage stands for another node's outbox), and what fills the outbox with
+/// `count` waiting mails.
+func accountStorage(_ engine: Engine) throws -> (accounts: any AccountRepository, queue: any MailQueue, otherQueue: any MailQueue,
+                                                  fillOutbox: (Int) throws -> Void) {
     switch engine {
     case .sqlite:
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-accounts-\(UUID().uuidString)/gondola.sqlite").path
         let database = try GondolaDatabase(path: path) { RentalsSchema.registerMigrations(in: &$0) }
-        return (SQLiteAccountRepository(database: database), SQLiteMailQueue(database: database), SQLiteMailQueue(database: database))
+        let fill = { (count: Int) throws in
+            try database.pool.write { db in
+                try db.execute(sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                    INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
+                    SELECT 'filler-' || i, 'a@b.c', 'h@b.c', 's', 't', 'h', 1, 1 FROM n
+                    """, arguments: [count])
+            }
+        }
+        return (SQLiteAccountRepository(database: database), SQLiteMailQueue(database: database), SQLiteMailQueue(database: database), fill)
     case .postgres:
         let pool = try TestPostgres.freshDatabase(RentalsPostgresSchema.register)
-        return (PostgresAccountRepository(pool: pool), PostgresMailQueue(pool: pool), PostgresMailQueue(pool: pool))
+        let fill = { (count: Int) throws in
+            _ = try pool.query("""
+                INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
+                SELECT 'filler-' || i, 'a@b.c', 'h@b.c', 's', 't', 'h', 1, 1 FROM generate_series(1, \(Int64(count))) AS i
+                """)
+        }
+        return (PostgresAccountRepository(pool: pool), PostgresMailQueue(pool: pool), PostgresMailQueue(pool: pool), fill)
     }
 }
 
@@ -27,7 +44,7 @@ func mail(to recipient: String) -> MailMessage {
 @Suite struct AccountRepositoryTests {
     @Test(arguments: Engine.allCases)
     func anAccountIsCreatedOncePerAddressWithItsMailQueued(engine: Engine) throws {
-        let (accounts, queue, _) = try accountStorage(engine)
+        let (accounts, queue, _, _) = try accountStorage(engine)
         let ann = try #require(try accounts.create(user: User(id: "u1", name: "Ann"), email: "ann@example.com", passwordHash: "h1",
                                                    keyHash: "k1", now: 1_000, mail: mail(to: "ann@example.com")))
         #expect(ann == Account(userID: "u1", name: "Ann", email: "ann@example.com", passwordHash: "h1", activatedAt: nil))
@@ -40,7 +57,7 @@ func mail(to recipient: String) -> MailMessage {
 
     @Test(arguments: Engine.allCases)
     func keysAreUsedOnceBeforeTheyExpireAndAResetSetsThePassword(engine: Engine) throws {
-        let (accounts, queue, _) = try accountStorage(engine)
+        let (accounts, queue, _, _) = try accountStorage(engine)
         _ = try accounts.create(user: User(id: "u1", name: "Ann"), email: "ann@example.com", passwordHash: "old", keyHash: "activate-1",
                                 now: 1_000, mail: mail(to: "ann@example.com"))
         #expect(try accounts.use("activate-1", purpose: .reset, now: 2_000, effect: .activate) == .unknown, "the purpose must match")
@@ -63,7 +80,7 @@ func mail(to recipient: String) -> MailMessage {
 
     @Test(arguments: Engine.allCases)
     func twoOutboxesNeverClaimOneMailAndOutcomesAreKept(engine: Engine) throws {
-        let (accounts, queue, other) = try accountStorage(engine)
+        let (accounts, queue, other, _) = try accountStorage(engine)
         for n in 0..<5 {
             _ = try accounts.create(user: User(id: "u\(n)", name: "N\(n)"), email: "n\(n)@example.com", passwordHash: "h", keyHash: "k\(n)",
                                     now: 1_000 + Int64(n), mail: mail(to: "n\(n)@example.com"))
@@ -83,5 +100,23 @@ func mail(to recipient: String) -> MailMessage {
         try queue.forgetSent(before: 2_101)
         try queue.forgetSent(before: 2_100)
         #expect(try queue.pendingCount() == 3)
+    }
+
+    @Test(arguments: Engine.allCases)
+    func aFullOutboxRefusesTheWriteThatWouldQueueAMailAndStoresNothing(engine: Engine) throws {
+        let (accounts, queue, _, fillOutbox) = try accountStorage(engine)
+        _ = try accounts.create(user: User(id: "u1", name: "Ann"), email: "ann@example.com", passwordHash: "h", keyHash: "k1",
+                                now: 1_000, mail: mail(to: "ann@example.com"))
+        try fillOutbox(MailOutbox.maxPending - 1)
+        #expect(throws: MailOutbox.Full.self) {
+            try accounts.create(user: User(id: "u2", name: "Bo"), email: "bo@example.com", passwordHash: "h", keyHash: "k2",
+                                now: 2_000, mail: mail(to: "bo@example.com"))
+        }
+        #expect(throws: MailOutbox.Full.self) {
+            try accounts.addKey("reset-1", user: "u1", purpose: .reset, now: 2_000, mail: mail(to: "ann@example.com"))
+        }
+        #expect(try accounts.account(email: "bo@example.com") == nil, "the account went with its mail")
+        #expect(try accounts.use("reset-1", purpose: .reset, now: 2_001, effect: .resetPassword(hash: "x")) == .unknown, "and the key")
+        #expect(try queue.pendingCount() == MailOutbox.maxPending)
     }
 }

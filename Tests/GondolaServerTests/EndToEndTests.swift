@@ -227,7 +227,7 @@ import Testing
     }
 
     @Test func fileThenEnvironmentThenFlags() throws {
-        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true}]}"#)
+        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true}]}"#)
         let configuration = try ConfigurationLoader.load(
             file: file, environment: ["GONDOLA_PING_INTERVAL": "5s", "HOME": "/root", "GONDOLA_DEV_LOGIN": "true"],
             flags: ["ping_interval": "250ms"])
@@ -238,6 +238,7 @@ import Testing
         #expect(configuration.hub.commandRate == 5000 && configuration.hub.commandBurst == 6000)
         #expect(configuration.hub.namespaces["room"]?.historyTTL == .seconds(60))
         #expect(configuration.hub.namespaces["room"]?.presence == true)
+        #expect(configuration.hub.namespaces["room"]?.allowPublishForClient == true)
     }
 
     @Test(arguments: [
@@ -250,6 +251,7 @@ import Testing
         (#"{"token_hmac_secret":"change-me"}"#, "'token_hmac_secret' must be at least 32 bytes"),
         (#"{"namespaces":[{"name":"room","histroy_size":1}]}"#, "unknown key 'namespaces[0].histroy_size'"),
         (#"{"namespaces":[{"history_size":1}]}"#, "namespaces[0].name is required"),
+        (#"{"namespaces":[{"name":"room","allow_publish_for_client":"yes"}]}"#, "namespaces[0].allow_publish_for_client' expected true or false"),
         ("[1]", "must hold a JSON object"),
         ("{", "is not valid JSON"),
     ])
