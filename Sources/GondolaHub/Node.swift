@@ -413,11 +413,14 @@ public final class Node: Sendable {
 
     /// Publishes to this node's subscribers only, for channels without a stream
     /// whose publications every node of a cluster computes for its own subscribers
-    /// (the travel domain's position frames, computed from each node's whole live map).
-    public func publishLocally(channel: String, data: RawJSON) throws(HubError) {
-        let (_, options) = try resolve(channel)
-        guard !options.keepsHistory else { throw .notAvailable("\(channel) keeps a stream: publish it to the cluster") }
-        try publishHere(channel: channel, options: options, data: data, info: nil)
+    /// (the travel domain's position frames, computed from each node's whole live
+    /// map). `channel` belongs to `namespace`, which the caller provides; the caller
+    /// built the name itself, so it is not parsed again.
+    public func publishLocally(channel: String, providedIn namespace: NamespaceOptions, data: RawJSON) {
+        precondition(!namespace.keepsHistory, "\(namespace.name) keeps a stream")
+        shard(for: channel).channels.withLock { channels in
+            fanOut(Publication(data: data, info: nil), on: channel, to: channels[channel]?.queues ?? [])
+        }
     }
 
     /// The store of a provided namespace that keeps its own streams.
@@ -458,13 +461,16 @@ public final class Node: Sendable {
     }
 
     /// Encodes the push at most once per encoding and queues the same bytes for
-    /// every subscriber of that encoding; called under the channel's lock.
+    /// every subscriber of that encoding, waking the writers once all are queued;
+    /// called under the channel's lock.
     private func fanOut(_ publication: Publication, on channel: String, to queues: [OutboundQueue]) {
         metrics.publications.increment()
         guard !queues.isEmpty else { return }
         var encoded = EncodedPush(Push(channel: channel, .publication(publication)))
-        for queue in queues {
-            queue.enqueue(encoded.bytes(for: queue.encoding))
+        OutboundQueue.deferringSignals {
+            for queue in queues {
+                queue.enqueue(encoded.bytes(for: queue.encoding))
+            }
         }
         metrics.messagesOut.increment(by: Int64(queues.count))
     }

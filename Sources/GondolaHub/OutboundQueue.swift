@@ -13,6 +13,11 @@ import Synchronization
 /// one drain per burst. When the pending bytes would
 /// pass `maxBytes` the queue drops its content and closes with 3008 (slow), so a
 /// stalled client costs at most `maxBytes` of memory and never slows the others.
+///
+/// Signals fired inside `deferringSignals` (a fan-out, a tick's frames) wait until
+/// its body returns and then fire together, so a transport that schedules its
+/// drains per event loop wakes each loop once for the whole batch rather than
+/// once per connection.
 public final class OutboundQueue: Sendable {
     /// What the writer does next.
     public enum Item: Sendable, Equatable {
@@ -32,6 +37,19 @@ public final class OutboundQueue: Sendable {
         var signal: (@Sendable () -> Void)?
         /// The signal fired and no `poll()` has found the queue empty since.
         var signalled = false
+    }
+
+    /// The signals held back by the `deferringSignals` call this task is in, if any.
+    @TaskLocal private static var heldSignals: SignalBatch?
+
+    /// Runs `body`; the drain signals it causes fire when it returns (nested calls join the outer batch).
+    public static func deferringSignals<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        if heldSignals != nil { return try body() }
+        let batch = SignalBatch()
+        defer { batch.fire() }
+        var result: Result<T, E>?
+        $heldSignals.withValue(batch) { result = Result { () throws(E) -> T in try body() } }
+        return try result!.get()
     }
 
     public let maxBytes: Int
@@ -141,7 +159,8 @@ public final class OutboundQueue: Sendable {
         func resume() {
             switch self {
             case let .waiter(waiter, item): waiter.resume(returning: item)
-            case let .signal(signal): signal()
+            case let .signal(signal):
+                if let batch = OutboundQueue.heldSignals { batch.hold(signal) } else { signal() }
             }
         }
     }
@@ -186,5 +205,16 @@ public final class OutboundQueue: Sendable {
             return .close(closing)
         }
         return nil
+    }
+}
+
+/// Drain signals held back by `OutboundQueue.deferringSignals`, fired in the order they came.
+private final class SignalBatch: Sendable {
+    private let signals = Mutex<[@Sendable () -> Void]>([])
+
+    func hold(_ signal: @escaping @Sendable () -> Void) { signals.withLock { $0.append(signal) } }
+
+    func fire() {
+        for signal in signals.withLock({ $0 }) { signal() }
     }
 }

@@ -59,10 +59,10 @@ public final class RPCRouter: Sendable {
     public var methods: [String] { handlers.withLock { Array($0.keys).sorted() } }
 
     /// Runs `method`; unknown methods fail with 104, non-hub errors with 100.
-    public func call(_ method: String, context: RPCContext, data: RawJSON?) async throws(HubError) -> RawJSON {
+    public func call(_ method: String, context: RPCContext, data: JSON?) async throws(HubError) -> RawJSON {
         guard let handler = handlers.withLock({ $0[method] }) else { throw .methodNotFound(method) }
         do {
-            return RawJSON(try await handler(context, data?.value))
+            return RawJSON(try await handler(context, data))
         } catch let error as HubError {
             throw error
         } catch {

@@ -47,7 +47,7 @@ public struct CentrifugeFraming: Sendable {
     }
 
     public func rpc(id: UInt32, method: String, data: JSON) -> [UInt8] {
-        encoding.encode(Command(id: id, .rpc(method: method, data: RawJSON(data))))
+        encoding.encode(Command(id: id, .rpc(method: method, data: data)))
     }
 
     /// The answer to a server ping.

@@ -63,7 +63,7 @@ public final class ChatScenario: LoadScenario {
         if let chat = chat[connection] {
             io.send(connection, framing.frame([connect, Self.subscribe(to: chat)]), binary: framing.isBinary)
         } else if let partner = partner(of: connection) {
-            let create = Command(id: UInt32(Self.createID), .rpc(method: "chat.create", data: RawJSON(["members": [.string(cast.travellers[partner])]])))
+            let create = Command(id: UInt32(Self.createID), .rpc(method: "chat.create", data: ["members": [.string(cast.travellers[partner])]]))
             io.send(connection, framing.frame([connect, create]), binary: framing.isBinary)
         } else {
             io.drop(connection, because: "client \(connection) has no trip-mate to chat with")

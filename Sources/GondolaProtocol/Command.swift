@@ -11,7 +11,8 @@ public struct Command: Sendable, Equatable {
         case history(HistoryRequest)
         /// The empty `ping` command, answered with an empty `ping` reply.
         case ping
-        case rpc(method: String, data: RawJSON?)
+        /// The data arrives parsed, once, and reaches the method's handler as it is.
+        case rpc(method: String, data: JSON?)
         /// An asynchronous message to the server; it has no reply.
         case send(data: RawJSON?)
         case refresh(token: String)
@@ -124,7 +125,7 @@ public struct Command: Sendable, Equatable {
         case "presence_stats": method = .presenceStats(channel: try bodyFields.string("channel"))
         case "history": method = .history(try HistoryRequest(json: body))
         case "ping": method = .ping
-        case "rpc": method = .rpc(method: try bodyFields.string("method"), data: bodyFields.raw("data"))
+        case "rpc": method = .rpc(method: try bodyFields.string("method"), data: bodyFields.value("data"))
         case "send": method = .send(data: bodyFields.raw("data"))
         default: method = .refresh(token: try bodyFields.string("token"))
         }

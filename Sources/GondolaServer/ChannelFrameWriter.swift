@@ -5,7 +5,8 @@ import NIOWebSocket
 
 /// Writes a session's queued frames directly to its WebSocket channel on the
 /// channel's event loop: the queue signals once per burst, one drain writes every
-/// pending frame and flushes once. No task wakes up per message and no async
+/// pending frame and flushes once, and the drains of one loop signalled together
+/// run in one task (`EventLoopDrains`). No task wakes up per message and no async
 /// writer sits between the queue and the socket.
 ///
 /// Back-pressure: the drain stops while the channel is not writable (NIO's buffer
@@ -24,10 +25,10 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     private let channel: any Channel
     private let queue: OutboundQueue
     private let opcode: WebSocketOpcode
-    private var finished: CheckedContinuation<DisconnectCode?, Never>?
+    private var finished: (@Sendable (DisconnectCode?) -> Void)?
     private var stalledCloseScheduled = false
 
-    private init(channel: any Channel, queue: OutboundQueue, finished: CheckedContinuation<DisconnectCode?, Never>) {
+    private init(channel: any Channel, queue: OutboundQueue, finished: @escaping @Sendable (DisconnectCode?) -> Void) {
         self.channel = channel
         self.queue = queue
         self.opcode = queue.encoding.isBinary ? .binary : .text
@@ -38,17 +39,22 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     /// or the channel goes away (nil).
     static func drain(_ queue: OutboundQueue, into channel: any Channel) async -> DisconnectCode? {
         await withCheckedContinuation { continuation in
-            let writer = ChannelFrameWriter(channel: channel, queue: queue, finished: continuation)
-            channel.eventLoop.execute {
-                do {
-                    try channel.pipeline.syncOperations.addHandler(writer)
-                } catch {
-                    return writer.finish(nil)
-                }
-                queue.onReady { [writer] in writer.channel.eventLoop.execute { writer.drainNow() } }
-                channel.closeFuture.whenComplete { _ in writer.drainNow() }
-            }
+            channel.eventLoop.execute { install(queue, on: channel) { continuation.resume(returning: $0) } }
         }
+    }
+
+    /// Starts draining `queue` into `channel`; `finished` is called once, with the
+    /// queue's close code or nil when the channel went away. Call on the channel's event loop.
+    static func install(_ queue: OutboundQueue, on channel: any Channel, finished: @escaping @Sendable (DisconnectCode?) -> Void) {
+        let writer = ChannelFrameWriter(channel: channel, queue: queue, finished: finished)
+        do {
+            try channel.pipeline.syncOperations.addHandler(writer)
+        } catch {
+            return writer.finish(nil)
+        }
+        let drains = EventLoopDrains.of(channel.eventLoop)
+        queue.onReady { [writer] in drains.schedule { writer.drainNow() } }
+        channel.closeFuture.whenComplete { _ in writer.drainNow() }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -81,7 +87,8 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func finish(_ code: DisconnectCode?) {
-        finished?.resume(returning: code)
-        finished = nil
+        let finished = finished
+        self.finished = nil
+        finished?(code)
     }
 }

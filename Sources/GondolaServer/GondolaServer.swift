@@ -152,33 +152,43 @@ public final class GondolaServer: Sendable {
         try await group.run()
     }
 
-    /// The services of a running server: the hub's maintenance first, the HTTP
-    /// server second, so that on shutdown the hub closes its clients before the
-    /// HTTP server stops.
+    /// The services of a running server: the background loops (the hub's
+    /// maintenance, the cluster link, each domain's work such as the travel frame
+    /// loop), then the HTTP server, then the hub. A graceful shutdown goes in
+    /// reverse: the hub closes its clients first, the HTTP server stops next, and
+    /// the background loops end last, so frames and pings go on while clients leave.
     public func serviceGroup(signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void) -> ServiceGroup {
-        ServiceGroup(configuration: .init(
-            services: [application(onServerRunning: onServerRunning), HubService(server: self)],
-            gracefulShutdownSignals: signals, logger: logger))
+        var background = [BackgroundService(name: "maintenance") { [node] in await node.runMaintenance() }]
+        if let cluster { background.append(BackgroundService(name: "cluster") { await cluster.run() }) }
+        for domain in domains {
+            if let work = domain.installed.background { background.append(BackgroundService(name: domain.name, work: work)) }
+        }
+        let services = background.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
+            + [.init(service: application(onServerRunning: onServerRunning)), .init(service: HubService(server: self))]
+        return ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: signals, logger: logger))
     }
 
     /// WebSocket connections still open.
     public var openConnections: Int { activeTransports.load(ordering: .relaxed) }
 }
 
-/// Runs the hub's maintenance loop and the domains' background tasks and, on graceful shutdown, closes every
-/// client with 3001 and waits (up to 3 s) for their connections to end.
+/// A loop that runs while the server runs and is cancelled once the services after it have shut down.
+struct BackgroundService: Service, CustomStringConvertible {
+    let name: String
+    let work: @Sendable () async -> Void
+
+    var description: String { name }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await work() }
+    }
+}
+
+/// On graceful shutdown closes every client with 3001 and waits (up to 3 s) for their connections to end.
 struct HubService: Service {
     let server: GondolaServer
 
     func run() async throws {
-        let maintenance = Task { await server.node.runMaintenance() }
-        let cluster = server.cluster.map { cluster in Task { await cluster.run() } }
-        let domainTasks = server.domains.compactMap { $0.installed.background }.map { work in Task { await work() } }
-        defer {
-            maintenance.cancel()
-            cluster?.cancel()
-            domainTasks.forEach { $0.cancel() }
-        }
         try? await gracefulShutdown()
         server.node.shutdown()
         let deadline = ContinuousClock.now + .seconds(3)

@@ -17,7 +17,7 @@ public struct LocationSettings: Sendable {
     public init() {}
 
     /// Ticks per interval: frames are spread over the interval in ticks of about 25 ms,
-    /// each channel in one of them (see `LiveMap`).
+    /// each channel in one of them (see `ProximityMap`).
     var phases: Int { max(1, min(100, Int(interval / .milliseconds(25)))) }
 
     /// The time between ticks.
@@ -27,17 +27,22 @@ public struct LocationSettings: Sendable {
 /// Live locations: `location.update` and `location.visibility`, the position index,
 /// and the frames of `nearby:#`, `friends:#` and `locations:` channels.
 ///
-/// One lock guards the live state. Updates record and return; a frame task wakes
-/// every tick (an interval is `phases` ticks), computes the frames of the channels
-/// whose phase it is and publishes them while holding the lock, so that a subscribe
-/// snapshot (taken under the same lock) and the frames that follow it never miss or
-/// repeat a change. Spreading the channels over the ticks keeps each tick's work
-/// small: updates wait less for the lock and frames leave in a steady stream
-/// rather than one burst per interval.
+/// One lock (`live`) guards the live state. Updates record and return; a frame
+/// task wakes every tick (an interval is `phases` ticks), computes the frames of
+/// the channels whose phase it is under `live`, copying out what they show, then
+/// releases it and writes and publishes them, so updates never wait behind a
+/// publication. A second lock (`publication`), taken before `live`, is held from
+/// the computation to the end of the publication and by every subscribe: a
+/// subscriber's snapshot and attachment happen either before a tick's frames are
+/// computed (the frames carry the changes after the snapshot) or after they were
+/// published (the snapshot already has them), so snapshot and frames never miss
+/// or repeat a change. Spreading the channels over the ticks keeps each tick's
+/// work small, and a tick's frames wake each event loop once
+/// (`OutboundQueue.deferringSignals`).
 public final class LocationService: Sendable {
     struct Live {
         var slots = UserSlots()
-        var map: LiveMap
+        var map: ProximityMap<LivePosition>
         var channels: PositionChannels
         var choices: [Int32: MapChoice] = [:]
         var buckets: [Int32: TokenBucket] = [:]
@@ -59,9 +64,11 @@ public final class LocationService: Sendable {
     let settings: LocationSettings
     let logger: Logger
     private let live: Mutex<Live>
+    /// Orders a tick's publication with subscribe snapshots (see above); always taken before `live`.
+    private let publication = Mutex(())
 
     init(node: Node, directory: Directory, resorts: ResortCatalog, settings: LocationSettings, logger: Logger) {
-        live = Mutex(Live(map: LiveMap(phases: settings.phases), channels: PositionChannels(phases: settings.phases)))
+        live = Mutex(Live(map: ProximityMap(phases: settings.phases), channels: PositionChannels(phases: settings.phases)))
         self.node = node
         self.directory = directory
         self.resorts = resorts
@@ -102,16 +109,16 @@ public final class LocationService: Sendable {
 
     /// The last position `user` sent, while it is current.
     func lastPosition(of user: String) -> GeoPoint? {
-        live.withLock { live in live.slots.existingSlot(for: user).flatMap { live.map.position(of: $0)?.point } }
+        live.withLock { live in live.slots.existingSlot(for: user).flatMap { live.map.fix(of: $0)?.point } }
     }
 
     /// The users with a current position within `radius` metres of `user`'s current
     /// position that `user` may see, nearest first; nil when `user` has no current position.
     func visibleUsers(near user: String, radius: Double) -> [String]? {
         live.withLock { live in
-            guard let slot = live.slots.existingSlot(for: user), let center = live.map.position(of: slot)?.point else { return nil }
+            guard let slot = live.slots.existingSlot(for: user), let center = live.map.fix(of: slot)?.point else { return nil }
             let rules = Rules(live, directory: directory)
-            return live.map.index.nearby(center, radius: radius) { candidate, _ in candidate != slot && rules.canSee(slot, candidate) }
+            return live.map.nearby(center, radius: radius) { candidate, _ in candidate != slot && rules.canSee(slot, candidate) }
                 .map { live.slots.user($0.id) }
         }
     }
@@ -137,12 +144,12 @@ public final class LocationService: Sendable {
             for user in users {
                 let slot = live.slot(for: user, directory: directory)
                 live.map.reconsider(slot)
-                let friendsChannel = "friends:#\(user)"
+                let friendsChannel = PositionChannel.friends(user: user)
                 if live.channels.audience(of: friendsChannel) != nil {
                     live.channels.setMembers(friendsChannel, friendSlots(of: user, live: &live))
                 }
                 for (trip, _) in directory.trips(of: user) {
-                    let channel = "locations:\(trip.id)"
+                    let channel = PositionChannel.locations(trip: trip.id)
                     if live.channels.audience(of: channel) != nil {
                         live.channels.setMembers(channel, memberSlots(of: trip.id, live: &live))
                     }
@@ -194,55 +201,61 @@ public final class LocationService: Sendable {
 
     /// `nearby:#<uid>`: starts the user's watch and answers who is near now.
     func openNearby(user: String, radius: Double, limit: Int, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        try live.withLock { live throws(HubError) in
-            let slot = live.slot(for: user, directory: directory)
-            let rules = Rules(live, directory: directory)
-            let (snapshot, events) = live.map.watch(slot, radius: radius, limit: limit, canSee: rules.canSee)
-            if !events.isEmpty { publish("nearby:#\(user)", TravelJSON.nearbyFrame(events, slots: live.slots)) }
-            let map = live.map
-            let users = TravelJSON.nearbySnapshot(snapshot, slots: live.slots) { map.position(of: $0)?.ts }
-            do throws(HubError) {
-                try attach(users)
-            } catch {
-                if !node.hasSubscribers("nearby:#\(user)") { live.map.unwatch(slot) }
-                throw error
+        let channel = PositionChannel.nearby(user: user)
+        try publication.withLock { _ throws(HubError) in
+            try live.withLock { live throws(HubError) in
+                let slot = live.slot(for: user, directory: directory)
+                let rules = Rules(live, directory: directory)
+                let (snapshot, events) = live.map.watch(slot, radius: radius, limit: limit, canSee: rules.canSee)
+                // A watch that already had subscribers tells them what its new radius or limit changes.
+                if !events.isEmpty { publish(StagedFrame(nearby: channel, events, live: live)) }
+                let map = live.map
+                let users = TravelJSON.nearbySnapshot(snapshot, slots: live.slots) { map.fix(of: $0)?.ts }
+                do throws(HubError) {
+                    try attach(users)
+                } catch {
+                    if !node.hasSubscribers(channel.name) { live.map.unwatch(slot) }
+                    throw error
+                }
             }
         }
     }
 
     /// `friends:#<uid>` and `locations:<trip>`: starts carrying the channel and answers the positions now.
-    func openPositions(_ channel: String, audience: (inout Live) -> PositionChannels.Audience, members: (inout Live) -> Set<Int32>,
+    func openPositions(_ channel: PositionChannel, audience: (inout Live) -> PositionChannels.Audience, members: (inout Live) -> Set<Int32>,
                        attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        try live.withLock { live throws(HubError) in
-            let audience = audience(&live)
-            let members = members(&live)
-            let rules = Rules(live, directory: directory)
-            let shown = live.channels.open(channel, audience: audience, members: members, map: live.map, visible: rules.visible)
-            let positions = TravelJSON.positions(entries(shown, live: live))
-            do throws(HubError) {
-                try attach(positions)
-            } catch {
-                if !node.hasSubscribers(channel) { live.channels.close(channel) }
-                throw error
+        try publication.withLock { _ throws(HubError) in
+            try live.withLock { live throws(HubError) in
+                let audience = audience(&live)
+                let members = members(&live)
+                let rules = Rules(live, directory: directory)
+                let shown = live.channels.open(channel, audience: audience, members: members, map: live.map, visible: rules.visible)
+                let positions = TravelJSON.positions(entries(shown, live: live))
+                do throws(HubError) {
+                    try attach(positions)
+                } catch {
+                    if !node.hasSubscribers(channel.name) { live.channels.close(channel) }
+                    throw error
+                }
             }
         }
     }
 
     func openFriends(user: String, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
         try openPositions(
-            "friends:#\(user)", audience: { .friendsOf($0.slot(for: user, directory: directory)) },
+            .friends(user: user), audience: { .friendsOf($0.slot(for: user, directory: directory)) },
             members: { friendSlots(of: user, live: &$0) }, attach: attach)
     }
 
     func openLocations(trip: String, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        try openPositions("locations:\(trip)", audience: { _ in .trip(trip) }, members: { memberSlots(of: trip, live: &$0) }, attach: attach)
+        try openPositions(.locations(trip: trip), audience: { _ in .trip(trip) }, members: { memberSlots(of: trip, live: &$0) }, attach: attach)
     }
 
     /// A position channel lost its last subscriber: stop computing its frames.
-    func vacated(_ channel: String, nearbyOf user: String?) {
+    func vacated(_ channel: PositionChannel) {
         live.withLock { live in
-            guard !node.hasSubscribers(channel) else { return }
-            if let user {
+            guard !node.hasSubscribers(channel.name) else { return }
+            if case let .nearby(user) = channel {
                 if let slot = live.slots.existingSlot(for: user) { live.map.unwatch(slot) }
             } else {
                 live.channels.close(channel)
@@ -305,17 +318,56 @@ public final class LocationService: Sendable {
 
     /// Publishes this tick's frames (one per changed channel of the tick's phase) and starts the next tick.
     func publishFrames() {
-        live.withLock { live in
-            let rules = Rules(live, directory: directory)
-            let phase = live.map.tick % settings.phases
-            let nearby = live.map.nearbyFrame(phase: phase, canSee: rules.canSee)
-            let frames = live.channels.frames(phase: phase, map: live.map, visible: rules.visible)
-            live.map.endFrame()
-            for (watcher, events) in nearby {
-                publish("nearby:#\(live.slots.user(watcher))", TravelJSON.nearbyFrame(events, slots: live.slots))
+        publication.withLock { _ in
+            let staged = live.withLock { live in
+                let rules = Rules(live, directory: directory)
+                let phase = live.map.tick % settings.phases
+                let nearby = live.map.nearbyFrame(phase: phase, canSee: rules.canSee)
+                let frames = live.channels.frames(phase: phase, map: live.map, visible: rules.visible)
+                live.map.endFrame()
+                var staged: [StagedFrame] = []
+                staged.reserveCapacity(nearby.count + frames.count)
+                for (watcher, events) in nearby {
+                    staged.append(StagedFrame(nearby: .nearby(user: live.slots.user(watcher)), events, live: live))
+                }
+                for frame in frames {
+                    staged.append(StagedFrame(channel: frame.channel, .positions(entries(frame.positions, live: live), removed: frame.removed.map(live.slots.user))))
+                }
+                return staged
             }
-            for frame in frames {
-                publish(frame.channel, TravelJSON.positions(entries(frame.positions, live: live), removed: frame.removed.map(live.slots.user)))
+            OutboundQueue.deferringSignals {
+                for frame in staged { publish(frame) }
+            }
+        }
+    }
+
+    /// A frame computed under the `live` lock with everything it shows copied out, written and published after.
+    struct StagedFrame {
+        enum Content {
+            case nearby([TravelJSON.NearbyChange])
+            case positions([(user: String, position: LivePosition)], removed: [String])
+        }
+
+        let channel: PositionChannel
+        let content: Content
+
+        init(channel: PositionChannel, _ content: Content) {
+            self.channel = channel
+            self.content = content
+        }
+
+        init(nearby channel: PositionChannel, _ events: [ProximityEvent], live: borrowing Live) {
+            self.init(channel: channel, .nearby(events.map { event in
+                // A `leave` says when the subject's last position was taken only while it is still on the map.
+                TravelJSON.NearbyChange(user: live.slots.user(event.subject), event: event,
+                                        ts: event.kind == .leave ? nil : live.map.fix(of: event.subject)?.ts)
+            }))
+        }
+
+        var data: RawJSON {
+            switch content {
+            case let .nearby(events): TravelJSON.nearbyFrame(events)
+            case let .positions(entries, removed): TravelJSON.positions(entries, removed: removed)
             }
         }
     }
@@ -345,20 +397,13 @@ public final class LocationService: Sendable {
 
     /// The users and current positions of `slots` (those without one left out).
     private func entries(_ slots: [Int32], live: borrowing Live) -> [(user: String, position: LivePosition)] {
-        slots.compactMap { slot in live.map.position(of: slot).map { (live.slots.user(slot), $0) } }
-    }
-
-    private func publish(_ channel: String, _ data: JSON) {
-        publish(channel, RawJSON(data))
+        slots.compactMap { slot in live.map.fix(of: slot).map { (live.slots.user(slot), $0) } }
     }
 
     /// Position frames go to this node's subscribers only: every node of a cluster
     /// computes the frames of its own subscribers from its whole live map.
-    private func publish(_ channel: String, _ data: RawJSON) {
-        do {
-            try node.publishLocally(channel: channel, data: data)
-        } catch {
-            logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-        }
+    private func publish(_ frame: StagedFrame) {
+        let channel = frame.channel
+        node.publishLocally(channel: channel.name, providedIn: channel.namespace, data: frame.data)
     }
 }

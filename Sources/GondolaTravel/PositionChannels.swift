@@ -1,3 +1,5 @@
+import GondolaGeo
+
 /// The `friends:#<uid>` and `locations:<trip>` channels that have subscribers:
 /// whose positions each carries, which of them its subscribers were shown, and
 /// what changed since each channel's last frame. Like nearby watchers, channels
@@ -16,7 +18,7 @@ struct PositionChannels {
         /// The ticks (`tick % phases`) in which this channel gets its frames.
         let phase: Int
         var members: Set<Int32>
-        /// `LiveMap.version` at the channel's last frame (or snapshot).
+        /// `ProximityMap.version` at the channel's last frame (or snapshot).
         var lastFrame: Int
         var shown: Set<Int32> = []
         /// Members to look at in the next frame although they did not move.
@@ -26,14 +28,14 @@ struct PositionChannels {
 
         /// This channel's frame: members that moved (or must be looked at again)
         /// and may be seen, and shown members that left or may no longer be seen.
-        mutating func frame(named name: String, map: LiveMap, visible: (Audience, Int32) -> Bool) -> Frame? {
+        mutating func frame(of channel: PositionChannel, map: ProximityMap<LivePosition>, visible: (Audience, Int32) -> Bool) -> Frame? {
             let since = lastFrame
             lastFrame = map.version
             guard map.version > since || !recheck.isEmpty || !dropped.isEmpty else { return nil }
             var positions: [Int32] = []
             var removed = dropped
             for member in members where map.hasChanged(member, after: since) || recheck.contains(member) {
-                if map.position(of: member) != nil, visible(audience, member) {
+                if map.fix(of: member) != nil, visible(audience, member) {
                     positions.append(member)
                     shown.insert(member)
                 } else if shown.remove(member) != nil {
@@ -43,19 +45,19 @@ struct PositionChannels {
             recheck = []
             dropped = []
             guard !positions.isEmpty || !removed.isEmpty else { return nil }
-            return Frame(channel: name, positions: positions.sorted(), removed: removed.sorted())
+            return Frame(channel: channel, positions: positions.sorted(), removed: removed.sorted())
         }
     }
 
     /// One channel's frame: positions to send and travellers to take off the map.
     struct Frame {
-        let channel: String
+        let channel: PositionChannel
         let positions: [Int32]
         let removed: [Int32]
     }
 
-    private(set) var channels: [String: Channel] = [:]
-    /// Ticks per interval, as in `LiveMap`.
+    private(set) var channels: [PositionChannel: Channel] = [:]
+    /// Ticks per interval, as in `ProximityMap`.
     let phases: Int
     private var nextPhase = 0
 
@@ -67,21 +69,21 @@ struct PositionChannels {
     var isEmpty: Bool { channels.isEmpty }
 
     /// Starts carrying `channel`; answers the members to show now.
-    mutating func open(_ channel: String, audience: Audience, members: Set<Int32>, map: LiveMap, visible: (Audience, Int32) -> Bool) -> [Int32] {
+    mutating func open(_ channel: PositionChannel, audience: Audience, members: Set<Int32>, map: ProximityMap<LivePosition>, visible: (Audience, Int32) -> Bool) -> [Int32] {
         let phase = channels[channel]?.phase ?? nextPhase
         if channels[channel] == nil { nextPhase = (nextPhase + 1) % phases }
         var state = Channel(audience: audience, phase: phase, members: members, lastFrame: map.version)
-        state.shown = Set(members.filter { map.position(of: $0) != nil && visible(audience, $0) })
+        state.shown = Set(members.filter { map.fix(of: $0) != nil && visible(audience, $0) })
         channels[channel] = state
         return state.shown.sorted()
     }
 
-    mutating func close(_ channel: String) { channels[channel] = nil }
+    mutating func close(_ channel: PositionChannel) { channels[channel] = nil }
 
-    func audience(of channel: String) -> Audience? { channels[channel]?.audience }
+    func audience(of channel: PositionChannel) -> Audience? { channels[channel]?.audience }
 
     /// Replaces a channel's members (friendships or trip membership changed).
-    mutating func setMembers(_ channel: String, _ members: Set<Int32>) {
+    mutating func setMembers(_ channel: PositionChannel, _ members: Set<Int32>) {
         guard var state = channels[channel] else { return }
         let added = members.subtracting(state.members)
         for gone in state.shown.subtracting(members) {
@@ -95,10 +97,10 @@ struct PositionChannels {
 
     /// This tick's frames for the channels of `phase`, one per channel with something
     /// to say; channels are updated in place.
-    mutating func frames(phase: Int = 0, map: LiveMap, visible: (Audience, Int32) -> Bool) -> [Frame] {
+    mutating func frames(phase: Int = 0, map: ProximityMap<LivePosition>, visible: (Audience, Int32) -> Bool) -> [Frame] {
         var frames: [Frame] = []
         for index in channels.indices where channels.values[index].phase == phase {
-            if let frame = channels.values[index].frame(named: channels.keys[index], map: map, visible: visible) {
+            if let frame = channels.values[index].frame(of: channels.keys[index], map: map, visible: visible) {
                 frames.append(frame)
             }
         }

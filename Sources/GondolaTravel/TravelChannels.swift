@@ -10,9 +10,9 @@ public enum TravelNamespaces {
     /// Hands each namespace to its provider.
     static func install(on node: Node, locations: LocationService, directory: Directory, chats: ChatService, events: EventService) {
         node.provide(NamespaceOptions(name: "personal"), by: PersonalChannel())
-        node.provide(NamespaceOptions(name: "nearby"), by: NearbyChannel(locations: locations))
-        node.provide(NamespaceOptions(name: "friends"), by: FriendsChannel(locations: locations))
-        node.provide(NamespaceOptions(name: "locations"), by: TripLocationsChannel(locations: locations, directory: directory))
+        node.provide(PositionChannel.nearbyNamespace, by: NearbyChannel(locations: locations))
+        node.provide(PositionChannel.friendsNamespace, by: FriendsChannel(locations: locations))
+        node.provide(PositionChannel.locationsNamespace, by: TripLocationsChannel(locations: locations, directory: directory))
         node.provide(ChatChannel.options, by: ChatChannel(chats: chats))
         node.provide(TripChannel.options, by: TripChannel(directory: directory))
         node.provide(channel: AnnouncementsChannel.channel, AnnouncementsChannel.options, by: AnnouncementsChannel())
@@ -54,7 +54,7 @@ struct NearbyChannel: ChannelProvider {
     }
 
     func vacated(channel: String) {
-        locations.vacated(channel, nearbyOf: String(channel.dropFirst("nearby:#".count)))
+        if let channel = PositionChannel(channel) { locations.vacated(channel) }
     }
 }
 
@@ -67,7 +67,9 @@ struct FriendsChannel: ChannelProvider {
         try locations.openFriends(user: subscription.user, attach: attach)
     }
 
-    func vacated(channel: String) { locations.vacated(channel, nearbyOf: nil) }
+    func vacated(channel: String) {
+        if let channel = PositionChannel(channel) { locations.vacated(channel) }
+    }
 }
 
 /// `locations:<tripId>`: every member's position, for the trip's hosts.
@@ -83,7 +85,9 @@ struct TripLocationsChannel: ChannelProvider {
         try locations.openLocations(trip: trip, attach: attach)
     }
 
-    func vacated(channel: String) { locations.vacated(channel, nearbyOf: nil) }
+    func vacated(channel: String) {
+        if let channel = PositionChannel(channel) { locations.vacated(channel) }
+    }
 }
 
 /// `chat:<id>`: a chat's messages, for its members. A durable, recoverable stream

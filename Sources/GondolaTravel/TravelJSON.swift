@@ -46,13 +46,21 @@ enum TravelJSON {
         return RawJSON(writtenBy: writer)
     }
 
+    /// One event of a nearby frame: whom it is about and when their position was taken.
+    struct NearbyChange {
+        let user: String
+        let event: ProximityEvent
+        let ts: Int64?
+    }
+
     /// `{"events":[...]}`: a nearby frame, each event a neighbour led by its `type`.
-    static func nearbyFrame(_ events: [NearbyEvent], slots: UserSlots) -> RawJSON {
-        var writer = JSONWriter(reservingCapacity: 16 + events.count * 120)
+    static func nearbyFrame(_ changes: [NearbyChange]) -> RawJSON {
+        var writer = JSONWriter(reservingCapacity: 16 + changes.count * 120)
         writer.writeSyntax(#"{"events":["#)
-        for (index, event) in events.enumerated() {
+        for (index, change) in changes.enumerated() {
             if index > 0 { writer.writeSyntax(",") }
-            writeNeighbour(slots.user(event.subject), point: event.point, distance: event.distance, ts: event.ts, type: event.kind, to: &writer)
+            let event = change.event
+            writeNeighbour(change.user, point: event.point, distance: event.distance, ts: change.ts, type: event.kind, to: &writer)
         }
         writer.writeSyntax("]}")
         return RawJSON(writtenBy: writer)
@@ -101,7 +109,7 @@ enum TravelJSON {
 
     /// A nearby traveller: `{"type","user","lat","lon","alt","distance","ts"}`; `type` only
     /// for events, the position only when known, `ts` only when known.
-    static func writeNeighbour(_ user: String, point: GeoPoint?, distance: Double, ts: Int64?, type: NearbyEvent.Kind?, to writer: inout JSONWriter) {
+    static func writeNeighbour(_ user: String, point: GeoPoint?, distance: Double, ts: Int64?, type: ProximityEvent.Kind?, to writer: inout JSONWriter) {
         if let type {
             writer.writeSyntax(#"{"type":"#)
             writer.writeString(type.rawValue)

@@ -13,7 +13,7 @@ struct GeoBenchmark: ParsableCommand {
     @Option(help: "Operations per implementation (SQLite runs a tenth).") var operations = 200_000
     @Option(help: "Grid cell of the country index, metres.") var countryCell = 800.0
     @Option(help: "Grid cell of the resort index, metres.") var resortCell = 150.0
-    @Option(help: "Grid cell of the roaming tracker's index, metres.") var roamingCell = 2000.0
+    @Option(help: "Grid cell of the roaming proximity map, metres.") var roamingCell = 250.0
     @Option(help: "Markdown file the table is appended to.") var markdown: String?
     @Option(help: "Time only GondolaGeo on one workload: country, resort or roaming (for profiling and cell sizing).") var only: String?
 
@@ -64,7 +64,7 @@ struct GeoBenchmark: ParsableCommand {
         }
         rows.append(String(format: "| country | gondola bytes per point (RSS delta) | %d | %.1f | | |", countryPoints, bytesPerPoint))
         let roaming = roamingThroughput()
-        rows.append(String(format: "| roaming | 100,000 watchers of 500 m | %d | %.0f | | |", roaming.updates, roaming.perSecond))
+        rows.append(String(format: "| roaming | 100,000 watchers of 500 m, frames every tick | %d | %.0f | | |", roaming.updates, roaming.perSecond))
         let fences = fenceLookups()
         rows.append(String(format: "| fences | 10,000 polygons, point lookups | %d | %.0f | | |", fences.lookups, fences.perSecond))
 
@@ -103,25 +103,38 @@ struct GeoBenchmark: ParsableCommand {
         return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    /// 100,000 travellers over 200 × 200 km, each watching 500 m; each update moves one a few metres.
+    /// A fix with nothing but the position.
+    struct Fix: PositionFix {
+        var point: GeoPoint
+    }
+
+    /// 100,000 travellers over 200 × 200 km, each watching 500 m (the nearest 50) with the
+    /// product's engine: every tick a tenth of them move a few metres, then the watchers of
+    /// the tick's phase (one of ten) get their frames. Counts updates and frame work together.
     func roamingThroughput() -> (updates: Int, perSecond: Double) {
         var random = SeededRandom(seed: 3)
         let workload = Workload(name: "roaming", center: GeoPoint(lat: 46, lon: 8), sideMetres: 200_000, points: 100_000, radius: 500, limit: .max, seed: 3)
         var positions = workload.positions()
-        var tracker = ProximityTracker<Int>(cellMetres: roamingCell, margin: 20)
-        for (id, point) in positions.enumerated() { _ = tracker.update(id, to: point, timestamp: 0) }
-        for id in positions.indices { _ = tracker.watch(id, radius: 500) }
-        let updates = max(operations, 100_000)
+        var map = ProximityMap<Fix>(cellMetres: roamingCell, margin: 20, phases: 10)
+        for (slot, point) in positions.enumerated() { map.update(Int32(slot), Fix(point: point), receivedAt: 0) }
+        for slot in positions.indices { _ = map.watch(Int32(slot), radius: 500, limit: 50) { _, _ in true } }
+        map.endFrame()
+        let perTick = positions.count / 10
+        let ticks = max(operations, 100_000) / perTick
         var events = 0
         let start = ContinuousClock.now
-        for step in 0..<updates {
-            let id = Int.random(in: 0..<positions.count, using: &random)
-            positions[id] = Workload.nudge(positions[id], using: &random)
-            events += tracker.update(id, to: positions[id], timestamp: Int64(step)).count
+        for tick in 0..<ticks {
+            for _ in 0..<perTick {
+                let slot = Int.random(in: 0..<positions.count, using: &random)
+                positions[slot] = Workload.nudge(positions[slot], using: &random)
+                map.update(Int32(slot), Fix(point: positions[slot]), receivedAt: Int64(tick))
+            }
+            events += map.nearbyFrame(phase: map.tick % map.phases) { _, _ in true }.reduce(0) { $0 + $1.events.count }
+            map.endFrame()
         }
         let seconds = (ContinuousClock.now - start).seconds
-        print("roaming: \(updates) updates, \(events) events")
-        return (updates, Double(updates) / seconds)
+        print("roaming: \(ticks * perTick) updates in \(ticks) ticks, \(events) events")
+        return (ticks * perTick, Double(ticks * perTick) / seconds)
     }
 
     /// 10,000 polygons (stars of 100 m to 1 km) over 200 × 200 km, random point lookups.

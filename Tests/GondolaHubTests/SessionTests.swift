@@ -275,7 +275,7 @@ import Testing
         node.rpc.register("echo") { context, data in ["user": .string(context.user), "data": data ?? .null] }
         node.rpc.register("fails") { _, _ in throw HubError.badRequest("field x is wrong") }
         var client = try await TestClient.connected(node, user: "alice")
-        let echo = try await client.call(.rpc(method: "echo", data: RawJSON(["a": 1])))
+        let echo = try await client.call(.rpc(method: "echo", data: ["a": 1]))
         #expect(echo.body == .rpc(data: RawJSON(["user": "alice", "data": ["a": 1]])))
         #expect(try await client.call(.rpc(method: "nope", data: nil)).errorCode == 104)
         let failed = try await client.call(.rpc(method: "fails", data: nil))
@@ -297,7 +297,7 @@ import Testing
         }
         let client = try await TestClient.connected(node, user: "alice")
         for (id, data) in [(UInt32(10), JSON.string("return")), (11, .string("throw"))] {
-            let call = Task { await client.session.handle(frame: Command(id: id, .rpc(method: "early", data: RawJSON(data))).json.bytes) }
+            let call = Task { await client.session.handle(frame: Command(id: id, .rpc(method: "early", data: data)).json.bytes) }
             // The reply is out while the method still waits for the gate.
             let reply = try await client.next()
             #expect(reply == .reply(Reply(id: id, .rpc(data: RawJSON(["early": data])))))

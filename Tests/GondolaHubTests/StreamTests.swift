@@ -230,6 +230,24 @@ import Testing
         #expect(signals.load(ordering: .relaxed) == 2)
     }
 
+    @Test func signalsOfABatchFireWhenItEnds() {
+        let queues = (0..<3).map { _ in OutboundQueue(maxBytes: 100, maxFrameBytes: 100) }
+        let fired = Mutex<[Int]>([])
+        for (number, queue) in queues.enumerated() { queue.onReady { fired.withLock { $0.append(number) } } }
+        OutboundQueue.deferringSignals {
+            for queue in queues { queue.enqueue([0x31]) }
+            // Nested batches join the outer one.
+            OutboundQueue.deferringSignals { queues[0].enqueue([0x32]) }
+            #expect(fired.withLock { $0 }.isEmpty, "no writer is woken inside the batch")
+        }
+        #expect(fired.withLock { $0 } == [0, 1, 2], "each writer is woken once, in order, when the batch ends")
+        #expect(queues[0].poll() == .frame([0x31, 0x0A, 0x32]))
+        #expect(queues[0].poll() == nil)
+        // Outside a batch a signal fires at once again.
+        queues[0].enqueue([0x33])
+        #expect(fired.withLock { $0 } == [0, 1, 2, 0])
+    }
+
     @Test func writerWaitsForTheNextMessage() async throws {
         let queue = OutboundQueue(maxBytes: 100, maxFrameBytes: 100)
         let reader = Task { await queue.next() }

@@ -19,7 +19,7 @@ import Testing
         Command(id: 9, .history(HistoryRequest(channel: "room:1", limit: -1))),
         Command(id: 10, .ping),
         Command(id: 11, .rpc(method: "server.time", data: nil)),
-        Command(id: 12, .rpc(method: "profile.get", data: data)),
+        Command(id: 12, .rpc(method: "profile.get", data: data.value)),
         Command(id: 0, .send(data: data)),
         Command(id: 13, .refresh(token: "new")),
         Command(id: 0, .pong),

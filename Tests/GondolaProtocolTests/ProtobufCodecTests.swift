@@ -25,7 +25,7 @@ import Testing
             Command(id: 7, .history(HistoryRequest(channel: "room:a", limit: 10, since: StreamPosition(offset: 3, epoch: "x"), reverse: true))),
             Command(id: 8, .history(HistoryRequest(channel: "room:a", limit: -1))),
             Command(id: 9, .ping),
-            Command(id: 10, .rpc(method: "location.update", data: RawJSON(["lat": 45.3, "lon": 6.58]))),
+            Command(id: 10, .rpc(method: "location.update", data: ["lat": 45.3, "lon": 6.58])),
             Command(id: 11, .rpc(method: "trip.list", data: nil)),
             Command(id: 0, .send(data: payload)),
             Command(id: 12, .refresh(token: "t.o.k")),

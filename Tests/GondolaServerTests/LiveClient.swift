@@ -102,7 +102,7 @@ final class LiveClient: Sendable {
 
     /// Calls an RPC method; answers its result data or throws the error reply.
     func rpc(_ method: String, _ data: JSON = [:]) async throws -> JSON {
-        let reply = try await call(.rpc(method: method, data: RawJSON(data)))
+        let reply = try await call(.rpc(method: method, data: data))
         switch reply.body {
         case let .rpc(data): return data?.value ?? .null
         case let .error(error): throw RPCFailure(code: error.code, message: error.message)

@@ -50,8 +50,12 @@ extension Command {
     }
 
     private static func payload(_ data: Data, _ field: String) throws(PayloadError) -> RawJSON? {
+        try parsedPayload(data, field).map(RawJSON.init)
+    }
+
+    private static func parsedPayload(_ data: Data, _ field: String) throws(PayloadError) -> JSON? {
         do {
-            return try RawJSON.fromProtobuf(data, field: field)
+            return try JSON.fromProtobuf(data, field: field)
         } catch {
             throw PayloadError(error.message)
         }
@@ -82,7 +86,7 @@ extension Command {
             return .history(HistoryRequest(channel: history.channel, limit: history.limit, since: since, reverse: history.reverse))
         case "ping": return .ping
         case "send": return .send(data: try payload(message.send.data, "send.data"))
-        case "rpc": return .rpc(method: message.rpc.method, data: try payload(message.rpc.data, "rpc.data"))
+        case "rpc": return .rpc(method: message.rpc.method, data: try parsedPayload(message.rpc.data, "rpc.data"))
         case "refresh": return .refresh(token: message.refresh.token)
         default: throw ProtocolDecodingError("command '\(name)' is not supported")
         }
@@ -118,7 +122,7 @@ extension Command {
         case .ping: command.ping = .init()
         case let .rpc(method, data):
             command.rpc.method = method
-            command.rpc.data = data.protobufData
+            command.rpc.data = data.map(RawJSON.init).protobufData
         case let .send(data): command.send.data = data.protobufData
         case let .refresh(token): command.refresh.token = token
         case .pong: break

@@ -20,9 +20,16 @@ extension RawJSON {
 
     /// A payload from a bytes field: nil when empty; thrown when it is not one JSON value.
     static func fromProtobuf(_ data: Data, field: String) throws(ProtocolDecodingError) -> RawJSON? {
+        try JSON.fromProtobuf(data, field: field).map(RawJSON.init)
+    }
+}
+
+extension JSON {
+    /// A payload from a bytes field, parsed: nil when empty; thrown when it is not one JSON value.
+    static func fromProtobuf(_ data: Data, field: String) throws(ProtocolDecodingError) -> JSON? {
         guard !data.isEmpty else { return nil }
         do {
-            return try RawJSON(validating: data)
+            return try JSONParser.parse(data)
         } catch {
             throw ProtocolDecodingError("\(field) is not JSON: \(error)")
         }

@@ -1,6 +1,5 @@
-import GondolaGeo
+@testable import GondolaGeo
 import Testing
-@testable import GondolaTravel
 
 /// `ChangeGrid` answers whether anything changed near a point, also across the
 /// antimeridian and near the poles, and forgets old stamps.

@@ -1,19 +1,18 @@
-import GondolaGeo
-
 /// When something last changed in each cell of a coarse latitude/longitude grid,
 /// so a nearby watcher can tell whether anything in reach moved since its last
 /// frame without scanning the travellers around it.
 ///
-/// Stamps are change numbers (`LiveMap.version`). Only cells changed within the
+/// Stamps are change numbers (`ProximityMap.version`). Only cells changed within the
 /// last interval matter (every watcher looks at least once per interval), so
 /// `forget(notAfter:)` keeps the grid as small as the cells touched in one interval.
-struct ChangeGrid {
+public struct ChangeGrid: Sendable {
     let cellDegrees: Double
     let columns: Int64
     let rows: Int64
-    private(set) var stamps: [Int64: Int] = [:]
+    /// The last change number of each cell that changed since the last `forget`.
+    public private(set) var stamps: [Int64: Int] = [:]
 
-    init(cellMetres: Double) {
+    public init(cellMetres: Double) {
         cellDegrees = Geodesy.latitudeDegrees(metres: cellMetres)
         columns = Int64((360 / cellDegrees).rounded(.up))
         rows = Int64((180 / cellDegrees).rounded(.up))
@@ -23,12 +22,12 @@ struct ChangeGrid {
     private func column(_ lon: Double) -> Int64 { min(max(0, Int64(((lon + 180) / cellDegrees).rounded(.down))), columns - 1) }
 
     /// Records change number `version` at `point`.
-    mutating func mark(_ point: GeoPoint, version: Int) {
+    public mutating func mark(_ point: GeoPoint, version: Int) {
         stamps[row(point.lat) * columns + column(point.lon)] = version
     }
 
     /// Whether a cell that `box` touches changed after change number `version`.
-    func changed(in box: BoundingBox, after version: Int) -> Bool {
+    public func changed(in box: BoundingBox, after version: Int) -> Bool {
         let rowRange = row(box.minLat)...row(box.maxLat)
         let columnRanges = box.crossesAntimeridian
             ? [column(box.minLon)...(columns - 1), 0...column(box.maxLon)]
@@ -49,7 +48,7 @@ struct ChangeGrid {
     }
 
     /// Drops the stamps of cells unchanged after change number `version`.
-    mutating func forget(notAfter version: Int) {
+    public mutating func forget(notAfter version: Int) {
         stamps = stamps.filter { $0.value > version }
     }
 }

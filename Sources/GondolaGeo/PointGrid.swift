@@ -1,0 +1,239 @@
+/// A match of a `PointGrid` radius query: the slot, its distance from the centre
+/// and its position as the grid holds it.
+public struct GridMatch: Sendable {
+    public var distance: Double
+    public var lat: Double
+    public var lon: Double
+    public var slot: Int32
+
+    @inlinable
+    public init(distance: Double, lat: Double, lon: Double, slot: Int32) {
+        self.distance = distance
+        self.lat = lat
+        self.lon = lon
+        self.slot = slot
+    }
+}
+
+/// The spatial core of the moving-point indexes: points numbered by dense `Int32`
+/// slots (the caller's numbering) in a uniform grid of square cells (`cellMetres`
+/// of latitude; the same angle in longitude), kept in a hash map from cell to a
+/// compact array of entries. Each entry holds a point's offset from its cell's
+/// corner (two `Float`s: about 0.03 mm of resolution) and its slot, so a query
+/// scans those arrays contiguously. A move inside a cell rewrites one entry; a
+/// move across cells is a swap-remove and an append. Queries visit the cells
+/// under the query's bounding box, so their cost follows the neighbourhood, not
+/// the total. The grid was chosen over geohash buckets and an R-tree by
+/// measurement (`Scripts/bench-geo`, BENCHMARKS.md).
+///
+/// The grid keeps nothing but positions; ids, times and whatever else belongs to a
+/// point live with the caller, indexed by the same slot (`MovingPointIndex`,
+/// `ProximityMap`). Memory per slot: 12 bytes of entry and 12 of bookkeeping.
+///
+/// Thread safety: a value type with no locks; touch it from one executor at a time.
+public struct PointGrid: Sendable {
+    /// A point as stored in its cell: offsets in degrees from the cell's south-west corner.
+    @usableFromInline
+    struct Entry: Sendable {
+        @usableFromInline var latOffset: Float
+        @usableFromInline var lonOffset: Float
+        @usableFromInline var slot: Int32
+
+        @inlinable
+        init(latOffset: Float, lonOffset: Float, slot: Int32) {
+            self.latOffset = latOffset
+            self.lonOffset = lonOffset
+            self.slot = slot
+        }
+    }
+
+    /// Edge of a grid cell in metres (north–south).
+    public let cellMetres: Double
+    @usableFromInline let cellDegrees: Double
+    @usableFromInline let columns: Int64
+    /// Index of the northernmost row (latitude 90 falls in it).
+    @usableFromInline let lastRow: Int64
+    /// The cell of each slot, `absent` when the slot holds no point.
+    @usableFromInline var cellOf: [Int64] = []
+    @usableFromInline var indexInCell: [Int32] = []
+    @usableFromInline var cells: [Int64: [Entry]] = [:]
+    @usableFromInline var placed = 0
+    @usableFromInline static var absent: Int64 { -1 }
+
+    /// - Parameter cellMetres: grid cell size; about the usual query radius works best.
+    @inlinable public init(cellMetres: Double = 300) {
+        precondition(cellMetres > 0, "cellMetres must be positive")
+        self.cellMetres = cellMetres
+        let degrees = Geodesy.latitudeDegrees(metres: cellMetres)
+        // A whole number of columns around the globe so that cells wrap cleanly at ±180°.
+        let columns = max(1, Int64((360 / degrees).rounded(.down)))
+        self.columns = columns
+        self.cellDegrees = 360 / Double(columns)
+        self.lastRow = Int64((180 / cellDegrees).rounded(.up))
+    }
+
+    /// Points in the grid.
+    @inlinable public var count: Int { placed }
+
+    /// Whether `slot` holds a point.
+    @inlinable public func contains(_ slot: Int32) -> Bool {
+        Int(slot) < cellOf.count && cellOf[Int(slot)] != Self.absent
+    }
+
+    // MARK: Updates
+
+    /// Puts `slot` at `point` (latitude and longitude; altitude is the caller's).
+    @inlinable public mutating func place(_ slot: Int32, at point: GeoPoint) {
+        precondition(point.isValid, "invalid point \(point)")
+        precondition(slot >= 0, "slots are not negative")
+        let index = Int(slot)
+        if index >= cellOf.count {
+            cellOf.append(contentsOf: repeatElement(Self.absent, count: index + 1 - cellOf.count))
+            indexInCell.append(contentsOf: repeatElement(0, count: index + 1 - indexInCell.count))
+        }
+        let cell = cellKey(lat: point.lat, lon: point.lon)
+        if cellOf[index] == cell {
+            cells[cell]![Int(indexInCell[index])] = entry(point, slot: slot, cell: cell)
+            return
+        }
+        if cellOf[index] == Self.absent { placed += 1 } else { removeFromCell(slot) }
+        cellOf[index] = cell
+        indexInCell[index] = Int32(cells[cell, default: []].count)
+        cells[cell, default: []].append(entry(point, slot: slot, cell: cell))
+    }
+
+    /// Takes `slot`'s point out; false when it had none.
+    @discardableResult
+    @inlinable public mutating func remove(_ slot: Int32) -> Bool {
+        guard contains(slot) else { return false }
+        removeFromCell(slot)
+        cellOf[Int(slot)] = Self.absent
+        placed -= 1
+        return true
+    }
+
+    /// Where `slot` is (latitude and longitude as the grid holds them), if anywhere.
+    @inlinable public func point(of slot: Int32) -> GeoPoint? {
+        guard contains(slot) else { return nil }
+        let cell = cellOf[Int(slot)]
+        let (south, west) = corner(of: cell)
+        let (lat, lon) = Self.position(south, west, cells[cell]![Int(indexInCell[Int(slot)])])
+        return GeoPoint(lat: lat, lon: lon)
+    }
+
+    // MARK: Queries
+
+    /// The points within `radius` metres of `center` that `accept` takes (given the
+    /// slot and the distance), nearest first (ties by slot), at most `limit`.
+    @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, accepting accept: (Int32, Double) -> Bool) -> [GridMatch] {
+        guard limit > 0, radius >= 0 else { return [] }
+        let probe = DistanceProbe(center, radius: radius)
+        var found: [GridMatch] = []
+        forEachEntry(in: BoundingBox(around: center, radius: radius)) { lat, lon, slot in
+            guard probe.mayBeWithin(lat: lat, lon: lon) else { return }
+            let distance = probe.distance(lat: lat, lon: lon)
+            guard distance <= radius, accept(slot, distance) else { return }
+            found.append(GridMatch(distance: distance, lat: lat, lon: lon, slot: slot))
+        }
+        Self.keepNearest(&found, limit: limit)
+        return found
+    }
+
+    /// Leaves the `limit` smallest distances in `found`, sorted (quickselect, then a sort of the rest).
+    @inlinable static func keepNearest(_ found: inout [GridMatch], limit: Int) {
+        if found.count > limit {
+            var low = 0, high = found.count - 1
+            while low < high {
+                let pivot = found[(low + high) / 2].distance
+                var i = low, j = high
+                while i <= j {
+                    while found[i].distance < pivot { i += 1 }
+                    while found[j].distance > pivot { j -= 1 }
+                    if i <= j {
+                        found.swapAt(i, j)
+                        i += 1
+                        j -= 1
+                    }
+                }
+                if limit - 1 <= j { high = j } else if limit - 1 >= i { low = i } else { break }
+            }
+            found.removeLast(found.count - limit)
+        }
+        found.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.slot < $1.slot) }
+    }
+
+    /// Calls `body` with the position and slot of every point in the cells that `box`
+    /// covers (some may lie outside `box`: the caller checks).
+    @inlinable public func forEachEntry(in box: BoundingBox, _ body: (Double, Double, Int32) -> Void) {
+        let firstRow = row(max(-90, box.minLat)), lastRow = row(min(90, box.maxLat))
+        if box.crossesAntimeridian {
+            forEachEntry(rows: firstRow...lastRow, columns: column(box.minLon)...column(180), body)
+            forEachEntry(rows: firstRow...lastRow, columns: column(-180)...column(box.maxLon), body)
+        } else {
+            forEachEntry(rows: firstRow...lastRow, columns: column(box.minLon)...column(box.maxLon), body)
+        }
+    }
+
+    // MARK: Grid
+
+    @inlinable func row(_ lat: Double) -> Int64 { min(Int64(((lat + 90) / cellDegrees).rounded(.down)), lastRow) }
+
+    @inlinable func column(_ lon: Double) -> Int64 {
+        let column = Int64(((lon + 180) / cellDegrees).rounded(.down))
+        return column >= columns ? columns - 1 : column
+    }
+
+    @inlinable func cellKey(lat: Double, lon: Double) -> Int64 { row(lat) * columns + column(lon) }
+
+    /// Latitude and longitude of a cell's south-west corner.
+    @inlinable func corner(of cell: Int64) -> (Double, Double) {
+        (Double(cell / columns) * cellDegrees - 90, Double(cell % columns) * cellDegrees - 180)
+    }
+
+    /// An entry's position; clamped because the `Float` offset may round a pole or ±180° a hair outside.
+    @inlinable static func position(_ south: Double, _ west: Double, _ entry: Entry) -> (Double, Double) {
+        (min(90, south + Double(entry.latOffset)), min(180, west + Double(entry.lonOffset)))
+    }
+
+    @inlinable func entry(_ point: GeoPoint, slot: Int32, cell: Int64) -> Entry {
+        let (south, west) = corner(of: cell)
+        return Entry(latOffset: Float(point.lat - south), lonOffset: Float(point.lon - west), slot: slot)
+    }
+
+    @inlinable mutating func removeFromCell(_ slot: Int32) {
+        let cell = cellOf[Int(slot)]
+        let position = Int(indexInCell[Int(slot)])
+        cells[cell]!.withUnsafeMutableBufferPointer { members in
+            let last = members[members.count - 1]
+            members[position] = last
+            indexInCell[Int(last.slot)] = Int32(position)
+        }
+        cells[cell]!.removeLast()
+        if cells[cell]!.isEmpty { cells[cell] = nil }
+    }
+
+    @inlinable func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, _ body: (Double, Double, Int32) -> Void) {
+        // A box covering more cells than are occupied is cheaper to scan through the occupied cells.
+        if Int64(rows.count) * Int64(range.count) > Int64(cells.count) {
+            for (key, members) in cells where rows.contains(key / columns) && range.contains(key % columns) {
+                let (south, west) = corner(of: key)
+                for entry in members {
+                    let (lat, lon) = Self.position(south, west, entry)
+                    body(lat, lon, entry.slot)
+                }
+            }
+            return
+        }
+        for r in rows {
+            let base = r * columns
+            for c in range {
+                guard let members = cells[base + c] else { continue }
+                let (south, west) = corner(of: base + c)
+                for entry in members {
+                    let (lat, lon) = Self.position(south, west, entry)
+                    body(lat, lon, entry.slot)
+                }
+            }
+        }
+    }
+}

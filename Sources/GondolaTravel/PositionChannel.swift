@@ -1,0 +1,49 @@
+import GondolaHub
+
+/// A channel of live positions, named once: `nearby:#<uid>`, `friends:#<uid>` or
+/// `locations:<tripId>` (the contract is in the README's "Travel API"). The frame
+/// loop keeps channels in this form and publishes to `name` without parsing it again.
+enum PositionChannel: Hashable, Sendable {
+    case nearby(user: String)
+    case friends(user: String)
+    case locations(trip: String)
+
+    static let nearbyNamespace = NamespaceOptions(name: "nearby")
+    static let friendsNamespace = NamespaceOptions(name: "friends")
+    static let locationsNamespace = NamespaceOptions(name: "locations")
+
+    /// The channel a subscription or vacated notice names, if it is a position channel.
+    init?(_ channel: String) {
+        if let user = Self.suffix(of: channel, after: "nearby:#") {
+            self = .nearby(user: user)
+        } else if let user = Self.suffix(of: channel, after: "friends:#") {
+            self = .friends(user: user)
+        } else if let trip = Self.suffix(of: channel, after: "locations:") {
+            self = .locations(trip: trip)
+        } else {
+            return nil
+        }
+    }
+
+    private static func suffix(of channel: String, after prefix: String) -> String? {
+        channel.hasPrefix(prefix) ? String(channel.dropFirst(prefix.count)) : nil
+    }
+
+    /// The channel's name on the wire.
+    var name: String {
+        switch self {
+        case let .nearby(user): "nearby:#\(user)"
+        case let .friends(user): "friends:#\(user)"
+        case let .locations(trip): "locations:\(trip)"
+        }
+    }
+
+    /// The namespace the travel domain provides for the channel.
+    var namespace: NamespaceOptions {
+        switch self {
+        case .nearby: Self.nearbyNamespace
+        case .friends: Self.friendsNamespace
+        case .locations: Self.locationsNamespace
+        }
+    }
+}
