@@ -47,12 +47,7 @@ public struct PointGrid: Sendable {
         }
     }
 
-    /// Edge of a grid cell in metres (north–south).
-    public let cellMetres: Double
-    @usableFromInline let cellDegrees: Double
-    @usableFromInline let columns: Int64
-    /// Index of the northernmost row (latitude 90 falls in it).
-    @usableFromInline let lastRow: Int64
+    @usableFromInline let grid: GridCells
     /// The cell of each slot, `absent` when the slot holds no point.
     @usableFromInline var cellOf: [Int64] = []
     @usableFromInline var indexInCell: [Int32] = []
@@ -62,15 +57,11 @@ public struct PointGrid: Sendable {
 
     /// - Parameter cellMetres: grid cell size; about the usual query radius works best.
     @inlinable public init(cellMetres: Double = 300) {
-        precondition(cellMetres > 0, "cellMetres must be positive")
-        self.cellMetres = cellMetres
-        let degrees = Geodesy.latitudeDegrees(metres: cellMetres)
-        // A whole number of columns around the globe so that cells wrap cleanly at ±180°.
-        let columns = max(1, Int64((360 / degrees).rounded(.down)))
-        self.columns = columns
-        self.cellDegrees = 360 / Double(columns)
-        self.lastRow = Int64((180 / cellDegrees).rounded(.up))
+        grid = GridCells(cellMetres: cellMetres)
     }
+
+    /// Edge of a grid cell in metres (north–south).
+    @inlinable public var cellMetres: Double { grid.cellMetres }
 
     /// Points in the grid.
     @inlinable public var count: Int { placed }
@@ -91,7 +82,7 @@ public struct PointGrid: Sendable {
             cellOf.append(contentsOf: repeatElement(Self.absent, count: index + 1 - cellOf.count))
             indexInCell.append(contentsOf: repeatElement(0, count: index + 1 - indexInCell.count))
         }
-        let cell = cellKey(lat: point.lat, lon: point.lon)
+        let cell = grid.key(lat: point.lat, lon: point.lon)
         if cellOf[index] == cell {
             cells[cell]![Int(indexInCell[index])] = entry(point, slot: slot, cell: cell)
             return
@@ -116,7 +107,7 @@ public struct PointGrid: Sendable {
     @inlinable public func point(of slot: Int32) -> GeoPoint? {
         guard contains(slot) else { return nil }
         let cell = cellOf[Int(slot)]
-        let (south, west) = corner(of: cell)
+        let (south, west) = grid.corner(of: cell)
         let (lat, lon) = Self.position(south, west, cells[cell]![Int(indexInCell[Int(slot)])])
         return GeoPoint(lat: lat, lon: lon)
     }
@@ -165,30 +156,17 @@ public struct PointGrid: Sendable {
     /// Calls `body` with the position and slot of every point in the cells that `box`
     /// covers (some may lie outside `box`: the caller checks).
     @inlinable public func forEachEntry(in box: BoundingBox, _ body: (Double, Double, Int32) -> Void) {
-        let firstRow = row(max(-90, box.minLat)), lastRow = row(min(90, box.maxLat))
-        if box.crossesAntimeridian {
-            forEachEntry(rows: firstRow...lastRow, columns: column(box.minLon)...column(180), body)
-            forEachEntry(rows: firstRow...lastRow, columns: column(-180)...column(box.maxLon), body)
-        } else {
-            forEachEntry(rows: firstRow...lastRow, columns: column(box.minLon)...column(box.maxLon), body)
+        let ranges = grid.ranges(of: box)
+        // A box covering more cells than are occupied is cheaper to scan through the occupied cells.
+        if ranges.count > Int64(cells.count) {
+            for (key, members) in cells where grid.contains(ranges, key) { forEach(members, in: key, body) }
+            return
         }
+        forEachEntry(rows: ranges.rows, columns: ranges.columns, body)
+        if let wrapped = ranges.wrapped { forEachEntry(rows: ranges.rows, columns: wrapped, body) }
     }
 
-    // MARK: Grid
-
-    @inlinable func row(_ lat: Double) -> Int64 { min(Int64(((lat + 90) / cellDegrees).rounded(.down)), lastRow) }
-
-    @inlinable func column(_ lon: Double) -> Int64 {
-        let column = Int64(((lon + 180) / cellDegrees).rounded(.down))
-        return column >= columns ? columns - 1 : column
-    }
-
-    @inlinable func cellKey(lat: Double, lon: Double) -> Int64 { row(lat) * columns + column(lon) }
-
-    /// Latitude and longitude of a cell's south-west corner.
-    @inlinable func corner(of cell: Int64) -> (Double, Double) {
-        (Double(cell / columns) * cellDegrees - 90, Double(cell % columns) * cellDegrees - 180)
-    }
+    // MARK: Cells
 
     /// An entry's position; clamped because the `Float` offset may round a pole or ±180° a hair outside.
     @inlinable static func position(_ south: Double, _ west: Double, _ entry: Entry) -> (Double, Double) {
@@ -196,7 +174,7 @@ public struct PointGrid: Sendable {
     }
 
     @inlinable func entry(_ point: GeoPoint, slot: Int32, cell: Int64) -> Entry {
-        let (south, west) = corner(of: cell)
+        let (south, west) = grid.corner(of: cell)
         return Entry(latOffset: Float(point.lat - south), lonOffset: Float(point.lon - west), slot: slot)
     }
 
@@ -213,27 +191,19 @@ public struct PointGrid: Sendable {
     }
 
     @inlinable func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, _ body: (Double, Double, Int32) -> Void) {
-        // A box covering more cells than are occupied is cheaper to scan through the occupied cells.
-        if Int64(rows.count) * Int64(range.count) > Int64(cells.count) {
-            for (key, members) in cells where rows.contains(key / columns) && range.contains(key % columns) {
-                let (south, west) = corner(of: key)
-                for entry in members {
-                    let (lat, lon) = Self.position(south, west, entry)
-                    body(lat, lon, entry.slot)
-                }
-            }
-            return
-        }
         for r in rows {
-            let base = r * columns
+            let base = r * grid.columns
             for c in range {
-                guard let members = cells[base + c] else { continue }
-                let (south, west) = corner(of: base + c)
-                for entry in members {
-                    let (lat, lon) = Self.position(south, west, entry)
-                    body(lat, lon, entry.slot)
-                }
+                if let members = cells[base + c] { forEach(members, in: base + c, body) }
             }
+        }
+    }
+
+    @inlinable func forEach(_ members: [Entry], in cell: Int64, _ body: (Double, Double, Int32) -> Void) {
+        let (south, west) = grid.corner(of: cell)
+        for entry in members {
+            let (lat, lon) = Self.position(south, west, entry)
+            body(lat, lon, entry.slot)
         }
     }
 }

@@ -461,15 +461,17 @@ public final class Node: Sendable {
     }
 
     /// Encodes the push at most once per encoding and queues the same bytes for
-    /// every subscriber of that encoding, waking the writers once all are queued;
-    /// called under the channel's lock.
+    /// every subscriber of that encoding, waking the writers once all are queued
+    /// (a single subscriber needs no batch); called under the channel's lock.
     private func fanOut(_ publication: Publication, on channel: String, to queues: [OutboundQueue]) {
         metrics.publications.increment()
         guard !queues.isEmpty else { return }
         var encoded = EncodedPush(Push(channel: channel, .publication(publication)))
-        OutboundQueue.deferringSignals {
-            for queue in queues {
-                queue.enqueue(encoded.bytes(for: queue.encoding))
+        if queues.count == 1 {
+            queues[0].enqueue(encoded.bytes(for: queues[0].encoding))
+        } else {
+            OutboundQueue.deferringSignals {
+                for queue in queues { queue.enqueue(encoded.bytes(for: queue.encoding)) }
             }
         }
         metrics.messagesOut.increment(by: Int64(queues.count))

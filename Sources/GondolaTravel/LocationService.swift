@@ -199,45 +199,47 @@ public final class LocationService: Sendable {
 
     // MARK: Channels
 
-    /// `nearby:#<uid>`: starts the user's watch and answers who is near now.
-    func openNearby(user: String, radius: Double, limit: Int, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        let channel = PositionChannel.nearby(user: user)
+    /// Opens a position channel for a subscriber: `snapshot` starts carrying it and
+    /// answers the state to start from, `attach` hands that to the subscriber. Both
+    /// run under `publication` and `live` (see the type's comment); if attaching fails
+    /// and the channel has no other subscriber, it is no longer carried.
+    private func open(_ channel: PositionChannel, attach: (RawJSON?) throws(HubError) -> Void,
+                      snapshot: (inout Live) -> RawJSON) throws(HubError) {
         try publication.withLock { _ throws(HubError) in
             try live.withLock { live throws(HubError) in
-                let slot = live.slot(for: user, directory: directory)
-                let rules = Rules(live, directory: directory)
-                let (snapshot, events) = live.map.watch(slot, radius: radius, limit: limit, canSee: rules.canSee)
-                // A watch that already had subscribers tells them what its new radius or limit changes.
-                if !events.isEmpty { publish(StagedFrame(nearby: channel, events, live: live)) }
-                let map = live.map
-                let users = TravelJSON.nearbySnapshot(snapshot, slots: live.slots) { map.fix(of: $0)?.ts }
+                let data = snapshot(&live)
                 do throws(HubError) {
-                    try attach(users)
+                    try attach(data)
                 } catch {
-                    if !node.hasSubscribers(channel.name) { live.map.unwatch(slot) }
+                    stopCarryingUnlessSubscribed(channel, live: &live)
                     throw error
                 }
             }
         }
     }
 
+    /// `nearby:#<uid>`: starts the user's watch and answers who is near now.
+    func openNearby(user: String, radius: Double, limit: Int, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        let channel = PositionChannel.nearby(user: user)
+        try open(channel, attach: attach) { live in
+            let slot = live.slot(for: user, directory: directory)
+            let rules = Rules(live, directory: directory)
+            let (snapshot, events) = live.map.watch(slot, radius: radius, limit: limit, canSee: rules.canSee)
+            // A watch that already had subscribers tells them what its new radius or limit changes.
+            if !events.isEmpty { publish(StagedFrame(nearby: channel, events, live: live)) }
+            return TravelJSON.nearbySnapshot(snapshot, slots: live.slots) { live.map.fix(of: $0)?.ts }
+        }
+    }
+
     /// `friends:#<uid>` and `locations:<trip>`: starts carrying the channel and answers the positions now.
     func openPositions(_ channel: PositionChannel, audience: (inout Live) -> PositionChannels.Audience, members: (inout Live) -> Set<Int32>,
                        attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        try publication.withLock { _ throws(HubError) in
-            try live.withLock { live throws(HubError) in
-                let audience = audience(&live)
-                let members = members(&live)
-                let rules = Rules(live, directory: directory)
-                let shown = live.channels.open(channel, audience: audience, members: members, map: live.map, visible: rules.visible)
-                let positions = TravelJSON.positions(entries(shown, live: live))
-                do throws(HubError) {
-                    try attach(positions)
-                } catch {
-                    if !node.hasSubscribers(channel.name) { live.channels.close(channel) }
-                    throw error
-                }
-            }
+        try open(channel, attach: attach) { live in
+            let audience = audience(&live)
+            let members = members(&live)
+            let rules = Rules(live, directory: directory)
+            let shown = live.channels.open(channel, audience: audience, members: members, map: live.map, visible: rules.visible)
+            return TravelJSON.positions(entries(shown, live: live))
         }
     }
 
@@ -253,13 +255,16 @@ public final class LocationService: Sendable {
 
     /// A position channel lost its last subscriber: stop computing its frames.
     func vacated(_ channel: PositionChannel) {
-        live.withLock { live in
-            guard !node.hasSubscribers(channel.name) else { return }
-            if case let .nearby(user) = channel {
-                if let slot = live.slots.existingSlot(for: user) { live.map.unwatch(slot) }
-            } else {
-                live.channels.close(channel)
-            }
+        live.withLock { live in stopCarryingUnlessSubscribed(channel, live: &live) }
+    }
+
+    /// Ends a nearby watch or a position channel that has no subscriber on this node.
+    private func stopCarryingUnlessSubscribed(_ channel: PositionChannel, live: inout Live) {
+        guard !node.hasSubscribers(channel.name) else { return }
+        if case let .nearby(user) = channel {
+            if let slot = live.slots.existingSlot(for: user) { live.map.unwatch(slot) }
+        } else {
+            live.channels.close(channel)
         }
     }
 
