@@ -269,7 +269,7 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "GondolaServicesTests", dependencies: ["GondolaServices"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "GondolaServicesTests", dependencies: ["GondolaServices", "GondolaTestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "GondolaServerTests",
             dependencies: [
@@ -280,6 +280,7 @@ let package = Package(
                 "GondolaHub",
                 "GondolaTravel",
                 "GondolaLoad",
+                "GondolaTestSupport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

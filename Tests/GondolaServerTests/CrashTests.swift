@@ -6,6 +6,7 @@ import GondolaCrash
 import GondolaProtocol
 import Hummingbird
 import Synchronization
+import GondolaTestSupport
 import Testing
 
 /// The test images of GondolaServicesTests (cjpeg, heif-enc and zlib wrote them).
@@ -200,15 +201,7 @@ extension RunningServer {
     func poppler(_ tool: String, _ arguments: [String], pdf: Data) throws -> String {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-report-\(UUID().uuidString).pdf")
         try pdf.write(to: file)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/\(tool)")
-        process.arguments = arguments + [file.path] + (tool == "pdftotext" ? ["-"] : [])
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        return try TestProcess.run(["/usr/bin/\(tool)"] + arguments + [file.path] + (tool == "pdftotext" ? ["-"] : [])).output
     }
 
     @Test func aReportHoldsTheInjuriesTheNoteAndEveryPhotoAndCanBeShared() async throws {

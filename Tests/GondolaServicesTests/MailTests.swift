@@ -1,5 +1,6 @@
 import Foundation
 import GondolaServices
+import GondolaTestSupport
 import Testing
 
 @Suite struct MailTests {
@@ -40,21 +41,14 @@ import Testing
                                   text: "Bonjour Zoë,\n" + String(repeating: "long line ", count: 30), html: "<p>Bonjour Zoë</p>")
         let path = try mailbox.deliver(message, id: "mail-1", date: Date(timeIntervalSince1970: 1_763_800_000))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == [URL(fileURLWithPath: path).lastPathComponent])
-        let parser = Process()
-        parser.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        parser.arguments = ["-c", """
+        let printed = try TestProcess.run(["/usr/bin/python3", "-c", """
             import email, email.policy, json, sys
             m = email.message_from_binary_file(open(sys.argv[1], 'rb'), policy=email.policy.default)
             parts = [p for p in m.walk() if not p.is_multipart()]
             print(json.dumps({"subject": str(m["subject"]), "to": str(m["to"]), "date": str(m["date"]), "types": [p.get_content_type() for p in parts],
                               "text": parts[0].get_content(), "html": parts[1].get_content(), "defects": len(m.defects)}))
-            """, path]
-        let output = Pipe()
-        parser.standardOutput = output
-        try parser.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        parser.waitUntilExit()
-        let parsed = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            """, path]).output
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(printed.utf8)) as? [String: Any])
         #expect(parsed["subject"] as? String == message.subject)
         #expect(parsed["to"] as? String == "zoe@example.com")
         #expect(parsed["date"] as? String == "Sat, 22 Nov 2025 08:26:40 +0000")
@@ -68,27 +62,19 @@ import Testing
 /// keeping what it receives in a maildir).
 @Suite struct SMTPMailerTests {
     func freePort() throws -> Int {
-        let finder = Process()
-        finder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        finder.arguments = ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"]
-        let output = Pipe()
-        finder.standardOutput = output
-        try finder.run()
-        finder.waitUntilExit()
-        return Int(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let printed = try TestProcess.run(["/usr/bin/python3", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"])
+        return Int(printed.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     @Test func aMailReachesARealSMTPServerWhole() async throws {
         let maildir = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-maildir-\(UUID().uuidString)").path
         let port = try freePort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let server = try TestProcess.spawn(["/usr/bin/python3", "-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir], errors: "/dev/null")
         // aiosmtpd does not stop on SIGTERM while it serves.
-        defer { kill(server.processIdentifier, SIGKILL) }
+        defer {
+            kill(server, SIGKILL)
+            _ = TestProcess.wait(server)
+        }
         let mailer = try SMTPMailer(url: "smtp://127.0.0.1:\(port)", timeout: 10)
         // Display names stay in the headers; the SMTP envelope takes the bare addresses.
         let message = MailMessage(from: "Automagic <noreply@gondola.test>", to: "Zoe <zoe@example.com>", subject: "Activate your account",

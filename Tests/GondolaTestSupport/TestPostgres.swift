@@ -44,23 +44,11 @@ public enum TestPostgres {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let script = root.appendingPathComponent("Scripts/cluster").path
         let folder = root.appendingPathComponent(".build/test-postgres").path
-        // The output goes to a file, and the script is waited for with waitpid: the server
-        // it starts inherits the descriptor and outlives it, so a pipe would never end.
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-test-postgres-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let command = "'\(script)' postgres --folder '\(folder)' > '\(outputPath)'"
-        var pid: pid_t = 0
-        let words: [String] = ["/bin/sh", "-c", command]
-        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { arguments.forEach { free($0) } }
-        let spawned = posix_spawn(&pid, "/bin/sh", nil, nil, arguments, environ)
-        guard spawned == 0 else { throw PostgresStoreError("cannot run \(script): error \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let url = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        // The server the script starts outlives it and keeps its output, so the output goes to a file.
+        let (status, output) = try TestProcess.run([script, "postgres", "--folder", folder])
+        let url = output.trimmingCharacters(in: .whitespacesAndNewlines)
         guard status == 0, PostgresLocation.isURL(url) else {
-            throw PostgresStoreError("Scripts/cluster postgres failed (wait status \(status)): \(url)")
+            throw PostgresStoreError("Scripts/cluster postgres failed (exit status \(status)): \(url)")
         }
         return url
     }
