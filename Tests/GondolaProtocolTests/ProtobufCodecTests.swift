@@ -173,6 +173,20 @@ import Testing
         #expect(error.message.contains("publish.data"))
     }
 
+    @Test func anRPCWhoseDataIsNotJSONIsRefusedWith107AndGoodDataArrivesParsed() throws {
+        // rpc {data: "{oops", method: "m"} written by hand: the encoder only writes JSON.
+        let rpc: [UInt8] = [0x0A, 0x05] + Array("{oops".utf8) + [0x12, 0x01, 0x6D]
+        let message: [UInt8] = [0x08, 0x05, 0x6A, UInt8(rpc.count)] + rpc
+        let decoded = try protobuf.commands(in: [UInt8(message.count)] + message)
+        guard case let .refused(id, error)? = decoded.first else {
+            Issue.record("decoded as \(decoded)")
+            return
+        }
+        #expect(id == 5 && error.code == 107 && error.message.contains("rpc.data"))
+        let good = protobuf.frame([protobuf.encode(Command(id: 6, .rpc(method: "m", data: ["lat": 45.5, "tags": ["a"]])))])
+        #expect(try protobuf.commands(in: good) == [.command(Command(id: 6, .rpc(method: "m", data: ["lat": 45.5, "tags": ["a"]])))])
+    }
+
     @Test func anEmptyPublishPayloadIsRefused() throws {
         let message: [UInt8] = [0x08, 0x02, 0x3A, 0x03, 0x0A, 0x01, 0x61]
         let decoded = try protobuf.commands(in: [UInt8(message.count)] + message)
