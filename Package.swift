@@ -228,10 +228,12 @@ let package = Package(
         .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSpatialIndex", providers: [.apt(["libspatialindex-dev"])]),
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
         .executableTarget(
             name: "gondola-bench-geo",
             dependencies: [
-                "GondolaGeo", "CSQLite", "CSpatialIndex",
+                "GondolaGeo", "CSQLite", "CSpatialIndex", "CHiredis", "CLibPQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -41,7 +41,7 @@ struct FormsRPC: Sendable {
         }
         router.register("form.set") { context, data in
             let fields = try RequestFields(data)
-            guard let value = fields.all.last(where: { $0.key == "value" })?.value else { throw HubError.badRequest("value is required (null clears the field)") }
+            guard let value = fields.members.last(where: { $0.key == "value" })?.value else { throw HubError.badRequest("value is required (null clears the field)") }
             let plain: JSON = if case let .raw(raw) = value { raw.value } else { value }
             return try forms.set(try fields.string("doc", maxLength: 64), key: try fields.string("key", maxLength: 64), value: plain,
                                  baseVersion: try fields.integer("base_version", in: 0...Int64.max), by: context.user)

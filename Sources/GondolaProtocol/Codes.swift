@@ -41,8 +41,8 @@ public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     init(json: JSON) throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: "error")
-        self.init(code: try fields.uint32("code"), message: try fields.string("message"), temporary: try fields.bool("temporary"))
+        let fields = try ProtocolFields(json, path: "error")
+        self.init(code: try fields.uint32("code"), message: try fields.protobufString("message"), temporary: try fields.protobufBool("temporary"))
     }
 }
 

@@ -94,7 +94,7 @@ public struct Command: Sendable, Equatable {
     /// Decodes one command object. Unknown members are refused so that a
     /// misspelled method is reported rather than silently ignored.
     public init(json: JSON) throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: "command")
+        let fields = try ProtocolFields(json, path: "command")
         let id = try fields.uint32("id")
         var methods: [(key: String, value: JSON)] = []
         for member in fields.members where member.key != "id" {
@@ -112,22 +112,22 @@ public struct Command: Sendable, Equatable {
             return
         }
         guard id > 0 || name == "send" else { throw ProtocolDecodingError("command '\(name)' needs a positive id") }
-        let bodyFields = try JSONFields(body, path: name)
+        let bodyFields = try ProtocolFields(body, path: name)
         let method: Method
         switch name {
         case "connect": method = .connect(try ConnectRequest(json: body))
         case "subscribe": method = .subscribe(try SubscribeRequest(json: body))
-        case "unsubscribe": method = .unsubscribe(channel: try bodyFields.string("channel"))
+        case "unsubscribe": method = .unsubscribe(channel: try bodyFields.protobufString("channel"))
         case "publish":
             guard let data = bodyFields.raw("data") else { throw ProtocolDecodingError("publish.data is required") }
-            method = .publish(channel: try bodyFields.string("channel"), data: data)
-        case "presence": method = .presence(channel: try bodyFields.string("channel"))
-        case "presence_stats": method = .presenceStats(channel: try bodyFields.string("channel"))
+            method = .publish(channel: try bodyFields.protobufString("channel"), data: data)
+        case "presence": method = .presence(channel: try bodyFields.protobufString("channel"))
+        case "presence_stats": method = .presenceStats(channel: try bodyFields.protobufString("channel"))
         case "history": method = .history(try HistoryRequest(json: body))
         case "ping": method = .ping
-        case "rpc": method = .rpc(method: try bodyFields.string("method"), data: bodyFields.value("data"))
+        case "rpc": method = .rpc(method: try bodyFields.protobufString("method"), data: bodyFields.value("data"))
         case "send": method = .send(data: bodyFields.raw("data"))
-        default: method = .refresh(token: try bodyFields.string("token"))
+        default: method = .refresh(token: try bodyFields.protobufString("token"))
         }
         self.init(id: id, method)
     }

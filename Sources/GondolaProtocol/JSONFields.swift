@@ -5,100 +5,238 @@ public struct ProtocolDecodingError: Error, Sendable, Equatable, CustomStringCon
     public var description: String { message }
 }
 
-/// Typed access to the members of a JSON object, with protobuf-JSON defaults for
-/// absent members and errors that name the field.
-struct JSONFields {
-    let members: [(key: String, value: JSON)]
-    let path: String
+/// The error a field reader throws, made from a message that names the field by its path.
+public protocol FieldError: Error {
+    /// A field that is missing, has the wrong type or lies out of range; `message` names it.
+    static func invalidField(_ message: String) -> Self
+}
 
-    init(_ json: JSON, path: String) throws(ProtocolDecodingError) {
-        guard case let .object(members) = json else {
-            throw ProtocolDecodingError("\(path) must be an object, got \(json.kindName)")
-        }
-        self.members = members
+extension ProtocolDecodingError: FieldError {
+    public static func invalidField(_ message: String) -> ProtocolDecodingError { ProtocolDecodingError(message) }
+}
+
+/// Typed access to the members of a JSON object — a protocol command, an RPC's `data`, a
+/// server API body — with errors that name the field by its path: a wrong type, a missing
+/// value, a non-finite or out-of-range number, a too-long text or array. Each layer picks
+/// the error it answers with (`ProtocolDecodingError` for the wire, the hub's 107).
+public struct JSONFields<Failure: FieldError>: Sendable {
+    /// The object's members in their order; a repeated key reads as its last value.
+    public let members: [(key: String, value: JSON)]
+    /// Where the object sits in the request (`sections[2]`), empty at the top.
+    public let path: String
+
+    /// `data` must be an object; absent data reads as an empty object.
+    public init(_ data: JSON?, path: String = "") throws(Failure) {
         self.path = path
+        switch data {
+        case nil, .null?: members = []
+        case let .object(members)?: self.members = members
+        case let .raw(raw)?: members = try JSONFields(raw.value, path: path).members
+        case let other?: throw .invalidField("\(path.isEmpty ? "data" : path) must be an object, got \(other.kindName)")
+        }
     }
 
-    func value(_ key: String) -> JSON? {
+    private func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    public func has(_ key: String) -> Bool { value(key) != nil }
+
+    public func value(_ key: String) -> JSON? {
         guard let value = members.last(where: { $0.key == key })?.value, !value.isNull else { return nil }
+        if case let .raw(raw) = value { return raw.value }
         return value
     }
 
-    func has(_ key: String) -> Bool { value(key) != nil }
-
-    private func mismatch(_ key: String, _ expected: String, _ got: JSON) -> ProtocolDecodingError {
-        ProtocolDecodingError("\(path).\(key) must be \(expected), got \(got.kindName)")
+    private func required(_ key: String) throws(Failure) -> JSON {
+        guard let value = value(key) else { throw .invalidField("\(name(key)) is required") }
+        return value
     }
 
-    func string(_ key: String) throws(ProtocolDecodingError) -> String {
-        guard let value = value(key) else { return "" }
-        guard case let .string(text) = value else { throw mismatch(key, "a string", value) }
+    public func string(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(Failure) -> String {
+        let value = try required(key)
+        guard case let .string(text) = value else { throw .invalidField("\(name(key)) must be a string, got \(value.kindName)") }
+        guard allowEmpty || !text.isEmpty else { throw .invalidField("\(name(key)) must not be empty") }
+        guard text.count <= maxLength else { throw .invalidField("\(name(key)) is \(text.count) characters, more than \(maxLength)") }
         return text
     }
 
-    func bool(_ key: String) throws(ProtocolDecodingError) -> Bool {
-        guard let value = value(key) else { return false }
-        guard case let .bool(flag) = value else { throw mismatch(key, "a boolean", value) }
-        return flag
+    public func optionalString(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(Failure) -> String? {
+        has(key) ? try string(key, maxLength: maxLength, allowEmpty: allowEmpty) : nil
     }
 
-    /// An integer in `range`; protobuf JSON also allows 64-bit integers as decimal strings.
-    func integer(_ key: String, in range: ClosedRange<Int64>) throws(ProtocolDecodingError) -> Int64 {
-        guard let value = value(key) else { return 0 }
-        let number: Int64?
+    /// A string with something besides whitespace in it (names, titles, messages).
+    public func text(_ key: String, maxLength: Int) throws(Failure) -> String {
+        let text = try string(key, maxLength: maxLength)
+        guard !text.allSatisfy(\.isWhitespace) else { throw .invalidField("\(name(key)) must not be blank") }
+        return text
+    }
+
+    public func optionalText(_ key: String, maxLength: Int) throws(Failure) -> String? {
+        has(key) ? try text(key, maxLength: maxLength) : nil
+    }
+
+    /// A finite number in `range`; numbers spelled as strings ("NaN", "1e999") are refused.
+    public func number(_ key: String, in range: ClosedRange<Double>) throws(Failure) -> Double {
+        let value = try required(key)
+        let number: Double
         switch value {
-        case let .int(int): number = int
-        case let .double(double) where double == double.rounded() && abs(double) < 9.0e18: number = Int64(double)
-        case let .string(text): number = Int64(text)
-        default: number = nil
+        case let .int(int): number = Double(int)
+        case let .double(double): number = double
+        default: throw .invalidField("\(name(key)) must be a number, got \(value.kindName)")
         }
-        guard let number else { throw mismatch(key, "an integer", value) }
+        guard number.isFinite else { throw .invalidField("\(name(key)) must be a finite number") }
         guard range.contains(number) else {
-            throw ProtocolDecodingError("\(path).\(key) must be between \(range.lowerBound) and \(range.upperBound), got \(number)")
+            throw .invalidField("\(name(key)) must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.format(number))")
         }
         return number
     }
 
-    func uint32(_ key: String) throws(ProtocolDecodingError) -> UInt32 {
-        UInt32(try integer(key, in: 0...Int64(UInt32.max)))
+    public func optionalNumber(_ key: String, in range: ClosedRange<Double>) throws(Failure) -> Double? {
+        has(key) ? try number(key, in: range) : nil
     }
 
-    func int32(_ key: String) throws(ProtocolDecodingError) -> Int32 {
-        Int32(try integer(key, in: Int64(Int32.min)...Int64(Int32.max)))
+    public func integer(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64 {
+        let value = try required(key)
+        let number: Int64
+        switch value {
+        case let .int(int): number = int
+        case let .double(double) where double.isFinite && double == double.rounded() && abs(double) < 9e18: number = Int64(double)
+        default: throw .invalidField("\(name(key)) must be an integer, got \(value.kindName)")
+        }
+        guard range.contains(number) else { throw .invalidField("\(name(key)) must be between \(range.lowerBound) and \(range.upperBound), got \(number)") }
+        return number
     }
 
-    func uint64(_ key: String) throws(ProtocolDecodingError) -> UInt64 {
-        UInt64(try integer(key, in: 0...Int64.max))
+    public func optionalInteger(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64? {
+        has(key) ? try integer(key, in: range) : nil
     }
 
-    func raw(_ key: String) -> RawJSON? {
-        value(key).map(RawJSON.init)
+    public func bool(_ key: String) throws(Failure) -> Bool {
+        let value = try required(key)
+        guard case let .bool(flag) = value else { throw .invalidField("\(name(key)) must be a boolean, got \(value.kindName)") }
+        return flag
     }
 
-    func object(_ key: String) throws(ProtocolDecodingError) -> JSONFields? {
-        guard let value = value(key) else { return nil }
-        return try JSONFields(value, path: "\(path).\(key)")
+    /// One of an enumeration's raw values.
+    public func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ type: T.Type) throws(Failure) -> T where T.RawValue == String {
+        let text = try string(key, maxLength: 64)
+        guard let choice = T(rawValue: text) else {
+            throw .invalidField("\(name(key)) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+        }
+        return choice
     }
 
-    func array(_ key: String) throws(ProtocolDecodingError) -> [JSON] {
-        guard let value = value(key) else { return [] }
-        guard case let .array(elements) = value else { throw mismatch(key, "an array", value) }
-        return elements
+    public func object(_ key: String) throws(Failure) -> JSONFields {
+        try JSONFields(try required(key), path: name(key))
     }
 
-    /// A JSON object whose members all decode with `decode`.
-    func map<T>(_ key: String, _ decode: (JSON, String) throws(ProtocolDecodingError) -> T) throws(ProtocolDecodingError) -> [String: T] {
-        guard let fields = try object(key) else { return [:] }
-        var result: [String: T] = [:]
-        for member in fields.members where !member.value.isNull {
-            result[member.key] = try decode(member.value, "\(fields.path).\(member.key)")
+    public func optionalObject(_ key: String) throws(Failure) -> JSONFields? {
+        has(key) ? try object(key) : nil
+    }
+
+    public func stringArray(_ key: String, maxCount: Int, maxLength: Int) throws(Failure) -> [String] {
+        let value = try required(key)
+        guard case let .array(items) = value else { throw .invalidField("\(name(key)) must be an array, got \(value.kindName)") }
+        guard items.count <= maxCount else { throw .invalidField("\(name(key)) has \(items.count) items, more than \(maxCount)") }
+        var result: [String] = []
+        for (index, item) in items.enumerated() {
+            guard case let .string(text) = item, !text.isEmpty, text.count <= maxLength else {
+                throw .invalidField("\(name(key))[\(index)] must be a non-empty string of at most \(maxLength) characters")
+            }
+            result.append(text)
         }
         return result
     }
 
-    func stringMap(_ key: String) throws(ProtocolDecodingError) -> [String: String] {
-        try map(key) { (value, path) throws(ProtocolDecodingError) in
-            guard case let .string(text) = value else { throw ProtocolDecodingError("\(path) must be a string") }
+    /// An array of objects, each read with its path (`sections[2].fields[0].key`).
+    public func objectArray(_ key: String, maxCount: Int) throws(Failure) -> [JSONFields] {
+        let value = try required(key)
+        guard case let .array(items) = value else { throw .invalidField("\(name(key)) must be an array, got \(value.kindName)") }
+        guard items.count <= maxCount else { throw .invalidField("\(name(key)) has \(items.count) items, more than \(maxCount)") }
+        var result: [JSONFields] = []
+        for (index, item) in items.enumerated() { result.append(try JSONFields(item, path: "\(name(key))[\(index)]")) }
+        return result
+    }
+
+    /// The path of a member, as error messages name it.
+    public func path(of key: String) -> String { name(key) }
+
+
+    /// The object read.
+    public var json: JSON { .object(members) }
+
+    private static func format(_ number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+    }
+}
+
+/// The field reader of the protocol's own messages.
+typealias ProtocolFields = JSONFields<ProtocolDecodingError>
+
+/// The protocol's JSON mapping: an absent or null member reads as its protobuf default
+/// (empty text, false, zero, no object).
+extension JSONFields {
+    func protobufString(_ key: String) throws(Failure) -> String {
+        has(key) ? try string(key, maxLength: .max, allowEmpty: true) : ""
+    }
+
+    func protobufBool(_ key: String) throws(Failure) -> Bool {
+        has(key) ? try bool(key) : false
+    }
+
+    /// An integer in `range`; protobuf JSON also allows 64-bit integers as decimal strings.
+    func protobufInteger(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64 {
+        guard let value = value(key) else { return 0 }
+        if case let .string(text) = value {
+            guard let number = Int64(text) else { throw .invalidField("\(path(of: key)) must be an integer, got string") }
+            guard range.contains(number) else {
+                throw .invalidField("\(path(of: key)) must be between \(range.lowerBound) and \(range.upperBound), got \(number)")
+            }
+            return number
+        }
+        return try integer(key, in: range)
+    }
+
+    func uint32(_ key: String) throws(Failure) -> UInt32 {
+        UInt32(try protobufInteger(key, in: 0...Int64(UInt32.max)))
+    }
+
+    func int32(_ key: String) throws(Failure) -> Int32 {
+        Int32(try protobufInteger(key, in: Int64(Int32.min)...Int64(Int32.max)))
+    }
+
+    func uint64(_ key: String) throws(Failure) -> UInt64 {
+        UInt64(try protobufInteger(key, in: 0...Int64.max))
+    }
+
+    /// The member as it arrived, for payloads passed on untouched.
+    func raw(_ key: String) -> RawJSON? {
+        guard let value = members.last(where: { $0.key == key })?.value, !value.isNull else { return nil }
+        return RawJSON(value)
+    }
+
+    func protobufObject(_ key: String) throws(Failure) -> JSONFields? {
+        has(key) ? try object(key) : nil
+    }
+
+    func protobufArray(_ key: String) throws(Failure) -> [JSON] {
+        guard let value = value(key) else { return [] }
+        guard case let .array(elements) = value else { throw .invalidField("\(path(of: key)) must be an array, got \(value.kindName)") }
+        return elements
+    }
+
+    /// A JSON object whose members all decode with `decode` (given the value and its path).
+    func map<T>(_ key: String, _ decode: (JSON, String) throws(Failure) -> T) throws(Failure) -> [String: T] {
+        guard let fields = try protobufObject(key) else { return [:] }
+        var result: [String: T] = [:]
+        for member in fields.members where !member.value.isNull {
+            result[member.key] = try decode(member.value, fields.path(of: member.key))
+        }
+        return result
+    }
+
+    func stringMap(_ key: String) throws(Failure) -> [String: String] {
+        try map(key) { (value, path) throws(Failure) in
+            guard case let .string(text) = value else { throw .invalidField("\(path) must be a string") }
             return text
         }
     }

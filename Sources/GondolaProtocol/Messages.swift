@@ -23,9 +23,9 @@ public struct ClientInfo: Sendable, Equatable {
     }
 
     public init(json: JSON, path: String = "info") throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: path)
+        let fields = try ProtocolFields(json, path: path)
         self.init(
-            user: try fields.string("user"), client: try fields.string("client"),
+            user: try fields.protobufString("user"), client: try fields.protobufString("client"),
             connInfo: fields.raw("conn_info"), chanInfo: fields.raw("chan_info"))
     }
 }
@@ -54,7 +54,7 @@ public struct Publication: Sendable, Equatable {
     }
 
     public init(json: JSON, path: String = "pub") throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: path)
+        let fields = try ProtocolFields(json, path: path)
         self.init(
             offset: try fields.uint64("offset"),
             data: fields.raw("data") ?? RawJSON(.null),
@@ -81,8 +81,8 @@ public struct StreamPosition: Sendable, Equatable, Hashable {
     }
 
     public init(json: JSON, path: String) throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: path)
-        self.init(offset: try fields.uint64("offset"), epoch: try fields.string("epoch"))
+        let fields = try ProtocolFields(json, path: path)
+        self.init(offset: try fields.uint64("offset"), epoch: try fields.protobufString("epoch"))
     }
 }
 
@@ -112,11 +112,11 @@ public struct ConnectRequest: Sendable, Equatable {
     }
 
     public init(json: JSON) throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: "connect")
-        token = try fields.string("token")
+        let fields = try ProtocolFields(json, path: "connect")
+        token = try fields.protobufString("token")
         data = fields.raw("data")
-        name = try fields.string("name")
-        version = try fields.string("version")
+        name = try fields.protobufString("name")
+        version = try fields.protobufString("version")
         subs = try fields.map("subs") { (value, path) throws(ProtocolDecodingError) in try SubscribeRequest(json: value, path: path) }
     }
 }
@@ -162,17 +162,17 @@ public struct ConnectResult: Sendable, Equatable {
     }
 
     public init(json: JSON) throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: "connect")
-        client = try fields.string("client")
-        version = try fields.string("version")
-        expires = try fields.bool("expires")
+        let fields = try ProtocolFields(json, path: "connect")
+        client = try fields.protobufString("client")
+        version = try fields.protobufString("version")
+        expires = try fields.protobufBool("expires")
         ttl = try fields.uint32("ttl")
         data = fields.raw("data")
         subs = try fields.map("subs") { (value, path) throws(ProtocolDecodingError) in try SubscribeResult(json: value, path: path) }
         ping = try fields.uint32("ping")
-        pong = try fields.bool("pong")
-        session = try fields.string("session")
-        node = try fields.string("node")
+        pong = try fields.protobufBool("pong")
+        session = try fields.protobufString("session")
+        node = try fields.protobufString("node")
     }
 }
 
@@ -222,17 +222,17 @@ public struct SubscribeRequest: Sendable, Equatable {
     }
 
     public init(json: JSON, path: String = "subscribe") throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: path)
-        channel = try fields.string("channel")
-        token = try fields.string("token")
-        recover = try fields.bool("recover")
-        epoch = try fields.string("epoch")
+        let fields = try ProtocolFields(json, path: path)
+        channel = try fields.protobufString("channel")
+        token = try fields.protobufString("token")
+        recover = try fields.protobufBool("recover")
+        epoch = try fields.protobufString("epoch")
         offset = try fields.uint64("offset")
         data = fields.raw("data")
-        positioned = try fields.bool("positioned")
-        recoverable = try fields.bool("recoverable")
-        joinLeave = try fields.bool("join_leave")
-        flag = try fields.integer("flag", in: 0...Int64.max)
+        positioned = try fields.protobufBool("positioned")
+        recoverable = try fields.protobufBool("recoverable")
+        joinLeave = try fields.protobufBool("join_leave")
+        flag = try fields.protobufInteger("flag", in: 0...Int64.max)
     }
 }
 
@@ -267,19 +267,19 @@ public struct SubscribeResult: Sendable, Equatable {
     }
 
     public init(json: JSON, path: String = "subscribe") throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: path)
-        expires = try fields.bool("expires")
+        let fields = try ProtocolFields(json, path: path)
+        expires = try fields.protobufBool("expires")
         ttl = try fields.uint32("ttl")
-        recoverable = try fields.bool("recoverable")
-        epoch = try fields.string("epoch")
-        publications = try fields.array("publications").map { (value) throws(ProtocolDecodingError) in
+        recoverable = try fields.protobufBool("recoverable")
+        epoch = try fields.protobufString("epoch")
+        publications = try fields.protobufArray("publications").map { (value) throws(ProtocolDecodingError) in
             try Publication(json: value, path: "\(path).publications[]")
         }
-        recovered = try fields.bool("recovered")
+        recovered = try fields.protobufBool("recovered")
         offset = try fields.uint64("offset")
-        positioned = try fields.bool("positioned")
+        positioned = try fields.protobufBool("positioned")
         data = fields.raw("data")
-        wasRecovering = try fields.bool("was_recovering")
+        wasRecovering = try fields.protobufBool("was_recovering")
     }
 }
 
@@ -308,11 +308,11 @@ public struct HistoryRequest: Sendable, Equatable {
     }
 
     public init(json: JSON, path: String = "history") throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: path)
-        channel = try fields.string("channel")
+        let fields = try ProtocolFields(json, path: path)
+        channel = try fields.protobufString("channel")
         limit = try fields.int32("limit")
         since = try fields.value("since").map { (value) throws(ProtocolDecodingError) in try StreamPosition(json: value, path: "\(path).since") }
-        reverse = try fields.bool("reverse")
+        reverse = try fields.protobufBool("reverse")
     }
 }
 
@@ -337,9 +337,9 @@ public struct HistoryResult: Sendable, Equatable {
     }
 
     public init(json: JSON) throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: "history")
-        publications = try fields.array("publications").map { (value) throws(ProtocolDecodingError) in try Publication(json: value, path: "history.publications[]") }
-        epoch = try fields.string("epoch")
+        let fields = try ProtocolFields(json, path: "history")
+        publications = try fields.protobufArray("publications").map { (value) throws(ProtocolDecodingError) in try Publication(json: value, path: "history.publications[]") }
+        epoch = try fields.protobufString("epoch")
         offset = try fields.uint64("offset")
     }
 }
@@ -368,9 +368,9 @@ public struct RefreshResult: Sendable, Equatable {
     }
 
     public init(json: JSON) throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: "refresh")
-        self.init(client: try fields.string("client"), version: try fields.string("version"),
-                  expires: try fields.bool("expires"), ttl: try fields.uint32("ttl"))
+        let fields = try ProtocolFields(json, path: "refresh")
+        self.init(client: try fields.protobufString("client"), version: try fields.protobufString("version"),
+                  expires: try fields.protobufBool("expires"), ttl: try fields.uint32("ttl"))
     }
 }
 
@@ -392,7 +392,7 @@ public struct PresenceStats: Sendable, Equatable {
     }
 
     public init(json: JSON, path: String = "presence_stats") throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: path)
+        let fields = try ProtocolFields(json, path: path)
         self.init(numClients: try fields.uint32("num_clients"), numUsers: try fields.uint32("num_users"))
     }
 }

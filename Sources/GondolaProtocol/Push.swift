@@ -45,23 +45,23 @@ public struct Push: Sendable, Equatable {
 
     public init(json: JSON) throws(ProtocolDecodingError) {
         guard let pushJSON = json["push"] else { throw ProtocolDecodingError("not a push") }
-        let fields = try JSONFields(pushJSON, path: "push")
-        channel = try fields.string("channel")
+        let fields = try ProtocolFields(pushJSON, path: "push")
+        channel = try fields.protobufString("channel")
         if let value = fields.value("pub") {
             body = .publication(try Publication(json: value, path: "push.pub"))
-        } else if let value = try fields.object("join") {
+        } else if let value = try fields.protobufObject("join") {
             body = .join(try ClientInfo(json: value.value("info") ?? .object([]), path: "push.join.info"))
-        } else if let value = try fields.object("leave") {
+        } else if let value = try fields.protobufObject("leave") {
             body = .leave(try ClientInfo(json: value.value("info") ?? .object([]), path: "push.leave.info"))
-        } else if let value = try fields.object("unsubscribe") {
-            body = .unsubscribe(code: try value.uint32("code"), reason: try value.string("reason"))
-        } else if let value = try fields.object("message") {
+        } else if let value = try fields.protobufObject("unsubscribe") {
+            body = .unsubscribe(code: try value.uint32("code"), reason: try value.protobufString("reason"))
+        } else if let value = try fields.protobufObject("message") {
             body = .message(data: value.raw("data") ?? RawJSON(.null))
         } else if let value = fields.value("subscribe") {
             body = .subscribe(try SubscribeResult(json: value, path: "push.subscribe"))
-        } else if let value = try fields.object("disconnect") {
-            let code = try value.integer("code", in: 0...Int64(UInt16.max))
-            body = .disconnect(DisconnectCode(code: UInt16(code), reason: try value.string("reason")))
+        } else if let value = try fields.protobufObject("disconnect") {
+            let code = try value.protobufInteger("code", in: 0...Int64(UInt16.max))
+            body = .disconnect(DisconnectCode(code: UInt16(code), reason: try value.protobufString("reason")))
         } else {
             throw ProtocolDecodingError("push carries no known body")
         }

@@ -47,7 +47,7 @@ public struct Reply: Sendable, Equatable {
     }
 
     public init(json: JSON) throws(ProtocolDecodingError) {
-        let fields = try JSONFields(json, path: "reply")
+        let fields = try ProtocolFields(json, path: "reply")
         id = try fields.uint32("id")
         if let error = fields.value("error") {
             body = .error(try ProtocolError(json: error))
@@ -59,7 +59,7 @@ public struct Reply: Sendable, Equatable {
             body = .unsubscribe
         } else if fields.has("publish") {
             body = .publish
-        } else if let value = try fields.object("presence") {
+        } else if let value = try fields.protobufObject("presence") {
             body = .presence(try value.map("presence") { (value, path) throws(ProtocolDecodingError) in try ClientInfo(json: value, path: path) })
         } else if let value = fields.value("presence_stats") {
             body = .presenceStats(try PresenceStats(json: value))
@@ -67,7 +67,7 @@ public struct Reply: Sendable, Equatable {
             body = .history(try HistoryResult(json: value))
         } else if fields.has("ping") {
             body = .ping
-        } else if let value = try fields.object("rpc") {
+        } else if let value = try fields.protobufObject("rpc") {
             body = .rpc(data: value.raw("data"))
         } else if let value = fields.value("refresh") {
             body = .refresh(try RefreshResult(json: value))

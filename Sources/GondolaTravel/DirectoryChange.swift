@@ -67,7 +67,7 @@ enum DirectoryChange: Sendable, Equatable {
             var profile = Profile(id: try id("u"), name: try fields.string("name", maxLength: any))
             profile.bio = try fields.string("bio", maxLength: any, allowEmpty: true)
             profile.avatarURL = try fields.optionalString("avatar", maxLength: any, allowEmpty: true)
-            for (platform, value) in try fields.optionalObject("links")?.all ?? [] {
+            for (platform, value) in try fields.optionalObject("links")?.members ?? [] {
                 if case let .string(url) = value { profile.links[platform] = url }
             }
             return .profile(profile)

@@ -168,9 +168,9 @@ struct DirectoryRPC: Sendable {
 
     /// Social links: at most `maxLinks` platform names (`[a-z0-9_]`, up to 32) to http(s) URLs.
     static func links(_ fields: RequestFields) throws(HubError) -> [String: String] {
-        guard fields.all.count <= maxLinks else { throw .badRequest("links has \(fields.all.count) entries, more than \(maxLinks)") }
+        guard fields.members.count <= maxLinks else { throw .badRequest("links has \(fields.members.count) entries, more than \(maxLinks)") }
         var links: [String: String] = [:]
-        for (key, _) in fields.all {
+        for (key, _) in fields.members {
             guard !key.isEmpty, key.count <= 32, key.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
                 throw .badRequest("links: '\(key)' is not a platform name ([a-z0-9_], up to 32 characters)")
             }

@@ -14,8 +14,11 @@ struct GeoBenchmark: ParsableCommand {
     @Option(help: "Grid cell of the country index, metres.") var countryCell = 800.0
     @Option(help: "Grid cell of the resort index, metres.") var resortCell = 150.0
     @Option(help: "Grid cell of the roaming proximity map, metres.") var roamingCell = 250.0
+    @Option(help: "Operations per libspatialindex configuration in its sweep.") var sweepOperations = 3000
+    @Option(help: "Redis server (host:port) to compare with; its GEOSEARCH is skipped without it.") var redis: String?
+    @Option(help: "libpq connection string of a PostgreSQL server with PostGIS; skipped without it.") var postgres: String?
     @Option(help: "Markdown file the table is appended to.") var markdown: String?
-    @Option(help: "Time only GondolaGeo on one workload: country, resort or roaming (for profiling and cell sizing).") var only: String?
+    @Option(help: "Time only GondolaGeo on one workload: country, resort or roaming (for profiling and cell sizing), or only sweep libspatialindex (libspatialindex).") var only: String?
 
     func validate() throws {
         guard (1000...5_000_000).contains(countryPoints) else { throw ValidationError("--country-points must be 1000...5000000") }
@@ -32,9 +35,16 @@ struct GeoBenchmark: ParsableCommand {
             print(String(format: "roaming: %.0f updates/s", roaming.perSecond))
             return
         }
+        if only == "libspatialindex" {
+            for workload in [country, resort] {
+                let best = sweepSpatialIndex(workload)
+                print(String(format: "%@: best %@ at %.0f ops/s", workload.name, best.settings.description, best.opsPerSecond))
+            }
+            return
+        }
         if let only {
             guard let workload = [country, resort].first(where: { $0.name == only }) else {
-                throw ValidationError("--only must be country, resort or roaming, got '\(only)'")
+                throw ValidationError("--only must be country, resort, roaming or libspatialindex, got '\(only)'")
             }
             let result = workload.measure(GondolaIndex(cellMetres: only == "country" ? countryCell : resortCell), operations: operations)
             print(String(format: "%@ gondola: median %.2f µs, %.0f ops/s", only, result.medianMicros, result.opsPerSecond))
@@ -43,13 +53,16 @@ struct GeoBenchmark: ParsableCommand {
         var rows: [String] = ["| workload | implementation | operations | ops/s | median µs | p99 µs |", "| --- | --- | --- | --- | --- | --- |"]
 
         let bytesPerPoint = memoryPerPoint(country)
+        var sweepRows = ["| workload | best libspatialindex configuration | its ops/s in the sweep | worst ops/s (configuration) |", "| --- | --- | --- | --- |"]
         var countryRates: [String: Double] = [:]
         var resortRates: [String: Double] = [:]
         for workload in [country, resort] {
             let cell = workload.name == "country" ? countryCell : resortCell
             var results: [String: Measurement] = [:]
             results["gondola"] = workload.measure(GondolaIndex(cellMetres: cell), operations: operations)
-            results["libspatialindex"] = workload.measure(SpatialIndexRTree(capacity: workload.points), operations: operations / 4)
+            let best = sweepSpatialIndex(workload)
+            sweepRows.append("| \(workload.name) | \(best.settings) | \(String(format: "%.0f", best.opsPerSecond)) | \(String(format: "%.0f", best.worstOpsPerSecond)) (\(best.worst)) |")
+            results["libspatialindex"] = workload.measure(SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations: operations / 4)
             results["sqlite-rtree"] = workload.measure(SQLiteRTreeIndex(capacity: workload.points), operations: operations / 10)
             let checksums = Set(results.values.map(\.checksum))
             if checksums.count != 1 { print("warning: implementations disagree on the first queries: \(results.mapValues(\.checksum))") }
@@ -59,8 +72,15 @@ struct GeoBenchmark: ParsableCommand {
                 if workload.name == "country" { countryRates[name] = result.opsPerSecond } else { resortRates[name] = result.opsPerSecond }
             }
             let gondola = results["gondola"]!.opsPerSecond
-            rows.append(String(format: "| %@ | ratios | | gondola/sqlite %.1f×, gondola/libspatialindex %.1f× | | |", workload.name,
-                               gondola / results["sqlite-rtree"]!.opsPerSecond, gondola / results["libspatialindex"]!.opsPerSecond))
+            var ratios = [String(format: "gondola/sqlite %.1f×", gondola / results["sqlite-rtree"]!.opsPerSecond),
+                          String(format: "gondola/libspatialindex %.1f×", gondola / results["libspatialindex"]!.opsPerSecond)]
+            let serverRows = try serverPeers(workload, gondolaChecksum: results["gondola"]!.checksum)
+            for row in serverRows {
+                rows.append(String(format: "| %@ | %@ | %d | %.0f | %@ | %@ |", workload.name, row.label, row.operations, row.opsPerSecond,
+                                   row.median.map { String(format: "%.2f", $0) } ?? "", row.p99.map { String(format: "%.2f", $0) } ?? ""))
+                ratios.append(String(format: "gondola/%@ %.0f×", row.short, gondola / row.opsPerSecond))
+            }
+            rows.append("| \(workload.name) | ratios | | \(ratios.joined(separator: ", ")) | | |")
         }
         rows.append(String(format: "| country | gondola bytes per point (RSS delta) | %d | %.1f | | |", countryPoints, bytesPerPoint))
         let roaming = roamingThroughput()
@@ -68,7 +88,8 @@ struct GeoBenchmark: ParsableCommand {
         let fences = fenceLookups()
         rows.append(String(format: "| fences | 10,000 polygons, point lookups | %d | %.0f | | |", fences.lookups, fences.perSecond))
 
-        let table = rows.joined(separator: "\n")
+        let table = rows.joined(separator: "\n") + "\n\nlibspatialindex sweep (\(SpatialIndexSettings.sweep.count) configurations, \(sweepOperations) operations each; the table above uses the best):\n\n"
+            + sweepRows.joined(separator: "\n")
         print(table)
         let summary = String(format: "geo: gondola %.0f, sqlite-rtree %.0f, libspatialindex %.0f, bytes/point %.0f",
                              countryRates["gondola"]!, countryRates["sqlite-rtree"]!, countryRates["libspatialindex"]!, bytesPerPoint)
@@ -84,6 +105,69 @@ struct GeoBenchmark: ParsableCommand {
         }
         print(summary)
         print(resortSummary)
+    }
+
+    /// One measured row of a server peer.
+    struct PeerRow {
+        let label: String
+        let short: String
+        let operations: Int
+        let opsPerSecond: Double
+        let median: Double?
+        let p99: Double?
+    }
+
+    /// Redis and PostGIS, when their servers are given: one operation at a time with its round
+    /// trip, Redis pipelined, and each server's own time per operation (Redis's command
+    /// statistics, a PL/pgSQL loop in PostgreSQL).
+    func serverPeers(_ workload: Workload, gondolaChecksum: Int) throws -> [PeerRow] {
+        var rows: [PeerRow] = []
+        let count = operations / 10
+        if let redis {
+            let parts = redis.split(separator: ":")
+            guard parts.count == 2, let port = Int32(parts[1]) else { throw ValidationError("--redis must be host:port, got '\(redis)'") }
+            let index = try RedisGeoIndex(host: String(parts[0]), port: port, points: workload.positions())
+            try index.resetStatistics()
+            let roundTrip = workload.measure(index, operations: count)
+            let serverMicros = try index.serverMicroseconds() / Double(count)
+            print("redis checksum \(roundTrip.checksum) (gondola \(gondolaChecksum))")
+            let pipelined = try index.pipelined(workload.steps(count * 5), depth: 64, radius: workload.radius, limit: workload.limit)
+            rows += [
+                PeerRow(label: "redis GEOADD + GEOSEARCH, one round trip each", short: "redis", operations: count,
+                        opsPerSecond: roundTrip.opsPerSecond, median: roundTrip.medianMicros, p99: roundTrip.p99Micros),
+                PeerRow(label: "redis, 64 operations pipelined", short: "redis pipelined", operations: count * 5,
+                        opsPerSecond: pipelined, median: nil, p99: nil),
+                PeerRow(label: "redis, server time only (commandstats, mean µs)", short: "redis server", operations: count,
+                        opsPerSecond: 1e6 / serverMicros, median: serverMicros, p99: nil),
+            ]
+        }
+        if let postgres {
+            let index = try PostGISIndex(conninfo: postgres, points: workload.positions())
+            let roundTrip = workload.measure(index, operations: count)
+            let inside = try index.insideServer(workload.steps(count), radius: workload.radius, limit: workload.limit)
+            print("postgis checksums \(roundTrip.checksum) / \(inside.checksum) (gondola \(gondolaChecksum))")
+            rows += [
+                PeerRow(label: "postgis GiST, 2 prepared statements, round trips", short: "postgis", operations: count,
+                        opsPerSecond: roundTrip.opsPerSecond, median: roundTrip.medianMicros, p99: roundTrip.p99Micros),
+                PeerRow(label: "postgis, inside the server (PL/pgSQL loop, mean µs)", short: "postgis server", operations: count,
+                        opsPerSecond: Double(count) / inside.micros * 1e6, median: inside.micros / Double(count), p99: nil),
+            ]
+        }
+        return rows
+    }
+
+    /// Runs every libspatialindex configuration of the sweep on `workload` and returns the fastest
+    /// (and, for the record, the slowest).
+    func sweepSpatialIndex(_ workload: Workload) -> (settings: SpatialIndexSettings, opsPerSecond: Double, worst: SpatialIndexSettings, worstOpsPerSecond: Double) {
+        let positions = workload.positions()
+        var rates: [(SpatialIndexSettings, Double)] = []
+        for settings in SpatialIndexSettings.sweep {
+            let rate = workload.measure(SpatialIndexRTree(points: positions, settings: settings), operations: sweepOperations, quiet: true).opsPerSecond
+            print("\(workload.name) libspatialindex \(settings): \(String(format: "%.0f", rate)) ops/s")
+            rates.append((settings, rate))
+        }
+        let sorted = rates.sorted { $0.1 > $1.1 }
+        return (sorted[0].0, sorted[0].1, sorted[sorted.count - 1].0, sorted[sorted.count - 1].1)
     }
 
     /// Resident memory growth while 1M points go into a GondolaGeo index, per point.
@@ -194,29 +278,44 @@ struct Workload {
                  lon: point.lon + Double.random(in: -5...5, using: &random) / Geodesy.metresPerDegree / cos(point.lat * .pi / 180))
     }
 
-    /// Loads the points, then times `operations` of (move one point, query around it).
-    func measure(_ index: some BenchmarkedIndex, operations: Int) -> Measurement {
-        var index = index
+    /// One operation: point `id` moves from `from` to `to`, then the query runs around `to`.
+    struct Step {
+        let id: Int
+        let from: GeoPoint
+        let to: GeoPoint
+    }
+
+    /// The seeded sequence of `count` operations every implementation runs.
+    func steps(_ count: Int) -> [Step] {
         var positions = positions()
-        for (id, point) in positions.enumerated() { index.insert(id, point) }
         var random = SeededRandom(seed: seed &+ 100)
-        var timings = [Duration](repeating: .zero, count: operations)
-        var checksum = 0
-        let clock = ContinuousClock()
-        let start = clock.now
-        for step in 0..<operations {
+        return (0..<count).map { _ in
             let id = Int.random(in: 0..<points, using: &random)
             let moved = Self.nudge(positions[id], using: &random)
+            defer { positions[id] = moved }
+            return Step(id: id, from: positions[id], to: moved)
+        }
+    }
+
+    /// Loads the points, then times `operations` of (move one point, query around it).
+    func measure(_ index: some BenchmarkedIndex, operations: Int, quiet: Bool = false) -> Measurement {
+        var index = index
+        for (id, point) in positions().enumerated() { index.insert(id, point) }
+        var timings = [Duration](repeating: .zero, count: operations)
+        var checksum = 0
+        let sequence = steps(operations)
+        let clock = ContinuousClock()
+        let start = clock.now
+        for (number, step) in sequence.enumerated() {
             let began = clock.now
-            index.move(id, from: positions[id], to: moved)
-            let found = index.nearby(moved, radius: radius, limit: limit)
-            timings[step] = clock.now - began
-            positions[id] = moved
-            if step < 1000 { checksum += found.count }
+            index.move(step.id, from: step.from, to: step.to)
+            let found = index.nearby(step.to, radius: radius, limit: limit)
+            timings[number] = clock.now - began
+            if number < 1000 { checksum += found.count }
         }
         let total = (clock.now - start).seconds
         timings.sort()
-        print("\(name) \(index.name): \(operations) operations in \(String(format: "%.2f", total)) s")
+        if !quiet { print("\(name) \(index.name): \(operations) operations in \(String(format: "%.2f", total)) s") }
         return Measurement(
             operations: operations, opsPerSecond: Double(operations) / total,
             medianMicros: timings[operations / 2].seconds * 1e6, p99Micros: timings[operations * 99 / 100].seconds * 1e6,

@@ -93,37 +93,94 @@ struct SQLiteRTreeIndex: BenchmarkedIndex {
     }
 }
 
-/// libspatialindex's C API: an in-memory R*-tree; a move is a delete and an insert.
+/// One libspatialindex R-tree configuration: split variant, node capacities and fill factor.
+struct SpatialIndexSettings: CustomStringConvertible {
+    var variant: RTIndexVariant
+    var indexCapacity: UInt32
+    var leafCapacity: UInt32
+    var fillFactor: Double
+
+    var description: String {
+        let name = switch variant { case RT_Linear: "linear" case RT_Quadratic: "quadratic" default: "R*" }
+        return "\(name), index \(indexCapacity), leaf \(leafCapacity), fill \(fillFactor)"
+    }
+
+    /// The grid the benchmark sweeps: every variant, node capacities from 8 to 100, two fill
+    /// factors (linear and quadratic take them below 0.5, R* up to 1).
+    static let sweep: [SpatialIndexSettings] = [RT_Linear, RT_Quadratic, RT_Star].flatMap { variant in
+        [(8, 8), (16, 16), (32, 32), (64, 64), (100, 100), (32, 8), (32, 16), (64, 16)].flatMap { index, leaf in
+            (variant == RT_Star ? [0.4, 0.7] : [0.3, 0.45]).map { SpatialIndexSettings(variant: variant, indexCapacity: UInt32(index), leafCapacity: UInt32(leaf), fillFactor: $0) }
+        }
+    }
+}
+
+/// The points a bulk load reads through libspatialindex's C callback, which takes no context.
+nonisolated(unsafe) private var bulkLoadPoints: [GeoPoint] = []
+nonisolated(unsafe) private var bulkLoadNext = 0
+nonisolated(unsafe) private var bulkLoadCoordinates = UnsafeMutablePointer<Double>.allocate(capacity: 2)
+
+/// libspatialindex's C API: an in-memory R-tree bulk-loaded from the seeded points
+/// (sort-tile-recursive packing at the fill factor); a move is a delete and an insert.
 struct SpatialIndexRTree: BenchmarkedIndex {
     let name = "libspatialindex"
-    private let index: IndexH
+    private let tree: Tree
+    private var index: IndexH { tree.handle }
     private var refiner: Refiner
 
-    init(capacity: Int) {
-        refiner = Refiner(positions: Array(repeating: GeoPoint(lat: 0, lon: 0), count: capacity))
+    /// Builds the tree over `points` (ids are their positions) with `settings`.
+    init(points: [GeoPoint], settings: SpatialIndexSettings) {
+        refiner = Refiner(positions: points)
         let properties = IndexProperty_Create()
         IndexProperty_SetIndexType(properties, RT_RTree)
         IndexProperty_SetIndexStorage(properties, RT_Memory)
         IndexProperty_SetDimension(properties, 2)
-        IndexProperty_SetIndexVariant(properties, RT_Star)
-        index = Index_Create(properties)
+        IndexProperty_SetIndexVariant(properties, settings.variant)
+        IndexProperty_SetIndexCapacity(properties, settings.indexCapacity)
+        IndexProperty_SetLeafCapacity(properties, settings.leafCapacity)
+        IndexProperty_SetFillFactor(properties, settings.fillFactor)
+        bulkLoadPoints = points
+        bulkLoadNext = 0
+        let handle = Index_CreateWithStream(properties) { id, low, high, dimension, data, length in
+            // The callback answers 0 while it gives a point and anything else at the end.
+            guard bulkLoadNext < bulkLoadPoints.count else { return 1 }
+            let point = bulkLoadPoints[bulkLoadNext]
+            bulkLoadCoordinates[0] = point.lon
+            bulkLoadCoordinates[1] = point.lat
+            id?.pointee = Int64(bulkLoadNext)
+            low?.pointee = bulkLoadCoordinates
+            high?.pointee = bulkLoadCoordinates
+            dimension?.pointee = 2
+            data?.pointee = nil
+            length?.pointee = 0
+            bulkLoadNext += 1
+            return 0
+        }
         IndexProperty_Destroy(properties)
+        bulkLoadPoints = []
+        guard let handle else { fatalError("libspatialindex refused \(settings): \(String(cString: Error_GetLastErrorMsg()))") }
+        tree = Tree(handle: handle)
     }
 
-    mutating func insert(_ id: Int, _ point: GeoPoint) {
-        refiner.positions[id] = point
-        var coordinates = [point.lon, point.lat]
-        coordinates.withUnsafeMutableBufferPointer { buffer in
-            _ = Index_InsertData(index, Int64(id), buffer.baseAddress, buffer.baseAddress, 2, nil, 0)
-        }
+    /// Owns the C index and destroys it with the last copy of the struct.
+    private final class Tree {
+        let handle: IndexH
+        init(handle: IndexH) { self.handle = handle }
+        deinit { Index_Destroy(handle) }
     }
+
+    /// The points are in the tree from the bulk load.
+    mutating func insert(_ id: Int, _ point: GeoPoint) {}
 
     mutating func move(_ id: Int, from old: GeoPoint, to new: GeoPoint) {
         var coordinates = [old.lon, old.lat]
         coordinates.withUnsafeMutableBufferPointer { buffer in
             _ = Index_DeleteData(index, Int64(id), buffer.baseAddress, buffer.baseAddress, 2)
         }
-        insert(id, new)
+        refiner.positions[id] = new
+        coordinates = [new.lon, new.lat]
+        coordinates.withUnsafeMutableBufferPointer { buffer in
+            _ = Index_InsertData(index, Int64(id), buffer.baseAddress, buffer.baseAddress, 2, nil, 0)
+        }
     }
 
     mutating func nearby(_ center: GeoPoint, radius: Double, limit: Int) -> [Int] {

@@ -1,0 +1,1 @@
+#include <hiredis/hiredis.h>

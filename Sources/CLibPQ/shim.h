@@ -1,0 +1,1 @@
+#include <postgresql/libpq-fe.h>
