@@ -130,8 +130,11 @@ public final class GondolaServer: Sendable {
                 session = node.accept()
                 session.closeForBadRequest(error.message)
             }
-            await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes)
-                .run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel)
+            let channel = context.requestContext.channel
+            await withTaskExecutorPreference(EventLoopTaskExecutor(channel.eventLoop)) {
+                await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes)
+                    .run(inbound: inbound, outbound: outbound, channel: channel)
+            }
         }
         // Frames up to 4x the limit reach the session, which closes with 3501 and a
         // message naming the size; larger ones are refused by the WebSocket layer (1009).
