@@ -1,6 +1,7 @@
 import GondolaDomain
 import GondolaHub
 import GondolaProtocol
+import NIOPosix
 
 /// The `crash.*` RPC methods: `start`, `update`, `list`, `get`, `discard`, `report`,
 /// `share`, `unshare`, `phone`.
@@ -38,7 +39,9 @@ struct CrashRPC: Sendable {
             return ["crash": .string(id), "discarded": true]
         }
         router.register("crash.report") { context, data in
-            let crash = try crashes.report(try RequestFields(data).string("crash", maxLength: 64), by: context.user)
+            let id = try RequestFields(data).string("crash", maxLength: 64)
+            // Rendering the PDF takes up to a few hundred milliseconds: off the connection's event loop.
+            let crash = try await NIOThreadPool.singleton.runIfActive { try crashes.report(id, by: context.user) }
             return CrashJSON.crash(crash, photos: try crashes.photos(of: crash))
                 .adding("report", .string(CrashHTTPPaths.report(crash.id)))
         }

@@ -131,7 +131,10 @@ public final class GondolaServer: Sendable {
                 session.closeForBadRequest(error.message)
             }
             let channel = context.requestContext.channel
-            await withTaskExecutorPreference(EventLoopTaskExecutor(channel.eventLoop)) {
+            // In a cluster, publications and presence wait for the bus synchronously, which must
+            // not happen on an event loop: there the connection's task stays on the pool.
+            let executor = node.cluster == nil ? EventLoopTaskExecutor(channel.eventLoop) : nil
+            await withTaskExecutorPreference(executor) {
                 await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes)
                     .run(inbound: inbound, outbound: outbound, channel: channel)
             }
