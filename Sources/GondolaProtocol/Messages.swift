@@ -36,12 +36,17 @@ public struct Publication: Sendable, Equatable {
     public var data: RawJSON
     public var info: ClientInfo?
     public var tags: [String: String]
+    /// True when `data` is a fossil delta against the subscription's previous publication.
+    /// To a subscription that negotiated delta, `data` is the payload as text: a JSON string
+    /// in the JSON encoding, its bytes in Protobuf (see `FossilDelta`).
+    public var delta: Bool
 
-    public init(offset: UInt64 = 0, data: RawJSON, info: ClientInfo? = nil, tags: [String: String] = [:]) {
+    public init(offset: UInt64 = 0, data: RawJSON, info: ClientInfo? = nil, tags: [String: String] = [:], delta: Bool = false) {
         self.offset = offset
         self.data = data
         self.info = info
         self.tags = tags
+        self.delta = delta
     }
 
     public var json: JSON {
@@ -50,6 +55,7 @@ public struct Publication: Sendable, Equatable {
         object.add("info", info?.json)
         object.add("offset", offset)
         object.add("tags", map: tags.mapValues { .string($0) })
+        object.add("delta", delta)
         return object.json
     }
 
@@ -59,7 +65,8 @@ public struct Publication: Sendable, Equatable {
             offset: try fields.uint64("offset"),
             data: fields.raw("data") ?? RawJSON(.null),
             info: try fields.value("info").map { (value) throws(ProtocolDecodingError) in try ClientInfo(json: value, path: "\(path).info") },
-            tags: try fields.stringMap("tags"))
+            tags: try fields.stringMap("tags"),
+            delta: try fields.protobufBool("delta"))
     }
 }
 
@@ -189,13 +196,16 @@ public struct SubscribeRequest: Sendable, Equatable {
     public var joinLeave: Bool = false
     /// Bit flags; bit 2 asks for error 112 instead of `recovered: false`.
     public var flag: Int64 = 0
+    /// The delta format asked for (`fossil`), empty for whole publications.
+    public var delta: String = ""
 
     /// Flag bit asking the server to reject a subscribe whose recovery is impossible.
     public static let rejectUnrecoveredFlag: Int64 = 2
 
     public init(channel: String, recover: Bool = false, epoch: String = "", offset: UInt64 = 0, data: RawJSON? = nil,
-                positioned: Bool = false, recoverable: Bool = false, joinLeave: Bool = false, flag: Int64 = 0) {
+                positioned: Bool = false, recoverable: Bool = false, joinLeave: Bool = false, flag: Int64 = 0, delta: String = "") {
         self.channel = channel
+        self.delta = delta
         self.recover = recover
         self.epoch = epoch
         self.offset = offset
@@ -218,6 +228,7 @@ public struct SubscribeRequest: Sendable, Equatable {
         object.add("recoverable", recoverable)
         object.add("join_leave", joinLeave)
         object.add("flag", flag)
+        object.add("delta", delta)
         return object.json
     }
 
@@ -233,6 +244,7 @@ public struct SubscribeRequest: Sendable, Equatable {
         recoverable = try fields.protobufBool("recoverable")
         joinLeave = try fields.protobufBool("join_leave")
         flag = try fields.protobufInteger("flag", in: 0...Int64.max)
+        delta = try fields.protobufString("delta")
     }
 }
 
@@ -248,6 +260,8 @@ public struct SubscribeResult: Sendable, Equatable {
     public var positioned: Bool = false
     public var data: RawJSON?
     public var wasRecovering: Bool = false
+    /// True when the subscription's publications may come as fossil deltas.
+    public var delta: Bool = false
 
     public init() {}
 
@@ -263,6 +277,7 @@ public struct SubscribeResult: Sendable, Equatable {
         object.add("positioned", positioned)
         object.add("data", data)
         object.add("was_recovering", wasRecovering)
+        object.add("delta", delta)
         return object.json
     }
 
@@ -280,6 +295,7 @@ public struct SubscribeResult: Sendable, Equatable {
         positioned = try fields.protobufBool("positioned")
         data = fields.raw("data")
         wasRecovering = try fields.protobufBool("was_recovering")
+        delta = try fields.protobufBool("delta")
     }
 }
 

@@ -9,7 +9,7 @@ import Testing
     static let commands: [Command] = [
         Command(id: 1, .connect(ConnectRequest(token: "t.o.k", data: data, name: "py", version: "1.0"))),
         Command(id: 2, .subscribe(SubscribeRequest(channel: "chat:#alice,bob", recover: true, epoch: "abc", offset: 42, data: data,
-                                                   positioned: true, recoverable: true, joinLeave: true, flag: 3))),
+                                                   positioned: true, recoverable: true, joinLeave: true, flag: 3, delta: "fossil"))),
         Command(id: 3, .unsubscribe(channel: "news")),
         Command(id: 4, .publish(channel: "news", data: data)),
         Command(id: 5, .publish(channel: "news", data: RawJSON("just a string"))),
@@ -42,6 +42,7 @@ import Testing
         subscribe.offset = 7
         subscribe.recovered = true
         subscribe.wasRecovering = true
+        subscribe.delta = true
         subscribe.publications = [Publication(offset: 6, data: data, info: info), Publication(offset: 7, data: RawJSON(3), tags: ["k": "v"])]
         return [
             Reply(id: 1, .connect(connect)),
@@ -72,6 +73,9 @@ import Testing
     static let pushes: [Push] = [
         Push(channel: "news", .publication(Publication(offset: 1, data: data, info: info))),
         Push(channel: "news", .publication(Publication(data: RawJSON(.array([]))))),
+        // To a subscription with fossil deltas: the payload as a JSON string, whole or a delta.
+        Push(channel: "nearby:#alice", .publication(Publication(offset: 2, data: RawJSON(.string(#"{"n":1}"#))))),
+        Push(channel: "nearby:#alice", .publication(Publication(offset: 3, data: RawJSON(.string("7\n4@0,3:2}]3yl8kU;")), delta: true))),
         Push(channel: "room:1", .join(info)),
         Push(channel: "room:1", .leave(ClientInfo(user: "bob", client: "c2"))),
         Push(channel: "room:1", .unsubscribe(code: 2000, reason: "server unsubscribe")),

@@ -13,7 +13,7 @@ import Testing
         connect.subs = ["news": SubscribeRequest(channel: "news", recover: true, epoch: "e1", offset: 7)]
         var subscribe = SubscribeRequest(
             channel: "chat:1", recover: true, epoch: "abc", offset: 41, data: RawJSON(["radius": 500]),
-            positioned: true, recoverable: true, joinLeave: true, flag: SubscribeRequest.rejectUnrecoveredFlag)
+            positioned: true, recoverable: true, joinLeave: true, flag: SubscribeRequest.rejectUnrecoveredFlag, delta: "fossil")
         subscribe.token = "sub-token"
         return [
             Command(id: 1, .connect(connect)),
@@ -93,7 +93,20 @@ import Testing
             Push(channel: "", .message(data: payload)),
             Push(channel: "room:a", .subscribe(subscribed)),
             Push(channel: "", .disconnect(.forceDisconnect)),
+            Push(channel: "nearby:#a", .publication(Publication(offset: 6, data: RawJSON(.string(Self.delta)), delta: true))),
         ]
+    }
+
+    static let delta = "7\n4@0,3:2}]3yl8kU;"
+
+    @Test func aDeltaTravelsAsItsBytesInProtobufAndAsAStringInJSON() throws {
+        let push = Push(channel: "nearby:#a", .publication(Publication(offset: 6, data: RawJSON(.string(Self.delta)), delta: true)))
+        let bytes = protobuf.encode(push)
+        let bare = Array(Self.delta.utf8)
+        #expect(bytes.indices.contains { bytes[$0...].starts(with: bare) })
+        #expect(!bytes.indices.contains { bytes[$0...].starts(with: Array("\"7".utf8)) })
+        let json = String(decoding: ProtocolEncoding.json.encode(push), as: UTF8.self)
+        #expect(json.contains(#""data":"7\n4@0,3:2}]3yl8kU;""#) && json.contains(#""delta":true"#))
     }
 
     @Test func everyReplyAndPushSurvivesARoundTripInBothEncodings() throws {

@@ -61,19 +61,27 @@ extension ClientInfo {
 extension Publication {
     var protobuf: PBPublication {
         var publication = PBPublication()
-        publication.data = data.protobufData
+        // A delta travels as its bytes, not as the JSON string that carries it in the JSON encoding.
+        if delta, case let .string(text) = data.value {
+            publication.data = Data(text.utf8)
+        } else {
+            publication.data = data.protobufData
+        }
         if let info { publication.info = info.protobuf }
         publication.offset = offset
         publication.tags = tags
+        publication.delta = delta
         return publication
     }
 
     init(protobuf publication: PBPublication) throws(ProtocolDecodingError) {
         self.init(
             offset: publication.offset,
-            data: try RawJSON.fromProtobuf(publication.data, field: "pub.data") ?? RawJSON(.null),
+            data: publication.delta
+                ? RawJSON(.string(String(decoding: publication.data, as: UTF8.self)))
+                : try RawJSON.fromProtobuf(publication.data, field: "pub.data") ?? RawJSON(.null),
             info: publication.hasInfo ? try ClientInfo(protobuf: publication.info) : nil,
-            tags: publication.tags)
+            tags: publication.tags, delta: publication.delta)
     }
 }
 
@@ -99,6 +107,7 @@ extension SubscribeRequest {
         request.recoverable = recoverable
         request.joinLeave = joinLeave
         request.flag = flag
+        request.delta = delta
         return request
     }
 
@@ -113,7 +122,7 @@ extension SubscribeRequest {
         self.init(
             channel: channel ?? request.channel, recover: request.recover, epoch: request.epoch, offset: request.offset,
             data: data, positioned: request.positioned, recoverable: request.recoverable, joinLeave: request.joinLeave,
-            flag: max(0, request.flag))
+            flag: max(0, request.flag), delta: request.delta)
         token = request.token
     }
 }
@@ -131,6 +140,7 @@ extension SubscribeResult {
         result.positioned = positioned
         result.data = data.protobufData
         result.wasRecovering = wasRecovering
+        result.delta = delta
         return result
     }
 
@@ -146,6 +156,7 @@ extension SubscribeResult {
         positioned = result.positioned
         data = try RawJSON.fromProtobuf(result.data, field: "subscribe.data")
         wasRecovering = result.wasRecovering
+        delta = result.delta
     }
 }
 
