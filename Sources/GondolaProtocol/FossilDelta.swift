@@ -28,8 +28,10 @@ public enum FossilDelta {
 
     // MARK: Encoding
 
-    /// The delta that turns `source` into `target`.
-    public static func encode(from source: [UInt8], to target: [UInt8]) -> [UInt8] {
+    /// The delta that turns `source` into `target`. With `keepingUTF8` (both valid UTF-8) no
+    /// copy starts or ends inside a character, so every insert is whole characters and the
+    /// delta itself is valid UTF-8 — what the JSON encoding needs to carry it in a string.
+    public static func encode(from source: [UInt8], to target: [UInt8], keepingUTF8: Bool = false) -> [UInt8] {
         var delta: [UInt8] = []
         delta.reserveCapacity(target.count / 4 + 32)
         putInt(target.count, &delta)
@@ -38,7 +40,8 @@ public enum FossilDelta {
         if source.count > blockSize {
             let index = BlockIndex(source)
             while base + blockSize < target.count {
-                guard let match = index.bestMatch(in: target, from: base) else {
+                guard let found = index.bestMatch(in: target, from: base),
+                      let match = keepingUTF8 ? found.onCharacterBoundaries(in: target, from: base) : found else {
                     // No block of the source occurs in the rest: it goes in as one insert.
                     break
                 }
@@ -113,6 +116,19 @@ public enum FossilDelta {
         let literalBytes: Int
         let count: Int
         let sourceOffset: Int
+
+        /// The match shrunk so that it neither starts nor ends in the middle of a UTF-8
+        /// character (source and target are equal over it, so both ends are boundaries in
+        /// both); nil when nothing worth a copy is left.
+        func onCharacterBoundaries(in target: [UInt8], from base: Int) -> Match? {
+            func continues(_ position: Int) -> Bool { position < target.count && target[position] & 0xC0 == 0x80 }
+            var start = base + literalBytes, end = start + count
+            while start < end, continues(start) { start += 1 }
+            while end > start, continues(end) { end -= 1 }
+            let shrunk = Match(literalBytes: start - base, count: end - start, sourceOffset: sourceOffset + (start - base - literalBytes))
+            let commandBytes = digitCount(shrunk.literalBytes) + digitCount(shrunk.count) + digitCount(shrunk.sourceOffset) + 3
+            return shrunk.count >= commandBytes ? shrunk : nil
+        }
     }
 
     /// The source's 16-byte blocks by rolling hash, with chains for blocks sharing a bucket.

@@ -73,6 +73,24 @@ import Testing
         #expect(total * 3 < whole)
     }
 
+    @Test func keepingUTF8TheDeltaIsTextAndStillExact() throws {
+        var random = Generator(state: 5)
+        // Characters that share lead or continuation bytes, so byte matches stop inside them.
+        let alphabet = Array("aé©ũ€₠₡𝄞𝄟 {}\":,0123456789".unicodeScalars)
+        for _ in 0..<200 {
+            let source = String(String.UnicodeScalarView((0..<Int.random(in: 0...200, using: &random)).map { _ in alphabet.randomElement(using: &random)! }))
+            var target = Array(source.unicodeScalars)
+            for _ in 0..<Int.random(in: 1...5, using: &random) {
+                let at = Int.random(in: 0...target.count, using: &random)
+                target.insert(contentsOf: (0..<Int.random(in: 1...6, using: &random)).map { _ in alphabet.randomElement(using: &random)! }, at: at)
+            }
+            let sourceBytes = Array(source.utf8), targetBytes = Array(String(String.UnicodeScalarView(target)).utf8)
+            let delta = FossilDelta.encode(from: sourceBytes, to: targetBytes, keepingUTF8: true)
+            #expect(String(validating: delta, as: UTF8.self) != nil)
+            #expect(try FossilDelta.apply(delta, to: sourceBytes) == targetBytes)
+        }
+    }
+
     @Test func badDeltasAreRefused() {
         let source = Array("0123456789abcdefghij".utf8)
         let good = FossilDelta.encode(from: source, to: Array("0123456789abcdefghij and more".utf8))
