@@ -69,14 +69,11 @@ public enum FossilDelta {
     }
 
     static func putInt(_ value: Int, _ out: inout [UInt8]) {
-        if value == 0 { return out.append(digits[0]) }
-        var scratch: [UInt8] = []
-        var rest = value
-        while rest > 0 {
-            scratch.append(digits[rest & 63])
-            rest >>= 6
+        var shift = (digitCount(value) - 1) * 6
+        while shift >= 0 {
+            out.append(digits[(value >> shift) & 63])
+            shift -= 6
         }
-        out.append(contentsOf: scratch.reversed())
     }
 
     static func digitCount(_ value: Int) -> Int {

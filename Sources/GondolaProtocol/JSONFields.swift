@@ -36,37 +36,48 @@ public struct JSONFields<Failure: FieldError>: Sendable {
         }
     }
 
-    private func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    /// The path of a member, as error messages name it.
+    public func path(of key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     public func has(_ key: String) -> Bool { value(key) != nil }
 
-    public func value(_ key: String) -> JSON? {
+    /// The member's value as it arrived (nil when absent or null).
+    private func member(_ key: String) -> JSON? {
         guard let value = members.last(where: { $0.key == key })?.value, !value.isNull else { return nil }
+        return value
+    }
+
+    public func value(_ key: String) -> JSON? {
+        guard let value = member(key) else { return nil }
         if case let .raw(raw) = value { return raw.value }
         return value
     }
 
     private func required(_ key: String) throws(Failure) -> JSON {
-        guard let value = value(key) else { throw .invalidField("\(name(key)) is required") }
+        guard let value = value(key) else { throw .invalidField("\(path(of: key)) is required") }
         return value
     }
 
     public func string(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(Failure) -> String {
-        let value = try required(key)
-        guard case let .string(text) = value else { throw .invalidField("\(name(key)) must be a string, got \(value.kindName)") }
-        guard allowEmpty || !text.isEmpty else { throw .invalidField("\(name(key)) must not be empty") }
-        guard text.count <= maxLength else { throw .invalidField("\(name(key)) is \(text.count) characters, more than \(maxLength)") }
+        try string(try required(key), key, maxLength: maxLength, allowEmpty: allowEmpty)
+    }
+
+    private func string(_ value: JSON, _ key: String, maxLength: Int, allowEmpty: Bool) throws(Failure) -> String {
+        guard case let .string(text) = value else { throw .invalidField("\(path(of: key)) must be a string, got \(value.kindName)") }
+        guard allowEmpty || !text.isEmpty else { throw .invalidField("\(path(of: key)) must not be empty") }
+        guard text.count <= maxLength else { throw .invalidField("\(path(of: key)) is \(text.count) characters, more than \(maxLength)") }
         return text
     }
 
     public func optionalString(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(Failure) -> String? {
-        has(key) ? try string(key, maxLength: maxLength, allowEmpty: allowEmpty) : nil
+        guard let value = value(key) else { return nil }
+        return try string(value, key, maxLength: maxLength, allowEmpty: allowEmpty)
     }
 
     /// A string with something besides whitespace in it (names, titles, messages).
     public func text(_ key: String, maxLength: Int) throws(Failure) -> String {
         let text = try string(key, maxLength: maxLength)
-        guard !text.allSatisfy(\.isWhitespace) else { throw .invalidField("\(name(key)) must not be blank") }
+        guard !text.allSatisfy(\.isWhitespace) else { throw .invalidField("\(path(of: key)) must not be blank") }
         return text
     }
 
@@ -81,11 +92,11 @@ public struct JSONFields<Failure: FieldError>: Sendable {
         switch value {
         case let .int(int): number = Double(int)
         case let .double(double): number = double
-        default: throw .invalidField("\(name(key)) must be a number, got \(value.kindName)")
+        default: throw .invalidField("\(path(of: key)) must be a number, got \(value.kindName)")
         }
-        guard number.isFinite else { throw .invalidField("\(name(key)) must be a finite number") }
+        guard number.isFinite else { throw .invalidField("\(path(of: key)) must be a finite number") }
         guard range.contains(number) else {
-            throw .invalidField("\(name(key)) must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.format(number))")
+            throw .invalidField("\(path(of: key)) must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.format(number))")
         }
         return number
     }
@@ -95,24 +106,35 @@ public struct JSONFields<Failure: FieldError>: Sendable {
     }
 
     public func integer(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64 {
-        let value = try required(key)
+        try integer(try required(key), key, in: range, allowingDecimalStrings: false)
+    }
+
+    /// `value` as an integer in `range`; protobuf JSON also spells 64-bit integers as decimal strings.
+    private func integer(_ value: JSON, _ key: String, in range: ClosedRange<Int64>, allowingDecimalStrings: Bool) throws(Failure) -> Int64 {
         let number: Int64
         switch value {
         case let .int(int): number = int
         case let .double(double) where double.isFinite && double == double.rounded() && abs(double) < 9e18: number = Int64(double)
-        default: throw .invalidField("\(name(key)) must be an integer, got \(value.kindName)")
+        case let .string(text) where allowingDecimalStrings:
+            guard let parsed = Int64(text) else { throw .invalidField("\(path(of: key)) must be an integer, got string") }
+            number = parsed
+        default: throw .invalidField("\(path(of: key)) must be an integer, got \(value.kindName)")
         }
-        guard range.contains(number) else { throw .invalidField("\(name(key)) must be between \(range.lowerBound) and \(range.upperBound), got \(number)") }
+        guard range.contains(number) else { throw .invalidField("\(path(of: key)) must be between \(range.lowerBound) and \(range.upperBound), got \(number)") }
         return number
     }
 
     public func optionalInteger(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64? {
-        has(key) ? try integer(key, in: range) : nil
+        guard let value = value(key) else { return nil }
+        return try integer(value, key, in: range, allowingDecimalStrings: false)
     }
 
     public func bool(_ key: String) throws(Failure) -> Bool {
-        let value = try required(key)
-        guard case let .bool(flag) = value else { throw .invalidField("\(name(key)) must be a boolean, got \(value.kindName)") }
+        try bool(try required(key), key)
+    }
+
+    private func bool(_ value: JSON, _ key: String) throws(Failure) -> Bool {
+        guard case let .bool(flag) = value else { throw .invalidField("\(path(of: key)) must be a boolean, got \(value.kindName)") }
         return flag
     }
 
@@ -120,27 +142,28 @@ public struct JSONFields<Failure: FieldError>: Sendable {
     public func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ type: T.Type) throws(Failure) -> T where T.RawValue == String {
         let text = try string(key, maxLength: 64)
         guard let choice = T(rawValue: text) else {
-            throw .invalidField("\(name(key)) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+            throw .invalidField("\(path(of: key)) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
         }
         return choice
     }
 
     public func object(_ key: String) throws(Failure) -> JSONFields {
-        try JSONFields(try required(key), path: name(key))
+        try JSONFields(try required(key), path: path(of: key))
     }
 
     public func optionalObject(_ key: String) throws(Failure) -> JSONFields? {
-        has(key) ? try object(key) : nil
+        guard let value = value(key) else { return nil }
+        return try JSONFields(value, path: path(of: key))
     }
 
     public func stringArray(_ key: String, maxCount: Int, maxLength: Int) throws(Failure) -> [String] {
         let value = try required(key)
-        guard case let .array(items) = value else { throw .invalidField("\(name(key)) must be an array, got \(value.kindName)") }
-        guard items.count <= maxCount else { throw .invalidField("\(name(key)) has \(items.count) items, more than \(maxCount)") }
+        guard case let .array(items) = value else { throw .invalidField("\(path(of: key)) must be an array, got \(value.kindName)") }
+        guard items.count <= maxCount else { throw .invalidField("\(path(of: key)) has \(items.count) items, more than \(maxCount)") }
         var result: [String] = []
         for (index, item) in items.enumerated() {
             guard case let .string(text) = item, !text.isEmpty, text.count <= maxLength else {
-                throw .invalidField("\(name(key))[\(index)] must be a non-empty string of at most \(maxLength) characters")
+                throw .invalidField("\(path(of: key))[\(index)] must be a non-empty string of at most \(maxLength) characters")
             }
             result.append(text)
         }
@@ -150,16 +173,12 @@ public struct JSONFields<Failure: FieldError>: Sendable {
     /// An array of objects, each read with its path (`sections[2].fields[0].key`).
     public func objectArray(_ key: String, maxCount: Int) throws(Failure) -> [JSONFields] {
         let value = try required(key)
-        guard case let .array(items) = value else { throw .invalidField("\(name(key)) must be an array, got \(value.kindName)") }
-        guard items.count <= maxCount else { throw .invalidField("\(name(key)) has \(items.count) items, more than \(maxCount)") }
+        guard case let .array(items) = value else { throw .invalidField("\(path(of: key)) must be an array, got \(value.kindName)") }
+        guard items.count <= maxCount else { throw .invalidField("\(path(of: key)) has \(items.count) items, more than \(maxCount)") }
         var result: [JSONFields] = []
-        for (index, item) in items.enumerated() { result.append(try JSONFields(item, path: "\(name(key))[\(index)]")) }
+        for (index, item) in items.enumerated() { result.append(try JSONFields(item, path: "\(path(of: key))[\(index)]")) }
         return result
     }
-
-    /// The path of a member, as error messages name it.
-    public func path(of key: String) -> String { name(key) }
-
 
     /// The object read.
     public var json: JSON { .object(members) }
@@ -176,24 +195,18 @@ typealias ProtocolFields = JSONFields<ProtocolDecodingError>
 /// (empty text, false, zero, no object).
 extension JSONFields {
     func protobufString(_ key: String) throws(Failure) -> String {
-        has(key) ? try string(key, maxLength: .max, allowEmpty: true) : ""
+        try optionalString(key, maxLength: .max, allowEmpty: true) ?? ""
     }
 
     func protobufBool(_ key: String) throws(Failure) -> Bool {
-        has(key) ? try bool(key) : false
+        guard let value = value(key) else { return false }
+        return try bool(value, key)
     }
 
     /// An integer in `range`; protobuf JSON also allows 64-bit integers as decimal strings.
     func protobufInteger(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64 {
         guard let value = value(key) else { return 0 }
-        if case let .string(text) = value {
-            guard let number = Int64(text) else { throw .invalidField("\(path(of: key)) must be an integer, got string") }
-            guard range.contains(number) else {
-                throw .invalidField("\(path(of: key)) must be between \(range.lowerBound) and \(range.upperBound), got \(number)")
-            }
-            return number
-        }
-        return try integer(key, in: range)
+        return try integer(value, key, in: range, allowingDecimalStrings: true)
     }
 
     func uint32(_ key: String) throws(Failure) -> UInt32 {
@@ -210,12 +223,7 @@ extension JSONFields {
 
     /// The member as it arrived, for payloads passed on untouched.
     func raw(_ key: String) -> RawJSON? {
-        guard let value = members.last(where: { $0.key == key })?.value, !value.isNull else { return nil }
-        return RawJSON(value)
-    }
-
-    func protobufObject(_ key: String) throws(Failure) -> JSONFields? {
-        has(key) ? try object(key) : nil
+        member(key).map(RawJSON.init)
     }
 
     func protobufArray(_ key: String) throws(Failure) -> [JSON] {
@@ -226,7 +234,7 @@ extension JSONFields {
 
     /// A JSON object whose members all decode with `decode` (given the value and its path).
     func map<T>(_ key: String, _ decode: (JSON, String) throws(Failure) -> T) throws(Failure) -> [String: T] {
-        guard let fields = try protobufObject(key) else { return [:] }
+        guard let fields = try optionalObject(key) else { return [:] }
         var result: [String: T] = [:]
         for member in fields.members where !member.value.isNull {
             result[member.key] = try decode(member.value, fields.path(of: member.key))

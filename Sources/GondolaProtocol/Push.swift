@@ -49,17 +49,17 @@ public struct Push: Sendable, Equatable {
         channel = try fields.protobufString("channel")
         if let value = fields.value("pub") {
             body = .publication(try Publication(json: value, path: "push.pub"))
-        } else if let value = try fields.protobufObject("join") {
+        } else if let value = try fields.optionalObject("join") {
             body = .join(try ClientInfo(json: value.value("info") ?? .object([]), path: "push.join.info"))
-        } else if let value = try fields.protobufObject("leave") {
+        } else if let value = try fields.optionalObject("leave") {
             body = .leave(try ClientInfo(json: value.value("info") ?? .object([]), path: "push.leave.info"))
-        } else if let value = try fields.protobufObject("unsubscribe") {
+        } else if let value = try fields.optionalObject("unsubscribe") {
             body = .unsubscribe(code: try value.uint32("code"), reason: try value.protobufString("reason"))
-        } else if let value = try fields.protobufObject("message") {
+        } else if let value = try fields.optionalObject("message") {
             body = .message(data: value.raw("data") ?? RawJSON(.null))
         } else if let value = fields.value("subscribe") {
             body = .subscribe(try SubscribeResult(json: value, path: "push.subscribe"))
-        } else if let value = try fields.protobufObject("disconnect") {
+        } else if let value = try fields.optionalObject("disconnect") {
             let code = try value.protobufInteger("code", in: 0...Int64(UInt16.max))
             body = .disconnect(DisconnectCode(code: UInt16(code), reason: try value.protobufString("reason")))
         } else {

@@ -59,7 +59,7 @@ public struct Reply: Sendable, Equatable {
             body = .unsubscribe
         } else if fields.has("publish") {
             body = .publish
-        } else if let value = try fields.protobufObject("presence") {
+        } else if let value = try fields.optionalObject("presence") {
             body = .presence(try value.map("presence") { (value, path) throws(ProtocolDecodingError) in try ClientInfo(json: value, path: path) })
         } else if let value = fields.value("presence_stats") {
             body = .presenceStats(try PresenceStats(json: value))
@@ -67,7 +67,7 @@ public struct Reply: Sendable, Equatable {
             body = .history(try HistoryResult(json: value))
         } else if fields.has("ping") {
             body = .ping
-        } else if let value = try fields.protobufObject("rpc") {
+        } else if let value = try fields.optionalObject("rpc") {
             body = .rpc(data: value.raw("data"))
         } else if let value = fields.value("refresh") {
             body = .refresh(try RefreshResult(json: value))

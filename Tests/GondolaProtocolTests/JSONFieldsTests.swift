@@ -36,7 +36,7 @@ import Testing
         #expect(try fields.protobufBool("flag") == false)
         #expect(try fields.uint32("code") == 0)
         #expect(try fields.uint64("offset") == 18_446_744_073_709_551)
-        #expect(try fields.protobufObject("info") == nil)
+        #expect(try fields.optionalObject("info") == nil)
         #expect(try fields.protobufArray("list").isEmpty)
         #expect(throws: ProtocolDecodingError("push.offset must be between 0 and 4294967295, got 18446744073709551")) { try fields.uint32("offset") }
         let wrong = try ProtocolFields(Self.parse(#"{"epoch": 5, "offset": "5x"}"#), path: "push")
