@@ -61,6 +61,7 @@ import Testing
             ([.text(connect), .awaitMessages(1), .text(String(repeating: " ", count: 5000))], 3501, "exceeds max_frame_bytes 4096"),
             ([.text(command(1, .connect(ConnectRequest(token: "bad.token.here"))))], 3500, "invalid token"),
             ([.text(#"{"id":1,"connect":{"token":7}}"#)], 3501, "connect.token must be a string"),
+            ([.text(connect), .awaitMessages(1), .text(#"{"id":2,"subscribe":{"channel":"room:x","delta":5}}"#)], 3501, "subscribe.delta must be a string"),
         ]
         for (steps, code, reason) in cases {
             let conversation = try await converse(server.webSocketURL, steps)
