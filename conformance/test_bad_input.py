@@ -107,9 +107,10 @@ async def test_subscribe_errors_keep_the_connection(server):
             json.dumps({"id": 4, "subscribe": {"channel": "personal:#someone-else"}}),
             json.dumps({"id": 5, "publish": {"channel": "room:not-subscribed", "data": 1}}),
             json.dumps({"id": 6, "ping": {}}),
+            json.dumps({"id": 7, "subscribe": {"channel": "room:delta", "delta": "xdelta"}}),
         ]))
         replies = {}
-        while len(replies) < 6:
+        while len(replies) < 7:
             for line in (await asyncio.wait_for(ws.recv(), 5)).split("\n"):
                 message = json.loads(line)
                 if "id" in message:
@@ -119,6 +120,7 @@ async def test_subscribe_errors_keep_the_connection(server):
         assert replies[4]["error"]["code"] == 103
         assert replies[5]["error"]["code"] == 103
         assert "ping" in replies[6]
+        assert replies[7]["error"]["code"] == 107 and "subscribe.delta 'xdelta'" in replies[7]["error"]["message"]
     await assert_healthy(server)
 
 

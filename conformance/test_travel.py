@@ -3,7 +3,7 @@ import tempfile
 import time
 
 import pytest
-from centrifuge import Client, ReplyError
+from centrifuge import Client, DeltaType, ReplyError
 
 from conftest import launch
 from helpers import ClientEvents, Events, SubEvents, connected_client, post, server_api
@@ -37,6 +37,31 @@ async def test_demo_host_sees_travellers_move(demo, codec):
     assert {"demo-anna", "demo-ben", "demo-chloe", "demo-dan"} <= set(seen) | {p["user"] for p in snapshot}
     assert any(len(set(track)) > 1 for track in seen.values()), "positions did not move"
     await client.disconnect()
+
+
+async def test_position_frames_as_fossil_deltas_match_whole_ones(demo, codec):
+    """A host subscribed twice to the demo trip, once with deltas: the SDK rebuilds the
+    same frames the plain subscription gets."""
+    clients, recorded = [], []
+    for options in ({}, {"delta": DeltaType.FOSSIL}):
+        token = post(f"http://127.0.0.1:{demo.port}/api/auth/dev", {"user": "demo-host"})["token"]
+        client = Client(demo.ws_url, events=ClientEvents(Events()), token=token, **codec.kwargs)
+        await client.connect()
+        events = Events()
+        sub = client.new_subscription("locations:demo", SubEvents(events), **options)
+        await sub.subscribe()
+        await events.wait("subscribed")
+        clients.append(client)
+        recorded.append(events)
+    with_deltas = await recorded[1].wait("publication", count=6, timeout=15)
+    frames = [codec.into(p.pub.data) for p in with_deltas]
+    assert [p.pub.delta for p in with_deltas][1:] == [True] * 5 and not with_deltas[0].pub.delta
+    plain = [codec.into(p.pub.data) for p in recorded[0].of("publication")]
+    start = plain.index(frames[0])
+    plain = [codec.into(p.pub.data) for p in await recorded[0].wait("publication", count=start + 6, timeout=15)]
+    assert plain[start:start + 6] == frames
+    for client in clients:
+        await client.disconnect()
 
 
 async def test_nearby_enter_and_bad_input_through_the_sdk(server, codec):

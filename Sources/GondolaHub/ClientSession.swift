@@ -271,6 +271,10 @@ public final class ClientSession: Sendable {
     private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) throws {
         let channel = request.channel
         let (name, options) = try node.resolve(channel)
+        if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
+            let known = DeltaType.allCases.map(\.rawValue).joined(separator: ", ")
+            throw HubError.badRequest("subscribe.delta '\(request.delta)' is not a delta type (known: \(known))")
+        }
         let user = user ?? ""
         let provider = node.provider(of: name)
         if let allowed = name.allowedUsers {

@@ -20,6 +20,9 @@ public struct NamespaceOptions: Sendable, Equatable {
     public var allowPublishForClient: Bool = false
     public var allowHistoryForSubscriber: Bool = false
     public var allowPresenceForSubscriber: Bool = false
+    /// The delta formats a subscription may ask for (Centrifugo's `allowed_delta_types`);
+    /// a subscription asking for another gets whole publications.
+    public var allowedDeltaTypes: Set<DeltaType> = []
 
     public init(name: String) { self.name = name }
 
@@ -34,6 +37,13 @@ public struct NamespaceOptions: Sendable, Equatable {
         options.allowPublishForSubscriber = true
         return options
     }
+}
+
+/// A format in which a subscription may take publications as differences from the
+/// previous one (the subscribe command's `delta`).
+public enum DeltaType: String, Sendable, CaseIterable {
+    /// Fossil's delta format (`FossilDelta`).
+    case fossil
 }
 
 /// A channel name split into its parts and checked against the naming rules.

@@ -24,65 +24,6 @@ public struct NodeStats: Sendable, Equatable {
     }
 }
 
-/// A channel's subscribers on this node. Presence is derived from it; the fan-out
-/// loop walks `queues`, a contiguous array, instead of copying subscriber records.
-struct ChannelState {
-    struct Subscriber {
-        let session: ClientSession
-        let info: ClientInfo
-        let joinLeave: Bool
-    }
-
-    private(set) var subscribers: [String: Subscriber] = [:]
-    /// In a cluster: subscribers whose subscribe reply covered the stream up to an
-    /// offset, by client id, until a later publication arrives; the bus may still
-    /// bring publications up to that offset, which they already have.
-    private var floors: [String: UInt64] = [:]
-    /// Every subscriber's outbound queue, in no particular order.
-    private(set) var queues: [OutboundQueue] = []
-    /// The client id owning each entry of `queues`.
-    private var owners: [String] = []
-    private var position: [String: Int] = [:]
-
-    var isEmpty: Bool { subscribers.isEmpty }
-
-    mutating func add(_ subscriber: Subscriber, floor: UInt64? = nil) {
-        let id = subscriber.session.id
-        _ = remove(id)
-        subscribers[id] = subscriber
-        if let floor, floor > 0 { floors[id] = floor }
-        position[id] = queues.count
-        queues.append(subscriber.session.queue)
-        owners.append(id)
-    }
-
-    /// Removes a subscriber (swap-remove in the queue array) and returns it.
-    mutating func remove(_ id: String) -> Subscriber? {
-        guard let removed = subscribers.removeValue(forKey: id), let index = position.removeValue(forKey: id) else { return nil }
-        floors[id] = nil
-        let last = queues.count - 1
-        if index != last {
-            queues[index] = queues[last]
-            owners[index] = owners[last]
-            position[owners[index]] = index
-        }
-        queues.removeLast()
-        owners.removeLast()
-        return removed
-    }
-
-    /// The queues that must get the publication at `offset` (0: not in a stream):
-    /// all but those of subscribers whose subscribe reply already held it. Floors
-    /// below `offset` are done with, as the bus brings a channel's offsets in order.
-    mutating func receivers(of offset: UInt64) -> [OutboundQueue] {
-        guard offset > 0, !floors.isEmpty else { return queues }
-        let covered = floors.filter { $0.value >= offset }
-        floors = covered
-        guard !covered.isEmpty else { return queues }
-        return subscribers.compactMap { covered[$0.key] == nil ? $0.value.session.queue : nil }
-    }
-}
-
 /// One lock's worth of channels. Every change to a channel's subscribers and
 /// stream happens under its shard's lock, which is what keeps a channel's
 /// publications in offset order and a recovery free of gaps.
@@ -290,8 +231,11 @@ public final class Node: Sendable {
                     result = try streamState(for: request, options: options)
                 }
                 result.data = data
+                result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
+                // Recovered publications come whole; a JSON delta subscription takes data as text.
+                if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
                 var state = channels[channel] ?? ChannelState()
-                state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave),
+                state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave, delta: result.delta),
                           floor: cluster != nil && options.keepsHistory ? result.offset : nil)
                 channels[channel] = state
                 session.queue.enqueue(Reply(id: replyID, .subscribe(result)))
@@ -419,7 +363,7 @@ public final class Node: Sendable {
     public func publishLocally(channel: String, providedIn namespace: NamespaceOptions, data: RawJSON) {
         precondition(!namespace.keepsHistory, "\(namespace.name) keeps a stream")
         shard(for: channel).channels.withLock { channels in
-            fanOut(Publication(data: data, info: nil), on: channel, to: channels[channel]?.queues ?? [])
+            fanOut(Publication(data: data, info: nil), on: channel, in: &channels)
         }
     }
 
@@ -443,7 +387,7 @@ public final class Node: Sendable {
                     throw .internalError("history append failed: \(error)")
                 }
             }
-            fanOut(publication, on: channel, to: channels[channel]?.queues ?? [])
+            fanOut(publication, on: channel, in: &channels)
             return position
         }
     }
@@ -456,25 +400,16 @@ public final class Node: Sendable {
     public func deliver(channel: String, publication: Publication, whileLocked: () -> Void) {
         shard(for: channel).channels.withLock { channels in
             whileLocked()
-            fanOut(publication, on: channel, to: channels[channel]?.queues ?? [])
+            fanOut(publication, on: channel, in: &channels)
         }
     }
 
-    /// Encodes the push at most once per encoding and queues the same bytes for
-    /// every subscriber of that encoding, waking the writers once all are queued
-    /// (a single subscriber needs no batch); called under the channel's lock.
-    private func fanOut(_ publication: Publication, on channel: String, to queues: [OutboundQueue]) {
+    /// Sends a publication to the channel's subscribers on this node (see
+    /// `ChannelState.deliver`); called under the channel's lock.
+    private func fanOut(_ publication: Publication, on channel: String, in channels: inout [String: ChannelState]) {
         metrics.publications.increment()
-        guard !queues.isEmpty else { return }
-        var encoded = EncodedPush(Push(channel: channel, .publication(publication)))
-        if queues.count == 1 {
-            queues[0].enqueue(encoded.bytes(for: queues[0].encoding))
-        } else {
-            OutboundQueue.deferringSignals {
-                for queue in queues { queue.enqueue(encoded.bytes(for: queue.encoding)) }
-            }
-        }
-        metrics.messagesOut.increment(by: Int64(queues.count))
+        guard let sent = channels[channel]?.deliver(publication, on: channel), sent > 0 else { return }
+        metrics.messagesOut.increment(by: Int64(sent))
     }
 
     /// A channel's stream: `limit` publications after `since` (0 gives only the position).
@@ -557,13 +492,7 @@ public final class Node: Sendable {
         switch event {
         case let .publication(channel, publication):
             shard(for: channel).channels.withLock { channels in
-                guard var state = channels[channel] else {
-                    metrics.publications.increment()
-                    return
-                }
-                let receivers = state.receivers(of: publication.offset)
-                channels[channel] = state
-                fanOut(publication, on: channel, to: receivers)
+                fanOut(publication, on: channel, in: &channels)
             }
         case let .join(channel, info):
             shard(for: channel).channels.withLock { channels in

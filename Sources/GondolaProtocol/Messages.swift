@@ -59,6 +59,14 @@ public struct Publication: Sendable, Equatable {
         return object.json
     }
 
+    /// The publication with its data as a JSON string of the data's text: how a JSON
+    /// connection sends a whole publication to a subscription that negotiated deltas.
+    public var withDataAsText: Publication {
+        var text = self
+        text.data = RawJSON(.string(String(decoding: data.bytes, as: UTF8.self)))
+        return text
+    }
+
     public init(json: JSON, path: String = "pub") throws(ProtocolDecodingError) {
         let fields = try ProtocolFields(json, path: path)
         self.init(

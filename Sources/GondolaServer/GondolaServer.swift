@@ -116,6 +116,13 @@ public final class GondolaServer: Sendable {
 
         let webSocketRouter = Router(context: ChannelWebSocketRequestContext.self)
         let maxFrameBytes = configuration.maxFrameBytes
+        // Frames up to 4x the limit reach the session, which closes with 3501 and a
+        // message naming the size; larger ones are refused by the WebSocket layer (1009).
+        let maxWebSocketFrame = max(maxFrameBytes * 4, 1 << 16)
+        let compression = configuration.webSocketCompression
+            ? WebSocketCompression(minBytes: configuration.webSocketCompressionMinBytes, level: configuration.webSocketCompressionLevel,
+                                   maxInflatedBytes: maxWebSocketFrame)
+            : nil
         webSocketRouter.ws("/connection/websocket") { request, _ in
             .upgrade(WebSocketEncoding.upgradeHeaders(for: request))
         } onUpgrade: { [self] inbound, outbound, context in
@@ -135,14 +142,13 @@ public final class GondolaServer: Sendable {
             // not happen on an event loop: there the connection's task stays on the pool.
             let executor = node.cluster == nil ? EventLoopTaskExecutor(channel.eventLoop) : nil
             await withTaskExecutorPreference(executor) {
-                await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes)
+                let compressed = compression != nil && WebSocketCompression.isOffered(in: context.request)
+                await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes, compressed: compressed)
                     .run(inbound: inbound, outbound: outbound, channel: channel)
             }
         }
-        // Frames up to 4x the limit reach the session, which closes with 3501 and a
-        // message naming the size; larger ones are refused by the WebSocket layer (1009).
         let webSocket = WebSocketServerConfiguration(
-            maxFrameSize: max(maxFrameBytes * 4, 1 << 16), autoPing: .disabled, closeTimeout: .seconds(2))
+            maxFrameSize: maxWebSocketFrame, extensions: compression.map { [$0.factory] } ?? [], autoPing: .disabled, closeTimeout: .seconds(2))
         return Application(
             router: router,
             server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: webSocket)),

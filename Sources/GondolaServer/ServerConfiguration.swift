@@ -24,6 +24,12 @@ public struct ServerConfiguration: Sendable {
     public var telegramBotToken = ""
     public var telegramWebhookSecret = ""
     public var maxFrameBytes = 65536
+    /// Offer permessage-deflate on the WebSocket endpoint.
+    public var webSocketCompression = false
+    /// Outgoing frames shorter than this are sent uncompressed.
+    public var webSocketCompressionMinBytes = 256
+    /// zlib's compression level (1 fastest … 9 smallest).
+    public var webSocketCompressionLevel = 1
     /// Folder of resort files for the travel domain's maps.
     public var resorts = "resorts/"
     public var locationInterval: Duration = .milliseconds(250)
@@ -83,7 +89,7 @@ public enum ConfigurationLoader {
     public static let keys: [String] = [
         "listen", "database", "token_hmac_secret", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
-        "max_frame_bytes", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
+        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
         "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
     ] + BuiltInDomains.settingKeys
@@ -162,9 +168,7 @@ public enum ConfigurationLoader {
             configuration.cluster.nodeTimeout = timeout
         case "cluster_bus_linger": configuration.cluster.busLinger = try field.duration(allowZero: true)
         case "cluster_bus_max_batch":
-            let batch = try field.integer(min: 1)
-            guard batch <= 10_000 else { throw field.error("must be at most 10000, got \(batch)") }
-            configuration.cluster.busMaxBatch = batch
+            configuration.cluster.busMaxBatch = try field.integer(min: 1, max: 10_000)
         case "token_hmac_secret":
             let secret = try field.string()
             guard secret.isEmpty || secret.utf8.count >= ConnectionTokens.minimumSecretBytes else {
@@ -179,6 +183,9 @@ public enum ConfigurationLoader {
         case "pong_timeout": configuration.hub.pongTimeout = try field.duration(allowZero: false)
         case "client_queue_max_bytes": configuration.hub.clientQueueMaxBytes = try field.integer(min: 1024)
         case "max_frame_bytes": configuration.maxFrameBytes = try field.integer(min: 256)
+        case "websocket_compression": configuration.webSocketCompression = try field.bool()
+        case "websocket_compression_min_bytes": configuration.webSocketCompressionMinBytes = try field.integer(min: 0)
+        case "websocket_compression_level": configuration.webSocketCompressionLevel = try field.integer(min: 1, max: 9)
         case "max_channels_per_client": configuration.hub.maxChannelsPerClient = try field.integer(min: 1)
         case "resorts": configuration.resorts = try field.nonEmptyString()
         case "host_page": configuration.hostPage = try field.nonEmptyString()
@@ -256,6 +263,7 @@ public enum ConfigurationLoader {
             case "allow_publish_for_client": options.allowPublishForClient = try field.bool()
             case "allow_history_for_subscriber": options.allowHistoryForSubscriber = try field.bool()
             case "allow_presence_for_subscriber": options.allowPresenceForSubscriber = try field.bool()
+            case "allowed_delta_types": options.allowedDeltaTypes = try field.deltaTypes()
             default: throw ConfigurationError("\(source): unknown key '\(path).\(member.key)'")
             }
         }
@@ -294,6 +302,20 @@ struct ValueReader {
         }
     }
 
+    /// A list of delta type names (`["fossil"]`); an unknown name is refused by name.
+    func deltaTypes() throws(ConfigurationError) -> Set<DeltaType> {
+        guard case let .array(entries) = value else { throw error("expected an array of delta types, got \(value.kindName)") }
+        var types: Set<DeltaType> = []
+        for entry in entries {
+            guard case let .string(name) = entry, let type = DeltaType(rawValue: name) else {
+                let known = DeltaType.allCases.map(\.rawValue).joined(separator: ", ")
+                throw error("has \(entry.text), not a delta type (known: \(known))")
+            }
+            types.insert(type)
+        }
+        return types
+    }
+
     func integer(min: Int) throws(ConfigurationError) -> Int {
         let number: Int?
         switch value {
@@ -303,6 +325,12 @@ struct ValueReader {
         }
         guard let number else { throw error("expected a whole number, got \(value.text)") }
         guard number >= min else { throw error("must be at least \(min), got \(number)") }
+        return number
+    }
+
+    func integer(min: Int, max: Int) throws(ConfigurationError) -> Int {
+        let number = try integer(min: min)
+        guard number <= max else { throw error("must be at most \(max), got \(number)") }
         return number
     }
 

@@ -8,9 +8,17 @@ enum PositionChannel: Hashable, Sendable {
     case friends(user: String)
     case locations(trip: String)
 
-    static let nearbyNamespace = NamespaceOptions(name: "nearby")
-    static let friendsNamespace = NamespaceOptions(name: "friends")
-    static let locationsNamespace = NamespaceOptions(name: "locations")
+    static let nearbyNamespace = framesNamespace("nearby")
+    static let friendsNamespace = framesNamespace("friends")
+    static let locationsNamespace = framesNamespace("locations")
+
+    /// A namespace of position frames: each repeats most of the previous frame's
+    /// bytes, so subscriptions may take them as fossil deltas.
+    private static func framesNamespace(_ name: String) -> NamespaceOptions {
+        var options = NamespaceOptions(name: name)
+        options.allowedDeltaTypes = [.fossil]
+        return options
+    }
 
     /// The channel a subscription or vacated notice names, if it is a position channel.
     init?(_ channel: String) {

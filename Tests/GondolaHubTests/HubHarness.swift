@@ -34,13 +34,13 @@ struct TestClient {
     let session: ClientSession
     private var nextID: UInt32 = 1
 
-    init(node: Node) {
+    init(node: Node, encoding: ProtocolEncoding = .json) {
         self.node = node
-        self.session = node.accept()
+        self.session = node.accept(encoding: encoding)
     }
 
-    static func connected(_ node: Node, user: String, info: JSON? = nil) async throws -> TestClient {
-        var client = TestClient(node: node)
+    static func connected(_ node: Node, user: String, info: JSON? = nil, encoding: ProtocolEncoding = .json) async throws -> TestClient {
+        var client = TestClient(node: node, encoding: encoding)
         let token = try await ConnectionTokens(secret: testSecret).mint(user: user, info: info)
         let reply = try await client.call(.connect(ConnectRequest(token: token)))
         guard case .connect = reply.body else { throw HarnessError("connect failed: \(reply)") }
@@ -55,7 +55,7 @@ struct TestClient {
     mutating func send(_ method: Command.Method) async -> UInt32 {
         let id = nextID
         nextID += 1
-        await session.handle(frame: Command(id: id, method).json.bytes)
+        await session.handle(frame: session.encoding.encode(Command(id: id, method)))
         return id
     }
 
@@ -89,7 +89,7 @@ struct TestClient {
         }
         switch item {
         case let .frame(bytes)?:
-            let messages = try Frame.values(in: bytes).map(ServerMessage.init(json:))
+            let messages = try session.encoding.serverMessages(in: bytes)
             pending.put(Array(messages.dropFirst()))
             return messages[0]
         case let .close(code)?:

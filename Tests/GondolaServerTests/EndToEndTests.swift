@@ -228,7 +228,7 @@ import Testing
     }
 
     @Test func fileThenEnvironmentThenFlags() throws {
-        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true}]}"#)
+        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"websocket_compression":true,"websocket_compression_min_bytes":64,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true,"allowed_delta_types":["fossil"]}]}"#)
         let configuration = try ConfigurationLoader.load(
             file: file, environment: ["GONDOLA_PING_INTERVAL": "5s", "HOME": "/root", "GONDOLA_DEV_LOGIN": "true"],
             flags: ["ping_interval": "250ms"])
@@ -237,9 +237,12 @@ import Testing
         #expect(configuration.devLogin)
         #expect(configuration.maxFrameBytes == 1024)
         #expect(configuration.hub.commandRate == 5000 && configuration.hub.commandBurst == 6000)
+        #expect(configuration.webSocketCompression && configuration.webSocketCompressionMinBytes == 64 && configuration.webSocketCompressionLevel == 1)
         #expect(configuration.hub.namespaces["room"]?.historyTTL == .seconds(60))
         #expect(configuration.hub.namespaces["room"]?.presence == true)
         #expect(configuration.hub.namespaces["room"]?.allowPublishForClient == true)
+        #expect(configuration.hub.namespaces["room"]?.allowedDeltaTypes == [.fossil])
+        #expect(configuration.hub.namespaces[""]?.allowedDeltaTypes == [])
     }
 
     @Test(arguments: [
@@ -253,6 +256,11 @@ import Testing
         (#"{"namespaces":[{"name":"room","histroy_size":1}]}"#, "unknown key 'namespaces[0].histroy_size'"),
         (#"{"namespaces":[{"history_size":1}]}"#, "namespaces[0].name is required"),
         (#"{"namespaces":[{"name":"room","allow_publish_for_client":"yes"}]}"#, "namespaces[0].allow_publish_for_client' expected true or false"),
+        (#"{"websocket_compression":"maybe"}"#, "'websocket_compression' expected true or false"),
+        (#"{"websocket_compression_level":10}"#, "'websocket_compression_level' must be at most 9, got 10"),
+        (#"{"websocket_compression_min_bytes":-1}"#, "'websocket_compression_min_bytes' must be at least 0, got -1"),
+        (#"{"namespaces":[{"name":"room","allowed_delta_types":["xdelta"]}]}"#, #"'namespaces[0].allowed_delta_types' has "xdelta", not a delta type (known: fossil)"#),
+        (#"{"namespaces":[{"name":"room","allowed_delta_types":"fossil"}]}"#, "'namespaces[0].allowed_delta_types' expected an array of delta types, got string"),
         ("[1]", "must hold a JSON object"),
         ("{", "is not valid JSON"),
     ])

@@ -4,6 +4,7 @@ import GondolaProtocol
 import GondolaServer
 import GondolaTravel
 import HummingbirdWSClient
+import HummingbirdWSCompression
 import Logging
 import Synchronization
 import GondolaServices
@@ -29,7 +30,7 @@ final class LiveClient: Sendable {
     private let outbound: AsyncStream<[UInt8]>.Continuation
     private let task: Task<Void, Error>
 
-    private init(url: String, encoding: ProtocolEncoding, commands: AsyncStream<[UInt8]>, continuation: AsyncStream<[UInt8]>.Continuation) {
+    private init(url: String, encoding: ProtocolEncoding, compressed: Bool, commands: AsyncStream<[UInt8]>, continuation: AsyncStream<[UInt8]>.Continuation) {
         outbound = continuation
         self.encoding = encoding
         let box = self.box
@@ -37,7 +38,8 @@ final class LiveClient: Sendable {
         task = Task {
             var logger = Logger(label: "live-client")
             logger.logLevel = .critical
-            _ = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22), logger: logger) { inbound, writer, _ in
+            let extensions: [WebSocketExtensionFactory] = compressed ? [.perMessageDeflate(maxDecompressedFrameSize: 1 << 22)] : []
+            _ = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22, extensions: extensions), logger: logger) { inbound, writer, _ in
                 let reader = Task {
                     defer { box.state.withLock { $0.closed = true } }
                     for try await message in inbound.messages(maxSize: 1 << 24) {
@@ -75,10 +77,10 @@ final class LiveClient: Sendable {
         }
     }
 
-    /// Connects in `encoding` and sends `connect` with `token`.
-    static func connect(_ url: String, token: String, encoding: ProtocolEncoding = .json) async throws -> LiveClient {
+    /// Connects in `encoding` (offering permessage-deflate when `compressed`) and sends `connect` with `token`.
+    static func connect(_ url: String, token: String, encoding: ProtocolEncoding = .json, compressed: Bool = false) async throws -> LiveClient {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
-        let client = LiveClient(url: url, encoding: encoding, commands: stream, continuation: continuation)
+        let client = LiveClient(url: url, encoding: encoding, compressed: compressed, commands: stream, continuation: continuation)
         let reply = try await client.call(.connect(ConnectRequest(token: token)))
         guard case .connect = reply.body else { throw HarnessError("connect failed: \(reply)") }
         return client
@@ -195,8 +197,8 @@ extension RunningServer {
         return answer["result"] ?? .null
     }
 
-    func client(_ user: String, encoding: ProtocolEncoding = .json) async throws -> LiveClient {
-        try await LiveClient.connect(webSocketURL, token: try await token(user), encoding: encoding)
+    func client(_ user: String, encoding: ProtocolEncoding = .json, compressed: Bool = false) async throws -> LiveClient {
+        try await LiveClient.connect(webSocketURL, token: try await token(user), encoding: encoding, compressed: compressed)
     }
 
     /// Creates a running trip with `hosts` and `travellers`; answers its id.

@@ -1,0 +1,150 @@
+import GondolaProtocol
+
+/// A channel's subscribers on this node and how a publication reaches them.
+/// Presence is derived from it. Subscribers that take publications as they are sit
+/// in `queues`, a contiguous array the fan-out walks without copying records;
+/// subscribers that negotiated fossil deltas are kept apart with whether they hold
+/// the channel's previous publication (their delta base). Every call happens under
+/// the channel's shard lock, which orders the channel's publications.
+struct ChannelState {
+    struct Subscriber {
+        let session: ClientSession
+        let info: ClientInfo
+        let joinLeave: Bool
+        /// The subscription negotiated fossil deltas.
+        let delta: Bool
+    }
+
+    /// A delta subscriber's queue and whether it has received the publication that
+    /// `previousData` holds (until then it gets publications whole).
+    private struct DeltaReceiver {
+        let queue: OutboundQueue
+        var hasBase: Bool
+    }
+
+    private(set) var subscribers: [String: Subscriber] = [:]
+    /// In a cluster: subscribers whose subscribe reply covered the stream up to an
+    /// offset, by client id, until a later publication arrives; the bus may still
+    /// bring publications up to that offset, which they already have.
+    private var floors: [String: UInt64] = [:]
+    /// The outbound queue of every subscriber without deltas, in no particular order.
+    private var queues: [OutboundQueue] = []
+    /// The client id owning each entry of `queues`.
+    private var owners: [String] = []
+    private var position: [String: Int] = [:]
+    /// Subscribers with fossil deltas, by client id.
+    private var deltaReceivers: [String: DeltaReceiver] = [:]
+    /// The data of the channel's last publication, kept while it has delta
+    /// subscribers: the base of the next delta. One publication's data per channel.
+    private var previousData: RawJSON?
+
+    var isEmpty: Bool { subscribers.isEmpty }
+
+    mutating func add(_ subscriber: Subscriber, floor: UInt64? = nil) {
+        let id = subscriber.session.id
+        _ = remove(id)
+        subscribers[id] = subscriber
+        if let floor, floor > 0 { floors[id] = floor }
+        if subscriber.delta {
+            deltaReceivers[id] = DeltaReceiver(queue: subscriber.session.queue, hasBase: false)
+        } else {
+            position[id] = queues.count
+            queues.append(subscriber.session.queue)
+            owners.append(id)
+        }
+    }
+
+    /// Removes a subscriber (swap-remove in the queue array) and returns it.
+    mutating func remove(_ id: String) -> Subscriber? {
+        guard let removed = subscribers.removeValue(forKey: id) else { return nil }
+        floors[id] = nil
+        if removed.delta {
+            deltaReceivers[id] = nil
+            if deltaReceivers.isEmpty { previousData = nil }
+        } else if let index = position.removeValue(forKey: id) {
+            let last = queues.count - 1
+            if index != last {
+                queues[index] = queues[last]
+                owners[index] = owners[last]
+                position[owners[index]] = index
+            }
+            queues.removeLast()
+            owners.removeLast()
+        }
+        return removed
+    }
+
+    /// Enqueues `publication` for every subscriber that must get it and returns how
+    /// many messages that made. The push is encoded at most once per encoding and
+    /// form, and the delta computed at most once, however many subscribers there
+    /// are; the writers wake once all are queued (a single subscriber needs no batch).
+    mutating func deliver(_ publication: Publication, on channel: String) -> Int {
+        let covered = coveredSubscribers(at: publication.offset)
+        var whole = EncodedPush(Push(channel: channel, .publication(publication)))
+        let plain = covered.isEmpty ? queues : zip(owners, queues).compactMap { covered[$0.0] == nil ? $0.1 : nil }
+        if deltaReceivers.isEmpty, plain.count == 1 {
+            plain[0].enqueue(whole.bytes(for: plain[0].encoding))
+            return 1
+        }
+        return OutboundQueue.deferringSignals {
+            for queue in plain { queue.enqueue(whole.bytes(for: queue.encoding)) }
+            return plain.count + deliverToDeltaReceivers(publication, on: channel, whole: &whole, skipping: covered)
+        }
+    }
+
+    /// The delta subscribers' part of `deliver`: the delta against `previousData` to
+    /// those holding it, the whole publication to the others; in JSON the data goes as
+    /// a string either way (the form a delta subscription's SDK parses).
+    private mutating func deliverToDeltaReceivers(_ publication: Publication, on channel: String, whole: inout EncodedPush,
+                                                  skipping covered: [String: UInt64]) -> Int {
+        guard !deltaReceivers.isEmpty else { return 0 }
+        let base = previousData
+        previousData = publication.data
+        var wholeAsText: EncodedPush?
+        var deltaPush: EncodedPush?
+        var deltaComputed = false
+        var sent = 0
+        for index in deltaReceivers.indices where covered[deltaReceivers.keys[index]] == nil {
+            let queue = deltaReceivers.values[index].queue
+            sent += 1
+            if deltaReceivers.values[index].hasBase, let base {
+                if !deltaComputed {
+                    deltaPush = Self.deltaPush(of: publication, from: base, on: channel)
+                    deltaComputed = true
+                }
+                if deltaPush != nil {
+                    queue.enqueue(deltaPush!.bytes(for: queue.encoding))
+                    continue
+                }
+            }
+            if queue.encoding == .json {
+                if wholeAsText == nil { wholeAsText = EncodedPush(Push(channel: channel, .publication(publication.withDataAsText))) }
+                queue.enqueue(wholeAsText!.bytes(for: .json))
+            } else {
+                queue.enqueue(whole.bytes(for: queue.encoding))
+            }
+            deltaReceivers.values[index].hasBase = true
+        }
+        return sent
+    }
+
+    /// The publication as a fossil delta from `base` (its data the delta's text), or
+    /// nil when the delta would not be shorter than the data itself.
+    private static func deltaPush(of publication: Publication, from base: RawJSON, on channel: String) -> EncodedPush? {
+        let bytes = FossilDelta.encode(from: base.bytes, to: publication.data.bytes, keepingUTF8: true)
+        guard bytes.count < publication.data.bytes.count else { return nil }
+        var asDelta = publication
+        asDelta.data = RawJSON(.string(String(decoding: bytes, as: UTF8.self)))
+        asDelta.delta = true
+        return EncodedPush(Push(channel: channel, .publication(asDelta)))
+    }
+
+    /// The subscribers that already hold the publication at `offset` (0: not in a
+    /// stream) from their subscribe reply. Floors below `offset` are done with, as
+    /// the bus brings a channel's offsets in order.
+    private mutating func coveredSubscribers(at offset: UInt64) -> [String: UInt64] {
+        guard offset > 0, !floors.isEmpty else { return [:] }
+        floors = floors.filter { $0.value >= offset }
+        return floors
+    }
+}

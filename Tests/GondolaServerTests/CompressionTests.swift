@@ -1,0 +1,113 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import Testing
+
+/// permessage-deflate on the WebSocket endpoint over real sockets: negotiated only when
+/// enabled and offered, frames from the size threshold up compressed, the same
+/// publications for compressed and plain clients in both encodings, and bad compressed
+/// input closing only its own connection.
+@Suite struct CompressionTests {
+    static let extensionOffer = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits"
+
+    static func compressingServer(minBytes: Int = 200, enabled: Bool = true) async throws -> RunningServer {
+        var configuration = RunningServer.configuration()
+        configuration.webSocketCompression = enabled
+        configuration.webSocketCompressionMinBytes = minBytes
+        return try await RunningServer.start(configuration)
+    }
+
+    /// A position-frame-like publication; frame `n` differs from `n - 1` in one traveller.
+    static func frame(_ n: Int) -> JSON {
+        ["positions": .array((0..<10).map { index in
+            ["user": .string("traveller-\(index)"), "lat": .double(45.3 + Double(index) / 1000 + Double(index == n % 10 ? n : 0) / 100_000),
+             "lon": 6.58, "ts": .int(1_790_000_000_000 + Int64(n))]
+        })]
+    }
+
+    @Test(arguments: ProtocolEncoding.allCases)
+    func compressedAndPlainClientsGetTheSamePublications(encoding: ProtocolEncoding) async throws {
+        let server = try await Self.compressingServer()
+        let compressed = try await server.client("deflate", encoding: encoding, compressed: true)
+        let plain = try await server.client("plain", encoding: encoding)
+        _ = try await compressed.subscribe("room:z")
+        _ = try await plain.subscribe("room:z")
+        var expected: [JSON] = []
+        for n in 0..<30 {
+            // Small ones stay under the threshold.
+            let data: JSON = n % 5 == 0 ? ["n": .int(Int64(n))] : Self.frame(n)
+            expected.append(data)
+            _ = try await server.server.node.publish(channel: "room:z", data: RawJSON(data))
+        }
+        // A large message from the compressing client is inflated by the server.
+        let large: JSON = ["text": .string(String(repeating: "powder day ", count: 300))]
+        let published = try await compressed.call(.publish(channel: "room:z", data: RawJSON(large)))
+        guard case .publish = published.body else { Issue.record("\(published)"); return }
+        expected.append(large)
+        #expect(try await compressed.awaitPublications("room:z", count: 31) == expected)
+        #expect(try await plain.awaitPublications("room:z", count: 31) == expected)
+        try await server.stop()
+    }
+
+    @Test(arguments: [(true, true), (true, false), (false, true)])
+    func framesAreCompressedOnlyWhenEnabledAndOffered(enabled: Bool, offered: Bool) async throws {
+        let server = try await Self.compressingServer(enabled: enabled)
+        let client = try RawWebSocket(port: server.port, headers: offered ? [Self.extensionOffer] : [])
+        let negotiated = try await client.responseHeaders().contains { $0.lowercased().hasPrefix("sec-websocket-extensions: permessage-deflate") }
+        #expect(negotiated == (enabled && offered))
+        let token = try await server.token("raw")
+        try client.sendText(Array((#"{"id":1,"connect":{"token":"\#(token)"}}"# + "\n" + #"{"id":2,"subscribe":{"channel":"room:w"}}"#).utf8))
+        let node = server.server.node
+        let deadline = ContinuousClock.now + .seconds(5)
+        while node.channels()["room:w"] != 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+
+        // Under the threshold: sent as it is.
+        _ = try await node.publish(channel: "room:w", data: RawJSON(["n": 1]))
+        var small = try await client.nextFrame()
+        while small.rsv1 || !String(decoding: small.payload, as: UTF8.self).contains(#""n":1"#) { small = try await client.nextFrame() }
+        // From the threshold up: compressed when negotiated.
+        let frame = RawJSON(Self.frame(1))
+        _ = try await node.publish(channel: "room:w", data: frame)
+        let large = try await client.nextFrame()
+        #expect(large.rsv1 == negotiated)
+        if negotiated {
+            #expect(large.payload.count < frame.bytes.count / 2, "\(large.payload.count) compressed bytes for \(frame.bytes.count)")
+        } else {
+            #expect(String(decoding: large.payload, as: UTF8.self).contains(frame.description))
+        }
+        try await server.stop()
+    }
+
+    @Test(arguments: [true, false])
+    func aCompressedFrameThatDoesNotInflateClosesOnlyItsConnection(negotiated: Bool) async throws {
+        let server = try await Self.compressingServer(enabled: negotiated)
+        let healthy = try await server.client("healthy", compressed: true)
+        _ = try await healthy.subscribe("room:bad")
+        let bad = try RawWebSocket(port: server.port, headers: [Self.extensionOffer])
+        _ = try await bad.responseHeaders()
+        // RSV1 on bytes that are not a deflate stream (or on a connection without the extension).
+        try bad.sendText([0xFF, 0xFE, 0xFD, 0x00, 0x13, 0x37], rsv1: true)
+        // The WebSocket layer answers a stream that does not inflate with 1011, a reserved bit
+        // without the extension with 1002 (protocol error).
+        let code = try await bad.closeCode()
+        #expect(code == (negotiated ? 1011 : 1002), "closed with \(code)")
+        _ = try await server.server.node.publish(channel: "room:bad", data: RawJSON(Self.frame(2)))
+        #expect(try await healthy.awaitPublications("room:bad", count: 1) == [Self.frame(2)])
+        try await server.stop()
+    }
+
+    @Test func aMessageThatInflatesPastTheLimitClosesOnlyItsConnection() async throws {
+        let server = try await Self.compressingServer()
+        let healthy = try await server.client("healthy", compressed: true)
+        _ = try await healthy.subscribe("room:bomb")
+        let bomb = try await server.client("bomb", compressed: true)
+        // 1 MiB of spaces deflates to about a kilobyte; the endpoint inflates at most 64 KiB.
+        _ = try? await bomb.call(.publish(channel: "room:bomb", data: RawJSON(.string(String(repeating: " ", count: 1 << 20)))))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !bomb.isClosed, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(bomb.isClosed)
+        _ = try await server.server.node.publish(channel: "room:bomb", data: RawJSON(Self.frame(3)))
+        #expect(try await healthy.awaitPublications("room:bomb", count: 1) == [Self.frame(3)])
+        try await server.stop()
+    }
+}

@@ -1,0 +1,63 @@
+"""permessage-deflate with the official SDK (whose WebSocket library offers it) in both
+encodings, alone and with fossil deltas; bad compressed input closes only its connection."""
+import tempfile
+
+import pytest
+import websockets
+from cent import Client as ApiClient, PublishRequest
+from centrifuge import DeltaType
+
+from conftest import API_KEY, Codec, launch
+from helpers import Events, SubEvents, connected_client
+from test_delta import frame
+
+
+@pytest.fixture(scope="module")
+def compressing():
+    process, instance = launch(tempfile.mkdtemp(prefix="gondola-compression-"),
+                               settings={"websocket_compression": True, "websocket_compression_min_bytes": 128})
+    yield instance
+    process.terminate()
+    process.wait(timeout=10)
+
+
+async def test_the_handshake_negotiates_deflate_only_when_enabled(compressing, server):
+    async with websockets.connect(compressing.ws_url) as ws:
+        assert ws.response.headers.get("Sec-WebSocket-Extensions") == "permessage-deflate"
+    async with websockets.connect(server.ws_url) as ws:
+        assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
+
+
+@pytest.mark.parametrize("delta", [False, True])
+async def test_sdk_publications_arrive_whole_through_deflate(compressing, codec, delta):
+    channel = f"frames:deflate-{codec.name}-{delta}"
+    options = {"delta": DeltaType.FOSSIL} if delta else {}
+    client, _ = await connected_client(compressing, f"deflate-{codec.name}", codec)
+    events = Events()
+    sub = client.new_subscription(channel, SubEvents(events), **options)
+    await sub.subscribe()
+    await events.wait("subscribed")
+    api = ApiClient(compressing.api_url, API_KEY)
+    for n in range(10):
+        api.publish(PublishRequest(channel=channel, data=frame(n)))
+    received = await events.wait("publication", 10)
+    assert [codec.into(p.pub.data) for p in received] == [frame(n) for n in range(10)]
+    assert [p.pub.delta for p in received] == ([False] + [True] * 9 if delta else [False] * 10)
+    # The client's own large messages go compressed too and come back intact.
+    large = {"text": "powder day " * 500}
+    result = await client.rpc("server.time", codec.out(large))
+    assert "ts" in codec.into(result.data)
+    await client.disconnect()
+
+
+async def test_a_message_inflating_past_the_limit_closes_only_its_connection(compressing):
+    # The limit is 4x max_frame_bytes (8192) or 64 KiB; a megabyte of spaces deflates to about 1 KiB.
+    async with websockets.connect(compressing.ws_url, max_size=None) as ws:
+        await ws.send("[" + " " * 1_000_000 + "]")
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            while True:
+                await ws.recv()
+        assert closed.value.rcvd.code == 1011
+    client, _ = await connected_client(compressing, "after-bomb", Codec("json"))
+    assert "ts" in (await client.rpc("server.time", {})).data
+    await client.disconnect()
