@@ -7,6 +7,8 @@
   report-table.py cluster FILE...            fan-out runs of Scripts/bench-cluster (FILE.pg beside each:
   report-table.py cluster-travellers FILE... PostgreSQL's CPU seconds before, after, and the run's seconds)
   report-table.py cluster-bus FILE#BATCH...
+  report-table.py bandwidth FILE...          one row per traveller run of Scripts/bench-bandwidth; ratios
+                                             against the first (plain JSON)
 """
 import json
 import sys
@@ -73,7 +75,7 @@ def peers(triples):
             reference_p99 = reference[1]["latencies"].get("delivery", {}).get("p99")
             if p99 is not None and reference_p99:
                 ratio_p99 = f"{p99 / reference_p99:.2f}"
-        if target == "gondola-protobuf" and subscribers in gondola_json:
+        if target in ("gondola-protobuf", "gondola-json-deflate") and subscribers in gondola_json:
             ratio_json = f"{delivered / max(gondola_json[subscribers]['figures']['delivered_per_second'], 1e-9):.2f}"
         server = saturated.get("server")
         per_delivery = f"{server['cpuPercent'] / 100 / delivered * 1e6:.2f}" if server and delivered > 0 else "–"
@@ -140,6 +142,36 @@ def cluster_bus(arguments):
               f"| {cpu(report.get('server'))} | {percent(postgres_percent(path))} | {per_publication} | {errors(report)} |")
 
 
+def bandwidth(paths):
+    def options(report):
+        settings = report["settings"]
+        chosen = [name for name, on in (("deflate", settings.get("compression") == "true"), ("delta", settings.get("delta") == "true")) if on]
+        return f"{settings['encoding']}" + (" + " + " + ".join(chosen) if chosen else "")
+
+    def per_thousand(report):
+        return report["server"]["cpuPercent"] / int(report["settings"]["travellers"]) * 1000
+
+    def per_message(report):
+        # Server CPU microseconds per message the clients received.
+        return report["server"]["cpuPercent"] / 100 * 1e6 / max(report["messagesInPerSecond"], 1e-9)
+
+    baseline = load(paths[0])
+    base_wire = baseline["figures"]["wire_bytes_per_traveller_hour"]
+    for path in paths:
+        report = load(path)
+        figures = report["figures"]
+        wire = figures["wire_bytes_per_traveller_hour"]
+        print(f"| {options(report)} | {wire / 1e6:.2f} | {wire / base_wire:.0%} | {figures['message_bytes_per_traveller_hour'] / 1e6:.2f} "
+              f"| {figures.get('wire_bytes_per_host_hour', 0) / 1e6:.1f} | {report['messagesInPerSecond']:.0f} | {cpu(report.get('server'))} "
+              f"| {per_thousand(report):.1f}% | {per_thousand(report) / per_thousand(baseline):.2f}× | {per_message(report):.1f} "
+              f"| {rss_per_connection(report)} | {latency(report, 'location')} | {errors(report)} | {cpu(report.get('client'))} |")
+
+
+def rss_per_connection(report):
+    value = (report.get("server") or {}).get("rssPerConnectionKiB")
+    return "–" if value is None else f"{value:.0f}"
+
+
 if __name__ == "__main__":
     {"travellers": travellers, "chat": chat, "peers": peers, "cluster": cluster, "cluster-travellers": cluster_travellers,
-     "cluster-bus": cluster_bus}[sys.argv[1]](sys.argv[2:])
+     "cluster-bus": cluster_bus, "bandwidth": bandwidth}[sys.argv[1]](sys.argv[2:])

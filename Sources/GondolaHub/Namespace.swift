@@ -1,3 +1,5 @@
+import GondolaProtocol
+
 /// The options of a channel namespace (`namespace:name`), named as Centrifugo names them.
 public struct NamespaceOptions: Sendable, Equatable {
     public var name: String
@@ -37,13 +39,6 @@ public struct NamespaceOptions: Sendable, Equatable {
         options.allowPublishForSubscriber = true
         return options
     }
-}
-
-/// A format in which a subscription may take publications as differences from the
-/// previous one (the subscribe command's `delta`).
-public enum DeltaType: String, Sendable, CaseIterable {
-    /// Fossil's delta format (`FossilDelta`).
-    case fossil
 }
 
 /// A channel name split into its parts and checked against the naming rules.

@@ -73,6 +73,20 @@ public struct CentrifugeFraming: Sendable {
         }
     }
 
+    /// A publication of a subscription with deltas: its data as the SDK applies it (in JSON
+    /// the text of the `data` string, in Protobuf the `data` field's bytes) and whether it
+    /// is a delta; nil when `line` is not such a publication.
+    public func deltaPublication(in line: UnsafeRawBufferPointer.SubSequence) -> (data: [UInt8], delta: Bool)? {
+        switch encoding {
+        case .json:
+            guard let message = try? JSONParser.parse(line), let publication = message["push"]?["pub"],
+                  case let .string(text)? = publication["data"] else { return nil }
+            return (Array(text.utf8), publication["delta"] == .bool(true))
+        case .protobuf:
+            return ProtobufEnvelope.publication(in: line).map { (Array($0.data), $0.delta) }
+        }
+    }
+
     static let idMarker = Array(#"{"id":"#.utf8)
     static let errorMarker = Array(#""error":{"code":"#.utf8)
     static let pushMarker = Array(#"{"push":{"channel":""#.utf8)
@@ -146,6 +160,20 @@ enum ProtobufEnvelope {
             return isPublication ? .publication(channel: channel ?? message[message.startIndex..<message.startIndex], line: message) : .otherPush
         }
         return .reply(id: id, error: error, line: message)
+    }
+
+    /// A push's publication (Reply field 4, Push field 4): its data (field 4) and delta flag (field 8).
+    static func publication(in message: Bytes) -> (data: Bytes, delta: Bool)? {
+        var push: Bytes?, publication: Bytes?, data: Bytes?
+        var delta = false
+        guard fields(of: message, { number, _, content in if number == 4 { push = content } }), let push,
+              fields(of: push, { number, _, content in if number == 4 { publication = content } }), let publication,
+              fields(of: publication, { number, value, content in
+                  if number == 4 { data = content }
+                  if number == 8 { delta = value != 0 }
+              })
+        else { return nil }
+        return (data ?? publication[publication.startIndex..<publication.startIndex], delta)
     }
 
     private static func code(in error: Bytes) -> Int64? {

@@ -44,6 +44,13 @@ public protocol LoadScenario: AnyObject {
     func measuringStarted()
     /// The scenario's own figures for the report (e.g. publications per second).
     func figures(measuredSeconds: Double) -> [String: Double]
+    /// The kind of client `connection` is ("traveller", "host"): received bytes are
+    /// reported per hour of one client of each kind.
+    func bytesGroup(of connection: Int) -> String
+}
+
+extension LoadScenario {
+    public func bytesGroup(of connection: Int) -> String { "connection" }
 }
 
 /// What a scenario may do from its callbacks: send, and count into the run's statistics.
@@ -92,6 +99,8 @@ public struct LoadSettings: Sendable {
     /// Process id of the server, for its CPU and memory.
     /// The server's processes (the nodes of a cluster): their CPU and memory are summed.
     public var serverPIDs: [Int32] = []
+    /// Every connection offers permessage-deflate.
+    public var offerCompression = false
 
     public init() {}
 }
@@ -116,13 +125,21 @@ public final class LoadDriver: SocketPoolHandler {
     private var measureStart: (time: Int64, server: ProcessUsage?, client: ProcessUsage?)?
     private var report: LoadReport?
     private var rssBeforeConnecting: Double?
+    /// Per connection while measuring: socket bytes received when the measurement
+    /// started, and message bytes (inflated) received since.
+    private var wireBytesAtStart: [UInt64]
+    private var messageBytes: [UInt64]
 
     public init(scenario: LoadScenario, settings: LoadSettings) throws {
         self.scenario = scenario
         self.settings = settings
         isOpen = Array(repeating: false, count: scenario.connectionCount)
+        wireBytesAtStart = Array(repeating: 0, count: scenario.connectionCount)
+        messageBytes = Array(repeating: 0, count: scenario.connectionCount)
         rssBeforeConnecting = ProcessUsage(pids: settings.serverPIDs)?.rssMiB
-        let pool = try SocketPool(limits: .init(maxConnections: scenario.connectionCount), handler: self)
+        var limits = SocketPool.Limits(maxConnections: scenario.connectionCount)
+        limits.offerCompression = settings.offerCompression
+        let pool = try SocketPool(limits: limits, handler: self)
         self.pool = pool
         io = LoadIO(pool: pool, stats: LoadStats(mainLatency: scenario.mainLatency))
         phaseStartedAt = startedAt
@@ -145,6 +162,7 @@ public final class LoadDriver: SocketPoolHandler {
 
     public func received(_ connection: Int, _ bytes: UnsafeRawBufferPointer, binary: Bool) {
         io.stats.received()
+        if phase == .measuring { messageBytes[connection] += UInt64(bytes.count) }
         scenario.received(connection, bytes, binary: binary, io)
     }
 
@@ -172,6 +190,7 @@ public final class LoadDriver: SocketPoolHandler {
             if now - phaseStartedAt >= settings.warmUp.nanoseconds {
                 io.stats.startMeasuring()
                 scenario.measuringStarted()
+                for connection in wireBytesAtStart.indices { wireBytesAtStart[connection] = pool.receivedBytes(connection) }
                 measureStart = (now, ProcessUsage(pids: settings.serverPIDs), ProcessUsage(pid: getpid()))
                 enter(.measuring, now: now)
             }
@@ -226,11 +245,32 @@ public final class LoadDriver: SocketPoolHandler {
             connections: scenario.connectionCount, connected: stats.connected,
             messagesIn: stats.messagesIn, messagesOut: stats.messagesOut,
             messagesInPerSecond: Double(stats.messagesIn) / max(elapsed, 1e-9), messagesOutPerSecond: Double(stats.messagesOut) / max(elapsed, 1e-9),
-            figures: scenario.figures(measuredSeconds: elapsed), latencies: stats.summaries, connectionErrors: stats.connectionErrors, errorReplies: stats.errorReplies,
+            figures: scenario.figures(measuredSeconds: elapsed).merging(bytesFigures(over: elapsed)) { $1 }, latencies: stats.summaries, connectionErrors: stats.connectionErrors, errorReplies: stats.errorReplies,
             reconnects: stats.reconnects, server: serverFigures,
             client: client.map { ProcessFigures(cpuPercent: ProcessUsage.cpuPercent(from: start.client, to: $0, over: elapsed), rssMiB: $0.rssMiB) },
             timeline: stats.timeline)
         pool.stop()
+    }
+
+    /// Received bytes per client-hour of each kind, on the wire (`wire_bytes_per_<kind>_hour`)
+    /// and as inflated messages (`message_bytes_per_<kind>_hour`), over the connections
+    /// open at the end (one that reconnected counts from its new socket).
+    private func bytesFigures(over seconds: Double) -> [String: Double] {
+        var wire: [String: UInt64] = [:], messages: [String: UInt64] = [:], clients: [String: Int] = [:]
+        for connection in wireBytesAtStart.indices where isOpen[connection] {
+            let group = scenario.bytesGroup(of: connection)
+            let now = pool.receivedBytes(connection)
+            wire[group, default: 0] += now >= wireBytesAtStart[connection] ? now - wireBytesAtStart[connection] : now
+            messages[group, default: 0] += messageBytes[connection]
+            clients[group, default: 0] += 1
+        }
+        var figures: [String: Double] = [:]
+        let hours = max(seconds, 1e-9) / 3600
+        for (group, count) in clients {
+            figures["wire_bytes_per_\(group)_hour"] = Double(wire[group] ?? 0) / Double(count) / hours
+            figures["message_bytes_per_\(group)_hour"] = Double(messages[group] ?? 0) / Double(count) / hours
+        }
+        return figures
     }
 
     private func printProgress(_ sample: TimelineSample) {

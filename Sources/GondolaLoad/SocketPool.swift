@@ -26,6 +26,8 @@ public final class SocketPool: @unchecked Sendable {
         public var tick: Duration = .milliseconds(1)
         public var maxMessageBytes = 4 << 20
         public var maxQueuedBytes = 1 << 20
+        /// Every connection offers permessage-deflate.
+        public var offerCompression = false
 
         public init(maxConnections: Int) { self.maxConnections = maxConnections }
     }
@@ -45,7 +47,8 @@ public final class SocketPool: @unchecked Sendable {
         let components = limits.tick.components
         let tickMicroseconds = Int32(clamping: components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000)
         let cLimits = ls_limits(max_connections: Int32(limits.maxConnections), tick_microseconds: tickMicroseconds,
-                                max_message_bytes: limits.maxMessageBytes, max_queued_bytes: limits.maxQueuedBytes)
+                                max_message_bytes: limits.maxMessageBytes, max_queued_bytes: limits.maxQueuedBytes,
+                                offer_compression: limits.offerCompression ? 1 : 0)
         let handlers = ls_handlers(
             context: Unmanaged.passUnretained(self.handler).toOpaque(),
             opened: { context, connection in Box.from(context).handler.opened(Int(connection)) },
@@ -107,6 +110,10 @@ public final class SocketPool: @unchecked Sendable {
 
     /// Closes an open connection (code 1000) once its queue is written.
     public func close(_ connection: Int) { ls_close(pool, Int32(connection)) }
+
+    /// Bytes received on the connection's socket as they travelled (TCP payload: WebSocket
+    /// framing included, compressed when compression was negotiated); 0 when it is not open.
+    public func receivedBytes(_ connection: Int) -> UInt64 { ls_received_bytes(pool, Int32(connection)) }
 
     /// Keeps the handler alive for the C side, which holds an unretained pointer to it.
     private final class Box {

@@ -41,6 +41,9 @@ public struct TravellerOptions: Sendable {
     public var nearbyLimit = 50
     /// The protocol encoding every connection speaks.
     public var encoding: ProtocolEncoding = .json
+    /// Subscribe to the position channels (`nearby`, `locations`) with fossil deltas and
+    /// rebuild every frame from them, as the SDKs do.
+    public var delta = false
 
     public init() {}
 }
@@ -52,6 +55,7 @@ public struct TravellerOptions: Sendable {
 /// travellers chat and RSVP. Latencies: "location" (update → its frame on a
 /// nearby or locations channel), "chat" (send → delivery to each member), and
 /// "ack <method>" (command → reply). Connections 0..<trips are hosts, the rest travellers.
+/// With deltas, a frame that cannot be rebuilt counts as an error reply ("delta: …").
 public final class TravellerScenario: LoadScenario {
     public let name = "travellers"
     public let mainLatency = "location"
@@ -70,6 +74,8 @@ public final class TravellerScenario: LoadScenario {
     private var subscribed: [Int]
     private var calls: RPCCalls
     private var eventOfTrip: [String?]
+    /// With deltas: each connection's last position frame, the base of its next delta.
+    private var deltaBases: [[UInt8]]
     private var eventsRequested: Set<Int> = []
     private var rsvpCount: [Int]
     private var updates: UniformSchedule
@@ -99,6 +105,7 @@ public final class TravellerScenario: LoadScenario {
         let count = cast.hosts.count + cast.travellers.count
         walkers = cast.travellers.indices.map { SkiWalker(graph: graph, node: $0, metres: Double(($0 * 37) % 300), seed: UInt64($0) &+ 1) }
         subscribed = Array(repeating: 0, count: count)
+        deltaBases = Array(repeating: [], count: options.delta ? count : 0)
         framing = CentrifugeFraming(encoding: options.encoding)
         calls = RPCCalls(connections: count, framing: framing)
         eventOfTrip = Array(repeating: nil, count: cast.trips.count)
@@ -123,16 +130,20 @@ public final class TravellerScenario: LoadScenario {
     private func trip(of connection: Int) -> Int { isHost(connection) ? connection : cast.tripOf[traveller(of: connection)] }
     private func tripChat(of connection: Int) -> String { "trip-\(cast.trips[trip(of: connection)])" }
 
+    public func bytesGroup(of connection: Int) -> String { isHost(connection) ? "host" : "traveller" }
+
     public func address(of connection: Int) -> (url: WebSocketURL, subprotocol: String?) { (urls[connection % urls.count], framing.subprotocol) }
 
     public func opened(_ connection: Int, _ io: LoadIO) {
         let chat = SubscribeRequest(channel: "chat:\(tripChat(of: connection))")
+        let delta = options.delta ? DeltaType.fossil.rawValue : ""
         let channels: [SubscribeRequest]
         if isHost(connection) {
-            channels = [SubscribeRequest(channel: "locations:\(cast.trips[connection])"), chat]
+            channels = [SubscribeRequest(channel: "locations:\(cast.trips[connection])", delta: delta), chat]
         } else {
             let user = cast.travellers[traveller(of: connection)]
-            let nearby = SubscribeRequest(channel: "nearby:#\(user)", data: RawJSON(["radius": .int(Int64(options.nearbyRadius)), "limit": .int(Int64(options.nearbyLimit))]))
+            let nearby = SubscribeRequest(channel: "nearby:#\(user)", data: RawJSON(["radius": .int(Int64(options.nearbyRadius)), "limit": .int(Int64(options.nearbyLimit))]),
+                                          delta: delta)
             channels = [SubscribeRequest(channel: "personal:#\(user)"), nearby, chat]
         }
         io.send(connection, framing.connect(token: cast.tokens[connection], subscribing: channels), binary: framing.isBinary)
@@ -141,6 +152,7 @@ public final class TravellerScenario: LoadScenario {
     public func closed(_ connection: Int) {
         if isReady(connection) { readyCount -= 1 }
         subscribed[connection] = 0
+        if options.delta { deltaBases[connection] = [] }
         calls.forget(connection)
     }
 
@@ -158,10 +170,12 @@ public final class TravellerScenario: LoadScenario {
                 reply(connection, id: id, error: error, now: now, io)
             case let .publication(channel, line):
                 if channel.starts(with: Self.nearbyPrefix) {
-                    recordMoves(in: line, wallMilliseconds: WallClock.milliseconds(), io)
+                    withPositionFrame(line, connection, io) { recordMoves(in: $0, wallMilliseconds: WallClock.milliseconds(), io) }
                 } else if channel.starts(with: Self.locationsPrefix) {
                     let wallMilliseconds = WallClock.milliseconds()
-                    ByteScan.integers(after: Self.tsMarker, in: line) { io.stats.record("location", nanoseconds: (wallMilliseconds - $0) * 1_000_000) }
+                    withPositionFrame(line, connection, io) { frame in
+                        ByteScan.integers(after: Self.tsMarker, in: frame) { io.stats.record("location", nanoseconds: (wallMilliseconds - $0) * 1_000_000) }
+                    }
                 } else if channel.starts(with: Self.chatPrefix) {
                     ChatStamp.record(in: line, now: now, io)
                 } else if channel.starts(with: Self.personalPrefix), let start = ByteScan.find(Self.inviteMarker, in: line, from: line.startIndex) {
@@ -173,6 +187,20 @@ public final class TravellerScenario: LoadScenario {
                 break
             }
         }
+    }
+
+    /// Calls `body` with a position channel's frame: the message itself, or with deltas the
+    /// frame rebuilt from the connection's base.
+    private func withPositionFrame(_ line: UnsafeRawBufferPointer.SubSequence, _ connection: Int, _ io: LoadIO,
+                                   _ body: (UnsafeRawBufferPointer.SubSequence) -> Void) {
+        guard options.delta else { return body(line) }
+        guard let (data, isDelta) = framing.deltaPublication(in: line) else { return io.stats.errorReply("delta: unreadable publication") }
+        do {
+            deltaBases[connection] = isDelta ? try FossilDelta.apply(data, to: deltaBases[connection]) : data
+        } catch {
+            return io.stats.errorReply("delta: \(error)")
+        }
+        deltaBases[connection].withUnsafeBytes { body($0[...]) }
     }
 
     /// Each `move` entry of a nearby frame carries the mover's update time.

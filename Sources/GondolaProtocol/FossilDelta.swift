@@ -129,20 +129,25 @@ public enum FossilDelta {
     }
 
     /// The source's 16-byte blocks by rolling hash, with chains for blocks sharing a bucket.
+    /// Buckets are a power of two (the hash's low bits pick one: no division per position).
     struct BlockIndex {
         let source: [UInt8]
         /// For each bucket, the last block in it (-1 when none).
         var heads: [Int32]
         /// For each block, the previous block of its bucket (-1 at the end of a chain).
         var chains: [Int32]
+        let mask: UInt32
 
         init(_ source: [UInt8]) {
             self.source = source
             let blocks = source.count / blockSize
-            heads = [Int32](repeating: -1, count: blocks)
+            var buckets = 1
+            while buckets < blocks { buckets <<= 1 }
+            mask = UInt32(buckets - 1)
+            heads = [Int32](repeating: -1, count: buckets)
             chains = [Int32](repeating: -1, count: blocks)
             for block in 0..<blocks {
-                let bucket = Int(RollingHash(source, at: block * blockSize).value % UInt32(blocks))
+                let bucket = Int(RollingHash(source, at: block * blockSize).value & mask)
                 chains[block] = heads[bucket]
                 heads[bucket] = Int32(block)
             }
@@ -152,11 +157,24 @@ public enum FossilDelta {
         /// byte at a time) where a block matches, extended both ways, kept when its command is
         /// shorter than the bytes it copies.
         func bestMatch(in target: [UInt8], from base: Int) -> Match? {
+            source.withUnsafeBufferPointer { source in
+                target.withUnsafeBufferPointer { target in
+                    heads.withUnsafeBufferPointer { heads in
+                        chains.withUnsafeBufferPointer { chains in
+                            bestMatch(source: source, target: target, heads: heads, chains: chains, from: base)
+                        }
+                    }
+                }
+            }
+        }
+
+        private func bestMatch(source: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, heads: UnsafeBufferPointer<Int32>,
+                               chains: UnsafeBufferPointer<Int32>, from base: Int) -> Match? {
             var hash = RollingHash(target, at: base)
             var offset = 0
             while true {
                 var best: Match?
-                var block = heads[Int(hash.value % UInt32(heads.count))]
+                var block = heads[Int(hash.value & mask)]
                 var examined = 0
                 while block >= 0, examined < candidatesPerPosition {
                     examined += 1
@@ -188,7 +206,7 @@ public enum FossilDelta {
         var a: UInt16
         var b: UInt16
 
-        init(_ bytes: [UInt8], at start: Int) {
+        init<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, at start: Int) where Bytes.Index == Int {
             a = 0
             b = 0
             for position in start..<(start + blockSize) {

@@ -30,6 +30,13 @@ public struct ClientInfo: Sendable, Equatable {
     }
 }
 
+/// A format in which a subscription may take publications as differences from the
+/// previous one (the subscribe command's `delta`).
+public enum DeltaType: String, Sendable, CaseIterable {
+    /// Fossil's delta format (`FossilDelta`).
+    case fossil
+}
+
 /// One message of a channel, with its position in the channel's stream.
 public struct Publication: Sendable, Equatable {
     public var offset: UInt64

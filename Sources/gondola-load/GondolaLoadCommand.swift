@@ -34,6 +34,8 @@ struct RunOptions: ParsableArguments {
     @Option(help: "Write the per-second timeline as CSV to this file.") var csv: String?
     @Option(help: "Write a latency and throughput chart (SVG) to this file.") var svg: String?
     @Flag(help: "No progress line every second.") var quiet = false
+    @Flag(help: "Offer permessage-deflate on every connection (used when the server enables it; the server must compress every message — websocket_compression_min_bytes 0 — as libwebsockets' client spins on an uncompressed one).")
+    var compression = false
 
     func settings() throws -> LoadSettings {
         var settings = LoadSettings()
@@ -47,6 +49,7 @@ struct RunOptions: ParsableArguments {
         settings.rampPerSecond = ramp
         settings.serverPIDs = serverPID
         settings.progress = !quiet
+        settings.offerCompression = compression
         return settings
     }
 
@@ -88,6 +91,7 @@ struct Travellers: AsyncParsableCommand {
     @Option(name: .customLong("rsvp-share"), help: "Share of travellers who answer their trip's event.") var rsvpShare: Double = 0.05
     @Option(name: .customLong("rsvp-interval"), help: "How often each answering traveller changes the answer.") var rsvpInterval: String = "30s"
     @Option(name: .customLong("user-prefix"), help: "Prefix of the simulated users' ids.") var userPrefix: String = "load"
+    @Flag(help: "Subscribe to nearby and locations with fossil deltas and rebuild each frame from them.") var delta = false
     @OptionGroup var protocolEncoding: EncodingOption
     @OptionGroup var run: RunOptions
 
@@ -96,6 +100,7 @@ struct Travellers: AsyncParsableCommand {
         guard (1...travellers).contains(trips) else { throw LoadError("--trips must be 1...\(travellers) (at most one per traveller), got \(trips)") }
         var options = TravellerOptions()
         options.encoding = try protocolEncoding.chosen()
+        options.delta = delta
         options.rate = try LoadArguments.rate(rate, option: "--rate")
         guard options.rate <= 10 else { throw LoadError("--rate must be at most 10/s, got '\(rate)'") }
         options.chatShare = try LoadArguments.share(chatShare, option: "--chat-share")
@@ -121,7 +126,7 @@ struct Travellers: AsyncParsableCommand {
         try await run.execute(scenario, settings: settings, described: [
             "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "nodes": "\(addresses.count)", "chat_share": "\(chatShare)",
             "chat_interval": chatInterval, "rsvp_share": "\(rsvpShare)", "rsvp_interval": rsvpInterval, "duration": run.duration,
-            "encoding": protocolEncoding.encoding,
+            "encoding": protocolEncoding.encoding, "delta": "\(delta)", "compression": "\(run.compression)",
         ])
     }
 }

@@ -129,6 +129,32 @@ import Testing
         #expect(stamps == [5], "payload markers are found in either encoding")
     }
 
+    /// A delta subscription's publications as the load generator reads them: the text it
+    /// applies (JSON's data string, Protobuf's data bytes) and the delta flag.
+    @Test(arguments: ProtocolEncoding.allCases)
+    func deltaPublicationsYieldTheirDataAndFlag(_ encoding: ProtocolEncoding) throws {
+        let base = Array(#"{"positions":[{"user":"ann","lat":45.3}]}"#.utf8)
+        let target = Array(#"{"positions":[{"user":"ann","lat":45.4}]}"#.utf8)
+        let delta = FossilDelta.encode(from: base, to: target, keepingUTF8: true)
+        // Whole: data as text in JSON, as it is in Protobuf (what the server sends a delta subscription).
+        let plain = Publication(offset: 1, data: try RawJSON(validating: base))
+        let whole = encoding == .json ? plain.withDataAsText : plain
+        let changed = Publication(offset: 2, data: RawJSON(.string(String(decoding: delta, as: UTF8.self))), delta: true)
+        var read: [(data: [UInt8], delta: Bool)] = []
+        let framing = CentrifugeFraming(encoding: encoding)
+        for publication in [whole, changed] {
+            let frame = encoding.frame([encoding.encode(Push(channel: "nearby:#u1", .publication(publication)))])
+            frame.withUnsafeBytes { bytes in
+                framing.lines(in: bytes) { line in
+                    guard case let .publication(_, line) = line, let found = framing.deltaPublication(in: line) else { return }
+                    read.append(found)
+                }
+            }
+        }
+        #expect(read.map(\.delta) == [false, true])
+        #expect(read.first?.data == base && read.last?.data == delta)
+    }
+
     @Test func aBrokenProtobufMessageEndsTheReading() {
         var frame = Self.serverFrame(.protobuf)
         frame.append(contentsOf: [0x05, 0x08])  // declares 5 bytes, 1 follows

@@ -35,6 +35,10 @@ typedef struct ls_limits {
     size_t max_message_bytes;
     /// Bytes a connection may have queued for sending; ls_send refuses beyond.
     size_t max_queued_bytes;
+    /// Non-zero: every connection offers permessage-deflate (libwebsockets' zlib
+    /// extension); the handlers then see inflated messages. The server must then
+    /// compress every message: libwebsockets' client spins on an uncompressed one.
+    int offer_compression;
 } ls_limits;
 
 /// Creates a pool, or answers NULL with the reason written to `error`.
@@ -56,5 +60,9 @@ int ls_connect(ls_pool *pool, int connection, const char *host, int port, const 
 int ls_send(ls_pool *pool, int connection, const uint8_t *data, size_t length, int binary);
 /// Loop thread only. Closes an open connection with close code 1000 after what is queued.
 void ls_close(ls_pool *pool, int connection);
+/// Loop thread only. Bytes the kernel has received on the connection's TCP socket
+/// (TCP_INFO's tcpi_bytes_received: everything on the wire after the TCP/IP headers,
+/// so WebSocket framing and compression count as they travel); 0 when it is not open.
+uint64_t ls_received_bytes(ls_pool *pool, int connection);
 
 #endif
