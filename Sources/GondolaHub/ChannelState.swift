@@ -82,14 +82,17 @@ struct ChannelState {
         let covered = coveredSubscribers(at: publication.offset)
         var whole = EncodedPush(Push(channel: channel, .publication(publication)))
         let plain = covered.isEmpty ? queues : zip(owners, queues).compactMap { covered[$0.0] == nil ? $0.1 : nil }
-        if deltaReceivers.isEmpty, plain.count == 1 {
-            plain[0].enqueue(whole.bytes(for: plain[0].encoding))
-            return 1
+        if plain.count + deltaReceivers.count <= 1 {
+            return enqueue(publication, on: channel, whole: &whole, plain: plain, skipping: covered)
         }
-        return OutboundQueue.deferringSignals {
-            for queue in plain { queue.enqueue(whole.bytes(for: queue.encoding)) }
-            return plain.count + deliverToDeltaReceivers(publication, on: channel, whole: &whole, skipping: covered)
-        }
+        return OutboundQueue.deferringSignals { enqueue(publication, on: channel, whole: &whole, plain: plain, skipping: covered) }
+    }
+
+    /// The plain subscribers get the whole push, then the delta subscribers theirs.
+    private mutating func enqueue(_ publication: Publication, on channel: String, whole: inout EncodedPush, plain: [OutboundQueue],
+                                  skipping covered: [String: UInt64]) -> Int {
+        for queue in plain { queue.enqueue(whole.bytes(for: queue.encoding)) }
+        return plain.count + deliverToDeltaReceivers(publication, on: channel, whole: &whole, skipping: covered)
     }
 
     /// The delta subscribers' part of `deliver`: the delta against `previousData` to

@@ -272,8 +272,7 @@ public final class ClientSession: Sendable {
         let channel = request.channel
         let (name, options) = try node.resolve(channel)
         if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
-            let known = DeltaType.allCases.map(\.rawValue).joined(separator: ", ")
-            throw HubError.badRequest("subscribe.delta '\(request.delta)' is not a delta type (known: \(known))")
+            throw HubError.badRequest("subscribe.delta '\(request.delta)' is not a delta type (known: \(DeltaType.knownNames))")
         }
         let user = user ?? ""
         let provider = node.provider(of: name)

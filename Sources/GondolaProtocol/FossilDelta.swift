@@ -157,19 +157,6 @@ public enum FossilDelta {
         /// byte at a time) where a block matches, extended both ways, kept when its command is
         /// shorter than the bytes it copies.
         func bestMatch(in target: [UInt8], from base: Int) -> Match? {
-            source.withUnsafeBufferPointer { source in
-                target.withUnsafeBufferPointer { target in
-                    heads.withUnsafeBufferPointer { heads in
-                        chains.withUnsafeBufferPointer { chains in
-                            bestMatch(source: source, target: target, heads: heads, chains: chains, from: base)
-                        }
-                    }
-                }
-            }
-        }
-
-        private func bestMatch(source: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, heads: UnsafeBufferPointer<Int32>,
-                               chains: UnsafeBufferPointer<Int32>, from base: Int) -> Match? {
             var hash = RollingHash(target, at: base)
             var offset = 0
             while true {
@@ -206,7 +193,7 @@ public enum FossilDelta {
         var a: UInt16
         var b: UInt16
 
-        init<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, at start: Int) where Bytes.Index == Int {
+        init(_ bytes: [UInt8], at start: Int) {
             a = 0
             b = 0
             for position in start..<(start + blockSize) {

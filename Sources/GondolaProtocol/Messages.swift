@@ -35,6 +35,9 @@ public struct ClientInfo: Sendable, Equatable {
 public enum DeltaType: String, Sendable, CaseIterable {
     /// Fossil's delta format (`FossilDelta`).
     case fossil
+
+    /// The known names, for errors that name what would have been accepted.
+    public static var knownNames: String { allCases.map(\.rawValue).joined(separator: ", ") }
 }
 
 /// One message of a channel, with its position in the channel's stream.

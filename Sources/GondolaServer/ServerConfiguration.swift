@@ -308,8 +308,7 @@ struct ValueReader {
         var types: Set<DeltaType> = []
         for entry in entries {
             guard case let .string(name) = entry, let type = DeltaType(rawValue: name) else {
-                let known = DeltaType.allCases.map(\.rawValue).joined(separator: ", ")
-                throw error("has \(entry.text), not a delta type (known: \(known))")
+                throw error("has \(entry.text), not a delta type (known: \(DeltaType.knownNames))")
             }
             types.insert(type)
         }
