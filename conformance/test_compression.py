@@ -1,9 +1,12 @@
 """permessage-deflate with the official SDK (whose WebSocket library offers it) in both
 encodings, alone and with fossil deltas; bad compressed input closes only its connection."""
+import asyncio
+import json
 import tempfile
 
 import pytest
 import websockets
+from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from cent import Client as ApiClient, PublishRequest
 from centrifuge import DeltaType
 
@@ -48,6 +51,31 @@ async def test_sdk_publications_arrive_whole_through_deflate(compressing, codec,
     result = await client.rpc("server.time", codec.out(large))
     assert "ts" in codec.into(result.data)
     await client.disconnect()
+
+
+@pytest.mark.parametrize("offer", [{"server_no_context_takeover": True}, {"server_max_window_bits": 9},
+                                   {"server_no_context_takeover": True, "server_max_window_bits": 10}])
+async def test_the_clients_terms_for_the_servers_stream_are_kept(compressing, offer):
+    # websockets inflates with exactly the window and context it agreed to: a frame that reaches
+    # further back, or into an earlier message, fails to inflate and closes the connection.
+    channel = f"frames:terms-{len(offer)}-{offer.get('server_max_window_bits', 15)}"
+    factory = ClientPerMessageDeflateFactory(client_max_window_bits=True, **offer)
+    async with websockets.connect(compressing.ws_url, extensions=[factory]) as ws:
+        agreed = ws.response.headers.get("Sec-WebSocket-Extensions")
+        assert ("server_no_context_takeover" in agreed) == ("server_no_context_takeover" in offer)
+        await ws.send(json.dumps({"id": 1, "connect": {"token": compressing.token("terms")}}) + "\n"
+                      + json.dumps({"id": 2, "subscribe": {"channel": channel}}))
+        replies = []
+        while len(replies) < 2:
+            replies += [json.loads(line) for line in (await asyncio.wait_for(ws.recv(), 5)).splitlines()]
+        assert [reply["id"] for reply in replies] == [1, 2]
+        api = ApiClient(compressing.api_url, API_KEY)
+        for n in range(30):
+            api.publish(PublishRequest(channel=channel, data=frame(n)))
+        received = []
+        while len(received) < 30:
+            received += [json.loads(line)["push"]["pub"]["data"] for line in (await asyncio.wait_for(ws.recv(), 5)).splitlines()]
+        assert received == [frame(n) for n in range(30)]
 
 
 async def test_a_message_inflating_past_the_limit_closes_only_its_connection(compressing):

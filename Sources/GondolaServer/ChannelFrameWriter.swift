@@ -7,7 +7,8 @@ import NIOWebSocket
 /// channel's event loop: the queue signals once per burst, one drain writes every
 /// pending frame and flushes once, and the drains of one loop signalled together
 /// run in one task (`EventLoopDrains`). No task wakes up per message and no async
-/// writer sits between the queue and the socket.
+/// writer sits between the queue and the socket. A connection that negotiated
+/// permessage-deflate has each frame compressed here by its `FrameDeflater`.
 ///
 /// Back-pressure: the drain stops while the channel is not writable (NIO's buffer
 /// is past its high-water mark) and goes on when it becomes writable again (the
@@ -25,28 +26,32 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     private let channel: any Channel
     private let queue: OutboundQueue
     private let opcode: WebSocketOpcode
+    private let deflater: FrameDeflater?
     private var finished: (@Sendable (DisconnectCode?) -> Void)?
     private var stalledCloseScheduled = false
 
-    private init(channel: any Channel, queue: OutboundQueue, finished: @escaping @Sendable (DisconnectCode?) -> Void) {
+    private init(channel: any Channel, queue: OutboundQueue, deflater: FrameDeflater?, finished: @escaping @Sendable (DisconnectCode?) -> Void) {
         self.channel = channel
         self.queue = queue
+        self.deflater = deflater
         self.opcode = queue.encoding.isBinary ? .binary : .text
         self.finished = finished
     }
 
     /// Drains `queue` into `channel` until the queue delivers its close (answered)
     /// or the channel goes away (nil).
-    static func drain(_ queue: OutboundQueue, into channel: any Channel) async -> DisconnectCode? {
+    static func drain(_ queue: OutboundQueue, into channel: any Channel, deflater: FrameDeflater?) async -> DisconnectCode? {
         await withCheckedContinuation { continuation in
-            channel.eventLoop.execute { install(queue, on: channel) { continuation.resume(returning: $0) } }
+            channel.eventLoop.execute { install(queue, on: channel, deflater: deflater) { continuation.resume(returning: $0) } }
         }
     }
 
     /// Starts draining `queue` into `channel`; `finished` is called once, with the
     /// queue's close code or nil when the channel went away. Call on the channel's event loop.
-    static func install(_ queue: OutboundQueue, on channel: any Channel, finished: @escaping @Sendable (DisconnectCode?) -> Void) {
-        let writer = ChannelFrameWriter(channel: channel, queue: queue, finished: finished)
+    static func install(
+        _ queue: OutboundQueue, on channel: any Channel, deflater: FrameDeflater? = nil, finished: @escaping @Sendable (DisconnectCode?) -> Void
+    ) {
+        let writer = ChannelFrameWriter(channel: channel, queue: queue, deflater: deflater, finished: finished)
         do {
             try channel.pipeline.syncOperations.addHandler(writer)
         } catch {
@@ -69,7 +74,8 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
         while channel.isWritable, let item = queue.poll() {
             switch item {
             case let .frame(bytes):
-                let frame = WebSocketFrame(fin: true, opcode: opcode, data: channel.allocator.buffer(bytes: bytes))
+                let frame = deflater?.frame(for: bytes, opcode: opcode, allocator: channel.allocator)
+                    ?? WebSocketFrame(fin: true, opcode: opcode, data: channel.allocator.buffer(bytes: bytes))
                 channel.write(frame, promise: nil)
                 wrote = true
             case let .close(code):

@@ -121,7 +121,8 @@ public final class GondolaServer: Sendable {
         let maxWebSocketFrame = max(maxFrameBytes * 4, 1 << 16)
         let compression = configuration.webSocketCompression
             ? WebSocketCompression(minBytes: configuration.webSocketCompressionMinBytes, level: configuration.webSocketCompressionLevel,
-                                   maxInflatedBytes: maxWebSocketFrame)
+                                   windowBits: configuration.webSocketCompressionWindowBits,
+                                   memoryLevel: configuration.webSocketCompressionMemoryLevel, maxInflatedBytes: maxWebSocketFrame)
             : nil
         webSocketRouter.ws("/connection/websocket") { request, _ in
             .upgrade(WebSocketEncoding.upgradeHeaders(for: request))
@@ -142,8 +143,8 @@ public final class GondolaServer: Sendable {
             // not happen on an event loop: there the connection's task stays on the pool.
             let executor = node.cluster == nil ? EventLoopTaskExecutor(channel.eventLoop) : nil
             await withTaskExecutorPreference(executor) {
-                let compressed = compression != nil && WebSocketCompression.isOffered(in: context.request)
-                await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes, compressed: compressed)
+                let deflater = compression?.deflater(for: context.request)
+                await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes, deflater: deflater)
                     .run(inbound: inbound, outbound: outbound, channel: channel)
             }
         }

@@ -30,6 +30,10 @@ public struct ServerConfiguration: Sendable {
     public var webSocketCompressionMinBytes = 256
     /// zlib's compression level (1 fastest … 9 smallest).
     public var webSocketCompressionLevel = 1
+    /// zlib's window for outgoing messages, 2^bits bytes (9…15).
+    public var webSocketCompressionWindowBits = 15
+    /// zlib's memory level for outgoing messages (1 least … 9 most).
+    public var webSocketCompressionMemoryLevel = 8
     /// Folder of resort files for the travel domain's maps.
     public var resorts = "resorts/"
     public var locationInterval: Duration = .milliseconds(250)
@@ -89,7 +93,7 @@ public enum ConfigurationLoader {
     public static let keys: [String] = [
         "listen", "database", "token_hmac_secret", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
-        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
+        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
         "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
     ] + BuiltInDomains.settingKeys
@@ -186,6 +190,8 @@ public enum ConfigurationLoader {
         case "websocket_compression": configuration.webSocketCompression = try field.bool()
         case "websocket_compression_min_bytes": configuration.webSocketCompressionMinBytes = try field.integer(min: 0)
         case "websocket_compression_level": configuration.webSocketCompressionLevel = try field.integer(min: 1, max: 9)
+        case "websocket_compression_window_bits": configuration.webSocketCompressionWindowBits = try field.integer(min: 9, max: 15)
+        case "websocket_compression_memory_level": configuration.webSocketCompressionMemoryLevel = try field.integer(min: 1, max: 9)
         case "max_channels_per_client": configuration.hub.maxChannelsPerClient = try field.integer(min: 1)
         case "resorts": configuration.resorts = try field.nonEmptyString()
         case "host_page": configuration.hostPage = try field.nonEmptyString()

@@ -6,16 +6,16 @@ import NIOWebSocket
 
 /// Carries one client session over a WebSocket: a reader that assembles messages
 /// (text for JSON, binary for Protobuf) and hands them to the session, and a writer
-/// that drains the session's queue, one frame per batch of pending messages —
-/// `ChannelFrameWriter` straight onto the connection's channel, or, when the
-/// connection negotiated compression, `ExtensionFrameWriter` through the WebSocket
-/// writer that compresses; the close frame goes through the WebSocket writer.
+/// that drains the session's queue, one frame per batch of pending messages, straight
+/// onto the connection's channel (`ChannelFrameWriter`, compressing with the
+/// connection's deflater when it negotiated permessage-deflate); the close frame goes
+/// through the WebSocket writer.
 struct WebSocketTransport {
     let session: ClientSession
     /// Largest message (after joining fragments) the reader accepts.
     let maxFrameBytes: Int
-    /// The connection negotiated permessage-deflate.
-    let compressed: Bool
+    /// The outgoing compressor of a connection that negotiated permessage-deflate.
+    let deflater: FrameDeflater?
 
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel) async {
         await withTaskGroup(of: Void.self) { group in
@@ -23,9 +23,7 @@ struct WebSocketTransport {
                 await read(inbound)
                 session.transportClosed()
             }
-            let close = compressed
-                ? await ExtensionFrameWriter.drain(session.queue, into: outbound, channel: channel)
-                : await ChannelFrameWriter.drain(session.queue, into: channel)
+            let close = await ChannelFrameWriter.drain(session.queue, into: channel, deflater: deflater)
             if let close, close.code >= 3000 {
                 try? await outbound.close(.unknown(close.code), reason: Self.closeReason(close.reason))
             }

@@ -5,7 +5,8 @@ import Testing
 
 /// permessage-deflate on the WebSocket endpoint over real sockets: negotiated only when
 /// enabled and offered, frames from the size threshold up compressed, the same
-/// publications for compressed and plain clients in both encodings, and bad compressed
+/// publications for compressed (with and without context takeover) and plain clients
+/// in both encodings, and bad compressed
 /// input closing only its own connection.
 @Suite struct CompressionTests {
     static let extensionOffer = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits"
@@ -30,8 +31,10 @@ import Testing
         let server = try await Self.compressingServer()
         let compressed = try await server.client("deflate", encoding: encoding, compressed: true)
         let plain = try await server.client("plain", encoding: encoding)
-        _ = try await compressed.subscribe("room:z")
-        _ = try await plain.subscribe("room:z")
+        // A client that asks the server to compress every message on its own.
+        let alone = try await LiveClient.connect(
+            server.webSocketURL, token: try await server.token("alone"), encoding: encoding, compressed: true, noContextTakeover: true)
+        for client in [compressed, plain, alone] { _ = try await client.subscribe("room:z") }
         var expected: [JSON] = []
         for n in 0..<30 {
             // Small ones stay under the threshold.
@@ -46,6 +49,7 @@ import Testing
         expected.append(large)
         #expect(try await compressed.awaitPublications("room:z", count: 31) == expected)
         #expect(try await plain.awaitPublications("room:z", count: 31) == expected)
+        #expect(try await alone.awaitPublications("room:z", count: 31) == expected)
         try await server.stop()
     }
 

@@ -228,7 +228,7 @@ import Testing
     }
 
     @Test func fileThenEnvironmentThenFlags() throws {
-        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"websocket_compression":true,"websocket_compression_min_bytes":64,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true,"allowed_delta_types":["fossil"]}]}"#)
+        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"websocket_compression":true,"websocket_compression_min_bytes":64,"websocket_compression_window_bits":12,"websocket_compression_memory_level":5,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true,"allowed_delta_types":["fossil"]}]}"#)
         let configuration = try ConfigurationLoader.load(
             file: file, environment: ["GONDOLA_PING_INTERVAL": "5s", "HOME": "/root", "GONDOLA_DEV_LOGIN": "true"],
             flags: ["ping_interval": "250ms"])
@@ -238,6 +238,7 @@ import Testing
         #expect(configuration.maxFrameBytes == 1024)
         #expect(configuration.hub.commandRate == 5000 && configuration.hub.commandBurst == 6000)
         #expect(configuration.webSocketCompression && configuration.webSocketCompressionMinBytes == 64 && configuration.webSocketCompressionLevel == 1)
+        #expect(configuration.webSocketCompressionWindowBits == 12 && configuration.webSocketCompressionMemoryLevel == 5)
         #expect(configuration.hub.namespaces["room"]?.historyTTL == .seconds(60))
         #expect(configuration.hub.namespaces["room"]?.presence == true)
         #expect(configuration.hub.namespaces["room"]?.allowPublishForClient == true)
@@ -259,6 +260,8 @@ import Testing
         (#"{"websocket_compression":"maybe"}"#, "'websocket_compression' expected true or false"),
         (#"{"websocket_compression_level":10}"#, "'websocket_compression_level' must be at most 9, got 10"),
         (#"{"websocket_compression_min_bytes":-1}"#, "'websocket_compression_min_bytes' must be at least 0, got -1"),
+        (#"{"websocket_compression_window_bits":8}"#, "'websocket_compression_window_bits' must be at least 9, got 8"),
+        (#"{"websocket_compression_memory_level":0}"#, "'websocket_compression_memory_level' must be at least 1, got 0"),
         (#"{"namespaces":[{"name":"room","allowed_delta_types":["xdelta"]}]}"#, #"'namespaces[0].allowed_delta_types' has "xdelta", not a delta type (known: fossil)"#),
         (#"{"namespaces":[{"name":"room","allowed_delta_types":"fossil"}]}"#, "'namespaces[0].allowed_delta_types' expected an array of delta types, got string"),
         ("[1]", "must hold a JSON object"),

@@ -30,7 +30,7 @@ final class LiveClient: Sendable {
     private let outbound: AsyncStream<[UInt8]>.Continuation
     private let task: Task<Void, Error>
 
-    private init(url: String, encoding: ProtocolEncoding, compressed: Bool, commands: AsyncStream<[UInt8]>, continuation: AsyncStream<[UInt8]>.Continuation) {
+    private init(url: String, encoding: ProtocolEncoding, compressed: Bool, noContextTakeover: Bool, commands: AsyncStream<[UInt8]>, continuation: AsyncStream<[UInt8]>.Continuation) {
         outbound = continuation
         self.encoding = encoding
         let box = self.box
@@ -38,7 +38,8 @@ final class LiveClient: Sendable {
         task = Task {
             var logger = Logger(label: "live-client")
             logger.logLevel = .critical
-            let extensions: [WebSocketExtensionFactory] = compressed ? [.perMessageDeflate(maxDecompressedFrameSize: 1 << 22)] : []
+            let extensions: [WebSocketExtensionFactory] =
+                compressed ? [.perMessageDeflate(noContextTakeover: noContextTakeover, maxDecompressedFrameSize: 1 << 22)] : []
             _ = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22, extensions: extensions), logger: logger) { inbound, writer, _ in
                 let reader = Task {
                     defer { box.state.withLock { $0.closed = true } }
@@ -77,10 +78,14 @@ final class LiveClient: Sendable {
         }
     }
 
-    /// Connects in `encoding` (offering permessage-deflate when `compressed`) and sends `connect` with `token`.
-    static func connect(_ url: String, token: String, encoding: ProtocolEncoding = .json, compressed: Bool = false) async throws -> LiveClient {
+    /// Connects in `encoding` (offering permessage-deflate when `compressed`, asking for no context
+    /// takeover either way when `noContextTakeover`) and sends `connect` with `token`.
+    static func connect(
+        _ url: String, token: String, encoding: ProtocolEncoding = .json, compressed: Bool = false, noContextTakeover: Bool = false
+    ) async throws -> LiveClient {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
-        let client = LiveClient(url: url, encoding: encoding, compressed: compressed, commands: stream, continuation: continuation)
+        let client = LiveClient(
+            url: url, encoding: encoding, compressed: compressed, noContextTakeover: noContextTakeover, commands: stream, continuation: continuation)
         let reply = try await client.call(.connect(ConnectRequest(token: token)))
         guard case .connect = reply.body else { throw HarnessError("connect failed: \(reply)") }
         return client

@@ -74,7 +74,7 @@ final class RawWebSocket {
         }
     }
 
-    /// The next frame, after `responseHeaders()`; throws when the socket closes or 5 s pass.
+    /// The next frame, after `responseHeaders()`; throws when the socket closes or `patience` passes.
     func nextFrame() async throws -> Frame {
         try await need(2)
         let first = buffer[0], second = buffer[1]
@@ -107,10 +107,13 @@ final class RawWebSocket {
         while buffer.count < count { try await fill() }
     }
 
-    /// Reads what has arrived, waiting up to 5 s for something to.
+    /// How long a read waits for bytes: generous, since the whole suite shares two cores.
+    static let patience = Duration.seconds(15)
+
+    /// Reads what has arrived, waiting up to `patience` for something to.
     private func fill() async throws {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + Self.patience
         while true {
             let read = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if read > 0 {
@@ -120,7 +123,7 @@ final class RawWebSocket {
             guard read < 0, errno == EAGAIN || errno == EWOULDBLOCK else {
                 throw HarnessError(read == 0 ? "connection closed" : "read failed: \(errno)")
             }
-            guard ContinuousClock.now < deadline else { throw HarnessError("nothing to read for 5 s") }
+            guard ContinuousClock.now < deadline else { throw HarnessError("nothing to read for \(Self.patience)") }
             try await Task.sleep(for: .milliseconds(2))
         }
     }
