@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "GondolaCrash", targets: ["GondolaCrash"]),
         .library(name: "GondolaRentals", targets: ["GondolaRentals"]),
         .library(name: "GondolaForms", targets: ["GondolaForms"]),
+        .library(name: "GondolaPush", targets: ["GondolaPush"]),
         .library(name: "GondolaServer", targets: ["GondolaServer"]),
     ],
     dependencies: [
@@ -177,8 +178,22 @@ let package = Package(
             ]
         ),
         .target(
+            name: "GondolaPush",
+            dependencies: [
+                "GondolaDomain",
+                "GondolaHub",
+                "GondolaPostgres",
+                "GondolaProtocol",
+                "GondolaStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
             name: "GondolaServer",
             dependencies: [
+                "GondolaPush",
                 "GondolaCluster",
                 "GondolaPostgres",
                 "GondolaCrash",
@@ -270,6 +285,10 @@ let package = Package(
             dependencies: ["GondolaForms", "GondolaDomain", "GondolaHub", "GondolaProtocol", "GondolaStore", "GondolaPostgres", "GondolaTestSupport"]
         ),
         .testTarget(
+            name: "GondolaPushTests",
+            dependencies: ["GondolaPush", "GondolaStore", "GondolaTestSupport"]
+        ),
+        .testTarget(
             name: "GondolaRentalsTests",
             dependencies: ["GondolaRentals", "GondolaGeo", "GondolaHub", "GondolaServices", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
                            .product(name: "GRDB", package: "GRDB.swift"),
@@ -280,6 +299,7 @@ let package = Package(
             name: "GondolaServerTests",
             dependencies: [
                 "GondolaServer",
+                "GondolaPush",
                 "GondolaCrash",
                 "GondolaRentals",
                 "GondolaServices",

@@ -1,6 +1,7 @@
 import GondolaCrash
 import GondolaDomain
 import GondolaForms
+import GondolaPush
 import GondolaRentals
 import GondolaTravel
 import GondolaServices
@@ -17,6 +18,7 @@ enum BuiltInDomains {
             CrashDomain(settings: configuration.domainSettings),
             RentalsDomain(settings: configuration.domainSettings, listenURL: "http://\(configuration.listenHost):\(configuration.listenPort)"),
             FormsDomain(settings: configuration.domainSettings),
+            PushDomain(),
         ]
     }
 

@@ -57,7 +57,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"domains":["travel","payroll"]}"#, "'domains' unknown domain 'payroll' (known domains: travel, crash, rentals, forms)"),
+        (#"{"domains":["travel","payroll"]}"#, "'domains' unknown domain 'payroll' (known domains: travel, crash, rentals, forms, push)"),
         (#"{"domains":[1]}"#, "'domains' expected domain names, got number"),
         (#"{"domains":{"travel":true}}"#, "'domains' expected an array of domain names or a comma-separated list, got object"),
         (#"{"namespaces":[{"name":"personal"}]}"#, "namespaces[0].name 'personal' is built in and cannot be redefined"),

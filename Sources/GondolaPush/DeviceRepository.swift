@@ -1,0 +1,168 @@
+import GondolaPostgres
+import GondolaStore
+import GRDB
+import PostgresNIO
+
+/// Where the devices users registered and their notification settings are kept. Its calls
+/// block; they are short single-row writes and indexed reads.
+protocol DeviceRepository: Sendable {
+    /// Stores `device` (a token registered before, by anyone, moves to this user) and drops
+    /// the user's oldest devices beyond `maxPerUser`; answers how many were dropped.
+    func register(_ device: PushDevice, maxPerUser: Int) throws -> Int
+    /// Removes `token` if `user` registered it; answers whether it did.
+    func unregister(token: String, user: String) throws -> Bool
+    /// Removes `token` whoever registered it (the service said it is no longer valid).
+    func remove(token: String) throws
+    /// The devices of `user`, oldest first.
+    func devices(of user: String) throws -> [PushDevice]
+    /// The user's settings; the defaults when they never changed them.
+    func settings(of user: String) throws -> NotificationSettings
+    func setSettings(_ settings: NotificationSettings, of user: String) throws
+}
+
+/// The devices and settings in SQLite's `push_device` and `push_settings`.
+struct SQLiteDeviceRepository: DeviceRepository {
+    let database: GondolaDatabase
+
+    func register(_ device: PushDevice, maxPerUser: Int) throws -> Int {
+        try database.pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO push_device (token, platform, user_id, app, locale, registered_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (token) DO UPDATE SET platform = excluded.platform, user_id = excluded.user_id, app = excluded.app,
+                    locale = excluded.locale, registered_at_ms = excluded.registered_at_ms
+                """, arguments: [device.token, device.platform.rawValue, device.user, device.app, device.locale, device.registeredAt])
+            try db.execute(sql: """
+                DELETE FROM push_device WHERE user_id = ? AND token NOT IN
+                    (SELECT token FROM push_device WHERE user_id = ? ORDER BY registered_at_ms DESC, token LIMIT ?)
+                """, arguments: [device.user, device.user, maxPerUser])
+            return db.changesCount
+        }
+    }
+
+    func unregister(token: String, user: String) throws -> Bool {
+        try database.pool.write { db in
+            try db.execute(sql: "DELETE FROM push_device WHERE token = ? AND user_id = ?", arguments: [token, user])
+            return db.changesCount > 0
+        }
+    }
+
+    func remove(token: String) throws {
+        try database.pool.write { db in try db.execute(sql: "DELETE FROM push_device WHERE token = ?", arguments: [token]) }
+    }
+
+    func devices(of user: String) throws -> [PushDevice] {
+        try database.pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT token, platform, user_id, app, locale, registered_at_ms FROM push_device WHERE user_id = ? ORDER BY registered_at_ms, token
+                """, arguments: [user]).compactMap { row in
+                PushPlatform(rawValue: row["platform"]).map { platform in
+                    PushDevice(token: row["token"], platform: platform, user: row["user_id"], app: row["app"], locale: row["locale"],
+                               registeredAt: row["registered_at_ms"])
+                }
+            }
+        }
+    }
+
+    func settings(of user: String) throws -> NotificationSettings {
+        try database.pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM push_settings WHERE user_id = ?", arguments: [user]) else {
+                return NotificationSettings()
+            }
+            return StoredSettings(chats: row["chats"], broadcasts: row["broadcasts"], invites: row["invites"], quietStart: row["quiet_start_min"],
+                                  quietEnd: row["quiet_end_min"], quietOffset: row["quiet_utc_offset_min"]).settings
+        }
+    }
+
+    func setSettings(_ settings: NotificationSettings, of user: String) throws {
+        let quiet = settings.quietHours
+        try database.pool.write { db in
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO push_settings (user_id, chats, broadcasts, invites, quiet_start_min, quiet_end_min, quiet_utc_offset_min)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [user, settings.chats, settings.broadcasts, settings.invites, quiet?.start, quiet?.end, quiet?.utcOffsetMinutes])
+        }
+    }
+}
+
+/// The devices and settings in PostgreSQL (cluster mode); a registration and its trimming
+/// run in one transaction.
+struct PostgresDeviceRepository: DeviceRepository {
+    let pool: PostgresPool
+
+    func register(_ device: PushDevice, maxPerUser: Int) throws -> Int {
+        try pool.transaction { connection in
+            try pool.run("""
+                INSERT INTO push_device (token, platform, user_id, app, locale, registered_at_ms)
+                VALUES (\(device.token), \(device.platform.rawValue), \(device.user), \(device.app), \(device.locale), \(device.registeredAt))
+                ON CONFLICT (token) DO UPDATE SET platform = EXCLUDED.platform, user_id = EXCLUDED.user_id, app = EXCLUDED.app,
+                    locale = EXCLUDED.locale, registered_at_ms = EXCLUDED.registered_at_ms
+                """, on: connection)
+            return try pool.run("""
+                DELETE FROM push_device WHERE user_id = \(device.user) AND token NOT IN
+                    (SELECT token FROM push_device WHERE user_id = \(device.user) ORDER BY registered_at_ms DESC, token LIMIT \(Int64(maxPerUser)))
+                RETURNING token
+                """, on: connection).reduce(0) { count, _ in count + 1 }
+        }
+    }
+
+    func unregister(token: String, user: String) throws -> Bool {
+        try pool.query("DELETE FROM push_device WHERE token = \(token) AND user_id = \(user) RETURNING token").first != nil
+    }
+
+    func remove(token: String) throws {
+        try pool.query("DELETE FROM push_device WHERE token = \(token)")
+    }
+
+    func devices(of user: String) throws -> [PushDevice] {
+        try pool.query("""
+            SELECT token, platform, user_id, app, locale, registered_at_ms FROM push_device WHERE user_id = \(user) ORDER BY registered_at_ms, token
+            """).compactMap { row in
+            let (token, platform, user, app, locale, registeredAt) = try row.decode((String, String, String, String?, String?, Int64).self)
+            return PushPlatform(rawValue: platform).map {
+                PushDevice(token: token, platform: $0, user: user, app: app, locale: locale, registeredAt: registeredAt)
+            }
+        }
+    }
+
+    func settings(of user: String) throws -> NotificationSettings {
+        guard let row = try pool.query("""
+            SELECT chats, broadcasts, invites, quiet_start_min, quiet_end_min, quiet_utc_offset_min FROM push_settings WHERE user_id = \(user)
+            """).first else { return NotificationSettings() }
+        let (chats, broadcasts, invites, start, end, offset) = try row.decode((Bool, Bool, Bool, Int32?, Int32?, Int32?).self)
+        return StoredSettings(chats: chats, broadcasts: broadcasts, invites: invites, quietStart: start.map(Int.init), quietEnd: end.map(Int.init),
+                              quietOffset: offset.map(Int.init)).settings
+    }
+
+    func setSettings(_ settings: NotificationSettings, of user: String) throws {
+        let quiet = settings.quietHours
+        try pool.query("""
+            INSERT INTO push_settings (user_id, chats, broadcasts, invites, quiet_start_min, quiet_end_min, quiet_utc_offset_min)
+            VALUES (\(user), \(settings.chats), \(settings.broadcasts), \(settings.invites), \(quiet.map { Int32($0.start) }),
+                    \(quiet.map { Int32($0.end) }), \(quiet.map { Int32($0.utcOffsetMinutes) }))
+            ON CONFLICT (user_id) DO UPDATE SET chats = EXCLUDED.chats, broadcasts = EXCLUDED.broadcasts, invites = EXCLUDED.invites,
+                quiet_start_min = EXCLUDED.quiet_start_min, quiet_end_min = EXCLUDED.quiet_end_min,
+                quiet_utc_offset_min = EXCLUDED.quiet_utc_offset_min
+            """)
+    }
+}
+
+/// A `push_settings` row's columns, as both databases give them back.
+private struct StoredSettings {
+    let chats: Bool
+    let broadcasts: Bool
+    let invites: Bool
+    let quietStart: Int?
+    let quietEnd: Int?
+    let quietOffset: Int?
+
+    var settings: NotificationSettings {
+        var settings = NotificationSettings()
+        settings.chats = chats
+        settings.broadcasts = broadcasts
+        settings.invites = invites
+        if let quietStart, let quietEnd {
+            settings.quietHours = QuietHours(start: quietStart, end: quietEnd, utcOffsetMinutes: quietOffset ?? 0)
+        }
+        return settings
+    }
+}

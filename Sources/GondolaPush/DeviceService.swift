@@ -1,0 +1,65 @@
+import GondolaDomain
+import GondolaHub
+import GondolaProtocol
+import Logging
+
+/// Users' devices and notification settings: registration with the token checked for its
+/// service's shape, at most `maxDevicesPerUser` per user (registering one more drops the
+/// oldest), and the settings' partial updates.
+public final class DeviceService: Sendable {
+    /// A user's devices beyond this many are dropped, oldest first.
+    public static let maxDevicesPerUser = 10
+
+    let repository: any DeviceRepository
+    let logger: Logger
+
+    init(repository: any DeviceRepository, logger: Logger) {
+        self.repository = repository
+        self.logger = logger
+    }
+
+    /// Registers (or re-registers, or moves to `user`) the device with `token`.
+    func register(token: String, platform: PushPlatform, app: String?, locale: String?, by user: String) throws(HubError) -> PushDevice {
+        let device = PushDevice(token: try DeviceTokenFormat.checked(token, for: platform), platform: platform, user: user, app: app,
+                                locale: locale, registeredAt: unixMilliseconds())
+        let dropped = try stored { try repository.register(device, maxPerUser: Self.maxDevicesPerUser) }
+        if dropped > 0 {
+            logger.info("push devices over the limit dropped", metadata: ["user": "\(user)", "dropped": "\(dropped)"])
+        }
+        return device
+    }
+
+    /// Removes `user`'s device with `token`; answers false when the user has no such device.
+    func unregister(token: String, by user: String) throws(HubError) -> Bool {
+        try stored { try repository.unregister(token: token, user: user) }
+    }
+
+    /// The devices of `user`, oldest first.
+    public func devices(of user: String) throws(HubError) -> [PushDevice] {
+        try stored { try repository.devices(of: user) }
+    }
+
+    func count(of user: String) throws(HubError) -> Int { try devices(of: user).count }
+
+    /// The settings of `user` with the members `fields` gives changed, stored when it gives any.
+    func updateSettings(of user: String, with fields: RequestFields) throws(HubError) -> NotificationSettings {
+        let current = try settings(of: user)
+        let updated = try current.updated(by: fields)
+        if updated != current { try stored { try repository.setSettings(updated, of: user) } }
+        return updated
+    }
+
+    public func settings(of user: String) throws(HubError) -> NotificationSettings {
+        try stored { try repository.settings(of: user) }
+    }
+
+    /// Runs a repository call, turning its failure into an internal error that names it.
+    private func stored<T>(_ body: () throws -> T) throws(HubError) -> T {
+        do {
+            return try body()
+        } catch {
+            logger.error("push devices: storage failed", metadata: ["error": "\(error)"])
+            throw .internalError("push devices: storage failed")
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import GondolaHub
+import GondolaProtocol
+
+/// What a user wants pushed to their phones: each kind of news on or off, and quiet
+/// hours during which notifications arrive without sound.
+public struct NotificationSettings: Sendable, Equatable {
+    /// Chat messages.
+    public var chats = true
+    /// A trip's broadcasts and announcements, and the other domains' notices to everyone.
+    public var broadcasts = true
+    /// Event invitations and the answers to one's own events.
+    public var invites = true
+    public var quietHours: QuietHours?
+
+    public init() {}
+
+    var json: JSON {
+        ["chats": .bool(chats), "broadcasts": .bool(broadcasts), "invites": .bool(invites), "quiet_hours": quietHours?.json ?? .null]
+    }
+
+    /// These settings with the members `fields` gives changed (`quiet_hours: null` clears them).
+    func updated(by fields: RequestFields) throws(HubError) -> NotificationSettings {
+        var settings = self
+        if fields.has("chats") { settings.chats = try fields.bool("chats") }
+        if fields.has("broadcasts") { settings.broadcasts = try fields.bool("broadcasts") }
+        if fields.has("invites") { settings.invites = try fields.bool("invites") }
+        if fields.has("quiet_hours") {
+            settings.quietHours = try QuietHours(try fields.object("quiet_hours"))
+        } else if fields.members.contains(where: { $0.key == "quiet_hours" }) {
+            settings.quietHours = nil  // given as null
+        }
+        return settings
+    }
+}
+
+/// A daily span in the user's local time, `start` to `end` in minutes after midnight,
+/// wrapping past midnight when `end` is earlier than `start` (22:00–07:00).
+public struct QuietHours: Sendable, Equatable {
+    public let start: Int
+    public let end: Int
+    /// The user's offset from UTC, in minutes (-720…840).
+    public let utcOffsetMinutes: Int
+
+    public init(start: Int, end: Int, utcOffsetMinutes: Int) {
+        self.start = start
+        self.end = end
+        self.utcOffsetMinutes = utcOffsetMinutes
+    }
+
+    init(_ fields: RequestFields) throws(HubError) {
+        start = try Self.minutes(fields, "start")
+        end = try Self.minutes(fields, "end")
+        utcOffsetMinutes = Int(try fields.optionalInteger("utc_offset_minutes", in: -720...840) ?? 0)
+        guard start != end else { throw .badRequest("\(fields.path(of: "end")): quiet hours must not start and end at the same time") }
+    }
+
+    var json: JSON {
+        ["start": .string(Self.clock(start)), "end": .string(Self.clock(end)), "utc_offset_minutes": .int(Int64(utcOffsetMinutes))]
+    }
+
+    /// Whether the moment `milliseconds` (since 1970, UTC) falls in the span.
+    public func contains(_ milliseconds: Int64) -> Bool {
+        let minutesPerDay: Int64 = 1440
+        let local = Int(((milliseconds / 60_000 + Int64(utcOffsetMinutes)) % minutesPerDay + minutesPerDay) % minutesPerDay)
+        return start < end ? (start <= local && local < end) : (local >= start || local < end)
+    }
+
+    /// "HH:MM" (00:00 to 23:59) as minutes after midnight.
+    private static func minutes(_ fields: RequestFields, _ key: String) throws(HubError) -> Int {
+        let text = try fields.string(key, maxLength: 5)
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }), let hours = Int(parts[0]), let minutes = Int(parts[1]),
+              (0...23).contains(hours), (0...59).contains(minutes) else {
+            throw .badRequest("\(fields.path(of: key)): expected a time as HH:MM from 00:00 to 23:59, got '\(text)'")
+        }
+        return hours * 60 + minutes
+    }
+
+    private static func clock(_ minutes: Int) -> String {
+        let hours = minutes / 60, rest = minutes % 60
+        return (hours < 10 ? "0" : "") + "\(hours):" + (rest < 10 ? "0" : "") + "\(rest)"
+    }
+}

@@ -1,0 +1,37 @@
+import GondolaHub
+import GondolaProtocol
+
+/// The RPC methods of push notifications: `device.register {platform, token, app?, locale?}`,
+/// `device.unregister {token}` and `notifications.settings {chats?, broadcasts?, invites?,
+/// quiet_hours?}` (no members: the settings as they are).
+struct PushRPC: Sendable {
+    let devices: DeviceService
+
+    func register(on router: RPCRouter) {
+        router.register("device.register") { context, data in
+            let fields = try RequestFields(data)
+            let platform = try fields.choice("platform", PushPlatform.self)
+            let device = try devices.register(
+                token: try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound), platform: platform,
+                app: try fields.optionalString("app", maxLength: 255), locale: try Self.locale(fields), by: context.user)
+            return ["token": .string(device.token), "platform": .string(platform.rawValue), "devices": .int(Int64(try devices.count(of: context.user)))]
+        }
+        router.register("device.unregister") { context, data in
+            let token = try RequestFields(data).string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)
+            return ["unregistered": .bool(try devices.unregister(token: token, by: context.user))]
+        }
+        router.register("notifications.settings") { context, data in
+            try devices.updateSettings(of: context.user, with: try RequestFields(data ?? [:])).json
+        }
+    }
+
+    /// A BCP 47 language tag's shape: letters, digits and hyphens, starting with a letter.
+    private static func locale(_ fields: RequestFields) throws(HubError) -> String? {
+        guard let locale = try fields.optionalString("locale", maxLength: 35) else { return nil }
+        guard locale.utf8.first.map({ ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A }) == true,
+              locale.utf8.allSatisfy({ ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }) else {
+            throw .badRequest("locale: expected a language tag such as 'fr' or 'de-CH', got '\(locale)'")
+        }
+        return locale
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+@testable import GondolaPush
+import GondolaStore
+import GondolaTestSupport
+import Testing
+
+/// The device repository of `engine` on empty storage.
+func deviceRepository(_ engine: Engine) throws -> any DeviceRepository {
+    switch engine {
+    case .sqlite:
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-\(UUID().uuidString)/db.sqlite").path
+        return SQLiteDeviceRepository(database: try GondolaDatabase(path: path, domainMigrations: PushSchema.registerMigrations))
+    case .postgres:
+        return PostgresDeviceRepository(pool: try TestPostgres.freshDatabase(PushSchema.register))
+    }
+}
+
+/// What both engines must do alike with devices and settings.
+@Suite struct DeviceRepositoryTests {
+    static func device(_ token: String, _ user: String, at time: Int64, platform: PushPlatform = .apns) -> PushDevice {
+        PushDevice(token: token, platform: platform, user: user, app: time.isMultiple(of: 2) ? "app.even" : nil, locale: "de-CH", registeredAt: time)
+    }
+
+    @Test(arguments: Engine.allCases)
+    func registrationsUpdateMoveAndTrimPerUser(engine: Engine) throws {
+        let repository = try deviceRepository(engine)
+        #expect(try repository.register(Self.device("t1", "ann", at: 1), maxPerUser: 2) == 0)
+        #expect(try repository.register(Self.device("t2", "ann", at: 2, platform: .fcm), maxPerUser: 2) == 0)
+        #expect(try repository.devices(of: "ann") == [Self.device("t1", "ann", at: 1), Self.device("t2", "ann", at: 2, platform: .fcm)])
+        // Again: updated, not doubled; a third drops the oldest.
+        #expect(try repository.register(Self.device("t1", "ann", at: 3), maxPerUser: 2) == 0)
+        #expect(try repository.register(Self.device("t3", "ann", at: 4), maxPerUser: 2) == 1)
+        #expect(try repository.devices(of: "ann").map(\.token) == ["t1", "t3"])
+        // A token registered by someone else moves.
+        #expect(try repository.register(Self.device("t1", "bob", at: 5), maxPerUser: 2) == 0)
+        #expect(try repository.devices(of: "ann").map(\.token) == ["t3"])
+        #expect(try repository.devices(of: "bob") == [Self.device("t1", "bob", at: 5)])
+        #expect(try !repository.unregister(token: "t1", user: "ann"))
+        #expect(try repository.unregister(token: "t1", user: "bob"))
+        try repository.remove(token: "t3")
+        #expect(try repository.devices(of: "ann").isEmpty && repository.devices(of: "bob").isEmpty)
+    }
+
+    @Test(arguments: Engine.allCases)
+    func settingsRoundTripWithAndWithoutQuietHours(engine: Engine) throws {
+        let repository = try deviceRepository(engine)
+        #expect(try repository.settings(of: "ann") == NotificationSettings())
+        var settings = NotificationSettings()
+        settings.chats = false
+        settings.quietHours = QuietHours(start: 1320, end: 420, utcOffsetMinutes: -300)
+        try repository.setSettings(settings, of: "ann")
+        #expect(try repository.settings(of: "ann") == settings)
+        settings.quietHours = nil
+        settings.invites = false
+        try repository.setSettings(settings, of: "ann")
+        #expect(try repository.settings(of: "ann") == settings)
+        #expect(try repository.settings(of: "bob") == NotificationSettings())
+    }
+}
