@@ -39,8 +39,6 @@ public final class DeviceService: Sendable {
         try stored { try repository.devices(of: user) }
     }
 
-    func count(of user: String) throws(HubError) -> Int { try devices(of: user).count }
-
     /// The settings of `user` with the members `fields` gives changed, stored when it gives any.
     func updateSettings(of user: String, with fields: RequestFields) throws(HubError) -> NotificationSettings {
         let current = try settings(of: user)

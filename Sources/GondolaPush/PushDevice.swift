@@ -38,25 +38,17 @@ enum DeviceTokenFormat {
 
     /// `token` if it has the shape `platform`'s tokens have; a 107 naming `token` otherwise.
     static func checked(_ token: String, for platform: PushPlatform) throws(HubError) -> String {
-        let utf8 = token.utf8
         switch platform {
         case .apns:
-            guard apnsLength.contains(utf8.count), utf8.count % 2 == 0, utf8.allSatisfy(\.isHexDigit) else {
+            guard apnsLength.contains(token.utf8.count), token.utf8.count.isMultiple(of: 2), token.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
                 throw .badRequest("token: an APNs device token is \(apnsLength.lowerBound) to \(apnsLength.upperBound) hexadecimal digits, an even count")
             }
             return token.lowercased()
         case .fcm:
-            guard fcmLength.contains(utf8.count), utf8.allSatisfy(\.isFCMTokenCharacter) else {
+            guard fcmLength.contains(token.utf8.count), token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_:".contains($0)) }) else {
                 throw .badRequest("token: an FCM registration token is \(fcmLength.lowerBound) to \(fcmLength.upperBound) characters of A-Z, a-z, 0-9, '-', '_' and ':'")
             }
             return token
         }
-    }
-}
-
-extension UInt8 {
-    fileprivate var isHexDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
-    fileprivate var isFCMTokenCharacter: Bool {
-        (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self) || self == 0x2D || self == 0x5F || self == 0x3A
     }
 }

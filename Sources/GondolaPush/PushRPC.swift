@@ -14,7 +14,7 @@ struct PushRPC: Sendable {
             let device = try devices.register(
                 token: try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound), platform: platform,
                 app: try fields.optionalString("app", maxLength: 255), locale: try Self.locale(fields), by: context.user)
-            return ["token": .string(device.token), "platform": .string(platform.rawValue), "devices": .int(Int64(try devices.count(of: context.user)))]
+            return ["token": .string(device.token), "platform": .string(platform.rawValue), "devices": .int(Int64(try devices.devices(of: context.user).count))]
         }
         router.register("device.unregister") { context, data in
             let token = try RequestFields(data).string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)
@@ -28,8 +28,7 @@ struct PushRPC: Sendable {
     /// A BCP 47 language tag's shape: letters, digits and hyphens, starting with a letter.
     private static func locale(_ fields: RequestFields) throws(HubError) -> String? {
         guard let locale = try fields.optionalString("locale", maxLength: 35) else { return nil }
-        guard locale.utf8.first.map({ ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A }) == true,
-              locale.utf8.allSatisfy({ ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }) else {
+        guard locale.first?.isLetter == true, locale.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw .badRequest("locale: expected a language tag such as 'fr' or 'de-CH', got '\(locale)'")
         }
         return locale
