@@ -19,17 +19,13 @@ final class FrameDeflater: @unchecked Sendable {
     private let resetsAfterEachMessage: Bool
     private var compressor: ZlibCompressor?
 
-    /// The deflater for the first permessage-deflate offer in `offers` (the one the
-    /// WebSocket layer accepts), or nil when there is none or zlib refuses the settings.
+    /// The deflater for the first permessage-deflate offer in `offers` that can be accepted
+    /// (the one the WebSocket layer accepts), or nil when there is none or zlib refuses the settings.
     init?(offers: [WebSocketExtensionHTTPParameters], settings: WebSocketCompression) {
-        guard let offer = offers.first(where: { $0.name == "permessage-deflate" }) else { return nil }
+        guard let offer = offers.first(where: { $0.name == "permessage-deflate" && WebSocketCompression.canAccept($0) }) else { return nil }
         // The client may cap the server's window; a window smaller than the agreed one
         // is always readable by the client, so the configured one applies below the cap.
-        var windowBits = settings.windowBits
-        if let cap = offer.parameters["server_max_window_bits"] {
-            guard let bits = cap.integer, (9...15).contains(bits) else { return nil }
-            windowBits = min(windowBits, bits)
-        }
+        let windowBits = min(settings.windowBits, offer.parameters["server_max_window_bits"]?.integer ?? 15)
         let configuration = ZlibConfiguration(
             windowSize: Int32(windowBits), compressionLevel: Int32(settings.level), memoryLevel: Int32(settings.memoryLevel))
         guard let compressor = try? ZlibCompressor(algorithm: .deflate, configuration: configuration) else { return nil }

@@ -82,6 +82,28 @@ import Testing
         try await server.stop()
     }
 
+    @Test(arguments: ["server_max_window_bits=8", "server_max_window_bits=16", "client_max_window_bits=20", "server_max_window_bits=wide"])
+    func anOfferWithWindowsZlibCannotUseIsDeclinedAndServedUncompressed(parameter: String) async throws {
+        let server = try await Self.compressingServer()
+        let healthy = try await server.client("healthy", compressed: true)
+        _ = try await healthy.subscribe("room:windows")
+        let client = try RawWebSocket(port: server.port, headers: ["Sec-WebSocket-Extensions: permessage-deflate; \(parameter)"])
+        let headers = try await client.responseHeaders()
+        #expect(headers.first?.contains("101") == true, "\(headers)")
+        #expect(!headers.contains { $0.lowercased().hasPrefix("sec-websocket-extensions") }, "\(headers)")
+        let token = try await server.token("odd-windows")
+        try client.sendText(Array((#"{"id":1,"connect":{"token":"\#(token)"}}"# + "\n" + #"{"id":2,"subscribe":{"channel":"room:windows"}}"#).utf8))
+        let node = server.server.node
+        let deadline = ContinuousClock.now + .seconds(5)
+        while node.channels()["room:windows"] != 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        _ = try await node.publish(channel: "room:windows", data: RawJSON(Self.frame(4)))
+        var frame = try await client.nextFrame()
+        while !String(decoding: frame.payload, as: UTF8.self).contains("positions") { frame = try await client.nextFrame() }
+        #expect(!frame.rsv1)
+        #expect(try await healthy.awaitPublications("room:windows", count: 1) == [Self.frame(4)])
+        try await server.stop()
+    }
+
     @Test(arguments: [true, false])
     func aCompressedFrameThatDoesNotInflateClosesOnlyItsConnection(negotiated: Bool) async throws {
         let server = try await Self.compressingServer(enabled: negotiated)

@@ -85,9 +85,19 @@ import Testing
     }
 
     @Test(arguments: ["permessage-deflate; server_max_window_bits=8", "permessage-deflate; server_max_window_bits=16",
-                      "permessage-deflate; server_max_window_bits=wide", "x-webkit-deflate-frame", ""])
+                      "permessage-deflate; server_max_window_bits=wide", "permessage-deflate; client_max_window_bits=20",
+                      "x-webkit-deflate-frame", ""])
     func anOfferItCannotHonourOrNoOfferLeavesTheConnectionUncompressed(offer: String) {
         #expect(Self.deflater(offers: offer) == nil)
+    }
+
+    @Test func anOfferThatCannotBeHonouredIsPassedOverForTheNext() throws {
+        let deflater = try #require(Self.deflater(offers: "permessage-deflate; server_max_window_bits=8",
+                                                  "permessage-deflate; server_no_context_takeover"))
+        for message in Self.messages.prefix(5) {
+            let frame = deflater.frame(for: message, opcode: .text, allocator: ByteBufferAllocator())
+            #expect(try Self.inflate(frame, with: try ZlibDecompressor(algorithm: .deflate)) == message)
+        }
     }
 
     @Test func theFirstOfSeveralOffersIsTheOneHonoured() throws {
