@@ -46,7 +46,8 @@ public struct CrashDomain: Domain {
             ? LoggedTextMessages(logger: context.logger)
             : WebhookTextMessages(url: smsWebhookURL, token: smsWebhookToken)
         let crashes = CrashService(node: context.node, repository: repository, files: files,
-                                   links: context.links, texts: texts, linkTemplate: linkTemplate, logger: context.logger)
+                                   links: context.links, texts: texts, linkTemplate: linkTemplate, notices: context.notices,
+                                   logger: context.logger)
         try crashes.sweepFiles()
         CrashRPC(crashes: crashes).register(on: context.node.rpc)
         context.node.provide(CrashChannel.options, by: CrashChannel(crashes: crashes))

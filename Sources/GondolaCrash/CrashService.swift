@@ -23,13 +23,16 @@ public final class CrashService: Sendable {
     let texts: any TextMessageSender
     /// The deep link of a crash text; `{id}` becomes the crash id.
     let linkTemplate: String
+    /// Where a detected crash is posted for the owner's phones.
+    let notices: NoticeBoard
     let logger: Logger
     /// Held while a file is stored and its row committed, and while a row is deleted and
     /// its file removed: the same bytes uploaded again meanwhile never lose their file.
     let fileLock = NSLock()
 
     init(node: Node, repository: any CrashRepository, files: any CrashFiles, links: SignedLinks, texts: any TextMessageSender,
-         linkTemplate: String, logger: Logger) {
+         linkTemplate: String, notices: NoticeBoard = NoticeBoard(), logger: Logger) {
+        self.notices = notices
         self.node = node
         self.repository = repository
         self.files = files
@@ -182,6 +185,8 @@ extension CrashService {
         } catch {
             logger.error("crash push failed", metadata: ["crash": "\(crash.id)", "user": "\(crash.owner)", "error": "\(error)"])
         }
+        notices.post(Notice(audience: .users([crash.owner]), channel: "personal:#\(crash.owner)", category: .update, text: "crash.detected",
+                            link: ["screen": "crash", "crash": crash.id, "url": link], at: crash.createdAt))
         let stored: String?
         do {
             stored = try repository.phone(of: crash.owner)

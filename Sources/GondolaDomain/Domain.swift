@@ -1,3 +1,4 @@
+import CoreMetrics
 import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
@@ -61,16 +62,23 @@ public struct DomainContext: Sendable {
     public let signIn: SignInTokens
     /// The folder beside the database where domains keep their files (one subfolder each).
     public let dataFolder: String
+    /// Where domains post news for their users' phones (the push domain takes it).
+    public let notices: NoticeBoard
+    /// Where domains' counters, gauges and timers go (the server's `/metrics`).
+    public let metrics: any MetricsFactory
     public let logger: Logger
 
     public init(node: Node, storage: DomainStorage, authentication: BearerAuthentication, links: SignedLinks, signIn: SignInTokens,
-                dataFolder: String, logger: Logger) {
+                dataFolder: String, notices: NoticeBoard = NoticeBoard(), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+                logger: Logger) {
         self.node = node
         self.storage = storage
         self.authentication = authentication
         self.links = links
         self.signIn = signIn
         self.dataFolder = dataFolder
+        self.notices = notices
+        self.metrics = metrics
         self.logger = logger
     }
 }

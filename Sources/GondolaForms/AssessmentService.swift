@@ -19,10 +19,13 @@ public final class AssessmentService: Sendable {
     private let assessments = Mutex<[String: Assessment]>([:])
     /// Orders each user's assignments, answers and submissions (across a cluster's nodes too).
     private let edits: any KeyedLocks
+    /// Where an assignment is posted for the user's phones.
+    private let notices: NoticeBoard
     static let catalogTopic = "assessments.catalog"
 
-    init(node: Node, repository: any AssessmentRepository, locks: any KeyedLocks, logger: Logger) throws {
+    init(node: Node, repository: any AssessmentRepository, locks: any KeyedLocks, notices: NoticeBoard = NoticeBoard(), logger: Logger) throws {
         self.node = node
+        self.notices = notices
         self.repository = repository
         self.edits = locks
         self.logger = logger
@@ -58,12 +61,14 @@ public final class AssessmentService: Sendable {
     /// Assigns an assessment to a user (staff, through the server API); assigning one that
     /// was submitted starts it over.
     func assign(_ id: String, to user: String) throws(HubError) -> JSON {
-        guard assessments.withLock({ $0[id] }) != nil else { throw .badRequest("assessment: no assessment '\(id)'") }
+        guard let assessment = assessments.withLock({ $0[id] }) else { throw .badRequest("assessment: no assessment '\(id)'") }
         guard UserID.isValid(user) else { throw .badRequest("user: not a user id: '\(user)'") }
         return try edits.withLock(user) { () throws(HubError) -> JSON in
             try databaseWrite { try repository.assign(id, to: user, now: unixMilliseconds()) }
             let progress = try progress(of: user)
             tell(user, ["type": "assessment.assigned", "assessment": .string(id), "progress": progress])
+            notices.post(Notice(audience: .users([user]), channel: "personal:#\(user)", category: .update, text: "assessment.assigned",
+                                values: ["title": assessment.title], link: ["screen": "assessment", "assessment": id]))
             return ["user": .string(user), "assessment": .string(id), "progress": progress]
         }
     }

@@ -38,7 +38,8 @@ public struct FormsDomain: Domain {
             forms = try FormService(node: context.node, repository: formRepository, locks: try context.storage.keyedLocks(scope: "form"),
                                     logger: context.logger)
             assessments = try AssessmentService(node: context.node, repository: assessmentRepository,
-                                                locks: try context.storage.keyedLocks(scope: "assessment"), logger: context.logger)
+                                                locks: try context.storage.keyedLocks(scope: "assessment"), notices: context.notices,
+                                                logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the stored forms: \(error)")
         }

@@ -209,6 +209,19 @@ public final class Node: Sendable {
         shard(for: channel).channels.withLock { $0[channel] != nil }
     }
 
+    /// The users with a live subscription to `channel`: on this node, and in a cluster on
+    /// every node when the channel's namespace keeps presence.
+    public func usersSubscribed(to channel: String) -> Set<String> {
+        if let cluster, let options = try? resolve(channel).1, options.presence,
+           let everywhere = try? cluster.presence(channel: channel) {
+            return Set(everywhere.values.map(\.user))
+        }
+        return shard(for: channel).channels.withLock { channels in
+            guard let state = channels[channel] else { return [] }
+            return Set(state.subscribers.values.map(\.info.user))
+        }
+    }
+
     /// The store of a provided namespace that keeps its own streams, else the node's
     /// durable or memory store.
     private func historyStore(for options: NamespaceOptions) -> any HistoryStore {

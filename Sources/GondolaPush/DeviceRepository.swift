@@ -18,7 +18,22 @@ protocol DeviceRepository: Sendable {
     /// The user's settings; the defaults when they never changed them.
     func settings(of user: String) throws -> NotificationSettings
     func setSettings(_ settings: NotificationSettings, of user: String) throws
+    /// The devices of `users` (every registered device when nil), each with its user's settings.
+    func recipients(among users: [String]?) throws -> [PushRecipient]
 }
+
+/// A device with its user's notification settings.
+struct PushRecipient: Sendable, Equatable {
+    let device: PushDevice
+    let settings: NotificationSettings
+}
+
+/// The columns `recipients` reads: a device joined with its user's settings, if any.
+private let recipientQuery = """
+    SELECT d.token, d.platform, d.user_id, d.app, d.locale, d.registered_at_ms, s.chats, s.broadcasts, s.invites, s.quiet_start_min,
+        s.quiet_end_min, s.quiet_utc_offset_min
+    FROM push_device d LEFT JOIN push_settings s ON s.user_id = d.user_id
+    """
 
 /// The devices and settings in SQLite's `push_device` and `push_settings`.
 struct SQLiteDeviceRepository: DeviceRepository {
@@ -82,6 +97,31 @@ struct SQLiteDeviceRepository: DeviceRepository {
                 """, arguments: [user, settings.chats, settings.broadcasts, settings.invites, quiet?.start, quiet?.end, quiet?.utcOffsetMinutes])
         }
     }
+
+    func recipients(among users: [String]?) throws -> [PushRecipient] {
+        try database.pool.read { db in
+            guard let users else { return try Row.fetchAll(db, sql: recipientQuery).compactMap(Self.recipient) }
+            var found: [PushRecipient] = []
+            for start in stride(from: 0, to: users.count, by: 500) {
+                let chunk = Array(users[start..<min(start + 500, users.count)])
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                found += try Row.fetchAll(db, sql: recipientQuery + " WHERE d.user_id IN (\(marks))", arguments: StatementArguments(chunk))
+                    .compactMap(Self.recipient)
+            }
+            return found
+        }
+    }
+
+    private static func recipient(_ row: Row) -> PushRecipient? {
+        guard let platform = PushPlatform(rawValue: row["platform"]) else { return nil }
+        let device = PushDevice(token: row["token"], platform: platform, user: row["user_id"], app: row["app"], locale: row["locale"],
+                                registeredAt: row["registered_at_ms"])
+        let settings = (row["chats"] as Bool?).map { chats in
+            StoredSettings(chats: chats, broadcasts: row["broadcasts"], invites: row["invites"], quietStart: row["quiet_start_min"],
+                           quietEnd: row["quiet_end_min"], quietOffset: row["quiet_utc_offset_min"]).settings
+        } ?? NotificationSettings()
+        return PushRecipient(device: device, settings: settings)
+    }
 }
 
 /// The devices and settings in PostgreSQL (cluster mode); a registration and its trimming
@@ -143,6 +183,25 @@ struct PostgresDeviceRepository: DeviceRepository {
                 quiet_start_min = EXCLUDED.quiet_start_min, quiet_end_min = EXCLUDED.quiet_end_min,
                 quiet_utc_offset_min = EXCLUDED.quiet_utc_offset_min
             """)
+    }
+
+    func recipients(among users: [String]?) throws -> [PushRecipient] {
+        let rows = if let users {
+            try pool.query("\(unescaped: recipientQuery) WHERE d.user_id = ANY(\(users))")
+        } else {
+            try pool.query("\(unescaped: recipientQuery)")
+        }
+        return try rows.compactMap { row in
+            let (token, platform, user, app, locale, registeredAt, chats, broadcasts, invites, start, end, offset) =
+                try row.decode((String, String, String, String?, String?, Int64, Bool?, Bool?, Bool?, Int32?, Int32?, Int32?).self)
+            guard let platform = PushPlatform(rawValue: platform) else { return nil }
+            let settings = chats.map { chats in
+                StoredSettings(chats: chats, broadcasts: broadcasts ?? true, invites: invites ?? true, quietStart: start.map(Int.init),
+                               quietEnd: end.map(Int.init), quietOffset: offset.map(Int.init)).settings
+            } ?? NotificationSettings()
+            return PushRecipient(device: PushDevice(token: token, platform: platform, user: user, app: app, locale: locale, registeredAt: registeredAt),
+                                 settings: settings)
+        }
     }
 }
 

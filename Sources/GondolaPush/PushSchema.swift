@@ -1,8 +1,9 @@
 import GondolaPostgres
 import GRDB
 
-/// The push module's tables: the devices users registered and their notification settings.
-/// The same tables in SQLite and (cluster mode) PostgreSQL.
+/// The push module's tables: the devices users registered, their notification settings, and
+/// the outbox of notifications waiting for (or done with) APNs and FCM. The same tables in
+/// SQLite and (cluster mode) PostgreSQL.
 enum PushSchema {
     static func registerMigrations(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("push-v1") { db in
@@ -25,6 +26,36 @@ enum PushSchema {
                     quiet_end_min INTEGER,
                     quiet_utc_offset_min INTEGER
                 ) WITHOUT ROWID;
+                """)
+        }
+        migrator.registerMigration("push-v2") { db in
+            try db.execute(sql: """
+                CREATE TABLE push_outbox (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    token TEXT NOT NULL,
+                    platform TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    category TEXT NOT NULL,
+                    text_key TEXT NOT NULL,
+                    text_values TEXT NOT NULL,
+                    locale TEXT,
+                    link TEXT NOT NULL,
+                    collapse_key TEXT,
+                    count INTEGER NOT NULL,
+                    silent INTEGER NOT NULL,
+                    event_at_ms INTEGER NOT NULL,
+                    expires_at_ms INTEGER NOT NULL,
+                    next_attempt_at_ms INTEGER NOT NULL,
+                    claimed_by TEXT,
+                    claim_until_ms INTEGER,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    sent_at_ms INTEGER,
+                    given_up_at_ms INTEGER,
+                    last_error TEXT
+                ) WITHOUT ROWID;
+                CREATE INDEX push_outbox_due ON push_outbox(next_attempt_at_ms) WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL;
+                CREATE INDEX push_outbox_thread ON push_outbox(token, collapse_key) WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL;
+                CREATE INDEX push_outbox_done ON push_outbox(sent_at_ms, given_up_at_ms);
                 """)
         }
     }
@@ -53,6 +84,36 @@ enum PushSchema {
                 quiet_utc_offset_min INTEGER
             )
             """,
+        ])
+        migrator.register("push-v2", [
+            """
+            CREATE TABLE push_outbox (
+                id TEXT PRIMARY KEY,
+                token TEXT NOT NULL,
+                platform TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                category TEXT NOT NULL,
+                text_key TEXT NOT NULL,
+                text_values TEXT NOT NULL,
+                locale TEXT,
+                link TEXT NOT NULL,
+                collapse_key TEXT,
+                count INTEGER NOT NULL,
+                silent BOOLEAN NOT NULL,
+                event_at_ms BIGINT NOT NULL,
+                expires_at_ms BIGINT NOT NULL,
+                next_attempt_at_ms BIGINT NOT NULL,
+                claimed_by TEXT,
+                claim_until_ms BIGINT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                sent_at_ms BIGINT,
+                given_up_at_ms BIGINT,
+                last_error TEXT
+            )
+            """,
+            "CREATE INDEX push_outbox_due ON push_outbox(next_attempt_at_ms) WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL",
+            "CREATE INDEX push_outbox_thread ON push_outbox(token, collapse_key) WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL",
+            "CREATE INDEX push_outbox_done ON push_outbox(sent_at_ms, given_up_at_ms)",
         ])
     }
 }

@@ -3,7 +3,6 @@ import GondolaDomain
 import GondolaHub
 import GondolaServices
 import Logging
-import Synchronization
 
 /// Where the outbox hands mails: `.eml` files in a folder (the default) or an SMTP server.
 enum MailRoute: Sendable {
@@ -40,23 +39,19 @@ final class MailOutbox: Sendable {
     let queue: any MailQueue
     let route: MailRoute
     let logger: Logger
-    private let wake: AsyncStream<Void>.Continuation
-    private let wakes: Mutex<AsyncStream<Void>?>
+    private let wakeups = DeliveryWakeups()
 
     init(queue: any MailQueue, route: MailRoute, logger: Logger) {
         self.queue = queue
         self.route = route
         self.logger = logger
-        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        wake = continuation
-        wakes = Mutex(stream)
     }
 
     /// The outbox is full.
     struct Full: Error {}
 
     /// Tells the delivery loop that a mail was queued.
-    func kick() { wake.yield() }
+    func kick() { wakeups.kick() }
 
     /// Mails not yet sent nor given up.
     func pendingCount() throws -> Int { try queue.pendingCount() }
@@ -64,14 +59,7 @@ final class MailOutbox: Sendable {
     /// Delivers due mails until cancelled: at once when kicked, else when the next one is due
     /// (checked at least every second).
     func run() async {
-        guard let stream = wakes.withLock({ stream in defer { stream = nil }; return stream }) else { return }
-        var iterator = stream.makeAsyncIterator()
-        while !Task.isCancelled {
-            await deliverDue()
-            let wait = Task { try await Task.sleep(for: .seconds(1)); wake.yield() }
-            _ = await iterator.next()
-            wait.cancel()
-        }
+        await wakeups.run(every: .seconds(1)) { await deliverDue() }
     }
 
     /// Sends every mail that is due now; answers how many were sent.
@@ -124,8 +112,7 @@ final class MailOutbox: Sendable {
     /// The wait after the `attempt`-th failure: 5 s doubling per attempt, at most an
     /// hour, with ±20% jitter so that mails failing together do not retry together.
     static func backOff(attempt: Int) -> Int64 {
-        let base = min(5_000.0 * pow(2, Double(max(0, attempt - 1))), 3_600_000)
-        return Int64(base * Double.random(in: 0.8...1.2))
+        RetryBackOff.delay(attempt: attempt, base: 5_000, cap: 3_600_000)
     }
 
     private func forgetSent(now: Int64) {

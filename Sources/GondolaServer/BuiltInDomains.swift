@@ -18,7 +18,7 @@ enum BuiltInDomains {
             CrashDomain(settings: configuration.domainSettings),
             RentalsDomain(settings: configuration.domainSettings, listenURL: "http://\(configuration.listenHost):\(configuration.listenPort)"),
             FormsDomain(settings: configuration.domainSettings),
-            PushDomain(),
+            PushDomain(settings: configuration.domainSettings),
         ]
     }
 

@@ -10,6 +10,7 @@ import GondolaTravel
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import Metrics
 import NIOCore
 import ServiceLifecycle
 import UnixSignals
@@ -69,15 +70,18 @@ public final class GondolaServer: Sendable {
                 durableHistory: SQLiteHistoryStore(database: database), uid: uid,
                 metricsFactory: metrics.factory, logger: logger)
         }
-        self.domains = try await Self.install(enabled, configuration: configuration, node: node, storage: storage, tokens: tokens, logger: logger)
+        self.domains = try await Self.install(enabled, configuration: configuration, node: node, storage: storage, tokens: tokens,
+                                              metrics: metrics.factory, logger: logger)
     }
 
     private static func install(_ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage,
-                                tokens: ConnectionTokens, logger: Logger) async throws -> [(name: String, installed: InstalledDomain)] {
+                                tokens: ConnectionTokens, metrics: any MetricsFactory,
+                                logger: Logger) async throws -> [(name: String, installed: InstalledDomain)] {
         guard !enabled.isEmpty else { return [] }
         let context = DomainContext(node: node, storage: storage, authentication: BearerAuthentication(tokens: tokens),
                                     links: SignedLinks(secret: configuration.tokenHMACSecret),
-                                    signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder, logger: logger)
+                                    signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder,
+                                    notices: NoticeBoard(), metrics: metrics, logger: logger)
         var installed: [(name: String, installed: InstalledDomain)] = []
         for domain in enabled {
             do {

@@ -9,6 +9,7 @@ import GondolaProtocol
 struct BroadcastRPC: Sendable {
     let node: Node
     let directory: Directory
+    let notices: NoticeBoard
 
     func register(on router: RPCRouter) {
         router.register("broadcast.send") { context, data in
@@ -16,6 +17,7 @@ struct BroadcastRPC: Sendable {
             let text = try fields.text("text", maxLength: ChatService.maxTextLength)
             let channel: String
             let type: String
+            let audience: Notice.Audience
             switch (fields.has("trip"), fields.has("scope")) {
             case (true, true):
                 throw HubError.badRequest("give either trip or scope, not both")
@@ -25,10 +27,12 @@ struct BroadcastRPC: Sendable {
                     throw HubError.permissionDenied("only hosts of trip \(trip) may broadcast to it")
                 }
                 (channel, type) = (TripChannel.channel(of: trip), "broadcast")
+                audience = .users(directory.members(of: trip).keys.filter { $0 != context.user }.sorted())
             case (false, true):
                 guard try fields.string("scope", maxLength: 16) == "all" else { throw HubError.badRequest("scope must be \"all\"") }
                 guard directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
                 (channel, type) = (AnnouncementsChannel.channel, "announcement")
+                audience = .everyone
             case (false, false):
                 throw HubError.badRequest("trip or scope is required")
             }
@@ -40,6 +44,10 @@ struct BroadcastRPC: Sendable {
             guard let position = try node.publish(channel: channel, data: RawJSON(message)) else {
                 throw HubError.internalError("\(channel) keeps no stream")
             }
+            let trip = fields.has("trip") ? try fields.string("trip", maxLength: 64) : nil
+            notices.post(Notice(audience: audience, channel: channel, category: .broadcast, text: trip == nil ? "announcement" : "trip.broadcast",
+                                values: ["sender": directory.name(of: context.user), "text": text, "trip": trip.flatMap { directory.trip($0)?.name } ?? ""],
+                                link: ["screen": type, "channel": channel, "id": id], at: ts))
             return [
                 "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch), "ts": .int(ts),
             ]

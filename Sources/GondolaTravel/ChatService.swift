@@ -38,13 +38,15 @@ public final class ChatService: Sendable {
     let node: Node
     let directory: Directory
     let repository: any ChatRepository
+    let notices: NoticeBoard
     private let chats: Mutex<Chats>
     /// The streams of `chat:` channels and the writer that fills them.
     let streams: ChatStreamStore
     let writer: ChatWriter
 
-    init(node: Node, directory: Directory, repository: any ChatRepository) throws {
+    init(node: Node, directory: Directory, repository: any ChatRepository, notices: NoticeBoard = NoticeBoard()) throws {
         self.node = node
+        self.notices = notices
         self.directory = directory
         self.repository = repository
         let chats = try Self.load(repository)
@@ -157,7 +159,21 @@ public final class ChatService: Sendable {
         let chat = try memberChat(id, user: user)
         let message = ChatMessageData(id: RandomID.make("m"), from: user, name: directory.name(of: user), text: text,
                                       ts: unixMilliseconds(), clientMessageID: clientMessageID)
-        return try await writer.send(message, to: chat.id, stored: stored).get()
+        let sent = try await writer.send(message, to: chat.id, stored: stored).get()
+        if !sent.repeated { notify(about: message, in: chat) }
+        return sent
+    }
+
+    /// Posts a stored message for the phones of the chat's other members; a chat's
+    /// notifications collapse into one per chat with a count.
+    private func notify(about message: ChatMessageData, in chat: Chat) {
+        let members = chat.kind == .trip ? chat.trip.map { Set(directory.members(of: $0).keys) } ?? [] : chat.members
+        let others = members.subtracting([message.from]).sorted()
+        guard !others.isEmpty else { return }
+        var values = ["sender": message.name, "text": message.text]
+        if let title = chat.title { values["chat"] = title }
+        notices.post(Notice(audience: .users(others), channel: Self.channel(of: chat.id), category: .chat, text: "chat.message", values: values,
+                            link: ["screen": "chat", "chat": chat.id], thread: "chat:\(chat.id)", at: message.ts))
     }
 
     /// Messages older than `before` (all when nil), newest `limit` of them in

@@ -40,9 +40,12 @@ public final class EventService: Sendable {
     let locations: LocationService
     let repository: any EventRepository
     let telegram: any TelegramNotifier
+    let notices: NoticeBoard
     let logger: Logger
 
-    init(node: Node, directory: Directory, locations: LocationService, repository: any EventRepository, telegram: any TelegramNotifier, logger: Logger) {
+    init(node: Node, directory: Directory, locations: LocationService, repository: any EventRepository, telegram: any TelegramNotifier,
+         notices: NoticeBoard = NoticeBoard(), logger: Logger) {
+        self.notices = notices
         self.node = node
         self.directory = directory
         self.locations = locations
@@ -97,6 +100,12 @@ public final class EventService: Sendable {
             publish("personal:#\(invitee)", ["type": "invite", "event": summary])
         }
         inviteOnTelegram(event, invitees)
+        // Each invitation was published on the invitee's own channel.
+        for invitee in invitees {
+            notices.post(Notice(audience: .users([invitee]), channel: "personal:#\(invitee)", category: .invite, text: "event.invite",
+                                values: ["sender": directory.name(of: event.creator), "title": event.title],
+                                link: ["screen": "event", "event": event.id], at: event.createdAt))
+        }
         return (event, invitees)
     }
 
@@ -143,6 +152,8 @@ public final class EventService: Sendable {
         ]
         publish(Self.channel(of: id), change)
         publish("personal:#\(event.creator)", change)
+        notices.post(Notice(audience: .users([event.creator]), channel: "personal:#\(event.creator)", category: .invite, text: "event.\(response.rawValue)",
+                            values: ["name": directory.name(of: user), "title": event.title], link: ["screen": "event", "event": id]))
         return (event, counts)
     }
 

@@ -22,9 +22,13 @@ public final class TravelService: Sendable {
     /// Loads the directory from `storage`, registers the RPC methods and takes
     /// over the built-in namespaces of `node`. In a cluster (PostgreSQL storage) the
     /// directory, new chats and positions are replicated between the nodes.
-    /// - Parameter telegram: sends invitations and button answers through the Telegram bot.
+    /// - Parameters:
+    ///   - telegram: sends invitations and button answers through the Telegram bot.
+    ///   - notices: where chat messages, broadcasts, invitations and answers are posted for
+    ///     the phones of users who are not connected.
     public init(node: Node, storage: DomainStorage, resorts: ResortCatalog, settings: LocationSettings,
-                telegram: any TelegramNotifier = NoTelegramBot(), logger: Logger = Logger(label: "gondola.travel")) throws {
+                telegram: any TelegramNotifier = NoTelegramBot(), notices: NoticeBoard = NoticeBoard(),
+                logger: Logger = Logger(label: "gondola.travel")) throws {
         let repositories = TravelRepositories(storage)
         self.node = node
         self.resorts = resorts
@@ -41,11 +45,11 @@ public final class TravelService: Sendable {
         }
         directoryRPC.register(on: node.rpc)
         MapRPC(locations: locations, resorts: resorts).register(on: node.rpc)
-        chats = try ChatService(node: node, directory: directory, repository: repositories.chats)
+        chats = try ChatService(node: node, directory: directory, repository: repositories.chats, notices: notices)
         ChatRPC(chats: chats, directory: directory).register(on: node.rpc)
-        BroadcastRPC(node: node, directory: directory).register(on: node.rpc)
+        BroadcastRPC(node: node, directory: directory, notices: notices).register(on: node.rpc)
         events = EventService(node: node, directory: directory, locations: locations, repository: repositories.events,
-                              telegram: telegram, logger: logger)
+                              telegram: telegram, notices: notices, logger: logger)
         EventRPC(events: events, directory: directory).register(on: node.rpc)
         telegramWebhook = TelegramWebhook(events: events, telegram: telegram, logger: logger)
         TravelNamespaces.install(on: node, locations: locations, directory: directory, chats: chats, events: events)

@@ -1,0 +1,113 @@
+import AsyncHTTPClient
+import Foundation
+import GondolaProtocol
+import JWTKit
+import NIOCore
+import Synchronization
+
+/// The APNs provider credentials: the `.p8` signing key with its key id, the team id, the
+/// app's bundle id (`apns-topic`) and the service's address.
+struct APNsCredentials: Sendable {
+    static let production = "https://api.push.apple.com"
+    static let sandbox = "https://api.sandbox.push.apple.com"
+
+    let key: ES256PrivateKey
+    let keyID: String
+    let teamID: String
+    let topic: String
+    let baseURL: String
+}
+
+/// The ES256 provider token APNs takes as `authorization: bearer`: `iss` the team id, `iat`
+/// the signing time, `kid` the key id. APNs refuses a token older than an hour and one
+/// renewed more often than every 20 minutes, so one token serves for `lifetime` (50 minutes).
+final class APNsProviderToken: Sendable {
+    static let lifetime: Int64 = 50 * 60
+
+    private struct Claims: JWTPayload {
+        let iss: IssuerClaim
+        let iat: IssuedAtClaim
+        func verify(using algorithm: some JWTAlgorithm) throws {}
+    }
+
+    private let keys = JWTKeyCollection()
+    private let credentials: APNsCredentials
+    private let current = Mutex<(token: String, issuedAt: Int64)?>(nil)
+
+    init(credentials: APNsCredentials) async {
+        self.credentials = credentials
+        await keys.add(ecdsa: credentials.key, kid: JWKIdentifier(string: credentials.keyID))
+    }
+
+    /// The current token, signed anew when it is older than `lifetime` (or `renew` is set:
+    /// APNs said it expired).
+    func token(now: Int64 = Int64(Date().timeIntervalSince1970), renew: Bool = false) async throws -> String {
+        if !renew, let current = current.withLock({ $0 }), now - current.issuedAt < Self.lifetime { return current.token }
+        let token = try await keys.sign(Claims(iss: IssuerClaim(value: credentials.teamID), iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Double(now)))),
+                                        kid: JWKIdentifier(string: credentials.keyID))
+        current.withLock { $0 = (token, now) }
+        return token
+    }
+}
+
+/// Sends through Apple's HTTP/2 provider API: `POST /3/device/<token>` with the provider
+/// token, `apns-topic`, `apns-push-type: alert`, `apns-priority` (5 in quiet hours, else 10),
+/// `apns-expiration`, `apns-collapse-id` for collapsed threads and `apns-id` (the outbox row's
+/// id, so APNs and the log name the same notification).
+struct APNsSender: PushSender {
+    let client: HTTPClient
+    let credentials: APNsCredentials
+    let providerToken: APNsProviderToken
+
+    func send(_ queued: QueuedPush, text: RenderedText) async -> PushOutcome {
+        let content = queued.push.content
+        var request = HTTPClientRequest(url: "\(credentials.baseURL)/3/device/\(queued.push.token)")
+        request.method = .POST
+        do {
+            request.headers.add(name: "authorization", value: "bearer \(try await providerToken.token())")
+        } catch {
+            return .rejected("cannot sign the provider token: \(error)")
+        }
+        request.headers.add(name: "apns-topic", value: credentials.topic)
+        request.headers.add(name: "apns-push-type", value: "alert")
+        request.headers.add(name: "apns-priority", value: content.silent ? "5" : "10")
+        request.headers.add(name: "apns-expiration", value: String(content.expiresAt / 1000))
+        request.headers.add(name: "apns-id", value: queued.id)
+        if let collapse = content.collapseKey { request.headers.add(name: "apns-collapse-id", value: collapse) }
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: Self.payload(content, text: text).bytes))
+        let answer: ServiceAnswer
+        do {
+            answer = try await ServiceAnswer.fetch(request, with: client)
+        } catch {
+            return .retry(reason: "network", detail: "\(error)", after: nil)
+        }
+        let reason = answer.string("reason") ?? ""
+        switch (answer.status, reason) {
+        case (200, _): return .accepted
+        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): return .unregistered(reason.isEmpty ? "Unregistered" : reason)
+        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"):
+            _ = try? await providerToken.token(renew: true)
+            return .retry(reason: "credentials", detail: reason, after: nil)
+        default: return answer.generalFailure(reason)
+        }
+    }
+
+    /// The JSON APNs shows: `aps` with the alert, sound (none in quiet hours, with a passive
+    /// interruption level), thread id; beside it the app's `link`, `count` and `category`.
+    static func payload(_ content: PushContent, text: RenderedText) -> JSON {
+        var aps: [(key: String, value: JSON)] = [("alert", ["title": .string(text.title), "body": .string(text.body)])]
+        if content.silent {
+            aps.append(("interruption-level", "passive"))
+        } else {
+            aps.append(("sound", "default"))
+        }
+        if let thread = content.collapseKey { aps.append(("thread-id", .string(thread))) }
+        return [
+            "aps": .object(aps),
+            "link": .object(content.link.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }),
+            "count": .int(Int64(content.count)),
+            "category": .string(content.category.rawValue),
+        ]
+    }
+}

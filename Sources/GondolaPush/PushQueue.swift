@@ -1,0 +1,246 @@
+import GondolaDomain
+import GondolaPostgres
+import GondolaStore
+import GRDB
+import PostgresNIO
+
+/// Where the push outbox keeps its notifications. Its calls block; each is one transaction.
+/// A claim is held by one worker (`runner`) until `claim_until_ms`, so the workers of several
+/// cluster nodes never send one notification at once.
+protocol PushQueue: Sendable {
+    /// Queues `pushes` at `now`: a push with a collapse key folds into a waiting, unclaimed
+    /// notification of the same device and key (its count grows, its text becomes the
+    /// latest); the others are new rows, as long as fewer than `maxPending` wait.
+    func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) throws -> EnqueueOutcome
+    /// Notifications not yet sent nor given up.
+    func pendingCount() throws -> Int
+    /// Up to `limit` notifications due at `now`, the longest due first, claimed by `runner`
+    /// until `now + lease`.
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) throws -> [QueuedPush]
+    /// Frees the claims of every runner but `runner` (a single node's restart: the claims of
+    /// the run that died are void at once instead of after their lease).
+    func releaseClaims(except runner: String) throws -> Int
+    func markSent(_ id: String, at time: Int64) throws
+    /// Records a failed delivery: the attempts so far, the error, when to try again, and
+    /// when it was given up (nil: not given up).
+    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws
+    /// Gives up every waiting notification of `token` (the service said it is no longer valid).
+    func giveUp(token: String, reason: String, at time: Int64) throws
+    /// Deletes the notifications sent or given up before `time`.
+    func forget(before time: Int64) throws
+}
+
+private let pendingCondition = "sent_at_ms IS NULL AND given_up_at_ms IS NULL"
+private let outboxColumns = """
+    id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent, event_at_ms, expires_at_ms, attempts
+    """
+
+/// The outbox in SQLite's `push_outbox`.
+struct SQLitePushQueue: PushQueue {
+    let database: GondolaDatabase
+
+    func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) throws -> EnqueueOutcome {
+        try database.pool.write { db in
+            var outcome = EnqueueOutcome()
+            var room = maxPending - (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE \(pendingCondition)") ?? 0)
+            let waiting = try db.cachedStatement(sql: """
+                SELECT id FROM push_outbox WHERE token = ? AND collapse_key = ? AND \(pendingCondition) AND claimed_by IS NULL LIMIT 1
+                """)
+            let fold = try db.cachedStatement(sql: """
+                UPDATE push_outbox SET count = count + 1, text_values = ?, link = ?, silent = ?, expires_at_ms = ? WHERE id = ?
+                """)
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
+                    event_at_ms, expires_at_ms, next_attempt_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for push in pushes {
+                let content = push.content
+                let values = StringMapJSON.text(content.values), link = StringMapJSON.text(content.link)
+                if let key = content.collapseKey, let id = try String.fetchOne(waiting, arguments: [push.token, key]) {
+                    try fold.execute(arguments: [values, link, content.silent, content.expiresAt, id])
+                    outcome.collapsed += 1
+                    continue
+                }
+                guard room > 0 else { outcome.dropped += 1; continue }
+                try insert.execute(arguments: [
+                    PushOutbox.newID(), push.token, push.platform.rawValue, push.user, content.category.rawValue, content.textKey, values,
+                    content.locale, link, content.collapseKey, content.count, content.silent, content.eventAt, content.expiresAt, now,
+                ])
+                room -= 1
+                outcome.queued += 1
+            }
+            return outcome
+        }
+    }
+
+    func pendingCount() throws -> Int {
+        try database.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE \(pendingCondition)") ?? 0 }
+    }
+
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) throws -> [QueuedPush] {
+        try database.pool.write { db in
+            let due = try Row.fetchAll(db, sql: """
+                SELECT \(outboxColumns) FROM push_outbox
+                WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (claimed_by IS NULL OR claim_until_ms <= ?)
+                ORDER BY next_attempt_at_ms LIMIT ?
+                """, arguments: [now, now, limit]).compactMap(Self.queued)
+            let claim = try db.cachedStatement(sql: "UPDATE push_outbox SET claimed_by = ?, claim_until_ms = ? WHERE id = ?")
+            for push in due { try claim.execute(arguments: [runner, now + lease, push.id]) }
+            return due
+        }
+    }
+
+    func releaseClaims(except runner: String) throws -> Int {
+        try database.pool.write { db in
+            try db.execute(sql: "UPDATE push_outbox SET claimed_by = NULL, claim_until_ms = NULL WHERE claimed_by IS NOT NULL AND claimed_by <> ?",
+                           arguments: [runner])
+            return db.changesCount
+        }
+    }
+
+    func markSent(_ id: String, at time: Int64) throws {
+        try database.pool.write { db in
+            try db.execute(sql: """
+                UPDATE push_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL, claimed_by = NULL, claim_until_ms = NULL WHERE id = ?
+                """, arguments: [time, id])
+        }
+    }
+
+    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws {
+        try database.pool.write { db in
+            try db.execute(sql: """
+                UPDATE push_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ?, claimed_by = NULL, claim_until_ms = NULL
+                WHERE id = ?
+                """, arguments: [attempts, error, next, givenUpAt, id])
+        }
+    }
+
+    func giveUp(token: String, reason: String, at time: Int64) throws {
+        try database.pool.write { db in
+            try db.execute(sql: "UPDATE push_outbox SET given_up_at_ms = ?, last_error = ? WHERE token = ? AND \(pendingCondition)",
+                           arguments: [time, reason, token])
+        }
+    }
+
+    func forget(before time: Int64) throws {
+        try database.pool.write { db in
+            try db.execute(sql: "DELETE FROM push_outbox WHERE sent_at_ms < ? OR given_up_at_ms < ?", arguments: [time, time])
+        }
+    }
+
+    private static func queued(_ row: Row) -> QueuedPush? {
+        guard let platform = PushPlatform(rawValue: row["platform"]), let category = Notice.Category(rawValue: row["category"]) else { return nil }
+        let content = PushContent(category: category, textKey: row["text_key"], values: StringMapJSON.map(row["text_values"]), locale: row["locale"],
+                                  link: StringMapJSON.map(row["link"]), collapseKey: row["collapse_key"], count: row["count"], silent: row["silent"],
+                                  eventAt: row["event_at_ms"], expiresAt: row["expires_at_ms"])
+        return QueuedPush(id: row["id"], push: OutgoingPush(token: row["token"], platform: platform, user: row["user_id"], content: content),
+                          attempts: row["attempts"])
+    }
+}
+
+/// The outbox in PostgreSQL's `push_outbox` (cluster mode): every node runs a worker, and a
+/// claim takes due rows with `FOR UPDATE SKIP LOCKED`, so two workers never claim one row.
+struct PostgresPushQueue: PushQueue {
+    let pool: PostgresPool
+
+    func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) throws -> EnqueueOutcome {
+        try pool.transaction { connection in
+            var outcome = EnqueueOutcome()
+            let pending = try pool.run("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
+                .first?.decode(Int64.self) ?? 0
+            var room = maxPending - Int(pending)
+            var fresh: [OutgoingPush] = []
+            for push in pushes {
+                let content = push.content
+                let values = StringMapJSON.text(content.values), link = StringMapJSON.text(content.link)
+                if let key = content.collapseKey, try pool.run("""
+                    UPDATE push_outbox SET count = count + 1, text_values = \(values), link = \(link), silent = \(content.silent),
+                        expires_at_ms = \(content.expiresAt)
+                    WHERE id = (SELECT id FROM push_outbox WHERE token = \(push.token) AND collapse_key = \(key)
+                                AND sent_at_ms IS NULL AND given_up_at_ms IS NULL AND claimed_by IS NULL LIMIT 1 FOR UPDATE SKIP LOCKED)
+                    RETURNING id
+                    """, on: connection).first != nil {
+                    outcome.collapsed += 1
+                    continue
+                }
+                guard room > 0 else { outcome.dropped += 1; continue }
+                room -= 1
+                fresh.append(push)
+            }
+            // New rows in one statement: column arrays unnested.
+            for chunk in stride(from: 0, to: fresh.count, by: 5_000).map({ Array(fresh[$0..<min($0 + 5_000, fresh.count)]) }) {
+                let contents = chunk.map(\.content)
+                try pool.run("""
+                    INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
+                        event_at_ms, expires_at_ms, next_attempt_at_ms)
+                    SELECT id, token, platform, user_id, category, text_key, text_values, NULLIF(locale, ''), link, NULLIF(collapse_key, ''), count,
+                        silent, event_at_ms, expires_at_ms, next_attempt_at_ms
+                    FROM UNNEST(\(chunk.map { _ in PushOutbox.newID() }), \(chunk.map(\.token)), \(chunk.map(\.platform.rawValue)),
+                        \(chunk.map(\.user)), \(contents.map(\.category.rawValue)), \(contents.map(\.textKey)),
+                        \(contents.map { StringMapJSON.text($0.values) }), \(contents.map { $0.locale ?? "" }),
+                        \(contents.map { StringMapJSON.text($0.link) }), \(contents.map { $0.collapseKey ?? "" }), \(contents.map { Int64($0.count) }),
+                        \(contents.map(\.silent)), \(contents.map(\.eventAt)), \(contents.map(\.expiresAt)), \(contents.map { _ in now }))
+                        AS t(id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent, event_at_ms,
+                             expires_at_ms, next_attempt_at_ms)
+                    """, on: connection)
+                outcome.queued += chunk.count
+            }
+            return outcome
+        }
+    }
+
+    func pendingCount() throws -> Int {
+        Int(try pool.query("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self) ?? 0)
+    }
+
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) throws -> [QueuedPush] {
+        try pool.query("""
+            WITH due AS (
+                SELECT id, next_attempt_at_ms AS due_at FROM push_outbox
+                WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
+                    AND (claimed_by IS NULL OR claim_until_ms <= \(now))
+                ORDER BY next_attempt_at_ms LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED
+            ), claimed AS (
+                UPDATE push_outbox p SET claimed_by = \(runner), claim_until_ms = \(now + lease) FROM due WHERE p.id = due.id
+                RETURNING p.*, due.due_at
+            )
+            SELECT \(unescaped: outboxColumns) FROM claimed ORDER BY due_at, id
+            """).compactMap { row in
+            let (id, token, platform, user, category, textKey, values, locale, link, collapseKey, count, silent, eventAt, expiresAt, attempts) =
+                try row.decode((String, String, String, String, String, String, String, String?, String, String?, Int64, Bool, Int64, Int64,
+                                Int32).self)
+            guard let platform = PushPlatform(rawValue: platform), let category = Notice.Category(rawValue: category) else { return nil }
+            let content = PushContent(category: category, textKey: textKey, values: StringMapJSON.map(values), locale: locale,
+                                      link: StringMapJSON.map(link), collapseKey: collapseKey, count: Int(count), silent: silent,
+                                      eventAt: eventAt, expiresAt: expiresAt)
+            return QueuedPush(id: id, push: OutgoingPush(token: token, platform: platform, user: user, content: content), attempts: Int(attempts))
+        }
+    }
+
+    func releaseClaims(except runner: String) throws -> Int { 0 }  // nodes of a cluster wait for each other's leases
+
+    func markSent(_ id: String, at time: Int64) throws {
+        try pool.query("""
+            UPDATE push_outbox SET sent_at_ms = \(time), attempts = attempts + 1, last_error = NULL, claimed_by = NULL, claim_until_ms = NULL
+            WHERE id = \(id)
+            """)
+    }
+
+    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws {
+        try pool.query("""
+            UPDATE push_outbox SET attempts = \(Int32(attempts)), last_error = \(error), next_attempt_at_ms = \(next), given_up_at_ms = \(givenUpAt),
+                claimed_by = NULL, claim_until_ms = NULL
+            WHERE id = \(id)
+            """)
+    }
+
+    func giveUp(token: String, reason: String, at time: Int64) throws {
+        try pool.query("""
+            UPDATE push_outbox SET given_up_at_ms = \(time), last_error = \(reason) WHERE token = \(token) AND sent_at_ms IS NULL AND given_up_at_ms IS NULL
+            """)
+    }
+
+    func forget(before time: Int64) throws {
+        try pool.query("DELETE FROM push_outbox WHERE sent_at_ms < \(time) OR given_up_at_ms < \(time)")
+    }
+}

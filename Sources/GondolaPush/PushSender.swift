@@ -1,0 +1,65 @@
+import AsyncHTTPClient
+import Foundation
+import GondolaProtocol
+import NIOCore
+import NIOHTTP1
+
+/// What a push service answered for one notification.
+enum PushOutcome: Sendable, Equatable {
+    case accepted
+    /// The token is no longer valid (APNs 410 `Unregistered`, FCM `UNREGISTERED`): the device
+    /// is removed and its waiting notifications given up.
+    case unregistered(String)
+    /// Worth trying again (429, 5xx, a network failure, an expired credential), not before
+    /// `after` milliseconds when the service said so (`Retry-After`).
+    case retry(reason: String, detail: String, after: Int64?)
+    /// Refused for good (a malformed request the service will never accept).
+    case rejected(String)
+}
+
+/// Sends notifications to one service (APNs or FCM).
+protocol PushSender: Sendable {
+    func send(_ push: QueuedPush, text: RenderedText) async -> PushOutcome
+}
+
+/// The parts of a push service's HTTP answer the senders look at.
+struct ServiceAnswer: Sendable {
+    let status: Int
+    let body: JSON?
+    /// `Retry-After` in milliseconds (seconds or an HTTP date).
+    let retryAfter: Int64?
+
+    /// Sends `request` with `client` and reads the answer (at most 64 KiB of body).
+    static func fetch(_ request: HTTPClientRequest, with client: HTTPClient, timeout: TimeAmount = .seconds(30)) async throws -> ServiceAnswer {
+        let response = try await client.execute(request, timeout: timeout)
+        let bytes = try await response.body.collect(upTo: 64 * 1024)
+        return ServiceAnswer(status: Int(response.status.code), body: try? JSONParser.parse(Array(buffer: bytes)),
+                             retryAfter: response.headers.first(name: "retry-after").flatMap(Self.milliseconds))
+    }
+
+    /// `Retry-After`'s value as milliseconds from now.
+    static func milliseconds(_ value: String) -> Int64? {
+        if let seconds = Int64(value.trimmingCharacters(in: .whitespaces)), seconds >= 0 { return min(seconds, 86_400) * 1000 }
+        let format = DateFormatter()
+        format.locale = Locale(identifier: "en_US_POSIX")
+        format.timeZone = TimeZone(identifier: "GMT")
+        format.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = format.date(from: value) else { return nil }
+        return max(0, Int64(date.timeIntervalSinceNow * 1000))
+    }
+
+    /// The member `key` of the body's object, as text.
+    func string(_ key: String) -> String? {
+        guard case let .object(members)? = body, case let .string(value)? = members.first(where: { $0.key == key })?.value else { return nil }
+        return value
+    }
+
+    /// The outcome of an answer that is not a success and not particular to one service.
+    func generalFailure(_ reason: String) -> PushOutcome {
+        switch status {
+        case 429: .retry(reason: "rate_limited", detail: reason, after: retryAfter)
+        case 500...599: .retry(reason: "server_error", detail: "\(status) \(reason)", after: retryAfter)
+        default: .rejected("\(status) \(reason)")
+        }
+    }
+}

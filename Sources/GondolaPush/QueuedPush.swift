@@ -1,0 +1,64 @@
+import GondolaDomain
+import GondolaProtocol
+
+/// One notification for one device, as it waits in the outbox. The text is kept as its
+/// catalog key and values and rendered in the device's language when it is sent, so that a
+/// chat's collapsed notification can say how many messages it stands for.
+struct PushContent: Sendable, Equatable {
+    let category: Notice.Category
+    let textKey: String
+    var values: [String: String]
+    let locale: String?
+    var link: [String: String]
+    /// Notifications with the same key for one device collapse into one (`apns-collapse-id`,
+    /// FCM's `collapse_key` and `tag`).
+    let collapseKey: String?
+    /// How many notices this notification stands for (more than 1 only when collapsed).
+    var count: Int
+    /// Delivered without sound (the user's quiet hours).
+    var silent: Bool
+    /// When the (first) news happened, in milliseconds since 1970.
+    let eventAt: Int64
+    /// After this moment the notification is dropped instead of sent.
+    var expiresAt: Int64
+}
+
+/// A notification addressed to one device.
+struct OutgoingPush: Sendable, Equatable {
+    let token: String
+    let platform: PushPlatform
+    let user: String
+    var content: PushContent
+}
+
+/// A notification claimed from the outbox for sending.
+struct QueuedPush: Sendable, Equatable {
+    let id: String
+    let push: OutgoingPush
+    /// Deliveries tried before this one.
+    let attempts: Int
+}
+
+/// What enqueueing a batch did.
+struct EnqueueOutcome: Sendable, Equatable {
+    /// New rows.
+    var queued = 0
+    /// Notices folded into a waiting notification of the same thread.
+    var collapsed = 0
+    /// Refused because the outbox held `PushOutbox.maxPending` notifications.
+    var dropped = 0
+}
+
+/// The string maps of the outbox rows (text values, link) as JSON text, and back.
+enum StringMapJSON {
+    static func text(_ map: [String: String]) -> String {
+        JSON.object(map.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }).text
+    }
+
+    static func map(_ text: String) -> [String: String] {
+        guard case let .object(members)? = try? JSONParser.parse(text) else { return [:] }
+        var map: [String: String] = [:]
+        for (key, value) in members { if case let .string(string) = value { map[key] = string } }
+        return map
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+@testable import GondolaPush
+import GondolaProtocol
+import GondolaPushStandIn
+import GondolaServer
+import Testing
+
+/// Push notifications end to end: a real hub with APNs and FCM credentials pointed at the
+/// local stand-in (HTTP/2 over TLS, checking tokens, headers and bodies as the services do),
+/// real WebSocket clients, and each domain's news reaching the devices of users who are not
+/// watching — and only them.
+@Suite(.serialized) struct PushNotificationTests {
+    static func apnsToken(_ n: Int) -> String { String(format: "%064x", n) }
+    static func fcmToken(_ n: Int) -> String { "fcm\(n):APA91b" + String(repeating: "Tk-_", count: 30) }
+
+    /// A stand-in, and a travel hub configured with its credentials.
+    static func start(_ adjust: (inout ServerConfigurationSettings) -> Void = { _ in }) async throws -> (PushStandIn, RunningServer) {
+        let standIn = try await PushStandIn(credentials: try StandInCredentials())
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-\(UUID().uuidString)").path
+        var settings = try standIn.credentials.write(to: folder, standIn: standIn)
+        adjust(&settings)
+        let server = try await startTravelServer { configuration in
+            for (key, value) in settings { configuration.domainSettings.values[key] = .string(value) }
+        }
+        return (standIn, server)
+    }
+
+    typealias ServerConfigurationSettings = [String: String]
+
+    /// Waits until `condition` holds (at most 15 s).
+    static func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
+        for _ in 0..<300 {
+            if try condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("timed out waiting for \(what)")
+    }
+
+    static func register(_ client: LiveClient, apns: Int? = nil, fcm: Int? = nil, locale: String? = nil) async throws {
+        if let apns {
+            var data: JSON = ["platform": "apns", "token": .string(apnsToken(apns))]
+            if let locale { data = data.adding("locale", .string(locale)) }
+            _ = try await client.rpc("device.register", data)
+        }
+        if let fcm { _ = try await client.rpc("device.register", ["platform": "fcm", "token": .string(fcmToken(fcm))]) }
+    }
+
+    static func member(_ json: JSON, _ path: String...) -> JSON? {
+        path.reduce(json as JSON?) { $0?[$1] }
+    }
+
+    @Test func aBroadcastReachesTheDevicesOfOfflineMembersAndNotTheConnectedOnes() async throws {
+        let (standIn, server) = try await Self.start()
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob", "carl"])
+        let hana = try await server.client("hana"), alice = try await server.client("alice")
+        let bob = try await server.client("bob"), carl = try await server.client("carl")
+        try await Self.register(alice, apns: 1)
+        try await Self.register(bob, fcm: 2)
+        try await Self.register(carl, apns: 3, locale: "fr-CH")
+        try await Self.register(hana, apns: 4)
+        await bob.close()
+        await carl.close()
+        try await alice.subscribe("trip:\(trip)")
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Lifts close at 4"])
+        try await Self.eventually("two notifications") { standIn.accepted.count >= 2 }
+        try await Task.sleep(for: .milliseconds(300))
+        let accepted = standIn.accepted
+        #expect(Set(accepted.map(\.token)) == [Self.fcmToken(2), Self.apnsToken(3)])
+        #expect(standIn.answered(Self.apnsToken(1)) == 0 && standIn.answered(Self.apnsToken(4)) == 0)
+        #expect(standIn.refused.isEmpty, "\(standIn.refused)")
+
+        let apns = try #require(accepted.first { $0.service == "apns" })
+        #expect(apns.headers["apns-topic"] == standIn.credentials.apnsTopic)
+        #expect(apns.headers["apns-push-type"] == "alert")
+        #expect(apns.headers["apns-priority"] == "10")
+        #expect(Int64(apns.headers["apns-expiration"] ?? "") ?? 0 > Int64(Date().timeIntervalSince1970))
+        #expect(Self.member(apns.body, "aps", "alert", "title") == "Trip")
+        #expect(Self.member(apns.body, "aps", "alert", "body") == "hana : Lifts close at 4")  // French, as carl's device asked
+        #expect(Self.member(apns.body, "aps", "sound") == "default")
+        #expect(Self.member(apns.body, "link", "screen") == "broadcast")
+        #expect(Self.member(apns.body, "link", "channel") == .string("trip:\(trip)"))
+
+        let fcm = try #require(accepted.first { $0.service == "fcm" })
+        #expect(Self.member(fcm.body, "message", "token") == .string(Self.fcmToken(2)))
+        #expect(Self.member(fcm.body, "message", "notification", "body") == "hana: Lifts close at 4")
+        #expect(Self.member(fcm.body, "message", "data", "category") == "broadcast")
+        #expect(standIn.tokenExchanges == 1)
+        for client in [hana, alice] { await client.close() }
+        try await server.stop()
+        try await standIn.stop()
+    }
+
+    @Test func anInvitationReachesTheInviteeAndTheAnswerTheCreator() async throws {
+        let (standIn, server) = try await Self.start()
+        _ = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
+        let alice = try await server.client("alice"), bob = try await server.client("bob")
+        try await Self.register(alice, apns: 10)
+        try await Self.register(bob, fcm: 11)
+        let created = try await alice.rpc("event.create", [
+            "title": "Fondue night", "starts_at": .int(Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000), "audience": ["kind": "selected", "users": ["bob"]],
+        ])
+        let event = try #require(created["id"]?.stringValue)
+        await bob.close()
+        // alice is connected but not subscribed to her personal channel: her app is in the background.
+        try await Self.eventually("the invitation") { standIn.accepted.contains { $0.token == Self.fcmToken(11) } }
+        let invitation = try #require(standIn.accepted.first { $0.token == Self.fcmToken(11) })
+        #expect(Self.member(invitation.body, "message", "notification", "title") == "alice invites you")
+        #expect(Self.member(invitation.body, "message", "data", "event") == .string(event))
+        let bobAgain = try await server.client("bob")
+        _ = try await bobAgain.rpc("event.rsvp", ["event": .string(event), "response": "going"])
+        try await Self.eventually("the answer") { standIn.accepted.contains { $0.token == Self.apnsToken(10) } }
+        let answer = try #require(standIn.accepted.first { $0.token == Self.apnsToken(10) })
+        #expect(Self.member(answer.body, "aps", "alert", "body") == "bob is going")
+        #expect(standIn.refused.isEmpty, "\(standIn.refused)")
+        for client in [alice, bobAgain] { await client.close() }
+        try await server.stop()
+        try await standIn.stop()
+    }
+
+    @Test func aChatBurstCollapsesIntoOneNotificationWithACountAfterA429() async throws {
+        let (standIn, server) = try await Self.start()
+        _ = try await server.createTrip(hosts: ["hana"], travellers: ["anna", "ben"])
+        let anna = try await server.client("anna"), ben = try await server.client("ben")
+        try await Self.register(ben, apns: 20)
+        let chat = try #require(try await anna.rpc("chat.create", ["members": ["ben"]])["chat"]?["id"]?.stringValue)
+        await ben.close()
+        standIn.script(Self.apnsToken(20), [.tooManyRequests(retryAfterSeconds: 2)])
+        let first = Date()
+        _ = try await anna.rpc("chat.send", ["chat": .string(chat), "text": "first", "client_message_id": "m0"])
+        try await Self.eventually("the 429") { standIn.answered(Self.apnsToken(20)) == 1 }
+        try await Task.sleep(for: .milliseconds(300))  // the failure is recorded; the notification waits, unclaimed
+        for n in 1...4 {
+            _ = try await anna.rpc("chat.send", ["chat": .string(chat), "text": .string("message \(n)"), "client_message_id": .string("m\(n)")])
+        }
+        try await Self.eventually("the collapsed notification") { !standIn.accepted.isEmpty }
+        try await Task.sleep(for: .milliseconds(500))
+        let accepted = standIn.accepted
+        #expect(accepted.count == 1)
+        let push = try #require(accepted.first)
+        #expect(Date().timeIntervalSince(first) >= 2, "Retry-After: 2 was honoured")
+        #expect(push.headers["apns-collapse-id"] == "chat:\(chat)")
+        #expect(Self.member(push.body, "count") == 5)
+        #expect(Self.member(push.body, "aps", "alert", "body") == "5 new messages · message 4")
+        #expect(Self.member(push.body, "aps", "thread-id") == .string("chat:\(chat)"))
+        #expect(standIn.refused.isEmpty, "\(standIn.refused)")
+        await anna.close()
+        try await server.stop()
+        try await standIn.stop()
+    }
+
+    @Test func unregisteredTokensAreRemovedAndServerErrorsRetried() async throws {
+        let (standIn, server) = try await Self.start()
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["dora", "emil", "finn"])
+        let hana = try await server.client("hana")
+        for (user, apns, fcm) in [("dora", 30, nil), ("emil", nil, 31), ("finn", 32, nil)] as [(String, Int?, Int?)] {
+            let client = try await server.client(user)
+            try await Self.register(client, apns: apns, fcm: fcm)
+            await client.close()
+        }
+        standIn.script(Self.apnsToken(30), [.unregistered])
+        standIn.script(Self.fcmToken(31), [.unregistered])
+        standIn.script(Self.apnsToken(32), [.serverError, .serverError])
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Storm warning"])
+        let devices = try #require(server.server.service(PushService.self)).devices
+        try await Self.eventually("unregistered devices removed") {
+            try devices.devices(of: "dora").isEmpty && devices.devices(of: "emil").isEmpty
+        }
+        try await Self.eventually("the retried notification") { standIn.accepted.contains { $0.token == Self.apnsToken(32) } }
+        #expect(standIn.answered(Self.apnsToken(32)) == 3)
+        #expect(try devices.devices(of: "finn").count == 1)
+        #expect(standIn.answered(Self.apnsToken(30)) == 1 && standIn.answered(Self.fcmToken(31)) == 1)
+        #expect(try #require(server.server.service(PushService.self)).pendingCount() == 0)
+        let metrics = try await server.get("/metrics").1
+        #expect(metrics.contains("gondola_push_failed_total{platform=\"apns\",reason=\"unregistered\"} 1"), "\(metrics)")
+        #expect(metrics.contains("gondola_push_failed_total{platform=\"apns\",reason=\"server_error\"} 2"))
+        #expect(metrics.contains("gondola_push_sent_total{platform=\"apns\"} 1"))
+        await hana.close()
+        try await server.stop()
+        try await standIn.stop()
+    }
+
+    @Test func usersWhoTurnedAKindOffGetNoneOfIt() async throws {
+        let (standIn, server) = try await Self.start()
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["gina", "hugo"])
+        let hana = try await server.client("hana")
+        let gina = try await server.client("gina"), hugo = try await server.client("hugo")
+        try await Self.register(gina, apns: 40)
+        try await Self.register(hugo, apns: 41)
+        _ = try await gina.rpc("notifications.settings", ["broadcasts": false])
+        await gina.close()
+        await hugo.close()
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Dinner at 7"])
+        try await Self.eventually("hugo's notification") { standIn.accepted.contains { $0.token == Self.apnsToken(41) } }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(standIn.answered(Self.apnsToken(40)) == 0)
+        await hana.close()
+        try await server.stop()
+        try await standIn.stop()
+    }
+
+    @Test func withoutCredentialsNothingIsQueued() async throws {
+        let server = try await startTravelServer()
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["ivy"])
+        let hana = try await server.client("hana"), ivy = try await server.client("ivy")
+        try await Self.register(ivy, apns: 50)
+        await ivy.close()
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Hello"])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try #require(server.server.service(PushService.self)).pendingCount() == 0)
+        await hana.close()
+        try await server.stop()
+    }
+
+    @Test func badCredentialSettingsStopTheStartNamingTheSetting() async throws {
+        let standIn = try await PushStandIn(credentials: try StandInCredentials())
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-\(UUID().uuidString)").path
+        let good = try standIn.credentials.write(to: folder, standIn: standIn)
+        try Data("{\"project_id\": \"p\"}".utf8).write(to: URL(fileURLWithPath: folder + "/broken.json"))
+        let cases: [([String: String], String)] = [
+            (["apns_key_file": folder + "/missing.p8"], "'apns_key_file': cannot read"),
+            (["apns_key_file": good["fcm_service_account_file"]!], "'apns_key_file'"),
+            (good.filter { $0.key != "apns_team_id" }, "'apns_team_id' is required"),
+            (good.merging(["apns_environment": "staging"]) { $1 }, "'apns_environment' expected production, sandbox or an https:// address, got 'staging'"),
+            (good.merging(["fcm_service_account_file": folder + "/broken.json"]) { $1 }, "'client_email' is missing"),
+            (good.merging(["push_per_user_per_minute": "0"]) { $1 }, "'push_per_user_per_minute' expected a whole number from 1 to 600"),
+        ]
+        for (settings, expected) in cases {
+            do {
+                let server = try await startTravelServer { configuration in
+                    for (key, value) in settings { configuration.domainSettings.values[key] = .string(value) }
+                }
+                try await server.stop()
+                Issue.record("started with \(settings)")
+            } catch {
+                #expect("\(error)".contains(expected), "\(error)")
+            }
+        }
+        try await standIn.stop()
+    }
+}
