@@ -47,6 +47,15 @@ struct PostgresRentalRepository: RentalRepository {
             """).map(Self.rental)
     }
 
+    func claimReminders(startingBefore time: Int64, now: Int64, limit: Int) throws -> [Rental] {
+        try pool.query("""
+            UPDATE rental SET reminded_at_ms = \(now) WHERE id IN (
+                SELECT id FROM rental WHERE state = 'planned' AND reminded_at_ms IS NULL AND starts_at_ms < \(time)
+                ORDER BY starts_at_ms LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED)
+            RETURNING \(unescaped: Self.rentalColumns)
+            """).map(Self.rental)
+    }
+
     func rental(_ id: String) throws -> Rental? {
         try pool.query("SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE id = \(id)").first.map(Self.rental)
     }

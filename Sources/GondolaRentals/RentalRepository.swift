@@ -13,6 +13,9 @@ protocol RentalRepository: Sendable {
     func openRentals() throws -> [Rental]
     /// Planned rentals whose start is before `time`, oldest first.
     func planned(startingBefore time: Int64, limit: Int) throws -> [Rental]
+    /// Planned rentals starting before `time` whose users were not reminded yet, marked as
+    /// reminded at `now` in the same transaction (each is answered once, whichever node asks).
+    func claimReminders(startingBefore time: Int64, now: Int64, limit: Int) throws -> [Rental]
     func rental(_ id: String) throws -> Rental?
     /// The user's open rentals and the last `pastLimit` closed ones, newest first.
     func rentals(of user: String, pastLimit: Int) throws -> [Rental]
@@ -77,6 +80,16 @@ struct SQLiteRentalRepository: RentalRepository {
         try database.pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM rental WHERE state = 'planned' AND starts_at_ms < ? ORDER BY starts_at_ms LIMIT ?",
                              arguments: [time, limit]).map(Self.rental)
+        }
+    }
+
+    func claimReminders(startingBefore time: Int64, now: Int64, limit: Int) throws -> [Rental] {
+        try database.pool.write { db in
+            let due = try Row.fetchAll(db, sql: """
+                SELECT * FROM rental WHERE state = 'planned' AND reminded_at_ms IS NULL AND starts_at_ms < ? ORDER BY starts_at_ms LIMIT ?
+                """, arguments: [time, limit]).map(Self.rental)
+            for rental in due { try db.execute(sql: "UPDATE rental SET reminded_at_ms = ? WHERE id = ?", arguments: [now, rental.id]) }
+            return due
         }
     }
 

@@ -26,6 +26,8 @@ public final class RentalService: Sendable {
     /// How long after its start a planned rental waits to be started before it is
     /// cancelled (a no-show), so that the car is offered again.
     static let noShowGrace: Int64 = 86_400_000
+    /// How long before its start the user of a planned rental is reminded.
+    static let reminderLead: Int64 = 30 * 60_000
 
     let node: Node
     let repository: any RentalRepository
@@ -33,11 +35,15 @@ public final class RentalService: Sendable {
     /// The folder of fleet files (`demo.json`).
     public let fleetsFolder: String
     let logger: Logger
+    /// Where reminders of rentals about to start are posted for the users' phones.
+    let notices: NoticeBoard
     private let fleet = Mutex(Fleet())
     static let fleetTopic = "rentals.fleet"
 
-    init(node: Node, repository: any RentalRepository, areas: ServiceAreas, fleetsFolder: String, logger: Logger) throws {
+    init(node: Node, repository: any RentalRepository, areas: ServiceAreas, fleetsFolder: String, notices: NoticeBoard = NoticeBoard(),
+         logger: Logger) throws {
         self.node = node
+        self.notices = notices
         self.repository = repository
         self.areas = areas
         self.fleetsFolder = fleetsFolder
@@ -248,9 +254,42 @@ public final class RentalService: Sendable {
         return cancelled
     }
 
-    /// Runs `cancelNoShows` every minute until cancelled.
-    func cancelNoShowsEveryMinute() async {
+    /// Reminds the users of planned rentals starting within `reminderLead` (once per rental,
+    /// on `personal:#<uid>` and as a notice for their phones); answers how many.
+    @discardableResult
+    func remindStarting(now: Int64 = unixMilliseconds()) -> Int {
+        let due: [Rental]
+        do {
+            due = try repository.claimReminders(startingBefore: now + Self.reminderLead, now: now, limit: 1_000)
+        } catch {
+            logger.error("rentals: cannot read rentals starting soon", metadata: ["error": "\(error)"])
+            return 0
+        }
+        for rental in due {
+            let car = fleet.withLock { $0.cars[rental.car] }.map { "\($0.make) \($0.model)" } ?? rental.car
+            let start = Self.clock(rental.startsAt)
+            do {
+                _ = try node.publish(channel: "personal:#\(rental.user)",
+                                     data: RawJSON(["type": "rental.starting", "rental": rental.json, "car_name": .string(car)]))
+            } catch {
+                logger.error("rental reminder push failed", metadata: ["rental": "\(rental.id)", "error": "\(error)"])
+            }
+            notices.post(Notice(audience: .users([rental.user]), channel: "personal:#\(rental.user)", category: .update, text: "rental.starting",
+                                values: ["car": car, "start": start], link: ["screen": "rental", "rental": rental.id], at: now))
+        }
+        return due.count
+    }
+
+    /// "HH:MM UTC" of a moment.
+    private static func clock(_ milliseconds: Int64) -> String {
+        let minutes = (milliseconds / 60_000) % 1440
+        return String(format: "%02d:%02d UTC", minutes / 60, minutes % 60)
+    }
+
+    /// Runs `remindStarting` and `cancelNoShows` every minute until cancelled.
+    func sweepEveryMinute() async {
         while !Task.isCancelled {
+            remindStarting()
             cancelNoShows()
             try? await Task.sleep(for: .seconds(60))
         }

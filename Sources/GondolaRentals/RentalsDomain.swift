@@ -65,7 +65,7 @@ public struct RentalsDomain: Domain {
         let rentals: RentalService
         do {
             rentals = try RentalService(node: context.node, repository: storage.rentals, areas: areas,
-                                        fleetsFolder: fleets, logger: context.logger)
+                                        fleetsFolder: fleets, notices: context.notices, logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the cars and rentals: \(error)")
         }
@@ -79,7 +79,7 @@ public struct RentalsDomain: Domain {
             background: {
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask { await outbox.run() }
-                    group.addTask { await rentals.cancelNoShowsEveryMinute() }
+                    group.addTask { await rentals.sweepEveryMinute() }
                 }
             })
     }

@@ -77,5 +77,6 @@ enum RentalsPostgresSchema {
             "CREATE UNIQUE INDEX rental_open_car ON rental(car_id) WHERE state IN ('planned', 'active')",
             "CREATE INDEX rental_user ON rental(user_id, created_at_ms)",
         ])
+        migrator.register("rentals-v2", ["ALTER TABLE rental ADD COLUMN reminded_at_ms BIGINT"])
     }
 }

@@ -70,5 +70,9 @@ enum RentalsSchema {
                 CREATE INDEX rental_user ON rental(user_id, created_at_ms);
                 """)
         }
+        // When the user was reminded that a planned rental starts soon (once per rental).
+        migrator.registerMigration("rentals-v2") { db in
+            try db.execute(sql: "ALTER TABLE rental ADD COLUMN reminded_at_ms INTEGER")
+        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 @testable import GondolaPush
 import GondolaProtocol
 import GondolaPushStandIn
+@testable import GondolaRentals
 import GondolaServer
 import Testing
 
@@ -194,6 +195,53 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))
         #expect(standIn.answered(Self.apnsToken(40)) == 0)
         await hana.close()
+        try await server.stop()
+        try await standIn.stop()
+    }
+
+    @Test func quietHoursDeliverWithoutSound() async throws {
+        let (standIn, server) = try await Self.start()
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["jon"])
+        let hana = try await server.client("hana"), jon = try await server.client("jon")
+        try await Self.register(jon, apns: 45)
+        let minutes = Int(Date().timeIntervalSince1970 / 60) % 1440
+        let clock = { (m: Int) in String(format: "%02d:%02d", ((m % 1440) + 1440) % 1440 / 60, ((m % 1440) + 1440) % 1440 % 60) }
+        _ = try await jon.rpc("notifications.settings", ["quiet_hours": ["start": .string(clock(minutes - 60)), "end": .string(clock(minutes + 60))]])
+        await jon.close()
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Night skiing tonight"])
+        try await Self.eventually("jon's notification") { !standIn.accepted.isEmpty }
+        let push = try #require(standIn.accepted.first)
+        #expect(push.headers["apns-priority"] == "5")
+        #expect(Self.member(push.body, "aps", "sound") == nil && Self.member(push.body, "aps", "interruption-level") == "passive")
+        await hana.close()
+        try await server.stop()
+        try await standIn.stop()
+    }
+
+    @Test func eachDomainsNewsForOneUserReachesTheirPhone() async throws {
+        let (standIn, server) = try await Self.start()
+        let olga = try await server.client("olga")
+        try await Self.register(olga, fcm: 60)
+        _ = try await server.api("car_upsert", ["id": "zoe", "make": "Renault", "model": "Zoe", "year": 2023, "seats": 5, "price_per_day_cents": 4_000,
+                                                "lat": 47.265, "lon": 11.395])
+        let startsAt = Int64(Date().timeIntervalSince1970 * 1000) + 10 * 60_000
+        let rental = try #require(try await olga.rpc("rental.plan", ["car": "zoe", "starts_at": .int(startsAt)])["rental"]?["id"]?.stringValue)
+        await olga.close()
+        let crash = try #require(try await server.api("crash_detected", ["user": "olga", "lat": 47.26, "lon": 11.39,
+                                                                        "ts": .int(Int64(Date().timeIntervalSince1970 * 1000))])["id"]?.stringValue)
+        _ = try await server.api("assessment_assign", ["user": "olga", "assessment": "wellbeing"])
+        let rentals = try #require(server.server.service(RentalService.self))
+        #expect(rentals.remindStarting() == 1)
+        #expect(rentals.remindStarting() == 0, "once per rental")
+        try await Self.eventually("three notifications") { standIn.accepted.count == 3 }
+        let data = standIn.accepted.map { Self.member($0.body, "message", "data") ?? .null }
+        #expect(data.allSatisfy { $0["category"] == "update" })
+        #expect(Set(data.compactMap { $0["screen"]?.stringValue }) == ["crash", "assessment", "rental"])
+        #expect(data.contains { $0["crash"] == .string(crash) } && data.contains { $0["rental"] == .string(rental) })
+        #expect(data.contains { $0["assessment"] == "wellbeing" })
+        let reminder = try #require(standIn.accepted.first { Self.member($0.body, "message", "data", "screen") == "rental" })
+        #expect(Self.member(reminder.body, "message", "notification", "body")?.stringValue?.hasPrefix("Renault Zoe is yours from ") == true)
+        #expect(standIn.refused.isEmpty, "\(standIn.refused)")
         try await server.stop()
         try await standIn.stop()
     }

@@ -1,0 +1,92 @@
+import Foundation
+import GondolaDomain
+@testable import GondolaPush
+import GondolaProtocol
+import Testing
+
+/// The pieces of push delivery that need no server: texts in each language, the per-user
+/// rate, `Retry-After`, the services' payloads and error bodies, and the settings' filter.
+@Suite struct PushUnitTests {
+    @Test func textsAreRenderedInTheDevicesLanguageWithACountWhenCollapsed() {
+        let values = ["sender": "Ann", "text": "On the lift"]
+        #expect(PushTexts.render("chat.message", values: values, count: 1, locale: "en") == RenderedText(title: "Ann", body: "On the lift"))
+        #expect(PushTexts.render("chat.message", values: values, count: 3, locale: "fr-CH").body == "3 nouveaux messages · On the lift")
+        #expect(PushTexts.render("chat.message", values: values, count: 2, locale: "de").body == "2 neue Nachrichten · On the lift")
+        // An unknown language falls back to English; a missing value leaves its place empty.
+        #expect(PushTexts.render("event.invite", values: ["sender": "Bo"], count: 1, locale: "pt-BR") == RenderedText(title: "Bo invites you", body: ""))
+        let long = PushTexts.render("announcement", values: ["text": String(repeating: "x", count: 500) + "\nline"], count: 1, locale: nil)
+        #expect(long.body.count == PushTexts.maxBody && long.body.hasSuffix("…"))
+        #expect(PushTexts.render("announcement", values: ["text": "a\nb"], count: 1, locale: nil).body == "a b")
+        #expect(PushTexts.knows("crash.detected") && !PushTexts.knows("nothing.like.it"))
+    }
+
+    @Test func aUserOverTheRateWaitsForTheWindowsEnd() {
+        let rate = UserPushRate(perMinute: 2)
+        #expect(rate.take("ann", now: 1_000) == nil)
+        #expect(rate.take("ann", now: 2_000) == nil)
+        #expect(rate.take("ann", now: 3_000) == 61_000)
+        #expect(rate.take("bob", now: 3_000) == nil)
+        #expect(rate.take("ann", now: 61_000) == nil)
+    }
+
+    @Test func retryAfterIsReadAsSecondsOrADate() {
+        #expect(ServiceAnswer.milliseconds("2") == 2_000)
+        #expect(ServiceAnswer.milliseconds(" 30 ") == 30_000)
+        #expect(ServiceAnswer.milliseconds("9999999") == 86_400_000)
+        #expect(ServiceAnswer.milliseconds("soon") == nil)
+        #expect(ServiceAnswer.milliseconds("-5") == nil)
+        let format = DateFormatter()
+        format.locale = Locale(identifier: "en_US_POSIX")
+        format.timeZone = TimeZone(identifier: "GMT")
+        format.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let later = try! #require(ServiceAnswer.milliseconds(format.string(from: Date().addingTimeInterval(120))))
+        #expect((110_000...121_000).contains(later))
+    }
+
+    static func queued(silent: Bool, thread: String?, count: Int) -> QueuedPush {
+        QueuedPush(id: "00000000-0000-0000-0000-000000000001", push: OutgoingPush(token: "tok", platform: .fcm, user: "ann", content: PushContent(
+            category: .chat, textKey: "chat.message", values: [:], locale: nil, link: ["screen": "chat", "chat": "d1"], collapseKey: thread,
+            count: count, silent: silent, eventAt: 0, expiresAt: unixMilliseconds() + 3_600_000)), attempts: 0)
+    }
+
+    @Test func quietHoursSendWithoutSoundAndThreadsCollapseOnBothServices() {
+        let text = RenderedText(title: "Ann", body: "hi")
+        let loud = APNsSender.payload(Self.queued(silent: false, thread: "chat:d1", count: 1).push.content, text: text)
+        #expect(loud["aps"]?["sound"] == "default" && loud["aps"]?["thread-id"] == "chat:d1" && loud["aps"]?["interruption-level"] == nil)
+        let quiet = APNsSender.payload(Self.queued(silent: true, thread: nil, count: 1).push.content, text: text)
+        #expect(quiet["aps"]?["sound"] == nil && quiet["aps"]?["interruption-level"] == "passive")
+        let message = FCMSender.message(Self.queued(silent: true, thread: "chat:d1", count: 4), text: text)["message"]
+        #expect(message?["android"]?["collapse_key"] == "chat:d1" && message?["android"]?["priority"] == "normal")
+        #expect(message?["android"]?["notification"]?["tag"] == "chat:d1" && message?["android"]?["notification"]?["default_sound"] == false)
+        #expect(message?["android"]?["notification"]?["notification_count"] == 4)
+        #expect(message?["data"] == ["category": "chat", "chat": "d1", "count": "4", "screen": "chat"])
+        #expect(message?["apns"]?["headers"]?["apns-collapse-id"] == "chat:d1" && message?["apns"]?["payload"]?["aps"]?["sound"] == nil)
+        if case let .string(ttl)? = message?["android"]?["ttl"] { #expect(ttl.hasSuffix("s") && Int(ttl.dropLast()) ?? 0 > 3_500) }
+    }
+
+    @Test func fcmErrorBodiesAreReadForTheirStatusAndCode() throws {
+        let body = try JSONParser.parse("""
+            {"error": {"code": 404, "status": "NOT_FOUND", "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}]}}
+            """)
+        #expect(FCMSender.error(body) == ("NOT_FOUND", "UNREGISTERED"))
+        #expect(FCMSender.error(try JSONParser.parse("{\"error\": {\"status\": \"INTERNAL\"}}")) == ("INTERNAL", ""))
+        #expect(FCMSender.error(nil) == ("", ""))
+    }
+
+    @Test func settingsDecideWhichKindsAUserGets() {
+        var settings = NotificationSettings()
+        settings.chats = false
+        settings.invites = false
+        #expect(!settings.wants(.chat) && !settings.wants(.invite) && settings.wants(.broadcast) && settings.wants(.update))
+    }
+
+    @Test func aServiceAccountFileIsCheckedMemberByMember() {
+        #expect(throws: PushSetupError.self) { try FCMServiceAccount(json: "[]") }
+        do {
+            _ = try FCMServiceAccount(json: #"{"project_id": "p", "client_email": "a@b", "token_uri": "https://x/token", "private_key": "nope"}"#)
+            Issue.record("accepted a bad key")
+        } catch {
+            #expect(error.description.hasPrefix("'private_key' is not an RSA private key"))
+        }
+    }
+}
