@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "gondola", targets: ["gondola"]),
         .executable(name: "gondola-load", targets: ["gondola-load"]),
+        .executable(name: "gondola-push-standin", targets: ["gondola-push-standin"]),
         .library(name: "GondolaGeo", targets: ["GondolaGeo"]),
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
@@ -252,6 +253,10 @@ let package = Package(
                 "GondolaTravel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .executableTarget(
+            name: "gondola-push-standin",
+            dependencies: ["GondolaPushStandIn", "GondolaProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .systemLibrary(name: "CWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev"])]),
         .target(name: "CLoadSocket", dependencies: ["CWebSockets"], linkerSettings: [.linkedLibrary("uv")]),

@@ -20,8 +20,26 @@ public struct StandInCredentials: Sendable {
 
     /// New keys.
     public init() throws {
-        apnsKey = P256.Signing.PrivateKey()
-        fcmKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        self.init(apnsKey: P256.Signing.PrivateKey(), fcmKey: try _RSA.Signing.PrivateKey(keySize: .bits2048))
+    }
+
+    private init(apnsKey: P256.Signing.PrivateKey, fcmKey: _RSA.Signing.PrivateKey) {
+        self.apnsKey = apnsKey
+        self.fcmKey = fcmKey
+    }
+
+    /// The keys `write(to:standIn:)` left in `folder`, or new ones when there are none
+    /// (a stand-in started again keeps the hub's credentials valid).
+    public init(folder: String) throws {
+        let p8 = folder + "/apns.p8", account = folder + "/fcm-service-account.json"
+        guard let key = FileManager.default.contents(atPath: p8), let json = FileManager.default.contents(atPath: account),
+              case let .object(members) = try JSONParser.parse(Array(json)),
+              case let .string(rsa)? = members.first(where: { $0.key == "private_key" })?.value else {
+            try self.init()
+            return
+        }
+        self.init(apnsKey: try P256.Signing.PrivateKey(pemRepresentation: String(decoding: key, as: UTF8.self)),
+                  fcmKey: try _RSA.Signing.PrivateKey(pemRepresentation: rsa))
     }
 
     /// Writes `apns.p8`, `fcm-service-account.json` (its `token_uri` is `tokenURI`) and
