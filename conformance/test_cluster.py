@@ -1,8 +1,10 @@
 """Three nodes on one PostgreSQL (started by Scripts/cluster) with the official SDKs:
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
-a car rental worked on through several nodes, and a node killed with -9 while a client is subscribed through
-it and while a client sends chat messages."""
+a car rental worked on through several nodes, a broadcast's push notifications sent by three nodes' workers
+(each once), and a node killed with -9 while a client is subscribed through it and while a client sends chat
+messages."""
+import collections
 import asyncio
 import json
 import os
@@ -20,6 +22,7 @@ from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Endpoint
 from helpers import ClientEvents, Events, SubEvents, call, chat_history, server_api, trip_mates
 from switching_proxy import SwitchingProxy
 from test_crash import fixture, http as crash_http, poppler
+from test_push import accepted, start_standin, text_of
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Scripts", "cluster")
 NODES = 3
@@ -73,14 +76,19 @@ def cluster():
     folder = tempfile.mkdtemp(prefix="gondola-cluster-")
     os.chmod(folder, 0o755)  # PostgreSQL runs as the postgres user and must reach its folder.
     config = os.path.join(folder, "nodes.json")
+    standin_folder = os.path.join(folder, "standin")
+    standin, _, push_settings = start_standin(standin_folder)
     with open(config, "w") as f:
-        json.dump(NODE_CONFIG, f)
+        json.dump(dict(NODE_CONFIG, **push_settings), f)
     instance = Cluster(folder, consecutive_free_ports(NODES))
+    instance.standin_folder = standin_folder
     try:
         instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build")
         yield instance
     finally:
         instance.script("stop")
+        standin.terminate()
+        standin.wait(timeout=10)
 
 
 async def client_on(node, user, codec, address=None):
@@ -468,3 +476,34 @@ async def near_ids_contains(client, codec, car):
 
 async def near_ids_lacks(client, codec, car):
     return car not in await near_ids(client, codec)
+
+
+async def test_a_broadcasts_notifications_are_sent_once_by_the_nodes_workers(cluster, codec):
+    nodes = cluster.nodes
+    host = f"push-host-{codec.name}"
+    travellers = [f"push-{codec.name}-{n}" for n in range(12)]
+    trip = trip_mates(nodes[0], host, *travellers)
+    tokens = {}
+    for n, user in enumerate(travellers):
+        client, _ = await client_on(nodes[n % NODES], user, codec)
+        tokens[user] = f"{0xc1a5 * 1000 + n + (0 if codec.name == 'json' else 500):064x}"
+        await call(client, codec, "device.register", {"platform": "apns", "token": tokens[user]})
+        await client.disconnect()
+    sender, _ = await client_on(nodes[2], host, codec)
+    for text in ["one", "two", "three"]:
+        await call(sender, codec, "broadcast.send", {"trip": trip, "text": text})
+    await sender.disconnect()
+    wanted = set(tokens.values())
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        mine = [push for push in accepted(cluster.standin_folder) if push["token"] in wanted]
+        if len(mine) >= len(travellers) * 3:
+            break
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(2.0)  # a notification sent by two workers would arrive by now
+    by_token = collections.defaultdict(list)
+    for push in accepted(cluster.standin_folder):
+        if push["token"] in wanted:
+            by_token[push["token"]].append(text_of(push))
+    for user, token in tokens.items():
+        assert sorted(by_token[token]) == sorted(f"{host}: {text}" for text in ["one", "two", "three"]), user

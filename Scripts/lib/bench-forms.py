@@ -2,31 +2,14 @@
 field in a loop while subscribed to the document. Prints Markdown table rows."""
 import argparse
 import asyncio
-import base64
-import hashlib
-import hmac
-import json
-import os
 import time
 
+from bench_common import cpu_seconds, token
 from centrifuge import Client, SubscriptionEventHandler
 
 FIELDS = [("daysOutOfWater", lambda n: n % 3000), ("distanceTravelledKm", lambda n: (n % 5000) / 4),
           ("numberOfPeopleInParty", lambda n: 1 + n % 20), ("previousWaterbody", lambda n: f"Lake {n % 1000}"),
           ("generalComment", lambda n: f"Comment number {n}")]
-
-
-def token(secret, user):
-    def part(value):
-        return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).rstrip(b"=")
-    signing = part({"alg": "HS256", "typ": "JWT"}) + b"." + part({"sub": user, "exp": int(time.time()) + 3600})
-    signature = base64.urlsafe_b64encode(hmac.new(secret.encode(), signing, hashlib.sha256).digest()).rstrip(b"=")
-    return (signing + b"." + signature).decode()
-
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values, p):

@@ -61,26 +61,20 @@ struct APNsSender: PushSender {
 
     func send(_ queued: QueuedPush, text: RenderedText) async -> PushOutcome {
         let content = queued.push.content
-        var request = HTTPClientRequest(url: "\(credentials.baseURL)/3/device/\(queued.push.token)")
-        request.method = .POST
+        let bearer: String
         do {
-            request.headers.add(name: "authorization", value: "bearer \(try await providerToken.token())")
+            bearer = try await providerToken.token()
         } catch {
             return .rejected("cannot sign the provider token: \(error)")
         }
-        request.headers.add(name: "apns-topic", value: credentials.topic)
-        request.headers.add(name: "apns-push-type", value: "alert")
-        request.headers.add(name: "apns-priority", value: content.silent ? "5" : "10")
-        request.headers.add(name: "apns-expiration", value: String(content.expiresAt / 1000))
-        request.headers.add(name: "apns-id", value: queued.id)
-        if let collapse = content.collapseKey { request.headers.add(name: "apns-collapse-id", value: collapse) }
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: Self.payload(content, text: text).bytes))
+        var headers = [("authorization", "bearer \(bearer)"), ("apns-topic", credentials.topic), ("apns-push-type", "alert"),
+                       ("apns-priority", content.silent ? "5" : "10"), ("apns-expiration", String(content.expiresAt / 1000)), ("apns-id", queued.id)]
+        if let collapse = content.collapseKey { headers.append(("apns-collapse-id", collapse)) }
         let answer: ServiceAnswer
-        do {
-            answer = try await ServiceAnswer.fetch(request, with: client)
-        } catch {
-            return .retry(reason: "network", detail: "\(error)", after: nil)
+        switch await ServiceAnswer.post(Self.payload(content, text: text), to: "\(credentials.baseURL)/3/device/\(queued.push.token)",
+                                        headers: headers, with: client) {
+        case let .success(answered): answer = answered
+        case let .failure(unreachable): return unreachable.outcome
         }
         let reason = answer.string("reason") ?? ""
         switch (answer.status, reason) {

@@ -124,16 +124,11 @@ struct FCMSender: PushSender {
         } catch {
             return .retry(reason: "credentials", detail: "\(error)", after: nil)
         }
-        var request = HTTPClientRequest(url: "\(baseURL)/v1/projects/\(account.projectID)/messages:send")
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "Bearer \(accessToken)")
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: Self.message(queued, text: text).bytes))
         let answer: ServiceAnswer
-        do {
-            answer = try await ServiceAnswer.fetch(request, with: client)
-        } catch {
-            return .retry(reason: "network", detail: "\(error)", after: nil)
+        switch await ServiceAnswer.post(Self.message(queued, text: text), to: "\(baseURL)/v1/projects/\(account.projectID)/messages:send",
+                                        headers: [("authorization", "Bearer \(accessToken)")], with: client) {
+        case let .success(answered): answer = answered
+        case let .failure(unreachable): return unreachable.outcome
         }
         if answer.status == 200 { return .accepted }
         let (status, code) = Self.error(answer.body)

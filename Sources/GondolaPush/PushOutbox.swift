@@ -1,6 +1,7 @@
 import Foundation
 import GondolaDomain
 import Logging
+import Synchronization
 
 /// Notifications waiting for APNs or FCM, in the database (`PushQueue`), sent by a worker
 /// that claims due rows in batches and keeps up to `maxInFlight` requests open at once (they
@@ -23,6 +24,8 @@ final class PushOutbox: Sendable {
     static let maxInFlight = 64
     static let lease: Int64 = 60_000
     static let keepDone: Int64 = 86_400_000
+    /// How often rows done for more than `keepDone` are deleted.
+    static let tidyInterval: Int64 = 60_000
     static let timeToLive: Int64 = 86_400_000
     static let retryBase: Int64 = 1_000
     static let retryCap: Int64 = 1_800_000
@@ -39,6 +42,7 @@ final class PushOutbox: Sendable {
     /// This run's id on the claims it takes.
     let runner = newID()
     private let wakeups = DeliveryWakeups()
+    private let lastTidy = Mutex<Int64>(0)
 
     init(queue: any PushQueue, senders: [PushPlatform: any PushSender], devices: any DeviceRepository, rate: UserPushRate,
          metrics: PushMetrics, logger: Logger) {
@@ -179,11 +183,19 @@ final class PushOutbox: Sendable {
         }
     }
 
-    /// Refreshes the depth gauge and deletes rows done for more than `keepDone`.
+    /// Refreshes the depth gauge and, once per `tidyInterval`, deletes rows done for more than
+    /// `keepDone`.
     private func finishRound() {
+        let now = unixMilliseconds()
         do {
             metrics.depth.record(try queue.pendingCount())
-            try queue.forget(before: unixMilliseconds() - Self.keepDone)
+            let tidy = lastTidy.withLock { last -> Bool in
+                guard now - last >= Self.tidyInterval else { return false }
+                last = now
+                return true
+            }
+            guard tidy else { return }
+            try queue.forget(before: now - Self.keepDone)
         } catch {
             logger.error("push outbox: cannot tidy", metadata: ["error": "\(error)"])
         }

@@ -124,7 +124,8 @@ struct SQLitePushQueue: PushQueue {
 
     func forget(before time: Int64) throws {
         try database.pool.write { db in
-            try db.execute(sql: "DELETE FROM push_outbox WHERE sent_at_ms < ? OR given_up_at_ms < ?", arguments: [time, time])
+            try db.execute(sql: "DELETE FROM push_outbox WHERE sent_at_ms < ?", arguments: [time])
+            try db.execute(sql: "DELETE FROM push_outbox WHERE given_up_at_ms < ?", arguments: [time])
         }
     }
 
@@ -241,6 +242,9 @@ struct PostgresPushQueue: PushQueue {
     }
 
     func forget(before time: Int64) throws {
-        try pool.query("DELETE FROM push_outbox WHERE sent_at_ms < \(time) OR given_up_at_ms < \(time)")
+        try pool.transaction { connection in
+            try pool.run("DELETE FROM push_outbox WHERE sent_at_ms < \(time)", on: connection)
+            try pool.run("DELETE FROM push_outbox WHERE given_up_at_ms < \(time)", on: connection)
+        }
     }
 }

@@ -55,7 +55,8 @@ enum PushSchema {
                 ) WITHOUT ROWID;
                 CREATE INDEX push_outbox_due ON push_outbox(next_attempt_at_ms) WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL;
                 CREATE INDEX push_outbox_thread ON push_outbox(token, collapse_key) WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL;
-                CREATE INDEX push_outbox_done ON push_outbox(sent_at_ms, given_up_at_ms);
+                CREATE INDEX push_outbox_sent ON push_outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
+                CREATE INDEX push_outbox_given_up ON push_outbox(given_up_at_ms) WHERE given_up_at_ms IS NOT NULL;
                 """)
         }
     }
@@ -113,7 +114,8 @@ enum PushSchema {
             """,
             "CREATE INDEX push_outbox_due ON push_outbox(next_attempt_at_ms) WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL",
             "CREATE INDEX push_outbox_thread ON push_outbox(token, collapse_key) WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL",
-            "CREATE INDEX push_outbox_done ON push_outbox(sent_at_ms, given_up_at_ms)",
+            "CREATE INDEX push_outbox_sent ON push_outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL",
+            "CREATE INDEX push_outbox_given_up ON push_outbox(given_up_at_ms) WHERE given_up_at_ms IS NOT NULL",
         ])
     }
 }

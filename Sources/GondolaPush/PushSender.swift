@@ -29,6 +29,26 @@ struct ServiceAnswer: Sendable {
     /// `Retry-After` in milliseconds (seconds or an HTTP date).
     let retryAfter: Int64?
 
+    /// The service could not be reached (or did not answer in time): worth trying again.
+    struct Unreachable: Error {
+        let detail: String
+        var outcome: PushOutcome { .retry(reason: "network", detail: detail, after: nil) }
+    }
+
+    /// POSTs `body` as JSON to `url` with `headers` and reads the answer.
+    static func post(_ body: JSON, to url: String, headers: [(String, String)], with client: HTTPClient) async -> Result<ServiceAnswer, Unreachable> {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body.bytes))
+        do {
+            return .success(try await fetch(request, with: client))
+        } catch {
+            return .failure(Unreachable(detail: "\(error)"))
+        }
+    }
+
     /// Sends `request` with `client` and reads the answer (at most 64 KiB of body).
     static func fetch(_ request: HTTPClientRequest, with client: HTTPClient, timeout: TimeAmount = .seconds(30)) async throws -> ServiceAnswer {
         let response = try await client.execute(request, timeout: timeout)
