@@ -21,7 +21,7 @@ final class PushOutbox: Sendable {
     static let maxPending = 1_000_000
     static let maxAttempts = 12
     static let batchSize = 500
-    static let maxInFlight = 64
+    static let maxInFlight = 200
     static let lease: Int64 = 60_000
     static let keepDone: Int64 = 86_400_000
     /// How often rows done for more than `keepDone` are deleted.

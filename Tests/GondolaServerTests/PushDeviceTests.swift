@@ -24,7 +24,7 @@ import Testing
     }
 
     static func devices(_ server: RunningServer, of user: String) throws -> [PushDevice] {
-        try #require(server.server.service(DeviceService.self)).devices(of: user)
+        try #require(server.server.service(PushService.self)).devices.devices(of: user)
     }
 
     @Test func devicesAreRegisteredOncePerTokenAndMoveWithTheirToken() async throws {
