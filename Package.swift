@@ -318,7 +318,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GondolaPushTests",
-            dependencies: ["GondolaPush", "GondolaStore", "GondolaTestSupport"]
+            dependencies: ["GondolaPush", "GondolaPostgres", "GondolaStore", "GondolaTestSupport"]
         ),
         .testTarget(
             name: "GondolaRentalsTests",

@@ -1,17 +1,32 @@
 import Foundation
+import GondolaPostgres
 @testable import GondolaPush
 import GondolaStore
 import GondolaTestSupport
 import Testing
 
-/// The device repository of `engine` on empty storage.
-func deviceRepository(_ engine: Engine) throws -> any DeviceRepository {
+/// Where a test keeps the push module's tables.
+enum PushTestStorage {
+    case sqlite(GondolaDatabase)
+    case postgres(PostgresPool)
+}
+
+/// Empty storage of `engine` with the push module's tables.
+func pushStorage(_ engine: Engine) throws -> PushTestStorage {
     switch engine {
     case .sqlite:
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-\(UUID().uuidString)/db.sqlite").path
-        return SQLiteDeviceRepository(database: try GondolaDatabase(path: path, domainMigrations: PushSchema.registerMigrations))
+        return .sqlite(try GondolaDatabase(path: path, domainMigrations: PushSchema.registerMigrations))
     case .postgres:
-        return PostgresDeviceRepository(pool: try TestPostgres.freshDatabase(PushSchema.register))
+        return .postgres(try TestPostgres.freshDatabase(PushSchema.register))
+    }
+}
+
+/// The device repository of `engine` on empty storage.
+func deviceRepository(_ engine: Engine) throws -> any DeviceRepository {
+    switch try pushStorage(engine) {
+    case let .sqlite(database): SQLiteDeviceRepository(database: database)
+    case let .postgres(pool): PostgresDeviceRepository(pool: pool)
     }
 }
 

@@ -7,12 +7,9 @@ import Testing
 
 /// The push outbox of `engine` on empty storage.
 func pushQueue(_ engine: Engine) throws -> any PushQueue {
-    switch engine {
-    case .sqlite:
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-\(UUID().uuidString)/db.sqlite").path
-        return SQLitePushQueue(database: try GondolaDatabase(path: path, domainMigrations: PushSchema.registerMigrations))
-    case .postgres:
-        return PostgresPushQueue(pool: try TestPostgres.freshDatabase(PushSchema.register))
+    switch try pushStorage(engine) {
+    case let .sqlite(database): SQLitePushQueue(database: database)
+    case let .postgres(pool): PostgresPushQueue(pool: pool)
     }
 }
 
