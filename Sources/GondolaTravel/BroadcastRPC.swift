@@ -18,6 +18,7 @@ struct BroadcastRPC: Sendable {
             let channel: String
             let type: String
             let audience: Notice.Audience
+            var tripName = ""
             switch (fields.has("trip"), fields.has("scope")) {
             case (true, true):
                 throw HubError.badRequest("give either trip or scope, not both")
@@ -28,6 +29,7 @@ struct BroadcastRPC: Sendable {
                 }
                 (channel, type) = (TripChannel.channel(of: trip), "broadcast")
                 audience = .users(directory.members(of: trip).keys.filter { $0 != context.user }.sorted())
+                tripName = directory.trip(trip)?.name ?? trip
             case (false, true):
                 guard try fields.string("scope", maxLength: 16) == "all" else { throw HubError.badRequest("scope must be \"all\"") }
                 guard directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
@@ -44,9 +46,8 @@ struct BroadcastRPC: Sendable {
             guard let position = try node.publish(channel: channel, data: RawJSON(message)) else {
                 throw HubError.internalError("\(channel) keeps no stream")
             }
-            let trip = fields.has("trip") ? try fields.string("trip", maxLength: 64) : nil
-            notices.post(Notice(audience: audience, channel: channel, category: .broadcast, text: trip == nil ? "announcement" : "trip.broadcast",
-                                values: ["sender": directory.name(of: context.user), "text": text, "trip": trip.flatMap { directory.trip($0)?.name } ?? ""],
+            notices.post(Notice(audience: audience, channel: channel, category: .broadcast, text: type == "broadcast" ? "trip.broadcast" : "announcement",
+                                values: ["sender": directory.name(of: context.user), "text": text, "trip": tripName],
                                 link: ["screen": type, "channel": channel, "id": id], at: ts))
             return [
                 "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch), "ts": .int(ts),

@@ -96,16 +96,14 @@ public final class EventService: Sendable {
         try directory.ensureKnown(event.creator)
         try databaseWrite { try repository.create(event, invitees: invitees) }
         let summary = EventJSON.event(event, directory: directory)
+        let creatorName = directory.name(of: event.creator)
         for invitee in invitees {
             publish("personal:#\(invitee)", ["type": "invite", "event": summary])
+            notices.post(Notice(audience: .users([invitee]), channel: "personal:#\(invitee)", category: .invite, text: "event.invite",
+                                values: ["sender": creatorName, "title": event.title], link: ["screen": "event", "event": event.id],
+                                at: event.createdAt))
         }
         inviteOnTelegram(event, invitees)
-        // Each invitation was published on the invitee's own channel.
-        for invitee in invitees {
-            notices.post(Notice(audience: .users([invitee]), channel: "personal:#\(invitee)", category: .invite, text: "event.invite",
-                                values: ["sender": directory.name(of: event.creator), "title": event.title],
-                                link: ["screen": "event", "event": event.id], at: event.createdAt))
-        }
         return (event, invitees)
     }
 
