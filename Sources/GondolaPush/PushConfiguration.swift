@@ -111,7 +111,8 @@ struct PushConfiguration: Sendable {
     /// An `https://` (or `http://`) address without a trailing slash.
     private static func baseURL(_ key: String, _ value: String) throws(DomainSetupError) -> String {
         guard let url = URL(string: value), ["https", "http"].contains(url.scheme ?? ""), url.host != nil else {
-            throw DomainSetupError("'\(key)' expected production, sandbox or an https:// address, got '\(value)'")
+            let expected = key == "apns_environment" ? "production, sandbox or an https:// address" : "an https:// address"
+            throw DomainSetupError("'\(key)' expected \(expected), got '\(value)'")
         }
         return value.hasSuffix("/") ? String(value.dropLast()) : value
     }

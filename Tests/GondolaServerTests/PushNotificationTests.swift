@@ -271,6 +271,8 @@ import Testing
             (good.merging(["apns_environment": "staging"]) { $1 }, "'apns_environment' expected production, sandbox or an https:// address, got 'staging'"),
             (good.merging(["fcm_service_account_file": folder + "/broken.json"]) { $1 }, "'client_email' is missing"),
             (good.merging(["push_per_user_per_minute": "0"]) { $1 }, "'push_per_user_per_minute' expected a whole number from 1 to 600"),
+            (good.merging(["push_ca_file": folder + "/no-such.pem"]) { $1 }, "'push_ca_file': cannot read"),
+            (good.merging(["fcm_base_url": "ftp://fcm"]) { $1 }, "'fcm_base_url' expected an https:// address, got 'ftp://fcm'"),
         ]
         for (settings, expected) in cases {
             do {
