@@ -47,7 +47,7 @@ public struct CrashDomain: Domain {
             : WebhookTextMessages(url: smsWebhookURL, token: smsWebhookToken)
         let crashes = CrashService(node: context.node, repository: repository, files: files,
                                    links: context.links, texts: texts, linkTemplate: linkTemplate, notices: context.notices,
-                                   logger: context.logger)
+                                   metrics: context.metrics, logger: context.logger)
         try crashes.sweepFiles()
         CrashRPC(crashes: crashes).register(on: context.node.rpc)
         context.node.provide(CrashChannel.options, by: CrashChannel(crashes: crashes))
@@ -55,7 +55,8 @@ public struct CrashDomain: Domain {
         return InstalledDomain(
             service: crashes,
             serverMethods: ["crash_detected": { body throws(HubError) in try await CrashServerAPI.detected(body, crashes: crashes) }],
-            routes: { router in photos.addRoutes(to: router) })
+            routes: { router in photos.addRoutes(to: router) },
+            background: { await crashes.textCalls.run() })
     }
 }
 
@@ -81,8 +82,9 @@ extension CrashDomain {
 enum CrashServerAPI {
     /// `crash_detected {user, lat, lon, ts, phone?}`: a telematics backend saw a crash; it
     /// is recorded for the user, who is told on `personal:#<user>` and by SMS (to `phone`,
-    /// else to the number the user gave with `crash.phone`). The answer says what became
-    /// of the text; a text that failed does not undo the crash.
+    /// else to the number the user gave with `crash.phone`). The answer says whether a text
+    /// was queued (`queued`, `no_phone`, or `failed` when the queue is full); the gateway is
+    /// called after the answer, and a text that fails does not undo the crash.
     static func detected(_ body: JSON, crashes: CrashService) async throws(HubError) -> JSON {
         let fields = try RequestFields(body)
         let user = try fields.string("user", maxLength: 128)

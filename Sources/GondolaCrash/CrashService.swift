@@ -4,6 +4,7 @@ import GondolaProtocol
 import GondolaServices
 import Foundation
 import Logging
+import CoreMetrics
 
 /// The crash rules: who may see and change a crash, what may be collected, and the
 /// push-repository pattern — each change is written to the repository, then published
@@ -21,6 +22,8 @@ public final class CrashService: Sendable {
     let files: any CrashFiles
     let links: SignedLinks
     let texts: any TextMessageSender
+    /// Where crash texts wait for the gateway: no request waits on it.
+    let textCalls: OutboundCalls
     /// The deep link of a crash text; `{id}` becomes the crash id.
     let linkTemplate: String
     /// Where a detected crash is posted for the owner's phones.
@@ -31,7 +34,8 @@ public final class CrashService: Sendable {
     let fileLock = NSLock()
 
     init(node: Node, repository: any CrashRepository, files: any CrashFiles, links: SignedLinks, texts: any TextMessageSender,
-         linkTemplate: String, notices: NoticeBoard = NoticeBoard(), logger: Logger) {
+         linkTemplate: String, notices: NoticeBoard = NoticeBoard(), metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger) {
+        self.textCalls = OutboundCalls(service: "sms", metrics: metrics, logger: logger)
         self.notices = notices
         self.node = node
         self.repository = repository
@@ -176,7 +180,8 @@ public final class CrashService: Sendable {
 
 extension CrashService {
     /// Tells the owner of a detected crash on `personal:#<owner>` and by SMS with a deep
-    /// link; answers what became of the text.
+    /// link; answers whether a text was queued (the gateway is called in the background,
+    /// `textCalls`, with its timeout, retries and metrics).
     func notifyDetected(_ crash: Crash, phone given: String?) async -> JSON {
         let link = linkTemplate.replacingOccurrences(of: "{id}", with: crash.id)
         do {
@@ -194,13 +199,11 @@ extension CrashService {
             return ["status": "failed", "error": .string("reading the phone number failed: \(error)")]
         }
         guard let phone = given ?? stored else { return ["status": "no_phone"] }
-        do {
-            try await texts.send(to: phone, text: "We detected a crash. Collect what happened with Crash Assistant: \(link)")
-            return ["status": texts is LoggedTextMessages ? "logged" : "sent", "to": .string(phone)]
-        } catch {
-            logger.error("crash SMS failed", metadata: ["crash": "\(crash.id)", "error": "\(error)"])
-            return ["status": "failed", "to": .string(phone), "error": .string("\(error)")]
+        let text = "We detected a crash. Collect what happened with Crash Assistant: \(link)"
+        guard textCalls.submit("crash \(crash.id)", { [texts] in try await texts.send(to: phone, text: text) }) else {
+            return ["status": "failed", "to": .string(phone), "error": "the text queue is full"]
         }
+        return ["status": "queued", "to": .string(phone)]
     }
 
     /// Sets (or, with nil, removes) the number the user's crash texts go to.

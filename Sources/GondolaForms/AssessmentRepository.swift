@@ -4,8 +4,8 @@ import GRDB
 
 /// Where assessments, their assignments to users, answers and submissions live.
 protocol AssessmentRepository: Sendable {
-    /// Every assessment's body.
-    func assessments() throws -> [String]
+    /// Every assessment's body (the one with `id` only, when given).
+    func assessments(id: String?) throws -> [String]
     /// Stores an assessment, replacing one with the same id.
     func put(id: String, body: String, now: Int64) throws
     /// Assigns (again): a submitted assignment starts over without its answers.
@@ -28,8 +28,8 @@ protocol AssessmentRepository: Sendable {
 struct SQLiteAssessmentRepository: AssessmentRepository {
     let database: GondolaDatabase
 
-    func assessments() throws -> [String] {
-        try database.pool.read { db in try String.fetchAll(db, sql: "SELECT body FROM assessment ORDER BY id") }
+    func assessments(id: String?) throws -> [String] {
+        try database.pool.read { db in try String.fetchAll(db, sql: "SELECT body FROM assessment WHERE ? IS NULL OR id = ? ORDER BY id", arguments: [id, id]) }
     }
 
     func put(id: String, body: String, now: Int64) throws {

@@ -36,7 +36,7 @@ public final class AssessmentService: Sendable {
 
     /// Reads every assessment from the repository.
     private func reload() throws {
-        let loaded = try repository.assessments().map { try Assessment.parse(try JSONParser.parse($0)) }
+        let loaded = try repository.assessments(id: nil).map { try Assessment.parse(try JSONParser.parse($0)) }
         assessments.withLock { table in table = Dictionary(loaded.map { ($0.id, $0) }, uniquingKeysWith: { $1 }) }
     }
 
@@ -61,7 +61,7 @@ public final class AssessmentService: Sendable {
     /// Assigns an assessment to a user (staff, through the server API); assigning one that
     /// was submitted starts it over.
     func assign(_ id: String, to user: String) throws(HubError) -> JSON {
-        guard let assessment = assessments.withLock({ $0[id] }) else { throw .badRequest("assessment: no assessment '\(id)'") }
+        guard let assessment = try assessment(id) else { throw .badRequest("assessment: no assessment '\(id)'") }
         guard UserID.isValid(user) else { throw .badRequest("user: not a user id: '\(user)'") }
         return try edits.withLock(user) { () throws(HubError) -> JSON in
             try databaseWrite { try repository.assign(id, to: user, now: unixMilliseconds()) }
@@ -149,11 +149,21 @@ public final class AssessmentService: Sendable {
 
     // MARK: Plumbing
 
+    /// The assessment with `id`, read from the database when this node has not heard of
+    /// it (another node of a cluster stored it a moment ago); nil when there is none.
+    private func assessment(_ id: String) throws(HubError) -> Assessment? {
+        if let known = assessments.withLock({ $0[id] }) { return known }
+        guard let body = try databaseRead({ try repository.assessments(id: id) }).first else { return nil }
+        let stored = try databaseRead { try Assessment.parse(try JSONParser.parse(body)) }
+        assessments.withLock { $0[id] = stored }
+        return stored
+    }
+
     /// The assessment when the user has it assigned and unfinished.
     private func assigned(_ id: String, to user: String) throws(HubError) -> Assessment {
         switch try databaseRead({ try repository.state(of: id, for: user) }) {
         case "open"?:
-            guard let assessment = assessments.withLock({ $0[id] }) else { throw .internalError("assessment \(id) is assigned but not loaded") }
+            guard let assessment = try assessment(id) else { throw .internalError("assessment \(id) is assigned but not stored") }
             return assessment
         case "submitted"?: throw .notAvailable("assessment \(id) is already submitted")
         default: throw .permissionDenied("assessment \(id) is not assigned to you")
@@ -162,7 +172,8 @@ public final class AssessmentService: Sendable {
 
     private func state(of user: String) throws(HubError) -> (open: [Assessment], answers: [String: [String: JSON]]) {
         let ids = try databaseRead { try repository.open(of: user) }
-        let known = assessments.withLock { table in ids.compactMap { table[$0] } }
+        var known: [Assessment] = []
+        for id in ids { if let assessment = try assessment(id) { known.append(assessment) } }
         return (known, try databaseRead { try repository.answers(of: user) })
     }
 

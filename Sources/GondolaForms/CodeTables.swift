@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import Synchronization
@@ -33,10 +34,26 @@ struct CodeTable: Sendable, Equatable {
 }
 
 /// The code tables the forms use, by name (loaded at start, replaced by the server API).
+/// A name this node has not heard of (another node of a cluster stored the table a
+/// moment ago) is read from the database before it is called unknown.
 final class CodeTables: Sendable {
     private let tables = Mutex<[String: CodeTable]>([:])
+    /// Reads a stored table's body by name (nil: none is stored).
+    private let readStored: @Sendable (String) throws -> String?
 
-    func table(_ name: String) -> CodeTable? { tables.withLock { $0[name] } }
+    /// Tables read from storage on a miss through `readStored`; by default only the tables
+    /// `put` here are known.
+    init(readStored: @escaping @Sendable (String) throws -> String? = { _ in nil }) {
+        self.readStored = readStored
+    }
+
+    func table(_ name: String) throws(HubError) -> CodeTable? {
+        if let known = tables.withLock({ $0[name] }) { return known }
+        guard let body = try databaseRead({ try readStored(name) }) else { return nil }
+        let stored = try databaseRead { try CodeTable.parse(try RequestFields(try JSONParser.parse(body))) }
+        put(stored)
+        return stored
+    }
 
     func put(_ table: CodeTable) { tables.withLock { $0[table.name] = table } }
 

@@ -59,7 +59,7 @@ enum FieldValidation {
             return value
         case .dropdown:
             let code = try string(value, name, maxLength: 64)
-            guard let table = field.codeTable.flatMap(codeTables.table), table.contains(code) else {
+            guard let name = field.codeTable, let table = try codeTables.table(name), table.contains(code) else {
                 throw .badRequest("\(name): '\(code)' is not a code of table '\(field.codeTable ?? "")'")
             }
             return value

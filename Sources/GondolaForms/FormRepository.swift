@@ -48,13 +48,14 @@ struct FormValue: Sendable, Equatable {
 
 /// Where form schemas, code tables, documents, values and shares live.
 protocol FormRepository: Sendable {
-    /// Every stored schema version's body, by id and version.
-    func schemas() throws -> [(id: String, version: Int, body: String)]
+    /// The stored schema versions' bodies (of `id` only, when given) newer than `version`,
+    /// by id and version.
+    func schemas(id: String?, after version: Int) throws -> [(id: String, version: Int, body: String)]
     /// Stores `body` as the next version of schema `id` unless it equals the latest;
     /// answers the version it is stored as.
     func putSchema(id: String, body: String, now: Int64) throws -> (version: Int, new: Bool)
-    /// Every code table's body.
-    func codeTables() throws -> [String]
+    /// Every code table's body (the one named `name` only, when given).
+    func codeTables(name: String?) throws -> [String]
     /// Stores a code table, replacing one of the same name.
     func putCodeTable(name: String, body: String) throws
     func insert(_ doc: FormDoc) throws
@@ -82,10 +83,10 @@ struct SQLiteFormRepository: FormRepository {
 
     // MARK: Schemas and code tables
 
-    /// Every stored schema version's body, by id and version.
-    func schemas() throws -> [(id: String, version: Int, body: String)] {
+    func schemas(id: String?, after version: Int) throws -> [(id: String, version: Int, body: String)] {
         try database.pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, version, body FROM form_schema ORDER BY id, version").map { ($0["id"], $0["version"], $0["body"]) }
+            try Row.fetchAll(db, sql: "SELECT id, version, body FROM form_schema WHERE (? IS NULL OR id = ?) AND version > ? ORDER BY id, version",
+                             arguments: [id, id, version]).map { ($0["id"], $0["version"], $0["body"]) }
         }
     }
 
@@ -101,8 +102,10 @@ struct SQLiteFormRepository: FormRepository {
         }
     }
 
-    func codeTables() throws -> [String] {
-        try database.pool.read { db in try String.fetchAll(db, sql: "SELECT body FROM form_code_table ORDER BY name") }
+    func codeTables(name: String?) throws -> [String] {
+        try database.pool.read { db in
+            try String.fetchAll(db, sql: "SELECT body FROM form_code_table WHERE ? IS NULL OR name = ? ORDER BY name", arguments: [name, name])
+        }
     }
 
     func putCodeTable(name: String, body: String) throws {

@@ -191,7 +191,7 @@ extension FormField {
         let codeTable = try item.optionalString("code_table", maxLength: 64)
         if type == .dropdown {
             guard let codeTable else { throw .badRequest("\(item.path(of: "code_table")): a dropdown needs a code table") }
-            guard codeTables.table(codeTable) != nil else { throw .badRequest("\(item.path(of: "code_table")): no code table named '\(codeTable)'") }
+            guard try codeTables.table(codeTable) != nil else { throw .badRequest("\(item.path(of: "code_table")): no code table named '\(codeTable)'") }
         }
         let defaultLength = type == .textarea ? 4_000 : 200
         return FormField(

@@ -31,7 +31,7 @@ public final class FormService: Sendable {
     init(node: Node, repository: any FormRepository, locks: any KeyedLocks, logger: Logger) throws {
         self.node = node
         self.repository = repository
-        self.codeTables = CodeTables()
+        self.codeTables = CodeTables { name in try repository.codeTables(name: name).first }
         self.editLocks = locks
         self.logger = logger
         try reloadCatalog()
@@ -41,11 +41,11 @@ public final class FormService: Sendable {
 
     /// Reads every code table and schema version from the repository.
     private func reloadCatalog() throws {
-        for body in try repository.codeTables() {
+        for body in try repository.codeTables(name: nil) {
             codeTables.put(try CodeTable.parse(try RequestFields(try JSONParser.parse(body))))
         }
         var loaded: [String: [Int: FormSchema]] = [:]
-        for (id, version, body) in try repository.schemas() {
+        for (id, version, body) in try repository.schemas(id: nil, after: 0) {
             loaded[id, default: [:]][version] = try FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables)
         }
         schemas.withLock { $0 = loaded }
@@ -81,8 +81,9 @@ public final class FormService: Sendable {
         return schema
     }
 
-    /// A schema's given version, or its latest. A given version this node has not heard of
-    /// yet (another node of a cluster stored it a moment ago) is read from the repository.
+    /// A schema's given version, or its latest. The latest, and a given version this node
+    /// has not heard of, are asked of the database first: another node of a cluster may
+    /// have stored a newer version a moment ago.
     func schema(_ id: String, version: Int? = nil) throws(HubError) -> FormSchema {
         let lookUp = {
             self.schemas.withLock { versions -> FormSchema? in
@@ -90,13 +91,25 @@ public final class FormService: Sendable {
                 return version.map { all[$0] } ?? all.values.max { $0.version < $1.version }
             }
         }
-        var found = lookUp()
-        if found == nil, version != nil, node.cluster != nil {
-            reloadCatalogLogged()
+        var found = version == nil ? nil : lookUp()
+        if found == nil {
+            try readNewerVersions(of: id)
             found = lookUp()
         }
         guard let found else { throw .badRequest("no form schema '\(id)'\(version.map { " version \($0)" } ?? "")") }
         return found
+    }
+
+    /// Reads the versions of schema `id` newer than this node's latest.
+    private func readNewerVersions(of id: String) throws(HubError) {
+        let latest = schemas.withLock { $0[id]?.keys.max() ?? 0 }
+        let newer = try databaseRead { try repository.schemas(id: id, after: latest) }
+        guard !newer.isEmpty else { return }
+        var parsed: [FormSchema] = []
+        for (_, version, body) in newer {
+            parsed.append(try databaseRead { try FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables) })
+        }
+        schemas.withLock { versions in for schema in parsed { versions[id, default: [:]][schema.version] = schema } }
     }
 
     var schemaIDs: [String] { schemas.withLock { $0.keys.sorted() } }

@@ -26,7 +26,7 @@ struct FormsRPC: Sendable {
         }
         router.register("form.code_table") { _, data in
             let name = try RequestFields(data).string("name", maxLength: 64)
-            guard let table = forms.codeTables.table(name) else { throw HubError.badRequest("name: no code table '\(name)'") }
+            guard let table = try forms.codeTables.table(name) else { throw HubError.badRequest("name: no code table '\(name)'") }
             return table.json
         }
         router.register("form.create") { context, data in

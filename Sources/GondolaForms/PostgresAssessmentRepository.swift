@@ -6,8 +6,8 @@ import PostgresNIO
 struct PostgresAssessmentRepository: AssessmentRepository {
     let pool: PostgresPool
 
-    func assessments() throws -> [String] {
-        try pool.query("SELECT body FROM assessment ORDER BY id").map { try $0.decode(String.self) }
+    func assessments(id: String?) throws -> [String] {
+        try pool.query("SELECT body FROM assessment WHERE \(id)::text IS NULL OR id = \(id) ORDER BY id").map { try $0.decode(String.self) }
     }
 
     func put(id: String, body: String, now: Int64) throws {

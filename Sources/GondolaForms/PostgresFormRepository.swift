@@ -10,8 +10,11 @@ struct PostgresFormRepository: FormRepository {
 
     private static let docColumns = "id, schema_id, schema_version, owner, state, version, submission, created_at_ms, updated_at_ms, submitted_at_ms"
 
-    func schemas() throws -> [(id: String, version: Int, body: String)] {
-        try pool.query("SELECT id, version, body FROM form_schema ORDER BY id, version").map { row in
+    func schemas(id: String?, after version: Int) throws -> [(id: String, version: Int, body: String)] {
+        try pool.query("""
+            SELECT id, version, body FROM form_schema WHERE (\(id)::text IS NULL OR id = \(id)) AND version > \(Int32(clamping: version))
+            ORDER BY id, version
+            """).map { row in
             let (id, version, body) = try row.decode((String, Int32, String).self)
             return (id, Int(version), body)
         }
@@ -29,8 +32,8 @@ struct PostgresFormRepository: FormRepository {
         }
     }
 
-    func codeTables() throws -> [String] {
-        try pool.query("SELECT body FROM form_code_table ORDER BY name").map { try $0.decode(String.self) }
+    func codeTables(name: String?) throws -> [String] {
+        try pool.query("SELECT body FROM form_code_table WHERE \(name)::text IS NULL OR name = \(name) ORDER BY name").map { try $0.decode(String.self) }
     }
 
     func putCodeTable(name: String, body: String) throws {

@@ -226,6 +226,7 @@ public final class ClientSession: Sendable {
         guard node.register(self, user: credentials.user) else {
             throw DisconnectCode.shutdown
         }
+        await node.connected(credentials)
         let configuration = node.configuration
         var result = ConnectResult(client: id, version: node.version, node: node.uid)
         if configuration.pingInterval > .zero {

@@ -53,6 +53,7 @@ public final class Node: Sendable {
     private let registry = Mutex(Registry())
     private let startedAt = ContinuousClock.now
     private let messageHandler = Mutex<(@Sendable (RPCContext, RawJSON?) async -> Void)?>(nil)
+    private let connectHooks = Mutex<[@Sendable (Credentials) async -> Void]>([])
     private let providers = Mutex(Providers())
     private let replicas = Mutex(Replicas())
 
@@ -122,6 +123,17 @@ public final class Node: Sendable {
 
     func handleMessage(_ context: RPCContext, _ data: RawJSON?) async {
         if let handler = messageHandler.withLock({ $0 }) { await handler(context, data) }
+    }
+
+    /// Adds what runs when a client completes `connect`, before its reply is sent: a
+    /// domain records there what a valid token tells (the user exists from then on).
+    /// A hook handles its own failures; the connection is answered whatever it did.
+    public func onConnect(_ hook: @escaping @Sendable (Credentials) async -> Void) {
+        connectHooks.withLock { $0.append(hook) }
+    }
+
+    func connected(_ credentials: Credentials) async {
+        for hook in connectHooks.withLock({ $0 }) { await hook(credentials) }
     }
 
     // MARK: Sessions

@@ -20,8 +20,10 @@ struct APNsCredentials: Sendable {
 
 /// The ES256 provider token APNs takes as `authorization: bearer`: `iss` the team id, `iat`
 /// the signing time, `kid` the key id. APNs refuses a token older than an hour and one
-/// renewed more often than every 20 minutes, so one token serves for `lifetime` (50 minutes).
-final class APNsProviderToken: Sendable {
+/// renewed more often than every 20 minutes (`TooManyProviderTokenUpdates`), so one token
+/// serves every sender for `lifetime` (50 minutes): concurrent callers that find none share
+/// one signing, and a token APNs rejected is renewed once, not once per rejection.
+actor APNsProviderToken {
     static let lifetime: Int64 = 50 * 60
 
     private struct Claims: JWTPayload {
@@ -32,21 +34,33 @@ final class APNsProviderToken: Sendable {
 
     private let keys = JWTKeyCollection()
     private let credentials: APNsCredentials
-    private let current = Mutex<(token: String, issuedAt: Int64)?>(nil)
+    private var current: (token: String, issuedAt: Int64)?
+    private var signing: Task<(token: String, issuedAt: Int64), any Error>?
+    /// Tokens signed so far.
+    private(set) var signed = 0
 
     init(credentials: APNsCredentials) async {
         self.credentials = credentials
         await keys.add(ecdsa: credentials.key, kid: JWKIdentifier(string: credentials.keyID))
     }
 
-    /// The current token, signed anew when it is older than `lifetime` (or `renew` is set:
-    /// APNs said it expired).
-    func token(now: Int64 = Int64(Date().timeIntervalSince1970), renew: Bool = false) async throws -> String {
-        if !renew, let current = current.withLock({ $0 }), now - current.issuedAt < Self.lifetime { return current.token }
+    /// The current token, signed anew when it is older than `lifetime` or is `rejected`
+    /// (the token APNs said expired or invalid; a newer one is kept).
+    func token(now: Int64 = Int64(Date().timeIntervalSince1970), rejected: String? = nil) async throws -> String {
+        if let current, now - current.issuedAt < Self.lifetime, current.token != rejected { return current.token }
+        let running = signing ?? Task { try await self.sign(at: now) }
+        signing = running
+        defer { signing = nil }
+        let fresh = try await running.value
+        current = fresh
+        return fresh.token
+    }
+
+    private func sign(at now: Int64) async throws -> (token: String, issuedAt: Int64) {
         let token = try await keys.sign(Claims(iss: IssuerClaim(value: credentials.teamID), iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Double(now)))),
                                         kid: JWKIdentifier(string: credentials.keyID))
-        current.withLock { $0 = (token, now) }
-        return token
+        signed += 1
+        return (token, now)
     }
 }
 
@@ -81,7 +95,7 @@ struct APNsSender: PushSender {
         case (200, _): return .accepted
         case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): return .unregistered(reason.isEmpty ? "Unregistered" : reason)
         case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"):
-            _ = try? await providerToken.token(renew: true)
+            _ = try? await providerToken.token(rejected: bearer)
             return .retry(reason: "credentials", detail: reason, after: nil)
         default: return answer.generalFailure(reason)
         }

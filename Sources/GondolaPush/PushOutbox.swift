@@ -1,5 +1,6 @@
 import Foundation
 import GondolaDomain
+import GondolaServices
 import Logging
 import Synchronization
 

@@ -73,21 +73,32 @@ public final class RentalService: Sendable {
         guard let ids = try? RequestFields(payload).stringArray("cars", maxCount: .max, maxLength: .max) else { return }
         do {
             let (cars, open) = try repository.fleetState(of: ids)
-            let stored = Dictionary(cars.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
-            let rentals = Dictionary(open.map { ($0.car, ($0.id, $0.state)) }, uniquingKeysWith: { $1 })
-            fleet.withLock { fleet in
-                for id in ids {
-                    if let car = stored[id] {
-                        _ = fleet.upsert(car)
-                        _ = fleet.setOpenRental(id, rentals[id])
-                    } else {
-                        _ = fleet.remove(id)
-                    }
-                }
-            }
+            fleet.withLock { Self.replace(ids, with: cars, open, in: &$0) }
         } catch {
             logger.error("rentals: reading changed cars failed", metadata: ["cars": "\(ids.count)", "error": "\(error)"])
         }
+    }
+
+    /// Sets the cars `ids` in `fleet` to what the database holds (the cells were told by
+    /// the node that changed them).
+    private static func replace(_ ids: [String], with cars: [Car], _ open: [Rental], in fleet: inout Fleet) {
+        let stored = Dictionary(cars.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+        let rentals = Dictionary(open.map { ($0.car, ($0.id, $0.state)) }, uniquingKeysWith: { $1 })
+        for id in ids {
+            if let car = stored[id] {
+                _ = fleet.upsert(car)
+                _ = fleet.setOpenRental(id, rentals[id])
+            } else {
+                _ = fleet.remove(id)
+            }
+        }
+    }
+
+    /// Reads the car `id` from the database into `fleet` before a refusal: memory that has
+    /// not yet heard of another node's change (a new car, a rental ended) never refuses.
+    private func confirm(_ id: String, in fleet: inout Fleet) throws(HubError) {
+        let (cars, open) = try databaseRead { try repository.fleetState(of: [id]) }
+        Self.replace([id], with: cars, open, in: &fleet)
     }
 
     /// Names changed cars to the other nodes of a cluster.
@@ -112,6 +123,7 @@ public final class RentalService: Sendable {
     /// Takes a car off the map; refused while it has an open rental.
     func remove(_ id: String) throws(HubError) {
         try fleet.withLock { (fleet) throws(HubError) in
+            if fleet.cars[id] == nil || fleet.openRentals[id] != nil { try confirm(id, in: &fleet) }
             guard fleet.cars[id] != nil else { throw .badRequest("car '\(id)' does not exist") }
             if let open = fleet.openRentals[id] { throw .notAvailable("car '\(id)' has a \(open.state.rawValue) rental (\(open.id))") }
             try databaseWrite { try repository.removeCar(id) }
@@ -172,6 +184,7 @@ public final class RentalService: Sendable {
 
     private func open(car id: String, state: RentalState, startsAt: Int64, by user: String, now: Int64) throws(HubError) -> Rental {
         try fleet.withLock { (fleet) throws(HubError) in
+            if fleet.cars[id] == nil || fleet.openRentals[id] != nil { try confirm(id, in: &fleet) }
             guard let car = fleet.cars[id] else { throw .badRequest("car '\(id)' does not exist") }
             if let open = fleet.openRentals[id] { throw Self.conflict(id, open.state) }
             let mine = try databaseRead { try repository.rentals(of: user, pastLimit: 0) }.count

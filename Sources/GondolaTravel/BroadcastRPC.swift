@@ -24,15 +24,16 @@ struct BroadcastRPC: Sendable {
                 throw HubError.badRequest("give either trip or scope, not both")
             case (true, false):
                 let trip = try fields.string("trip", maxLength: 64)
-                guard directory.role(of: context.user, in: trip) == .host else {
+                try directory.refresh(users: [context.user], trips: [trip])
+                guard try directory.role(of: context.user, in: trip) == .host else {
                     throw HubError.permissionDenied("only hosts of trip \(trip) may broadcast to it")
                 }
                 (channel, type) = (TripChannel.channel(of: trip), "broadcast")
                 audience = .users(directory.members(of: trip).keys.filter { $0 != context.user }.sorted())
-                tripName = directory.trip(trip)?.name ?? trip
+                tripName = directory.cachedTrip(trip)?.name ?? trip
             case (false, true):
                 guard try fields.string("scope", maxLength: 16) == "all" else { throw HubError.badRequest("scope must be \"all\"") }
-                guard directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
+                guard try directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
                 (channel, type) = (AnnouncementsChannel.channel, "announcement")
                 audience = .everyone
             case (false, false):

@@ -57,7 +57,7 @@ struct ChatRPC: Sendable {
     /// `{"id","kind","title","trip","channel","members":[{"user","name"}]}`; a trip chat lists the trip's members.
     func chatJSON(_ chat: Chat) -> JSON {
         let members = chat.kind == .trip ? chat.trip.map { Set(directory.members(of: $0).keys) } ?? [] : chat.members
-        let title = chat.title ?? chat.trip.flatMap { directory.trip($0)?.name }
+        let title = chat.title ?? chat.trip.flatMap { directory.cachedTrip($0)?.name }
         return [
             "id": .string(chat.id), "kind": .string(chat.kind.rawValue), "title": title.map(JSON.string) ?? .null,
             "trip": chat.trip.map(JSON.string) ?? .null, "channel": .string(ChatService.channel(of: chat.id)),

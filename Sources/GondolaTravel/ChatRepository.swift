@@ -44,6 +44,8 @@ protocol ChatRepository: Sendable {
     /// when a chat with its id or `pairKey` exists (created at the same time on
     /// another node) that one is answered and nothing is written.
     func create(_ chat: Chat, pairKey: String?, createdBy: String?) throws -> Chat
+    /// The stored chat with `id` and its members; nil when there is none.
+    func chat(_ id: String) throws -> Chat?
     /// Appends messages, each as its chat's next offset, in one transaction (a group
     /// commit); the results come in the order of `messages`. A message whose sender
     /// and client id are already stored in its chat (a retry) is not written again:
@@ -106,6 +108,10 @@ struct SQLiteChatRepository: ChatRepository {
             }
             return chat
         }
+    }
+
+    func chat(_ id: String) throws -> Chat? {
+        try database.pool.read { db in try Self.chat(id, in: db) }
     }
 
     private static func chat(_ id: String, in db: Database) throws -> Chat? {

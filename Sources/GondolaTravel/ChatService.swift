@@ -84,10 +84,15 @@ public final class ChatService: Sendable {
 
     // MARK: Chats
 
-    /// The chat with `id`, creating a trip's chat on first use.
+    /// The chat with `id`, creating a trip's chat on first use. A chat this node has not
+    /// heard of (another node of a cluster created it a moment ago) is read from the database.
     func chat(_ id: String) throws(HubError) -> Chat? {
         if let chat = chats.withLock({ $0.byID[id] }) { return chat }
-        guard id.hasPrefix("trip-"), let trip = directory.trip(String(id.dropFirst("trip-".count))) else { return nil }
+        if let stored = try databaseRead({ try repository.chat(id) }) {
+            chats.withLock { $0.add(stored) }
+            return stored
+        }
+        guard id.hasPrefix("trip-"), let trip = try directory.trip(String(id.dropFirst("trip-".count))) else { return nil }
         return try ensureTripChat(trip.id)
     }
 
@@ -104,16 +109,18 @@ public final class ChatService: Sendable {
         }
     }
 
-    func isMember(_ user: String, of chat: Chat) -> Bool {
+    func isMember(_ user: String, of chat: Chat) throws(HubError) -> Bool {
         switch chat.kind {
-        case .trip: chat.trip.map { directory.role(of: user, in: $0) != nil } ?? false
-        case .direct, .group: chat.members.contains(user)
+        case .trip:
+            guard let trip = chat.trip else { return false }
+            return try directory.role(of: user, in: trip) != nil
+        case .direct, .group: return chat.members.contains(user)
         }
     }
 
     /// The chat if `user` is a member; 103 otherwise (also for a chat that does not exist).
     func memberChat(_ id: String, user: String) throws(HubError) -> Chat {
-        guard let chat = try chat(id), isMember(user, of: chat) else { throw .permissionDenied("not a member of chat \(id)") }
+        guard let chat = try chat(id), try isMember(user, of: chat) else { throw .permissionDenied("not a member of chat \(id)") }
         return chat
     }
 
@@ -123,7 +130,7 @@ public final class ChatService: Sendable {
         var others: [String] = []
         for (index, member) in requested.enumerated() where member != user && !others.contains(member) {
             guard UserID.isValid(member) else { throw .badRequest("members[\(index)] is not a valid user id") }
-            guard directory.friendSource(user, member) != nil else {
+            guard try directory.friendSource(user, member) != nil else {
                 throw .permissionDenied("members[\(index)]: \(member) is not a friend or trip-mate")
             }
             others.append(member)
@@ -145,6 +152,7 @@ public final class ChatService: Sendable {
 
     /// The chats `user` is in: direct and group chats and the chats of their trips.
     func chats(of user: String) throws(HubError) -> [Chat] {
+        try directory.refresh(users: [user])
         var result = chats.withLock { chats in (chats.byUser[user] ?? []).compactMap { chats.byID[$0] } }
         for (trip, _) in directory.trips(of: user) { result.append(try ensureTripChat(trip.id)) }
         return result

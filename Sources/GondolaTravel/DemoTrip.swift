@@ -22,13 +22,13 @@ public struct DemoTrip: Sendable {
         }
         let directory = travel.directory
         let now = unixMilliseconds()
-        if directory.trip(Self.tripID) == nil {
+        if try directory.trip(Self.tripID) == nil {
             let trip = Trip(id: Self.tripID, name: "Demo ski week", resort: resort.id, startsAt: now - 86_400_000, endsAt: now + 7 * 86_400_000)
             try directory.createTrip(trip, hosts: [Self.host.id])
         }
         for (id, name) in [Self.host] + Self.travellers {
-            if directory.role(of: id, in: Self.tripID) == nil { try directory.addMember(trip: Self.tripID, user: id, role: .traveller) }
-            var profile = directory.profile(of: id) ?? Profile(id: id, name: name)
+            if try directory.role(of: id, in: Self.tripID) == nil { try directory.addMember(trip: Self.tripID, user: id, role: .traveller) }
+            var profile = try directory.profile(of: id) ?? Profile(id: id, name: name)
             profile.name = name
             try directory.save(profile)
         }

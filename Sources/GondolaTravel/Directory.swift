@@ -10,6 +10,14 @@ import Synchronization
 /// traveller, may this viewer see that subject) is a few hash lookups: the whole
 /// graph of a deployment (thousands of users, tens of trips each) fits in memory
 /// and is loaded at start. Writes commit to the database first.
+///
+/// The memory never refuses: a request whose answer would be "no" (an unknown user
+/// or trip, not a member, not friends) reads the rows concerned from the database
+/// first, so what another node of a cluster committed a moment ago, and has not yet
+/// replicated here, is found (`profile(of:)`, `trip(_:)`, `role(of:in:)`,
+/// `friendSource(_:_:)`); requests that answer lists read their rows with `refresh`.
+/// The live path uses the memory alone (`cachedTrip`), which the cluster's bus keeps
+/// up to date.
 public final class Directory: Sendable {
     struct State {
         var profiles: [String: Profile] = [:]
@@ -59,6 +67,20 @@ public final class Directory: Sendable {
                 incoming[a]?.remove(b)
                 incoming[b]?.remove(a)
             }
+        }
+
+        /// Adds what the database holds about some users and trips. Nothing is removed:
+        /// a change committed here between the read and this merge stays, and a removal
+        /// another node made arrives on the bus.
+        mutating func merge(_ records: TravelRecords) {
+            for profile in records.profiles {
+                profiles[profile.id] = profile
+                visibility[profile.id] = records.visibility[profile.id] ?? .everyone
+                if records.staff.contains(profile.id) { staff.insert(profile.id) } else { staff.remove(profile.id) }
+            }
+            for trip in records.trips { trips[trip.id] = trip }
+            for member in records.members { addMember(trip: member.trip, user: member.user, role: member.role) }
+            for request in records.requests { apply(.request(from: request.from, to: request.to)) }
         }
 
         mutating func addMember(trip: String, user: String, role: TripRole) {
@@ -114,6 +136,22 @@ public final class Directory: Sendable {
         state.withLock { $0.apply(change) }
     }
 
+    /// Reads what the database holds about `users` and `trips` into memory: what another
+    /// node committed is known here from then on.
+    public func refresh(users: [String] = [], trips: [String] = []) throws(HubError) {
+        guard !users.isEmpty || !trips.isEmpty else { return }
+        let records = try databaseRead { try repository.records(users: users, trips: trips) }
+        state.withLock { $0.merge(records) }
+    }
+
+    /// The memory's answer, or, when it has none, the answer after reading the rows
+    /// `refresh` names.
+    private func answer<T>(_ question: (State) -> T?, refreshing users: [String] = [], trips: [String] = []) throws(HubError) -> T? {
+        if let known = state.withLock({ question($0) }) { return known }
+        try refresh(users: users, trips: trips)
+        return state.withLock { question($0) }
+    }
+
     /// Stores a change, applies it here and tells the other nodes.
     private func commit(_ change: DirectoryChange) throws(HubError) {
         try databaseWrite { try repository.write(change) }
@@ -123,9 +161,10 @@ public final class Directory: Sendable {
 
     // MARK: Users
 
-    /// The profile of `user`; a user known only from a token gets a default one.
-    public func profile(of user: String) -> Profile? {
-        state.withLock { $0.profiles[user] }
+    /// The profile of `user` (a user known only from a token has a default one), read
+    /// from the database when this node has not heard of them; nil for nobody.
+    public func profile(of user: String) throws(HubError) -> Profile? {
+        try answer({ $0.profiles[user] }, refreshing: [user])
     }
 
     /// Display name: the profile's name, else the id.
@@ -135,8 +174,22 @@ public final class Directory: Sendable {
 
     /// Makes sure a user who connected with a token has a row (named after its id until they set a name).
     func ensureKnown(_ user: String) throws(HubError) {
-        guard state.withLock({ $0.profiles[user] == nil }) else { return }
+        guard try profile(of: user) == nil else { return }
         try commit(.known(user: user))
+    }
+
+    /// Records a user who just connected with a valid token: they exist from now on. A
+    /// `name` (the token's `info.name`) names a new user, or one still named after their
+    /// id; a name the user chose stays.
+    func connected(_ user: String, name: String?) throws(HubError) {
+        let stored = try profile(of: user)
+        guard let name, stored == nil || stored?.name == user, name != user else {
+            if stored == nil { try commit(.known(user: user)) }
+            return
+        }
+        var named = stored ?? Profile(id: user, name: name)
+        named.name = name
+        try commit(.profile(named))
     }
 
     func save(_ profile: Profile) throws(HubError) {
@@ -152,7 +205,10 @@ public final class Directory: Sendable {
         try commit(.visibility(user: user, visibility))
     }
 
-    public func isStaff(_ user: String) -> Bool { state.withLock { $0.staff.contains(user) } }
+    /// Whether `user` is staff (read from the database when this node says no).
+    public func isStaff(_ user: String) throws(HubError) -> Bool {
+        try answer({ $0.staff.contains(user) ? true : nil }, refreshing: [user]) ?? false
+    }
 
     func setStaff(_ user: String, _ staff: Bool) throws(HubError) {
         try ensureKnown(user)
@@ -161,7 +217,13 @@ public final class Directory: Sendable {
 
     // MARK: Trips
 
-    public func trip(_ id: String) -> Trip? { state.withLock { $0.trips[id] } }
+    /// The trip with `id`, read from the database when this node has not heard of it.
+    public func trip(_ id: String) throws(HubError) -> Trip? {
+        try answer({ $0.trips[id] }, trips: [id])
+    }
+
+    /// The trip as this node knows it, without reading the database (the live path).
+    public func cachedTrip(_ id: String) -> Trip? { state.withLock { $0.trips[id] } }
 
     /// The trips `user` belongs to, with the user's role in each.
     public func trips(of user: String) -> [(trip: Trip, role: TripRole)] {
@@ -175,8 +237,10 @@ public final class Directory: Sendable {
         state.withLock { $0.tripMembers[trip] ?? [:] }
     }
 
-    public func role(of user: String, in trip: String) -> TripRole? {
-        state.withLock { $0.tripMembers[trip]?[user] }
+    /// The role of `user` in `trip`; when this node knows none, the trip's members are
+    /// read from the database first.
+    public func role(of user: String, in trip: String) throws(HubError) -> TripRole? {
+        try answer({ $0.tripMembers[trip]?[user] }, refreshing: [user], trips: [trip])
     }
 
     func createTrip(_ trip: Trip, hosts: [String]) throws(HubError) {
@@ -189,9 +253,11 @@ public final class Directory: Sendable {
 
     // MARK: Friends
 
-    /// Why `a` and `b` are friends, or nil when they are not.
-    public func friendSource(_ a: String, _ b: String) -> FriendSource? {
-        state.withLock { $0.friendSource(a, b) }
+    /// Why `a` and `b` are friends, or nil when they are not (after reading both users'
+    /// trips and requests from the database, when this node knows no reason).
+    public func friendSource(_ a: String, _ b: String) throws(HubError) -> FriendSource? {
+        guard a != b else { return nil }
+        return try answer({ $0.friendSource(a, b) }, refreshing: [a, b])
     }
 
     /// Every friend of `user`: trip-mates and mutual adds.
@@ -211,7 +277,7 @@ public final class Directory: Sendable {
     /// Records that `from` asked `to`; answers whether they are friends now.
     func request(from: String, to: String) throws(HubError) -> Bool {
         try commit(.request(from: from, to: to))
-        return friendSource(from, to) != nil
+        return try friendSource(from, to) != nil
     }
 
     /// Withdraws both users' requests. Trip-mates stay friends through their trip.

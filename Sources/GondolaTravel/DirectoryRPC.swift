@@ -22,14 +22,14 @@ struct DirectoryRPC: Sendable {
             let fields = try RequestFields(data)
             let user = try fields.optionalString("user", maxLength: 64) ?? context.user
             if user == context.user { try directory.ensureKnown(user) }
-            guard let profile = directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
+            guard let profile = try directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
             // Only the user's own profile says whether they are staff.
-            return user == context.user ? Self.profileJSON(profile).adding("staff", .bool(directory.isStaff(user))) : Self.profileJSON(profile)
+            return user == context.user ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
         }
         router.register("profile.update") { context, data in
             let fields = try RequestFields(data)
             try directory.ensureKnown(context.user)
-            var profile = directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
+            var profile = try directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
             if let name = try fields.optionalText("name", maxLength: Self.maxNameLength) { profile.name = name }
             if let bio = try fields.optionalString("bio", maxLength: Self.maxBioLength, allowEmpty: true) { profile.bio = bio }
             if let avatar = try fields.optionalString("avatar_url", maxLength: Self.maxURLLength, allowEmpty: true) {
@@ -41,6 +41,7 @@ struct DirectoryRPC: Sendable {
             return Self.profileJSON(profile)
         }
         router.register("trip.list") { context, _ in
+            try directory.refresh(users: [context.user])
             let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
             let now = unixMilliseconds()
             return ["trips": .array(trips.map { trip, role in
@@ -52,7 +53,8 @@ struct DirectoryRPC: Sendable {
         }
         router.register("trip.members") { context, data in
             let trip = try RequestFields(data).string("trip", maxLength: 64)
-            guard directory.role(of: context.user, in: trip) != nil else {
+            try directory.refresh(users: [context.user], trips: [trip])
+            guard try directory.role(of: context.user, in: trip) != nil else {
                 throw HubError.permissionDenied("trip.members is for members of trip \(trip)")
             }
             let members = directory.members(of: trip).map { (user: $0.key, role: $0.value, name: directory.name(of: $0.key)) }
@@ -61,7 +63,7 @@ struct DirectoryRPC: Sendable {
         }
         router.register("friend.add") { context, data in
             let other = try otherUser(data, context)
-            if let source = directory.friendSource(context.user, other) {
+            if let source = try directory.friendSource(context.user, other) {
                 return ["friends": true, "source": .string(source.rawValue)]
             }
             try directory.ensureKnown(context.user)
@@ -77,10 +79,11 @@ struct DirectoryRPC: Sendable {
             let other = try otherUser(data, context)
             try directory.unfriend(context.user, other)
             locations.relationsChanged([context.user, other])
-            let source = directory.friendSource(context.user, other)
+            let source = try directory.friendSource(context.user, other)
             return ["friends": .bool(source != nil), "source": source.map { .string($0.rawValue) } ?? .null]
         }
         router.register("friend.list") { context, _ in
+            try directory.refresh(users: [context.user])
             let friends = directory.friends(of: context.user)
                 .map { (user: $0.user, source: $0.source, name: directory.name(of: $0.user)) }
                 .sorted { ($0.name, $0.user) < ($1.name, $1.user) }
@@ -95,7 +98,7 @@ struct DirectoryRPC: Sendable {
     private func otherUser(_ data: JSON?, _ context: RPCContext) throws(HubError) -> String {
         let other = try RequestFields(data).string("user", maxLength: 64)
         guard other != context.user else { throw .badRequest("user must be someone else") }
-        guard directory.profile(of: other) != nil else { throw .badRequest("user: unknown user '\(other)'") }
+        guard try directory.profile(of: other) != nil else { throw .badRequest("user: unknown user '\(other)'") }
         return other
     }
 
@@ -126,7 +129,7 @@ struct DirectoryRPC: Sendable {
             ("trip_add_member", { body throws(HubError) in
                 let fields = try RequestFields(body)
                 let trip = try fields.string("trip", maxLength: 64)
-                guard directory.trip(trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(trip)'") }
+                guard try directory.trip(trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(trip)'") }
                 let user = try fields.string("user", maxLength: 64)
                 guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
                 let role = try fields.choice("role", TripRole.self)

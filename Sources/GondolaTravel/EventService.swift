@@ -40,11 +40,14 @@ public final class EventService: Sendable {
     let locations: LocationService
     let repository: any EventRepository
     let telegram: any TelegramNotifier
+    /// Where the Telegram sends are queued (the request does not wait for them).
+    let telegramCalls: OutboundCalls
     let notices: NoticeBoard
     let logger: Logger
 
     init(node: Node, directory: Directory, locations: LocationService, repository: any EventRepository, telegram: any TelegramNotifier,
-         notices: NoticeBoard = NoticeBoard(), logger: Logger) {
+         telegramCalls: OutboundCalls, notices: NoticeBoard = NoticeBoard(), logger: Logger) {
+        self.telegramCalls = telegramCalls
         self.notices = notices
         self.node = node
         self.directory = directory
@@ -70,13 +73,14 @@ public final class EventService: Sendable {
         case let .selected(selected):
             users = []
             for (index, user) in selected.enumerated() where user != creator && !users.contains(user) {
-                guard directory.friendSource(creator, user) != nil else {
+                guard try directory.friendSource(creator, user) != nil else {
                     throw .permissionDenied("audience.users[\(index)]: \(user) is not a friend or trip-mate")
                 }
                 users.append(user)
             }
         case .trip:
             guard let trip else { throw .badRequest("trip is required for audience trip") }
+            try directory.refresh(trips: [trip])
             users = directory.members(of: trip).keys.filter { $0 != creator }.sorted()
         }
         guard users.count <= Self.maxInvitees else {
@@ -89,7 +93,7 @@ public final class EventService: Sendable {
     func create(_ event: TravelEvent, audience: EventAudience) throws(HubError) -> (event: TravelEvent, invitees: [String]) {
         var event = event
         event.audience = audience.kind
-        if let trip = event.trip, directory.role(of: event.creator, in: trip) == nil {
+        if let trip = event.trip, try directory.role(of: event.creator, in: trip) == nil {
             throw .permissionDenied("only members of trip \(trip) may create its events")
         }
         let invitees = try invitees(of: event.creator, audience, trip: event.trip)
@@ -116,15 +120,8 @@ public final class EventService: Sendable {
         }
         guard !chats.isEmpty else { return }
         let invitation = TelegramMessage.invitation(to: event, creatorName: directory.name(of: event.creator))
-        let (telegram, logger) = (telegram, logger)
-        Task {
-            for (user, chat) in chats.sorted(by: { $0.key < $1.key }) {
-                do {
-                    try await telegram.send(invitation, to: chat)
-                } catch {
-                    logger.warning("telegram invitation failed", metadata: ["event": "\(event.id)", "user": "\(user)", "error": "\(error)"])
-                }
-            }
+        for (user, chat) in chats.sorted(by: { $0.key < $1.key }) {
+            telegramCalls.submit("invitation to \(event.id) for \(user)") { [telegram] in try await telegram.send(invitation, to: chat) }
         }
     }
 

@@ -192,7 +192,7 @@ public final class LocationService: Sendable {
             case let .friendsOf(viewer):
                 return canSee(viewer, subject)
             case let .trip(id):
-                return restricted[subject] != .nobody || (directory.trip(id)?.isRunning(at: now) ?? false)
+                return restricted[subject] != .nobody || (directory.cachedTrip(id)?.isRunning(at: now) ?? false)
             }
         }
     }

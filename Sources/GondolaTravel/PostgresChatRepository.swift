@@ -44,12 +44,7 @@ struct PostgresChatRepository: ChatRepository {
                     SELECT id, kind, title, trip_id, created_at_ms FROM chat WHERE id = \(chat.id) OR pair_key = \(pairKey) LIMIT 1
                     """, on: connection)
                 guard let row = rows.first else { throw ChatStoreError.unknownChat(chat.id) }
-                var existing = try Self.chat(row)
-                if existing.kind != .trip {
-                    existing.members = Set(try pool.run("SELECT user_id FROM chat_member WHERE chat_id = \(existing.id)", on: connection)
-                        .map { try $0.decode(String.self) })
-                }
-                return existing
+                return try withMembers(try Self.chat(row), on: connection)
             }
             try pool.run("INSERT INTO chat_member (chat_id, user_id) SELECT \(chat.id), unnest(\(Array(chat.members))::text[])", on: connection)
             return chat
@@ -176,6 +171,23 @@ struct PostgresChatRepository: ChatRepository {
             RETURNING read_offset
             """)
         return UInt64(try rows.first?.decode(Int64.self) ?? 0)
+    }
+
+    func chat(_ id: String) throws -> Chat? {
+        try pool.withConnection { connection in
+            guard let row = try pool.run("SELECT id, kind, title, trip_id, created_at_ms FROM chat WHERE id = \(id)", on: connection).first else {
+                return nil
+            }
+            return try withMembers(try Self.chat(row), on: connection)
+        }
+    }
+
+    /// `chat` with its members read (a trip's chat has none of its own: they are the trip's).
+    private func withMembers(_ chat: Chat, on connection: PostgresConnection) throws -> Chat {
+        guard chat.kind != .trip else { return chat }
+        var chat = chat
+        chat.members = Set(try pool.run("SELECT user_id FROM chat_member WHERE chat_id = \(chat.id)", on: connection).map { try $0.decode(String.self) })
+        return chat
     }
 
     private static func chat(_ row: PostgresRow) throws -> Chat {

@@ -10,29 +10,60 @@ struct PostgresTravelRepository: TravelRepository {
         try pool.withConnection { connection in
             var records = TravelRecords()
             for row in try pool.run("SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user", on: connection) {
-                let (id, name, bio, photo, links, visibility, staff) = try row.decode((String, String, String, String?, String, String, Bool).self)
-                var profile = Profile(id: id, name: name)
-                profile.bio = bio
-                profile.avatarURL = photo
-                profile.links = ProfileLinks.decode(links)
-                records.profiles.append(profile)
-                records.visibility[id] = Visibility(rawValue: visibility) ?? .everyone
-                if staff { records.staff.insert(id) }
+                try Self.addUser(row, to: &records)
             }
             for row in try pool.run("SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip", on: connection) {
-                let (id, name, resort, starts, ends) = try row.decode((String, String, String?, Int64, Int64).self)
-                records.trips.append(Trip(id: id, name: name, resort: resort, startsAt: starts, endsAt: ends))
+                records.trips.append(try Self.trip(row))
             }
             for row in try pool.run("SELECT trip_id, user_id, role FROM trip_member", on: connection) {
-                let (trip, user, role) = try row.decode((String, String, String).self)
-                records.members.append((trip, user, TripRole(rawValue: role) ?? .traveller))
+                records.members.append(try Self.member(row))
             }
             for row in try pool.run("SELECT from_user, to_user FROM friend_request", on: connection) {
-                let (from, to) = try row.decode((String, String).self)
-                records.requests.append((from, to))
+                records.requests.append(try row.decode((String, String).self))
             }
             return records
         }
+    }
+
+    func records(users: [String], trips: [String]) throws -> TravelRecords {
+        try pool.withConnection { connection in
+            var records = TravelRecords()
+            for row in try pool.run("SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user WHERE id = ANY(\(users))", on: connection) {
+                try Self.addUser(row, to: &records)
+            }
+            let tripIDs = Array(Set(trips).union(try pool.run("SELECT trip_id FROM trip_member WHERE user_id = ANY(\(users))", on: connection)
+                .map { try $0.decode(String.self) }))
+            for row in try pool.run("SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip WHERE id = ANY(\(tripIDs))", on: connection) {
+                records.trips.append(try Self.trip(row))
+            }
+            for row in try pool.run("SELECT trip_id, user_id, role FROM trip_member WHERE trip_id = ANY(\(tripIDs))", on: connection) {
+                records.members.append(try Self.member(row))
+            }
+            for row in try pool.run("SELECT from_user, to_user FROM friend_request WHERE from_user = ANY(\(users)) OR to_user = ANY(\(users))",
+                                    on: connection) {
+                records.requests.append(try row.decode((String, String).self))
+            }
+            return records
+        }
+    }
+
+    private static func addUser(_ row: PostgresRow, to records: inout TravelRecords) throws {
+        let (id, name, bio, photo, links, visibility, staff) = try row.decode((String, String, String, String?, String, String, Bool).self)
+        var profile = Profile(id: id, name: name)
+        profile.bio = bio
+        profile.avatarURL = photo
+        profile.links = ProfileLinks.decode(links)
+        records.add(profile, visibility: visibility, staff: staff)
+    }
+
+    private static func trip(_ row: PostgresRow) throws -> Trip {
+        let (id, name, resort, starts, ends) = try row.decode((String, String, String?, Int64, Int64).self)
+        return Trip(id: id, name: name, resort: resort, startsAt: starts, endsAt: ends)
+    }
+
+    private static func member(_ row: PostgresRow) throws -> (trip: String, user: String, role: TripRole) {
+        let (trip, user, role) = try row.decode((String, String, String).self)
+        return (trip, user, TripRole(rawValue: role) ?? .traveller)
     }
 
     func write(_ change: DirectoryChange) throws {

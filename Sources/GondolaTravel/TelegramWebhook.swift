@@ -8,7 +8,9 @@ import GondolaServices
 /// answers exactly like that user's `event.rsvp`, and the press is answered with a
 /// short confirmation. Anything else — unknown accounts or events, malformed data,
 /// other kinds of update — is logged and changes nothing; the caller acknowledges
-/// every update with 200, since Telegram retries any other answer.
+/// every update with 200, since Telegram retries any other answer. The RSVP is recorded
+/// before the webhook answers; the button's answer (`answerCallbackQuery`) is queued on
+/// `calls` and made after, so a slow or unreachable Bot API never delays the webhook.
 public struct TelegramWebhook: Sendable {
     /// What an update led to.
     public enum Outcome: Sendable, Equatable {
@@ -18,6 +20,7 @@ public struct TelegramWebhook: Sendable {
 
     let events: EventService
     let telegram: any TelegramNotifier
+    let calls: OutboundCalls
     let logger: Logger
 
     public func handle(_ update: JSON) async -> Outcome {
@@ -55,11 +58,7 @@ public struct TelegramWebhook: Sendable {
             (reply, outcome) = ("This invitation is not yours or no longer exists", .ignored("rsvp refused: \(error)"))
         }
         if case let .string(id)? = query["id"] {
-            do {
-                try await telegram.answerCallback(id: id, text: reply)
-            } catch {
-                logger.warning("telegram answerCallbackQuery failed", metadata: ["error": "\(error)"])
-            }
+            calls.submit("answerCallbackQuery") { [telegram] in try await telegram.answerCallback(id: id, text: reply) }
         }
         return outcome
     }

@@ -79,7 +79,7 @@ struct TripLocationsChannel: ChannelProvider {
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
         let trip = String(subscription.channel.raw.dropFirst("locations:".count))
-        guard directory.role(of: subscription.user, in: trip) == .host else {
+        guard try directory.role(of: subscription.user, in: trip) == .host else {
             throw .permissionDenied("\(subscription.channel.raw) is for the hosts of trip \(trip)")
         }
         try locations.openLocations(trip: trip, attach: attach)
@@ -125,7 +125,7 @@ struct TripChannel: ChannelProvider {
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
         let trip = String(subscription.channel.raw.dropFirst("trip:".count))
-        guard directory.role(of: subscription.user, in: trip) != nil else {
+        guard try directory.role(of: subscription.user, in: trip) != nil else {
             throw .permissionDenied("\(subscription.channel.raw) is for members of trip \(trip)")
         }
         try attach(nil)

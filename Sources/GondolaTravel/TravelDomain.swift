@@ -45,7 +45,7 @@ public struct TravelDomain: Domain {
             context.logger.warning("no resorts loaded", metadata: ["folder": "\(resortsFolder)"])
         }
         let travel = try TravelService(node: context.node, storage: context.storage, resorts: resorts, settings: settings,
-                                       telegram: telegram, notices: context.notices, logger: context.logger)
+                                       telegram: telegram, notices: context.notices, metrics: context.metrics, logger: context.logger)
         let webhook = TelegramWebhookEndpoint(secret: telegramWebhookSecret, webhook: travel.telegramWebhook)
         return InstalledDomain(
             service: travel,

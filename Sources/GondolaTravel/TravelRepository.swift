@@ -11,6 +11,14 @@ struct TravelRecords: Sendable {
     var trips: [Trip] = []
     var members: [(trip: String, user: String, role: TripRole)] = []
     var requests: [(from: String, to: String)] = []
+
+    /// Adds a user's row: the profile, the visibility as stored (unknown values read as
+    /// everyone) and whether they are staff.
+    mutating func add(_ profile: Profile, visibility stored: String, staff isStaff: Bool) {
+        profiles.append(profile)
+        visibility[profile.id] = Visibility(rawValue: stored) ?? .everyone
+        if isStaff { staff.insert(profile.id) }
+    }
 }
 
 /// The travel directory's storage: profiles, trips with their members, friend
@@ -19,6 +27,10 @@ struct TravelRecords: Sendable {
 protocol TravelRepository: Sendable {
     /// Everything, for the directory's in-memory view.
     func loadAll() throws -> TravelRecords
+    /// What concerns `users` and `trips`: the users' profiles, the trips (named and the
+    /// users'), every member of those trips, and the friend requests from and to the users.
+    /// The directory reads it when its memory has no answer.
+    func records(users: [String], trips: [String]) throws -> TravelRecords
     /// Stores one change (idempotently: storing it again changes nothing).
     func write(_ change: DirectoryChange) throws
 }
@@ -31,16 +43,10 @@ struct SQLiteTravelRepository: TravelRepository {
         try database.pool.read { db in
             var records = TravelRecords()
             for row in try Row.fetchAll(db, sql: "SELECT id, name, bio, photo_url, links, visibility, staff FROM user") {
-                var profile = Profile(id: row["id"], name: row["name"])
-                profile.bio = row["bio"]
-                profile.avatarURL = row["photo_url"]
-                profile.links = ProfileLinks.decode(row["links"])
-                records.profiles.append(profile)
-                records.visibility[profile.id] = Visibility(rawValue: row["visibility"]) ?? .everyone
-                if (row["staff"] as Int64) != 0 { records.staff.insert(profile.id) }
+                records.add(Self.profile(row), visibility: row["visibility"], staff: (row["staff"] as Int64) != 0)
             }
             for row in try Row.fetchAll(db, sql: "SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip") {
-                records.trips.append(Trip(id: row["id"], name: row["name"], resort: row["resort"], startsAt: row["starts_at_ms"], endsAt: row["ends_at_ms"]))
+                records.trips.append(Self.trip(row))
             }
             for row in try Row.fetchAll(db, sql: "SELECT trip_id, user_id, role FROM trip_member") {
                 records.members.append((row["trip_id"], row["user_id"], TripRole(rawValue: row["role"]) ?? .traveller))
@@ -50,6 +56,45 @@ struct SQLiteTravelRepository: TravelRepository {
             }
             return records
         }
+    }
+
+    func records(users: [String], trips: [String]) throws -> TravelRecords {
+        try database.pool.read { db in
+            var records = TravelRecords()
+            let userList = users.map { _ in "?" }.joined(separator: ", ")
+            for row in try Row.fetchAll(db, sql: "SELECT id, name, bio, photo_url, links, visibility, staff FROM user WHERE id IN (\(userList))",
+                                        arguments: StatementArguments(users)) {
+                records.add(Self.profile(row), visibility: row["visibility"], staff: (row["staff"] as Int64) != 0)
+            }
+            let tripIDs = Set(trips).union(try String.fetchAll(db, sql: "SELECT trip_id FROM trip_member WHERE user_id IN (\(userList))",
+                                                                  arguments: StatementArguments(users)))
+            let tripList = tripIDs.map { _ in "?" }.joined(separator: ", ")
+            for row in try Row.fetchAll(db, sql: "SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip WHERE id IN (\(tripList))",
+                                        arguments: StatementArguments(Array(tripIDs))) {
+                records.trips.append(Self.trip(row))
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT trip_id, user_id, role FROM trip_member WHERE trip_id IN (\(tripList))",
+                                        arguments: StatementArguments(Array(tripIDs))) {
+                records.members.append((row["trip_id"], row["user_id"], TripRole(rawValue: row["role"]) ?? .traveller))
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT from_user, to_user FROM friend_request WHERE from_user IN (\(userList)) OR to_user IN (\(userList))",
+                                        arguments: StatementArguments(users + users)) {
+                records.requests.append((row["from_user"], row["to_user"]))
+            }
+            return records
+        }
+    }
+
+    private static func profile(_ row: Row) -> Profile {
+        var profile = Profile(id: row["id"], name: row["name"])
+        profile.bio = row["bio"]
+        profile.avatarURL = row["photo_url"]
+        profile.links = ProfileLinks.decode(row["links"])
+        return profile
+    }
+
+    private static func trip(_ row: Row) -> Trip {
+        Trip(id: row["id"], name: row["name"], resort: row["resort"], startsAt: row["starts_at_ms"], endsAt: row["ends_at_ms"])
     }
 
     func write(_ change: DirectoryChange) throws {

@@ -2,6 +2,7 @@ import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaStore
+import CoreMetrics
 import Logging
 import GondolaServices
 
@@ -16,6 +17,8 @@ public final class TravelService: Sendable {
     public let events: EventService
     /// Handles the Telegram bot's webhook updates (RSVP buttons).
     public let telegramWebhook: TelegramWebhook
+    /// The Telegram Bot API calls (invitations, button answers), made in the background.
+    public let telegramCalls: OutboundCalls
     let node: Node
     let directoryRPC: DirectoryRPC
 
@@ -23,13 +26,15 @@ public final class TravelService: Sendable {
     /// over the built-in namespaces of `node`. In a cluster (PostgreSQL storage) the
     /// directory, new chats and positions are replicated between the nodes.
     /// - Parameters:
-    ///   - telegram: sends invitations and button answers through the Telegram bot.
+    ///   - telegram: sends invitations and button answers through the Telegram bot, in the
+    ///     background (`telegramCalls`): no request waits on the Bot API.
     ///   - notices: where chat messages, broadcasts, invitations and answers are posted for
     ///     the phones of users who are not connected.
     public init(node: Node, storage: DomainStorage, resorts: ResortCatalog, settings: LocationSettings,
                 telegram: any TelegramNotifier = NoTelegramBot(), notices: NoticeBoard = NoticeBoard(),
-                logger: Logger = Logger(label: "gondola.travel")) throws {
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger = Logger(label: "gondola.travel")) throws {
         let repositories = TravelRepositories(storage)
+        telegramCalls = OutboundCalls(service: "telegram", metrics: metrics, logger: logger)
         self.node = node
         self.resorts = resorts
         directory = try Directory(repository: repositories.directory) { [node] change in
@@ -49,11 +54,25 @@ public final class TravelService: Sendable {
         ChatRPC(chats: chats, directory: directory).register(on: node.rpc)
         BroadcastRPC(node: node, directory: directory, notices: notices).register(on: node.rpc)
         events = EventService(node: node, directory: directory, locations: locations, repository: repositories.events,
-                              telegram: telegram, notices: notices, logger: logger)
+                              telegram: telegram, telegramCalls: telegramCalls, notices: notices, logger: logger)
         EventRPC(events: events, directory: directory).register(on: node.rpc)
-        telegramWebhook = TelegramWebhook(events: events, telegram: telegram, logger: logger)
+        telegramWebhook = TelegramWebhook(events: events, telegram: telegram, calls: telegramCalls, logger: logger)
         TravelNamespaces.install(on: node, locations: locations, directory: directory, chats: chats, events: events)
         followCluster(logger: logger)
+        node.onConnect { [directory] credentials in
+            do {
+                try directory.connected(credentials.user, name: Self.displayName(in: credentials.info))
+            } catch {
+                logger.error("recording a connected user failed", metadata: ["user": "\(credentials.user)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// The name a connection token's `info` gives its user (`{"name": ...}`), when it is a
+    /// usable display name (a non-empty text of at most `DirectoryRPC.maxNameLength`).
+    static func displayName(in info: RawJSON?) -> String? {
+        guard let info else { return nil }
+        return try? RequestFields(info.value).optionalText("name", maxLength: DirectoryRPC.maxNameLength)
     }
 
     /// A service on one node's SQLite file.
@@ -91,7 +110,14 @@ public final class TravelService: Sendable {
     }
 
     /// Publishes position frames and expires stale positions until cancelled.
-    public func run() async { await locations.run() }
+    /// Publishes position frames, expires stale positions and makes the Telegram calls
+    /// until cancelled.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.locations.run() }
+            group.addTask { await self.telegramCalls.run() }
+        }
+    }
 }
 
 /// The travel domain's repositories on one storage engine.

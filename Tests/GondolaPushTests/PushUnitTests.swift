@@ -1,6 +1,7 @@
 import Foundation
 import GondolaDomain
 @testable import GondolaPush
+import JWTKit
 import GondolaProtocol
 import Testing
 
@@ -88,5 +89,39 @@ import Testing
         } catch {
             #expect(error.description.hasPrefix("'private_key' is not an RSA private key"))
         }
+    }
+}
+
+/// The APNs provider token is one for every sender: APNs refuses providers that renew it
+/// more often than every 20 minutes.
+@Suite struct APNsProviderTokenTests {
+    static func tokens() async -> APNsProviderToken {
+        let credentials = APNsCredentials(key: ES256PrivateKey(), keyID: "KEY1234567", teamID: "TEAM123456", topic: "app.gondola",
+                                          baseURL: APNsCredentials.sandbox)
+        return await APNsProviderToken(credentials: credentials)
+    }
+
+    @Test func aBurstOfSendersRightAfterAStartSharesOneSigning() async throws {
+        let provider = await Self.tokens()
+        let issued = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<50 { group.addTask { try await provider.token(now: 1_000) } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(issued.count == 1)
+        #expect(await provider.signed == 1)
+        #expect(try await provider.token(now: 1_000 + APNsProviderToken.lifetime - 1) == issued.first, "kept for its lifetime")
+        #expect(await provider.signed == 1)
+        #expect(try await provider.token(now: 1_000 + APNsProviderToken.lifetime) != issued.first, "renewed after it")
+    }
+
+    @Test func aRejectedTokenIsRenewedOnceForAllTheRejections() async throws {
+        let provider = await Self.tokens()
+        let first = try await provider.token(now: 1_000)
+        let renewed = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<20 { group.addTask { try await provider.token(now: 1_001, rejected: first) } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(renewed.count == 1 && !renewed.contains(first))
+        #expect(await provider.signed == 2)
     }
 }

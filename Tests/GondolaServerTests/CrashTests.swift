@@ -292,14 +292,16 @@ extension RunningServer {
         }
         let crash = try await server.api("crash_detected", ["user": "alice", "lat": 47.49, "lon": 19.04])
         let id = try #require(crash["id"]?.stringValue)
-        #expect(crash["sms"]?["status"] == "sent" && crash["sms"]?["to"] == "+36201234567")
+        #expect(crash["sms"]?["status"] == "queued" && crash["sms"]?["to"] == "+36201234567")
+        try await eventually("the text at the gateway") { texts.items.withLock { !$0.isEmpty } }
         let sent = try #require(texts.items.withLock { $0.first })
         #expect(sent.authorization == "Bearer gateway-token" && sent.body["to"] == "+36201234567")
         #expect(sent.body["text"]?.stringValue?.hasSuffix("https://crash.example/open/\(id)") == true)
 
-        // A refused text is reported and the crash stays.
+        // A refused text is tried again in the background, and the crash stays.
         let refused = try await server.api("crash_detected", ["user": "bob", "lat": 47.49, "lon": 19.04, "phone": "+3610000000"])
-        #expect(refused["sms"]?["status"] == "failed")
+        #expect(refused["sms"]?["status"] == "queued")
+        try await eventually("the refused text tried again") { texts.items.withLock { $0.filter { $0.body["to"] == "+3610000000" }.count >= 2 } }
         let bob = try await server.client("bob")
         #expect(try await bob.rpc("crash.list")["crashes"]?.arrayValue.count == 1)
         // No number: no text.
@@ -312,7 +314,30 @@ extension RunningServer {
     @Test func withoutAGatewayTheTextIsLogged() async throws {
         let server = try await startTravelServer()
         let crash = try await server.api("crash_detected", ["user": "alice", "lat": 47.49, "lon": 19.04, "phone": "+36201234567"])
-        #expect(crash["sms"]?["status"] == "logged")
+        #expect(crash["sms"]?["status"] == "queued")
+        try await server.stop()
+    }
+
+    @Test func aGatewayThatDoesNotAnswerDelaysNoCrash() async throws {
+        let held = HeldRequests()
+        let router = Router()
+        router.post("/sms") { _, _ -> Response in
+            await held.hold()
+            return Response(status: .accepted)
+        }
+        let (port, gateway) = try await startStandIn(router, name: "hanging SMS gateway")
+        defer { gateway.cancel() }
+        let server = try await startTravelServer { configuration in
+            configuration.domainSettings.values = ["sms_webhook_url": .string("http://127.0.0.1:\(port)/sms")]
+        }
+        // The gateway holds every text until the end of the test: the answer cannot have waited for it.
+        let crash = try await server.api("crash_detected", ["user": "dora", "lat": 47.49, "lon": 19.04, "phone": "+36201234567"])
+        #expect(crash["sms"]?["status"] == "queued")
+        try await eventually("the text held at the gateway") { held.count == 1 }
+        let dora = try await server.client("dora")
+        #expect(try await dora.rpc("crash.list")["crashes"]?.arrayValue.count == 1)
+        held.release()
+        await dora.close()
         try await server.stop()
     }
 }

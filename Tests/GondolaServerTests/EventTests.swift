@@ -168,8 +168,7 @@ final class RecordingTelegram: TelegramNotifier {
         let alice = try await server.client("alice")
         let event = try await alice.rpc("event.create", Self.event(["kind": "trip"], extra: ["trip": .string(trip)]))
         let id = try #require(event["id"]?.stringValue)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while telegram.invitations.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the Telegram invitation") { telegram.invitations.withLock { !$0.isEmpty } }
         let sent = telegram.invitations.withLock { $0 }
         #expect(sent.map(\.chat) == [5_550_001], "only the Telegram-linked invitee")
         #expect(sent.first?.invitation.buttons.map(\.data) == ["rsvp:\(id):going", "rsvp:\(id):maybe", "rsvp:\(id):declined"])
@@ -198,8 +197,38 @@ final class RecordingTelegram: TelegramNotifier {
         #expect(try await response() == nil, "nothing changed")
         #expect(try await hook(press("rsvp:\(id):maybe", from: 5_550_001)) == 200)
         #expect(try await response() == "maybe")
-        #expect(telegram.answers.withLock { $0.last?.id } == "cb1")
+        try await eventually("the button's answer") { telegram.answers.withLock { $0.last?.id } == "cb1" }
         await alice.close()
         try await server.stop()
     }
+
+    @Test func aBotAPIThatDoesNotAnswerDelaysNoWebhookAndNoInvitation() async throws {
+        let telegram = HangingTelegram()
+        let server = try await startTravelServer(telegram: telegram) { $0.telegramWebhookSecret = "hook-secret" }
+        let linked = try server.server.users.user(forTelegram: TelegramAccount(telegramID: 5_550_002, username: "tg_tia", displayName: "Tia", photoURL: nil))
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", linked.id])
+        let alice = try await server.client("alice")
+        // The Bot API holds every call until the end of the test: no answer below can have waited for it.
+        let event = try await alice.rpc("event.create", Self.event(["kind": "trip"], extra: ["trip": .string(trip)]))
+        let id = try #require(event["id"]?.stringValue)
+        try await eventually("the invitation held at the Bot API") { telegram.held.count == 1 }
+        let press: JSON = ["update_id": 7, "callback_query": ["id": "cb7", "from": ["id": 5_550_002], "data": .string("rsvp:\(id):going")]]
+        let (status, _) = try await server.post("/api/telegram/webhook", body: press.text, apiKey: nil, headers: ["X-Telegram-Bot-Api-Secret-Token": "hook-secret"])
+        #expect(status == 200)
+        let responses = try await alice.rpc("event.get", ["event": .string(id)])["responses"]?.arrayValue ?? []
+        #expect(responses.first { $0["user"]?.stringValue == linked.id }?["response"] == "going", "recorded before the webhook answered")
+        try await eventually("the button's answer held at the Bot API") { telegram.held.count == 2 }
+        telegram.held.release()
+        await alice.close()
+        try await server.stop()
+    }
+}
+
+/// A Telegram Bot API that takes every call and answers none until released.
+final class HangingTelegram: TelegramNotifier {
+    let held = HeldRequests()
+
+    func send(_ invitation: TelegramMessage, to chatID: Int64) async throws { await held.hold() }
+
+    func answerCallback(id: String, text: String) async throws { await held.hold() }
 }

@@ -28,15 +28,6 @@ import Testing
 
     typealias ServerConfigurationSettings = [String: String]
 
-    /// Waits until `condition` holds (at most 15 s).
-    static func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        for _ in 0..<300 {
-            if try condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("timed out waiting for \(what)")
-    }
-
     static func register(_ client: LiveClient, apns: Int? = nil, fcm: Int? = nil, locale: String? = nil) async throws {
         if let apns {
             var data: JSON = ["platform": "apns", "token": .string(apnsToken(apns))]
@@ -63,7 +54,7 @@ import Testing
         await carl.close()
         try await alice.subscribe("trip:\(trip)")
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Lifts close at 4"])
-        try await Self.eventually("two notifications") { standIn.accepted.count >= 2 }
+        try await eventually("two notifications") { standIn.accepted.count >= 2 }
         try await Task.sleep(for: .milliseconds(300))
         let accepted = standIn.accepted
         #expect(Set(accepted.map(\.token)) == [Self.fcmToken(2), Self.apnsToken(3)])
@@ -103,13 +94,13 @@ import Testing
         let event = try #require(created["id"]?.stringValue)
         await bob.close()
         // alice is connected but not subscribed to her personal channel: her app is in the background.
-        try await Self.eventually("the invitation") { standIn.accepted.contains { $0.token == Self.fcmToken(11) } }
+        try await eventually("the invitation") { standIn.accepted.contains { $0.token == Self.fcmToken(11) } }
         let invitation = try #require(standIn.accepted.first { $0.token == Self.fcmToken(11) })
         #expect(Self.member(invitation.body, "message", "notification", "title") == "alice invites you")
         #expect(Self.member(invitation.body, "message", "data", "event") == .string(event))
         let bobAgain = try await server.client("bob")
         _ = try await bobAgain.rpc("event.rsvp", ["event": .string(event), "response": "going"])
-        try await Self.eventually("the answer") { standIn.accepted.contains { $0.token == Self.apnsToken(10) } }
+        try await eventually("the answer") { standIn.accepted.contains { $0.token == Self.apnsToken(10) } }
         let answer = try #require(standIn.accepted.first { $0.token == Self.apnsToken(10) })
         #expect(Self.member(answer.body, "aps", "alert", "body") == "bob is going")
         #expect(standIn.refused.isEmpty, "\(standIn.refused)")
@@ -128,12 +119,12 @@ import Testing
         standIn.script(Self.apnsToken(20), [.tooManyRequests(retryAfterSeconds: 2)])
         let first = Date()
         _ = try await anna.rpc("chat.send", ["chat": .string(chat), "text": "first", "client_message_id": "m0"])
-        try await Self.eventually("the 429") { standIn.answered(Self.apnsToken(20)) == 1 }
+        try await eventually("the 429") { standIn.answered(Self.apnsToken(20)) == 1 }
         try await Task.sleep(for: .milliseconds(300))  // the failure is recorded; the notification waits, unclaimed
         for n in 1...4 {
             _ = try await anna.rpc("chat.send", ["chat": .string(chat), "text": .string("message \(n)"), "client_message_id": .string("m\(n)")])
         }
-        try await Self.eventually("the collapsed notification") { !standIn.accepted.isEmpty }
+        try await eventually("the collapsed notification") { !standIn.accepted.isEmpty }
         try await Task.sleep(for: .milliseconds(500))
         let accepted = standIn.accepted
         #expect(accepted.count == 1)
@@ -163,10 +154,10 @@ import Testing
         standIn.script(Self.apnsToken(32), [.serverError, .serverError])
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Storm warning"])
         let devices = try #require(server.server.service(PushService.self)).devices
-        try await Self.eventually("unregistered devices removed") {
+        try await eventually("unregistered devices removed") {
             try devices.devices(of: "dora").isEmpty && devices.devices(of: "emil").isEmpty
         }
-        try await Self.eventually("the retried notification") { standIn.accepted.contains { $0.token == Self.apnsToken(32) } }
+        try await eventually("the retried notification") { standIn.accepted.contains { $0.token == Self.apnsToken(32) } }
         #expect(standIn.answered(Self.apnsToken(32)) == 3)
         #expect(try devices.devices(of: "finn").count == 1)
         #expect(standIn.answered(Self.apnsToken(30)) == 1 && standIn.answered(Self.fcmToken(31)) == 1)
@@ -191,7 +182,7 @@ import Testing
         await gina.close()
         await hugo.close()
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Dinner at 7"])
-        try await Self.eventually("hugo's notification") { standIn.accepted.contains { $0.token == Self.apnsToken(41) } }
+        try await eventually("hugo's notification") { standIn.accepted.contains { $0.token == Self.apnsToken(41) } }
         try await Task.sleep(for: .milliseconds(300))
         #expect(standIn.answered(Self.apnsToken(40)) == 0)
         await hana.close()
@@ -209,7 +200,7 @@ import Testing
         _ = try await jon.rpc("notifications.settings", ["quiet_hours": ["start": .string(clock(minutes - 60)), "end": .string(clock(minutes + 60))]])
         await jon.close()
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Night skiing tonight"])
-        try await Self.eventually("jon's notification") { !standIn.accepted.isEmpty }
+        try await eventually("jon's notification") { !standIn.accepted.isEmpty }
         let push = try #require(standIn.accepted.first)
         #expect(push.headers["apns-priority"] == "5")
         #expect(Self.member(push.body, "aps", "sound") == nil && Self.member(push.body, "aps", "interruption-level") == "passive")
@@ -233,7 +224,7 @@ import Testing
         let rentals = try #require(server.server.service(RentalService.self))
         #expect(rentals.remindStarting() == 1)
         #expect(rentals.remindStarting() == 0, "once per rental")
-        try await Self.eventually("three notifications") { standIn.accepted.count == 3 }
+        try await eventually("three notifications") { standIn.accepted.count == 3 }
         let data = standIn.accepted.map { Self.member($0.body, "message", "data") ?? .null }
         #expect(data.allSatisfy { $0["category"] == "update" })
         #expect(Set(data.compactMap { $0["screen"]?.stringValue }) == ["crash", "assessment", "rental"])

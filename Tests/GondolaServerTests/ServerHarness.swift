@@ -13,6 +13,7 @@ import NIOWebSocket
 import Logging
 import ServiceLifecycle
 import Synchronization
+import Testing
 import GondolaServices
 
 /// A real server on 127.0.0.1 and an ephemeral port, with its own data folder.
@@ -210,4 +211,43 @@ func startStandIn(_ router: Router<BasicRequestContext>, name: String) async thr
     var iterator = ports.stream.makeAsyncIterator()
     guard let port = await iterator.next() else { throw HarnessError("the \(name) stand-in did not start") }
     return (port, task)
+}
+
+/// Waits until `condition` holds, checking every 50 ms; records an issue naming `what`
+/// after 15 s.
+func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
+    for _ in 0..<300 {
+        if try condition() { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    Issue.record("timed out waiting for \(what)")
+}
+
+/// What a stand-in that does not answer uses: each request waits in `hold()` until the
+/// test calls `release()` (or its task is cancelled), and `count` says how many arrived.
+final class HeldRequests: Sendable {
+    private let state = Mutex<(arrived: Int, released: Bool, waiting: [CheckedContinuation<Void, Never>])>((0, false, []))
+
+    var count: Int { state.withLock { $0.arrived } }
+
+    func hold() async {
+        await withCheckedContinuation { continuation in
+            let wait = state.withLock { state -> Bool in
+                state.arrived += 1
+                guard !state.released else { return false }
+                state.waiting.append(continuation)
+                return true
+            }
+            if !wait { continuation.resume() }
+        }
+    }
+
+    func release() {
+        let waiting = state.withLock { state in
+            state.released = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
 }
