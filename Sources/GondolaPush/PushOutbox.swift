@@ -4,9 +4,12 @@ import GondolaServices
 import Logging
 import Synchronization
 
-/// Notifications waiting for APNs or FCM, in the database (`PushQueue`), sent by a worker
-/// that claims due rows in batches and keeps up to `maxInFlight` requests open at once (they
-/// share the services' HTTP/2 connections).
+/// Notifications waiting for APNs or FCM, in the database (`PushQueue`), sent by one lane
+/// per service. A lane keeps up to `maxInFlight` requests open at once (they share the
+/// service's HTTP/2 connections) and claims more due rows as soon as any of them is
+/// answered, so a request the service leaves unanswered holds one slot of its own lane
+/// until the client's read timeout, never the other service's notifications nor the rest
+/// of its own.
 ///
 /// An answer is recorded as soon as it arrives, so a restart sends again only what was in
 /// flight and unanswered when the process died (after a kill -9 of a single node its claims
@@ -42,7 +45,9 @@ final class PushOutbox: Sendable {
     let logger: Logger
     /// This run's id on the claims it takes.
     let runner = newID()
-    private let wakeups = DeliveryWakeups()
+    /// Each service's lane pacing: kicked when its notifications are queued, and when a
+    /// slot frees while more may be due.
+    private let wakeups = Dictionary(uniqueKeysWithValues: PushPlatform.allCases.map { ($0, DeliveryWakeups()) })
     private let lastTidy = Mutex<Int64>(0)
 
     init(queue: any PushQueue, senders: [PushPlatform: any PushSender], devices: any DeviceRepository, rate: UserPushRate,
@@ -66,7 +71,7 @@ final class PushOutbox: Sendable {
                 logger.error("push outbox full: notifications dropped", metadata: ["dropped": "\(outcome.dropped)", "limit": "\(Self.maxPending)"])
                 for push in pushes.suffix(outcome.dropped) { metrics.failed(push.platform, "outbox_full") }
             }
-            wakeups.kick()
+            for platform in Set(pushes.map(\.platform)) { wakeups[platform]?.kick() }
             return outcome
         } catch {
             logger.error("push outbox: cannot queue", metadata: ["error": "\(error)", "notifications": "\(pushes.count)"])
@@ -77,8 +82,8 @@ final class PushOutbox: Sendable {
     /// Notifications not yet sent nor given up.
     func pendingCount() throws -> Int { try queue.pendingCount() }
 
-    /// Frees the claims a previous run left, then sends due notifications until cancelled:
-    /// at once when some are queued, else at least every second.
+    /// Frees the claims a previous run left, then sends due notifications until cancelled,
+    /// one lane per service: at once when some are queued, else at least every second.
     func run() async {
         do {
             let freed = try queue.releaseClaims(except: runner)
@@ -86,36 +91,53 @@ final class PushOutbox: Sendable {
         } catch {
             logger.error("push outbox: cannot free old claims", metadata: ["error": "\(error)"])
         }
-        await wakeups.run(every: .seconds(1)) { await deliverDue() }
+        await withDiscardingTaskGroup { group in
+            for platform in PushPlatform.allCases {
+                group.addTask { await self.lane(platform) }
+            }
+        }
     }
 
-    /// Sends every notification that is due; answers how many the services accepted.
-    @discardableResult
-    func deliverDue() async -> Int {
-        var accepted = 0
-        while !Task.isCancelled {
-            let due: [QueuedPush]
-            do {
-                due = try queue.claimDue(now: unixMilliseconds(), limit: Self.batchSize, lease: Self.lease, runner: runner)
-            } catch {
-                logger.error("push outbox: cannot read", metadata: ["error": "\(error)"])
-                break
-            }
-            if due.isEmpty { break }
-            accepted += await withTaskGroup(of: Bool.self) { group in
-                var sent = 0, started = 0
-                for push in due {
-                    if started >= Self.maxInFlight, let done = await group.next() { sent += done ? 1 : 0 }
-                    group.addTask { await self.deliver(push) }
-                    started += 1
+    /// How many requests a lane has open, and whether its last claim was full (more may be due).
+    private final class LaneState: Sendable {
+        let inFlight = Atomic<Int>(0)
+        let mayHaveMore = Atomic<Bool>(false)
+    }
+
+    /// Sends `platform`'s due notifications until cancelled, keeping up to `maxInFlight`
+    /// requests open and claiming again whenever one is answered while more may be due. A
+    /// platform without credentials gives up what it claims (rows queued under an earlier
+    /// configuration).
+    private func lane(_ platform: PushPlatform) async {
+        guard let wakeups = wakeups[platform] else { return }
+        let state = LaneState()
+        await withDiscardingTaskGroup { group in
+            await wakeups.run(every: .seconds(1)) {
+                while !Task.isCancelled {
+                    let room = Self.maxInFlight - state.inFlight.load(ordering: .acquiring)
+                    guard room > 0 else { break }
+                    let limit = min(room, Self.batchSize)
+                    let due: [QueuedPush]
+                    do {
+                        due = try queue.claimDue(now: unixMilliseconds(), limit: limit, lease: Self.lease, runner: runner, platform: platform)
+                    } catch {
+                        logger.error("push outbox: cannot read", metadata: ["platform": "\(platform.rawValue)", "error": "\(error)"])
+                        break
+                    }
+                    state.mayHaveMore.store(due.count == limit, ordering: .releasing)
+                    for push in due {
+                        state.inFlight.wrappingAdd(1, ordering: .acquiringAndReleasing)
+                        group.addTask {
+                            _ = await self.deliver(push)
+                            state.inFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+                            if state.mayHaveMore.load(ordering: .acquiring) { wakeups.kick() }
+                        }
+                    }
+                    if due.count < limit { break }
                 }
-                for await done in group { sent += done ? 1 : 0 }
-                return sent
+                finishRound()
             }
-            if due.count < Self.batchSize { break }
         }
-        finishRound()
-        return accepted
     }
 
     /// Sends one notification and records the answer; true when the service accepted it.

@@ -14,9 +14,9 @@ protocol PushQueue: Sendable {
     func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) throws -> EnqueueOutcome
     /// Notifications not yet sent nor given up.
     func pendingCount() throws -> Int
-    /// Up to `limit` notifications due at `now`, the longest due first, claimed by `runner`
-    /// until `now + lease`.
-    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) throws -> [QueuedPush]
+    /// Up to `limit` notifications due at `now` (for `platform` only, when given), the
+    /// longest due first, claimed by `runner` until `now + lease`.
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) throws -> [QueuedPush]
     /// Frees the claims of every runner but `runner` (a single node's restart: the claims of
     /// the run that died are void at once instead of after their lease).
     func releaseClaims(except runner: String) throws -> Int
@@ -28,6 +28,13 @@ protocol PushQueue: Sendable {
     func giveUp(token: String, reason: String, at time: Int64) throws
     /// Deletes the notifications sent or given up before `time`.
     func forget(before time: Int64) throws
+}
+
+extension PushQueue {
+    /// Up to `limit` notifications of any platform due at `now` (see the requirement).
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) throws -> [QueuedPush] {
+        try claimDue(now: now, limit: limit, lease: lease, runner: runner, platform: nil)
+    }
 }
 
 private let pendingCondition = "sent_at_ms IS NULL AND given_up_at_ms IS NULL"
@@ -77,13 +84,13 @@ struct SQLitePushQueue: PushQueue {
         try database.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE \(pendingCondition)") ?? 0 }
     }
 
-    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) throws -> [QueuedPush] {
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) throws -> [QueuedPush] {
         try database.pool.write { db in
             let due = try Row.fetchAll(db, sql: """
                 SELECT \(outboxColumns) FROM push_outbox
-                WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (claimed_by IS NULL OR claim_until_ms <= ?)
+                WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (claimed_by IS NULL OR claim_until_ms <= ?) AND (? IS NULL OR platform = ?)
                 ORDER BY next_attempt_at_ms LIMIT ?
-                """, arguments: [now, now, limit]).compactMap(Self.queued)
+                """, arguments: [now, now, platform?.rawValue, platform?.rawValue, limit]).compactMap(Self.queued)
             let claim = try db.cachedStatement(sql: "UPDATE push_outbox SET claimed_by = ?, claim_until_ms = ? WHERE id = ?")
             for push in due { try claim.execute(arguments: [runner, now + lease, push.id]) }
             return due
@@ -194,12 +201,12 @@ struct PostgresPushQueue: PushQueue {
         Int(try pool.query("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self) ?? 0)
     }
 
-    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) throws -> [QueuedPush] {
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) throws -> [QueuedPush] {
         try pool.query("""
             WITH due AS (
                 SELECT id, next_attempt_at_ms AS due_at FROM push_outbox
                 WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
-                    AND (claimed_by IS NULL OR claim_until_ms <= \(now))
+                    AND (claimed_by IS NULL OR claim_until_ms <= \(now)) AND (\(platform?.rawValue)::text IS NULL OR platform = \(platform?.rawValue))
                 ORDER BY next_attempt_at_ms LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED
             ), claimed AS (
                 UPDATE push_outbox p SET claimed_by = \(runner), claim_until_ms = \(now + lease) FROM due WHERE p.id = due.id

@@ -24,6 +24,8 @@ public final class PushStandIn: Sendable {
         case unregistered
         case tooManyRequests(retryAfterSeconds: Int)
         case serverError
+        /// Takes the request and never answers it (a service that stalls).
+        case hang
     }
 
     /// A notification the stand-in accepted.
@@ -115,6 +117,10 @@ public final class PushStandIn: Sendable {
         var status: HTTPResponseStatus
         var headers: [(String, String)] = []
         var body: JSON?
+        /// The stream is left without an answer.
+        var unanswered = false
+
+        static let none = Reply(status: .ok, unanswered: true)
     }
 
     func handle(method: HTTPMethod, path: String, headers: HTTPHeaders, body: [UInt8]) -> Reply {
@@ -165,6 +171,8 @@ public final class PushStandIn: Sendable {
             return Reply(status: .tooManyRequests, headers: [("retry-after", String(seconds))], body: ["reason": "TooManyRequests"])
         case .serverError:
             return Reply(status: .internalServerError, body: ["reason": "InternalServerError"])
+        case .hang:
+            return .none
         }
     }
 
@@ -234,6 +242,8 @@ public final class PushStandIn: Sendable {
             return reply
         case .serverError:
             return Self.fcmError(500, "INTERNAL", code: "INTERNAL", "Internal error.")
+        case .hang:
+            return .none
         }
     }
 
@@ -306,6 +316,7 @@ private final class StreamHandler: ChannelInboundHandler {
         case .end:
             guard let head, let standIn = standIn.standIn.withLock({ $0 }) else { return context.close(promise: nil) }
             let reply = standIn.handle(method: head.method, path: head.uri, headers: head.headers, body: body)
+            guard !reply.unanswered else { return }
             var headers = HTTPHeaders(reply.headers)
             let bytes = reply.body.map { Array($0.text.utf8) } ?? []
             if !bytes.isEmpty { headers.add(name: "content-type", value: "application/json") }

@@ -82,6 +82,33 @@ import Testing
         try await standIn.stop()
     }
 
+    @Test func aServiceThatDoesNotAnswerHoldsBackNeitherTheOtherServiceNorOtherDevices() async throws {
+        let (standIn, server) = try await Self.start()
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob", "carl"])
+        let hana = try await server.client("hana"), alice = try await server.client("alice")
+        let bob = try await server.client("bob"), carl = try await server.client("carl")
+        try await Self.register(alice, apns: 21)
+        try await Self.register(bob, apns: 22)
+        try await Self.register(carl, fcm: 23)
+        for client in [alice, bob, carl] { await client.close() }
+        // alice's phone never gets an answer: APNs holds her request past the test's end.
+        standIn.script(Self.apnsToken(21), [.hang])
+        standIn.script(Self.apnsToken(22), [.hang])
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "First"])
+        try await eventually("both APNs requests held") { standIn.answered(Self.apnsToken(21)) == 1 && standIn.answered(Self.apnsToken(22)) == 1 }
+        try await eventually("carl's first notification") { standIn.accepted.contains { $0.token == Self.fcmToken(23) } }
+        // News queued while the APNs requests hang reaches FCM and the next APNs request at once.
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Second"])
+        try await eventually("both services' second notifications") {
+            let accepted = standIn.accepted
+            return accepted.filter { $0.token == Self.fcmToken(23) }.count == 2 && accepted.contains { $0.token == Self.apnsToken(22) }
+        }
+        #expect(!standIn.accepted.contains { $0.token == Self.apnsToken(21) && Self.member($0.body, "aps", "alert", "body")?.stringValue?.hasSuffix("First") == true })
+        await hana.close()
+        try await server.stop()
+        try await standIn.stop()
+    }
+
     @Test func anInvitationReachesTheInviteeAndTheAnswerTheCreator() async throws {
         let (standIn, server) = try await Self.start()
         _ = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
