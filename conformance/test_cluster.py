@@ -2,7 +2,7 @@
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
 a car rental worked on through several nodes, a broadcast's push notifications sent by three nodes' workers
-(each once), and a node killed with -9 while a client is subscribed through it and while a client sends chat
+(each once), every write read at once through another node, and a node killed with -9 while a client is subscribed through it and while a client sends chat
 messages."""
 import collections
 import asyncio
@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import time
 
+import jwt
 import pytest
 from cent import (Client as ApiClient, DisconnectRequest, HistoryRequest, InfoRequest, PresenceRequest,
                   PresenceStatsRequest, PublishRequest, UnsubscribeRequest)
@@ -507,3 +508,65 @@ async def test_a_broadcasts_notifications_are_sent_once_by_the_nodes_workers(clu
             by_token[push["token"]].append(text_of(push))
     for user, token in tokens.items():
         assert sorted(by_token[token]) == sorted(f"{host}: {text}" for text in ["one", "two", "three"]), user
+
+
+def own_backend_token(user, name):
+    """A connection token as an app's own backend mints it: HS256 with the shared secret,
+    the user's display name in `info`."""
+    return jwt.encode({"sub": user, "info": {"name": name}}, SECRET, algorithm="HS256")
+
+
+async def test_a_write_through_one_node_is_read_at_once_through_every_other(cluster, codec):
+    """Read-your-writes behind a load balancer: each write goes to one node and the very next
+    request (no pause) to another, which must not refuse on what its memory has not yet heard."""
+    first, second, third = cluster.nodes
+    now = int(time.time() * 1000)
+    for round_ in range(5):
+        tag = f"{codec.name}-{round_}"
+        host, mate = f"rw-host-{tag}", f"rw-mate-{tag}"
+        # A trip created through one node takes members through another at once.
+        trip = server_api(first, "trip_create", {"name": "RYW", "starts_at": now - 3_600_000, "ends_at": now + 3_600_000,
+                                                 "hosts": [host]})["trip"]["id"]
+        server_api(second, "trip_add_member", {"trip": trip, "user": mate, "role": "traveller"})
+        # The member subscribes to the trip's channel through the third node.
+        member, _ = await client_on(third, mate, codec)
+        await subscribed(member, f"trip:{trip}")
+        # A chat created through one node is subscribed through another (103 would be final for the SDK).
+        creator, _ = await client_on(first, host, codec)
+        chat = (await call(creator, codec, "chat.create", {"members": [mate]}))["chat"]["id"]
+        await subscribed(member, f"chat:{chat}")
+        # Staff named through one node broadcast through another.
+        server_api(first, "user_set_staff", {"user": host, "staff": True})
+        staff, _ = await client_on(second, host, codec)
+        await call(staff, codec, "broadcast.send", {"scope": "all", "text": f"hello {tag}"})
+        # A user who only connected (with a name in the token's info) is known everywhere at once.
+        bob = f"rw-bob-{tag}"
+        events = Events()
+        newcomer = Client(first.ws_url, events=ClientEvents(events), token=own_backend_token(bob, f"Bob {round_}"), **codec.kwargs)
+        await newcomer.connect()
+        await events.wait("connected", timeout=10)
+        asker, _ = await client_on(third, f"rw-alice-{tag}", codec)
+        assert (await call(asker, codec, "friend.add", {"user": bob}))["friends"] is False
+        assert (await call(asker, codec, "profile.get", {"user": bob}))["name"] == f"Bob {round_}"
+        # Forms: a code table, a schema and an assessment stored through one node are used through another.
+        table = f"rw-colours-{tag}"
+        server_api(first, "form_code_table_put", {"name": table, "values": [{"code": "r", "label": "Red"}]})
+        assert (await call(asker, codec, "form.code_table", {"name": table}))["name"] == table
+        schema = {"id": f"rw-form-{tag}", "title": "RYW", "sections": [
+            {"key": "main", "title": "Main", "fields": [{"key": "colour", "header": "Colour", "type": "dropdown", "code_table": table}]}]}
+        server_api(second, "form_schema_put", schema)
+        doc = (await call(asker, codec, "form.create", {"schema": schema["id"]}))["id"]
+        assert (await call(asker, codec, "form.set", {"doc": doc, "key": "colour", "value": "r", "base_version": 0}))["version"] == 1
+        assessment = {"id": f"rw-check-{tag}", "title": "Check", "display_name": "Check", "questions": [
+            {"id": "q1", "title": "How are you?", "options": [{"title": "Fine", "value": 0}, {"title": "Tired", "value": 1}]}]}
+        server_api(first, "assessment_put", assessment)
+        server_api(third, "assessment_assign", {"assessment": assessment["id"], "user": bob})
+        # A car stored through one node is rented through another.
+        car = f"rw-car-{tag}"
+        server_api(second, "car_upsert", {"id": car, "make": "Fiat", "model": "Panda", "year": 2022, "seats": 4,
+                                          "price_per_day_cents": 2900, "lat": 47.2660, "lon": 11.3990})
+        renter, _ = await client_on(first, f"rw-renter-{tag}", codec)
+        rental = (await call(renter, codec, "rental.start", {"car": car}))["rental"]
+        await call(renter, codec, "rental.stop", {"rental": rental["id"], "lat": 47.2661, "lon": 11.3991})
+        for client in (member, creator, staff, newcomer, asker, renter):
+            await client.disconnect()
