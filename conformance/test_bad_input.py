@@ -1,6 +1,7 @@
 """Every bad input closes (or answers) only the offending connection with the
 documented code, and the server keeps serving a healthy SDK client."""
 import asyncio
+import base64
 import json
 
 import pytest
@@ -196,9 +197,9 @@ async def test_bad_protobuf_frames(server, name, frames, code, reason):
     await assert_healthy(server)
 
 
-async def test_protobuf_payload_that_is_not_json_is_refused_with_107(server, codec):
-    # A Protobuf client publishes bytes that are not JSON: it gets 107 and keeps its
-    # connection; subscribers of either encoding see only the valid publication after it.
+async def test_protobuf_rpc_data_that_is_not_json_is_refused_with_107_while_any_publication_passes(server, codec):
+    # A Protobuf client's RPC data must be JSON (a domain reads it): 107, and the connection
+    # stays. A publication may be any bytes: subscribers get them (JSON ones as base64).
     watcher, _ = await connected_client(server, "watcher", codec)
     watcher_events = Events()
     watch = watcher.new_subscription("room:payloads", SubEvents(watcher_events))
@@ -208,9 +209,9 @@ async def test_protobuf_payload_that_is_not_json_is_refused_with_107(server, cod
         await ws.send(pb_connect(server, "sender"))
         await asyncio.wait_for(ws.recv(), 5)
         subscribe = pb.Command(id=2, subscribe=pb.SubscribeRequest(channel="room:payloads"))
-        bad = pb.Command(id=3, publish=pb.PublishRequest(channel="room:payloads", data=b"{not json"))
-        good = pb.Command(id=4, publish=pb.PublishRequest(channel="room:payloads", data=b'{"ok":1}'))
-        await ws.send(framed(subscribe) + framed(bad) + framed(good))
+        bad = pb.Command(id=3, rpc=pb.RPCRequest(method="server.time", data=b"{not json"))
+        binary = pb.Command(id=4, publish=pb.PublishRequest(channel="room:payloads", data=b"{not json"))
+        await ws.send(framed(subscribe) + framed(bad) + framed(binary))
         replies = {}
         while len(replies) < 3:
             frame = await asyncio.wait_for(ws.recv(), 5)
@@ -229,9 +230,10 @@ async def test_protobuf_payload_that_is_not_json_is_refused_with_107(server, cod
                 position += length
                 if reply.id:
                     replies[reply.id] = reply
-        assert replies[3].error.code == 107 and "publish.data is not JSON" in replies[3].error.message
+        assert replies[3].error.code == 107 and "rpc.data is not JSON" in replies[3].error.message
         assert replies[4].HasField("publish")
     received = await watcher_events.wait("publication")
-    assert [codec.into(p.pub.data) for p in received] == [{"ok": 1}]
+    expected = b"{not json" if codec.protobuf else base64.b64encode(b"{not json").decode()
+    assert [p.pub.data for p in received] == [expected]
     await watcher.disconnect()
     await assert_healthy(server)

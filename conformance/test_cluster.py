@@ -2,7 +2,7 @@
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
 a car rental worked on through several nodes, a broadcast's push notifications sent by three nodes' workers
-(each once), every write read at once through another node, and a node killed with -9 while a client is subscribed through it and while a client sends chat
+(each once), every write read at once through another node, payloads (binary and spelled JSON) byte for byte across nodes, and a node killed with -9 while a client is subscribed through it and while a client sends chat
 messages."""
 import collections
 import asyncio
@@ -19,10 +19,11 @@ from cent import (Client as ApiClient, DisconnectRequest, HistoryRequest, InfoRe
                   PresenceStatsRequest, PublishRequest, UnsubscribeRequest)
 from centrifuge import Client, ClientState, StreamPosition
 
-from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Endpoint
+from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint
 from helpers import ClientEvents, Events, SubEvents, call, chat_history, server_api, trip_mates
 from switching_proxy import SwitchingProxy
 from test_crash import fixture, http as crash_http, poppler
+from test_payloads import BINARY, SPELLED, post_text
 from test_push import accepted, start_standin, text_of
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Scripts", "cluster")
@@ -570,3 +571,20 @@ async def test_a_write_through_one_node_is_read_at_once_through_every_other(clus
         await call(renter, codec, "rental.stop", {"rental": rental["id"], "lat": 47.2661, "lon": 11.3991})
         for client in (member, creator, staff, newcomer, asker, renter):
             await client.disconnect()
+
+
+async def test_payloads_cross_nodes_byte_for_byte(cluster):
+    """A binary publication from a Protobuf client on one node and a spelled JSON one from
+    another node's server API reach every node's subscribers, and every node's history, as sent."""
+    channel = "room:cluster-bytes"
+    protobuf = Codec("protobuf")
+    readers = [await client_on(node, f"bytes{node.index}", protobuf) for node in cluster.nodes]
+    subs = [await subscribed(client, channel, recoverable=True) for client, _ in readers]
+    await subs[0][0].publish(BINARY)
+    post_text(cluster.nodes[1], "publish", '{"channel": "%s", "data": %s}' % (channel, SPELLED))
+    expected = [BINARY, SPELLED.encode()]
+    for sub, events in subs:
+        assert [p.pub.data for p in await events.wait("publication", 2, timeout=10)] == expected
+        assert [p.data for p in (await sub.history(limit=10)).publications] == expected
+    for client, _ in readers:
+        await client.disconnect()

@@ -1,3 +1,4 @@
+import Foundation
 import GondolaHub
 import GondolaProtocol
 
@@ -6,7 +7,8 @@ import GondolaProtocol
 /// A notification is `{"n":<node uid>,"s":<sequence>,"e":[event…]}`, or, for an
 /// event too large for a notification (8,000 bytes), `{"n":…,"s":…,"r":<row id>}`
 /// naming the row of `cluster_bus_payload` that holds the events array. Each event
-/// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info}` for a
+/// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info}` (a
+/// binary payload as `"b":"<base64>"` instead of `"d"`) for a
 /// publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
 /// `"c"` for an unsubscribe, `"x"` with `"u"` for a disconnect, `"d"` with `"k"` (topic),
 /// `"n"` (origin node) and `"d"` (payload) for a domain's change.
@@ -18,7 +20,11 @@ enum BusCodec {
         let json: JSON
         switch event {
         case let .publication(channel, publication):
-            var members: [(key: String, value: JSON)] = [("t", "p"), ("c", .string(channel)), ("d", .string(String(decoding: publication.data.bytes, as: UTF8.self)))]
+            let data = publication.data
+            var members: [(key: String, value: JSON)] = [
+                ("t", "p"), ("c", .string(channel)),
+                data.isJSON ? ("d", .string(String(decoding: data.bytes, as: UTF8.self))) : ("b", .string(Data(data.bytes).base64EncodedString())),
+            ]
             if publication.offset > 0 { members.append(("o", .int(Int64(publication.offset)))) }
             if let info = publication.info { members.append(("i", info.json)) }
             json = .object(members)
@@ -83,8 +89,14 @@ enum BusCodec {
         }
         switch try string("t") {
         case "p":
-            // Data travels as a string, so its bytes come back exactly as published.
-            let data = try RawJSON(validating: Array(try string("d").utf8))
+            // Data travels as a string (binary data as base64), so its bytes come back exactly as published.
+            let data: Payload
+            if case let .string(base64)? = json["b"] {
+                guard let bytes = Data(base64Encoded: base64) else { throw BusCodecError("binary data that is not base64") }
+                data = Payload(received: [UInt8](bytes))
+            } else {
+                data = Payload(RawJSON(trusted: Array(try string("d").utf8)))
+            }
             var offset: UInt64 = 0
             if case let .int(value)? = json["o"] { offset = UInt64(value) }
             return .publication(channel: try string("c"), Publication(offset: offset, data: data, info: json["i"] == nil ? nil : try info()))

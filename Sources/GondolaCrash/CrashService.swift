@@ -170,11 +170,7 @@ public final class CrashService: Sendable {
     /// Publishes a change on the crash's channel; the change is already committed, so a
     /// failure is logged (clients catch up with `crash.get`).
     func publish(_ id: String, _ data: JSON) {
-        do {
-            try node.publish(channel: "crash:\(id)", data: RawJSON(data))
-        } catch {
-            logger.error("crash publish failed", metadata: ["crash": "\(id)", "error": "\(error)"])
-        }
+        node.publishInBackground(channel: "crash:\(id)", data: Payload(data))
     }
 }
 
@@ -184,13 +180,8 @@ extension CrashService {
     /// `textCalls`, with its timeout, retries and metrics).
     func notifyDetected(_ crash: Crash, phone given: String?) async -> JSON {
         let link = linkTemplate.replacingOccurrences(of: "{id}", with: crash.id)
-        do {
-            try await node.publish(channel: "personal:#\(crash.owner)",
-                             data: RawJSON(["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0), "link": .string(link)]))
-        } catch {
-            logger.error("crash push failed", metadata: ["crash": "\(crash.id)", "user": "\(crash.owner)", "error": "\(error)"])
-        }
-        notices.post(Notice(audience: .users([crash.owner]), channel: "personal:#\(crash.owner)", category: .update, text: "crash.detected",
+        node.tell(crash.owner, ["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0), "link": .string(link)])
+        notices.post(Notice(audience: .users([crash.owner]), channel: PersonalChannel.name(of: crash.owner), category: .update, text: "crash.detected",
                             link: ["screen": "crash", "crash": crash.id, "url": link], at: crash.createdAt))
         let stored: String?
         do {

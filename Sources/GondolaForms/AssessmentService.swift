@@ -67,7 +67,7 @@ public final class AssessmentService: Sendable {
             try databaseWrite { try repository.assign(id, to: user, now: unixMilliseconds()) }
             let progress = try progress(of: user)
             tell(user, ["type": "assessment.assigned", "assessment": .string(id), "progress": progress])
-            notices.post(Notice(audience: .users([user]), channel: "personal:#\(user)", category: .update, text: "assessment.assigned",
+            notices.post(Notice(audience: .users([user]), channel: PersonalChannel.name(of: user), category: .update, text: "assessment.assigned",
                                 values: ["title": assessment.title], link: ["screen": "assessment", "assessment": id]))
             return ["user": .string(user), "assessment": .string(id), "progress": progress]
         }
@@ -185,10 +185,6 @@ public final class AssessmentService: Sendable {
     }
 
     private func tell(_ user: String, _ data: JSON) {
-        do {
-            _ = try node.publish(channel: "personal:#\(user)", data: RawJSON(data))
-        } catch {
-            logger.error("assessment push failed", metadata: ["user": "\(user)", "error": "\(error)"])
-        }
+        node.tell(user, data)
     }
 }

@@ -237,11 +237,7 @@ public final class FormService: Sendable {
     }
 
     private func publish(_ doc: String, _ data: JSON) {
-        do {
-            _ = try node.publish(channel: Self.channelPrefix + doc, data: RawJSON(data))
-        } catch {
-            logger.error("form push failed", metadata: ["doc": "\(doc)", "error": "\(error)"])
-        }
+        node.publishInBackground(channel: Self.channelPrefix + doc, data: Payload(data))
     }
 }
 

@@ -5,7 +5,7 @@ import GondolaProtocol
 /// in `queues`, a contiguous array the fan-out walks without copying records;
 /// subscribers that negotiated fossil deltas are kept apart with whether they hold
 /// the channel's previous publication (their delta base). Every call happens under
-/// the channel's shard lock, which orders the channel's publications.
+/// the channel's own lock (`ChannelSlot`), which orders the channel's publications.
 struct ChannelState {
     struct Subscriber {
         let session: ClientSession
@@ -36,7 +36,7 @@ struct ChannelState {
     private var deltaReceivers: [String: DeltaReceiver] = [:]
     /// The data of the channel's last publication, kept while it has delta
     /// subscribers: the base of the next delta. One publication's data per channel.
-    private var previousData: RawJSON?
+    private var previousData: Payload?
 
     var isEmpty: Bool { subscribers.isEmpty }
 
@@ -110,7 +110,7 @@ struct ChannelState {
         for index in deltaReceivers.indices where covered[deltaReceivers.keys[index]] == nil {
             let queue = deltaReceivers.values[index].queue
             sent += 1
-            if deltaReceivers.values[index].hasBase, let base {
+            if deltaReceivers.values[index].hasBase, let base, base.isJSON, publication.data.isJSON {
                 if !deltaComputed {
                     deltaPush = Self.deltaPush(of: publication, from: base, on: channel)
                     deltaComputed = true
@@ -133,11 +133,11 @@ struct ChannelState {
 
     /// The publication as a fossil delta from `base` (its data the delta's text), or
     /// nil when the delta would not be shorter than the data itself.
-    private static func deltaPush(of publication: Publication, from base: RawJSON, on channel: String) -> EncodedPush? {
+    private static func deltaPush(of publication: Publication, from base: Payload, on channel: String) -> EncodedPush? {
         let bytes = FossilDelta.encode(from: base.bytes, to: publication.data.bytes, keepingUTF8: true)
         guard bytes.count < publication.data.bytes.count else { return nil }
         var asDelta = publication
-        asDelta.data = RawJSON(.string(String(decoding: bytes, as: UTF8.self)))
+        asDelta.data = Payload(.string(String(decoding: bytes, as: UTF8.self)))
         asDelta.delta = true
         return EncodedPush(Push(channel: channel, .publication(asDelta)))
     }

@@ -1,6 +1,4 @@
-import Dispatch
 import GondolaProtocol
-import Synchronization
 
 /// What one node of a cluster tells all of them (itself included), in the order
 /// the bus committed it.
@@ -74,15 +72,11 @@ public protocol ClusterLink: Sendable {
 }
 
 extension ClusterLink {
-    /// Sends an event to every node; returns once the bus has committed it.
-    public func send(_ event: ClusterEvent) throws(HubError) {
-        let outcome = Mutex<Result<Void, HubError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        post(event) { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        try outcome.withLock { $0! }.get()
+    /// Sends an event to every node; returns once the bus has committed it (the task
+    /// waits, no thread does).
+    public func send(_ event: ClusterEvent) async throws(HubError) {
+        try await withCheckedContinuation { continuation in
+            post(event) { continuation.resume(returning: $0) }
+        }.get()
     }
 }

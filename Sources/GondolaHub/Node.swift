@@ -1,4 +1,3 @@
-import Dispatch
 import CoreMetrics
 import Foundation
 import GondolaProtocol
@@ -24,11 +23,20 @@ public struct NodeStats: Sendable, Equatable {
     }
 }
 
-/// One lock's worth of channels. Every change to a channel's subscribers and
-/// stream happens under its shard's lock, which is what keeps a channel's
-/// publications in offset order and a recovery free of gaps.
+/// One channel's subscribers and delivery state, under a lock of its own. Every
+/// change to a channel's subscribers and stream happens under it — a publication's
+/// append (a disk write in durable namespaces) and fan-out, a subscribe's recovery
+/// read — which keeps the channel's publications in offset order and a recovery free
+/// of gaps, without holding up any other channel.
+final class ChannelSlot: Sendable {
+    /// nil once the channel was left empty and the slot taken out of its shard.
+    let state = Mutex<ChannelState?>(ChannelState())
+}
+
+/// The live channels whose names hash to one shard. Its lock is held only to find,
+/// add or remove a slot: never across I/O, never while a channel's lock is taken.
 final class ChannelShard: Sendable {
-    let channels = Mutex<[String: ChannelState]>([:])
+    let slots = Mutex<[String: ChannelSlot]>([:])
 }
 
 /// The engine: connected clients, channels and their subscribers, streams, presence
@@ -185,10 +193,50 @@ public final class Node: Sendable {
 
     // MARK: Channels
 
-    private func shard(for channel: String) -> ChannelShard {
+    func shard(for channel: String) -> ChannelShard {
         var hasher = Hasher()
         hasher.combine(channel)
         return shards[Int(UInt(bitPattern: hasher.finalize()) % UInt(shards.count))]
+    }
+
+    /// What `withChannel` found under a slot's lock.
+    private enum SlotVisit<T> {
+        /// The slot had been retired (its channel left empty) before the lock was taken.
+        case retired
+        case visited(T)
+    }
+
+    /// Runs `body` with `channel`'s state under the channel's own lock. A channel
+    /// without a slot gets one when `create` is set (a subscribe, an append that must
+    /// be ordered with recoveries); otherwise `body` does not run and the answer is
+    /// nil. A state `body` leaves empty is retired and its slot leaves the shard, so an
+    /// idle channel costs nothing.
+    private func withChannel<T, E: Error>(_ channel: String, create: Bool,
+                                          _ body: (inout ChannelState) throws(E) -> T) throws(E) -> T? {
+        let shard = shard(for: channel)
+        while true {
+            let found: ChannelSlot? = shard.slots.withLock { slots in
+                if let slot = slots[channel] { return slot }
+                guard create else { return nil }
+                let slot = ChannelSlot()
+                slots[channel] = slot
+                return slot
+            }
+            guard let slot = found else { return nil }
+            let visit = try slot.state.withLock { (state) throws(E) -> SlotVisit<T> in
+                guard state != nil else { return .retired }
+                defer {
+                    if state?.isEmpty == true {
+                        state = nil
+                        shard.slots.withLock { slots in
+                            if slots[channel] === slot { slots[channel] = nil }
+                        }
+                    }
+                }
+                return .visited(try body(&state!))
+            }
+            if case let .visited(value) = visit { return value }
+        }
     }
 
     /// Hands the namespace `options.name` to `provider`, replacing any configured
@@ -218,7 +266,7 @@ public final class Node: Sendable {
 
     /// Whether `channel` has a subscriber on this node.
     public func hasSubscribers(_ channel: String) -> Bool {
-        shard(for: channel).channels.withLock { $0[channel] != nil }
+        withChannel(channel, create: false) { !$0.isEmpty } ?? false
     }
 
     /// The users with a live subscription to `channel`: on this node, and in a cluster on
@@ -228,10 +276,7 @@ public final class Node: Sendable {
            let everywhere = try? cluster.presence(channel: channel) {
             return Set(everywhere.values.map(\.user))
         }
-        return shard(for: channel).channels.withLock { channels in
-            guard let state = channels[channel] else { return [] }
-            return Set(state.subscribers.values.map(\.info.user))
-        }
+        return withChannel(channel, create: false) { Set($0.subscribers.values.map(\.info.user)) } ?? []
     }
 
     /// The store of a provided namespace that keeps its own streams, else the node's
@@ -242,7 +287,7 @@ public final class Node: Sendable {
     }
 
     /// Adds a subscriber and enqueues its subscribe reply (with recovered
-    /// publications) under the channel's lock, so that no publication can fall
+    /// publications) under the channel's own lock, so that no publication can fall
     /// between the recovery and the live stream.
     func subscribe(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo, data: RawJSON? = nil) throws(HubError) {
         let channel = request.channel
@@ -250,7 +295,7 @@ public final class Node: Sendable {
         // anywhere after the client saw its reply lists it.
         if let cluster, options.presence { try cluster.addPresence(channel: channel, info: info) }
         do throws(HubError) {
-            try shard(for: channel).channels.withLock { channels throws(HubError) in
+            _ = try withChannel(channel, create: true) { (state) throws(HubError) in
                 var result = SubscribeResult()
                 if options.keepsHistory {
                     result = try streamState(for: request, options: options)
@@ -259,10 +304,8 @@ public final class Node: Sendable {
                 result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
                 // Recovered publications come whole; a JSON delta subscription takes data as text.
                 if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
-                var state = channels[channel] ?? ChannelState()
                 state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave, delta: result.delta),
                           floor: cluster != nil && options.keepsHistory ? result.offset : nil)
-                channels[channel] = state
                 session.queue.enqueue(Reply(id: replyID, .subscribe(result)))
                 if options.joinLeave, cluster == nil {
                     pushToJoinLeaveListeners(state, Push(channel: channel, .join(info)))
@@ -272,7 +315,17 @@ public final class Node: Sendable {
             if let cluster, options.presence { try? cluster.removePresence(channel: channel, client: info.client) }
             throw error
         }
-        if let cluster, options.joinLeave { try? cluster.send(.join(channel: channel, info)) }
+        if let cluster, options.joinLeave { announce(.join(channel: channel, info), through: cluster) }
+    }
+
+    /// Sends a join or leave to every node without waiting; a refusal is logged (the
+    /// subscription itself stands).
+    private func announce(_ event: ClusterEvent, through cluster: any ClusterLink) {
+        cluster.post(event) { [logger] result in
+            if case let .failure(error) = result {
+                logger.warning("cluster join/leave not sent", metadata: ["event": "\(event)", "error": "\(error)"])
+            }
+        }
     }
 
     /// The stream part of a subscribe reply: position, and the recovery when asked.
@@ -322,62 +375,85 @@ public final class Node: Sendable {
     /// the namespace's provider hears when the channel is left empty.
     func removeSubscriber(_ session: ClientSession, from channel: String) {
         guard let (name, options) = try? resolve(channel) else { return }
-        let (removed, vacated) = shard(for: channel).channels.withLock { channels -> (ClientInfo?, Bool) in
-            guard var state = channels[channel], let removed = state.remove(session.id) else {
-                return (nil, false)
-            }
-            channels[channel] = state.isEmpty ? nil : state
+        let (removed, vacated) = withChannel(channel, create: false) { state -> (ClientInfo?, Bool) in
+            guard let removed = state.remove(session.id) else { return (nil, false) }
             if options.joinLeave, cluster == nil {
                 pushToJoinLeaveListeners(state, Push(channel: channel, .leave(removed.info)))
             }
             return (removed.info, state.isEmpty)
-        }
+        } ?? (nil, false)
         if vacated { provider(of: name)?.vacated(channel: channel) }
         if let cluster, let removed {
-            do throws(HubError) {
-                if options.presence { try cluster.removePresence(channel: channel, client: removed.client) }
-                if options.joinLeave { try cluster.send(.leave(channel: channel, removed)) }
-            } catch {
-                logger.warning("cluster leave failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+            if options.presence {
+                do throws(HubError) {
+                    try cluster.removePresence(channel: channel, client: removed.client)
+                } catch {
+                    logger.warning("cluster presence removal failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+                }
             }
+            if options.joinLeave { announce(.leave(channel: channel, removed), through: cluster) }
         }
     }
 
     /// Publishes into a channel: appends to its stream when the namespace keeps
     /// one, encodes the push once and enqueues the same bytes for every subscriber.
-    /// Returns the stream position of the publication, if it has one.
-    ///
-    /// In a cluster the publication goes through the bus (appended to the shared
-    /// stream first) and reaches this node's subscribers as it comes back; the call
-    /// waits for the bus to commit it. Async callers use `publish(channel:data:info:) async`.
-    @discardableResult
-    public func publish(channel: String, data: RawJSON, info: ClientInfo? = nil) throws(HubError) -> StreamPosition? {
-        let (_, options) = try resolve(channel)
-        if let cluster, ownStore(of: options) == nil {
-            let outcome = Mutex<Result<StreamPosition?, HubError>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            cluster.publish(Publication(data: data, info: info), to: channel, options: options) { result in
-                outcome.withLock { $0 = result }
-                done.signal()
-            }
-            done.wait()
-            return try outcome.withLock { $0! }.get()
+    /// `completion` hears the stream position of the publication (nil without a
+    /// stream), or why it was refused. No thread waits: alone, the publication is
+    /// appended and sent (and `completion` called) before this returns; in a cluster
+    /// it goes through the bus (appended to the shared stream first), reaches this
+    /// node's subscribers as it comes back, and `completion` runs once the bus
+    /// committed it. Publications to one channel keep the order of the calls.
+    public func publish(channel: String, data: Payload, info: ClientInfo? = nil,
+                        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
+        let route: PublishRoute
+        do {
+            route = try self.route(channel)
+        } catch {
+            return completion(.failure(error))
         }
-        return try publishHere(channel: channel, options: options, data: data, info: info)
+        switch route {
+        case let .bus(cluster, options):
+            cluster.publish(Publication(data: data, info: info), to: channel, options: options, completion: completion)
+        case let .here(options):
+            completion(Result { () throws(HubError) in try publishHere(channel: channel, options: options, data: data, info: info) })
+        }
     }
 
-    /// `publish` for async callers: in a cluster the task waits for the bus
-    /// without holding a thread.
+    /// `publish` awaited: the position once the publication is stored and sent.
     @discardableResult
-    public func publish(channel: String, data: RawJSON, info: ClientInfo? = nil) async throws(HubError) -> StreamPosition? {
-        let (_, options) = try resolve(channel)
-        guard let cluster, ownStore(of: options) == nil else {
+    public func publish(channel: String, data: Payload, info: ClientInfo? = nil) async throws(HubError) -> StreamPosition? {
+        switch try route(channel) {
+        case .here(let options):
             return try publishHere(channel: channel, options: options, data: data, info: info)
+        case .bus:
+            return try await withCheckedContinuation { continuation in
+                publish(channel: channel, data: data, info: info) { continuation.resume(returning: $0) }
+            }.get()
         }
-        let result = await withCheckedContinuation { continuation in
-            cluster.publish(Publication(data: data, info: info), to: channel, options: options) { continuation.resume(returning: $0) }
+    }
+
+    /// `publish` for news no caller waits on (a domain telling a channel's subscribers
+    /// what changed); a refusal is logged with the channel.
+    public func publishInBackground(channel: String, data: Payload) {
+        publish(channel: channel, data: data) { [logger] result in
+            if case let .failure(error) = result {
+                logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+            }
         }
-        return try result.get()
+    }
+
+    /// Where a channel's publications go: through the cluster's bus, or straight to
+    /// this node's stream and subscribers (alone, or a namespace whose provider keeps
+    /// its own streams).
+    private enum PublishRoute {
+        case bus(any ClusterLink, NamespaceOptions)
+        case here(NamespaceOptions)
+    }
+
+    private func route(_ channel: String) throws(HubError) -> PublishRoute {
+        let (_, options) = try resolve(channel)
+        if let cluster, ownStore(of: options) == nil { return .bus(cluster, options) }
+        return .here(options)
     }
 
     /// Publishes to this node's subscribers only, for channels without a stream
@@ -387,9 +463,7 @@ public final class Node: Sendable {
     /// built the name itself, so it is not parsed again.
     public func publishLocally(channel: String, providedIn namespace: NamespaceOptions, data: RawJSON) {
         precondition(!namespace.keepsHistory, "\(namespace.name) keeps a stream")
-        shard(for: channel).channels.withLock { channels in
-            fanOut(Publication(data: data, info: nil), on: channel, in: &channels)
-        }
+        fanOut(Publication(data: Payload(data), info: nil), on: channel)
     }
 
     /// The store of a provided namespace that keeps its own streams.
@@ -397,9 +471,12 @@ public final class Node: Sendable {
         providers.withLock { $0.namespaces[options.name]?.provider.historyStore }
     }
 
-    /// Appends to this node's stream and fans out to this node's subscribers.
-    private func publishHere(channel: String, options: NamespaceOptions, data: RawJSON, info: ClientInfo?) throws(HubError) -> StreamPosition? {
-        try shard(for: channel).channels.withLock { channels throws(HubError) in
+    /// Appends to this node's stream and fans out to this node's subscribers, under
+    /// the channel's own lock (a durable append writes to disk there, holding up no
+    /// other channel).
+    private func publishHere(channel: String, options: NamespaceOptions, data: Payload, info: ClientInfo?) throws(HubError) -> StreamPosition? {
+        metrics.publications.increment()
+        let position = try withChannel(channel, create: options.keepsHistory) { (state) throws(HubError) -> StreamPosition? in
             var publication = Publication(data: data, info: info)
             var position: StreamPosition?
             if options.keepsHistory {
@@ -412,9 +489,10 @@ public final class Node: Sendable {
                     throw .internalError("history append failed: \(error)")
                 }
             }
-            fanOut(publication, on: channel, in: &channels)
+            fanOut(publication, on: channel, in: &state)
             return position
         }
+        return position ?? nil
     }
 
     /// Sends a publication that the namespace's own store has already written (its
@@ -423,18 +501,24 @@ public final class Node: Sendable {
     /// a subscriber recovering at the same time gets it either from the store or
     /// live, never both and never neither. For providers that write in batches.
     public func deliver(channel: String, publication: Publication, whileLocked: () -> Void) {
-        shard(for: channel).channels.withLock { channels in
+        metrics.publications.increment()
+        withChannel(channel, create: true) { state in
             whileLocked()
-            fanOut(publication, on: channel, in: &channels)
+            fanOut(publication, on: channel, in: &state)
         }
+    }
+
+    /// Sends a publication to the subscribers the channel has on this node, if any.
+    private func fanOut(_ publication: Publication, on channel: String) {
+        metrics.publications.increment()
+        withChannel(channel, create: false) { state in fanOut(publication, on: channel, in: &state) }
     }
 
     /// Sends a publication to the channel's subscribers on this node (see
     /// `ChannelState.deliver`); called under the channel's lock.
-    private func fanOut(_ publication: Publication, on channel: String, in channels: inout [String: ChannelState]) {
-        metrics.publications.increment()
-        guard let sent = channels[channel]?.deliver(publication, on: channel), sent > 0 else { return }
-        metrics.messagesOut.increment(by: Int64(sent))
+    private func fanOut(_ publication: Publication, on channel: String, in state: inout ChannelState) {
+        let sent = state.deliver(publication, on: channel)
+        if sent > 0 { metrics.messagesOut.increment(by: Int64(sent)) }
     }
 
     /// A channel's stream: `limit` publications after `since` (0 gives only the position).
@@ -442,13 +526,12 @@ public final class Node: Sendable {
         let (_, options) = try resolve(channel)
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         let capped = limit < 0 ? configuration.maxHistoryPerRequest : min(limit, configuration.maxHistoryPerRequest)
-        return try shard(for: channel).channels.withLock { _ throws(HubError) in
-            let slice = try read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
-            if let since, !reverse, since.epoch != slice.position.epoch { throw .unrecoverablePosition }
-            var publications = slice.publications
-            if reverse, let since { publications = publications.filter { $0.offset < since.offset } }
-            return HistoryResult(publications: publications, epoch: slice.position.epoch, offset: slice.position.offset)
-        }
+        // A stream read is a consistent snapshot of its own; it takes no channel's lock.
+        let slice = try read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
+        if let since, !reverse, since.epoch != slice.position.epoch { throw .unrecoverablePosition }
+        var publications = slice.publications
+        if reverse, let since { publications = publications.filter { $0.offset < since.offset } }
+        return HistoryResult(publications: publications, epoch: slice.position.epoch, offset: slice.position.offset)
     }
 
     /// Drops a channel's retained publications.
@@ -467,9 +550,7 @@ public final class Node: Sendable {
         let (_, options) = try resolve(channel)
         guard options.presence else { throw .notAvailable("namespace of \(channel) has no presence") }
         if let cluster { return try cluster.presence(channel: channel) }
-        return shard(for: channel).channels.withLock { channels in
-            (channels[channel]?.subscribers ?? [:]).mapValues(\.info)
-        }
+        return withChannel(channel, create: false) { $0.subscribers.mapValues(\.info) } ?? [:]
     }
 
     /// How many clients and distinct users are subscribed to a channel.
@@ -482,8 +563,8 @@ public final class Node: Sendable {
     public func channels() -> [String: Int] {
         var result: [String: Int] = [:]
         for shard in shards {
-            shard.channels.withLock { channels in
-                for (name, state) in channels { result[name] = state.subscribers.count }
+            for (name, slot) in shard.slots.withLock({ Array($0) }) {
+                if let count = slot.state.withLock({ $0?.subscribers.count }) { result[name] = count }
             }
         }
         return result
@@ -491,9 +572,9 @@ public final class Node: Sendable {
 
     /// Unsubscribes every connection of `user` from `channel` (on every node of a
     /// cluster), telling them with an unsubscribe push.
-    public func unsubscribe(user: String, channel: String) throws(HubError) {
+    public func unsubscribe(user: String, channel: String) async throws(HubError) {
         _ = try ChannelName(channel)
-        if let cluster { return try cluster.send(.unsubscribe(user: user, channel: channel)) }
+        if let cluster { return try await cluster.send(.unsubscribe(user: user, channel: channel)) }
         unsubscribeHere(user: user, channel: channel)
     }
 
@@ -505,8 +586,8 @@ public final class Node: Sendable {
 
     /// Closes every connection of `user` (on every node of a cluster, with 3000-range
     /// `force_disconnect`).
-    public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) throws(HubError) {
-        if let cluster, code == .forceDisconnect { return try cluster.send(.disconnect(user: user)) }
+    public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) async throws(HubError) {
+        if let cluster, code == .forceDisconnect { return try await cluster.send(.disconnect(user: user)) }
         for session in sessions(of: user) { session.close(code) }
     }
 
@@ -516,17 +597,11 @@ public final class Node: Sendable {
     public func receive(_ event: ClusterEvent) {
         switch event {
         case let .publication(channel, publication):
-            shard(for: channel).channels.withLock { channels in
-                fanOut(publication, on: channel, in: &channels)
-            }
+            fanOut(publication, on: channel)
         case let .join(channel, info):
-            shard(for: channel).channels.withLock { channels in
-                if let state = channels[channel] { pushToJoinLeaveListeners(state, Push(channel: channel, .join(info))) }
-            }
+            withChannel(channel, create: false) { pushToJoinLeaveListeners($0, Push(channel: channel, .join(info))) }
         case let .leave(channel, info):
-            shard(for: channel).channels.withLock { channels in
-                if let state = channels[channel] { pushToJoinLeaveListeners(state, Push(channel: channel, .leave(info))) }
-            }
+            withChannel(channel, create: false) { pushToJoinLeaveListeners($0, Push(channel: channel, .leave(info))) }
         case let .unsubscribe(user, channel):
             unsubscribeHere(user: user, channel: channel)
         case let .disconnect(user):

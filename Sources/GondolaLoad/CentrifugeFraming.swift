@@ -40,9 +40,8 @@ public struct CentrifugeFraming: Sendable {
         case .json:
             return Array(#"{"id":\#(id),"publish":{"channel":"\#(channel)","data":"#.utf8) + data + Array("}}".utf8)
         case .protobuf:
-            // The payload is the publisher's own JSON; checking it again is the server's job.
-            let payload = (try? RawJSON(validating: data)) ?? RawJSON(.null)
-            return encoding.encode(Command(id: id, .publish(channel: channel, data: payload)))
+            // The payload's bytes as they are; checking them is the server's job.
+            return encoding.encode(Command(id: id, .publish(channel: channel, data: Payload(received: data))))
         }
     }
 

@@ -116,7 +116,7 @@ public final class PostgresHistoryStore: HistoryStore {
             guard let offset, let data else { continue }
             publications.append(Publication(
                 offset: UInt64(offset),
-                data: try RawJSON(validating: Array(buffer: data)),
+                data: Payload(received: Array(buffer: data)),
                 info: try info.map { try ClientInfo(json: JSONParser.parse(Array(buffer: $0))) }))
         }
         guard let position else { throw PostgresStoreError("stream \(channel) has no position row") }

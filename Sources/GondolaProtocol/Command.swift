@@ -5,7 +5,8 @@ public struct Command: Sendable, Equatable {
         case connect(ConnectRequest)
         case subscribe(SubscribeRequest)
         case unsubscribe(channel: String)
-        case publish(channel: String, data: RawJSON)
+        /// The data as the client sent it: one JSON value from a JSON client, any bytes from a Protobuf one.
+        case publish(channel: String, data: Payload)
         case presence(channel: String)
         case presenceStats(channel: String)
         case history(HistoryRequest)
@@ -56,7 +57,7 @@ public struct Command: Sendable, Equatable {
         case let .publish(channel, data):
             var body = JSONObjectBuilder()
             body.add("channel", channel)
-            body.add("data", data)
+            body.add("data", data.jsonValue)
             object.add("publish", body.json)
         case let .presence(channel): object.add("presence", channelBody(channel))
         case let .presenceStats(channel): object.add("presence_stats", channelBody(channel))
@@ -120,7 +121,7 @@ public struct Command: Sendable, Equatable {
         case "unsubscribe": method = .unsubscribe(channel: try bodyFields.protobufString("channel"))
         case "publish":
             guard let data = bodyFields.raw("data") else { throw ProtocolDecodingError("publish.data is required") }
-            method = .publish(channel: try bodyFields.protobufString("channel"), data: data)
+            method = .publish(channel: try bodyFields.protobufString("channel"), data: Payload(data))
         case "presence": method = .presence(channel: try bodyFields.protobufString("channel"))
         case "presence_stats": method = .presenceStats(channel: try bodyFields.protobufString("channel"))
         case "history": method = .history(try HistoryRequest(json: body))

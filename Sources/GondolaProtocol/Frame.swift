@@ -7,12 +7,16 @@ public enum Frame {
     /// The ping the server sends (`{}`), and the pong a client answers with.
     public static let emptyObject: [UInt8] = Array("{}".utf8)
 
-    /// Splits a frame into its non-empty lines and parses each as one JSON value.
+    /// The members whose values are payloads, kept byte for byte as they were written.
+    public static let payloadMembers: Set<String> = ["data", "conn_info", "chan_info"]
+
+    /// Splits a frame into its non-empty lines and parses each as one JSON value, keeping
+    /// payloads (`payloadMembers`) as they were written.
     public static func values(in frame: some Collection<UInt8>) throws(JSONParseError) -> [JSON] {
         var values: [JSON] = []
         for line in frame.split(separator: separator, omittingEmptySubsequences: true) {
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-            values.append(try JSONParser.parse(line))
+            values.append(try JSONParser.parse(line, keepingRaw: payloadMembers))
         }
         return values
     }

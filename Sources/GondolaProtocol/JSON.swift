@@ -88,13 +88,15 @@ extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Express
     public init(nilLiteral: ()) { self = .null }
 }
 
-/// An already-encoded JSON value kept as compact UTF-8 bytes.
+/// An already-encoded JSON value kept as UTF-8 bytes.
 ///
 /// Payload fields of the protocol (`data`, `conn_info`, `chan_info`) are carried
-/// as `RawJSON` so that a publication is validated once on the way in and its
-/// bytes are copied, not re-encoded, into every push that carries it.
+/// as `RawJSON` so that a value is validated once on the way in and its bytes are
+/// copied, not re-encoded, into every push that carries it: a value read from input
+/// keeps its spelling (white space, number forms, escapes). `JSONWriter` leaves out
+/// its raw newlines (white space outside strings), which would end a line of a JSON frame.
 public struct RawJSON: Sendable, Hashable, CustomStringConvertible {
-    /// Compact UTF-8 encoding of one JSON value.
+    /// UTF-8 encoding of one JSON value.
     public let bytes: [UInt8]
 
     /// Wraps a parsed value, writing it compactly.
@@ -111,16 +113,33 @@ public struct RawJSON: Sendable, Hashable, CustomStringConvertible {
         bytes = writer.bytes
     }
 
-    /// Parses `bytes` as one JSON value and keeps its compact form.
+    /// Checks that `bytes` are one JSON value and keeps them as they are (without the
+    /// white space around the value).
     public init(validating bytes: some Collection<UInt8>) throws(JSONParseError) {
-        self.init(try JSONParser.parse(bytes))
+        let span = try JSONParser.valueSpan(of: bytes)
+        self.init(trusted: Array(span))
+    }
+
+    /// Bytes known to be one JSON value (read back from where a checked value was kept).
+    public init(trusted bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Whether `bytes` are one JSON value.
+    public static func isValid(_ bytes: some Collection<UInt8>) -> Bool {
+        (try? JSONParser.valueSpan(of: bytes)) != nil
     }
 
     public static let emptyObject = RawJSON(.object([]))
 
+    /// Whether the value is `null`.
+    public var isNull: Bool { bytes == Self.null.bytes }
+
+    private static let null = RawJSON(.null)
+
     /// The value decoded again.
     public var value: JSON {
-        // The bytes were produced by JSONWriter, so they always parse.
+        // The bytes were written by JSONWriter or checked on the way in, so they always parse.
         (try? JSONParser.parse(bytes)) ?? .null
     }
 

@@ -14,17 +14,44 @@ public struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
+    /// Members whose values are kept as their bytes (`JSON.raw`) instead of parsed into a tree.
+    private let rawMembers: Set<String>
+    /// The nesting depth (1: the top object) whose members `rawMembers` names; nil: any.
+    private let rawDepth: Int?
 
-    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+    private init(_ bytes: [UInt8], rawMembers: Set<String> = [], rawDepth: Int? = nil) {
+        self.bytes = bytes
+        self.rawMembers = rawMembers
+        self.rawDepth = rawDepth
+    }
 
-    /// Parses exactly one JSON value; leading and trailing white space is allowed.
-    public static func parse(_ input: some Collection<UInt8>) throws(JSONParseError) -> JSON {
-        var parser = JSONParser(Array(input))
-        parser.skipWhitespace()
-        let value = try parser.parseValue()
-        parser.skipWhitespace()
-        guard parser.index == parser.bytes.count else { throw parser.error("unexpected data after the value") }
+    /// Parses exactly one JSON value; leading and trailing white space is allowed. The
+    /// values of object members named in `rawMembers` (in objects at `depth` only, when
+    /// given; 1 is the top object) are checked and kept as they were written (`JSON.raw`),
+    /// so that payloads pass on byte for byte.
+    public static func parse(_ input: some Collection<UInt8>, keepingRaw rawMembers: Set<String> = [],
+                             atDepth depth: Int? = nil) throws(JSONParseError) -> JSON {
+        var parser = JSONParser(Array(input), rawMembers: rawMembers, rawDepth: depth)
+        let (value, _) = try parser.parseWhole()
         return value
+    }
+
+    /// The bytes of the one JSON value in `input`, without the white space around it;
+    /// thrown when `input` is not exactly one JSON value.
+    public static func valueSpan(of input: some Collection<UInt8>) throws(JSONParseError) -> ArraySlice<UInt8> {
+        var parser = JSONParser(Array(input))
+        let (_, span) = try parser.parseWhole()
+        return parser.bytes[span]
+    }
+
+    private mutating func parseWhole() throws(JSONParseError) -> (JSON, Range<Int>) {
+        skipWhitespace()
+        let start = index
+        let value = try parseValue()
+        let end = index
+        skipWhitespace()
+        guard index == bytes.count else { throw error("unexpected data after the value") }
+        return (value, start..<end)
     }
 
     /// Parses a string's UTF-8 as one JSON value.
@@ -90,7 +117,13 @@ public struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipWhitespace()
-            members.append((key: key, value: try parseValue()))
+            if rawMembers.contains(key), rawDepth == nil || rawDepth == depth {
+                let start = index
+                _ = try parseValue()
+                members.append((key: key, value: .raw(RawJSON(trusted: Array(bytes[start..<index])))))
+            } else {
+                members.append((key: key, value: try parseValue()))
+            }
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") {

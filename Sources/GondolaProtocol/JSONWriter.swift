@@ -32,7 +32,13 @@ public struct JSONWriter {
                 write(member.value)
             }
             bytes.append(UInt8(ascii: "}"))
-        case let .raw(raw): bytes.append(contentsOf: raw.bytes)
+        case let .raw(raw):
+            // A raw newline can only be white space between tokens; it would end the frame's line.
+            if raw.bytes.contains(0x0A) {
+                bytes.append(contentsOf: raw.bytes.lazy.filter { $0 != 0x0A })
+            } else {
+                bytes.append(contentsOf: raw.bytes)
+            }
         }
     }
 

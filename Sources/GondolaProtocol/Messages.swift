@@ -1,3 +1,5 @@
+import Foundation
+
 /// Who a publication, join or leave comes from: user id, client id and the
 /// connection's and channel's info as given by the server.
 public struct ClientInfo: Sendable, Equatable {
@@ -43,7 +45,7 @@ public enum DeltaType: String, Sendable, CaseIterable {
 /// One message of a channel, with its position in the channel's stream.
 public struct Publication: Sendable, Equatable {
     public var offset: UInt64
-    public var data: RawJSON
+    public var data: Payload
     public var info: ClientInfo?
     public var tags: [String: String]
     /// True when `data` is a fossil delta against the subscription's previous publication.
@@ -51,7 +53,7 @@ public struct Publication: Sendable, Equatable {
     /// in the JSON encoding, its bytes in Protobuf (see `FossilDelta`).
     public var delta: Bool
 
-    public init(offset: UInt64 = 0, data: RawJSON, info: ClientInfo? = nil, tags: [String: String] = [:], delta: Bool = false) {
+    public init(offset: UInt64 = 0, data: Payload, info: ClientInfo? = nil, tags: [String: String] = [:], delta: Bool = false) {
         self.offset = offset
         self.data = data
         self.info = info
@@ -61,7 +63,7 @@ public struct Publication: Sendable, Equatable {
 
     public var json: JSON {
         var object = JSONObjectBuilder()
-        object.add("data", data)
+        object.add("data", data.jsonValue)
         object.add("info", info?.json)
         object.add("offset", offset)
         object.add("tags", map: tags.mapValues { .string($0) })
@@ -70,10 +72,12 @@ public struct Publication: Sendable, Equatable {
     }
 
     /// The publication with its data as a JSON string of the data's text: how a JSON
-    /// connection sends a whole publication to a subscription that negotiated deltas.
+    /// connection sends a whole publication to a subscription that negotiated deltas (a
+    /// binary payload's text is its base64).
     public var withDataAsText: Publication {
         var text = self
-        text.data = RawJSON(.string(String(decoding: data.bytes, as: UTF8.self)))
+        let content = data.isJSON ? String(decoding: data.bytes, as: UTF8.self) : Data(data.bytes).base64EncodedString()
+        text.data = Payload(.string(content))
         return text
     }
 
@@ -81,7 +85,7 @@ public struct Publication: Sendable, Equatable {
         let fields = try ProtocolFields(json, path: path)
         self.init(
             offset: try fields.uint64("offset"),
-            data: fields.raw("data") ?? RawJSON(.null),
+            data: Payload(fields.raw("data") ?? RawJSON(.null)),
             info: try fields.value("info").map { (value) throws(ProtocolDecodingError) in try ClientInfo(json: value, path: "\(path).info") },
             tags: try fields.stringMap("tags"),
             delta: try fields.protobufBool("delta"))

@@ -1,7 +1,7 @@
 /// The two encodings of the Centrifuge client protocol: JSON (text frames of
 /// newline-separated objects) and Protobuf (binary frames of varint-length-prefixed
 /// messages). A connection speaks one of them from its handshake on; both share
-/// channels, offsets and epochs, and payloads are JSON text in both.
+/// channels, offsets and epochs, and payloads pass byte for byte (see `Payload`).
 public enum ProtocolEncoding: String, Sendable, CaseIterable {
     case json
     case protobuf

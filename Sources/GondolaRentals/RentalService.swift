@@ -281,13 +281,8 @@ public final class RentalService: Sendable {
         for rental in due {
             let car = fleet.withLock { $0.cars[rental.car] }.map { "\($0.make) \($0.model)" } ?? rental.car
             let start = Self.clock(rental.startsAt)
-            do {
-                _ = try node.publish(channel: "personal:#\(rental.user)",
-                                     data: RawJSON(["type": "rental.starting", "rental": rental.json, "car_name": .string(car)]))
-            } catch {
-                logger.error("rental reminder push failed", metadata: ["rental": "\(rental.id)", "error": "\(error)"])
-            }
-            notices.post(Notice(audience: .users([rental.user]), channel: "personal:#\(rental.user)", category: .update, text: "rental.starting",
+            node.tell(rental.user, ["type": "rental.starting", "rental": rental.json, "car_name": .string(car)])
+            notices.post(Notice(audience: .users([rental.user]), channel: PersonalChannel.name(of: rental.user), category: .update, text: "rental.starting",
                                 values: ["car": car, "start": start], link: ["screen": "rental", "rental": rental.id], at: now))
         }
         return due.count
@@ -347,19 +342,11 @@ public final class RentalService: Sendable {
 
     private func publish(_ events: [Fleet.CellEvent]) {
         for event in events {
-            do {
-                _ = try node.publish(channel: event.cell.channel, data: RawJSON(event.data))
-            } catch {
-                logger.error("car cell push failed", metadata: ["channel": "\(event.cell.channel)", "error": "\(error)"])
-            }
+            node.publishInBackground(channel: event.cell.channel, data: Payload(event.data))
         }
     }
 
     private func tell(_ rental: Rental) {
-        do {
-            _ = try node.publish(channel: "personal:#\(rental.user)", data: RawJSON(["type": "rental", "rental": rental.json]))
-        } catch {
-            logger.error("rental push failed", metadata: ["rental": "\(rental.id)", "user": "\(rental.user)", "error": "\(error)"])
-        }
+        node.tell(rental.user, ["type": "rental", "rental": rental.json])
     }
 }

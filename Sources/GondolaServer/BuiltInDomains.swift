@@ -30,6 +30,6 @@ enum BuiltInDomains {
 
     /// The namespaces the domains provide, which the configuration may not redefine.
     static var namespaces: Set<String> {
-        all(ServerConfiguration(), telegram: NoTelegramBot()).reduce(into: []) { $0.formUnion($1.namespaces) }
+        all(ServerConfiguration(), telegram: NoTelegramBot()).reduce(into: [PersonalChannel.namespace]) { $0.formUnion($1.namespaces) }
     }
 }

@@ -36,20 +36,26 @@ public final class GondolaServer: Sendable {
     /// installs the domains `domains` enables (all when unset). The configuration
     /// must carry a token secret and an API key (see `GeneratedSecrets.complete`).
     /// Telegram messages go through `telegram` when given, else through the Bot API
-    /// when `telegram_bot_token` is set, else nowhere.
-    public init(configuration: ServerConfiguration, telegram: (any TelegramNotifier)? = nil, logger: Logger = Logger(label: "gondola")) async throws {
+    /// when `telegram_bot_token` is set, else nowhere. An embedding program adds its own
+    /// domains with `additionalDomains`, installed after the built-in ones; an RPC or
+    /// server API method name that two domains (or a domain and the hub) claim stops the
+    /// start with a `ConfigurationError` naming both.
+    public init(configuration: ServerConfiguration, telegram: (any TelegramNotifier)? = nil, additionalDomains: [any Domain] = [],
+                logger: Logger = Logger(label: "gondola")) async throws {
         precondition(!configuration.tokenHMACSecret.isEmpty && !configuration.apiKey.isEmpty, "secrets must be set")
         self.configuration = configuration
         self.logger = logger
         let notifier = telegram ?? (configuration.telegramBotToken.isEmpty ? NoTelegramBot() : TelegramBotAPI(token: configuration.telegramBotToken))
+        // Every domain's schema is kept whether it is enabled or not; additional domains are always enabled.
         let builtIn = BuiltInDomains.all(configuration, telegram: notifier)
-        let enabled = builtIn.filter { configuration.domains?.contains($0.name) ?? true }
+        let known = builtIn + additionalDomains
+        let enabled = builtIn.filter { configuration.domains?.contains($0.name) ?? true } + additionalDomains
         self.tokens = try await ConnectionTokens(secret: configuration.tokenHMACSecret)
         self.metrics = ServerMetrics()
         let uid = UUID().uuidString.lowercased()
         let storage: DomainStorage
         if configuration.isCluster {
-            let cluster = try ClusterStorage.open(configuration, domains: builtIn, nodeUID: uid, logger: logger)
+            let cluster = try ClusterStorage.open(configuration, domains: known, nodeUID: uid, logger: logger)
             storage = .postgres(cluster.pool, bus: cluster)
             self.database = nil
             self.cluster = cluster
@@ -59,7 +65,7 @@ public final class GondolaServer: Sendable {
             logger.info("cluster node", metadata: ["uid": "\(uid)", "database": "\(cluster.pool.location)"])
         } else {
             let database = try GondolaDatabase(path: configuration.database) { migrator in
-                for domain in builtIn { domain.registerMigrations(in: &migrator) }
+                for domain in known { domain.registerMigrations(in: &migrator) }
             }
             self.database = database
             storage = .sqlite(database)
@@ -77,18 +83,26 @@ public final class GondolaServer: Sendable {
     private static func install(_ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage,
                                 tokens: ConnectionTokens, metrics: any MetricsFactory,
                                 logger: Logger) async throws -> [(name: String, installed: InstalledDomain)] {
+        PersonalChannel.install(on: node)
         guard !enabled.isEmpty else { return [] }
         let context = DomainContext(node: node, storage: storage, authentication: BearerAuthentication(tokens: tokens),
                                     links: SignedLinks(secret: configuration.tokenHMACSecret),
                                     signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder,
                                     notices: NoticeBoard(), metrics: metrics, logger: logger)
         var installed: [(name: String, installed: InstalledDomain)] = []
+        var rpcNames = NameClaims(kind: "RPC method", hubNames: node.rpc.methods)
+        var apiNames = NameClaims(kind: "server API method", hubNames: ServerAPI(node: node).names)
         for domain in enabled {
+            let before = Set(node.rpc.methods)
+            let domainInstalled: InstalledDomain
             do {
-                installed.append((domain.name, try await domain.install(in: context)))
+                domainInstalled = try await domain.install(in: context)
             } catch let error as DomainSetupError {
                 throw ConfigurationError("\(domain.name): \(error)")
             }
+            try rpcNames.claim(Set(node.rpc.methods).subtracting(before).sorted() + node.rpc.takeRepeatedNames(), by: domain.name)
+            try apiNames.claim(domainInstalled.serverMethods.keys.sorted(), by: domain.name)
+            installed.append((domain.name, domainInstalled))
         }
         return installed
     }
@@ -228,7 +242,7 @@ struct ServerAPIEndpoint: Sendable {
                 return JSONResponse.error(.unauthorized, code: 101, "missing or wrong X-API-Key")
             }
             let body: JSON
-            switch await JSONResponse.object(of: request, limit: Self.bodyLimit) {
+            switch await JSONResponse.object(of: request, limit: Self.bodyLimit, keepingRaw: ["data"]) {
             case let .success(json): body = json
             case let .failure(error): return error.response
             }

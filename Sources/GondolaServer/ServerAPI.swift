@@ -51,11 +51,11 @@ public struct ServerAPI: Sendable {
             return [:]
         }
         register("unsubscribe") { params throws(HubError) in
-            try node.unsubscribe(user: try params.string("user"), channel: try params.string("channel"))
+            try await node.unsubscribe(user: try params.string("user"), channel: try params.string("channel"))
             return [:]
         }
         register("disconnect") { params throws(HubError) in
-            try node.disconnect(user: try params.string("user"))
+            try await node.disconnect(user: try params.string("user"))
             return [:]
         }
         register("channels") { params throws(HubError) in
@@ -74,6 +74,9 @@ public struct ServerAPI: Sendable {
     public mutating func register(_ name: String, _ method: @escaping Method) {
         methods[name] = method
     }
+
+    /// The names of the methods it answers.
+    public var names: Set<String> { Set(methods.keys) }
 
     /// Runs `name` with `body`; the answer is the JSON the endpoint returns.
     public func call(_ name: String, body: JSON) async -> JSON? {
@@ -141,10 +144,18 @@ public struct APIParameters: Sendable {
         try fields.optionalObject(key).map { (object) throws(HubError) in try APIParameters(object.json) }
     }
 
-    /// The `data` to publish: any JSON value.
-    public func data() throws(HubError) -> RawJSON {
-        guard let value = json["data"] else { throw .badRequest("data is required") }
-        return RawJSON(value)
+    /// What to publish: `data`, any JSON value kept as it was written, or else `b64data`,
+    /// any bytes in base64 (Centrifugo's way to publish binary through the HTTP API).
+    public func data() throws(HubError) -> Payload {
+        if let value = json["data"], !value.isNull {
+            if case let .raw(raw) = value { return raw.isNull ? Payload(.null) : Payload(raw) }
+            return Payload(value)
+        }
+        if let encoded = try fields.optionalString("b64data", maxLength: .max, allowEmpty: false) {
+            guard let bytes = Data(base64Encoded: encoded) else { throw .badRequest("b64data is not base64") }
+            return Payload(received: [UInt8](bytes))
+        }
+        throw .badRequest("data is required")
     }
 }
 

@@ -48,7 +48,7 @@ public final class SQLiteHistoryStore: HistoryStore {
                 let info: Data? = row["info"]
                 return Publication(
                     offset: UInt64(row["offset"] as Int64),
-                    data: try RawJSON(validating: [UInt8](row["data"] as Data)),
+                    data: Payload(received: [UInt8](row["data"] as Data)),
                     info: try info.map { try ClientInfo(json: JSONParser.parse([UInt8]($0))) })
             }
             return StreamSlice(publications: publications, position: position)

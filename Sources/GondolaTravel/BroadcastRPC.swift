@@ -44,7 +44,7 @@ struct BroadcastRPC: Sendable {
                 "type": .string(type), "id": .string(id), "from": .string(context.user), "name": .string(directory.name(of: context.user)),
                 "text": .string(text), "ts": .int(ts),
             ]
-            guard let position = try node.publish(channel: channel, data: RawJSON(message)) else {
+            guard let position = try await node.publish(channel: channel, data: Payload(message)) else {
                 throw HubError.internalError("\(channel) keeps no stream")
             }
             notices.post(Notice(audience: audience, channel: channel, category: .broadcast, text: type == "broadcast" ? "trip.broadcast" : "announcement",

@@ -47,7 +47,7 @@ final class ChatStreamStore: HistoryStore {
         let first = (after ?? 0) + 1
         guard limit > 0, first <= position.offset else { return StreamSlice(publications: [], position: position) }
         let messages = try repository.messages(of: chat, offsets: first...position.offset, limit: limit, newestFirst: reverse)
-        return StreamSlice(publications: messages.map { Publication(offset: $0.offset, data: $0.data) }, position: position)
+        return StreamSlice(publications: messages.map { Publication(offset: $0.offset, data: Payload($0.data)) }, position: position)
     }
 
     func removeHistory(channel: String) throws {

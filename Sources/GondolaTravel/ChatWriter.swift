@@ -121,7 +121,7 @@ final class ChatWriter: Sendable {
         for (request, earlier) in repeats { request.stored(answers[earlier].message, true) }
         for (message, result) in zip(messages, results) where !repository.publishesOnCommit {
             guard case let .appended(position) = result else { continue }
-            node.deliver(channel: ChatService.channel(of: message.chat), publication: Publication(offset: position.offset, data: message.data)) {
+            node.deliver(channel: ChatService.channel(of: message.chat), publication: Publication(offset: position.offset, data: Payload(message.data))) {
                 streams.markDelivered(message.chat, position.offset)
             }
         }

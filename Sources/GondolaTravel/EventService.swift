@@ -102,8 +102,8 @@ public final class EventService: Sendable {
         let summary = EventJSON.event(event, directory: directory)
         let creatorName = directory.name(of: event.creator)
         for invitee in invitees {
-            publish("personal:#\(invitee)", ["type": "invite", "event": summary])
-            notices.post(Notice(audience: .users([invitee]), channel: "personal:#\(invitee)", category: .invite, text: "event.invite",
+            node.tell(invitee, ["type": "invite", "event": summary])
+            notices.post(Notice(audience: .users([invitee]), channel: PersonalChannel.name(of: invitee), category: .invite, text: "event.invite",
                                 values: ["sender": creatorName, "title": event.title], link: ["screen": "event", "event": event.id],
                                 at: event.createdAt))
         }
@@ -146,8 +146,8 @@ public final class EventService: Sendable {
             "response": .string(response.rawValue), "counts": EventJSON.counts(counts),
         ]
         publish(Self.channel(of: id), change)
-        publish("personal:#\(event.creator)", change)
-        notices.post(Notice(audience: .users([event.creator]), channel: "personal:#\(event.creator)", category: .invite, text: "event.\(response.rawValue)",
+        node.tell(event.creator, change)
+        notices.post(Notice(audience: .users([event.creator]), channel: PersonalChannel.name(of: event.creator), category: .invite, text: "event.\(response.rawValue)",
                             values: ["name": directory.name(of: user), "title": event.title], link: ["screen": "event", "event": id]))
         return (event, counts)
     }
@@ -157,11 +157,7 @@ public final class EventService: Sendable {
     }
 
     private func publish(_ channel: String, _ data: JSON) {
-        do {
-            try node.publish(channel: channel, data: RawJSON(data))
-        } catch {
-            logger.error("event push failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-        }
+        node.publishInBackground(channel: channel, data: Payload(data))
     }
 }
 

@@ -97,13 +97,7 @@ public final class LocationService: Sendable {
             live.choices[slot] = choice
             return (choice, choice != previous)
         }
-        if changed {
-            do {
-                try node.publish(channel: "personal:#\(user)", data: RawJSON(TravelJSON.map(choice, type: "map")))
-            } catch {
-                logger.error("publish failed", metadata: ["channel": "personal:#\(user)", "error": "\(error)"])
-            }
-        }
+        if changed { node.tell(user, TravelJSON.map(choice, type: "map")) }
         return ["map": TravelJSON.map(choice)]
     }
 

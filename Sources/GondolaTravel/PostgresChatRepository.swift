@@ -83,7 +83,7 @@ struct PostgresChatRepository: ChatRepository {
                 rows.ts.append(message.ts)
                 rows.data.append(ByteBuffer(bytes: data.bytes))
                 results.append(.appended(StreamPosition(offset: UInt64(stream.top), epoch: stream.epoch)))
-                events.append(.publication(channel: ChatService.channel(of: chat), Publication(offset: UInt64(stream.top), data: data)))
+                events.append(.publication(channel: ChatService.channel(of: chat), Publication(offset: UInt64(stream.top), data: Payload(data))))
             }
             guard !rows.chat.isEmpty else { return results }
             try pool.run("""

@@ -5,11 +5,10 @@ import GondolaProtocol
 /// The travel domain's built-in namespaces (README, "Travel API") and who may subscribe.
 public enum TravelNamespaces {
     /// Namespace names the configuration may not redefine.
-    public static let names: Set<String> = ["personal", "nearby", "friends", "locations", "chat", "trip", "event"]
+    public static let names: Set<String> = ["nearby", "friends", "locations", "chat", "trip", "event"]
 
     /// Hands each namespace to its provider.
     static func install(on node: Node, locations: LocationService, directory: Directory, chats: ChatService, events: EventService) {
-        node.provide(NamespaceOptions(name: "personal"), by: PersonalChannel())
         node.provide(PositionChannel.nearbyNamespace, by: NearbyChannel(locations: locations))
         node.provide(PositionChannel.friendsNamespace, by: FriendsChannel(locations: locations))
         node.provide(PositionChannel.locationsNamespace, by: TripLocationsChannel(locations: locations, directory: directory))
@@ -19,23 +18,6 @@ public enum TravelNamespaces {
         node.provide(NamespaceOptions(name: "event"), by: EventChannel(events: events))
     }
 
-    /// The user of a `<namespace>:#<uid>` channel when it is exactly the subscriber's own.
-    static func requireOwn(_ subscription: ProvidedSubscription) throws(HubError) {
-        let own = "\(subscription.channel.namespace):#\(subscription.user)"
-        guard subscription.channel.raw == own else {
-            throw .permissionDenied("\(subscription.channel.raw) is not yours; subscribe to \(own)")
-        }
-    }
-}
-
-/// `personal:#<uid>`: map switches, invitations and friend requests for one user.
-struct PersonalChannel: ChannelProvider {
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        try TravelNamespaces.requireOwn(subscription)
-        try attach(nil)
-    }
-
-    func vacated(channel: String) {}
 }
 
 /// `nearby:#<uid>`: who is near the user, with the radius and limit of the subscribe `data`.
@@ -46,7 +28,7 @@ struct NearbyChannel: ChannelProvider {
     static let defaultLimit = 50, maxLimit = 200
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        try TravelNamespaces.requireOwn(subscription)
+        try PersonalChannel.requireOwn(subscription)
         let fields = try RequestFields(subscription.data?.value)
         let radius = try fields.optionalNumber("radius", in: 1...Self.maxRadius) ?? Self.defaultRadius
         let limit = Int(try fields.optionalInteger("limit", in: 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit))
@@ -63,7 +45,7 @@ struct FriendsChannel: ChannelProvider {
     let locations: LocationService
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        try TravelNamespaces.requireOwn(subscription)
+        try PersonalChannel.requireOwn(subscription)
         try locations.openFriends(user: subscription.user, attach: attach)
     }
 

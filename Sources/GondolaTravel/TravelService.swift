@@ -41,12 +41,8 @@ public final class TravelService: Sendable {
             node.replicate(topic: Directory.replicaTopic, change.json)
         }
         locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings, logger: logger)
-        directoryRPC = DirectoryRPC(directory: directory, locations: locations, resorts: resorts) { [node, logger] user, push in
-            do {
-                try node.publish(channel: "personal:#\(user)", data: RawJSON(push))
-            } catch {
-                logger.error("personal push failed", metadata: ["user": "\(user)", "error": "\(error)"])
-            }
+        directoryRPC = DirectoryRPC(directory: directory, locations: locations, resorts: resorts) { [node] user, push in
+            node.tell(user, push)
         }
         directoryRPC.register(on: node.rpc)
         MapRPC(locations: locations, resorts: resorts).register(on: node.rpc)

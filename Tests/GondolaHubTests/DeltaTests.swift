@@ -15,9 +15,9 @@ import Testing
 
     /// Position-frame-like publications: one of eight travellers moves from one frame
     /// to the next, so most bytes repeat.
-    static func frames(count: Int, from start: Int = 0) -> [RawJSON] {
+    static func frames(count: Int, from start: Int = 0) -> [Payload] {
         (start..<(start + count)).map { n in
-            RawJSON(["type": "nearby", "travellers": .array((0..<8).map { index in
+            Payload(["type": "nearby", "travellers": .array((0..<8).map { index in
                 let step = n / 8 + (index < n % 8 ? 1 : 0)
                 return ["id": .string("traveller-\(index)"), "lat": .double(46.0 + Double(index) / 1000 + Double(step) / 100_000),
                         "lng": 7.5, "name": "Zoë Übersax"]
@@ -32,7 +32,7 @@ import Testing
         var rebuilt: [[UInt8]] = []
         for publication in publications {
             let text: [UInt8]
-            switch (encoding, publication.data.value) {
+            switch (encoding, publication.data.json ?? .null) {
             case let (_, .string(string)) where publication.delta || encoding == .json: text = Array(string.utf8)
             case (.protobuf, _): text = publication.data.bytes
             default: throw HarnessError("a JSON delta subscription got data that is not a string: \(publication.data)")
@@ -70,7 +70,7 @@ import Testing
         #expect(received.map(\.offset) == Array(1...6))
         #expect(try Self.rebuild(received, encoding: encoding) == frames.map(\.bytes))
         let deltaBytes = received.dropFirst().map { publication -> Int in
-            guard case let .string(text) = publication.data.value else { return .max }
+            guard case let .string(text)? = publication.data.json else { return .max }
             return text.utf8.count
         }
         #expect(deltaBytes.allSatisfy { $0 < frames[0].bytes.count / 3 }, "deltas of \(deltaBytes) bytes for frames of \(frames[0].bytes.count)")
@@ -102,7 +102,7 @@ import Testing
         let node = try await deltaNode()
         var client = try await TestClient.connected(node, user: "alice")
         _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:short", delta: "fossil")))
-        let data: [RawJSON] = [RawJSON(["a": 1]), RawJSON(["zz": "other"]), Self.frames(count: 1)[0], Self.frames(count: 1, from: 1)[0]]
+        let data: [Payload] = [Payload(["a": 1]), Payload(["zz": "other"]), Self.frames(count: 1)[0], Self.frames(count: 1, from: 1)[0]]
         for item in data { try await node.publish(channel: "room:short", data: item) }
         let received = try await publications(client, count: data.count)
         #expect(received.map(\.delta) == [false, false, false, true])
@@ -126,7 +126,7 @@ import Testing
         #expect(recovered.recovered && recovered.delta)
         #expect(recovered.publications.map(\.offset) == [3, 4] && recovered.publications.allSatisfy { !$0.delta })
         // The JSON encoding hands a delta subscription whole data as text.
-        #expect(recovered.publications.map(\.data) == frames[2..<4].map { RawJSON(.string($0.description)) })
+        #expect(recovered.publications.map(\.data) == frames[2..<4].map { Payload(.string($0.description)) })
 
         for frame in frames.suffix(2) { try await node.publish(channel: "room:rec", data: frame) }
         let live = try await publications(client, count: 2)

@@ -4,7 +4,7 @@ import GondolaProtocol
 import Testing
 
 /// A node with short timings and a `room` namespace that has every feature on.
-func makeNode(_ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> Node {
+func makeNode(durableHistory: (any HistoryStore)? = nil, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> Node {
     var configuration = HubConfiguration()
     var room = NamespaceOptions(name: "room")
     room.historySize = 5
@@ -23,7 +23,7 @@ func makeNode(_ adjust: (inout HubConfiguration) -> Void = { _ in }) async throw
     personal.allowSubscribeForClient = false
     configuration.namespaces["personal"] = personal
     adjust(&configuration)
-    return Node(configuration: configuration, tokens: try await ConnectionTokens(secret: testSecret))
+    return Node(configuration: configuration, tokens: try await ConnectionTokens(secret: testSecret), durableHistory: durableHistory)
 }
 
 let testSecret = "test-secret-of-at-least-32-bytes!!"

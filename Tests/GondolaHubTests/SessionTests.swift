@@ -102,7 +102,7 @@ import Testing
         let client = try await TestClient.connected(node, user: "alice")
         let frame = [
             Command(id: 10, .subscribe(SubscribeRequest(channel: "room:a"))),
-            Command(id: 11, .publish(channel: "room:a", data: RawJSON(["n": 1]))),
+            Command(id: 11, .publish(channel: "room:a", data: Payload(["n": 1]))),
             Command(id: 12, .ping),
         ].map(\.json.text).joined(separator: "\n")
         await client.sendFrame(frame)
@@ -127,13 +127,13 @@ import Testing
         var bob = try await TestClient.connected(node, user: "bob")
         _ = try await alice.call(.subscribe(SubscribeRequest(channel: "room:1")))
         _ = try await bob.call(.subscribe(SubscribeRequest(channel: "room:1")))
-        let published = try await alice.call(.publish(channel: "room:1", data: RawJSON(["text": "hi"])))
+        let published = try await alice.call(.publish(channel: "room:1", data: Payload(["text": "hi"])))
         #expect(published.body == .publish)
         for client in [alice, bob] {
             var publication: Publication?
             while publication == nil { publication = try await client.next().publication }
             #expect(publication?.offset == 1)
-            #expect(publication?.data == RawJSON(["text": "hi"]))
+            #expect(publication?.data == Payload(["text": "hi"]))
             #expect(publication?.info?.user == "alice")
             #expect(publication?.info?.connInfo == RawJSON(["name": "Alice"]))
         }
@@ -152,7 +152,7 @@ import Testing
         #expect(try await client.call(.subscribe(SubscribeRequest(channel: "personal:#alice"))).errorCode == 105)
         #expect(try await client.call(.subscribe(SubscribeRequest(channel: "room:1"))).errorCode == nil)
         #expect(try await client.call(.subscribe(SubscribeRequest(channel: "room:2"))).errorCode == 106)
-        #expect(try await client.call(.publish(channel: "room:9", data: RawJSON(1))).errorCode == 103)
+        #expect(try await client.call(.publish(channel: "room:9", data: Payload(1))).errorCode == 103)
         #expect(try await client.call(.history(HistoryRequest(channel: "room:9"))).errorCode == 103)
         #expect(try await client.call(.presence(channel: "personal:#alice")).errorCode == 103)
         #expect(!client.session.isClosed)
@@ -167,9 +167,9 @@ import Testing
         var reader = try await TestClient.connected(node, user: "reader")
         var writer = try await TestClient.connected(node, user: "writer")
         #expect(try await reader.call(.subscribe(SubscribeRequest(channel: "room:3"))).errorCode == nil)
-        #expect(try await writer.call(.publish(channel: "room:3", data: RawJSON(1))).errorCode == 103, "room needs a subscription")
+        #expect(try await writer.call(.publish(channel: "room:3", data: Payload(1))).errorCode == 103, "room needs a subscription")
         // "open" lets clients subscribe only when it says so, but publishing needs nothing.
-        #expect(try await writer.call(.publish(channel: "open:3", data: RawJSON(["n": 1]))).body == .publish)
+        #expect(try await writer.call(.publish(channel: "open:3", data: Payload(["n": 1]))).body == .publish)
         #expect(try await writer.call(.subscribe(SubscribeRequest(channel: "open:3"))).errorCode == 103)
     }
 
@@ -247,7 +247,7 @@ import Testing
         let node = try await makeNode()
         var alice = try await TestClient.connected(node, user: "alice")
         _ = try await alice.call(.subscribe(SubscribeRequest(channel: "room:u")))
-        try node.unsubscribe(user: "alice", channel: "room:u")
+        try await node.unsubscribe(user: "alice", channel: "room:u")
         guard case let .push(push) = try await alice.next(), case let .unsubscribe(code, _) = push.body else {
             Issue.record("no unsubscribe push"); return
         }
@@ -261,7 +261,7 @@ import Testing
         let first = try await TestClient.connected(node, user: "alice")
         let second = try await TestClient.connected(node, user: "alice")
         let bob = try await TestClient.connected(node, user: "bob")
-        try node.disconnect(user: "alice")
+        try await node.disconnect(user: "alice")
         #expect(try await first.closeCode().code == 3503)
         #expect(try await second.closeCode().code == 3503)
         #expect(!bob.session.isClosed)
@@ -375,7 +375,7 @@ import Testing
         var fast = try await TestClient.connected(node, user: "fast")
         _ = try await slow.call(.subscribe(SubscribeRequest(channel: "room:big")))
         _ = try await fast.call(.subscribe(SubscribeRequest(channel: "room:big")))
-        let payload = RawJSON(.string(String(repeating: "x", count: 1000)))
+        let payload = Payload(.string(String(repeating: "x", count: 1000)))
         for _ in 0..<10 {
             try await node.publish(channel: "room:big", data: payload)
             // The fast client's writer keeps up.

@@ -5,15 +5,15 @@ import GondolaProtocol
 import Testing
 
 @Suite struct HistoryAndRecoveryTests {
-    func publish(_ node: Node, _ channel: String, count: Int, from start: Int = 1) throws {
-        for n in start..<(start + count) { try node.publish(channel: channel, data: RawJSON(["n": .int(Int64(n))])) }
+    func publish(_ node: Node, _ channel: String, count: Int, from start: Int = 1) async throws {
+        for n in start..<(start + count) { try await node.publish(channel: channel, data: Payload(["n": .int(Int64(n))])) }
     }
 
     @Test func historyWithLimitSinceAndReverse() async throws {
         let node = try await makeNode()
         var client = try await TestClient.connected(node, user: "alice")
         _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:h")))
-        try publish(node, "room:h", count: 7)
+        try await publish(node, "room:h", count: 7)
         let all = try await client.call(.history(HistoryRequest(channel: "room:h", limit: -1)))
         guard case let .history(result) = all.body else { Issue.record("\(all)"); return }
         // history_size 5: offsets 3...7 are kept.
@@ -45,21 +45,21 @@ import Testing
         let first = try await client.call(.subscribe(SubscribeRequest(channel: "room:r", recoverable: true)))
         guard case let .subscribe(subscribed) = first.body else { Issue.record("\(first)"); return }
         #expect(subscribed.recoverable && subscribed.positioned && subscribed.offset == 0 && !subscribed.epoch.isEmpty)
-        try publish(node, "room:r", count: 2)
+        try await publish(node, "room:r", count: 2)
         _ = try await client.call(.unsubscribe(channel: "room:r"))
-        try publish(node, "room:r", count: 3, from: 3)
+        try await publish(node, "room:r", count: 3, from: 3)
         let again = try await client.call(.subscribe(SubscribeRequest(channel: "room:r", recover: true, epoch: subscribed.epoch, offset: 2, recoverable: true)))
         guard case let .subscribe(recovered) = again.body else { Issue.record("\(again)"); return }
         #expect(recovered.recovered && recovered.wasRecovering)
         #expect(recovered.publications.map(\.offset) == [3, 4, 5])
-        #expect(recovered.publications.map(\.data) == [3, 4, 5].map { RawJSON(["n": .int($0)]) })
+        #expect(recovered.publications.map(\.data) == [3, 4, 5].map { Payload(["n": .int($0)]) })
         #expect(recovered.offset == 5)
     }
 
     @Test func anEmptyEpochRecoversWhatTheStreamHoldsFromTheStart() async throws {
         let node = try await makeNode()
         var client = try await TestClient.connected(node, user: "alice")
-        try publish(node, "room:e", count: 3)
+        try await publish(node, "room:e", count: 3)
         let flag = SubscribeRequest.rejectUnrecoveredFlag
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:e", recover: true, epoch: "", offset: 0, flag: flag)))
         guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
@@ -73,7 +73,7 @@ import Testing
         let first = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recoverable: true)))
         guard case let .subscribe(subscribed) = first.body else { Issue.record("\(first)"); return }
         _ = try await client.call(.unsubscribe(channel: "room:gap"))
-        try publish(node, "room:gap", count: 8)
+        try await publish(node, "room:gap", count: 8)
         let gap = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recover: true, epoch: subscribed.epoch, offset: 1)))
         guard case let .subscribe(result) = gap.body else { Issue.record("\(gap)"); return }
         #expect(!result.recovered && result.wasRecovering && result.publications.isEmpty && result.offset == 8)
@@ -90,7 +90,7 @@ import Testing
     @Test func recoveryAtTheTopRecoversNothingMissing() async throws {
         let node = try await makeNode()
         var client = try await TestClient.connected(node, user: "alice")
-        try publish(node, "room:top", count: 2)
+        try await publish(node, "room:top", count: 2)
         let position = try node.history(channel: "room:top", limit: 0, since: nil, reverse: false)
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:top", recover: true, epoch: position.epoch, offset: 2)))
         guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
@@ -102,7 +102,7 @@ import Testing
         var client = try await TestClient.connected(node, user: "alice")
         let epoch = try node.history(channel: "room:race", limit: 0, since: nil, reverse: false).epoch
         let publisher = Task {
-            for n in 1...300 { try node.publish(channel: "room:race", data: RawJSON(.int(Int64(n)))) }
+            for n in 1...300 { try await node.publish(channel: "room:race", data: Payload(.int(Int64(n)))) }
         }
         try await Task.sleep(for: .milliseconds(1))
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
@@ -129,7 +129,7 @@ import Testing
         let store = MemoryHistoryStore()
         let start = Date()
         for n in 0..<5 {
-            _ = store.append(Publication(data: RawJSON(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n)))
+            _ = store.append(Publication(data: Payload(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n)))
         }
         let bySize = store.read(channel: "c", after: nil, limit: 100, reverse: false, options: options, now: start.addingTimeInterval(5))
         #expect(bySize.publications.map(\.offset) == [3, 4, 5])
@@ -142,12 +142,12 @@ import Testing
     @Test func idleStreamsAreSweptAndGetANewEpoch() {
         let store = MemoryHistoryStore(streamIdleLimit: 60)
         let start = Date()
-        let (_, first) = store.append(Publication(data: RawJSON(1)), to: "c", options: options, now: start)
+        let (_, first) = store.append(Publication(data: Payload(1)), to: "c", options: options, now: start)
         store.sweep(now: start.addingTimeInterval(30))
         #expect(store.streamCount == 1)
         store.sweep(now: start.addingTimeInterval(61))
         #expect(store.streamCount == 0)
-        let (_, second) = store.append(Publication(data: RawJSON(1)), to: "c", options: options, now: start.addingTimeInterval(62))
+        let (_, second) = store.append(Publication(data: Payload(1)), to: "c", options: options, now: start.addingTimeInterval(62))
         #expect(second.offset == 1 && second.epoch != first.epoch)
     }
 }
@@ -254,5 +254,65 @@ import Testing
         try await Task.sleep(for: .milliseconds(20))
         queue.enqueue([0x32])
         #expect(await reader.value == .frame([0x32]))
+    }
+}
+
+/// A channel's append (a disk write in durable namespaces) holds that channel's own lock
+/// only: a channel sharing its shard publishes and delivers meanwhile.
+@Suite struct ChannelLockTests {
+    /// A durable store whose appends to one channel wait until the test opens a gate
+    /// (a slow disk), and tell when such an append has started.
+    final class SlowStore: HistoryStore {
+        let inner = MemoryHistoryStore()
+        let slowChannel: String
+        let gate = DispatchSemaphore(value: 0)
+        let started: AsyncStream<Void>
+        private let startedContinuation: AsyncStream<Void>.Continuation
+
+        init(slowChannel: String) {
+            self.slowChannel = slowChannel
+            (started, startedContinuation) = AsyncStream.makeStream()
+        }
+
+        func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition) {
+            if channel == slowChannel {
+                startedContinuation.yield()
+                gate.wait()
+            }
+            return inner.append(publication, to: channel, options: options, now: now)
+        }
+
+        func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice {
+            inner.read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: now)
+        }
+
+        func removeHistory(channel: String) throws { inner.removeHistory(channel: channel) }
+    }
+
+    @Test func aSlowAppendHoldsUpOnlyItsOwnChannel() async throws {
+        let store = SlowStore(slowChannel: "room:slow")
+        let node = try await makeNode(durableHistory: store) { $0.namespaces["room"]?.historyDurable = true }
+        // A channel in the same shard as the slow one: under a shard-wide lock it would wait too.
+        let sibling = try #require((0..<10_000).lazy.map { "room:n\($0)" }.first { node.shard(for: $0) === node.shard(for: "room:slow") })
+        var client = try await TestClient.connected(node, user: "alice")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: sibling)))
+
+        let slow = Task.detached { try await node.publish(channel: "room:slow", data: Payload(["slow": true])) }
+        var started = store.started.makeAsyncIterator()
+        await started.next()
+        let quick = Task.detached { try await node.publish(channel: sibling, data: Payload(["quick": true])) }
+        let quickFinished = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { _ = try await quick.value; return true }
+            group.addTask { try await Task.sleep(for: .seconds(10)); return false }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
+        }
+        #expect(quickFinished, "a publication on another channel of the shard waited for the slow append")
+        store.gate.signal()
+        #expect(try await slow.value?.offset == 1)
+        _ = try await quick.value
+        var publication: Publication?
+        while publication == nil { publication = try await client.next().publication }
+        #expect(publication?.data == Payload(["quick": true]))
     }
 }

@@ -103,7 +103,7 @@ import Testing
             encoding.ping,
             encoding.encode(Reply(id: 2, .subscribe(subscribed))),
             encoding.encode(Reply(id: 12, .error(.tooManyRequests))),
-            encoding.encode(Push(channel: "nearby:#u1", .publication(Publication(offset: 3, data: RawJSON(["t": 5]))))),
+            encoding.encode(Push(channel: "nearby:#u1", .publication(Publication(offset: 3, data: Payload(["t": 5]))))),
             encoding.encode(Push(channel: "room", .join(ClientInfo(user: "u", client: "c")))),
         ]
         return encoding.frame(messages)
@@ -137,9 +137,9 @@ import Testing
         let target = Array(#"{"positions":[{"user":"ann","lat":45.4}]}"#.utf8)
         let delta = FossilDelta.encode(from: base, to: target, keepingUTF8: true)
         // Whole: data as text in JSON, as it is in Protobuf (what the server sends a delta subscription).
-        let plain = Publication(offset: 1, data: try RawJSON(validating: base))
+        let plain = Publication(offset: 1, data: Payload(try RawJSON(validating: base)))
         let whole = encoding == .json ? plain.withDataAsText : plain
-        let changed = Publication(offset: 2, data: RawJSON(.string(String(decoding: delta, as: UTF8.self))), delta: true)
+        let changed = Publication(offset: 2, data: Payload(.string(String(decoding: delta, as: UTF8.self))), delta: true)
         var read: [(data: [UInt8], delta: Bool)] = []
         let framing = CentrifugeFraming(encoding: encoding)
         for publication in [whole, changed] {
@@ -170,7 +170,7 @@ import Testing
         #expect(connect == [.command(Command(id: 1, .connect(ConnectRequest(token: "t")))), .command(Command(id: 2, .subscribe(SubscribeRequest(channel: "a"))))])
         let payload = FanoutScenario.payload(stamp: 7, size: 40)
         let publish = try encoding.commands(in: framing.publish(id: 11, channel: "bench", data: payload))
-        #expect(publish == [.command(Command(id: 11, .publish(channel: "bench", data: try RawJSON(validating: payload))))])
+        #expect(publish == [.command(Command(id: 11, .publish(channel: "bench", data: Payload(try RawJSON(validating: payload)))))])
         #expect(try encoding.commands(in: framing.pong) == [.command(Command(id: 0, .pong))])
         #expect(try encoding.commands(in: framing.rpc(id: 12, method: "m", data: ["a": 1])) == [.command(Command(id: 12, .rpc(method: "m", data: ["a": 1])))])
     }

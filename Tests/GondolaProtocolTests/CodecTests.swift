@@ -11,8 +11,8 @@ import Testing
         Command(id: 2, .subscribe(SubscribeRequest(channel: "chat:#alice,bob", recover: true, epoch: "abc", offset: 42, data: data,
                                                    positioned: true, recoverable: true, joinLeave: true, flag: 3, delta: "fossil"))),
         Command(id: 3, .unsubscribe(channel: "news")),
-        Command(id: 4, .publish(channel: "news", data: data)),
-        Command(id: 5, .publish(channel: "news", data: RawJSON("just a string"))),
+        Command(id: 4, .publish(channel: "news", data: Payload(data))),
+        Command(id: 5, .publish(channel: "news", data: Payload("just a string"))),
         Command(id: 6, .presence(channel: "room:1")),
         Command(id: 7, .presenceStats(channel: "room:1")),
         Command(id: 8, .history(HistoryRequest(channel: "room:1", limit: 10, since: StreamPosition(offset: 3, epoch: "e"), reverse: true))),
@@ -43,7 +43,7 @@ import Testing
         subscribe.recovered = true
         subscribe.wasRecovering = true
         subscribe.delta = true
-        subscribe.publications = [Publication(offset: 6, data: data, info: info), Publication(offset: 7, data: RawJSON(3), tags: ["k": "v"])]
+        subscribe.publications = [Publication(offset: 6, data: Payload(data), info: info), Publication(offset: 7, data: Payload(3), tags: ["k": "v"])]
         return [
             Reply(id: 1, .connect(connect)),
             Reply(id: 2, .subscribe(subscribe)),
@@ -71,11 +71,11 @@ import Testing
     }
 
     static let pushes: [Push] = [
-        Push(channel: "news", .publication(Publication(offset: 1, data: data, info: info))),
-        Push(channel: "news", .publication(Publication(data: RawJSON(.array([]))))),
+        Push(channel: "news", .publication(Publication(offset: 1, data: Payload(data), info: info))),
+        Push(channel: "news", .publication(Publication(data: Payload(.array([]))))),
         // To a subscription with fossil deltas: the payload as a JSON string, whole or a delta.
-        Push(channel: "nearby:#alice", .publication(Publication(offset: 2, data: RawJSON(.string(#"{"n":1}"#))))),
-        Push(channel: "nearby:#alice", .publication(Publication(offset: 3, data: RawJSON(.string("7\n4@0,3:2}]3yl8kU;")), delta: true))),
+        Push(channel: "nearby:#alice", .publication(Publication(offset: 2, data: Payload(.string(#"{"n":1}"#))))),
+        Push(channel: "nearby:#alice", .publication(Publication(offset: 3, data: Payload(.string("7\n4@0,3:2}]3yl8kU;")), delta: true))),
         Push(channel: "room:1", .join(info)),
         Push(channel: "room:1", .leave(ClientInfo(user: "bob", client: "c2"))),
         Push(channel: "room:1", .unsubscribe(code: 2000, reason: "server unsubscribe")),

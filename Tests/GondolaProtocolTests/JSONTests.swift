@@ -41,10 +41,11 @@ import Testing
         #expect(throws: Never.self) { try JSONParser.parse(fine) }
     }
 
-    @Test func rawJSONIsCompactAndComparable() throws {
+    @Test func rawJSONKeepsItsSpellingAndComparesByValue() throws {
         let raw = try RawJSON(validating: Array(#" { "b" : [ 1 , 2 ] } "#.utf8))
-        #expect(raw.description == #"{"b":[1,2]}"#)
+        #expect(raw.description == #"{ "b" : [ 1 , 2 ] }"#, "the value as written, without the white space around it")
         #expect(JSON.raw(raw) == ["b": [1, 2]])
+        #expect(RawJSON(["b": [1, 2]]).description == #"{"b":[1,2]}"#, "a value the hub writes is compact")
     }
 
     @Test func integersStayIntegers() throws {

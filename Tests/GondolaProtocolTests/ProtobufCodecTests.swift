@@ -19,7 +19,7 @@ import Testing
             Command(id: 1, .connect(connect)),
             Command(id: 2, .subscribe(subscribe)),
             Command(id: 3, .unsubscribe(channel: "chat:1")),
-            Command(id: 4, .publish(channel: "room:a", data: payload)),
+            Command(id: 4, .publish(channel: "room:a", data: Payload(payload))),
             Command(id: 5, .presence(channel: "room:a")),
             Command(id: 6, .presenceStats(channel: "room:a")),
             Command(id: 7, .history(HistoryRequest(channel: "room:a", limit: 10, since: StreamPosition(offset: 3, epoch: "x"), reverse: true))),
@@ -60,8 +60,8 @@ import Testing
         subscribed.wasRecovering = true
         subscribed.data = RawJSON(["positions": []])
         subscribed.publications = [
-            Publication(offset: 11, data: payload, info: ClientInfo(user: "ann", client: "c2", connInfo: RawJSON(["name": "Ann"]))),
-            Publication(offset: 12, data: RawJSON("plain"), tags: ["kind": "chat"]),
+            Publication(offset: 11, data: Payload(payload), info: ClientInfo(user: "ann", client: "c2", connInfo: RawJSON(["name": "Ann"]))),
+            Publication(offset: 12, data: Payload("plain"), tags: ["kind": "chat"]),
         ]
         return [
             Reply(id: 1, .connect(connect)),
@@ -86,21 +86,21 @@ import Testing
         subscribed.epoch = "e"
         subscribed.offset = 4
         return [
-            Push(channel: "room:a", .publication(Publication(offset: 5, data: payload, info: ClientInfo(user: "tom", client: "c1")))),
+            Push(channel: "room:a", .publication(Publication(offset: 5, data: Payload(payload), info: ClientInfo(user: "tom", client: "c1")))),
             Push(channel: "room:a", .join(ClientInfo(user: "tom", client: "c1", connInfo: RawJSON(["n": 1])))),
             Push(channel: "room:a", .leave(ClientInfo(user: "tom", client: "c1"))),
             Push(channel: "room:a", .unsubscribe(code: UnsubscribeCode.server, reason: "server unsubscribe")),
             Push(channel: "", .message(data: payload)),
             Push(channel: "room:a", .subscribe(subscribed)),
             Push(channel: "", .disconnect(.forceDisconnect)),
-            Push(channel: "nearby:#a", .publication(Publication(offset: 6, data: RawJSON(.string(Self.delta)), delta: true))),
+            Push(channel: "nearby:#a", .publication(Publication(offset: 6, data: Payload(.string(Self.delta)), delta: true))),
         ]
     }
 
     static let delta = "7\n4@0,3:2}]3yl8kU;"
 
     @Test func aDeltaTravelsAsItsBytesInProtobufAndAsAStringInJSON() throws {
-        let push = Push(channel: "nearby:#a", .publication(Publication(offset: 6, data: RawJSON(.string(Self.delta)), delta: true)))
+        let push = Push(channel: "nearby:#a", .publication(Publication(offset: 6, data: Payload(.string(Self.delta)), delta: true)))
         let bytes = protobuf.encode(push)
         let bare = Array(Self.delta.utf8)
         #expect(bytes.indices.contains { bytes[$0...].starts(with: bare) })
@@ -172,18 +172,23 @@ import Testing
         }
     }
 
-    @Test func aPayloadThatIsNotJSONIsRefusedWith107() throws {
-        // publish {channel: "a", data: "{oops"} written by hand: the encoder only writes JSON.
+    @Test func aPublicationMayBeAnyBytesWhileASendPayloadMustBeJSON() throws {
+        // publish {channel: "a", data: "{oops"} written by hand: binary data, passed on as it is.
         let publish: [UInt8] = [0x0A, 0x01, 0x61, 0x12, 0x05] + Array("{oops".utf8)
         let message: [UInt8] = [0x08, 0x04, 0x3A, UInt8(publish.count)] + publish
-        let decoded = try protobuf.commands(in: [UInt8(message.count)] + message)
+        let published = try protobuf.commands(in: [UInt8(message.count)] + message)
+        #expect(published == [.command(Command(id: 4, .publish(channel: "a", data: Payload(received: Array("{oops".utf8)))))])
+        // send {data: "{oops"}: read by the server's handlers, so it must be JSON.
+        let send: [UInt8] = [0x0A, 0x05] + Array("{oops".utf8)
+        let sendMessage: [UInt8] = [0x08, 0x04, 0x62, UInt8(send.count)] + send
+        let decoded = try protobuf.commands(in: [UInt8(sendMessage.count)] + sendMessage)
         guard case let .refused(id, error)? = decoded.first else {
             Issue.record("decoded as \(decoded)")
             return
         }
         #expect(id == 4)
         #expect(error.code == 107)
-        #expect(error.message.contains("publish.data"))
+        #expect(error.message.contains("send.data"))
     }
 
     @Test func anRPCWhoseDataIsNotJSONIsRefusedWith107AndGoodDataArrivesParsed() throws {

@@ -40,11 +40,11 @@ import Testing
             // Small ones stay under the threshold.
             let data: JSON = n % 5 == 0 ? ["n": .int(Int64(n))] : Self.frame(n)
             expected.append(data)
-            _ = try await server.server.node.publish(channel: "room:z", data: RawJSON(data))
+            _ = try await server.server.node.publish(channel: "room:z", data: Payload(data))
         }
         // A large message from the compressing client is inflated by the server.
         let large: JSON = ["text": .string(String(repeating: "powder day ", count: 300))]
-        let published = try await compressed.call(.publish(channel: "room:z", data: RawJSON(large)))
+        let published = try await compressed.call(.publish(channel: "room:z", data: Payload(large)))
         guard case .publish = published.body else { Issue.record("\(published)"); return }
         expected.append(large)
         #expect(try await compressed.awaitPublications("room:z", count: 31) == expected)
@@ -66,11 +66,11 @@ import Testing
         while node.channels()["room:w"] != 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
 
         // Under the threshold: sent as it is.
-        _ = try await node.publish(channel: "room:w", data: RawJSON(["n": 1]))
+        _ = try await node.publish(channel: "room:w", data: Payload(["n": 1]))
         var small = try await client.nextFrame()
         while small.rsv1 || !String(decoding: small.payload, as: UTF8.self).contains(#""n":1"#) { small = try await client.nextFrame() }
         // From the threshold up: compressed when negotiated.
-        let frame = RawJSON(Self.frame(1))
+        let frame = Payload(Self.frame(1))
         _ = try await node.publish(channel: "room:w", data: frame)
         let large = try await client.nextFrame()
         #expect(large.rsv1 == negotiated)
@@ -96,7 +96,7 @@ import Testing
         let node = server.server.node
         let deadline = ContinuousClock.now + .seconds(5)
         while node.channels()["room:windows"] != 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        _ = try await node.publish(channel: "room:windows", data: RawJSON(Self.frame(4)))
+        _ = try await node.publish(channel: "room:windows", data: Payload(Self.frame(4)))
         var frame = try await client.nextFrame()
         while !String(decoding: frame.payload, as: UTF8.self).contains("positions") { frame = try await client.nextFrame() }
         #expect(!frame.rsv1)
@@ -117,7 +117,7 @@ import Testing
         // without the extension with 1002 (protocol error).
         let code = try await bad.closeCode()
         #expect(code == (negotiated ? 1011 : 1002), "closed with \(code)")
-        _ = try await server.server.node.publish(channel: "room:bad", data: RawJSON(Self.frame(2)))
+        _ = try await server.server.node.publish(channel: "room:bad", data: Payload(Self.frame(2)))
         #expect(try await healthy.awaitPublications("room:bad", count: 1) == [Self.frame(2)])
         try await server.stop()
     }
@@ -128,11 +128,11 @@ import Testing
         _ = try await healthy.subscribe("room:bomb")
         let bomb = try await server.client("bomb", compressed: true)
         // 1 MiB of spaces deflates to about a kilobyte; the endpoint inflates at most 64 KiB.
-        _ = try? await bomb.call(.publish(channel: "room:bomb", data: RawJSON(.string(String(repeating: " ", count: 1 << 20)))))
+        _ = try? await bomb.call(.publish(channel: "room:bomb", data: Payload(.string(String(repeating: " ", count: 1 << 20)))))
         let deadline = ContinuousClock.now + .seconds(5)
         while !bomb.isClosed, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(bomb.isClosed)
-        _ = try await server.server.node.publish(channel: "room:bomb", data: RawJSON(Self.frame(3)))
+        _ = try await server.server.node.publish(channel: "room:bomb", data: Payload(Self.frame(3)))
         #expect(try await healthy.awaitPublications("room:bomb", count: 1) == [Self.frame(3)])
         try await server.stop()
     }

@@ -2,6 +2,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import GondolaDomain
+import GRDB
+import GondolaHub
 import GondolaProtocol
 import GondolaServer
 import GondolaTravel
@@ -23,7 +26,9 @@ import Testing
                 #expect(failure.code == 104 && failure.message == "method not found: \(method)")
             }
         }
-        for channel in ["personal:#alice", "nearby:#alice", "chat:x", "crash:x"] {
+        // The personal channel is the server's, whatever domains are installed.
+        try await alice.subscribe("personal:#alice")
+        for channel in ["nearby:#alice", "chat:x", "crash:x"] {
             do {
                 try await alice.subscribe(channel)
                 Issue.record("subscribed to \(channel)")
@@ -42,6 +47,27 @@ import Testing
         try await alice.subscribe("room:lobby")
         _ = try await server.api("publish", ["channel": "room:lobby", "data": ["n": 1]])
         #expect(try await alice.awaitPublications("room:lobby", count: 1) == [["n": 1]])
+        await alice.close()
+        try await server.stop()
+    }
+
+    /// The personal channel belongs to the layer every domain sees: with travel left
+    /// out, a detected crash still reaches its user there.
+    @Test func aDomainTellsItsUserOnThePersonalChannelWithoutTravel() async throws {
+        let server = try await startTravelServer { $0.domains = ["crash"] }
+        let alice = try await server.client("alice")
+        try await alice.subscribe("personal:#alice")
+        let crash = try await server.api("crash_detected", ["user": "alice", "lat": 47.49, "lon": 19.04])
+        let told = try await alice.awaitPublications("personal:#alice", count: 1)
+        #expect(told.first?["type"] == "crash.detected")
+        #expect(told.first?["crash"]?["id"] == crash["id"])
+        #expect(await alice.rpcErrorCode("profile.get") == 104, "travel is not installed")
+        do {
+            try await alice.subscribe("personal:#bob")
+            Issue.record("subscribed to another user's personal channel")
+        } catch let failure as RPCFailure {
+            #expect(failure.code == 103)
+        }
         await alice.close()
         try await server.stop()
     }
@@ -96,5 +122,55 @@ import Testing
         #expect(try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_DOMAINS": "travel"], flags: [:]).domains == ["travel"])
         #expect(try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_DOMAINS": ""], flags: [:]).domains == [])
         #expect(try ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).domains == nil)
+    }
+}
+
+/// A name two domains claim stops the start naming both, instead of one silently
+/// replacing the other's handler.
+@Suite struct DomainNameClaimTests {
+    /// A domain that installs the RPC and server API methods it is given.
+    struct ClaimingDomain: Domain {
+        let name: String
+        let rpcMethods: [String]
+        var apiMethods: [String] = []
+        var namespaces: Set<String> { [] }
+
+        func registerMigrations(in migrator: inout DatabaseMigrator) {}
+
+        func install(in context: DomainContext) async throws -> InstalledDomain {
+            for method in rpcMethods { context.node.rpc.register(method) { _, _ in ["from": .string(name)] } }
+            return InstalledDomain(service: name, serverMethods: Dictionary(uniqueKeysWithValues: apiMethods.map { method in
+                (method, { @Sendable _ throws(HubError) in ["from": .string(name)] } as InstalledDomain.ServerMethod)
+            }))
+        }
+    }
+
+    @Test(arguments: [
+        ([ClaimingDomain(name: "clock", rpcMethods: ["server.time"])], "RPC method 'server.time' is claimed by both the hub and domain 'clock'"),
+        ([ClaimingDomain(name: "profiles", rpcMethods: ["profile.get"])], "RPC method 'profile.get' is claimed by both domain 'travel' and domain 'profiles'"),
+        ([ClaimingDomain(name: "a", rpcMethods: ["shop.list"]), ClaimingDomain(name: "b", rpcMethods: ["shop.list"])],
+         "RPC method 'shop.list' is claimed by both domain 'a' and domain 'b'"),
+        ([ClaimingDomain(name: "echo", rpcMethods: ["echo.say", "echo.say"])], "RPC method 'echo.say' is claimed twice by domain 'echo'"),
+        ([ClaimingDomain(name: "mirror", rpcMethods: [], apiMethods: ["publish"])], "server API method 'publish' is claimed by both the hub and domain 'mirror'"),
+        ([ClaimingDomain(name: "trips", rpcMethods: [], apiMethods: ["trip_create"])],
+         "server API method 'trip_create' is claimed by both domain 'travel' and domain 'trips'"),
+    ])
+    func aNameClaimedTwiceStopsTheStartNamingBoth(_ domains: [ClaimingDomain], _ expected: String) async throws {
+        do {
+            let server = try await GondolaServer(configuration: RunningServer.configuration(), additionalDomains: domains)
+            _ = server
+            Issue.record("started with \(domains.map(\.name))")
+        } catch let error as ConfigurationError {
+            #expect(error.description == expected)
+        }
+    }
+
+    @Test func anAdditionalDomainsOwnNamesAreServed() async throws {
+        let server = try await RunningServer.start(additionalDomains: [ClaimingDomain(name: "shop", rpcMethods: ["shop.list"], apiMethods: ["shop_stock"])])
+        let alice = try await server.client("alice")
+        #expect(try await alice.rpc("shop.list") == ["from": "shop"])
+        #expect(try await server.api("shop_stock", [:]) == ["from": "shop"])
+        await alice.close()
+        try await server.stop()
     }
 }

@@ -29,14 +29,14 @@ import Testing
         let frame = [
             command(1, .connect(ConnectRequest(token: token))),
             command(2, .subscribe(SubscribeRequest(channel: "room:lobby", recoverable: true))),
-            command(3, .publish(channel: "room:lobby", data: RawJSON(["text": "héllo", "n": 1]))),
+            command(3, .publish(channel: "room:lobby", data: Payload(["text": "héllo", "n": 1]))),
             command(4, .history(HistoryRequest(channel: "room:lobby", limit: 10))),
             command(5, .presenceStats(channel: "room:lobby")),
             command(6, .rpc(method: "no.such.method", data: nil)),
         ].joined(separator: "\n")
         let conversation = try await converse(server.webSocketURL, [.text(frame), .awaitMessages(7)])
         #expect(conversation.replies.map(\.id) == [1, 2, 3, 4, 5, 6])
-        #expect(conversation.pushes.first?.body == .publication(Publication(offset: 1, data: RawJSON(["text": "héllo", "n": 1]),
+        #expect(conversation.pushes.first?.body == .publication(Publication(offset: 1, data: Payload(["text": "héllo", "n": 1]),
                                                                            info: ClientInfo(user: "alice", client: clientID(conversation)))))
         guard case let .history(history) = conversation.replies[3].body else { Issue.record("no history"); return }
         #expect(history.publications.map(\.offset) == [1])

@@ -15,6 +15,7 @@ final class LiveClient: Sendable {
     struct State {
         var replies: [UInt32: Reply] = [:]
         var publications: [String: [JSON]] = [:]
+        var payloads: [String: [Payload]] = [:]
         var offsets: [String: [UInt64]] = [:]
         var nextID: UInt32 = 1
         var closed = false
@@ -57,6 +58,7 @@ final class LiveClient: Sendable {
                                 case let .push(push):
                                     if case let .publication(publication) = push.body {
                                         state.publications[push.channel, default: []].append(publication.data.value)
+                                        state.payloads[push.channel, default: []].append(publication.data)
                                         state.offsets[push.channel, default: []].append(publication.offset)
                                     }
                                 default: continue
@@ -153,16 +155,25 @@ final class LiveClient: Sendable {
     /// Offsets of the publications received on `channel` so far.
     func offsets(_ channel: String) -> [UInt64] { box.state.withLock { $0.offsets[channel] ?? [] } }
 
-    /// Publications received on `channel` so far.
+    /// Publications received on `channel` so far, read as JSON (once, on arrival).
     func publications(_ channel: String) -> [JSON] { box.state.withLock { $0.publications[channel] ?? [] } }
+
+    /// The payloads of the publications received on `channel` so far, as they came.
+    func payloads(_ channel: String) -> [Payload] { box.state.withLock { $0.payloads[channel] ?? [] } }
 
     /// Waits until `channel` has at least `count` publications (or 5 s pass).
     func awaitPublications(_ channel: String, count: Int) async throws -> [JSON] {
+        _ = try await awaitPayloads(channel, count: count)
+        return publications(channel)
+    }
+
+    /// Waits until `channel` has at least `count` publications (or 5 s pass); answers their payloads.
+    func awaitPayloads(_ channel: String, count: Int) async throws -> [Payload] {
         let deadline = ContinuousClock.now + .seconds(5)
-        while publications(channel).count < count, ContinuousClock.now < deadline {
+        while payloads(channel).count < count, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
-        return publications(channel)
+        return payloads(channel)
     }
 
     var isClosed: Bool { box.state.withLock { $0.closed } }

@@ -52,8 +52,8 @@ import Testing
         for client in [json, protobuf] {
             _ = try await client.subscribe(SubscribeRequest(channel: "room:both", recoverable: true))
         }
-        _ = try await protobuf.call(.publish(channel: "room:both", data: RawJSON(["from": "protobuf"])))
-        _ = try await json.call(.publish(channel: "room:both", data: RawJSON(["from": "json", "n": [1, 2.5]])))
+        _ = try await protobuf.call(.publish(channel: "room:both", data: Payload(["from": "protobuf"])))
+        _ = try await json.call(.publish(channel: "room:both", data: Payload(["from": "json", "n": [1, 2.5]])))
         _ = try await server.api("publish", ["channel": "room:both", "data": ["from": "api"]])
         let expected: [JSON] = [["from": "protobuf"], ["from": "json", "n": [1, 2.5]], ["from": "api"]]
         for client in [json, protobuf] {

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
@@ -51,10 +52,11 @@ final class RunningServer: Sendable {
         return configuration
     }
 
-    static func start(_ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil) async throws -> RunningServer {
+    static func start(_ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil,
+                      additionalDomains: [any Domain] = []) async throws -> RunningServer {
         var logger = Logger(label: "gondola-test")
         logger.logLevel = .warning
-        let server = try await GondolaServer(configuration: configuration, telegram: telegram, logger: logger)
+        let server = try await GondolaServer(configuration: configuration, telegram: telegram, additionalDomains: additionalDomains, logger: logger)
         let ports = AsyncStream.makeStream(of: Int.self)
         let group = server.serviceGroup(signals: []) { port in ports.continuation.yield(port) }
         let task = Task { try await group.run() }

@@ -31,7 +31,7 @@ import Testing
         var random = SystemRandomNumberGenerator()
         let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         for index in 0..<2000 {
-            let payload = RawJSON(.string(String((0..<4000).map { _ in letters.randomElement(using: &random)! })))
+            let payload = Payload(.string(String((0..<4000).map { _ in letters.randomElement(using: &random)! })))
             _ = try await node.publish(channel: "room:big", data: payload)
             // Paced by the healthy client (at most 8 publications ahead of it), whose queue has the same bound.
             while healthy.publications("room:big").count < index - 8, ContinuousClock.now < deadline + .seconds(20) {

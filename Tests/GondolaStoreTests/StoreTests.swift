@@ -22,23 +22,37 @@ import Testing
         let info = ClientInfo(user: "alice", client: "c1", connInfo: RawJSON(["n": "A"]))
         var position = StreamPosition(offset: 0, epoch: "")
         for n in 1...5 {
-            (_, position) = try first.append(Publication(data: RawJSON(["n": .int(Int64(n))]), info: info), to: "chat:1", options: options, now: now)
+            (_, position) = try first.append(Publication(data: Payload(["n": .int(Int64(n))]), info: info), to: "chat:1", options: options, now: now)
         }
         let reopened = try reopen()
         let slice = try reopened.read(channel: "chat:1", after: nil, limit: 10, reverse: false, options: options, now: now)
         #expect(slice.position == position)
         #expect(slice.publications.map(\.offset) == [3, 4, 5])
         #expect(slice.publications.first?.info == info)
-        #expect(slice.publications.last?.data == RawJSON(["n": 5]))
-        let (next, _) = try reopened.append(Publication(data: RawJSON(6)), to: "chat:1", options: options, now: now)
+        #expect(slice.publications.last?.data == Payload(["n": 5]))
+        let (next, _) = try reopened.append(Publication(data: Payload(6)), to: "chat:1", options: options, now: now)
         #expect(next.offset == 6)
+    }
+
+    @Test(arguments: Engine.allCases) func payloadsAreStoredAndReadBackByteForByte(engine: Engine) throws {
+        let (store, reopen) = try historyStores(engine)
+        let payloads = [
+            Payload(received: Array(#" {"input": "x", "p": 1.50, "big": 12345678901234567890, "e": "\u00e9"} "#.utf8)),
+            Payload(received: [0x00, 0xFF, 0x0A, 0xC3, 0x28]),
+        ]
+        for payload in payloads { _ = try store.append(Publication(data: payload), to: "chat:bytes", options: options, now: Date()) }
+        for reader in [store, try reopen()] {
+            let slice = try reader.read(channel: "chat:bytes", after: nil, limit: 10, reverse: false, options: options, now: Date())
+            #expect(slice.publications.map(\.data) == payloads)
+            #expect(slice.publications.map(\.data.isJSON) == [true, false])
+        }
     }
 
     @Test(arguments: Engine.allCases) func readsAfterAnOffsetInBothDirectionsAndDropsExpired(engine: Engine) throws {
         let store = try historyStores(engine).store
         let start = Date()
         for n in 0..<3 {
-            _ = try store.append(Publication(data: RawJSON(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n) * 30))
+            _ = try store.append(Publication(data: Payload(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n) * 30))
         }
         let after = try store.read(channel: "c", after: 1, limit: 10, reverse: false, options: options, now: start.addingTimeInterval(61))
         #expect(after.publications.map(\.offset) == [2, 3])
@@ -83,7 +97,7 @@ import Testing
             for (index, store) in stores.enumerated() {
                 group.addTask {
                     try (0..<40).map { n in
-                        try store.append(Publication(data: RawJSON(["node": .int(Int64(index)), "n": .int(Int64(n))])), to: "room:shared", options: options, now: Date()).0.offset
+                        try store.append(Publication(data: Payload(["node": .int(Int64(index)), "n": .int(Int64(n))])), to: "room:shared", options: options, now: Date()).0.offset
                     }
                 }
             }
@@ -102,13 +116,13 @@ import Testing
         small.historySize = 2
         small.historyTTL = .seconds(60)
         let appends = ["a", "b", "a", "a", "b"].enumerated().map { index, channel in
-            PostgresHistoryStore.Append(channel: channel, publication: Publication(data: RawJSON(.int(Int64(index)))), options: small)
+            PostgresHistoryStore.Append(channel: channel, publication: Publication(data: Payload(.int(Int64(index)))), options: small)
         }
         let positions = try pool.withConnection { try store.append(appends, on: $0, now: Date()).wait() }
         #expect(positions.map(\.offset) == [1, 1, 2, 3, 2])
         #expect(Set(positions.prefix(4).map(\.epoch)).count <= 2)
         let a = try store.read(channel: "a", after: nil, limit: 10, reverse: false, options: small, now: Date())
-        #expect(a.publications.map(\.offset) == [2, 3] && a.publications.map(\.data) == [RawJSON(2), RawJSON(3)])
+        #expect(a.publications.map(\.offset) == [2, 3] && a.publications.map(\.data) == [Payload(2), Payload(3)])
     }
 
     @Test func migrationsRunOnceWhateverTheNumberOfStarts() throws {

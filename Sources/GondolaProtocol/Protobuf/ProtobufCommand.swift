@@ -50,7 +50,11 @@ extension Command {
     }
 
     private static func payload(_ data: Data, _ field: String) throws(PayloadError) -> RawJSON? {
-        try parsedPayload(data, field).map(RawJSON.init)
+        do {
+            return try RawJSON.fromProtobuf(data, field: field)
+        } catch {
+            throw PayloadError(error.message)
+        }
     }
 
     private static func parsedPayload(_ data: Data, _ field: String) throws(PayloadError) -> JSON? {
@@ -74,10 +78,9 @@ extension Command {
         case "subscribe": return .subscribe(try SubscribeRequest(protobuf: message.subscribe))
         case "unsubscribe": return .unsubscribe(channel: message.unsubscribe.channel)
         case "publish":
-            guard let data = try payload(message.publish.data, "publish.data") else {
-                throw PayloadError("publish.data is required")
-            }
-            return .publish(channel: message.publish.channel, data: data)
+            // Any bytes: a Protobuf client may publish binary payloads (Protobuf, CBOR, ...).
+            guard !message.publish.data.isEmpty else { throw PayloadError("publish.data is required") }
+            return .publish(channel: message.publish.channel, data: Payload(received: [UInt8](message.publish.data)))
         case "presence": return .presence(channel: message.presence.channel)
         case "presence_stats": return .presenceStats(channel: message.presenceStats.channel)
         case "history":
@@ -109,7 +112,7 @@ extension Command {
         case let .unsubscribe(channel): command.unsubscribe.channel = channel
         case let .publish(channel, data):
             command.publish.channel = channel
-            command.publish.data = data.protobufData
+            command.publish.data = Data(data.bytes)
         case let .presence(channel): command.presence.channel = channel
         case let .presenceStats(channel): command.presenceStats.channel = channel
         case let .history(request):

@@ -3,7 +3,8 @@ import SwiftProtobuf
 
 // Conversions between the protocol's values and the generated Protobuf messages
 // (client.pb.swift), for the parts that commands, replies and pushes share.
-// Payloads are JSON text in bytes fields; an empty bytes field is an absent payload.
+// Payloads are bytes fields: JSON text, or any bytes for a publication's data; an empty
+// bytes field is an absent payload.
 
 typealias PBCommand = Centrifugal_Centrifuge_Protocol_Command
 typealias PBReply = Centrifugal_Centrifuge_Protocol_Reply
@@ -18,9 +19,15 @@ extension RawJSON {
     /// Bytes of a payload field: the JSON text.
     var protobufData: Data { Data(bytes) }
 
-    /// A payload from a bytes field: nil when empty; thrown when it is not one JSON value.
+    /// A payload from a bytes field, its bytes kept as they came: nil when empty; thrown
+    /// when it is not one JSON value.
     static func fromProtobuf(_ data: Data, field: String) throws(ProtocolDecodingError) -> RawJSON? {
-        try JSON.fromProtobuf(data, field: field).map(RawJSON.init)
+        guard !data.isEmpty else { return nil }
+        do {
+            return try RawJSON(validating: data)
+        } catch {
+            throw ProtocolDecodingError("\(field) is not JSON: \(error)")
+        }
     }
 }
 
@@ -33,6 +40,13 @@ extension JSON {
         } catch {
             throw ProtocolDecodingError("\(field) is not JSON: \(error)")
         }
+    }
+}
+
+extension Payload {
+    /// A payload from a bytes field: the bytes as they are (an empty field is `null`).
+    init(protobuf data: Data) {
+        self = data.isEmpty ? Payload(.null) : Payload(received: [UInt8](data))
     }
 }
 
@@ -62,10 +76,10 @@ extension Publication {
     var protobuf: PBPublication {
         var publication = PBPublication()
         // A delta travels as its bytes, not as the JSON string that carries it in the JSON encoding.
-        if delta, case let .string(text) = data.value {
+        if delta, case let .string(text)? = data.json {
             publication.data = Data(text.utf8)
         } else {
-            publication.data = data.protobufData
+            publication.data = Data(data.bytes)
         }
         if let info { publication.info = info.protobuf }
         publication.offset = offset
@@ -78,8 +92,8 @@ extension Publication {
         self.init(
             offset: publication.offset,
             data: publication.delta
-                ? RawJSON(.string(String(decoding: publication.data, as: UTF8.self)))
-                : try RawJSON.fromProtobuf(publication.data, field: "pub.data") ?? RawJSON(.null),
+                ? Payload(.string(String(decoding: publication.data, as: UTF8.self)))
+                : Payload(protobuf: publication.data),
             info: publication.hasInfo ? try ClientInfo(protobuf: publication.info) : nil,
             tags: publication.tags, delta: publication.delta)
     }
