@@ -9,9 +9,9 @@ struct CrashChannel: ChannelProvider {
     let crashes: CrashService
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        _ = try crashes.owned(String(subscription.channel.raw.dropFirst("crash:".count)), by: subscription.user)
+        _ = try crashes.owned(subscription.channel.key, by: subscription.user)
         try attach(nil)
     }
 
-    func vacated(channel: String) {}
+    func vacated(channel: ChannelName) {}
 }

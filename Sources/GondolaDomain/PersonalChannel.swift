@@ -30,7 +30,7 @@ public enum PersonalChannel {
             try attach(nil)
         }
 
-        func vacated(channel: String) {}
+        func vacated(channel: ChannelName) {}
     }
 }
 

@@ -82,9 +82,9 @@ struct FormChannel: ChannelProvider {
     let forms: FormService
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        _ = try forms.accessible(String(subscription.channel.raw.dropFirst(FormService.channelPrefix.count)), by: subscription.user)
+        _ = try forms.accessible(subscription.channel.key, by: subscription.user)
         try attach(nil)
     }
 
-    func vacated(channel: String) {}
+    func vacated(channel: ChannelName) {}
 }

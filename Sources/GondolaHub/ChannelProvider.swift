@@ -23,7 +23,7 @@ public protocol ChannelProvider: Sendable {
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError)
 
     /// The channel's last subscriber on this node left.
-    func vacated(channel: String)
+    func vacated(channel: ChannelName)
 
     /// Where the channels' streams live when the namespace keeps history, if the
     /// provider keeps them itself (nil: the node's durable or memory store). Used for

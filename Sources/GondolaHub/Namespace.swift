@@ -49,8 +49,17 @@ public struct ChannelName: Sendable, Equatable {
     public let raw: String
     /// The part before the first `:`, or "" for the default namespace.
     public let namespace: String
+    /// The part after the namespace's `:` (the id a domain reads: a chat, a trip, a
+    /// crash); the whole name in the default namespace.
+    public let key: String
     /// Users allowed to subscribe when the name has a `#`, else nil.
     public let allowedUsers: Set<String>?
+
+    /// The one user of a user-limited channel such as `nearby:#<uid>`, else nil.
+    public var soleUser: String? {
+        guard let allowedUsers, allowedUsers.count == 1 else { return nil }
+        return allowedUsers.first
+    }
 
     /// Parses and validates `raw`; the error says what is wrong with it.
     public init(_ raw: String) throws(HubError) {
@@ -65,8 +74,10 @@ public struct ChannelName: Sendable, Equatable {
         self.raw = raw
         if let colon = raw.firstIndex(of: ":") {
             namespace = String(raw[..<colon])
+            key = String(raw[raw.index(after: colon)...])
         } else {
             namespace = ""
+            key = raw
         }
         if let hash = raw.lastIndex(of: "#") {
             let users = raw[raw.index(after: hash)...].split(separator: ",").map(String.init)

@@ -382,7 +382,7 @@ public final class Node: Sendable {
             }
             return (removed.info, state.isEmpty)
         } ?? (nil, false)
-        if vacated { provider(of: name)?.vacated(channel: channel) }
+        if vacated { provider(of: name)?.vacated(channel: name) }
         if let cluster, let removed {
             if options.presence {
                 do throws(HubError) {

@@ -12,12 +12,11 @@ struct CarChannel: ChannelProvider {
     let rentals: RentalService
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        let raw = subscription.channel.raw
-        guard let cell = CarCell(channelSuffix: raw.dropFirst(CarCell.namespace.count + 1)) else {
-            throw .badRequest("'\(raw)' is not a car cell: expected cars:<x>.<y> with x and y from 0 to \(CarCell.tiles - 1) (zoom \(CarCell.zoom) tiles)")
+        guard let cell = CarCell(channelSuffix: Substring(subscription.channel.key)) else {
+            throw .badRequest("'\(subscription.channel.raw)' is not a car cell: expected cars:<x>.<y> with x and y from 0 to \(CarCell.tiles - 1) (zoom \(CarCell.zoom) tiles)")
         }
         try rentals.subscribe(to: cell, attach: attach)
     }
 
-    func vacated(channel: String) {}
+    func vacated(channel: ChannelName) {}
 }

@@ -41,7 +41,8 @@ final class ChatStreamStore: HistoryStore {
     }
 
     func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice {
-        let chat = ChatChannel.chatID(of: channel)
+        // The node resolved the name before it asked; a name that no longer parses has no stream.
+        guard let chat = try? ChannelName(channel).key else { throw HubError.unknownChannel(channel) }
         guard var position = try repository.position(of: chat) else { throw HubError.unknownChannel(channel) }
         if let shown = delivered.withLock({ $0[chat] }) { position.offset = min(position.offset, shown) }
         let first = (after ?? 0) + 1

@@ -20,21 +20,18 @@ enum PositionChannel: Hashable, Sendable {
         return options
     }
 
-    /// The channel a subscription or vacated notice names, if it is a position channel.
-    init?(_ channel: String) {
-        if let user = Self.suffix(of: channel, after: "nearby:#") {
+    /// The channel a vacated notice names, if it is a position channel.
+    init?(_ channel: ChannelName) {
+        switch channel.namespace {
+        case Self.nearbyNamespace.name where channel.key.hasPrefix("#"):
+            guard let user = channel.soleUser else { return nil }
             self = .nearby(user: user)
-        } else if let user = Self.suffix(of: channel, after: "friends:#") {
+        case Self.friendsNamespace.name where channel.key.hasPrefix("#"):
+            guard let user = channel.soleUser else { return nil }
             self = .friends(user: user)
-        } else if let trip = Self.suffix(of: channel, after: "locations:") {
-            self = .locations(trip: trip)
-        } else {
-            return nil
+        case Self.locationsNamespace.name: self = .locations(trip: channel.key)
+        default: return nil
         }
-    }
-
-    private static func suffix(of channel: String, after prefix: String) -> String? {
-        channel.hasPrefix(prefix) ? String(channel.dropFirst(prefix.count)) : nil
     }
 
     /// The channel's name on the wire.

@@ -35,7 +35,7 @@ struct NearbyChannel: ChannelProvider {
         try locations.openNearby(user: subscription.user, radius: radius, limit: limit, attach: attach)
     }
 
-    func vacated(channel: String) {
+    func vacated(channel: ChannelName) {
         if let channel = PositionChannel(channel) { locations.vacated(channel) }
     }
 }
@@ -49,7 +49,7 @@ struct FriendsChannel: ChannelProvider {
         try locations.openFriends(user: subscription.user, attach: attach)
     }
 
-    func vacated(channel: String) {
+    func vacated(channel: ChannelName) {
         if let channel = PositionChannel(channel) { locations.vacated(channel) }
     }
 }
@@ -60,14 +60,14 @@ struct TripLocationsChannel: ChannelProvider {
     let directory: Directory
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        let trip = String(subscription.channel.raw.dropFirst("locations:".count))
+        let trip = subscription.channel.key
         guard try directory.role(of: subscription.user, in: trip) == .host else {
             throw .permissionDenied("\(subscription.channel.raw) is for the hosts of trip \(trip)")
         }
         try locations.openLocations(trip: trip, attach: attach)
     }
 
-    func vacated(channel: String) {
+    func vacated(channel: ChannelName) {
         if let channel = PositionChannel(channel) { locations.vacated(channel) }
     }
 }
@@ -86,14 +86,12 @@ struct ChatChannel: ChannelProvider {
     /// Chats keep every message (the store does not trim); size and TTL only mark the namespace as keeping a stream.
     static let options = NamespaceOptions.durableStream("chat", size: 1_000, ttl: .seconds(365 * 86_400))
 
-    static func chatID(of channel: String) -> String { String(channel.dropFirst("chat:".count)) }
-
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        _ = try chats.memberChat(Self.chatID(of: subscription.channel.raw), user: subscription.user)
+        _ = try chats.memberChat(subscription.channel.key, user: subscription.user)
         try attach(nil)
     }
 
-    func vacated(channel: String) {}
+    func vacated(channel: ChannelName) {}
 }
 
 /// `trip:<tripId>`: host broadcasts for the trip's members; a durable stream of
@@ -106,14 +104,14 @@ struct TripChannel: ChannelProvider {
     static func channel(of trip: String) -> String { "trip:\(trip)" }
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        let trip = String(subscription.channel.raw.dropFirst("trip:".count))
+        let trip = subscription.channel.key
         guard try directory.role(of: subscription.user, in: trip) != nil else {
             throw .permissionDenied("\(subscription.channel.raw) is for members of trip \(trip)")
         }
         try attach(nil)
     }
 
-    func vacated(channel: String) {}
+    func vacated(channel: ChannelName) {}
 }
 
 /// `announcements`: staff notifications for every signed-in user; a durable stream
@@ -127,7 +125,7 @@ struct AnnouncementsChannel: ChannelProvider {
         try attach(nil)
     }
 
-    func vacated(channel: String) {}
+    func vacated(channel: ChannelName) {}
 }
 
 /// `event:<eventId>`: RSVP changes with the counts, for the creator and the invitees.
@@ -135,9 +133,9 @@ struct EventChannel: ChannelProvider {
     let events: EventService
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        _ = try events.visibleEvent(String(subscription.channel.raw.dropFirst("event:".count)), to: subscription.user)
+        _ = try events.visibleEvent(subscription.channel.key, to: subscription.user)
         try attach(nil)
     }
 
-    func vacated(channel: String) {}
+    func vacated(channel: ChannelName) {}
 }

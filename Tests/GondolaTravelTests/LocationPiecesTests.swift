@@ -42,13 +42,14 @@ import Testing
 
     // MARK: PositionChannel
 
-    @Test func positionChannelsAreNamedOnceAndReadBack() {
+    @Test func positionChannelsAreNamedOnceAndReadBack() throws {
         let channels: [PositionChannel] = [.nearby(user: "ann"), .friends(user: "bo.b@x"), .locations(trip: "t1a2")]
         #expect(channels.map(\.name) == ["nearby:#ann", "friends:#bo.b@x", "locations:t1a2"])
-        for channel in channels { #expect(PositionChannel(channel.name) == channel) }
+        for channel in channels { #expect(PositionChannel(try ChannelName(channel.name)) == channel) }
         #expect(channels.map(\.namespace.name) == ["nearby", "friends", "locations"])
-        #expect(PositionChannel("personal:#ann") == nil)
-        #expect(PositionChannel("nearby:ann") == nil, "a nearby channel names its user after #")
+        #expect(PositionChannel(try ChannelName("personal:#ann")) == nil)
+        #expect(PositionChannel(try ChannelName("nearby:ann")) == nil, "a nearby channel names its user after #")
+        #expect(PositionChannel(try ChannelName("nearby:#ann,bob")) == nil, "a nearby channel has one user")
     }
 
     // MARK: PositionChannels
