@@ -293,7 +293,8 @@ let package = Package(
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(
             name: "GondolaHubTests",
-            dependencies: ["GondolaHub", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["GondolaHub", "GondolaCluster", "GondolaTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "GondolaStoreTests",

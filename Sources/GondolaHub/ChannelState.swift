@@ -23,10 +23,16 @@ struct ChannelState {
     }
 
     private(set) var subscribers: [String: Subscriber] = [:]
-    /// In a cluster: subscribers whose subscribe reply covered the stream up to an
-    /// offset, by client id, until a later publication arrives; the bus may still
-    /// bring publications up to that offset, which they already have.
-    private var floors: [String: UInt64] = [:]
+    /// Subscribers whose subscribe reply covered the stream up to an offset, by client
+    /// id, until a later publication arrives: the broker may still deliver publications
+    /// up to that offset (appended before the reply was read, delivered after), which
+    /// they already have. A floor lapses after `floorLifetime`, by when anything in
+    /// flight has arrived, so that a stream that starts over (a new epoch, offsets from
+    /// 1 again, after an idle stream was dropped) is not mistaken for old publications.
+    private var floors: [String: (offset: UInt64, until: ContinuousClock.Instant)] = [:]
+
+    /// How long a subscriber's floor holds.
+    static let floorLifetime = Duration.seconds(60)
     /// The outbound queue of every subscriber without deltas, in no particular order.
     private var queues: [OutboundQueue] = []
     /// The client id owning each entry of `queues`.
@@ -44,7 +50,7 @@ struct ChannelState {
         let id = subscriber.session.id
         _ = remove(id)
         subscribers[id] = subscriber
-        if let floor, floor > 0 { floors[id] = floor }
+        if let floor, floor > 0 { floors[id] = (floor, .now + Self.floorLifetime) }
         if subscriber.delta {
             deltaReceivers[id] = DeltaReceiver(queue: subscriber.session.queue, hasBase: false)
         } else {
@@ -144,10 +150,11 @@ struct ChannelState {
 
     /// The subscribers that already hold the publication at `offset` (0: not in a
     /// stream) from their subscribe reply. Floors below `offset` are done with, as
-    /// the bus brings a channel's offsets in order.
+    /// the broker delivers a channel's offsets in order.
     private mutating func coveredSubscribers(at offset: UInt64) -> [String: UInt64] {
         guard offset > 0, !floors.isEmpty else { return [:] }
-        floors = floors.filter { $0.value >= offset }
-        return floors
+        let now = ContinuousClock.now
+        floors = floors.filter { $0.value.offset >= offset && $0.value.until > now }
+        return floors.mapValues(\.offset)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import GondolaProtocol
 
 /// What one node of a cluster tells all of them (itself included), in the order
@@ -37,10 +38,11 @@ public struct ClusterNodeInfo: Sendable, Equatable {
 /// the bus that carries publications and events to every node, and cluster-wide
 /// presence. Without one a node is alone and keeps everything in itself.
 ///
-/// The link calls `Node.receive` with every event of the bus, in commit order; a
-/// node applies only what it receives, its own publications included, so every
-/// node sees a channel's publications in offset order.
-public protocol ClusterLink: Sendable {
+/// It is the node's `Broker` and `PresenceManager` in a cluster. The link calls
+/// `Node.receive` with every event of the bus, in commit order; a node applies only
+/// what it receives, its own publications included, so every node sees a channel's
+/// publications in offset order.
+public protocol ClusterLink: Broker, PresenceManager {
     /// Returns once this node receives the bus (at start, and again after the bus
     /// connection was lost); connections wait here before they are accepted.
     func ready() async
@@ -50,33 +52,23 @@ public protocol ClusterLink: Sendable {
     /// Streams of the other namespaces that keep history.
     var volatileHistory: any HistoryStore { get }
 
-    /// Appends the publication to the channel's stream when `options` keeps one and
-    /// sends it to every node; `completion` hears its position (nil without a
-    /// stream) once the bus has committed it, or why it was refused.
-    func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
-                 completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void)
-
-    /// Sends an event to every node; `completion` hears when the bus has committed
-    /// it, or why it was refused.
-    func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void)
-
-    /// Records a subscriber in the channel's cluster-wide presence.
-    func addPresence(channel: String, info: ClientInfo) throws(HubError)
-    /// Removes a subscriber from the channel's presence.
-    func removePresence(channel: String, client: String) throws(HubError)
-    /// The channel's subscribers on every live node, by client id.
-    func presence(channel: String) throws(HubError) -> [String: ClientInfo]
-
     /// Every live node with its last reported figures.
     func nodes() throws(HubError) -> [ClusterNodeInfo]
 }
 
 extension ClusterLink {
-    /// Sends an event to every node; returns once the bus has committed it (the task
-    /// waits, no thread does).
-    public func send(_ event: ClusterEvent) async throws(HubError) {
-        try await withCheckedContinuation { continuation in
-            post(event) { continuation.resume(returning: $0) }
-        }.get()
+    /// The shared streams: durable or volatile, as the namespace says.
+    private func store(for options: NamespaceOptions) -> any HistoryStore {
+        options.historyDurable ? durableHistory : volatileHistory
     }
+
+    public func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws -> StreamSlice {
+        try store(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+    }
+
+    public func removeHistory(channel: String, options: NamespaceOptions) throws {
+        try store(for: options).removeHistory(channel: channel)
+    }
+
+    public var reachesOtherNodes: Bool { true }
 }

@@ -39,8 +39,10 @@ final class ChannelShard: Sendable {
     let slots = Mutex<[String: ChannelSlot]>([:])
 }
 
-/// The engine: connected clients, channels and their subscribers, streams, presence
-/// and the RPC table. The server is a thin transport around it.
+/// The hub: connected clients, channels and their subscribers, and the RPC table,
+/// on an engine — a `Broker` that keeps streams and carries publications and events,
+/// and a `PresenceManager` — that is the same seam alone or in a cluster. The server
+/// is a thin transport around it.
 public final class Node: Sendable {
     public let configuration: HubConfiguration
     public let rpc = RPCRouter()
@@ -50,12 +52,12 @@ public final class Node: Sendable {
     let tokens: ConnectionTokens
     let metrics: HubMetrics
     let logger: Logger
-    /// Streams of namespaces that keep history but not durably.
-    private let volatileHistory: any HistoryStore
-    /// The volatile store when it is this node's memory (swept of idle streams).
-    private let memoryHistory: MemoryHistoryStore?
-    private let durableHistory: (any HistoryStore)?
-    /// The other nodes, when this one is part of a cluster.
+    /// Keeps the streams and carries publications and events to every node.
+    public let broker: any Broker
+    /// Who is subscribed where, for namespaces that keep presence.
+    public let presenceManager: any PresenceManager
+    /// The other nodes, when this one is part of a cluster (their figures for `info`,
+    /// and readiness); the engine's calls go through `broker` and `presenceManager`.
     public let cluster: (any ClusterLink)?
     private let shards: [ChannelShard]
     private let registry = Mutex(Registry())
@@ -88,9 +90,10 @@ public final class Node: Sendable {
     }
 
     /// - Parameters:
-    ///   - durableHistory: where `history_durable` namespaces keep their streams;
-    ///     without one they are kept in memory.
-    ///   - cluster: the link to the other nodes; its streams replace both stores.
+    ///   - durableHistory: where `history_durable` namespaces keep their streams when
+    ///     the node is alone (`MemoryBroker`); without one they are kept in memory.
+    ///   - cluster: the link to the other nodes, which is then the broker and the
+    ///     presence manager.
     ///   - uid: this run's id (the cluster knows the node by it).
     ///   - metricsFactory: where counters and timers go (Prometheus in the server).
     public init(
@@ -105,16 +108,8 @@ public final class Node: Sendable {
         self.configuration = configuration
         self.tokens = tokens
         self.cluster = cluster
-        if let cluster {
-            self.durableHistory = cluster.durableHistory
-            self.volatileHistory = cluster.volatileHistory
-            self.memoryHistory = nil
-        } else {
-            let memory = MemoryHistoryStore()
-            self.durableHistory = durableHistory
-            self.volatileHistory = memory
-            self.memoryHistory = memory
-        }
+        self.broker = cluster ?? MemoryBroker(durableHistory: durableHistory)
+        self.presenceManager = cluster ?? MemoryPresenceManager()
         self.metrics = HubMetrics(factory: metricsFactory)
         self.logger = logger
         self.uid = uid
@@ -122,6 +117,7 @@ public final class Node: Sendable {
         rpc.register("server.time") { _, _ in
             ["ts": .int(Int64(Date().timeIntervalSince1970 * 1000))]
         }
+        broker.attach(self)
     }
 
     /// Sets what handles the `send` command's asynchronous messages.
@@ -269,21 +265,14 @@ public final class Node: Sendable {
         withChannel(channel, create: false) { !$0.isEmpty } ?? false
     }
 
-    /// The users with a live subscription to `channel`: on this node, and in a cluster on
-    /// every node when the channel's namespace keeps presence.
+    /// The users with a live subscription to `channel`: on every node when the channel's
+    /// namespace keeps presence, else on this node.
     public func usersSubscribed(to channel: String) -> Set<String> {
-        if let cluster, let options = try? resolve(channel).1, options.presence,
-           let everywhere = try? cluster.presence(channel: channel) {
+        if let options = try? resolve(channel).1, options.presence,
+           let everywhere = try? presenceManager.presence(channel: channel) {
             return Set(everywhere.values.map(\.user))
         }
         return withChannel(channel, create: false) { Set($0.subscribers.values.map(\.info.user)) } ?? []
-    }
-
-    /// The store of a provided namespace that keeps its own streams, else the node's
-    /// durable or memory store.
-    private func historyStore(for options: NamespaceOptions) -> any HistoryStore {
-        if let store = providers.withLock({ $0.namespaces[options.name]?.provider.historyStore }) { return store }
-        return options.historyDurable ? (durableHistory ?? volatileHistory) : volatileHistory
     }
 
     /// Adds a subscriber and enqueues its subscribe reply (with recovered
@@ -291,9 +280,9 @@ public final class Node: Sendable {
     /// between the recovery and the live stream.
     func subscribe(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo, data: RawJSON? = nil) throws(HubError) {
         let channel = request.channel
-        // In a cluster presence is recorded before the reply, so that a presence call
-        // anywhere after the client saw its reply lists it.
-        if let cluster, options.presence { try cluster.addPresence(channel: channel, info: info) }
+        // Presence is recorded before the reply, so that a presence call anywhere after
+        // the client saw its reply lists it.
+        if options.presence { try presenceManager.addPresence(channel: channel, info: info) }
         do throws(HubError) {
             _ = try withChannel(channel, create: true) { (state) throws(HubError) in
                 var result = SubscribeResult()
@@ -304,26 +293,24 @@ public final class Node: Sendable {
                 result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
                 // Recovered publications come whole; a JSON delta subscription takes data as text.
                 if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
+                // The broker may still deliver publications up to the offset the reply covers.
                 state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave, delta: result.delta),
-                          floor: cluster != nil && options.keepsHistory ? result.offset : nil)
+                          floor: options.keepsHistory ? result.offset : nil)
                 session.queue.enqueue(Reply(id: replyID, .subscribe(result)))
-                if options.joinLeave, cluster == nil {
-                    pushToJoinLeaveListeners(state, Push(channel: channel, .join(info)))
-                }
             }
         } catch {
-            if let cluster, options.presence { try? cluster.removePresence(channel: channel, client: info.client) }
+            if options.presence { try? presenceManager.removePresence(channel: channel, client: info.client) }
             throw error
         }
-        if let cluster, options.joinLeave { announce(.join(channel: channel, info), through: cluster) }
+        if options.joinLeave { announce(.join(channel: channel, info)) }
     }
 
     /// Sends a join or leave to every node without waiting; a refusal is logged (the
     /// subscription itself stands).
-    private func announce(_ event: ClusterEvent, through cluster: any ClusterLink) {
-        cluster.post(event) { [logger] result in
+    private func announce(_ event: ClusterEvent) {
+        broker.post(event) { [logger] result in
             if case let .failure(error) = result {
-                logger.warning("cluster join/leave not sent", metadata: ["event": "\(event)", "error": "\(error)"])
+                logger.warning("join/leave not sent", metadata: ["event": "\(event)", "error": "\(error)"])
             }
         }
     }
@@ -356,7 +343,10 @@ public final class Node: Sendable {
 
     private func read(_ channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws(HubError) -> StreamSlice {
         do {
-            return try historyStore(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+            if let store = ownStore(of: options) {
+                return try store.read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+            }
+            return try broker.history(channel: channel, after: after, limit: limit, reverse: reverse, options: options)
         } catch {
             logger.error("history read failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
             throw .internalError("history read failed: \(error)")
@@ -377,32 +367,27 @@ public final class Node: Sendable {
         guard let (name, options) = try? resolve(channel) else { return }
         let (removed, vacated) = withChannel(channel, create: false) { state -> (ClientInfo?, Bool) in
             guard let removed = state.remove(session.id) else { return (nil, false) }
-            if options.joinLeave, cluster == nil {
-                pushToJoinLeaveListeners(state, Push(channel: channel, .leave(removed.info)))
-            }
             return (removed.info, state.isEmpty)
         } ?? (nil, false)
         if vacated { provider(of: name)?.vacated(channel: name) }
-        if let cluster, let removed {
-            if options.presence {
-                do throws(HubError) {
-                    try cluster.removePresence(channel: channel, client: removed.client)
-                } catch {
-                    logger.warning("cluster presence removal failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-                }
+        guard let removed else { return }
+        if options.presence {
+            do throws(HubError) {
+                try presenceManager.removePresence(channel: channel, client: removed.client)
+            } catch {
+                logger.warning("presence removal failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
             }
-            if options.joinLeave { announce(.leave(channel: channel, removed), through: cluster) }
         }
+        if options.joinLeave { announce(.leave(channel: channel, removed)) }
     }
 
-    /// Publishes into a channel: appends to its stream when the namespace keeps
-    /// one, encodes the push once and enqueues the same bytes for every subscriber.
-    /// `completion` hears the stream position of the publication (nil without a
-    /// stream), or why it was refused. No thread waits: alone, the publication is
-    /// appended and sent (and `completion` called) before this returns; in a cluster
-    /// it goes through the bus (appended to the shared stream first), reaches this
-    /// node's subscribers as it comes back, and `completion` runs once the bus
-    /// committed it. Publications to one channel keep the order of the calls.
+    /// Publishes into a channel: the broker appends it to the channel's stream when the
+    /// namespace keeps one and delivers it to every node, whose `receive` encodes the
+    /// push once and enqueues the same bytes for every subscriber. `completion` hears the
+    /// stream position (nil without a stream), or why it was refused. No thread waits:
+    /// alone, the publication is stored and sent (and `completion` called) before this
+    /// returns; in a cluster `completion` runs once the bus committed it. Publications to
+    /// one channel keep the order of the calls.
     public func publish(channel: String, data: Payload, info: ClientInfo? = nil,
                         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
         let route: PublishRoute
@@ -411,25 +396,21 @@ public final class Node: Sendable {
         } catch {
             return completion(.failure(error))
         }
+        let publication = Publication(data: data, info: info)
         switch route {
-        case let .bus(cluster, options):
-            cluster.publish(Publication(data: data, info: info), to: channel, options: options, completion: completion)
-        case let .here(options):
-            completion(Result { () throws(HubError) in try publishHere(channel: channel, options: options, data: data, info: info) })
+        case let .broker(options):
+            broker.publish(publication, to: channel, options: options, completion: completion)
+        case let .providerStore(store, options):
+            completion(Result { () throws(HubError) in try publish(publication, to: channel, keptIn: store, options: options) })
         }
     }
 
     /// `publish` awaited: the position once the publication is stored and sent.
     @discardableResult
     public func publish(channel: String, data: Payload, info: ClientInfo? = nil) async throws(HubError) -> StreamPosition? {
-        switch try route(channel) {
-        case .here(let options):
-            return try publishHere(channel: channel, options: options, data: data, info: info)
-        case .bus:
-            return try await withCheckedContinuation { continuation in
-                publish(channel: channel, data: data, info: info) { continuation.resume(returning: $0) }
-            }.get()
-        }
+        try await withCheckedContinuation { continuation in
+            publish(channel: channel, data: data, info: info) { continuation.resume(returning: $0) }
+        }.get()
     }
 
     /// `publish` for news no caller waits on (a domain telling a channel's subscribers
@@ -442,18 +423,19 @@ public final class Node: Sendable {
         }
     }
 
-    /// Where a channel's publications go: through the cluster's bus, or straight to
-    /// this node's stream and subscribers (alone, or a namespace whose provider keeps
-    /// its own streams).
+    /// Where a channel's publications go.
     private enum PublishRoute {
-        case bus(any ClusterLink, NamespaceOptions)
-        case here(NamespaceOptions)
+        /// The engine's path: the broker stores and delivers.
+        case broker(NamespaceOptions)
+        /// A namespace whose provider keeps its own streams: appended there and sent
+        /// to this node's subscribers.
+        case providerStore(any HistoryStore, NamespaceOptions)
     }
 
     private func route(_ channel: String) throws(HubError) -> PublishRoute {
         let (_, options) = try resolve(channel)
-        if let cluster, ownStore(of: options) == nil { return .bus(cluster, options) }
-        return .here(options)
+        if let store = ownStore(of: options) { return .providerStore(store, options) }
+        return .broker(options)
     }
 
     /// Publishes to this node's subscribers only, for channels without a stream
@@ -471,25 +453,22 @@ public final class Node: Sendable {
         providers.withLock { $0.namespaces[options.name]?.provider.historyStore }
     }
 
-    /// Appends to this node's stream and fans out to this node's subscribers, under
-    /// the channel's own lock (a durable append writes to disk there, holding up no
-    /// other channel).
-    private func publishHere(channel: String, options: NamespaceOptions, data: Payload, info: ClientInfo?) throws(HubError) -> StreamPosition? {
+    /// Appends to a provider's own store and sends to this node's subscribers, under the
+    /// channel's own lock (an append that writes to disk holds up no other channel).
+    private func publish(_ publication: Publication, to channel: String, keptIn store: any HistoryStore,
+                         options: NamespaceOptions) throws(HubError) -> StreamPosition? {
         metrics.publications.increment()
-        let position = try withChannel(channel, create: options.keepsHistory) { (state) throws(HubError) -> StreamPosition? in
-            var publication = Publication(data: data, info: info)
-            var position: StreamPosition?
-            if options.keepsHistory {
-                do {
-                    (publication, position) = try historyStore(for: options).append(publication, to: channel, options: options, now: Date())
-                } catch let refused as HubError {
-                    throw refused
-                } catch {
-                    logger.error("history append failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-                    throw .internalError("history append failed: \(error)")
-                }
+        let position = try withChannel(channel, create: true) { (state) throws(HubError) -> StreamPosition? in
+            let (stored, position): (Publication, StreamPosition)
+            do {
+                (stored, position) = try store.append(publication, to: channel, options: options, now: Date())
+            } catch let refused as HubError {
+                throw refused
+            } catch {
+                logger.error("history append failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+                throw .internalError("history append failed: \(error)")
             }
-            fanOut(publication, on: channel, in: &state)
+            fanOut(stored, on: channel, in: &state)
             return position
         }
         return position ?? nil
@@ -539,7 +518,11 @@ public final class Node: Sendable {
         let (_, options) = try resolve(channel)
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         do {
-            try historyStore(for: options).removeHistory(channel: channel)
+            if let store = ownStore(of: options) {
+                try store.removeHistory(channel: channel)
+            } else {
+                try broker.removeHistory(channel: channel, options: options)
+            }
         } catch {
             throw .internalError("history remove failed: \(error)")
         }
@@ -549,8 +532,7 @@ public final class Node: Sendable {
     public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
         let (_, options) = try resolve(channel)
         guard options.presence else { throw .notAvailable("namespace of \(channel) has no presence") }
-        if let cluster { return try cluster.presence(channel: channel) }
-        return withChannel(channel, create: false) { $0.subscribers.mapValues(\.info) } ?? [:]
+        return try presenceManager.presence(channel: channel)
     }
 
     /// How many clients and distinct users are subscribed to a channel.
@@ -574,26 +556,20 @@ public final class Node: Sendable {
     /// cluster), telling them with an unsubscribe push.
     public func unsubscribe(user: String, channel: String) async throws(HubError) {
         _ = try ChannelName(channel)
-        if let cluster { return try await cluster.send(.unsubscribe(user: user, channel: channel)) }
-        unsubscribeHere(user: user, channel: channel)
-    }
-
-    private func unsubscribeHere(user: String, channel: String) {
-        for session in sessions(of: user) {
-            session.serverUnsubscribe(channel)
-        }
+        try await broker.send(.unsubscribe(user: user, channel: channel))
     }
 
     /// Closes every connection of `user` (on every node of a cluster, with 3000-range
     /// `force_disconnect`).
     public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) async throws(HubError) {
-        if let cluster, code == .forceDisconnect { return try await cluster.send(.disconnect(user: user)) }
+        if code == .forceDisconnect { return try await broker.send(.disconnect(user: user)) }
         for session in sessions(of: user) { session.close(code) }
     }
 
-    // MARK: Cluster
+    // MARK: Delivery
 
-    /// Applies an event of the cluster's bus to this node's clients.
+    /// Applies what the broker delivers (this node's publications and events, and in a
+    /// cluster every node's) to this node's clients.
     public func receive(_ event: ClusterEvent) {
         switch event {
         case let .publication(channel, publication):
@@ -603,7 +579,7 @@ public final class Node: Sendable {
         case let .leave(channel, info):
             withChannel(channel, create: false) { pushToJoinLeaveListeners($0, Push(channel: channel, .leave(info))) }
         case let .unsubscribe(user, channel):
-            unsubscribeHere(user: user, channel: channel)
+            for session in sessions(of: user) { session.serverUnsubscribe(channel) }
         case let .disconnect(user):
             for session in sessions(of: user) { session.close(.forceDisconnect) }
         case let .domain(topic, origin, payload):
@@ -619,8 +595,8 @@ public final class Node: Sendable {
     /// change at their next resynchronisation, and the failure is logged. The payload
     /// is built only in a cluster (positions call this on every update).
     public func replicate(topic: String, _ payload: @autoclosure () -> JSON) {
-        guard let cluster else { return }
-        cluster.post(.domain(topic: topic, origin: uid, payload: payload())) { [logger] result in
+        guard broker.reachesOtherNodes else { return }
+        broker.post(.domain(topic: topic, origin: uid, payload: payload())) { [logger] result in
             if case let .failure(error) = result {
                 logger.error("cluster replication failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
             }
@@ -687,7 +663,7 @@ public final class Node: Sendable {
             let now = ContinuousClock.now
             for session in allSessions { session.tick(now: now, date: Date()) }
             if now - lastSweep > .seconds(60) {
-                memoryHistory?.sweep(now: Date())
+                broker.sweepIdleStreams(now: Date())
                 lastSweep = now
             }
         }

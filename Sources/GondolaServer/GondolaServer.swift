@@ -61,7 +61,6 @@ public final class GondolaServer: Sendable {
             self.cluster = cluster
             self.users = PostgresUserRepository(pool: cluster.pool)
             self.node = Node(configuration: configuration.hub, tokens: tokens, cluster: cluster, uid: uid, metricsFactory: metrics.factory, logger: logger)
-            cluster.attach(node)
             logger.info("cluster node", metadata: ["uid": "\(uid)", "database": "\(cluster.pool.location)"])
         } else {
             let database = try GondolaDatabase(path: configuration.database) { migrator in

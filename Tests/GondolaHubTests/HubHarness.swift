@@ -5,6 +5,12 @@ import Testing
 
 /// A node with short timings and a `room` namespace that has every feature on.
 func makeNode(durableHistory: (any HistoryStore)? = nil, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> Node {
+    Node(configuration: testConfiguration(adjust), tokens: try await ConnectionTokens(secret: testSecret), durableHistory: durableHistory)
+}
+
+/// The hub tests' namespaces: `room` (history, presence, join/leave, open to clients),
+/// `locked` and `personal` (not subscribable by clients), changed by `adjust`.
+func testConfiguration(_ adjust: (inout HubConfiguration) -> Void = { _ in }) -> HubConfiguration {
     var configuration = HubConfiguration()
     var room = NamespaceOptions(name: "room")
     room.historySize = 5
@@ -23,7 +29,7 @@ func makeNode(durableHistory: (any HistoryStore)? = nil, _ adjust: (inout HubCon
     personal.allowSubscribeForClient = false
     configuration.namespaces["personal"] = personal
     adjust(&configuration)
-    return Node(configuration: configuration, tokens: try await ConnectionTokens(secret: testSecret), durableHistory: durableHistory)
+    return configuration
 }
 
 let testSecret = "test-secret-of-at-least-32-bytes!!"

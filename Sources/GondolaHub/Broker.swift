@@ -1,0 +1,62 @@
+import Foundation
+import GondolaProtocol
+
+/// The engine behind a node (centrifuge's `Broker`): it keeps the channels' streams and
+/// carries publications and events to every node's subscribers. `Node` has one publish
+/// path — it hands a publication to its broker, and delivers what the broker hands back
+/// through `Node.receive` (its own publications included), in each channel's offset
+/// order. `MemoryBroker` serves a node alone; a cluster's `ClusterLink` carries the same
+/// calls between nodes. `Tests/GondolaHubTests/BrokerTests.swift` runs one suite against
+/// every engine.
+public protocol Broker: Sendable {
+    /// Where the broker delivers: the node calls this once, when it is built.
+    func attach(_ node: Node)
+
+    /// Appends the publication to the channel's stream when `options` keeps one and
+    /// delivers it to every node; `completion` hears its position (nil without a stream)
+    /// once it is stored and on its way, or why it was refused. Publications to one
+    /// channel are delivered in offset order; no thread waits for another.
+    func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
+                 completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void)
+
+    /// Delivers an event (join, leave, a server-side unsubscribe or disconnect, a
+    /// domain's change) to every node; `completion` hears when it is on its way.
+    func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void)
+
+    /// `limit` publications of the channel's stream after `after` (oldest first, or the
+    /// newest first when `reverse`), with the stream's position.
+    func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws -> StreamSlice
+
+    /// Drops the channel's retained publications.
+    func removeHistory(channel: String, options: NamespaceOptions) throws
+
+    /// Whether other nodes hear what this node posts (a node alone builds no replicas).
+    var reachesOtherNodes: Bool { get }
+
+    /// Drops what idle streams hold in memory; the node calls it every minute.
+    func sweepIdleStreams(now: Date)
+}
+
+extension Broker {
+    /// Delivers an event to every node; returns once it is on its way (the task waits,
+    /// no thread does).
+    public func send(_ event: ClusterEvent) async throws(HubError) {
+        try await withCheckedContinuation { continuation in
+            post(event) { continuation.resume(returning: $0) }
+        }.get()
+    }
+
+    public func sweepIdleStreams(now: Date) {}
+}
+
+/// Who is subscribed to each channel of the namespaces that keep presence
+/// (centrifuge's `PresenceManager`): this node's subscribers alone
+/// (`MemoryPresenceManager`), or every node's in a cluster.
+public protocol PresenceManager: Sendable {
+    /// Records a subscriber in the channel's presence.
+    func addPresence(channel: String, info: ClientInfo) throws(HubError)
+    /// Removes a subscriber from the channel's presence.
+    func removePresence(channel: String, client: String) throws(HubError)
+    /// The channel's subscribers, by client id.
+    func presence(channel: String) throws(HubError) -> [String: ClientInfo]
+}

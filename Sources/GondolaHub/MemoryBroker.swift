@@ -1,0 +1,132 @@
+import Foundation
+import GondolaProtocol
+import Synchronization
+
+/// The engine of a node alone: volatile streams in memory, `history_durable` streams in
+/// the store it is given (the SQLite file; memory without one), and delivery straight
+/// back to the node. A publication's append and its delivery happen under its channel's
+/// own lock (`ChannelLocks`), so one channel's publications reach subscribers in offset
+/// order while a slow append (a disk write) holds up no other channel.
+public final class MemoryBroker: Broker {
+    private let volatile: MemoryHistoryStore
+    private let durable: any HistoryStore
+    private let locks = ChannelLocks()
+    private let node = Mutex(NodeReference())
+
+    /// The node the broker delivers to, held weakly (the node owns its broker).
+    private struct NodeReference {
+        weak var node: Node?
+    }
+
+    /// - Parameters:
+    ///   - durableHistory: where `history_durable` namespaces keep their streams;
+    ///     without one they are kept in memory.
+    ///   - streamIdleLimit: how long a volatile stream without publications is kept.
+    public init(durableHistory: (any HistoryStore)? = nil, streamIdleLimit: TimeInterval = 3600) {
+        volatile = MemoryHistoryStore(streamIdleLimit: streamIdleLimit)
+        durable = durableHistory ?? volatile
+    }
+
+    public func attach(_ node: Node) {
+        self.node.withLock { $0.node = node }
+    }
+
+    public func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
+                        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
+        let outcome = Result { () throws(HubError) -> StreamPosition? in
+            try locks.withLock(channel) { () throws(HubError) -> StreamPosition? in
+                var publication = publication
+                var position: StreamPosition?
+                if options.keepsHistory {
+                    do {
+                        (publication, position) = try store(for: options).append(publication, to: channel, options: options, now: Date())
+                    } catch let refused as HubError {
+                        throw refused
+                    } catch {
+                        throw .internalError("history append failed: \(error)")
+                    }
+                }
+                deliver(.publication(channel: channel, publication))
+                return position
+            }
+        }
+        completion(outcome)
+    }
+
+    public func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
+        deliver(event)
+        completion(.success(()))
+    }
+
+    public func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws -> StreamSlice {
+        try store(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+    }
+
+    public func removeHistory(channel: String, options: NamespaceOptions) throws {
+        try store(for: options).removeHistory(channel: channel)
+    }
+
+    public var reachesOtherNodes: Bool { false }
+
+    public func sweepIdleStreams(now: Date) {
+        volatile.sweep(now: now)
+    }
+
+    private func store(for options: NamespaceOptions) -> any HistoryStore {
+        options.historyDurable ? durable : volatile
+    }
+
+    private func deliver(_ event: ClusterEvent) {
+        node.withLock { $0.node }?.receive(event)
+    }
+}
+
+/// Presence of a node alone: its own subscribers, by channel. One lock for every
+/// channel, held only for a dictionary change.
+public final class MemoryPresenceManager: PresenceManager {
+    private let channels = Mutex<[String: [String: ClientInfo]]>([:])
+
+    public init() {}
+
+    public func addPresence(channel: String, info: ClientInfo) throws(HubError) {
+        channels.withLock { $0[channel, default: [:]][info.client] = info }
+    }
+
+    public func removePresence(channel: String, client: String) throws(HubError) {
+        channels.withLock { channels in
+            channels[channel]?[client] = nil
+            if channels[channel]?.isEmpty == true { channels[channel] = nil }
+        }
+    }
+
+    public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
+        channels.withLock { $0[channel] ?? [:] }
+    }
+}
+
+/// A lock per channel, made when a channel is first used and dropped when no caller
+/// holds or waits for it, so idle channels cost nothing. The table's own lock is held
+/// only to find or drop an entry.
+final class ChannelLocks: Sendable {
+    private final class Entry: Sendable {
+        let lock = Mutex(())
+    }
+
+    private let entries = Mutex<[String: (entry: Entry, users: Int)]>([:])
+
+    /// Runs `body` holding `channel`'s lock.
+    func withLock<T, E: Error>(_ channel: String, _ body: () throws(E) -> T) throws(E) -> T {
+        let entry = entries.withLock { entries in
+            let entry = entries[channel]?.entry ?? Entry()
+            entries[channel] = (entry, (entries[channel]?.users ?? 0) + 1)
+            return entry
+        }
+        defer {
+            entries.withLock { entries in
+                guard let users = entries[channel]?.users else { return }
+                entries[channel] = users > 1 ? (entry, users - 1) : nil
+            }
+        }
+        return try entry.lock.withLock { _ throws(E) in try body() }
+    }
+}

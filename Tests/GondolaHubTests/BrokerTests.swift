@@ -1,0 +1,143 @@
+import Foundation
+import GondolaCluster
+@testable import GondolaHub
+import GondolaProtocol
+import GondolaTestSupport
+import Logging
+import Testing
+
+/// The engine seam (`Broker`, `PresenceManager`), one suite for every engine: the
+/// memory broker of a node alone and the PostgreSQL cluster link. Each test drives a
+/// node on the engine as clients would, so delivery through `Node.receive` is part of
+/// what is checked.
+@Suite struct BrokerTests {
+    enum BrokerEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case memory, postgres
+        var testDescription: String { rawValue }
+    }
+
+    /// A node on `engine`, and what stops it.
+    static func node(_ engine: BrokerEngine, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> (Node, stop: @Sendable () async -> Void) {
+        let configuration = testConfiguration { configuration in
+            configuration.namespaces["room"]?.historySize = 1_000
+            adjust(&configuration)
+        }
+        let tokens = try await ConnectionTokens(secret: testSecret)
+        switch engine {
+        case .memory:
+            return (Node(configuration: configuration, tokens: tokens), {})
+        case .postgres:
+            let pool = try TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
+            var logger = Logger(label: "broker-tests")
+            logger.logLevel = .warning
+            let cluster = PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
+            let node = Node(configuration: configuration, tokens: tokens, cluster: cluster)
+            let running = Task { await cluster.run() }
+            await cluster.ready()
+            return (node, {
+                running.cancel()
+                await running.value
+            })
+        }
+    }
+
+    static func publications(_ client: TestClient, count: Int) async throws -> [Publication] {
+        var received: [Publication] = []
+        while received.count < count {
+            if let publication = try await client.next(timeout: .seconds(10)).publication { received.append(publication) }
+        }
+        return received
+    }
+
+    @Test(arguments: BrokerEngine.allCases)
+    func publicationsAreStoredNumberedAndDeliveredInOffsetOrder(engine: BrokerEngine) async throws {
+        let (node, stop) = try await Self.node(engine)
+        var client = try await TestClient.connected(node, user: "ann")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:order")))
+        // Four publishers at once: every publication arrives once, in offset order.
+        let positions = try await withThrowingTaskGroup(of: [UInt64].self) { group in
+            for publisher in 0..<4 {
+                group.addTask {
+                    var offsets: [UInt64] = []
+                    for n in 0..<25 {
+                        let position = try await node.publish(channel: "room:order", data: Payload(["p": .int(Int64(publisher)), "n": .int(Int64(n))]))
+                        offsets.append(try #require(position).offset)
+                    }
+                    return offsets
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(positions.sorted() == Array(1...100))
+        let received = try await Self.publications(client, count: 100)
+        #expect(received.map(\.offset) == Array(1...100))
+        let history = try node.history(channel: "room:order", limit: -1, since: nil, reverse: false)
+        #expect(history.publications.map(\.offset) == Array(1...100))
+        #expect(history.publications.map(\.data) == received.map(\.data), "the stream holds what was delivered")
+        try node.removeHistory(channel: "room:order")
+        #expect(try node.history(channel: "room:order", limit: -1, since: nil, reverse: false).publications.isEmpty)
+        await stop()
+    }
+
+    @Test(arguments: BrokerEngine.allCases)
+    func aSubscribeWithRecoveryDuringPublishingMissesNothingAndRepeatsNothing(engine: BrokerEngine) async throws {
+        let (node, stop) = try await Self.node(engine)
+        let epoch = try node.history(channel: "room:race", limit: 0, since: nil, reverse: false).epoch
+        let publisher = Task {
+            for n in 1...200 { try await node.publish(channel: "room:race", data: Payload(.int(Int64(n)))) }
+        }
+        // Subscribe once the stream is under way, then read the rest live.
+        while try node.history(channel: "room:race", limit: 0, since: nil, reverse: false).offset < 20 { await Task.yield() }
+        var client = try await TestClient.connected(node, user: "bo")
+        let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
+        guard case let .subscribe(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
+        #expect(result.recovered)
+        try await publisher.value
+        let live = try await Self.publications(client, count: 200 - result.publications.count)
+        #expect((result.publications + live).map(\.offset) == Array(1...200))
+        await stop()
+    }
+
+    @Test(arguments: BrokerEngine.allCases)
+    func presenceJoinsLeavesAndServerSideUnsubscribes(engine: BrokerEngine) async throws {
+        let (node, stop) = try await Self.node(engine)
+        var ann = try await TestClient.connected(node, user: "ann")
+        _ = try await ann.call(.subscribe(SubscribeRequest(channel: "room:p", joinLeave: true)))
+        var bo = try await TestClient.connected(node, user: "bo")
+        _ = try await bo.call(.subscribe(SubscribeRequest(channel: "room:p")))
+        #expect(Set(try node.presence(channel: "room:p").values.map(\.user)) == ["ann", "bo"])
+        #expect(try node.presenceStats(channel: "room:p").numUsers == 2)
+        var joins: [String] = []
+        while joins.count < 2 {
+            if case let .push(push) = try await ann.next(timeout: .seconds(10)), case let .join(info) = push.body { joins.append(info.user) }
+        }
+        #expect(Set(joins) == ["ann", "bo"])
+        try await node.unsubscribe(user: "bo", channel: "room:p")
+        var unsubscribed = false
+        while !unsubscribed {
+            if case let .push(push) = try await bo.next(timeout: .seconds(10)), case .unsubscribe = push.body { unsubscribed = true }
+        }
+        var left: String?
+        while left == nil {
+            if case let .push(push) = try await ann.next(timeout: .seconds(10)), case let .leave(info) = push.body { left = info.user }
+        }
+        #expect(left == "bo")
+        #expect(try node.presence(channel: "room:p").values.map(\.user) == ["ann"])
+        await stop()
+    }
+
+    @Test(arguments: BrokerEngine.allCases)
+    func binaryAndSpelledPayloadsPassByteForByte(engine: BrokerEngine) async throws {
+        let (node, stop) = try await Self.node(engine)
+        var client = try await TestClient.connected(node, user: "ann", encoding: .protobuf)
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:bytes")))
+        let payloads = [Payload(received: [0x00, 0xFF, 0x0A, 0xC3]), Payload(received: Array(#"{"n": 1.50, "big": 12345678901234567890}"#.utf8))]
+        for payload in payloads { try await node.publish(channel: "room:bytes", data: payload) }
+        #expect(try await Self.publications(client, count: 2).map(\.data) == payloads)
+        #expect(try node.history(channel: "room:bytes", limit: -1, since: nil, reverse: false).publications.map(\.data) == payloads)
+        await stop()
+    }
+}
