@@ -2,7 +2,6 @@ import GondolaDomain
 import GondolaGeo
 import GondolaHub
 import GondolaProtocol
-import Logging
 import Synchronization
 
 /// Timing and limits of live locations.
@@ -62,18 +61,16 @@ public final class LocationService: Sendable {
     let directory: Directory
     let resorts: ResortCatalog
     let settings: LocationSettings
-    let logger: Logger
     private let live: Mutex<Live>
     /// Orders a tick's publication with subscribe snapshots (see above); always taken before `live`.
     private let publication = Mutex(())
 
-    init(node: Node, directory: Directory, resorts: ResortCatalog, settings: LocationSettings, logger: Logger) {
+    init(node: Node, directory: Directory, resorts: ResortCatalog, settings: LocationSettings) {
         live = Mutex(Live(map: ProximityMap(phases: settings.phases), channels: PositionChannels(phases: settings.phases)))
         self.node = node
         self.directory = directory
         self.resorts = resorts
         self.settings = settings
-        self.logger = logger
     }
 
     // MARK: RPC

@@ -40,7 +40,7 @@ public final class TravelService: Sendable {
         directory = try Directory(repository: repositories.directory) { [node] change in
             node.replicate(topic: Directory.replicaTopic, change.json)
         }
-        locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings, logger: logger)
+        locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings)
         directoryRPC = DirectoryRPC(directory: directory, locations: locations, resorts: resorts) { [node] user, push in
             node.tell(user, push)
         }
