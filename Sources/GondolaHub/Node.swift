@@ -78,6 +78,9 @@ public final class Node: Sendable {
         typealias Entry = (options: NamespaceOptions, provider: any ChannelProvider)
         var namespaces: [String: Entry] = [:]
         var channels: [String: Entry] = [:]
+        /// Namespaces and channels provided again while they had a provider, not yet
+        /// taken by `takeRepeatedProvisions`.
+        var repeated: [Provision] = []
 
         /// A provided channel first, else its provided namespace.
         func entry(for name: ChannelName) -> Entry? { channels[name.raw] ?? namespaces[name.namespace] }
@@ -235,16 +238,42 @@ public final class Node: Sendable {
         }
     }
 
-    /// Hands the namespace `options.name` to `provider`, replacing any configured
-    /// namespace of that name.
+    /// A namespace or single channel handed to a provider.
+    public enum Provision: Hashable, Sendable {
+        case namespace(String)
+        case channel(String)
+    }
+
+    /// Hands the namespace `options.name` to `provider`, in place of any configured
+    /// namespace of that name. A namespace that already has a provider keeps it, and
+    /// the name is kept for `takeRepeatedProvisions` (the server refuses to start on it).
     public func provide(_ options: NamespaceOptions, by provider: any ChannelProvider) {
-        providers.withLock { $0.namespaces[options.name] = (options, provider) }
+        providers.withLock { providers in
+            guard providers.namespaces[options.name] == nil else { return providers.repeated.append(.namespace(options.name)) }
+            providers.namespaces[options.name] = (options, provider)
+        }
     }
 
     /// Hands the single channel `channel` (for example one of the default namespace)
-    /// to `provider`, with its own options.
+    /// to `provider`, with its own options; a second provider is refused as above.
     public func provide(channel: String, _ options: NamespaceOptions, by provider: any ChannelProvider) {
-        providers.withLock { $0.channels[channel] = (options, provider) }
+        providers.withLock { providers in
+            guard providers.channels[channel] == nil else { return providers.repeated.append(.channel(channel)) }
+            providers.channels[channel] = (options, provider)
+        }
+    }
+
+    /// The namespaces and channels handed to providers.
+    public var provisions: Set<Provision> {
+        providers.withLock { Set($0.namespaces.keys.map(Provision.namespace) + $0.channels.keys.map(Provision.channel)) }
+    }
+
+    /// The provisions made again since the last call, in order.
+    public func takeRepeatedProvisions() -> [Provision] {
+        providers.withLock { providers in
+            defer { providers.repeated.removeAll() }
+            return providers.repeated
+        }
     }
 
     /// The provider owning the channel, if a domain service owns it or its namespace.

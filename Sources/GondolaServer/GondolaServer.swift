@@ -91,8 +91,10 @@ public final class GondolaServer: Sendable {
         var installed: [(name: String, installed: InstalledDomain)] = []
         var rpcNames = NameClaims(kind: "RPC method", hubNames: node.rpc.methods)
         var apiNames = NameClaims(kind: "server API method", hubNames: ServerAPI(node: node).names)
+        var provisions = NameClaims(kind: "", hubNames: node.provisions.map(Self.describe))
         for domain in enabled {
             let before = Set(node.rpc.methods)
+            let providedBefore = node.provisions
             let domainInstalled: InstalledDomain
             do {
                 domainInstalled = try await domain.install(in: context)
@@ -101,9 +103,19 @@ public final class GondolaServer: Sendable {
             }
             try rpcNames.claim(Set(node.rpc.methods).subtracting(before).sorted() + node.rpc.takeRepeatedNames(), by: domain.name)
             try apiNames.claim(domainInstalled.serverMethods.keys.sorted(), by: domain.name)
+            try provisions.claim(node.provisions.subtracting(providedBefore).map(Self.describe).sorted()
+                                     + node.takeRepeatedProvisions().map(Self.describe), by: domain.name)
             installed.append((domain.name, domainInstalled))
         }
         return installed
+    }
+
+    /// How a start error names a provision: "namespace 'chat'", "channel 'announcements'".
+    private static func describe(_ provision: Node.Provision) -> String {
+        switch provision {
+        case let .namespace(name): "namespace '\(name)'"
+        case let .channel(name): "channel '\(name)'"
+        }
     }
 
     /// The main service of an installed domain (for example `TravelService`), or nil

@@ -1,6 +1,8 @@
-/// Who installed each name of one kind (RPC methods, server API methods): a name that a
-/// second domain (or the same one twice) claims stops the start with a message naming both.
+/// Who installed each name of one kind (RPC methods, server API methods, provided
+/// namespaces and channels): a name that a second domain (or the same one twice) claims
+/// stops the start with a message naming both.
 struct NameClaims {
+    /// What the names are ("RPC method"); empty when each name says it itself.
     let kind: String
     private var owners: [String: String]
 
@@ -15,7 +17,8 @@ struct NameClaims {
         for name in names {
             if let owner = owners[name] {
                 let claimants = owner == domain ? "twice by domain '\(domain)'" : "by both \(Self.describe(owner)) and domain '\(domain)'"
-                throw ConfigurationError("\(kind) '\(name)' is claimed \(claimants)")
+                let named = kind.isEmpty ? name : "\(kind) '\(name)'"
+                throw ConfigurationError("\(named) is claimed \(claimants)")
             }
             owners[name] = domain
         }

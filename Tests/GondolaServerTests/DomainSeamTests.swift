@@ -128,17 +128,28 @@ import Testing
 /// A name two domains claim stops the start naming both, instead of one silently
 /// replacing the other's handler.
 @Suite struct DomainNameClaimTests {
-    /// A domain that installs the RPC and server API methods it is given.
+    /// A domain that installs the RPC methods, server API methods and namespaces it is given.
     struct ClaimingDomain: Domain {
         let name: String
         let rpcMethods: [String]
         var apiMethods: [String] = []
+        var provided: [String] = []
         var namespaces: Set<String> { [] }
+
+        /// Lets anyone subscribe.
+        struct OpenChannel: ChannelProvider {
+            func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+                try attach(nil)
+            }
+
+            func vacated(channel: ChannelName) {}
+        }
 
         func registerMigrations(in migrator: inout DatabaseMigrator) {}
 
         func install(in context: DomainContext) async throws -> InstalledDomain {
             for method in rpcMethods { context.node.rpc.register(method) { _, _ in ["from": .string(name)] } }
+            for namespace in provided { context.node.provide(NamespaceOptions(name: namespace), by: OpenChannel()) }
             return InstalledDomain(service: name, serverMethods: Dictionary(uniqueKeysWithValues: apiMethods.map { method in
                 (method, { @Sendable _ throws(HubError) in ["from": .string(name)] } as InstalledDomain.ServerMethod)
             }))
@@ -154,6 +165,10 @@ import Testing
         ([ClaimingDomain(name: "mirror", rpcMethods: [], apiMethods: ["publish"])], "server API method 'publish' is claimed by both the hub and domain 'mirror'"),
         ([ClaimingDomain(name: "trips", rpcMethods: [], apiMethods: ["trip_create"])],
          "server API method 'trip_create' is claimed by both domain 'travel' and domain 'trips'"),
+        ([ClaimingDomain(name: "inbox", rpcMethods: [], provided: ["personal"])], "namespace 'personal' is claimed by both the hub and domain 'inbox'"),
+        ([ClaimingDomain(name: "talk", rpcMethods: [], provided: ["chat"])], "namespace 'chat' is claimed by both domain 'travel' and domain 'talk'"),
+        ([ClaimingDomain(name: "a", rpcMethods: [], provided: ["shop"]), ClaimingDomain(name: "b", rpcMethods: [], provided: ["shop"])],
+         "namespace 'shop' is claimed by both domain 'a' and domain 'b'"),
     ])
     func aNameClaimedTwiceStopsTheStartNamingBoth(_ domains: [ClaimingDomain], _ expected: String) async throws {
         do {
@@ -166,9 +181,12 @@ import Testing
     }
 
     @Test func anAdditionalDomainsOwnNamesAreServed() async throws {
-        let server = try await RunningServer.start(additionalDomains: [ClaimingDomain(name: "shop", rpcMethods: ["shop.list"], apiMethods: ["shop_stock"])])
+        let server = try await RunningServer.start(additionalDomains: [
+            ClaimingDomain(name: "shop", rpcMethods: ["shop.list"], apiMethods: ["shop_stock"], provided: ["shop"]),
+        ])
         let alice = try await server.client("alice")
         #expect(try await alice.rpc("shop.list") == ["from": "shop"])
+        try await alice.subscribe("shop:window")
         #expect(try await server.api("shop_stock", [:]) == ["from": "shop"])
         await alice.close()
         try await server.stop()
