@@ -51,7 +51,7 @@ extension Broker {
 
 /// Who is subscribed to each channel of the namespaces that keep presence
 /// (centrifuge's `PresenceManager`): this node's subscribers alone
-/// (`MemoryPresenceManager`), or every node's in a cluster.
+/// (`MemoryBroker`, which reads them from the node), or every node's in a cluster.
 public protocol PresenceManager: Sendable {
     /// Records a subscriber in the channel's presence.
     func addPresence(channel: String, info: ClientInfo) throws(HubError)

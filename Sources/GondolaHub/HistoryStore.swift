@@ -31,6 +31,20 @@ public protocol HistoryStore: Sendable {
     func removeHistory(channel: String) throws
 }
 
+extension HistoryStore {
+    /// `append` as the hub answers it: a refusal the store states (`HubError`) as it is,
+    /// any other failure as an internal error naming it.
+    func appending(_ publication: Publication, to channel: String, options: NamespaceOptions) throws(HubError) -> (Publication, StreamPosition) {
+        do {
+            return try append(publication, to: channel, options: options, now: Date())
+        } catch let refused as HubError {
+            throw refused
+        } catch {
+            throw .internalError("history append failed: \(error)")
+        }
+    }
+}
+
 /// Streams held in memory: lost on restart, so every stream gets a new epoch then.
 ///
 /// A stream's publications are trimmed to the namespace's size on append and to

@@ -3,11 +3,11 @@ import GondolaProtocol
 import Synchronization
 
 /// The engine of a node alone: volatile streams in memory, `history_durable` streams in
-/// the store it is given (the SQLite file; memory without one), and delivery straight
-/// back to the node. A publication's append and its delivery happen under its channel's
+/// the store it is given (the SQLite file; memory without one), delivery straight back
+/// to the node, and presence read from the node's own subscribers (kept nowhere else). A publication's append and its delivery happen under its channel's
 /// own lock (`ChannelLocks`), so one channel's publications reach subscribers in offset
 /// order while a slow append (a disk write) holds up no other channel.
-public final class MemoryBroker: Broker {
+public final class MemoryBroker: Broker, PresenceManager {
     private let volatile: MemoryHistoryStore
     private let durable: any HistoryStore
     private let locks = ChannelLocks()
@@ -38,13 +38,7 @@ public final class MemoryBroker: Broker {
                 var publication = publication
                 var position: StreamPosition?
                 if options.keepsHistory {
-                    do {
-                        (publication, position) = try store(for: options).append(publication, to: channel, options: options, now: Date())
-                    } catch let refused as HubError {
-                        throw refused
-                    } catch {
-                        throw .internalError("history append failed: \(error)")
-                    }
+                    (publication, position) = try store(for: options).appending(publication, to: channel, options: options)
                 }
                 deliver(.publication(channel: channel, publication))
                 return position
@@ -79,28 +73,17 @@ public final class MemoryBroker: Broker {
     private func deliver(_ event: ClusterEvent) {
         node.withLock { $0.node }?.receive(event)
     }
-}
 
-/// Presence of a node alone: its own subscribers, by channel. One lock for every
-/// channel, held only for a dictionary change.
-public final class MemoryPresenceManager: PresenceManager {
-    private let channels = Mutex<[String: [String: ClientInfo]]>([:])
+    // MARK: PresenceManager
 
-    public init() {}
+    /// Nothing to record: the node's channel already holds the subscriber.
+    public func addPresence(channel: String, info: ClientInfo) throws(HubError) {}
 
-    public func addPresence(channel: String, info: ClientInfo) throws(HubError) {
-        channels.withLock { $0[channel, default: [:]][info.client] = info }
-    }
-
-    public func removePresence(channel: String, client: String) throws(HubError) {
-        channels.withLock { channels in
-            channels[channel]?[client] = nil
-            if channels[channel]?.isEmpty == true { channels[channel] = nil }
-        }
-    }
+    /// Nothing to record: the node's channel already dropped the subscriber.
+    public func removePresence(channel: String, client: String) throws(HubError) {}
 
     public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
-        channels.withLock { $0[channel] ?? [:] }
+        node.withLock { $0.node }?.localPresence(of: channel) ?? [:]
     }
 }
 

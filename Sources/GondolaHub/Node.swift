@@ -111,8 +111,9 @@ public final class Node: Sendable {
         self.configuration = configuration
         self.tokens = tokens
         self.cluster = cluster
-        self.broker = cluster ?? MemoryBroker(durableHistory: durableHistory)
-        self.presenceManager = cluster ?? MemoryPresenceManager()
+        let alone = MemoryBroker(durableHistory: durableHistory)
+        self.broker = cluster ?? alone
+        self.presenceManager = cluster ?? alone
         self.metrics = HubMetrics(factory: metricsFactory)
         self.logger = logger
         self.uid = uid
@@ -301,7 +302,12 @@ public final class Node: Sendable {
            let everywhere = try? presenceManager.presence(channel: channel) {
             return Set(everywhere.values.map(\.user))
         }
-        return withChannel(channel, create: false) { Set($0.subscribers.values.map(\.info.user)) } ?? []
+        return Set(localPresence(of: channel).values.map(\.user))
+    }
+
+    /// The channel's subscribers on this node, by client id.
+    func localPresence(of channel: String) -> [String: ClientInfo] {
+        withChannel(channel, create: false) { $0.subscribers.mapValues(\.info) } ?? [:]
     }
 
     /// Adds a subscriber and enqueues its subscribe reply (with recovered
@@ -426,11 +432,18 @@ public final class Node: Sendable {
             return completion(.failure(error))
         }
         let publication = Publication(data: data, info: info)
+        // A store that failed is logged here, once for every path; refusals are the caller's to report.
+        let answer: @Sendable (Result<StreamPosition?, HubError>) -> Void = { [logger] result in
+            if case let .failure(.internalError(reason)) = result {
+                logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(reason)"])
+            }
+            completion(result)
+        }
         switch route {
         case let .broker(options):
-            broker.publish(publication, to: channel, options: options, completion: completion)
+            broker.publish(publication, to: channel, options: options, completion: answer)
         case let .providerStore(store, options):
-            completion(Result { () throws(HubError) in try publish(publication, to: channel, keptIn: store, options: options) })
+            answer(Result { () throws(HubError) in try publish(publication, to: channel, keptIn: store, options: options) })
         }
     }
 
@@ -443,12 +456,12 @@ public final class Node: Sendable {
     }
 
     /// `publish` for news no caller waits on (a domain telling a channel's subscribers
-    /// what changed); a refusal is logged with the channel.
+    /// what changed); a refusal is logged with the channel (a failed store already is).
     public func publishInBackground(channel: String, data: Payload) {
         publish(channel: channel, data: data) { [logger] result in
-            if case let .failure(error) = result {
-                logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-            }
+            guard case let .failure(error) = result else { return }
+            if case .internalError = error { return }
+            logger.error("publish refused", metadata: ["channel": "\(channel)", "error": "\(error)"])
         }
     }
 
@@ -488,15 +501,7 @@ public final class Node: Sendable {
                          options: NamespaceOptions) throws(HubError) -> StreamPosition? {
         metrics.publications.increment()
         let position = try withChannel(channel, create: true) { (state) throws(HubError) -> StreamPosition? in
-            let (stored, position): (Publication, StreamPosition)
-            do {
-                (stored, position) = try store.append(publication, to: channel, options: options, now: Date())
-            } catch let refused as HubError {
-                throw refused
-            } catch {
-                logger.error("history append failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-                throw .internalError("history append failed: \(error)")
-            }
+            let (stored, position) = try store.appending(publication, to: channel, options: options)
             fanOut(stored, on: channel, in: &state)
             return position
         }
