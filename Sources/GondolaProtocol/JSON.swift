@@ -48,7 +48,14 @@ public enum JSON: Sendable, Equatable {
         return .object(members)
     }
 
-    public var isNull: Bool { if case .null = self { return true } else { return false } }
+    /// Whether the value is `null`, parsed or kept as its bytes.
+    public var isNull: Bool {
+        switch self {
+        case .null: return true
+        case let .raw(raw): return raw.isNull
+        default: return false
+        }
+    }
 
     /// A short name of the value's kind, for error messages.
     public var kindName: String {

@@ -44,7 +44,6 @@ public struct JSONFields<Failure: FieldError>: Sendable {
     /// The member's value as it arrived (nil when absent or null).
     private func member(_ key: String) -> JSON? {
         guard let value = members.last(where: { $0.key == key })?.value, !value.isNull else { return nil }
-        if case let .raw(raw) = value, raw.isNull { return nil }
         return value
     }
 

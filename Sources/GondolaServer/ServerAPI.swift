@@ -147,8 +147,8 @@ public struct APIParameters: Sendable {
     /// What to publish: `data`, any JSON value kept as it was written, or else `b64data`,
     /// any bytes in base64 (Centrifugo's way to publish binary through the HTTP API).
     public func data() throws(HubError) -> Payload {
-        if let value = json["data"], !value.isNull {
-            if case let .raw(raw) = value { return raw.isNull ? Payload(.null) : Payload(raw) }
+        if let value = json["data"] {
+            if case let .raw(raw) = value { return Payload(raw) }
             return Payload(value)
         }
         if let encoded = try fields.optionalString("b64data", maxLength: .max, allowEmpty: false) {
