@@ -116,6 +116,26 @@ import Testing
         try await server.stop()
     }
 
+    @Test(arguments: [
+        (#"{"channel":"room:api-bad","b64data":"not base64!"}"#, "b64data is not base64"),
+        (#"{"channel":"room:api-bad","b64data":""}"#, "b64data"),
+        (#"{"channel":"room:api-bad"}"#, "data is required"),
+    ])
+    func aBadServerAPIPayloadIsAnswered107AndPublishesNothing(_ body: String, _ named: String) async throws {
+        let server = try await RunningServer.start()
+        let reader = try await server.client("reader")
+        _ = try await reader.subscribe(SubscribeRequest(channel: "room:api-bad", recoverable: true))
+        let (status, answer) = try await server.post("/api/publish", body: body)
+        #expect(status == 200 && answer["error"]?["code"] == 107, "\(answer.text)")
+        #expect(answer["error"]?["message"]?.stringValue?.contains(named) == true, "\(answer.text)")
+        // The next publication is the first the reader gets, at offset 1.
+        _ = try await server.api("publish", ["channel": "room:api-bad", "data": ["after": true]])
+        #expect(try await reader.awaitPayloads("room:api-bad", count: 1).map(\.value) == [["after": true]])
+        #expect(reader.offsets("room:api-bad") == [1])
+        await reader.close()
+        try await server.stop()
+    }
+
     private func history(_ client: LiveClient, _ channel: String) async throws -> [Payload] {
         let reply = try await client.call(.history(HistoryRequest(channel: channel, limit: 100)))
         guard case let .history(result) = reply.body else { throw HarnessError("history answered \(reply)") }
