@@ -38,14 +38,6 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
         self.finished = finished
     }
 
-    /// Drains `queue` into `channel` until the queue delivers its close (answered)
-    /// or the channel goes away (nil).
-    static func drain(_ queue: OutboundQueue, into channel: any Channel, deflater: FrameDeflater?) async -> DisconnectCode? {
-        await withCheckedContinuation { continuation in
-            channel.eventLoop.execute { install(queue, on: channel, deflater: deflater) { continuation.resume(returning: $0) } }
-        }
-    }
-
     /// Starts draining `queue` into `channel`; `finished` is called once, with the
     /// queue's close code or nil when the channel went away. Call on the channel's event loop.
     static func install(

@@ -1,7 +1,7 @@
 import NIOCore
 
-/// A task executor that runs jobs on one NIO event loop. A connection's task prefers the
-/// executor of its channel's loop, so its messages are read, handled and answered on the
+/// A task executor that runs jobs on one NIO event loop. A connection's message task prefers
+/// the executor of its channel's loop, so its messages are handled and answered on the
 /// thread that owns the socket: no hand-off to the cooperative pool for each message and
 /// none back to the loop for its reply (each hand-off is a wake-up and a context switch).
 /// Work a handler awaits elsewhere (an actor, a database future) hops there and comes back.

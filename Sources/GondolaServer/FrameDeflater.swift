@@ -19,10 +19,8 @@ final class FrameDeflater: @unchecked Sendable {
     private let resetsAfterEachMessage: Bool
     private var compressor: ZlibCompressor?
 
-    /// The deflater for the first permessage-deflate offer in `offers` that can be accepted
-    /// (the one the WebSocket layer accepts), or nil when there is none or zlib refuses the settings.
-    init?(offers: [WebSocketExtensionHTTPParameters], settings: WebSocketCompression) {
-        guard let offer = offers.first(where: { $0.name == "permessage-deflate" && WebSocketCompression.canAccept($0) }) else { return nil }
+    /// The deflater for the accepted permessage-deflate `offer`, nil when zlib refuses the settings.
+    init?(offer: WebSocketExtensionHTTPParameters, settings: WebSocketCompression) {
         // The client may cap the server's window; a window smaller than the agreed one
         // is always readable by the client, so the configured one applies below the cap.
         let windowBits = min(settings.windowBits, offer.parameters["server_max_window_bits"]?.integer ?? 15)

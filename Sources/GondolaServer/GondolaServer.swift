@@ -1,20 +1,19 @@
 import Foundation
 import GondolaCluster
 import GondolaDomain
-import GondolaPostgres
 import GondolaHub
+import GondolaPostgres
 import GondolaProtocol
 import GondolaServices
 import GondolaStore
 import GondolaTravel
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 import Logging
 import Metrics
 import NIOCore
 import ServiceLifecycle
 import UnixSignals
-import Synchronization
 
 /// A Gondola server: the hub wired to SQLite, the WebSocket endpoint and the HTTP API.
 public final class GondolaServer: Sendable {
@@ -30,7 +29,7 @@ public final class GondolaServer: Sendable {
     let tokens: ConnectionTokens
     let metrics: ServerMetrics
     let logger: Logger
-    private let activeTransports = Atomic<Int>(0)
+    private let connections = OpenConnections()
 
     /// Opens the database with every built-in domain's schema, builds the hub and
     /// installs the domains `domains` enables (all when unset). The configuration
@@ -143,45 +142,15 @@ public final class GondolaServer: Sendable {
         }
         ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
 
-        let webSocketRouter = Router(context: ChannelWebSocketRequestContext.self)
-        let maxFrameBytes = configuration.maxFrameBytes
-        // Frames up to 4x the limit reach the session, which closes with 3501 and a
-        // message naming the size; larger ones are refused by the WebSocket layer (1009).
-        let maxWebSocketFrame = max(maxFrameBytes * 4, 1 << 16)
         let compression = configuration.webSocketCompression
             ? WebSocketCompression(minBytes: configuration.webSocketCompressionMinBytes, level: configuration.webSocketCompressionLevel,
                                    windowBits: configuration.webSocketCompressionWindowBits,
-                                   memoryLevel: configuration.webSocketCompressionMemoryLevel, maxInflatedBytes: maxWebSocketFrame)
+                                   memoryLevel: configuration.webSocketCompressionMemoryLevel)
             : nil
-        webSocketRouter.ws("/connection/websocket") { request, _ in
-            .upgrade(WebSocketEncoding.upgradeHeaders(for: request))
-        } onUpgrade: { [self] inbound, outbound, context in
-            await node.cluster?.ready()
-            activeTransports.add(1, ordering: .relaxed)
-            defer { activeTransports.subtract(1, ordering: .relaxed) }
-            let session: ClientSession
-            do throws(ProtocolDecodingError) {
-                session = node.accept(encoding: try WebSocketEncoding.of(context.request))
-            } catch {
-                // A refused upgrade would reach the client as a bare 400; a close names the bad value.
-                session = node.accept()
-                session.closeForBadRequest(error.message)
-            }
-            let channel = context.requestContext.channel
-            // In a cluster, publications and presence wait for the bus synchronously, which must
-            // not happen on an event loop: there the connection's task stays on the pool.
-            let executor = node.cluster == nil ? EventLoopTaskExecutor(channel.eventLoop) : nil
-            await withTaskExecutorPreference(executor) {
-                let deflater = compression?.deflater(for: context.request)
-                await WebSocketTransport(session: session, maxFrameBytes: maxFrameBytes, deflater: deflater)
-                    .run(inbound: inbound, outbound: outbound, channel: channel)
-            }
-        }
-        let webSocket = WebSocketServerConfiguration(
-            maxFrameSize: maxWebSocketFrame, extensions: compression.map { [$0.factory] } ?? [], autoPing: .disabled, closeTimeout: .seconds(2))
+        let endpoint = WebSocketEndpoint(node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections)
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: webSocket)),
+            server: HTTPServerBuilder { responder in HubChildChannel(responder: responder, endpoint: endpoint) },
             configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "gondola"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
@@ -211,7 +180,11 @@ public final class GondolaServer: Sendable {
     }
 
     /// WebSocket connections still open.
-    public var openConnections: Int { activeTransports.load(ordering: .relaxed) }
+    public var openConnections: Int { connections.value }
+
+    /// WebSocket connections with a task handling their messages right now; an idle
+    /// connection has none.
+    public var connectionsHandlingMessages: Int { connections.handlingMessages }
 }
 
 /// A loop that runs while the server runs and is cancelled once the services after it have shut down.
@@ -262,19 +235,5 @@ struct ServerAPIEndpoint: Sendable {
             }
             return JSONResponse.make(answer)
         }
-    }
-}
-
-/// The WebSocket route's request context: Hummingbird's, plus the connection's
-/// channel, which the transport writes frames to directly.
-struct ChannelWebSocketRequestContext: RequestContext, WebSocketRequestContext {
-    var coreContext: CoreRequestContextStorage
-    let webSocket: WebSocketHandlerReference<Self>
-    let channel: any Channel
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-        webSocket = .init()
-        channel = source.channel
     }
 }

@@ -2,11 +2,11 @@ import Hummingbird
 import HummingbirdWSCompression
 import HummingbirdWebSocket
 
-/// permessage-deflate (RFC 7692) on the WebSocket endpoint. hummingbird-websocket's
-/// compression extension negotiates it per connection (a client that does not offer it
-/// is served uncompressed) and inflates what the client sends; the outgoing messages
-/// are compressed by the connection's `FrameDeflater` on its event loop, as they are
-/// written, and never pass through the extension's own compressor.
+/// permessage-deflate (RFC 7692) on the WebSocket endpoint, negotiated per connection:
+/// a client that offers it gets it (the first of its offers that zlib can honour, answered
+/// with hummingbird-websocket's response header for that offer), any other is served
+/// uncompressed. The connection's `FrameDeflater` compresses what the server writes and
+/// its `FrameInflater` inflates what the client compressed, both on its event loop.
 struct WebSocketCompression: Sendable {
     /// Messages shorter than this go uncompressed (deflate's own overhead is about 10 bytes).
     let minBytes: Int
@@ -16,16 +16,15 @@ struct WebSocketCompression: Sendable {
     let windowBits: Int
     /// zlib's memory level for outgoing messages (1…9): hash table and buffer sizes.
     let memoryLevel: Int
-    /// Largest message a compressed incoming frame may inflate to.
-    let maxInflatedBytes: Int
 
-    /// The extension to offer in the handshake, declining offers zlib cannot honour. Its
-    /// compressor only ever sees control frames, which it leaves alone, so it gets zlib's
-    /// smallest memory level.
-    var factory: WebSocketExtensionFactory {
-        let library = WebSocketExtensionFactory.perMessageDeflate(
-            compressionLevel: level, memoryLevel: 1, maxDecompressedFrameSize: maxInflatedBytes, minFrameSizeToCompress: minBytes)
-        return WebSocketExtensionFactory { CheckedDeflateBuilder(library: library.build()) }
+    /// The first permessage-deflate offer in `fields` that can be accepted, nil when there is none.
+    func acceptedOffer(in fields: HTTPFields) -> WebSocketExtensionHTTPParameters? {
+        WebSocketExtensionHTTPParameters.parseHeaders(fields).first { $0.name == "permessage-deflate" && Self.canAccept($0) }
+    }
+
+    /// The `Sec-WebSocket-Extensions` value that accepts `offer`.
+    func responseHeader(to offer: WebSocketExtensionHTTPParameters) -> String? {
+        WebSocketExtensionFactory.perMessageDeflate(compressionLevel: level, memoryLevel: memoryLevel).build().serverReponseHeader(to: offer)
     }
 
     /// Whether an offer's window parameters, when it gives them, are ones zlib can use: 9–15
@@ -39,33 +38,5 @@ struct WebSocketCompression: Sendable {
             guard let bits = Int(text), (8...15).contains(bits) else { return false }
         }
         return true
-    }
-
-    /// The compressor for the connection `request` opens, nil when it does not negotiate
-    /// compression (the extension accepts every permessage-deflate offer).
-    func deflater(for request: Request) -> FrameDeflater? {
-        FrameDeflater(offers: WebSocketExtensionHTTPParameters.parseHeaders(request.headers), settings: self)
-    }
-}
-
-/// hummingbird-websocket's permessage-deflate negotiation behind `WebSocketCompression.canAccept`:
-/// an offer with window parameters zlib cannot use is declined (the library would hand them to
-/// zlib unchecked, and a debug build stops on them), so that client is served uncompressed.
-struct CheckedDeflateBuilder: WebSocketExtensionBuilder {
-    static let name = "permessage-deflate"
-    let library: any WebSocketExtensionBuilder
-
-    func clientRequestHeader() -> String { library.clientRequestHeader() }
-
-    func serverReponseHeader(to request: WebSocketExtensionHTTPParameters) -> String? {
-        WebSocketCompression.canAccept(request) ? library.serverReponseHeader(to: request) : nil
-    }
-
-    func serverExtension(from request: WebSocketExtensionHTTPParameters) throws -> (any WebSocketExtension)? {
-        WebSocketCompression.canAccept(request) ? try library.serverExtension(from: request) : nil
-    }
-
-    func clientExtension(from response: WebSocketExtensionHTTPParameters) throws -> (any WebSocketExtension)? {
-        try library.clientExtension(from: response)
     }
 }

@@ -117,10 +117,10 @@ import Testing
         _ = try await bad.responseHeaders()
         // RSV1 on bytes that are not a deflate stream (or on a connection without the extension).
         try bad.sendText([0xFF, 0xFE, 0xFD, 0x00, 0x13, 0x37], rsv1: true)
-        // The WebSocket layer answers a stream that does not inflate with 1011, a reserved bit
-        // without the extension with 1002 (protocol error).
+        // A stream that does not inflate is answered with 1007 (data inconsistent with the
+        // message), a reserved bit without the extension with 1002 (protocol error).
         let code = try await bad.closeCode()
-        #expect(code == (negotiated ? 1011 : 1002), "closed with \(code)")
+        #expect(code == (negotiated ? 1007 : 1002), "closed with \(code)")
         _ = try await server.server.node.publish(channel: "room:bad", data: Payload(Self.frame(2)))
         #expect(try await healthy.awaitPublications("room:bad", count: 1) == [Self.frame(2)])
         try await server.stop()

@@ -64,7 +64,7 @@ import Testing
             ([.text(connect), .awaitMessages(1), .text(#"{"id":2,"subscribe":{"channel":"room:x","delta":5}}"#)], 3501, "subscribe.delta must be a string"),
         ]
         for (steps, code, reason) in cases {
-            let conversation = try await converse(server.webSocketURL, steps)
+            let conversation = try await converse(server.webSocketURL, steps + [.awaitClose])
             #expect(conversation.closeCode == code, "\(reason)")
             #expect(conversation.closeReason?.contains(reason) == true, "\(conversation.closeReason ?? "no reason")")
         }

@@ -10,12 +10,12 @@ import Testing
 /// own inflater the way a client reads it: every message restores exactly, context
 /// takeover and its absence as negotiated, small messages left alone.
 @Suite struct FrameDeflaterTests {
-    static let settings = WebSocketCompression(minBytes: 64, level: 1, windowBits: 15, memoryLevel: 8, maxInflatedBytes: 1 << 16)
+    static let settings = WebSocketCompression(minBytes: 64, level: 1, windowBits: 15, memoryLevel: 8)
 
     /// The deflater for a handshake with one `Sec-WebSocket-Extensions` field per offer.
     static func deflater(offers: String..., settings: WebSocketCompression = settings) -> FrameDeflater? {
         let headers = HTTPFields(offers.map { HTTPField(name: .secWebSocketExtensions, value: $0) })
-        return FrameDeflater(offers: WebSocketExtensionHTTPParameters.parseHeaders(headers), settings: settings)
+        return settings.acceptedOffer(in: headers).flatMap { FrameDeflater(offer: $0, settings: settings) }
     }
 
     /// Position-frame-like messages; consecutive ones share most of their bytes.

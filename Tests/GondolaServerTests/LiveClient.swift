@@ -51,6 +51,9 @@ final class LiveClient: Sendable {
                         case let .binary(buffer): frame = Array(buffer.readableBytesView)
                         }
                         let messages = try encoding.serverMessages(in: frame)
+                        // The server's pings are answered, as the SDKs do, so that a client idle for
+                        // longer than the ping interval stays connected.
+                        if messages.contains(.ping) { continuation.yield(encoding.encode(Command(id: 0, .pong))) }
                         box.state.withLock { state in
                             for message in messages {
                                 switch message {

@@ -1,40 +1,53 @@
 import Foundation
-import GondolaGeo
 import GondolaLoad
 import GondolaProtocol
+import GondolaTestSupport
 import Testing
 
-/// gondola-load's scenarios against a real server over real sockets (libwebsockets on the client side).
-@Suite struct LoadScenarioTests {
-    static let resort = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../resorts/demo.geojson")
+/// gondola-load's scenarios against a real server over real sockets (libwebsockets on the
+/// client side). The load generator runs as its own process, as it does in the benchmarks:
+/// libwebsockets closes its sockets through libuv's deferred handle closes, and a descriptor
+/// number it lets go of may already belong to a socket of the server's event loops when
+/// libuv acts on it, so the two must not share a process. One scenario runs at a time, so
+/// that the load generators do not starve the rest of the suite of the machine's cores.
+@Suite(.serialized) struct LoadScenarioTests {
+    static let resort = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../resorts/demo.geojson").path
 
-    /// Runs `scenario` quietly: ready within 30 s, then `warmUp`, then `duration` measured.
-    static func run(_ scenario: LoadScenario, for duration: Duration, warmUp: Duration, compression: Bool = false) async throws -> LoadReport {
-        var settings = LoadSettings()
-        settings.offerCompression = compression
-        settings.duration = duration
-        settings.warmUp = warmUp
-        settings.readyTimeout = .seconds(30)
-        settings.progress = false
-        return try await LoadDriver(scenario: scenario, settings: settings).run()
+    /// gondola-load, built beside this test bundle.
+    static let loadCommand = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        .appendingPathComponent("gondola-load").path
+
+    /// Runs gondola-load's `scenario` subcommand quietly against `server` with `arguments`:
+    /// ready within 30 s, then `warmUp`, then `duration` measured; answers its JSON report.
+    static func run(_ scenario: String, _ arguments: [String], on server: RunningServer, for duration: Duration, warmUp: Duration,
+                    compression: Bool = false) async throws -> LoadReport {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-load-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let command = [loadCommand, scenario, "--url", "ws://127.0.0.1:\(server.port)/connection/websocket"] + arguments + [
+            "--duration", "\(duration.components.seconds)s", "--warm-up", "\(warmUp.components.seconds)s", "--ready-timeout", "30s",
+            "--quiet", "--json", folder + "/report.json",
+        ] + (compression ? ["--compression"] : [])
+        let pid = try TestProcess.spawn(command, output: folder + "/output.txt", errors: folder + "/output.txt")
+        let status = try await TestProcess.exit(of: pid, within: duration + warmUp + .seconds(90))
+        guard status == 0, let report = FileManager.default.contents(atPath: folder + "/report.json") else {
+            let output = String(decoding: FileManager.default.contents(atPath: folder + "/output.txt") ?? Data(), as: UTF8.self)
+            throw HarnessError("gondola-load \(scenario) ended with status \(status): \(output)")
+        }
+        return try JSONDecoder().decode(LoadReport.self, from: report)
     }
+
+    /// The options every gondola-load run against the test server takes.
+    static var serverKeys: [String] { ["--secret", RunningServer.secret] }
+    static var apiKey: [String] { ["--api-key", RunningServer.apiKey] }
 
     @Test(arguments: ProtocolEncoding.allCases)
     func fiftyTravellersForTenSeconds(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
-        let base = "http://127.0.0.1:\(server.port)"
-        let cast = try await TravellerCast.prepare(travellers: 50, trips: 2, prefix: "lt", api: ServerAPIClient(base: base, key: RunningServer.apiKey),
-                                                   tokens: .secret(RunningServer.secret))
-        #expect(cast.trips.count == 2 && cast.tokens.count == 52)
-        var options = TravellerOptions()
-        options.chatShare = 0.2
-        options.chatInterval = .seconds(2)
-        options.rsvpShare = 0.3
-        options.rsvpInterval = .seconds(2)
-        options.encoding = encoding
-        let graph = try SkiResort(geoJSON: Data(contentsOf: Self.resort)).graph
-        let scenario = try TravellerScenario(urls: [server.loadURL()], cast: cast, graph: graph, options: options)
-        let report = try await Self.run(scenario, for: .seconds(10), warmUp: .seconds(3))
+        let report = try await Self.run("travellers", Self.serverKeys + Self.apiKey + [
+            "--travellers", "50", "--trips", "2", "--user-prefix", "lt", "--resort", Self.resort, "--encoding", encoding.rawValue,
+            "--chat-share", "0.2", "--chat-interval", "2s", "--rsvp-share", "0.3", "--rsvp-interval", "2s",
+        ], on: server, for: .seconds(10), warmUp: .seconds(3))
 
         #expect(report.connected == 52)
         #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty && report.reconnects == 0,
@@ -55,6 +68,7 @@ import Testing
         #expect((report.latencies["ack event.create"]?.count ?? 0) == 0, "events are created during warm-up")
         #expect((report.latencies["ack event.rsvp"]?.count ?? 0) > 0)
         #expect(report.timeline.count >= 13)
+        try await server.stop()
     }
 
     /// The same travellers with and without fossil deltas and permessage-deflate: with both,
@@ -67,19 +81,12 @@ import Testing
             $0.webSocketCompression = true
             $0.webSocketCompressionMinBytes = 0
         }
-        let base = "http://127.0.0.1:\(server.port)"
-        let graph = try SkiResort(geoJSON: Data(contentsOf: Self.resort)).graph
         var reports: [LoadReport] = []
         for saving in [false, true] {
-            let cast = try await TravellerCast.prepare(travellers: 30, trips: 1, prefix: "lb\(saving)\(encoding.rawValue)",
-                                                       api: ServerAPIClient(base: base, key: RunningServer.apiKey), tokens: .secret(RunningServer.secret))
-            var options = TravellerOptions()
-            options.chatShare = 0
-            options.rsvpShare = 0
-            options.encoding = encoding
-            options.delta = saving
-            let scenario = try TravellerScenario(urls: [server.loadURL()], cast: cast, graph: graph, options: options)
-            let report = try await Self.run(scenario, for: .seconds(6), warmUp: .seconds(2), compression: saving)
+            let report = try await Self.run("travellers", Self.serverKeys + Self.apiKey + [
+                "--travellers", "30", "--trips", "1", "--user-prefix", "lb\(saving)\(encoding.rawValue)", "--resort", Self.resort,
+                "--encoding", encoding.rawValue, "--chat-share", "0", "--rsvp-share", "0",
+            ] + (saving ? ["--delta"] : []), on: server, for: .seconds(6), warmUp: .seconds(2), compression: saving)
             #expect(report.connected == 31)
             #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty && report.reconnects == 0,
                     "\(report.connectionErrors) \(report.errorReplies)")
@@ -102,12 +109,11 @@ import Testing
     @Test(arguments: [ChatMode.group, .direct], ProtocolEncoding.allCases)
     func chatSendersAreAnsweredAndEveryMemberGetsEachMessage(_ mode: ChatMode, _ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
-        let base = "http://127.0.0.1:\(server.port)"
         // 20 clients in trips of 10: two group chats of 10, or ten 1:1 chats.
-        let cast = try await TravellerCast.prepare(travellers: 20, trips: 2, prefix: "lc\(mode.rawValue)\(encoding.rawValue)",
-                                                   api: ServerAPIClient(base: base, key: RunningServer.apiKey), tokens: .secret(RunningServer.secret))
-        let scenario = try ChatScenario(url: server.loadURL(), cast: cast, mode: mode, rate: 40, encoding: encoding)
-        let report = try await Self.run(scenario, for: .seconds(4), warmUp: .seconds(1))
+        let report = try await Self.run("chat", Self.serverKeys + Self.apiKey + [
+            "--mode", mode.rawValue, "--clients", "20", "--group-size", "10", "--rate", "40/s", "--user-prefix", "lc\(mode.rawValue)\(encoding.rawValue)",
+            "--encoding", encoding.rawValue,
+        ], on: server, for: .seconds(4), warmUp: .seconds(1))
 
         #expect(report.connected == 20)
         #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty, "\(report.connectionErrors) \(report.errorReplies)")
@@ -119,15 +125,15 @@ import Testing
         let members: UInt64 = mode == .group ? 10 : 2
         let deliveries = report.latencies["chat"]?.count ?? 0
         #expect(deliveries >= acks * members * 9 / 10 && deliveries <= (acks + 10) * members, "\(acks) acks, \(deliveries) deliveries")
+        try await server.stop()
     }
 
     @Test(arguments: ProtocolEncoding.allCases)
     func fanoutDeliversEveryPublicationToEverySubscriber(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
-        let tokens = try await TokenSource.secret(RunningServer.secret).tokens(for: (0..<21).map { "fo\($0)" })
-        let scenario = try FanoutScenario(target: .gondola, urls: [server.loadURL()], subscribers: 20, rate: .fixed(50), payloadBytes: 64,
-                                          channel: "fanout-\(encoding.rawValue)", tokens: tokens, encoding: encoding)
-        let report = try await Self.run(scenario, for: .seconds(3), warmUp: .seconds(1))
+        let report = try await Self.run("fanout", Self.serverKeys + [
+            "--subscribers", "20", "--rate", "50/s", "--size", "64", "--channel", "fanout-\(encoding.rawValue)", "--encoding", encoding.rawValue,
+        ], on: server, for: .seconds(3), warmUp: .seconds(1))
         #expect(report.connected == 21)
         #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty, "\(report.connectionErrors) \(report.errorReplies)")
         // Deliveries counted in the window may belong to publications made just before it,
@@ -138,10 +144,6 @@ import Testing
         // in the window (however many a busy machine managed to make).
         let published = (report.figures["published_per_second"] ?? 0) * 3
         #expect(published > 0 && Double(report.latencies["delivery"]?.count ?? 0) >= published * 20 * 0.8)
+        try await server.stop()
     }
-}
-
-extension RunningServer {
-    /// The address gondola-load connects to.
-    func loadURL() throws -> WebSocketURL { try WebSocketURL("ws://127.0.0.1:\(port)/connection/websocket") }
 }

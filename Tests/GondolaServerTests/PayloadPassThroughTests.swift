@@ -106,7 +106,7 @@ import Testing
         let token = try await server.token("eve")
         let conversation = try await converse(server.webSocketURL, [
             .text(#"{"id":1,"connect":{"token":"\#(token)"}}"#), .awaitMessages(1),
-            .text(#"{"id":2,"publish":{"channel":"room:bad","data":{"a":1,}}}"#),
+            .text(#"{"id":2,"publish":{"channel":"room:bad","data":{"a":1,}}}"#), .awaitClose,
         ])
         #expect(conversation.closeCode == 3501)
         _ = try await reader.call(.publish(channel: "room:bad", data: Payload(["after": true])))

@@ -31,14 +31,14 @@ import Testing
         let floods = stride(from: 2, to: 902, by: 300).map { start in
             protobuf.frame((UInt32(start)..<UInt32(start + 300)).map { protobuf.encode(Command(id: $0, .ping)) })
         }
-        let flooded = try await converse(server.webSocketURL, [.binary(connect), .awaitMessages(1)] + floods.map(Step.binary),
+        let flooded = try await converse(server.webSocketURL, [.binary(connect), .awaitMessages(1)] + floods.map(Step.binary) + [.awaitClose],
                                          encoding: .protobuf, subprotocol: ProtocolEncoding.protobufSubprotocol)
         #expect(flooded.closeCode == 3013)
         let refused = flooded.replies.filter { $0.errorCode == 111 }
         #expect(!refused.isEmpty && refused.allSatisfy { $0.id > 1 })
         // Twenty error replies in a row close with 3509.
         let missing = protobuf.frame((2..<30).map { protobuf.encode(Command(id: UInt32($0), .rpc(method: "missing", data: nil))) })
-        let failing = try await converse(server.webSocketURL, [.binary(connect), .awaitMessages(1), .binary(missing)],
+        let failing = try await converse(server.webSocketURL, [.binary(connect), .awaitMessages(1), .binary(missing), .awaitClose],
                                          encoding: .protobuf, subprotocol: ProtocolEncoding.protobufSubprotocol)
         #expect(failing.closeCode == 3509)
         #expect(failing.replies.contains { $0.errorCode == 104 })
@@ -81,7 +81,7 @@ import Testing
             ([.binary(connect), .awaitMessages(1), .binary([UInt8](repeating: 0, count: 5000))], "exceeds max_frame_bytes 4096"),
         ]
         for (steps, reason) in cases {
-            let conversation = try await converse(server.webSocketURL + "?format=protobuf", steps, encoding: .protobuf)
+            let conversation = try await converse(server.webSocketURL + "?format=protobuf", steps + [.awaitClose], encoding: .protobuf)
             #expect(conversation.closeCode == 3501, "\(reason)")
             #expect(conversation.closeReason?.contains(reason) == true, "\(conversation.closeReason ?? "no reason")")
         }

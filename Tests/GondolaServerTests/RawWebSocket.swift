@@ -19,10 +19,13 @@ final class RawWebSocket {
 
     let socket: Int32
     private var buffer: [UInt8] = []
+    /// Bytes read so far, handshake included (for failure messages).
+    private var received = 0
 
-    /// Connects to the hub's WebSocket endpoint on `port` and sends the handshake with
-    /// `headers` added; a small `receiveBuffer` makes a client that stops reading stall quickly.
-    init(port: Int, headers: [String] = [], receiveBuffer: Int32? = nil) throws {
+    /// Connects to the hub on `port` and sends the upgrade request for `path` (the WebSocket
+    /// endpoint unless told) with `headers` added; a small `receiveBuffer` makes a client that
+    /// stops reading stall quickly.
+    init(port: Int, path: String = "/connection/websocket", headers: [String] = [], receiveBuffer: Int32? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         if var size = receiveBuffer {
             setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -35,7 +38,7 @@ final class RawWebSocket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw HarnessError("connect failed: \(errno)") }
-        let handshake = "GET /connection/websocket HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        let handshake = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
             + headers.map { $0 + "\r\n" }.joined() + "\r\n"
         try write(Array(handshake.utf8))
@@ -50,7 +53,12 @@ final class RawWebSocket {
 
     /// Sends one text frame (FIN set, masked with a zero key), with RSV1 when `rsv1`.
     func sendText(_ payload: [UInt8], rsv1: Bool = false) throws {
-        var frame: [UInt8] = [0x81 | (rsv1 ? 0x40 : 0)]
+        try sendFrame(opcode: 0x1, payload, rsv1: rsv1)
+    }
+
+    /// Sends one frame of `opcode` (masked with a zero key), FIN set unless `fin` is false.
+    func sendFrame(opcode: UInt8, _ payload: [UInt8], fin: Bool = true, rsv1: Bool = false) throws {
+        var frame: [UInt8] = [(fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | opcode]
         if payload.count < 126 {
             frame.append(0x80 | UInt8(payload.count))
         } else if payload.count < 65536 {
@@ -60,6 +68,18 @@ final class RawWebSocket {
             frame += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xFF) }
         }
         try write(frame + [0, 0, 0, 0] + payload)
+    }
+
+    /// The rest of what the server sends until it closes the connection (after `responseHeaders()`).
+    func readToEnd() async throws -> [UInt8] {
+        while true {
+            do {
+                try await fill()
+            } catch let error as HarnessError where error.description == "connection closed" {
+                defer { buffer = [] }
+                return buffer
+            }
+        }
     }
 
     /// The handshake response's header lines (status line first).
@@ -118,12 +138,15 @@ final class RawWebSocket {
             let read = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if read > 0 {
                 buffer += chunk[..<read]
+                received += read
                 return
             }
             guard read < 0, errno == EAGAIN || errno == EWOULDBLOCK else {
                 throw HarnessError(read == 0 ? "connection closed" : "read failed: \(errno)")
             }
-            guard ContinuousClock.now < deadline else { throw HarnessError("nothing to read for \(Self.patience)") }
+            guard ContinuousClock.now < deadline else {
+                throw HarnessError("nothing to read for \(Self.patience), after \(received) bytes (\(buffer.count) unread)")
+            }
             try await Task.sleep(for: .milliseconds(2))
         }
     }

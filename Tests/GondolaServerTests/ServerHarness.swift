@@ -121,6 +121,8 @@ enum Step {
     case binary([UInt8])
     /// Reads until `count` messages have arrived in all.
     case awaitMessages(Int)
+    /// Reads until the server closes the connection (at most 10 s).
+    case awaitClose
 }
 
 /// Runs `steps` over a real WebSocket connection, then reads until the server
@@ -152,6 +154,11 @@ func converse(_ url: String, _ steps: [Step], idle: Duration = .milliseconds(500
             case let .awaitMessages(count):
                 let deadline = ContinuousClock.now + .seconds(5)
                 while box.count < count, !box.finished, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+            case .awaitClose:
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !box.finished, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(5))
                 }
             }

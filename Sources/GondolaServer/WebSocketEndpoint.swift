@@ -1,0 +1,105 @@
+import GondolaHub
+import GondolaProtocol
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// The client endpoint, `/connection/websocket`: decides an upgrade request's handshake
+/// (encoding, subprotocol, compression) and, once NIO has upgraded the connection,
+/// installs the handlers that serve its session from then on.
+struct WebSocketEndpoint: Sendable {
+    static let path = "/connection/websocket"
+
+    let node: Node
+    /// Largest message a session accepts (`max_frame_bytes`).
+    let maxFrameBytes: Int
+    let compression: WebSocketCompression?
+    let connections: OpenConnections
+
+    /// Frames (and inflated messages) up to this size reach the session, which closes with
+    /// 3501 and a message naming the size; larger ones are refused by the WebSocket layer (1009).
+    var maxWebSocketFrame: Int { max(maxFrameBytes * 4, 1 << 16) }
+
+    /// What the handshake of an accepted upgrade request settled.
+    struct Handshake: Sendable {
+        let encoding: Result<ProtocolEncoding, ProtocolDecodingError>
+        let compressionOffer: WebSocketExtensionHTTPParameters?
+        let responseHeaders: HTTPHeaders
+    }
+
+    /// The handshake for `head`, nil when it does not ask for this endpoint (the upgrade is
+    /// then refused). In a cluster the answer waits until the node has joined the bus.
+    func handshake(for head: HTTPRequestHead, on channel: any Channel) -> EventLoopFuture<Handshake?> {
+        let uri = URI(head.uri)
+        guard uri.path == Self.path else { return channel.eventLoop.makeSucceededFuture(nil) }
+        let fields = HTTPFields(head.headers.compactMap { name, value in HTTPField.Name(name).map { HTTPField(name: $0, value: value) } })
+        var responseHeaders = HTTPHeaders()
+        if WebSocketEncoding.offersProtobufSubprotocol(fields) {
+            responseHeaders.add(name: "Sec-WebSocket-Protocol", value: ProtocolEncoding.protobufSubprotocol)
+        }
+        let offer = compression?.acceptedOffer(in: fields)
+        if let offer, let accepted = compression?.responseHeader(to: offer) {
+            responseHeaders.add(name: "Sec-WebSocket-Extensions", value: accepted)
+        }
+        let encoding = Result { () throws(ProtocolDecodingError) in try WebSocketEncoding.of(uri: uri, headers: fields) }
+        let handshake = Handshake(encoding: encoding, compressionOffer: offer, responseHeaders: responseHeaders)
+        guard let cluster = node.cluster else { return channel.eventLoop.makeSucceededFuture(handshake) }
+        let promise = channel.eventLoop.makePromise(of: Handshake?.self)
+        promise.completeWithTask {
+            await cluster.ready()
+            return handshake
+        }
+        return promise.futureResult
+    }
+
+    /// Serves a session on `channel`, which NIO has just upgraded with `handshake`: the
+    /// session's handler reads, its writer writes. A `format` the handshake could not read
+    /// closes the session with 3501 naming it (a refused upgrade would be a bare 400).
+    /// Call on the channel's event loop.
+    func serve(_ handshake: Handshake, on channel: any Channel) throws {
+        let session: ClientSession
+        switch handshake.encoding {
+        case let .success(encoding):
+            session = node.accept(encoding: encoding)
+        case let .failure(error):
+            session = node.accept()
+            session.closeForBadRequest(error.message)
+        }
+        let offer = handshake.compressionOffer
+        let handler = WebSocketSessionHandler(
+            session: session, maxMessageBytes: maxFrameBytes, maxInflatedBytes: maxWebSocketFrame,
+            inflater: offer.flatMap(FrameInflater.init(offer:)), eventLoop: channel.eventLoop,
+            // A lone node handles messages on the connection's loop; in a cluster a domain may
+            // still wait on PostgreSQL, which must not happen there.
+            executor: node.cluster == nil ? EventLoopTaskExecutor(channel.eventLoop) : nil, connections: connections)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        let deflater = compression.flatMap { settings in offer.flatMap { FrameDeflater(offer: $0, settings: settings) } }
+        ChannelFrameWriter.install(session.queue, on: channel, deflater: deflater) { code in handler.outboundFinished(code) }
+        connections.opened(closing: channel.closeFuture)
+    }
+}
+
+/// How many WebSocket connections are open (for the graceful shutdown's wait) and how
+/// many of them have a task handling their messages at the moment (none when all are idle).
+final class OpenConnections: Sendable {
+    private let open = Atomic<Int>(0)
+    private let handling = Atomic<Int>(0)
+
+    var value: Int { open.load(ordering: .relaxed) }
+    var handlingMessages: Int { handling.load(ordering: .relaxed) }
+
+    /// Counts a connection until `closed` completes.
+    func opened(closing closed: EventLoopFuture<Void>) {
+        open.add(1, ordering: .relaxed)
+        closed.whenComplete { [self] _ in open.subtract(1, ordering: .relaxed) }
+    }
+
+    /// A connection's message task started (+1) or ended (-1).
+    func handling(by change: Int) {
+        handling.add(change, ordering: .relaxed)
+    }
+}

@@ -1,0 +1,99 @@
+@testable import GondolaServer
+import GondolaHub
+import NIOCore
+import NIOEmbedded
+import NIOWebSocket
+import Synchronization
+import Testing
+
+/// The session's channel handler on an embedded channel, frame by frame: the closing
+/// handshake from either side, and reading held back while messages wait for the session.
+@Suite struct WebSocketSessionHandlerTests {
+    /// Counts the reads that reach the socket (it sits between the handler and the head).
+    final class ReadCounter: ChannelOutboundHandler, Sendable {
+        typealias OutboundIn = Any
+        let reads = Atomic<Int>(0)
+
+        func read(context: ChannelHandlerContext) {
+            reads.add(1, ordering: .relaxed)
+            context.read()
+        }
+    }
+
+    struct Harness {
+        let server: RunningServer
+        let channel: EmbeddedChannel
+        let session: ClientSession
+        let reads: ReadCounter
+    }
+
+    /// A session on an embedded channel, its writer behind it, whose messages are handled on
+    /// the channel's own loop (so they wait until the test runs it).
+    static func harness() async throws -> Harness {
+        let server = try await RunningServer.start()
+        let channel = EmbeddedChannel()
+        let session = server.server.node.accept(encoding: .json)
+        let handler = WebSocketSessionHandler(
+            session: session, maxMessageBytes: 4096, maxInflatedBytes: 1 << 16, inflater: nil, eventLoop: channel.eventLoop,
+            executor: EventLoopTaskExecutor(channel.embeddedEventLoop), connections: OpenConnections())
+        let reads = ReadCounter()
+        try channel.pipeline.syncOperations.addHandler(reads)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        ChannelFrameWriter.install(session.queue, on: channel) { code in handler.outboundFinished(code) }
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).get()
+        return Harness(server: server, channel: channel, session: session, reads: reads)
+    }
+
+    static func text(_ text: String, allocator: ByteBufferAllocator) -> WebSocketFrame {
+        WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: text))
+    }
+
+    @Test func aClientsCloseIsAnsweredWithItsCodeAndTheChannelCloses() async throws {
+        let harness = try await Self.harness()
+        var data = harness.channel.allocator.buffer(capacity: 5)
+        data.write(webSocketErrorCode: .normalClosure)
+        data.writeString("bye")
+        try harness.channel.writeInbound(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+        let answer = try #require(try harness.channel.readOutbound(as: WebSocketFrame.self))
+        #expect(answer.opcode == .connectionClose)
+        var payload = answer.data
+        #expect(payload.readWebSocketErrorCode() == .normalClosure)
+        #expect(!harness.channel.isActive)
+        #expect(harness.session.isClosed)
+        try await harness.server.stop()
+    }
+
+    @Test func theServersCloseWaitsForTheClientsAnswerThenCloses() async throws {
+        let harness = try await Self.harness()
+        harness.session.close(.noPong)
+        harness.channel.embeddedEventLoop.run()
+        let close = try #require(try harness.channel.readOutbound(as: WebSocketFrame.self))
+        var payload = close.data
+        #expect(close.opcode == .connectionClose)
+        #expect(payload.readWebSocketErrorCode().map { UInt16(webSocketErrorCode: $0) } == 3012)
+        #expect(harness.channel.isActive, "the client has its time to answer")
+        // No answer: dropped after the close timeout.
+        harness.channel.embeddedEventLoop.advanceTime(by: WebSocketSessionHandler.closeTimeout)
+        #expect(!harness.channel.isActive)
+        try await harness.server.stop()
+    }
+
+    @Test func readingStopsWhileTheLimitOfMessagesWaitsAndResumesAsTheyAreHandled() async throws {
+        let harness = try await Self.harness()
+        let allocator = harness.channel.allocator
+        // Nothing runs the loop yet: every message waits. The first one is not JSON, so the
+        // session closes once it is handled.
+        try harness.channel.writeInbound(Self.text("not json", allocator: allocator))
+        for _ in 1..<WebSocketSessionHandler.maxWaitingMessages {
+            try harness.channel.writeInbound(Self.text("{}", allocator: allocator))
+        }
+        let before = harness.reads.reads.load(ordering: .relaxed)
+        harness.channel.read()
+        #expect(harness.reads.reads.load(ordering: .relaxed) == before, "a read with the inbox full is held")
+        // The message task takes the first message: reading resumes.
+        harness.channel.embeddedEventLoop.run()
+        #expect(harness.reads.reads.load(ordering: .relaxed) == before + 1)
+        #expect(harness.session.isClosed)
+        try await harness.server.stop()
+    }
+}
