@@ -125,12 +125,12 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
             message = started
         } else {
             guard partial == nil else { return failProtocol(context: context) }
-            guard (frame.opcode == .binary) == session.encoding.isBinary else { return session.handleFrameOfWrongKind() }
+            guard (frame.opcode == .binary) == session.encoding.isBinary else { return onSession { $0.handleFrameOfWrongKind() } }
             message = (frame.unmaskedData, frame.rsv1)
         }
         partial = nil
         if !message.compressed, message.bytes.readableBytes > maxMessageBytes {
-            return session.handleOversizedFrame(bytes: message.bytes.readableBytes, limit: maxMessageBytes)
+            return oversized(message.bytes.readableBytes)
         }
         guard frame.fin else {
             partial = message
@@ -144,11 +144,23 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
             } catch {
                 return fail(.dataInconsistentWithMessage, reason: "compressed message does not inflate", context: context)
             }
-            if message.bytes.readableBytes > maxMessageBytes {
-                return session.handleOversizedFrame(bytes: message.bytes.readableBytes, limit: maxMessageBytes)
-            }
+            if message.bytes.readableBytes > maxMessageBytes { return oversized(message.bytes.readableBytes) }
         }
         deliver(Array(message.bytes.readableBytesView))
+    }
+
+    private func oversized(_ bytes: Int) {
+        let limit = maxMessageBytes
+        onSession { $0.handleOversizedFrame(bytes: bytes, limit: limit) }
+    }
+
+    /// Runs `work` on the session where its messages are handled: at once on the loop in a
+    /// lone node; on the cooperative pool in a cluster, where a session that closes leaves its
+    /// channels' presence in PostgreSQL with a synchronous query, which must not run on an event loop.
+    private func onSession(_ work: @escaping @Sendable (ClientSession) -> Void) {
+        guard executor == nil else { return work(session) }
+        let session = session
+        Task { work(session) }
     }
 
     /// Queues a whole message for the session, starting the task that handles messages when none runs.
@@ -202,7 +214,7 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     func channelInactive(context: ChannelHandlerContext) {
         closeTimer?.cancel()
-        session.transportClosed()
+        onSession { $0.transportClosed() }
         context.fireChannelInactive()
     }
 
