@@ -21,9 +21,9 @@ import Synchronization
 /// Limits: a message longer than `max_frame_bytes` closes the session with 3501 naming
 /// its size; a compressed one that inflates past `maxInflatedBytes` is refused with 1009,
 /// one that does not inflate with 1007.
-/// At most `maxWaitingMessages` whole messages wait for the session; past that the
-/// handler stops reading from the socket (TCP pushes back on the client) until the
-/// session catches up. After the server's close frame, the client has `closeTimeout`
+/// Once `maxWaitingMessages` whole messages wait for the session (what the read that
+/// reached the limit brought in is still queued), the handler stops reading from the
+/// socket (TCP pushes back on the client) until the session takes the next one. After the server's close frame, the client has `closeTimeout`
 /// to answer with its own before the connection is dropped.
 final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
     typealias InboundIn = WebSocketFrame

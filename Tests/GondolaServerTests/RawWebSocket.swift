@@ -25,7 +25,8 @@ final class RawWebSocket {
     /// Connects to the hub on `port` and sends the upgrade request for `path` (the WebSocket
     /// endpoint unless told) with `headers` added; a small `receiveBuffer` makes a client that
     /// stops reading stall quickly.
-    init(port: Int, path: String = "/connection/websocket", headers: [String] = [], receiveBuffer: Int32? = nil) throws {
+    /// `before` is written ahead of the upgrade request, on the same connection (another HTTP request).
+    init(port: Int, path: String = "/connection/websocket", headers: [String] = [], receiveBuffer: Int32? = nil, before: String = "") throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         if var size = receiveBuffer {
             setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -41,7 +42,7 @@ final class RawWebSocket {
         let handshake = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
             + headers.map { $0 + "\r\n" }.joined() + "\r\n"
-        try write(Array(handshake.utf8))
+        try write(Array((before + handshake).utf8))
     }
 
     deinit { close(socket) }
@@ -92,6 +93,18 @@ final class RawWebSocket {
             }
             try await fill()
         }
+    }
+
+    /// The body of a response whose headers `responseHeaders()` answered, by its Content-Length.
+    func responseBody(headers: [String]) async throws -> [UInt8] {
+        let length = headers.lazy.compactMap { line -> Int? in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+            return Int(parts[1].trimmingCharacters(in: .whitespaces))
+        }.first ?? 0
+        try await need(length)
+        defer { buffer.removeFirst(length) }
+        return Array(buffer[..<length])
     }
 
     /// The next frame, after `responseHeaders()`; throws when the socket closes or `patience` passes.

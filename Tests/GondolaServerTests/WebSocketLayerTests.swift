@@ -103,6 +103,23 @@ import Testing
         try await server.stop()
     }
 
+    /// NIO upgrades only a connection's first request: an upgrade asked after another request
+    /// on the same connection is redirected to itself with the connection closed, so that the
+    /// client asks again on a new one.
+    @Test func anUpgradeAfterAnotherRequestIsRedirectedToANewConnection() async throws {
+        let server = try await RunningServer.start(RunningServer.configuration())
+        let client = try RawWebSocket(port: server.port, path: "/connection/websocket?format=json",
+                                      before: "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let health = try await client.responseHeaders()
+        #expect(health.first?.contains("200") == true, "\(health)")
+        #expect(String(decoding: try await client.responseBody(headers: health), as: UTF8.self).contains("ok"))
+        let redirect = try await client.responseHeaders()
+        #expect(redirect.first?.contains("307") == true, "\(redirect)")
+        #expect(redirect.contains { $0.lowercased() == "location: /connection/websocket?format=json" }, "\(redirect)")
+        #expect(redirect.contains { $0.lowercased() == "connection: close" }, "\(redirect)")
+        try await server.stop()
+    }
+
     /// Messages are handled by a task that lives only while messages wait: once twenty
     /// subscribed clients fall quiet, none of their connections holds one.
     @Test func idleConnectionsHoldNoTask() async throws {
