@@ -19,8 +19,8 @@ import Synchronization
 /// cooperative pool, since a domain may still wait there on PostgreSQL.
 ///
 /// Limits: a message longer than `max_frame_bytes` closes the session with 3501 naming
-/// its size; a compressed one that inflates past `maxInflatedBytes` is refused with 1009,
-/// one that does not inflate with 1007.
+/// its size; a compressed one whose fragments or inflated bytes pass `maxInflatedBytes` is
+/// refused with 1009, one that does not inflate with 1007.
 /// Once `maxWaitingMessages` whole messages wait for the session (what the read that
 /// reached the limit brought in is still queued), the handler stops reading from the
 /// socket (TCP pushes back on the client) until the session takes the next one. After the server's close frame, the client has `closeTimeout`
@@ -131,6 +131,9 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
         partial = nil
         if !message.compressed, message.bytes.readableBytes > maxMessageBytes {
             return oversized(message.bytes.readableBytes)
+        }
+        if message.compressed, message.bytes.readableBytes > maxInflatedBytes {
+            return fail(.messageTooLarge, reason: "compressed message past \(maxInflatedBytes) bytes", context: context)
         }
         guard frame.fin else {
             partial = message

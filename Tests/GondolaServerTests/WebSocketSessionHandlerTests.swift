@@ -1,5 +1,7 @@
 @testable import GondolaServer
 import GondolaHub
+import HTTPTypes
+import HummingbirdWebSocket
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
@@ -29,12 +31,14 @@ import Testing
 
     /// A session on an embedded channel, its writer behind it, whose messages are handled on
     /// the channel's own loop (so they wait until the test runs it).
-    static func harness() async throws -> Harness {
+    static func harness(compressed: Bool = false) async throws -> Harness {
         let server = try await RunningServer.start()
         let channel = EmbeddedChannel()
         let session = server.server.node.accept(encoding: .json)
+        let offer = WebSocketExtensionHTTPParameters.parseHeaders([.secWebSocketExtensions: "permessage-deflate"]).first
         let handler = WebSocketSessionHandler(
-            session: session, maxMessageBytes: 4096, maxInflatedBytes: 1 << 16, inflater: nil, eventLoop: channel.eventLoop,
+            session: session, maxMessageBytes: 4096, maxInflatedBytes: 1 << 16,
+            inflater: compressed ? offer.flatMap(FrameInflater.init(offer:)) : nil, eventLoop: channel.eventLoop,
             executor: EventLoopTaskExecutor(channel.embeddedEventLoop), connections: OpenConnections())
         let reads = ReadCounter()
         try channel.pipeline.syncOperations.addHandler(reads)
@@ -74,6 +78,20 @@ import Testing
         #expect(harness.channel.isActive, "the client has its time to answer")
         // No answer: dropped after the close timeout.
         harness.channel.embeddedEventLoop.advanceTime(by: WebSocketSessionHandler.closeTimeout)
+        #expect(!harness.channel.isActive)
+        try await harness.server.stop()
+    }
+
+    /// A compressed message is bounded by its fragments too, before anything is inflated.
+    @Test func compressedFragmentsPastTheInflateLimitCloseWith1009() async throws {
+        let harness = try await Self.harness(compressed: true)
+        let chunk = harness.channel.allocator.buffer(repeating: 0x41, count: 30_000)
+        try harness.channel.writeInbound(WebSocketFrame(fin: false, rsv1: true, opcode: .text, data: chunk))
+        for _ in 0..<2 { try harness.channel.writeInbound(WebSocketFrame(fin: false, opcode: .continuation, data: chunk)) }
+        let close = try #require(try harness.channel.readOutbound(as: WebSocketFrame.self))
+        var payload = close.data
+        #expect(close.opcode == .connectionClose)
+        #expect(payload.readWebSocketErrorCode() == .messageTooLarge)
         #expect(!harness.channel.isActive)
         try await harness.server.stop()
     }
