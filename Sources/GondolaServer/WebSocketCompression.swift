@@ -16,6 +16,16 @@ struct WebSocketCompression: Sendable {
     let windowBits: Int
     /// zlib's memory level for outgoing messages (1…9): hash table and buffer sizes.
     let memoryLevel: Int
+    /// hummingbird-websocket's negotiation, which words the accepting response header.
+    private let negotiation: any WebSocketExtensionBuilder
+
+    init(minBytes: Int, level: Int, windowBits: Int, memoryLevel: Int) {
+        self.minBytes = minBytes
+        self.level = level
+        self.windowBits = windowBits
+        self.memoryLevel = memoryLevel
+        self.negotiation = WebSocketExtensionFactory.perMessageDeflate(compressionLevel: level, memoryLevel: memoryLevel).build()
+    }
 
     /// The first permessage-deflate offer in `fields` that can be accepted, nil when there is none.
     func acceptedOffer(in fields: HTTPFields) -> WebSocketExtensionHTTPParameters? {
@@ -24,7 +34,7 @@ struct WebSocketCompression: Sendable {
 
     /// The `Sec-WebSocket-Extensions` value that accepts `offer`.
     func responseHeader(to offer: WebSocketExtensionHTTPParameters) -> String? {
-        WebSocketExtensionFactory.perMessageDeflate(compressionLevel: level, memoryLevel: memoryLevel).build().serverReponseHeader(to: offer)
+        negotiation.serverReponseHeader(to: offer)
     }
 
     /// Whether an offer's window parameters, when it gives them, are ones zlib can use: 9–15

@@ -6,6 +6,7 @@ import HummingbirdCore
 import HummingbirdWebSocket
 import NIOCore
 import NIOHTTP1
+import NIOHTTPTypesHTTP1
 import Synchronization
 
 /// The client endpoint, `/connection/websocket`: decides an upgrade request's handshake
@@ -36,7 +37,7 @@ struct WebSocketEndpoint: Sendable {
     func handshake(for head: HTTPRequestHead, on channel: any Channel) -> EventLoopFuture<Handshake?> {
         let uri = URI(head.uri)
         guard uri.path == Self.path else { return channel.eventLoop.makeSucceededFuture(nil) }
-        let fields = HTTPFields(head.headers.compactMap { name, value in HTTPField.Name(name).map { HTTPField(name: $0, value: value) } })
+        let fields = HTTPFields(head.headers, splitCookie: false)
         var responseHeaders = HTTPHeaders()
         if WebSocketEncoding.offersProtobufSubprotocol(fields) {
             responseHeaders.add(name: "Sec-WebSocket-Protocol", value: ProtocolEncoding.protobufSubprotocol)
