@@ -297,6 +297,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "GondolaGeoTests", dependencies: ["GondolaGeo"]),
+        .testTarget(name: "GondolaDomainTests", dependencies: ["GondolaDomain", "GondolaHub", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "GondolaLoadTests", dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(

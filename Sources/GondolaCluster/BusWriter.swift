@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import GondolaHub
 import GondolaPostgres
@@ -47,7 +46,6 @@ final class BusWriter: Sendable {
     let maxWaiting: Int
     let linger: Duration
     private let logger: Logger
-    private let queue = DispatchQueue(label: "gondola.cluster.bus")
     private let waiting = Mutex<(requests: [Request], writing: Bool)>(([], false))
     private let sequence = Atomic<UInt64>(0)
     private let counters = Mutex(Counters())
@@ -66,7 +64,7 @@ final class BusWriter: Sendable {
 
     var figures: Counters { counters.withLock { $0 } }
 
-    /// Queues `request`; its completion runs on the writer's thread after the commit.
+    /// Queues `request`; its completion runs on the writer's task after the commit.
     func submit(_ request: Request) {
         enum Decision { case refuse, queued, start }
         let decision = waiting.withLock { waiting -> Decision in
@@ -79,12 +77,13 @@ final class BusWriter: Sendable {
         switch decision {
         case .refuse: request.completion(.failure(.limitExceeded("the cluster bus has \(maxWaiting) items waiting")))
         case .queued: break
-        case .start: queue.async { self.drain() }
+        case .start: Task { await self.drain() }
         }
     }
 
-    private func drain() {
-        if linger > .zero { Thread.sleep(forTimeInterval: linger.timeInterval) }
+    /// Writes batches until nothing waits; one task at a time (`writing`).
+    private func drain() async {
+        if linger > .zero { try? await Task.sleep(for: linger) }
         while true {
             let batch = waiting.withLock { waiting -> [Request] in
                 let count = min(maxBatch, waiting.requests.count)
@@ -94,17 +93,17 @@ final class BusWriter: Sendable {
                 return batch
             }
             guard !batch.isEmpty else { return }
-            let outcomes = write(batch)
+            let outcomes = await write(batch)
             for (request, outcome) in zip(batch, outcomes) { request.completion(outcome) }
         }
     }
 
     /// Writes one batch; one outcome per request, all failures when the transaction fails.
-    private func write(_ batch: [Request]) -> [Result<StreamPosition?, HubError>] {
+    private func write(_ batch: [Request]) async -> [Result<StreamPosition?, HubError>] {
         do {
-            let (positions, notifications) = try pool.transaction { connection in
-                let positions = try appendStreams(batch, on: connection)
-                let notifications = try notify(batch, positions: positions, on: connection)
+            let (positions, notifications) = try await pool.transaction { connection in
+                let positions = try await appendStreams(batch, on: connection)
+                let notifications = try await notify(batch, positions: positions, on: connection)
                 return (positions, notifications)
             }
             counters.withLock {
@@ -121,7 +120,7 @@ final class BusWriter: Sendable {
 
     /// Appends the publications of channels that keep a stream (durable ones first,
     /// then volatile ones: every transaction locks streams in the same order).
-    private func appendStreams(_ batch: [Request], on connection: PostgresConnection) throws -> [StreamPosition?] {
+    private func appendStreams(_ batch: [Request], on connection: PostgresConnection) async throws -> [StreamPosition?] {
         var positions = [StreamPosition?](repeating: nil, count: batch.count)
         let now = Date()
         for store in [durable, volatile] {
@@ -134,14 +133,14 @@ final class BusWriter: Sendable {
                 appends.append(.init(channel: channel, publication: publication, options: options))
             }
             guard !appends.isEmpty else { continue }
-            let stored = try store.append(appends, on: connection, now: now).wait()
+            let stored = try await store.append(appends, on: connection, now: now).get()
             for (index, position) in zip(indexes, stored) { positions[index] = position }
         }
         return positions
     }
 
     /// Sends the batch's events, publications with their stored offsets.
-    private func notify(_ batch: [Request], positions: [StreamPosition?], on connection: PostgresConnection) throws -> Int {
+    private func notify(_ batch: [Request], positions: [StreamPosition?], on connection: PostgresConnection) async throws -> Int {
         let events = zip(batch, positions).map { request, position -> ClusterEvent in
             switch request.item {
             case let .publication(channel, publication, _):
@@ -151,14 +150,14 @@ final class BusWriter: Sendable {
             case let .event(other): return other
             }
         }
-        return try notify(events, on: connection)
+        return try await notify(events, on: connection)
     }
 
     /// Sends events in notifications of at most `BusCodec.maxPayloadBytes`, inside
     /// the transaction of `connection`; an event too large for one goes through
     /// `cluster_bus_payload`. Returns how many notifications were sent.
     @discardableResult
-    func notify(_ events: [ClusterEvent], on connection: PostgresConnection) throws -> Int {
+    func notify(_ events: [ClusterEvent], on connection: PostgresConnection) async throws -> Int {
         var payloads: [String] = []
         var pending: [[UInt8]] = []
         var pendingBytes = 0
@@ -172,9 +171,9 @@ final class BusWriter: Sendable {
             let encoded = BusCodec.encode(event)
             if encoded.count + 100 > BusCodec.maxPayloadBytes {
                 flush()
-                let rows = try connection.query(
+                let rows = try await connection.query(
                     "INSERT INTO cluster_bus_payload (body, created_at_ms) VALUES (\(ByteBuffer(bytes: BusCodec.eventsArray([encoded]))), \(Int64(Date().timeIntervalSince1970 * 1000))) RETURNING id",
-                    logger: logger).wait()
+                    logger: logger).get()
                 guard let row = rows.first else { throw PostgresStoreError("no id for a bus payload") }
                 payloads.append(BusCodec.reference(node: nodeUID, sequence: sequence.add(1, ordering: .relaxed).newValue, row: try row.decode(Int64.self)))
                 counters.withLock { $0.overflowRows += 1 }
@@ -185,9 +184,9 @@ final class BusWriter: Sendable {
             pendingBytes += encoded.count + 1
         }
         flush()
-        try connection.query(
+        _ = try await connection.query(
             "SELECT pg_notify(\(Self.channelName), payload) FROM unnest(\(payloads)::text[]) WITH ORDINALITY AS t(payload, n) ORDER BY n",
-            logger: logger).wait()
+            logger: logger).get()
         return payloads.count
     }
 }

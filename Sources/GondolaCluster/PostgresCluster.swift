@@ -85,34 +85,34 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
         writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
     }
 
-    public func notify(_ events: [ClusterEvent], on connection: PostgresConnection) throws {
-        try writer.notify(events, on: connection)
+    public func notify(_ events: [ClusterEvent], on connection: PostgresConnection) async throws {
+        try await writer.notify(events, on: connection)
     }
 
     public func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
         writer.submit(.init(item: .event(event)) { result in completion(result.map { _ in }) })
     }
 
-    public func addPresence(channel: String, info: ClientInfo) throws(HubError) {
-        try run("presence add") {
-            _ = try pool.query("""
+    public func addPresence(channel: String, info: ClientInfo) async throws(HubError) {
+        try await run("presence add") {
+            _ = try await pool.query("""
                 INSERT INTO cluster_presence (channel, client, node, info) VALUES (\(channel), \(info.client), \(nodeUID), \(ByteBuffer(bytes: info.json.bytes)))
                 ON CONFLICT (channel, client) DO UPDATE SET node = excluded.node, info = excluded.info
                 """)
         }
     }
 
-    public func removePresence(channel: String, client: String) throws(HubError) {
-        try run("presence remove") {
-            _ = try pool.query("DELETE FROM cluster_presence WHERE channel = \(channel) AND client = \(client)")
+    public func removePresence(channel: String, client: String) async throws(HubError) {
+        try await run("presence remove") {
+            _ = try await pool.query("DELETE FROM cluster_presence WHERE channel = \(channel) AND client = \(client)")
         }
     }
 
-    public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
+    public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
         let cutoff = millisecondsAgo(settings.nodeTimeout)
-        return try run("presence") {
+        return try await run("presence") {
             var clients: [String: ClientInfo] = [:]
-            let rows = try pool.query("""
+            let rows = try await pool.query("""
                 SELECT p.client, p.info FROM cluster_presence p JOIN cluster_node n ON n.uid = p.node
                 WHERE p.channel = \(channel) AND n.seen_at_ms > \(cutoff)
                 """)
@@ -124,11 +124,11 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
         }
     }
 
-    public func nodes() throws(HubError) -> [ClusterNodeInfo] {
+    public func nodes() async throws(HubError) -> [ClusterNodeInfo] {
         let cutoff = millisecondsAgo(settings.nodeTimeout)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        return try run("nodes") {
-            try pool.query("""
+        return try await run("nodes") {
+            try await pool.query("""
                 SELECT uid, name, version, started_at_ms, clients, users, channels, subscriptions
                 FROM cluster_node WHERE seen_at_ms > \(cutoff) ORDER BY name, uid
                 """).map { row in
@@ -176,7 +176,7 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
                     }
                     // Domains reload what they keep in memory before the first event is applied:
                     // anything committed before this point is in what they read, the rest follows.
-                    node.withLock { $0 }?.clusterResynchronized()
+                    await node.withLock { $0 }?.clusterResynchronized()
                     gate.open()
                     failures = 0
                     for try await notification in notifications {
@@ -267,9 +267,9 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
         Int64((Date().timeIntervalSince1970 - duration.timeInterval) * 1000)
     }
 
-    private func run<T>(_ what: String, _ body: () throws -> T) throws(HubError) -> T {
+    private func run<T>(_ what: String, _ body: () async throws -> T) async throws(HubError) -> T {
         do {
-            return try body()
+            return try await body()
         } catch {
             logger.error("cluster \(what) failed", metadata: ["error": "\(String(reflecting: error))"])
             throw .internalError("cluster \(what) failed: \(error)")

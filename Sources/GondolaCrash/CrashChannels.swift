@@ -8,8 +8,8 @@ struct CrashChannel: ChannelProvider {
     static let options = NamespaceOptions.durableStream("crash", size: 1_000, ttl: .seconds(90 * 86_400))
     let crashes: CrashService
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        _ = try crashes.owned(subscription.channel.key, by: subscription.user)
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
+        _ = try await crashes.owned(subscription.channel.key, by: subscription.user)
         try attach(nil)
     }
 

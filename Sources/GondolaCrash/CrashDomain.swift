@@ -48,7 +48,7 @@ public struct CrashDomain: Domain {
         let crashes = CrashService(node: context.node, repository: repository, files: files,
                                    links: context.links, texts: texts, linkTemplate: linkTemplate, notices: context.notices,
                                    metrics: context.metrics, logger: context.logger)
-        try crashes.sweepFiles()
+        try await crashes.sweepFiles()
         CrashRPC(crashes: crashes).register(on: context.node.rpc)
         context.node.provide(CrashChannel.options, by: CrashChannel(crashes: crashes))
         let photos = CrashPhotoEndpoints(crashes: crashes, authentication: context.authentication)
@@ -89,7 +89,7 @@ enum CrashServerAPI {
         let fields = try RequestFields(body)
         let user = try fields.string("user", maxLength: 128)
         let phone = try fields.optionalString("phone", maxLength: 16).map { (phone) throws(HubError) in try CrashRPC.phone(phone) }
-        let crash = try crashes.create(owner: user, source: .detected, place: try CrashRPC.place(fields), occurredAt: try CrashRPC.time(fields))
+        let crash = try await crashes.create(owner: user, source: .detected, place: try CrashRPC.place(fields), occurredAt: try CrashRPC.time(fields))
         let sms = await crashes.notifyDetected(crash, phone: phone)
         return CrashJSON.crash(crash, photos: []).adding("sms", sms)
     }

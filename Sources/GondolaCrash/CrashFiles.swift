@@ -6,14 +6,14 @@ import GondolaServices
 /// unreferenced bytes, which `sweep` removes at start.
 protocol CrashFiles: Sendable {
     /// Keeps `bytes` (once, however often they are stored) and answers their hash.
-    func store(_ bytes: [UInt8]) throws -> String
+    func store(_ bytes: [UInt8]) async throws -> String
     /// The bytes of `hash`, or nil when none are kept.
-    func read(_ hash: String) throws -> [UInt8]?
+    func read(_ hash: String) async throws -> [UInt8]?
     /// Removes the bytes of `hash`, which no row references any more; a failure only
     /// leaves them for the next sweep.
-    func remove(_ hash: String)
+    func remove(_ hash: String) async
     /// Removes what no row references; answers how many files went.
-    func sweep() throws -> Int
+    func sweep() async throws -> Int
 }
 
 /// Crash files in the node's data folder, next to its SQLite database.

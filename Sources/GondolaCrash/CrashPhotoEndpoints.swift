@@ -24,21 +24,21 @@ struct CrashPhotoEndpoints: Sendable {
         }
         router.get("/api/crash/:crash/photos/:part") { request, context in
             let user = try await authentication.user(of: request).get()
-            return JSONResponse.answering { () throws(HubError) in
-                let (photo, bytes) = try crashes.photo(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)
+            return await JSONResponse.answering { () throws(HubError) in
+                let (photo, bytes) = try await crashes.photo(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)
                 return Response(status: .ok, headers: [.contentType: photo.contentType, .cacheControl: "private, max-age=31536000, immutable"],
                                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             }
         }
         router.get("/api/crash/:crash/report.pdf") { request, context in
             let user = try await authentication.user(of: request).get()
-            return JSONResponse.answering { () throws(HubError) in
-                Self.pdf(try crashes.reportPDF(context.parameters.get("crash") ?? "", by: user))
+            return await JSONResponse.answering { () throws(HubError) in
+                Self.pdf(try await crashes.reportPDF(context.parameters.get("crash") ?? "", by: user))
             }
         }
         router.get("/api/shared/crash/:token") { _, context in
-            JSONResponse.answering { () throws(HubError) in
-                guard let pdf = try crashes.sharedReport(context.parameters.get("token") ?? "") else {
+            await JSONResponse.answering { () throws(HubError) in
+                guard let pdf = try await crashes.sharedReport(context.parameters.get("token") ?? "") else {
                     return JSONResponse.error(.notFound, code: 103, "this link is not valid: it was revoked, has expired or was never issued")
                 }
                 return Self.pdf(pdf)
@@ -46,8 +46,8 @@ struct CrashPhotoEndpoints: Sendable {
         }
         router.delete("/api/crash/:crash/photos/:part") { request, context in
             let user = try await authentication.user(of: request).get()
-            return JSONResponse.answering { () throws(HubError) in
-                JSONResponse.make(CrashJSON.photo(try crashes.removePhoto(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)))
+            return await JSONResponse.answering { () throws(HubError) in
+                JSONResponse.make(CrashJSON.photo(try await crashes.removePhoto(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)))
             }
         }
     }
@@ -59,7 +59,7 @@ struct CrashPhotoEndpoints: Sendable {
         do throws(HubError) {
             section = try PhotoSection.named(name)
             fileName = try Self.fileName(request.uri.queryParameters.get("name"))
-            _ = try crashes.owned(crash, by: user)
+            _ = try await crashes.owned(crash, by: user)
         } catch {
             return JSONResponse.error(error)
         }
@@ -73,8 +73,8 @@ struct CrashPhotoEndpoints: Sendable {
         guard let image = ImageProbe(bytes) else {
             return JSONResponse.error(.unsupportedMediaType, code: 107, "the body is not a JPEG, PNG or HEIC image (\(bytes.count) bytes)")
         }
-        return JSONResponse.answering { () throws(HubError) in
-            let photo = try crashes.addPhoto(to: crash, section: section, bytes: bytes, image: image, fileName: fileName, by: user)
+        return await JSONResponse.answering { () throws(HubError) in
+            let photo = try await crashes.addPhoto(to: crash, section: section, bytes: bytes, image: image, fileName: fileName, by: user)
             return JSONResponse.make(CrashJSON.photo(photo), status: .created)
         }
     }

@@ -1,7 +1,6 @@
 import GondolaDomain
 import GondolaHub
 import GondolaProtocol
-import NIOPosix
 
 /// The `crash.*` RPC methods: `start`, `update`, `list`, `get`, `discard`, `report`,
 /// `share`, `unshare`, `phone`.
@@ -11,7 +10,7 @@ struct CrashRPC: Sendable {
     func register(on router: RPCRouter) {
         router.register("crash.start") { context, data in
             let fields = try RequestFields(data)
-            let crash = try crashes.create(owner: context.user, source: .manual, place: try Self.place(fields),
+            let crash = try await crashes.create(owner: context.user, source: .manual, place: try Self.place(fields),
                                            occurredAt: try Self.time(fields))
             return CrashJSON.crash(crash, photos: [])
         }
@@ -23,44 +22,43 @@ struct CrashRPC: Sendable {
                 : nil
             let note = try fields.optionalString("note", maxLength: CrashService.maxNoteLength, allowEmpty: true)
             guard injured != nil || note != nil else { throw HubError.badRequest("crash.update: give injured, note or both") }
-            let (crash, photos) = try crashes.update(id, by: context.user, injured: injured, note: note)
+            let (crash, photos) = try await crashes.update(id, by: context.user, injured: injured, note: note)
             return CrashJSON.crash(crash, photos: photos)
         }
         router.register("crash.list") { context, _ in
-            ["crashes": .array(try crashes.crashes(of: context.user).map { CrashJSON.summary($0.crash, photoCount: $0.photos) })]
+            ["crashes": .array(try await crashes.crashes(of: context.user).map { CrashJSON.summary($0.crash, photoCount: $0.photos) })]
         }
         router.register("crash.get") { context, data in
-            let crash = try crashes.owned(try RequestFields(data).string("crash", maxLength: 64), by: context.user)
-            return CrashJSON.crash(crash, photos: try crashes.photos(of: crash))
+            let crash = try await crashes.owned(try RequestFields(data).string("crash", maxLength: 64), by: context.user)
+            return CrashJSON.crash(crash, photos: try await crashes.photos(of: crash))
         }
         router.register("crash.discard") { context, data in
             let id = try RequestFields(data).string("crash", maxLength: 64)
-            try crashes.discard(id, by: context.user)
+            try await crashes.discard(id, by: context.user)
             return ["crash": .string(id), "discarded": true]
         }
         router.register("crash.report") { context, data in
             let id = try RequestFields(data).string("crash", maxLength: 64)
-            // Rendering the PDF takes up to a few hundred milliseconds: off the connection's event loop.
-            let crash = try await NIOThreadPool.singleton.runIfActive { try crashes.report(id, by: context.user) }
-            return CrashJSON.crash(crash, photos: try crashes.photos(of: crash))
+            let crash = try await crashes.report(id, by: context.user)
+            return CrashJSON.crash(crash, photos: try await crashes.photos(of: crash))
                 .adding("report", .string(CrashHTTPPaths.report(crash.id)))
         }
         router.register("crash.share") { context, data in
             let fields = try RequestFields(data)
             let id = try fields.string("crash", maxLength: 64)
             let ttl = try fields.optionalInteger("ttl", in: 1...(CrashService.maxShareTTL / 1000)).map { $0 * 1000 }
-            let (token, expiresAt) = try crashes.share(id, by: context.user, ttl: ttl)
+            let (token, expiresAt) = try await crashes.share(id, by: context.user, ttl: ttl)
             return ["crash": .string(id), "url": .string(CrashHTTPPaths.shared(token)), "expires_at": .int(expiresAt)]
         }
         router.register("crash.phone") { context, data in
             let given = try RequestFields(data).string("phone", maxLength: 16, allowEmpty: true)
             let phone = given.isEmpty ? nil : try Self.phone(given)
-            try crashes.setPhone(phone, of: context.user)
+            try await crashes.setPhone(phone, of: context.user)
             return ["phone": phone.map { .string($0) } ?? .null]
         }
         router.register("crash.unshare") { context, data in
             let id = try RequestFields(data).string("crash", maxLength: 64)
-            try crashes.unshare(id, by: context.user)
+            try await crashes.unshare(id, by: context.user)
             return ["crash": .string(id), "shared": false]
         }
     }

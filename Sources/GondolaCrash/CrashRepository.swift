@@ -4,34 +4,34 @@ import GRDB
 /// Where crashes, their photo rows and the users' crash phone numbers live. Photo and
 /// report bytes are kept apart, by hash (`CrashFiles`); a row references them by hash.
 protocol CrashRepository: Sendable {
-    func insert(_ crash: Crash) throws
+    func insert(_ crash: Crash) async throws
     /// The crash `id`, or nil when there is none.
-    func crash(_ id: String) throws -> Crash?
+    func crash(_ id: String) async throws -> Crash?
     /// The owner's crashes: drafts first, then reports, newest first within each, with
     /// their photo counts.
-    func crashes(of owner: String) throws -> [(crash: Crash, photos: Int)]
+    func crashes(of owner: String) async throws -> [(crash: Crash, photos: Int)]
     /// Saves the crash's collected information and times.
-    func update(_ crash: Crash) throws
+    func update(_ crash: Crash) async throws
     /// Deletes a crash with its photo rows; answers the file hashes nothing else uses.
-    func delete(_ id: String) throws -> [String]
+    func delete(_ id: String) async throws -> [String]
     /// The crash's photos, oldest first.
-    func photos(of crash: String) throws -> [CrashPhoto]
-    func photo(_ id: String, of crash: String) throws -> CrashPhoto?
+    func photos(of crash: String) async throws -> [CrashPhoto]
+    func photo(_ id: String, of crash: String) async throws -> CrashPhoto?
     /// Adds a photo unless its section already holds `limit`; answers whether it was added.
     /// The crash's update time moves with it.
-    func insert(_ photo: CrashPhoto, limit: Int) throws -> Bool
+    func insert(_ photo: CrashPhoto, limit: Int) async throws -> Bool
     /// Deletes a photo row; answers whether its file is no longer used by any photo.
-    func delete(_ photo: CrashPhoto, at time: Int64) throws -> Bool
+    func delete(_ photo: CrashPhoto, at time: Int64) async throws -> Bool
     /// Records a new report; answers the previous report's hash when no row uses it any more.
-    func setReport(_ id: String, hash: String, at time: Int64) throws -> String?
+    func setReport(_ id: String, hash: String, at time: Int64) async throws -> String?
     /// Sets (or, with nil, revokes) the crash's share link.
-    func setShare(_ id: String, shareID: String?, expiresAt: Int64?) throws
+    func setShare(_ id: String, shareID: String?, expiresAt: Int64?) async throws
     /// The phone number crash texts go to, if the user gave one.
-    func phone(of user: String) throws -> String?
+    func phone(of user: String) async throws -> String?
     /// Sets the user's phone number; nil removes it.
-    func setPhone(_ phone: String?, of user: String) throws
+    func setPhone(_ phone: String?, of user: String) async throws
     /// Whether a photo or a report references the file `hash`.
-    func isReferenced(_ hash: String) throws -> Bool
+    func isReferenced(_ hash: String) async throws -> Bool
 }
 
 /// The crash tables in SQLite.

@@ -4,6 +4,7 @@ import GondolaProtocol
 import GondolaServices
 import Foundation
 import Logging
+import NIOPosix
 import CoreMetrics
 
 /// The crash rules: who may see and change a crash, what may be collected, and the
@@ -31,7 +32,8 @@ public final class CrashService: Sendable {
     let logger: Logger
     /// Held while a file is stored and its row committed, and while a row is deleted and
     /// its file removed: the same bytes uploaded again meanwhile never lose their file.
-    let fileLock = NSLock()
+    /// Callers wait for it as tasks.
+    private let fileChanges = TaskKeyedLocks()
 
     init(node: Node, repository: any CrashRepository, files: any CrashFiles, links: SignedLinks, texts: any TextMessageSender,
          linkTemplate: String, notices: NoticeBoard = NoticeBoard(), metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger) {
@@ -48,72 +50,77 @@ public final class CrashService: Sendable {
 
     /// Removes the files a crash left without a row (a stop between a file's write and
     /// its row's commit, or between a row's deletion and its file's); run at start.
-    func sweepFiles() throws {
-        let removed = try files.sweep()
+    func sweepFiles() async throws {
+        let removed = try await files.sweep()
         if removed > 0 { logger.notice("crash photos: removed unreferenced files", metadata: ["count": "\(removed)"]) }
     }
 
     // MARK: Crashes
 
     /// Records a crash for `owner` (detected by telematics or started by hand).
-    func create(owner: String, source: CrashSource, place: CrashPlace?, occurredAt: Int64?) throws(HubError) -> Crash {
+    func create(owner: String, source: CrashSource, place: CrashPlace?, occurredAt: Int64?) async throws(HubError) -> Crash {
         let now = unixMilliseconds()
         let crash = Crash(id: RandomID.make("crash-"), owner: owner, source: source, occurredAt: occurredAt ?? now, place: place,
                           injured: [], note: "", createdAt: now, updatedAt: now, reportedAt: nil,
                           reportHash: nil, shareID: nil, shareExpiresAt: nil)
-        try databaseWrite { try repository.insert(crash) }
+        try await databaseWrite { try await repository.insert(crash) }
         return crash
     }
 
     /// The crash `id` when `user` owns it; the same 103 whether it is someone else's or absent.
-    func owned(_ id: String, by user: String) throws(HubError) -> Crash {
-        guard let crash = try databaseRead({ try repository.crash(id) }), crash.owner == user else {
+    func owned(_ id: String, by user: String) async throws(HubError) -> Crash {
+        guard let crash = try await databaseRead({ try await repository.crash(id) }), crash.owner == user else {
             throw .permissionDenied("crash \(id) is not yours")
         }
         return crash
     }
 
-    func crashes(of user: String) throws(HubError) -> [(crash: Crash, photos: Int)] {
-        try databaseRead { try repository.crashes(of: user) }
+    func crashes(of user: String) async throws(HubError) -> [(crash: Crash, photos: Int)] {
+        try await databaseRead { try await repository.crashes(of: user) }
     }
 
-    func photos(of crash: Crash) throws(HubError) -> [CrashPhoto] {
-        try databaseRead { try repository.photos(of: crash.id) }
+    func photos(of crash: Crash) async throws(HubError) -> [CrashPhoto] {
+        try await databaseRead { try await repository.photos(of: crash.id) }
     }
 
     /// Saves the given fields of a crash (a draft is saved on every change) and publishes it.
-    func update(_ id: String, by user: String, injured: [InjuredParty]?, note: String?) throws(HubError) -> (Crash, [CrashPhoto]) {
-        var crash = try owned(id, by: user)
+    func update(_ id: String, by user: String, injured: [InjuredParty]?, note: String?) async throws(HubError) -> (Crash, [CrashPhoto]) {
+        var crash = try await owned(id, by: user)
         if let injured { crash.injured = injured }
         if let note { crash.note = note }
         crash.updatedAt = unixMilliseconds()
-        try databaseWrite { try repository.update(crash) }
-        let photos = try self.photos(of: crash)
+        try await databaseWrite { try await repository.update(crash) }
+        let photos = try await self.photos(of: crash)
         publish(crash.id, ["type": "crash.updated", "crash": CrashJSON.crash(crash, photos: photos)])
         return (crash, photos)
     }
 
     /// Deletes a draft with its photos and their files.
-    func discard(_ id: String, by user: String) throws(HubError) {
-        let crash = try owned(id, by: user)
+    func discard(_ id: String, by user: String) async throws(HubError) {
+        let crash = try await owned(id, by: user)
         guard crash.reportedAt == nil else { throw .notAvailable("crash \(id) has a report and is kept; only drafts can be discarded") }
-        fileLock.lock()
-        defer { fileLock.unlock() }
-        let unused = try databaseWrite { try repository.delete(id) }
-        unused.forEach(files.remove)
+        try await withFilesLocked { () throws(HubError) in
+            let unused = try await databaseWrite { try await repository.delete(id) }
+            for hash in unused { await files.remove(hash) }
+        }
         publish(id, ["type": "crash.discarded", "crash": .string(id)])
     }
 
     // MARK: Photos
 
     /// Stores a photo in a section of the owner's crash: the file first, then its row.
-    func addPhoto(to id: String, section: PhotoSection, bytes: [UInt8], image: ImageProbe, fileName: String?, by user: String) throws(HubError) -> CrashPhoto {
-        _ = try owned(id, by: user)
-        fileLock.lock()
-        defer { fileLock.unlock() }
+    func addPhoto(to id: String, section: PhotoSection, bytes: [UInt8], image: ImageProbe, fileName: String?, by user: String) async throws(HubError) -> CrashPhoto {
+        _ = try await owned(id, by: user)
+        let photo = try await withFilesLocked { () throws(HubError) in try await storePhoto(in: id, section: section, bytes: bytes, image: image, fileName: fileName) }
+        publish(id, ["type": "photo.added", "photo": CrashJSON.photo(photo)])
+        return photo
+    }
+
+    /// The file, then the row of a new photo; called with the files locked.
+    private func storePhoto(in id: String, section: PhotoSection, bytes: [UInt8], image: ImageProbe, fileName: String?) async throws(HubError) -> CrashPhoto {
         let hash: String
         do {
-            hash = try files.store(bytes)
+            hash = try await files.store(bytes)
         } catch {
             throw .internalError("storing a photo failed: \(error)")
         }
@@ -124,47 +131,50 @@ public final class CrashService: Sendable {
             size: bytes.count, width: image.width, height: image.height, createdAt: unixMilliseconds())
         let added: Bool
         do {
-            added = try repository.insert(photo, limit: Self.maxPhotosPerSection)
+            added = try await repository.insert(photo, limit: Self.maxPhotosPerSection)
         } catch {
-            removeIfUnused(hash)
+            await removeIfUnused(hash)
             throw .internalError("database write failed: \(error)")
         }
         guard added else {
-            removeIfUnused(hash)
+            await removeIfUnused(hash)
             throw .limitExceeded("section \(section.rawValue) already holds \(Self.maxPhotosPerSection) photos")
         }
-        publish(id, ["type": "photo.added", "photo": CrashJSON.photo(photo)])
         return photo
     }
 
     /// A photo of the owner's crash with its bytes.
-    func photo(_ photoID: String, of id: String, by user: String) throws(HubError) -> (CrashPhoto, [UInt8]) {
-        _ = try owned(id, by: user)
-        guard let photo = try databaseRead({ try repository.photo(photoID, of: id) }) else {
+    func photo(_ photoID: String, of id: String, by user: String) async throws(HubError) -> (CrashPhoto, [UInt8]) {
+        _ = try await owned(id, by: user)
+        guard let photo = try await databaseRead({ try await repository.photo(photoID, of: id) }) else {
             throw .badRequest("crash \(id) has no photo \(photoID)")
         }
-        guard let bytes = try read(photo.fileHash) else { throw .internalError("the file of photo \(photoID) is missing") }
+        guard let bytes = try await read(photo.fileHash) else { throw .internalError("the file of photo \(photoID) is missing") }
         return (photo, bytes)
     }
 
     /// Removes a photo: its row, then its file when no other photo has the same bytes.
-    func removePhoto(_ photoID: String, of id: String, by user: String) throws(HubError) -> CrashPhoto {
-        _ = try owned(id, by: user)
-        guard let photo = try databaseRead({ try repository.photo(photoID, of: id) }) else {
+    func removePhoto(_ photoID: String, of id: String, by user: String) async throws(HubError) -> CrashPhoto {
+        _ = try await owned(id, by: user)
+        guard let photo = try await databaseRead({ try await repository.photo(photoID, of: id) }) else {
             throw .badRequest("crash \(id) has no photo \(photoID)")
         }
-        fileLock.lock()
-        let unused = Result { () throws(HubError) in try databaseWrite { try repository.delete(photo, at: unixMilliseconds()) } }
-        if case .success(true) = unused { files.remove(photo.fileHash) }
-        fileLock.unlock()
-        _ = try unused.get()
+        try await withFilesLocked { () throws(HubError) in
+            let unused = try await databaseWrite { try await repository.delete(photo, at: unixMilliseconds()) }
+            if unused { await files.remove(photo.fileHash) }
+        }
         publish(id, ["type": "photo.removed", "photo": CrashJSON.photo(photo)])
         return photo
     }
 
-    /// Called with `fileLock` held, after a row was not added.
-    private func removeIfUnused(_ hash: String) {
-        if (try? repository.isReferenced(hash)) == false { files.remove(hash) }
+    /// Called with the files locked, after a row was not added.
+    private func removeIfUnused(_ hash: String) async {
+        if (try? await repository.isReferenced(hash)) == false { await files.remove(hash) }
+    }
+
+    /// Runs `body` holding the files' lock (see `fileChanges`).
+    private func withFilesLocked<T: Sendable>(_ body: () async throws(HubError) -> T) async throws(HubError) -> T {
+        try await fileChanges.withLock("files", body)
     }
 
     /// Publishes a change on the crash's channel; the change is already committed, so a
@@ -185,7 +195,7 @@ extension CrashService {
                             link: ["screen": "crash", "crash": crash.id, "url": link], at: crash.createdAt))
         let stored: String?
         do {
-            stored = try repository.phone(of: crash.owner)
+            stored = try await repository.phone(of: crash.owner)
         } catch {
             return ["status": "failed", "error": .string("reading the phone number failed: \(error)")]
         }
@@ -198,8 +208,8 @@ extension CrashService {
     }
 
     /// Sets (or, with nil, removes) the number the user's crash texts go to.
-    func setPhone(_ phone: String?, of user: String) throws(HubError) {
-        try databaseWrite { try repository.setPhone(phone, of: user) }
+    func setPhone(_ phone: String?, of user: String) async throws(HubError) {
+        try await databaseWrite { try await repository.setPhone(phone, of: user) }
     }
 }
 
@@ -210,31 +220,35 @@ extension CrashService {
 
     /// Renders the crash's report as a PDF, keeps it, and turns the draft into a report.
     /// Refused (108) while nothing has been collected.
-    func report(_ id: String, by user: String) throws(HubError) -> Crash {
-        let crash = try owned(id, by: user)
-        let photos = try self.photos(of: crash)
+    func report(_ id: String, by user: String) async throws(HubError) -> Crash {
+        let crash = try await owned(id, by: user)
+        let photos = try await self.photos(of: crash)
         guard crash.hasInformation(photoCount: photos.count) else {
             throw .notAvailable("crash \(id) has nothing to report yet: give who was injured, a note or a photo first")
         }
         let pdf: [UInt8]
         do {
-            pdf = try CrashReportPDF.render(crash, photos: photos.compactMap { photo in
-                try files.read(photo.fileHash).map { CrashReportPDF.Photo(photo: photo, bytes: $0) }
-            })
+            var pictures: [CrashReportPDF.Photo] = []
+            for photo in photos {
+                if let bytes = try await files.read(photo.fileHash) { pictures.append(CrashReportPDF.Photo(photo: photo, bytes: bytes)) }
+            }
+            // Rendering takes up to a few hundred milliseconds: on the thread pool, not a task's thread.
+            pdf = try await NIOThreadPool.singleton.runIfActive { [pictures] in try CrashReportPDF.render(crash, photos: pictures) }
         } catch {
             throw .internalError("crash report: \(error)")
         }
-        fileLock.lock()
-        defer { fileLock.unlock() }
-        let hash: String
-        do {
-            hash = try files.store(pdf)
-        } catch {
-            throw .internalError("storing a report failed: \(error)")
-        }
         let now = unixMilliseconds()
-        if let unused = try databaseWrite({ try repository.setReport(id, hash: hash, at: now) }) {
-            files.remove(unused)
+        let hash = try await withFilesLocked { () throws(HubError) -> String in
+            let hash: String
+            do {
+                hash = try await files.store(pdf)
+            } catch {
+                throw .internalError("storing a report failed: \(error)")
+            }
+            if let unused = try await databaseWrite({ try await repository.setReport(id, hash: hash, at: now) }) {
+                await files.remove(unused)
+            }
+            return hash
         }
         var reported = crash
         reported.reportHash = hash
@@ -245,44 +259,44 @@ extension CrashService {
     }
 
     /// The PDF of the owner's last report.
-    func reportPDF(_ id: String, by user: String) throws(HubError) -> [UInt8] {
-        try reportBytes(try owned(id, by: user))
+    func reportPDF(_ id: String, by user: String) async throws(HubError) -> [UInt8] {
+        try await reportBytes(try owned(id, by: user))
     }
 
     /// A link under which anyone can download the report until it expires or is revoked.
-    func share(_ id: String, by user: String, ttl: Int64?) throws(HubError) -> (token: String, expiresAt: Int64) {
-        let crash = try owned(id, by: user)
+    func share(_ id: String, by user: String, ttl: Int64?) async throws(HubError) -> (token: String, expiresAt: Int64) {
+        let crash = try await owned(id, by: user)
         guard crash.reportHash != nil else { throw .notAvailable("crash \(id) has no report to share yet (crash.report)") }
         let shareID = RandomID.make("share-")
         let expiresAt = unixMilliseconds() + (ttl ?? Self.defaultShareTTL)
-        try databaseWrite { try repository.setShare(id, shareID: shareID, expiresAt: expiresAt) }
+        try await databaseWrite { try await repository.setShare(id, shareID: shareID, expiresAt: expiresAt) }
         return (links.sign(resource: "crash-report:\(id)", id: shareID, expiresAt: expiresAt), expiresAt)
     }
 
     /// Revokes the crash's share link; links handed out before no longer open.
-    func unshare(_ id: String, by user: String) throws(HubError) {
-        _ = try owned(id, by: user)
-        try databaseWrite { try repository.setShare(id, shareID: nil, expiresAt: nil) }
+    func unshare(_ id: String, by user: String) async throws(HubError) {
+        _ = try await owned(id, by: user)
+        try await databaseWrite { try await repository.setShare(id, shareID: nil, expiresAt: nil) }
     }
 
     /// The report a share link opens, or nil for a link that is forged, expired or revoked.
-    func sharedReport(_ token: String) throws(HubError) -> [UInt8]? {
+    func sharedReport(_ token: String) async throws(HubError) -> [UInt8]? {
         guard let grant = links.verify(token, now: unixMilliseconds()), grant.resource.hasPrefix("crash-report:") else { return nil }
         let id = String(grant.resource.dropFirst("crash-report:".count))
-        guard let crash = try databaseRead({ try repository.crash(id) }), crash.shareID == grant.id else { return nil }
-        return try reportBytes(crash)
+        guard let crash = try await databaseRead({ try await repository.crash(id) }), crash.shareID == grant.id else { return nil }
+        return try await reportBytes(crash)
     }
 
-    private func reportBytes(_ crash: Crash) throws(HubError) -> [UInt8] {
+    private func reportBytes(_ crash: Crash) async throws(HubError) -> [UInt8] {
         guard let hash = crash.reportHash else { throw .notAvailable("crash \(crash.id) has no report yet (crash.report)") }
-        guard let bytes = try read(hash) else { throw .internalError("the report file of crash \(crash.id) is missing") }
+        guard let bytes = try await read(hash) else { throw .internalError("the report file of crash \(crash.id) is missing") }
         return bytes
     }
 
     /// The bytes of `hash`; a storage failure is an internal error.
-    private func read(_ hash: String) throws(HubError) -> [UInt8]? {
+    private func read(_ hash: String) async throws(HubError) -> [UInt8]? {
         do {
-            return try files.read(hash)
+            return try await files.read(hash)
         } catch {
             throw .internalError("reading a file failed: \(error)")
         }

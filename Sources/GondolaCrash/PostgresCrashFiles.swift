@@ -16,23 +16,23 @@ struct PostgresCrashFiles: CrashFiles {
     /// How long stored bytes stay before a sweep may take them without a row.
     static let sweepGraceMilliseconds: Int64 = 3_600_000
 
-    func store(_ bytes: [UInt8]) throws -> String {
+    func store(_ bytes: [UInt8]) async throws -> String {
         let hash = FileStore.hash(of: bytes)
-        try pool.query("""
+        try await pool.query("""
             INSERT INTO crash_file (hash, bytes, stored_at_ms) VALUES (\(hash), \(ByteBuffer(bytes: bytes)), \(unixMilliseconds()))
             ON CONFLICT (hash) DO UPDATE SET stored_at_ms = EXCLUDED.stored_at_ms
             """)
         return hash
     }
 
-    func read(_ hash: String) throws -> [UInt8]? {
-        try pool.query("SELECT bytes FROM crash_file WHERE hash = \(hash)").first
+    func read(_ hash: String) async throws -> [UInt8]? {
+        try await pool.query("SELECT bytes FROM crash_file WHERE hash = \(hash)").first
             .map { Array(try $0.decode(ByteBuffer.self).readableBytesView) }
     }
 
-    func remove(_ hash: String) {
+    func remove(_ hash: String) async {
         do {
-            try pool.query("""
+            try await pool.query("""
                 DELETE FROM crash_file WHERE hash = \(hash)
                 AND NOT EXISTS (SELECT 1 FROM crash_photo WHERE file_hash = \(hash)) AND NOT EXISTS (SELECT 1 FROM crash WHERE report_hash = \(hash))
                 """)
@@ -41,8 +41,8 @@ struct PostgresCrashFiles: CrashFiles {
         }
     }
 
-    func sweep() throws -> Int {
-        let rows = try pool.query("""
+    func sweep() async throws -> Int {
+        let rows = try await pool.query("""
             DELETE FROM crash_file f WHERE stored_at_ms < \(unixMilliseconds() - Self.sweepGraceMilliseconds)
             AND NOT EXISTS (SELECT 1 FROM crash_photo WHERE file_hash = f.hash) AND NOT EXISTS (SELECT 1 FROM crash WHERE report_hash = f.hash)
             RETURNING hash

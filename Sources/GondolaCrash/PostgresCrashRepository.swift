@@ -12,115 +12,117 @@ struct PostgresCrashRepository: CrashRepository {
         """
     private static let photoColumns = "id, crash_id, section, file_hash, file_name, content_type, size, width, height, created_at_ms"
 
-    func insert(_ crash: Crash) throws {
-        try pool.query("""
+    func insert(_ crash: Crash) async throws {
+        try await pool.query("""
             INSERT INTO crash (id, owner, source, occurred_at_ms, lat, lon, injured, note, created_at_ms, updated_at_ms, reported_at_ms)
             VALUES (\(crash.id), \(crash.owner), \(crash.source.rawValue), \(crash.occurredAt), \(crash.place?.lat), \(crash.place?.lon),
                     \(CrashRows.injuredText(crash.injured)), \(crash.note), \(crash.createdAt), \(crash.updatedAt), \(crash.reportedAt))
             """)
     }
 
-    func crash(_ id: String) throws -> Crash? {
-        try pool.query("SELECT \(unescaped: Self.columns) FROM crash WHERE id = \(id)").first.map(Self.crash)
+    func crash(_ id: String) async throws -> Crash? {
+        try await pool.query("SELECT \(unescaped: Self.columns) FROM crash WHERE id = \(id)").first.map(Self.crash)
     }
 
-    func crashes(of owner: String) throws -> [(crash: Crash, photos: Int)] {
-        try pool.query("""
+    func crashes(of owner: String) async throws -> [(crash: Crash, photos: Int)] {
+        try await pool.query("""
             SELECT \(unescaped: Self.columns), (SELECT COUNT(*) FROM crash_photo WHERE crash_id = crash.id)
             FROM crash WHERE owner = \(owner)
             ORDER BY reported_at_ms IS NOT NULL, COALESCE(reported_at_ms, updated_at_ms) DESC, id
             """).map { row in (try Self.crash(row), Int(try row.makeRandomAccess()[14].decode(Int64.self))) }
     }
 
-    func update(_ crash: Crash) throws {
-        try pool.query("""
+    func update(_ crash: Crash) async throws {
+        try await pool.query("""
             UPDATE crash SET injured = \(CrashRows.injuredText(crash.injured)), note = \(crash.note), updated_at_ms = \(crash.updatedAt),
                 reported_at_ms = \(crash.reportedAt)
             WHERE id = \(crash.id)
             """)
     }
 
-    func delete(_ id: String) throws -> [String] {
-        try pool.transaction { connection in
-            let hashes = try pool.run("""
+    func delete(_ id: String) async throws -> [String] {
+        try await pool.transaction { connection in
+            let hashes = try await pool.run("""
                 SELECT file_hash FROM crash_photo WHERE crash_id = \(id)
                 UNION SELECT report_hash FROM crash WHERE id = \(id) AND report_hash IS NOT NULL
                 """, on: connection).map { try $0.decode(String.self) }
-            try pool.run("DELETE FROM crash WHERE id = \(id)", on: connection)
-            return try hashes.filter { try !Self.referenced($0, on: connection, pool) }
+            try await pool.run("DELETE FROM crash WHERE id = \(id)", on: connection)
+            var unused: [String] = []
+            for hash in hashes where try await !Self.referenced(hash, on: connection, pool) { unused.append(hash) }
+            return unused
         }
     }
 
-    func photos(of crash: String) throws -> [CrashPhoto] {
-        try pool.query("SELECT \(unescaped: Self.photoColumns) FROM crash_photo WHERE crash_id = \(crash) ORDER BY created_at_ms, id")
+    func photos(of crash: String) async throws -> [CrashPhoto] {
+        try await pool.query("SELECT \(unescaped: Self.photoColumns) FROM crash_photo WHERE crash_id = \(crash) ORDER BY created_at_ms, id")
             .map(Self.photo)
     }
 
-    func photo(_ id: String, of crash: String) throws -> CrashPhoto? {
-        try pool.query("SELECT \(unescaped: Self.photoColumns) FROM crash_photo WHERE id = \(id) AND crash_id = \(crash)").first.map(Self.photo)
+    func photo(_ id: String, of crash: String) async throws -> CrashPhoto? {
+        try await pool.query("SELECT \(unescaped: Self.photoColumns) FROM crash_photo WHERE id = \(id) AND crash_id = \(crash)").first.map(Self.photo)
     }
 
-    func insert(_ photo: CrashPhoto, limit: Int) throws -> Bool {
-        try pool.transaction { connection in
-            guard try pool.run("SELECT id FROM crash WHERE id = \(photo.crash) FOR UPDATE", on: connection).first != nil else { return false }
-            let count = try pool.run("""
+    func insert(_ photo: CrashPhoto, limit: Int) async throws -> Bool {
+        try await pool.transaction { connection in
+            guard try await pool.run("SELECT id FROM crash WHERE id = \(photo.crash) FOR UPDATE", on: connection).first != nil else { return false }
+            let count = try await pool.run("""
                 SELECT COUNT(*) FROM crash_photo WHERE crash_id = \(photo.crash) AND section = \(photo.section.rawValue)
                 """, on: connection).first?.decode(Int64.self) ?? 0
             guard count < limit else { return false }
-            try pool.run("""
+            try await pool.run("""
                 INSERT INTO crash_photo (\(unescaped: Self.photoColumns))
                 VALUES (\(photo.id), \(photo.crash), \(photo.section.rawValue), \(photo.fileHash), \(photo.fileName), \(photo.contentType),
                         \(photo.size), \(photo.width), \(photo.height), \(photo.createdAt))
                 """, on: connection)
-            try pool.run("UPDATE crash SET updated_at_ms = \(photo.createdAt) WHERE id = \(photo.crash)", on: connection)
+            try await pool.run("UPDATE crash SET updated_at_ms = \(photo.createdAt) WHERE id = \(photo.crash)", on: connection)
             return true
         }
     }
 
-    func delete(_ photo: CrashPhoto, at time: Int64) throws -> Bool {
-        try pool.transaction { connection in
-            try pool.run("DELETE FROM crash_photo WHERE id = \(photo.id)", on: connection)
-            try pool.run("UPDATE crash SET updated_at_ms = \(time) WHERE id = \(photo.crash)", on: connection)
-            return try !Self.referenced(photo.fileHash, on: connection, pool)
+    func delete(_ photo: CrashPhoto, at time: Int64) async throws -> Bool {
+        try await pool.transaction { connection in
+            try await pool.run("DELETE FROM crash_photo WHERE id = \(photo.id)", on: connection)
+            try await pool.run("UPDATE crash SET updated_at_ms = \(time) WHERE id = \(photo.crash)", on: connection)
+            return try await !Self.referenced(photo.fileHash, on: connection, pool)
         }
     }
 
-    func setReport(_ id: String, hash: String, at time: Int64) throws -> String? {
-        try pool.transaction { connection in
-            let previous = try pool.run("SELECT report_hash FROM crash WHERE id = \(id) FOR UPDATE", on: connection)
+    func setReport(_ id: String, hash: String, at time: Int64) async throws -> String? {
+        try await pool.transaction { connection in
+            let previous = try await pool.run("SELECT report_hash FROM crash WHERE id = \(id) FOR UPDATE", on: connection)
                 .first?.decode(String?.self)
-            try pool.run("UPDATE crash SET report_hash = \(hash), reported_at_ms = \(time), updated_at_ms = \(time) WHERE id = \(id)",
+            try await pool.run("UPDATE crash SET report_hash = \(hash), reported_at_ms = \(time), updated_at_ms = \(time) WHERE id = \(id)",
                          on: connection)
             guard let previous, previous != hash else { return nil }
-            return try Self.referenced(previous, on: connection, pool) ? nil : previous
+            return try await Self.referenced(previous, on: connection, pool) ? nil : previous
         }
     }
 
-    func setShare(_ id: String, shareID: String?, expiresAt: Int64?) throws {
-        try pool.query("UPDATE crash SET share_id = \(shareID), share_expires_at_ms = \(expiresAt) WHERE id = \(id)")
+    func setShare(_ id: String, shareID: String?, expiresAt: Int64?) async throws {
+        try await pool.query("UPDATE crash SET share_id = \(shareID), share_expires_at_ms = \(expiresAt) WHERE id = \(id)")
     }
 
-    func phone(of user: String) throws -> String? {
-        try pool.query("SELECT phone FROM crash_contact WHERE user_id = \(user)").first?.decode(String.self)
+    func phone(of user: String) async throws -> String? {
+        try await pool.query("SELECT phone FROM crash_contact WHERE user_id = \(user)").first?.decode(String.self)
     }
 
-    func setPhone(_ phone: String?, of user: String) throws {
+    func setPhone(_ phone: String?, of user: String) async throws {
         if let phone {
-            try pool.query("""
+            try await pool.query("""
                 INSERT INTO crash_contact (user_id, phone) VALUES (\(user), \(phone))
                 ON CONFLICT (user_id) DO UPDATE SET phone = EXCLUDED.phone
                 """)
         } else {
-            try pool.query("DELETE FROM crash_contact WHERE user_id = \(user)")
+            try await pool.query("DELETE FROM crash_contact WHERE user_id = \(user)")
         }
     }
 
-    func isReferenced(_ hash: String) throws -> Bool {
-        try pool.withConnection { connection in try Self.referenced(hash, on: connection, pool) }
+    func isReferenced(_ hash: String) async throws -> Bool {
+        try await pool.withConnection { connection in try await Self.referenced(hash, on: connection, pool) }
     }
 
-    private static func referenced(_ hash: String, on connection: PostgresConnection, _ pool: PostgresPool) throws -> Bool {
-        try pool.run("""
+    private static func referenced(_ hash: String, on connection: PostgresConnection, _ pool: PostgresPool) async throws -> Bool {
+        try await pool.run("""
             SELECT EXISTS (SELECT 1 FROM crash_photo WHERE file_hash = \(hash)) OR EXISTS (SELECT 1 FROM crash WHERE report_hash = \(hash))
             """, on: connection).first?.decode(Bool.self) ?? false
     }

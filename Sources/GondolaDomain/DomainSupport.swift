@@ -3,14 +3,14 @@ import GondolaHub
 
 /// Runs a database read; a failure answers the caller with an internal error (100)
 /// and changes nothing.
-public func databaseRead<T>(_ body: () throws -> T) throws(HubError) -> T {
-    do { return try body() } catch { throw .internalError("database read failed: \(error)") }
+public func databaseRead<T>(_ body: () async throws -> T) async throws(HubError) -> T {
+    do { return try await body() } catch { throw .internalError("database read failed: \(error)") }
 }
 
 /// Runs a database write; a failure answers the caller with an internal error (100),
 /// and the caller keeps its in-memory view as it was.
-public func databaseWrite<T>(_ body: () throws -> T) throws(HubError) -> T {
-    do { return try body() } catch { throw .internalError("database write failed: \(error)") }
+public func databaseWrite<T>(_ body: () async throws -> T) async throws(HubError) -> T {
+    do { return try await body() } catch { throw .internalError("database write failed: \(error)") }
 }
 
 /// Milliseconds since 1970, the time unit of every domain's rows and JSON.

@@ -96,9 +96,9 @@ extension JSONResponse {
     }
 
     /// The response `body` makes, or its hub error as an HTTP error response.
-    public static func answering(_ body: () throws(HubError) -> Response) -> Response {
+    public static func answering(_ body: () async throws(HubError) -> Response) async -> Response {
         do {
-            return try body()
+            return try await body()
         } catch {
             return self.error(error)
         }

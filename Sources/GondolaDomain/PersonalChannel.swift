@@ -25,7 +25,7 @@ public enum PersonalChannel {
     }
 
     private struct Provider: ChannelProvider {
-        func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+        func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
             try PersonalChannel.requireOwn(subscription)
             try attach(nil)
         }

@@ -5,23 +5,23 @@ import GRDB
 /// Where assessments, their assignments to users, answers and submissions live.
 protocol AssessmentRepository: Sendable {
     /// Every assessment's body (the one with `id` only, when given).
-    func assessments(id: String?) throws -> [String]
+    func assessments(id: String?) async throws -> [String]
     /// Stores an assessment, replacing one with the same id.
-    func put(id: String, body: String, now: Int64) throws
+    func put(id: String, body: String, now: Int64) async throws
     /// Assigns (again): a submitted assignment starts over without its answers.
-    func assign(_ assessment: String, to user: String, now: Int64) throws
+    func assign(_ assessment: String, to user: String, now: Int64) async throws
     /// The user's unfinished assignments, oldest first.
-    func open(of user: String) throws -> [String]
+    func open(of user: String) async throws -> [String]
     /// Whether the user has the assessment assigned: "open", "submitted", or nil.
-    func state(of assessment: String, for user: String) throws -> String?
+    func state(of assessment: String, for user: String) async throws -> String?
     /// The user's answers, by assessment then question.
-    func answers(of user: String) throws -> [String: [String: JSON]]
+    func answers(of user: String) async throws -> [String: [String: JSON]]
     /// Stores or replaces an answer.
-    func answer(_ user: String, assessment: String, question: String, value: JSON, now: Int64) throws
+    func answer(_ user: String, assessment: String, question: String, value: JSON, now: Int64) async throws
     /// Marks the assignment submitted and stores the submission, in one transaction.
-    func submit(_ user: String, assessment: String, id: String, body: JSON, now: Int64) throws
+    func submit(_ user: String, assessment: String, id: String, body: JSON, now: Int64) async throws
     /// Submissions, newest first, filtered by user and assessment when given.
-    func submissions(user: String?, assessment: String?, limit: Int) throws -> [JSON]
+    func submissions(user: String?, assessment: String?, limit: Int) async throws -> [JSON]
 }
 
 /// Assessments, assignments, answers and submissions in SQLite.

@@ -39,18 +39,18 @@ struct CodeTable: Sendable, Equatable {
 final class CodeTables: Sendable {
     private let tables = Mutex<[String: CodeTable]>([:])
     /// Reads a stored table's body by name (nil: none is stored).
-    private let readStored: @Sendable (String) throws -> String?
+    private let readStored: @Sendable (String) async throws -> String?
 
     /// Tables read from storage on a miss through `readStored`; by default only the tables
     /// `put` here are known.
-    init(readStored: @escaping @Sendable (String) throws -> String? = { _ in nil }) {
+    init(readStored: @escaping @Sendable (String) async throws -> String? = { _ in nil }) {
         self.readStored = readStored
     }
 
-    func table(_ name: String) throws(HubError) -> CodeTable? {
+    func table(_ name: String) async throws(HubError) -> CodeTable? {
         if let known = tables.withLock({ $0[name] }) { return known }
-        guard let body = try databaseRead({ try readStored(name) }) else { return nil }
-        let stored = try databaseRead { try CodeTable.parse(try RequestFields(try JSONParser.parse(body))) }
+        guard let body = try await databaseRead({ try await readStored(name) }) else { return nil }
+        let stored = try await databaseRead { try CodeTable.parse(try RequestFields(try JSONParser.parse(body))) }
         put(stored)
         return stored
     }

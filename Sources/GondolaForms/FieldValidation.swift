@@ -5,7 +5,7 @@ import GondolaProtocol
 /// Checks a value against its field; answers the value as stored (numbers of an `int`
 /// field as integers). `null` clears a field and is always accepted here.
 enum FieldValidation {
-    static func check(_ value: JSON, for field: FormField, codeTables: CodeTables) throws(HubError) -> JSON {
+    static func check(_ value: JSON, for field: FormField, codeTables: CodeTables) async throws(HubError) -> JSON {
         if case .null = value { return .null }
         let name = "value of '\(field.key)'"
         switch field.type {
@@ -59,7 +59,7 @@ enum FieldValidation {
             return value
         case .dropdown:
             let code = try string(value, name, maxLength: 64)
-            guard let name = field.codeTable, let table = try codeTables.table(name), table.contains(code) else {
+            guard let name = field.codeTable, let table = try await codeTables.table(name), table.contains(code) else {
                 throw .badRequest("\(name): '\(code)' is not a code of table '\(field.codeTable ?? "")'")
             }
             return value

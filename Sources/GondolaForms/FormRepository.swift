@@ -50,31 +50,31 @@ struct FormValue: Sendable, Equatable {
 protocol FormRepository: Sendable {
     /// The stored schema versions' bodies (of `id` only, when given) newer than `version`,
     /// by id and version.
-    func schemas(id: String?, after version: Int) throws -> [(id: String, version: Int, body: String)]
+    func schemas(id: String?, after version: Int) async throws -> [(id: String, version: Int, body: String)]
     /// Stores `body` as the next version of schema `id` unless it equals the latest;
     /// answers the version it is stored as.
-    func putSchema(id: String, body: String, now: Int64) throws -> (version: Int, new: Bool)
+    func putSchema(id: String, body: String, now: Int64) async throws -> (version: Int, new: Bool)
     /// Every code table's body (the one named `name` only, when given).
-    func codeTables(name: String?) throws -> [String]
+    func codeTables(name: String?) async throws -> [String]
     /// Stores a code table, replacing one of the same name.
-    func putCodeTable(name: String, body: String) throws
-    func insert(_ doc: FormDoc) throws
-    func doc(_ id: String) throws -> FormDoc?
+    func putCodeTable(name: String, body: String) async throws
+    func insert(_ doc: FormDoc) async throws
+    func doc(_ id: String) async throws -> FormDoc?
     /// The document's values by field key, cleared ones included (as `null`).
-    func values(of doc: String) throws -> [String: FormValue]
+    func values(of doc: String) async throws -> [String: FormValue]
     /// Writes a value as the document's next version. A cleared field keeps its row with
     /// `null`, so that the clear has a version a stale edit conflicts with.
-    func set(_ key: String, to value: JSON, in doc: String, version: Int64, by user: String, now: Int64) throws
+    func set(_ key: String, to value: JSON, in doc: String, version: Int64, by user: String, now: Int64) async throws
     /// Marks the document submitted with its submission.
-    func submit(_ doc: String, submission: JSON, version: Int64, now: Int64) throws
+    func submit(_ doc: String, submission: JSON, version: Int64, now: Int64) async throws
     /// Deletes the document with its values and shares.
-    func delete(_ doc: String) throws
+    func delete(_ doc: String) async throws
     /// Lets `user` read and edit the document (again is nothing).
-    func share(_ doc: String, with user: String) throws
-    func sharedUsers(of doc: String) throws -> [String]
-    func isShared(_ doc: String, with user: String) throws -> Bool
+    func share(_ doc: String, with user: String) async throws
+    func sharedUsers(of doc: String) async throws -> [String]
+    func isShared(_ doc: String, with user: String) async throws -> Bool
     /// The documents a user owns or was given, newest first, at most `limit`.
-    func docs(of user: String, limit: Int) throws -> [FormDoc]
+    func docs(of user: String, limit: Int) async throws -> [FormDoc]
 }
 
 /// Schemas, code tables, documents, values and shares in SQLite.

@@ -81,7 +81,7 @@ struct FormSchema: Sendable {
     let json: JSON
 
     /// Reads and checks a schema; `version` is the one it is stored as.
-    static func parse(_ json: JSON, version: Int, codeTables: CodeTables) throws(HubError) -> FormSchema {
+    static func parse(_ json: JSON, version: Int, codeTables: CodeTables) async throws(HubError) -> FormSchema {
         let root = try RequestFields(json, path: "schema")
         let id = try FormsNames.id(root, "id")
         let title = try root.text("title", maxLength: 200)
@@ -91,7 +91,7 @@ struct FormSchema: Sendable {
         for section in try root.objectArray("sections", maxCount: maxSections) {
             var sectionFields: [FormField] = []
             for item in try section.objectArray("fields", maxCount: maxFields) {
-                let field = try FormField.parse(item, codeTables: codeTables)
+                let field = try await FormField.parse(item, codeTables: codeTables)
                 guard fields[field.key] == nil else { throw .badRequest("\(item.path(of: "key")): '\(field.key)' is used twice") }
                 fields[field.key] = field
                 keys.append(field.key)
@@ -164,7 +164,7 @@ struct FormSchema: Sendable {
 }
 
 extension FormField {
-    static func parse(_ item: RequestFields, codeTables: CodeTables) throws(HubError) -> FormField {
+    static func parse(_ item: RequestFields, codeTables: CodeTables) async throws(HubError) -> FormField {
         let key = try FormsNames.id(item, "key")
         let type = try item.choice("type", FieldType.self)
         let width = item.has("width") ? try item.choice("width", FieldWidth.self) : .full
@@ -191,7 +191,7 @@ extension FormField {
         let codeTable = try item.optionalString("code_table", maxLength: 64)
         if type == .dropdown {
             guard let codeTable else { throw .badRequest("\(item.path(of: "code_table")): a dropdown needs a code table") }
-            guard try codeTables.table(codeTable) != nil else { throw .badRequest("\(item.path(of: "code_table")): no code table named '\(codeTable)'") }
+            guard try await codeTables.table(codeTable) != nil else { throw .badRequest("\(item.path(of: "code_table")): no code table named '\(codeTable)'") }
         }
         let defaultLength = type == .textarea ? 4_000 : 200
         return FormField(

@@ -26,34 +26,39 @@ public final class FormService: Sendable {
     /// Every schema version, by id then version.
     private let schemas = Mutex<[String: [Int: FormSchema]]>([:])
     private let editLocks: any KeyedLocks
+    /// Reads of the catalog after another node changed it, in the order the bus brought them.
+    private let catalogReads: SerialJobs
     static let catalogTopic = "forms.catalog"
 
-    init(node: Node, repository: any FormRepository, locks: any KeyedLocks, logger: Logger) throws {
+    init(node: Node, repository: any FormRepository, locks: any KeyedLocks, logger: Logger) async throws {
         self.node = node
         self.repository = repository
-        self.codeTables = CodeTables { name in try repository.codeTables(name: name).first }
+        self.codeTables = CodeTables { name in try await repository.codeTables(name: name).first }
+        self.catalogReads = SerialJobs(name: "forms.catalog replicas", logger: logger)
         self.editLocks = locks
         self.logger = logger
-        try reloadCatalog()
-        node.onReplica(topic: Self.catalogTopic) { [weak self] _ in self?.reloadCatalogLogged() }
-        node.onResynchronize { [weak self] in self?.reloadCatalogLogged() }
+        try await reloadCatalog()
+        node.onReplica(topic: Self.catalogTopic) { [weak self] _ in
+            self?.catalogReads.submit { [weak self] in await self?.reloadCatalogLogged() }
+        }
+        node.onResynchronize { [weak self] in await self?.reloadCatalogLogged() }
     }
 
     /// Reads every code table and schema version from the repository.
-    private func reloadCatalog() throws {
-        for body in try repository.codeTables(name: nil) {
+    private func reloadCatalog() async throws {
+        for body in try await repository.codeTables(name: nil) {
             codeTables.put(try CodeTable.parse(try RequestFields(try JSONParser.parse(body))))
         }
         var loaded: [String: [Int: FormSchema]] = [:]
-        for (id, version, body) in try repository.schemas(id: nil, after: 0) {
-            loaded[id, default: [:]][version] = try FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables)
+        for (id, version, body) in try await repository.schemas(id: nil, after: 0) {
+            loaded[id, default: [:]][version] = try await FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables)
         }
         schemas.withLock { $0 = loaded }
     }
 
-    private func reloadCatalogLogged() {
+    private func reloadCatalogLogged() async {
         do {
-            try reloadCatalog()
+            try await reloadCatalog()
         } catch {
             logger.error("reading the form schemas again failed", metadata: ["error": "\(error)"])
         }
@@ -62,9 +67,9 @@ public final class FormService: Sendable {
     // MARK: Schemas and code tables
 
     /// Stores a code table (replacing one of the same name).
-    func putCodeTable(_ json: JSON) throws(HubError) -> CodeTable {
+    func putCodeTable(_ json: JSON) async throws(HubError) -> CodeTable {
         let table = try CodeTable.parse(try RequestFields(json))
-        try databaseWrite { try repository.putCodeTable(name: table.name, body: table.json.text) }
+        try await databaseWrite { try await repository.putCodeTable(name: table.name, body: table.json.text) }
         codeTables.put(table)
         node.replicate(topic: Self.catalogTopic, ["code_table": .string(table.name)])
         return table
@@ -72,10 +77,10 @@ public final class FormService: Sendable {
 
     /// Checks and stores a schema as a new version of its id (the same body again keeps
     /// the version). Documents keep the version they were created with.
-    func putSchema(_ json: JSON) throws(HubError) -> FormSchema {
-        let checked = try FormSchema.parse(json, version: 0, codeTables: codeTables)
-        let (version, _) = try databaseWrite { try repository.putSchema(id: checked.id, body: json.text, now: unixMilliseconds()) }
-        let schema = try FormSchema.parse(json, version: version, codeTables: codeTables)
+    func putSchema(_ json: JSON) async throws(HubError) -> FormSchema {
+        let checked = try await FormSchema.parse(json, version: 0, codeTables: codeTables)
+        let (version, _) = try await databaseWrite { try await repository.putSchema(id: checked.id, body: json.text, now: unixMilliseconds()) }
+        let schema = try await FormSchema.parse(json, version: version, codeTables: codeTables)
         schemas.withLock { $0[schema.id, default: [:]][version] = schema }
         node.replicate(topic: Self.catalogTopic, ["schema": .string(schema.id)])
         return schema
@@ -84,7 +89,7 @@ public final class FormService: Sendable {
     /// A schema's given version, or its latest. The latest, and a given version this node
     /// has not heard of, are asked of the database first: another node of a cluster may
     /// have stored a newer version a moment ago.
-    func schema(_ id: String, version: Int? = nil) throws(HubError) -> FormSchema {
+    func schema(_ id: String, version: Int? = nil) async throws(HubError) -> FormSchema {
         let lookUp = {
             self.schemas.withLock { versions -> FormSchema? in
                 guard let all = versions[id] else { return nil }
@@ -93,7 +98,7 @@ public final class FormService: Sendable {
         }
         var found = version == nil ? nil : lookUp()
         if found == nil {
-            try readNewerVersions(of: id)
+            try await readNewerVersions(of: id)
             found = lookUp()
         }
         guard let found else { throw .badRequest("no form schema '\(id)'\(version.map { " version \($0)" } ?? "")") }
@@ -101,13 +106,13 @@ public final class FormService: Sendable {
     }
 
     /// Reads the versions of schema `id` newer than this node's latest.
-    private func readNewerVersions(of id: String) throws(HubError) {
+    private func readNewerVersions(of id: String) async throws(HubError) {
         let latest = schemas.withLock { $0[id]?.keys.max() ?? 0 }
-        let newer = try databaseRead { try repository.schemas(id: id, after: latest) }
+        let newer = try await databaseRead { try await repository.schemas(id: id, after: latest) }
         guard !newer.isEmpty else { return }
         var parsed: [FormSchema] = []
         for (_, version, body) in newer {
-            parsed.append(try databaseRead { try FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables) })
+            await parsed.append(try databaseRead { try await FormSchema.parse(try JSONParser.parse(body), version: version, codeTables: codeTables) })
         }
         schemas.withLock { versions in for schema in parsed { versions[id, default: [:]][schema.version] = schema } }
     }
@@ -117,59 +122,59 @@ public final class FormService: Sendable {
     // MARK: Documents
 
     /// A new draft of the latest version of `schemaID`, owned by `user`.
-    func create(schema schemaID: String, by user: String) throws(HubError) -> (FormDoc, FormSchema) {
-        let schema = try schema(schemaID)
+    func create(schema schemaID: String, by user: String) async throws(HubError) -> (FormDoc, FormSchema) {
+        let schema = try await schema(schemaID)
         let now = unixMilliseconds()
         let doc = FormDoc(id: RandomID.make("form-"), schemaID: schema.id, schemaVersion: schema.version, owner: user, state: "draft", version: 0,
                           submission: nil, createdAt: now, updatedAt: now, submittedAt: nil)
-        try databaseWrite { try repository.insert(doc) }
+        try await databaseWrite { try await repository.insert(doc) }
         return (doc, schema)
     }
 
     /// The document when `user` owns it or it was shared with them; 103 otherwise, the
     /// same whether it exists or not.
-    func accessible(_ id: String, by user: String) throws(HubError) -> FormDoc {
-        guard let doc = try databaseRead({ try repository.doc(id) }) else { throw .permissionDenied("form \(id) is not yours") }
+    func accessible(_ id: String, by user: String) async throws(HubError) -> FormDoc {
+        guard let doc = try await databaseRead({ try await repository.doc(id) }) else { throw .permissionDenied("form \(id) is not yours") }
         guard doc.owner == user else {
-            guard try databaseRead({ try repository.isShared(id, with: user) }) else { throw .permissionDenied("form \(id) is not yours") }
+            guard try await databaseRead({ try await repository.isShared(id, with: user) }) else { throw .permissionDenied("form \(id) is not yours") }
             return doc
         }
         return doc
     }
 
     /// The document with its schema, values and shares.
-    func get(_ id: String, by user: String) throws(HubError) -> JSON {
-        let doc = try accessible(id, by: user)
-        let values = try databaseRead { try repository.values(of: id) }
-        return FormJSON.doc(doc, schema: try schema(doc.schemaID, version: doc.schemaVersion), values: values,
-                            shared: try databaseRead { try repository.sharedUsers(of: id) })
+    func get(_ id: String, by user: String) async throws(HubError) -> JSON {
+        let doc = try await accessible(id, by: user)
+        let values = try await databaseRead { try await repository.values(of: id) }
+        return await FormJSON.doc(doc, schema: try schema(doc.schemaID, version: doc.schemaVersion), values: values,
+                            shared: try databaseRead { try await repository.sharedUsers(of: id) })
     }
 
-    func list(of user: String) throws(HubError) -> [FormDoc] {
-        try databaseRead { try repository.docs(of: user, limit: Self.maxDocsListed) }
+    func list(of user: String) async throws(HubError) -> [FormDoc] {
+        try await databaseRead { try await repository.docs(of: user, limit: Self.maxDocsListed) }
     }
 
     /// Sets one field from `baseVersion` (the document version the editor last saw);
     /// answers and publishes the value, the new version and the visibility changes.
-    func set(_ id: String, key: String, value: JSON, baseVersion: Int64, by user: String) throws(HubError) -> JSON {
-        try editing(id) { () throws(HubError) -> JSON in
-            let doc = try accessible(id, by: user)
+    func set(_ id: String, key: String, value: JSON, baseVersion: Int64, by user: String) async throws(HubError) -> JSON {
+        try await editing(id) { () throws(HubError) -> JSON in
+            let doc = try await accessible(id, by: user)
             guard doc.state == "draft" else { throw .notAvailable("form \(id) is submitted and read-only") }
-            let schema = try schema(doc.schemaID, version: doc.schemaVersion)
+            let schema = try await schema(doc.schemaID, version: doc.schemaVersion)
             guard let field = schema.fields[key] else { throw .badRequest("key: schema '\(schema.id)' has no field '\(key)'") }
             guard field.editable else { throw .badRequest("key: field '\(key)' is not editable") }
-            let stored = try FieldValidation.check(value, for: field, codeTables: codeTables)
+            let stored = try await FieldValidation.check(value, for: field, codeTables: codeTables)
             guard baseVersion <= doc.version else {
                 throw .badRequest("base_version: \(baseVersion) is newer than the document's version \(doc.version)")
             }
-            var values = try databaseRead { try repository.values(of: id) }
+            var values = try await databaseRead { try await repository.values(of: id) }
             if let current = values[key], current.version > baseVersion {
                 throw .notAvailable("'\(key)' was changed at version \(current.version) by \(current.updatedBy), after base_version \(baseVersion); its value is now \(current.value.text)")
             }
             let before = schema.visibleKeys(FormValue.present(values))
             let version = doc.version + 1
             let now = unixMilliseconds()
-            try databaseWrite { try repository.set(key, to: stored, in: id, version: version, by: user, now: now) }
+            try await databaseWrite { try await repository.set(key, to: stored, in: id, version: version, by: user, now: now) }
             values[key] = FormValue(value: stored, version: version, updatedBy: user)
             let after = schema.visibleKeys(FormValue.present(values))
             let order = { (keys: Set<String>) in keys.sorted { schema.position($0) < schema.position($1) }.map(JSON.string) }
@@ -184,12 +189,12 @@ public final class FormService: Sendable {
 
     /// Submits a draft whose shown required fields all have values; the submission keeps
     /// only the shown fields' values. The document is read-only from then on.
-    func submit(_ id: String, by user: String) throws(HubError) -> JSON {
-        try editing(id) { () throws(HubError) -> JSON in
-            let doc = try accessible(id, by: user)
+    func submit(_ id: String, by user: String) async throws(HubError) -> JSON {
+        try await editing(id) { () throws(HubError) -> JSON in
+            let doc = try await accessible(id, by: user)
             guard doc.state == "draft" else { throw .notAvailable("form \(id) is already submitted") }
-            let schema = try schema(doc.schemaID, version: doc.schemaVersion)
-            let values = FormValue.present(try databaseRead { try repository.values(of: id) })
+            let schema = try await schema(doc.schemaID, version: doc.schemaVersion)
+            let values = await FormValue.present(try databaseRead { try await repository.values(of: id) })
             let missing = schema.missing(values)
             guard missing.isEmpty else { throw .badRequest("required fields without a value: \(missing.joined(separator: ", "))") }
             let visible = schema.visibleKeys(values)
@@ -199,7 +204,7 @@ public final class FormService: Sendable {
                 "values": .object(kept.map { ($0.key, $0.value) }),
             ]
             let version = doc.version + 1
-            try databaseWrite { try repository.submit(id, submission: submission, version: version, now: unixMilliseconds()) }
+            try await databaseWrite { try await repository.submit(id, submission: submission, version: version, now: unixMilliseconds()) }
             let change: JSON = ["type": "submitted", "doc": .string(id), "version": .int(version), "submission": submission]
             publish(id, change)
             return change
@@ -207,33 +212,33 @@ public final class FormService: Sendable {
     }
 
     /// Deletes a draft; only its owner may.
-    func discard(_ id: String, by user: String) throws(HubError) {
-        try editing(id) { () throws(HubError) in
-            let doc = try accessible(id, by: user)
+    func discard(_ id: String, by user: String) async throws(HubError) {
+        try await editing(id) { () throws(HubError) in
+            let doc = try await accessible(id, by: user)
             guard doc.owner == user else { throw .permissionDenied("only the owner of form \(id) may discard it") }
             guard doc.state == "draft" else { throw .notAvailable("form \(id) is submitted and is kept") }
-            try databaseWrite { try repository.delete(id) }
+            try await databaseWrite { try await repository.delete(id) }
             publish(id, ["type": "discarded", "doc": .string(id)])
         }
     }
 
     /// Lets `other` read and edit the document; only its owner may share it.
-    func share(_ id: String, with other: String, by user: String) throws(HubError) -> [String] {
-        let doc = try accessible(id, by: user)
+    func share(_ id: String, with other: String, by user: String) async throws(HubError) -> [String] {
+        let doc = try await accessible(id, by: user)
         guard doc.owner == user else { throw .permissionDenied("only the owner of form \(id) may share it") }
         guard UserID.isValid(other), other != user else { throw .badRequest("user: expected another user's id, got '\(other)'") }
-        let shared = try databaseRead { try repository.sharedUsers(of: id) }
+        let shared = try await databaseRead { try await repository.sharedUsers(of: id) }
         guard shared.count < Self.maxSharesPerDoc || shared.contains(other) else {
             throw .limitExceeded("a form is shared with at most \(Self.maxSharesPerDoc) users")
         }
-        try databaseWrite { try repository.share(id, with: other) }
+        try await databaseWrite { try await repository.share(id, with: other) }
         publish(id, ["type": "shared", "doc": .string(id), "user": .string(other)])
-        return try databaseRead { try repository.sharedUsers(of: id) }
+        return try await databaseRead { try await repository.sharedUsers(of: id) }
     }
 
     /// Runs `body` holding the document's lock.
-    private func editing<T>(_ doc: String, _ body: () throws(HubError) -> T) throws(HubError) -> T {
-        try editLocks.withLock(doc, body)
+    private func editing<T: Sendable>(_ doc: String, _ body: () async throws(HubError) -> T) async throws(HubError) -> T {
+        try await editLocks.withLock(doc, body)
     }
 
     private func publish(_ doc: String, _ data: JSON) {

@@ -35,15 +35,15 @@ public struct FormsDomain: Domain {
         let forms: FormService
         let assessments: AssessmentService
         do {
-            forms = try FormService(node: context.node, repository: formRepository, locks: try context.storage.keyedLocks(scope: "form"),
+            forms = try await FormService(node: context.node, repository: formRepository, locks: try context.storage.keyedLocks(scope: "form"),
                                     logger: context.logger)
-            assessments = try AssessmentService(node: context.node, repository: assessmentRepository,
+            assessments = try await AssessmentService(node: context.node, repository: assessmentRepository,
                                                 locks: try context.storage.keyedLocks(scope: "assessment"), notices: context.notices,
                                                 logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the stored forms: \(error)")
         }
-        try FormsFolder(path: folder).load(into: forms, assessments: assessments)
+        try await FormsFolder(path: folder).load(into: forms, assessments: assessments)
         FormsRPC(forms: forms, assessments: assessments).register(on: context.node.rpc)
         context.node.provide(FormChannel.options, by: FormChannel(forms: forms))
         return InstalledDomain(service: forms, serverMethods: FormsServerAPI.methods(forms, assessments))
@@ -67,21 +67,21 @@ enum FormsServerAPI {
     static func methods(_ forms: FormService, _ assessments: AssessmentService) -> [String: InstalledDomain.ServerMethod] {
         [
             "form_schema_put": { body throws(HubError) in
-                let schema = try forms.putSchema(body)
+                let schema = try await forms.putSchema(body)
                 return ["schema": .string(schema.id), "version": .int(Int64(schema.version))]
             },
-            "form_code_table_put": { body throws(HubError) in try forms.putCodeTable(body).json },
+            "form_code_table_put": { body throws(HubError) in try await forms.putCodeTable(body).json },
             "assessment_put": { body throws(HubError) in
-                let assessment = try assessments.put(body)
+                let assessment = try await assessments.put(body)
                 return ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))]
             },
             "assessment_assign": { body throws(HubError) in
                 let fields = try RequestFields(body)
-                return try assessments.assign(try fields.string("assessment", maxLength: 64), to: try fields.string("user", maxLength: 64))
+                return try await assessments.assign(try fields.string("assessment", maxLength: 64), to: try fields.string("user", maxLength: 64))
             },
             "assessment_submissions": { body throws(HubError) in
                 let fields = try RequestFields(body)
-                return ["submissions": .array(try assessments.submissions(user: try fields.optionalString("user", maxLength: 64),
+                return await ["submissions": .array(try assessments.submissions(user: try fields.optionalString("user", maxLength: 64),
                                                                            assessment: try fields.optionalString("assessment", maxLength: 64)))]
             },
         ]
@@ -94,21 +94,21 @@ enum FormsServerAPI {
 struct FormsFolder {
     let path: String
 
-    func load(into forms: FormService, assessments: AssessmentService) throws(DomainSetupError) {
+    func load(into forms: FormService, assessments: AssessmentService) async throws(DomainSetupError) {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
         if files.contains("code-tables.json") {
             let tables = try read("code-tables.json")
             guard case let .array(list)? = tables["tables"] else { throw DomainSetupError("\(path)/code-tables.json: expected {\"tables\": [...]}") }
-            for table in list { try apply("code-tables.json") { () throws(HubError) in _ = try forms.putCodeTable(table) } }
+            for table in list { try await apply("code-tables.json") { () throws(HubError) in _ = try await forms.putCodeTable(table) } }
         }
         for file in files where file != "code-tables.json" {
             let schema = try read(file)
-            try apply(file) { () throws(HubError) in _ = try forms.putSchema(schema) }
+            try await apply(file) { () throws(HubError) in _ = try await forms.putSchema(schema) }
         }
         let folder = path + "/assessments"
         for file in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter({ $0.hasSuffix(".json") }).sorted() {
             let assessment = try read("assessments/" + file)
-            try apply("assessments/" + file) { () throws(HubError) in _ = try assessments.put(assessment) }
+            try await apply("assessments/" + file) { () throws(HubError) in _ = try await assessments.put(assessment) }
         }
     }
 
@@ -117,7 +117,7 @@ struct FormsFolder {
         do { return try JSONParser.parse(Array(data)) } catch { throw DomainSetupError("\(path)/\(file): \(error)") }
     }
 
-    private func apply(_ file: String, _ body: () throws(HubError) -> Void) throws(DomainSetupError) {
-        do { try body() } catch { throw DomainSetupError("\(path)/\(file): \(error.protocolError.message)") }
+    private func apply(_ file: String, _ body: () async throws(HubError) -> Void) async throws(DomainSetupError) {
+        do { try await body() } catch { throw DomainSetupError("\(path)/\(file): \(error.protocolError.message)") }
     }
 }

@@ -39,20 +39,23 @@ public struct ElevationGrid: Sendable {
         self.values = values
     }
 
-    /// Parses the text of an `.asc` file.
+    /// Parses the text of an `.asc` file (read as bytes: a grid has tens of thousands of
+    /// numbers, and every hub start reads one per resort).
     public init(asciiGrid text: String) throws(ElevationGridError) {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { ($0.offset + 1, $0.element) }
-        lines = lines.filter { !$0.1.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }
+        let bytes = Array(text.utf8)
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated()
+            .map { ($0.offset + 1, $0.element) }
+            .filter { !$0.1.allSatisfy(Self.isBlank) }
         var header: [String: (line: Int, value: Double, text: String)] = [:]
         var cursor = 0
         let known: Set<String> = ["ncols", "nrows", "xllcorner", "xllcenter", "yllcorner", "yllcenter", "cellsize", "dx", "dy", "nodata_value"]
         while cursor < lines.count {
             let (number, line) = lines[cursor]
-            let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
+            let parts = Self.fields(of: line)
             guard let first = parts.first, Double(first) == nil else { break }
             let key = first.lowercased()
             guard known.contains(key) else {
-                throw ElevationGridError(line: number, field: String(first), message: "unknown header key")
+                throw ElevationGridError(line: number, field: first, message: "unknown header key")
             }
             guard parts.count == 2 else {
                 throw ElevationGridError(line: number, field: key, message: "expected one value, found \(parts.count - 1)")
@@ -60,7 +63,7 @@ public struct ElevationGrid: Sendable {
             guard let value = Double(parts[1]), value.isFinite else {
                 throw ElevationGridError(line: number, field: key, message: "'\(parts[1])' is not a number")
             }
-            header[key] = (number, value, String(parts[1]))
+            header[key] = (number, value, parts[1])
             cursor += 1
         }
         let headerEnd = cursor < lines.count ? lines[cursor].0 : (lines.last?.0 ?? 0) + 1
@@ -104,7 +107,7 @@ public struct ElevationGrid: Sendable {
             guard rowNumber <= rows else {
                 throw ElevationGridError(line: number, field: "data", message: "more than nrows = \(rows) rows")
             }
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
+            let fields = Self.fields(of: line)
             guard fields.count == columns else {
                 throw ElevationGridError(line: number, field: "row \(rowNumber)", message: "expected ncols = \(columns) values, found \(fields.count)")
             }
@@ -119,6 +122,15 @@ public struct ElevationGrid: Sendable {
             throw ElevationGridError(line: (lines.last?.0 ?? 0) + 1, field: "data", message: "expected nrows = \(rows) rows, found \(rowNumber)")
         }
         self.init(columns: columns, rows: rows, westCenter: west, southCenter: south, dx: dx, dy: dy, noData: noData, values: values)
+    }
+
+    private static func isBlank(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+    }
+
+    /// The fields of one line, split at spaces, tabs and carriage returns.
+    private static func fields(of line: ArraySlice<UInt8>) -> [String] {
+        line.split(whereSeparator: isBlank).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Reads an `.asc` file.

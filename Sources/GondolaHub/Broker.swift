@@ -25,10 +25,10 @@ public protocol Broker: Sendable {
 
     /// `limit` publications of the channel's stream after `after` (oldest first, or the
     /// newest first when `reverse`), with the stream's position.
-    func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws -> StreamSlice
+    func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) async throws -> StreamSlice
 
     /// Drops the channel's retained publications.
-    func removeHistory(channel: String, options: NamespaceOptions) throws
+    func removeHistory(channel: String, options: NamespaceOptions) async throws
 
     /// Whether other nodes hear what this node posts (a node alone builds no replicas).
     var reachesOtherNodes: Bool { get }
@@ -54,9 +54,9 @@ extension Broker {
 /// (`MemoryBroker`, which reads them from the node), or every node's in a cluster.
 public protocol PresenceManager: Sendable {
     /// Records a subscriber in the channel's presence.
-    func addPresence(channel: String, info: ClientInfo) throws(HubError)
+    func addPresence(channel: String, info: ClientInfo) async throws(HubError)
     /// Removes a subscriber from the channel's presence.
-    func removePresence(channel: String, client: String) throws(HubError)
+    func removePresence(channel: String, client: String) async throws(HubError)
     /// The channel's subscribers, by client id.
-    func presence(channel: String) throws(HubError) -> [String: ClientInfo]
+    func presence(channel: String) async throws(HubError) -> [String: ClientInfo]
 }

@@ -20,7 +20,7 @@ public protocol ChannelProvider: Sendable {
     /// `.badRequest` otherwise) and calls `attach` once with the reply's `data`.
     /// `attach` adds the subscriber and queues the reply atomically, so what the
     /// provider publishes after `attach` returns follows the snapshot.
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError)
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError)
 
     /// The channel's last subscriber on this node left.
     func vacated(channel: ChannelName)

@@ -43,8 +43,35 @@ struct ChannelState {
     /// The data of the channel's last publication, kept while it has delta
     /// subscribers: the base of the next delta. One publication's data per channel.
     private var previousData: Payload?
+    /// Subscriptions being set up (their stream position or presence is being read,
+    /// which may wait on the database), by client id: what the channel delivers
+    /// meanwhile is kept for them and sent after their reply, so nothing falls between
+    /// the position the reply names and the live stream.
+    private var pending: [String: PendingSubscription] = [:]
 
-    var isEmpty: Bool { subscribers.isEmpty }
+    /// What a subscription being set up has been delivered so far.
+    struct PendingSubscription {
+        /// Publications in delivery order, at most `pendingLimit`.
+        var publications: [Publication] = []
+        /// More than `pendingLimit` arrived: the subscription cannot be set up gap-free.
+        var overflowed = false
+    }
+
+    /// Most publications kept for one subscription being set up; past it the
+    /// subscribe is refused with an internal error (the SDKs subscribe again).
+    static let pendingLimit = 1000
+
+    var isEmpty: Bool { subscribers.isEmpty && pending.isEmpty }
+
+    /// Starts keeping what the channel delivers for the subscription `id` sets up.
+    mutating func addPending(_ id: String) {
+        pending[id] = PendingSubscription()
+    }
+
+    /// Ends the set-up of `id`'s subscription and returns what it was delivered meanwhile.
+    mutating func takePending(_ id: String) -> PendingSubscription? {
+        pending.removeValue(forKey: id)
+    }
 
     mutating func add(_ subscriber: Subscriber, floor: UInt64? = nil) {
         let id = subscriber.session.id
@@ -62,6 +89,7 @@ struct ChannelState {
 
     /// Removes a subscriber (swap-remove in the queue array) and returns it.
     mutating func remove(_ id: String) -> Subscriber? {
+        pending[id] = nil
         guard let removed = subscribers.removeValue(forKey: id) else { return nil }
         floors[id] = nil
         if removed.delta {
@@ -85,6 +113,7 @@ struct ChannelState {
     /// form, and the delta computed at most once, however many subscribers there
     /// are; the writers wake once all are queued (a single subscriber needs no batch).
     mutating func deliver(_ publication: Publication, on channel: String) -> Int {
+        if !pending.isEmpty { keepForPending(publication) }
         let covered = coveredSubscribers(at: publication.offset)
         var whole = EncodedPush(Push(channel: channel, .publication(publication)))
         let plain = covered.isEmpty ? queues : zip(owners, queues).compactMap { covered[$0.0] == nil ? $0.1 : nil }
@@ -92,6 +121,16 @@ struct ChannelState {
             return enqueue(publication, on: channel, whole: &whole, plain: plain, skipping: covered)
         }
         return OutboundQueue.deferringSignals { enqueue(publication, on: channel, whole: &whole, plain: plain, skipping: covered) }
+    }
+
+    private mutating func keepForPending(_ publication: Publication) {
+        for index in pending.indices {
+            if pending.values[index].publications.count < Self.pendingLimit {
+                pending.values[index].publications.append(publication)
+            } else {
+                pending.values[index].overflowed = true
+            }
+        }
     }
 
     /// The plain subscribers get the whole push, then the delta subscribers theirs.

@@ -172,10 +172,10 @@ public final class ClientSession: Sendable {
     private func execute(_ command: Command) async throws {
         switch command.method {
         case let .connect(request): try await connect(id: command.id, request)
-        case let .subscribe(request): try subscribe(id: command.id, request)
+        case let .subscribe(request): try await subscribe(id: command.id, request)
         case let .unsubscribe(channel):
             _ = try ChannelName(channel)
-            unsubscribeLocally(channel)
+            await unsubscribeLocally(channel)
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
             try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient, what: "publish")
@@ -183,13 +183,13 @@ public final class ClientSession: Sendable {
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):
             try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
-            reply(Reply(id: command.id, .presence(try node.presence(channel: channel))))
+            reply(Reply(id: command.id, .presence(try await node.presence(channel: channel))))
         case let .presenceStats(channel):
             try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
-            reply(Reply(id: command.id, .presenceStats(try node.presenceStats(channel: channel))))
+            reply(Reply(id: command.id, .presenceStats(try await node.presenceStats(channel: channel))))
         case let .history(request):
             try requireSubscribed(request.channel, allowed: \.allowHistoryForSubscriber, what: "history")
-            let result = try node.history(channel: request.channel, limit: Int(request.limit), since: request.since, reverse: request.reverse)
+            let result = try await node.history(channel: request.channel, limit: Int(request.limit), since: request.since, reverse: request.reverse)
             reply(Reply(id: command.id, .history(result)))
         case .ping:
             reply(Reply(id: command.id, .ping))
@@ -269,7 +269,7 @@ public final class ClientSession: Sendable {
         return UInt32(max(1, min(Double(UInt32.max), expiry.timeIntervalSinceNow.rounded(.down))))
     }
 
-    private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) throws {
+    private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) async throws {
         let channel = request.channel
         let (name, options) = try node.resolve(channel)
         if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
@@ -292,24 +292,31 @@ public final class ClientSession: Sendable {
             state.pendingSubscriptions.insert(channel)
         }
         defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
-        let info = clientInfo
+        var replyData: RawJSON?
         if let provider {
             var attached = false
-            try provider.subscribe(ProvidedSubscription(channel: name, user: user, data: request.data)) { data throws(HubError) in
-                precondition(!attached, "a provider attaches once")
-                try node.subscribe(self, replyID: replyID, request: request, options: options, info: info, data: data)
-                attached = true
+            do {
+                try await provider.subscribe(ProvidedSubscription(channel: name, user: user, data: request.data)) { data throws(HubError) in
+                    precondition(!attached, "a provider attaches once")
+                    node.beginSubscription(self, to: channel)
+                    replyData = data
+                    attached = true
+                }
+            } catch {
+                if attached { node.abandonSubscription(self, to: channel) }
+                throw error
             }
             guard attached else { throw HubError.internalError("provider of \(options.name) did not attach") }
         } else {
-            try node.subscribe(self, replyID: replyID, request: request, options: options, info: info)
+            node.beginSubscription(self, to: channel)
         }
+        try await node.completeSubscription(self, replyID: replyID, request: request, options: options, info: clientInfo, data: replyData)
         let stillOpen = state.withLock { state in
             guard !state.closed else { return false }
             state.subscriptions.insert(channel)
             return true
         }
-        if !stillOpen { node.removeSubscriber(self, from: channel) }
+        if !stillOpen { await node.removeSubscriber(self, from: channel) }
     }
 
     /// Checks that the client is subscribed to `channel` and that its namespace allows `what` to subscribers.
@@ -328,16 +335,16 @@ public final class ClientSession: Sendable {
         }
     }
 
-    private func unsubscribeLocally(_ channel: String) {
+    private func unsubscribeLocally(_ channel: String) async {
         let removed = state.withLock { $0.subscriptions.remove(channel) != nil }
-        if removed { node.removeSubscriber(self, from: channel) }
+        if removed { await node.removeSubscriber(self, from: channel) }
     }
 
     /// The server removes a subscription and tells the client with an unsubscribe push.
     func serverUnsubscribe(_ channel: String) {
         let removed = state.withLock { $0.subscriptions.remove(channel) != nil }
         guard removed else { return }
-        node.removeSubscriber(self, from: channel)
+        node.removeSubscriberInBackground(self, from: channel)
         queue.enqueue(Push(channel: channel, .unsubscribe(code: UnsubscribeCode.server, reason: "server unsubscribe")))
     }
 

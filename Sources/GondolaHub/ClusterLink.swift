@@ -53,7 +53,7 @@ public protocol ClusterLink: Broker, PresenceManager {
     var volatileHistory: any HistoryStore { get }
 
     /// Every live node with its last reported figures.
-    func nodes() throws(HubError) -> [ClusterNodeInfo]
+    func nodes() async throws(HubError) -> [ClusterNodeInfo]
 }
 
 extension ClusterLink {
@@ -62,12 +62,12 @@ extension ClusterLink {
         options.historyDurable ? durableHistory : volatileHistory
     }
 
-    public func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws -> StreamSlice {
-        try store(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+    public func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) async throws -> StreamSlice {
+        try await store(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
     }
 
-    public func removeHistory(channel: String, options: NamespaceOptions) throws {
-        try store(for: options).removeHistory(channel: channel)
+    public func removeHistory(channel: String, options: NamespaceOptions) async throws {
+        try await store(for: options).removeHistory(channel: channel)
     }
 
     public var reachesOtherNodes: Bool { true }

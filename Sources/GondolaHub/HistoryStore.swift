@@ -14,24 +14,28 @@ public struct StreamSlice: Sendable, Equatable {
     }
 }
 
-/// Where a namespace's channel streams live: offsets, epochs and retained publications.
-///
-/// Calls for one channel are serialised by the caller, so an implementation
-/// only has to be safe across channels.
+/// Where a namespace's channel streams live, as readers see them: offsets, epochs and
+/// retained publications. Reads may wait on a database; the calling task waits, no thread.
 public protocol HistoryStore: Sendable {
+    /// Publications with an offset above `after` (all retained ones when nil), oldest
+    /// first or newest first when `reverse`, at most `limit` (none when 0).
+    func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice
+
+    /// Drops the channel's retained publications; offsets and epoch stay.
+    func removeHistory(channel: String) async throws
+}
+
+/// A store in this process (memory, the SQLite file) that a node alone appends to
+/// under the channel's own lock: the append is a call, not a round trip to another
+/// process. Appends for one channel are serialised by the caller, so an
+/// implementation only has to be safe across channels.
+public protocol LocalHistoryStore: HistoryStore {
     /// Appends `publication` to the channel's stream (creating the stream if needed),
     /// trims it to the namespace's size and TTL, and returns it with its offset.
     func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition)
-
-    /// Publications with an offset above `after` (all retained ones when nil), oldest
-    /// first or newest first when `reverse`, at most `limit` (none when 0).
-    func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice
-
-    /// Drops the channel's retained publications; offsets and epoch stay.
-    func removeHistory(channel: String) throws
 }
 
-extension HistoryStore {
+extension LocalHistoryStore {
     /// `append` as the hub answers it: a refusal the store states (`HubError`) as it is,
     /// any other failure as an internal error naming it.
     func appending(_ publication: Publication, to channel: String, options: NamespaceOptions) throws(HubError) -> (Publication, StreamPosition) {
@@ -51,7 +55,7 @@ extension HistoryStore {
 /// its TTL on every access; the stream itself (epoch and top offset) is dropped
 /// once it has had no publication for `streamIdleLimit`, so memory stays bounded
 /// by the channels that are in use.
-public final class MemoryHistoryStore: HistoryStore {
+public final class MemoryHistoryStore: LocalHistoryStore {
     private struct Stream {
         var epoch: String
         var top: UInt64 = 0

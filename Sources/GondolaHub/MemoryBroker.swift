@@ -9,7 +9,7 @@ import Synchronization
 /// order while a slow append (a disk write) holds up no other channel.
 public final class MemoryBroker: Broker, PresenceManager {
     private let volatile: MemoryHistoryStore
-    private let durable: any HistoryStore
+    private let durable: any LocalHistoryStore
     private let locks = ChannelLocks()
     private let node = Mutex(NodeReference())
 
@@ -22,7 +22,7 @@ public final class MemoryBroker: Broker, PresenceManager {
     ///   - durableHistory: where `history_durable` namespaces keep their streams;
     ///     without one they are kept in memory.
     ///   - streamIdleLimit: how long a volatile stream without publications is kept.
-    public init(durableHistory: (any HistoryStore)? = nil, streamIdleLimit: TimeInterval = 3600) {
+    public init(durableHistory: (any LocalHistoryStore)? = nil, streamIdleLimit: TimeInterval = 3600) {
         volatile = MemoryHistoryStore(streamIdleLimit: streamIdleLimit)
         durable = durableHistory ?? volatile
     }
@@ -52,12 +52,12 @@ public final class MemoryBroker: Broker, PresenceManager {
         completion(.success(()))
     }
 
-    public func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws -> StreamSlice {
-        try store(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+    public func history(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) async throws -> StreamSlice {
+        try await store(for: options).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
     }
 
-    public func removeHistory(channel: String, options: NamespaceOptions) throws {
-        try store(for: options).removeHistory(channel: channel)
+    public func removeHistory(channel: String, options: NamespaceOptions) async throws {
+        try await store(for: options).removeHistory(channel: channel)
     }
 
     public var reachesOtherNodes: Bool { false }
@@ -66,7 +66,7 @@ public final class MemoryBroker: Broker, PresenceManager {
         volatile.sweep(now: now)
     }
 
-    private func store(for options: NamespaceOptions) -> any HistoryStore {
+    private func store(for options: NamespaceOptions) -> any LocalHistoryStore {
         options.historyDurable ? durable : volatile
     }
 
@@ -77,12 +77,12 @@ public final class MemoryBroker: Broker, PresenceManager {
     // MARK: PresenceManager
 
     /// Nothing to record: the node's channel already holds the subscriber.
-    public func addPresence(channel: String, info: ClientInfo) throws(HubError) {}
+    public func addPresence(channel: String, info: ClientInfo) async throws(HubError) {}
 
     /// Nothing to record: the node's channel already dropped the subscriber.
-    public func removePresence(channel: String, client: String) throws(HubError) {}
+    public func removePresence(channel: String, client: String) async throws(HubError) {}
 
-    public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
+    public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
         node.withLock { $0.node }?.localPresence(of: channel) ?? [:]
     }
 }

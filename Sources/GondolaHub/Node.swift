@@ -70,7 +70,7 @@ public final class Node: Sendable {
     /// What domains asked to hear from the other nodes of a cluster.
     private struct Replicas {
         var handlers: [String: @Sendable (JSON) -> Void] = [:]
-        var resynchronizers: [@Sendable () -> Void] = []
+        var resynchronizers: [@Sendable () async -> Void] = []
     }
 
     /// Namespaces and single channels handed to domain services.
@@ -102,7 +102,7 @@ public final class Node: Sendable {
     public init(
         configuration: HubConfiguration,
         tokens: ConnectionTokens,
-        durableHistory: (any HistoryStore)? = nil,
+        durableHistory: (any LocalHistoryStore)? = nil,
         cluster: (any ClusterLink)? = nil,
         uid: String = UUID().uuidString.lowercased(),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
@@ -173,7 +173,7 @@ public final class Node: Sendable {
     /// Removes a session from its channels (sending leaves) and from the registry.
     func detach(_ session: ClientSession, user: String?, channels: [String]) {
         for channel in channels {
-            removeSubscriber(session, from: channel)
+            removeSubscriberInBackground(session, from: channel)
         }
         registry.withLock { registry in
             registry.sessions[session.id] = nil
@@ -297,9 +297,9 @@ public final class Node: Sendable {
 
     /// The users with a live subscription to `channel`: on every node when the channel's
     /// namespace keeps presence, else on this node.
-    public func usersSubscribed(to channel: String) -> Set<String> {
+    public func usersSubscribed(to channel: String) async -> Set<String> {
         if let options = try? resolve(channel).1, options.presence,
-           let everywhere = try? presenceManager.presence(channel: channel) {
+           let everywhere = try? await presenceManager.presence(channel: channel) {
             return Set(everywhere.values.map(\.user))
         }
         return Set(localPresence(of: channel).values.map(\.user))
@@ -310,34 +310,72 @@ public final class Node: Sendable {
         withChannel(channel, create: false) { $0.subscribers.mapValues(\.info) } ?? [:]
     }
 
-    /// Adds a subscriber and enqueues its subscribe reply (with recovered
-    /// publications) under the channel's own lock, so that no publication can fall
-    /// between the recovery and the live stream.
-    func subscribe(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo, data: RawJSON? = nil) throws(HubError) {
+    /// Starts a subscription of `session` to `channel`: from here on what the channel
+    /// delivers is kept for it until `completeSubscription` sends its reply, so a
+    /// provider may publish right after it called this and the subscriber gets it after
+    /// the reply's snapshot.
+    func beginSubscription(_ session: ClientSession, to channel: String) {
+        withChannel(channel, create: true) { $0.addPending(session.id) }
+    }
+
+    /// Completes what `beginSubscription` started: records presence, reads the stream's
+    /// position (and the publications to recover) without holding any lock, then under
+    /// the channel's own lock queues the reply, then what the channel delivered since
+    /// the subscription began and the reply does not cover, and makes the subscriber
+    /// live. Both reads may wait on the engine; no thread does. On failure the
+    /// subscription is undone and nothing was sent.
+    func completeSubscription(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions,
+                              info: ClientInfo, data: RawJSON? = nil) async throws(HubError) {
         let channel = request.channel
-        // Presence is recorded before the reply, so that a presence call anywhere after
-        // the client saw its reply lists it.
-        if options.presence { try presenceManager.addPresence(channel: channel, info: info) }
+        var presenceAdded = false
         do throws(HubError) {
-            _ = try withChannel(channel, create: true) { (state) throws(HubError) in
-                var result = SubscribeResult()
-                if options.keepsHistory {
-                    result = try streamState(for: request, options: options)
+            // Presence is recorded before the reply, so that a presence call anywhere after
+            // the client saw its reply lists it.
+            if options.presence {
+                try await presenceManager.addPresence(channel: channel, info: info)
+                presenceAdded = true
+            }
+            var result = SubscribeResult()
+            if options.keepsHistory { result = try await streamState(for: request, options: options) }
+            result.data = data
+            result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
+            // Recovered publications come whole; a JSON delta subscription takes data as text.
+            if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
+            let reply = result
+            try withChannel(channel, create: true) { (state) throws(HubError) in
+                guard let pending = state.takePending(session.id) else {
+                    throw .internalError("the subscription to \(channel) ended while it was set up")
                 }
-                result.data = data
-                result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
-                // Recovered publications come whole; a JSON delta subscription takes data as text.
-                if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
-                // The broker may still deliver publications up to the offset the reply covers.
-                state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave, delta: result.delta),
-                          floor: options.keepsHistory ? result.offset : nil)
-                session.queue.enqueue(Reply(id: replyID, .subscribe(result)))
+                guard !pending.overflowed else {
+                    throw .internalError("more than \(ChannelState.pendingLimit) publications arrived on \(channel) while the subscription was set up")
+                }
+                session.queue.enqueue(Reply(id: replyID, .subscribe(reply)))
+                let covered = options.keepsHistory ? reply.offset : 0
+                var floor = covered
+                for publication in pending.publications where publication.offset == 0 || publication.offset > covered {
+                    let sent = reply.delta && session.encoding == .json ? publication.withDataAsText : publication
+                    session.queue.enqueue(Push(channel: channel, .publication(sent)))
+                    floor = max(floor, publication.offset)
+                }
+                // The broker may still deliver publications up to the offset the subscriber has.
+                state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave, delta: reply.delta),
+                          floor: options.keepsHistory ? floor : nil)
             }
         } catch {
-            if options.presence { try? presenceManager.removePresence(channel: channel, client: info.client) }
+            abandonSubscription(session, to: channel)
+            if presenceAdded { try? await presenceManager.removePresence(channel: channel, client: info.client) }
             throw error
         }
         if options.joinLeave { announce(.join(channel: channel, info)) }
+    }
+
+    /// Undoes a `beginSubscription` that will not be completed.
+    func abandonSubscription(_ session: ClientSession, to channel: String) {
+        let vacated = withChannel(channel, create: false) { state -> Bool in
+            _ = state.takePending(session.id)
+            return state.isEmpty
+        } ?? false
+        if vacated, let name = try? ChannelName(channel) { provider(of: name)?.vacated(channel: name) }
     }
 
     /// Sends a join or leave to every node without waiting; a refusal is logged (the
@@ -351,13 +389,13 @@ public final class Node: Sendable {
     }
 
     /// The stream part of a subscribe reply: position, and the recovery when asked.
-    private func streamState(for request: SubscribeRequest, options: NamespaceOptions) throws(HubError) -> SubscribeResult {
+    private func streamState(for request: SubscribeRequest, options: NamespaceOptions) async throws(HubError) -> SubscribeResult {
         var result = SubscribeResult()
         let recoverable = request.recoverable || request.recover || options.forceRecovery
         result.recoverable = recoverable
         result.positioned = recoverable || request.positioned
         let limit = configuration.maxHistoryPerRequest
-        let slice = try read(request.channel, after: request.recover ? request.offset : nil, limit: request.recover ? limit + 1 : 0, reverse: false, options: options)
+        let slice = try await read(request.channel, after: request.recover ? request.offset : nil, limit: request.recover ? limit + 1 : 0, reverse: false, options: options)
         result.epoch = slice.position.epoch
         result.offset = slice.position.offset
         guard request.recover else { return result }
@@ -376,12 +414,12 @@ public final class Node: Sendable {
         return result
     }
 
-    private func read(_ channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) throws(HubError) -> StreamSlice {
+    private func read(_ channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) async throws(HubError) -> StreamSlice {
         do {
             if let store = ownStore(of: options) {
-                return try store.read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
+                return try await store.read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
             }
-            return try broker.history(channel: channel, after: after, limit: limit, reverse: reverse, options: options)
+            return try await broker.history(channel: channel, after: after, limit: limit, reverse: reverse, options: options)
         } catch {
             logger.error("history read failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
             throw .internalError("history read failed: \(error)")
@@ -398,22 +436,55 @@ public final class Node: Sendable {
 
     /// Removes a subscriber; its channel's join-leave listeners get a leave, and
     /// the namespace's provider hears when the channel is left empty.
-    func removeSubscriber(_ session: ClientSession, from channel: String) {
-        guard let (name, options) = try? resolve(channel) else { return }
+    func removeSubscriber(_ session: ClientSession, from channel: String) async {
+        guard let removal = removeLocally(session, from: channel) else { return }
+        await finish(removal)
+    }
+
+    /// `removeSubscriber` for callers that cannot wait (a connection that closed, a
+    /// server-side unsubscribe): the subscriber stops receiving at once; the presence
+    /// entry (which may take a database round trip) is removed by a task of its own.
+    func removeSubscriberInBackground(_ session: ClientSession, from channel: String) {
+        guard let removal = removeLocally(session, from: channel) else { return }
+        if removal.options.presence {
+            Task { await finish(removal) }
+        } else {
+            finish(withoutPresence: removal)
+        }
+    }
+
+    /// A subscriber removed from this node whose presence and leave are still to be done.
+    private struct Removal {
+        let channel: String
+        let info: ClientInfo
+        let options: NamespaceOptions
+    }
+
+    /// Takes the subscriber out of the channel's state (telling the provider when that
+    /// left the channel empty).
+    private func removeLocally(_ session: ClientSession, from channel: String) -> Removal? {
+        guard let (name, options) = try? resolve(channel) else { return nil }
         let (removed, vacated) = withChannel(channel, create: false) { state -> (ClientInfo?, Bool) in
             guard let removed = state.remove(session.id) else { return (nil, false) }
             return (removed.info, state.isEmpty)
         } ?? (nil, false)
         if vacated { provider(of: name)?.vacated(channel: name) }
-        guard let removed else { return }
-        if options.presence {
+        return removed.map { Removal(channel: channel, info: $0, options: options) }
+    }
+
+    private func finish(_ removal: Removal) async {
+        if removal.options.presence {
             do throws(HubError) {
-                try presenceManager.removePresence(channel: channel, client: removed.client)
+                try await presenceManager.removePresence(channel: removal.channel, client: removal.info.client)
             } catch {
-                logger.warning("presence removal failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+                logger.warning("presence removal failed", metadata: ["channel": "\(removal.channel)", "error": "\(error)"])
             }
         }
-        if options.joinLeave { announce(.leave(channel: channel, removed)) }
+        finish(withoutPresence: removal)
+    }
+
+    private func finish(withoutPresence removal: Removal) {
+        if removal.options.joinLeave { announce(.leave(channel: removal.channel, removal.info)) }
     }
 
     /// Publishes into a channel: the broker appends it to the channel's stream when the
@@ -425,9 +496,9 @@ public final class Node: Sendable {
     /// one channel keep the order of the calls.
     public func publish(channel: String, data: Payload, info: ClientInfo? = nil,
                         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
-        let route: PublishRoute
+        let options: NamespaceOptions
         do {
-            route = try self.route(channel)
+            options = try publishableNamespace(of: channel)
         } catch {
             return completion(.failure(error))
         }
@@ -439,12 +510,7 @@ public final class Node: Sendable {
             }
             completion(result)
         }
-        switch route {
-        case let .broker(options):
-            broker.publish(publication, to: channel, options: options, completion: answer)
-        case let .providerStore(store, options):
-            answer(Result { () throws(HubError) in try publish(publication, to: channel, keptIn: store, options: options) })
-        }
+        broker.publish(publication, to: channel, options: options, completion: answer)
     }
 
     /// `publish` awaited: the position once the publication is stored and sent.
@@ -465,19 +531,14 @@ public final class Node: Sendable {
         }
     }
 
-    /// Where a channel's publications go.
-    private enum PublishRoute {
-        /// The engine's path: the broker stores and delivers.
-        case broker(NamespaceOptions)
-        /// A namespace whose provider keeps its own streams: appended there and sent
-        /// to this node's subscribers.
-        case providerStore(any HistoryStore, NamespaceOptions)
-    }
-
-    private func route(_ channel: String) throws(HubError) -> PublishRoute {
+    /// The namespace of a channel `publish` may write to: any but those whose provider
+    /// keeps the streams itself (its domain writes them and delivers with `deliver`).
+    private func publishableNamespace(of channel: String) throws(HubError) -> NamespaceOptions {
         let (_, options) = try resolve(channel)
-        if let store = ownStore(of: options) { return .providerStore(store, options) }
-        return .broker(options)
+        if ownStore(of: options) != nil {
+            throw .notAvailable("the streams of namespace '\(options.name)' are written by its domain, not by publish")
+        }
+        return options
     }
 
     /// Publishes to this node's subscribers only, for channels without a stream
@@ -493,19 +554,6 @@ public final class Node: Sendable {
     /// The store of a provided namespace that keeps its own streams.
     private func ownStore(of options: NamespaceOptions) -> (any HistoryStore)? {
         providers.withLock { $0.namespaces[options.name]?.provider.historyStore }
-    }
-
-    /// Appends to a provider's own store and sends to this node's subscribers, under the
-    /// channel's own lock (an append that writes to disk holds up no other channel).
-    private func publish(_ publication: Publication, to channel: String, keptIn store: any HistoryStore,
-                         options: NamespaceOptions) throws(HubError) -> StreamPosition? {
-        metrics.publications.increment()
-        let position = try withChannel(channel, create: true) { (state) throws(HubError) -> StreamPosition? in
-            let (stored, position) = try store.appending(publication, to: channel, options: options)
-            fanOut(stored, on: channel, in: &state)
-            return position
-        }
-        return position ?? nil
     }
 
     /// Sends a publication that the namespace's own store has already written (its
@@ -535,12 +583,12 @@ public final class Node: Sendable {
     }
 
     /// A channel's stream: `limit` publications after `since` (0 gives only the position).
-    public func history(channel: String, limit: Int, since: StreamPosition?, reverse: Bool) throws(HubError) -> HistoryResult {
+    public func history(channel: String, limit: Int, since: StreamPosition?, reverse: Bool) async throws(HubError) -> HistoryResult {
         let (_, options) = try resolve(channel)
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         let capped = limit < 0 ? configuration.maxHistoryPerRequest : min(limit, configuration.maxHistoryPerRequest)
         // A stream read is a consistent snapshot of its own; it takes no channel's lock.
-        let slice = try read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
+        let slice = try await read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
         if let since, !reverse, since.epoch != slice.position.epoch { throw .unrecoverablePosition }
         var publications = slice.publications
         if reverse, let since { publications = publications.filter { $0.offset < since.offset } }
@@ -548,30 +596,32 @@ public final class Node: Sendable {
     }
 
     /// Drops a channel's retained publications.
-    public func removeHistory(channel: String) throws(HubError) {
+    public func removeHistory(channel: String) async throws(HubError) {
         let (_, options) = try resolve(channel)
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         do {
             if let store = ownStore(of: options) {
-                try store.removeHistory(channel: channel)
+                try await store.removeHistory(channel: channel)
             } else {
-                try broker.removeHistory(channel: channel, options: options)
+                try await broker.removeHistory(channel: channel, options: options)
             }
+        } catch let refused as HubError {
+            throw refused
         } catch {
             throw .internalError("history remove failed: \(error)")
         }
     }
 
     /// Who is subscribed to a channel, by client id (on every node of a cluster).
-    public func presence(channel: String) throws(HubError) -> [String: ClientInfo] {
+    public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
         let (_, options) = try resolve(channel)
         guard options.presence else { throw .notAvailable("namespace of \(channel) has no presence") }
-        return try presenceManager.presence(channel: channel)
+        return try await presenceManager.presence(channel: channel)
     }
 
     /// How many clients and distinct users are subscribed to a channel.
-    public func presenceStats(channel: String) throws(HubError) -> PresenceStats {
-        let clients = try presence(channel: channel)
+    public func presenceStats(channel: String) async throws(HubError) -> PresenceStats {
+        let clients = try await presence(channel: channel)
         return PresenceStats(numClients: UInt32(clients.count), numUsers: UInt32(Set(clients.values.map(\.user)).count))
     }
 
@@ -644,13 +694,13 @@ public final class Node: Sendable {
 
     /// Registers what reloads a domain's in-memory view from the shared database; it
     /// runs each time the node (re)gains the cluster's bus, before events are applied.
-    public func onResynchronize(_ reload: @escaping @Sendable () -> Void) {
+    public func onResynchronize(_ reload: @escaping @Sendable () async -> Void) {
         replicas.withLock { $0.resynchronizers.append(reload) }
     }
 
     /// Called by the cluster link when it receives the bus again (and at start).
-    public func clusterResynchronized() {
-        for reload in replicas.withLock({ $0.resynchronizers }) { reload() }
+    public func clusterResynchronized() async {
+        for reload in replicas.withLock({ $0.resynchronizers }) { await reload() }
     }
 
     /// Closes every connection with a code that makes clients reconnect (to this or

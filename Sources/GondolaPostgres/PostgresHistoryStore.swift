@@ -36,15 +36,6 @@ public final class PostgresHistoryStore: HistoryStore {
         self.prefix = durable ? "" : "volatile_"
     }
 
-    public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition) {
-        let positions = try pool.withConnection { connection in
-            try append([Append(channel: channel, publication: publication, options: options)], on: connection, now: now).wait()
-        }
-        var stored = publication
-        stored.offset = positions[0].offset
-        return (stored, positions[0])
-    }
-
     /// Appends several publications in one statement on `connection` (inside the
     /// caller's transaction, if any); the positions come back in the same order.
     /// Streams are locked in channel order, so concurrent batches cannot deadlock.
@@ -90,7 +81,7 @@ public final class PostgresHistoryStore: HistoryStore {
         }
     }
 
-    public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice {
+    public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
         let oldest = nowMillis - Int64(options.historyTTL.timeInterval * 1000)
         let query: PostgresQuery = """
@@ -107,7 +98,7 @@ public final class PostgresHistoryStore: HistoryStore {
                 ORDER BY "offset" \(unescaped: reverse ? "DESC" : "ASC") LIMIT \(Int64(limit))
             ) p ON true
             """
-        let rows = try pool.query(query)
+        let rows = try await pool.query(query)
         var position: StreamPosition?
         var publications: [Publication] = []
         for row in rows {
@@ -123,8 +114,8 @@ public final class PostgresHistoryStore: HistoryStore {
         return StreamSlice(publications: publications, position: position)
     }
 
-    public func removeHistory(channel: String) throws {
-        try pool.query("DELETE FROM \(unescaped: prefix)publication WHERE channel = \(channel)")
+    public func removeHistory(channel: String) async throws {
+        try await pool.query("DELETE FROM \(unescaped: prefix)publication WHERE channel = \(channel)")
     }
 
     /// Drops streams without an append for `idleLimit` with their publications
@@ -132,11 +123,11 @@ public final class PostgresHistoryStore: HistoryStore {
     public func sweep(idleLimit: TimeInterval, now: Date) async throws {
         let cutoff = Int64((now.timeIntervalSince1970 - idleLimit) * 1000)
         try await pool.transaction { connection in
-            try await connection.query("""
+            _ = try await connection.query("""
                 DELETE FROM \(unescaped: prefix)publication p USING \(unescaped: prefix)stream s
                 WHERE p.channel = s.channel AND s.last_append_ms < \(cutoff)
                 """, logger: pool.logger).get()
-            try await connection.query("DELETE FROM \(unescaped: prefix)stream WHERE last_append_ms < \(cutoff)", logger: pool.logger).get()
+            _ = try await connection.query("DELETE FROM \(unescaped: prefix)stream WHERE last_append_ms < \(cutoff)", logger: pool.logger).get()
         }
     }
 }

@@ -22,22 +22,22 @@ public struct PostgresMigrator: Sendable {
 
     /// Applies the steps not yet recorded; returns their names.
     @discardableResult
-    public func migrate(_ pool: PostgresPool) throws -> [String] {
-        try pool.transaction { connection in
+    public func migrate(_ pool: PostgresPool) async throws -> [String] {
+        try await pool.transaction { connection in
             let logger = pool.logger
             // Any constant works; it only has to be the same on every node.
-            try connection.query("SELECT pg_advisory_xact_lock(4711018)", logger: logger).wait()
-            try connection.query("CREATE TABLE IF NOT EXISTS gondola_migration (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", logger: logger).wait()
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(4711018)", logger: logger).get()
+            _ = try await connection.query("CREATE TABLE IF NOT EXISTS gondola_migration (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", logger: logger).get()
             var done = Set<String>()
-            for row in try connection.query("SELECT name FROM gondola_migration", logger: logger).wait() {
+            for row in try await connection.query("SELECT name FROM gondola_migration", logger: logger).get() {
                 done.insert(try row.decode(String.self))
             }
             var applied: [String] = []
             for migration in migrations where !done.contains(migration.name) {
                 for statement in migration.statements {
-                    try connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).wait()
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).get()
                 }
-                try connection.query("INSERT INTO gondola_migration (name) VALUES (\(migration.name))", logger: logger).wait()
+                _ = try await connection.query("INSERT INTO gondola_migration (name) VALUES (\(migration.name))", logger: logger).get()
                 applied.append(migration.name)
             }
             return applied

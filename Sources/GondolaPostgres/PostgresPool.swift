@@ -6,10 +6,8 @@ import Synchronization
 
 /// A fixed number of PostgreSQL connections on an event loop of their own.
 ///
-/// Both synchronous callers (the hub's stream store, which runs under a channel's
-/// lock) and asynchronous ones borrow a connection here. Because the connections
-/// live on their own event loop, a caller blocked waiting for a query never holds a
-/// thread that the query needs. Connections open lazily up to `size`; one that
+/// Every call is asynchronous: a borrower that waits for a connection or a query is a
+/// suspended task, never a blocked thread. Connections open lazily up to `size`; one that
 /// closes (the server restarted, the network broke) is replaced on the next borrow.
 /// At most `maxWaiting` borrowers wait for a free connection; more are refused with
 /// `PostgresPoolError.busy`.
@@ -49,24 +47,11 @@ public final class PostgresPool: Sendable {
 
     // MARK: Borrowing
 
-    /// Runs `body` with a connection, blocking the calling thread (never an event loop's).
-    public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        let connection = try acquire().wait()
-        defer { release(connection) }
-        return try body(connection)
-    }
-
     /// Runs `body` with a connection.
     public func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await acquire().get()
         defer { release(connection) }
         return try await body(connection)
-    }
-
-    /// Runs one statement and returns its rows, blocking the calling thread.
-    @discardableResult
-    public func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        try withConnection { connection in try connection.query(query, logger: logger).wait() }
     }
 
     /// Runs one statement and returns its rows.
@@ -76,26 +61,10 @@ public final class PostgresPool: Sendable {
     }
 
     /// Runs one statement on `connection` (one of this pool's, inside `withConnection`
-    /// or `transaction`), blocking the calling thread.
+    /// or `transaction`).
     @discardableResult
-    public func run(_ query: PostgresQuery, on connection: PostgresConnection) throws -> PostgresQueryResult {
-        try connection.query(query, logger: logger).wait()
-    }
-
-    /// Runs `body` in a transaction on one connection, blocking the calling thread:
-    /// committed when it returns, rolled back when it throws.
-    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try withConnection { connection in
-            try connection.query("BEGIN", logger: logger).wait()
-            do {
-                let value = try body(connection)
-                try connection.query("COMMIT", logger: logger).wait()
-                return value
-            } catch {
-                _ = try? connection.query("ROLLBACK", logger: logger).wait()
-                throw error
-            }
-        }
+    public func run(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> PostgresQueryResult {
+        try await connection.query(query, logger: logger).get()
     }
 
     /// Runs `body` in a transaction on one connection.

@@ -11,11 +11,11 @@ public final class PostgresUserRepository: UserRepository {
         self.pool = pool
     }
 
-    public func user(forTelegram account: TelegramAccount) throws -> User {
+    public func user(forTelegram account: TelegramAccount) async throws -> User {
         let newID = RandomID.make("u", hexDigits: 15)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         // One statement: two sign-ins of a new account at once still make one user.
-        let rows = try pool.query("""
+        let rows = try await pool.query("""
             INSERT INTO app_user (id, name, telegram_id, telegram_username, photo_url, created_at_ms)
             VALUES (\(newID), \(account.displayName), \(account.telegramID), \(account.username), \(account.photoURL), \(now))
             ON CONFLICT (telegram_id) DO UPDATE SET telegram_username = excluded.telegram_username,
@@ -25,9 +25,9 @@ public final class PostgresUserRepository: UserRepository {
         return try Self.user(rows)!
     }
 
-    public func ensureUser(id: String, name: String) throws -> User {
+    public func ensureUser(id: String, name: String) async throws -> User {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let rows = try pool.query("""
+        let rows = try await pool.query("""
             WITH created AS (
                 INSERT INTO app_user (id, name, created_at_ms) VALUES (\(id), \(name), \(now)) ON CONFLICT (id) DO NOTHING RETURNING id, name
             )
@@ -36,8 +36,8 @@ public final class PostgresUserRepository: UserRepository {
         return try Self.user(rows)!
     }
 
-    public func user(id: String) throws -> User? {
-        try Self.user(try pool.query("SELECT id, name FROM app_user WHERE id = \(id)"))
+    public func user(id: String) async throws -> User? {
+        try Self.user(try await pool.query("SELECT id, name FROM app_user WHERE id = \(id)"))
     }
 
     private static func user(_ rows: PostgresQueryResult) throws -> User? {

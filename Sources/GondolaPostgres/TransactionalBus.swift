@@ -6,5 +6,5 @@ import PostgresNIO
 /// repository that appends to a stream under a row lock and notifies in the same
 /// transaction gets its publications delivered in offset order on every node.
 public protocol TransactionalBus: Sendable {
-    func notify(_ events: [ClusterEvent], on connection: PostgresConnection) throws
+    func notify(_ events: [ClusterEvent], on connection: PostgresConnection) async throws
 }

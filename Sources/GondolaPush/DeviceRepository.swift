@@ -8,18 +8,18 @@ import PostgresNIO
 protocol DeviceRepository: Sendable {
     /// Stores `device` (a token registered before, by anyone, moves to this user) and drops
     /// the user's oldest devices beyond `maxPerUser`; answers how many were dropped.
-    func register(_ device: PushDevice, maxPerUser: Int) throws -> Int
+    func register(_ device: PushDevice, maxPerUser: Int) async throws -> Int
     /// Removes `token` if `user` registered it; answers whether it did.
-    func unregister(token: String, user: String) throws -> Bool
+    func unregister(token: String, user: String) async throws -> Bool
     /// Removes `token` whoever registered it (the service said it is no longer valid).
-    func remove(token: String) throws
+    func remove(token: String) async throws
     /// The devices of `user`, oldest first.
-    func devices(of user: String) throws -> [PushDevice]
+    func devices(of user: String) async throws -> [PushDevice]
     /// The user's settings; the defaults when they never changed them.
-    func settings(of user: String) throws -> NotificationSettings
-    func setSettings(_ settings: NotificationSettings, of user: String) throws
+    func settings(of user: String) async throws -> NotificationSettings
+    func setSettings(_ settings: NotificationSettings, of user: String) async throws
     /// The devices of `users` (every registered device when nil), each with its user's settings.
-    func recipients(among users: [String]?) throws -> [PushRecipient]
+    func recipients(among users: [String]?) async throws -> [PushRecipient]
 }
 
 /// A device with its user's notification settings.
@@ -129,15 +129,15 @@ struct SQLiteDeviceRepository: DeviceRepository {
 struct PostgresDeviceRepository: DeviceRepository {
     let pool: PostgresPool
 
-    func register(_ device: PushDevice, maxPerUser: Int) throws -> Int {
-        try pool.transaction { connection in
-            try pool.run("""
+    func register(_ device: PushDevice, maxPerUser: Int) async throws -> Int {
+        try await pool.transaction { connection in
+            try await pool.run("""
                 INSERT INTO push_device (token, platform, user_id, app, locale, registered_at_ms)
                 VALUES (\(device.token), \(device.platform.rawValue), \(device.user), \(device.app), \(device.locale), \(device.registeredAt))
                 ON CONFLICT (token) DO UPDATE SET platform = EXCLUDED.platform, user_id = EXCLUDED.user_id, app = EXCLUDED.app,
                     locale = EXCLUDED.locale, registered_at_ms = EXCLUDED.registered_at_ms
                 """, on: connection)
-            return try pool.run("""
+            return try await pool.run("""
                 DELETE FROM push_device WHERE user_id = \(device.user) AND token NOT IN
                     (SELECT token FROM push_device WHERE user_id = \(device.user) ORDER BY registered_at_ms DESC, token LIMIT \(Int64(maxPerUser)))
                 RETURNING token
@@ -145,16 +145,16 @@ struct PostgresDeviceRepository: DeviceRepository {
         }
     }
 
-    func unregister(token: String, user: String) throws -> Bool {
-        try pool.query("DELETE FROM push_device WHERE token = \(token) AND user_id = \(user) RETURNING token").first != nil
+    func unregister(token: String, user: String) async throws -> Bool {
+        try await pool.query("DELETE FROM push_device WHERE token = \(token) AND user_id = \(user) RETURNING token").first != nil
     }
 
-    func remove(token: String) throws {
-        try pool.query("DELETE FROM push_device WHERE token = \(token)")
+    func remove(token: String) async throws {
+        try await pool.query("DELETE FROM push_device WHERE token = \(token)")
     }
 
-    func devices(of user: String) throws -> [PushDevice] {
-        try pool.query("""
+    func devices(of user: String) async throws -> [PushDevice] {
+        try await pool.query("""
             SELECT token, platform, user_id, app, locale, registered_at_ms FROM push_device WHERE user_id = \(user) ORDER BY registered_at_ms, token
             """).compactMap { row in
             let (token, platform, user, app, locale, registeredAt) = try row.decode((String, String, String, String?, String?, Int64).self)
@@ -164,8 +164,8 @@ struct PostgresDeviceRepository: DeviceRepository {
         }
     }
 
-    func settings(of user: String) throws -> NotificationSettings {
-        guard let row = try pool.query("""
+    func settings(of user: String) async throws -> NotificationSettings {
+        guard let row = try await pool.query("""
             SELECT chats, broadcasts, invites, quiet_start_min, quiet_end_min, quiet_utc_offset_min FROM push_settings WHERE user_id = \(user)
             """).first else { return NotificationSettings() }
         let (chats, broadcasts, invites, start, end, offset) = try row.decode((Bool, Bool, Bool, Int32?, Int32?, Int32?).self)
@@ -173,9 +173,9 @@ struct PostgresDeviceRepository: DeviceRepository {
                               quietOffset: offset.map(Int.init)).settings
     }
 
-    func setSettings(_ settings: NotificationSettings, of user: String) throws {
+    func setSettings(_ settings: NotificationSettings, of user: String) async throws {
         let quiet = settings.quietHours
-        try pool.query("""
+        try await pool.query("""
             INSERT INTO push_settings (user_id, chats, broadcasts, invites, quiet_start_min, quiet_end_min, quiet_utc_offset_min)
             VALUES (\(user), \(settings.chats), \(settings.broadcasts), \(settings.invites), \(quiet.map { Int32($0.start) }),
                     \(quiet.map { Int32($0.end) }), \(quiet.map { Int32($0.utcOffsetMinutes) }))
@@ -185,11 +185,11 @@ struct PostgresDeviceRepository: DeviceRepository {
             """)
     }
 
-    func recipients(among users: [String]?) throws -> [PushRecipient] {
+    func recipients(among users: [String]?) async throws -> [PushRecipient] {
         let rows = if let users {
-            try pool.query("\(unescaped: recipientQuery) WHERE d.user_id = ANY(\(users))")
+            try await pool.query("\(unescaped: recipientQuery) WHERE d.user_id = ANY(\(users))")
         } else {
-            try pool.query("\(unescaped: recipientQuery)")
+            try await pool.query("\(unescaped: recipientQuery)")
         }
         return try rows.compactMap { row in
             let (token, platform, user, app, locale, registeredAt, chats, broadcasts, invites, start, end, offset) =

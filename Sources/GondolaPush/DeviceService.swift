@@ -19,10 +19,10 @@ public final class DeviceService: Sendable {
     }
 
     /// Registers (or re-registers, or moves to `user`) the device with `token`.
-    func register(token: String, platform: PushPlatform, app: String?, locale: String?, by user: String) throws(HubError) -> PushDevice {
+    func register(token: String, platform: PushPlatform, app: String?, locale: String?, by user: String) async throws(HubError) -> PushDevice {
         let device = PushDevice(token: try DeviceTokenFormat.checked(token, for: platform), platform: platform, user: user, app: app,
                                 locale: locale, registeredAt: unixMilliseconds())
-        let dropped = try stored { try repository.register(device, maxPerUser: Self.maxDevicesPerUser) }
+        let dropped = try await stored { try await repository.register(device, maxPerUser: Self.maxDevicesPerUser) }
         if dropped > 0 {
             logger.info("push devices over the limit dropped", metadata: ["user": "\(user)", "dropped": "\(dropped)"])
         }
@@ -30,31 +30,31 @@ public final class DeviceService: Sendable {
     }
 
     /// Removes `user`'s device with `token`; answers false when the user has no such device.
-    func unregister(token: String, by user: String) throws(HubError) -> Bool {
-        try stored { try repository.unregister(token: token, user: user) }
+    func unregister(token: String, by user: String) async throws(HubError) -> Bool {
+        try await stored { try await repository.unregister(token: token, user: user) }
     }
 
     /// The devices of `user`, oldest first.
-    public func devices(of user: String) throws(HubError) -> [PushDevice] {
-        try stored { try repository.devices(of: user) }
+    public func devices(of user: String) async throws(HubError) -> [PushDevice] {
+        try await stored { try await repository.devices(of: user) }
     }
 
     /// The settings of `user` with the members `fields` gives changed, stored when it gives any.
-    func updateSettings(of user: String, with fields: RequestFields) throws(HubError) -> NotificationSettings {
-        let current = try settings(of: user)
+    func updateSettings(of user: String, with fields: RequestFields) async throws(HubError) -> NotificationSettings {
+        let current = try await settings(of: user)
         let updated = try current.updated(by: fields)
-        if updated != current { try stored { try repository.setSettings(updated, of: user) } }
+        if updated != current { try await stored { try await repository.setSettings(updated, of: user) } }
         return updated
     }
 
-    public func settings(of user: String) throws(HubError) -> NotificationSettings {
-        try stored { try repository.settings(of: user) }
+    public func settings(of user: String) async throws(HubError) -> NotificationSettings {
+        try await stored { try await repository.settings(of: user) }
     }
 
     /// Runs a repository call, turning its failure into an internal error that names it.
-    private func stored<T>(_ body: () throws -> T) throws(HubError) -> T {
+    private func stored<T>(_ body: () async throws -> T) async throws(HubError) -> T {
         do {
-            return try body()
+            return try await body()
         } catch {
             logger.error("push devices: storage failed", metadata: ["error": "\(error)"])
             throw .internalError("push devices: storage failed")

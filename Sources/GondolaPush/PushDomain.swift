@@ -71,5 +71,5 @@ public final class PushService: Sendable {
     }
 
     /// Notifications not yet sent nor given up.
-    public func pendingCount() throws -> Int { try outbox.pendingCount() }
+    public func pendingCount() async throws -> Int { try await outbox.pendingCount() }
 }

@@ -37,7 +37,7 @@ final class PushNotifier: Sendable {
     /// Handles notices until cancelled.
     func run() async {
         await withTaskCancellationHandler {
-            for await notice in notices { notify(notice) }
+            for await notice in notices { await notify(notice) }
         } onCancel: { [waiting] in
             waiting.finish()
         }
@@ -45,7 +45,7 @@ final class PushNotifier: Sendable {
 
     /// Queues the notifications `notice` calls for; answers what the outbox did.
     @discardableResult
-    func notify(_ notice: Notice, now: Int64 = unixMilliseconds()) -> EnqueueOutcome {
+    func notify(_ notice: Notice, now: Int64 = unixMilliseconds()) async -> EnqueueOutcome {
         guard PushTexts.knows(notice.text) else {
             logger.error("push: notice with a text the catalog does not have", metadata: ["text": "\(notice.text)"])
             return EnqueueOutcome()
@@ -57,13 +57,13 @@ final class PushNotifier: Sendable {
         if audience?.isEmpty == true { return EnqueueOutcome() }
         let recipients: [PushRecipient]
         do {
-            recipients = try devices.recipients(among: audience)
+            recipients = try await devices.recipients(among: audience)
         } catch {
             logger.error("push: cannot read the devices", metadata: ["error": "\(error)"])
             return EnqueueOutcome()
         }
         if recipients.isEmpty { return EnqueueOutcome() }
-        let watching = node.usersSubscribed(to: notice.channel)
+        let watching = await node.usersSubscribed(to: notice.channel)
         let pushes = recipients.compactMap { recipient -> OutgoingPush? in
             let device = recipient.device, settings = recipient.settings
             guard outbox.senders[device.platform] != nil, !watching.contains(device.user), settings.wants(notice.category) else { return nil }
@@ -73,7 +73,7 @@ final class PushNotifier: Sendable {
                 expiresAt: notice.at + PushOutbox.timeToLive)
             return OutgoingPush(token: device.token, platform: device.platform, user: device.user, content: content)
         }
-        return outbox.enqueue(pushes, now: now)
+        return await outbox.enqueue(pushes, now: now)
     }
 }
 

@@ -63,10 +63,10 @@ final class PushOutbox: Sendable {
     /// Queues `pushes` and wakes the worker; failures are logged and counted, never thrown
     /// (the news itself is already published).
     @discardableResult
-    func enqueue(_ pushes: [OutgoingPush], now: Int64 = unixMilliseconds()) -> EnqueueOutcome {
+    func enqueue(_ pushes: [OutgoingPush], now: Int64 = unixMilliseconds()) async -> EnqueueOutcome {
         guard !pushes.isEmpty else { return EnqueueOutcome() }
         do {
-            let outcome = try queue.enqueue(pushes, now: now, maxPending: Self.maxPending)
+            let outcome = try await queue.enqueue(pushes, now: now, maxPending: Self.maxPending)
             if outcome.dropped > 0 {
                 logger.error("push outbox full: notifications dropped", metadata: ["dropped": "\(outcome.dropped)", "limit": "\(Self.maxPending)"])
                 for push in pushes.suffix(outcome.dropped) { metrics.failed(push.platform, "outbox_full") }
@@ -80,13 +80,13 @@ final class PushOutbox: Sendable {
     }
 
     /// Notifications not yet sent nor given up.
-    func pendingCount() throws -> Int { try queue.pendingCount() }
+    func pendingCount() async throws -> Int { try await queue.pendingCount() }
 
     /// Frees the claims a previous run left, then sends due notifications until cancelled,
     /// one lane per service: at once when some are queued, else at least every second.
     func run() async {
         do {
-            let freed = try queue.releaseClaims(except: runner)
+            let freed = try await queue.releaseClaims(except: runner)
             if freed > 0 { logger.notice("push outbox: claims of a previous run freed", metadata: ["notifications": "\(freed)"]) }
         } catch {
             logger.error("push outbox: cannot free old claims", metadata: ["error": "\(error)"])
@@ -119,7 +119,7 @@ final class PushOutbox: Sendable {
                     let limit = min(room, Self.batchSize)
                     let due: [QueuedPush]
                     do {
-                        due = try queue.claimDue(now: unixMilliseconds(), limit: limit, lease: Self.lease, runner: runner, platform: platform)
+                        due = try await queue.claimDue(now: unixMilliseconds(), limit: limit, lease: Self.lease, runner: runner, platform: platform)
                     } catch {
                         logger.error("push outbox: cannot read", metadata: ["platform": "\(platform.rawValue)", "error": "\(error)"])
                         break
@@ -135,7 +135,7 @@ final class PushOutbox: Sendable {
                     }
                     if due.count < limit { break }
                 }
-                finishRound()
+                await finishRound()
             }
         }
     }
@@ -144,23 +144,23 @@ final class PushOutbox: Sendable {
     private func deliver(_ queued: QueuedPush) async -> Bool {
         let push = queued.push, now = unixMilliseconds()
         guard let sender = senders[push.platform] else {
-            record(queued, givenUp: "no credentials for \(push.platform.rawValue)", reason: "rejected")
+            await record(queued, givenUp: "no credentials for \(push.platform.rawValue)", reason: "rejected")
             return false
         }
         guard push.content.expiresAt > now else {
-            record(queued, givenUp: "expired", reason: "expired")
+            await record(queued, givenUp: "expired", reason: "expired")
             return false
         }
         if let windowEnd = rate.take(push.user, now: now) {
             metrics.failed(push.platform, "user_rate")
-            recordFailure(queued, attempts: queued.attempts, error: "over the user's rate", next: windowEnd, givenUp: false)
+            await recordFailure(queued, attempts: queued.attempts, error: "over the user's rate", next: windowEnd, givenUp: false)
             return false
         }
         let text = PushTexts.render(push.content.textKey, values: push.content.values, count: push.content.count, locale: push.content.locale)
         switch await sender.send(queued, text: text) {
         case .accepted:
             do {
-                try queue.markSent(queued.id, at: unixMilliseconds())
+                try await queue.markSent(queued.id, at: unixMilliseconds())
             } catch {
                 logger.error("push outbox: cannot record a delivery", metadata: ["push": "\(queued.id)", "error": "\(error)"])
             }
@@ -168,8 +168,8 @@ final class PushOutbox: Sendable {
             return true
         case let .unregistered(reason):
             do {
-                try devices.remove(token: push.token)
-                try queue.giveUp(token: push.token, reason: "unregistered: \(reason)", at: unixMilliseconds())
+                try await devices.remove(token: push.token)
+                try await queue.giveUp(token: push.token, reason: "unregistered: \(reason)", at: unixMilliseconds())
             } catch {
                 logger.error("push outbox: cannot remove an unregistered device", metadata: ["push": "\(queued.id)", "error": "\(error)"])
             }
@@ -181,23 +181,23 @@ final class PushOutbox: Sendable {
             let tried = queued.attempts + 1
             let wait = max(after ?? 0, RetryBackOff.delay(attempt: tried, base: Self.retryBase, cap: Self.retryCap))
             metrics.failed(push.platform, reason)
-            recordFailure(queued, attempts: tried, error: "\(reason): \(detail)", next: unixMilliseconds() + wait, givenUp: tried >= Self.maxAttempts)
+            await recordFailure(queued, attempts: tried, error: "\(reason): \(detail)", next: unixMilliseconds() + wait, givenUp: tried >= Self.maxAttempts)
             return false
         case let .rejected(detail):
             metrics.failed(push.platform, "rejected")
-            record(queued, givenUp: detail, reason: nil)
+            await record(queued, givenUp: detail, reason: nil)
             return false
         }
     }
 
-    private func record(_ queued: QueuedPush, givenUp error: String, reason: String?) {
+    private func record(_ queued: QueuedPush, givenUp error: String, reason: String?) async {
         if let reason { metrics.failed(queued.push.platform, reason) }
-        recordFailure(queued, attempts: queued.attempts, error: error, next: unixMilliseconds(), givenUp: true)
+        await recordFailure(queued, attempts: queued.attempts, error: error, next: unixMilliseconds(), givenUp: true)
     }
 
-    private func recordFailure(_ queued: QueuedPush, attempts: Int, error: String, next: Int64, givenUp: Bool) {
+    private func recordFailure(_ queued: QueuedPush, attempts: Int, error: String, next: Int64, givenUp: Bool) async {
         do {
-            try queue.markFailed(queued.id, attempts: attempts, error: error, next: next, givenUpAt: givenUp ? unixMilliseconds() : nil)
+            try await queue.markFailed(queued.id, attempts: attempts, error: error, next: next, givenUpAt: givenUp ? unixMilliseconds() : nil)
         } catch {
             logger.error("push outbox: cannot record a failure", metadata: ["push": "\(queued.id)", "error": "\(error)"])
         }
@@ -208,17 +208,17 @@ final class PushOutbox: Sendable {
 
     /// Refreshes the depth gauge and, once per `tidyInterval`, deletes rows done for more than
     /// `keepDone`.
-    private func finishRound() {
+    private func finishRound() async {
         let now = unixMilliseconds()
         do {
-            metrics.depth.record(try queue.pendingCount())
+            await metrics.depth.record(try queue.pendingCount())
             let tidy = lastTidy.withLock { last -> Bool in
                 guard now - last >= Self.tidyInterval else { return false }
                 last = now
                 return true
             }
             guard tidy else { return }
-            try queue.forget(before: now - Self.keepDone)
+            try await queue.forget(before: now - Self.keepDone)
         } catch {
             logger.error("push outbox: cannot tidy", metadata: ["error": "\(error)"])
         }

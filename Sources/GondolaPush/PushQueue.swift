@@ -11,29 +11,29 @@ protocol PushQueue: Sendable {
     /// Queues `pushes` at `now`: a push with a collapse key folds into a waiting, unclaimed
     /// notification of the same device and key (its count grows, its text becomes the
     /// latest); the others are new rows, as long as fewer than `maxPending` wait.
-    func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) throws -> EnqueueOutcome
+    func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) async throws -> EnqueueOutcome
     /// Notifications not yet sent nor given up.
-    func pendingCount() throws -> Int
+    func pendingCount() async throws -> Int
     /// Up to `limit` notifications due at `now` (for `platform` only, when given), the
     /// longest due first, claimed by `runner` until `now + lease`.
-    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) throws -> [QueuedPush]
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) async throws -> [QueuedPush]
     /// Frees the claims of every runner but `runner` (a single node's restart: the claims of
     /// the run that died are void at once instead of after their lease).
-    func releaseClaims(except runner: String) throws -> Int
-    func markSent(_ id: String, at time: Int64) throws
+    func releaseClaims(except runner: String) async throws -> Int
+    func markSent(_ id: String, at time: Int64) async throws
     /// Records a failed delivery: the attempts so far, the error, when to try again, and
     /// when it was given up (nil: not given up).
-    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws
+    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) async throws
     /// Gives up every waiting notification of `token` (the service said it is no longer valid).
-    func giveUp(token: String, reason: String, at time: Int64) throws
+    func giveUp(token: String, reason: String, at time: Int64) async throws
     /// Deletes the notifications sent or given up before `time`.
-    func forget(before time: Int64) throws
+    func forget(before time: Int64) async throws
 }
 
 extension PushQueue {
     /// Up to `limit` notifications of any platform due at `now` (see the requirement).
-    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) throws -> [QueuedPush] {
-        try claimDue(now: now, limit: limit, lease: lease, runner: runner, platform: nil)
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String) async throws -> [QueuedPush] {
+        try await claimDue(now: now, limit: limit, lease: lease, runner: runner, platform: nil)
     }
 }
 
@@ -151,17 +151,17 @@ struct SQLitePushQueue: PushQueue {
 struct PostgresPushQueue: PushQueue {
     let pool: PostgresPool
 
-    func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) throws -> EnqueueOutcome {
-        try pool.transaction { connection in
+    func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) async throws -> EnqueueOutcome {
+        try await pool.transaction { connection in
             var outcome = EnqueueOutcome()
-            let pending = try pool.run("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
+            let pending = try await pool.run("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
                 .first?.decode(Int64.self) ?? 0
             var room = maxPending - Int(pending)
             var fresh: [OutgoingPush] = []
             for push in pushes {
                 let content = push.content
                 let values = StringMapJSON.text(content.values), link = StringMapJSON.text(content.link)
-                if let key = content.collapseKey, try pool.run("""
+                if let key = content.collapseKey, try await pool.run("""
                     UPDATE push_outbox SET count = count + 1, text_values = \(values), link = \(link), silent = \(content.silent),
                         expires_at_ms = \(content.expiresAt)
                     WHERE id = (SELECT id FROM push_outbox WHERE token = \(push.token) AND collapse_key = \(key)
@@ -178,7 +178,7 @@ struct PostgresPushQueue: PushQueue {
             // New rows in one statement: column arrays unnested.
             for chunk in stride(from: 0, to: fresh.count, by: 5_000).map({ Array(fresh[$0..<min($0 + 5_000, fresh.count)]) }) {
                 let contents = chunk.map(\.content)
-                try pool.run("""
+                try await pool.run("""
                     INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
                         event_at_ms, expires_at_ms, next_attempt_at_ms)
                     SELECT id, token, platform, user_id, category, text_key, text_values, NULLIF(locale, ''), link, NULLIF(collapse_key, ''), count,
@@ -197,12 +197,12 @@ struct PostgresPushQueue: PushQueue {
         }
     }
 
-    func pendingCount() throws -> Int {
-        Int(try pool.query("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self) ?? 0)
+    func pendingCount() async throws -> Int {
+        Int(try await pool.query("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self) ?? 0)
     }
 
-    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) throws -> [QueuedPush] {
-        try pool.query("""
+    func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) async throws -> [QueuedPush] {
+        try await pool.query("""
             WITH due AS (
                 SELECT id, next_attempt_at_ms AS due_at FROM push_outbox
                 WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
@@ -227,31 +227,31 @@ struct PostgresPushQueue: PushQueue {
 
     func releaseClaims(except runner: String) throws -> Int { 0 }  // nodes of a cluster wait for each other's leases
 
-    func markSent(_ id: String, at time: Int64) throws {
-        try pool.query("""
+    func markSent(_ id: String, at time: Int64) async throws {
+        try await pool.query("""
             UPDATE push_outbox SET sent_at_ms = \(time), attempts = attempts + 1, last_error = NULL, claimed_by = NULL, claim_until_ms = NULL
             WHERE id = \(id)
             """)
     }
 
-    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws {
-        try pool.query("""
+    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) async throws {
+        try await pool.query("""
             UPDATE push_outbox SET attempts = \(Int32(attempts)), last_error = \(error), next_attempt_at_ms = \(next), given_up_at_ms = \(givenUpAt),
                 claimed_by = NULL, claim_until_ms = NULL
             WHERE id = \(id)
             """)
     }
 
-    func giveUp(token: String, reason: String, at time: Int64) throws {
-        try pool.query("""
+    func giveUp(token: String, reason: String, at time: Int64) async throws {
+        try await pool.query("""
             UPDATE push_outbox SET given_up_at_ms = \(time), last_error = \(reason) WHERE token = \(token) AND sent_at_ms IS NULL AND given_up_at_ms IS NULL
             """)
     }
 
-    func forget(before time: Int64) throws {
-        try pool.transaction { connection in
-            try pool.run("DELETE FROM push_outbox WHERE sent_at_ms < \(time)", on: connection)
-            try pool.run("DELETE FROM push_outbox WHERE given_up_at_ms < \(time)", on: connection)
+    func forget(before time: Int64) async throws {
+        try await pool.transaction { connection in
+            try await pool.run("DELETE FROM push_outbox WHERE sent_at_ms < \(time)", on: connection)
+            try await pool.run("DELETE FROM push_outbox WHERE given_up_at_ms < \(time)", on: connection)
         }
     }
 }

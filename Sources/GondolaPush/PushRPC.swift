@@ -11,17 +11,17 @@ struct PushRPC: Sendable {
         router.register("device.register") { context, data in
             let fields = try RequestFields(data)
             let platform = try fields.choice("platform", PushPlatform.self)
-            let device = try devices.register(
+            let device = try await devices.register(
                 token: try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound), platform: platform,
                 app: try fields.optionalString("app", maxLength: 255), locale: try Self.locale(fields), by: context.user)
-            return ["token": .string(device.token), "platform": .string(platform.rawValue), "devices": .int(Int64(try devices.devices(of: context.user).count))]
+            return await ["token": .string(device.token), "platform": .string(platform.rawValue), "devices": .int(Int64(try devices.devices(of: context.user).count))]
         }
         router.register("device.unregister") { context, data in
             let token = try RequestFields(data).string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)
-            return ["unregistered": .bool(try devices.unregister(token: token, by: context.user))]
+            return await ["unregistered": .bool(try devices.unregister(token: token, by: context.user))]
         }
         router.register("notifications.settings") { context, data in
-            try devices.updateSettings(of: context.user, with: try RequestFields(data ?? [:])).json
+            try await devices.updateSettings(of: context.user, with: try RequestFields(data ?? [:])).json
         }
     }
 

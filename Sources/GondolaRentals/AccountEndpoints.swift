@@ -26,17 +26,17 @@ struct AccountEndpoints: Sendable {
             }
         }
         router.get("/api/account/activate") { request, _ in
-            activationPage(key: request.uri.queryParameters.get("key") ?? "")
+            await activationPage(key: request.uri.queryParameters.get("key") ?? "")
         }
         router.post("/api/account/activate") { request, _ in
             await answer { () async throws(AccountError) -> JSON in
-                let (user, now) = try accounts.activate(key: try await AccountRequest.read(request).key())
+                let (user, now) = try await accounts.activate(key: try await AccountRequest.read(request).key())
                 return ["user": .string(user), "activated": true, "already_activated": .bool(!now)]
             }
         }
         router.post("/api/account/activate/resend") { request, _ in
             await answer { () async throws(AccountError) -> JSON in
-                try accounts.resendActivation(email: try await AccountRequest.read(request).email())
+                try await accounts.resendActivation(email: try await AccountRequest.read(request).email())
                 return ["status": "ok"]
             }
         }
@@ -53,7 +53,7 @@ struct AccountEndpoints: Sendable {
         }
         router.post("/api/account/reset-password/init") { request, _ in
             await answer { () async throws(AccountError) -> JSON in
-                try accounts.requestReset(email: try await AccountRequest.read(request).email())
+                try await accounts.requestReset(email: try await AccountRequest.read(request).email())
                 return ["status": "ok"]
             }
         }
@@ -86,9 +86,9 @@ struct AccountEndpoints: Sendable {
 
     /// The answer to the mail's web link: a redirect to `account_activated_url`, or a
     /// small page saying what happened (with the refusal's status when it failed).
-    private func activationPage(key given: String) -> Response {
+    private func activationPage(key given: String) async -> Response {
         do {
-            let (_, activatedNow) = try accounts.activate(key: try AccountRequest.key(given))
+            let (_, activatedNow) = try await accounts.activate(key: try AccountRequest.key(given))
             if !activatedURL.isEmpty {
                 return Response(status: .seeOther, headers: [.location: activatedURL])
             }

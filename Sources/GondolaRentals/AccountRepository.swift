@@ -32,17 +32,17 @@ enum KeyEffect: Sendable, Equatable {
 /// the mail outbox in the same transaction, so the mail is sent exactly when the write
 /// is committed.
 protocol AccountRepository: Sendable {
-    func account(email: String) throws -> Account?
-    func account(user: String) throws -> Account?
+    func account(email: String) async throws -> Account?
+    func account(user: String) async throws -> Account?
     /// Creates the user, its account and an activation key, and queues `mail`; nil when
     /// the email is taken.
-    func create(user: User, email: String, passwordHash: String, keyHash: String, now: Int64, mail: MailMessage) throws -> Account?
+    func create(user: User, email: String, passwordHash: String, keyHash: String, now: Int64, mail: MailMessage) async throws -> Account?
     /// Adds a key for `user` and queues `mail`.
-    func addKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, mail: MailMessage) throws
+    func addKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, mail: MailMessage) async throws
     /// Uses a key once: checks it and, when it is good, marks it used and applies `effect`.
-    func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, effect: KeyEffect) throws -> KeyUse
+    func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, effect: KeyEffect) async throws -> KeyUse
     /// Sets a new password hash; the user's unused reset keys stop working.
-    func setPassword(_ user: String, hash: String, now: Int64) throws
+    func setPassword(_ user: String, hash: String, now: Int64) async throws
 }
 
 /// Accounts and their one-time keys in SQLite, mails queued in its `mail_outbox`.

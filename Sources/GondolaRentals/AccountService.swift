@@ -39,13 +39,13 @@ final class AccountService: Sendable {
         let now = unixMilliseconds()
         if let wait = registrationsByAddress.retryAfter(address, now: now) { throw .tooManyAttempts(retryAfter: wait) }
         registrationsByAddress.record(address, now: now)
-        guard try read({ try repository.account(email: email) }) == nil else { throw .emailTaken }
+        guard try await read({ try await repository.account(email: email) }) == nil else { throw .emailTaken }
         let hash = try await hashed(password)
         let key = AccountKeys.make()
         let user = User(id: RandomID.make("u", hexDigits: 15), name: name)
         let mail = try compose { try mails.activation(to: email, name: name, key: key) }
-        let account = try write {
-            try repository.create(user: user, email: email, passwordHash: hash, keyHash: AccountKeys.hash(key), now: now, mail: mail)
+        let account = try await write {
+            try await repository.create(user: user, email: email, passwordHash: hash, keyHash: AccountKeys.hash(key), now: now, mail: mail)
         }
         guard let account else { throw .emailTaken }
         mailsByEmail.record(email, now: now)
@@ -56,9 +56,9 @@ final class AccountService: Sendable {
 
     /// Activates the account of an activation key; answers the user and whether this
     /// call activated it (false: it already was, by this key).
-    func activate(key: String) throws(AccountError) -> (user: String, activatedNow: Bool) {
+    func activate(key: String) async throws(AccountError) -> (user: String, activatedNow: Bool) {
         let now = unixMilliseconds()
-        switch try write({ try repository.use(AccountKeys.hash(key), purpose: .activate, now: now, effect: .activate) }) {
+        switch try await write({ try await repository.use(AccountKeys.hash(key), purpose: .activate, now: now, effect: .activate) }) {
         case let .used(user): return (user, true)
         case let .alreadyUsed(user, true): return (user, false)
         case .alreadyUsed, .unknown: throw .keyUnknown
@@ -71,7 +71,7 @@ final class AccountService: Sendable {
         let now = unixMilliseconds()
         let waits = [failedLoginsByEmail.retryAfter(email, now: now), failedLoginsByAddress.retryAfter(address, now: now)].compactMap { $0 }
         if let wait = waits.max() { throw .tooManyAttempts(retryAfter: wait) }
-        let account = try read { try repository.account(email: email) }
+        let account = try await read { try await repository.account(email: email) }
         guard try await verified(password, against: account?.passwordHash), let account else {
             failedLoginsByEmail.record(email, now: now)
             failedLoginsByAddress.record(address, now: now)
@@ -83,29 +83,29 @@ final class AccountService: Sendable {
     }
 
     /// Mails a reset key when the address has an account; says nothing either way.
-    func requestReset(email: String) throws(AccountError) {
-        try mailKey(to: email, purpose: .reset) { account, key in try mails.reset(to: email, name: account.name, key: key) }
+    func requestReset(email: String) async throws(AccountError) {
+        try await mailKey(to: email, purpose: .reset) { account, key in try mails.reset(to: email, name: account.name, key: key) }
     }
 
     /// Mails a new activation key when the address has an account that is not activated.
-    func resendActivation(email: String) throws(AccountError) {
-        try mailKey(to: email, purpose: .activate, when: { $0.activatedAt == nil }) { account, key in
+    func resendActivation(email: String) async throws(AccountError) {
+        try await mailKey(to: email, purpose: .activate, when: { $0.activatedAt == nil }) { account, key in
             try mails.activation(to: email, name: account.name, key: key)
         }
     }
 
     private func mailKey(to email: String, purpose: AccountKeyPurpose, when wanted: (Account) -> Bool = { _ in true },
-                         compose make: (Account, String) throws -> MailMessage) throws(AccountError) {
+                         compose make: (Account, String) throws -> MailMessage) async throws(AccountError) {
         let now = unixMilliseconds()
-        guard let account = try read({ try repository.account(email: email) }), wanted(account) else { return }
+        guard let account = try await read({ try await repository.account(email: email) }), wanted(account) else { return }
         guard mailsByEmail.retryAfter(email, now: now) == nil else {
             logger.notice("account mail not sent: too many for this address this hour", metadata: ["user": "\(account.userID)", "purpose": "\(purpose)"])
             return
         }
         let key = AccountKeys.make()
         let mail = try compose { try make(account, key) }
-        try write {
-            try repository.addKey(AccountKeys.hash(key), user: account.userID, purpose: purpose, now: now, mail: mail)
+        try await write {
+            try await repository.addKey(AccountKeys.hash(key), user: account.userID, purpose: purpose, now: now, mail: mail)
         }
         mailsByEmail.record(email, now: now)
         outbox.kick()
@@ -116,7 +116,7 @@ final class AccountService: Sendable {
     func finishReset(key: String, newPassword: String) async throws(AccountError) {
         let hash = try await hashed(newPassword)
         let now = unixMilliseconds()
-        switch try write({ try repository.use(AccountKeys.hash(key), purpose: .reset, now: now, effect: .resetPassword(hash: hash)) }) {
+        switch try await write({ try await repository.use(AccountKeys.hash(key), purpose: .reset, now: now, effect: .resetPassword(hash: hash)) }) {
         case .used: return
         case .unknown, .alreadyUsed: throw .keyUnknown
         case .expired: throw .keyExpired
@@ -127,7 +127,7 @@ final class AccountService: Sendable {
     func changePassword(user: String, current: String, new: String) async throws(AccountError) {
         let now = unixMilliseconds()
         if let wait = wrongPasswordsByUser.retryAfter(user, now: now) { throw .tooManyAttempts(retryAfter: wait) }
-        guard let account = try read({ try repository.account(user: user) }) else {
+        guard let account = try await read({ try await repository.account(user: user) }) else {
             throw AccountError(status: .notFound, code: "no_account", message: "user \(user) has no email account (signed in with Telegram?)")
         }
         guard try await verified(current, against: account.passwordHash) else {
@@ -135,7 +135,7 @@ final class AccountService: Sendable {
             throw AccountError(status: .unauthorized, code: "invalid_credentials", message: "the current password is wrong", field: "current_password")
         }
         let hash = try await hashed(new)
-        try write { try repository.setPassword(user, hash: hash, now: now) }
+        try await write { try await repository.setPassword(user, hash: hash, now: now) }
     }
 
     // MARK: Plumbing
@@ -156,13 +156,13 @@ final class AccountService: Sendable {
         do { return try body() } catch { throw .internalError("cannot compose the mail: \(error)") }
     }
 
-    private func read<T>(_ body: () throws -> T) throws(AccountError) -> T {
-        do { return try body() } catch { throw .internalError("database read failed: \(error)") }
+    private func read<T>(_ body: () async throws -> T) async throws(AccountError) -> T {
+        do { return try await body() } catch { throw .internalError("database read failed: \(error)") }
     }
 
-    private func write<T>(_ body: () throws -> T) throws(AccountError) -> T {
+    private func write<T>(_ body: () async throws -> T) async throws(AccountError) -> T {
         do {
-            return try body()
+            return try await body()
         } catch is MailOutbox.Full {
             throw AccountError(status: .serviceUnavailable, code: "mail_queue_full", message: "too many mails are waiting to be sent: try again later", retryAfter: 60)
         } catch {

@@ -11,7 +11,7 @@ struct CarChannel: ChannelProvider {
     static let options = NamespaceOptions(name: CarCell.namespace)
     let rentals: RentalService
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
         guard let cell = CarCell(channelSuffix: Substring(subscription.channel.key)) else {
             throw .badRequest("'\(subscription.channel.raw)' is not a car cell: expected cars:<x>.<y> with x and y from 0 to \(CarCell.tiles - 1) (zoom \(CarCell.zoom) tiles)")
         }

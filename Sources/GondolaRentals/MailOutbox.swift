@@ -54,7 +54,7 @@ final class MailOutbox: Sendable {
     func kick() { wakeups.kick() }
 
     /// Mails not yet sent nor given up.
-    func pendingCount() throws -> Int { try queue.pendingCount() }
+    func pendingCount() async throws -> Int { try await queue.pendingCount() }
 
     /// Delivers due mails until cancelled: at once when kicked, else when the next one is due
     /// (checked at least every second).
@@ -69,7 +69,7 @@ final class MailOutbox: Sendable {
         while !Task.isCancelled {
             let due: [QueuedMail]
             do {
-                due = try queue.claimDue(now: now, limit: Self.batchSize, lease: Self.lease)
+                due = try await queue.claimDue(now: now, limit: Self.batchSize, lease: Self.lease)
             } catch {
                 logger.error("mail outbox: cannot read", metadata: ["error": "\(error)"])
                 return sent
@@ -80,14 +80,14 @@ final class MailOutbox: Sendable {
             }
             if due.count < Self.batchSize { break }
         }
-        forgetSent(now: now)
+        await forgetSent(now: now)
         return sent
     }
 
     private func deliver(id: String, message: MailMessage, attempts: Int) async -> Bool {
         do {
             let place = try await route.deliver(message, id: id)
-            try queue.markSent(id, at: unixMilliseconds())
+            try await queue.markSent(id, at: unixMilliseconds())
             logger.info("mail sent", metadata: ["mail": "\(id)", "to": "\(message.to)", "subject": "\(message.subject)", "via": "\(place)"])
             return true
         } catch {
@@ -95,7 +95,7 @@ final class MailOutbox: Sendable {
             let givingUp = tried >= Self.maxAttempts
             let next = unixMilliseconds() + Self.backOff(attempt: tried)
             do {
-                try queue.markFailed(id, attempts: tried, error: "\(error)", next: next, givenUpAt: givingUp ? unixMilliseconds() : nil)
+                try await queue.markFailed(id, attempts: tried, error: "\(error)", next: next, givenUpAt: givingUp ? unixMilliseconds() : nil)
             } catch {
                 logger.error("mail outbox: cannot record a failure", metadata: ["mail": "\(id)", "error": "\(error)"])
             }
@@ -115,9 +115,9 @@ final class MailOutbox: Sendable {
         RetryBackOff.delay(attempt: attempt, base: 5_000, cap: 3_600_000)
     }
 
-    private func forgetSent(now: Int64) {
+    private func forgetSent(now: Int64) async {
         do {
-            try queue.forgetSent(before: now - Self.keepSent)
+            try await queue.forgetSent(before: now - Self.keepSent)
         } catch {
             logger.error("mail outbox: cannot forget sent mails", metadata: ["error": "\(error)"])
         }

@@ -16,16 +16,16 @@ struct QueuedMail: Sendable, Equatable {
 /// a stop beginning while a delivery's outcome is recorded cannot skip the record.
 protocol MailQueue: Sendable {
     /// Mails not yet sent nor given up.
-    func pendingCount() throws -> Int
+    func pendingCount() async throws -> Int
     /// Up to `limit` mails due at `now`, the longest due first, each claimed until
     /// `now + lease`: another worker does not see them before then.
-    func claimDue(now: Int64, limit: Int, lease: Int64) throws -> [QueuedMail]
-    func markSent(_ id: String, at time: Int64) throws
+    func claimDue(now: Int64, limit: Int, lease: Int64) async throws -> [QueuedMail]
+    func markSent(_ id: String, at time: Int64) async throws
     /// Records a failed delivery: the attempts so far, the error, when to try again, and
     /// when it was given up (nil: not given up).
-    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws
+    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) async throws
     /// Deletes the mails sent before `time`.
-    func forgetSent(before time: Int64) throws
+    func forgetSent(before time: Int64) async throws
 }
 
 /// The outbox in SQLite's `mail_outbox`.
@@ -96,22 +96,22 @@ struct PostgresMailQueue: MailQueue {
 
     /// Queues `message` in the transaction on `connection`; throws `MailOutbox.Full` when
     /// `MailOutbox.maxPending` mails are waiting.
-    static func enqueue(_ message: MailMessage, on connection: PostgresConnection, _ pool: PostgresPool, now: Int64) throws {
-        let pending = try pool.run("SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
+    static func enqueue(_ message: MailMessage, on connection: PostgresConnection, _ pool: PostgresPool, now: Int64) async throws {
+        let pending = try await pool.run("SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
             .first?.decode(Int64.self) ?? 0
         guard pending < MailOutbox.maxPending else { throw MailOutbox.Full() }
-        try pool.run("""
+        try await pool.run("""
             INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
             VALUES (\(RandomID.make("mail-")), \(message.to), \(message.from), \(message.subject), \(message.text), \(message.html), \(now), \(now))
             """, on: connection)
     }
 
-    func pendingCount() throws -> Int {
-        Int(try pool.query("SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self) ?? 0)
+    func pendingCount() async throws -> Int {
+        Int(try await pool.query("SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self) ?? 0)
     }
 
-    func claimDue(now: Int64, limit: Int, lease: Int64) throws -> [QueuedMail] {
-        try pool.query("""
+    func claimDue(now: Int64, limit: Int, lease: Int64) async throws -> [QueuedMail] {
+        try await pool.query("""
             WITH due AS (
                 SELECT id, next_attempt_at_ms AS due_at FROM mail_outbox
                 WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
@@ -128,18 +128,18 @@ struct PostgresMailQueue: MailQueue {
         }
     }
 
-    func markSent(_ id: String, at time: Int64) throws {
-        try pool.query("UPDATE mail_outbox SET sent_at_ms = \(time), attempts = attempts + 1, last_error = NULL WHERE id = \(id)")
+    func markSent(_ id: String, at time: Int64) async throws {
+        try await pool.query("UPDATE mail_outbox SET sent_at_ms = \(time), attempts = attempts + 1, last_error = NULL WHERE id = \(id)")
     }
 
-    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws {
-        try pool.query("""
+    func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) async throws {
+        try await pool.query("""
             UPDATE mail_outbox SET attempts = \(Int32(attempts)), last_error = \(error), next_attempt_at_ms = \(next), given_up_at_ms = \(givenUpAt)
             WHERE id = \(id)
             """)
     }
 
-    func forgetSent(before time: Int64) throws {
-        try pool.query("DELETE FROM mail_outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < \(time)")
+    func forgetSent(before time: Int64) async throws {
+        try await pool.query("DELETE FROM mail_outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < \(time)")
     }
 }

@@ -18,25 +18,25 @@ struct PostgresAccountRepository: AccountRepository {
     /// The address was taken meanwhile: rolls the registration back.
     private struct EmailTaken: Error {}
 
-    func account(email: String) throws -> Account? {
-        try pool.query("\(unescaped: Self.selectAccount) WHERE a.email = \(email)").first.map(Self.account)
+    func account(email: String) async throws -> Account? {
+        try await pool.query("\(unescaped: Self.selectAccount) WHERE a.email = \(email)").first.map(Self.account)
     }
 
-    func account(user: String) throws -> Account? {
-        try pool.query("\(unescaped: Self.selectAccount) WHERE a.user_id = \(user)").first.map(Self.account)
+    func account(user: String) async throws -> Account? {
+        try await pool.query("\(unescaped: Self.selectAccount) WHERE a.user_id = \(user)").first.map(Self.account)
     }
 
-    func create(user: User, email: String, passwordHash: String, keyHash: String, now: Int64, mail: MailMessage) throws -> Account? {
+    func create(user: User, email: String, passwordHash: String, keyHash: String, now: Int64, mail: MailMessage) async throws -> Account? {
         do {
-            return try pool.transaction { connection in
-                try pool.run("INSERT INTO app_user (id, name, created_at_ms) VALUES (\(user.id), \(user.name), \(now))", on: connection)
-                let inserted = try pool.run("""
+            return try await pool.transaction { connection in
+                try await pool.run("INSERT INTO app_user (id, name, created_at_ms) VALUES (\(user.id), \(user.name), \(now))", on: connection)
+                let inserted = try await pool.run("""
                     INSERT INTO account (user_id, email, password_hash, created_at_ms) VALUES (\(user.id), \(email), \(passwordHash), \(now))
                     ON CONFLICT (email) DO NOTHING RETURNING user_id
                     """, on: connection)
                 guard inserted.first != nil else { throw EmailTaken() }
-                try Self.insertKey(keyHash, user: user.id, purpose: .activate, now: now, on: connection, pool)
-                try PostgresMailQueue.enqueue(mail, on: connection, pool, now: now)
+                try await Self.insertKey(keyHash, user: user.id, purpose: .activate, now: now, on: connection, pool)
+                try await PostgresMailQueue.enqueue(mail, on: connection, pool, now: now)
                 return Account(userID: user.id, name: user.name, email: email, passwordHash: passwordHash, activatedAt: nil)
             }
         } catch is EmailTaken {
@@ -44,42 +44,42 @@ struct PostgresAccountRepository: AccountRepository {
         }
     }
 
-    func addKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, mail: MailMessage) throws {
-        try pool.transaction { connection in
-            try Self.insertKey(keyHash, user: user, purpose: purpose, now: now, on: connection, pool)
-            try PostgresMailQueue.enqueue(mail, on: connection, pool, now: now)
+    func addKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, mail: MailMessage) async throws {
+        try await pool.transaction { connection in
+            try await Self.insertKey(keyHash, user: user, purpose: purpose, now: now, on: connection, pool)
+            try await PostgresMailQueue.enqueue(mail, on: connection, pool, now: now)
         }
     }
 
-    func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, effect: KeyEffect) throws -> KeyUse {
-        try pool.transaction { connection in
-            guard let row = try pool.run("""
+    func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, effect: KeyEffect) async throws -> KeyUse {
+        try await pool.transaction { connection in
+            guard let row = try await pool.run("""
                 SELECT k.user_id, k.expires_at_ms, k.used_at_ms, a.activated_at_ms FROM account_key k JOIN account a ON a.user_id = k.user_id
                 WHERE k.key_hash = \(keyHash) AND k.purpose = \(purpose.rawValue) FOR UPDATE OF k
                 """, on: connection).first else { return .unknown }
             let (user, expiresAt, usedAt, activatedAt) = try row.decode((String, Int64, Int64?, Int64?).self)
             if usedAt != nil { return .alreadyUsed(userID: user, accountActivated: activatedAt != nil) }
             guard expiresAt > now else { return .expired }
-            try pool.run("UPDATE account_key SET used_at_ms = \(now) WHERE key_hash = \(keyHash)", on: connection)
-            if case let .resetPassword(hash) = effect { try Self.setPassword(user, hash: hash, now: now, on: connection, pool) }
-            try pool.run("UPDATE account SET activated_at_ms = COALESCE(activated_at_ms, \(now)) WHERE user_id = \(user)", on: connection)
+            try await pool.run("UPDATE account_key SET used_at_ms = \(now) WHERE key_hash = \(keyHash)", on: connection)
+            if case let .resetPassword(hash) = effect { try await Self.setPassword(user, hash: hash, now: now, on: connection, pool) }
+            try await pool.run("UPDATE account SET activated_at_ms = COALESCE(activated_at_ms, \(now)) WHERE user_id = \(user)", on: connection)
             return .used(userID: user)
         }
     }
 
-    func setPassword(_ user: String, hash: String, now: Int64) throws {
-        try pool.transaction { connection in try Self.setPassword(user, hash: hash, now: now, on: connection, pool) }
+    func setPassword(_ user: String, hash: String, now: Int64) async throws {
+        try await pool.transaction { connection in try await Self.setPassword(user, hash: hash, now: now, on: connection, pool) }
     }
 
-    private static func setPassword(_ user: String, hash: String, now: Int64, on connection: PostgresConnection, _ pool: PostgresPool) throws {
-        try pool.run("UPDATE account SET password_hash = \(hash) WHERE user_id = \(user)", on: connection)
-        try pool.run("UPDATE account_key SET used_at_ms = \(now) WHERE user_id = \(user) AND purpose = 'reset' AND used_at_ms IS NULL",
+    private static func setPassword(_ user: String, hash: String, now: Int64, on connection: PostgresConnection, _ pool: PostgresPool) async throws {
+        try await pool.run("UPDATE account SET password_hash = \(hash) WHERE user_id = \(user)", on: connection)
+        try await pool.run("UPDATE account_key SET used_at_ms = \(now) WHERE user_id = \(user) AND purpose = 'reset' AND used_at_ms IS NULL",
                      on: connection)
     }
 
     private static func insertKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64,
-                                  on connection: PostgresConnection, _ pool: PostgresPool) throws {
-        try pool.run("""
+                                  on connection: PostgresConnection, _ pool: PostgresPool) async throws {
+        try await pool.run("""
             INSERT INTO account_key (key_hash, user_id, purpose, expires_at_ms) VALUES (\(keyHash), \(user), \(purpose.rawValue), \(now + purpose.lifetime))
             """, on: connection)
     }

@@ -13,13 +13,13 @@ struct PostgresRentalRepository: RentalRepository {
         created_at_ms, updated_at_ms
         """
 
-    func allCars() throws -> [Car] {
-        try pool.query("SELECT \(unescaped: Self.carColumns) FROM car").map(Self.car)
+    func allCars() async throws -> [Car] {
+        try await pool.query("SELECT \(unescaped: Self.carColumns) FROM car").map(Self.car)
     }
 
-    func upsert(_ cars: [Car]) throws {
+    func upsert(_ cars: [Car]) async throws {
         guard !cars.isEmpty else { return }
-        try pool.query("""
+        try await pool.query("""
             INSERT INTO car (\(unescaped: Self.carColumns))
             SELECT id, make, model, year, seats, price, lat, lon, NULLIF(image_url, ''), updated_at FROM unnest(\(cars.map(\.id))::text[], \(cars.map(\.make))::text[], \(cars.map(\.model))::text[],
                                  \(cars.map { Int32($0.year) })::int[], \(cars.map { Int32($0.seats) })::int[],
@@ -32,23 +32,23 @@ struct PostgresRentalRepository: RentalRepository {
             """)
     }
 
-    func removeCar(_ id: String) throws {
-        try pool.query("DELETE FROM car WHERE id = \(id)")
+    func removeCar(_ id: String) async throws {
+        try await pool.query("DELETE FROM car WHERE id = \(id)")
     }
 
-    func openRentals() throws -> [Rental] {
-        try pool.query("SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE state IN ('planned', 'active')").map(Self.rental)
+    func openRentals() async throws -> [Rental] {
+        try await pool.query("SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE state IN ('planned', 'active')").map(Self.rental)
     }
 
-    func planned(startingBefore time: Int64, limit: Int) throws -> [Rental] {
-        try pool.query("""
+    func planned(startingBefore time: Int64, limit: Int) async throws -> [Rental] {
+        try await pool.query("""
             SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE state = 'planned' AND starts_at_ms < \(time)
             ORDER BY starts_at_ms LIMIT \(Int64(limit))
             """).map(Self.rental)
     }
 
-    func claimReminders(startingBefore time: Int64, now: Int64, limit: Int) throws -> [Rental] {
-        try pool.query("""
+    func claimReminders(startingBefore time: Int64, now: Int64, limit: Int) async throws -> [Rental] {
+        try await pool.query("""
             UPDATE rental SET reminded_at_ms = \(now) WHERE id IN (
                 SELECT id FROM rental WHERE state = 'planned' AND reminded_at_ms IS NULL AND starts_at_ms < \(time)
                 ORDER BY starts_at_ms LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED)
@@ -56,12 +56,12 @@ struct PostgresRentalRepository: RentalRepository {
             """).map(Self.rental)
     }
 
-    func rental(_ id: String) throws -> Rental? {
-        try pool.query("SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE id = \(id)").first.map(Self.rental)
+    func rental(_ id: String) async throws -> Rental? {
+        try await pool.query("SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE id = \(id)").first.map(Self.rental)
     }
 
-    func rentals(of user: String, pastLimit: Int) throws -> [Rental] {
-        try pool.query("""
+    func rentals(of user: String, pastLimit: Int) async throws -> [Rental] {
+        try await pool.query("""
             SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE user_id = \(user) AND state IN ('planned', 'active')
             UNION ALL
             (SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE user_id = \(user) AND state IN ('finished', 'cancelled')
@@ -69,8 +69,8 @@ struct PostgresRentalRepository: RentalRepository {
             """).map(Self.rental).sorted { $0.createdAt > $1.createdAt }
     }
 
-    func insertOpen(_ rental: Rental) throws -> Bool {
-        let rows = try pool.query("""
+    func insertOpen(_ rental: Rental) async throws -> Bool {
+        let rows = try await pool.query("""
             INSERT INTO rental (id, car_id, user_id, state, starts_at_ms, started_at_ms, price_per_day_cents, created_at_ms, updated_at_ms)
             VALUES (\(rental.id), \(rental.car), \(rental.user), \(rental.state.rawValue), \(rental.startsAt), \(rental.startedAt),
                     \(rental.pricePerDayCents), \(rental.createdAt), \(rental.updatedAt))
@@ -80,9 +80,9 @@ struct PostgresRentalRepository: RentalRepository {
         return rows.first != nil
     }
 
-    func update(_ rental: Rental, from state: RentalState, carPosition: (lat: Double, lon: Double, at: Int64)?) throws -> Bool {
-        try pool.transaction { connection in
-            let updated = try pool.run("""
+    func update(_ rental: Rental, from state: RentalState, carPosition: (lat: Double, lon: Double, at: Int64)?) async throws -> Bool {
+        try await pool.transaction { connection in
+            let updated = try await pool.run("""
                 UPDATE rental SET state = \(rental.state.rawValue), started_at_ms = \(rental.startedAt), ended_at_ms = \(rental.endedAt),
                   days = \(rental.days.map(Int32.init)), amount_cents = \(rental.amountCents), end_lat = \(rental.endLat), end_lon = \(rental.endLon),
                   updated_at_ms = \(rental.updatedAt)
@@ -90,18 +90,18 @@ struct PostgresRentalRepository: RentalRepository {
                 """, on: connection)
             guard updated.first != nil else { return false }
             if let carPosition {
-                try pool.run("UPDATE car SET lat = \(carPosition.lat), lon = \(carPosition.lon), updated_at_ms = \(carPosition.at) WHERE id = \(rental.car)",
+                try await pool.run("UPDATE car SET lat = \(carPosition.lat), lon = \(carPosition.lon), updated_at_ms = \(carPosition.at) WHERE id = \(rental.car)",
                              on: connection)
             }
             return true
         }
     }
 
-    func fleetState(of ids: [String]) throws -> (cars: [Car], open: [Rental]) {
+    func fleetState(of ids: [String]) async throws -> (cars: [Car], open: [Rental]) {
         guard !ids.isEmpty else { return ([], []) }
-        return try pool.withConnection { connection in
-            (try pool.run("SELECT \(unescaped: Self.carColumns) FROM car WHERE id = ANY(\(ids)::text[])", on: connection).map(Self.car),
-             try pool.run("""
+        return try await pool.withConnection { connection in
+            (try await pool.run("SELECT \(unescaped: Self.carColumns) FROM car WHERE id = ANY(\(ids)::text[])", on: connection).map(Self.car),
+             try await pool.run("""
                 SELECT \(unescaped: Self.rentalColumns) FROM rental WHERE state IN ('planned', 'active') AND car_id = ANY(\(ids)::text[])
                 """, on: connection).map(Self.rental))
         }

@@ -34,29 +34,29 @@ struct RentalRPC: Sendable {
         }
         router.register("rental.plan") { context, data in
             let fields = try RequestFields(data)
-            let rental = try rentals.plan(car: try fields.string("car", maxLength: 64),
+            let rental = try await rentals.plan(car: try fields.string("car", maxLength: 64),
                                           startsAt: try fields.integer("starts_at", in: 0...Int64(1) << 50), by: context.user)
             return ["rental": rental.json]
         }
         router.register("rental.start") { context, data in
             let fields = try RequestFields(data)
             switch (fields.has("rental"), fields.has("car")) {
-            case (true, false): return ["rental": try rentals.start(rental: try fields.string("rental", maxLength: 64), by: context.user).json]
-            case (false, true): return ["rental": try rentals.start(car: try fields.string("car", maxLength: 64), by: context.user).json]
+            case (true, false): return await ["rental": try rentals.start(rental: try fields.string("rental", maxLength: 64), by: context.user).json]
+            case (false, true): return await ["rental": try rentals.start(car: try fields.string("car", maxLength: 64), by: context.user).json]
             default: throw HubError.badRequest("rental.start: give rental (a planned one) or car (to start now), not both")
             }
         }
         router.register("rental.stop") { context, data in
             let fields = try RequestFields(data)
-            let rental = try rentals.stop(rental: try fields.string("rental", maxLength: 64), lat: try fields.number("lat", in: -90...90),
+            let rental = try await rentals.stop(rental: try fields.string("rental", maxLength: 64), lat: try fields.number("lat", in: -90...90),
                                           lon: try fields.number("lon", in: -180...180), by: context.user)
             return ["rental": rental.json]
         }
         router.register("rental.cancel") { context, data in
-            ["rental": try rentals.cancel(rental: try RequestFields(data).string("rental", maxLength: 64), by: context.user).json]
+            await ["rental": try rentals.cancel(rental: try RequestFields(data).string("rental", maxLength: 64), by: context.user).json]
         }
         router.register("rental.list") { context, _ in
-            let all = try rentals.rentals(of: context.user)
+            let all = try await rentals.rentals(of: context.user)
             return [
                 "planned": .array(all.filter { $0.state == .planned }.map(\.json)),
                 "active": .array(all.filter { $0.state == .active }.map(\.json)),

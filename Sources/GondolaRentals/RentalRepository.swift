@@ -5,32 +5,32 @@ import GRDB
 /// storage's own rule (a unique index), so two requests for one car cannot both be
 /// stored, whichever process or node makes them.
 protocol RentalRepository: Sendable {
-    func allCars() throws -> [Car]
+    func allCars() async throws -> [Car]
     /// Writes cars in one transaction.
-    func upsert(_ cars: [Car]) throws
-    func removeCar(_ id: String) throws
+    func upsert(_ cars: [Car]) async throws
+    func removeCar(_ id: String) async throws
     /// Every planned or active rental.
-    func openRentals() throws -> [Rental]
+    func openRentals() async throws -> [Rental]
     /// Planned rentals whose start is before `time`, oldest first.
-    func planned(startingBefore time: Int64, limit: Int) throws -> [Rental]
+    func planned(startingBefore time: Int64, limit: Int) async throws -> [Rental]
     /// Planned rentals starting before `time` whose users were not reminded yet, marked as
     /// reminded at `now` in the same transaction (each is answered once, whichever node asks).
-    func claimReminders(startingBefore time: Int64, now: Int64, limit: Int) throws -> [Rental]
-    func rental(_ id: String) throws -> Rental?
+    func claimReminders(startingBefore time: Int64, now: Int64, limit: Int) async throws -> [Rental]
+    func rental(_ id: String) async throws -> Rental?
     /// The user's open rentals and the last `pastLimit` closed ones, newest first.
-    func rentals(of user: String, pastLimit: Int) throws -> [Rental]
+    func rentals(of user: String, pastLimit: Int) async throws -> [Rental]
     /// Stores a new open rental; false when the car already has one.
-    func insertOpen(_ rental: Rental) throws -> Bool
+    func insertOpen(_ rental: Rental) async throws -> Bool
     /// Writes a rental's new state if it is still in state `from` (another node may have
     /// changed it meanwhile); with `carPosition`, moves its car in the same transaction.
     /// Answers whether it was written.
-    func update(_ rental: Rental, from state: RentalState, carPosition: (lat: Double, lon: Double, at: Int64)?) throws -> Bool
+    func update(_ rental: Rental, from state: RentalState, carPosition: (lat: Double, lon: Double, at: Int64)?) async throws -> Bool
     /// The stored cars among `ids`, and their open rentals (what another node changed).
-    func fleetState(of ids: [String]) throws -> (cars: [Car], open: [Rental])
+    func fleetState(of ids: [String]) async throws -> (cars: [Car], open: [Rental])
 }
 
 extension RentalRepository {
-    func update(_ rental: Rental, from state: RentalState) throws -> Bool { try update(rental, from: state, carPosition: nil) }
+    func update(_ rental: Rental, from state: RentalState) async throws -> Bool { try await update(rental, from: state, carPosition: nil) }
 }
 
 /// Cars and rentals in SQLite.

@@ -38,21 +38,28 @@ public final class RentalService: Sendable {
     /// Where reminders of rentals about to start are posted for the users' phones.
     let notices: NoticeBoard
     private let fleet = Mutex(Fleet())
+    private let fleetChanges = TaskKeyedLocks()
+    /// Reads of the cars other nodes changed, in the order the bus brought them.
+    private let replicaReads: SerialJobs
     static let fleetTopic = "rentals.fleet"
 
     init(node: Node, repository: any RentalRepository, areas: ServiceAreas, fleetsFolder: String, notices: NoticeBoard = NoticeBoard(),
-         logger: Logger) throws {
+         logger: Logger) async throws {
         self.node = node
         self.notices = notices
         self.repository = repository
         self.areas = areas
         self.fleetsFolder = fleetsFolder
         self.logger = logger
-        try reloadFleet()
-        node.onReplica(topic: Self.fleetTopic) { [weak self] payload in self?.applyReplica(payload) }
+        replicaReads = SerialJobs(name: "rentals.fleet replicas", logger: logger)
+        try await reloadFleet()
+        node.onReplica(topic: Self.fleetTopic) { [weak self] payload in
+            guard let service = self else { return }
+            service.replicaReads.submit { [weak service] in await service?.applyReplica(payload) }
+        }
         node.onResynchronize { [weak self] in
             do {
-                try self?.reloadFleet()
+                try await self?.reloadFleet()
             } catch {
                 self?.logger.error("rentals: reading the fleet again failed", metadata: ["error": "\(error)"])
             }
@@ -60,8 +67,8 @@ public final class RentalService: Sendable {
     }
 
     /// Replaces the fleet in memory with the stored one.
-    private func reloadFleet() throws {
-        let (cars, open) = (try repository.allCars(), try repository.openRentals())
+    private func reloadFleet() async throws {
+        let (cars, open) = (try await repository.allCars(), try await repository.openRentals())
         var loaded = Fleet()
         for car in cars { _ = loaded.upsert(car) }
         for rental in open { _ = loaded.setOpenRental(rental.car, (rental.id, rental.state)) }
@@ -69,10 +76,10 @@ public final class RentalService: Sendable {
     }
 
     /// Another node changed the cars it names: read them again (their cells were told by it).
-    private func applyReplica(_ payload: JSON) {
+    private func applyReplica(_ payload: JSON) async {
         guard let ids = try? RequestFields(payload).stringArray("cars", maxCount: .max, maxLength: .max) else { return }
         do {
-            let (cars, open) = try repository.fleetState(of: ids)
+            let (cars, open) = try await repository.fleetState(of: ids)
             fleet.withLock { Self.replace(ids, with: cars, open, in: &$0) }
         } catch {
             logger.error("rentals: reading changed cars failed", metadata: ["cars": "\(ids.count)", "error": "\(error)"])
@@ -94,11 +101,30 @@ public final class RentalService: Sendable {
         }
     }
 
-    /// Reads the car `id` from the database into `fleet` before a refusal: memory that has
-    /// not yet heard of another node's change (a new car, a rental ended) never refuses.
-    private func confirm(_ id: String, in fleet: inout Fleet) throws(HubError) {
-        let (cars, open) = try databaseRead { try repository.fleetState(of: [id]) }
-        Self.replace([id], with: cars, open, in: &fleet)
+    /// Reads the car `id` from the database into the fleet before a refusal: memory that
+    /// has not yet heard of another node's change (a new car, a rental ended) never refuses.
+    /// Answers the car and its open rental as they are then.
+    private func confirm(_ id: String) async throws(HubError) -> (car: Car?, open: (id: String, state: RentalState)?) {
+        let (cars, open) = try await databaseRead { try await repository.fleetState(of: [id]) }
+        return fleet.withLock { fleet in
+            Self.replace([id], with: cars, open, in: &fleet)
+            return (fleet.cars[id], fleet.openRentals[id])
+        }
+    }
+
+    /// The car `id` and its open rental, confirmed from the database when memory has no
+    /// car or an open rental (either would refuse).
+    private func current(_ id: String) async throws(HubError) -> (car: Car?, open: (id: String, state: RentalState)?) {
+        let known = fleet.withLock { ($0.cars[id], $0.openRentals[id]) }
+        if known.0 == nil || known.1 != nil { return try await confirm(id) }
+        return known
+    }
+
+    /// Runs a change of the fleet — a database write, then the change in memory and its
+    /// pushes — after every change asked before it has ended. The fleet's memory lock is
+    /// never held across the database call; changes wait for each other as tasks.
+    private func changingFleet<T: Sendable>(_ body: () async throws(HubError) -> T) async throws(HubError) -> T {
+        try await fleetChanges.withLock("fleet", body)
     }
 
     /// Names changed cars to the other nodes of a cluster.
@@ -110,24 +136,24 @@ public final class RentalService: Sendable {
 
     /// Adds or updates cars (checked against the service areas as one batch).
     @discardableResult
-    func upsert(_ cars: [Car]) throws(HubError) -> Int {
+    func upsert(_ cars: [Car]) async throws(HubError) -> Int {
         try areas.checkOrientation(cars)
-        try fleet.withLock { (fleet) throws(HubError) in
-            try databaseWrite { try repository.upsert(cars) }
-            publish(cars.flatMap { fleet.upsert($0) })
+        try await changingFleet { () throws(HubError) in
+            try await databaseWrite { try await repository.upsert(cars) }
+            fleet.withLock { fleet in publish(cars.flatMap { fleet.upsert($0) }) }
             replicate(cars.map(\.id))
         }
         return cars.count
     }
 
     /// Takes a car off the map; refused while it has an open rental.
-    func remove(_ id: String) throws(HubError) {
-        try fleet.withLock { (fleet) throws(HubError) in
-            if fleet.cars[id] == nil || fleet.openRentals[id] != nil { try confirm(id, in: &fleet) }
-            guard fleet.cars[id] != nil else { throw .badRequest("car '\(id)' does not exist") }
-            if let open = fleet.openRentals[id] { throw .notAvailable("car '\(id)' has a \(open.state.rawValue) rental (\(open.id))") }
-            try databaseWrite { try repository.removeCar(id) }
-            publish(fleet.remove(id))
+    func remove(_ id: String) async throws(HubError) {
+        try await changingFleet { () throws(HubError) in
+            let (car, open) = try await current(id)
+            guard car != nil else { throw .badRequest("car '\(id)' does not exist") }
+            if let open { throw .notAvailable("car '\(id)' has a \(open.state.rawValue) rental (\(open.id))") }
+            try await databaseWrite { try await repository.removeCar(id) }
+            fleet.withLock { fleet in publish(fleet.remove(id)) }
             replicate([id])
         }
     }
@@ -135,13 +161,13 @@ public final class RentalService: Sendable {
     /// Adds the cars of `<fleets>/demo.json` that are not on the map yet (cars moved by
     /// rentals keep their place); answers how many were added, or nil when there is no
     /// such file. A file that is not a valid fleet throws.
-    public func seedDemoFleet() throws -> Int? {
+    public func seedDemoFleet() async throws -> Int? {
         let path = fleetsFolder + "/demo.json"
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         do {
             let known = fleet.withLock { Set($0.cars.keys) }
             let missing = try CarInput.cars(try JSONParser.parse(Array(data)), at: unixMilliseconds()).filter { !known.contains($0.id) }
-            return missing.isEmpty ? 0 : try upsert(missing)
+            return await missing.isEmpty ? 0 : try upsert(missing)
         } catch {
             throw DomainSetupError("demo fleet '\(path)': \(error)")
         }
@@ -170,34 +196,34 @@ public final class RentalService: Sendable {
     // MARK: Rentals
 
     /// Plans a rental of `car` from `startsAt` (in the future, within 90 days).
-    func plan(car: String, startsAt: Int64, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
+    func plan(car: String, startsAt: Int64, by user: String, now: Int64 = unixMilliseconds()) async throws(HubError) -> Rental {
         guard startsAt > now, startsAt <= now + Self.maxPlanAhead else {
             throw .badRequest("starts_at: must be after now and within 90 days, got \(Self.time(startsAt))")
         }
-        return try open(car: car, state: .planned, startsAt: startsAt, by: user, now: now)
+        return try await open(car: car, state: .planned, startsAt: startsAt, by: user, now: now)
     }
 
     /// Starts a rental of `car` now.
-    func start(car: String, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
-        try open(car: car, state: .active, startsAt: now, by: user, now: now)
+    func start(car: String, by user: String, now: Int64 = unixMilliseconds()) async throws(HubError) -> Rental {
+        try await open(car: car, state: .active, startsAt: now, by: user, now: now)
     }
 
-    private func open(car id: String, state: RentalState, startsAt: Int64, by user: String, now: Int64) throws(HubError) -> Rental {
-        try fleet.withLock { (fleet) throws(HubError) in
-            if fleet.cars[id] == nil || fleet.openRentals[id] != nil { try confirm(id, in: &fleet) }
-            guard let car = fleet.cars[id] else { throw .badRequest("car '\(id)' does not exist") }
-            if let open = fleet.openRentals[id] { throw Self.conflict(id, open.state) }
-            let mine = try databaseRead { try repository.rentals(of: user, pastLimit: 0) }.count
+    private func open(car id: String, state: RentalState, startsAt: Int64, by user: String, now: Int64) async throws(HubError) -> Rental {
+        try await changingFleet { () throws(HubError) -> Rental in
+            let (known, open) = try await current(id)
+            guard let car = known else { throw .badRequest("car '\(id)' does not exist") }
+            if let open { throw Self.conflict(id, open.state) }
+            let mine = try await databaseRead { try await repository.rentals(of: user, pastLimit: 0) }.count
             guard mine < Self.maxOpenRentalsPerUser else {
                 throw .limitExceeded("a user may have \(Self.maxOpenRentalsPerUser) planned or active rentals at once")
             }
             let rental = Rental(id: RandomID.make("rental-"), car: id, user: user, state: state, startsAt: startsAt,
                                 startedAt: state == .active ? now : nil, endedAt: nil, pricePerDayCents: car.pricePerDayCents, days: nil,
                                 amountCents: nil, endLat: nil, endLon: nil, createdAt: now, updatedAt: now)
-            guard try databaseWrite({ try repository.insertOpen(rental) }) else {
-                throw Self.conflict(id, try databaseRead { try repository.openRentals() }.first { $0.car == id }?.state ?? .planned)
+            guard try await databaseWrite({ try await repository.insertOpen(rental) }) else {
+                throw Self.conflict(id, try await databaseRead { try await repository.openRentals() }.first { $0.car == id }?.state ?? .planned)
             }
-            publish(fleet.setOpenRental(id, (rental.id, state)))
+            fleet.withLock { fleet in publish(fleet.setOpenRental(id, (rental.id, state))) }
             replicate([id])
             tell(rental)
             return rental
@@ -205,21 +231,21 @@ public final class RentalService: Sendable {
     }
 
     /// Starts a planned rental, from its start time on.
-    func start(rental id: String, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
-        try change(id, by: user, from: .planned) { (rental, fleet) throws(HubError) in
+    func start(rental id: String, by user: String, now: Int64 = unixMilliseconds()) async throws(HubError) -> Rental {
+        try await change(id, by: user, from: .planned) { (rental) throws(HubError) in
             guard now >= rental.startsAt else { throw .notAvailable("rental \(id) starts at \(Self.time(rental.startsAt))") }
             rental.state = .active
             rental.startedAt = now
             rental.updatedAt = now
-            try Self.written(try databaseWrite { try repository.update(rental, from: .planned) }, rental)
-            return fleet.setOpenRental(rental.car, (rental.id, .active))
+            try Self.written(try await databaseWrite { [rental] in try await repository.update(rental, from: .planned) }, rental)
+            return { [rental] fleet in fleet.setOpenRental(rental.car, (rental.id, .active)) }
         }
     }
 
     /// Stops an active rental where the car was left: the end, the whole days rounded
     /// up and the amount at the rental's price per day; the car is free again there.
-    func stop(rental id: String, lat: Double, lon: Double, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
-        try change(id, by: user, from: .active) { (rental, fleet) throws(HubError) in
+    func stop(rental id: String, lat: Double, lon: Double, by user: String, now: Int64 = unixMilliseconds()) async throws(HubError) -> Rental {
+        try await change(id, by: user, from: .active) { (rental) throws(HubError) in
             let days = Rental.days(from: rental.startedAt ?? rental.startsAt, to: now)
             rental.state = .finished
             rental.endedAt = now
@@ -228,28 +254,28 @@ public final class RentalService: Sendable {
             rental.endLat = lat
             rental.endLon = lon
             rental.updatedAt = now
-            try Self.written(try databaseWrite { try repository.update(rental, from: .active, carPosition: (lat, lon, now)) }, rental)
-            return fleet.move(rental.car, lat: lat, lon: lon, at: now) + fleet.setOpenRental(rental.car, nil)
+            try Self.written(try await databaseWrite { [rental] in try await repository.update(rental, from: .active, carPosition: (lat, lon, now)) }, rental)
+            return { [rental] fleet in fleet.move(rental.car, lat: lat, lon: lon, at: now) + fleet.setOpenRental(rental.car, nil) }
         }
     }
 
     /// Cancels a planned rental; the car is free again.
-    func cancel(rental id: String, by user: String, now: Int64 = unixMilliseconds()) throws(HubError) -> Rental {
-        try change(id, by: user, from: .planned) { (rental, fleet) throws(HubError) in
+    func cancel(rental id: String, by user: String, now: Int64 = unixMilliseconds()) async throws(HubError) -> Rental {
+        try await change(id, by: user, from: .planned) { (rental) throws(HubError) in
             rental.state = .cancelled
             rental.updatedAt = now
-            try Self.written(try databaseWrite { try repository.update(rental, from: .planned) }, rental)
-            return fleet.setOpenRental(rental.car, nil)
+            try Self.written(try await databaseWrite { [rental] in try await repository.update(rental, from: .planned) }, rental)
+            return { [rental] fleet in fleet.setOpenRental(rental.car, nil) }
         }
     }
 
     /// Cancels the planned rentals not started within a day of their start (their users
     /// are told as for any cancellation); answers how many.
     @discardableResult
-    func cancelNoShows(now: Int64 = unixMilliseconds()) -> Int {
+    func cancelNoShows(now: Int64 = unixMilliseconds()) async -> Int {
         let due: [Rental]
         do {
-            due = try repository.planned(startingBefore: now - Self.noShowGrace, limit: 1_000)
+            due = try await repository.planned(startingBefore: now - Self.noShowGrace, limit: 1_000)
         } catch {
             logger.error("rentals: cannot read planned rentals", metadata: ["error": "\(error)"])
             return 0
@@ -257,7 +283,7 @@ public final class RentalService: Sendable {
         var cancelled = 0
         for rental in due {
             do {
-                _ = try cancel(rental: rental.id, by: rental.user, now: now)
+                _ = try await cancel(rental: rental.id, by: rental.user, now: now)
                 cancelled += 1
                 logger.info("planned rental not started: cancelled", metadata: ["rental": "\(rental.id)", "car": "\(rental.car)"])
             } catch {
@@ -270,10 +296,10 @@ public final class RentalService: Sendable {
     /// Reminds the users of planned rentals starting within `reminderLead` (once per rental,
     /// on `personal:#<uid>` and as a notice for their phones); answers how many.
     @discardableResult
-    func remindStarting(now: Int64 = unixMilliseconds()) -> Int {
+    func remindStarting(now: Int64 = unixMilliseconds()) async -> Int {
         let due: [Rental]
         do {
-            due = try repository.claimReminders(startingBefore: now + Self.reminderLead, now: now, limit: 1_000)
+            due = try await repository.claimReminders(startingBefore: now + Self.reminderLead, now: now, limit: 1_000)
         } catch {
             logger.error("rentals: cannot read rentals starting soon", metadata: ["error": "\(error)"])
             return 0
@@ -297,28 +323,29 @@ public final class RentalService: Sendable {
     /// Runs `remindStarting` and `cancelNoShows` every minute until cancelled.
     func sweepEveryMinute() async {
         while !Task.isCancelled {
-            remindStarting()
-            cancelNoShows()
+            await remindStarting()
+            await cancelNoShows()
             try? await Task.sleep(for: .seconds(60))
         }
     }
 
     /// The user's rentals: planned, active, and the last 50 past ones.
-    func rentals(of user: String) throws(HubError) -> [Rental] {
-        try databaseRead { try repository.rentals(of: user, pastLimit: Self.pastListed) }
+    func rentals(of user: String) async throws(HubError) -> [Rental] {
+        try await databaseRead { try await repository.rentals(of: user, pastLimit: Self.pastListed) }
     }
 
-    /// Applies `body` to the user's rental in state `from`, under the lock, then
-    /// publishes the cell events it returns and tells the user.
+    /// Applies `body` to the user's rental in state `from` (it writes the rental and
+    /// answers the change of the fleet in memory), after the fleet's earlier changes; then
+    /// publishes the cell events of that change and tells the user.
     private func change(_ id: String, by user: String, from state: RentalState,
-                        _ body: (inout Rental, inout Fleet) throws(HubError) -> [Fleet.CellEvent]) throws(HubError) -> Rental {
-        try fleet.withLock { (fleet) throws(HubError) in
-            guard var rental = try databaseRead({ try repository.rental(id) }), rental.user == user else {
+                        _ body: (inout Rental) async throws(HubError) -> @Sendable (inout Fleet) -> [Fleet.CellEvent]) async throws(HubError) -> Rental {
+        try await changingFleet { () throws(HubError) -> Rental in
+            guard var rental = try await databaseRead({ try await repository.rental(id) }), rental.user == user else {
                 throw .permissionDenied("rental \(id) is not yours")
             }
             guard rental.state == state else { throw .notAvailable("rental \(id) is \(rental.state.rawValue), not \(state.rawValue)") }
-            let events = try body(&rental, &fleet)
-            publish(events)
+            let applying = try await body(&rental)
+            fleet.withLock { fleet in publish(applying(&fleet)) }
             replicate([rental.car])
             tell(rental)
             return rental

@@ -64,7 +64,7 @@ public struct RentalsDomain: Domain {
             mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)
         let rentals: RentalService
         do {
-            rentals = try RentalService(node: context.node, repository: storage.rentals, areas: areas,
+            rentals = try await RentalService(node: context.node, repository: storage.rentals, areas: areas,
                                         fleetsFolder: fleets, notices: context.notices, logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the cars and rentals: \(error)")
@@ -110,16 +110,16 @@ enum RentalsServerAPI {
         [
             "car_upsert": { body throws(HubError) in
                 let car = try CarInput.car(body, at: unixMilliseconds())
-                try rentals.upsert([car])
+                try await rentals.upsert([car])
                 return ["car": car.json]
             },
             "car_remove": { body throws(HubError) in
                 let id = try RequestFields(body).string("id", maxLength: 64)
-                try rentals.remove(id)
+                try await rentals.remove(id)
                 return ["removed": .string(id)]
             },
             "car_import": { body throws(HubError) in
-                ["imported": .int(Int64(try rentals.upsert(try CarInput.cars(body, at: unixMilliseconds()))))]
+                await ["imported": .int(Int64(try rentals.upsert(try CarInput.cars(body, at: unixMilliseconds()))))]
             },
         ]
     }

@@ -34,7 +34,7 @@ struct AuthEndpoints: Sendable {
             return JSONResponse.error(.badRequest, code: 107, "Telegram login data: \(error)")
         }
         do {
-            let user = try users.user(forTelegram: account)
+            let user = try await users.user(forTelegram: account)
             return try await tokenResponse(for: user)
         } catch {
             return JSONResponse.error(.internalServerError, code: 100, "could not sign in: \(error)")

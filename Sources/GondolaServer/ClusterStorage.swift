@@ -6,7 +6,7 @@ import Logging
 /// Opens the cluster mode's PostgreSQL database: the pool, the schema (core,
 /// cluster and every built-in domain's tables, migrated once by whichever node starts first) and the link.
 enum ClusterStorage {
-    static func open(_ configuration: ServerConfiguration, domains: [any Domain], nodeUID: String, logger: Logger) throws -> PostgresCluster {
+    static func open(_ configuration: ServerConfiguration, domains: [any Domain], nodeUID: String, logger: Logger) async throws -> PostgresCluster {
         let location: PostgresLocation
         do {
             location = try PostgresLocation(url: configuration.database)
@@ -18,7 +18,7 @@ enum ClusterStorage {
         PostgresCluster.register(in: &migrator)
         for domain in domains { domain.registerPostgresMigrations(in: &migrator) }
         do {
-            let applied = try migrator.migrate(pool)
+            let applied = try await migrator.migrate(pool)
             if !applied.isEmpty { logger.info("database migrated", metadata: ["steps": "\(applied.joined(separator: ", "))"]) }
         } catch {
             throw ConfigurationError("database \(location): cannot open: \(String(reflecting: error))")

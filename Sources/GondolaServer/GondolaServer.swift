@@ -54,7 +54,7 @@ public final class GondolaServer: Sendable {
         let uid = UUID().uuidString.lowercased()
         let storage: DomainStorage
         if configuration.isCluster {
-            let cluster = try ClusterStorage.open(configuration, domains: known, nodeUID: uid, logger: logger)
+            let cluster = try await ClusterStorage.open(configuration, domains: known, nodeUID: uid, logger: logger)
             storage = .postgres(cluster.pool, bus: cluster)
             self.database = nil
             self.cluster = cluster

@@ -31,23 +31,23 @@ public struct ServerAPI: Sendable {
             return ["responses": .array(responses)]
         }
         register("presence") { params throws(HubError) in
-            let clients = try node.presence(channel: try params.string("channel"))
+            let clients = try await node.presence(channel: try params.string("channel"))
             return ["presence": .object(clients.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value.json) })]
         }
         register("presence_stats") { params throws(HubError) in
-            try node.presenceStats(channel: try params.string("channel")).json
+            try await node.presenceStats(channel: try params.string("channel")).json
         }
         register("history") { params throws(HubError) in
             let since = try params.optionalObject("since").map { (since) throws(HubError) in
                 StreamPosition(offset: UInt64(try since.integer("offset", default: 0)), epoch: try since.string("epoch", default: ""))
             }
-            let result = try node.history(
+            let result = try await node.history(
                 channel: try params.string("channel"), limit: try params.integer("limit", default: 0),
                 since: since, reverse: try params.bool("reverse"))
             return result.json
         }
         register("history_remove") { params throws(HubError) in
-            try node.removeHistory(channel: try params.string("channel"))
+            try await node.removeHistory(channel: try params.string("channel"))
             return [:]
         }
         register("unsubscribe") { params throws(HubError) in
@@ -64,7 +64,7 @@ public struct ServerAPI: Sendable {
             return ["channels": .object(matching.sorted { $0.key < $1.key }.map { (key: $0.key, value: ["num_clients": .int(Int64($0.value))]) })]
         }
         register("info") { _ throws(HubError) in
-            let nodes = try node.cluster?.nodes()
+            let nodes = try await node.cluster?.nodes()
                 ?? [ClusterNodeInfo(uid: node.uid, name: node.configuration.nodeName, version: node.version, stats: node.stats)]
             return ["nodes": .array(nodes.map(Self.nodeJSON))]
         }

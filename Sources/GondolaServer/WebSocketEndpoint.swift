@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import HTTPTypes
@@ -74,9 +75,7 @@ struct WebSocketEndpoint: Sendable {
         let handler = WebSocketSessionHandler(
             session: session, maxMessageBytes: maxFrameBytes, maxInflatedBytes: maxWebSocketFrame,
             inflater: offer.flatMap(FrameInflater.init(offer:)), eventLoop: channel.eventLoop,
-            // A lone node handles messages on the connection's loop; in a cluster a domain may
-            // still wait on PostgreSQL, which must not happen there.
-            executor: node.cluster == nil ? EventLoopTaskExecutor(channel.eventLoop) : nil, connections: connections)
+            executor: EventLoopTaskExecutor(channel.eventLoop), connections: connections)
         try channel.pipeline.syncOperations.addHandler(handler)
         let deflater = compression.flatMap { settings in offer.flatMap { FrameDeflater(offer: $0, settings: settings) } }
         ChannelFrameWriter.install(session.queue, on: channel, deflater: deflater) { code in handler.outboundFinished(code) }

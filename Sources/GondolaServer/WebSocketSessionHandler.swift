@@ -1,4 +1,5 @@
 import CompressNIO
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import NIOCore
@@ -14,9 +15,9 @@ import Synchronization
 ///
 /// A message is handled by a task that exists only while messages wait: the first one
 /// starts it and it ends when none is left, so an idle connection holds no suspended
-/// task, only this handler, its session and NIO's channel. In a lone node the task runs
-/// on the connection's event loop (`EventLoopTaskExecutor`); in a cluster on the
-/// cooperative pool, since a domain may still wait there on PostgreSQL.
+/// task, only this handler, its session and NIO's channel. The task runs on the
+/// connection's event loop (`EventLoopTaskExecutor`), alone or in a cluster: what it
+/// waits for (a database, the bus) it awaits, leaving the loop to other connections.
 ///
 /// Limits: a message longer than `max_frame_bytes` closes the session with 3501 naming
 /// its size; a compressed one whose fragments or inflated bytes pass `maxInflatedBytes` is
@@ -39,7 +40,7 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private let maxMessageBytes: Int
     private let maxInflatedBytes: Int
     private let inflater: FrameInflater?
-    private let executor: (any TaskExecutor)?
+    private let executor: any TaskExecutor
     private let eventLoop: any EventLoop
     private let connections: OpenConnections
     private let inbox = Mutex(Inbox())
@@ -74,7 +75,7 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
 
     init(session: ClientSession, maxMessageBytes: Int, maxInflatedBytes: Int, inflater: FrameInflater?,
-         eventLoop: any EventLoop, executor: (any TaskExecutor)?, connections: OpenConnections) {
+         eventLoop: any EventLoop, executor: any TaskExecutor, connections: OpenConnections) {
         self.session = session
         self.eventLoop = eventLoop
         self.connections = connections
@@ -125,7 +126,7 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
             message = started
         } else {
             guard partial == nil else { return failProtocol(context: context) }
-            guard (frame.opcode == .binary) == session.encoding.isBinary else { return onSession { $0.handleFrameOfWrongKind() } }
+            guard (frame.opcode == .binary) == session.encoding.isBinary else { return session.handleFrameOfWrongKind() }
             message = (frame.unmaskedData, frame.rsv1)
         }
         partial = nil
@@ -154,16 +155,7 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     private func oversized(_ bytes: Int) {
         let limit = maxMessageBytes
-        onSession { $0.handleOversizedFrame(bytes: bytes, limit: limit) }
-    }
-
-    /// Runs `work` on the session where its messages are handled: at once on the loop in a
-    /// lone node; on the cooperative pool in a cluster, where a session that closes leaves its
-    /// channels' presence in PostgreSQL with a synchronous query, which must not run on an event loop.
-    private func onSession(_ work: @escaping @Sendable (ClientSession) -> Void) {
-        guard executor == nil else { return work(session) }
-        let session = session
-        Task { work(session) }
+        session.handleOversizedFrame(bytes: bytes, limit: limit)
     }
 
     /// Queues a whole message for the session, starting the task that handles messages when none runs.
@@ -217,7 +209,7 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     func channelInactive(context: ChannelHandlerContext) {
         closeTimer?.cancel()
-        onSession { $0.transportClosed() }
+        session.transportClosed()
         context.fireChannelInactive()
     }
 

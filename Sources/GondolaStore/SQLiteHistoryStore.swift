@@ -8,7 +8,7 @@ import GRDB
 ///
 /// Each append trims the stream to the namespace's size and TTL in the same
 /// transaction, so the table holds at most `history_size` rows per channel.
-public final class SQLiteHistoryStore: HistoryStore {
+public final class SQLiteHistoryStore: LocalHistoryStore {
     private let database: GondolaDatabase
 
     public init(database: GondolaDatabase) {

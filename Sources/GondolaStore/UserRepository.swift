@@ -35,13 +35,13 @@ public protocol UserRepository: Sendable {
     /// The user of a Telegram account, created on its first sign-in with a new
     /// random id; later sign-ins refresh the Telegram username (the photo only
     /// when the user has no avatar, so one set with `profile.update` stays).
-    func user(forTelegram account: TelegramAccount) throws -> User
+    func user(forTelegram account: TelegramAccount) async throws -> User
 
     /// The user with `id`, created with `name` when missing (development sign-in).
-    func ensureUser(id: String, name: String) throws -> User
+    func ensureUser(id: String, name: String) async throws -> User
 
     /// The user with `id`, if there is one.
-    func user(id: String) throws -> User?
+    func user(id: String) async throws -> User?
 }
 
 /// Users in SQLite.

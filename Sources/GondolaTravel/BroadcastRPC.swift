@@ -24,8 +24,8 @@ struct BroadcastRPC: Sendable {
                 throw HubError.badRequest("give either trip or scope, not both")
             case (true, false):
                 let trip = try fields.string("trip", maxLength: 64)
-                try directory.refresh(users: [context.user], trips: [trip])
-                guard try directory.role(of: context.user, in: trip) == .host else {
+                try await directory.refresh(users: [context.user], trips: [trip])
+                guard try await directory.role(of: context.user, in: trip) == .host else {
                     throw HubError.permissionDenied("only hosts of trip \(trip) may broadcast to it")
                 }
                 (channel, type) = (TripChannel.channel(of: trip), "broadcast")
@@ -33,7 +33,7 @@ struct BroadcastRPC: Sendable {
                 tripName = directory.cachedTrip(trip)?.name ?? trip
             case (false, true):
                 guard try fields.string("scope", maxLength: 16) == "all" else { throw HubError.badRequest("scope must be \"all\"") }
-                guard try directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
+                guard try await directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
                 (channel, type) = (AnnouncementsChannel.channel, "announcement")
                 audience = .everyone
             case (false, false):

@@ -11,7 +11,7 @@ struct ChatRPC: Sendable {
             let fields = try RequestFields(data)
             let members = try fields.stringArray("members", maxCount: ChatService.maxGroupMembers, maxLength: 64)
             let title = try fields.optionalText("title", maxLength: ChatService.maxTitleLength)
-            let chat = try chats.create(by: context.user, members: members, title: title)
+            let chat = try await chats.create(by: context.user, members: members, title: title)
             return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
         }
         router.register("chat.send") { context, data in
@@ -27,8 +27,8 @@ struct ChatRPC: Sendable {
             return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
         }
         router.register("chat.list") { context, _ in
-            let list = try chats.chats(of: context.user)
-            let summaries = try chats.summaries(of: list, for: context.user)
+            let list = try await chats.chats(of: context.user)
+            let summaries = try await chats.summaries(of: list, for: context.user)
             let entries = list.map { chat in (chat: chat, summary: summaries[chat.id]) }
                 .sorted { ($0.summary?.last?.ts ?? $0.chat.createdAt, $0.chat.id) > ($1.summary?.last?.ts ?? $1.chat.createdAt, $1.chat.id) }
             return ["chats": .array(entries.map { entry in
@@ -42,14 +42,14 @@ struct ChatRPC: Sendable {
             let fields = try RequestFields(data)
             let chat = try fields.string("chat", maxLength: 80)
             let offset = try fields.integer("offset", in: 0...Int64.max)
-            return ["read_offset": .int(Int64(try chats.markRead(chat, user: context.user, offset: UInt64(offset))))]
+            return await ["read_offset": .int(Int64(try chats.markRead(chat, user: context.user, offset: UInt64(offset))))]
         }
         router.register("chat.history") { context, data in
             let fields = try RequestFields(data)
             let chat = try fields.string("chat", maxLength: 80)
             let before = try fields.optionalInteger("before", in: 1...Int64.max).map(UInt64.init)
             let limit = Int(try fields.optionalInteger("limit", in: 1...Int64(ChatService.maxHistoryPage)) ?? Int64(ChatService.defaultHistoryPage))
-            let (messages, more) = try chats.history(of: chat, user: context.user, before: before, limit: limit)
+            let (messages, more) = try await chats.history(of: chat, user: context.user, before: before, limit: limit)
             return ["messages": .array(messages.map(Self.messageJSON)), "more": .bool(more)]
         }
     }

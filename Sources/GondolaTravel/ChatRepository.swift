@@ -39,13 +39,13 @@ protocol ChatRepository: Sendable {
     /// Whether `append` publishes the messages itself as it commits (on a cluster's
     /// bus); otherwise the chat writer delivers them after the commit.
     var publishesOnCommit: Bool { get }
-    func loadChats() throws -> [Chat]
+    func loadChats() async throws -> [Chat]
     /// Stores a new chat with its members and a fresh stream epoch, and answers it;
     /// when a chat with its id or `pairKey` exists (created at the same time on
     /// another node) that one is answered and nothing is written.
-    func create(_ chat: Chat, pairKey: String?, createdBy: String?) throws -> Chat
+    func create(_ chat: Chat, pairKey: String?, createdBy: String?) async throws -> Chat
     /// The stored chat with `id` and its members; nil when there is none.
-    func chat(_ id: String) throws -> Chat?
+    func chat(_ id: String) async throws -> Chat?
     /// Appends messages, each as its chat's next offset, in one transaction (a group
     /// commit); the results come in the order of `messages`. A message whose sender
     /// and client id are already stored in its chat (a retry) is not written again:
@@ -55,17 +55,17 @@ protocol ChatRepository: Sendable {
     /// differ. Fails as a whole.
     func append(_ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
                 storedOffset: (ChatMessageKey) -> UInt64?,
-                beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [ChatAppend]
+                beforeCommit: (_ chat: String, _ top: UInt64) -> Void) async throws -> [ChatAppend]
     /// The sends stored in `chats` at or after `since` (unix ms), at most the newest `limit`, oldest first.
-    func recentSends(in chats: [String], since: Int64, limit: Int) throws -> [RecentChatSends.Entry]
+    func recentSends(in chats: [String], since: Int64, limit: Int) async throws -> [RecentChatSends.Entry]
     /// The stream's top offset and epoch; nil for an unknown chat.
-    func position(of chat: String) throws -> StreamPosition?
+    func position(of chat: String) async throws -> StreamPosition?
     /// Messages with an offset in `range`, oldest first or newest first, at most `limit`.
-    func messages(of chat: String, offsets range: ClosedRange<UInt64>, limit: Int, newestFirst: Bool) throws -> [StoredChatMessage]
+    func messages(of chat: String, offsets range: ClosedRange<UInt64>, limit: Int, newestFirst: Bool) async throws -> [StoredChatMessage]
     /// For each chat: the newest message and how many messages from others follow the user's read marker.
-    func summaries(of chats: [String], for user: String) throws -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)]
+    func summaries(of chats: [String], for user: String) async throws -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)]
     /// Moves the user's read marker forward to `offset` (never back); answers the marker.
-    func markRead(chat: String, user: String, offset: UInt64) throws -> UInt64
+    func markRead(chat: String, user: String, offset: UInt64) async throws -> UInt64
 }
 
 /// The chat tables in SQLite. A repeated send is recognised only through

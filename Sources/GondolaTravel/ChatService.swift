@@ -44,20 +44,20 @@ public final class ChatService: Sendable {
     let streams: ChatStreamStore
     let writer: ChatWriter
 
-    init(node: Node, directory: Directory, repository: any ChatRepository, notices: NoticeBoard = NoticeBoard()) throws {
+    init(node: Node, directory: Directory, repository: any ChatRepository, notices: NoticeBoard = NoticeBoard()) async throws {
         self.node = node
         self.notices = notices
         self.directory = directory
         self.repository = repository
-        let chats = try Self.load(repository)
+        let chats = try await Self.load(repository)
         self.chats = Mutex(chats)
         streams = ChatStreamStore(repository: repository)
-        writer = try ChatWriter(node: node, repository: repository, streams: streams, chats: Array(chats.byID.keys))
+        writer = try await ChatWriter(node: node, repository: repository, streams: streams, chats: Array(chats.byID.keys))
     }
 
-    private static func load(_ repository: any ChatRepository) throws -> Chats {
+    private static func load(_ repository: any ChatRepository) async throws -> Chats {
         var chats = Chats()
-        for chat in try repository.loadChats() { chats.add(chat) }
+        for chat in try await repository.loadChats() { chats.add(chat) }
         return chats
     }
 
@@ -65,8 +65,8 @@ public final class ChatService: Sendable {
     static let replicaTopic = "travel.chat"
 
     /// Reads every chat again (a cluster node that may have missed new chats).
-    func reload() throws {
-        let fresh = try Self.load(repository)
+    func reload() async throws {
+        let fresh = try await Self.load(repository)
         chats.withLock { $0 = fresh }
     }
 
@@ -86,75 +86,75 @@ public final class ChatService: Sendable {
 
     /// The chat with `id`, creating a trip's chat on first use. A chat this node has not
     /// heard of (another node of a cluster created it a moment ago) is read from the database.
-    func chat(_ id: String) throws(HubError) -> Chat? {
+    func chat(_ id: String) async throws(HubError) -> Chat? {
         if let chat = chats.withLock({ $0.byID[id] }) { return chat }
-        if let stored = try databaseRead({ try repository.chat(id) }) {
+        if let stored = try await databaseRead({ try await repository.chat(id) }) {
             chats.withLock { $0.add(stored) }
             return stored
         }
-        guard id.hasPrefix("trip-"), let trip = try directory.trip(String(id.dropFirst("trip-".count))) else { return nil }
-        return try ensureTripChat(trip.id)
+        guard id.hasPrefix("trip-"), let trip = try await directory.trip(String(id.dropFirst("trip-".count))) else { return nil }
+        return try await ensureTripChat(trip.id)
     }
 
     /// Creates the chat of `trip` when it has none yet.
     @discardableResult
-    func ensureTripChat(_ trip: String) throws(HubError) -> Chat {
+    func ensureTripChat(_ trip: String) async throws(HubError) -> Chat {
         let id = Self.tripChatID(trip)
-        return try chats.withLock { chats throws(HubError) -> Chat in
-            if let chat = chats.byID[id] { return chat }
-            let chat = Chat(id: id, kind: .trip, title: nil, trip: trip, members: [], createdAt: unixMilliseconds())
-            let stored = try databaseWrite { try repository.create(chat, pairKey: nil, createdBy: nil) }
-            chats.add(stored)
-            return stored
-        }
+        if let chat = chats.withLock({ $0.byID[id] }) { return chat }
+        // Creating a chat that exists answers the stored one, so two callers at once agree.
+        let chat = Chat(id: id, kind: .trip, title: nil, trip: trip, members: [], createdAt: unixMilliseconds())
+        let stored = try await databaseWrite { try await repository.create(chat, pairKey: nil, createdBy: nil) }
+        chats.withLock { $0.add(stored) }
+        return stored
     }
 
-    func isMember(_ user: String, of chat: Chat) throws(HubError) -> Bool {
+    func isMember(_ user: String, of chat: Chat) async throws(HubError) -> Bool {
         switch chat.kind {
         case .trip:
             guard let trip = chat.trip else { return false }
-            return try directory.role(of: user, in: trip) != nil
+            return try await directory.role(of: user, in: trip) != nil
         case .direct, .group: return chat.members.contains(user)
         }
     }
 
     /// The chat if `user` is a member; 103 otherwise (also for a chat that does not exist).
-    func memberChat(_ id: String, user: String) throws(HubError) -> Chat {
-        guard let chat = try chat(id), try isMember(user, of: chat) else { throw .permissionDenied("not a member of chat \(id)") }
+    func memberChat(_ id: String, user: String) async throws(HubError) -> Chat {
+        guard let chat = try await chat(id), try await isMember(user, of: chat) else { throw .permissionDenied("not a member of chat \(id)") }
         return chat
     }
 
     /// Opens the direct chat with one other user (the existing one when there is one)
     /// or creates a group chat; every other member must be a friend or trip-mate.
-    func create(by user: String, members requested: [String], title: String?) throws(HubError) -> Chat {
+    func create(by user: String, members requested: [String], title: String?) async throws(HubError) -> Chat {
         var others: [String] = []
         for (index, member) in requested.enumerated() where member != user && !others.contains(member) {
             guard UserID.isValid(member) else { throw .badRequest("members[\(index)] is not a valid user id") }
-            guard try directory.friendSource(user, member) != nil else {
+            guard try await directory.friendSource(user, member) != nil else {
                 throw .permissionDenied("members[\(index)]: \(member) is not a friend or trip-mate")
             }
             others.append(member)
         }
         guard !others.isEmpty else { throw .badRequest("members must name at least one other user") }
-        try directory.ensureKnown(user)
+        try await directory.ensureKnown(user)
         let members = Set(others + [user])
         let kind: ChatKind = others.count == 1 && title == nil ? .direct : .group
-        return try chats.withLock { chats throws(HubError) -> Chat in
-            if kind == .direct, let id = chats.direct[Self.pairKey(members)], let chat = chats.byID[id] { return chat }
-            let chat = Chat(id: RandomID.make(kind == .direct ? "d" : "g"), kind: kind, title: title, trip: nil, members: members,
-                            createdAt: unixMilliseconds())
-            let stored = try databaseWrite { try repository.create(chat, pairKey: kind == .direct ? Self.pairKey(members) : nil, createdBy: user) }
-            chats.add(stored)
-            node.replicate(topic: Self.replicaTopic, stored.replica)
-            return stored
-        }
+        let pairKey = kind == .direct ? Self.pairKey(members) : nil
+        let known = chats.withLock { chats in pairKey.flatMap { chats.direct[$0] }.flatMap { chats.byID[$0] } }
+        if let known { return known }
+        // A direct chat of the same pair created meanwhile is the one the database answers.
+        let chat = Chat(id: RandomID.make(kind == .direct ? "d" : "g"), kind: kind, title: title, trip: nil, members: members,
+                        createdAt: unixMilliseconds())
+        let stored = try await databaseWrite { try await repository.create(chat, pairKey: pairKey, createdBy: user) }
+        chats.withLock { $0.add(stored) }
+        if stored.id == chat.id { node.replicate(topic: Self.replicaTopic, stored.replica) }
+        return stored
     }
 
     /// The chats `user` is in: direct and group chats and the chats of their trips.
-    func chats(of user: String) throws(HubError) -> [Chat] {
-        try directory.refresh(users: [user])
+    func chats(of user: String) async throws(HubError) -> [Chat] {
+        try await directory.refresh(users: [user])
         var result = chats.withLock { chats in (chats.byUser[user] ?? []).compactMap { chats.byID[$0] } }
-        for (trip, _) in directory.trips(of: user) { result.append(try ensureTripChat(trip.id)) }
+        for (trip, _) in directory.trips(of: user) { result.append(try await ensureTripChat(trip.id)) }
         return result
     }
 
@@ -164,7 +164,7 @@ public final class ChatService: Sendable {
     /// one. `stored` hears the outcome as soon as it is committed (see `ChatWriter`).
     func send(by user: String, to id: String, text: String, clientMessageID: String,
               stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
-        let chat = try memberChat(id, user: user)
+        let chat = try await memberChat(id, user: user)
         let message = ChatMessageData(id: RandomID.make("m"), from: user, name: directory.name(of: user), text: text,
                                       ts: unixMilliseconds(), clientMessageID: clientMessageID)
         let sent = try await writer.send(message, to: chat.id, stored: stored).get()
@@ -186,24 +186,24 @@ public final class ChatService: Sendable {
 
     /// Messages older than `before` (all when nil), newest `limit` of them in
     /// ascending order, and whether older ones remain.
-    func history(of id: String, user: String, before: UInt64?, limit: Int) throws(HubError) -> (messages: [StoredChatMessage], more: Bool) {
-        let chat = try memberChat(id, user: user)
+    func history(of id: String, user: String, before: UInt64?, limit: Int) async throws(HubError) -> (messages: [StoredChatMessage], more: Bool) {
+        let chat = try await memberChat(id, user: user)
         let upper = before.map { $0 == 0 ? 0 : $0 - 1 } ?? UInt64(Int64.max)
         guard upper >= 1 else { return ([], false) }
-        let page = try databaseRead { try repository.messages(of: chat.id, offsets: 1...upper, limit: limit + 1, newestFirst: true) }
+        let page = try await databaseRead { try await repository.messages(of: chat.id, offsets: 1...upper, limit: limit + 1, newestFirst: true) }
         return (Array(page.prefix(limit).reversed()), page.count > limit)
     }
 
     /// Moves the user's read marker to `offset` (at most the newest message); answers the marker.
-    func markRead(_ id: String, user: String, offset: UInt64) throws(HubError) -> UInt64 {
-        let chat = try memberChat(id, user: user)
-        let top = try databaseRead { try repository.position(of: chat.id)?.offset } ?? 0
+    func markRead(_ id: String, user: String, offset: UInt64) async throws(HubError) -> UInt64 {
+        let chat = try await memberChat(id, user: user)
+        let top = try await databaseRead { try await repository.position(of: chat.id)?.offset } ?? 0
         guard offset <= top else { throw .badRequest("offset: \(offset) is beyond the newest message \(top)") }
-        return try databaseWrite { try repository.markRead(chat: chat.id, user: user, offset: offset) }
+        return try await databaseWrite { try await repository.markRead(chat: chat.id, user: user, offset: offset) }
     }
 
-    func summaries(of chats: [Chat], for user: String) throws(HubError) -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)] {
-        try databaseRead { try repository.summaries(of: chats.map(\.id), for: user) }
+    func summaries(of chats: [Chat], for user: String) async throws(HubError) -> [String: (last: StoredChatMessage?, unread: Int, read: UInt64)] {
+        try await databaseRead { try await repository.summaries(of: chats.map(\.id), for: user) }
     }
 }
 

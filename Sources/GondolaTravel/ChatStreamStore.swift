@@ -40,14 +40,14 @@ final class ChatStreamStore: HistoryStore {
         throw HubError.notAvailable("messages of \(channel) are written with chat.send")
     }
 
-    func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice {
+    func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
         // The node resolved the name before it asked; a name that no longer parses has no stream.
         guard let chat = try? ChannelName(channel).key else { throw HubError.unknownChannel(channel) }
-        guard var position = try repository.position(of: chat) else { throw HubError.unknownChannel(channel) }
+        guard var position = try await repository.position(of: chat) else { throw HubError.unknownChannel(channel) }
         if let shown = delivered.withLock({ $0[chat] }) { position.offset = min(position.offset, shown) }
         let first = (after ?? 0) + 1
         guard limit > 0, first <= position.offset else { return StreamSlice(publications: [], position: position) }
-        let messages = try repository.messages(of: chat, offsets: first...position.offset, limit: limit, newestFirst: reverse)
+        let messages = try await repository.messages(of: chat, offsets: first...position.offset, limit: limit, newestFirst: reverse)
         return StreamSlice(publications: messages.map { Publication(offset: $0.offset, data: Payload($0.data)) }, position: position)
     }
 

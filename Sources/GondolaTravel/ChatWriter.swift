@@ -1,7 +1,7 @@
 import GondolaDomain
-import Dispatch
 import GondolaHub
 import GondolaProtocol
+import NIOPosix
 import Synchronization
 
 /// Stores and publishes chat messages in batches (group commit). Sends wait in a
@@ -13,8 +13,9 @@ import Synchronization
 /// repository publishes the messages on the bus as it commits, and every node
 /// (this one included) delivers them from there.
 ///
-/// The writer runs on its own dispatch queue, so the tasks serving connections
-/// wait for it without holding a thread, and the SQLite writer is never contended.
+/// The writer is one task at a time, on a thread of its own (`writerThread`): the tasks
+/// serving connections wait for it without holding a thread, the SQLite writer is never
+/// contended, and a commit that waits on the disk holds none of the cooperative pool's threads.
 final class ChatWriter: Sendable {
     typealias Outcome = Result<(message: StoredChatMessage, repeated: Bool), HubError>
 
@@ -22,7 +23,7 @@ final class ChatWriter: Sendable {
     struct Request: Sendable {
         let chat: String
         let message: ChatMessageData
-        /// Hears the stored message on the writer's thread as soon as it is committed.
+        /// Hears the stored message on the writer's task as soon as it is committed.
         let stored: @Sendable (StoredChatMessage, _ repeated: Bool) -> Void
         let done: CheckedContinuation<Outcome, Never>
 
@@ -35,24 +36,26 @@ final class ChatWriter: Sendable {
     let node: Node
     let repository: any ChatRepository
     let streams: ChatStreamStore
-    private let queue = DispatchQueue(label: "gondola.chat.writer")
+    /// The thread every chat writer of the process runs on.
+    private static let writerThread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let executor = EventLoopTaskExecutor(ChatWriter.writerThread.next())
     private let waiting = Mutex<(requests: [Request], writing: Bool)>(([], false))
     /// Sends of the last minutes, to recognise retries; changed only by the writer.
     private let recent: Mutex<RecentChatSends>
 
     /// A writer that remembers the sends stored in `chats` within `RecentChatSends`' limits before now.
-    init(node: Node, repository: any ChatRepository, streams: ChatStreamStore, chats: [String]) throws {
+    init(node: Node, repository: any ChatRepository, streams: ChatStreamStore, chats: [String]) async throws {
         let recentLimits = RecentChatSends.Limits()
         self.node = node
         self.repository = repository
         self.streams = streams
         let now = unixMilliseconds()
-        let stored = try repository.recentSends(in: chats, since: now - recentLimits.windowMilliseconds, limit: recentLimits.maxEntries)
+        let stored = try await repository.recentSends(in: chats, since: now - recentLimits.windowMilliseconds, limit: recentLimits.maxEntries)
         recent = Mutex(RecentChatSends(limits: recentLimits, entries: stored, now: now))
     }
 
     /// Stores and publishes `message` in `chat`; a repeat answers the stored message.
-    /// `stored` hears the outcome on the writer's thread right after the commit, before
+    /// `stored` hears the outcome on the writer's task right after the commit, before
     /// the message is delivered and before this returns.
     func send(_ message: ChatMessageData, to chat: String,
               stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void) async -> Outcome {
@@ -63,11 +66,11 @@ final class ChatWriter: Sendable {
                 waiting.writing = true
                 return true
             }
-            if start { queue.async { self.drain() } }
+            if start { Task(executorPreference: executor) { await self.drain() } }
         }
     }
 
-    private func drain() {
+    private func drain() async {
         while true {
             let batch = waiting.withLock { waiting -> [Request] in
                 let batch = Array(waiting.requests.prefix(Self.maxBatch))
@@ -76,11 +79,11 @@ final class ChatWriter: Sendable {
                 return batch
             }
             guard !batch.isEmpty else { return }
-            write(batch)
+            await write(batch)
         }
     }
 
-    private func write(_ batch: [Request]) {
+    private func write(_ batch: [Request]) async {
         // A request repeating an earlier one of the batch is answered with that one's outcome.
         var distinct: [Request] = []
         var distinctIndex: [ChatMessageKey: Int] = [:]
@@ -96,7 +99,7 @@ final class ChatWriter: Sendable {
         let messages = distinct.map { (chat: $0.chat, message: $0.message, data: RawJSON($0.message.json)) }
         let results: [ChatAppend]
         do {
-            results = try repository.append(messages, storedOffset: { key in recent.withLock { $0.offset(of: key) } }) { chat, top in
+            results = try await repository.append(messages, storedOffset: { key in recent.withLock { $0.offset(of: key) } }) { chat, top in
                 if !repository.publishesOnCommit { streams.holdBack(chat, at: top) }
             }
         } catch {

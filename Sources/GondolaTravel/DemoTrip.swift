@@ -16,21 +16,21 @@ public struct DemoTrip: Sendable {
     public init(travel: TravelService) { self.travel = travel }
 
     /// Creates the trip and its members unless they exist; the trip runs from a day ago for a week.
-    public func seed() throws {
+    public func seed() async throws {
         guard let resort = travel.resorts.resort("demo") else {
             throw ResortLoadError(description: "--demo needs the demo resort (resorts/demo.geojson) in the resorts folder")
         }
         let directory = travel.directory
         let now = unixMilliseconds()
-        if try directory.trip(Self.tripID) == nil {
+        if try await directory.trip(Self.tripID) == nil {
             let trip = Trip(id: Self.tripID, name: "Demo ski week", resort: resort.id, startsAt: now - 86_400_000, endsAt: now + 7 * 86_400_000)
-            try directory.createTrip(trip, hosts: [Self.host.id])
+            try await directory.createTrip(trip, hosts: [Self.host.id])
         }
         for (id, name) in [Self.host] + Self.travellers {
-            if try directory.role(of: id, in: Self.tripID) == nil { try directory.addMember(trip: Self.tripID, user: id, role: .traveller) }
-            var profile = try directory.profile(of: id) ?? Profile(id: id, name: name)
+            if try await directory.role(of: id, in: Self.tripID) == nil { try await directory.addMember(trip: Self.tripID, user: id, role: .traveller) }
+            var profile = try await directory.profile(of: id) ?? Profile(id: id, name: name)
             profile.name = name
-            try directory.save(profile)
+            try await directory.save(profile)
         }
         travel.locations.relationsChanged([Self.host.id] + Self.travellers.map(\.0))
     }

@@ -119,15 +119,15 @@ public final class Directory: Sendable {
     /// The topic of directory changes on the cluster's bus.
     static let replicaTopic = "travel.directory"
 
-    init(repository: any TravelRepository, replicate: @escaping @Sendable (DirectoryChange) -> Void = { _ in }) throws {
+    init(repository: any TravelRepository, replicate: @escaping @Sendable (DirectoryChange) -> Void = { _ in }) async throws {
         self.repository = repository
         self.replicate = replicate
-        self.state = Mutex(State(try repository.loadAll()))
+        self.state = Mutex(State(try await repository.loadAll()))
     }
 
     /// Reads everything again (a cluster node that may have missed changes).
-    func reload() throws {
-        let fresh = State(try repository.loadAll())
+    func reload() async throws {
+        let fresh = State(try await repository.loadAll())
         state.withLock { $0 = fresh }
     }
 
@@ -138,23 +138,23 @@ public final class Directory: Sendable {
 
     /// Reads what the database holds about `users` and `trips` into memory: what another
     /// node committed is known here from then on.
-    public func refresh(users: [String] = [], trips: [String] = []) throws(HubError) {
+    public func refresh(users: [String] = [], trips: [String] = []) async throws(HubError) {
         guard !users.isEmpty || !trips.isEmpty else { return }
-        let records = try databaseRead { try repository.records(users: users, trips: trips) }
+        let records = try await databaseRead { try await repository.records(users: users, trips: trips) }
         state.withLock { $0.merge(records) }
     }
 
     /// The memory's answer, or, when it has none, the answer after reading the rows
     /// `refresh` names.
-    private func answer<T>(_ question: (State) -> T?, refreshing users: [String] = [], trips: [String] = []) throws(HubError) -> T? {
+    private func answer<T>(_ question: (State) -> T?, refreshing users: [String] = [], trips: [String] = []) async throws(HubError) -> T? {
         if let known = state.withLock({ question($0) }) { return known }
-        try refresh(users: users, trips: trips)
+        try await refresh(users: users, trips: trips)
         return state.withLock { question($0) }
     }
 
     /// Stores a change, applies it here and tells the other nodes.
-    private func commit(_ change: DirectoryChange) throws(HubError) {
-        try databaseWrite { try repository.write(change) }
+    private func commit(_ change: DirectoryChange) async throws(HubError) {
+        try await databaseWrite { try await repository.write(change) }
         state.withLock { $0.apply(change) }
         replicate(change)
     }
@@ -163,8 +163,8 @@ public final class Directory: Sendable {
 
     /// The profile of `user` (a user known only from a token has a default one), read
     /// from the database when this node has not heard of them; nil for nobody.
-    public func profile(of user: String) throws(HubError) -> Profile? {
-        try answer({ $0.profiles[user] }, refreshing: [user])
+    public func profile(of user: String) async throws(HubError) -> Profile? {
+        try await answer({ $0.profiles[user] }, refreshing: [user])
     }
 
     /// Display name: the profile's name, else the id.
@@ -173,53 +173,53 @@ public final class Directory: Sendable {
     }
 
     /// Makes sure a user who connected with a token has a row (named after its id until they set a name).
-    func ensureKnown(_ user: String) throws(HubError) {
-        guard try profile(of: user) == nil else { return }
-        try commit(.known(user: user))
+    func ensureKnown(_ user: String) async throws(HubError) {
+        guard try await profile(of: user) == nil else { return }
+        try await commit(.known(user: user))
     }
 
     /// Records a user who just connected with a valid token: they exist from now on. A
     /// `name` (the token's `info.name`) names a new user, or one still named after their
     /// id; a name the user chose stays.
-    func connected(_ user: String, name: String?) throws(HubError) {
-        let stored = try profile(of: user)
+    func connected(_ user: String, name: String?) async throws(HubError) {
+        let stored = try await profile(of: user)
         guard let name, stored == nil || stored?.name == user, name != user else {
-            if stored == nil { try commit(.known(user: user)) }
+            if stored == nil { try await commit(.known(user: user)) }
             return
         }
         var named = stored ?? Profile(id: user, name: name)
         named.name = name
-        try commit(.profile(named))
+        try await commit(.profile(named))
     }
 
-    func save(_ profile: Profile) throws(HubError) {
-        try commit(.profile(profile))
+    func save(_ profile: Profile) async throws(HubError) {
+        try await commit(.profile(profile))
     }
 
     public func visibility(of user: String) -> Visibility {
         state.withLock { $0.visibility[user] ?? .everyone }
     }
 
-    func setVisibility(_ user: String, _ visibility: Visibility) throws(HubError) {
-        try ensureKnown(user)
-        try commit(.visibility(user: user, visibility))
+    func setVisibility(_ user: String, _ visibility: Visibility) async throws(HubError) {
+        try await ensureKnown(user)
+        try await commit(.visibility(user: user, visibility))
     }
 
     /// Whether `user` is staff (read from the database when this node says no).
-    public func isStaff(_ user: String) throws(HubError) -> Bool {
-        try answer({ $0.staff.contains(user) ? true : nil }, refreshing: [user]) ?? false
+    public func isStaff(_ user: String) async throws(HubError) -> Bool {
+        try await answer({ $0.staff.contains(user) ? true : nil }, refreshing: [user]) ?? false
     }
 
-    func setStaff(_ user: String, _ staff: Bool) throws(HubError) {
-        try ensureKnown(user)
-        try commit(.staff(user: user, staff))
+    func setStaff(_ user: String, _ staff: Bool) async throws(HubError) {
+        try await ensureKnown(user)
+        try await commit(.staff(user: user, staff))
     }
 
     // MARK: Trips
 
     /// The trip with `id`, read from the database when this node has not heard of it.
-    public func trip(_ id: String) throws(HubError) -> Trip? {
-        try answer({ $0.trips[id] }, trips: [id])
+    public func trip(_ id: String) async throws(HubError) -> Trip? {
+        try await answer({ $0.trips[id] }, trips: [id])
     }
 
     /// The trip as this node knows it, without reading the database (the live path).
@@ -239,25 +239,25 @@ public final class Directory: Sendable {
 
     /// The role of `user` in `trip`; when this node knows none, the trip's members are
     /// read from the database first.
-    public func role(of user: String, in trip: String) throws(HubError) -> TripRole? {
-        try answer({ $0.tripMembers[trip]?[user] }, refreshing: [user], trips: [trip])
+    public func role(of user: String, in trip: String) async throws(HubError) -> TripRole? {
+        try await answer({ $0.tripMembers[trip]?[user] }, refreshing: [user], trips: [trip])
     }
 
-    func createTrip(_ trip: Trip, hosts: [String]) throws(HubError) {
-        try commit(.trip(trip, hosts: hosts))
+    func createTrip(_ trip: Trip, hosts: [String]) async throws(HubError) {
+        try await commit(.trip(trip, hosts: hosts))
     }
 
-    func addMember(trip: String, user: String, role: TripRole) throws(HubError) {
-        try commit(.member(trip: trip, user: user, role: role))
+    func addMember(trip: String, user: String, role: TripRole) async throws(HubError) {
+        try await commit(.member(trip: trip, user: user, role: role))
     }
 
     // MARK: Friends
 
     /// Why `a` and `b` are friends, or nil when they are not (after reading both users'
     /// trips and requests from the database, when this node knows no reason).
-    public func friendSource(_ a: String, _ b: String) throws(HubError) -> FriendSource? {
+    public func friendSource(_ a: String, _ b: String) async throws(HubError) -> FriendSource? {
         guard a != b else { return nil }
-        return try answer({ $0.friendSource(a, b) }, refreshing: [a, b])
+        return try await answer({ $0.friendSource(a, b) }, refreshing: [a, b])
     }
 
     /// Every friend of `user`: trip-mates and mutual adds.
@@ -275,14 +275,14 @@ public final class Directory: Sendable {
     }
 
     /// Records that `from` asked `to`; answers whether they are friends now.
-    func request(from: String, to: String) throws(HubError) -> Bool {
-        try commit(.request(from: from, to: to))
-        return try friendSource(from, to) != nil
+    func request(from: String, to: String) async throws(HubError) -> Bool {
+        try await commit(.request(from: from, to: to))
+        return try await friendSource(from, to) != nil
     }
 
     /// Withdraws both users' requests. Trip-mates stay friends through their trip.
-    func unfriend(_ a: String, _ b: String) throws(HubError) {
-        try commit(.unfriend(a, b))
+    func unfriend(_ a: String, _ b: String) async throws(HubError) {
+        try await commit(.unfriend(a, b))
     }
 
     /// Users who asked `user` to be friends and are not friends yet.

@@ -21,15 +21,15 @@ struct DirectoryRPC: Sendable {
         router.register("profile.get") { context, data in
             let fields = try RequestFields(data)
             let user = try fields.optionalString("user", maxLength: 64) ?? context.user
-            if user == context.user { try directory.ensureKnown(user) }
-            guard let profile = try directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
+            if user == context.user { try await directory.ensureKnown(user) }
+            guard let profile = try await directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
             // Only the user's own profile says whether they are staff.
-            return user == context.user ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
+            return await user == context.user ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
         }
         router.register("profile.update") { context, data in
             let fields = try RequestFields(data)
-            try directory.ensureKnown(context.user)
-            var profile = try directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
+            try await directory.ensureKnown(context.user)
+            var profile = try await directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
             if let name = try fields.optionalText("name", maxLength: Self.maxNameLength) { profile.name = name }
             if let bio = try fields.optionalString("bio", maxLength: Self.maxBioLength, allowEmpty: true) { profile.bio = bio }
             if let avatar = try fields.optionalString("avatar_url", maxLength: Self.maxURLLength, allowEmpty: true) {
@@ -37,11 +37,11 @@ struct DirectoryRPC: Sendable {
                 profile.avatarURL = avatar.isEmpty ? nil : avatar
             }
             if let links = try fields.optionalObject("links") { profile.links = try Self.links(links) }
-            try directory.save(profile)
+            try await directory.save(profile)
             return Self.profileJSON(profile)
         }
         router.register("trip.list") { context, _ in
-            try directory.refresh(users: [context.user])
+            try await directory.refresh(users: [context.user])
             let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
             let now = unixMilliseconds()
             return ["trips": .array(trips.map { trip, role in
@@ -53,8 +53,8 @@ struct DirectoryRPC: Sendable {
         }
         router.register("trip.members") { context, data in
             let trip = try RequestFields(data).string("trip", maxLength: 64)
-            try directory.refresh(users: [context.user], trips: [trip])
-            guard try directory.role(of: context.user, in: trip) != nil else {
+            try await directory.refresh(users: [context.user], trips: [trip])
+            guard try await directory.role(of: context.user, in: trip) != nil else {
                 throw HubError.permissionDenied("trip.members is for members of trip \(trip)")
             }
             let members = directory.members(of: trip).map { (user: $0.key, role: $0.value, name: directory.name(of: $0.key)) }
@@ -62,12 +62,12 @@ struct DirectoryRPC: Sendable {
             return ["members": .array(members.map { ["user": .string($0.user), "name": .string($0.name), "role": .string($0.role.rawValue)] })]
         }
         router.register("friend.add") { context, data in
-            let other = try otherUser(data, context)
-            if let source = try directory.friendSource(context.user, other) {
+            let other = try await otherUser(data, context)
+            if let source = try await directory.friendSource(context.user, other) {
                 return ["friends": true, "source": .string(source.rawValue)]
             }
-            try directory.ensureKnown(context.user)
-            let friends = try directory.request(from: context.user, to: other)
+            try await directory.ensureKnown(context.user)
+            let friends = try await directory.request(from: context.user, to: other)
             notify(other, [
                 "type": "friend_request", "from": ["user": .string(context.user), "name": .string(directory.name(of: context.user))],
                 "friends": .bool(friends),
@@ -76,14 +76,14 @@ struct DirectoryRPC: Sendable {
             return ["friends": .bool(friends), "source": friends ? "mutual" : .null]
         }
         router.register("friend.remove") { context, data in
-            let other = try otherUser(data, context)
-            try directory.unfriend(context.user, other)
+            let other = try await otherUser(data, context)
+            try await directory.unfriend(context.user, other)
             locations.relationsChanged([context.user, other])
-            let source = try directory.friendSource(context.user, other)
+            let source = try await directory.friendSource(context.user, other)
             return ["friends": .bool(source != nil), "source": source.map { .string($0.rawValue) } ?? .null]
         }
         router.register("friend.list") { context, _ in
-            try directory.refresh(users: [context.user])
+            try await directory.refresh(users: [context.user])
             let friends = directory.friends(of: context.user)
                 .map { (user: $0.user, source: $0.source, name: directory.name(of: $0.user)) }
                 .sorted { ($0.name, $0.user) < ($1.name, $1.user) }
@@ -95,10 +95,10 @@ struct DirectoryRPC: Sendable {
         }
     }
 
-    private func otherUser(_ data: JSON?, _ context: RPCContext) throws(HubError) -> String {
+    private func otherUser(_ data: JSON?, _ context: RPCContext) async throws(HubError) -> String {
         let other = try RequestFields(data).string("user", maxLength: 64)
         guard other != context.user else { throw .badRequest("user must be someone else") }
-        guard try directory.profile(of: other) != nil else { throw .badRequest("user: unknown user '\(other)'") }
+        guard try await directory.profile(of: other) != nil else { throw .badRequest("user: unknown user '\(other)'") }
         return other
     }
 
@@ -122,18 +122,18 @@ struct DirectoryRPC: Sendable {
                 }
                 let trip = Trip(id: RandomID.make("t", hexDigits: 12),
                                 name: name, resort: resort, startsAt: startsAt, endsAt: endsAt)
-                try directory.createTrip(trip, hosts: hosts)
+                try await directory.createTrip(trip, hosts: hosts)
                 locations.relationsChanged(hosts)
                 return ["trip": .object(Self.tripFields(trip))]
             }),
             ("trip_add_member", { body throws(HubError) in
                 let fields = try RequestFields(body)
                 let trip = try fields.string("trip", maxLength: 64)
-                guard try directory.trip(trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(trip)'") }
+                guard try await directory.trip(trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(trip)'") }
                 let user = try fields.string("user", maxLength: 64)
                 guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
                 let role = try fields.choice("role", TripRole.self)
-                try directory.addMember(trip: trip, user: user, role: role)
+                try await directory.addMember(trip: trip, user: user, role: role)
                 locations.relationsChanged(Array(directory.members(of: trip).keys))
                 return [:]
             }),
@@ -141,7 +141,7 @@ struct DirectoryRPC: Sendable {
                 let fields = try RequestFields(body)
                 let user = try fields.string("user", maxLength: 64)
                 guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
-                try directory.setStaff(user, try fields.bool("staff"))
+                try await directory.setStaff(user, try fields.bool("staff"))
                 return [:]
             }),
         ]

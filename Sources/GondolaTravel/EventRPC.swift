@@ -18,7 +18,7 @@ struct EventRPC: Sendable {
             let fields = try RequestFields(data)
             let event = try Self.event(fields, creator: context.user)
             let audience = try Self.audience(try fields.object("audience"))
-            let (created, invitees) = try events.create(event, audience: audience)
+            let (created, invitees) = try await events.create(event, audience: audience)
             return EventJSON.event(created, directory: directory)
                 .adding("invitees", .array(invitees.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }))
                 .adding("counts", EventJSON.counts(RSVPCounts(pending: invitees.count)))
@@ -27,11 +27,11 @@ struct EventRPC: Sendable {
             let fields = try RequestFields(data)
             let id = try fields.string("event", maxLength: 64)
             let response = try fields.choice("response", RSVP.self)
-            let (_, counts) = try events.respond(context.user, to: id, response)
+            let (_, counts) = try await events.respond(context.user, to: id, response)
             return ["event": .string(id), "response": .string(response.rawValue), "counts": EventJSON.counts(counts)]
         }
         router.register("event.list") { context, _ in
-            ["events": .array(try events.events(of: context.user).map { entry in
+            await ["events": .array(try events.events(of: context.user).map { entry in
                 EventJSON.event(entry.event, directory: directory)
                     .adding("role", entry.event.creator == context.user ? "creator" : "invitee")
                     .adding("my_response", entry.response.map { .string($0.rawValue) } ?? .null)
@@ -39,7 +39,7 @@ struct EventRPC: Sendable {
         }
         router.register("event.get") { context, data in
             let id = try RequestFields(data).string("event", maxLength: 64)
-            let (event, responses) = try events.visibleEvent(id, to: context.user)
+            let (event, responses) = try await events.visibleEvent(id, to: context.user)
             return EventJSON.event(event, directory: directory)
                 .adding("responses", .array(responses.map { entry in
                     ["user": .string(entry.user), "name": .string(directory.name(of: entry.user)), "response": entry.response.map { .string($0.rawValue) } ?? .null]

@@ -51,18 +51,18 @@ struct RSVPCounts: Sendable, Equatable {
 /// ids of invitees (to reach them through the bot).
 protocol EventRepository: Sendable {
     /// Stores an event with its invitees in one transaction.
-    func create(_ event: TravelEvent, invitees: [String]) throws
-    func event(_ id: String) throws -> TravelEvent?
+    func create(_ event: TravelEvent, invitees: [String]) async throws
+    func event(_ id: String) async throws -> TravelEvent?
     /// Every invitee with their response (nil: not answered), by user id.
-    func responses(to event: String) throws -> [(user: String, response: RSVP?)]
+    func responses(to event: String) async throws -> [(user: String, response: RSVP?)]
     /// Sets an invitee's response; false when the user is not invited.
-    func respond(to event: String, user: String, _ response: RSVP, at time: Int64) throws -> Bool
+    func respond(to event: String, user: String, _ response: RSVP, at time: Int64) async throws -> Bool
     /// Events `user` created or is invited to, soonest first, with their own response.
-    func events(of user: String) throws -> [(event: TravelEvent, invited: Bool, response: RSVP?)]
+    func events(of user: String) async throws -> [(event: TravelEvent, invited: Bool, response: RSVP?)]
     /// Telegram ids of those of `users` who signed in with Telegram.
-    func telegramIDs(of users: [String]) throws -> [String: Int64]
+    func telegramIDs(of users: [String]) async throws -> [String: Int64]
     /// The user who signed in with Telegram account `telegramID`, if any.
-    func user(forTelegramID telegramID: Int64) throws -> String?
+    func user(forTelegramID telegramID: Int64) async throws -> String?
 }
 
 /// The event tables in SQLite.

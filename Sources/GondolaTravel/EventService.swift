@@ -60,7 +60,7 @@ public final class EventService: Sendable {
     static func channel(of event: String) -> String { "event:\(event)" }
 
     /// The users `audience` names for `creator` (never the creator), checked.
-    func invitees(of creator: String, _ audience: EventAudience, trip: String?) throws(HubError) -> [String] {
+    func invitees(of creator: String, _ audience: EventAudience, trip: String?) async throws(HubError) -> [String] {
         var users: [String]
         switch audience {
         case let .nearby(radius):
@@ -73,14 +73,14 @@ public final class EventService: Sendable {
         case let .selected(selected):
             users = []
             for (index, user) in selected.enumerated() where user != creator && !users.contains(user) {
-                guard try directory.friendSource(creator, user) != nil else {
+                guard try await directory.friendSource(creator, user) != nil else {
                     throw .permissionDenied("audience.users[\(index)]: \(user) is not a friend or trip-mate")
                 }
                 users.append(user)
             }
         case .trip:
             guard let trip else { throw .badRequest("trip is required for audience trip") }
-            try directory.refresh(trips: [trip])
+            try await directory.refresh(trips: [trip])
             users = directory.members(of: trip).keys.filter { $0 != creator }.sorted()
         }
         guard users.count <= Self.maxInvitees else {
@@ -90,15 +90,15 @@ public final class EventService: Sendable {
     }
 
     /// Stores the event with its invitees, then invites them; answers the event and invitees.
-    func create(_ event: TravelEvent, audience: EventAudience) throws(HubError) -> (event: TravelEvent, invitees: [String]) {
+    func create(_ event: TravelEvent, audience: EventAudience) async throws(HubError) -> (event: TravelEvent, invitees: [String]) {
         var event = event
         event.audience = audience.kind
-        if let trip = event.trip, try directory.role(of: event.creator, in: trip) == nil {
+        if let trip = event.trip, try await directory.role(of: event.creator, in: trip) == nil {
             throw .permissionDenied("only members of trip \(trip) may create its events")
         }
-        let invitees = try invitees(of: event.creator, audience, trip: event.trip)
-        try directory.ensureKnown(event.creator)
-        try databaseWrite { try repository.create(event, invitees: invitees) }
+        let invitees = try await invitees(of: event.creator, audience, trip: event.trip)
+        try await directory.ensureKnown(event.creator)
+        try await databaseWrite { try await repository.create(event, invitees: invitees) }
         let summary = EventJSON.event(event, directory: directory)
         let creatorName = directory.name(of: event.creator)
         for invitee in invitees {
@@ -107,14 +107,14 @@ public final class EventService: Sendable {
                                 values: ["sender": creatorName, "title": event.title], link: ["screen": "event", "event": event.id],
                                 at: event.createdAt))
         }
-        inviteOnTelegram(event, invitees)
+        await inviteOnTelegram(event, invitees)
         return (event, invitees)
     }
 
-    private func inviteOnTelegram(_ event: TravelEvent, _ invitees: [String]) {
+    private func inviteOnTelegram(_ event: TravelEvent, _ invitees: [String]) async {
         let chats: [String: Int64]
         do {
-            chats = try repository.telegramIDs(of: invitees)
+            chats = try await repository.telegramIDs(of: invitees)
         } catch {
             return logger.error("telegram lookup failed", metadata: ["event": "\(event.id)", "error": "\(error)"])
         }
@@ -126,21 +126,21 @@ public final class EventService: Sendable {
     }
 
     /// An event `user` created or is invited to; 103 otherwise (also for an unknown event).
-    func visibleEvent(_ id: String, to user: String) throws(HubError) -> (event: TravelEvent, responses: [(user: String, response: RSVP?)]) {
-        guard let event = try databaseRead({ try repository.event(id) }) else { throw .permissionDenied("not invited to event \(id)") }
-        let responses = try databaseRead { try repository.responses(to: id) }
+    func visibleEvent(_ id: String, to user: String) async throws(HubError) -> (event: TravelEvent, responses: [(user: String, response: RSVP?)]) {
+        guard let event = try await databaseRead({ try await repository.event(id) }) else { throw .permissionDenied("not invited to event \(id)") }
+        let responses = try await databaseRead { try await repository.responses(to: id) }
         guard event.creator == user || responses.contains(where: { $0.user == user }) else { throw .permissionDenied("not invited to event \(id)") }
         return (event, responses)
     }
 
     /// Records an invitee's response (changeable), publishes it with the new counts on
     /// `event:<id>` and tells the creator on `personal:#<uid>`.
-    func respond(_ user: String, to id: String, _ response: RSVP) throws(HubError) -> (event: TravelEvent, counts: RSVPCounts) {
-        guard let event = try databaseRead({ try repository.event(id) }) else { throw .permissionDenied("not invited to event \(id)") }
-        guard try databaseWrite({ try repository.respond(to: id, user: user, response, at: unixMilliseconds()) }) else {
+    func respond(_ user: String, to id: String, _ response: RSVP) async throws(HubError) -> (event: TravelEvent, counts: RSVPCounts) {
+        guard let event = try await databaseRead({ try await repository.event(id) }) else { throw .permissionDenied("not invited to event \(id)") }
+        guard try await databaseWrite({ try await repository.respond(to: id, user: user, response, at: unixMilliseconds()) }) else {
             throw .permissionDenied(event.creator == user ? "the creator of event \(id) does not answer it" : "not invited to event \(id)")
         }
-        let counts = RSVPCounts(try databaseRead { try repository.responses(to: id) })
+        let counts = await RSVPCounts(try databaseRead { try await repository.responses(to: id) })
         let change: JSON = [
             "type": "rsvp", "event": .string(id), "user": .string(user), "name": .string(directory.name(of: user)),
             "response": .string(response.rawValue), "counts": EventJSON.counts(counts),
@@ -152,8 +152,8 @@ public final class EventService: Sendable {
         return (event, counts)
     }
 
-    func events(of user: String) throws(HubError) -> [(event: TravelEvent, invited: Bool, response: RSVP?)] {
-        try databaseRead { try repository.events(of: user) }
+    func events(of user: String) async throws(HubError) -> [(event: TravelEvent, invited: Bool, response: RSVP?)] {
+        try await databaseRead { try await repository.events(of: user) }
     }
 
     private func publish(_ channel: String, _ data: JSON) {

@@ -115,8 +115,8 @@ public final class LocationService: Sendable {
     }
 
     /// Changes who sees `user`; applied to nearby and friends channels in the next frame.
-    func setVisibility(user: String, _ visibility: Visibility) throws(HubError) {
-        try directory.setVisibility(user, visibility)
+    func setVisibility(user: String, _ visibility: Visibility) async throws(HubError) {
+        try await directory.setVisibility(user, visibility)
         visibilityChanged(user: user, visibility)
     }
 

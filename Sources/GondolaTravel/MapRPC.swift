@@ -16,7 +16,7 @@ struct MapRPC: Sendable {
         }
         router.register("location.visibility") { context, data in
             let mode = try RequestFields(data).choice("mode", Visibility.self)
-            try locations.setVisibility(user: context.user, mode)
+            try await locations.setVisibility(user: context.user, mode)
             return ["mode": .string(mode.rawValue)]
         }
         router.register("map.resorts") { _, _ in

@@ -7,38 +7,38 @@ struct PostgresEventRepository: EventRepository {
 
     private static let columns = "id, creator, title, description, starts_at_ms, ends_at_ms, place_name, place_lat, place_lon, trip_id, audience, created_at_ms"
 
-    func create(_ event: TravelEvent, invitees: [String]) throws {
-        try pool.transaction { connection in
-            try pool.run("""
+    func create(_ event: TravelEvent, invitees: [String]) async throws {
+        try await pool.transaction { connection in
+            try await pool.run("""
                 INSERT INTO event (\(unescaped: Self.columns))
                 VALUES (\(event.id), \(event.creator), \(event.title), \(event.description), \(event.startsAt), \(event.endsAt), \(event.place?.name),
                         \(event.place?.lat), \(event.place?.lon), \(event.trip), \(event.audience), \(event.createdAt))
                 """, on: connection)
-            try pool.run("INSERT INTO event_invitee (event_id, user_id) SELECT \(event.id), unnest(\(invitees)::text[])", on: connection)
+            try await pool.run("INSERT INTO event_invitee (event_id, user_id) SELECT \(event.id), unnest(\(invitees)::text[])", on: connection)
         }
     }
 
-    func event(_ id: String) throws -> TravelEvent? {
-        try pool.query("SELECT \(unescaped: Self.columns) FROM event WHERE id = \(id)").first.map(Self.event)
+    func event(_ id: String) async throws -> TravelEvent? {
+        try await pool.query("SELECT \(unescaped: Self.columns) FROM event WHERE id = \(id)").first.map(Self.event)
     }
 
-    func responses(to event: String) throws -> [(user: String, response: RSVP?)] {
-        try pool.query("SELECT user_id, response FROM event_invitee WHERE event_id = \(event) ORDER BY user_id").map { row in
+    func responses(to event: String) async throws -> [(user: String, response: RSVP?)] {
+        try await pool.query("SELECT user_id, response FROM event_invitee WHERE event_id = \(event) ORDER BY user_id").map { row in
             let (user, response) = try row.decode((String, String?).self)
             return (user, response.flatMap(RSVP.init(rawValue:)))
         }
     }
 
-    func respond(to event: String, user: String, _ response: RSVP, at time: Int64) throws -> Bool {
-        let rows = try pool.query("""
+    func respond(to event: String, user: String, _ response: RSVP, at time: Int64) async throws -> Bool {
+        let rows = try await pool.query("""
             UPDATE event_invitee SET response = \(response.rawValue), responded_at_ms = \(time)
             WHERE event_id = \(event) AND user_id = \(user) RETURNING user_id
             """)
         return rows.first != nil
     }
 
-    func events(of user: String) throws -> [(event: TravelEvent, invited: Bool, response: RSVP?)] {
-        try pool.query("""
+    func events(of user: String) async throws -> [(event: TravelEvent, invited: Bool, response: RSVP?)] {
+        try await pool.query("""
             SELECT \(unescaped: Self.columns.split(separator: ",").map { "e." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
                    i.user_id, i.response
             FROM event e LEFT JOIN event_invitee i ON i.event_id = e.id AND i.user_id = \(user)
@@ -52,18 +52,18 @@ struct PostgresEventRepository: EventRepository {
         }
     }
 
-    func telegramIDs(of users: [String]) throws -> [String: Int64] {
+    func telegramIDs(of users: [String]) async throws -> [String: Int64] {
         guard !users.isEmpty else { return [:] }
         var result: [String: Int64] = [:]
-        for row in try pool.query("SELECT id, telegram_id FROM app_user WHERE telegram_id IS NOT NULL AND id = ANY(\(users)::text[])") {
+        for row in try await pool.query("SELECT id, telegram_id FROM app_user WHERE telegram_id IS NOT NULL AND id = ANY(\(users)::text[])") {
             let (id, telegramID) = try row.decode((String, Int64).self)
             result[id] = telegramID
         }
         return result
     }
 
-    func user(forTelegramID telegramID: Int64) throws -> String? {
-        try pool.query("SELECT id FROM app_user WHERE telegram_id = \(telegramID)").first?.decode(String.self)
+    func user(forTelegramID telegramID: Int64) async throws -> String? {
+        try await pool.query("SELECT id FROM app_user WHERE telegram_id = \(telegramID)").first?.decode(String.self)
     }
 
     /// An event from a row whose first twelve columns are `columns`.

@@ -6,40 +6,40 @@ import PostgresNIO
 struct PostgresTravelRepository: TravelRepository {
     let pool: PostgresPool
 
-    func loadAll() throws -> TravelRecords {
-        try pool.withConnection { connection in
+    func loadAll() async throws -> TravelRecords {
+        try await pool.withConnection { connection in
             var records = TravelRecords()
-            for row in try pool.run("SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user", on: connection) {
+            for row in try await pool.run("SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user", on: connection) {
                 try Self.addUser(row, to: &records)
             }
-            for row in try pool.run("SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip", on: connection) {
+            for row in try await pool.run("SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip", on: connection) {
                 records.trips.append(try Self.trip(row))
             }
-            for row in try pool.run("SELECT trip_id, user_id, role FROM trip_member", on: connection) {
+            for row in try await pool.run("SELECT trip_id, user_id, role FROM trip_member", on: connection) {
                 records.members.append(try Self.member(row))
             }
-            for row in try pool.run("SELECT from_user, to_user FROM friend_request", on: connection) {
+            for row in try await pool.run("SELECT from_user, to_user FROM friend_request", on: connection) {
                 records.requests.append(try row.decode((String, String).self))
             }
             return records
         }
     }
 
-    func records(users: [String], trips: [String]) throws -> TravelRecords {
-        try pool.withConnection { connection in
+    func records(users: [String], trips: [String]) async throws -> TravelRecords {
+        try await pool.withConnection { connection in
             var records = TravelRecords()
-            for row in try pool.run("SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user WHERE id = ANY(\(users))", on: connection) {
+            for row in try await pool.run("SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user WHERE id = ANY(\(users))", on: connection) {
                 try Self.addUser(row, to: &records)
             }
-            let tripIDs = Array(Set(trips).union(try pool.run("SELECT trip_id FROM trip_member WHERE user_id = ANY(\(users))", on: connection)
+            let tripIDs = Array(Set(trips).union(try await pool.run("SELECT trip_id FROM trip_member WHERE user_id = ANY(\(users))", on: connection)
                 .map { try $0.decode(String.self) }))
-            for row in try pool.run("SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip WHERE id = ANY(\(tripIDs))", on: connection) {
+            for row in try await pool.run("SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip WHERE id = ANY(\(tripIDs))", on: connection) {
                 records.trips.append(try Self.trip(row))
             }
-            for row in try pool.run("SELECT trip_id, user_id, role FROM trip_member WHERE trip_id = ANY(\(tripIDs))", on: connection) {
+            for row in try await pool.run("SELECT trip_id, user_id, role FROM trip_member WHERE trip_id = ANY(\(tripIDs))", on: connection) {
                 records.members.append(try Self.member(row))
             }
-            for row in try pool.run("SELECT from_user, to_user FROM friend_request WHERE from_user = ANY(\(users)) OR to_user = ANY(\(users))",
+            for row in try await pool.run("SELECT from_user, to_user FROM friend_request WHERE from_user = ANY(\(users)) OR to_user = ANY(\(users))",
                                     on: connection) {
                 records.requests.append(try row.decode((String, String).self))
             }
@@ -66,49 +66,49 @@ struct PostgresTravelRepository: TravelRepository {
         return (trip, user, TripRole(rawValue: role) ?? .traveller)
     }
 
-    func write(_ change: DirectoryChange) throws {
+    func write(_ change: DirectoryChange) async throws {
         let now = unixMilliseconds()
-        try pool.transaction { connection in
+        try await pool.transaction { connection in
             switch change {
             case let .known(user):
-                try ensureUser(user, now: now, on: connection)
+                try await ensureUser(user, now: now, on: connection)
             case let .profile(profile):
-                try pool.run("""
+                try await pool.run("""
                     INSERT INTO app_user (id, name, bio, photo_url, links, created_at_ms)
                     VALUES (\(profile.id), \(profile.name), \(profile.bio), \(profile.avatarURL), \(ProfileLinks.encode(profile.links)), \(now))
                     ON CONFLICT (id) DO UPDATE SET name = excluded.name, bio = excluded.bio, photo_url = excluded.photo_url, links = excluded.links
                     """, on: connection)
             case let .visibility(user, visibility):
-                try pool.run("UPDATE app_user SET visibility = \(visibility.rawValue) WHERE id = \(user)", on: connection)
+                try await pool.run("UPDATE app_user SET visibility = \(visibility.rawValue) WHERE id = \(user)", on: connection)
             case let .staff(user, staff):
-                try pool.run("UPDATE app_user SET staff = \(staff) WHERE id = \(user)", on: connection)
+                try await pool.run("UPDATE app_user SET staff = \(staff) WHERE id = \(user)", on: connection)
             case let .trip(trip, hosts):
-                try pool.run("""
+                try await pool.run("""
                     INSERT INTO trip (id, name, resort, starts_at_ms, ends_at_ms, created_at_ms)
                     VALUES (\(trip.id), \(trip.name), \(trip.resort), \(trip.startsAt), \(trip.endsAt), \(now)) ON CONFLICT (id) DO NOTHING
                     """, on: connection)
-                for host in hosts { try upsertMember(trip: trip.id, user: host, role: .host, now: now, on: connection) }
+                for host in hosts { try await upsertMember(trip: trip.id, user: host, role: .host, now: now, on: connection) }
             case let .member(trip, user, role):
-                try upsertMember(trip: trip, user: user, role: role, now: now, on: connection)
+                try await upsertMember(trip: trip, user: user, role: role, now: now, on: connection)
             case let .request(from, to):
-                try pool.run("""
+                try await pool.run("""
                     INSERT INTO friend_request (from_user, to_user, created_at_ms) VALUES (\(from), \(to), \(now)) ON CONFLICT DO NOTHING
                     """, on: connection)
             case let .unfriend(a, b):
-                try pool.run("""
+                try await pool.run("""
                     DELETE FROM friend_request WHERE (from_user = \(a) AND to_user = \(b)) OR (from_user = \(b) AND to_user = \(a))
                     """, on: connection)
             }
         }
     }
 
-    private func ensureUser(_ user: String, now: Int64, on connection: PostgresConnection) throws {
-        try pool.run("INSERT INTO app_user (id, name, created_at_ms) VALUES (\(user), \(user), \(now)) ON CONFLICT (id) DO NOTHING", on: connection)
+    private func ensureUser(_ user: String, now: Int64, on connection: PostgresConnection) async throws {
+        try await pool.run("INSERT INTO app_user (id, name, created_at_ms) VALUES (\(user), \(user), \(now)) ON CONFLICT (id) DO NOTHING", on: connection)
     }
 
-    private func upsertMember(trip: String, user: String, role: TripRole, now: Int64, on connection: PostgresConnection) throws {
-        try ensureUser(user, now: now, on: connection)
-        try pool.run("""
+    private func upsertMember(trip: String, user: String, role: TripRole, now: Int64, on connection: PostgresConnection) async throws {
+        try await ensureUser(user, now: now, on: connection)
+        try await pool.run("""
             INSERT INTO trip_member (trip_id, user_id, role) VALUES (\(trip), \(user), \(role.rawValue))
             ON CONFLICT (trip_id, user_id) DO UPDATE SET role = excluded.role
             """, on: connection)

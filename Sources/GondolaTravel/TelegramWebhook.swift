@@ -44,7 +44,7 @@ public struct TelegramWebhook: Sendable {
         guard case let .int(from)? = query["from"]?["id"] else { return .ignored("callback query without a sender id") }
         let user: String?
         do {
-            user = try events.repository.user(forTelegramID: from)
+            user = try await events.repository.user(forTelegramID: from)
         } catch {
             return .ignored("user lookup failed: \(error)")
         }
@@ -52,7 +52,7 @@ public struct TelegramWebhook: Sendable {
         let reply: String
         let outcome: Outcome
         do {
-            _ = try events.respond(user, to: parts[1], response)
+            _ = try await events.respond(user, to: parts[1], response)
             (reply, outcome) = ("Got it: \(response.rawValue)", .answered(event: parts[1], user: user, response: response.rawValue))
         } catch {
             (reply, outcome) = ("This invitation is not yours or no longer exists", .ignored("rsvp refused: \(error)"))

@@ -27,7 +27,7 @@ struct NearbyChannel: ChannelProvider {
     static let defaultRadius = 500.0, maxRadius = 5000.0
     static let defaultLimit = 50, maxLimit = 200
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
         try PersonalChannel.requireOwn(subscription)
         let fields = try RequestFields(subscription.data?.value)
         let radius = try fields.optionalNumber("radius", in: 1...Self.maxRadius) ?? Self.defaultRadius
@@ -44,7 +44,7 @@ struct NearbyChannel: ChannelProvider {
 struct FriendsChannel: ChannelProvider {
     let locations: LocationService
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
         try PersonalChannel.requireOwn(subscription)
         try locations.openFriends(user: subscription.user, attach: attach)
     }
@@ -59,9 +59,9 @@ struct TripLocationsChannel: ChannelProvider {
     let locations: LocationService
     let directory: Directory
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
         let trip = subscription.channel.key
-        guard try directory.role(of: subscription.user, in: trip) == .host else {
+        guard try await directory.role(of: subscription.user, in: trip) == .host else {
             throw .permissionDenied("\(subscription.channel.raw) is for the hosts of trip \(trip)")
         }
         try locations.openLocations(trip: trip, attach: attach)
@@ -86,8 +86,8 @@ struct ChatChannel: ChannelProvider {
     /// Chats keep every message (the store does not trim); size and TTL only mark the namespace as keeping a stream.
     static let options = NamespaceOptions.durableStream("chat", size: 1_000, ttl: .seconds(365 * 86_400))
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        _ = try chats.memberChat(subscription.channel.key, user: subscription.user)
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
+        _ = try await chats.memberChat(subscription.channel.key, user: subscription.user)
         try attach(nil)
     }
 
@@ -103,9 +103,9 @@ struct TripChannel: ChannelProvider {
 
     static func channel(of trip: String) -> String { "trip:\(trip)" }
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
         let trip = subscription.channel.key
-        guard try directory.role(of: subscription.user, in: trip) != nil else {
+        guard try await directory.role(of: subscription.user, in: trip) != nil else {
             throw .permissionDenied("\(subscription.channel.raw) is for members of trip \(trip)")
         }
         try attach(nil)
@@ -120,7 +120,7 @@ struct AnnouncementsChannel: ChannelProvider {
     static let channel = "announcements"
     static let options = NamespaceOptions.durableStream("announcements", size: 100, ttl: .seconds(30 * 86_400))
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
         guard !subscription.user.isEmpty else { throw .permissionDenied("announcements are for signed-in users") }
         try attach(nil)
     }
@@ -132,8 +132,8 @@ struct AnnouncementsChannel: ChannelProvider {
 struct EventChannel: ChannelProvider {
     let events: EventService
 
-    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
-        _ = try events.visibleEvent(subscription.channel.key, to: subscription.user)
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
+        _ = try await events.visibleEvent(subscription.channel.key, to: subscription.user)
         try attach(nil)
     }
 

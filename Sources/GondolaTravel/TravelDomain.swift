@@ -44,7 +44,7 @@ public struct TravelDomain: Domain {
         if resorts.resorts.isEmpty {
             context.logger.warning("no resorts loaded", metadata: ["folder": "\(resortsFolder)"])
         }
-        let travel = try TravelService(node: context.node, storage: context.storage, resorts: resorts, settings: settings,
+        let travel = try await TravelService(node: context.node, storage: context.storage, resorts: resorts, settings: settings,
                                        telegram: telegram, notices: context.notices, metrics: context.metrics, logger: context.logger)
         let webhook = TelegramWebhookEndpoint(secret: telegramWebhookSecret, webhook: travel.telegramWebhook)
         return InstalledDomain(

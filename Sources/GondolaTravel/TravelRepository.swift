@@ -26,13 +26,13 @@ struct TravelRecords: Sendable {
 /// so nothing acknowledged is lost.
 protocol TravelRepository: Sendable {
     /// Everything, for the directory's in-memory view.
-    func loadAll() throws -> TravelRecords
+    func loadAll() async throws -> TravelRecords
     /// What concerns `users` and `trips`: the users' profiles, the trips (named and the
     /// users'), every member of those trips, and the friend requests from and to the users.
     /// The directory reads it when its memory has no answer.
-    func records(users: [String], trips: [String]) throws -> TravelRecords
+    func records(users: [String], trips: [String]) async throws -> TravelRecords
     /// Stores one change (idempotently: storing it again changes nothing).
-    func write(_ change: DirectoryChange) throws
+    func write(_ change: DirectoryChange) async throws
 }
 
 /// The travel directory in SQLite: profiles in `user`, `trip`, `trip_member`, `friend_request`.

@@ -32,12 +32,12 @@ public final class TravelService: Sendable {
     ///     the phones of users who are not connected.
     public init(node: Node, storage: DomainStorage, resorts: ResortCatalog, settings: LocationSettings,
                 telegram: any TelegramNotifier = NoTelegramBot(), notices: NoticeBoard = NoticeBoard(),
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger = Logger(label: "gondola.travel")) throws {
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger = Logger(label: "gondola.travel")) async throws {
         let repositories = TravelRepositories(storage)
         telegramCalls = OutboundCalls(service: "telegram", metrics: metrics, logger: logger)
         self.node = node
         self.resorts = resorts
-        directory = try Directory(repository: repositories.directory) { [node] change in
+        directory = try await Directory(repository: repositories.directory) { [node] change in
             node.replicate(topic: Directory.replicaTopic, change.json)
         }
         locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings)
@@ -46,7 +46,7 @@ public final class TravelService: Sendable {
         }
         directoryRPC.register(on: node.rpc)
         MapRPC(locations: locations, resorts: resorts).register(on: node.rpc)
-        chats = try ChatService(node: node, directory: directory, repository: repositories.chats, notices: notices)
+        chats = try await ChatService(node: node, directory: directory, repository: repositories.chats, notices: notices)
         ChatRPC(chats: chats, directory: directory).register(on: node.rpc)
         BroadcastRPC(node: node, directory: directory, notices: notices).register(on: node.rpc)
         events = EventService(node: node, directory: directory, locations: locations, repository: repositories.events,
@@ -57,7 +57,7 @@ public final class TravelService: Sendable {
         followCluster(logger: logger)
         node.onConnect { [directory] credentials in
             do {
-                try directory.connected(credentials.user, name: Self.displayName(in: credentials.info))
+                try await directory.connected(credentials.user, name: Self.displayName(in: credentials.info))
             } catch {
                 logger.error("recording a connected user failed", metadata: ["user": "\(credentials.user)", "error": "\(error)"])
             }
@@ -73,8 +73,8 @@ public final class TravelService: Sendable {
 
     /// A service on one node's SQLite file.
     public convenience init(node: Node, database: GondolaDatabase, resorts: ResortCatalog, settings: LocationSettings,
-                            telegram: any TelegramNotifier = NoTelegramBot(), logger: Logger = Logger(label: "gondola.travel")) throws {
-        try self.init(node: node, storage: .sqlite(database), resorts: resorts, settings: settings, telegram: telegram, logger: logger)
+                            telegram: any TelegramNotifier = NoTelegramBot(), logger: Logger = Logger(label: "gondola.travel")) async throws {
+        try await self.init(node: node, storage: .sqlite(database), resorts: resorts, settings: settings, telegram: telegram, logger: logger)
     }
 
     /// Applies what the other nodes of a cluster replicate, and reloads the in-memory
@@ -91,8 +91,8 @@ public final class TravelService: Sendable {
         node.onReplica(topic: LocationService.replicaTopic) { [locations] json in locations.apply(replica: json) }
         node.onResynchronize { [directory, chats, locations] in
             do {
-                try directory.reload()
-                try chats.reload()
+                try await directory.reload()
+                try await chats.reload()
                 locations.directoryReloaded()
             } catch {
                 logger.error("travel reload failed", metadata: ["error": "\(error)"])

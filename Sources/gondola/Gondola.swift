@@ -91,11 +91,11 @@ struct Serve: AsyncParsableCommand {
             do {
                 if let travel {
                     let trip = DemoTrip(travel: travel)
-                    try trip.seed()
+                    try await trip.seed()
                     demoTravellers = Task { await trip.run() }
                 }
                 if let rentals {
-                    if let added = try rentals.seedDemoFleet() {
+                    if let added = try await rentals.seedDemoFleet() {
                         print("demo: \(added) cars added from the demo fleet in Innsbruck (\(rentals.carCount) on the map); try cars.near {\"lat\": 47.2654, \"lon\": 11.3927}")
                     } else {
                         print("demo: no demo fleet at \(rentals.fleetsFolder)/demo.json ('fleets' names the folder); no cars added")

@@ -14,13 +14,13 @@ func codeTables() -> CodeTables {
     return tables
 }
 
-func schema(_ fields: [JSON], tables: CodeTables = codeTables()) throws(HubError) -> FormSchema {
-    try FormSchema.parse(["id": "test", "title": "Test", "sections": [["key": "main", "title": "Main", "fields": .array(fields)]]], version: 1, codeTables: tables)
+func schema(_ fields: [JSON], tables: CodeTables = codeTables()) async throws(HubError) -> FormSchema {
+    try await FormSchema.parse(["id": "test", "title": "Test", "sections": [["key": "main", "title": "Main", "fields": .array(fields)]]], version: 1, codeTables: tables)
 }
 
-func refusal(_ fields: [JSON]) -> String? {
+func refusal(_ fields: [JSON]) async -> String? {
     do {
-        _ = try schema(fields)
+        _ = try await schema(fields)
         return nil
     } catch {
         guard case let .badRequest(message) = error else { return "\(error)" }
@@ -29,7 +29,7 @@ func refusal(_ fields: [JSON]) -> String? {
 }
 
 @Suite struct FormSchemaTests {
-    @Test func theShippedFormsLoadAndUseEveryFieldType() throws {
+    @Test func theShippedFormsLoadAndUseEveryFieldType() async throws {
         let tables = CodeTables()
         let data = try #require(FileManager.default.contents(atPath: formsFolder + "/code-tables.json"))
         guard case let .array(list)? = try JSONParser.parse(Array(data))["tables"] else { Issue.record("no tables"); return }
@@ -37,13 +37,13 @@ func refusal(_ fields: [JSON]) -> String? {
         var types = Set<FieldType>()
         for file in ["watercraft-inspection.json", "shift.json"] {
             let json = try JSONParser.parse(Array(try #require(FileManager.default.contents(atPath: formsFolder + "/" + file))))
-            let parsed = try FormSchema.parse(json, version: 1, codeTables: tables)
+            let parsed = try await FormSchema.parse(json, version: 1, codeTables: tables)
             types.formUnion(parsed.fields.values.map(\.type))
         }
         #expect(types == Set(FieldType.allCases))
     }
 
-    @Test func badSchemasAreRefusedNamingTheProblem() {
+    @Test func badSchemasAreRefusedNamingTheProblem() async {
         let cases: [([JSON], String)] = [
             ([["key": "a", "type": "slider"]], "schema.sections[0].fields[0].type must be one of"),
             ([["key": "a", "type": "int"], ["key": "a", "type": "text"]], "'a' is used twice"),
@@ -62,13 +62,13 @@ func refusal(_ fields: [JSON]) -> String? {
             ([["key": "a", "type": "text", "validation": "email"]], "validation must be one of"),
         ]
         for (fields, expected) in cases {
-            let message = refusal(fields)
+            let message = await refusal(fields)
             #expect(message?.contains(expected) == true, "expected '\(expected)', got \(message ?? "acceptance")")
         }
     }
 
-    @Test func dependenciesChainSoThatHidingOneFieldHidesWhatDependsOnIt() throws {
-        let form = try schema([
+    @Test func dependenciesChainSoThatHidingOneFieldHidesWhatDependsOnIt() async throws {
+        let form = try await schema([
             ["key": "holder", "type": "radio_switch"],
             ["key": "newPassport", "type": "radio_switch", "dependencies": [["key": "holder", "equals": true]]],
             ["key": "number", "type": "text", "required": true, "dependencies": [["key": "newPassport", "equals": true]]],
@@ -88,15 +88,17 @@ func refusal(_ fields: [JSON]) -> String? {
 }
 
 @Suite struct FieldValidationTests {
-    func check(_ field: JSON, _ value: JSON) -> Result<JSON, HubError> {
-        Result { () throws(HubError) in
-            let form = try schema([field])
+    func check(_ field: JSON, _ value: JSON) async -> Result<JSON, HubError> {
+        do throws(HubError) {
+            let form = try await schema([field])
             guard case let .string(key)? = field["key"], let checked = form.fields[key] else { throw .badRequest("no key") }
-            return try FieldValidation.check(value, for: checked, codeTables: codeTables())
+            return .success(try await FieldValidation.check(value, for: checked, codeTables: codeTables()))
+        } catch {
+            return .failure(error)
         }
     }
 
-    @Test func everyFieldTypeTakesItsValuesAndRefusesOthers() {
+    @Test func everyFieldTypeTakesItsValuesAndRefusesOthers() async {
         let cases: [(JSON, [JSON], [JSON])] = [
             (["key": "d", "type": "date"], ["2024-02-29", "1999-12-31"], ["2023-02-29", "2024-13-01", "24-01-01", 20240101, "2024-1-01"]),
             (["key": "t", "type": "time"], ["00:00", "23:59"], ["24:00", "12:60", "1:30", "12.30", true]),
@@ -113,15 +115,15 @@ func refusal(_ fields: [JSON]) -> String? {
         ]
         for (field, good, bad) in cases {
             for value in good + [.null] {
-                if case let .failure(error) = check(field, value) { Issue.record("\(field["type"]!.text) refused \(value.text): \(error)") }
+                if case let .failure(error) = await check(field, value) { Issue.record("\(field["type"]!.text) refused \(value.text): \(error)") }
             }
             for value in bad {
-                if case .success = check(field, value) { Issue.record("\(field["type"]!.text) accepted \(value.text)") }
+                if case .success = await check(field, value) { Issue.record("\(field["type"]!.text) accepted \(value.text)") }
             }
         }
-        #expect((try? check(["key": "n", "type": "int"], 5.0).get()) == 5, "whole numbers of int fields are stored as integers")
+        #expect(await (try? check(["key": "n", "type": "int"], 5.0).get()) == 5, "whole numbers of int fields are stored as integers")
         for display in ["spacer", "title", "view_field"] {
-            if case .success = check(["key": "v", "type": .string(display)], "x") { Issue.record("\(display) took a value") }
+            if case .success = await check(["key": "v", "type": .string(display)], "x") { Issue.record("\(display) took a value") }
         }
     }
 }

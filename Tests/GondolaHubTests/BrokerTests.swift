@@ -27,7 +27,7 @@ import Testing
         case .memory:
             return (Node(configuration: configuration, tokens: tokens), {})
         case .postgres:
-            let pool = try TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
+            let pool = try await TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
             var logger = Logger(label: "broker-tests")
             logger.logLevel = .warning
             let cluster = PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
@@ -71,23 +71,23 @@ import Testing
         #expect(positions.sorted() == Array(1...100))
         let received = try await Self.publications(client, count: 100)
         #expect(received.map(\.offset) == Array(1...100))
-        let history = try node.history(channel: "room:order", limit: -1, since: nil, reverse: false)
+        let history = try await node.history(channel: "room:order", limit: -1, since: nil, reverse: false)
         #expect(history.publications.map(\.offset) == Array(1...100))
         #expect(history.publications.map(\.data) == received.map(\.data), "the stream holds what was delivered")
-        try node.removeHistory(channel: "room:order")
-        #expect(try node.history(channel: "room:order", limit: -1, since: nil, reverse: false).publications.isEmpty)
+        try await node.removeHistory(channel: "room:order")
+        #expect(try await node.history(channel: "room:order", limit: -1, since: nil, reverse: false).publications.isEmpty)
         await stop()
     }
 
     @Test(arguments: BrokerEngine.allCases)
     func aSubscribeWithRecoveryDuringPublishingMissesNothingAndRepeatsNothing(engine: BrokerEngine) async throws {
         let (node, stop) = try await Self.node(engine)
-        let epoch = try node.history(channel: "room:race", limit: 0, since: nil, reverse: false).epoch
+        let epoch = try await node.history(channel: "room:race", limit: 0, since: nil, reverse: false).epoch
         let publisher = Task {
             for n in 1...200 { try await node.publish(channel: "room:race", data: Payload(.int(Int64(n)))) }
         }
         // Subscribe once the stream is under way, then read the rest live.
-        while try node.history(channel: "room:race", limit: 0, since: nil, reverse: false).offset < 20 { await Task.yield() }
+        while try await node.history(channel: "room:race", limit: 0, since: nil, reverse: false).offset < 20 { await Task.yield() }
         var client = try await TestClient.connected(node, user: "bo")
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
         guard case let .subscribe(result) = reply.body else {
@@ -108,8 +108,8 @@ import Testing
         _ = try await ann.call(.subscribe(SubscribeRequest(channel: "room:p", joinLeave: true)))
         var bo = try await TestClient.connected(node, user: "bo")
         _ = try await bo.call(.subscribe(SubscribeRequest(channel: "room:p")))
-        #expect(Set(try node.presence(channel: "room:p").values.map(\.user)) == ["ann", "bo"])
-        #expect(try node.presenceStats(channel: "room:p").numUsers == 2)
+        #expect(await Set(try node.presence(channel: "room:p").values.map(\.user)) == ["ann", "bo"])
+        #expect(try await node.presenceStats(channel: "room:p").numUsers == 2)
         var joins: [String] = []
         while joins.count < 2 {
             if case let .push(push) = try await ann.next(timeout: .seconds(10)), case let .join(info) = push.body { joins.append(info.user) }
@@ -125,7 +125,7 @@ import Testing
             if case let .push(push) = try await ann.next(timeout: .seconds(10)), case let .leave(info) = push.body { left = info.user }
         }
         #expect(left == "bo")
-        #expect(try node.presence(channel: "room:p").values.map(\.user) == ["ann"])
+        #expect(try await node.presence(channel: "room:p").values.map(\.user) == ["ann"])
         await stop()
     }
 
@@ -137,7 +137,7 @@ import Testing
         let payloads = [Payload(received: [0x00, 0xFF, 0x0A, 0xC3]), Payload(received: Array(#"{"n": 1.50, "big": 12345678901234567890}"#.utf8))]
         for payload in payloads { try await node.publish(channel: "room:bytes", data: payload) }
         #expect(try await Self.publications(client, count: 2).map(\.data) == payloads)
-        #expect(try node.history(channel: "room:bytes", limit: -1, since: nil, reverse: false).publications.map(\.data) == payloads)
+        #expect(try await node.history(channel: "room:bytes", limit: -1, since: nil, reverse: false).publications.map(\.data) == payloads)
         await stop()
     }
 }

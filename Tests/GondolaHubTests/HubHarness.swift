@@ -4,7 +4,7 @@ import GondolaProtocol
 import Testing
 
 /// A node with short timings and a `room` namespace that has every feature on.
-func makeNode(durableHistory: (any HistoryStore)? = nil, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> Node {
+func makeNode(durableHistory: (any LocalHistoryStore)? = nil, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> Node {
     Node(configuration: testConfiguration(adjust), tokens: try await ConnectionTokens(secret: testSecret), durableHistory: durableHistory)
 }
 

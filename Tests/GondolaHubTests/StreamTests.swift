@@ -91,7 +91,7 @@ import Testing
         let node = try await makeNode()
         var client = try await TestClient.connected(node, user: "alice")
         try await publish(node, "room:top", count: 2)
-        let position = try node.history(channel: "room:top", limit: 0, since: nil, reverse: false)
+        let position = try await node.history(channel: "room:top", limit: 0, since: nil, reverse: false)
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:top", recover: true, epoch: position.epoch, offset: 2)))
         guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
         #expect(result.recovered && result.publications.isEmpty)
@@ -100,7 +100,7 @@ import Testing
     @Test func publicationsDuringSubscribeAreNeitherLostNorDoubled() async throws {
         let node = try await makeNode { $0.namespaces["room"]?.historySize = 10_000 }
         var client = try await TestClient.connected(node, user: "alice")
-        let epoch = try node.history(channel: "room:race", limit: 0, since: nil, reverse: false).epoch
+        let epoch = try await node.history(channel: "room:race", limit: 0, since: nil, reverse: false).epoch
         let publisher = Task {
             for n in 1...300 { try await node.publish(channel: "room:race", data: Payload(.int(Int64(n)))) }
         }
@@ -262,7 +262,7 @@ import Testing
 @Suite struct ChannelLockTests {
     /// A durable store whose appends to one channel wait until the test opens a gate
     /// (a slow disk), and tell when such an append has started.
-    final class SlowStore: HistoryStore {
+    final class SlowStore: LocalHistoryStore {
         let inner = MemoryHistoryStore()
         let slowChannel: String
         let gate = DispatchSemaphore(value: 0)
@@ -319,5 +319,95 @@ import Testing
         var publication: Publication?
         while publication == nil { publication = try await client.next().publication }
         #expect(publication?.data == Payload(["quick": true]))
+    }
+}
+
+/// A subscription while its stream position is read: what the channel delivers meanwhile is
+/// kept for it and follows its reply, gap-free and without repeats, up to a limit.
+@Suite struct PendingSubscriptionTests {
+    /// A store whose read, once armed, takes its snapshot and then waits until the test
+    /// opens it: publications made in between are newer than what the read answers.
+    final class GatedStore: LocalHistoryStore {
+        private let inner = MemoryHistoryStore()
+        private let armed = Mutex(false)
+        let (taken, takenContinuation) = AsyncStream.makeStream(of: Void.self)
+        let (opened, openedContinuation) = AsyncStream.makeStream(of: Void.self)
+
+        func arm() { armed.withLock { $0 = true } }
+
+        func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) -> (Publication, StreamPosition) {
+            inner.append(publication, to: channel, options: options, now: now)
+        }
+
+        func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async -> StreamSlice {
+            let slice = inner.read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: now)
+            let gated = armed.withLock { armed in
+                defer { armed = false }
+                return armed
+            }
+            if gated {
+                takenContinuation.yield()
+                for await _ in opened { break }
+            }
+            return slice
+        }
+
+        func removeHistory(channel: String) { inner.removeHistory(channel: channel) }
+    }
+
+    /// Starts a recovering subscribe to `channel` whose stream read is held until the store opens.
+    static func subscribeHeld(_ client: TestClient, _ store: GatedStore, channel: String) async -> Task<Void, Never> {
+        store.arm()
+        let session = client.session
+        let frame = session.encoding.encode(Command(id: 100, .subscribe(
+            SubscribeRequest(channel: channel, recover: true, epoch: "", offset: 0, recoverable: true))))
+        let subscribing = Task { await session.handle(frame: frame) }
+        var taken = store.taken.makeAsyncIterator()
+        await taken.next()
+        return subscribing
+    }
+
+    @Test func publicationsDuringTheStreamReadFollowTheReplyOnceEach() async throws {
+        let store = GatedStore()
+        let node = try await makeNode(durableHistory: store) { $0.namespaces["room"]?.historyDurable = true }
+        for n in 1...3 { try await node.publish(channel: "room:gated", data: Payload(.int(Int64(n)))) }
+        let client = try await TestClient.connected(node, user: "ann")
+        let subscribing = await Self.subscribeHeld(client, store, channel: "room:gated")
+        for n in 4...8 { try await node.publish(channel: "room:gated", data: Payload(.int(Int64(n)))) }
+        store.openedContinuation.yield()
+        await subscribing.value
+        guard case let .reply(reply) = try await client.next(), case let .subscribe(result) = reply.body else {
+            Issue.record("the subscribe reply came first")
+            return
+        }
+        #expect(result.recovered && result.offset == 3)
+        #expect(result.publications.map(\.offset) == [1, 2, 3], "the reply holds the snapshot")
+        var live: [UInt64] = []
+        while live.count < 5 { if let publication = try await client.next().publication { live.append(publication.offset) } }
+        #expect(live == [4, 5, 6, 7, 8], "what arrived during the read follows, in order")
+        try await node.publish(channel: "room:gated", data: Payload(.int(9)))
+        #expect(try await client.next().publication?.offset == 9, "then the live stream, without repeats")
+    }
+
+    @Test func aSubscriptionThatFallsTooFarBehindWhileSetUpIsRefusedAndLeavesNothing() async throws {
+        let store = GatedStore()
+        let node = try await makeNode(durableHistory: store) { $0.namespaces["room"]?.historyDurable = true }
+        var client = try await TestClient.connected(node, user: "ann")
+        let subscribing = await Self.subscribeHeld(client, store, channel: "room:flood")
+        for n in 0...ChannelState.pendingLimit { try await node.publish(channel: "room:flood", data: Payload(.int(Int64(n)))) }
+        store.openedContinuation.yield()
+        await subscribing.value
+        guard case let .reply(reply) = try await client.next(), case let .error(error) = reply.body else {
+            Issue.record("the subscribe was not refused")
+            return
+        }
+        #expect(error.code == 100, "an internal error the SDKs retry: \(error)")
+        #expect(!node.hasSubscribers("room:flood"))
+        // The refused channel can be subscribed to again.
+        let again = try await client.call(.subscribe(SubscribeRequest(channel: "room:flood")))
+        guard case .subscribe = again.body else {
+            Issue.record("\(again)")
+            return
+        }
     }
 }

@@ -6,8 +6,8 @@ import GondolaTestSupport
 import Testing
 
 /// The push outbox of `engine` on empty storage.
-func pushQueue(_ engine: Engine) throws -> any PushQueue {
-    switch try pushStorage(engine) {
+func pushQueue(_ engine: Engine) async throws -> any PushQueue {
+    switch try await pushStorage(engine) {
     case let .sqlite(database): SQLitePushQueue(database: database)
     case let .postgres(pool): PostgresPushQueue(pool: pool)
     }
@@ -25,82 +25,82 @@ func pushQueue(_ engine: Engine) throws -> any PushQueue {
     }
 
     @Test(arguments: Engine.allCases)
-    func threadsFoldIntoTheWaitingNotificationUntilItIsClaimed(engine: Engine) throws {
-        let queue = try pushQueue(engine)
-        #expect(try queue.enqueue([Self.push("a", thread: "chat:1", text: "one"), Self.push("b")], now: 1_000, maxPending: 100)
+    func threadsFoldIntoTheWaitingNotificationUntilItIsClaimed(engine: Engine) async throws {
+        let queue = try await pushQueue(engine)
+        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1", text: "one"), Self.push("b")], now: 1_000, maxPending: 100)
             == EnqueueOutcome(queued: 2, collapsed: 0, dropped: 0))
-        #expect(try queue.enqueue([Self.push("a", thread: "chat:1", text: "two"), Self.push("a", thread: "chat:1", text: "three")], now: 1_001,
+        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1", text: "two"), Self.push("a", thread: "chat:1", text: "three")], now: 1_001,
                                   maxPending: 100) == EnqueueOutcome(queued: 0, collapsed: 2, dropped: 0))
         // Another device, or another chat, is its own notification.
-        #expect(try queue.enqueue([Self.push("a", thread: "chat:2"), Self.push("c", thread: "chat:1")], now: 1_002, maxPending: 100).queued == 2)
-        let claimed = try queue.claimDue(now: 2_000, limit: 10, lease: 60_000, runner: "r1")
+        #expect(try await queue.enqueue([Self.push("a", thread: "chat:2"), Self.push("c", thread: "chat:1")], now: 1_002, maxPending: 100).queued == 2)
+        let claimed = try await queue.claimDue(now: 2_000, limit: 10, lease: 60_000, runner: "r1")
         #expect(claimed.count == 4)
         let folded = try #require(claimed.first { $0.push.token == "a" && $0.push.content.collapseKey == "chat:1" })
         #expect(folded.push.content.count == 3 && folded.push.content.values["text"] == "three" && folded.push.content.locale == "fr")
         #expect(folded.push.content.link == ["screen": "chat"] && folded.push.content.eventAt == 1_000)
         // A claimed notification takes no more folds: the next message starts a new one.
-        #expect(try queue.enqueue([Self.push("a", thread: "chat:1", text: "four")], now: 2_001, maxPending: 100).queued == 1)
-        #expect(try queue.pendingCount() == 5)
+        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1", text: "four")], now: 2_001, maxPending: 100).queued == 1)
+        #expect(try await queue.pendingCount() == 5)
     }
 
     @Test(arguments: Engine.allCases)
-    func claimsHoldForTheirLeaseAndADeadRunsClaimsCanBeFreed(engine: Engine) throws {
-        let queue = try pushQueue(engine)
-        _ = try queue.enqueue((1...3).map { Self.push("t\($0)") }, now: 1_000, maxPending: 100)
-        #expect(try queue.claimDue(now: 1_000, limit: 2, lease: 60_000, runner: "r1").count == 2)
-        #expect(try queue.claimDue(now: 1_000, limit: 10, lease: 60_000, runner: "r2").count == 1)
-        #expect(try queue.claimDue(now: 30_000, limit: 10, lease: 60_000, runner: "r2").isEmpty)
+    func claimsHoldForTheirLeaseAndADeadRunsClaimsCanBeFreed(engine: Engine) async throws {
+        let queue = try await pushQueue(engine)
+        _ = try await queue.enqueue((1...3).map { Self.push("t\($0)") }, now: 1_000, maxPending: 100)
+        #expect(try await queue.claimDue(now: 1_000, limit: 2, lease: 60_000, runner: "r1").count == 2)
+        #expect(try await queue.claimDue(now: 1_000, limit: 10, lease: 60_000, runner: "r2").count == 1)
+        #expect(try await queue.claimDue(now: 30_000, limit: 10, lease: 60_000, runner: "r2").isEmpty)
         // After the lease anyone may claim them again.
-        #expect(try queue.claimDue(now: 62_000, limit: 10, lease: 60_000, runner: "r3").count == 3)
+        #expect(try await queue.claimDue(now: 62_000, limit: 10, lease: 60_000, runner: "r3").count == 3)
         if engine == .sqlite {
-            #expect(try queue.releaseClaims(except: "r4") == 3)
-            #expect(try queue.claimDue(now: 62_001, limit: 10, lease: 60_000, runner: "r4").count == 3)
+            #expect(try await queue.releaseClaims(except: "r4") == 3)
+            #expect(try await queue.claimDue(now: 62_001, limit: 10, lease: 60_000, runner: "r4").count == 3)
         }
     }
 
     @Test(arguments: Engine.allCases)
-    func outcomesAreRecordedAndDoneRowsForgotten(engine: Engine) throws {
-        let queue = try pushQueue(engine)
-        _ = try queue.enqueue([Self.push("sent"), Self.push("retried"), Self.push("gone"), Self.push("gone")], now: 1_000, maxPending: 100)
-        let claimed = try queue.claimDue(now: 1_000, limit: 10, lease: 60_000, runner: "r")
+    func outcomesAreRecordedAndDoneRowsForgotten(engine: Engine) async throws {
+        let queue = try await pushQueue(engine)
+        _ = try await queue.enqueue([Self.push("sent"), Self.push("retried"), Self.push("gone"), Self.push("gone")], now: 1_000, maxPending: 100)
+        let claimed = try await queue.claimDue(now: 1_000, limit: 10, lease: 60_000, runner: "r")
         let id = { (token: String) in claimed.first { $0.push.token == token }!.id }
-        try queue.markSent(id("sent"), at: 1_100)
-        try queue.markFailed(id("retried"), attempts: 1, error: "server_error: 500", next: 5_000, givenUpAt: nil)
-        try queue.giveUp(token: "gone", reason: "unregistered", at: 1_200)
-        #expect(try queue.pendingCount() == 1)
-        #expect(try queue.claimDue(now: 4_999, limit: 10, lease: 60_000, runner: "r").isEmpty)
-        let retried = try queue.claimDue(now: 5_000, limit: 10, lease: 60_000, runner: "r")
+        try await queue.markSent(id("sent"), at: 1_100)
+        try await queue.markFailed(id("retried"), attempts: 1, error: "server_error: 500", next: 5_000, givenUpAt: nil)
+        try await queue.giveUp(token: "gone", reason: "unregistered", at: 1_200)
+        #expect(try await queue.pendingCount() == 1)
+        #expect(try await queue.claimDue(now: 4_999, limit: 10, lease: 60_000, runner: "r").isEmpty)
+        let retried = try await queue.claimDue(now: 5_000, limit: 10, lease: 60_000, runner: "r")
         #expect(retried.map(\.push.token) == ["retried"] && retried.first?.attempts == 1)
-        try queue.forget(before: 1_150)
-        try queue.markSent(retried[0].id, at: 6_000)
-        #expect(try queue.pendingCount() == 0)
-        try queue.forget(before: 10_000)
-        #expect(try queue.claimDue(now: 100_000, limit: 10, lease: 1, runner: "r").isEmpty)
+        try await queue.forget(before: 1_150)
+        try await queue.markSent(retried[0].id, at: 6_000)
+        #expect(try await queue.pendingCount() == 0)
+        try await queue.forget(before: 10_000)
+        #expect(try await queue.claimDue(now: 100_000, limit: 10, lease: 1, runner: "r").isEmpty)
     }
 
     @Test(arguments: Engine.allCases)
-    func aFullOutboxDropsWhatDoesNotFitButStillFolds(engine: Engine) throws {
-        let queue = try pushQueue(engine)
-        #expect(try queue.enqueue([Self.push("a", thread: "chat:1"), Self.push("b"), Self.push("c")], now: 1_000, maxPending: 2)
+    func aFullOutboxDropsWhatDoesNotFitButStillFolds(engine: Engine) async throws {
+        let queue = try await pushQueue(engine)
+        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1"), Self.push("b"), Self.push("c")], now: 1_000, maxPending: 2)
             == EnqueueOutcome(queued: 2, collapsed: 0, dropped: 1))
-        #expect(try queue.enqueue([Self.push("a", thread: "chat:1"), Self.push("d")], now: 1_001, maxPending: 2)
+        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1"), Self.push("d")], now: 1_001, maxPending: 2)
             == EnqueueOutcome(queued: 0, collapsed: 1, dropped: 1))
-        #expect(try queue.pendingCount() == 2)
+        #expect(try await queue.pendingCount() == 2)
     }
 
     @Test(arguments: Engine.allCases)
-    func recipientsComeWithTheirUsersSettings(engine: Engine) throws {
-        let repository = try deviceRepository(engine)
-        _ = try repository.register(PushDevice(token: "t1", platform: .apns, user: "ann", app: nil, locale: "fr", registeredAt: 1), maxPerUser: 10)
-        _ = try repository.register(PushDevice(token: "t2", platform: .fcm, user: "bob", app: nil, locale: nil, registeredAt: 2), maxPerUser: 10)
+    func recipientsComeWithTheirUsersSettings(engine: Engine) async throws {
+        let repository = try await deviceRepository(engine)
+        _ = try await repository.register(PushDevice(token: "t1", platform: .apns, user: "ann", app: nil, locale: "fr", registeredAt: 1), maxPerUser: 10)
+        _ = try await repository.register(PushDevice(token: "t2", platform: .fcm, user: "bob", app: nil, locale: nil, registeredAt: 2), maxPerUser: 10)
         var quiet = NotificationSettings()
         quiet.broadcasts = false
         quiet.quietHours = QuietHours(start: 0, end: 60, utcOffsetMinutes: 0)
-        try repository.setSettings(quiet, of: "bob")
-        let everyone = try repository.recipients(among: nil).sorted { $0.device.token < $1.device.token }
+        try await repository.setSettings(quiet, of: "bob")
+        let everyone = try await repository.recipients(among: nil).sorted { $0.device.token < $1.device.token }
         #expect(everyone.map(\.device.token) == ["t1", "t2"])
         #expect(everyone[0].settings == NotificationSettings() && everyone[1].settings == quiet)
-        #expect(try repository.recipients(among: ["bob", "nobody"]).map(\.device.token) == ["t2"])
-        #expect(try repository.recipients(among: []).isEmpty)
+        #expect(try await repository.recipients(among: ["bob", "nobody"]).map(\.device.token) == ["t2"])
+        #expect(try await repository.recipients(among: []).isEmpty)
     }
 }

@@ -21,12 +21,13 @@ import Testing
             let database = try Self.database(folder)
             // Port 9 (discard) on 127.0.0.1 has no SMTP server: the delivery fails.
             let failing = MailOutbox(queue: SQLiteMailQueue(database: database), route: .smtp(try SMTPMailer(url: "smtp://127.0.0.1:9", timeout: 2)), logger: logger)
-            try await database.pool.write { db in try SQLiteMailQueue.enqueue(Self.mail, in: db, now: 1_000) }
+            _ = try await database.pool.write { db in try SQLiteMailQueue.enqueue(Self.mail, in: db, now: 1_000) }
             #expect(await failing.deliverDue(now: 1_000) == 0)
-            let row = try #require(try await database.pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM mail_outbox") })
+            let stored = try await database.pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM mail_outbox") }
+            let row = try #require(stored)
             #expect(row["attempts"] as Int == 1 && row["sent_at_ms"] as Int64? == nil && (row["last_error"] as String?)?.contains("SMTP") == true)
             #expect(row["next_attempt_at_ms"] as Int64 > unixMillisecondsNow())
-            #expect(try failing.pendingCount() == 1)
+            #expect(try await failing.pendingCount() == 1)
         }
         // A new process over the same file: the mail is still there and goes out once due.
         let database = try Self.database(folder)
@@ -35,7 +36,7 @@ import Testing
         #expect(await outbox.deliverDue() == 0, "not due yet: it waits for its back-off")
         #expect(await outbox.deliverDue(now: unixMillisecondsNow() + 3_600_000) == 1)
         #expect(try FileManager.default.contentsOfDirectory(atPath: mailbox).filter { $0.hasSuffix(".eml") }.count == 1)
-        #expect(try outbox.pendingCount() == 0)
+        #expect(try await outbox.pendingCount() == 0)
         #expect(await outbox.deliverDue(now: unixMillisecondsNow() + 3_600_000) == 0, "a sent mail is not sent again")
     }
 

@@ -1,4 +1,5 @@
 @testable import GondolaServer
+import GondolaDomain
 import NIOCore
 import NIOPosix
 import Testing

@@ -163,7 +163,7 @@ final class RecordingTelegram: TelegramNotifier {
     @Test func telegramButtonsAnswerLikeRSVPAndEverythingElseChangesNothing() async throws {
         let telegram = RecordingTelegram()
         let server = try await startTravelServer(telegram: telegram) { $0.telegramWebhookSecret = "hook-secret" }
-        let linked = try server.server.users.user(forTelegram: TelegramAccount(telegramID: 5_550_001, username: "tg_tom", displayName: "Tom", photoURL: nil))
+        let linked = try await server.server.users.user(forTelegram: TelegramAccount(telegramID: 5_550_001, username: "tg_tom", displayName: "Tom", photoURL: nil))
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", linked.id])
         let alice = try await server.client("alice")
         let event = try await alice.rpc("event.create", Self.event(["kind": "trip"], extra: ["trip": .string(trip)]))
@@ -205,7 +205,7 @@ final class RecordingTelegram: TelegramNotifier {
     @Test func aBotAPIThatDoesNotAnswerDelaysNoWebhookAndNoInvitation() async throws {
         let telegram = HangingTelegram()
         let server = try await startTravelServer(telegram: telegram) { $0.telegramWebhookSecret = "hook-secret" }
-        let linked = try server.server.users.user(forTelegram: TelegramAccount(telegramID: 5_550_002, username: "tg_tia", displayName: "Tia", photoURL: nil))
+        let linked = try await server.server.users.user(forTelegram: TelegramAccount(telegramID: 5_550_002, username: "tg_tia", displayName: "Tia", photoURL: nil))
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", linked.id])
         let alice = try await server.client("alice")
         // The Bot API holds every call until the end of the test: no answer below can have waited for it.

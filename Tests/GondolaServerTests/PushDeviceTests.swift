@@ -23,8 +23,9 @@ import Testing
         }
     }
 
-    static func devices(_ server: RunningServer, of user: String) throws -> [PushDevice] {
-        try #require(server.server.service(PushService.self)).devices.devices(of: user)
+    static func devices(_ server: RunningServer, of user: String) async throws -> [PushDevice] {
+        let devices = try #require(server.server.service(PushService.self)).devices
+        return try await devices.devices(of: user)
     }
 
     @Test func devicesAreRegisteredOncePerTokenAndMoveWithTheirToken() async throws {
@@ -36,15 +37,15 @@ import Testing
         _ = try await anna.rpc("device.register", ["platform": "fcm", "token": .string(Self.fcmToken), "app": "com.example.trips"])
         // The same token again is the same device.
         #expect(try await anna.rpc("device.register", ["platform": "apns", "token": .string(Self.apnsToken)])["devices"] == 2)
-        #expect(try Self.devices(server, of: "anna").map(\.platform) == [.fcm, .apns])
-        #expect(try Self.devices(server, of: "anna").first?.app == "com.example.trips")
+        #expect(try await Self.devices(server, of: "anna").map(\.platform) == [.fcm, .apns])
+        #expect(try await Self.devices(server, of: "anna").first?.app == "com.example.trips")
         // Someone else cannot remove it; registering it moves it (the phone changed hands).
         #expect(try await ben.rpc("device.unregister", ["token": .string(Self.apnsToken)]) == ["unregistered": false])
         _ = try await ben.rpc("device.register", ["platform": "apns", "token": .string(Self.apnsToken)])
-        #expect(try Self.devices(server, of: "anna").map(\.token) == [Self.fcmToken])
-        #expect(try Self.devices(server, of: "ben").map(\.token) == [Self.apnsToken])
+        #expect(try await Self.devices(server, of: "anna").map(\.token) == [Self.fcmToken])
+        #expect(try await Self.devices(server, of: "ben").map(\.token) == [Self.apnsToken])
         #expect(try await ben.rpc("device.unregister", ["token": .string(Self.apnsToken)]) == ["unregistered": true])
-        #expect(try Self.devices(server, of: "ben").isEmpty)
+        #expect(try await Self.devices(server, of: "ben").isEmpty)
         try await server.stop()
     }
 
@@ -56,7 +57,7 @@ import Testing
             _ = try await client.rpc("device.register", ["platform": "apns", "token": .string(token)])
             try await Task.sleep(for: .milliseconds(2))
         }
-        #expect(try Self.devices(server, of: "many").map(\.token) == Array(tokens.dropFirst()))
+        #expect(try await Self.devices(server, of: "many").map(\.token) == Array(tokens.dropFirst()))
         try await server.stop()
     }
 
@@ -77,7 +78,7 @@ import Testing
         let server = try await RunningServer.start()
         let client = try await server.client("careless")
         await Self.expectRefused(client, "device.register", data, naming: field)
-        #expect(try Self.devices(server, of: "careless").isEmpty)
+        #expect(try await Self.devices(server, of: "careless").isEmpty)
         #expect(try await client.rpc("server.time")["ts"] != nil, "the connection keeps serving")
         try await server.stop()
     }

@@ -192,12 +192,12 @@ private func car(_ id: String, lat: Double = 47.2650, lon: Double = 11.3950, pri
         let startsAt = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
         let planned = try #require(try await ann.rpc("rental.plan", ["car": "lonely", "starts_at": .int(startsAt)])["rental"])
         let rentals = try #require(server.server.service(RentalService.self))
-        #expect(rentals.cancelNoShows(now: startsAt + RentalService.noShowGrace - 1) == 0, "still within its day")
-        #expect(rentals.cancelNoShows(now: startsAt + RentalService.noShowGrace + 1) == 1)
+        #expect(await rentals.cancelNoShows(now: startsAt + RentalService.noShowGrace - 1) == 0, "still within its day")
+        #expect(await rentals.cancelNoShows(now: startsAt + RentalService.noShowGrace + 1) == 1)
         let told = try await ann.awaitPublications("personal:#ann", count: 2)
         #expect(told.last?["rental"]?["id"] == planned["id"] && told.last?["rental"]?["state"] == "cancelled")
         #expect(try await ann.rpc("cars.near", ["lat": 47.265, "lon": 11.395])["cars"]?.arrayValue.first?["id"] == "lonely")
-        #expect(rentals.cancelNoShows(now: startsAt + 2 * RentalService.noShowGrace) == 0, "once")
+        #expect(await rentals.cancelNoShows(now: startsAt + 2 * RentalService.noShowGrace) == 0, "once")
         await ann.close()
         try await server.stop()
     }

@@ -224,9 +224,9 @@ func startStandIn(_ router: Router<BasicRequestContext>, name: String) async thr
 
 /// Waits until `condition` holds, checking every 50 ms; records an issue naming `what`
 /// after 15 s.
-func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
+func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
     for _ in 0..<300 {
-        if try condition() { return }
+        if try await condition() { return }
         try await Task.sleep(for: .milliseconds(50))
     }
     Issue.record("timed out waiting for \(what)")

@@ -1,4 +1,5 @@
 @testable import GondolaServer
+import GondolaDomain
 import GondolaHub
 import HTTPTypes
 import HummingbirdWebSocket

@@ -16,75 +16,75 @@ import Testing
         return options
     }
 
-    @Test(arguments: Engine.allCases) func streamSurvivesReopening(engine: Engine) throws {
-        let (first, reopen) = try historyStores(engine)
+    @Test(arguments: Engine.allCases) func streamSurvivesReopening(engine: Engine) async throws {
+        let (first, reopen) = try await historyStores(engine)
         let now = Date()
         let info = ClientInfo(user: "alice", client: "c1", connInfo: RawJSON(["n": "A"]))
         var position = StreamPosition(offset: 0, epoch: "")
         for n in 1...5 {
-            (_, position) = try first.append(Publication(data: Payload(["n": .int(Int64(n))]), info: info), to: "chat:1", options: options, now: now)
+            (_, position) = try await first.append(Publication(data: Payload(["n": .int(Int64(n))]), info: info), to: "chat:1", options: options, now: now)
         }
         let reopened = try reopen()
-        let slice = try reopened.read(channel: "chat:1", after: nil, limit: 10, reverse: false, options: options, now: now)
+        let slice = try await reopened.read(channel: "chat:1", after: nil, limit: 10, reverse: false, options: options, now: now)
         #expect(slice.position == position)
         #expect(slice.publications.map(\.offset) == [3, 4, 5])
         #expect(slice.publications.first?.info == info)
         #expect(slice.publications.last?.data == Payload(["n": 5]))
-        let (next, _) = try reopened.append(Publication(data: Payload(6)), to: "chat:1", options: options, now: now)
+        let (next, _) = try await reopened.append(Publication(data: Payload(6)), to: "chat:1", options: options, now: now)
         #expect(next.offset == 6)
     }
 
-    @Test(arguments: Engine.allCases) func payloadsAreStoredAndReadBackByteForByte(engine: Engine) throws {
-        let (store, reopen) = try historyStores(engine)
+    @Test(arguments: Engine.allCases) func payloadsAreStoredAndReadBackByteForByte(engine: Engine) async throws {
+        let (store, reopen) = try await historyStores(engine)
         let payloads = [
             Payload(received: Array(#" {"input": "x", "p": 1.50, "big": 12345678901234567890, "e": "\u00e9"} "#.utf8)),
             Payload(received: [0x00, 0xFF, 0x0A, 0xC3, 0x28]),
         ]
-        for payload in payloads { _ = try store.append(Publication(data: payload), to: "chat:bytes", options: options, now: Date()) }
+        for payload in payloads { _ = try await store.append(Publication(data: payload), to: "chat:bytes", options: options, now: Date()) }
         for reader in [store, try reopen()] {
-            let slice = try reader.read(channel: "chat:bytes", after: nil, limit: 10, reverse: false, options: options, now: Date())
+            let slice = try await reader.read(channel: "chat:bytes", after: nil, limit: 10, reverse: false, options: options, now: Date())
             #expect(slice.publications.map(\.data) == payloads)
             #expect(slice.publications.map(\.data.isJSON) == [true, false])
         }
     }
 
-    @Test(arguments: Engine.allCases) func readsAfterAnOffsetInBothDirectionsAndDropsExpired(engine: Engine) throws {
-        let store = try historyStores(engine).store
+    @Test(arguments: Engine.allCases) func readsAfterAnOffsetInBothDirectionsAndDropsExpired(engine: Engine) async throws {
+        let store = try await historyStores(engine).store
         let start = Date()
         for n in 0..<3 {
-            _ = try store.append(Publication(data: Payload(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n) * 30))
+            _ = try await store.append(Publication(data: Payload(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n) * 30))
         }
-        let after = try store.read(channel: "c", after: 1, limit: 10, reverse: false, options: options, now: start.addingTimeInterval(61))
+        let after = try await store.read(channel: "c", after: 1, limit: 10, reverse: false, options: options, now: start.addingTimeInterval(61))
         #expect(after.publications.map(\.offset) == [2, 3])
-        let newest = try store.read(channel: "c", after: nil, limit: 1, reverse: true, options: options, now: start.addingTimeInterval(61))
+        let newest = try await store.read(channel: "c", after: nil, limit: 1, reverse: true, options: options, now: start.addingTimeInterval(61))
         #expect(newest.publications.map(\.offset) == [3])
-        let expired = try store.read(channel: "c", after: nil, limit: 10, reverse: false, options: options, now: start.addingTimeInterval(200))
+        let expired = try await store.read(channel: "c", after: nil, limit: 10, reverse: false, options: options, now: start.addingTimeInterval(200))
         #expect(expired.publications.isEmpty && expired.position.offset == 3)
-        try store.removeHistory(channel: "c")
-        #expect(try store.read(channel: "c", after: nil, limit: 10, reverse: false, options: options, now: start).publications.isEmpty)
+        try await store.removeHistory(channel: "c")
+        #expect(try await store.read(channel: "c", after: nil, limit: 10, reverse: false, options: options, now: start).publications.isEmpty)
     }
 }
 
 @Suite struct UserRepositoryTests {
-    @Test(arguments: Engine.allCases) func sameTelegramAccountMapsToSameUser(engine: Engine) throws {
-        let users = try userRepository(engine)
+    @Test(arguments: Engine.allCases) func sameTelegramAccountMapsToSameUser(engine: Engine) async throws {
+        let users = try await userRepository(engine)
         let account = TelegramAccount(telegramID: 7_340_981_265, username: "ann", displayName: "Ann", photoURL: nil)
-        let first = try users.user(forTelegram: account)
-        let again = try users.user(forTelegram: TelegramAccount(telegramID: 7_340_981_265, username: "ann2", displayName: "Ann B", photoURL: "https://x/y.jpg"))
+        let first = try await users.user(forTelegram: account)
+        let again = try await users.user(forTelegram: TelegramAccount(telegramID: 7_340_981_265, username: "ann2", displayName: "Ann B", photoURL: "https://x/y.jpg"))
         #expect(first == again)
         #expect(!first.id.contains("7340981265"), "the user id does not reveal the Telegram id")
-        let other = try users.user(forTelegram: TelegramAccount(telegramID: 43, username: nil, displayName: "Bo", photoURL: nil))
+        let other = try await users.user(forTelegram: TelegramAccount(telegramID: 43, username: nil, displayName: "Bo", photoURL: nil))
         #expect(other.id != first.id)
-        #expect(try users.ensureUser(id: "dev1", name: "Dev") == User(id: "dev1", name: "Dev"))
-        #expect(try users.ensureUser(id: "dev1", name: "Other") == User(id: "dev1", name: "Dev"))
-        #expect(try users.user(id: "missing") == nil)
+        #expect(try await users.ensureUser(id: "dev1", name: "Dev") == User(id: "dev1", name: "Dev"))
+        #expect(try await users.ensureUser(id: "dev1", name: "Other") == User(id: "dev1", name: "Dev"))
+        #expect(try await users.user(id: "missing") == nil)
     }
 }
 
 /// What only the PostgreSQL store has to show: several nodes appending to one stream.
 @Suite struct PostgresStreamTests {
     @Test func concurrentAppendsFromSeveralPoolsGetConsecutiveOffsets() async throws {
-        let first = try TestPostgres.freshDatabase()
+        let first = try await TestPostgres.freshDatabase()
         let stores = try [PostgresHistoryStore(pool: first, durable: false)]
             + (0..<2).map { _ in PostgresHistoryStore(pool: try PostgresPool(location: first.location, size: 3), durable: false) }
         let options = {
@@ -96,21 +96,24 @@ import Testing
         let offsets = try await withThrowingTaskGroup(of: [UInt64].self) { group in
             for (index, store) in stores.enumerated() {
                 group.addTask {
-                    try (0..<40).map { n in
-                        try store.append(Publication(data: Payload(["node": .int(Int64(index)), "n": .int(Int64(n))])), to: "room:shared", options: options, now: Date()).0.offset
+                    var offsets: [UInt64] = []
+                    for n in 0..<40 {
+                        let data = Payload(["node": .int(Int64(index)), "n": .int(Int64(n))])
+                        offsets.append(try await store.append(Publication(data: data), to: "room:shared", options: options, now: Date()).0.offset)
                     }
+                    return offsets
                 }
             }
             return try await group.reduce(into: []) { $0 += $1 }
         }
         #expect(offsets.sorted() == Array(1...120))
-        let slice = try stores[1].read(channel: "room:shared", after: nil, limit: 200, reverse: false, options: options, now: Date())
+        let slice = try await stores[1].read(channel: "room:shared", after: nil, limit: 200, reverse: false, options: options, now: Date())
         #expect(slice.publications.map(\.offset) == Array(1...120))
         #expect(slice.position.offset == 120)
     }
 
-    @Test func aBatchNumbersEachChannelInOrderAndTrimsToTheNamespaceSize() throws {
-        let pool = try TestPostgres.freshDatabase()
+    @Test func aBatchNumbersEachChannelInOrderAndTrimsToTheNamespaceSize() async throws {
+        let pool = try await TestPostgres.freshDatabase()
         let store = PostgresHistoryStore(pool: pool, durable: true)
         var small = NamespaceOptions(name: "small")
         small.historySize = 2
@@ -118,20 +121,20 @@ import Testing
         let appends = ["a", "b", "a", "a", "b"].enumerated().map { index, channel in
             PostgresHistoryStore.Append(channel: channel, publication: Publication(data: Payload(.int(Int64(index)))), options: small)
         }
-        let positions = try pool.withConnection { try store.append(appends, on: $0, now: Date()).wait() }
+        let positions = try await pool.withConnection { try await store.append(appends, on: $0, now: Date()).get() }
         #expect(positions.map(\.offset) == [1, 1, 2, 3, 2])
         #expect(Set(positions.prefix(4).map(\.epoch)).count <= 2)
-        let a = try store.read(channel: "a", after: nil, limit: 10, reverse: false, options: small, now: Date())
+        let a = try await store.read(channel: "a", after: nil, limit: 10, reverse: false, options: small, now: Date())
         #expect(a.publications.map(\.offset) == [2, 3] && a.publications.map(\.data) == [Payload(2), Payload(3)])
     }
 
-    @Test func migrationsRunOnceWhateverTheNumberOfStarts() throws {
-        let pool = try TestPostgres.freshDatabase()
-        #expect(try PostgresSchema.migrator.migrate(pool).isEmpty, "freshDatabase already migrated it")
+    @Test func migrationsRunOnceWhateverTheNumberOfStarts() async throws {
+        let pool = try await TestPostgres.freshDatabase()
+        #expect(try await PostgresSchema.migrator.migrate(pool).isEmpty, "freshDatabase already migrated it")
         var migrator = PostgresSchema.migrator
         migrator.register("v2-test", ["CREATE TABLE test_once (id INT)"])
-        #expect(try migrator.migrate(pool) == ["v2-test"])
-        #expect(try migrator.migrate(pool).isEmpty)
+        #expect(try await migrator.migrate(pool) == ["v2-test"])
+        #expect(try await migrator.migrate(pool).isEmpty)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GondolaHub
 import GondolaPostgres
+import GondolaProtocol
 import GondolaStore
 import GondolaTestSupport
 import Testing
@@ -9,25 +10,44 @@ func temporaryDatabasePath() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("gondola-test-\(UUID().uuidString)/db.sqlite").path
 }
 
+/// A stream store the tests append to one publication at a time, whatever its engine.
+protocol AppendableHistoryStore: HistoryStore {
+    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) async throws -> (Publication, StreamPosition)
+}
+
+extension SQLiteHistoryStore: AppendableHistoryStore {}
+
+extension PostgresHistoryStore: AppendableHistoryStore {
+    /// One publication as a batch of one (the cluster's bus writer appends in batches).
+    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) async throws -> (Publication, StreamPosition) {
+        let positions = try await pool.withConnection { connection in
+            try await append([Append(channel: channel, publication: publication, options: options)], on: connection, now: now).get()
+        }
+        var stored = publication
+        stored.offset = positions[0].offset
+        return (stored, positions[0])
+    }
+}
+
 /// A stream store of `engine` and a way to open the same storage again (a restart).
-func historyStores(_ engine: Engine) throws -> (store: any HistoryStore, reopen: () throws -> any HistoryStore) {
+func historyStores(_ engine: Engine) async throws -> (store: any AppendableHistoryStore, reopen: () throws -> any AppendableHistoryStore) {
     switch engine {
     case .sqlite:
         let path = temporaryDatabasePath()
         return (SQLiteHistoryStore(database: try GondolaDatabase(path: path)), { SQLiteHistoryStore(database: try GondolaDatabase(path: path)) })
     case .postgres:
-        let pool = try freshPool()
+        let pool = try await freshPool()
         let location = pool.location
         return (PostgresHistoryStore(pool: pool, durable: true), { PostgresHistoryStore(pool: try PostgresPool(location: location, size: 2), durable: true) })
     }
 }
 
 /// A user repository of `engine` on empty storage.
-func userRepository(_ engine: Engine) throws -> any UserRepository {
+func userRepository(_ engine: Engine) async throws -> any UserRepository {
     switch engine {
     case .sqlite: SQLiteUserRepository(database: try GondolaDatabase(path: temporaryDatabasePath()))
-    case .postgres: PostgresUserRepository(pool: try freshPool())
+    case .postgres: await PostgresUserRepository(pool: try freshPool())
     }
 }
 
-private func freshPool() throws -> PostgresPool { try TestPostgres.freshDatabase() }
+private func freshPool() async throws -> PostgresPool { try await TestPostgres.freshDatabase() }

@@ -27,16 +27,16 @@ public enum TestPostgres {
     }
 
     /// A new, empty database with the core schema and the steps `migrations` adds, and a pool on it.
-    public static func freshDatabase(_ migrations: (inout PostgresMigrator) -> Void = { _ in }) throws -> PostgresPool {
+    public static func freshDatabase(_ migrations: (inout PostgresMigrator) -> Void = { _ in }) async throws -> PostgresPool {
         let url = try serverURL()
         let admin = try PostgresPool(location: PostgresLocation(url: url), size: 1)
         let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        try admin.query("CREATE DATABASE \(unescaped: name)")
+        try await admin.query("CREATE DATABASE \(unescaped: name)")
         let location = try PostgresLocation(url: url.replacingOccurrences(of: "/\(try PostgresLocation(url: url).database)", with: "/\(name)"))
         let pool = try PostgresPool(location: location, size: 4)
         var migrator = PostgresSchema.migrator
         migrations(&migrator)
-        try migrator.migrate(pool)
+        try await migrator.migrate(pool)
         return pool
     }
 

@@ -36,10 +36,10 @@ import Testing
     }
 
     @Test(arguments: Engine.allCases)
-    func storedSendsAreReadBackPerChatNewestWithinTheWindow(engine: Engine) throws {
-        let repository = try travelRepositories(engine).chats
+    func storedSendsAreReadBackPerChatNewestWithinTheWindow(engine: Engine) async throws {
+        let repository = try await travelRepositories(engine).chats
         for chat in ["a", "b", "quiet"] {
-            try repository.create(Chat(id: chat, kind: .group, title: chat, trip: nil, members: ["alice"], createdAt: 0), pairKey: nil, createdBy: "alice")
+            _ = try await repository.create(Chat(id: chat, kind: .group, title: chat, trip: nil, members: ["alice"], createdAt: 0), pairKey: nil, createdBy: "alice")
         }
         var messages: [(chat: String, message: ChatMessageData, data: RawJSON)] = []
         for n in 0..<20 {
@@ -47,17 +47,17 @@ import Testing
             let message = ChatMessageData(id: "m\(n)", from: "alice", name: "Alice", text: "t", ts: Int64(n) * 100, clientMessageID: "k\(n)")
             messages.append((chat, message, RawJSON(message.json)))
         }
-        _ = try repository.append(Array(messages.prefix(10)), storedOffset: { _ in nil }) { _, _ in }
-        _ = try repository.append(Array(messages.suffix(10)), storedOffset: { _ in nil }) { _, _ in }
+        _ = try await repository.append(Array(messages.prefix(10)), storedOffset: { _ in nil }) { _, _ in }
+        _ = try await repository.append(Array(messages.suffix(10)), storedOffset: { _ in nil }) { _, _ in }
         // Since 1,000 ms: sends 10...19; the newest 6 of them, oldest first, across both chats.
-        let entries = try repository.recentSends(in: ["a", "b", "quiet", "unknown"], since: 1000, limit: 6)
+        let entries = try await repository.recentSends(in: ["a", "b", "quiet", "unknown"], since: 1000, limit: 6)
         #expect(entries.map(\.key.clientMessageID) == (14..<20).map { "k\($0)" })
         #expect(entries.map(\.key.chat) == ["a", "b", "a", "b", "a", "b"])
         #expect(entries.last?.offset == 10 && entries.first?.offset == 8)
         // A send the repository is told about is answered from its stored row, not written again.
-        let retry = try repository.append([messages[19]], storedOffset: { $0 == entries.last?.key ? 10 : nil }) { _, _ in }
+        let retry = try await repository.append([messages[19]], storedOffset: { $0 == entries.last?.key ? 10 : nil }) { _, _ in }
         guard case let .stored(stored)? = retry.first else { Issue.record("not answered from the stored row: \(retry)"); return }
         #expect(stored.offset == 10 && stored.ts == 1900)
-        #expect(try repository.position(of: "b")?.offset == 10)
+        #expect(try await repository.position(of: "b")?.offset == 10)
     }
 }

@@ -17,18 +17,18 @@ func temporaryDatabasePath() -> String {
     /// A file written by the server before the domains had schemas of their own (every
     /// table in one migrator): it opens with the travel domain's migrations, nothing is
     /// migrated again, and its users, trip, chat, event and durable stream are all there.
-    @Test func aFileFromTheSchemaBeforeTheDomainSeamOpensWithItsData() throws {
+    @Test func aFileFromTheSchemaBeforeTheDomainSeamOpensWithItsData() async throws {
         let fixture = try #require(Bundle.module.url(forResource: "schema-v6", withExtension: "sqlite", subdirectory: "Fixtures"))
         let path = temporaryDatabasePath()
         try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: fixture.path, toPath: path)
 
         let database = try travelDatabase(at: path)
-        let directory = try Directory(repository: SQLiteTravelRepository(database: database))
+        let directory = try await Directory(repository: SQLiteTravelRepository(database: database))
         #expect(directory.name(of: "demo-host") == "Hana (host)")
-        #expect(try directory.trip("demo")?.name != nil)
+        #expect(try await directory.trip("demo")?.name != nil)
         #expect(directory.members(of: "demo") == ["demo-host": .host, "demo-anna": .traveller, "demo-ben": .traveller, "demo-chloe": .traveller, "demo-dan": .traveller])
-        let (migrations, messages, invitees, publications) = try database.pool.read { db in
+        let (migrations, messages, invitees, publications) = try await database.pool.read { db in
             (try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid"),
              try String.fetchAll(db, sql: #"SELECT id FROM chat_message WHERE chat_id = 'chat-demo' ORDER BY "offset""#),
              try String.fetchAll(db, sql: "SELECT response FROM event_invitee WHERE event_id = 'ev1'"),

@@ -5,14 +5,16 @@ import NIOCore
 /// thread that owns the socket: no hand-off to the cooperative pool for each message and
 /// none back to the loop for its reply (each hand-off is a wake-up and a context switch).
 /// Work a handler awaits elsewhere (an actor, a database future) hops there and comes back.
-final class EventLoopTaskExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
+/// A domain's writer that blocks on a synchronous disk write (SQLite) runs its task on a
+/// loop of its own the same way, so the write never holds one of the cooperative pool's threads.
+public final class EventLoopTaskExecutor: TaskExecutor {
+    public let eventLoop: any EventLoop
 
-    init(_ eventLoop: any EventLoop) {
+    public init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
