@@ -77,11 +77,12 @@ final class BusWriter: Sendable {
         switch decision {
         case .refuse: request.completion(.failure(.limitExceeded("the cluster bus has \(maxWaiting) items waiting")))
         case .queued: break
-        case .start: Task { await self.drain() }
+        case .start: Task(executorPreference: pool.taskExecutor) { await self.drain() }
         }
     }
 
-    /// Writes batches until nothing waits; one task at a time (`writing`).
+    /// Writes batches until nothing waits; one task at a time (`writing`), on the pool's
+    /// event loop.
     private func drain() async {
         if linger > .zero { try? await Task.sleep(for: linger) }
         while true {

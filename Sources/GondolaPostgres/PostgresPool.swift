@@ -17,6 +17,9 @@ public final class PostgresPool: Sendable {
     public let maxWaiting: Int
     public let logger: Logger
     private let group: MultiThreadedEventLoopGroup
+    /// Runs a task on the pool's event loop, where its connections' futures complete (see
+    /// `EventLoopTaskExecutor`); for work that does little but wait for this pool.
+    public let taskExecutor: EventLoopTaskExecutor
     private let configuration: PostgresConnection.Configuration
     private let state = Mutex(State())
     private let nextID = Atomic<Int>(1)
@@ -37,6 +40,7 @@ public final class PostgresPool: Sendable {
         self.logger = logger
         self.configuration = try location.configuration()
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.taskExecutor = EventLoopTaskExecutor(group.next())
     }
 
     deinit {

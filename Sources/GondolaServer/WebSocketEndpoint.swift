@@ -1,4 +1,4 @@
-import GondolaDomain
+import GondolaPostgres
 import GondolaHub
 import GondolaProtocol
 import HTTPTypes

@@ -1,5 +1,5 @@
 import CompressNIO
-import GondolaDomain
+import GondolaPostgres
 import GondolaHub
 import GondolaProtocol
 import NIOCore

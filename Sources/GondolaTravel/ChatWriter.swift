@@ -1,5 +1,6 @@
 import GondolaDomain
 import GondolaHub
+import GondolaPostgres
 import GondolaProtocol
 import NIOPosix
 import Synchronization

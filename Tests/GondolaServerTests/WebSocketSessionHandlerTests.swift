@@ -1,5 +1,5 @@
 @testable import GondolaServer
-import GondolaDomain
+import GondolaPostgres
 import GondolaHub
 import HTTPTypes
 import HummingbirdWebSocket

@@ -6,7 +6,9 @@ import NIOCore
 /// none back to the loop for its reply (each hand-off is a wake-up and a context switch).
 /// Work a handler awaits elsewhere (an actor, a database future) hops there and comes back.
 /// A domain's writer that blocks on a synchronous disk write (SQLite) runs its task on a
-/// loop of its own the same way, so the write never holds one of the cooperative pool's threads.
+/// loop of its own the same way, so the write never holds one of the cooperative pool's
+/// threads; the cluster's bus writer runs on its PostgreSQL pool's loop, where the futures it
+/// awaits complete, so each query's answer resumes it without waking another thread.
 public final class EventLoopTaskExecutor: TaskExecutor {
     public let eventLoop: any EventLoop
 
