@@ -107,12 +107,13 @@ public struct ElevationGrid: Sendable {
             guard rowNumber <= rows else {
                 throw ElevationGridError(line: number, field: "data", message: "more than nrows = \(rows) rows")
             }
-            let fields = Self.fields(of: line)
-            guard fields.count == columns else {
-                throw ElevationGridError(line: number, field: "row \(rowNumber)", message: "expected ncols = \(columns) values, found \(fields.count)")
+            let rowValues = Self.numbers(in: line)
+            guard rowValues.count == columns else {
+                throw ElevationGridError(line: number, field: "row \(rowNumber)", message: "expected ncols = \(columns) values, found \(rowValues.count)")
             }
-            for (index, field) in fields.enumerated() {
-                guard let value = Float(field), value.isFinite else {
+            for (index, value) in rowValues.enumerated() {
+                guard let value, value.isFinite else {
+                    let field = Self.fields(of: line)[index]
                     throw ElevationGridError(line: number, field: "row \(rowNumber), column \(index + 1)", message: "'\(field)' is not a number")
                 }
                 values.append(value)
@@ -131,6 +132,30 @@ public struct ElevationGrid: Sendable {
     /// The fields of one line, split at spaces, tabs and carriage returns.
     private static func fields(of line: ArraySlice<UInt8>) -> [String] {
         line.split(whereSeparator: isBlank).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The numbers of one data row, nil for a field that is not one. C's `strtof` reads
+    /// them in place (a grid row holds hundreds), accepting what `Float(String)` accepts.
+    private static func numbers(in line: ArraySlice<UInt8>) -> [Float?] {
+        var text = line.map { CChar(bitPattern: $0) }
+        text.append(0)
+        return text.withUnsafeMutableBufferPointer { buffer -> [Float?] in
+            guard let start = buffer.baseAddress else { return [] }
+            var numbers: [Float?] = []
+            var offset = 0
+            let end = buffer.count - 1
+            while true {
+                while offset < end, isBlank(UInt8(bitPattern: start[offset])) { offset += 1 }
+                guard offset < end else { return numbers }
+                var stop: UnsafeMutablePointer<CChar>?
+                let value = strtof(start + offset, &stop)
+                let read = stop.map { $0 - (start + offset) } ?? 0
+                var fieldEnd = offset
+                while fieldEnd < end, !isBlank(UInt8(bitPattern: start[fieldEnd])) { fieldEnd += 1 }
+                numbers.append(read > 0 && offset + read == fieldEnd ? value : nil)
+                offset = fieldEnd
+            }
+        }
     }
 
     /// Reads an `.asc` file.

@@ -116,6 +116,8 @@ import Testing
         ("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\n1 2\n3 4", 5, "dx"),
         ("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\ncellsize 1\n1 2\n3", 7, "row 2"),
         ("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\ncellsize 1\n1 2\n3 abc", 7, "row 2, column 2"),
+        ("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\ncellsize 1\n1 2\n3 4x", 7, "row 2, column 2"),
+        ("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\ncellsize 1\n1 inf\n3 4", 6, "row 1, column 2"),
         ("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\ncellsize 1\n1 2", 7, "data"),
         ("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\ncellsize 1\nbogus 3\n1 2\n3 4", 6, "bogus"),
         ("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\ncellsize -1\n1 2\n3 4", 5, "cellsize/dx"),
