@@ -18,8 +18,10 @@ public struct ProvidedSubscription: Sendable {
 public protocol ChannelProvider: Sendable {
     /// Authorises the subscription (throwing `HubError.permissionDenied` or
     /// `.badRequest` otherwise) and calls `attach` once with the reply's `data`.
-    /// `attach` adds the subscriber and queues the reply atomically, so what the
-    /// provider publishes after `attach` returns follows the snapshot.
+    /// `attach` starts the subscription: what the channel delivers from then on is kept
+    /// for the subscriber and sent after its reply, so what the provider publishes after
+    /// `attach` returns follows the snapshot `data` holds. The provider may await (its
+    /// database) before it attaches, never after.
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError)
 
     /// The channel's last subscriber on this node left.
