@@ -13,7 +13,7 @@ import Testing
         var all: [Entry] { entries.withLock { $0 } }
     }
 
-    @Test func jobsRunOneAtATimeInTheOrderTheyCame() async throws {
+    @Test(.timeLimit(.minutes(1))) func jobsRunOneAtATimeInTheOrderTheyCame() async throws {
         let jobs = SerialJobs(name: "test", logger: Logger(label: "test"))
         let log = Log<String>()
         let (done, doneContinuation) = AsyncStream.makeStream(of: Void.self)
@@ -30,7 +30,7 @@ import Testing
         #expect(log.all == (0..<50).flatMap { ["start \($0)", "end \($0)"] })
     }
 
-    @Test func jobsPastTheLimitAreDroppedWhileTheQueuedOnesRun() async throws {
+    @Test(.timeLimit(.minutes(1))) func jobsPastTheLimitAreDroppedWhileTheQueuedOnesRun() async throws {
         let jobs = SerialJobs(name: "test", limit: 2, logger: Logger(label: "test"))
         let ran = Log<Int>()
         let (gate, gateContinuation) = AsyncStream.makeStream(of: Void.self)

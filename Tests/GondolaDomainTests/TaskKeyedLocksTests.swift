@@ -13,7 +13,7 @@ import Testing
         var all: [Int] { entries.withLock { $0 } }
     }
 
-    @Test func holdersOfOneKeyTakeTurnsInOrderWhileAnotherKeyIsFree() async throws {
+    @Test(.timeLimit(.minutes(1))) func holdersOfOneKeyTakeTurnsInOrderWhileAnotherKeyIsFree() async throws {
         let locks = TaskKeyedLocks()
         let order = Entries()
         let (entered, enteredContinuation) = AsyncStream.makeStream(of: Void.self)
@@ -46,7 +46,7 @@ import Testing
         #expect(locks.waitingCount == 0)
     }
 
-    @Test func aCallerPastTheWaitingLimitIsRefusedAndTheOthersStillRun() async throws {
+    @Test(.timeLimit(.minutes(1))) func aCallerPastTheWaitingLimitIsRefusedAndTheOthersStillRun() async throws {
         let locks = TaskKeyedLocks(maxWaiting: 1)
         let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
         let (entered, enteredContinuation) = AsyncStream.makeStream(of: Void.self)
@@ -71,7 +71,7 @@ import Testing
         #expect(try await waiter.value == "waited")
     }
 
-    @Test func anErrorInsideTheLockReachesTheCallerAndFreesTheKey() async throws {
+    @Test(.timeLimit(.minutes(1))) func anErrorInsideTheLockReachesTheCallerAndFreesTheKey() async throws {
         let locks = TaskKeyedLocks()
         await #expect(throws: HubError.self) {
             try await locks.withLock("k") { () throws(HubError) in throw .badRequest("no") }

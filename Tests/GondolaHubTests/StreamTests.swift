@@ -367,7 +367,7 @@ import Testing
         return subscribing
     }
 
-    @Test func publicationsDuringTheStreamReadFollowTheReplyOnceEach() async throws {
+    @Test(.timeLimit(.minutes(1))) func publicationsDuringTheStreamReadFollowTheReplyOnceEach() async throws {
         let store = GatedStore()
         let node = try await makeNode(durableHistory: store) { $0.namespaces["room"]?.historyDurable = true }
         for n in 1...3 { try await node.publish(channel: "room:gated", data: Payload(.int(Int64(n)))) }
@@ -389,7 +389,7 @@ import Testing
         #expect(try await client.next().publication?.offset == 9, "then the live stream, without repeats")
     }
 
-    @Test func aSubscriptionThatFallsTooFarBehindWhileSetUpIsRefusedAndLeavesNothing() async throws {
+    @Test(.timeLimit(.minutes(1))) func aSubscriptionThatFallsTooFarBehindWhileSetUpIsRefusedAndLeavesNothing() async throws {
         let store = GatedStore()
         let node = try await makeNode(durableHistory: store) { $0.namespaces["room"]?.historyDurable = true }
         var client = try await TestClient.connected(node, user: "ann")
