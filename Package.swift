@@ -352,6 +352,7 @@ let package = Package(
                 "GondolaLoad",
                 "GondolaTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
                 .product(name: "CompressNIO", package: "compress-nio"),

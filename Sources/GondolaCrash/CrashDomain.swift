@@ -49,11 +49,13 @@ public struct CrashDomain: Domain {
                                    links: context.links, texts: texts, linkTemplate: linkTemplate, notices: context.notices,
                                    metrics: context.metrics, logger: context.logger)
         try await crashes.sweepFiles()
-        CrashRPC(crashes: crashes).register(on: context.node.rpc)
-        context.node.provide(CrashChannel.options, by: CrashChannel(crashes: crashes))
+        var registrations = NodeRegistrations()
+        CrashRPC(crashes: crashes).register(in: &registrations)
+        registrations.provide(CrashChannel.options, by: CrashChannel(crashes: crashes))
         let photos = CrashPhotoEndpoints(crashes: crashes, authentication: context.authentication)
         return InstalledDomain(
             service: crashes,
+            registrations: registrations,
             serverMethods: ["crash_detected": { body throws(HubError) in try await CrashServerAPI.detected(body, crashes: crashes) }],
             routes: { router in photos.addRoutes(to: router) },
             background: { await crashes.textCalls.run() })

@@ -7,14 +7,14 @@ import GondolaProtocol
 struct CrashRPC: Sendable {
     let crashes: CrashService
 
-    func register(on router: RPCRouter) {
-        router.register("crash.start") { context, data in
+    func register(in registrations: inout NodeRegistrations) {
+        registrations.register("crash.start") { context, data in
             let fields = try RequestFields(data)
             let crash = try await crashes.create(owner: context.user, source: .manual, place: try Self.place(fields),
                                            occurredAt: try Self.time(fields))
             return CrashJSON.crash(crash, photos: [])
         }
-        router.register("crash.update") { context, data in
+        registrations.register("crash.update") { context, data in
             let fields = try RequestFields(data)
             let id = try fields.string("crash", maxLength: 64)
             let injured = fields.has("injured")
@@ -25,38 +25,38 @@ struct CrashRPC: Sendable {
             let (crash, photos) = try await crashes.update(id, by: context.user, injured: injured, note: note)
             return CrashJSON.crash(crash, photos: photos)
         }
-        router.register("crash.list") { context, _ in
+        registrations.register("crash.list") { context, _ in
             ["crashes": .array(try await crashes.crashes(of: context.user).map { CrashJSON.summary($0.crash, photoCount: $0.photos) })]
         }
-        router.register("crash.get") { context, data in
+        registrations.register("crash.get") { context, data in
             let crash = try await crashes.owned(try RequestFields(data).string("crash", maxLength: 64), by: context.user)
             return CrashJSON.crash(crash, photos: try await crashes.photos(of: crash))
         }
-        router.register("crash.discard") { context, data in
+        registrations.register("crash.discard") { context, data in
             let id = try RequestFields(data).string("crash", maxLength: 64)
             try await crashes.discard(id, by: context.user)
             return ["crash": .string(id), "discarded": true]
         }
-        router.register("crash.report") { context, data in
+        registrations.register("crash.report") { context, data in
             let id = try RequestFields(data).string("crash", maxLength: 64)
             let crash = try await crashes.report(id, by: context.user)
             return CrashJSON.crash(crash, photos: try await crashes.photos(of: crash))
                 .adding("report", .string(CrashHTTPPaths.report(crash.id)))
         }
-        router.register("crash.share") { context, data in
+        registrations.register("crash.share") { context, data in
             let fields = try RequestFields(data)
             let id = try fields.string("crash", maxLength: 64)
             let ttl = try fields.optionalInteger("ttl", in: 1...(CrashService.maxShareTTL / 1000)).map { $0 * 1000 }
             let (token, expiresAt) = try await crashes.share(id, by: context.user, ttl: ttl)
             return ["crash": .string(id), "url": .string(CrashHTTPPaths.shared(token)), "expires_at": .int(expiresAt)]
         }
-        router.register("crash.phone") { context, data in
+        registrations.register("crash.phone") { context, data in
             let given = try RequestFields(data).string("phone", maxLength: 16, allowEmpty: true)
             let phone = given.isEmpty ? nil : try Self.phone(given)
             try await crashes.setPhone(phone, of: context.user)
             return ["phone": phone.map { .string($0) } ?? .null]
         }
-        router.register("crash.unshare") { context, data in
+        registrations.register("crash.unshare") { context, data in
             let id = try RequestFields(data).string("crash", maxLength: 64)
             try await crashes.unshare(id, by: context.user)
             return ["crash": .string(id), "shared": false]

@@ -8,10 +8,11 @@ import GRDB
 import Hummingbird
 import Logging
 
-/// One app's backend on the hub: its schema, the namespaces and RPC methods it
-/// installs on the node, and what the server serves for it (server API methods,
-/// HTTP routes, a background task). The server installs a list of them; a domain
-/// touches no hub or server file.
+/// One app's backend on the hub: its schema, and what its install returns — the RPC
+/// methods, namespaces, replica handlers and connect hooks it adds to the node, and what
+/// the server serves for it (server API methods, HTTP routes, a background task). The
+/// server installs a list of them once no name is claimed twice; a domain touches no hub
+/// or server file, and registers nothing on the node itself.
 public protocol Domain: Sendable {
     /// The name the configuration's `domains` lists.
     var name: String { get }
@@ -32,8 +33,8 @@ public protocol Domain: Sendable {
     /// `install` then gets `DomainStorage.postgres` and keeps its data there.
     func registerPostgresMigrations(in migrator: inout PostgresMigrator)
 
-    /// Builds the domain's services on the opened database and installs its
-    /// namespaces and RPC methods on the node.
+    /// Builds the domain's services on the opened database and returns what they add to
+    /// the node and the server.
     func install(in context: DomainContext) async throws -> InstalledDomain
 }
 
@@ -83,7 +84,7 @@ public struct DomainContext: Sendable {
     }
 }
 
-/// What the server serves for an installed domain.
+/// What an installed domain adds: to the node (`registrations`) and to the server.
 public struct InstalledDomain: Sendable {
     /// A server API method (`POST /api/<name>` with the API key): the request's JSON
     /// object in, the `result` object out.
@@ -91,16 +92,19 @@ public struct InstalledDomain: Sendable {
 
     /// The domain's main service, for embedding programs (`GondolaServer.service(_:)`).
     public let service: any Sendable
+    /// The RPC methods, namespaces, replica handlers and connect hooks for the node.
+    public let registrations: NodeRegistrations
     public let serverMethods: [String: ServerMethod]
     /// Adds the domain's HTTP routes.
     public let routes: @Sendable (HTTPRouter) -> Void
     /// Runs until cancelled while the server runs.
     public let background: (@Sendable () async -> Void)?
 
-    public init(service: any Sendable, serverMethods: [String: ServerMethod] = [:],
+    public init(service: any Sendable, registrations: NodeRegistrations = NodeRegistrations(), serverMethods: [String: ServerMethod] = [:],
                 routes: @escaping @Sendable (HTTPRouter) -> Void = { _ in },
                 background: (@Sendable () async -> Void)? = nil) {
         self.service = service
+        self.registrations = registrations
         self.serverMethods = serverMethods
         self.routes = routes
         self.background = background

@@ -10,9 +10,11 @@ public enum PersonalChannel {
     /// The channel of `user`.
     public static func name(of user: String) -> String { "\(namespace):#\(user)" }
 
-    /// Hands the namespace to its provider (the server does, before installing domains).
-    public static func install(on node: Node) {
-        node.provide(NamespaceOptions(name: namespace), by: Provider())
+    /// The namespace and its provider (the server installs them as the hub's, before any domain).
+    public static var registrations: NodeRegistrations {
+        var registrations = NodeRegistrations()
+        registrations.provide(NamespaceOptions(name: namespace), by: Provider())
+        return registrations
     }
 
     /// The user of a `<namespace>:#<uid>` channel when it is exactly the subscriber's own,

@@ -1,3 +1,4 @@
+import GondolaHub
 import Logging
 
 /// Runs a domain's background jobs one at a time, in the order they were submitted: what
@@ -33,5 +34,14 @@ public final class SerialJobs: Sendable {
         if case .dropped = jobs.yield(job) {
             logger.error("background job dropped: too many waiting", metadata: ["jobs": "\(name)"])
         }
+    }
+}
+
+extension NodeRegistrations {
+    /// Reloads what a domain keeps in memory (a catalog) when another node of a cluster
+    /// changed it, one reload at a time through `reads`, and when the node (re)gains the bus.
+    public mutating func reloadOnChange(topic: String, through reads: SerialJobs, _ reload: @escaping @Sendable () async -> Void) {
+        onReplica(topic: topic) { _ in reads.submit(reload) }
+        onResynchronize(reload)
     }
 }

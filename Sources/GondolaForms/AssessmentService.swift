@@ -33,10 +33,11 @@ public final class AssessmentService: Sendable {
         self.logger = logger
         catalogReads = SerialJobs(name: "assessments.catalog replicas", logger: logger)
         try await reload()
-        node.onReplica(topic: Self.catalogTopic) { [weak self] _ in
-            self?.catalogReads.submit { [weak self] in await self?.reloadLogged() }
-        }
-        node.onResynchronize { [weak self] in await self?.reloadLogged() }
+    }
+
+    /// Reads the assessments again when another node of a cluster changed one, and when the node (re)gains the bus.
+    func follow(in registrations: inout NodeRegistrations) {
+        registrations.reloadOnChange(topic: Self.catalogTopic, through: catalogReads) { [weak self] in await self?.reloadLogged() }
     }
 
     /// Reads every assessment from the repository.
@@ -179,7 +180,7 @@ public final class AssessmentService: Sendable {
         let ids = try await databaseRead { try await repository.open(of: user) }
         var known: [Assessment] = []
         for id in ids { if let assessment = try await assessment(id) { known.append(assessment) } }
-        return await (known, try databaseRead { try await repository.answers(of: user) })
+        return (known, try await databaseRead { try await repository.answers(of: user) })
     }
 
     private func progress(of user: String) async throws(HubError) -> JSON {

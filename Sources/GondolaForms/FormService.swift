@@ -38,10 +38,11 @@ public final class FormService: Sendable {
         self.editLocks = locks
         self.logger = logger
         try await reloadCatalog()
-        node.onReplica(topic: Self.catalogTopic) { [weak self] _ in
-            self?.catalogReads.submit { [weak self] in await self?.reloadCatalogLogged() }
-        }
-        node.onResynchronize { [weak self] in await self?.reloadCatalogLogged() }
+    }
+
+    /// Reads the catalog again when another node of a cluster changed it, and when the node (re)gains the bus.
+    func follow(in registrations: inout NodeRegistrations) {
+        registrations.reloadOnChange(topic: Self.catalogTopic, through: catalogReads) { [weak self] in await self?.reloadCatalogLogged() }
     }
 
     /// Reads every code table and schema version from the repository.

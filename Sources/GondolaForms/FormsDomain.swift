@@ -44,9 +44,12 @@ public struct FormsDomain: Domain {
             throw DomainSetupError("cannot load the stored forms: \(error)")
         }
         try await FormsFolder(path: folder).load(into: forms, assessments: assessments)
-        FormsRPC(forms: forms, assessments: assessments).register(on: context.node.rpc)
-        context.node.provide(FormChannel.options, by: FormChannel(forms: forms))
-        return InstalledDomain(service: forms, serverMethods: FormsServerAPI.methods(forms, assessments))
+        var registrations = NodeRegistrations()
+        forms.follow(in: &registrations)
+        assessments.follow(in: &registrations)
+        FormsRPC(forms: forms, assessments: assessments).register(in: &registrations)
+        registrations.provide(FormChannel.options, by: FormChannel(forms: forms))
+        return InstalledDomain(service: forms, registrations: registrations, serverMethods: FormsServerAPI.methods(forms, assessments))
     }
 }
 
@@ -81,7 +84,7 @@ enum FormsServerAPI {
             },
             "assessment_submissions": { body throws(HubError) in
                 let fields = try RequestFields(body)
-                return await ["submissions": .array(try assessments.submissions(user: try fields.optionalString("user", maxLength: 64),
+                return ["submissions": .array(try await assessments.submissions(user: try fields.optionalString("user", maxLength: 64),
                                                                            assessment: try fields.optionalString("assessment", maxLength: 64)))]
             },
         ]

@@ -66,6 +66,8 @@ public final class Node: Sendable {
     private let connectHooks = Mutex<[@Sendable (Credentials) async -> Void]>([])
     private let providers = Mutex(Providers())
     private let replicas = Mutex(Replicas())
+    /// Who installed each RPC method, namespace, channel and replica topic.
+    private let claims: Mutex<NameClaims>
 
     /// What domains asked to hear from the other nodes of a cluster.
     private struct Replicas {
@@ -78,9 +80,6 @@ public final class Node: Sendable {
         typealias Entry = (options: NamespaceOptions, provider: any ChannelProvider)
         var namespaces: [String: Entry] = [:]
         var channels: [String: Entry] = [:]
-        /// Namespaces and channels provided again while they had a provider, not yet
-        /// taken by `takeRepeatedProvisions`.
-        var repeated: [Provision] = []
 
         /// A provided channel first, else its provided namespace.
         func entry(for name: ChannelName) -> Entry? { channels[name.raw] ?? namespaces[name.namespace] }
@@ -118,9 +117,12 @@ public final class Node: Sendable {
         self.logger = logger
         self.uid = uid
         self.shards = (0..<64).map { _ in ChannelShard() }
-        rpc.register("server.time") { _, _ in
+        var own = NodeRegistrations()
+        own.register("server.time") { _, _ in
             ["ts": .int(Int64(Date().timeIntervalSince1970 * 1000))]
         }
+        self.claims = Mutex(NameClaims(kind: "", hubNames: own.claimedNames))
+        apply(own)
         broker.attach(self)
     }
 
@@ -133,11 +135,34 @@ public final class Node: Sendable {
         if let handler = messageHandler.withLock({ $0 }) { await handler(context, data) }
     }
 
-    /// Adds what runs when a client completes `connect`, before its reply is sent: a
-    /// domain records there what a valid token tells (the user exists from then on).
-    /// A hook handles its own failures; the connection is answered whatever it did.
-    public func onConnect(_ hook: @escaping @Sendable (Credentials) async -> Void) {
-        connectHooks.withLock { $0.append(hook) }
+    /// Adds what `registrations` holds, owned by `owner` ("the hub", or "domain 'travel'"
+    /// as `NameClaims` describes it): nothing is added when one of its RPC methods,
+    /// namespaces, channels or replica topics is already claimed, or claimed twice in it;
+    /// the error then names both owners.
+    public func install(_ registrations: NodeRegistrations, by owner: String) throws(NameClaimError) {
+        try claims.withLock { claims throws(NameClaimError) in
+            var claimed = claims
+            try claimed.claim(registrations.claimedNames, by: owner)
+            claims = claimed
+        }
+        apply(registrations)
+    }
+
+    private func apply(_ registrations: NodeRegistrations) {
+        for method in registrations.methods { rpc.register(method.name, method.handler) }
+        providers.withLock { providers in
+            for entry in registrations.provided {
+                switch entry.provision {
+                case let .namespace(name): providers.namespaces[name] = (entry.options, entry.provider)
+                case let .channel(name): providers.channels[name] = (entry.options, entry.provider)
+                }
+            }
+        }
+        replicas.withLock { replicas in
+            for handler in registrations.replicaHandlers { replicas.handlers[handler.topic] = handler.apply }
+            replicas.resynchronizers += registrations.resynchronizers
+        }
+        connectHooks.withLock { $0 += registrations.connectHooks }
     }
 
     func connected(_ credentials: Credentials) async {
@@ -243,38 +268,6 @@ public final class Node: Sendable {
     public enum Provision: Hashable, Sendable {
         case namespace(String)
         case channel(String)
-    }
-
-    /// Hands the namespace `options.name` to `provider`, in place of any configured
-    /// namespace of that name. A namespace that already has a provider keeps it, and
-    /// the name is kept for `takeRepeatedProvisions` (the server refuses to start on it).
-    public func provide(_ options: NamespaceOptions, by provider: any ChannelProvider) {
-        providers.withLock { providers in
-            guard providers.namespaces[options.name] == nil else { return providers.repeated.append(.namespace(options.name)) }
-            providers.namespaces[options.name] = (options, provider)
-        }
-    }
-
-    /// Hands the single channel `channel` (for example one of the default namespace)
-    /// to `provider`, with its own options; a second provider is refused as above.
-    public func provide(channel: String, _ options: NamespaceOptions, by provider: any ChannelProvider) {
-        providers.withLock { providers in
-            guard providers.channels[channel] == nil else { return providers.repeated.append(.channel(channel)) }
-            providers.channels[channel] = (options, provider)
-        }
-    }
-
-    /// The namespaces and channels handed to providers.
-    public var provisions: Set<Provision> {
-        providers.withLock { Set($0.namespaces.keys.map(Provision.namespace) + $0.channels.keys.map(Provision.channel)) }
-    }
-
-    /// The provisions made again since the last call, in order.
-    public func takeRepeatedProvisions() -> [Provision] {
-        providers.withLock { providers in
-            defer { providers.repeated.removeAll() }
-            return providers.repeated
-        }
     }
 
     /// The provider owning the channel, if a domain service owns it or its namespace.
@@ -685,17 +678,6 @@ public final class Node: Sendable {
                 logger.error("cluster replication failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
             }
         }
-    }
-
-    /// Registers what applies the other nodes' changes of `topic` (see `replicate`).
-    public func onReplica(topic: String, _ handler: @escaping @Sendable (JSON) -> Void) {
-        replicas.withLock { $0.handlers[topic] = handler }
-    }
-
-    /// Registers what reloads a domain's in-memory view from the shared database; it
-    /// runs each time the node (re)gains the cluster's bus, before events are applied.
-    public func onResynchronize(_ reload: @escaping @Sendable () async -> Void) {
-        replicas.withLock { $0.resynchronizers.append(reload) }
     }
 
     /// Called by the cluster link when it receives the bus again (and at start).

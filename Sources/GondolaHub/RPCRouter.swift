@@ -47,28 +47,12 @@ public typealias RPCHandler = @Sendable (RPCContext, JSON?) async throws -> JSON
 /// The table of RPC methods a client may call with the `rpc` command.
 public final class RPCRouter: Sendable {
     private let handlers = Mutex<[String: RPCHandler]>([:])
-    /// Names registered while they already had a handler, not yet taken by `takeRepeatedNames`.
-    private let repeated = Mutex<[String]>([])
 
     public init() {}
 
-    /// Adds the handler of `method`. A name that already has one keeps its first handler,
-    /// and the name is kept for `takeRepeatedNames` (the server refuses to start on it).
-    public func register(_ method: String, _ handler: @escaping RPCHandler) {
-        let added = handlers.withLock { handlers in
-            guard handlers[method] == nil else { return false }
-            handlers[method] = handler
-            return true
-        }
-        if !added { repeated.withLock { $0.append(method) } }
-    }
-
-    /// The names registered again since the last call, in order.
-    public func takeRepeatedNames() -> [String] {
-        repeated.withLock { names in
-            defer { names.removeAll() }
-            return names
-        }
+    /// Adds the handler of `method` (`Node.install` has checked that no one else claimed it).
+    func register(_ method: String, _ handler: @escaping RPCHandler) {
+        handlers.withLock { $0[method] = handler }
     }
 
     /// Names of the registered methods.

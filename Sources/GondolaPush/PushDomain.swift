@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import GondolaDomain
+import GondolaHub
 import GondolaPostgres
 import GRDB
 
@@ -33,7 +34,8 @@ public struct PushDomain: Domain {
         case let .postgres(pool, _): (PostgresDeviceRepository(pool: pool), PostgresPushQueue(pool: pool))
         }
         let devices = DeviceService(repository: repository, logger: context.logger)
-        PushRPC(devices: devices).register(on: context.node.rpc)
+        var registrations = NodeRegistrations()
+        PushRPC(devices: devices).register(in: &registrations)
         let client = configuration.isEmpty ? nil : HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration.httpClient)
         let senders: [PushPlatform: any PushSender]
         do {
@@ -47,7 +49,7 @@ public struct PushDomain: Domain {
                                 metrics: PushMetrics(factory: context.metrics), logger: context.logger)
         let notifier = PushNotifier(node: context.node, devices: repository, outbox: outbox, logger: context.logger)
         if !senders.isEmpty { context.notices.attach { notifier.post($0) } }
-        return InstalledDomain(service: PushService(devices: devices, notifier: notifier, outbox: outbox), background: {
+        return InstalledDomain(service: PushService(devices: devices, notifier: notifier, outbox: outbox), registrations: registrations, background: {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await outbox.run() }
                 group.addTask { await notifier.run() }

@@ -7,20 +7,20 @@ import GondolaProtocol
 struct PushRPC: Sendable {
     let devices: DeviceService
 
-    func register(on router: RPCRouter) {
-        router.register("device.register") { context, data in
+    func register(in registrations: inout NodeRegistrations) {
+        registrations.register("device.register") { context, data in
             let fields = try RequestFields(data)
             let platform = try fields.choice("platform", PushPlatform.self)
             let device = try await devices.register(
                 token: try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound), platform: platform,
                 app: try fields.optionalString("app", maxLength: 255), locale: try Self.locale(fields), by: context.user)
-            return await ["token": .string(device.token), "platform": .string(platform.rawValue), "devices": .int(Int64(try devices.devices(of: context.user).count))]
+            return ["token": .string(device.token), "platform": .string(platform.rawValue), "devices": .int(Int64(try await devices.devices(of: context.user).count))]
         }
-        router.register("device.unregister") { context, data in
+        registrations.register("device.unregister") { context, data in
             let token = try RequestFields(data).string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)
-            return await ["unregistered": .bool(try devices.unregister(token: token, by: context.user))]
+            return ["unregistered": .bool(try await devices.unregister(token: token, by: context.user))]
         }
-        router.register("notifications.settings") { context, data in
+        registrations.register("notifications.settings") { context, data in
             try await devices.updateSettings(of: context.user, with: try RequestFields(data ?? [:])).json
         }
     }

@@ -12,8 +12,8 @@ struct RentalRPC: Sendable {
     static let maxInBox = 1_000
     static let maxCells = 64
 
-    func register(on router: RPCRouter) {
-        router.register("cars.near") { _, data in
+    func register(in registrations: inout NodeRegistrations) {
+        registrations.register("cars.near") { _, data in
             let fields = try RequestFields(data)
             let center = GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
             let radius = try fields.optionalNumber("radius", in: 1...Self.maxRadius) ?? 2_000
@@ -22,40 +22,40 @@ struct RentalRPC: Sendable {
             let found = rentals.near(center, radius: radius, limit: limit, maxPrice: maxPrice)
             return ["cars": .array(found.map { $0.car.json.adding("distance_m", .double(($0.distance * 10).rounded() / 10)) })]
         }
-        router.register("cars.in_box") { _, data in
+        registrations.register("cars.in_box") { _, data in
             let (cars, truncated) = rentals.inBox(try Self.box(try RequestFields(data)), limit: Self.maxInBox)
             return ["cars": .array(cars.map(\.json)), "truncated": .bool(truncated)]
         }
-        router.register("cars.cells") { _, data in
+        registrations.register("cars.cells") { _, data in
             guard let cells = CarCell.covering(try Self.box(try RequestFields(data)), limit: Self.maxCells) else {
                 throw HubError.badRequest("bbox: covers more than \(Self.maxCells) cells of zoom \(CarCell.zoom); zoom in")
             }
             return ["channels": .array(cells.map { .string($0.channel) })]
         }
-        router.register("rental.plan") { context, data in
+        registrations.register("rental.plan") { context, data in
             let fields = try RequestFields(data)
             let rental = try await rentals.plan(car: try fields.string("car", maxLength: 64),
                                           startsAt: try fields.integer("starts_at", in: 0...Int64(1) << 50), by: context.user)
             return ["rental": rental.json]
         }
-        router.register("rental.start") { context, data in
+        registrations.register("rental.start") { context, data in
             let fields = try RequestFields(data)
             switch (fields.has("rental"), fields.has("car")) {
-            case (true, false): return await ["rental": try rentals.start(rental: try fields.string("rental", maxLength: 64), by: context.user).json]
-            case (false, true): return await ["rental": try rentals.start(car: try fields.string("car", maxLength: 64), by: context.user).json]
+            case (true, false): return ["rental": try await rentals.start(rental: try fields.string("rental", maxLength: 64), by: context.user).json]
+            case (false, true): return ["rental": try await rentals.start(car: try fields.string("car", maxLength: 64), by: context.user).json]
             default: throw HubError.badRequest("rental.start: give rental (a planned one) or car (to start now), not both")
             }
         }
-        router.register("rental.stop") { context, data in
+        registrations.register("rental.stop") { context, data in
             let fields = try RequestFields(data)
             let rental = try await rentals.stop(rental: try fields.string("rental", maxLength: 64), lat: try fields.number("lat", in: -90...90),
                                           lon: try fields.number("lon", in: -180...180), by: context.user)
             return ["rental": rental.json]
         }
-        router.register("rental.cancel") { context, data in
-            await ["rental": try rentals.cancel(rental: try RequestFields(data).string("rental", maxLength: 64), by: context.user).json]
+        registrations.register("rental.cancel") { context, data in
+            ["rental": try await rentals.cancel(rental: try RequestFields(data).string("rental", maxLength: 64), by: context.user).json]
         }
-        router.register("rental.list") { context, _ in
+        registrations.register("rental.list") { context, _ in
             let all = try await rentals.rentals(of: context.user)
             return [
                 "planned": .array(all.filter { $0.state == .planned }.map(\.json)),

@@ -53,11 +53,16 @@ public final class RentalService: Sendable {
         self.logger = logger
         replicaReads = SerialJobs(name: "rentals.fleet replicas", logger: logger)
         try await reloadFleet()
-        node.onReplica(topic: Self.fleetTopic) { [weak self] payload in
+    }
+
+    /// Follows the other nodes of a cluster: their fleet changes are read again here,
+    /// and the whole fleet when the node (re)gains the bus.
+    func follow(in registrations: inout NodeRegistrations) {
+        registrations.onReplica(topic: Self.fleetTopic) { [weak self] payload in
             guard let service = self else { return }
             service.replicaReads.submit { [weak service] in await service?.applyReplica(payload) }
         }
-        node.onResynchronize { [weak self] in
+        registrations.onResynchronize { [weak self] in
             do {
                 try await self?.reloadFleet()
             } catch {

@@ -69,11 +69,14 @@ public struct RentalsDomain: Domain {
         } catch {
             throw DomainSetupError("cannot load the cars and rentals: \(error)")
         }
-        RentalRPC(rentals: rentals).register(on: context.node.rpc)
-        context.node.provide(CarChannel.options, by: CarChannel(rentals: rentals))
+        var registrations = NodeRegistrations()
+        rentals.follow(in: &registrations)
+        RentalRPC(rentals: rentals).register(in: &registrations)
+        registrations.provide(CarChannel.options, by: CarChannel(rentals: rentals))
         let endpoints = AccountEndpoints(accounts: accounts, signIn: context.signIn, authentication: context.authentication, activatedURL: activatedURL)
         return InstalledDomain(
             service: rentals,
+            registrations: registrations,
             serverMethods: RentalsServerAPI.methods(rentals),
             routes: { router in endpoints.addRoutes(to: router) },
             background: {
@@ -119,7 +122,7 @@ enum RentalsServerAPI {
                 return ["removed": .string(id)]
             },
             "car_import": { body throws(HubError) in
-                await ["imported": .int(Int64(try rentals.upsert(try CarInput.cars(body, at: unixMilliseconds()))))]
+                ["imported": .int(Int64(try await rentals.upsert(try CarInput.cars(body, at: unixMilliseconds()))))]
             },
         ]
     }

@@ -36,9 +36,10 @@ public final class GondolaServer: Sendable {
     /// must carry a token secret and an API key (see `GeneratedSecrets.complete`).
     /// Telegram messages go through `telegram` when given, else through the Bot API
     /// when `telegram_bot_token` is set, else nowhere. An embedding program adds its own
-    /// domains with `additionalDomains`, installed after the built-in ones; an RPC or
-    /// server API method name that two domains (or a domain and the hub) claim stops the
-    /// start with a `ConfigurationError` naming both.
+    /// domains with `additionalDomains`, installed after the built-in ones. A name that two
+    /// domains (or a domain and the hub) claim — an RPC method, namespace, channel, replica
+    /// topic, server API method or route — stops the start with a `ConfigurationError`
+    /// naming both, before any of the second domain's registrations reach the node.
     public init(configuration: ServerConfiguration, telegram: (any TelegramNotifier)? = nil, additionalDomains: [any Domain] = [],
                 logger: Logger = Logger(label: "gondola")) async throws {
         precondition(!configuration.tokenHMACSecret.isEmpty && !configuration.apiKey.isEmpty, "secrets must be set")
@@ -76,45 +77,71 @@ public final class GondolaServer: Sendable {
         }
         self.domains = try await Self.install(enabled, configuration: configuration, node: node, storage: storage, tokens: tokens,
                                               metrics: metrics.factory, logger: logger)
+        try claimRoutes()
     }
 
     private static func install(_ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage,
                                 tokens: ConnectionTokens, metrics: any MetricsFactory,
                                 logger: Logger) async throws -> [(name: String, installed: InstalledDomain)] {
-        PersonalChannel.install(on: node)
+        try Self.claim { () throws(NameClaimError) in try node.install(PersonalChannel.registrations, by: NameClaims.hub) }
         guard !enabled.isEmpty else { return [] }
         let context = DomainContext(node: node, storage: storage, authentication: BearerAuthentication(tokens: tokens),
                                     links: SignedLinks(secret: configuration.tokenHMACSecret),
                                     signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder,
                                     notices: NoticeBoard(), metrics: metrics, logger: logger)
         var installed: [(name: String, installed: InstalledDomain)] = []
-        var rpcNames = NameClaims(kind: "RPC method", hubNames: node.rpc.methods)
         var apiNames = NameClaims(kind: "server API method", hubNames: ServerAPI(node: node).names)
-        var provisions = NameClaims(kind: "", hubNames: node.provisions.map(Self.describe))
         for domain in enabled {
-            let before = Set(node.rpc.methods)
-            let providedBefore = node.provisions
             let domainInstalled: InstalledDomain
             do {
                 domainInstalled = try await domain.install(in: context)
             } catch let error as DomainSetupError {
                 throw ConfigurationError("\(domain.name): \(error)")
             }
-            try rpcNames.claim(Set(node.rpc.methods).subtracting(before).sorted() + node.rpc.takeRepeatedNames(), by: domain.name)
-            try apiNames.claim(domainInstalled.serverMethods.keys.sorted(), by: domain.name)
-            try provisions.claim(node.provisions.subtracting(providedBefore).map(Self.describe).sorted()
-                                     + node.takeRepeatedProvisions().map(Self.describe), by: domain.name)
+            try claim { () throws(NameClaimError) in
+                try apiNames.claim(domainInstalled.serverMethods.keys.sorted(), by: domain.name)
+                try node.install(domainInstalled.registrations, by: domain.name)
+            }
             installed.append((domain.name, domainInstalled))
         }
         return installed
     }
 
-    /// How a start error names a provision: "namespace 'chat'", "channel 'announcements'".
-    private static func describe(_ provision: Node.Provision) -> String {
-        switch provision {
-        case let .namespace(name): "namespace '\(name)'"
-        case let .channel(name): "channel '\(name)'"
+    /// Runs `claims`; a name claimed twice stops the start.
+    private static func claim(_ claims: () throws(NameClaimError) -> Void) throws(ConfigurationError) {
+        do {
+            try claims()
+        } catch {
+            throw ConfigurationError(error.description)
         }
+    }
+
+    /// Stops the start when a domain adds a route (method and path) that the server or
+    /// another domain has.
+    private func claimRoutes() throws(ConfigurationError) {
+        var routes = NameClaims(kind: "route", hubNames: Self.routeNames { addOwnRoutes(to: $0, api: ServerAPI(node: node)) })
+        for (name, domain) in domains {
+            try Self.claim { () throws(NameClaimError) in try routes.claim(Self.routeNames(domain.routes), by: name) }
+        }
+    }
+
+    /// The routes `addRoutes` adds, as "GET /health".
+    private static func routeNames(_ addRoutes: (HTTPRouter) -> Void) -> [String] {
+        let router = HTTPRouter(context: HTTPRequestContext.self)
+        addRoutes(router)
+        return router.routes.map(\.description).sorted()
+    }
+
+    /// The server's own routes: health, metrics, sign-in, the host page and the server API (`api`).
+    private func addOwnRoutes(to router: HTTPRouter, api: ServerAPI) {
+        router.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
+        router.get("/metrics") { [metrics, node, database] _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer))))
+        }
+        AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
+        HostPage(configuration: configuration).addRoutes(to: router)
+        ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
     }
 
     /// The main service of an installed domain (for example `TravelService`), or nil
@@ -126,13 +153,6 @@ public final class GondolaServer: Sendable {
     /// The HTTP application; `onServerRunning` gets the bound port.
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let router = HTTPRouter(context: HTTPRequestContext.self)
-        router.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
-        router.get("/metrics") { [metrics, node, database] _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer))))
-        }
-        AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
-        HostPage(configuration: configuration).addRoutes(to: router)
         var api = ServerAPI(node: node)
         for (_, domain) in domains {
             domain.routes(router)
@@ -140,7 +160,7 @@ public final class GondolaServer: Sendable {
                 api.register(name) { params throws(HubError) in try await method(params.json) }
             }
         }
-        ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
+        addOwnRoutes(to: router, api: api)
 
         let compression = configuration.webSocketCompression
             ? WebSocketCompression(minBytes: configuration.webSocketCompressionMinBytes, level: configuration.webSocketCompressionLevel,

@@ -11,8 +11,8 @@ struct BroadcastRPC: Sendable {
     let directory: Directory
     let notices: NoticeBoard
 
-    func register(on router: RPCRouter) {
-        router.register("broadcast.send") { context, data in
+    func register(in registrations: inout NodeRegistrations) {
+        registrations.register("broadcast.send") { context, data in
             let fields = try RequestFields(data)
             let text = try fields.text("text", maxLength: ChatService.maxTextLength)
             let channel: String

@@ -6,15 +6,15 @@ struct ChatRPC: Sendable {
     let chats: ChatService
     let directory: Directory
 
-    func register(on router: RPCRouter) {
-        router.register("chat.create") { context, data in
+    func register(in registrations: inout NodeRegistrations) {
+        registrations.register("chat.create") { context, data in
             let fields = try RequestFields(data)
             let members = try fields.stringArray("members", maxCount: ChatService.maxGroupMembers, maxLength: 64)
             let title = try fields.optionalText("title", maxLength: ChatService.maxTitleLength)
             let chat = try await chats.create(by: context.user, members: members, title: title)
             return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
         }
-        router.register("chat.send") { context, data in
+        registrations.register("chat.send") { context, data in
             let fields = try RequestFields(data)
             let chat = try fields.string("chat", maxLength: 80)
             let text = try fields.text("text", maxLength: ChatService.maxTextLength)
@@ -26,7 +26,7 @@ struct ChatRPC: Sendable {
             }
             return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
         }
-        router.register("chat.list") { context, _ in
+        registrations.register("chat.list") { context, _ in
             let list = try await chats.chats(of: context.user)
             let summaries = try await chats.summaries(of: list, for: context.user)
             let entries = list.map { chat in (chat: chat, summary: summaries[chat.id]) }
@@ -38,13 +38,13 @@ struct ChatRPC: Sendable {
                 return json.adding("read_offset", .int(Int64(entry.summary?.read ?? 0)))
             })]
         }
-        router.register("chat.read") { context, data in
+        registrations.register("chat.read") { context, data in
             let fields = try RequestFields(data)
             let chat = try fields.string("chat", maxLength: 80)
             let offset = try fields.integer("offset", in: 0...Int64.max)
-            return await ["read_offset": .int(Int64(try chats.markRead(chat, user: context.user, offset: UInt64(offset))))]
+            return ["read_offset": .int(Int64(try await chats.markRead(chat, user: context.user, offset: UInt64(offset))))]
         }
-        router.register("chat.history") { context, data in
+        registrations.register("chat.history") { context, data in
             let fields = try RequestFields(data)
             let chat = try fields.string("chat", maxLength: 80)
             let before = try fields.optionalInteger("before", in: 1...Int64.max).map(UInt64.init)

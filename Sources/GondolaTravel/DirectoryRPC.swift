@@ -17,8 +17,8 @@ struct DirectoryRPC: Sendable {
     static let maxLinks = 10
     static let maxHostsPerTrip = 100
 
-    func register(on router: RPCRouter) {
-        router.register("profile.get") { context, data in
+    func register(in registrations: inout NodeRegistrations) {
+        registrations.register("profile.get") { context, data in
             let fields = try RequestFields(data)
             let user = try fields.optionalString("user", maxLength: 64) ?? context.user
             if user == context.user { try await directory.ensureKnown(user) }
@@ -26,7 +26,7 @@ struct DirectoryRPC: Sendable {
             // Only the user's own profile says whether they are staff.
             return await user == context.user ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
         }
-        router.register("profile.update") { context, data in
+        registrations.register("profile.update") { context, data in
             let fields = try RequestFields(data)
             try await directory.ensureKnown(context.user)
             var profile = try await directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
@@ -40,7 +40,7 @@ struct DirectoryRPC: Sendable {
             try await directory.save(profile)
             return Self.profileJSON(profile)
         }
-        router.register("trip.list") { context, _ in
+        registrations.register("trip.list") { context, _ in
             try await directory.refresh(users: [context.user])
             let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
             let now = unixMilliseconds()
@@ -51,7 +51,7 @@ struct DirectoryRPC: Sendable {
                 return .object(json)
             })]
         }
-        router.register("trip.members") { context, data in
+        registrations.register("trip.members") { context, data in
             let trip = try RequestFields(data).string("trip", maxLength: 64)
             try await directory.refresh(users: [context.user], trips: [trip])
             guard try await directory.role(of: context.user, in: trip) != nil else {
@@ -61,7 +61,7 @@ struct DirectoryRPC: Sendable {
                 .sorted { ($0.role == .host ? 0 : 1, $0.name, $0.user) < ($1.role == .host ? 0 : 1, $1.name, $1.user) }
             return ["members": .array(members.map { ["user": .string($0.user), "name": .string($0.name), "role": .string($0.role.rawValue)] })]
         }
-        router.register("friend.add") { context, data in
+        registrations.register("friend.add") { context, data in
             let other = try await otherUser(data, context)
             if let source = try await directory.friendSource(context.user, other) {
                 return ["friends": true, "source": .string(source.rawValue)]
@@ -75,14 +75,14 @@ struct DirectoryRPC: Sendable {
             if friends { locations.relationsChanged([context.user, other]) }
             return ["friends": .bool(friends), "source": friends ? "mutual" : .null]
         }
-        router.register("friend.remove") { context, data in
+        registrations.register("friend.remove") { context, data in
             let other = try await otherUser(data, context)
             try await directory.unfriend(context.user, other)
             locations.relationsChanged([context.user, other])
             let source = try await directory.friendSource(context.user, other)
             return ["friends": .bool(source != nil), "source": source.map { .string($0.rawValue) } ?? .null]
         }
-        router.register("friend.list") { context, _ in
+        registrations.register("friend.list") { context, _ in
             try await directory.refresh(users: [context.user])
             let friends = directory.friends(of: context.user)
                 .map { (user: $0.user, source: $0.source, name: directory.name(of: $0.user)) }

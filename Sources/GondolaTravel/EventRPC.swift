@@ -13,8 +13,8 @@ struct EventRPC: Sendable {
     /// An event may start at most this long ago (created late, while it runs).
     static let maxLateness: Int64 = 3_600_000
 
-    func register(on router: RPCRouter) {
-        router.register("event.create") { context, data in
+    func register(in registrations: inout NodeRegistrations) {
+        registrations.register("event.create") { context, data in
             let fields = try RequestFields(data)
             let event = try Self.event(fields, creator: context.user)
             let audience = try Self.audience(try fields.object("audience"))
@@ -23,21 +23,21 @@ struct EventRPC: Sendable {
                 .adding("invitees", .array(invitees.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }))
                 .adding("counts", EventJSON.counts(RSVPCounts(pending: invitees.count)))
         }
-        router.register("event.rsvp") { context, data in
+        registrations.register("event.rsvp") { context, data in
             let fields = try RequestFields(data)
             let id = try fields.string("event", maxLength: 64)
             let response = try fields.choice("response", RSVP.self)
             let (_, counts) = try await events.respond(context.user, to: id, response)
             return ["event": .string(id), "response": .string(response.rawValue), "counts": EventJSON.counts(counts)]
         }
-        router.register("event.list") { context, _ in
-            await ["events": .array(try events.events(of: context.user).map { entry in
+        registrations.register("event.list") { context, _ in
+            ["events": .array(try await events.events(of: context.user).map { entry in
                 EventJSON.event(entry.event, directory: directory)
                     .adding("role", entry.event.creator == context.user ? "creator" : "invitee")
                     .adding("my_response", entry.response.map { .string($0.rawValue) } ?? .null)
             })]
         }
-        router.register("event.get") { context, data in
+        registrations.register("event.get") { context, data in
             let id = try RequestFields(data).string("event", maxLength: 64)
             let (event, responses) = try await events.visibleEvent(id, to: context.user)
             return EventJSON.event(event, directory: directory)

@@ -140,7 +140,7 @@ public final class EventService: Sendable {
         guard try await databaseWrite({ try await repository.respond(to: id, user: user, response, at: unixMilliseconds()) }) else {
             throw .permissionDenied(event.creator == user ? "the creator of event \(id) does not answer it" : "not invited to event \(id)")
         }
-        let counts = await RSVPCounts(try databaseRead { try await repository.responses(to: id) })
+        let counts = RSVPCounts(try await databaseRead { try await repository.responses(to: id) })
         let change: JSON = [
             "type": "rsvp", "event": .string(id), "user": .string(user), "name": .string(directory.name(of: user)),
             "response": .string(response.rawValue), "counts": EventJSON.counts(counts),

@@ -10,31 +10,31 @@ struct MapRPC: Sendable {
     /// How far outside a resort's boundary a route may start or end.
     static let routeReach = 2000.0
 
-    func register(on router: RPCRouter) {
-        router.register("location.update") { context, data in
+    func register(in registrations: inout NodeRegistrations) {
+        registrations.register("location.update") { context, data in
             try locations.update(user: context.user, data: data)
         }
-        router.register("location.visibility") { context, data in
+        registrations.register("location.visibility") { context, data in
             let mode = try RequestFields(data).choice("mode", Visibility.self)
             try await locations.setVisibility(user: context.user, mode)
             return ["mode": .string(mode.rawValue)]
         }
-        router.register("map.resorts") { _, _ in
+        registrations.register("map.resorts") { _, _ in
             ["resorts": .array(resorts.resorts.map(resorts.summary))]
         }
-        router.register("map.resort") { _, data in
+        registrations.register("map.resort") { _, data in
             let id = try RequestFields(data).string("id", maxLength: 64)
             guard let document = resorts.mapDocument(id) else { throw HubError.badRequest("id: unknown resort '\(id)'") }
             return .raw(document)
         }
-        router.register("map.elevation") { _, data in
+        registrations.register("map.elevation") { _, data in
             let point = try Self.point(RequestFields(data))
             guard let elevation = resorts.selector.elevation.lazy.compactMap({ $0.elevation(at: point) }).first else {
                 throw HubError.notAvailable("no elevation data at \(point.lat), \(point.lon)")
             }
             return ["lat": .double(point.lat), "lon": .double(point.lon), "elevation": TravelJSON.metres(elevation)]
         }
-        router.register("map.route") { context, data in
+        registrations.register("map.route") { context, data in
             let fields = try RequestFields(data)
             let to = try located(fields.object("to"))
             let from: GeoPoint

@@ -8,14 +8,15 @@ public enum TravelNamespaces {
     public static let names: Set<String> = ["nearby", "friends", "locations", "chat", "trip", "event"]
 
     /// Hands each namespace to its provider.
-    static func install(on node: Node, locations: LocationService, directory: Directory, chats: ChatService, events: EventService) {
-        node.provide(PositionChannel.nearbyNamespace, by: NearbyChannel(locations: locations))
-        node.provide(PositionChannel.friendsNamespace, by: FriendsChannel(locations: locations))
-        node.provide(PositionChannel.locationsNamespace, by: TripLocationsChannel(locations: locations, directory: directory))
-        node.provide(ChatChannel.options, by: ChatChannel(chats: chats))
-        node.provide(TripChannel.options, by: TripChannel(directory: directory))
-        node.provide(channel: AnnouncementsChannel.channel, AnnouncementsChannel.options, by: AnnouncementsChannel())
-        node.provide(NamespaceOptions(name: "event"), by: EventChannel(events: events))
+    static func provide(in registrations: inout NodeRegistrations, locations: LocationService, directory: Directory, chats: ChatService,
+                        events: EventService) {
+        registrations.provide(PositionChannel.nearbyNamespace, by: NearbyChannel(locations: locations))
+        registrations.provide(PositionChannel.friendsNamespace, by: FriendsChannel(locations: locations))
+        registrations.provide(PositionChannel.locationsNamespace, by: TripLocationsChannel(locations: locations, directory: directory))
+        registrations.provide(ChatChannel.options, by: ChatChannel(chats: chats))
+        registrations.provide(TripChannel.options, by: TripChannel(directory: directory))
+        registrations.provide(channel: AnnouncementsChannel.channel, AnnouncementsChannel.options, by: AnnouncementsChannel())
+        registrations.provide(NamespaceOptions(name: "event"), by: EventChannel(events: events))
     }
 
 }

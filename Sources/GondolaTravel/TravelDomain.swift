@@ -49,6 +49,7 @@ public struct TravelDomain: Domain {
         let webhook = TelegramWebhookEndpoint(secret: telegramWebhookSecret, webhook: travel.telegramWebhook)
         return InstalledDomain(
             service: travel,
+            registrations: travel.registrations,
             serverMethods: travel.adminMethods,
             routes: { router in webhook.addRoutes(to: router) },
             background: { await travel.run() })

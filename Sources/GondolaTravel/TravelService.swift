@@ -21,10 +21,12 @@ public final class TravelService: Sendable {
     public let telegramCalls: OutboundCalls
     let node: Node
     let directoryRPC: DirectoryRPC
+    let notices: NoticeBoard
+    let logger: Logger
 
-    /// Loads the directory from `storage`, registers the RPC methods and takes
-    /// over the built-in namespaces of `node`. In a cluster (PostgreSQL storage) the
-    /// directory, new chats and positions are replicated between the nodes.
+    /// Loads the directory from `storage` and builds the services; `registrations` are what
+    /// they add to `node`. In a cluster (PostgreSQL storage) the directory, new chats and
+    /// positions are replicated between the nodes.
     /// - Parameters:
     ///   - telegram: sends invitations and button answers through the Telegram bot, in the
     ///     background (`telegramCalls`): no request waits on the Bot API.
@@ -37,6 +39,8 @@ public final class TravelService: Sendable {
         telegramCalls = OutboundCalls(service: "telegram", metrics: metrics, logger: logger)
         self.node = node
         self.resorts = resorts
+        self.notices = notices
+        self.logger = logger
         directory = try await Directory(repository: repositories.directory) { [node] change in
             node.replicate(topic: Directory.replicaTopic, change.json)
         }
@@ -44,24 +48,31 @@ public final class TravelService: Sendable {
         directoryRPC = DirectoryRPC(directory: directory, locations: locations, resorts: resorts) { [node] user, push in
             node.tell(user, push)
         }
-        directoryRPC.register(on: node.rpc)
-        MapRPC(locations: locations, resorts: resorts).register(on: node.rpc)
         chats = try await ChatService(node: node, directory: directory, repository: repositories.chats, notices: notices)
-        ChatRPC(chats: chats, directory: directory).register(on: node.rpc)
-        BroadcastRPC(node: node, directory: directory, notices: notices).register(on: node.rpc)
         events = EventService(node: node, directory: directory, locations: locations, repository: repositories.events,
                               telegram: telegram, telegramCalls: telegramCalls, notices: notices, logger: logger)
-        EventRPC(events: events, directory: directory).register(on: node.rpc)
         telegramWebhook = TelegramWebhook(events: events, telegram: telegram, calls: telegramCalls, logger: logger)
-        TravelNamespaces.install(on: node, locations: locations, directory: directory, chats: chats, events: events)
-        followCluster(logger: logger)
-        node.onConnect { [directory] credentials in
+    }
+
+    /// The RPC methods, the built-in namespaces, what follows the other nodes of a cluster,
+    /// and the connect hook that records each signed-in user.
+    public var registrations: NodeRegistrations {
+        var registrations = NodeRegistrations()
+        directoryRPC.register(in: &registrations)
+        MapRPC(locations: locations, resorts: resorts).register(in: &registrations)
+        ChatRPC(chats: chats, directory: directory).register(in: &registrations)
+        BroadcastRPC(node: node, directory: directory, notices: notices).register(in: &registrations)
+        EventRPC(events: events, directory: directory).register(in: &registrations)
+        TravelNamespaces.provide(in: &registrations, locations: locations, directory: directory, chats: chats, events: events)
+        followCluster(in: &registrations)
+        registrations.onConnect { [directory, logger] credentials in
             do {
                 try await directory.connected(credentials.user, name: Self.displayName(in: credentials.info))
             } catch {
                 logger.error("recording a connected user failed", metadata: ["user": "\(credentials.user)", "error": "\(error)"])
             }
         }
+        return registrations
     }
 
     /// The name a connection token's `info` gives its user (`{"name": ...}`), when it is a
@@ -71,25 +82,19 @@ public final class TravelService: Sendable {
         return try? RequestFields(info.value).optionalText("name", maxLength: DirectoryRPC.maxNameLength)
     }
 
-    /// A service on one node's SQLite file.
-    public convenience init(node: Node, database: GondolaDatabase, resorts: ResortCatalog, settings: LocationSettings,
-                            telegram: any TelegramNotifier = NoTelegramBot(), logger: Logger = Logger(label: "gondola.travel")) async throws {
-        try await self.init(node: node, storage: .sqlite(database), resorts: resorts, settings: settings, telegram: telegram, logger: logger)
-    }
-
     /// Applies what the other nodes of a cluster replicate, and reloads the in-memory
     /// views when the node (re)gains the bus. Alone, a node hears nothing.
-    private func followCluster(logger: Logger) {
-        node.onReplica(topic: Directory.replicaTopic) { [directory, locations] json in
+    private func followCluster(in registrations: inout NodeRegistrations) {
+        registrations.onReplica(topic: Directory.replicaTopic) { [directory, locations, logger] json in
             guard let change = DirectoryChange(json: json) else {
                 return logger.error("directory change not understood", metadata: ["change": "\(json.text.prefix(200))"])
             }
             directory.apply(change)
             locations.directoryChanged(change)
         }
-        node.onReplica(topic: ChatService.replicaTopic) { [chats] json in chats.apply(replica: json) }
-        node.onReplica(topic: LocationService.replicaTopic) { [locations] json in locations.apply(replica: json) }
-        node.onResynchronize { [directory, chats, locations] in
+        registrations.onReplica(topic: ChatService.replicaTopic) { [chats] json in chats.apply(replica: json) }
+        registrations.onReplica(topic: LocationService.replicaTopic) { [locations] json in locations.apply(replica: json) }
+        registrations.onResynchronize { [directory, chats, locations, logger] in
             do {
                 try await directory.reload()
                 try await chats.reload()

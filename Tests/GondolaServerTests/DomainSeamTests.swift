@@ -8,6 +8,7 @@ import GondolaHub
 import GondolaProtocol
 import GondolaServer
 import GondolaTravel
+import Hummingbird
 import Testing
 
 /// The domain seam: `domains` picks which built-in domains are installed.
@@ -128,12 +129,15 @@ import Testing
 /// A name two domains claim stops the start naming both, instead of one silently
 /// replacing the other's handler.
 @Suite struct DomainNameClaimTests {
-    /// A domain that installs the RPC methods, server API methods and namespaces it is given.
+    /// A domain that installs the RPC methods, server API methods, namespaces, replica topics
+    /// and `GET` routes it is given.
     struct ClaimingDomain: Domain {
         let name: String
         let rpcMethods: [String]
         var apiMethods: [String] = []
         var provided: [String] = []
+        var replicaTopics: [String] = []
+        var routes: [String] = []
         var namespaces: Set<String> { [] }
 
         /// Lets anyone subscribe.
@@ -148,11 +152,15 @@ import Testing
         func registerMigrations(in migrator: inout DatabaseMigrator) {}
 
         func install(in context: DomainContext) async throws -> InstalledDomain {
-            for method in rpcMethods { context.node.rpc.register(method) { _, _ in ["from": .string(name)] } }
-            for namespace in provided { context.node.provide(NamespaceOptions(name: namespace), by: OpenChannel()) }
-            return InstalledDomain(service: name, serverMethods: Dictionary(uniqueKeysWithValues: apiMethods.map { method in
+            var registrations = NodeRegistrations()
+            for method in rpcMethods { registrations.register(method) { _, _ in ["from": .string(name)] } }
+            for namespace in provided { registrations.provide(NamespaceOptions(name: namespace), by: OpenChannel()) }
+            for topic in replicaTopics { registrations.onReplica(topic: topic) { _ in } }
+            return InstalledDomain(service: name, registrations: registrations, serverMethods: Dictionary(uniqueKeysWithValues: apiMethods.map { method in
                 (method, { @Sendable _ throws(HubError) in ["from": .string(name)] } as InstalledDomain.ServerMethod)
-            }))
+            }), routes: { [routes, name] router in
+                for path in routes { router.get(RouterPath(path)) { _, _ in name } }
+            })
         }
     }
 
@@ -169,6 +177,15 @@ import Testing
         ([ClaimingDomain(name: "talk", rpcMethods: [], provided: ["chat"])], "namespace 'chat' is claimed by both domain 'travel' and domain 'talk'"),
         ([ClaimingDomain(name: "a", rpcMethods: [], provided: ["shop"]), ClaimingDomain(name: "b", rpcMethods: [], provided: ["shop"])],
          "namespace 'shop' is claimed by both domain 'a' and domain 'b'"),
+        ([ClaimingDomain(name: "rent", rpcMethods: [], replicaTopics: ["rentals.fleet"])],
+         "replica topic 'rentals.fleet' is claimed by both domain 'rentals' and domain 'rent'"),
+        ([ClaimingDomain(name: "a", rpcMethods: [], replicaTopics: ["stock"]), ClaimingDomain(name: "b", rpcMethods: [], replicaTopics: ["stock"])],
+         "replica topic 'stock' is claimed by both domain 'a' and domain 'b'"),
+        ([ClaimingDomain(name: "probe", rpcMethods: [], routes: ["/health"])], "route 'GET /health' is claimed by both the hub and domain 'probe'"),
+        ([ClaimingDomain(name: "bot", rpcMethods: [], routes: ["/api/account/activate"])],
+         "route 'GET /api/account/activate' is claimed by both domain 'rentals' and domain 'bot'"),
+        ([ClaimingDomain(name: "a", rpcMethods: [], routes: ["/shop"]), ClaimingDomain(name: "b", rpcMethods: [], routes: ["/shop"])],
+         "route 'GET /shop' is claimed by both domain 'a' and domain 'b'"),
     ])
     func aNameClaimedTwiceStopsTheStartNamingBoth(_ domains: [ClaimingDomain], _ expected: String) async throws {
         do {
@@ -182,12 +199,13 @@ import Testing
 
     @Test func anAdditionalDomainsOwnNamesAreServed() async throws {
         let server = try await RunningServer.start(additionalDomains: [
-            ClaimingDomain(name: "shop", rpcMethods: ["shop.list"], apiMethods: ["shop_stock"], provided: ["shop"]),
+            ClaimingDomain(name: "shop", rpcMethods: ["shop.list"], apiMethods: ["shop_stock"], provided: ["shop"], routes: ["/shop/window"]),
         ])
         let alice = try await server.client("alice")
         #expect(try await alice.rpc("shop.list") == ["from": "shop"])
         try await alice.subscribe("shop:window")
         #expect(try await server.api("shop_stock", [:]) == ["from": "shop"])
+        #expect(try await server.get("/shop/window") == (200, "shop"))
         await alice.close()
         try await server.stop()
     }
