@@ -303,7 +303,7 @@ let package = Package(
         .testTarget(
             name: "GondolaHubTests",
             dependencies: ["GondolaHub", "GondolaCluster", "GondolaTestSupport", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "GondolaStoreTests",

@@ -34,6 +34,8 @@ CONFIG = {
          "allow_subscribe_for_client": True, "allow_history_for_subscriber": True},
         {"name": "lobby", "presence": True, "join_leave": True, "force_push_join_leave": True,
          "allow_subscribe_for_client": True, "allow_publish_for_subscriber": True},
+        # Closed to clients: only a subscription token opens it.
+        {"name": "vip", "presence": True, "allow_presence_for_subscriber": True, "allow_publish_for_subscriber": True},
     ],
 }
 

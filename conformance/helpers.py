@@ -76,6 +76,9 @@ class SubEvents(SubscriptionEventHandler):
     def __init__(self, events):
         self.events = events
 
+    async def on_subscribing(self, ctx):
+        self.events.add("subscribing", ctx)
+
     async def on_subscribed(self, ctx):
         self.events.add("subscribed", ctx)
 

@@ -13,6 +13,10 @@ struct ChannelState {
         let joinLeave: Bool
         /// The subscription negotiated fossil deltas.
         let delta: Bool
+        /// Whether the subscription is in the channel's presence and announces its join and
+        /// leave: the namespace's options, or what a subscription token overrode.
+        let presence: Bool
+        let announcesJoinLeave: Bool
     }
 
     /// A delta subscriber's queue and whether it has received the publication that

@@ -16,6 +16,8 @@ public final class ClientSession: Sendable {
         var credentials: Credentials?
         var subscriptions: Set<String> = []
         var pendingSubscriptions: Set<String> = []
+        /// What the subscription tokens of subscribed channels granted (their expiry and `chan_info`).
+        var grants: [String: SubscriptionGrant] = [:]
         var closed = false
         let openedAt: ContinuousClock.Instant
         var lastSeen: ContinuousClock.Instant
@@ -51,9 +53,16 @@ public final class ClientSession: Sendable {
     /// The encoding the connection speaks, chosen in its handshake.
     public var encoding: ProtocolEncoding { queue.encoding }
 
-    private var clientInfo: ClientInfo {
+    private var clientInfo: ClientInfo { clientInfo(chanInfo: nil) }
+
+    /// The client as `channel`'s subscribers see it: with the `chan_info` its subscription token gave.
+    private func clientInfo(on channel: String) -> ClientInfo {
+        clientInfo(chanInfo: state.withLock { $0.grants[channel]?.info })
+    }
+
+    private func clientInfo(chanInfo: RawJSON?) -> ClientInfo {
         let credentials = state.withLock { $0.credentials }
-        return ClientInfo(user: credentials?.user ?? "", client: id, connInfo: credentials?.info)
+        return ClientInfo(user: credentials?.user ?? "", client: id, connInfo: credentials?.info, chanInfo: chanInfo)
     }
 
     // MARK: Input
@@ -179,7 +188,7 @@ public final class ClientSession: Sendable {
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
             try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient, what: "publish")
-            try await node.publish(channel: channel, data: data, info: clientInfo)
+            try await node.publish(channel: channel, data: data, info: clientInfo(on: channel))
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):
             try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
@@ -209,6 +218,8 @@ public final class ClientSession: Sendable {
             await node.handleMessage(RPCContext(user: user ?? "", client: id), data)
         case let .refresh(token):
             try await refresh(id: command.id, token: token)
+        case let .subRefresh(channel, token):
+            try await refreshSubscription(id: command.id, channel: channel, token: token)
         case .pong:
             break
         }
@@ -264,6 +275,39 @@ public final class ClientSession: Sendable {
         }
     }
 
+    /// `sub_refresh`: a new token for a subscription that a token granted, before it expires.
+    private func refreshSubscription(id replyID: UInt32, channel: String, token: String) async throws {
+        guard state.withLock({ $0.subscriptions.contains(channel) }) else {
+            throw HubError.permissionDenied("sub_refresh needs a subscription to \(channel)")
+        }
+        guard !token.isEmpty else { throw HubError.badRequest("sub_refresh.token is required") }
+        let grant = try await subscriptionGrant(token, channel: channel)
+        state.withLock { state in
+            guard state.subscriptions.contains(channel) else { return }
+            state.grants[channel] = grant
+        }
+        let ttl = Self.ttl(until: grant.expiresAt)
+        reply(Reply(id: replyID, .subRefresh(SubRefreshResult(expires: ttl != nil, ttl: ttl ?? 0))))
+    }
+
+    /// Verifies a subscription token for `channel`: an expired one answers 109 (the SDK asks
+    /// for a new one), any other fault 103; the reason is logged.
+    private func subscriptionGrant(_ token: String, channel: String) async throws(HubError) -> SubscriptionGrant {
+        do throws(TokenError) {
+            return try await node.tokens.verifySubscription(token, channel: channel, user: user ?? "", client: id)
+        } catch {
+            switch error {
+            case .expired:
+                throw .tokenExpired
+            case let .invalid(reason):
+                node.logger.notice("subscription token refused", metadata: [
+                    "client": "\(id)", "user": "\(user ?? "")", "channel": "\(channel)", "reason": "\(reason)",
+                ])
+                throw .permissionDenied("invalid subscription token: \(reason)")
+            }
+        }
+    }
+
     private static func ttl(until expiry: Date?) -> UInt32? {
         guard let expiry else { return nil }
         return UInt32(max(1, min(Double(UInt32.max), expiry.timeIntervalSinceNow.rounded(.down))))
@@ -271,17 +315,19 @@ public final class ClientSession: Sendable {
 
     private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) async throws {
         let channel = request.channel
-        let (name, options) = try node.resolve(channel)
+        let (name, namespaceOptions) = try node.resolve(channel)
         if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
             throw HubError.badRequest("subscribe.delta '\(request.delta)' is not a delta type (known: \(DeltaType.knownNames))")
         }
         let user = user ?? ""
         let provider = node.provider(of: name)
+        let grant = request.token.isEmpty ? nil : try await subscriptionGrant(request.token, channel: channel)
         if let allowed = name.allowedUsers {
             guard allowed.contains(user) else { throw HubError.permissionDenied("\(channel) is limited to other users") }
-        } else if provider == nil, !options.allowSubscribeForClient {
-            throw HubError.permissionDenied("clients may not subscribe to namespace '\(options.name)'")
+        } else if provider == nil, !namespaceOptions.allowSubscribeForClient, grant == nil {
+            throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' needs a subscription token")
         }
+        let options = grant?.overrides.applied(to: namespaceOptions) ?? namespaceOptions
         try state.withLock { state throws(HubError) in
             guard !state.subscriptions.contains(channel), !state.pendingSubscriptions.contains(channel) else {
                 throw .alreadySubscribed(channel)
@@ -309,11 +355,14 @@ public final class ClientSession: Sendable {
             guard attached else { throw HubError.internalError("provider of \(options.name) did not attach") }
         } else {
             node.beginSubscription(self, to: channel)
+            replyData = grant?.data
         }
-        try await node.completeSubscription(self, replyID: replyID, request: request, options: options, info: clientInfo, data: replyData)
+        try await node.completeSubscription(self, replyID: replyID, request: request, options: options, info: clientInfo(chanInfo: grant?.info),
+                                            data: replyData, expiresIn: Self.ttl(until: grant?.expiresAt))
         let stillOpen = state.withLock { state in
             guard !state.closed else { return false }
             state.subscriptions.insert(channel)
+            state.grants[channel] = grant
             return true
         }
         if !stillOpen { await node.removeSubscriber(self, from: channel) }
@@ -336,16 +385,22 @@ public final class ClientSession: Sendable {
     }
 
     private func unsubscribeLocally(_ channel: String) async {
-        let removed = state.withLock { $0.subscriptions.remove(channel) != nil }
+        let removed = state.withLock { state in
+            state.grants[channel] = nil
+            return state.subscriptions.remove(channel) != nil
+        }
         if removed { await node.removeSubscriber(self, from: channel) }
     }
 
     /// The server removes a subscription and tells the client with an unsubscribe push.
-    func serverUnsubscribe(_ channel: String) {
-        let removed = state.withLock { $0.subscriptions.remove(channel) != nil }
+    func serverUnsubscribe(_ channel: String, code: UInt32 = UnsubscribeCode.server, reason: String = "server unsubscribe") {
+        let removed = state.withLock { state in
+            state.grants[channel] = nil
+            return state.subscriptions.remove(channel) != nil
+        }
         guard removed else { return }
         node.removeSubscriberInBackground(self, from: channel)
-        queue.enqueue(Push(channel: channel, .unsubscribe(code: UnsubscribeCode.server, reason: "server unsubscribe")))
+        queue.enqueue(Push(channel: channel, .unsubscribe(code: code, reason: reason)))
     }
 
     // MARK: Lifecycle
@@ -377,7 +432,9 @@ public final class ClientSession: Sendable {
         node.detach(self, user: user, channels: channels)
     }
 
-    /// Periodic checks: the connect deadline, server pings, the pong deadline and token expiry.
+    /// Periodic checks: the connect deadline, server pings, the pong deadline, token expiry,
+    /// and subscriptions whose token expired (unsubscribed with 2501, which the SDKs answer
+    /// by subscribing again with a new token).
     func tick(now: ContinuousClock.Instant, date: Date) {
         let configuration = node.configuration
         enum Action { case none, ping, close(DisconnectCode) }
@@ -405,5 +462,12 @@ public final class ClientSession: Sendable {
         case .ping: queue.enqueue(encoding.ping)
         case let .close(code): close(code)
         }
+        let grace = configuration.pongTimeout.timeInterval
+        let expired = state.withLock { state in
+            state.grants.compactMap { channel, grant in
+                grant.expiresAt.flatMap { date.timeIntervalSince($0) > grace ? channel : nil }
+            }
+        }
+        for channel in expired { serverUnsubscribe(channel, code: UnsubscribeCode.expired, reason: "subscription expired") }
     }
 }

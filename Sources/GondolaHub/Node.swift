@@ -295,12 +295,13 @@ public final class Node: Sendable {
            let everywhere = try? await presenceManager.presence(channel: channel) {
             return Set(everywhere.values.map(\.user))
         }
-        return Set(localPresence(of: channel).values.map(\.user))
+        return withChannel(channel, create: false) { Set($0.subscribers.values.map(\.info.user)) } ?? []
     }
 
-    /// The channel's subscribers on this node, by client id.
+    /// The channel's subscribers on this node that are in its presence (all of them unless
+    /// a subscription token turned presence off), by client id.
     func localPresence(of channel: String) -> [String: ClientInfo] {
-        withChannel(channel, create: false) { $0.subscribers.mapValues(\.info) } ?? [:]
+        withChannel(channel, create: false) { $0.subscribers.filter(\.value.presence).mapValues(\.info) } ?? [:]
     }
 
     /// Starts a subscription of `session` to `channel`: from here on what the channel
@@ -318,7 +319,7 @@ public final class Node: Sendable {
     /// live. Both reads may wait on the engine; no thread does. On failure the
     /// subscription is undone and nothing was sent.
     func completeSubscription(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions,
-                              info: ClientInfo, data: RawJSON? = nil) async throws(HubError) {
+                              info: ClientInfo, data: RawJSON? = nil, expiresIn ttl: UInt32? = nil) async throws(HubError) {
         let channel = request.channel
         var presenceAdded = false
         do throws(HubError) {
@@ -331,6 +332,10 @@ public final class Node: Sendable {
             var result = SubscribeResult()
             if options.keepsHistory { result = try await streamState(for: request, options: options) }
             result.data = data
+            if let ttl {
+                result.expires = true
+                result.ttl = ttl
+            }
             result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
             // Recovered publications come whole; a JSON delta subscription takes data as text.
             if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
@@ -351,7 +356,8 @@ public final class Node: Sendable {
                     floor = max(floor, publication.offset)
                 }
                 // The broker may still deliver publications up to the offset the subscriber has.
-                state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave, delta: reply.delta),
+                state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave, delta: reply.delta,
+                                presence: options.presence, announcesJoinLeave: options.joinLeave),
                           floor: options.keepsHistory ? floor : nil)
             }
         } catch {
@@ -439,7 +445,7 @@ public final class Node: Sendable {
     /// entry (which may take a database round trip) is removed by a task of its own.
     func removeSubscriberInBackground(_ session: ClientSession, from channel: String) {
         guard let removal = removeLocally(session, from: channel) else { return }
-        if removal.options.presence {
+        if removal.presence {
             Task { await finish(removal) }
         } else {
             finish(withoutPresence: removal)
@@ -450,23 +456,24 @@ public final class Node: Sendable {
     private struct Removal {
         let channel: String
         let info: ClientInfo
-        let options: NamespaceOptions
+        let presence: Bool
+        let announcesLeave: Bool
     }
 
     /// Takes the subscriber out of the channel's state (telling the provider when that
     /// left the channel empty).
     private func removeLocally(_ session: ClientSession, from channel: String) -> Removal? {
-        guard let (name, options) = try? resolve(channel) else { return nil }
-        let (removed, vacated) = withChannel(channel, create: false) { state -> (ClientInfo?, Bool) in
+        guard let name = try? ChannelName(channel) else { return nil }
+        let (removed, vacated) = withChannel(channel, create: false) { state -> (ChannelState.Subscriber?, Bool) in
             guard let removed = state.remove(session.id) else { return (nil, false) }
-            return (removed.info, state.isEmpty)
+            return (removed, state.isEmpty)
         } ?? (nil, false)
         if vacated { provider(of: name)?.vacated(channel: name) }
-        return removed.map { Removal(channel: channel, info: $0, options: options) }
+        return removed.map { Removal(channel: channel, info: $0.info, presence: $0.presence, announcesLeave: $0.announcesJoinLeave) }
     }
 
     private func finish(_ removal: Removal) async {
-        if removal.options.presence {
+        if removal.presence {
             do throws(HubError) {
                 try await presenceManager.removePresence(channel: removal.channel, client: removal.info.client)
             } catch {
@@ -477,7 +484,7 @@ public final class Node: Sendable {
     }
 
     private func finish(withoutPresence removal: Removal) {
-        if removal.options.joinLeave { announce(.leave(channel: removal.channel, removal.info)) }
+        if removal.announcesLeave { announce(.leave(channel: removal.channel, removal.info)) }
     }
 
     /// Publishes into a channel: the broker appends it to the channel's stream when the

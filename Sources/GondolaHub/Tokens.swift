@@ -2,38 +2,83 @@ import Foundation
 import GondolaProtocol
 import JWTKit
 
-/// Who a connection token says the user is.
+/// Who a verified connection token says the client is.
 public struct Credentials: Sendable, Equatable {
     public var user: String
-    /// When the token stops being valid, if it expires.
+    /// When the connection must be refreshed, if ever: the token's `expire_at` when it has
+    /// one (0: never), else its `exp`.
     public var expiresAt: Date?
     /// Sent to other clients as `conn_info`.
     public var info: RawJSON?
+    /// The token's `meta`: kept on the server for the domains and hooks that read
+    /// credentials, never sent to any client.
+    public var meta: RawJSON?
 
-    public init(user: String, expiresAt: Date? = nil, info: RawJSON? = nil) {
+    public init(user: String, expiresAt: Date? = nil, info: RawJSON? = nil, meta: RawJSON? = nil) {
         self.user = user
         self.expiresAt = expiresAt
         self.info = info
+        self.meta = meta
     }
 }
 
-/// Why a connection token was refused.
+/// What a verified subscription token grants on its channel.
+public struct SubscriptionGrant: Sendable, Equatable {
+    /// When the subscription must be refreshed (`sub_refresh`), if ever.
+    public var expiresAt: Date?
+    /// Sent to other clients as `chan_info` for this subscription.
+    public var info: RawJSON?
+    /// Sent to the client in the subscribe reply.
+    public var data: RawJSON?
+    /// The namespace options the token overrides for this subscription.
+    public var overrides = NamespaceOverrides()
+
+    public init(expiresAt: Date? = nil, info: RawJSON? = nil, data: RawJSON? = nil, overrides: NamespaceOverrides = NamespaceOverrides()) {
+        self.expiresAt = expiresAt
+        self.info = info
+        self.data = data
+        self.overrides = overrides
+    }
+}
+
+/// The namespace options a subscription token may turn on or off for its subscription
+/// (its `override` claim: `{"presence": {"value": true}, ...}`); nil keeps the namespace's.
+public struct NamespaceOverrides: Sendable, Equatable {
+    public var presence: Bool?
+    public var joinLeave: Bool?
+    public var forcePushJoinLeave: Bool?
+    public var forceRecovery: Bool?
+
+    public init(presence: Bool? = nil, joinLeave: Bool? = nil, forcePushJoinLeave: Bool? = nil, forceRecovery: Bool? = nil) {
+        self.presence = presence
+        self.joinLeave = joinLeave
+        self.forcePushJoinLeave = forcePushJoinLeave
+        self.forceRecovery = forceRecovery
+    }
+
+    /// `options` with these overrides applied.
+    public func applied(to options: NamespaceOptions) -> NamespaceOptions {
+        var options = options
+        if let presence { options.presence = presence }
+        if let joinLeave { options.joinLeave = joinLeave }
+        if let forcePushJoinLeave { options.forcePushJoinLeave = forcePushJoinLeave }
+        if let forceRecovery { options.forceRecovery = forceRecovery }
+        return options
+    }
+}
+
+/// Why a token was refused.
 public enum TokenError: Error, Sendable, Equatable {
-    /// Bad signature, malformed token or missing `sub`: the connection is closed with 3500.
+    /// Bad signature, malformed token or claim, a claim that does not match: a connection
+    /// is closed with 3500, a subscribe is refused with 103.
     case invalid(String)
-    /// The token's `exp` is in the past: the client gets error 109 and refreshes.
+    /// The token's `exp` is in the past (or its `nbf` in the future): the client gets
+    /// error 109 and asks its backend for a new one.
     case expired
 }
 
-/// The claims of a connection JWT.
-struct ConnectionClaims: JWTPayload {
-    var sub: SubjectClaim
-    var exp: ExpirationClaim?
-    var info: JSON?
-
-    // Signature is checked by the key collection; expiry is checked by the caller
-    // so that an expired token can be told apart from a forged one.
-    func verify(using algorithm: some JWTAlgorithm) throws {}
+extension TokenError: FieldError {
+    public static func invalidField(_ message: String) -> TokenError { .invalid(message) }
 }
 
 /// A token secret too short for HS256 (it must be at least as long as the hash, 32 bytes).
@@ -44,37 +89,262 @@ public struct WeakSecretError: Error, CustomStringConvertible {
     }
 }
 
-/// Verifies and mints HS256 connection tokens with one shared secret.
+/// The keys and checks connection and subscription tokens are verified with, as the
+/// configuration gives them (`token_*` settings).
+public struct TokenKeys: Sendable {
+    /// Verifies HS256, HS384 and HS512 tokens and signs the tokens the server mints.
+    public var hmacSecret: String
+    /// A PEM public key (`-----BEGIN PUBLIC KEY-----`) that verifies RS256, RS384 and RS512 tokens.
+    public var rsaPublicKeyPEM: String?
+    /// A PEM public key on P-256, P-384 or P-521 that verifies ES256, ES384 or ES512 tokens.
+    public var ecdsaPublicKeyPEM: String?
+    /// A JSON Web Key Set (`{"keys": [...]}`): a token whose header names a `kid` is verified with that key.
+    public var jwksJSON: String?
+    /// When set, a token's `aud` (a string or an array) must contain it.
+    public var audience: String?
+    /// When set, a token's `iss` must equal it.
+    public var issuer: String?
+
+    public init(hmacSecret: String, rsaPublicKeyPEM: String? = nil, ecdsaPublicKeyPEM: String? = nil, jwksJSON: String? = nil,
+                audience: String? = nil, issuer: String? = nil) {
+        self.hmacSecret = hmacSecret
+        self.rsaPublicKeyPEM = rsaPublicKeyPEM
+        self.ecdsaPublicKeyPEM = ecdsaPublicKeyPEM
+        self.jwksJSON = jwksJSON
+        self.audience = audience
+        self.issuer = issuer
+    }
+}
+
+/// A key the configuration names that cannot be used; the message names the setting.
+public struct TokenKeyError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// Verifies connection and subscription JWTs the way Centrifugo reads them (HMAC, RSA,
+/// ECDSA and JWKS keys; `aud` and `iss` when configured) and mints HS256 connection tokens.
+/// The header's `alg` picks the key family, so a token can only be checked by a key of
+/// the kind it names (no algorithm confusion); `none` is never accepted.
 public struct ConnectionTokens: Sendable {
     /// Shortest secret accepted: the length of the SHA-256 output, as RFC 7518 §3.2 requires.
     public static let minimumSecretBytes = 32
+    /// Members whose JSON passes on as it was signed: `info`, `data` and `meta` are never rewritten.
+    private static let rawClaims: Set<String> = ["info", "data", "meta"]
 
-    private let keys: JWTKeyCollection
+    /// One key collection per accepted `alg`, each with that key as its default.
+    private let keysByAlgorithm: [String: JWTKeyCollection]
+    private let jwks: JWTKeyCollection?
+    private let audience: String?
+    private let issuer: String?
 
+    /// HMAC tokens only, with `secret`.
     public init(secret: String) async throws(WeakSecretError) {
         guard secret.utf8.count >= Self.minimumSecretBytes else { throw WeakSecretError(length: secret.utf8.count) }
-        let keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
-        self.keys = keys
+        keysByAlgorithm = await Self.hmacKeys(secret)
+        jwks = nil
+        audience = nil
+        issuer = nil
     }
 
-    /// Checks the signature, `sub` and `exp` of `token`.
-    public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> Credentials {
-        let claims: ConnectionClaims
-        do {
-            claims = try await keys.verify(token, as: ConnectionClaims.self)
-        } catch {
-            throw .invalid("token is not a valid HS256 JWT signed with this server's secret")
+    /// Every key `keys` configures.
+    public init(keys: TokenKeys) async throws(TokenKeyError) {
+        guard keys.hmacSecret.utf8.count >= Self.minimumSecretBytes else {
+            throw TokenKeyError(description: WeakSecretError(length: keys.hmacSecret.utf8.count).description)
         }
-        guard !claims.sub.value.isEmpty else { throw .invalid("token has no sub") }
-        if let exp = claims.exp, exp.value <= now { throw .expired }
-        return Credentials(user: claims.sub.value, expiresAt: claims.exp?.value, info: claims.info.map(RawJSON.init))
+        var byAlgorithm = await Self.hmacKeys(keys.hmacSecret)
+        if let pem = keys.rsaPublicKeyPEM {
+            let key: Insecure.RSA.PublicKey
+            do {
+                key = try Insecure.RSA.PublicKey(pem: pem)
+            } catch {
+                throw TokenKeyError(description: "token_rsa_public_key_file: not a PEM RSA public key of at least 2048 bits (\(error))")
+            }
+            for (name, digest) in [("RS256", DigestAlgorithm.sha256), ("RS384", .sha384), ("RS512", .sha512)] {
+                byAlgorithm[name] = await JWTKeyCollection().add(rsa: key, digestAlgorithm: digest)
+            }
+        }
+        if let pem = keys.ecdsaPublicKeyPEM {
+            let (name, collection) = try await Self.ecdsaKeys(pem)
+            byAlgorithm[name] = collection
+        }
+        keysByAlgorithm = byAlgorithm
+        if let json = keys.jwksJSON {
+            do {
+                jwks = try await JWTKeyCollection().add(jwksJSON: json)
+            } catch {
+                throw TokenKeyError(description: "token_jwks_file: not a JSON Web Key Set (\(error))")
+            }
+        } else {
+            jwks = nil
+        }
+        audience = keys.audience
+        issuer = keys.issuer
+    }
+
+    /// HS256 always; HS384 and HS512 when the secret is at least as long as their hash
+    /// (48 and 64 bytes, RFC 7518 §3.2), so a short secret never signs a longer hash.
+    private static func hmacKeys(_ secret: String) async -> [String: JWTKeyCollection] {
+        var keys: [String: JWTKeyCollection] = [:]
+        for (name, digest, minimum) in [("HS256", DigestAlgorithm.sha256, 32), ("HS384", .sha384, 48), ("HS512", .sha512, 64)]
+        where secret.utf8.count >= minimum {
+            keys[name] = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: digest)
+        }
+        return keys
+    }
+
+    /// The ECDSA key of `pem` and the one algorithm its curve signs with.
+    private static func ecdsaKeys(_ pem: String) async throws(TokenKeyError) -> (String, JWTKeyCollection) {
+        if let key = try? ES256PublicKey(pem: pem) { return ("ES256", await JWTKeyCollection().add(ecdsa: key)) }
+        if let key = try? ES384PublicKey(pem: pem) { return ("ES384", await JWTKeyCollection().add(ecdsa: key)) }
+        if let key = try? ES512PublicKey(pem: pem) { return ("ES512", await JWTKeyCollection().add(ecdsa: key)) }
+        throw TokenKeyError(description: "token_ecdsa_public_key_file: not a PEM ECDSA public key on P-256, P-384 or P-521")
+    }
+
+    // MARK: Connection tokens
+
+    /// Checks the signature and claims of a connection token: `sub` (required), `exp`,
+    /// `nbf`, `iat`, `jti`, `aud`/`iss` when configured, `info` or `b64info`, `meta`, `expire_at`.
+    public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> Credentials {
+        let claims = try await verifiedClaims(token, now: now)
+        let user = try claims.string("sub", maxLength: 1024, allowEmpty: true)
+        guard !user.isEmpty else { throw .invalid("token has no sub") }
+        return Credentials(user: user, expiresAt: try Self.expiry(claims), info: try Self.info(claims, raw: "info", base64: "b64info"),
+                           meta: claims.raw("meta"))
     }
 
     /// A signed token for `user`, valid for `ttl` when given.
     public func mint(user: String, ttl: Duration? = nil, info: JSON? = nil, now: Date = Date()) async throws -> String {
-        let expiry = ttl.map { now.addingTimeInterval(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) }
-        let claims = ConnectionClaims(sub: SubjectClaim(value: user), exp: expiry.map { ExpirationClaim(value: $0) }, info: info)
-        return try await keys.sign(claims)
+        let expiry = ttl.map { now.addingTimeInterval($0.timeInterval) }
+        let claims = MintedClaims(sub: SubjectClaim(value: user), exp: expiry.map { ExpirationClaim(value: $0) }, info: info)
+        return try await keysByAlgorithm["HS256"]!.sign(claims)
+    }
+
+    // MARK: Subscription tokens
+
+    /// Checks a subscription token for `channel` and the connection of `user` (client
+    /// `client`): the signature, `exp`/`nbf`/`aud`/`iss` as for connection tokens, `sub`
+    /// equal to the connection's user, `channel` equal to the channel, `client` (when
+    /// present) equal to the client's id; reads `info`/`b64info`, `data`/`b64data`,
+    /// `expire_at` and `override`.
+    public func verifySubscription(_ token: String, channel: String, user: String, client: String,
+                                   now: Date = Date()) async throws(TokenError) -> SubscriptionGrant {
+        let claims = try await verifiedClaims(token, now: now)
+        let subject = try claims.string("sub", maxLength: 1024, allowEmpty: true)
+        guard subject == user else { throw .invalid("subscription token is for user '\(subject)', the connection is '\(user)'") }
+        let tokenChannel = try claims.string("channel", maxLength: 1024)
+        guard tokenChannel == channel else { throw .invalid("subscription token is for channel '\(tokenChannel)', not '\(channel)'") }
+        if let tokenClient = try claims.optionalString("client", maxLength: 1024), tokenClient != client {
+            throw .invalid("subscription token is for another client")
+        }
+        return SubscriptionGrant(expiresAt: try Self.expiry(claims), info: try Self.info(claims, raw: "info", base64: "b64info"),
+                                 data: try Self.info(claims, raw: "data", base64: "b64data"), overrides: try Self.overrides(claims))
+    }
+
+    // MARK: Claims
+
+    /// The claims of `token` once its signature, time window, audience and issuer are checked.
+    private func verifiedClaims(_ token: String, now: Date) async throws(TokenError) -> JSONFields<TokenError> {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .invalid("token is not a JWT (three base64url parts)") }
+        let header = try Self.object(parts[0], what: "header")
+        let algorithm = try header.string("alg", maxLength: 16)
+        let keyID = try header.optionalString("kid", maxLength: 256)
+        let keys: JWTKeyCollection
+        if keyID != nil, let jwks {
+            keys = jwks
+        } else if let configured = keysByAlgorithm[algorithm] {
+            keys = configured
+        } else {
+            throw .invalid("token algorithm \(algorithm) has no configured key")
+        }
+        do {
+            _ = try await keys.verify(token, as: SignedClaims.self)
+        } catch {
+            throw .invalid("token signature does not verify with the server's \(algorithm) key")
+        }
+        let claims = try Self.object(parts[1], what: "claims", keepingRaw: Self.rawClaims)
+        let seconds = now.timeIntervalSince1970
+        if let expiry = try claims.optionalNumber("exp", in: 0...1e12), expiry <= seconds { throw .expired }
+        if let notBefore = try claims.optionalNumber("nbf", in: 0...1e12), notBefore > seconds { throw .expired }
+        _ = try claims.optionalNumber("iat", in: 0...1e12)
+        _ = try claims.optionalString("jti", maxLength: 1024)
+        if let audience {
+            let audiences: [String] = switch claims.value("aud") {
+            case .string(let one)?: [one]
+            case .array?: try claims.stringArray("aud", maxCount: 100, maxLength: 1024)
+            default: []
+            }
+            guard audiences.contains(audience) else { throw .invalid("token aud does not include '\(audience)'") }
+        }
+        if let issuer {
+            let tokenIssuer = try claims.optionalString("iss", maxLength: 1024)
+            guard tokenIssuer == issuer else { throw .invalid("token iss is not '\(issuer)'") }
+        }
+        return claims
+    }
+
+    /// A base64url part of the token parsed as a JSON object.
+    private static func object(_ part: Substring, what: String, keepingRaw raw: Set<String> = []) throws(TokenError) -> JSONFields<TokenError> {
+        guard let bytes = Base64URL.decode(part) else { throw .invalid("token \(what) is not base64url") }
+        do {
+            return try JSONFields(JSONParser.parse(bytes, keepingRaw: raw, atDepth: 1))
+        } catch let error as TokenError {
+            throw error
+        } catch {
+            throw .invalid("token \(what) is not a JSON object")
+        }
+    }
+
+    /// `expire_at` when present (0: never expires), else `exp`.
+    private static func expiry(_ claims: JSONFields<TokenError>) throws(TokenError) -> Date? {
+        if let expireAt = try claims.optionalInteger("expire_at", in: 0...Int64(1e12)) {
+            return expireAt == 0 ? nil : Date(timeIntervalSince1970: Double(expireAt))
+        }
+        return try claims.optionalNumber("exp", in: 0...1e12).map(Date.init(timeIntervalSince1970:))
+    }
+
+    /// The JSON of `raw`, or the base64 of `base64` when that is present; the bytes of a
+    /// base64 claim must be JSON too, since `info` and `data` reach JSON clients as they are.
+    private static func info(_ claims: JSONFields<TokenError>, raw: String, base64: String) throws(TokenError) -> RawJSON? {
+        guard let encoded = try claims.optionalString(base64, maxLength: 65_536) else { return claims.raw(raw) }
+        guard let bytes = Data(base64Encoded: encoded) else { throw .invalid("\(base64) is not base64") }
+        do {
+            return try RawJSON(validating: bytes)
+        } catch {
+            throw .invalid("\(base64) does not hold JSON: Gondola passes \(raw) to JSON clients as it is")
+        }
+    }
+
+    private static func overrides(_ claims: JSONFields<TokenError>) throws(TokenError) -> NamespaceOverrides {
+        guard let override = try claims.optionalObject("override") else { return NamespaceOverrides() }
+        func value(_ key: String) throws(TokenError) -> Bool? {
+            try override.optionalObject(key).map { wrapper throws(TokenError) in try wrapper.bool("value") }
+        }
+        return NamespaceOverrides(presence: try value("presence"), joinLeave: try value("join_leave"),
+                                  forcePushJoinLeave: try value("force_push_join_leave"), forceRecovery: try value("force_recovery"))
+    }
+}
+
+/// What the JWT library checks: the signature only (the claims are read by `ConnectionTokens`
+/// from the signed bytes, so `info`, `data` and `meta` pass on unchanged).
+private struct SignedClaims: JWTPayload {
+    func verify(using algorithm: some JWTAlgorithm) throws {}
+}
+
+/// The claims of a minted token.
+private struct MintedClaims: JWTPayload {
+    var sub: SubjectClaim
+    var exp: ExpirationClaim?
+    var info: JSON?
+
+    func verify(using algorithm: some JWTAlgorithm) throws {}
+}
+
+/// base64url without padding (RFC 4648 §5), as JWTs use it.
+enum Base64URL {
+    static func decode(_ text: Substring) -> [UInt8]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64).map(Array.init)
     }
 }

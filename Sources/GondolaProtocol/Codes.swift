@@ -89,4 +89,6 @@ public enum UnsubscribeCode {
     public static let server: UInt32 = 2000
     /// The subscription is lost (for example its stream went away); the client resubscribes.
     public static let insufficientState: UInt32 = 2500
+    /// The subscription token expired and no `sub_refresh` came in time; the client subscribes again with a new token.
+    public static let expired: UInt32 = 2501
 }

@@ -17,6 +17,8 @@ public struct Command: Sendable, Equatable {
         /// An asynchronous message to the server; it has no reply.
         case send(data: RawJSON?)
         case refresh(token: String)
+        /// A new subscription token for `channel` before the subscription expires.
+        case subRefresh(channel: String, token: String)
         /// `{}`: the client's answer to a server ping.
         case pong
     }
@@ -43,6 +45,7 @@ public struct Command: Sendable, Equatable {
         case .rpc: return "rpc"
         case .send: return "send"
         case .refresh: return "refresh"
+        case .subRefresh: return "sub_refresh"
         case .pong: return "pong"
         }
     }
@@ -76,6 +79,11 @@ public struct Command: Sendable, Equatable {
             var body = JSONObjectBuilder()
             body.add("token", token)
             object.add("refresh", body.json)
+        case let .subRefresh(channel, token):
+            var body = JSONObjectBuilder()
+            body.add("channel", channel)
+            body.add("token", token)
+            object.add("sub_refresh", body.json)
         case .pong: break
         }
         return object.json
@@ -89,7 +97,7 @@ public struct Command: Sendable, Equatable {
 
     private static let methodKeys: Set<String> = [
         "connect", "subscribe", "unsubscribe", "publish", "presence", "presence_stats",
-        "history", "ping", "rpc", "send", "refresh",
+        "history", "ping", "rpc", "send", "refresh", "sub_refresh",
     ]
 
     /// Decodes one command object. Unknown members are refused so that a
@@ -128,6 +136,8 @@ public struct Command: Sendable, Equatable {
         case "ping": method = .ping
         case "rpc": method = .rpc(method: try bodyFields.protobufString("method"), data: bodyFields.value("data"))
         case "send": method = .send(data: bodyFields.raw("data"))
+        case "sub_refresh":
+            method = .subRefresh(channel: try bodyFields.protobufString("channel"), token: try bodyFields.protobufString("token"))
         default: method = .refresh(token: try bodyFields.protobufString("token"))
         }
         self.init(id: id, method)

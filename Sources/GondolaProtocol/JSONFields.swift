@@ -222,7 +222,7 @@ extension JSONFields {
     }
 
     /// The member as it arrived, for payloads passed on untouched.
-    func raw(_ key: String) -> RawJSON? {
+    public func raw(_ key: String) -> RawJSON? {
         member(key).map(RawJSON.init)
     }
 

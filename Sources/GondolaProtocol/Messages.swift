@@ -412,6 +412,29 @@ public struct RefreshResult: Sendable, Equatable {
     }
 }
 
+/// The answer to `sub_refresh`: when the subscription expires now.
+public struct SubRefreshResult: Sendable, Equatable {
+    public var expires: Bool
+    public var ttl: UInt32
+
+    public init(expires: Bool, ttl: UInt32) {
+        self.expires = expires
+        self.ttl = ttl
+    }
+
+    public var json: JSON {
+        var object = JSONObjectBuilder()
+        object.add("expires", expires)
+        object.add("ttl", ttl)
+        return object.json
+    }
+
+    public init(json: JSON) throws(ProtocolDecodingError) {
+        let fields = try ProtocolFields(json, path: "sub_refresh")
+        self.init(expires: try fields.protobufBool("expires"), ttl: try fields.uint32("ttl"))
+    }
+}
+
 /// The answer to `presence_stats`.
 public struct PresenceStats: Sendable, Equatable {
     public var numClients: UInt32

@@ -13,6 +13,7 @@ public struct Reply: Sendable, Equatable {
         case ping
         case rpc(data: RawJSON?)
         case refresh(RefreshResult)
+        case subRefresh(SubRefreshResult)
     }
 
     public var id: UInt32
@@ -42,6 +43,7 @@ public struct Reply: Sendable, Equatable {
             body.add("data", data)
             object.add("rpc", body.json)
         case let .refresh(result): object.add("refresh", result.json)
+        case let .subRefresh(result): object.add("sub_refresh", result.json)
         }
         return object.json
     }
@@ -71,6 +73,8 @@ public struct Reply: Sendable, Equatable {
             body = .rpc(data: value.raw("data"))
         } else if let value = fields.value("refresh") {
             body = .refresh(try RefreshResult(json: value))
+        } else if let value = fields.value("sub_refresh") {
+            body = .subRefresh(try SubRefreshResult(json: value))
         } else {
             throw ProtocolDecodingError("reply \(id) carries no known result")
         }

@@ -50,7 +50,11 @@ public final class GondolaServer: Sendable {
         let builtIn = BuiltInDomains.all(configuration, telegram: notifier)
         let known = builtIn + additionalDomains
         let enabled = builtIn.filter { configuration.domains?.contains($0.name) ?? true } + additionalDomains
-        self.tokens = try await ConnectionTokens(secret: configuration.tokenHMACSecret)
+        do {
+            self.tokens = try await ConnectionTokens(keys: try configuration.tokenKeys())
+        } catch let error as TokenKeyError {
+            throw ConfigurationError(error.description)
+        }
         self.metrics = ServerMetrics()
         let uid = UUID().uuidString.lowercased()
         let storage: DomainStorage

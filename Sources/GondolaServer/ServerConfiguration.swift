@@ -19,6 +19,14 @@ public struct ServerConfiguration: Sendable {
     /// The cluster mode's timings (heartbeat, node timeout, bus batching).
     public var cluster = PostgresCluster.Settings()
     public var tokenHMACSecret = ""
+    /// PEM files of the public keys that verify RS256/384/512 and ES256/384/512 tokens; empty: none.
+    public var tokenRSAPublicKeyFile = ""
+    public var tokenECDSAPublicKeyFile = ""
+    /// A JSON Web Key Set file: tokens whose header names a `kid` are verified with that key.
+    public var tokenJWKSFile = ""
+    /// When set, tokens must name it in `aud` / carry it as `iss`.
+    public var tokenAudience = ""
+    public var tokenIssuer = ""
     public var apiKey = ""
     public var devLogin = false
     public var telegramBotToken = ""
@@ -57,6 +65,23 @@ public struct ServerConfiguration: Sendable {
 
     public init() {}
 
+    /// The keys tokens are verified with: the secret, and the key files read now (a file that
+    /// cannot be read stops the start, naming the setting and the path).
+    public func tokenKeys() throws(ConfigurationError) -> TokenKeys {
+        func contents(_ path: String, _ setting: String) throws(ConfigurationError) -> String? {
+            guard !path.isEmpty else { return nil }
+            do {
+                return try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                throw ConfigurationError("'\(setting)' cannot read \(path): \(error.localizedDescription)")
+            }
+        }
+        return TokenKeys(hmacSecret: tokenHMACSecret, rsaPublicKeyPEM: try contents(tokenRSAPublicKeyFile, "token_rsa_public_key_file"),
+                         ecdsaPublicKeyPEM: try contents(tokenECDSAPublicKeyFile, "token_ecdsa_public_key_file"),
+                         jwksJSON: try contents(tokenJWKSFile, "token_jwks_file"),
+                         audience: tokenAudience.isEmpty ? nil : tokenAudience, issuer: tokenIssuer.isEmpty ? nil : tokenIssuer)
+    }
+
     /// The travel domain's location settings.
     var locationSettings: LocationSettings {
         var settings = LocationSettings()
@@ -91,7 +116,8 @@ public enum ConfigurationLoader {
 
     /// The keys the configuration knows.
     public static let keys: [String] = [
-        "listen", "database", "token_hmac_secret", "api_key", "dev_login", "telegram_bot_token",
+        "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
+        "token_audience", "token_issuer", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
@@ -179,6 +205,11 @@ public enum ConfigurationLoader {
                 throw field.error("must be at least \(ConnectionTokens.minimumSecretBytes) bytes for HS256, got \(secret.utf8.count) (leave it out to have one generated)")
             }
             configuration.tokenHMACSecret = secret
+        case "token_rsa_public_key_file": configuration.tokenRSAPublicKeyFile = try field.nonEmptyString()
+        case "token_ecdsa_public_key_file": configuration.tokenECDSAPublicKeyFile = try field.nonEmptyString()
+        case "token_jwks_file": configuration.tokenJWKSFile = try field.nonEmptyString()
+        case "token_audience": configuration.tokenAudience = try field.nonEmptyString()
+        case "token_issuer": configuration.tokenIssuer = try field.nonEmptyString()
         case "api_key": configuration.apiKey = try field.string()
         case "dev_login": configuration.devLogin = try field.bool()
         case "telegram_bot_token": configuration.telegramBotToken = try field.string()

@@ -22,6 +22,7 @@ import Testing
         Command(id: 12, .rpc(method: "profile.get", data: data.value)),
         Command(id: 0, .send(data: data)),
         Command(id: 13, .refresh(token: "new")),
+        Command(id: 14, .subRefresh(channel: "news:1", token: "sub.tok.en")),
         Command(id: 0, .pong),
     ]
 
@@ -58,6 +59,7 @@ import Testing
             Reply(id: 11, .rpc(data: data)),
             Reply(id: 12, .rpc(data: nil)),
             Reply(id: 13, .refresh(RefreshResult(client: "c1", version: "v", expires: true, ttl: 10))),
+            Reply(id: 14, .subRefresh(SubRefreshResult(expires: true, ttl: 20))),
             Reply(id: 14, .error(ProtocolError.permissionDenied.with(message: "permission denied: ünïcode"))),
             Reply(id: 15, .error(.tooManyRequests)),
         ]

@@ -29,6 +29,7 @@ import Testing
             Command(id: 11, .rpc(method: "trip.list", data: nil)),
             Command(id: 0, .send(data: payload)),
             Command(id: 12, .refresh(token: "t.o.k")),
+            Command(id: 13, .subRefresh(channel: "news:1", token: "s.u.b")),
             Command(id: 0, .pong),
         ]
     }
@@ -75,6 +76,7 @@ import Testing
             Reply(id: 9, .rpc(data: RawJSON(["map": ["mode": "mountain"]]))),
             Reply(id: 10, .rpc(data: nil)),
             Reply(id: 11, .refresh(RefreshResult(client: "c1", version: "v", expires: true, ttl: 30))),
+            Reply(id: 12, .subRefresh(SubRefreshResult(expires: false, ttl: 0))),
             Reply(id: 12, .error(ProtocolError.tooManyRequests)),
             Reply(id: 13, .error(ProtocolError.badRequest.with(message: "lat must be within -90...90"))),
         ]
@@ -160,7 +162,6 @@ import Testing
             ("two methods", framed([0x08, 0x01, 0x5A, 0x00, 0x3A, 0x00])),
             ("an id and no method", framed([0x08, 0x07])),
             ("subscribe without an id", framed([0x2A, 0x00])),
-            ("sub_refresh is not supported", framed([0x08, 0x01, 0x7A, 0x00])),
         ]
         for (name, frame) in cases {
             let decoded = try protobuf.commands(in: frame)

@@ -292,4 +292,27 @@ import Testing
         }
         #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(file: "/nonexistent/gondola.json", environment: [:], flags: [:]) }
     }
+
+    /// Key files are read when the server starts: one it cannot read, or that holds no key,
+    /// stops the start naming the setting.
+    @Test func tokenKeyFilesAreNamedWhenTheyCannotBeUsed() async throws {
+        let loaded = try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_TOKEN_AUDIENCE": "app", "GONDOLA_TOKEN_ISSUER": "https://auth"],
+                                                  flags: ["token_jwks_file": "/nonexistent/jwks.json"])
+        #expect(loaded.tokenAudience == "app" && loaded.tokenIssuer == "https://auth")
+        #expect(throws: ConfigurationError.self) { try loaded.tokenKeys() }
+        let notAKey = try write("not a key")
+        for (setting, expected) in [(\ServerConfiguration.tokenRSAPublicKeyFile, "token_rsa_public_key_file: not a PEM RSA public key"),
+                                    (\.tokenECDSAPublicKeyFile, "token_ecdsa_public_key_file: not a PEM ECDSA public key"),
+                                    (\.tokenJWKSFile, "token_jwks_file: not a JSON Web Key Set")] {
+            var configuration = RunningServer.configuration()
+            configuration[keyPath: setting] = notAKey
+            do {
+                let server = try await GondolaServer(configuration: configuration)
+                _ = server
+                Issue.record("started with \(expected)")
+            } catch let error as ConfigurationError {
+                #expect(error.description.hasPrefix(expected), "\(error)")
+            }
+        }
+    }
 }

@@ -91,6 +91,7 @@ extension Command {
         case "send": return .send(data: try payload(message.send.data, "send.data"))
         case "rpc": return .rpc(method: message.rpc.method, data: try parsedPayload(message.rpc.data, "rpc.data"))
         case "refresh": return .refresh(token: message.refresh.token)
+        case "sub_refresh": return .subRefresh(channel: message.subRefresh.channel, token: message.subRefresh.token)
         default: throw ProtocolDecodingError("command '\(name)' is not supported")
         }
     }
@@ -128,6 +129,9 @@ extension Command {
             command.rpc.data = data.map(RawJSON.init).protobufData
         case let .send(data): command.send.data = data.protobufData
         case let .refresh(token): command.refresh.token = token
+        case let .subRefresh(channel, token):
+            command.subRefresh.channel = channel
+            command.subRefresh.token = token
         case .pong: break
         }
         return command.serializedByteArray

@@ -55,6 +55,9 @@ extension Reply {
             reply.refresh.version = result.version
             reply.refresh.expires = result.expires
             reply.refresh.ttl = result.ttl
+        case let .subRefresh(result):
+            reply.subRefresh.expires = result.expires
+            reply.subRefresh.ttl = result.ttl
         }
         return reply.serializedByteArray
     }
@@ -88,6 +91,8 @@ extension Reply {
         } else if reply.hasRefresh {
             body = .refresh(RefreshResult(client: reply.refresh.client, version: reply.refresh.version,
                                           expires: reply.refresh.expires, ttl: reply.refresh.ttl))
+        } else if reply.hasSubRefresh {
+            body = .subRefresh(SubRefreshResult(expires: reply.subRefresh.expires, ttl: reply.subRefresh.ttl))
         } else {
             throw ProtocolDecodingError("reply \(reply.id) carries no known result")
         }

@@ -1,0 +1,154 @@
+"""Centrifugo's token model through the official SDK: subscription tokens with the SDK's
+token callback (subscribe and sub_refresh), and connection tokens signed with RSA keys and
+checked for their audience."""
+import asyncio
+import os
+import tempfile
+import time
+
+import jwt
+import pytest
+from centrifuge import Client, ClientState, SubscriptionState
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from conftest import SECRET, launch
+from helpers import ClientEvents, Events, SubEvents, connected_client, server_api
+
+
+def subscription_token(user, channel, ttl=3600, **claims):
+    """A subscription token signed with the hub's secret."""
+    return jwt.encode({"sub": user, "channel": channel, "exp": int(time.time()) + ttl, **claims}, SECRET, algorithm="HS256")
+
+
+async def test_a_subscription_token_opens_a_namespace_closed_to_clients(server, codec):
+    client, _ = await connected_client(server, "alice", codec)
+    refused_events = Events()
+    refused = client.new_subscription("vip:lounge", events=SubEvents(refused_events))
+    await refused.subscribe()
+    unsubscribed = await refused_events.wait("unsubscribed")
+    assert unsubscribed[0].code == 103
+
+    events = Events()
+
+    async def get_token(channel):
+        return subscription_token("alice", channel, info={"seat": 7})
+
+    sub = client.new_subscription("vip:suite", events=SubEvents(events), get_token=get_token)
+    await sub.subscribe()
+    await events.wait("subscribed")
+    presence = await sub.presence()
+    infos = [codec.into(info.chan_info) for info in presence.clients.values()]
+    assert infos == [{"seat": 7}], "the token's info is the subscription's chan_info"
+    server_api(server, "publish", {"channel": "vip:suite", "data": {"n": 1}})
+    publications = await events.wait("publication")
+    assert codec.into(publications[0].pub.data) == {"n": 1}
+    await client.disconnect()
+
+
+async def test_an_invalid_subscription_token_is_refused_and_the_connection_stays(server, codec):
+    client, client_events = await connected_client(server, "alice", codec)
+    for token in ["invalid_token", subscription_token("bob", "vip:a"), subscription_token("alice", "vip:other")]:
+        events = Events()
+        sub = client.new_subscription("vip:a", events=SubEvents(events), token=token)
+        await sub.subscribe()
+        unsubscribed = await events.wait("unsubscribed")
+        assert unsubscribed[0].code == 103, token
+        client.remove_subscription(sub)
+    assert client.state == ClientState.CONNECTED and not client_events.of("disconnected")
+    await client.disconnect()
+
+
+async def test_an_expired_subscription_token_is_replaced_through_the_callback(server, codec):
+    calls = []
+
+    async def get_token(channel):
+        calls.append(channel)
+        return subscription_token("alice", channel)
+
+    client, _ = await connected_client(server, "alice", codec)
+    events = Events()
+    sub = client.new_subscription("vip:late", events=SubEvents(events), token=subscription_token("alice", "vip:late", ttl=-10),
+                                  get_token=get_token)
+    await sub.subscribe()
+    await events.wait("subscribed", timeout=10)
+    assert calls == ["vip:late"], "the SDK asked for a new token after error 109"
+    assert sub.state == SubscriptionState.SUBSCRIBED
+    await client.disconnect()
+
+
+async def test_sub_refresh_keeps_an_expiring_subscription(server, codec):
+    """The token expires 2 s after subscribing; the SDK sends sub_refresh with a new one from its
+    callback when the reply's ttl runs out, and the subscription goes on receiving."""
+    calls = []
+    refreshed = asyncio.Event()
+
+    async def get_token(channel):
+        calls.append(channel)
+        if len(calls) >= 2:
+            refreshed.set()
+        return subscription_token("alice", channel, ttl=2 if len(calls) == 1 else 3600)
+
+    client, _ = await connected_client(server, "alice", codec)
+    events = Events()
+    sub = client.new_subscription("vip:long", events=SubEvents(events), get_token=get_token)
+    await sub.subscribe()
+    await events.wait("subscribed")
+    await asyncio.wait_for(refreshed.wait(), 10)
+    # The refresh's reply comes before the server's expiry check (2 s of grace) would fire.
+    server_api(server, "publish", {"channel": "vip:long", "data": {"after": "refresh"}})
+    publications = await events.wait("publication", timeout=10)
+    assert codec.into(publications[0].pub.data) == {"after": "refresh"}
+    assert not events.of("unsubscribed") and sub.state == SubscriptionState.SUBSCRIBED
+    await client.disconnect()
+
+
+async def test_a_subscription_whose_token_runs_out_is_unsubscribed_with_2501(server, codec):
+    """No callback to refresh with: once the token's time and the grace (pong_timeout, 2 s) are
+    over, the server unsubscribes with 2501 and the SDK goes back to subscribing."""
+    client, _ = await connected_client(server, "alice", codec)
+    events = Events()
+    sub = client.new_subscription("vip:short", events=SubEvents(events), token=subscription_token("alice", "vip:short", ttl=1))
+    await sub.subscribe()
+    await events.wait("subscribed")
+
+    async def expired():
+        while not any(getattr(ctx, "code", None) == 2501 for ctx in events.of("subscribing")):
+            events.changed.clear()
+            await events.changed.wait()
+    await asyncio.wait_for(expired(), 10)
+    await client.disconnect()
+
+
+@pytest.fixture(scope="module")
+def rsa_server():
+    """A hub that also accepts RS256 connection tokens of one key, for the audience 'gondola-app'."""
+    folder = tempfile.mkdtemp(prefix="gondola-conformance-rsa-")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = os.path.join(folder, "token-key.pem")
+    with open(public, "wb") as f:
+        f.write(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    process, instance = launch(folder, settings={"token_rsa_public_key_file": public, "token_audience": "gondola-app"})
+    yield instance, key
+    process.terminate()
+    process.wait(timeout=10)
+
+
+async def test_rs256_connection_tokens_and_their_audience(rsa_server, codec):
+    server, key = rsa_server
+    good = jwt.encode({"sub": "rsa-user", "aud": "gondola-app", "exp": int(time.time()) + 60}, key, algorithm="RS256")
+    events = Events()
+    client = Client(server.ws_url, events=ClientEvents(events), token=good, **codec.kwargs)
+    await client.connect()
+    connected = await events.wait("connected")
+    assert connected[0].client
+    await client.disconnect()
+    for bad in [jwt.encode({"sub": "rsa-user", "exp": int(time.time()) + 60}, key, algorithm="RS256"),
+                jwt.encode({"sub": "rsa-user", "aud": "gondola-app"}, rsa.generate_private_key(public_exponent=65537, key_size=2048),
+                           algorithm="RS256")]:
+        events = Events()
+        client = Client(server.ws_url, events=ClientEvents(events), token=bad, **codec.kwargs)
+        await client.connect()
+        disconnected = await events.wait("disconnected")
+        assert disconnected[0].code == 3500
+        await client.disconnect()
