@@ -62,6 +62,15 @@ class ClientEvents(ClientEventHandler):
     async def on_error(self, ctx):
         self.events.add("error", ctx)
 
+    async def on_subscribed(self, ctx):
+        self.events.add("server_subscribed", ctx)
+
+    async def on_unsubscribed(self, ctx):
+        self.events.add("server_unsubscribed", ctx)
+
+    async def on_publication(self, ctx):
+        self.events.add("server_publication", ctx)
+
 
 async def connected_client(server, user, codec, **kwargs):
     """An SDK client connected as `user` in `codec`'s encoding, with its event recorder."""

@@ -122,13 +122,15 @@ async def test_a_subscription_whose_token_runs_out_is_unsubscribed_with_2501(ser
 
 @pytest.fixture(scope="module")
 def rsa_server():
-    """A hub that also accepts RS256 connection tokens of one key, for the audience 'gondola-app'."""
+    """A hub that also accepts RS256 connection tokens of one key, for the audience 'gondola-app',
+    and subscribes every user to its personal channel."""
     folder = tempfile.mkdtemp(prefix="gondola-conformance-rsa-")
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     public = os.path.join(folder, "token-key.pem")
     with open(public, "wb") as f:
         f.write(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    process, instance = launch(folder, settings={"token_rsa_public_key_file": public, "token_audience": "gondola-app"})
+    process, instance = launch(folder, settings={"token_rsa_public_key_file": public, "token_audience": "gondola-app",
+                                                   "user_subscribe_to_personal": True})
     yield instance, key
     process.terminate()
     process.wait(timeout=10)
@@ -142,6 +144,8 @@ async def test_rs256_connection_tokens_and_their_audience(rsa_server, codec):
     await client.connect()
     connected = await events.wait("connected")
     assert connected[0].client
+    subscribed = await events.wait("server_subscribed")
+    assert subscribed[0].channel == "personal:#rsa-user"
     await client.disconnect()
     for bad in [jwt.encode({"sub": "rsa-user", "exp": int(time.time()) + 60}, key, algorithm="RS256"),
                 jwt.encode({"sub": "rsa-user", "aud": "gondola-app"}, rsa.generate_private_key(public_exponent=65537, key_size=2048),
@@ -152,3 +156,44 @@ async def test_rs256_connection_tokens_and_their_audience(rsa_server, codec):
         disconnected = await events.wait("disconnected")
         assert disconnected[0].code == 3500
         await client.disconnect()
+
+
+async def test_a_tokens_subs_are_server_side_subscriptions_that_recover(server, codec):
+    """The token subscribes the connection (with recovery forced on for it); publications
+    come to the client's own handlers, and after a reconnect the SDK recovers what it missed
+    through connect.subs."""
+    channel = f"room:server-side-{codec.name}"
+    token = jwt.encode({"sub": "dora", "exp": int(time.time()) + 3600,
+                        "subs": {channel: {"data": {"welcome": True}, "override": {"force_recovery": {"value": True}}}}},
+                       SECRET, algorithm="HS256")
+    events = Events()
+    client = Client(server.ws_url, events=ClientEvents(events), token=token, **codec.kwargs)
+    await client.connect()
+    subscribed = await events.wait("server_subscribed")
+    assert subscribed[0].channel == channel and subscribed[0].recoverable
+    assert codec.into(subscribed[0].data) == {"welcome": True}
+    server_api(server, "publish", {"channel": channel, "data": {"n": 1}})
+    await events.wait("server_publication")
+    await client.disconnect()
+    for n in (2, 3):
+        server_api(server, "publish", {"channel": channel, "data": {"n": n}})
+    await client.connect()
+    again = await events.wait("server_subscribed", 2, timeout=10)
+    assert again[1].was_recovering and again[1].recovered
+    publications = await events.wait("server_publication", 3)
+    assert [codec.into(p.pub.data)["n"] for p in publications] == [1, 2, 3]
+    await client.disconnect()
+
+
+async def test_the_server_api_subscribes_a_users_connections(server, codec):
+    client, events = await connected_client(server, "erin", codec)
+    channel = f"vip:ops-{codec.name}"
+    assert server_api(server, "subscribe", {"user": "erin", "channel": channel, "data": {"why": "on call"}}) == {}
+    subscribed = await events.wait("server_subscribed")
+    assert subscribed[0].channel == channel and codec.into(subscribed[0].data) == {"why": "on call"}
+    server_api(server, "publish", {"channel": channel, "data": {"page": 1}})
+    publications = await events.wait("server_publication")
+    assert codec.into(publications[0].pub.data) == {"page": 1}
+    server_api(server, "unsubscribe", {"user": "erin", "channel": channel})
+    await events.wait("server_unsubscribed")
+    await client.disconnect()

@@ -31,6 +31,9 @@ enum BusCodec {
         case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
         case let .leave(channel, info): json = ["t": "l", "c": .string(channel), "i": info.json]
         case let .unsubscribe(user, channel): json = ["t": "u", "u": .string(user), "c": .string(channel)]
+        // The options travel as a string, so their info and data keep their bytes.
+        case let .subscribe(user, channel, options):
+            json = ["t": "s", "u": .string(user), "c": .string(channel), "o": .string(String(decoding: options.bytes, as: UTF8.self))]
         case let .disconnect(user): json = ["t": "x", "u": .string(user)]
         case let .domain(topic, origin, payload): json = ["t": "d", "k": .string(topic), "n": .string(origin), "d": payload]
         }
@@ -67,10 +70,16 @@ enum BusCodec {
     }
 
     static func decodeNotification(_ payload: String) throws -> Notification {
-        let json = try JSONParser.parse(Array(payload.utf8))
+        let json = try parse(Array(payload.utf8))
         if case let .int(row)? = json["r"] { return .reference(row) }
         guard let events = json["e"] else { throw BusCodecError("notification without events: \(payload.prefix(200))") }
         return .events(try decodeEvents(events))
+    }
+
+    /// Bus JSON parsed with every client's `conn_info` and `chan_info` kept as written, so
+    /// the info of a publication, join or leave reaches other nodes' clients byte for byte.
+    static func parse(_ bytes: [UInt8]) throws -> JSON {
+        try JSONParser.parse(bytes, keepingRaw: ["conn_info", "chan_info"])
     }
 
     static func decodeEvents(_ json: JSON) throws -> [ClusterEvent] {
@@ -103,6 +112,7 @@ enum BusCodec {
         case "j": return .join(channel: try string("c"), try info())
         case "l": return .leave(channel: try string("c"), try info())
         case "u": return .unsubscribe(user: try string("u"), channel: try string("c"))
+        case "s": return .subscribe(user: try string("u"), channel: try string("c"), options: try RawJSON(validating: Array(try string("o").utf8)))
         case "x": return .disconnect(user: try string("u"))
         case "d":
             guard let payload = json["d"] else { throw BusCodecError("domain event without payload") }

@@ -118,7 +118,7 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
                 """)
             for row in rows {
                 let (client, info) = try row.decode((String, ByteBuffer).self)
-                clients[client] = try ClientInfo(json: JSONParser.parse(Array(buffer: info)))
+                clients[client] = try ClientInfo(json: BusCodec.parse(Array(buffer: info)))
             }
             return clients
         }
@@ -205,7 +205,7 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
                     logger.error("cluster bus payload row missing", metadata: ["row": "\(row)"])
                     return
                 }
-                events = try BusCodec.decodeEvents(JSONParser.parse(Array(buffer: body)))
+                events = try BusCodec.decodeEvents(BusCodec.parse(Array(buffer: body)))
             }
         } catch let error as BusCodecError {
             logger.error("cluster bus notification not understood", metadata: ["error": "\(error)"])

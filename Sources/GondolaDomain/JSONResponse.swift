@@ -90,6 +90,7 @@ extension JSONResponse {
         case .limitExceeded, .alreadySubscribed, .notAvailable: status = .conflict
         case .tooManyRequests: status = .tooManyRequests
         case .unrecoverablePosition, .internalError: status = .internalServerError
+        case .application: status = .badRequest
         }
         let reply = error.protocolError
         return self.error(status, code: reply.code, reply.message)

@@ -11,6 +11,8 @@ public final class ClientSession: Sendable {
     /// What the transport writes to the socket.
     public let queue: OutboundQueue
     let node: Node
+    /// The upgrade request's headers that go with proxy requests.
+    private let forwardedHeaders: [(name: String, value: String)]
 
     private struct State {
         var credentials: Credentials?
@@ -30,8 +32,9 @@ public final class ClientSession: Sendable {
 
     private let state: Mutex<State>
 
-    init(node: Node, encoding: ProtocolEncoding) {
+    init(node: Node, encoding: ProtocolEncoding, forwardedHeaders: [(name: String, value: String)] = []) {
         self.node = node
+        self.forwardedHeaders = forwardedHeaders
         self.id = UUID().uuidString.lowercased()
         let configuration = node.configuration
         self.queue = OutboundQueue(
@@ -187,7 +190,12 @@ public final class ClientSession: Sendable {
             await unsubscribeLocally(channel)
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
-            try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient, what: "publish")
+            var data = data
+            if try node.resolve(channel).1.proxyPublish, let proxy = node.proxy, proxy.handles(.publish) {
+                data = try await proxyPublish(channel, data, proxy)
+            } else {
+                try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient, what: "publish")
+            }
             try await node.publish(channel: channel, data: data, info: clientInfo(on: channel))
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):
@@ -202,6 +210,8 @@ public final class ClientSession: Sendable {
             reply(Reply(id: command.id, .history(result)))
         case .ping:
             reply(Reply(id: command.id, .ping))
+        case let .rpc(method, data) where !node.rpc.serves(method) && node.proxy?.handles(.rpc) == true:
+            reply(Reply(id: command.id, .rpc(data: try await proxyRPC(method, data))))
         case let .rpc(method, data):
             let answer = RPCAnswer { [weak self] result in self?.reply(Reply(id: command.id, .rpc(data: result))) }
             let started = ContinuousClock.now
@@ -229,10 +239,23 @@ public final class ClientSession: Sendable {
         guard state.withLock({ $0.credentials == nil }) else {
             throw DisconnectCode.badRequest.with(reason: "bad request: already connected")
         }
-        guard !request.token.isEmpty else {
-            throw DisconnectCode.invalidToken.with(reason: "invalid token: connect needs a token")
+        let credentials: Credentials
+        var connectData: RawJSON?
+        if request.token.isEmpty, let proxy = node.proxy, proxy.handles(.connect) {
+            (credentials, connectData) = try await proxyConnect(request, proxy)
+        } else {
+            guard !request.token.isEmpty else {
+                throw DisconnectCode.invalidToken.with(reason: "invalid token: connect needs a token")
+            }
+            credentials = try await verify(request.token)
         }
-        let credentials = try await verify(request.token)
+        for channel in credentials.subscriptions.keys {
+            do throws(HubError) {
+                _ = try node.resolve(channel)
+            } catch {
+                throw DisconnectCode.invalidToken.with(reason: "invalid token: its channel \(channel): \(error.protocolError.message)")
+            }
+        }
         state.withLock { $0.credentials = credentials }
         guard node.register(self, user: credentials.user) else {
             throw DisconnectCode.shutdown
@@ -240,6 +263,7 @@ public final class ClientSession: Sendable {
         await node.connected(credentials)
         let configuration = node.configuration
         var result = ConnectResult(client: id, version: node.version, node: node.uid)
+        result.data = connectData
         if configuration.pingInterval > .zero {
             result.ping = UInt32(max(1, configuration.pingInterval.components.seconds))
             result.pong = true
@@ -248,7 +272,10 @@ public final class ClientSession: Sendable {
             result.expires = true
             result.ttl = ttl
         }
-        reply(Reply(id: replyID, .connect(result)))
+        try await subscribeServerSide(credentials, recovering: request.subs) { subscriptions in
+            result.subs = subscriptions
+            reply(Reply(id: replyID, .connect(result)))
+        }
     }
 
     private func refresh(id replyID: UInt32, token: String) async throws {
@@ -314,6 +341,22 @@ public final class ClientSession: Sendable {
     }
 
     private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) async throws {
+        var grant = request.token.isEmpty ? nil : try await subscriptionGrant(request.token, channel: request.channel)
+        if grant == nil, let proxy = node.proxy, proxy.handles(.subscribe), node.provider(of: try ChannelName(request.channel)) == nil,
+           try node.resolve(request.channel).1.proxySubscribe {
+            grant = try await proxySubscribe(request, proxy)
+        }
+        let prepared = try await prepareSubscription(request, grant: grant, grantedByServer: false)
+        try await activate(prepared, grant: grant) { result in queue.enqueue(Reply(id: replyID, .subscribe(result))) }
+    }
+
+    /// The checks and the first half of a subscription: the channel and its namespace,
+    /// who may subscribe (a user-limited channel's users; a provider's rules, checked first;
+    /// else the namespace must be open to clients, or `grant` or the server must have
+    /// granted it), the connection's limit, then presence and the stream position. The
+    /// channel stays pending (it counts against the limit) until `activate` or a failure.
+    private func prepareSubscription(_ request: SubscribeRequest, grant: SubscriptionGrant?,
+                                     grantedByServer: Bool) async throws -> Node.PreparedSubscription {
         let channel = request.channel
         let (name, namespaceOptions) = try node.resolve(channel)
         if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
@@ -321,10 +364,9 @@ public final class ClientSession: Sendable {
         }
         let user = user ?? ""
         let provider = node.provider(of: name)
-        let grant = request.token.isEmpty ? nil : try await subscriptionGrant(request.token, channel: channel)
         if let allowed = name.allowedUsers {
             guard allowed.contains(user) else { throw HubError.permissionDenied("\(channel) is limited to other users") }
-        } else if provider == nil, !namespaceOptions.allowSubscribeForClient, grant == nil {
+        } else if provider == nil, !namespaceOptions.allowSubscribeForClient, grant == nil, !grantedByServer {
             throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' needs a subscription token")
         }
         let options = grant?.overrides.applied(to: namespaceOptions) ?? namespaceOptions
@@ -337,28 +379,39 @@ public final class ClientSession: Sendable {
             }
             state.pendingSubscriptions.insert(channel)
         }
-        defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
-        var replyData: RawJSON?
-        if let provider {
-            var attached = false
-            do {
-                try await provider.subscribe(ProvidedSubscription(channel: name, user: user, data: request.data)) { data throws(HubError) in
-                    precondition(!attached, "a provider attaches once")
-                    node.beginSubscription(self, to: channel)
-                    replyData = data
-                    attached = true
+        do {
+            var replyData = grant?.data
+            if let provider {
+                var attached = false
+                do {
+                    try await provider.subscribe(ProvidedSubscription(channel: name, user: user, data: request.data)) { data throws(HubError) in
+                        precondition(!attached, "a provider attaches once")
+                        node.beginSubscription(self, to: channel)
+                        replyData = data ?? replyData
+                        attached = true
+                    }
+                } catch {
+                    if attached { node.abandonSubscription(self, to: channel) }
+                    throw error
                 }
-            } catch {
-                if attached { node.abandonSubscription(self, to: channel) }
-                throw error
+                guard attached else { throw HubError.internalError("provider of \(options.name) did not attach") }
+            } else {
+                node.beginSubscription(self, to: channel)
             }
-            guard attached else { throw HubError.internalError("provider of \(options.name) did not attach") }
-        } else {
-            node.beginSubscription(self, to: channel)
-            replyData = grant?.data
+            return try await node.prepareSubscription(self, request: request, options: options, info: clientInfo(chanInfo: grant?.info),
+                                                      data: replyData, expiresIn: Self.ttl(until: grant?.expiresAt))
+        } catch {
+            state.withLock { _ = $0.pendingSubscriptions.remove(channel) }
+            throw error
         }
-        try await node.completeSubscription(self, replyID: replyID, request: request, options: options, info: clientInfo(chanInfo: grant?.info),
-                                            data: replyData, expiresIn: Self.ttl(until: grant?.expiresAt))
+    }
+
+    /// The second half: the subscription goes live once `sendReply` has queued its answer.
+    private func activate(_ prepared: Node.PreparedSubscription, grant: SubscriptionGrant?,
+                          sendReply: (SubscribeResult) -> Void) async throws {
+        let channel = prepared.channel
+        defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
+        try await node.activateSubscription(prepared, of: self, sendReply: sendReply)
         let stillOpen = state.withLock { state in
             guard !state.closed else { return false }
             state.subscriptions.insert(channel)
@@ -366,6 +419,115 @@ public final class ClientSession: Sendable {
             return true
         }
         if !stillOpen { await node.removeSubscriber(self, from: channel) }
+    }
+
+    /// The server-side subscriptions of a connection that just authenticated: the channels
+    /// its token lists (`subs`, else `channels`) and, when `user_subscribe_to_personal` is
+    /// on, its personal channel. Each is prepared (recovering from where `connect.subs`
+    /// says the client was), answered in the connect reply that `sendReply` queues, then
+    /// made live. One that cannot be set up refuses the connect with its error.
+    private func subscribeServerSide(_ credentials: Credentials, recovering positions: [String: SubscribeRequest],
+                                     sendReply: ([String: SubscribeResult]) -> Void) async throws {
+        var channels = credentials.subscriptions
+        if node.configuration.userSubscribeToPersonal {
+            let personal = "\(node.configuration.userPersonalChannelNamespace):#\(credentials.user)"
+            if channels[personal] == nil { channels[personal] = SubscriptionGrant() }
+        }
+        var prepared: [(Node.PreparedSubscription, SubscriptionGrant)] = []
+        do {
+            for (channel, grant) in channels.sorted(by: { $0.key < $1.key }) {
+                var request = positions[channel] ?? SubscribeRequest(channel: channel)
+                request.channel = channel
+                prepared.append((try await prepareSubscription(request, grant: grant, grantedByServer: true), grant))
+            }
+        } catch {
+            for (subscription, _) in prepared { await undo(subscription) }
+            throw error
+        }
+        sendReply(Dictionary(uniqueKeysWithValues: prepared.map { ($0.0.channel, $0.0.result) }))
+        for (subscription, grant) in prepared {
+            do {
+                try await activate(subscription, grant: grant) { _ in }
+            } catch {
+                // The connect reply announced it: the client is told it is gone and subscribes again.
+                queue.enqueue(Push(channel: subscription.channel, .unsubscribe(code: UnsubscribeCode.insufficientState, reason: "\(error)")))
+            }
+        }
+    }
+
+    /// A subscription the server API asked for: set up as a client's would be (a provider's
+    /// rules still apply), announced with a subscribe push. What refuses it is logged; an
+    /// existing subscription to the channel stays as it is.
+    func serverSubscribe(_ channel: String, _ subscription: ServerSubscription) async {
+        var request = SubscribeRequest(channel: channel)
+        if let since = subscription.recoverSince {
+            request.recover = true
+            request.offset = since.offset
+            request.epoch = since.epoch
+        }
+        do {
+            let prepared = try await prepareSubscription(request, grant: subscription.grant, grantedByServer: true)
+            try await activate(prepared, grant: subscription.grant) { result in queue.enqueue(Push(channel: channel, .subscribe(result))) }
+        } catch {
+            node.logger.notice("server subscribe refused", metadata: ["client": "\(id)", "channel": "\(channel)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: Proxy
+
+    /// Who this client is, for a proxy request.
+    private func proxyCaller(user: String) -> BackendProxy.Caller {
+        BackendProxy.Caller(client: id, user: user, encoding: encoding, meta: state.withLock { $0.credentials?.meta }, headers: forwardedHeaders)
+    }
+
+    /// A connect without a token: the backend's answer names the user, as a token's claims
+    /// would (`user`, `expire_at`, `info`, `meta`, `subs`/`channels`), and the reply's `data`.
+    private func proxyConnect(_ request: ConnectRequest, _ proxy: BackendProxy) async throws -> (Credentials, RawJSON?) {
+        var members: [(key: String, value: JSON)] = [("name", .string(request.name)), ("version", .string(request.version))]
+        if let data = request.data { members.append(("data", .raw(data))) }
+        let result = try await proxy.ask(.connect, proxyCaller(user: ""), members)
+        do throws(HubError) {
+            let user = try result.string("user", maxLength: 1024)
+            return (try ConnectionTokens.credentials(of: user, result), try ConnectionTokens.json(result, raw: "data", base64: "b64data"))
+        } catch {
+            node.logger.error("connect proxy answer refused", metadata: ["client": "\(id)", "error": "\(error)"])
+            throw HubError.internalError("the backend's connect answer: \(error)")
+        }
+    }
+
+    /// An RPC no domain serves: the backend's `result.data` is the reply.
+    private func proxyRPC(_ method: String, _ data: JSON?) async throws -> RawJSON? {
+        var members: [(key: String, value: JSON)] = [("method", .string(method))]
+        if let data { members.append(("data", .raw(RawJSON(data)))) }
+        let result = try await node.proxy!.ask(.rpc, proxyCaller(user: user ?? ""), members)
+        return try ConnectionTokens.json(result, raw: "data", base64: "b64data")
+    }
+
+    /// A subscribe the backend decides: its answer grants what a subscription token would
+    /// (`info`, `data`, `override`, `expire_at`).
+    private func proxySubscribe(_ request: SubscribeRequest, _ proxy: BackendProxy) async throws -> SubscriptionGrant {
+        var members: [(key: String, value: JSON)] = [("channel", .string(request.channel))]
+        if let data = request.data { members.append(("data", .raw(data))) }
+        let result = try await proxy.ask(.subscribe, proxyCaller(user: user ?? ""), members)
+        return try ConnectionTokens.grant(result, expiresAt: try ConnectionTokens.expiry(result))
+    }
+
+    /// A publish the backend decides: it may refuse it, or answer `data`/`b64data` to publish instead.
+    private func proxyPublish(_ channel: String, _ data: Payload, _ proxy: BackendProxy) async throws -> Payload {
+        let result = try await proxy.ask(.publish, proxyCaller(user: user ?? ""), [("channel", .string(channel))] + BackendProxy.payload(data))
+        if let replaced = result.raw("data") { return Payload(replaced) }
+        if let encoded = try result.optionalString("b64data", maxLength: 1 << 20) {
+            guard let bytes = Data(base64Encoded: encoded) else { throw HubError.internalError("the backend's publish answer: b64data is not base64") }
+            return Payload(received: [UInt8](bytes))
+        }
+        return data
+    }
+
+    /// Undoes a prepared subscription that will not go live.
+    private func undo(_ prepared: Node.PreparedSubscription) async {
+        node.abandonSubscription(self, to: prepared.channel)
+        if prepared.options.presence { try? await node.presenceManager.removePresence(channel: prepared.channel, client: id) }
+        state.withLock { _ = $0.pendingSubscriptions.remove(prepared.channel) }
     }
 
     /// Checks that the client is subscribed to `channel` and that its namespace allows `what` to subscribers.

@@ -12,6 +12,9 @@ public enum ClusterEvent: Sendable, Equatable {
     case leave(channel: String, ClientInfo)
     /// The server API unsubscribed a user from a channel.
     case unsubscribe(user: String, channel: String)
+    /// The server API subscribed a user's connections to a channel; `options` is the
+    /// request's JSON as it came (see `ServerSubscription`).
+    case subscribe(user: String, channel: String, options: RawJSON)
     /// The server API disconnected a user.
     case disconnect(user: String)
     /// A domain's change for the other nodes' in-memory views (see `Node.replicate`);

@@ -21,6 +21,10 @@ public struct HubConfiguration: Sendable {
     public var maxHistoryPerRequest: Int = 1000
     /// Namespaces by name; "" is the default namespace.
     public var namespaces: [String: NamespaceOptions] = ["": .defaultNamespace]
+    /// Subscribe every connection, server-side, to its user's personal channel
+    /// (`<userPersonalChannelNamespace>:#<user>`), as Centrifugo's option of that name does.
+    public var userSubscribeToPersonal = false
+    public var userPersonalChannelNamespace = "personal"
 
     public init() {}
 

@@ -14,6 +14,8 @@ public enum HubError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooManyRequests
     case unrecoverablePosition
     case internalError(String)
+    /// An error the app's backend chose (its proxy answer's `error`), sent as it is.
+    case application(ProtocolError)
 
     /// The error as sent in a reply.
     public var protocolError: ProtocolError {
@@ -30,6 +32,7 @@ public enum HubError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooManyRequests: return .tooManyRequests
         case .unrecoverablePosition: return .unrecoverablePosition
         case .internalError: return .internalError
+        case let .application(error): return error
         }
     }
 

@@ -25,6 +25,12 @@ public struct NamespaceOptions: Sendable, Equatable {
     /// The delta formats a subscription may ask for (Centrifugo's `allowed_delta_types`);
     /// a subscription asking for another gets whole publications.
     public var allowedDeltaTypes: Set<DeltaType> = []
+    /// A subscribe without a token asks the app's backend (the subscribe proxy) instead of
+    /// `allowSubscribeForClient`.
+    public var proxySubscribe: Bool = false
+    /// A client's publish asks the app's backend (the publish proxy), which may refuse it or
+    /// change its data, instead of `allowPublishForSubscriber`/`allowPublishForClient`.
+    public var proxyPublish: Bool = false
 
     public init(name: String) { self.name = name }
 

@@ -50,6 +50,8 @@ public final class Node: Sendable {
     public let uid: String
     public let version = "gondola 0.1.0"
     let tokens: ConnectionTokens
+    /// The app's backend, when the configuration names proxy endpoints.
+    let proxy: BackendProxy?
     let metrics: HubMetrics
     let logger: Logger
     /// Keeps the streams and carries publications and events to every node.
@@ -92,6 +94,8 @@ public final class Node: Sendable {
     }
 
     /// - Parameters:
+    ///   - proxy: carries proxy requests to the app's backend (connect without a token,
+    ///     RPC methods no domain serves, `proxy_subscribe` and `proxy_publish` namespaces).
     ///   - durableHistory: where `history_durable` namespaces keep their streams when
     ///     the node is alone (`MemoryBroker`); without one they are kept in memory.
     ///   - cluster: the link to the other nodes, which is then the broker and the
@@ -101,6 +105,7 @@ public final class Node: Sendable {
     public init(
         configuration: HubConfiguration,
         tokens: ConnectionTokens,
+        proxy: (any ProxyTransport)? = nil,
         durableHistory: (any LocalHistoryStore)? = nil,
         cluster: (any ClusterLink)? = nil,
         uid: String = UUID().uuidString.lowercased(),
@@ -109,6 +114,7 @@ public final class Node: Sendable {
     ) {
         self.configuration = configuration
         self.tokens = tokens
+        self.proxy = proxy.map(BackendProxy.init(transport:))
         self.cluster = cluster
         let alone = MemoryBroker(durableHistory: durableHistory)
         self.broker = cluster ?? alone
@@ -171,10 +177,11 @@ public final class Node: Sendable {
 
     // MARK: Sessions
 
-    /// A new session for a connection that was just opened, speaking `encoding`.
-    /// While shutting down the session is closed with 3001 at once.
-    public func accept(encoding: ProtocolEncoding = .json) -> ClientSession {
-        let session = ClientSession(node: self, encoding: encoding)
+    /// A new session for a connection that was just opened, speaking `encoding`;
+    /// `forwardedHeaders` (those of its upgrade request the configuration forwards) go
+    /// with its proxy requests. While shutting down the session is closed with 3001 at once.
+    public func accept(encoding: ProtocolEncoding = .json, forwardedHeaders: [(name: String, value: String)] = []) -> ClientSession {
+        let session = ClientSession(node: self, encoding: encoding, forwardedHeaders: forwardedHeaders)
         let accepted = registry.withLock { registry in
             guard !registry.shuttingDown else { return false }
             registry.sessions[session.id] = session
@@ -312,14 +319,30 @@ public final class Node: Sendable {
         withChannel(channel, create: true) { $0.addPending(session.id) }
     }
 
-    /// Completes what `beginSubscription` started: records presence, reads the stream's
-    /// position (and the publications to recover) without holding any lock, then under
-    /// the channel's own lock queues the reply, then what the channel delivered since
-    /// the subscription began and the reply does not cover, and makes the subscriber
-    /// live. Both reads may wait on the engine; no thread does. On failure the
-    /// subscription is undone and nothing was sent.
+    /// Completes what `beginSubscription` started: `prepareSubscription`, then
+    /// `activateSubscription` queuing the subscribe reply. On failure the subscription
+    /// is undone and nothing was sent.
     func completeSubscription(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions,
                               info: ClientInfo, data: RawJSON? = nil, expiresIn ttl: UInt32? = nil) async throws(HubError) {
+        let prepared = try await prepareSubscription(session, request: request, options: options, info: info, data: data, expiresIn: ttl)
+        try await activateSubscription(prepared, of: session) { result in session.queue.enqueue(Reply(id: replyID, .subscribe(result))) }
+    }
+
+    /// A subscription whose presence is recorded and whose stream position is read, not yet live.
+    struct PreparedSubscription {
+        let channel: String
+        let result: SubscribeResult
+        let info: ClientInfo
+        let options: NamespaceOptions
+        /// The subscriber gets join and leave pushes.
+        let hearsJoinLeave: Bool
+    }
+
+    /// Records presence and reads the stream's position (and the publications to
+    /// recover) of a subscription `beginSubscription` started, holding no lock; both reads
+    /// may wait on the engine, no thread does. On failure the subscription is undone.
+    func prepareSubscription(_ session: ClientSession, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo,
+                             data: RawJSON? = nil, expiresIn ttl: UInt32? = nil) async throws(HubError) -> PreparedSubscription {
         let channel = request.channel
         var presenceAdded = false
         do throws(HubError) {
@@ -339,7 +362,25 @@ public final class Node: Sendable {
             result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
             // Recovered publications come whole; a JSON delta subscription takes data as text.
             if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
-            let reply = result
+            return PreparedSubscription(channel: channel, result: result, info: info, options: options,
+                                        hearsJoinLeave: request.joinLeave || options.forcePushJoinLeave)
+        } catch {
+            abandonSubscription(session, to: channel)
+            if presenceAdded { try? await presenceManager.removePresence(channel: channel, client: info.client) }
+            throw error
+        }
+    }
+
+    /// Makes a prepared subscription live: under the channel's lock `sendReply` queues what
+    /// answers it (a subscribe reply; nothing when the caller already sent the connect reply
+    /// that carries it), then what the channel delivered since the subscription began and
+    /// the reply does not cover, and the subscriber starts receiving. On failure (more
+    /// publications arrived meanwhile than `ChannelState.pendingLimit`) nothing of it was
+    /// sent and its presence is removed.
+    func activateSubscription(_ prepared: PreparedSubscription, of session: ClientSession,
+                              sendReply: (SubscribeResult) -> Void) async throws(HubError) {
+        let channel = prepared.channel, options = prepared.options, reply = prepared.result
+        do throws(HubError) {
             try withChannel(channel, create: true) { (state) throws(HubError) in
                 guard let pending = state.takePending(session.id) else {
                     throw .internalError("the subscription to \(channel) ended while it was set up")
@@ -347,7 +388,7 @@ public final class Node: Sendable {
                 guard !pending.overflowed else {
                     throw .internalError("more than \(ChannelState.pendingLimit) publications arrived on \(channel) while the subscription was set up")
                 }
-                session.queue.enqueue(Reply(id: replyID, .subscribe(reply)))
+                sendReply(reply)
                 let covered = options.keepsHistory ? reply.offset : 0
                 var floor = covered
                 for publication in pending.publications where publication.offset == 0 || publication.offset > covered {
@@ -356,16 +397,16 @@ public final class Node: Sendable {
                     floor = max(floor, publication.offset)
                 }
                 // The broker may still deliver publications up to the offset the subscriber has.
-                state.add(.init(session: session, info: info, joinLeave: request.joinLeave || options.forcePushJoinLeave, delta: reply.delta,
+                state.add(.init(session: session, info: prepared.info, joinLeave: prepared.hearsJoinLeave, delta: reply.delta,
                                 presence: options.presence, announcesJoinLeave: options.joinLeave),
                           floor: options.keepsHistory ? floor : nil)
             }
         } catch {
             abandonSubscription(session, to: channel)
-            if presenceAdded { try? await presenceManager.removePresence(channel: channel, client: info.client) }
+            if options.presence { try? await presenceManager.removePresence(channel: channel, client: prepared.info.client) }
             throw error
         }
-        if options.joinLeave { announce(.join(channel: channel, info)) }
+        if options.joinLeave { announce(.join(channel: channel, prepared.info)) }
     }
 
     /// Undoes a `beginSubscription` that will not be completed.
@@ -643,6 +684,16 @@ public final class Node: Sendable {
         try await broker.send(.unsubscribe(user: user, channel: channel))
     }
 
+    /// Subscribes every connection of `user` (on every node of a cluster; only connection
+    /// `client` when the options name one) to `channel`, server-side: each is told with a
+    /// subscribe push. `options` is the server API's request (`ServerSubscription`): a bad
+    /// one answers 107, an unknown channel 102, and nothing is sent.
+    public func subscribe(user: String, channel: String, options: RawJSON) async throws(HubError) {
+        _ = try resolve(channel)
+        _ = try ServerSubscription(options)
+        try await broker.send(.subscribe(user: user, channel: channel, options: options))
+    }
+
     /// Closes every connection of `user` (on every node of a cluster, with 3000-range
     /// `force_disconnect`).
     public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) async throws(HubError) {
@@ -664,6 +715,13 @@ public final class Node: Sendable {
             withChannel(channel, create: false) { pushToJoinLeaveListeners($0, Push(channel: channel, .leave(info))) }
         case let .unsubscribe(user, channel):
             for session in sessions(of: user) { session.serverUnsubscribe(channel) }
+        case let .subscribe(user, channel, options):
+            guard let subscription = try? ServerSubscription(options) else {
+                return logger.error("server subscribe options not understood", metadata: ["channel": "\(channel)"])
+            }
+            for session in sessions(of: user) where subscription.client == nil || subscription.client == session.id {
+                Task { await session.serverSubscribe(channel, subscription) }
+            }
         case let .disconnect(user):
             for session in sessions(of: user) { session.close(.forceDisconnect) }
         case let .domain(topic, origin, payload):

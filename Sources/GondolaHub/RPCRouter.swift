@@ -55,6 +55,9 @@ public final class RPCRouter: Sendable {
         handlers.withLock { $0[method] = handler }
     }
 
+    /// Whether a handler is registered for `method`.
+    public func serves(_ method: String) -> Bool { handlers.withLock { $0[method] != nil } }
+
     /// Names of the registered methods.
     public var methods: [String] { handlers.withLock { Array($0.keys).sorted() } }
 

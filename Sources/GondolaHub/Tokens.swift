@@ -13,12 +13,17 @@ public struct Credentials: Sendable, Equatable {
     /// The token's `meta`: kept on the server for the domains and hooks that read
     /// credentials, never sent to any client.
     public var meta: RawJSON?
+    /// The channels the token subscribes the connection to, server-side (its `subs`, else
+    /// its `channels`), with what each grants.
+    public var subscriptions: [String: SubscriptionGrant]
 
-    public init(user: String, expiresAt: Date? = nil, info: RawJSON? = nil, meta: RawJSON? = nil) {
+    public init(user: String, expiresAt: Date? = nil, info: RawJSON? = nil, meta: RawJSON? = nil,
+                subscriptions: [String: SubscriptionGrant] = [:]) {
         self.user = user
         self.expiresAt = expiresAt
         self.info = info
         self.meta = meta
+        self.subscriptions = subscriptions
     }
 }
 
@@ -208,8 +213,31 @@ public struct ConnectionTokens: Sendable {
         let claims = try await verifiedClaims(token, now: now)
         let user = try claims.string("sub", maxLength: 1024, allowEmpty: true)
         guard !user.isEmpty else { throw .invalid("token has no sub") }
-        return Credentials(user: user, expiresAt: try Self.expiry(claims), info: try Self.info(claims, raw: "info", base64: "b64info"),
-                           meta: claims.raw("meta"))
+        return try Self.credentials(of: user, claims)
+    }
+
+    /// What a connection token's claims (or a connect proxy's answer, which has the same
+    /// members) say about `user`: `expire_at`/`exp`, `info`/`b64info`, `meta`, `subs`/`channels`.
+    static func credentials<Failure: FieldError>(of user: String, _ claims: JSONFields<Failure>) throws(Failure) -> Credentials {
+        Credentials(user: user, expiresAt: try expiry(claims), info: try json(claims, raw: "info", base64: "b64info"),
+                    meta: claims.raw("meta"), subscriptions: try serverSubscriptions(claims))
+    }
+
+    /// Most channels one token may subscribe its connection to.
+    public static let maxTokenChannels = 128
+
+    /// `subs` (channel → `{info, b64info, data, b64data, override}`) when present, else `channels`.
+    private static func serverSubscriptions<Failure: FieldError>(_ claims: JSONFields<Failure>) throws(Failure) -> [String: SubscriptionGrant] {
+        if let subs = try claims.optionalObject("subs") {
+            guard subs.members.count <= maxTokenChannels else { throw .invalidField("subs lists more than \(maxTokenChannels) channels") }
+            var grants: [String: SubscriptionGrant] = [:]
+            for member in subs.members {
+                grants[member.key] = try grant(try subs.object(member.key))
+            }
+            return grants
+        }
+        let channels = try claims.value("channels") == nil ? [] : claims.stringArray("channels", maxCount: maxTokenChannels, maxLength: 1024)
+        return Dictionary(channels.map { ($0, SubscriptionGrant()) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// A signed token for `user`, valid for `ttl` when given.
@@ -236,8 +264,7 @@ public struct ConnectionTokens: Sendable {
         if let tokenClient = try claims.optionalString("client", maxLength: 1024), tokenClient != client {
             throw .invalid("subscription token is for another client")
         }
-        return SubscriptionGrant(expiresAt: try Self.expiry(claims), info: try Self.info(claims, raw: "info", base64: "b64info"),
-                                 data: try Self.info(claims, raw: "data", base64: "b64data"), overrides: try Self.overrides(claims))
+        return try Self.grant(claims, expiresAt: try Self.expiry(claims))
     }
 
     // MARK: Claims
@@ -287,7 +314,7 @@ public struct ConnectionTokens: Sendable {
     private static func object(_ part: Substring, what: String, keepingRaw raw: Set<String> = []) throws(TokenError) -> JSONFields<TokenError> {
         guard let bytes = Base64URL.decode(part) else { throw .invalid("token \(what) is not base64url") }
         do {
-            return try JSONFields(JSONParser.parse(bytes, keepingRaw: raw, atDepth: 1))
+            return try JSONFields(JSONParser.parse(bytes, keepingRaw: raw))
         } catch let error as TokenError {
             throw error
         } catch {
@@ -295,8 +322,15 @@ public struct ConnectionTokens: Sendable {
         }
     }
 
+    /// What `info`/`b64info`, `data`/`b64data` and `override` grant a subscription (in a
+    /// subscription token, a connection token's `subs`, the server API's `subscribe`).
+    static func grant<Failure: FieldError>(_ fields: JSONFields<Failure>, expiresAt: Date? = nil) throws(Failure) -> SubscriptionGrant {
+        SubscriptionGrant(expiresAt: expiresAt, info: try json(fields, raw: "info", base64: "b64info"),
+                          data: try json(fields, raw: "data", base64: "b64data"), overrides: try overrides(fields))
+    }
+
     /// `expire_at` when present (0: never expires), else `exp`.
-    private static func expiry(_ claims: JSONFields<TokenError>) throws(TokenError) -> Date? {
+    static func expiry<Failure: FieldError>(_ claims: JSONFields<Failure>) throws(Failure) -> Date? {
         if let expireAt = try claims.optionalInteger("expire_at", in: 0...Int64(1e12)) {
             return expireAt == 0 ? nil : Date(timeIntervalSince1970: Double(expireAt))
         }
@@ -305,20 +339,20 @@ public struct ConnectionTokens: Sendable {
 
     /// The JSON of `raw`, or the base64 of `base64` when that is present; the bytes of a
     /// base64 claim must be JSON too, since `info` and `data` reach JSON clients as they are.
-    private static func info(_ claims: JSONFields<TokenError>, raw: String, base64: String) throws(TokenError) -> RawJSON? {
+    static func json<Failure: FieldError>(_ claims: JSONFields<Failure>, raw: String, base64: String) throws(Failure) -> RawJSON? {
         guard let encoded = try claims.optionalString(base64, maxLength: 65_536) else { return claims.raw(raw) }
-        guard let bytes = Data(base64Encoded: encoded) else { throw .invalid("\(base64) is not base64") }
+        guard let bytes = Data(base64Encoded: encoded) else { throw .invalidField("\(base64) is not base64") }
         do {
             return try RawJSON(validating: bytes)
         } catch {
-            throw .invalid("\(base64) does not hold JSON: Gondola passes \(raw) to JSON clients as it is")
+            throw .invalidField("\(base64) does not hold JSON: Gondola passes \(raw) to JSON clients as it is")
         }
     }
 
-    private static func overrides(_ claims: JSONFields<TokenError>) throws(TokenError) -> NamespaceOverrides {
+    private static func overrides<Failure: FieldError>(_ claims: JSONFields<Failure>) throws(Failure) -> NamespaceOverrides {
         guard let override = try claims.optionalObject("override") else { return NamespaceOverrides() }
-        func value(_ key: String) throws(TokenError) -> Bool? {
-            try override.optionalObject(key).map { wrapper throws(TokenError) in try wrapper.bool("value") }
+        func value(_ key: String) throws(Failure) -> Bool? {
+            try override.optionalObject(key).map { wrapper throws(Failure) in try wrapper.bool("value") }
         }
         return NamespaceOverrides(presence: try value("presence"), joinLeave: try value("join_leave"),
                                   forcePushJoinLeave: try value("force_push_join_leave"), forceRecovery: try value("force_recovery"))
@@ -346,5 +380,39 @@ enum Base64URL {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         return Data(base64Encoded: base64).map(Array.init)
+    }
+}
+
+/// What the server API's `subscribe` asks for besides the user and the channel: `client`
+/// (only that connection), `info`/`b64info` (the subscription's `chan_info`),
+/// `data`/`b64data` (sent in the subscribe push), `override` as in subscription tokens,
+/// and `recover_since` (`{offset, epoch}`: publications after it are recovered).
+public struct ServerSubscription: Sendable {
+    public var client: String?
+    public var grant: SubscriptionGrant
+    public var recoverSince: StreamPosition?
+
+    /// Reads the request; a field of the wrong shape answers 107 naming it.
+    public init(_ options: RawJSON) throws(HubError) {
+        let json: JSON
+        do {
+            json = try JSONParser.parse(options.bytes, keepingRaw: ["info", "data"], atDepth: 1)
+        } catch {
+            throw .badRequest("subscribe options are not JSON: \(error)")
+        }
+        do throws(TokenError) {
+            let fields = try JSONFields<TokenError>(json)
+            client = try fields.optionalString("client", maxLength: 1024)
+            grant = try ConnectionTokens.grant(fields)
+            recoverSince = try fields.optionalObject("recover_since").map { since throws(TokenError) in
+                StreamPosition(offset: UInt64(try since.optionalInteger("offset", in: 0...Int64.max) ?? 0),
+                               epoch: try since.optionalString("epoch", maxLength: 64) ?? "")
+            }
+        } catch {
+            switch error {
+            case let .invalid(reason): throw .badRequest(reason)
+            case .expired: throw .badRequest("subscribe options")
+            }
+        }
     }
 }

@@ -56,6 +56,8 @@ public final class GondolaServer: Sendable {
             throw ConfigurationError(error.description)
         }
         self.metrics = ServerMetrics()
+        let endpoints = configuration.proxyEndpoints.filter { !$0.value.url.isEmpty }
+        let proxy = endpoints.isEmpty ? nil : HTTPProxyTransport(endpoints: endpoints, maxInFlight: configuration.proxyMaxInFlight, logger: logger)
         let uid = UUID().uuidString.lowercased()
         let storage: DomainStorage
         if configuration.isCluster {
@@ -64,7 +66,7 @@ public final class GondolaServer: Sendable {
             self.database = nil
             self.cluster = cluster
             self.users = PostgresUserRepository(pool: cluster.pool)
-            self.node = Node(configuration: configuration.hub, tokens: tokens, cluster: cluster, uid: uid, metricsFactory: metrics.factory, logger: logger)
+            self.node = Node(configuration: configuration.hub, tokens: tokens, proxy: proxy, cluster: cluster, uid: uid, metricsFactory: metrics.factory, logger: logger)
             logger.info("cluster node", metadata: ["uid": "\(uid)", "database": "\(cluster.pool.location)"])
         } else {
             let database = try GondolaDatabase(path: configuration.database) { migrator in
@@ -75,7 +77,7 @@ public final class GondolaServer: Sendable {
             self.cluster = nil
             self.users = SQLiteUserRepository(database: database)
             self.node = Node(
-                configuration: configuration.hub, tokens: tokens,
+                configuration: configuration.hub, tokens: tokens, proxy: proxy,
                 durableHistory: SQLiteHistoryStore(database: database), uid: uid,
                 metricsFactory: metrics.factory, logger: logger)
         }
@@ -171,7 +173,9 @@ public final class GondolaServer: Sendable {
                                    windowBits: configuration.webSocketCompressionWindowBits,
                                    memoryLevel: configuration.webSocketCompressionMemoryLevel)
             : nil
-        let endpoint = WebSocketEndpoint(node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections)
+        var webSocket = WebSocketEndpoint(node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections)
+        webSocket.forwardedHeaderNames = Set(configuration.proxyHTTPHeaders.map { $0.lowercased() })
+        let endpoint = webSocket
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in HubChildChannel(responder: responder, endpoint: endpoint) },
@@ -250,7 +254,7 @@ struct ServerAPIEndpoint: Sendable {
                 return JSONResponse.error(.unauthorized, code: 101, "missing or wrong X-API-Key")
             }
             let body: JSON
-            switch await JSONResponse.object(of: request, limit: Self.bodyLimit, keepingRaw: ["data"]) {
+            switch await JSONResponse.object(of: request, limit: Self.bodyLimit, keepingRaw: ["data", "info"]) {
             case let .success(json): body = json
             case let .failure(error): return error.response
             }

@@ -50,6 +50,11 @@ public struct ServerAPI: Sendable {
             try await node.removeHistory(channel: try params.string("channel"))
             return [:]
         }
+        register("subscribe") { params throws(HubError) in
+            // The body's `info` and `data` arrive as they were written (kept raw), so the subscription gets their bytes.
+            try await node.subscribe(user: try params.string("user"), channel: try params.string("channel"), options: RawJSON(params.json))
+            return [:]
+        }
         register("unsubscribe") { params throws(HubError) in
             try await node.unsubscribe(user: try params.string("user"), channel: try params.string("channel"))
             return [:]

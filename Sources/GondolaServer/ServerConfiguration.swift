@@ -24,6 +24,13 @@ public struct ServerConfiguration: Sendable {
     public var tokenECDSAPublicKeyFile = ""
     /// A JSON Web Key Set file: tokens whose header names a `kid` are verified with that key.
     public var tokenJWKSFile = ""
+    /// The app's backend, asked where Centrifugo's proxy asks it; an endpoint with an empty
+    /// URL (only its timeout set) is not used.
+    public var proxyEndpoints: [ProxyKind: ProxyEndpoint] = [:]
+    /// The WebSocket upgrade's headers sent along with every proxy request (`Cookie`, `Authorization`, ...).
+    public var proxyHTTPHeaders: [String] = []
+    /// Most proxy requests waiting on the backend at once; more are refused with 100.
+    public var proxyMaxInFlight = 1_000
     /// When set, tokens must name it in `aud` / carry it as `iss`.
     public var tokenAudience = ""
     public var tokenIssuer = ""
@@ -117,12 +124,12 @@ public enum ConfigurationLoader {
     /// The keys the configuration knows.
     public static let keys: [String] = [
         "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
-        "token_audience", "token_issuer", "api_key", "dev_login", "telegram_bot_token",
+        "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
-        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "max_channels_per_client", "resorts", "location_interval", "location_ttl",
+        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
         "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
-    ] + BuiltInDomains.settingKeys
+    ] + BuiltInDomains.settingKeys + ProxyKind.allCases.flatMap { ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout"] }
 
     /// Loads and validates; the error names the key, the source and the bad value.
     public static func load(file: String?, environment: [String: String], flags: [String: String]) throws(ConfigurationError) -> ServerConfiguration {
@@ -210,6 +217,14 @@ public enum ConfigurationLoader {
         case "token_jwks_file": configuration.tokenJWKSFile = try field.nonEmptyString()
         case "token_audience": configuration.tokenAudience = try field.nonEmptyString()
         case "token_issuer": configuration.tokenIssuer = try field.nonEmptyString()
+        case "proxy_http_headers": configuration.proxyHTTPHeaders = try field.list(of: "header names")
+        case "proxy_max_in_flight": configuration.proxyMaxInFlight = try field.integer(min: 1)
+        case _ where key.hasPrefix("proxy_") && key.hasSuffix("_endpoint"):
+            let url = try field.nonEmptyString()
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw field.error("expected an http(s) URL, got '\(url)'") }
+            configuration.proxyEndpoints[try Self.proxyKind(key, field), default: ProxyEndpoint(url: url)].url = url
+        case _ where key.hasPrefix("proxy_") && key.hasSuffix("_timeout"):
+            configuration.proxyEndpoints[try Self.proxyKind(key, field), default: ProxyEndpoint(url: "")].timeout = try field.duration(allowZero: false)
         case "api_key": configuration.apiKey = try field.string()
         case "dev_login": configuration.devLogin = try field.bool()
         case "telegram_bot_token": configuration.telegramBotToken = try field.string()
@@ -224,6 +239,8 @@ public enum ConfigurationLoader {
         case "websocket_compression_window_bits": configuration.webSocketCompressionWindowBits = try field.integer(min: 9, max: 15)
         case "websocket_compression_memory_level": configuration.webSocketCompressionMemoryLevel = try field.integer(min: 1, max: 9)
         case "max_channels_per_client": configuration.hub.maxChannelsPerClient = try field.integer(min: 1)
+        case "user_subscribe_to_personal": configuration.hub.userSubscribeToPersonal = try field.bool()
+        case "user_personal_channel_namespace": configuration.hub.userPersonalChannelNamespace = try field.nonEmptyString()
         case "resorts": configuration.resorts = try field.nonEmptyString()
         case "host_page": configuration.hostPage = try field.nonEmptyString()
         case "leaflet_path": configuration.leafletPath = try field.nonEmptyString()
@@ -256,15 +273,7 @@ public enum ConfigurationLoader {
             }
             configuration.hub.namespaces = namespaces
         case "domains":
-            let names: [String]
-            switch value {
-            case let .string(text): names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            case let .array(entries): names = try entries.map { (entry) throws(ConfigurationError) in
-                guard case let .string(name) = entry else { throw field.error("expected domain names, got \(entry.kindName)") }
-                return name
-            }
-            default: throw field.error("expected an array of domain names or a comma-separated list, got \(value.kindName)")
-            }
+            let names = try field.list(of: "domain names")
             let known = BuiltInDomains.names
             if let unknown = names.first(where: { !known.contains($0) }) {
                 throw field.error("unknown domain '\(unknown)' (known domains: \(known.joined(separator: ", ")))")
@@ -275,6 +284,13 @@ public enum ConfigurationLoader {
         default:
             throw ConfigurationError("\(source): unknown key '\(key)' (known keys: \(keys.joined(separator: ", ")))")
         }
+    }
+
+    /// The kind a `proxy_<kind>_endpoint` or `proxy_<kind>_timeout` key names.
+    private static func proxyKind(_ key: String, _ field: ValueReader) throws(ConfigurationError) -> ProxyKind {
+        let name = key.dropFirst("proxy_".count).split(separator: "_").dropLast().joined(separator: "_")
+        guard let kind = ProxyKind(rawValue: name) else { throw ConfigurationError("\(field.source): unknown key '\(key)'") }
+        return kind
     }
 
     private static func namespace(_ entry: JSON, path: String, source: String) throws(ConfigurationError) -> NamespaceOptions {
@@ -301,6 +317,8 @@ public enum ConfigurationLoader {
             case "allow_history_for_subscriber": options.allowHistoryForSubscriber = try field.bool()
             case "allow_presence_for_subscriber": options.allowPresenceForSubscriber = try field.bool()
             case "allowed_delta_types": options.allowedDeltaTypes = try field.deltaTypes()
+            case "proxy_subscribe": options.proxySubscribe = try field.bool()
+            case "proxy_publish": options.proxyPublish = try field.bool()
             default: throw ConfigurationError("\(source): unknown key '\(path).\(member.key)'")
             }
         }
@@ -322,6 +340,18 @@ struct ValueReader {
     func string() throws(ConfigurationError) -> String {
         guard case let .string(text) = value else { throw error("expected a string, got \(value.kindName)") }
         return text
+    }
+
+    /// An array of strings, or (from the environment or a flag) a comma-separated list of `what`.
+    func list(of what: String) throws(ConfigurationError) -> [String] {
+        switch value {
+        case let .string(text): return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        case let .array(entries): return try entries.map { (entry) throws(ConfigurationError) in
+            guard case let .string(name) = entry else { throw error("expected \(what), got \(entry.kindName)") }
+            return name
+        }
+        default: throw error("expected an array of \(what) or a comma-separated list, got \(value.kindName)")
+        }
     }
 
     func nonEmptyString() throws(ConfigurationError) -> String {

@@ -21,6 +21,9 @@ struct WebSocketEndpoint: Sendable {
     let maxFrameBytes: Int
     let compression: WebSocketCompression?
     let connections: OpenConnections
+    /// The upgrade request's headers sent along with the session's proxy requests
+    /// (`proxy_http_headers`, lower-cased).
+    var forwardedHeaderNames: Set<String> = []
 
     /// Frames (and inflated messages) up to this size reach the session, which closes with
     /// 3501 and a message naming the size; larger ones are refused by the WebSocket layer (1009).
@@ -31,6 +34,7 @@ struct WebSocketEndpoint: Sendable {
         let encoding: Result<ProtocolEncoding, ProtocolDecodingError>
         let compressionOffer: WebSocketExtensionHTTPParameters?
         let responseHeaders: HTTPHeaders
+        let forwardedHeaders: [(name: String, value: String)]
     }
 
     /// The handshake for `head`, nil when it does not ask for this endpoint (the upgrade is
@@ -48,7 +52,8 @@ struct WebSocketEndpoint: Sendable {
             responseHeaders.add(name: "Sec-WebSocket-Extensions", value: accepted)
         }
         let encoding = Result { () throws(ProtocolDecodingError) in try WebSocketEncoding.of(uri: uri, headers: fields) }
-        let handshake = Handshake(encoding: encoding, compressionOffer: offer, responseHeaders: responseHeaders)
+        let forwarded = forwardedHeaderNames.isEmpty ? [] : head.headers.filter { forwardedHeaderNames.contains($0.name.lowercased()) }
+        let handshake = Handshake(encoding: encoding, compressionOffer: offer, responseHeaders: responseHeaders, forwardedHeaders: forwarded)
         guard let cluster = node.cluster else { return channel.eventLoop.makeSucceededFuture(handshake) }
         let promise = channel.eventLoop.makePromise(of: Handshake?.self)
         promise.completeWithTask {
@@ -66,7 +71,7 @@ struct WebSocketEndpoint: Sendable {
         let session: ClientSession
         switch handshake.encoding {
         case let .success(encoding):
-            session = node.accept(encoding: encoding)
+            session = node.accept(encoding: encoding, forwardedHeaders: handshake.forwardedHeaders)
         case let .failure(error):
             session = node.accept()
             session.closeForBadRequest(error.message)

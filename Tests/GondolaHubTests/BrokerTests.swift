@@ -129,6 +129,22 @@ import Testing
         await stop()
     }
 
+    /// The server API's subscribe crosses the engine (the cluster's bus) with its options' bytes.
+    @Test(arguments: BrokerEngine.allCases)
+    func serverSideSubscribeReachesTheUsersConnections(engine: BrokerEngine) async throws {
+        let (node, stop) = try await Self.node(engine)
+        let ann = try await TestClient.connected(node, user: "ann")
+        let options = RawJSON(trusted: Array(#"{"info":{"desk" : 1.50},"data":{"hi" : true}}"#.utf8))
+        try await node.subscribe(user: "ann", channel: "room:ops", options: options)
+        var result: SubscribeResult?
+        while result == nil {
+            if case let .push(push) = try await ann.next(timeout: .seconds(10)), case let .subscribe(subscribed) = push.body { result = subscribed }
+        }
+        #expect(result?.data?.bytes == Array(#"{"hi" : true}"#.utf8))
+        #expect(try await node.presence(channel: "room:ops").values.map { $0.chanInfo?.bytes } == [Array(#"{"desk" : 1.50}"#.utf8)])
+        await stop()
+    }
+
     @Test(arguments: BrokerEngine.allCases)
     func binaryAndSpelledPayloadsPassByteForByte(engine: BrokerEngine) async throws {
         let (node, stop) = try await Self.node(engine)

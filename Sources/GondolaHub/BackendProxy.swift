@@ -1,0 +1,96 @@
+import Foundation
+import GondolaProtocol
+
+/// What the hub may ask the app's own backend, as Centrifugo's proxy does.
+public enum ProxyKind: String, Sendable, CaseIterable {
+    /// A `connect` without a token: the backend says who the client is.
+    case connect
+    /// An `rpc` whose method no domain serves.
+    case rpc
+    /// A `subscribe` (without a token) to a namespace with `proxy_subscribe`.
+    case subscribe
+    /// A `publish` to a namespace with `proxy_publish`: the backend may refuse or change the data.
+    case publish
+}
+
+/// Carries a proxy request to the backend: one HTTP endpoint per kind, with a timeout. The
+/// server provides it (`HTTPProxyTransport`); the hub builds the bodies and reads the answers.
+public protocol ProxyTransport: Sendable {
+    /// Whether an endpoint is configured for `kind`.
+    func handles(_ kind: ProxyKind) -> Bool
+
+    /// POSTs `body` to `kind`'s endpoint with the client's forwarded `headers`; answers the
+    /// response's JSON. A backend that is down, slow past the timeout, or answers something
+    /// other than a JSON object with status 200 is an `internalError` (100, which SDKs retry).
+    func post(_ kind: ProxyKind, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON
+}
+
+/// The hub's side of the proxy: Centrifugo's request bodies and the reading of its answers
+/// (`{"result": {...}}`, `{"error": {"code", "message"}}` or `{"disconnect": {"code", "reason"}}`).
+struct BackendProxy: Sendable {
+    let transport: any ProxyTransport
+
+    /// Who asks: the fields every proxy request carries.
+    struct Caller {
+        let client: String
+        let user: String
+        let encoding: ProtocolEncoding
+        let meta: RawJSON?
+        let headers: [(name: String, value: String)]
+    }
+
+    func handles(_ kind: ProxyKind) -> Bool { transport.handles(kind) }
+
+    /// Asks the backend and answers the `result` object; its `error` is thrown as the error
+    /// the client gets, its `disconnect` as the code the connection is closed with.
+    func ask(_ kind: ProxyKind, _ caller: Caller, _ members: [(key: String, value: JSON)]) async throws -> JSONFields<HubError> {
+        var body: [(key: String, value: JSON)] = [
+            ("client", .string(caller.client)), ("transport", "websocket"),
+            ("protocol", .string(caller.encoding == .json ? "json" : "protobuf")),
+            ("encoding", .string(caller.encoding == .json ? "json" : "binary")),
+        ]
+        if kind != .connect { body.append(("user", .string(caller.user))) }
+        if let meta = caller.meta { body.append(("meta", .raw(meta))) }
+        let answer = try await transport.post(kind, body: .object(body + members), headers: caller.headers)
+        switch try Self.read(answer, of: kind) {
+        case let .result(fields): return fields
+        case let .error(error): throw HubError.application(error)
+        case let .disconnect(code): throw code
+        }
+    }
+
+    /// What a backend answered.
+    enum Answer {
+        case result(JSONFields<HubError>)
+        case error(ProtocolError)
+        case disconnect(DisconnectCode)
+    }
+
+    /// Reads `{"result"}`, `{"error": {code 100–1999, message, temporary?}}` or
+    /// `{"disconnect": {code 3000–4999, reason}}`; anything else is the backend's fault: 100.
+    static func read(_ answer: JSON, of kind: ProxyKind) throws(HubError) -> Answer {
+        do throws(HubError) {
+            let fields = try RequestFields(answer)
+            if let disconnect = try fields.optionalObject("disconnect") {
+                let code = try disconnect.integer("code", in: 3000...4999)
+                return .disconnect(DisconnectCode(code: UInt16(code), reason: try disconnect.optionalString("reason", maxLength: 256) ?? ""))
+            }
+            if let error = try fields.optionalObject("error") {
+                let code = try error.integer("code", in: 100...1999)
+                return .error(ProtocolError(code: UInt32(code), message: try error.optionalString("message", maxLength: 1024) ?? "",
+                                            temporary: error.has("temporary") ? try error.bool("temporary") : false))
+            }
+            let empty = try RequestFields(nil)
+            return .result(try fields.optionalObject("result") ?? empty)
+        } catch {
+            throw .internalError("the backend's \(kind.rawValue) answer: \(error)")
+        }
+    }
+
+    /// A payload for a request: `data` when it is JSON, else `b64data`.
+    static func payload(_ data: Payload?) -> [(key: String, value: JSON)] {
+        guard let data else { return [] }
+        if data.isJSON { return [("data", .raw(RawJSON(trusted: data.bytes)))] }
+        return [("b64data", .string(Data(data.bytes).base64EncodedString()))]
+    }
+}

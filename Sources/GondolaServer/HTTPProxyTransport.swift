@@ -1,0 +1,71 @@
+import AsyncHTTPClient
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import Logging
+import NIOCore
+import Synchronization
+
+/// Where and how long the proxy asks the app's backend for one kind of request
+/// (`proxy_<kind>_endpoint`, `proxy_<kind>_timeout`).
+public struct ProxyEndpoint: Sendable, Equatable {
+    public var url: String
+    public var timeout: Duration
+
+    public init(url: String, timeout: Duration = .seconds(1)) {
+        self.url = url
+        self.timeout = timeout
+    }
+}
+
+/// The proxy's HTTP side: each request is a `POST` of Centrifugo's JSON body to its
+/// kind's endpoint, with the client's forwarded headers, answered within the endpoint's
+/// timeout. At most `maxInFlight` requests wait on the backend at once; one more is
+/// refused with 100 at once (SDKs retry), so a slow backend cannot pile up memory. The
+/// backend's `info`, `data` and `meta` pass on as it wrote them.
+final class HTTPProxyTransport: ProxyTransport {
+    let endpoints: [ProxyKind: ProxyEndpoint]
+    let maxInFlight: Int
+    let logger: Logger
+    private let inFlight = Atomic<Int>(0)
+
+    init(endpoints: [ProxyKind: ProxyEndpoint], maxInFlight: Int = 1_000, logger: Logger) {
+        self.endpoints = endpoints
+        self.maxInFlight = maxInFlight
+        self.logger = logger
+    }
+
+    func handles(_ kind: ProxyKind) -> Bool { endpoints[kind] != nil }
+
+    func post(_ kind: ProxyKind, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
+        guard let endpoint = endpoints[kind] else { throw .internalError("no \(kind.rawValue) proxy endpoint") }
+        guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= maxInFlight else {
+            inFlight.wrappingSubtract(1, ordering: .relaxed)
+            logger.warning("proxy refused: too many requests waiting on the backend", metadata: ["kind": "\(kind.rawValue)", "limit": "\(maxInFlight)"])
+            throw .internalError("\(maxInFlight) proxy requests are waiting on the backend")
+        }
+        defer { inFlight.wrappingSubtract(1, ordering: .relaxed) }
+        var request = HTTPClientRequest(url: endpoint.url)
+        request.method = .POST
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.headers.replaceOrAdd(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body.bytes))
+        do {
+            let response = try await HTTPClient.shared.execute(request, timeout: .nanoseconds(Int64(endpoint.timeout.timeInterval * 1e9)))
+            let bytes = try await response.body.collect(upTo: 1 << 20)
+            guard response.status.code == 200 else { throw ProxyAnswerError("status \(response.status.code)") }
+            let json = try JSONParser.parse(bytes.readableBytesView, keepingRaw: ["info", "data", "meta"])
+            guard case .object = json else { throw ProxyAnswerError("not a JSON object") }
+            return json
+        } catch {
+            logger.error("proxy request failed", metadata: ["kind": "\(kind.rawValue)", "endpoint": "\(endpoint.url)", "error": "\(error)"])
+            throw .internalError("\(kind.rawValue) proxy: \(error)")
+        }
+    }
+}
+
+/// A backend answer the proxy cannot use.
+struct ProxyAnswerError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

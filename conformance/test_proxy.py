@@ -1,0 +1,182 @@
+"""Centrifugo's proxy to an app's own backend: a small aiohttp backend decides connects
+without a token, answers RPC methods no domain serves, and rules subscribes and publishes in
+a namespace with proxy_subscribe and proxy_publish; every kind of answer (result, custom
+error, disconnect, a slow or dead backend) reaches the SDK as Centrifugo's would."""
+import asyncio
+import json
+import tempfile
+import threading
+
+import pytest
+from aiohttp import web
+from centrifuge import Client, ClientState, ReplyError
+
+from conftest import CONFIG, free_port, launch
+from helpers import ClientEvents, Events, SubEvents, connected_client, server_api
+
+
+class Backend:
+    """The app's backend, on its own thread and event loop; records what it was asked."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.requests = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.started = threading.Event()
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        app = web.Application()
+        for kind in ("connect", "rpc", "subscribe", "publish"):
+            app.router.add_post(f"/{kind}", self._handler(kind))
+        runner = web.AppRunner(app)
+        self.loop.run_until_complete(runner.setup())
+        self.loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
+        self.started.set()
+        self.loop.run_forever()
+
+    def _handler(self, kind):
+        async def handle(request):
+            body = await request.json()
+            self.requests.append((kind, body, dict(request.headers)))
+            return web.json_response(await getattr(self, kind)(body, request.headers))
+        return handle
+
+    async def connect(self, body, headers):
+        data = body.get("data") or {}
+        if data.get("slow"):
+            await asyncio.sleep(3)
+        if data.get("refuse"):
+            return {"error": {"code": 1000, "message": "not today"}}
+        if data.get("ban"):
+            return {"disconnect": {"code": 4501, "reason": "banned"}}
+        user = data.get("user") or ("cookie-user" if "session=good" in headers.get("Cookie", "") else "")
+        if not user:
+            return {"error": {"code": 1001, "message": "who are you"}}
+        return {"result": {"user": user, "info": {"via" : "backend"}, "data": {"hello": user}, "channels": ["room:proxied-welcome"]}}
+
+    async def rpc(self, body, headers):
+        if body["method"] == "backend.fail":
+            return {"error": {"code": 1002, "message": "backend said no"}}
+        return {"result": {"data": {"method": body["method"], "user": body["user"], "echo": body.get("data")}}}
+
+    async def subscribe(self, body, headers):
+        if body["channel"].endswith(":closed"):
+            return {"error": {"code": 103, "message": "permission denied"}}
+        return {"result": {"info": {"seat": 1}, "data": {"welcome": body["channel"]}}}
+
+    async def publish(self, body, headers):
+        if (body.get("data") or {}).get("spam"):
+            return {"error": {"code": 1003, "message": "no spam"}}
+        return {"result": {"data": {"checked": body.get("data")}}}
+
+
+@pytest.fixture(scope="module")
+def proxied():
+    backend = Backend()
+    backend.thread.start()
+    backend.started.wait(10)
+    settings = {
+        "proxy_connect_endpoint": backend.url("connect"), "proxy_connect_timeout": "1s",
+        "proxy_rpc_endpoint": backend.url("rpc"), "proxy_subscribe_endpoint": backend.url("subscribe"),
+        "proxy_publish_endpoint": backend.url("publish"), "proxy_http_headers": ["Cookie", "X-App"],
+        "namespaces": CONFIG["namespaces"] + [{"name": "proxied", "proxy_subscribe": True, "proxy_publish": True}],
+    }
+    process, server = launch(tempfile.mkdtemp(prefix="gondola-conformance-proxy-"), settings=settings)
+    yield server, backend
+    process.terminate()
+    process.wait(timeout=10)
+    backend.loop.call_soon_threadsafe(backend.loop.stop)
+
+
+async def connect_without_token(server, codec, data=None, headers=None):
+    events = Events()
+    client = Client(server.ws_url, events=ClientEvents(events), data=codec.out(data) if data is not None else None,
+                    headers=headers, **codec.kwargs)
+    await client.connect()
+    return client, events
+
+
+async def test_the_backend_decides_a_connect_without_a_token(proxied, codec):
+    server, backend = proxied
+    client, events = await connect_without_token(server, codec, headers={"Cookie": "session=good", "X-App": "demo", "X-Other": "no"})
+    connected = await events.wait("connected")
+    assert codec.into(connected[0].data) == {"hello": "cookie-user"}
+    subscribed = await events.wait("server_subscribed")
+    assert subscribed[0].channel == "room:proxied-welcome", "the answer's channels are server-side subscriptions"
+    kind, body, headers = [r for r in backend.requests if r[0] == "connect"][-1]
+    assert body["client"] == connected[0].client and body["transport"] == "websocket"
+    assert body["protocol"] == ("protobuf" if codec.protobuf else "json")
+    assert headers.get("Cookie") == "session=good" and headers.get("X-App") == "demo" and "X-Other" not in headers
+    await client.disconnect()
+
+
+async def test_the_backends_refusals_reach_the_sdk(proxied, codec):
+    server, _ = proxied
+    client, events = await connect_without_token(server, codec, data={"ban": True})
+    disconnected = await events.wait("disconnected")
+    assert disconnected[0].code == 4501 and disconnected[0].reason == "banned"
+    await client.disconnect()
+    # A custom error that is not temporary ends the SDK's attempts, with the backend's code and message.
+    client, events = await connect_without_token(server, codec, data={"refuse": True})
+    disconnected = await events.wait("disconnected")
+    assert disconnected[0].code == 1000 and "not today" in disconnected[0].reason
+    await client.disconnect()
+
+
+async def test_a_slow_backend_gets_error_100_and_blocks_no_one(proxied, codec):
+    server, _ = proxied
+    other, other_events = await connect_without_token(server, codec, data={"user": "other"})
+    await other_events.wait("connected")
+    slow, slow_events = await connect_without_token(server, codec, data={"slow": True})
+    # While the backend sleeps past the 1 s timeout, another client is served at once.
+    result = await asyncio.wait_for(other.rpc("server.time", codec.out({})), 1)
+    assert isinstance(codec.into(result.data)["ts"], int)
+    errors = await slow_events.wait("error", timeout=5)
+    assert any(getattr(e.error, "code", None) == 100 for e in errors)
+    await slow.disconnect()
+    await other.disconnect()
+
+
+async def test_rpc_methods_no_domain_serves_go_to_the_backend(proxied, codec):
+    server, backend = proxied
+    client, events = await connect_without_token(server, codec, data={"user": "rpc-user"})
+    await events.wait("connected")
+    result = await client.rpc("backend.echo", codec.out({"n": 1}))
+    assert codec.into(result.data) == {"method": "backend.echo", "user": "rpc-user", "echo": {"n": 1}}
+    with pytest.raises(ReplyError) as error:
+        await client.rpc("backend.fail", codec.out({}))
+    assert error.value.code == 1002 and "backend said no" in error.value.message
+    # The hub's own methods stay its own.
+    assert isinstance(codec.into((await client.rpc("server.time", codec.out({}))).data)["ts"], int)
+    assert not [r for r in backend.requests if r[0] == "rpc" and r[1]["method"] == "server.time"]
+    await client.disconnect()
+
+
+async def test_subscribe_and_publish_in_a_proxied_namespace(proxied, codec):
+    server, _ = proxied
+    client, events = await connect_without_token(server, codec, data={"user": "pub-user"})
+    await events.wait("connected")
+    sub_events = Events()
+    sub = client.new_subscription("proxied:open", events=SubEvents(sub_events))
+    await sub.subscribe()
+    subscribed = await sub_events.wait("subscribed")
+    assert codec.into(subscribed[0].data) == {"welcome": "proxied:open"}
+    await sub.publish(codec.out({"text": "hi"}))
+    publications = await sub_events.wait("publication")
+    assert codec.into(publications[0].pub.data) == {"checked": {"text": "hi"}}, "the backend changed the data"
+    assert codec.into(publications[0].pub.info.chan_info) == {"seat": 1}
+    with pytest.raises(ReplyError) as error:
+        await sub.publish(codec.out({"spam": True}))
+    assert error.value.code == 1003
+    closed_events = Events()
+    closed = client.new_subscription("proxied:closed", events=SubEvents(closed_events))
+    await closed.subscribe()
+    unsubscribed = await closed_events.wait("unsubscribed")
+    assert unsubscribed[0].code == 103
+    assert client.state == ClientState.CONNECTED
+    await client.disconnect()
