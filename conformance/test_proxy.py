@@ -6,6 +6,7 @@ import asyncio
 import json
 import tempfile
 import threading
+import time
 
 import pytest
 from aiohttp import web
@@ -31,13 +32,20 @@ class Backend:
     def _run(self):
         asyncio.set_event_loop(self.loop)
         app = web.Application()
-        for kind in ("connect", "rpc", "subscribe", "publish"):
+        for kind in ("connect", "rpc", "subscribe", "publish", "refresh", "sub_refresh"):
             app.router.add_post(f"/{kind}", self._handler(kind))
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        self.loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
+        self.runner = web.AppRunner(app)
+        self.loop.run_until_complete(self.runner.setup())
+        self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
         self.started.set()
         self.loop.run_forever()
+        self.loop.close()
+
+    def stop(self):
+        """Closes the backend's connections and server, then its loop."""
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
 
     def _handler(self, kind):
         async def handle(request):
@@ -57,7 +65,20 @@ class Backend:
         user = data.get("user") or ("cookie-user" if "session=good" in headers.get("Cookie", "") else "")
         if not user:
             return {"error": {"code": 1001, "message": "who are you"}}
-        return {"result": {"user": user, "info": {"via" : "backend"}, "data": {"hello": user}, "channels": ["room:proxied-welcome"]}}
+        result = {"user": user, "info": {"via" : "backend"}, "data": {"hello": user}, "channels": ["room:proxied-welcome"]}
+        if data.get("expire_in"):
+            result["expire_at"] = int(time.time()) + data["expire_in"]
+        return {"result": result}
+
+    async def refresh(self, body, headers):
+        if body["user"].startswith("short-lived"):
+            return {"result": {"expired": True}}
+        return {"result": {"expire_at": int(time.time()) + 3600}}
+
+    async def sub_refresh(self, body, headers):
+        if body["channel"].endswith("short"):
+            return {"result": {"expired": True}}
+        return {"result": {"expire_at": int(time.time()) + 3600}}
 
     async def rpc(self, body, headers):
         if body["method"] == "backend.fail":
@@ -67,7 +88,10 @@ class Backend:
     async def subscribe(self, body, headers):
         if body["channel"].endswith(":closed"):
             return {"error": {"code": 103, "message": "permission denied"}}
-        return {"result": {"info": {"seat": 1}, "data": {"welcome": body["channel"]}}}
+        result = {"info": {"seat": 1}, "data": {"welcome": body["channel"]}}
+        if body["channel"].endswith("short") or body["channel"].endswith("renewed"):
+            result["expire_at"] = int(time.time()) + 1
+        return {"result": result}
 
     async def publish(self, body, headers):
         if (body.get("data") or {}).get("spam"):
@@ -84,13 +108,14 @@ def proxied():
         "proxy_connect_endpoint": backend.url("connect"), "proxy_connect_timeout": "1s",
         "proxy_rpc_endpoint": backend.url("rpc"), "proxy_subscribe_endpoint": backend.url("subscribe"),
         "proxy_publish_endpoint": backend.url("publish"), "proxy_http_headers": ["Cookie", "X-App"],
+        "proxy_refresh_endpoint": backend.url("refresh"), "proxy_sub_refresh_endpoint": backend.url("sub_refresh"),
         "namespaces": CONFIG["namespaces"] + [{"name": "proxied", "proxy_subscribe": True, "proxy_publish": True}],
     }
     process, server = launch(tempfile.mkdtemp(prefix="gondola-conformance-proxy-"), settings=settings)
     yield server, backend
     process.terminate()
     process.wait(timeout=10)
-    backend.loop.call_soon_threadsafe(backend.loop.stop)
+    backend.stop()
 
 
 async def connect_without_token(server, codec, data=None, headers=None):
@@ -179,4 +204,60 @@ async def test_subscribe_and_publish_in_a_proxied_namespace(proxied, codec):
     unsubscribed = await closed_events.wait("unsubscribed")
     assert unsubscribed[0].code == 103
     assert client.state == ClientState.CONNECTED
+    await client.disconnect()
+
+
+async def wait_for_request(backend, kind, predicate, timeout=10):
+    """Waits until the backend was asked `kind` with a body `predicate` accepts."""
+    async def until():
+        while not any(k == kind and predicate(body) for k, body, _ in backend.requests):
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(until(), timeout)
+
+
+async def test_the_refresh_proxy_prolongs_or_ends_a_connection(proxied, codec):
+    """A connection the backend let in for 1 s is prolonged by the server asking the refresh
+    endpoint (the SDK is told no ttl); one the backend says expired is closed with 3005, which
+    the SDK answers by connecting again."""
+    server, backend = proxied
+    user = f"long-lived-{codec.name}"
+    client, events = await connect_without_token(server, codec, data={"user": user, "expire_in": 1})
+    await events.wait("connected")
+    await wait_for_request(backend, "refresh", lambda body: body["user"] == user)
+    assert isinstance(codec.into((await client.rpc("server.time", codec.out({}))).data)["ts"], int)
+    assert not events.of("disconnected") and not events.of("connecting")[1:]
+    await client.disconnect()
+
+    short = f"short-lived-{codec.name}"
+    client, events = await connect_without_token(server, codec, data={"user": short, "expire_in": 1})
+    await events.wait("connected")
+
+    async def closed_as_expired():
+        while not any(getattr(ctx, "code", None) == 3005 for ctx in events.of("connecting")):
+            events.changed.clear()
+            await events.changed.wait()
+    await asyncio.wait_for(closed_as_expired(), 10)
+    await client.disconnect()
+
+
+async def test_the_sub_refresh_proxy_prolongs_or_ends_a_subscription(proxied, codec):
+    server, backend = proxied
+    client, events = await connect_without_token(server, codec, data={"user": f"subs-{codec.name}"})
+    await events.wait("connected")
+    renewed_events, short_events = Events(), Events()
+    renewed = client.new_subscription(f"proxied:{codec.name}-renewed", events=SubEvents(renewed_events))
+    short = client.new_subscription(f"proxied:{codec.name}-short", events=SubEvents(short_events))
+    await renewed.subscribe()
+    await short.subscribe()
+    await renewed_events.wait("subscribed")
+    await wait_for_request(backend, "sub_refresh", lambda body: body["channel"] == f"proxied:{codec.name}-renewed")
+
+    async def expired():
+        while not any(getattr(ctx, "code", None) == 2501 for ctx in short_events.of("subscribing")):
+            short_events.changed.clear()
+            await short_events.changed.wait()
+    await asyncio.wait_for(expired(), 10)
+    server_api(server, "publish", {"channel": f"proxied:{codec.name}-renewed", "data": {"still": "here"}})
+    publications = await renewed_events.wait("publication")
+    assert codec.into(publications[0].pub.data) == {"still": "here"}
     await client.disconnect()

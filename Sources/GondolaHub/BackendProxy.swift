@@ -11,6 +11,10 @@ public enum ProxyKind: String, Sendable, CaseIterable {
     case subscribe
     /// A `publish` to a namespace with `proxy_publish`: the backend may refuse or change the data.
     case publish
+    /// The end of a connection the connect proxy made: the backend prolongs it or says it expired.
+    case refresh
+    /// The end of a subscription the subscribe proxy granted, likewise.
+    case subRefresh = "sub_refresh"
 }
 
 /// Carries a proxy request to the backend: one HTTP endpoint per kind, with a timeout. The

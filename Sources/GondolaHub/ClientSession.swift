@@ -20,6 +20,10 @@ public final class ClientSession: Sendable {
         var pendingSubscriptions: Set<String> = []
         /// What the subscription tokens of subscribed channels granted (their expiry and `chan_info`).
         var grants: [String: SubscriptionGrant] = [:]
+        /// The connection's end is prolonged by the refresh proxy, not by the client.
+        var refreshedByProxy = false
+        /// Proxy refreshes under way: the connection's (nil key) and subscriptions'.
+        var proxyRefreshing: Set<String?> = []
         var closed = false
         let openedAt: ContinuousClock.Instant
         var lastSeen: ContinuousClock.Instant
@@ -243,6 +247,7 @@ public final class ClientSession: Sendable {
         var connectData: RawJSON?
         if request.token.isEmpty, let proxy = node.proxy, proxy.handles(.connect) {
             (credentials, connectData) = try await proxyConnect(request, proxy)
+            if proxy.handles(.refresh) { state.withLock { $0.refreshedByProxy = true } }
         } else {
             guard !request.token.isEmpty else {
                 throw DisconnectCode.invalidToken.with(reason: "invalid token: connect needs a token")
@@ -268,7 +273,7 @@ public final class ClientSession: Sendable {
             result.ping = UInt32(max(1, configuration.pingInterval.components.seconds))
             result.pong = true
         }
-        if let ttl = Self.ttl(until: credentials.expiresAt) {
+        if !state.withLock({ $0.refreshedByProxy }), let ttl = Self.ttl(until: credentials.expiresAt) {
             result.expires = true
             result.ttl = ttl
         }
@@ -345,6 +350,7 @@ public final class ClientSession: Sendable {
         if grant == nil, let proxy = node.proxy, proxy.handles(.subscribe), node.provider(of: try ChannelName(request.channel)) == nil,
            try node.resolve(request.channel).1.proxySubscribe {
             grant = try await proxySubscribe(request, proxy)
+            grant?.refreshedByProxy = proxy.handles(.subRefresh)
         }
         let prepared = try await prepareSubscription(request, grant: grant, grantedByServer: false)
         try await activate(prepared, grant: grant) { result in queue.enqueue(Reply(id: replyID, .subscribe(result))) }
@@ -399,7 +405,8 @@ public final class ClientSession: Sendable {
                 node.beginSubscription(self, to: channel)
             }
             return try await node.prepareSubscription(self, request: request, options: options, info: clientInfo(chanInfo: grant?.info),
-                                                      data: replyData, expiresIn: Self.ttl(until: grant?.expiresAt))
+                                                      data: replyData,
+                                                      expiresIn: grant?.refreshedByProxy == true ? nil : Self.ttl(until: grant?.expiresAt))
         } catch {
             state.withLock { _ = $0.pendingSubscriptions.remove(channel) }
             throw error
@@ -625,11 +632,60 @@ public final class ClientSession: Sendable {
         case let .close(code): close(code)
         }
         let grace = configuration.pongTimeout.timeInterval
-        let expired = state.withLock { state in
-            state.grants.compactMap { channel, grant in
+        let (expired, refreshes) = state.withLock { state -> ([String], [String?]) in
+            let expired = state.grants.compactMap { channel, grant in
                 grant.expiresAt.flatMap { date.timeIntervalSince($0) > grace ? channel : nil }
             }
+            // What the backend prolongs is asked once its end has come, one request at a time
+            // for each; until the grace is over a failed request is asked again at the next tick.
+            var due: [String?] = state.grants.compactMap { channel, grant in
+                grant.refreshedByProxy && grant.expiresAt.map { $0 <= date } == true ? channel : nil
+            }
+            if state.refreshedByProxy, let end = state.credentials?.expiresAt, end <= date { due.append(nil) }
+            due = due.filter { !state.proxyRefreshing.contains($0) }
+            state.proxyRefreshing.formUnion(due)
+            return (expired, due)
         }
         for channel in expired { serverUnsubscribe(channel, code: UnsubscribeCode.expired, reason: "subscription expired") }
+        for channel in refreshes { Task { await proxyRefresh(channel) } }
+    }
+
+    /// Proxy refreshes of this connection or its subscriptions waiting on the backend.
+    var proxyRefreshesUnderWay: Int { state.withLock { $0.proxyRefreshing.count } }
+
+    /// Asks the backend to prolong the connection (`channel` nil, the refresh proxy) or a
+    /// subscription (the sub_refresh proxy): `expired: true` ends it (3005, or an unsubscribe
+    /// with 2501), else `expire_at` (0: never) and `info`/`b64info` replace what it had. A
+    /// failed request is logged and asked again at the next tick, until the grace is over.
+    private func proxyRefresh(_ channel: String?) async {
+        defer { state.withLock { _ = $0.proxyRefreshing.remove(channel) } }
+        guard let proxy = node.proxy else { return }
+        do {
+            let result = try await proxy.ask(channel == nil ? .refresh : .subRefresh, proxyCaller(user: user ?? ""),
+                                             channel.map { [("channel", .string($0))] } ?? [])
+            if result.has("expired"), try result.bool("expired") {
+                if let channel {
+                    serverUnsubscribe(channel, code: UnsubscribeCode.expired, reason: "subscription expired")
+                } else {
+                    close(.expired)
+                }
+                return
+            }
+            let end = try result.optionalInteger("expire_at", in: 0...Int64(1e12)).flatMap { $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0)) }
+            let info = try ConnectionTokens.json(result, raw: "info", base64: "b64info")
+            state.withLock { state in
+                if let channel {
+                    state.grants[channel]?.expiresAt = end
+                    if let info { state.grants[channel]?.info = info }
+                } else {
+                    state.credentials?.expiresAt = end
+                    if let info { state.credentials?.info = info }
+                }
+            }
+        } catch let disconnect as DisconnectCode {
+            close(disconnect)
+        } catch {
+            node.logger.warning("proxy refresh failed", metadata: ["client": "\(id)", "channel": "\(channel ?? "")", "error": "\(error)"])
+        }
     }
 }

@@ -37,6 +37,9 @@ public struct SubscriptionGrant: Sendable, Equatable {
     public var data: RawJSON?
     /// The namespace options the token overrides for this subscription.
     public var overrides = NamespaceOverrides()
+    /// The server asks the app's backend (the sub_refresh proxy) when it ends, instead of
+    /// telling the client its `ttl` and waiting for `sub_refresh`.
+    public var refreshedByProxy = false
 
     public init(expiresAt: Date? = nil, info: RawJSON? = nil, data: RawJSON? = nil, overrides: NamespaceOverrides = NamespaceOverrides()) {
         self.expiresAt = expiresAt

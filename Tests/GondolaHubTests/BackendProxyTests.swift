@@ -7,18 +7,36 @@ import Testing
 /// The hub's side of the proxy, with a transport that answers what each test sets: the
 /// request bodies, and how each kind of answer reaches the client.
 @Suite(.timeLimit(.minutes(1))) struct BackendProxyTests {
-    /// Answers every request with `answer` and keeps the bodies it was given.
+    /// Answers each kind with what `answers` holds for it (else `answer`) and keeps the bodies it was given.
     final class CannedBackend: ProxyTransport {
         let answer: Mutex<JSON>
+        let answers: Mutex<[ProxyKind: JSON]>
         let bodies = Mutex<[(ProxyKind, JSON)]>([])
 
-        init(_ answer: JSON) { self.answer = Mutex(answer) }
+        init(_ answer: JSON, _ answers: [ProxyKind: JSON] = [:]) {
+            self.answer = Mutex(answer)
+            self.answers = Mutex(answers)
+        }
 
         func handles(_ kind: ProxyKind) -> Bool { true }
 
         func post(_ kind: ProxyKind, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
             bodies.withLock { $0.append((kind, body)) }
-            return answer.withLock { $0 }
+            return answers.withLock { $0[kind] } ?? answer.withLock { $0 }
+        }
+
+        func asked(_ kind: ProxyKind) -> Int { bodies.withLock { $0.filter { $0.0 == kind }.count } }
+    }
+
+    static let now = Int64(Date().timeIntervalSince1970)
+
+    /// Waits until `condition` holds (the session's proxy refreshes finish in tasks of their own).
+    static func until(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw HarnessError("condition not met in 10 s") }
+            await Task.yield()
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 
@@ -58,7 +76,7 @@ import Testing
         var client = TestClient(node: node)
         let reply = try await client.call(.connect(ConnectRequest(data: RawJSON(["device": "phone"]))))
         guard case let .connect(result) = reply.body else { Issue.record("\(reply)"); return }
-        #expect(result.data == RawJSON(["hi": "bob"]) && result.expires && result.ttl > 590)
+        #expect(result.data == RawJSON(["hi": "bob"]) && !result.expires, "the refresh proxy, not the client, prolongs it")
         #expect(client.session.user == "bob")
         let (_, body) = try #require(backend.bodies.withLock { $0.first })
         #expect(body["user"] == nil && body["data"] == ["device": "phone"] && body["transport"] == "websocket")
@@ -73,5 +91,48 @@ import Testing
         var client = TestClient(node: node)
         #expect(try await client.call(.connect(ConnectRequest())).errorCode == 100)
         #expect(client.session.user == nil && node.stats.clients == 0)
+    }
+
+    /// The refresh proxy prolongs a connection the connect proxy made when its end comes; an
+    /// `expired` answer closes it with 3005. The client is not told a ttl: the server refreshes.
+    @Test func theRefreshProxyProlongsOrEndsAConnection() async throws {
+        let backend = CannedBackend(["result": [:]], [.connect: ["result": ["user": "bob", "expire_at": .int(Self.now + 1)]],
+                                                      .refresh: ["result": ["expire_at": .int(Self.now + 3600)]]])
+        let node = try await Self.node(backend)
+        var client = TestClient(node: node)
+        guard case let .connect(result) = try await client.call(.connect(ConnectRequest())).body else { Issue.record("no connect"); return }
+        #expect(!result.expires, "the server refreshes this connection itself")
+        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(Self.now + 2)))
+        try await Self.until { backend.asked(.refresh) == 1 && client.session.proxyRefreshesUnderWay == 0 }
+        // Past the old end and its grace the connection stands, prolonged.
+        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(Self.now + 60)))
+        #expect(try await client.call(.ping).body == .ping)
+        backend.answers.withLock { $0[.refresh] = ["result": ["expired": true]] }
+        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(Self.now + 4000)))
+        #expect(try await client.closeCode().code == 3005)
+    }
+
+    /// The sub_refresh proxy does the same for a subscription the subscribe proxy granted.
+    @Test func theSubRefreshProxyEndsAnExpiredSubscription() async throws {
+        let backend = CannedBackend(["result": [:]], [.subscribe: ["result": ["expire_at": .int(Self.now + 1)]],
+                                                      .subRefresh: ["result": ["expired": true]]])
+        let node = Node(configuration: testConfiguration { configuration in
+            var gated = NamespaceOptions(name: "gated")
+            gated.proxySubscribe = true
+            configuration.namespaces["gated"] = gated
+        }, tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
+        var alice = try await TestClient.connected(node, user: "alice")
+        guard case let .subscribe(result) = try await alice.call(.subscribe(SubscribeRequest(channel: "gated:a"))).body else {
+            Issue.record("not subscribed"); return
+        }
+        #expect(!result.expires)
+        alice.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(Self.now + 2)))
+        var unsubscribed: Push?
+        while unsubscribed == nil {
+            if case let .push(push) = try await alice.next(), case .unsubscribe = push.body { unsubscribed = push }
+        }
+        #expect(unsubscribed == Push(channel: "gated:a", .unsubscribe(code: 2501, reason: "subscription expired")))
+        let (kind, body) = try #require(backend.bodies.withLock { $0.last })
+        #expect(kind == .subRefresh && body["channel"] == "gated:a" && body["user"] == "alice")
     }
 }
