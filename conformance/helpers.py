@@ -37,6 +37,17 @@ class Events:
     def of(self, name):
         return [ctx for n, ctx in self.items if n == name]
 
+    async def wait_for(self, name, predicate, timeout=10.0):
+        """Waits for an event `name` whose context `predicate` accepts; answers it."""
+        async def until():
+            while True:
+                matching = [ctx for ctx in self.of(name) if predicate(ctx)]
+                if matching:
+                    return matching[0]
+                self.changed.clear()
+                await self.changed.wait()
+        return await asyncio.wait_for(until(), timeout)
+
     async def wait(self, name, count=1, timeout=5.0):
         async def until():
             while len(self.of(name)) < count:

@@ -231,12 +231,7 @@ async def test_the_refresh_proxy_prolongs_or_ends_a_connection(proxied, codec):
     short = f"short-lived-{codec.name}"
     client, events = await connect_without_token(server, codec, data={"user": short, "expire_in": 1})
     await events.wait("connected")
-
-    async def closed_as_expired():
-        while not any(getattr(ctx, "code", None) == 3005 for ctx in events.of("connecting")):
-            events.changed.clear()
-            await events.changed.wait()
-    await asyncio.wait_for(closed_as_expired(), 10)
+    await events.wait_for("connecting", lambda ctx: ctx.code == 3005)
     await client.disconnect()
 
 
@@ -251,12 +246,7 @@ async def test_the_sub_refresh_proxy_prolongs_or_ends_a_subscription(proxied, co
     await short.subscribe()
     await renewed_events.wait("subscribed")
     await wait_for_request(backend, "sub_refresh", lambda body: body["channel"] == f"proxied:{codec.name}-renewed")
-
-    async def expired():
-        while not any(getattr(ctx, "code", None) == 2501 for ctx in short_events.of("subscribing")):
-            short_events.changed.clear()
-            await short_events.changed.wait()
-    await asyncio.wait_for(expired(), 10)
+    await short_events.wait_for("subscribing", lambda ctx: ctx.code == 2501)
     server_api(server, "publish", {"channel": f"proxied:{codec.name}-renewed", "data": {"still": "here"}})
     publications = await renewed_events.wait("publication")
     assert codec.into(publications[0].pub.data) == {"still": "here"}

@@ -111,12 +111,7 @@ async def test_a_subscription_whose_token_runs_out_is_unsubscribed_with_2501(ser
     sub = client.new_subscription("vip:short", events=SubEvents(events), token=subscription_token("alice", "vip:short", ttl=1))
     await sub.subscribe()
     await events.wait("subscribed")
-
-    async def expired():
-        while not any(getattr(ctx, "code", None) == 2501 for ctx in events.of("subscribing")):
-            events.changed.clear()
-            await events.changed.wait()
-    await asyncio.wait_for(expired(), 10)
+    await events.wait_for("subscribing", lambda ctx: ctx.code == 2501)
     await client.disconnect()
 
 
