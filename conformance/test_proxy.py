@@ -32,7 +32,7 @@ class Backend:
     def _run(self):
         asyncio.set_event_loop(self.loop)
         app = web.Application()
-        for kind in ("connect", "rpc", "subscribe", "publish", "refresh", "sub_refresh"):
+        for kind in ("connect", "rpc", "subscribe", "publish", "refresh", "sub_refresh", "billing"):
             app.router.add_post(f"/{kind}", self._handler(kind))
         self.runner = web.AppRunner(app)
         self.loop.run_until_complete(self.runner.setup())
@@ -85,6 +85,10 @@ class Backend:
             return {"error": {"code": 1002, "message": "backend said no"}}
         return {"result": {"data": {"method": body["method"], "user": body["user"], "echo": body.get("data")}}}
 
+    async def billing(self, body, headers):
+        """A second backend service, the named proxy 'billing' that RPC methods `billing.*` go to."""
+        return {"result": {"data": {"from": "billing", "method": body["method"]}}}
+
     async def subscribe(self, body, headers):
         if body["channel"].endswith(":closed"):
             return {"error": {"code": 103, "message": "permission denied"}}
@@ -109,6 +113,8 @@ def proxied():
         "proxy_rpc_endpoint": backend.url("rpc"), "proxy_subscribe_endpoint": backend.url("subscribe"),
         "proxy_publish_endpoint": backend.url("publish"), "proxy_http_headers": ["Cookie", "X-App"],
         "proxy_refresh_endpoint": backend.url("refresh"), "proxy_sub_refresh_endpoint": backend.url("sub_refresh"),
+        "proxies": [{"name": "billing", "endpoint": backend.url("billing"), "timeout": "1s"}],
+        "rpc_proxies": [{"prefix": "billing.", "proxy": "billing"}],
         "namespaces": CONFIG["namespaces"] + [{"name": "proxied", "proxy_subscribe": True, "proxy_publish": True}],
     }
     process, server = launch(tempfile.mkdtemp(prefix="gondola-conformance-proxy-"), settings=settings)
@@ -176,6 +182,9 @@ async def test_rpc_methods_no_domain_serves_go_to_the_backend(proxied, codec):
     with pytest.raises(ReplyError) as error:
         await client.rpc("backend.fail", codec.out({}))
     assert error.value.code == 1002 and "backend said no" in error.value.message
+    # Methods of the prefix `billing.` go to the named proxy of that service.
+    routed = await client.rpc("billing.charge", codec.out({}))
+    assert codec.into(routed.data) == {"from": "billing", "method": "billing.charge"}
     # The hub's own methods stay its own.
     assert isinstance(codec.into((await client.rpc("server.time", codec.out({}))).data)["ts"], int)
     assert not [r for r in backend.requests if r[0] == "rpc" and r[1]["method"] == "server.time"]

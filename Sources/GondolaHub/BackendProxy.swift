@@ -1,5 +1,6 @@
 import Foundation
 import GondolaProtocol
+import Logging
 
 /// What the hub may ask the app's own backend, as Centrifugo's proxy does.
 public enum ProxyKind: String, Sendable, CaseIterable {
@@ -17,22 +18,37 @@ public enum ProxyKind: String, Sendable, CaseIterable {
     case subRefresh = "sub_refresh"
 }
 
-/// Carries a proxy request to the backend: one HTTP endpoint per kind, with a timeout. The
+/// Which endpoint a proxy request goes to: the kind's own (`proxy_<kind>_endpoint`), or the
+/// named proxy a namespace or an RPC method prefix chose (`proxies`).
+public struct ProxyRoute: Sendable, Hashable {
+    public let kind: ProxyKind
+    public let name: String?
+
+    public init(_ kind: ProxyKind, name: String? = nil) {
+        self.kind = kind
+        self.name = name
+    }
+}
+
+/// Carries a proxy request to the backend: one HTTP endpoint per route, with a timeout. The
 /// server provides it (`HTTPProxyTransport`); the hub builds the bodies and reads the answers.
 public protocol ProxyTransport: Sendable {
-    /// Whether an endpoint is configured for `kind`.
-    func handles(_ kind: ProxyKind) -> Bool
+    /// Whether an endpoint is configured for `route`.
+    func handles(_ route: ProxyRoute) -> Bool
 
-    /// POSTs `body` to `kind`'s endpoint with the client's forwarded `headers`; answers the
+    /// POSTs `body` to `route`'s endpoint with the client's forwarded `headers`; answers the
     /// response's JSON. A backend that is down, slow past the timeout, or answers something
     /// other than a JSON object with status 200 is an `internalError` (100, which SDKs retry).
-    func post(_ kind: ProxyKind, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON
+    func post(_ route: ProxyRoute, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON
 }
 
 /// The hub's side of the proxy: Centrifugo's request bodies and the reading of its answers
 /// (`{"result": {...}}`, `{"error": {"code", "message"}}` or `{"disconnect": {"code", "reason"}}`).
 struct BackendProxy: Sendable {
     let transport: any ProxyTransport
+    /// RPC method prefixes and the named proxy each goes to.
+    let rpcRoutes: [RPCProxyRoute]
+    let logger: Logger
 
     /// Who asks: the fields every proxy request carries.
     struct Caller {
@@ -43,11 +59,25 @@ struct BackendProxy: Sendable {
         let headers: [(name: String, value: String)]
     }
 
-    func handles(_ kind: ProxyKind) -> Bool { transport.handles(kind) }
+    /// The route of `kind` when the backend is asked for it: for a namespace, its named proxy
+    /// or else (when `enabled` says the namespace uses the proxy) the kind's own endpoint.
+    func route(_ kind: ProxyKind, named name: String? = nil, enabled: Bool = true) -> ProxyRoute? {
+        let route = ProxyRoute(kind, name: name)
+        guard name != nil || enabled, transport.handles(route) else { return nil }
+        return route
+    }
+
+    /// The route of an RPC method no domain serves: the named proxy of its longest matching
+    /// prefix, else `proxy_rpc_endpoint`.
+    func rpcRoute(_ method: String) -> ProxyRoute? {
+        let prefix = rpcRoutes.filter { method.hasPrefix($0.prefix) }.max { $0.prefix.count < $1.prefix.count }
+        return route(.rpc, named: prefix?.proxy)
+    }
 
     /// Asks the backend and answers the `result` object; its `error` is thrown as the error
     /// the client gets, its `disconnect` as the code the connection is closed with.
-    func ask(_ kind: ProxyKind, _ caller: Caller, _ members: [(key: String, value: JSON)]) async throws -> JSONFields<HubError> {
+    func ask(_ route: ProxyRoute, _ caller: Caller, _ members: [(key: String, value: JSON)]) async throws -> JSONFields<HubError> {
+        let kind = route.kind
         var body: [(key: String, value: JSON)] = [
             ("client", .string(caller.client)), ("transport", "websocket"),
             ("protocol", .string(caller.encoding == .json ? "json" : "protobuf")),
@@ -55,8 +85,16 @@ struct BackendProxy: Sendable {
         ]
         if kind != .connect { body.append(("user", .string(caller.user))) }
         if let meta = caller.meta { body.append(("meta", .raw(meta))) }
-        let answer = try await transport.post(kind, body: .object(body + members), headers: caller.headers)
-        switch try Self.read(answer, of: kind) {
+        let answer = try await transport.post(route, body: .object(body + members), headers: caller.headers)
+        let read: Answer
+        do {
+            read = try Self.read(answer, of: kind)
+        } catch {
+            logger.error("proxy answer not understood", metadata: ["kind": "\(kind.rawValue)", "proxy": "\(route.name ?? "")",
+                                                                   "client": "\(caller.client)", "error": "\(error)"])
+            throw error
+        }
+        switch read {
         case let .result(fields): return fields
         case let .error(error): throw HubError.application(error)
         case let .disconnect(code): throw code
@@ -96,5 +134,16 @@ struct BackendProxy: Sendable {
         guard let data else { return [] }
         if data.isJSON { return [("data", .raw(RawJSON(trusted: data.bytes)))] }
         return [("b64data", .string(Data(data.bytes).base64EncodedString()))]
+    }
+}
+
+/// RPC methods whose name starts with `prefix` go to the named proxy `proxy` (`rpc_proxies`).
+public struct RPCProxyRoute: Sendable, Equatable {
+    public var prefix: String
+    public var proxy: String
+
+    public init(prefix: String, proxy: String) {
+        self.prefix = prefix
+        self.proxy = proxy
     }
 }

@@ -195,8 +195,9 @@ public final class ClientSession: Sendable {
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
             var data = data
-            if try node.resolve(channel).1.proxyPublish, let proxy = node.proxy, proxy.handles(.publish) {
-                data = try await proxyPublish(channel, data, proxy)
+            let options = try node.resolve(channel).1
+            if let proxy = node.proxy, let route = proxy.route(.publish, named: options.publishProxyName, enabled: options.proxyPublish) {
+                data = try await proxyPublish(channel, data, proxy, route)
             } else {
                 try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient, what: "publish")
             }
@@ -214,7 +215,7 @@ public final class ClientSession: Sendable {
             reply(Reply(id: command.id, .history(result)))
         case .ping:
             reply(Reply(id: command.id, .ping))
-        case let .rpc(method, data) where !node.rpc.serves(method) && node.proxy?.handles(.rpc) == true:
+        case let .rpc(method, data) where !node.rpc.serves(method) && node.proxy?.rpcRoute(method) != nil:
             reply(Reply(id: command.id, .rpc(data: try await proxyRPC(method, data))))
         case let .rpc(method, data):
             let answer = RPCAnswer { [weak self] result in self?.reply(Reply(id: command.id, .rpc(data: result))) }
@@ -245,9 +246,9 @@ public final class ClientSession: Sendable {
         }
         let credentials: Credentials
         var connectData: RawJSON?
-        if request.token.isEmpty, let proxy = node.proxy, proxy.handles(.connect) {
+        if request.token.isEmpty, let proxy = node.proxy, proxy.route(.connect) != nil {
             (credentials, connectData) = try await proxyConnect(request, proxy)
-            if proxy.handles(.refresh) { state.withLock { $0.refreshedByProxy = true } }
+            if proxy.route(.refresh) != nil { state.withLock { $0.refreshedByProxy = true } }
         } else {
             guard !request.token.isEmpty else {
                 throw DisconnectCode.invalidToken.with(reason: "invalid token: connect needs a token")
@@ -303,6 +304,7 @@ public final class ClientSession: Sendable {
         } catch .expired {
             throw HubError.tokenExpired
         } catch let .invalid(reason) {
+            node.logger.notice("connection token refused", metadata: ["client": "\(id)", "reason": "\(reason)"])
             throw DisconnectCode.invalidToken.with(reason: "invalid token: \(reason)")
         }
     }
@@ -347,10 +349,11 @@ public final class ClientSession: Sendable {
 
     private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) async throws {
         var grant = request.token.isEmpty ? nil : try await subscriptionGrant(request.token, channel: request.channel)
-        if grant == nil, let proxy = node.proxy, proxy.handles(.subscribe), node.provider(of: try ChannelName(request.channel)) == nil,
-           try node.resolve(request.channel).1.proxySubscribe {
-            grant = try await proxySubscribe(request, proxy)
-            grant?.refreshedByProxy = proxy.handles(.subRefresh)
+        let options = try node.resolve(request.channel).1
+        if grant == nil, let proxy = node.proxy, node.provider(of: try ChannelName(request.channel)) == nil,
+           let route = proxy.route(.subscribe, named: options.subscribeProxyName, enabled: options.proxySubscribe) {
+            grant = try await proxySubscribe(request, proxy, route)
+            grant?.refreshedByProxy = proxy.route(.subRefresh, named: options.subRefreshProxyName) != nil
         }
         let prepared = try await prepareSubscription(request, grant: grant, grantedByServer: false)
         try await activate(prepared, grant: grant) { result in queue.enqueue(Reply(id: replyID, .subscribe(result))) }
@@ -492,7 +495,7 @@ public final class ClientSession: Sendable {
     private func proxyConnect(_ request: ConnectRequest, _ proxy: BackendProxy) async throws -> (Credentials, RawJSON?) {
         var members: [(key: String, value: JSON)] = [("name", .string(request.name)), ("version", .string(request.version))]
         if let data = request.data { members.append(("data", .raw(data))) }
-        let result = try await proxy.ask(.connect, proxyCaller(user: ""), members)
+        let result = try await proxy.ask(ProxyRoute(.connect), proxyCaller(user: ""), members)
         do throws(HubError) {
             let user = try result.string("user", maxLength: 1024)
             return (try ConnectionTokens.credentials(of: user, result), try ConnectionTokens.json(result, raw: "data", base64: "b64data"))
@@ -506,22 +509,23 @@ public final class ClientSession: Sendable {
     private func proxyRPC(_ method: String, _ data: JSON?) async throws -> RawJSON? {
         var members: [(key: String, value: JSON)] = [("method", .string(method))]
         if let data { members.append(("data", .raw(RawJSON(data)))) }
-        let result = try await node.proxy!.ask(.rpc, proxyCaller(user: user ?? ""), members)
+        guard let proxy = node.proxy, let route = proxy.rpcRoute(method) else { throw HubError.methodNotFound(method) }
+        let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), members)
         return try ConnectionTokens.json(result, raw: "data", base64: "b64data")
     }
 
     /// A subscribe the backend decides: its answer grants what a subscription token would
     /// (`info`, `data`, `override`, `expire_at`).
-    private func proxySubscribe(_ request: SubscribeRequest, _ proxy: BackendProxy) async throws -> SubscriptionGrant {
+    private func proxySubscribe(_ request: SubscribeRequest, _ proxy: BackendProxy, _ route: ProxyRoute) async throws -> SubscriptionGrant {
         var members: [(key: String, value: JSON)] = [("channel", .string(request.channel))]
         if let data = request.data { members.append(("data", .raw(data))) }
-        let result = try await proxy.ask(.subscribe, proxyCaller(user: user ?? ""), members)
+        let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), members)
         return try ConnectionTokens.grant(result, expiresAt: try ConnectionTokens.expiry(result))
     }
 
     /// A publish the backend decides: it may refuse it, or answer `data`/`b64data` to publish instead.
-    private func proxyPublish(_ channel: String, _ data: Payload, _ proxy: BackendProxy) async throws -> Payload {
-        let result = try await proxy.ask(.publish, proxyCaller(user: user ?? ""), [("channel", .string(channel))] + BackendProxy.payload(data))
+    private func proxyPublish(_ channel: String, _ data: Payload, _ proxy: BackendProxy, _ route: ProxyRoute) async throws -> Payload {
+        let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), [("channel", .string(channel))] + BackendProxy.payload(data))
         if let replaced = result.raw("data") { return Payload(replaced) }
         if let encoded = try result.optionalString("b64data", maxLength: 1 << 20) {
             guard let bytes = Data(base64Encoded: encoded) else { throw HubError.internalError("the backend's publish answer: b64data is not base64") }
@@ -661,8 +665,9 @@ public final class ClientSession: Sendable {
         defer { state.withLock { _ = $0.proxyRefreshing.remove(channel) } }
         guard let proxy = node.proxy else { return }
         do {
-            let result = try await proxy.ask(channel == nil ? .refresh : .subRefresh, proxyCaller(user: user ?? ""),
-                                             channel.map { [("channel", .string($0))] } ?? [])
+            let route = try channel.map { channel in ProxyRoute(.subRefresh, name: try node.resolve(channel).1.subRefreshProxyName) }
+                ?? ProxyRoute(.refresh)
+            let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), channel.map { [("channel", .string($0))] } ?? [])
             if result.has("expired"), try result.bool("expired") {
                 if let channel {
                     serverUnsubscribe(channel, code: UnsubscribeCode.expired, reason: "subscription expired")

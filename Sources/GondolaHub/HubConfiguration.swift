@@ -25,6 +25,8 @@ public struct HubConfiguration: Sendable {
     /// (`<userPersonalChannelNamespace>:#<user>`), as Centrifugo's option of that name does.
     public var userSubscribeToPersonal = false
     public var userPersonalChannelNamespace = "personal"
+    /// RPC method prefixes sent to a named proxy (`rpc_proxies`), the longest match first.
+    public var rpcProxies: [RPCProxyRoute] = []
 
     public init() {}
 

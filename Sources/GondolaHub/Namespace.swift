@@ -31,6 +31,11 @@ public struct NamespaceOptions: Sendable, Equatable {
     /// A client's publish asks the app's backend (the publish proxy), which may refuse it or
     /// change its data, instead of `allowPublishForSubscriber`/`allowPublishForClient`.
     public var proxyPublish: Bool = false
+    /// The named proxies (`proxies`) this namespace's subscribes, publishes and subscription
+    /// refreshes go to; a name turns that proxy on for the namespace.
+    public var subscribeProxyName: String?
+    public var publishProxyName: String?
+    public var subRefreshProxyName: String?
 
     public init(name: String) { self.name = name }
 

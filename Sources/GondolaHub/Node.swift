@@ -114,7 +114,7 @@ public final class Node: Sendable {
     ) {
         self.configuration = configuration
         self.tokens = tokens
-        self.proxy = proxy.map(BackendProxy.init(transport:))
+        self.proxy = proxy.map { BackendProxy(transport: $0, rpcRoutes: configuration.rpcProxies, logger: logger) }
         self.cluster = cluster
         let alone = MemoryBroker(durableHistory: durableHistory)
         self.broker = cluster ?? alone

@@ -57,7 +57,9 @@ public final class GondolaServer: Sendable {
         }
         self.metrics = ServerMetrics()
         let endpoints = configuration.proxyEndpoints.filter { !$0.value.url.isEmpty }
-        let proxy = endpoints.isEmpty ? nil : HTTPProxyTransport(endpoints: endpoints, maxInFlight: configuration.proxyMaxInFlight, logger: logger)
+        try configuration.checkProxyNames()
+        let proxy = endpoints.isEmpty && configuration.namedProxies.isEmpty ? nil
+            : HTTPProxyTransport(endpoints: endpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight, logger: logger)
         let uid = UUID().uuidString.lowercased()
         let storage: DomainStorage
         if configuration.isCluster {

@@ -19,26 +19,33 @@ public struct ProxyEndpoint: Sendable, Equatable {
 }
 
 /// The proxy's HTTP side: each request is a `POST` of Centrifugo's JSON body to its
-/// kind's endpoint, with the client's forwarded headers, answered within the endpoint's
+/// route's endpoint (the kind's own, or a named proxy), with the client's forwarded headers, answered within the endpoint's
 /// timeout. At most `maxInFlight` requests wait on the backend at once; one more is
 /// refused with 100 at once (SDKs retry), so a slow backend cannot pile up memory. The
 /// backend's `info`, `data` and `meta` pass on as it wrote them.
 final class HTTPProxyTransport: ProxyTransport {
     let endpoints: [ProxyKind: ProxyEndpoint]
+    let named: [String: ProxyEndpoint]
     let maxInFlight: Int
     let logger: Logger
     private let inFlight = Atomic<Int>(0)
 
-    init(endpoints: [ProxyKind: ProxyEndpoint], maxInFlight: Int = 1_000, logger: Logger) {
+    init(endpoints: [ProxyKind: ProxyEndpoint], named: [String: ProxyEndpoint] = [:], maxInFlight: Int = 1_000, logger: Logger) {
         self.endpoints = endpoints
+        self.named = named
         self.maxInFlight = maxInFlight
         self.logger = logger
     }
 
-    func handles(_ kind: ProxyKind) -> Bool { endpoints[kind] != nil }
+    private func endpoint(_ route: ProxyRoute) -> ProxyEndpoint? {
+        route.name.map { named[$0] } ?? endpoints[route.kind]
+    }
 
-    func post(_ kind: ProxyKind, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
-        guard let endpoint = endpoints[kind] else { throw .internalError("no \(kind.rawValue) proxy endpoint") }
+    func handles(_ route: ProxyRoute) -> Bool { endpoint(route) != nil }
+
+    func post(_ route: ProxyRoute, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
+        let kind = route.kind
+        guard let endpoint = endpoint(route) else { throw .internalError("no \(kind.rawValue) proxy endpoint") }
         guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= maxInFlight else {
             inFlight.wrappingSubtract(1, ordering: .relaxed)
             logger.warning("proxy refused: too many requests waiting on the backend", metadata: ["kind": "\(kind.rawValue)", "limit": "\(maxInFlight)"])

@@ -27,6 +27,9 @@ public struct ServerConfiguration: Sendable {
     /// The app's backend, asked where Centrifugo's proxy asks it; an endpoint with an empty
     /// URL (only its timeout set) is not used.
     public var proxyEndpoints: [ProxyKind: ProxyEndpoint] = [:]
+    /// Proxies by name (`proxies`), which namespaces (`subscribe_proxy_name`, ...) and RPC
+    /// method prefixes (`rpc_proxies`) choose.
+    public var namedProxies: [String: ProxyEndpoint] = [:]
     /// The WebSocket upgrade's headers sent along with every proxy request (`Cookie`, `Authorization`, ...).
     public var proxyHTTPHeaders: [String] = []
     /// Most proxy requests waiting on the backend at once; more are refused with 100.
@@ -71,6 +74,19 @@ public struct ServerConfiguration: Sendable {
     public var domains: Set<String>?
 
     public init() {}
+
+    /// Stops the start when a namespace or an RPC prefix names a proxy `proxies` does not have.
+    public func checkProxyNames() throws(ConfigurationError) {
+        let references = hub.namespaces.values.sorted { $0.name < $1.name }.flatMap { options in
+            [("subscribe_proxy_name", options.subscribeProxyName), ("publish_proxy_name", options.publishProxyName),
+             ("sub_refresh_proxy_name", options.subRefreshProxyName)].compactMap { key, name in
+                name.map { ("namespace '\(options.name)' \(key)", $0) }
+            }
+        } + hub.rpcProxies.map { ("rpc_proxies prefix '\($0.prefix)'", $0.proxy) }
+        if let (place, name) = references.first(where: { namedProxies[$0.1] == nil }) {
+            throw ConfigurationError("\(place) names the proxy '\(name)', which 'proxies' does not define")
+        }
+    }
 
     /// The keys tokens are verified with: the secret, and the key files read now (a file that
     /// cannot be read stops the start, naming the setting and the path).
@@ -124,7 +140,7 @@ public enum ConfigurationLoader {
     /// The keys the configuration knows.
     public static let keys: [String] = [
         "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
-        "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "api_key", "dev_login", "telegram_bot_token",
+        "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
@@ -218,6 +234,23 @@ public enum ConfigurationLoader {
         case "token_audience": configuration.tokenAudience = try field.nonEmptyString()
         case "token_issuer": configuration.tokenIssuer = try field.nonEmptyString()
         case "proxy_http_headers": configuration.proxyHTTPHeaders = try field.list(of: "header names")
+        case "proxies":
+            for (index, entry) in try field.objects(keys: ["name", "endpoint", "timeout"]).enumerated() {
+                let name = try entry.string("name", path: "proxies[\(index)]")
+                let url = try entry.string("endpoint", path: "proxies[\(index)]")
+                guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                    throw ConfigurationError("\(source): proxies[\(index)].endpoint expected an http(s) URL, got '\(url)'")
+                }
+                var endpoint = ProxyEndpoint(url: url)
+                if let timeout = entry.members["timeout"] {
+                    endpoint.timeout = try ValueReader(key: "proxies[\(index)].timeout", value: timeout, source: source).duration(allowZero: false)
+                }
+                configuration.namedProxies[name] = endpoint
+            }
+        case "rpc_proxies":
+            configuration.hub.rpcProxies = try field.objects(keys: ["prefix", "proxy"]).enumerated().map { (index, entry) throws(ConfigurationError) in
+                RPCProxyRoute(prefix: try entry.string("prefix", path: "rpc_proxies[\(index)]"), proxy: try entry.string("proxy", path: "rpc_proxies[\(index)]"))
+            }
         case "proxy_max_in_flight": configuration.proxyMaxInFlight = try field.integer(min: 1)
         case _ where key.hasPrefix("proxy_") && key.hasSuffix("_endpoint"):
             let url = try field.nonEmptyString()
@@ -319,6 +352,9 @@ public enum ConfigurationLoader {
             case "allowed_delta_types": options.allowedDeltaTypes = try field.deltaTypes()
             case "proxy_subscribe": options.proxySubscribe = try field.bool()
             case "proxy_publish": options.proxyPublish = try field.bool()
+            case "subscribe_proxy_name": options.subscribeProxyName = try field.nonEmptyString()
+            case "publish_proxy_name": options.publishProxyName = try field.nonEmptyString()
+            case "sub_refresh_proxy_name": options.subRefreshProxyName = try field.nonEmptyString()
             default: throw ConfigurationError("\(source): unknown key '\(path).\(member.key)'")
             }
         }
@@ -340,6 +376,26 @@ struct ValueReader {
     func string() throws(ConfigurationError) -> String {
         guard case let .string(text) = value else { throw error("expected a string, got \(value.kindName)") }
         return text
+    }
+
+    /// An array of objects with only `keys` as members (a JSON text from the environment or a flag).
+    func objects(keys: Set<String>) throws(ConfigurationError) -> [ConfigObject] {
+        var array = value
+        if case let .string(text) = value {
+            do {
+                array = try JSONParser.parse(text)
+            } catch {
+                throw self.error("must be a JSON array of objects: \(error)")
+            }
+        }
+        guard case let .array(entries) = array else { throw error("expected an array of objects, got \(value.kindName)") }
+        return try entries.enumerated().map { (index, entry) throws(ConfigurationError) in
+            guard case let .object(members) = entry else { throw error("[\(index)] expected an object, got \(entry.kindName)") }
+            if let unknown = members.first(where: { !keys.contains($0.key) }) {
+                throw ConfigurationError("\(source): unknown key '\(key)[\(index)].\(unknown.key)'")
+            }
+            return ConfigObject(members: Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 }), source: source)
+        }
     }
 
     /// An array of strings, or (from the environment or a flag) a comma-separated list of `what`.
@@ -425,5 +481,17 @@ public enum DurationText {
             return .milliseconds(Int64((value * scale * 1000).rounded()))
         }
         return nil
+    }
+}
+
+/// One object of a configuration array (`proxies`, `rpc_proxies`).
+struct ConfigObject {
+    let members: [String: JSON]
+    let source: String
+
+    /// The non-empty text member `key`; `path` names the object in errors.
+    func string(_ key: String, path: String) throws(ConfigurationError) -> String {
+        guard let value = members[key] else { throw ConfigurationError("\(source): \(path).\(key) is required") }
+        return try ValueReader(key: "\(path).\(key)", value: value, source: source).nonEmptyString()
     }
 }

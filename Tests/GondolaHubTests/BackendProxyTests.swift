@@ -12,17 +12,20 @@ import Testing
         let answer: Mutex<JSON>
         let answers: Mutex<[ProxyKind: JSON]>
         let bodies = Mutex<[(ProxyKind, JSON)]>([])
+        /// The named proxy of each request, nil for a kind's own endpoint.
+        let names = Mutex<[String?]>([])
 
         init(_ answer: JSON, _ answers: [ProxyKind: JSON] = [:]) {
             self.answer = Mutex(answer)
             self.answers = Mutex(answers)
         }
 
-        func handles(_ kind: ProxyKind) -> Bool { true }
+        func handles(_ route: ProxyRoute) -> Bool { true }
 
-        func post(_ kind: ProxyKind, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
-            bodies.withLock { $0.append((kind, body)) }
-            return answers.withLock { $0[kind] } ?? answer.withLock { $0 }
+        func post(_ route: ProxyRoute, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
+            bodies.withLock { $0.append((route.kind, body)) }
+            names.withLock { $0.append(route.name) }
+            return answers.withLock { $0[route.kind] } ?? answer.withLock { $0 }
         }
 
         func asked(_ kind: ProxyKind) -> Int { bodies.withLock { $0.filter { $0.0 == kind }.count } }
@@ -134,5 +137,22 @@ import Testing
         #expect(unsubscribed == Push(channel: "gated:a", .unsubscribe(code: 2501, reason: "subscription expired")))
         let (kind, body) = try #require(backend.bodies.withLock { $0.last })
         #expect(kind == .subRefresh && body["channel"] == "gated:a" && body["user"] == "alice")
+    }
+
+    /// A method prefix and a namespace choose their named proxies; the rest go to the kind's endpoint.
+    @Test func namedProxiesAreChosenByMethodPrefixAndNamespace() async throws {
+        let backend = CannedBackend(["result": [:]])
+        let node = Node(configuration: testConfiguration { configuration in
+            configuration.rpcProxies = [RPCProxyRoute(prefix: "billing.", proxy: "billing"), RPCProxyRoute(prefix: "billing.refunds.", proxy: "refunds")]
+            var shop = NamespaceOptions(name: "shop")
+            shop.subscribeProxyName = "catalog"
+            configuration.namespaces["shop"] = shop
+        }, tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
+        var alice = try await TestClient.connected(node, user: "alice")
+        for method in ["billing.charge", "billing.refunds.open", "other.thing"] {
+            #expect(try await alice.call(.rpc(method: method, data: nil)).errorCode == nil)
+        }
+        #expect(try await alice.call(.subscribe(SubscribeRequest(channel: "shop:window"))).errorCode == nil)
+        #expect(backend.names.withLock { $0 } == ["billing", "refunds", nil, "catalog"])
     }
 }

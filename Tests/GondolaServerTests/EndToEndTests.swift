@@ -264,6 +264,11 @@ import Testing
         (#"{"websocket_compression_memory_level":0}"#, "'websocket_compression_memory_level' must be at least 1, got 0"),
         (#"{"namespaces":[{"name":"room","allowed_delta_types":["xdelta"]}]}"#, #"'namespaces[0].allowed_delta_types' has "xdelta", not a delta type (known: fossil)"#),
         (#"{"namespaces":[{"name":"room","allowed_delta_types":"fossil"}]}"#, "'namespaces[0].allowed_delta_types' expected an array of delta types, got string"),
+        (#"{"proxy_teleport_endpoint":"http://127.0.0.1:9/x"}"#, "unknown key 'proxy_teleport_endpoint'"),
+        (#"{"proxy_rpc_endpoint":"ftp://backend"}"#, "'proxy_rpc_endpoint' expected an http(s) URL, got 'ftp://backend'"),
+        (#"{"proxies":[{"name":"a","endpoint":"ftp://x"}]}"#, "proxies[0].endpoint expected an http(s) URL"),
+        (#"{"proxies":[{"name":"a","endpoint":"http://x","retries":1}]}"#, "unknown key 'proxies[0].retries'"),
+        (#"{"rpc_proxies":[{"prefix":"billing."}]}"#, "rpc_proxies[0].proxy is required"),
         ("[1]", "must hold a JSON object"),
         ("{", "is not valid JSON"),
     ])
@@ -291,6 +296,30 @@ import Testing
             #expect(error.description.contains("flag --pong-timeout: 'pong_timeout' must be greater than zero"))
         }
         #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(file: "/nonexistent/gondola.json", environment: [:], flags: [:]) }
+    }
+
+    @Test func proxiesByNameAreReadAndTheNamesTheyAreGivenChecked() throws {
+        let file = try write(#"""
+            {"proxies": [{"name": "billing", "endpoint": "http://127.0.0.1:9/billing", "timeout": "2s"}],
+             "rpc_proxies": [{"prefix": "billing.", "proxy": "billing"}], "proxy_rpc_endpoint": "http://127.0.0.1:9/rpc",
+             "proxy_rpc_timeout": "300ms", "proxy_http_headers": "Cookie, X-App",
+             "namespaces": [{"name": "shop", "subscribe_proxy_name": "billing", "proxy_publish": true}]}
+            """#)
+        let configuration = try ConfigurationLoader.load(file: file, environment: [:], flags: [:])
+        #expect(configuration.namedProxies == ["billing": ProxyEndpoint(url: "http://127.0.0.1:9/billing", timeout: .seconds(2))])
+        #expect(configuration.proxyEndpoints == [.rpc: ProxyEndpoint(url: "http://127.0.0.1:9/rpc", timeout: .milliseconds(300))])
+        #expect(configuration.hub.rpcProxies == [RPCProxyRoute(prefix: "billing.", proxy: "billing")])
+        #expect(configuration.proxyHTTPHeaders == ["Cookie", "X-App"])
+        #expect(configuration.hub.namespaces["shop"]?.subscribeProxyName == "billing" && configuration.hub.namespaces["shop"]?.proxyPublish == true)
+        try configuration.checkProxyNames()
+        let unknown = try ConfigurationLoader.load(file: try write(#"{"namespaces":[{"name":"shop","publish_proxy_name":"nope"}]}"#),
+                                                   environment: [:], flags: [:])
+        do {
+            try unknown.checkProxyNames()
+            Issue.record("accepted a proxy name 'proxies' does not define")
+        } catch {
+            #expect(error.description == "namespace 'shop' publish_proxy_name names the proxy 'nope', which 'proxies' does not define")
+        }
     }
 
     /// Key files are read when the server starts: one it cannot read, or that holds no key,
