@@ -2,6 +2,7 @@
 token callback (subscribe and sub_refresh), and connection tokens signed with RSA keys and
 checked for their audience."""
 import asyncio
+import json
 import os
 import tempfile
 import time
@@ -10,7 +11,7 @@ import jwt
 import pytest
 from centrifuge import Client, ClientState, SubscriptionState
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from conftest import SECRET, launch
 from helpers import ClientEvents, Events, SubEvents, connected_client, server_api
@@ -115,24 +116,44 @@ async def test_a_subscription_whose_token_runs_out_is_unsubscribed_with_2501(ser
     await client.disconnect()
 
 
+async def refused_with(server, codec, token):
+    """The code a connection with `token` is closed with."""
+    events = Events()
+    client = Client(server.ws_url, events=ClientEvents(events), token=token, **codec.kwargs)
+    await client.connect()
+    disconnected = await events.wait("disconnected")
+    await client.disconnect()
+    return disconnected[0].code
+
+
 @pytest.fixture(scope="module")
 def rsa_server():
-    """A hub that also accepts RS256 connection tokens of one key, for the audience 'gondola-app',
-    and subscribes every user to its personal channel."""
+    """A hub that also accepts RS256 tokens of one key, ES256 tokens of another and tokens of a
+    JWKS key named by `kid`, for the audience 'gondola-app', and subscribes every user to its
+    personal channel. Answers the hub and the three private keys."""
     folder = tempfile.mkdtemp(prefix="gondola-conformance-rsa-")
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    public = os.path.join(folder, "token-key.pem")
-    with open(public, "wb") as f:
-        f.write(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    process, instance = launch(folder, settings={"token_rsa_public_key_file": public, "token_audience": "gondola-app",
+    keys = {"rsa": rsa.generate_private_key(public_exponent=65537, key_size=2048), "ecdsa": ec.generate_private_key(ec.SECP256R1()),
+            "jwks": ec.generate_private_key(ec.SECP256R1())}
+    files = {}
+    for name in ("rsa", "ecdsa"):
+        files[name] = os.path.join(folder, f"token-{name}.pem")
+        with open(files[name], "wb") as f:
+            f.write(keys[name].public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(keys["jwks"].public_key()))
+    files["jwks"] = os.path.join(folder, "token-jwks.json")
+    with open(files["jwks"], "w") as f:
+        json.dump({"keys": [dict(jwk, kid="app-key-1", alg="ES256", use="sig")]}, f)
+    process, instance = launch(folder, settings={"token_rsa_public_key_file": files["rsa"], "token_ecdsa_public_key_file": files["ecdsa"],
+                                                   "token_jwks_file": files["jwks"], "token_audience": "gondola-app",
                                                    "user_subscribe_to_personal": True})
-    yield instance, key
+    yield instance, keys
     process.terminate()
     process.wait(timeout=10)
 
 
 async def test_rs256_connection_tokens_and_their_audience(rsa_server, codec):
-    server, key = rsa_server
+    server, keys = rsa_server
+    key = keys["rsa"]
     good = jwt.encode({"sub": "rsa-user", "aud": "gondola-app", "exp": int(time.time()) + 60}, key, algorithm="RS256")
     events = Events()
     client = Client(server.ws_url, events=ClientEvents(events), token=good, **codec.kwargs)
@@ -145,12 +166,7 @@ async def test_rs256_connection_tokens_and_their_audience(rsa_server, codec):
     for bad in [jwt.encode({"sub": "rsa-user", "exp": int(time.time()) + 60}, key, algorithm="RS256"),
                 jwt.encode({"sub": "rsa-user", "aud": "gondola-app"}, rsa.generate_private_key(public_exponent=65537, key_size=2048),
                            algorithm="RS256")]:
-        events = Events()
-        client = Client(server.ws_url, events=ClientEvents(events), token=bad, **codec.kwargs)
-        await client.connect()
-        disconnected = await events.wait("disconnected")
-        assert disconnected[0].code == 3500
-        await client.disconnect()
+        assert await refused_with(server, codec, bad) == 3500
 
 
 async def test_a_tokens_subs_are_server_side_subscriptions_that_recover(server, codec):
@@ -192,3 +208,25 @@ async def test_the_server_api_subscribes_a_users_connections(server, codec):
     server_api(server, "unsubscribe", {"user": "erin", "channel": channel})
     await events.wait("server_unsubscribed")
     await client.disconnect()
+
+
+async def test_es256_and_jwks_tokens(rsa_server, codec):
+    """An ES256 token of the configured ECDSA key, and one whose header names a JWKS key, connect;
+    a subscription token signed the same way opens a closed namespace."""
+    server, keys = rsa_server
+    exp = int(time.time()) + 60
+    tokens = [jwt.encode({"sub": "ec-user", "aud": "gondola-app", "exp": exp}, keys["ecdsa"], algorithm="ES256"),
+              jwt.encode({"sub": "ec-user", "aud": "gondola-app", "exp": exp}, keys["jwks"], algorithm="ES256", headers={"kid": "app-key-1"})]
+    for token in tokens:
+        events = Events()
+        client = Client(server.ws_url, events=ClientEvents(events), token=token, **codec.kwargs)
+        await client.connect()
+        await events.wait("connected")
+        sub_events = Events()
+        sub_token = jwt.encode({"sub": "ec-user", "channel": "vip:ec", "aud": "gondola-app", "exp": exp}, keys["ecdsa"], algorithm="ES256")
+        sub = client.new_subscription("vip:ec", events=SubEvents(sub_events), token=sub_token)
+        await sub.subscribe()
+        await sub_events.wait("subscribed")
+        await client.disconnect()
+    unknown_kid = jwt.encode({"sub": "ec-user", "aud": "gondola-app", "exp": exp}, keys["jwks"], algorithm="ES256", headers={"kid": "other"})
+    assert await refused_with(server, codec, unknown_kid) == 3500

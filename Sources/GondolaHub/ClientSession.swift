@@ -421,12 +421,17 @@ public final class ClientSession: Sendable {
                           sendReply: (SubscribeResult) -> Void) async throws {
         let channel = prepared.channel
         defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
-        try await node.activateSubscription(prepared, of: self, sendReply: sendReply)
-        let stillOpen = state.withLock { state in
-            guard !state.closed else { return false }
-            state.subscriptions.insert(channel)
-            state.grants[channel] = grant
-            return true
+        var stillOpen = true
+        try await node.activateSubscription(prepared, of: self) { result in
+            // Subscribed before the client can read that it is: a command it sends right after
+            // the reply (a publish, a presence call) finds the subscription.
+            stillOpen = state.withLock { state in
+                guard !state.closed else { return false }
+                state.subscriptions.insert(channel)
+                state.grants[channel] = grant
+                return true
+            }
+            sendReply(result)
         }
         if !stillOpen { await node.removeSubscriber(self, from: channel) }
     }

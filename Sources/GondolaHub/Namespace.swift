@@ -16,6 +16,8 @@ public struct NamespaceOptions: Sendable, Equatable {
     public var forcePushJoinLeave: Bool = false
     /// Make every subscription recoverable, whether the client asked or not.
     public var forceRecovery: Bool = false
+    /// Make every subscription positioned (told its stream position), whether the client asked or not.
+    public var forcePositioning: Bool = false
     public var allowSubscribeForClient: Bool = false
     public var allowPublishForSubscriber: Bool = false
     /// Any connected client may publish, subscribed or not (Centrifugo's `allow_publish_for_client`).

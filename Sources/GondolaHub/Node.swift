@@ -433,7 +433,7 @@ public final class Node: Sendable {
         var result = SubscribeResult()
         let recoverable = request.recoverable || request.recover || options.forceRecovery
         result.recoverable = recoverable
-        result.positioned = recoverable || request.positioned
+        result.positioned = recoverable || request.positioned || options.forcePositioning
         let limit = configuration.maxHistoryPerRequest
         let slice = try await read(request.channel, after: request.recover ? request.offset : nil, limit: request.recover ? limit + 1 : 0, reverse: false, options: options)
         result.epoch = slice.position.epoch

@@ -56,12 +56,15 @@ public struct NamespaceOverrides: Sendable, Equatable {
     public var joinLeave: Bool?
     public var forcePushJoinLeave: Bool?
     public var forceRecovery: Bool?
+    public var forcePositioning: Bool?
 
-    public init(presence: Bool? = nil, joinLeave: Bool? = nil, forcePushJoinLeave: Bool? = nil, forceRecovery: Bool? = nil) {
+    public init(presence: Bool? = nil, joinLeave: Bool? = nil, forcePushJoinLeave: Bool? = nil, forceRecovery: Bool? = nil,
+                forcePositioning: Bool? = nil) {
         self.presence = presence
         self.joinLeave = joinLeave
         self.forcePushJoinLeave = forcePushJoinLeave
         self.forceRecovery = forceRecovery
+        self.forcePositioning = forcePositioning
     }
 
     /// `options` with these overrides applied.
@@ -71,6 +74,7 @@ public struct NamespaceOverrides: Sendable, Equatable {
         if let joinLeave { options.joinLeave = joinLeave }
         if let forcePushJoinLeave { options.forcePushJoinLeave = forcePushJoinLeave }
         if let forceRecovery { options.forceRecovery = forceRecovery }
+        if let forcePositioning { options.forcePositioning = forcePositioning }
         return options
     }
 }
@@ -142,6 +146,9 @@ public struct ConnectionTokens: Sendable {
     /// One key collection per accepted `alg`, each with that key as its default.
     private let keysByAlgorithm: [String: JWTKeyCollection]
     private let jwks: JWTKeyCollection?
+    /// The `kid`s of the JWKS: a token naming another is refused (the key collection would
+    /// otherwise fall back to its first key).
+    private let jwksKeyIDs: Set<String>
     private let audience: String?
     private let issuer: String?
 
@@ -150,6 +157,7 @@ public struct ConnectionTokens: Sendable {
         guard secret.utf8.count >= Self.minimumSecretBytes else { throw WeakSecretError(length: secret.utf8.count) }
         keysByAlgorithm = await Self.hmacKeys(secret)
         jwks = nil
+        jwksKeyIDs = []
         audience = nil
         issuer = nil
     }
@@ -179,11 +187,15 @@ public struct ConnectionTokens: Sendable {
         if let json = keys.jwksJSON {
             do {
                 jwks = try await JWTKeyCollection().add(jwksJSON: json)
+                jwksKeyIDs = Set(try JSONFields<TokenError>(JSONParser.parse(json)).objectArray("keys", maxCount: 1_000).compactMap {
+                    try $0.optionalString("kid", maxLength: 256)
+                })
             } catch {
                 throw TokenKeyError(description: "token_jwks_file: not a JSON Web Key Set (\(error))")
             }
         } else {
             jwks = nil
+            jwksKeyIDs = []
         }
         audience = keys.audience
         issuer = keys.issuer
@@ -280,7 +292,8 @@ public struct ConnectionTokens: Sendable {
         let algorithm = try header.string("alg", maxLength: 16)
         let keyID = try header.optionalString("kid", maxLength: 256)
         let keys: JWTKeyCollection
-        if keyID != nil, let jwks {
+        if let keyID, let jwks {
+            guard jwksKeyIDs.contains(keyID) else { throw .invalid("token kid '\(keyID)' is not in the JWKS") }
             keys = jwks
         } else if let configured = keysByAlgorithm[algorithm] {
             keys = configured
@@ -358,7 +371,8 @@ public struct ConnectionTokens: Sendable {
             try override.optionalObject(key).map { wrapper throws(Failure) in try wrapper.bool("value") }
         }
         return NamespaceOverrides(presence: try value("presence"), joinLeave: try value("join_leave"),
-                                  forcePushJoinLeave: try value("force_push_join_leave"), forceRecovery: try value("force_recovery"))
+                                  forcePushJoinLeave: try value("force_push_join_leave"), forceRecovery: try value("force_recovery"),
+                                  forcePositioning: try value("force_positioning"))
     }
 }
 

@@ -344,6 +344,7 @@ public enum ConfigurationLoader {
             case "join_leave": options.joinLeave = try field.bool()
             case "force_push_join_leave": options.forcePushJoinLeave = try field.bool()
             case "force_recovery": options.forceRecovery = try field.bool()
+            case "force_positioning": options.forcePositioning = try field.bool()
             case "allow_subscribe_for_client": options.allowSubscribeForClient = try field.bool()
             case "allow_publish_for_subscriber": options.allowPublishForSubscriber = try field.bool()
             case "allow_publish_for_client": options.allowPublishForClient = try field.bool()

@@ -133,7 +133,7 @@ import Testing
     @Test(arguments: BrokerEngine.allCases)
     func serverSideSubscribeReachesTheUsersConnections(engine: BrokerEngine) async throws {
         let (node, stop) = try await Self.node(engine)
-        let ann = try await TestClient.connected(node, user: "ann")
+        var ann = try await TestClient.connected(node, user: "ann")
         let options = RawJSON(trusted: Array(#"{"info":{"desk" : 1.50},"data":{"hi" : true}}"#.utf8))
         try await node.subscribe(user: "ann", channel: "room:ops", options: options)
         var result: SubscribeResult?
@@ -141,7 +141,10 @@ import Testing
             if case let .push(push) = try await ann.next(timeout: .seconds(10)), case let .subscribe(subscribed) = push.body { result = subscribed }
         }
         #expect(result?.data?.bytes == Array(#"{"hi" : true}"#.utf8))
-        #expect(try await node.presence(channel: "room:ops").values.map { $0.chanInfo?.bytes } == [Array(#"{"desk" : 1.50}"#.utf8)])
+        // Her publication carries the subscription's info, as the bus delivered it back.
+        _ = try await ann.call(.publish(channel: "room:ops", data: Payload(RawJSON(["n": 1]))))
+        let publication = try #require(try await Self.publications(ann, count: 1).first)
+        #expect(publication.info?.chanInfo?.bytes == Array(#"{"desk" : 1.50}"#.utf8))
         await stop()
     }
 

@@ -95,6 +95,22 @@ import Testing
         #expect(reply.body == .presenceStats(PresenceStats(numClients: 1, numUsers: 1)))
     }
 
+    /// `force_recovery` and `force_positioning` turn a plain subscribe into a recoverable, positioned one.
+    @Test func overridesForceRecoveryAndPositioning() async throws {
+        let node = try await makeNode()
+        var alice = try await TestClient.connected(node, user: "alice")
+        let plain = try await alice.call(.subscribe(SubscribeRequest(channel: "room:plain")))
+        guard case let .subscribe(before) = plain.body else { Issue.record("\(plain)"); return }
+        #expect(!before.recoverable && !before.positioned)
+        for (override, recoverable) in [("force_positioning", false), ("force_recovery", true)] {
+            let channel = "room:\(override)"
+            let token = Self.token(#"{"sub":"alice","channel":"\#(channel)","override":{"\#(override)":{"value":true}}}"#)
+            let reply = try await alice.call(Self.subscribe(channel, token: token))
+            guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+            #expect(result.positioned && result.recoverable == recoverable, "\(override)")
+        }
+    }
+
     @Test func subRefreshProlongsAndAnExpiredSubscriptionIsUnsubscribedWith2501() async throws {
         let node = try await makeNode()
         var alice = try await TestClient.connected(node, user: "alice")
