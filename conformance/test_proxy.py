@@ -7,6 +7,7 @@ import json
 import tempfile
 import threading
 import time
+import urllib.request
 
 import pytest
 from aiohttp import web
@@ -189,6 +190,10 @@ async def test_rpc_methods_no_domain_serves_go_to_the_backend(proxied, codec):
     assert isinstance(codec.into((await client.rpc("server.time", codec.out({}))).data)["ts"], int)
     assert not [r for r in backend.requests if r[0] == "rpc" and r[1]["method"] == "server.time"]
     await client.disconnect()
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as response:
+        metrics = response.read().decode()
+    assert 'gondola_proxy_requests_total{kind="rpc",outcome="answered"}' in metrics
+    assert 'gondola_proxy_request_seconds' in metrics
 
 
 async def test_subscribe_and_publish_in_a_proxied_namespace(proxied, codec):

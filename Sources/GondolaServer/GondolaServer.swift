@@ -59,7 +59,8 @@ public final class GondolaServer: Sendable {
         let endpoints = configuration.proxyEndpoints.filter { !$0.value.url.isEmpty }
         try configuration.checkProxyNames()
         let proxy = endpoints.isEmpty && configuration.namedProxies.isEmpty ? nil
-            : HTTPProxyTransport(endpoints: endpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight, logger: logger)
+            : HTTPProxyTransport(endpoints: endpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight,
+                                 metrics: metrics.factory, logger: logger)
         let uid = UUID().uuidString.lowercased()
         let storage: DomainStorage
         if configuration.isCluster {

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CoreMetrics
 import Foundation
 import GondolaHub
 import GondolaProtocol
@@ -22,19 +23,28 @@ public struct ProxyEndpoint: Sendable, Equatable {
 /// route's endpoint (the kind's own, or a named proxy), with the client's forwarded headers, answered within the endpoint's
 /// timeout. At most `maxInFlight` requests wait on the backend at once; one more is
 /// refused with 100 at once (SDKs retry), so a slow backend cannot pile up memory. The
-/// backend's `info`, `data` and `meta` pass on as it wrote them.
+/// backend's `info`, `data` and `meta` pass on as it wrote them. Each request is counted
+/// (`gondola_proxy_requests_total{kind, outcome}`: `answered`, `failed`, `refused`) and
+/// timed (`gondola_proxy_request_seconds{kind}`).
 final class HTTPProxyTransport: ProxyTransport {
     let endpoints: [ProxyKind: ProxyEndpoint]
     let named: [String: ProxyEndpoint]
     let maxInFlight: Int
     let logger: Logger
+    let metrics: any MetricsFactory
     private let inFlight = Atomic<Int>(0)
 
-    init(endpoints: [ProxyKind: ProxyEndpoint], named: [String: ProxyEndpoint] = [:], maxInFlight: Int = 1_000, logger: Logger) {
+    init(endpoints: [ProxyKind: ProxyEndpoint], named: [String: ProxyEndpoint] = [:], maxInFlight: Int = 1_000,
+         metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger) {
         self.endpoints = endpoints
         self.named = named
         self.maxInFlight = maxInFlight
+        self.metrics = metrics
         self.logger = logger
+    }
+
+    private func count(_ kind: ProxyKind, _ outcome: String) {
+        Counter(label: "gondola_proxy_requests_total", dimensions: [("kind", kind.rawValue), ("outcome", outcome)], factory: metrics).increment()
     }
 
     private func endpoint(_ route: ProxyRoute) -> ProxyEndpoint? {
@@ -48,6 +58,7 @@ final class HTTPProxyTransport: ProxyTransport {
         guard let endpoint = endpoint(route) else { throw .internalError("no \(kind.rawValue) proxy endpoint") }
         guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= maxInFlight else {
             inFlight.wrappingSubtract(1, ordering: .relaxed)
+            count(kind, "refused")
             logger.warning("proxy refused: too many requests waiting on the backend", metadata: ["kind": "\(kind.rawValue)", "limit": "\(maxInFlight)"])
             throw .internalError("\(maxInFlight) proxy requests are waiting on the backend")
         }
@@ -57,14 +68,21 @@ final class HTTPProxyTransport: ProxyTransport {
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.headers.replaceOrAdd(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: body.bytes))
+        let started = ContinuousClock.now
+        defer {
+            CoreMetrics.Timer(label: "gondola_proxy_request_seconds", dimensions: [("kind", kind.rawValue)], factory: metrics)
+                .recordSeconds((ContinuousClock.now - started).timeInterval)
+        }
         do {
             let response = try await HTTPClient.shared.execute(request, timeout: .nanoseconds(Int64(endpoint.timeout.timeInterval * 1e9)))
             let bytes = try await response.body.collect(upTo: 1 << 20)
             guard response.status.code == 200 else { throw ProxyAnswerError("status \(response.status.code)") }
             let json = try JSONParser.parse(bytes.readableBytesView, keepingRaw: ["info", "data", "meta"])
             guard case .object = json else { throw ProxyAnswerError("not a JSON object") }
+            count(kind, "answered")
             return json
         } catch {
+            count(kind, "failed")
             logger.error("proxy request failed", metadata: ["kind": "\(kind.rawValue)", "endpoint": "\(endpoint.url)", "error": "\(error)"])
             throw .internalError("\(kind.rawValue) proxy: \(error)")
         }
