@@ -199,7 +199,8 @@ public final class ClientSession: Sendable {
             if let proxy = node.proxy, let route = proxy.route(.publish, named: options.publishProxyName, enabled: options.proxyPublish) {
                 data = try await proxyPublish(channel, data, proxy, route)
             } else {
-                try requireSubscribed(channel, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient, what: "publish")
+                try requireSubscribed(channel, options: options, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient,
+                                      what: "publish")
             }
             try await node.publish(channel: channel, data: data, info: clientInfo(on: channel))
             reply(Reply(id: command.id, .publish))
@@ -215,7 +216,8 @@ public final class ClientSession: Sendable {
             reply(Reply(id: command.id, .history(result)))
         case .ping:
             reply(Reply(id: command.id, .ping))
-        case let .rpc(method, data) where !node.rpc.serves(method) && node.proxy?.rpcRoute(method) != nil:
+        // Without a proxy, a call costs no extra lookup.
+        case let .rpc(method, data) where node.proxy?.rpcRoute(method) != nil && !node.rpc.serves(method):
             reply(Reply(id: command.id, .rpc(data: try await proxyRPC(method, data))))
         case let .rpc(method, data):
             let answer = RPCAnswer { [weak self] result in self?.reply(Reply(id: command.id, .rpc(data: result))) }
@@ -550,9 +552,11 @@ public final class ClientSession: Sendable {
     /// Whether the namespace has the feature at all (108) is the node's check.
     /// Refuses `what` unless the namespace allows it for subscribers and the client is
     /// one; a namespace whose `unlessOpen` option is set allows it to every client.
-    private func requireSubscribed(_ channel: String, allowed: KeyPath<NamespaceOptions, Bool>,
+    /// `options` are the channel's namespace options when the caller has them already.
+    private func requireSubscribed(_ channel: String, options resolved: NamespaceOptions? = nil, allowed: KeyPath<NamespaceOptions, Bool>,
                                    unlessOpen open: KeyPath<NamespaceOptions, Bool>? = nil, what: String) throws(HubError) {
-        let (_, options) = try node.resolve(channel)
+        let options: NamespaceOptions
+        if let resolved { options = resolved } else { options = try node.resolve(channel).1 }
         if let open, options[keyPath: open] { return }
         guard options[keyPath: allowed] else {
             throw .permissionDenied("namespace '\(options.name)' does not allow \(what) for subscribers")
