@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "gondola-load", targets: ["gondola-load"]),
         .executable(name: "gondola-push-standin", targets: ["gondola-push-standin"]),
         .library(name: "GondolaGeo", targets: ["GondolaGeo"]),
+        .library(name: "GondolaOSM", targets: ["GondolaOSM"]),
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
         .library(name: "GondolaStore", targets: ["GondolaStore"]),
@@ -52,6 +53,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "GondolaGeo", exclude: ["README.md"]),
+        .target(name: "GondolaOSM", dependencies: ["GondolaGeo", "GondolaProtocol"]),
         .target(
             name: "GondolaProtocol",
             dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -256,6 +258,7 @@ let package = Package(
         .executableTarget(
             name: "gondola",
             dependencies: [
+                "GondolaOSM",
                 "GondolaRentals",
                 "GondolaServer",
                 "GondolaTravel",
@@ -297,6 +300,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "GondolaGeoTests", dependencies: ["GondolaGeo"]),
+        .testTarget(name: "GondolaOSMTests", dependencies: ["GondolaOSM", "GondolaGeo"]),
         .testTarget(name: "GondolaDomainTests", dependencies: ["GondolaDomain", "GondolaHub", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "GondolaLoadTests", dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),

@@ -102,17 +102,17 @@ class Server(Endpoint):
             return response.status == 200 and json.loads(response.read()) == {"status": "ok"}
 
 
-def launch(folder, extra_args=(), port=None, settings=None):
-    """Writes a configuration (with `settings` added) into `folder`, starts `gondola serve` (with `extra_args`)
-    on `port` (a free one when None) and waits until it is healthy. Launching again in the same folder and port
-    is a restart."""
+def launch(folder, extra_args=(), port=None, settings=None, resorts=RESORTS):
+    """Writes a configuration (with `settings` added) into `folder`, starts `gondola serve` (with `extra_args`,
+    reading the resorts in `resorts`) on `port` (a free one when None) and waits until it is healthy. Launching
+    again in the same folder and port is a restart."""
     port = port or free_port()
     config_path = os.path.join(folder, "gondola.json")
     config = dict(CONFIG, listen=f"127.0.0.1:{port}", database=os.path.join(folder, "gondola.sqlite"), **(settings or {}))
     with open(config_path, "w") as f:
         json.dump(config, f)
     log = open(os.path.join(folder, "server.log"), "a")
-    process = subprocess.Popen([GONDOLA, "serve", "--config", config_path, "--resorts", RESORTS, *extra_args], stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([GONDOLA, "serve", "--config", config_path, "--resorts", resorts, *extra_args], stdout=log, stderr=subprocess.STDOUT)
     log.close()
     instance = Server(folder, port)
     deadline = time.time() + 30

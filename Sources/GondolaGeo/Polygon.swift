@@ -76,3 +76,14 @@ public struct Polygon: Sendable, Hashable {
 }
 
 import Foundation
+
+extension BoundingBox {
+    /// The box around every polygon (at least one) of a list.
+    public init(covering polygons: [Polygon]) {
+        precondition(!polygons.isEmpty, "a box needs at least one polygon")
+        self = polygons.dropFirst().reduce(polygons[0].bounds) { box, polygon in
+            BoundingBox(minLat: min(box.minLat, polygon.bounds.minLat), minLon: min(box.minLon, polygon.bounds.minLon),
+                        maxLat: max(box.maxLat, polygon.bounds.maxLat), maxLon: max(box.maxLon, polygon.bounds.maxLon))
+        }
+    }
+}

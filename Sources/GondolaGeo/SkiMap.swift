@@ -1,32 +1,74 @@
 import Foundation
 
 /// Piste difficulty as OpenStreetMap tags it (`piste:difficulty`), easiest first.
+/// `freeride` is off-piste terrain, `extreme` terrain that needs climbing gear.
 public enum Difficulty: String, Sendable, CaseIterable, Comparable {
-    case novice, easy, intermediate, advanced, expert, freeride
+    case novice, easy, intermediate, advanced, expert, freeride, extreme
+
+    /// The hardest difficulty: a route capped at it may take every piste, unrated ones included.
+    public static let hardest = Difficulty.extreme
 
     public static func < (lhs: Difficulty, rhs: Difficulty) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }
 
-/// Colours of the difficulties on the map (CSS hex).
+/// How a line is drawn over its colour, so that two difficulties sharing a colour
+/// (North America's green circle for novice and easy, black for advanced and expert)
+/// still look different.
+public enum LinePattern: String, Sendable {
+    case solid, dashed, dotted
+}
+
+/// How the map draws one difficulty.
+public struct DifficultyStyle: Sendable, Equatable {
+    /// CSS hex colour.
+    public let color: String
+    public let pattern: LinePattern
+
+    public init(_ color: String, _ pattern: LinePattern = .solid) {
+        self.color = color
+        self.pattern = pattern
+    }
+}
+
+/// The styles of the difficulties on a map: a named scheme, each difficulty drawn
+/// distinctly by colour or, where the scheme shares a colour, by pattern.
 public struct DifficultyColors: Sendable, Equatable {
-    public var colors: [Difficulty: String]
+    /// The scheme's name as resort files give it (`european`, `north_american`).
+    public let scheme: String
+    public let styles: [Difficulty: DifficultyStyle]
 
-    public init(_ colors: [Difficulty: String]) { self.colors = colors }
+    public init(scheme: String, _ styles: [Difficulty: DifficultyStyle]) {
+        self.scheme = scheme
+        self.styles = styles
+    }
 
-    public func color(for difficulty: Difficulty) -> String { colors[difficulty] ?? "#808080" }
+    /// How a piste without a difficulty is drawn.
+    public static let unrated = DifficultyStyle("#808080", .dotted)
 
-    /// Europe: green, blue, red, black; freeride orange.
-    public static let european = DifficultyColors([
-        .novice: "#2e9e44", .easy: "#1f6fd1", .intermediate: "#d42a2a", .advanced: "#111111",
-        .expert: "#111111", .freeride: "#f08a24",
+    public func style(for difficulty: Difficulty?) -> DifficultyStyle { difficulty.flatMap { styles[$0] } ?? Self.unrated }
+    public func color(for difficulty: Difficulty) -> String { style(for: difficulty).color }
+
+    /// Europe: green, blue, red, black; expert black dashed; freeride orange dashed; extreme purple dotted.
+    public static let european = DifficultyColors(scheme: "european", [
+        .novice: DifficultyStyle("#2e9e44"), .easy: DifficultyStyle("#1f6fd1"), .intermediate: DifficultyStyle("#d42a2a"),
+        .advanced: DifficultyStyle("#111111"), .expert: DifficultyStyle("#111111", .dashed),
+        .freeride: DifficultyStyle("#f08a24", .dashed), .extreme: DifficultyStyle("#8e24aa", .dotted),
     ])
-    /// North America: green circle, blue square, black diamond; freeride orange.
-    public static let northAmerican = DifficultyColors([
-        .novice: "#2e9e44", .easy: "#2e9e44", .intermediate: "#1f6fd1", .advanced: "#111111",
-        .expert: "#111111", .freeride: "#f08a24",
+    /// North America: green circle (novice dotted), blue square, black diamond, double
+    /// black dashed; freeride orange dashed; extreme purple dotted.
+    public static let northAmerican = DifficultyColors(scheme: "north_american", [
+        .novice: DifficultyStyle("#2e9e44", .dotted), .easy: DifficultyStyle("#2e9e44"), .intermediate: DifficultyStyle("#1f6fd1"),
+        .advanced: DifficultyStyle("#111111"), .expert: DifficultyStyle("#111111", .dashed),
+        .freeride: DifficultyStyle("#f08a24", .dashed), .extreme: DifficultyStyle("#8e24aa", .dotted),
     ])
+
+    /// The known schemes by name.
+    public static let schemes = [european, northAmerican]
+
+    /// The scheme a resort at `point` uses: North America's in the Americas, Europe's elsewhere.
+    public static func customary(at point: GeoPoint) -> DifficultyColors { point.lon < -30 ? northAmerican : european }
 }
 
 /// A lift or piste of a resort, oriented the way it is travelled (pistes down, lifts up).
@@ -47,6 +89,11 @@ public struct SkiWay: Sendable, Equatable {
         self.difficulty = difficulty
         self.aerialway = aerialway
         self.coordinates = coordinates
+    }
+
+    /// The same way between two of its vertices.
+    func piece(_ range: ClosedRange<Int>) -> SkiWay {
+        SkiWay(kind: kind, name: name, difficulty: difficulty, aerialway: aerialway, coordinates: Array(coordinates[range]))
     }
 
     /// The point `distance` metres along the way from its start (its end when beyond).
@@ -72,7 +119,7 @@ public struct SkiWay: Sendable, Equatable {
 /// Travel speeds used to turn distances into time.
 public struct SkiSpeeds: Sendable {
     /// Skiing speed by difficulty, metres per second.
-    public var skiing: [Difficulty: Double] = [.novice: 3.5, .easy: 5, .intermediate: 7, .advanced: 8, .expert: 7, .freeride: 5]
+    public var skiing: [Difficulty: Double] = [.novice: 3.5, .easy: 5, .intermediate: 7, .advanced: 8, .expert: 7, .freeride: 5, .extreme: 3]
     /// Lift speed by `aerialway`, metres per second; others use `defaultLift`.
     public var lifts: [String: Double] = ["gondola": 5, "cable_car": 8, "chair_lift": 2.5, "drag_lift": 3, "t-bar": 3, "platter": 3, "j-bar": 3, "rope_tow": 2, "magic_carpet": 1]
     public var defaultLift: Double = 3
@@ -120,32 +167,54 @@ public struct Route: Sendable, Equatable {
 
 /// A resort's lifts and pistes as a directed graph, and routing over it with A*.
 ///
-/// Lines are joined into nodes where their endpoints lie within `snapMetres`;
-/// pistes run downhill only, lifts uphill only; nodes within `walkMetres` of each
-/// other are linked by walks both ways. Cost is time (see `SkiSpeeds`).
+/// Real maps join runs in their middles: a run ends on another run, two runs share
+/// a vertex, a run is drawn as several ways end to end. So every piste is cut at
+/// each inner vertex within `snapMetres` of a junction (another way's end, or a
+/// vertex two ways share); the pieces are the graph's `ways`. Piece ends within
+/// `snapMetres` of each other are one node. Pistes run downhill only, lifts uphill
+/// only (boarded at their bottom, left at their top); nodes within `walkMetres` of
+/// each other are linked by walks both ways. Cost is time (see `SkiSpeeds`). A node
+/// nothing leaves (the end of a run drawn short of the lift) gets a walk out to the
+/// nearest node a lift or run leaves, however far, so that a simulated skier is never
+/// stranded; routes never take those walks.
 public struct SkiGraph: Sendable {
     struct Edge: Sendable {
         let to: Int
         /// Index into `ways`, or nil for a walk.
         let way: Int?
         let seconds: Double
+        /// A walk out of a dead end (see `init`), which the unreachable report leaves out.
+        var walkOut = false
     }
 
+    /// The pieces that routes and walkers travel along.
     public let ways: [SkiWay]
+    /// For each piece, the index of the way it was cut from.
+    public let sourceOfWay: [Int]
     public let nodes: [GeoPoint]
     public let speeds: SkiSpeeds
     public let colors: DifficultyColors
+    /// Ends closer than this are one node, so a traveller changing ways may shift by up to twice it.
+    public let snapMetres: Double
     private let edges: [[Edge]]
 
     public init(ways: [SkiWay], speeds: SkiSpeeds = SkiSpeeds(), colors: DifficultyColors = .european,
                 snapMetres: Double = 30, walkMetres: Double = 150) {
-        self.ways = ways
         self.speeds = speeds
         self.colors = colors
+        self.snapMetres = snapMetres
+        let (pieces, sources) = Self.cut(ways, snapMetres: snapMetres)
+        self.ways = pieces
+        self.sourceOfWay = sources
+
         var nodes: [GeoPoint] = []
+        var nodeGrid = PointGrid(cellMetres: max(snapMetres, 10))
         func node(for point: GeoPoint) -> Int {
-            if let existing = nodes.firstIndex(where: { Geodesy.distance($0, point) <= snapMetres }) { return existing }
+            if let existing = nodeGrid.nearby(point, radius: snapMetres, limit: 1, accepting: { _, _ in true }).first {
+                return Int(existing.slot)
+            }
             nodes.append(point)
+            nodeGrid.place(Int32(nodes.count - 1), at: point)
             return nodes.count - 1
         }
         var edges: [[Edge]] = []
@@ -153,22 +222,79 @@ public struct SkiGraph: Sendable {
             while edges.count <= max(from, edge.to) { edges.append([]) }
             edges[from].append(edge)
         }
-        for (index, way) in ways.enumerated() {
+        for (index, way) in pieces.enumerated() {
             let from = node(for: way.coordinates.first!)
             let to = node(for: way.coordinates.last!)
             guard from != to else { continue }
             addEdge(from: from, Edge(to: to, way: index, seconds: Self.seconds(for: way, speeds: speeds)))
         }
+        var walkGrid = PointGrid(cellMetres: walkMetres)
+        for (index, point) in nodes.enumerated() { walkGrid.place(Int32(index), at: point) }
         for a in nodes.indices {
-            for b in nodes.indices where a != b {
-                let distance = Geodesy.distance(nodes[a], nodes[b])
-                guard distance <= walkMetres else { continue }
+            for match in walkGrid.nearby(nodes[a], radius: walkMetres, accepting: { slot, _ in Int(slot) != a }) {
+                let b = Int(match.slot)
                 addEdge(from: a, Edge(to: b, way: nil, seconds: Self.walkSeconds(from: nodes[a], to: nodes[b], speeds: speeds)))
             }
         }
         while edges.count < nodes.count { edges.append([]) }
+        let departing = nodes.indices.filter { node in edges[node].contains { $0.way != nil } }
+        for node in nodes.indices where edges[node].isEmpty {
+            guard let nearest = departing.filter({ $0 != node }).min(by: {
+                Geodesy.distance(nodes[node], nodes[$0]) < Geodesy.distance(nodes[node], nodes[$1])
+            }) else { continue }
+            edges[node].append(Edge(to: nearest, way: nil, seconds: Self.walkSeconds(from: nodes[node], to: nodes[nearest], speeds: speeds),
+                                    walkOut: true))
+        }
         self.nodes = nodes
         self.edges = edges
+    }
+
+    /// Cuts every piste at its inner vertices that lie within `snapMetres` of a
+    /// junction: the end of another way, or a vertex it shares with another way.
+    /// Lifts stay whole. Answers the pieces and, for each, its way's index.
+    static func cut(_ ways: [SkiWay], snapMetres: Double) -> (pieces: [SkiWay], sources: [Int]) {
+        struct Place: Hashable { let lat: Double, lon: Double }
+        var owners: [Place: Set<Int>] = [:]
+        for (index, way) in ways.enumerated() {
+            for point in way.coordinates { owners[Place(lat: point.lat, lon: point.lon), default: []].insert(index) }
+        }
+        // Junction slots: ends first (owner = the way), then shared vertices (owner = -1: any way may cut there).
+        var junctions = PointGrid(cellMetres: max(snapMetres, 10))
+        var junctionOwner: [Int] = []
+        func addJunction(_ point: GeoPoint, owner: Int) {
+            junctions.place(Int32(junctionOwner.count), at: point)
+            junctionOwner.append(owner)
+        }
+        for (index, way) in ways.enumerated() {
+            addJunction(way.coordinates.first!, owner: index)
+            addJunction(way.coordinates.last!, owner: index)
+        }
+        for (place, wayIndexes) in owners where wayIndexes.count > 1 {
+            addJunction(GeoPoint(lat: place.lat, lon: place.lon), owner: -1)
+        }
+        var pieces: [SkiWay] = []
+        var sources: [Int] = []
+        for (index, way) in ways.enumerated() {
+            guard way.kind == .piste, way.coordinates.count > 2 else {
+                pieces.append(way)
+                sources.append(index)
+                continue
+            }
+            var start = 0
+            for vertex in 1..<(way.coordinates.count - 1) {
+                let point = way.coordinates[vertex]
+                let atJunction = !junctions.nearby(point, radius: snapMetres, limit: 1, accepting: { slot, _ in
+                    junctionOwner[Int(slot)] != index
+                }).isEmpty
+                guard atJunction else { continue }
+                pieces.append(way.piece(start...vertex))
+                sources.append(index)
+                start = vertex
+            }
+            pieces.append(way.piece(start...(way.coordinates.count - 1)))
+            sources.append(index)
+        }
+        return (pieces, sources)
     }
 
     static func seconds(for way: SkiWay, speeds: SkiSpeeds) -> Double {
@@ -197,22 +323,71 @@ public struct SkiGraph: Sendable {
         nodes.indices.min { Geodesy.distance(nodes[$0], point) < Geodesy.distance(nodes[$1], point) }
     }
 
+    /// Which source ways (indexes of the ways the graph was built from) a skier
+    /// starting at `origin`'s nearest node cannot reach, and from which they cannot
+    /// get back to it, by lifts, pistes and walks between nearby nodes (walks out of
+    /// dead ends do not count: they show where the data has a gap).
+    public func unreachable(from origin: GeoPoint) -> (notReached: [Int], noWayBack: [Int]) {
+        guard let start = nearestNode(to: origin) else { return ([], []) }
+        var reverse = [[Int]](repeating: [], count: nodes.count)
+        for (from, list) in edges.enumerated() { for edge in list where !edge.walkOut { reverse[edge.to].append(from) } }
+        func visit(_ next: (Int) -> [Int]) -> [Bool] {
+            var seen = [Bool](repeating: false, count: nodes.count)
+            var stack = [start]
+            seen[start] = true
+            while let node = stack.popLast() {
+                for neighbour in next(node) where !seen[neighbour] {
+                    seen[neighbour] = true
+                    stack.append(neighbour)
+                }
+            }
+            return seen
+        }
+        let forward = visit { node in edges[node].filter { !$0.walkOut }.map(\.to) }
+        let backward = visit { reverse[$0] }
+        var notReached = Set<Int>(), noWayBack = Set<Int>()
+        for (from, list) in edges.enumerated() {
+            for edge in list {
+                guard let way = edge.way else { continue }
+                if !forward[from] { notReached.insert(sourceOfWay[way]) }
+                if !backward[edge.to] { noWayBack.insert(sourceOfWay[way]) }
+            }
+        }
+        return (notReached.sorted(), noWayBack.sorted())
+    }
+
     /// The quickest route from `from` to `to` using pistes no harder than
-    /// `maxDifficulty`; each end walks to its nearest node. Nil when there is none.
-    public func route(from: GeoPoint, to: GeoPoint, maxDifficulty: Difficulty = .freeride) -> Route? {
+    /// `maxDifficulty` (unrated pistes only without a cap); each end walks to its
+    /// nearest node, and the pieces of one way travelled in a row are one leg.
+    /// Nil when there is none.
+    public func route(from: GeoPoint, to: GeoPoint, maxDifficulty: Difficulty = .hardest) -> Route? {
         guard let start = nearestNode(to: from), let goal = nearestNode(to: to) else { return nil }
         guard let path = shortestPath(from: start, to: goal, maxDifficulty: maxDifficulty) else { return nil }
         var legs: [RouteLeg] = []
-        if Geodesy.distance(from, nodes[start]) > 1 { legs.append(walkLeg([from, nodes[start]])) }
+        var legSource: [Int?] = []
+        if Geodesy.distance(from, nodes[start]) > 1 {
+            legs.append(walkLeg([from, nodes[start]]))
+            legSource.append(nil)
+        }
         for edge in path {
-            if let way = edge.way {
-                let way = ways[way]
+            if let index = edge.way {
+                let way = ways[index]
+                let source = sourceOfWay[index]
+                if let last = legs.last, legSource.last == source {
+                    legs[legs.count - 1] = RouteLeg(
+                        kind: last.kind, name: last.name, difficulty: last.difficulty, color: last.color,
+                        coordinates: last.coordinates + way.coordinates.dropFirst(), distance: last.distance + way.length,
+                        duration: last.duration + edge.seconds)
+                    continue
+                }
                 legs.append(RouteLeg(
                     kind: way.kind, name: way.name, difficulty: way.difficulty,
-                    color: way.difficulty.map(colors.color(for:)), coordinates: way.coordinates,
+                    color: way.kind == .piste ? colors.style(for: way.difficulty).color : nil, coordinates: way.coordinates,
                     distance: way.length, duration: edge.seconds))
+                legSource.append(source)
             } else {
                 legs.append(walkLeg([legs.last?.coordinates.last ?? nodes[start], nodes[edge.to]]))
+                legSource.append(nil)
             }
         }
         if Geodesy.distance(to, nodes[goal]) > 1 { legs.append(walkLeg([nodes[goal], to])) }
@@ -226,6 +401,13 @@ public struct SkiGraph: Sendable {
         }
         return Route(legs: legs, distance: legs.reduce(0) { $0 + $1.distance }, duration: legs.reduce(0) { $0 + $1.duration },
                      ascent: ascent, descent: descent)
+    }
+
+    /// Whether a route capped at `maxDifficulty` may take `way`.
+    func allows(_ way: SkiWay, maxDifficulty: Difficulty) -> Bool {
+        guard way.kind == .piste else { return true }
+        guard let difficulty = way.difficulty else { return maxDifficulty == .hardest }
+        return difficulty <= maxDifficulty
     }
 
     private func walkLeg(_ coordinates: [GeoPoint]) -> RouteLeg {
@@ -262,7 +444,8 @@ public struct SkiGraph: Sendable {
         while let (_, current) = open.pop() {
             if current == goal { break }
             for edge in edges[current] {
-                if let way = edge.way, let difficulty = ways[way].difficulty, difficulty > maxDifficulty { continue }
+                if edge.walkOut { continue }
+                if let way = edge.way, !allows(ways[way], maxDifficulty: maxDifficulty) { continue }
                 let cost = best[current] + edge.seconds
                 if cost < best[edge.to] {
                     best[edge.to] = cost
@@ -316,11 +499,27 @@ struct MinHeap {
     }
 }
 
+/// A piste drawn as an area (`area=yes`): shown on the map, not routed.
+public struct PisteArea: Sendable, Equatable {
+    public let name: String
+    public let difficulty: Difficulty?
+    public let polygon: Polygon
+
+    public init(name: String, difficulty: Difficulty?, polygon: Polygon) {
+        self.name = name
+        self.difficulty = difficulty
+        self.polygon = polygon
+    }
+}
+
 /// A resort loaded from GeoJSON: boundary, base, lifts and pistes, and its routing graph.
 ///
-/// The collection carries a foreign member `"resort": {"id", "name"}`; features are
-/// pistes (`LineString` with `piste:type` and `piste:difficulty`), lifts (`LineString`
-/// with `aerialway`), the boundary (`Polygon`/`MultiPolygon` with
+/// The collection carries a foreign member `"resort": {"id", "name"}`, optionally
+/// with `"difficulty_colors"` (`european`, the default, or `north_american`) and
+/// `"attribution"` (the data's licence notice, shown with the map). Features are
+/// pistes (`LineString` with `piste:type` and, when rated, `piste:difficulty`; a
+/// `Polygon` with `piste:type` is a piste area), lifts (`LineString` with
+/// `aerialway`), the boundary (`Polygon`/`MultiPolygon` with
 /// `landuse=winter_sports`) and the base (`Point` with `gondola:base=yes`). Pistes
 /// are oriented downhill and lifts uphill by the altitude of their ends (from the
 /// geometry, else the DEM); lines without altitude keep their drawn direction, as
@@ -330,43 +529,65 @@ public struct SkiResort: Sendable {
     public let name: String
     public let boundary: [Polygon]
     public let base: GeoPoint
+    /// The lifts and pistes as the file has them (the graph cuts pistes into pieces).
+    public let ways: [SkiWay]
+    public let areas: [PisteArea]
+    /// The data's licence notice, when the file gives one.
+    public let attribution: String?
     public let graph: SkiGraph
 
-    public var ways: [SkiWay] { graph.ways }
-
-    public init(geoJSON data: Data, elevation: ElevationGrid? = nil, colors: DifficultyColors = .european) throws(GeoJSONError) {
+    public init(geoJSON data: Data, elevation: ElevationGrid? = nil) throws(GeoJSONError) {
         let (features, members) = try GeoJSON.features(from: data)
         guard let resort = members["resort"] as? [String: Any], let id = resort["id"] as? String, !id.isEmpty else {
             throw GeoJSONError("the FeatureCollection needs a \"resort\" member with an \"id\"")
         }
         self.id = id
         self.name = resort["name"] as? String ?? id
+        self.attribution = resort["attribution"] as? String
+        var colors = DifficultyColors.european
+        if let scheme = resort["difficulty_colors"] {
+            guard let known = DifficultyColors.schemes.first(where: { $0.scheme == scheme as? String }) else {
+                throw GeoJSONError("resort.difficulty_colors must be one of \(DifficultyColors.schemes.map(\.scheme).joined(separator: ", "))")
+            }
+            colors = known
+        }
         var boundary: [Polygon] = []
         var base: GeoPoint?
         var ways: [SkiWay] = []
+        var areas: [PisteArea] = []
         func withAltitude(_ point: GeoPoint) -> GeoPoint {
             guard point.alt == nil, let altitude = elevation?.elevation(at: point) else { return point }
             return GeoPoint(lat: point.lat, lon: point.lon, alt: altitude)
         }
+        func difficulty(_ properties: [String: String], _ index: Int, _ name: String) throws(GeoJSONError) -> Difficulty? {
+            guard let raw = properties["piste:difficulty"] else { return nil }
+            guard let difficulty = Difficulty(rawValue: raw) else {
+                throw GeoJSONError("features[\(index)] (\(name)): piste:difficulty '\(raw)' is not one of \(Difficulty.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return difficulty
+        }
         for (index, feature) in features.enumerated() {
             let properties = feature.properties
+            let name = properties["name"] ?? "unnamed"
             switch feature.geometry {
             case .polygon, .multiPolygon:
-                if properties["landuse"] == "winter_sports" { boundary += feature.geometry.polygons }
+                if properties["landuse"] == "winter_sports" {
+                    boundary += feature.geometry.polygons
+                } else if properties["piste:type"] != nil {
+                    let rating = try difficulty(properties, index, name)
+                    areas += feature.geometry.polygons.map { PisteArea(name: name, difficulty: rating, polygon: $0) }
+                }
             case let .point(point) where properties["gondola:base"] == "yes":
                 base = withAltitude(point)
             case let .lineString(line):
-                let name = properties["name"] ?? "unnamed"
                 var coordinates = line.map(withAltitude)
                 if let aerialway = properties["aerialway"] {
                     if let first = coordinates.first?.alt, let last = coordinates.last?.alt, first > last { coordinates.reverse() }
                     ways.append(SkiWay(kind: .lift, name: name, difficulty: nil, aerialway: aerialway, coordinates: coordinates))
                 } else if properties["piste:type"] != nil {
-                    guard let raw = properties["piste:difficulty"], let difficulty = Difficulty(rawValue: raw) else {
-                        throw GeoJSONError("features[\(index)] (\(name)): piste:difficulty must be one of \(Difficulty.allCases.map(\.rawValue).joined(separator: ", "))")
-                    }
+                    let rating = try difficulty(properties, index, name)
                     if let first = coordinates.first?.alt, let last = coordinates.last?.alt, first < last { coordinates.reverse() }
-                    ways.append(SkiWay(kind: .piste, name: name, difficulty: difficulty, aerialway: nil, coordinates: coordinates))
+                    ways.append(SkiWay(kind: .piste, name: name, difficulty: rating, aerialway: nil, coordinates: coordinates))
                 }
             default:
                 continue
@@ -376,6 +597,8 @@ public struct SkiResort: Sendable {
         guard let base else { throw GeoJSONError("resort \(id) has no gondola:base=yes point") }
         self.boundary = boundary
         self.base = base
+        self.ways = ways
+        self.areas = areas
         self.graph = SkiGraph(ways: ways, colors: colors)
     }
 

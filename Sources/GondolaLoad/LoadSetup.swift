@@ -53,16 +53,18 @@ public enum TokenSource: Sendable {
 }
 
 extension TravellerCast {
-    /// Creates `trips` running trips through the server API (users `<prefix>h<t>` host
-    /// trip t, `<prefix>t<i>` travel in trip i·trips/travellers) and gets every token.
-    public static func prepare(travellers: Int, trips: Int, prefix: String, api: ServerAPIClient, tokens: TokenSource) async throws -> TravellerCast {
+    /// Creates `trips` running trips on `resort` through the server API (users
+    /// `<prefix>h<t>` host trip t, `<prefix>t<i>` travel in trip i·trips/travellers)
+    /// and gets every token.
+    public static func prepare(travellers: Int, trips: Int, prefix: String, resort: String = "demo", api: ServerAPIClient,
+                               tokens: TokenSource) async throws -> TravellerCast {
         let hosts = (0..<trips).map { "\(prefix)h\($0)" }
         let travellerIDs = (0..<travellers).map { "\(prefix)t\($0)" }
         let tripOf = (0..<travellers).map { tripIndex(of: $0, travellers: travellers, trips: trips) }
         var members = [[String]](repeating: [], count: trips)
         for (index, trip) in tripOf.enumerated() { members[trip].append(travellerIDs[index]) }
         let frozen = members
-        let tripIDs = try await api.createTrips(trips) { (hosts[$0], frozen[$0]) }
+        let tripIDs = try await api.createTrips(trips, resort: resort) { (hosts[$0], frozen[$0]) }
         return TravellerCast(trips: tripIDs, hosts: hosts, travellers: travellerIDs, tripOf: tripOf,
                              tokens: try await tokens.tokens(for: hosts + travellerIDs))
     }

@@ -25,11 +25,11 @@ public struct ServerAPIClient: Sendable {
         return result
     }
 
-    /// A trip running now with one host and `travellers`; answers its id.
-    public func createTrip(host: String, travellers: [String]) async throws -> String {
+    /// A trip on `resort` running now with one host and `travellers`; answers its id.
+    public func createTrip(host: String, travellers: [String], resort: String) async throws -> String {
         let now = WallClock.milliseconds()
         let result = try await call("trip_create", [
-            "name": "bench", "resort": "demo", "starts_at": .int(now - 3_600_000), "ends_at": .int(now + 86_400_000), "hosts": [.string(host)],
+            "name": "bench", "resort": .string(resort), "starts_at": .int(now - 3_600_000), "ends_at": .int(now + 86_400_000), "hosts": [.string(host)],
         ])
         guard case let .string(id)? = result["trip"]?["id"] else { throw LoadError("trip_create answered \(result.text)") }
         for traveller in travellers {
@@ -40,14 +40,14 @@ public struct ServerAPIClient: Sendable {
 
     /// Creates `count` trips, eight at a time (the hub writes each membership to SQLite
     /// before answering); `members(i)` names trip `i`'s host and travellers. Answers the ids in order.
-    public func createTrips(_ count: Int, members: @escaping @Sendable (Int) -> (host: String, travellers: [String])) async throws -> [String] {
+    public func createTrips(_ count: Int, resort: String, members: @escaping @Sendable (Int) -> (host: String, travellers: [String])) async throws -> [String] {
         try await withThrowingTaskGroup(of: (Int, String).self) { group in
             var ids = [String](repeating: "", count: count)
             for trip in 0..<count {
                 if trip >= 8, let (done, id) = try await group.next() { ids[done] = id }
                 group.addTask {
                     let (host, travellers) = members(trip)
-                    return (trip, try await createTrip(host: host, travellers: travellers))
+                    return (trip, try await createTrip(host: host, travellers: travellers, resort: resort))
                 }
             }
             for try await (done, id) in group { ids[done] = id }

@@ -45,7 +45,7 @@ struct MapRPC: Sendable {
             } else {
                 throw HubError.badRequest("from is required until a position was sent with location.update")
             }
-            let maxDifficulty: Difficulty = fields.has("max_difficulty") ? try fields.choice("max_difficulty", Difficulty.self) : .freeride
+            let maxDifficulty: Difficulty = fields.has("max_difficulty") ? try fields.choice("max_difficulty", Difficulty.self) : .hardest
             guard let resort = nearestResort(to: from, and: to) else {
                 throw HubError.notAvailable("no resort within \(Int(Self.routeReach)) m of both ends")
             }

@@ -70,7 +70,7 @@ public struct ResortCatalog: Sendable {
 
     /// `{"id","name","center":{"lat","lon"},"bbox":[minLon,minLat,maxLon,maxLat]}`.
     func summary(_ resort: SkiResort) -> JSON {
-        let box = Self.bounds(resort.boundary)
+        let box = BoundingBox(covering: resort.boundary)
         return [
             "id": .string(resort.id), "name": .string(resort.name),
             "center": ["lat": .double((box.minLat + box.maxLat) / 2), "lon": .double((box.minLon + box.maxLon) / 2)],
@@ -81,13 +81,6 @@ public struct ResortCatalog: Sendable {
     /// The ski map of a resort, encoded once at load.
     func mapDocument(_ id: String) -> RawJSON? { mapDocuments[id] }
 
-    static func bounds(_ polygons: [Polygon]) -> BoundingBox {
-        polygons.dropFirst().reduce(polygons[0].bounds) { box, polygon in
-            BoundingBox(minLat: min(box.minLat, polygon.bounds.minLat), minLon: min(box.minLon, polygon.bounds.minLon),
-                        maxLat: max(box.maxLat, polygon.bounds.maxLat), maxLon: max(box.maxLon, polygon.bounds.maxLon))
-        }
-    }
-
     static func coordinates(_ points: [GeoPoint]) -> JSON {
         .array(points.map { point in
             var position: [JSON] = [.double(point.lon), .double(point.lat)]
@@ -96,23 +89,29 @@ public struct ResortCatalog: Sendable {
         })
     }
 
-    /// Difficulty and colour of a way as the map shows them: pistes by difficulty, lifts as `lift`.
-    static func style(kind: SkiWay.Kind, difficulty: Difficulty?, colors: DifficultyColors) -> (difficulty: JSON, color: JSON) {
+    /// Difficulty, colour and pattern of a way as the map shows them: pistes by
+    /// difficulty (`null` and the unrated style when the data gives none), lifts as `lift`.
+    static func style(kind: SkiWay.Kind, difficulty: Difficulty?, colors: DifficultyColors) -> [(key: String, value: JSON)] {
         switch kind {
-        case .lift: return ("lift", .string(liftColor))
-        case .piste: return (difficulty.map { .string($0.rawValue) } ?? .null, difficulty.map { .string(colors.color(for: $0)) } ?? .null)
-        case .walk: return (.null, .null)
+        case .lift: return [("difficulty", "lift"), ("color", .string(liftColor)), ("pattern", .string(LinePattern.solid.rawValue))]
+        case .piste:
+            let style = colors.style(for: difficulty)
+            return [("difficulty", difficulty.map { .string($0.rawValue) } ?? .null), ("color", .string(style.color)),
+                    ("pattern", .string(style.pattern.rawValue))]
+        case .walk: return [("difficulty", .null), ("color", .null), ("pattern", .null)]
         }
     }
 
-    /// A FeatureCollection: the boundary, the base, then every lift and piste with
-    /// `kind`, `name`, `difficulty` and `color` (and `aerialway` for lifts).
+    /// A FeatureCollection: the boundary, the base, every lift and piste with `kind`,
+    /// `name`, `difficulty`, `color`, `pattern` and `length` (and `aerialway` for
+    /// lifts), then the piste areas (`kind: piste_area`). The `resort` member names
+    /// the resort, its bounding box and, when the data has one, its attribution.
     static func featureCollection(_ resort: SkiResort) -> JSON {
         var features: [JSON] = []
         for polygon in resort.boundary {
             features.append([
                 "type": "Feature", "properties": ["kind": "boundary", "name": .string(resort.name)],
-                "geometry": ["type": "Polygon", "coordinates": .array(polygon.rings.map(coordinates))],
+                "geometry": polygonGeometry(polygon),
             ])
         }
         features.append([
@@ -120,29 +119,40 @@ public struct ResortCatalog: Sendable {
             "geometry": ["type": "Point", "coordinates": coordinates([resort.base]).arrayFirst],
         ])
         for way in resort.ways {
-            let style = style(kind: way.kind, difficulty: way.difficulty, colors: resort.graph.colors)
-            var properties: [(key: String, value: JSON)] = [
-                ("kind", .string(way.kind.rawValue)), ("name", .string(way.name)), ("difficulty", style.difficulty), ("color", style.color),
-                ("length", TravelJSON.metres(way.length)),
-            ]
+            var properties: [(key: String, value: JSON)] = [("kind", .string(way.kind.rawValue)), ("name", .string(way.name))]
+            properties += style(kind: way.kind, difficulty: way.difficulty, colors: resort.graph.colors)
+            properties.append(("length", TravelJSON.metres(way.length)))
             if let aerialway = way.aerialway { properties.append(("aerialway", .string(aerialway))) }
             features.append([
                 "type": "Feature", "properties": .object(properties),
                 "geometry": ["type": "LineString", "coordinates": coordinates(way.coordinates)],
             ])
         }
-        return ["type": "FeatureCollection", "resort": ["id": .string(resort.id), "name": .string(resort.name)], "features": .array(features)]
+        for area in resort.areas {
+            let properties: [(key: String, value: JSON)] = [("kind", "piste_area"), ("name", .string(area.name))]
+                + style(kind: .piste, difficulty: area.difficulty, colors: resort.graph.colors)
+            features.append(["type": "Feature", "properties": .object(properties), "geometry": polygonGeometry(area.polygon)])
+        }
+        var member: [(key: String, value: JSON)] = [("id", .string(resort.id)), ("name", .string(resort.name))]
+        let box = BoundingBox(covering: resort.boundary)
+        member.append(("bbox", [.double(box.minLon), .double(box.minLat), .double(box.maxLon), .double(box.maxLat)]))
+        member.append(("difficulty_colors", .string(resort.graph.colors.scheme)))
+        if let attribution = resort.attribution { member.append(("attribution", .string(attribution))) }
+        return ["type": "FeatureCollection", "resort": .object(member), "features": .array(features)]
+    }
+
+    static func polygonGeometry(_ polygon: Polygon) -> JSON {
+        ["type": "Polygon", "coordinates": .array(polygon.rings.map(coordinates))]
     }
 
     /// A route as `map.route` answers it.
     static func routeJSON(_ route: Route, colors: DifficultyColors) -> JSON {
         let legs: [JSON] = route.legs.map { leg in
-            let style = style(kind: leg.kind, difficulty: leg.difficulty, colors: colors)
-            return [
-                "kind": .string(leg.kind.rawValue), "name": .string(leg.name), "difficulty": style.difficulty, "color": style.color,
-                "coordinates": coordinates(leg.coordinates), "distance": TravelJSON.metres(leg.distance),
-                "duration": .double(leg.duration.rounded()),
-            ]
+            var members: [(key: String, value: JSON)] = [("kind", .string(leg.kind.rawValue)), ("name", .string(leg.name))]
+            members += style(kind: leg.kind, difficulty: leg.difficulty, colors: colors)
+            members += [("coordinates", coordinates(leg.coordinates)), ("distance", TravelJSON.metres(leg.distance)),
+                        ("duration", .double(leg.duration.rounded()))]
+            return .object(members)
         }
         return [
             "legs": .array(legs), "distance": TravelJSON.metres(route.distance), "duration": .double(route.duration.rounded()),

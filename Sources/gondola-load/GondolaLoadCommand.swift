@@ -76,7 +76,7 @@ struct RunOptions: ParsableArguments {
 
 struct Travellers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Travellers riding and skiing the demo resort: location updates, nearby and trip frames, chat and RSVP.")
+        abstract: "Travellers riding and skiing a resort (the demo one unless told): location updates, nearby and trip frames, chat and RSVP.")
 
     @Option(help: "WebSocket URL of the hub; repeat it for the nodes of a cluster (travellers are spread over them).")
     var url: [String] = ["ws://127.0.0.1:8000/connection/websocket"]
@@ -85,7 +85,8 @@ struct Travellers: AsyncParsableCommand {
     @Option(help: "Location updates per traveller, e.g. 1/s.") var rate: String = "1/s"
     @Option(help: "The hub's token secret (tokens are minted here); without it, dev login is used.") var secret: String?
     @Option(name: .customLong("api-key"), help: "The hub's server API key (trips are created through the server API).") var apiKey: String
-    @Option(help: "The resort's GeoJSON (lifts and pistes to move along).") var resort: String = "resorts/demo.geojson"
+    @Option(help: "The resort to move along: its id in --resorts (the trips are on it), or the path of its GeoJSON.") var resort: String = "demo"
+    @Option(help: "The hub's resorts folder, where --resort ID is looked up.") var resorts: String = "resorts"
     @Option(name: .customLong("chat-share"), help: "Share of travellers who chat in their trip chat.") var chatShare: Double = 0.05
     @Option(name: .customLong("chat-interval"), help: "How often each chatting traveller sends.") var chatInterval: String = "10s"
     @Option(name: .customLong("rsvp-share"), help: "Share of travellers who answer their trip's event.") var rsvpShare: Double = 0.05
@@ -112,21 +113,23 @@ struct Travellers: AsyncParsableCommand {
         let settings = try run.settings()
         let addresses = try url.map(WebSocketURL.init)
         let address = addresses[0]
-        let graph: SkiGraph
+        let file = resort.hasSuffix(".geojson") ? resort : URL(fileURLWithPath: resorts).appendingPathComponent("\(resort).geojson").path
+        let skiResort: SkiResort
         do {
-            graph = try SkiResort(geoJSON: Data(contentsOf: URL(fileURLWithPath: resort))).graph
+            skiResort = try SkiResort(geoJSON: Data(contentsOf: URL(fileURLWithPath: file)))
         } catch {
-            throw LoadError("--resort \(resort): \(error)")
+            throw LoadError("--resort \(resort) (\(file)): \(error)")
         }
-        print("creating \(trips) trips and \(travellers + trips) tokens…")
-        let cast = try await TravellerCast.prepare(travellers: travellers, trips: trips, prefix: userPrefix,
+        let graph = skiResort.graph
+        print("creating \(trips) trips on \(skiResort.name) and \(travellers + trips) tokens…")
+        let cast = try await TravellerCast.prepare(travellers: travellers, trips: trips, prefix: userPrefix, resort: skiResort.id,
                                                    api: ServerAPIClient(base: address.httpBase, key: apiKey),
                                                    tokens: TokenSource(secret: secret, hub: address))
         let scenario = try TravellerScenario(urls: addresses, cast: cast, graph: graph, options: options)
         try await run.execute(scenario, settings: settings, described: [
             "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "nodes": "\(addresses.count)", "chat_share": "\(chatShare)",
             "chat_interval": chatInterval, "rsvp_share": "\(rsvpShare)", "rsvp_interval": rsvpInterval, "duration": run.duration,
-            "encoding": protocolEncoding.encoding, "delta": "\(delta)", "compression": "\(run.compression)",
+            "encoding": protocolEncoding.encoding, "delta": "\(delta)", "compression": "\(run.compression)", "resort": skiResort.id,
         ])
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import GondolaGeo
 import GondolaHub
+import GondolaOSM
 import GondolaRentals
 import GondolaServer
 import GondolaTravel
@@ -11,7 +13,7 @@ import Logging
 struct Gondola: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Gondola: a real-time location and messaging hub speaking the Centrifuge protocol.",
-        subcommands: [Serve.self, Token.self, ImportCars.self],
+        subcommands: [Serve.self, Token.self, ImportCars.self, ImportResort.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -170,5 +172,73 @@ struct ImportCars: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(file): \(error)")
         }
+    }
+}
+
+/// `gondola import-resort FILE --id ID`: reads an OpenStreetMap export of a ski area
+/// (OSM XML, Overpass JSON or GeoJSON) and writes `<id>.geojson`, plus `<id>.asc`
+/// with `--dem`, into the configured resorts folder. The hub loads it at its next start.
+struct ImportResort: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import-resort",
+        abstract: "Import a ski resort from an OpenStreetMap export (.osm XML, Overpass JSON or GeoJSON) into the resorts folder.")
+
+    @Argument(help: "The OpenStreetMap export.") var file: String
+    @Option(help: "The resort's id (lower-case letters, digits, '-' and '_'; at most 64).") var id: String
+    @Option(help: "The resort's name (default: the boundary's name, else the id).") var name: String?
+    @Option(help: "Elevation model: an ESRI ASCII grid (.asc) or an SRTM tile (.hgt, named like N39W106.hgt).") var dem: String?
+    @OptionGroup var options: ConfigurationOptions
+
+    static let idCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+    func run() async throws {
+        guard (1...64).contains(id.count), id.allSatisfy(Self.idCharacters.contains) else {
+            throw ValidationError("--id '\(id)' must be 1 to 64 lower-case letters, digits, '-' or '_'")
+        }
+        if let name, name.isEmpty || name.count > 200 { throw ValidationError("--name must be 1 to 200 characters") }
+        let folder: String
+        do {
+            folder = try ConfigurationLoader.load(file: options.config, environment: ProcessInfo.processInfo.environment,
+                                                  flags: options.flags).resorts
+        } catch {
+            throw ValidationError(error.description)
+        }
+        guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read '\(file)'") }
+        let started = ContinuousClock.now
+        let grid = try dem.map(Self.readElevation)
+        let resort: ImportedResort
+        do {
+            resort = try ResortImporter.importResort(try OSMReader.read(data), id: id, name: name, elevation: grid, file: file)
+        } catch {
+            throw ValidationError("\(file): \(error)")
+        }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let target = URL(fileURLWithPath: folder).appendingPathComponent("\(id).geojson")
+        let gridTarget = target.deletingPathExtension().appendingPathExtension("asc")
+        try resort.geoJSON().write(to: target, options: .atomic)
+        if let grid {
+            let bounds = BoundingBox(covering: resort.boundary)
+            guard let cropped = grid.cropped(to: bounds) else {
+                throw ValidationError("--dem \(dem!): the grid does not cover the resort (\(bounds))")
+            }
+            try Data(cropped.asciiGrid().utf8).write(to: gridTarget, options: .atomic)
+        } else if FileManager.default.fileExists(atPath: gridTarget.path) {
+            try FileManager.default.removeItem(at: gridTarget)
+        }
+        for line in resort.report.lines { print(line) }
+        let elapsed = ContinuousClock.now - started
+        print("wrote \(target.path)" + (grid != nil ? " and \(gridTarget.path)" : "") +
+              " in \(elapsed.formatted(.units(allowed: [.milliseconds]))); restart the hub to load resort '\(id)' (\(resort.name))")
+    }
+
+    static func readElevation(_ path: String) throws -> ElevationGrid {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("--dem: cannot read '\(path)'") }
+        do {
+            if path.lowercased().hasSuffix(".hgt") { return try ElevationGrid(hgt: data, named: path) }
+            if path.lowercased().hasSuffix(".asc") { return try ElevationGrid(asciiGrid: String(decoding: data, as: UTF8.self)) }
+        } catch {
+            throw ValidationError("--dem \(path): \(error)")
+        }
+        throw ValidationError("--dem '\(path)' must be an ESRI ASCII grid (.asc) or an SRTM tile (.hgt)")
     }
 }

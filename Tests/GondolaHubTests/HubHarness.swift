@@ -79,8 +79,10 @@ struct TestClient {
         }
     }
 
-    /// The next message the server sends; fails after `timeout`.
-    func next(timeout: Duration = .seconds(2)) async throws -> ServerMessage {
+    /// The next message the server sends; fails after `timeout`. The default deadline is
+    /// generous because suites run side by side on two cores: CPU-heavy tests of other
+    /// modules can hold both of the cooperative pool's threads for seconds.
+    func next(timeout: Duration = .seconds(15)) async throws -> ServerMessage {
         if let message = pending.take() { return message }
         let item = try await withThrowingTaskGroup(of: OutboundQueue.Item?.self) { group in
             group.addTask { await session.queue.next() }

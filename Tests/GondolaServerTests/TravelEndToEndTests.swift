@@ -119,7 +119,7 @@ import Testing
         BadInput(method: "map.route", data: #"{"to":{"lat":100,"lon":6}}"#, message: "to.lat must be between -90 and 90"),
         BadInput(method: "map.route", data: #"{"to":{"lat":45.3,"lon":6.58}}"#, message: "from is required until a position was sent"),
         BadInput(method: "map.route", data: #"{"to":{"lat":45.3,"lon":6.58},"from":{"lat":45.29,"lon":6.57},"max_difficulty":"double-black"}"#,
-                 message: "max_difficulty must be one of novice, easy, intermediate, advanced, expert, freeride"),
+                 message: "max_difficulty must be one of novice, easy, intermediate, advanced, expert, freeride, extreme"),
     ]
 
     /// Every bad field answers 107 naming the field; the connection stays usable and

@@ -1,9 +1,16 @@
 // The resort map drawn with Leaflet from the hub's GeoJSON (no tile server needed):
-// boundary, lifts and pistes coloured by difficulty with a legend, the elevation under
-// the pointer, an optional street tile layer, and the travellers as labelled markers that
-// fade with the age of their position.
+// boundary, lifts, pistes and piste areas in their difficulty's colour and pattern, a
+// legend of the difficulties this resort has, the data's attribution, the elevation
+// under the pointer, an optional street tile layer, and the travellers as labelled
+// markers that fade with the age of their position.
 
-const DIFFICULTY_NAMES = { novice: "Novice", easy: "Easy", intermediate: "Intermediate", advanced: "Advanced", expert: "Expert", freeride: "Freeride", lift: "Lift" };
+// Legend order and names; `unrated` is a piste the data gives no difficulty.
+const DIFFICULTY_NAMES = {
+  novice: "Novice", easy: "Easy", intermediate: "Intermediate", advanced: "Advanced", expert: "Expert",
+  freeride: "Freeride", extreme: "Extreme", unrated: "Unrated", lift: "Lift",
+};
+const DASHES = { solid: null, dashed: "10 6", dotted: "2 6" };
+const LIFT_DASHES = "2 6";
 
 export class ResortMap {
   constructor(element, legend, { tilesURL, elevation, onElevation }) {
@@ -29,28 +36,49 @@ export class ResortMap {
 
   drawResort(collection) {
     if (!this.map) return;
-    const colours = new Map();
-    const layer = L.geoJSON(collection, {
+    const present = new Map();
+    // Lifts last, so that they cross over the runs.
+    const isLift = (feature) => feature.properties.kind === "lift";
+    const drawn = { ...collection, features: [...collection.features.filter((f) => !isLift(f)), ...collection.features.filter(isLift)] };
+    const layer = L.geoJSON(drawn, {
       style: (feature) => {
         const p = feature.properties;
         if (p.kind === "boundary") return { color: "#5f6b78", weight: 2, dashArray: "6 4", fill: true, fillOpacity: 0.04 };
         if (p.kind === "base") return { color: "#1d2733", weight: 1, fillOpacity: 0.2 };
-        const key = p.kind === "lift" ? "lift" : p.difficulty;
-        if (key && p.color) colours.set(key, p.color);
-        return { color: p.color || "#333", weight: p.kind === "lift" ? 2 : 4, dashArray: p.kind === "lift" ? "2 6" : null, opacity: 0.9 };
+        const key = p.kind === "lift" ? "lift" : (p.difficulty || "unrated");
+        const dashArray = p.kind === "lift" ? LIFT_DASHES : DASHES[p.pattern] ?? null;
+        if (p.color) present.set(key, { color: p.color, dashArray });
+        if (p.kind === "piste_area") return { color: p.color, weight: 1, dashArray, fill: true, fillColor: p.color, fillOpacity: 0.25 };
+        return { color: p.color || "#333", weight: p.kind === "lift" ? 3 : 4, dashArray, opacity: 0.9 };
       },
       pointToLayer: (feature, latlng) => L.circleMarker(latlng, { radius: 5 }),
       onEachFeature: (feature, layer) => {
         const p = feature.properties;
-        if (p.name && p.kind !== "boundary") layer.bindTooltip(`${p.name}${p.difficulty ? " (" + (DIFFICULTY_NAMES[p.difficulty] || p.difficulty) + ")" : ""}`);
+        const difficulty = p.kind === "piste" || p.kind === "piste_area" ? (p.difficulty || "unrated") : null;
+        if (p.name && p.kind !== "boundary") layer.bindTooltip(`${p.name}${difficulty ? " (" + DIFFICULTY_NAMES[difficulty] + ")" : ""}`);
       },
     }).addTo(this.map);
-    const bounds = layer.getBounds();
+    const resort = collection.resort || {};
+    const bounds = resort.bbox ? L.latLngBounds([resort.bbox[1], resort.bbox[0]], [resort.bbox[3], resort.bbox[2]]) : layer.getBounds();
     if (bounds.isValid()) this.map.fitBounds(bounds, { padding: [20, 20] });
-    this.legend.replaceChildren(...[...colours.entries()].map(([key, colour]) => {
+    if (resort.attribution) {
+      L.control.attribution({ prefix: false }).addAttribution(resort.attribution).addTo(this.map);
+    }
+    const order = Object.keys(DIFFICULTY_NAMES);
+    const keys = [...present.keys()].sort((a, b) => order.indexOf(a) - order.indexOf(b));
+    this.legend.replaceChildren(...keys.map((key) => {
+      const { color, dashArray } = present.get(key);
       const entry = document.createElement("span");
-      const swatch = document.createElement("i");
-      swatch.style.background = colour;
+      entry.dataset.difficulty = key;
+      const swatch = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+      swatch.setAttribute("width", "28");
+      swatch.setAttribute("height", "8");
+      const line = document.createElementNS("http://www.w3.org/2000/svg", "line");
+      for (const [name, value] of Object.entries({ x1: 0, y1: 4, x2: 28, y2: 4, stroke: color, "stroke-width": key === "lift" ? 3 : 4 })) {
+        line.setAttribute(name, value);
+      }
+      if (dashArray) line.setAttribute("stroke-dasharray", dashArray);
+      swatch.append(line);
       entry.append(swatch, document.createTextNode(DIFFICULTY_NAMES[key] || key));
       return entry;
     }));
