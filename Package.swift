@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "gondola-push-standin", targets: ["gondola-push-standin"]),
         .library(name: "GondolaGeo", targets: ["GondolaGeo"]),
         .library(name: "GondolaOSM", targets: ["GondolaOSM"]),
+        .library(name: "GondolaRESP", targets: ["GondolaRESP"]),
+        .library(name: "GondolaRedis", targets: ["GondolaRedis"]),
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
         .library(name: "GondolaStore", targets: ["GondolaStore"]),
@@ -54,6 +56,16 @@ let package = Package(
     targets: [
         .target(name: "GondolaGeo", exclude: ["README.md"]),
         .target(name: "GondolaOSM", dependencies: ["GondolaGeo", "GondolaProtocol"]),
+        .target(name: "GondolaRESP"),
+        .target(
+            name: "GondolaRedis",
+            dependencies: [
+                "GondolaRESP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "GondolaProtocol",
             dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -301,6 +313,7 @@ let package = Package(
         ),
         .testTarget(name: "GondolaGeoTests", dependencies: ["GondolaGeo"]),
         .testTarget(name: "GondolaOSMTests", dependencies: ["GondolaOSM", "GondolaGeo"]),
+        .testTarget(name: "GondolaRedisTests", dependencies: ["GondolaRedis", "GondolaRESP", "GondolaGeo", "GondolaTestSupport", .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(name: "GondolaDomainTests", dependencies: ["GondolaDomain", "GondolaHub", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "GondolaLoadTests", dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),

@@ -1,0 +1,143 @@
+import GondolaRESP
+import NIOConcurrencyHelpers
+import NIOCore
+import Synchronization
+
+/// A connection to one Redis server that comes back by itself. While it is down,
+/// commands fail at once with `RedisError.unavailable` instead of waiting; the
+/// client reconnects with a backoff from 50 ms doubling to `maxBackoff`, and tells
+/// `stateChanged` when it goes down and when it is back. Channels subscribed with
+/// `subscribe` are subscribed again on every new connection, and their messages go
+/// to `messages`: a client used for Pub/Sub should not also carry commands, so that
+/// a slow command never delays a delivery.
+public final class RedisClient: Sendable {
+    /// What the client tells its owner.
+    public enum State: Sendable, Equatable {
+        case up
+        case down(String)
+    }
+
+    public let address: RedisAddress
+    let group: any EventLoopGroup
+    let maxBackoff: Duration
+    private let stateChanged: @Sendable (State) -> Void
+    private let messages: @Sendable (_ channel: [UInt8], _ payload: [UInt8]) -> Void
+    private let shared = Mutex(Shared())
+    private let runner = Mutex<Task<Void, Never>?>(nil)
+
+    private struct Shared {
+        var connection: RedisConnection?
+        var downReason = "not connected yet"
+        var subscriptions: Set<[UInt8]> = []
+        var stopped = false
+    }
+
+    public init(address: RedisAddress, group: any EventLoopGroup, maxBackoff: Duration = .seconds(2),
+                stateChanged: @escaping @Sendable (State) -> Void = { _ in },
+                messages: @escaping @Sendable (_ channel: [UInt8], _ payload: [UInt8]) -> Void = { _, _ in }) {
+        self.address = address
+        self.group = group
+        self.maxBackoff = maxBackoff
+        self.stateChanged = stateChanged
+        self.messages = messages
+    }
+
+    /// Starts connecting (and reconnecting whenever the connection is lost).
+    public func start() {
+        runner.withLock { task in
+            guard task == nil else { return }
+            task = Task { await self.keepConnected() }
+        }
+    }
+
+    /// Closes the connection and stops reconnecting.
+    public func stop() {
+        let connection = shared.withLock { shared in
+            shared.stopped = true
+            return shared.connection
+        }
+        runner.withLock { $0?.cancel() }
+        connection?.close()
+    }
+
+    /// Whether a connection is up now.
+    public var isUp: Bool { shared.withLock { $0.connection?.isActive == true } }
+
+    /// Sends a command on the current connection; `unavailable` when there is none.
+    public func send(_ arguments: [String]) async throws(RedisError) -> RESPValue {
+        try await send(bytes: arguments.map { Array($0.utf8) })
+    }
+
+    /// `send` with binary arguments.
+    public func send(bytes arguments: [[UInt8]]) async throws(RedisError) -> RESPValue {
+        let (connection, reason) = shared.withLock { ($0.connection, $0.downReason) }
+        guard let connection, connection.isActive else { throw .unavailable(reason) }
+        return try await connection.send(bytes: arguments)
+    }
+
+    /// Subscribes to a Pub/Sub channel now if connected, and on every reconnection.
+    public func subscribe(_ channel: [UInt8]) async throws(RedisError) {
+        try await change(channel, subscribed: true)
+    }
+
+    /// Unsubscribes from a Pub/Sub channel.
+    public func unsubscribe(_ channel: [UInt8]) async throws(RedisError) {
+        try await change(channel, subscribed: false)
+    }
+
+    private func change(_ channel: [UInt8], subscribed: Bool) async throws(RedisError) {
+        let connection = shared.withLock { shared in
+            if subscribed { shared.subscriptions.insert(channel) } else { shared.subscriptions.remove(channel) }
+            return shared.connection
+        }
+        guard let connection, connection.isActive else { return }
+        _ = try await connection.send(bytes: [Array((subscribed ? "SUBSCRIBE" : "UNSUBSCRIBE").utf8), channel])
+    }
+
+    private func keepConnected() async {
+        var backoff = Duration.milliseconds(50)
+        while !Task.isCancelled, !shared.withLock({ $0.stopped }) {
+            let lost = AsyncStream<String>.makeStream()
+            do {
+                let connection = try await RedisConnection.connect(
+                    to: address, on: group,
+                    pushes: { [messages] push in Self.deliver(push, to: messages) },
+                    closed: { reason in
+                        lost.continuation.yield(reason)
+                        lost.continuation.finish()
+                    })
+                let channels = shared.withLock { shared in
+                    shared.connection = connection
+                    return shared.subscriptions
+                }
+                for channel in channels { _ = try await connection.send(bytes: [Array("SUBSCRIBE".utf8), channel]) }
+                backoff = .milliseconds(50)
+                stateChanged(.up)
+                var reason = "closed"
+                for await why in lost.stream { reason = why }
+                shared.withLock { shared in
+                    shared.connection = nil
+                    shared.downReason = reason
+                }
+                stateChanged(.down(reason))
+            } catch {
+                // Not up yet (connecting, or subscribing again failed): try again later.
+                let reason = "\(error)"
+                shared.withLock { shared in
+                    shared.connection?.close()
+                    shared.connection = nil
+                    shared.downReason = reason
+                }
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, maxBackoff)
+            }
+        }
+    }
+
+    /// Hands a Pub/Sub `message` push to `messages`; other pushes (subscribe confirmations) are not deliveries.
+    static func deliver(_ push: RESPValue, to messages: @Sendable ([UInt8], [UInt8]) -> Void) {
+        guard let items = push.elements, items.count == 3, items[0].string == "message",
+              let channel = items[1].bytes, let payload = items[2].bytes else { return }
+        messages(channel, payload)
+    }
+}

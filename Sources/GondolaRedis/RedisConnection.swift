@@ -1,0 +1,196 @@
+import GondolaRESP
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// One connection to a Redis server, speaking RESP3 (`HELLO 3` at connect).
+/// Commands are pipelined: each is written at once and answers are matched in the
+/// order the server sends them, at most `maxPending` waiting (more are refused with
+/// `RedisError.overloaded`). Out-of-band pushes (Pub/Sub messages) go to `pushes`,
+/// on the connection's event loop; the push confirming a (un)subscription answers
+/// its command. When the connection closes, every waiting
+/// command fails with `connectionLost` and `closed` is called once.
+public final class RedisConnection: Sendable {
+    /// Commands waiting for their answers on one connection before more are refused.
+    public static let defaultMaxPending = 10_000
+
+    let channel: Channel
+    public let address: RedisAddress
+
+    private init(channel: Channel, address: RedisAddress) {
+        self.channel = channel
+        self.address = address
+    }
+
+    /// Connects and switches to RESP3; throws `unavailable` when the server cannot be reached.
+    public static func connect(to address: RedisAddress, on group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(2),
+                               maxPending: Int = defaultMaxPending,
+                               pushes: @escaping @Sendable (RESPValue) -> Void = { _ in },
+                               closed: @escaping @Sendable (String) -> Void = { _ in }) async throws(RedisError) -> RedisConnection {
+        let channel: Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            RESPChannelHandler(maxPending: maxPending, pushes: pushes, closed: closed))
+                    }
+                }
+                .connect(host: address.host, port: address.port).get()
+        } catch {
+            throw .unavailable("cannot connect to \(address): \(error)")
+        }
+        let connection = RedisConnection(channel: channel, address: address)
+        do throws(RedisError) {
+            let hello = try await connection.send(["HELLO", "3"])
+            guard case .map = hello else { throw RedisError.unexpectedReply("HELLO 3 answered \(hello)") }
+        } catch {
+            connection.close()
+            throw error
+        }
+        return connection
+    }
+
+    /// Sends a command and waits for its answer (the task waits, no thread does); an
+    /// error answer throws `RedisError.server`.
+    public func send(_ arguments: [String]) async throws(RedisError) -> RESPValue {
+        try await send(bytes: arguments.map { Array($0.utf8) })
+    }
+
+    /// `send` with binary arguments.
+    public func send(bytes arguments: [[UInt8]]) async throws(RedisError) -> RESPValue {
+        let promise = channel.eventLoop.makePromise(of: RESPValue.self)
+        channel.writeAndFlush(RESPChannelHandler.Command(arguments: arguments, promise: promise), promise: nil)
+        let value: RESPValue
+        do {
+            value = try await promise.futureResult.get()
+        } catch let error as RedisError {
+            throw error
+        } catch {
+            throw .connectionLost("\(error)")
+        }
+        if case let .error(message) = value { throw .server(message) }
+        return value
+    }
+
+    /// Whether the connection is still open.
+    public var isActive: Bool { channel.isActive }
+
+    /// Closes the connection; waiting commands fail with `connectionLost`.
+    public func close() {
+        channel.close(promise: nil)
+    }
+}
+
+/// The connection's channel handler: encodes commands, decodes answers with
+/// `RESPParser` as bytes arrive, and matches answers to waiting commands in order.
+final class RESPChannelHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = Command
+    typealias OutboundOut = ByteBuffer
+
+    struct Command {
+        let arguments: [[UInt8]]
+        let promise: EventLoopPromise<RESPValue>
+
+        /// In RESP3 the server confirms a (un)subscription with a push, not a reply:
+        /// the push's kind that answers this command, if it is one of those.
+        var confirmingPush: String? {
+            guard let name = arguments.first.map({ String(decoding: $0, as: UTF8.self).lowercased() }) else { return nil }
+            return ["subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe"].contains(name) ? name : nil
+        }
+    }
+
+    private let parser = RESPParser()
+    private let maxPending: Int
+    private let pushes: @Sendable (RESPValue) -> Void
+    private let closed: @Sendable (String) -> Void
+    private var waiting = CircularBuffer<(promise: EventLoopPromise<RESPValue>, confirmingPush: String?)>()
+    private var received: ByteBuffer?
+    private var closeReason: String?
+
+    init(maxPending: Int, pushes: @escaping @Sendable (RESPValue) -> Void, closed: @escaping @Sendable (String) -> Void) {
+        self.maxPending = maxPending
+        self.pushes = pushes
+        self.closed = closed
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let command = unwrapOutboundIn(data)
+        if let closeReason {
+            command.promise.fail(RedisError.connectionLost(closeReason))
+            return
+        }
+        guard waiting.count < maxPending else {
+            command.promise.fail(RedisError.overloaded(limit: maxPending))
+            return
+        }
+        var bytes: [UInt8] = []
+        RESPCommand.encode(command.arguments, into: &bytes)
+        waiting.append((command.promise, command.confirmingPush))
+        context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var incoming = unwrapInboundIn(data)
+        if received == nil || received!.readableBytes == 0 {
+            received = incoming
+        } else {
+            received!.writeBuffer(&incoming)
+        }
+        while var buffer = received, buffer.readableBytes > 0 {
+            let parsed: (value: RESPValue, length: Int)?
+            do {
+                parsed = try buffer.withUnsafeReadableBytes { bytes in try parser.parse(bytes) }
+            } catch {
+                fail(context: context, reason: "\(error)", error: RedisError.protocolError("\(error)"))
+                return
+            }
+            guard let (value, length) = parsed else { break }
+            buffer.moveReaderIndex(forwardBy: length)
+            received = buffer
+            if case let .push(items) = value {
+                if let kind = items.first?.string, let first = waiting.first, first.confirmingPush == kind {
+                    waiting.removeFirst().promise.succeed(value)
+                } else {
+                    pushes(value)
+                }
+            } else if let command = waiting.popFirst() {
+                command.promise.succeed(value)
+            } else {
+                fail(context: context, reason: "an answer no command waited for", error: RedisError.protocolError("unexpected answer \(value)"))
+                return
+            }
+        }
+        if let buffer = received, buffer.readableBytes == 0 { received = nil } else { received?.discardReadBytes() }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish(reason: closeReason ?? "closed by the server")
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        fail(context: context, reason: "\(error)", error: RedisError.connectionLost("\(error)"))
+    }
+
+    private func fail(context: ChannelHandlerContext, reason: String, error: RedisError) {
+        if closeReason == nil { closeReason = reason }
+        while let command = waiting.popFirst() { command.promise.fail(error) }
+        context.close(promise: nil)
+    }
+
+    /// Fails what still waits and tells the owner, once.
+    private func finish(reason: String) {
+        if closeReason == nil { closeReason = reason }
+        let reason = closeReason!
+        while let command = waiting.popFirst() { command.promise.fail(RedisError.connectionLost(reason)) }
+        guard !notified else { return }
+        notified = true
+        closed(reason)
+    }
+
+    private var notified = false
+}

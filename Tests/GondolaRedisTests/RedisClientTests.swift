@@ -1,0 +1,122 @@
+import Foundation
+import GondolaRESP
+import GondolaRedis
+import NIOPosix
+import Synchronization
+import Testing
+
+/// The Redis client against a real redis-server: commands and binary values,
+/// pipelining, error answers, Pub/Sub, and an outage (the server killed and started
+/// again) during which commands fail at once and after which subscriptions come back.
+@Suite(.serialized) struct RedisClientTests {
+    let group = MultiThreadedEventLoopGroup.singleton
+
+    @Test func commandsPipelineAndKeepBytes() async throws {
+        try await TestRedis.with { redis in
+            try await pipelining(on: redis)
+        }
+    }
+
+    func pipelining(on redis: TestRedis) async throws {
+        let connection = try await RedisConnection.connect(to: redis.address, on: group)
+        defer { connection.close() }
+        let binary: [UInt8] = [0, 13, 10, 255, 36, 42]
+        #expect(try await connection.send(bytes: [Array("SET".utf8), Array("k".utf8), binary]) == .simpleString("OK"))
+        #expect(try await connection.send(["GET", "k"]) == .bulkString(binary))
+        #expect(try await connection.send(["GET", "missing"]) == .null)
+        // 2,000 commands in flight at once: every answer comes back, each to its command.
+        let answers = try await withThrowingTaskGroup(of: Int64.self) { tasks in
+            for _ in 0..<2_000 { tasks.addTask { try await connection.send(["INCR", "counter"]).integer! } }
+            return try await tasks.reduce(into: [Int64]()) { $0.append($1) }
+        }
+        #expect(Set(answers) == Set(1...2_000))
+        await #expect(throws: RedisError.server("ERR unknown command 'NOSUCH', with args beginning with: ")) {
+            _ = try await connection.send(["NOSUCH"])
+        }
+        // After an error answer, the connection goes on.
+        #expect(try await connection.send(["PING"]) == .simpleString("PONG"))
+    }
+
+    @Test func tooManyWaitingCommandsAreRefused() async throws {
+        try await TestRedis.with { redis in try await overload(redis) }
+    }
+
+    func overload(_ redis: TestRedis) async throws {
+        let connection = try await RedisConnection.connect(to: redis.address, on: group, maxPending: 4)
+        defer { connection.close() }
+        // A blocking pop holds the connection's answers back; four more wait behind it, the fifth is refused.
+        async let blocked = connection.send(["BLPOP", "nothing", "2"])
+        let observer = try await RedisConnection.connect(to: redis.address, on: group)
+        defer { observer.close() }
+        try await waitUntil { (try await observer.send(["INFO", "clients"]).string ?? "").contains("blocked_clients:1") }
+        let results = await withTaskGroup(of: RedisError?.self) { tasks in
+            for _ in 0..<4 {
+                tasks.addTask {
+                    do throws(RedisError) {
+                        _ = try await connection.send(["PING"])
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            return await tasks.reduce(into: [RedisError?]()) { $0.append($1) }
+        }
+        #expect(results.compactMap { $0 } == [.overloaded(limit: 4)])
+        #expect(try await blocked == .null)
+    }
+
+    @Test func pubSubAndAnOutage() async throws {
+        try await TestRedis.with { redis in try await outage(redis) }
+    }
+
+    func outage(_ redis: TestRedis) async throws {
+        let received = AsyncStream<[UInt8]>.makeStream()
+        let states = AsyncStream<RedisClient.State>.makeStream()
+        let subscriber = RedisClient(address: redis.address, group: group, maxBackoff: .milliseconds(200),
+                                     stateChanged: { states.continuation.yield($0) },
+                                     messages: { _, payload in received.continuation.yield(payload) })
+        let publisher = RedisClient(address: redis.address, group: group, maxBackoff: .milliseconds(200))
+        defer {
+            subscriber.stop()
+            publisher.stop()
+        }
+        try await subscriber.subscribe(Array("bus".utf8))
+        subscriber.start()
+        publisher.start()
+        var stateEvents = states.stream.makeAsyncIterator()
+        #expect(await stateEvents.next() == .up)
+        try await waitUntil { publisher.isUp }
+        var messages = received.stream.makeAsyncIterator()
+        #expect(try await publishUntilHeard(publisher, "one", &messages) == Array("one".utf8))
+
+        try await redis.stop()
+        guard case .down? = await stateEvents.next() else { Issue.record("no down state"); return }
+        // While Redis is down, a command fails at once: it does not wait for the server.
+        let started = ContinuousClock.now
+        await #expect(throws: RedisError.self) { _ = try await publisher.send(["PING"]) }
+        #expect(ContinuousClock.now - started < .seconds(1))
+
+        try await redis.start()
+        #expect(await stateEvents.next() == .up)
+        try await waitUntil { publisher.isUp }
+        // The subscription came back with the connection.
+        #expect(try await publishUntilHeard(publisher, "two", &messages) == Array("two".utf8))
+    }
+
+    /// Publishes until a subscriber counts (PUBLISH answers how many heard it), then reads the delivery.
+    func publishUntilHeard(_ publisher: RedisClient, _ text: String,
+                           _ messages: inout AsyncStream<[UInt8]>.Iterator) async throws -> [UInt8]? {
+        try await waitUntil { (try? await publisher.send(["PUBSUB", "NUMSUB", "bus"]))?.elements?.last?.integer == 1 }
+        #expect(try await publisher.send(["PUBLISH", "bus", text]).integer == 1)
+        return await messages.next()
+    }
+
+    func waitUntil(within limit: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else { throw RedisError.unavailable("condition not met within \(limit)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import GondolaRedis
+import GondolaTestSupport
+import NIOPosix
+
+/// A private `redis-server` (Debian's, installed by Scripts/setup) on a loopback port,
+/// without persistence; `stop` and `start` again on the same port play an outage.
+final class TestRedis: @unchecked Sendable {
+    let port: Int
+    let folder: String
+    private var pid: pid_t?
+
+    var address: RedisAddress { RedisAddress(host: "127.0.0.1", port: port) }
+
+    init() throws {
+        port = Self.freePort()
+        folder = NSTemporaryDirectory() + "gondola-redis-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    }
+
+    /// Runs `body` with a started server, and kills the server afterwards, also when `body` throws.
+    static func with(_ body: (TestRedis) async throws -> Void) async throws {
+        let redis = try TestRedis()
+        try await redis.start()
+        do {
+            try await body(redis)
+        } catch {
+            try? await redis.stop()
+            throw error
+        }
+        try await redis.stop()
+    }
+
+    /// Starts the server and waits until it answers PING (at most 10 s).
+    func start() async throws {
+        guard let server = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first(where: FileManager.default.isExecutableFile) else {
+            throw TestRedisError( "redis-server is not installed (Scripts/setup installs it)")
+        }
+        pid = try TestProcess.spawn([server, "--bind", "127.0.0.1", "--port", "\(port)", "--save", "", "--appendonly", "no",
+                                     "--dir", folder], output: folder + "/redis.log")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let connection = try? await RedisConnection.connect(to: address, on: MultiThreadedEventLoopGroup.singleton) {
+                connection.close()
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestRedisError( "redis-server on port \(port) did not answer within 10 s; see \(folder)/redis.log")
+    }
+
+    /// Kills the server (SIGKILL) and waits for it to be gone.
+    func stop() async throws {
+        guard let pid else { return }
+        kill(pid, SIGKILL)
+        _ = try await TestProcess.exit(of: pid, within: .seconds(10))
+        self.pid = nil
+    }
+
+    static func freePort() -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Why the test's Redis server could not be started.
+struct TestRedisError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
