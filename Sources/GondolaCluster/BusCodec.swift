@@ -82,6 +82,11 @@ enum BusCodec {
         try JSONParser.parse(bytes, keepingRaw: ["conn_info", "chan_info"])
     }
 
+    /// One event as `encode` wrote it.
+    static func decodeEvent(_ bytes: [UInt8]) throws -> ClusterEvent {
+        try decode(parse(bytes))
+    }
+
     static func decodeEvents(_ json: JSON) throws -> [ClusterEvent] {
         guard case let .array(entries) = json else { throw BusCodecError("events must be an array") }
         return try entries.map(decode)

@@ -1,0 +1,186 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import GondolaRESP
+import GondolaRedis
+import Synchronization
+
+/// Channel streams kept in Redis, so that every node sees the same offsets and
+/// epochs: each channel has a Redis stream of its publications (entry ids are the
+/// offsets) and a hash holding its top offset and epoch. An append is one Lua
+/// script, atomic on the server: it takes the next offset, adds the entry (trimmed
+/// to the namespace's size) and sets the expiries. Publications keep their bytes:
+/// they are stored as the bus encodes them. A publication older than the
+/// namespace's TTL is not read; the whole stream expires a TTL after its last
+/// publication, and its offset and epoch `streamIdleLimit` after it.
+///
+/// Keys are `gondola:{<channel>}:stream` and `gondola:{<channel>}:meta`; the braces
+/// keep both in one slot of a Redis Cluster.
+public final class RedisHistoryStore: HistoryStore {
+    public let redis: RedisClient
+    /// How long a stream without publications keeps its offset and epoch.
+    public let streamIdleLimit: Duration
+    private let appendScript: RedisScript
+    private let readScript: RedisScript
+
+    public init(redis: RedisClient, streamIdleLimit: Duration = .seconds(3600)) {
+        self.redis = redis
+        self.streamIdleLimit = streamIdleLimit
+        appendScript = RedisScript(redis: redis, source: Self.appendSource)
+        readScript = RedisScript(redis: redis, source: Self.readSource)
+    }
+
+    static func keys(_ channel: String) -> [[UInt8]] {
+        [Array("gondola:{\(channel)}:stream".utf8), Array("gondola:{\(channel)}:meta".utf8)]
+    }
+
+    /// Appends `publication` to the channel's stream; answers it with its offset and the stream's position.
+    public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) async throws(HubError) -> (Publication, StreamPosition) {
+        var stored = publication
+        stored.offset = 0
+        let entry = BusCodec.encode(.publication(channel: channel, stored))
+        let answer = try await run(appendScript, keys: Self.keys(channel), arguments: [
+            entry, Self.number(Int64(max(options.historySize, 1))), Self.number(Self.seconds(options.historyTTL)),
+            Array(Epoch.make().utf8), Self.number(Self.seconds(streamIdleLimit)), Self.number(Self.milliseconds(now)),
+        ])
+        guard let items = answer.elements, items.count == 2, let offset = items[0].integer, let epoch = items[1].string else {
+            throw .internalError("the append script answered \(answer)")
+        }
+        stored.offset = UInt64(offset)
+        return (stored, StreamPosition(offset: UInt64(offset), epoch: epoch))
+    }
+
+    public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
+        let oldest = options.historyTTL > .zero ? Self.milliseconds(now) - Int64(options.historyTTL.components.seconds * 1000) : 0
+        let mode = limit == 0 ? "none" : reverse ? "reverse" : "forward"
+        let answer = try await run(readScript, keys: Self.keys(channel), arguments: [
+            Array(Epoch.make().utf8), Self.number(Self.seconds(streamIdleLimit)), Array(mode.utf8),
+            Self.number(Int64(after ?? 0)), Self.number(Int64(limit < 0 ? Int(Int32.max) : limit)), Self.number(oldest),
+        ])
+        guard let items = answer.elements, items.count == 3, let top = items[0].integer, let epoch = items[1].string,
+              let entries = items[2].elements else {
+            throw HubError.internalError("the read script answered \(answer)")
+        }
+        var publications: [Publication] = []
+        for entry in entries {
+            guard let parts = entry.elements, parts.count == 2, let id = parts[0].string, let offset = UInt64(id.prefix { $0 != "-" }),
+                  let fields = parts[1].elements, fields.count >= 2, let bytes = fields[1].bytes else {
+                throw HubError.internalError("a stream entry of \(channel) is not one Gondola wrote: \(entry)")
+            }
+            guard case var .publication(_, publication) = try BusCodec.decodeEvent(bytes) else {
+                throw HubError.internalError("a stream entry of \(channel) is not a publication")
+            }
+            publication.offset = offset
+            publications.append(publication)
+        }
+        return StreamSlice(publications: publications, position: StreamPosition(offset: UInt64(top), epoch: epoch))
+    }
+
+    public func removeHistory(channel: String) async throws {
+        _ = try await redis.send(bytes: [Array("DEL".utf8), Self.keys(channel)[0]])
+    }
+
+    private func run(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]]) async throws(HubError) -> RESPValue {
+        do {
+            return try await script.run(keys: keys, arguments: arguments)
+        } catch let .unavailable(reason) {
+            throw .notAvailable("the stream store (Redis) is unavailable: \(reason)")
+        } catch let .connectionLost(reason) {
+            // The script may have run: a publish retried after this may be stored twice.
+            throw .notAvailable("the stream store (Redis) is unavailable: the connection was lost (\(reason))")
+        } catch {
+            throw .internalError("the stream store (Redis) failed: \(error)")
+        }
+    }
+
+    static func number(_ value: Int64) -> [UInt8] { Array(String(value).utf8) }
+    static func seconds(_ duration: Duration) -> Int64 { max(0, duration.components.seconds + (duration.components.attoseconds > 0 ? 1 : 0)) }
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    /// KEYS: stream, meta. ARGV: entry, size, TTL s (0: none), epoch if new, idle limit s, now ms.
+    static let appendSource = """
+    local epoch = redis.call('HGET', KEYS[2], 'e')
+    if not epoch then
+      epoch = ARGV[4]
+      redis.call('HSET', KEYS[2], 'e', epoch)
+    end
+    local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
+    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], offset .. '-1', 'd', ARGV[1], 't', ARGV[6])
+    if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
+    redis.call('EXPIRE', KEYS[2], ARGV[5])
+    return {offset, epoch}
+    """
+
+    /// KEYS: stream, meta. ARGV: epoch if new, idle limit s, mode (forward, reverse, none),
+    /// after (offset), limit, oldest time kept (ms, 0: all). Answers {top, epoch, entries}.
+    static let readSource = """
+    local epoch = redis.call('HGET', KEYS[2], 'e')
+    if not epoch then
+      epoch = ARGV[1]
+      redis.call('HSET', KEYS[2], 'e', epoch)
+      redis.call('EXPIRE', KEYS[2], ARGV[2])
+    end
+    local top = redis.call('HGET', KEYS[2], 'o') or '0'
+    local limit = tonumber(ARGV[5])
+    local oldest = tonumber(ARGV[6])
+    local kept = {}
+    if ARGV[3] == 'reverse' then
+      local start = '+'
+      while #kept < limit do
+        local batch = redis.call('XREVRANGE', KEYS[1], start, '-', 'COUNT', math.min(limit - #kept, 1000))
+        if #batch == 0 then return {top, epoch, kept} end
+        for _, entry in ipairs(batch) do
+          if tonumber(entry[2][4]) < oldest then return {top, epoch, kept} end
+          table.insert(kept, entry)
+        end
+        start = '(' .. batch[#batch][1]
+      end
+    elseif ARGV[3] == 'forward' then
+      local start = '(' .. ARGV[4] .. '-1'
+      while #kept < limit do
+        local batch = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', math.min(limit - #kept, 1000))
+        if #batch == 0 then break end
+        for _, entry in ipairs(batch) do
+          if tonumber(entry[2][4]) >= oldest then table.insert(kept, entry) end
+        end
+        start = '(' .. batch[#batch][1]
+      end
+    end
+    return {top, epoch, kept}
+    """
+}
+
+/// A Lua script run by its SHA1 (`EVALSHA`), loaded on first use and again when
+/// the server answers `NOSCRIPT` (it restarted and forgot it).
+final class RedisScript: Sendable {
+    let redis: RedisClient
+    let source: String
+    private let sha = Mutex<String?>(nil)
+
+    init(redis: RedisClient, source: String) {
+        self.redis = redis
+        self.source = source
+    }
+
+    func run(keys: [[UInt8]], arguments: [[UInt8]]) async throws(RedisError) -> RESPValue {
+        for _ in 0..<2 {
+            let known = sha.withLock { $0 }
+            let digest: String
+            if let known {
+                digest = known
+            } else {
+                guard let loaded = try await redis.send(["SCRIPT", "LOAD", source]).string else {
+                    throw .unexpectedReply("SCRIPT LOAD answered no digest")
+                }
+                sha.withLock { $0 = loaded }
+                digest = loaded
+            }
+            do {
+                return try await redis.send(bytes: [Array("EVALSHA".utf8), Array(digest.utf8), Array(String(keys.count).utf8)] + keys + arguments)
+            } catch let .server(message) where message.hasPrefix("NOSCRIPT") {
+                sha.withLock { $0 = nil }
+            }
+        }
+        throw .unexpectedReply("the script could not be loaded")
+    }
+}
