@@ -81,16 +81,7 @@ public final class RedisHistoryStore: HistoryStore {
     }
 
     private func run(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]]) async throws(HubError) -> RESPValue {
-        do {
-            return try await script.run(keys: keys, arguments: arguments)
-        } catch let .unavailable(reason) {
-            throw .notAvailable("the stream store (Redis) is unavailable: \(reason)")
-        } catch let .connectionLost(reason) {
-            // The script may have run: a publish retried after this may be stored twice.
-            throw .notAvailable("the stream store (Redis) is unavailable: the connection was lost (\(reason))")
-        } catch {
-            throw .internalError("the stream store (Redis) failed: \(error)")
-        }
+        try await RedisScript.answering(script, keys: keys, arguments: arguments, what: "stream store")
     }
 
     static func number(_ value: Int64) -> [UInt8] { Array(String(value).utf8) }
@@ -160,6 +151,21 @@ final class RedisScript: Sendable {
     init(redis: RedisClient, source: String) {
         self.redis = redis
         self.source = source
+    }
+
+    /// Runs `script` for a part of the engine (`what`), its failures as the hub answers them:
+    /// Redis down or the connection lost is `notAvailable`, anything else an internal error.
+    static func answering(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]], what: String) async throws(HubError) -> RESPValue {
+        do {
+            return try await script.run(keys: keys, arguments: arguments)
+        } catch let .unavailable(reason) {
+            throw .notAvailable("the \(what) (Redis) is unavailable: \(reason)")
+        } catch let .connectionLost(reason) {
+            // The script may have run: a publish retried after this may be stored twice.
+            throw .notAvailable("the \(what) (Redis) is unavailable: the connection was lost (\(reason))")
+        } catch {
+            throw .internalError("the \(what) (Redis) failed: \(error)")
+        }
     }
 
     func run(keys: [[UInt8]], arguments: [[UInt8]]) async throws(RedisError) -> RESPValue {

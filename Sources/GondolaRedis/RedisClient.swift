@@ -63,6 +63,7 @@ public final class RedisClient: Sendable {
     /// Whether a connection is up now.
     public var isUp: Bool { shared.withLock { $0.connection?.isActive == true } }
 
+
     /// Sends a command on the current connection; `unavailable` when there is none.
     public func send(_ arguments: [String]) async throws(RedisError) -> RESPValue {
         try await send(bytes: arguments.map { Array($0.utf8) })

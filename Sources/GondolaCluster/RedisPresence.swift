@@ -1,0 +1,108 @@
+import Foundation
+import GondolaHub
+import GondolaProtocol
+import GondolaRESP
+import GondolaRedis
+
+/// Channel presence kept in Redis, shared by every node: per channel a hash of
+/// client id → client info (`conn_info` and `chan_info` kept byte for byte) and a
+/// sorted set of client id → the time its entry expires. A node adds its
+/// subscribers again before `ttl` runs out; entries of a node that stopped (killed,
+/// cut off) expire with it, and readers drop expired entries as they read. Each call
+/// is one Lua script, so hash and set never disagree.
+///
+/// Keys are `gondola:{<channel>}:presence` and `gondola:{<channel>}:presence-expiry`.
+public final class RedisPresence: PresenceManager {
+    public let redis: RedisClient
+    /// How long an entry lasts without being added again.
+    public let ttl: Duration
+    private let addScript: RedisScript
+    private let removeScript: RedisScript
+    private let readScript: RedisScript
+
+    public init(redis: RedisClient, ttl: Duration = .seconds(60)) {
+        self.redis = redis
+        self.ttl = ttl
+        addScript = RedisScript(redis: redis, source: Self.addSource)
+        removeScript = RedisScript(redis: redis, source: Self.removeSource)
+        readScript = RedisScript(redis: redis, source: Self.readSource)
+    }
+
+    static func keys(_ channel: String) -> [[UInt8]] {
+        [Array("gondola:{\(channel)}:presence".utf8), Array("gondola:{\(channel)}:presence-expiry".utf8)]
+    }
+
+    public func addPresence(channel: String, info: ClientInfo) async throws(HubError) {
+        try await addPresence(channel: channel, info: info, now: Date())
+    }
+
+    /// `addPresence` at a given time (the entry expires `ttl` after it).
+    public func addPresence(channel: String, info: ClientInfo, now: Date) async throws(HubError) {
+        let expires = RedisHistoryStore.milliseconds(now) + Int64(ttl.components.seconds * 1000)
+        _ = try await RedisScript.answering(addScript, keys: Self.keys(channel), arguments: [
+            Array(info.client.utf8), info.json.bytes, RedisHistoryStore.number(expires), RedisHistoryStore.number(RedisHistoryStore.seconds(ttl)),
+        ], what: "presence")
+    }
+
+    public func removePresence(channel: String, client: String) async throws(HubError) {
+        _ = try await RedisScript.answering(removeScript, keys: Self.keys(channel), arguments: [Array(client.utf8)], what: "presence")
+    }
+
+    public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
+        try await presence(channel: channel, now: Date())
+    }
+
+    /// The channel's entries that have not expired at `now`.
+    public func presence(channel: String, now: Date) async throws(HubError) -> [String: ClientInfo] {
+        let answer = try await RedisScript.answering(readScript, keys: Self.keys(channel),
+                                                     arguments: [RedisHistoryStore.number(RedisHistoryStore.milliseconds(now))], what: "presence")
+        guard let items = answer.elements, items.count % 2 == 0 else { throw .internalError("the presence script answered \(answer)") }
+        var entries: [String: ClientInfo] = [:]
+        for index in stride(from: 0, to: items.count, by: 2) {
+            guard let client = items[index].string, let bytes = items[index + 1].bytes else {
+                throw .internalError("a presence entry of \(channel) is not one Gondola wrote")
+            }
+            do {
+                entries[client] = try ClientInfo(json: BusCodec.parse(bytes))
+            } catch {
+                throw .internalError("a presence entry of \(channel) is not client info: \(error)")
+            }
+        }
+        return entries
+    }
+
+    /// KEYS: hash, expiry set. ARGV: client, info, expires at (ms), TTL (s).
+    static let addSource = """
+    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+    redis.call('EXPIRE', KEYS[1], ARGV[4])
+    redis.call('EXPIRE', KEYS[2], ARGV[4])
+    return 1
+    """
+
+    /// KEYS: hash, expiry set. ARGV: client.
+    static let removeSource = """
+    redis.call('HDEL', KEYS[1], ARGV[1])
+    redis.call('ZREM', KEYS[2], ARGV[1])
+    return 1
+    """
+
+    /// KEYS: hash, expiry set. ARGV: now (ms). Drops what expired, answers the rest as client, info pairs.
+    static let readSource = """
+    local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
+    for _, client in ipairs(expired) do
+      redis.call('HDEL', KEYS[1], client)
+      redis.call('ZREM', KEYS[2], client)
+    end
+    local entries = redis.call('HGETALL', KEYS[1])
+    if entries['map'] then
+      local pairs_ = {}
+      for key, value in pairs(entries['map']) do
+        table.insert(pairs_, key)
+        table.insert(pairs_, value)
+      end
+      return pairs_
+    end
+    return entries
+    """
+}
