@@ -158,13 +158,8 @@ final class RedisScript: Sendable {
     static func answering(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]], what: String) async throws(HubError) -> RESPValue {
         do {
             return try await script.run(keys: keys, arguments: arguments)
-        } catch let .unavailable(reason) {
-            throw .notAvailable("the \(what) (Redis) is unavailable: \(reason)")
-        } catch let .connectionLost(reason) {
-            // The script may have run: a publish retried after this may be stored twice.
-            throw .notAvailable("the \(what) (Redis) is unavailable: the connection was lost (\(reason))")
         } catch {
-            throw .internalError("the \(what) (Redis) failed: \(error)")
+            throw HubError(error, in: what)
         }
     }
 
@@ -188,5 +183,18 @@ final class RedisScript: Sendable {
             }
         }
         throw .unexpectedReply("the script could not be loaded")
+    }
+}
+
+extension HubError {
+    /// A Redis failure as the hub answers it, for a part of the engine (`what`): Redis
+    /// down or the connection lost is `notAvailable` (the command may have run, so a
+    /// publish retried after it may be stored twice), anything else an internal error.
+    init(_ error: RedisError, in what: String) {
+        switch error {
+        case let .unavailable(reason): self = .notAvailable("the \(what) (Redis) is unavailable: \(reason)")
+        case let .connectionLost(reason): self = .notAvailable("the \(what) (Redis) is unavailable: the connection was lost (\(reason))")
+        default: self = .internalError("the \(what) (Redis) failed: \(error)")
+        }
     }
 }

@@ -1,0 +1,86 @@
+import Foundation
+import GondolaCluster
+import GondolaHub
+import GondolaProtocol
+import GondolaRedis
+import Logging
+import NIOPosix
+import Synchronization
+import Testing
+
+/// The cluster bus over a real redis-server, between two nodes: every event reaches
+/// both in the order its node sent them, large and binary ones whole, and after an
+/// outage both say they resumed and the bus carries events again.
+@Suite(.serialized) struct RedisBusTests {
+    /// What a node's bus delivered, and how often it resumed.
+    final class Received: Sendable {
+        let events = Mutex<[ClusterEvent]>([])
+        let resumptions = Atomic<Int>(0)
+    }
+
+    static func bus(_ redis: TestRedis, node: String) async throws -> (RedisBus, Received) {
+        let received = Received()
+        let bus = RedisBus(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, nodeUID: node, logger: Logger(label: "test"))
+        try await bus.start(deliver: { events in received.events.withLock { $0 += events } },
+                            resumed: { received.resumptions.add(1, ordering: .relaxed) })
+        try await waitUntil { bus.receiving && bus.publisher.isUp }
+        return (bus, received)
+    }
+
+    static func waitUntil(within limit: Duration = .seconds(10), _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while try !condition() {
+            guard ContinuousClock.now < deadline else { throw RedisError.unavailable("condition not met within \(limit)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Two nodes' buses on one server, stopped after `body`.
+    static func withTwoNodes(_ body: (TestRedis, (RedisBus, Received), (RedisBus, Received)) async throws -> Void) async throws {
+        try await TestRedis.with { redis in
+            let a = try await Self.bus(redis, node: "a")
+            let b = try await Self.bus(redis, node: "b")
+            defer {
+                a.0.stop()
+                b.0.stop()
+            }
+            try await body(redis, a, b)
+        }
+    }
+
+    @Test func eventsReachEveryNodeInOrder() async throws {
+        try await Self.withTwoNodes { _, first, second in
+            let (a, atA) = first, (_, atB) = second
+            var sent: [ClusterEvent] = []
+            for index in 0..<300 {
+                sent.append(.publication(channel: "ch", Publication(offset: UInt64(index + 1), data: Payload(try RawJSON(validating: Array(#"{"i":\#(index)}"#.utf8))))))
+            }
+            sent.append(.publication(channel: "bin", Publication(data: Payload(received: [0, 255, 10, 13]))))
+            let big = JSON.string(String(repeating: "x", count: 200_000))
+            sent.append(.domain(topic: "fleet", origin: "a", payload: ["blob": big]))
+            for event in sent { try await a.publish([event]) }
+            try await Self.waitUntil { atB.events.withLock { $0.count } == sent.count && atA.events.withLock { $0.count } == sent.count }
+            #expect(atB.events.withLock { $0 } == sent)
+            #expect(atA.events.withLock { $0 } == sent)
+        }
+    }
+
+    @Test func anOutageRefusesPublishesThenTheBusResumes() async throws {
+        try await Self.withTwoNodes { redis, first, second in
+            let (a, atA) = first, (b, atB) = second
+            try await redis.stop()
+            try await Self.waitUntil { !a.receiving && !b.receiving && !a.publisher.isUp }
+            await #expect {
+                try await a.publish([.disconnect(user: "u")])
+            } throws: { error in
+                guard case let .notAvailable(message) = error as? HubError else { return false }
+                return message.hasPrefix("the cluster bus (Redis) is unavailable")
+            }
+            try await redis.start()
+            try await Self.waitUntil { a.receiving && b.receiving && a.publisher.isUp }
+            #expect(atA.resumptions.load(ordering: .relaxed) == 1 && atB.resumptions.load(ordering: .relaxed) == 1)
+            try await a.publish([.disconnect(user: "v")])
+            try await Self.waitUntil { atB.events.withLock { $0 } == [.disconnect(user: "v")] }
+        }
+    }
+}
