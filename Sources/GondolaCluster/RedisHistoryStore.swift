@@ -141,6 +141,29 @@ public final class RedisHistoryStore: HistoryStore {
     """
 }
 
+/// Lua shared by the scripts that keep a hash (KEYS[1]) beside a sorted set of its
+/// members' times (KEYS[2]): presence entries and node heartbeats.
+enum RedisLua {
+    /// Removes member ARGV[1] from both keys, and answers 1.
+    static let removeMember = """
+    redis.call('HDEL', KEYS[1], ARGV[1])
+    redis.call('ZREM', KEYS[2], ARGV[1])
+    return 1
+    """
+
+    /// Removes from both keys every member whose time is below `bound` (a Lua expression).
+    static func dropMembers(scoredBelow bound: String) -> String {
+        """
+        local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. \(bound))
+        for _, member in ipairs(stale) do
+          redis.call('HDEL', KEYS[1], member)
+          redis.call('ZREM', KEYS[2], member)
+        end
+
+        """
+    }
+}
+
 /// A Lua script run by its SHA1 (`EVALSHA`), loaded on first use and again when
 /// the server answers `NOSCRIPT` (it restarted and forgot it).
 final class RedisScript: Sendable {

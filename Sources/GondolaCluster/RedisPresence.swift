@@ -81,19 +81,10 @@ public final class RedisPresence: PresenceManager {
     """
 
     /// KEYS: hash, expiry set. ARGV: client.
-    static let removeSource = """
-    redis.call('HDEL', KEYS[1], ARGV[1])
-    redis.call('ZREM', KEYS[2], ARGV[1])
-    return 1
-    """
+    static let removeSource = RedisLua.removeMember
 
     /// KEYS: hash, expiry set. ARGV: now (ms). Drops what expired, answers the rest as client, info pairs.
-    static let readSource = """
-    local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
-    for _, client in ipairs(expired) do
-      redis.call('HDEL', KEYS[1], client)
-      redis.call('ZREM', KEYS[2], client)
-    end
+    static let readSource = RedisLua.dropMembers(scoredBelow: "ARGV[1]") + """
     local entries = redis.call('HGETALL', KEYS[1])
     if entries['map'] then
       local pairs_ = {}
