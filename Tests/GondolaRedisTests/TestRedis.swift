@@ -37,7 +37,7 @@ final class TestRedis: @unchecked Sendable {
             throw TestRedisError( "redis-server is not installed (Scripts/setup installs it)")
         }
         pid = try TestProcess.spawn([server, "--bind", "127.0.0.1", "--port", "\(port)", "--save", "", "--appendonly", "no",
-                                     "--dir", folder], output: folder + "/redis.log")
+                                     "--dir", folder], output: folder + "/redis.log", errors: folder + "/redis.log")
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if let connection = try? await RedisConnection.connect(to: address, on: MultiThreadedEventLoopGroup.singleton) {
