@@ -71,6 +71,12 @@ def test_bad_files_are_refused_with_the_file_named(tmp_path):
         capture_output=True, text=True, timeout=60)
     assert answer.returncode != 0 and f"{truncated}: not well-formed XML at line " in answer.stderr
     assert not (tmp_path / "resorts" / "cut.geojson").exists()
+    elsewhere = tmp_path / "N10E010.hgt"
+    synthetic_tile(elsewhere)
+    answer = subprocess.run([GONDOLA, "import-resort", EXPORT, "--id", "wp", "--dem", str(elsewhere), "--resorts", str(tmp_path / "resorts")],
+                            capture_output=True, text=True, timeout=60)
+    assert answer.returncode != 0 and f"--dem {elsewhere}: the grid does not cover the resort" in answer.stderr
+    assert not (tmp_path / "resorts" / "wp.geojson").exists()
     answer = subprocess.run([GONDOLA, "import-resort", EXPORT, "--id", "Winter Park", "--resorts", str(tmp_path)],
                             capture_output=True, text=True, timeout=60)
     assert answer.returncode != 0 and "--id 'Winter Park' must be 1 to 64 lower-case letters, digits, '-' or '_'" in answer.stderr

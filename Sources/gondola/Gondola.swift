@@ -212,16 +212,21 @@ struct ImportResort: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(file): \(error)")
         }
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let target = URL(fileURLWithPath: folder).appendingPathComponent("\(id).geojson")
-        let gridTarget = target.deletingPathExtension().appendingPathExtension("asc")
-        try resort.geoJSON().write(to: target, options: .atomic)
+        // Everything is checked before anything is written: a refused import leaves the folder as it was.
+        var croppedGrid: ElevationGrid?
         if let grid {
             let bounds = BoundingBox(covering: resort.boundary)
             guard let cropped = grid.cropped(to: bounds) else {
                 throw ValidationError("--dem \(dem!): the grid does not cover the resort (\(bounds))")
             }
-            try Data(cropped.asciiGrid().utf8).write(to: gridTarget, options: .atomic)
+            croppedGrid = cropped
+        }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let target = URL(fileURLWithPath: folder).appendingPathComponent("\(id).geojson")
+        let gridTarget = target.deletingPathExtension().appendingPathExtension("asc")
+        try resort.geoJSON().write(to: target, options: .atomic)
+        if let croppedGrid {
+            try Data(croppedGrid.asciiGrid().utf8).write(to: gridTarget, options: .atomic)
         } else if FileManager.default.fileExists(atPath: gridTarget.path) {
             try FileManager.default.removeItem(at: gridTarget)
         }
