@@ -1,5 +1,11 @@
 import Foundation
+import Testing
 @testable import GondolaOSM
+
+/// Every suite of this target, one test at a time: an import is seconds of synchronous
+/// work in a debug build, and the cooperative pool has two threads here, which the
+/// other targets' tests (servers, clients, their deadlines) need too.
+@Suite(.serialized) enum OSMImportSuites {}
 
 /// The OpenStreetMap exports in `data/osm` (ODbL 1.0, see its README).
 enum Exports {

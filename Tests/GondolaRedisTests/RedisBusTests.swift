@@ -27,7 +27,7 @@ import Testing
         return (bus, received)
     }
 
-    static func waitUntil(within limit: Duration = .seconds(10), _ condition: () throws -> Bool) async throws {
+    static func waitUntil(within limit: Duration = .seconds(30), _ condition: () throws -> Bool) async throws {
         let deadline = ContinuousClock.now + limit
         while try !condition() {
             guard ContinuousClock.now < deadline else { throw RedisError.unavailable("condition not met within \(limit)") }

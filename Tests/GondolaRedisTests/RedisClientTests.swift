@@ -112,7 +112,7 @@ import Testing
         return await messages.next()
     }
 
-    func waitUntil(within limit: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+    func waitUntil(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + limit
         while try await !condition() {
             guard ContinuousClock.now < deadline else { throw RedisError.unavailable("condition not met within \(limit)") }

@@ -25,9 +25,9 @@ import Testing
         let client = RedisClient(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, maxBackoff: .milliseconds(100))
         client.start()
         defer { client.stop() }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !client.isUp {
-            guard ContinuousClock.now < deadline else { throw RedisError.unavailable("no connection within 10 s") }
+            guard ContinuousClock.now < deadline else { throw RedisError.unavailable("no connection within 30 s") }
             try await Task.sleep(for: .milliseconds(10))
         }
         try await body(RedisHistoryStore(redis: client))
@@ -106,7 +106,7 @@ import Testing
                 let options = Self.options()
                 let before = try await store.append(Self.publication("1"), to: "o", options: options, now: Date()).1
                 try await redis.stop()
-                let gone = ContinuousClock.now + .seconds(10)
+                let gone = ContinuousClock.now + .seconds(30)
                 while store.redis.isUp, ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(10)) }
                 let started = ContinuousClock.now
                 await #expect {
@@ -118,7 +118,7 @@ import Testing
                 #expect(ContinuousClock.now - started < .seconds(1))
                 // The server comes back empty (no persistence here): the script is loaded again, and the stream starts a new epoch.
                 try await redis.start()
-                let deadline = ContinuousClock.now + .seconds(10)
+                let deadline = ContinuousClock.now + .seconds(30)
                 while !store.redis.isUp, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
                 let after = try await store.append(Self.publication("3"), to: "o", options: options, now: Date()).1
                 #expect(after.offset == 1 && after.epoch != before.epoch)
