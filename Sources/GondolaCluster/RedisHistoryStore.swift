@@ -40,8 +40,8 @@ public final class RedisHistoryStore: HistoryStore {
         stored.offset = 0
         let entry = BusCodec.encode(.publication(channel: channel, stored))
         let answer = try await run(appendScript, keys: Self.keys(channel), arguments: [
-            entry, Self.number(Int64(max(options.historySize, 1))), Self.number(Self.seconds(options.historyTTL)),
-            Array(Epoch.make().utf8), Self.number(Self.seconds(streamIdleLimit)), Self.number(Self.milliseconds(now)),
+            entry, RedisArgument.number(Int64(max(options.historySize, 1))), RedisArgument.number(RedisArgument.seconds(options.historyTTL)),
+            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(streamIdleLimit)), RedisArgument.number(RedisArgument.milliseconds(now)),
         ])
         guard let items = answer.elements, items.count == 2, let offset = items[0].integer, let epoch = items[1].string else {
             throw .internalError("the append script answered \(answer)")
@@ -51,11 +51,11 @@ public final class RedisHistoryStore: HistoryStore {
     }
 
     public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
-        let oldest = options.historyTTL > .zero ? Self.milliseconds(now) - Int64(options.historyTTL.components.seconds * 1000) : 0
+        let oldest = options.historyTTL > .zero ? RedisArgument.milliseconds(now) - Int64(options.historyTTL.components.seconds * 1000) : 0
         let mode = limit == 0 ? "none" : reverse ? "reverse" : "forward"
         let answer = try await run(readScript, keys: Self.keys(channel), arguments: [
-            Array(Epoch.make().utf8), Self.number(Self.seconds(streamIdleLimit)), Array(mode.utf8),
-            Self.number(Int64(after ?? 0)), Self.number(Int64(limit < 0 ? Int(Int32.max) : limit)), Self.number(oldest),
+            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(streamIdleLimit)), Array(mode.utf8),
+            RedisArgument.number(Int64(after ?? 0)), RedisArgument.number(Int64(limit < 0 ? Int(Int32.max) : limit)), RedisArgument.number(oldest),
         ])
         guard let items = answer.elements, items.count == 3, let top = items[0].integer, let epoch = items[1].string,
               let entries = items[2].elements else {
@@ -84,9 +84,6 @@ public final class RedisHistoryStore: HistoryStore {
         try await RedisScript.answering(script, keys: keys, arguments: arguments, what: "stream store")
     }
 
-    static func number(_ value: Int64) -> [UInt8] { Array(String(value).utf8) }
-    static func seconds(_ duration: Duration) -> Int64 { max(0, duration.components.seconds + (duration.components.attoseconds > 0 ? 1 : 0)) }
-    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 
     /// KEYS: stream, meta. ARGV: entry, size, TTL s (0: none), epoch if new, idle limit s, now ms.
     static let appendSource = """
@@ -139,6 +136,13 @@ public final class RedisHistoryStore: HistoryStore {
     end
     return {top, epoch, kept}
     """
+}
+
+/// How the engine's scripts get numbers: decimal text, whole seconds (rounded up), Unix milliseconds.
+enum RedisArgument {
+    static func number(_ value: Int64) -> [UInt8] { Array(String(value).utf8) }
+    static func seconds(_ duration: Duration) -> Int64 { max(0, duration.components.seconds + (duration.components.attoseconds > 0 ? 1 : 0)) }
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 }
 
 /// Lua shared by the scripts that keep a hash (KEYS[1]) beside a sorted set of its

@@ -31,20 +31,20 @@ public final class RedisNodes: Sendable {
         let stats = node.stats
         let entry: JSON = [
             "uid": .string(node.uid), "name": .string(node.name), "version": .string(node.version),
-            "started": .int(RedisHistoryStore.milliseconds(startedAt)), "clients": .int(Int64(stats.clients)), "users": .int(Int64(stats.users)),
+            "started": .int(RedisArgument.milliseconds(startedAt)), "clients": .int(Int64(stats.clients)), "users": .int(Int64(stats.users)),
             "channels": .int(Int64(stats.channels)), "subscriptions": .int(Int64(stats.subscriptions)),
         ]
         _ = try await RedisScript.answering(beatScript, keys: Self.keys, arguments: [
-            Array(node.uid.utf8), entry.bytes, RedisHistoryStore.number(RedisHistoryStore.milliseconds(now)),
+            Array(node.uid.utf8), entry.bytes, RedisArgument.number(RedisArgument.milliseconds(now)),
         ], what: "node registry")
     }
 
     /// The nodes with a heartbeat within `nodeTimeout` of `now`, by name then uid.
     public func nodes(now: Date) async throws(HubError) -> [ClusterNodeInfo] {
-        let nowMilliseconds = RedisHistoryStore.milliseconds(now)
+        let nowMilliseconds = RedisArgument.milliseconds(now)
         let timeout = Int64(nodeTimeout.components.seconds * 1000)
         let answer = try await RedisScript.answering(listScript, keys: Self.keys, arguments: [
-            RedisHistoryStore.number(nowMilliseconds - timeout), RedisHistoryStore.number(nowMilliseconds - 12 * timeout),
+            RedisArgument.number(nowMilliseconds - timeout), RedisArgument.number(nowMilliseconds - 12 * timeout),
         ], what: "node registry")
         guard let entries = answer.elements else { throw .internalError("the node registry answered \(answer)") }
         var nodes: [ClusterNodeInfo] = []

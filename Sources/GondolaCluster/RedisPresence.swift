@@ -38,9 +38,9 @@ public final class RedisPresence: PresenceManager {
 
     /// `addPresence` at a given time (the entry expires `ttl` after it).
     public func addPresence(channel: String, info: ClientInfo, now: Date) async throws(HubError) {
-        let expires = RedisHistoryStore.milliseconds(now) + Int64(ttl.components.seconds * 1000)
+        let expires = RedisArgument.milliseconds(now) + Int64(ttl.components.seconds * 1000)
         _ = try await RedisScript.answering(addScript, keys: Self.keys(channel), arguments: [
-            Array(info.client.utf8), info.json.bytes, RedisHistoryStore.number(expires), RedisHistoryStore.number(RedisHistoryStore.seconds(ttl)),
+            Array(info.client.utf8), info.json.bytes, RedisArgument.number(expires), RedisArgument.number(RedisArgument.seconds(ttl)),
         ], what: "presence")
     }
 
@@ -55,7 +55,7 @@ public final class RedisPresence: PresenceManager {
     /// The channel's entries that have not expired at `now`.
     public func presence(channel: String, now: Date) async throws(HubError) -> [String: ClientInfo] {
         let answer = try await RedisScript.answering(readScript, keys: Self.keys(channel),
-                                                     arguments: [RedisHistoryStore.number(RedisHistoryStore.milliseconds(now))], what: "presence")
+                                                     arguments: [RedisArgument.number(RedisArgument.milliseconds(now))], what: "presence")
         guard let items = answer.elements, items.count % 2 == 0 else { throw .internalError("the presence script answered \(answer)") }
         var entries: [String: ClientInfo] = [:]
         for index in stride(from: 0, to: items.count, by: 2) {

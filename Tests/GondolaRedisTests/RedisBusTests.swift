@@ -27,14 +27,6 @@ import Testing
         return (bus, received)
     }
 
-    static func waitUntil(within limit: Duration = .seconds(30), _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw RedisError.unavailable("condition not met within \(limit)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     /// Two nodes' buses on one server, stopped after `body`.
     static func withTwoNodes(_ body: (TestRedis, (RedisBus, Received), (RedisBus, Received)) async throws -> Void) async throws {
         try await TestRedis.with { redis in
@@ -59,7 +51,7 @@ import Testing
             let big = JSON.string(String(repeating: "x", count: 200_000))
             sent.append(.domain(topic: "fleet", origin: "a", payload: ["blob": big]))
             for event in sent { try await a.publish([event]) }
-            try await Self.waitUntil { atB.events.withLock { $0.count } == sent.count && atA.events.withLock { $0.count } == sent.count }
+            try await waitUntil { atB.events.withLock { $0.count } == sent.count && atA.events.withLock { $0.count } == sent.count }
             #expect(atB.events.withLock { $0 } == sent)
             #expect(atA.events.withLock { $0 } == sent)
         }
@@ -69,7 +61,7 @@ import Testing
         try await Self.withTwoNodes { redis, first, second in
             let (a, atA) = first, (b, atB) = second
             try await redis.stop()
-            try await Self.waitUntil { !a.receiving && !b.receiving && !a.publisher.isUp }
+            try await waitUntil { !a.receiving && !b.receiving && !a.publisher.isUp }
             await #expect {
                 try await a.publish([.disconnect(user: "u")])
             } throws: { error in
@@ -77,10 +69,10 @@ import Testing
                 return message.hasPrefix("the cluster bus (Redis) is unavailable")
             }
             try await redis.start()
-            try await Self.waitUntil { a.receiving && b.receiving && a.publisher.isUp }
+            try await waitUntil { a.receiving && b.receiving && a.publisher.isUp }
             #expect(atA.resumptions.load(ordering: .relaxed) == 1 && atB.resumptions.load(ordering: .relaxed) == 1)
             try await a.publish([.disconnect(user: "v")])
-            try await Self.waitUntil { atB.events.withLock { $0 } == [.disconnect(user: "v")] }
+            try await waitUntil { atB.events.withLock { $0 } == [.disconnect(user: "v")] }
         }
     }
 }

@@ -111,12 +111,4 @@ import Testing
         #expect(try await publisher.send(["PUBLISH", "bus", text]).integer == 1)
         return await messages.next()
     }
-
-    func waitUntil(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw RedisError.unavailable("condition not met within \(limit)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
 }

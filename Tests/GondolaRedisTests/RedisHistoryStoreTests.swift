@@ -25,11 +25,7 @@ import Testing
         let client = RedisClient(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, maxBackoff: .milliseconds(100))
         client.start()
         defer { client.stop() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !client.isUp {
-            guard ContinuousClock.now < deadline else { throw RedisError.unavailable("no connection within 30 s") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitUntil { client.isUp }
         try await body(RedisHistoryStore(redis: client))
     }
 
@@ -106,8 +102,7 @@ import Testing
                 let options = Self.options()
                 let before = try await store.append(Self.publication("1"), to: "o", options: options, now: Date()).1
                 try await redis.stop()
-                let gone = ContinuousClock.now + .seconds(30)
-                while store.redis.isUp, ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(10)) }
+                try await waitUntil { !store.redis.isUp }
                 let started = ContinuousClock.now
                 await #expect {
                     _ = try await store.append(Self.publication("2"), to: "o", options: options, now: Date())
@@ -118,8 +113,7 @@ import Testing
                 #expect(ContinuousClock.now - started < .seconds(1))
                 // The server comes back empty (no persistence here): the script is loaded again, and the stream starts a new epoch.
                 try await redis.start()
-                let deadline = ContinuousClock.now + .seconds(30)
-                while !store.redis.isUp, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+                try await waitUntil { store.redis.isUp }
                 let after = try await store.append(Self.publication("3"), to: "o", options: options, now: Date()).1
                 #expect(after.offset == 1 && after.epoch != before.epoch)
             }

@@ -35,8 +35,7 @@ import Testing
             try await RedisHistoryStoreTests.withStore(redis) { store in
                 let presence = RedisPresence(redis: store.redis)
                 try await redis.stop()
-                let gone = ContinuousClock.now + .seconds(10)
-                while store.redis.isUp, ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(10)) }
+                try await waitUntil { !store.redis.isUp }
                 await #expect {
                     try await presence.addPresence(channel: "room", info: ClientInfo(user: "u", client: "c"))
                 } throws: { error in

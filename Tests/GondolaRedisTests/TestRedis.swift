@@ -76,3 +76,13 @@ struct TestRedisError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+/// Waits until `condition` holds, checking every 10 ms; throws once `limit` has passed
+/// (a deadline, generous because the tests of other targets can keep the two cores busy).
+func waitUntil(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + limit
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw TestRedisError("condition not met within \(limit)") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
