@@ -240,6 +240,7 @@ let package = Package(
             dependencies: [
                 "GondolaPush",
                 "GondolaCluster",
+                "GondolaRedis",
                 "GondolaPostgres",
                 "GondolaCrash",
                 "GondolaDomain",
@@ -322,7 +323,8 @@ let package = Package(
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(
             name: "GondolaHubTests",
-            dependencies: ["GondolaHub", "GondolaCluster", "GondolaTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["GondolaHub", "GondolaCluster", "GondolaRedis", "GondolaTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
@@ -336,7 +338,8 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio")],
             resources: [.copy("Fixtures")]
         ),
-        .target(name: "GondolaTestSupport", dependencies: ["GondolaPostgres"], path: "Tests/GondolaTestSupport"),
+        .target(name: "GondolaTestSupport", dependencies: ["GondolaPostgres", "GondolaRedis", .product(name: "NIOPosix", package: "swift-nio")],
+                path: "Tests/GondolaTestSupport"),
         .testTarget(
             name: "GondolaCrashTests",
             dependencies: ["GondolaCrash", "GondolaServices", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",

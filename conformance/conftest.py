@@ -99,7 +99,7 @@ class Server(Endpoint):
 
     def healthy(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as response:
-            return response.status == 200 and json.loads(response.read()) == {"status": "ok"}
+            return response.status == 200 and json.loads(response.read())["status"] == "ok"
 
 
 def launch(folder, extra_args=(), port=None, settings=None, resorts=RESORTS):

@@ -1,4 +1,6 @@
-"""Three nodes on one PostgreSQL (started by Scripts/cluster) with the official SDKs:
+"""Three nodes (started by Scripts/cluster) with the official SDKs, once on each engine: the
+PostgreSQL bus, and Redis (two shards; tables still in PostgreSQL), where a shard is also
+stopped and started again while clients stay connected. On both:
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
 a car rental worked on through several nodes, a broadcast's push notifications sent by three nodes' workers
@@ -12,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import jwt
 import pytest
@@ -20,7 +23,7 @@ from cent import (Client as ApiClient, DisconnectRequest, HistoryRequest, InfoRe
 from centrifuge import Client, ClientState, StreamPosition
 
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint
-from helpers import ClientEvents, Events, SubEvents, call, chat_history, server_api, trip_mates
+from helpers import ClientEvents, Events, SubEvents, call, chat_history, post, server_api, trip_mates
 from switching_proxy import SwitchingProxy
 from test_crash import fixture, http as crash_http, poppler
 from test_payloads import BINARY, SPELLED, post_text
@@ -31,6 +34,9 @@ NODES = 3
 # What every node reads; the cluster's script sets the database, port, name and secrets.
 NODE_CONFIG = {key: value for key, value in CONFIG.items() if key not in ("token_hmac_secret", "api_key")}
 NODE_CONFIG["cluster_node_timeout"] = "3s"
+# Redis presence entries of a killed node expire after this (the PostgreSQL engine drops them with the node).
+NODE_CONFIG["cluster_presence_ttl"] = "3s"
+REDIS_SHARDS = 2
 
 
 class Node(Endpoint):
@@ -47,8 +53,9 @@ class Node(Endpoint):
 
 
 class Cluster:
-    def __init__(self, folder, base_port):
+    def __init__(self, folder, base_port, engine):
         self.folder = folder
+        self.engine = engine
         self.nodes = [Node(i + 1, base_port + i) for i in range(NODES)]
         self.env = dict(os.environ, CLUSTER_BINARY=GONDOLA, GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY)
 
@@ -73,8 +80,8 @@ def consecutive_free_ports(count):
     raise RuntimeError("no consecutive free ports")
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@pytest.fixture(scope="module", params=["postgres", "redis"])
+def cluster(request):
     folder = tempfile.mkdtemp(prefix="gondola-cluster-")
     os.chmod(folder, 0o755)  # PostgreSQL runs as the postgres user and must reach its folder.
     config = os.path.join(folder, "nodes.json")
@@ -82,10 +89,11 @@ def cluster():
     standin, _, push_settings = start_standin(standin_folder)
     with open(config, "w") as f:
         json.dump(dict(NODE_CONFIG, **push_settings), f)
-    instance = Cluster(folder, consecutive_free_ports(NODES))
+    instance = Cluster(folder, consecutive_free_ports(NODES), request.param)
     instance.standin_folder = standin_folder
     try:
-        instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build")
+        instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build",
+                        "--engine", instance.engine, "--redis-shards", str(REDIS_SHARDS))
         yield instance
     finally:
         instance.script("stop")
@@ -588,3 +596,67 @@ async def test_payloads_cross_nodes_byte_for_byte(cluster):
         assert [p.data for p in (await sub.history(limit=10)).publications] == expected
     for client, _ in readers:
         await client.disconnect()
+
+
+def redis_shard_of(channel, count):
+    """The shard (0-based) the Redis engine keeps a channel on: Jump consistent hash of FNV-1a 64."""
+    mask = (1 << 64) - 1
+    key = 14695981039346656037
+    for byte in channel.encode():
+        key = ((key ^ byte) * 1099511628211) & mask
+    bucket, following = -1, 0
+    while following < count:
+        bucket = following
+        key = (key * 2862933555777941757 + 1) & mask
+        following = int((bucket + 1) * (float(1 << 31) / float((key >> 33) + 1)))
+    return bucket
+
+
+def health(node):
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.port}/health", timeout=5) as response:
+        return json.loads(response.read())
+
+
+async def health_becomes(node, status, timeout=15):
+    deadline = time.time() + timeout
+    while (current := health(node))["status"] != status:
+        assert time.time() < deadline, f"/health stayed {current}"
+        await asyncio.sleep(0.1)
+    return current
+
+
+async def test_a_stopped_redis_shard_answers_108_for_its_channels_while_the_rest_goes_on(cluster, codec):
+    if cluster.engine != "redis":
+        pytest.skip("a Redis shard's outage concerns the Redis engine")
+    names = [f"room:shard-{codec.name}-{n}" for n in range(40)]
+    on_first = next(name for name in names if redis_shard_of(name, REDIS_SHARDS) == 0)
+    on_second = next(name for name in names if redis_shard_of(name, REDIS_SHARDS) == 1)
+    node = cluster.nodes[0]
+    client, client_events = await client_on(node, f"shard-watcher-{codec.name}", codec)
+    _, first_events = await subscribed(client, on_first, recoverable=True)
+    _, second_events = await subscribed(client, on_second, recoverable=True)
+    api = node.api()
+    api.publish(PublishRequest(channel=on_first, data={"n": 1}))
+    await first_events.wait("publication", 1, timeout=10)
+
+    cluster.script("redis-stop", "1")
+    degraded = await health_becomes(node, "degraded")
+    assert [part["up"] for part in degraded["parts"]] == [True, False, True], "PostgreSQL's bus, shard 1 down, shard 2 up"
+    # The other shard's channels go on; the stopped shard's answer 108 at once, and nothing is delivered.
+    api.publish(PublishRequest(channel=on_second, data={"n": 2}))
+    await second_events.wait("publication", 1, timeout=10)
+    refused = post(f"{node.api_url}/publish", {"channel": on_first, "data": {"n": 3}}, {"X-API-Key": API_KEY})
+    assert refused["error"]["code"] == 108, refused
+    assert client.state == ClientState.CONNECTED, "clients stay connected through the outage"
+
+    cluster.script("redis-start", "1")
+    await health_becomes(node, "ok")
+    # Back: the node asks its clients to reconnect and recover; the restarted Redis kept no stream, so
+    # the subscription is told it could not recover (a new epoch) instead of being handed a wrong one.
+    resubscribed = await first_events.wait("subscribed", 2, timeout=20)
+    assert resubscribed[1].was_recovering and not resubscribed[1].recovered
+    api.publish(PublishRequest(channel=on_first, data={"n": 4}))
+    received = await first_events.wait("publication", 2, timeout=10)
+    assert codec.into(received[-1].pub.data) == {"n": 4}
+    assert len(first_events.of("publication")) == 2, "the refused publication was never delivered"
+    await client.disconnect()

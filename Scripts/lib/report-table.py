@@ -4,9 +4,9 @@
   report-table.py chat FILE[#LABEL]...       one row per chat run, LABEL added to its first column
   report-table.py peers SATURATED FIXED ...  rows of the side-by-side table, from triples
                                              "target subscribers saturated.json fixed.json"
-  report-table.py cluster FILE...            fan-out runs of Scripts/bench-cluster (FILE.pg beside each:
-  report-table.py cluster-travellers FILE... PostgreSQL's CPU seconds before, after, and the run's seconds)
-  report-table.py cluster-bus FILE#BATCH...
+  report-table.py cluster FILE#ENGINE...            fan-out runs of Scripts/bench-cluster (FILE.engine beside
+  report-table.py cluster-travellers FILE#ENGINE... each: the engine's CPU seconds before, after, and the run's seconds)
+  report-table.py cluster-bus FILE#ENGINE#CHANNEL...
   report-table.py bandwidth FILE...          one row per traveller run of Scripts/bench-bandwidth; ratios
                                              against the first (plain JSON)
 """
@@ -86,9 +86,10 @@ def peers(triples):
               f"| {'–' if rss is None else f'{rss:.1f}'} | {errors(saturated) + errors(fixed)} |")
 
 
-def postgres_percent(path):
+def engine_percent(path):
+    """The engine's servers' CPU (PostgreSQL, Redis) in percent of one core, from FILE.engine."""
     try:
-        before, after, seconds = (float(value) for value in open(path + ".pg").read().split())
+        before, after, seconds = (float(value) for value in open(path + ".engine").read().split())
     except (OSError, ValueError):
         return None
     return (after - before) / max(seconds, 1e-9) * 100
@@ -99,47 +100,49 @@ def nodes(report):
 
 
 def combined_cpu(report, path):
-    """The nodes' and PostgreSQL's CPU in percent of one core (None when unknown)."""
-    server, postgres = report.get("server"), postgres_percent(path)
-    if not server or postgres is None:
+    """The nodes' and the engine's CPU in percent of one core (None when unknown)."""
+    server, engine = report.get("server"), engine_percent(path)
+    if not server or engine is None:
         return None
-    return server["cpuPercent"] + postgres
+    return server["cpuPercent"] + engine
 
 
 def percent(value):
     return "–" if value is None else f"{value:.0f}%"
 
 
-def cluster(paths):
-    for path in paths:
+def cluster(arguments):
+    for argument in arguments:
+        path, _, engine = argument.partition("#")
         report = load(path)
         delivered = report["figures"]["delivered_per_second"]
         total = combined_cpu(report, path)
         per_delivery = f"{total / 100 / delivered * 1e6:.2f}" if total is not None and delivered > 0 else "–"
-        print(f"| fan-out {report['settings']['subscribers']} | {nodes(report)} | {report['connected']}/{report['connections']} | {delivered:.0f} "
-              f"| {latency(report, 'delivery')} | {cpu(report.get('server'))} | {percent(postgres_percent(path))} | {per_delivery} | {errors(report)} |")
+        print(f"| fan-out {report['settings']['subscribers']} | {engine} | {nodes(report)} | {report['connected']}/{report['connections']} | {delivered:.0f} "
+              f"| {latency(report, 'delivery')} | {cpu(report.get('server'))} | {percent(engine_percent(path))} | {per_delivery} | {errors(report)} |")
 
 
-def cluster_travellers(paths):
-    for path in paths:
+def cluster_travellers(arguments):
+    for argument in arguments:
+        path, _, engine = argument.partition("#")
         report = load(path)
         count = int(report["settings"]["travellers"])
         total = combined_cpu(report, path)
         per_thousand = "–" if total is None else f"{total / count * 1000:.0f}%"
-        print(f"| {count} | {nodes(report)} | {report['connected']}/{report['connections']} "
+        print(f"| {count} | {engine} | {nodes(report)} | {report['connected']}/{report['connections']} "
               f"| {report['figures'].get('location_updates_per_second', 0):.0f} | {latency(report, 'location', 'p50')} | {latency(report, 'location')} "
-              f"| {latency(report, 'chat')} | {cpu(report.get('server'))} | {percent(postgres_percent(path))} | {per_thousand} | {errors(report)} |")
+              f"| {latency(report, 'chat')} | {cpu(report.get('server'))} | {percent(engine_percent(path))} | {per_thousand} | {errors(report)} |")
 
 
 def cluster_bus(arguments):
     for argument in arguments:
-        path, _, batch = argument.partition("#")
+        path, engine, channel = argument.split("#")
         report = load(path)
         published = report["figures"]["published_per_second"]
         total = combined_cpu(report, path)
         per_publication = f"{total / 100 / published * 1e6:.0f}" if total is not None and published > 0 else "–"
-        print(f"| {batch} | {published:.0f} | {report['figures']['delivered_per_second']:.0f} | {latency(report, 'delivery')} "
-              f"| {cpu(report.get('server'))} | {percent(postgres_percent(path))} | {per_publication} | {errors(report)} |")
+        print(f"| {engine} | {channel} | {published:.0f} | {report['figures']['delivered_per_second']:.0f} | {latency(report, 'delivery')} "
+              f"| {cpu(report.get('server'))} | {percent(engine_percent(path))} | {per_publication} | {errors(report)} |")
 
 
 def bandwidth(paths):

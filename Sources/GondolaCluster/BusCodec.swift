@@ -21,11 +21,11 @@ enum BusCodec {
         switch event {
         case let .publication(channel, publication):
             let data = publication.data
-            var members: [(key: String, value: JSON)] = [
-                ("t", "p"), ("c", .string(channel)),
-                data.isJSON ? ("d", .string(String(decoding: data.bytes, as: UTF8.self))) : ("b", .string(Data(data.bytes).base64EncodedString())),
-            ]
+            // The offset comes right after the type, so that `splitAtOffset` can leave a gap for it.
+            var members: [(key: String, value: JSON)] = [("t", "p")]
             if publication.offset > 0 { members.append(("o", .int(Int64(publication.offset)))) }
+            members.append(("c", .string(channel)))
+            members.append(data.isJSON ? ("d", .string(String(decoding: data.bytes, as: UTF8.self))) : ("b", .string(Data(data.bytes).base64EncodedString())))
             if let info = publication.info { members.append(("i", info.json)) }
             json = .object(members)
         case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
@@ -46,6 +46,22 @@ enum BusCodec {
         bytes += eventsArray(events)
         bytes.append(UInt8(ascii: "}"))
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A message carrying one publication whose offset is not known yet: the bytes
+    /// before and after the offset's digits. The script that appends the publication
+    /// to its stream joins `prefix`, the offset and `suffix`, and publishes the result.
+    static func splitAtOffset(node: String, sequence: UInt64, channel: String, _ publication: Publication) -> (prefix: [UInt8], suffix: [UInt8]) {
+        var unnumbered = publication
+        unnumbered.offset = 0
+        let head = Array(#"{"t":"p","#.utf8)
+        let event = encode(.publication(channel: channel, unnumbered))
+        precondition(event.starts(with: head), "a publication's event starts with its type")
+        let envelope = Array(envelope(node: node, sequence: sequence, events: [head + Array(#""o":0}"#.utf8)]).utf8)
+        // The envelope ends with `0}]}`: the offset's place, then the event's and the envelope's ends.
+        let prefix = Array(envelope.dropLast(4))
+        let suffix = Array(",".utf8) + event.dropFirst(head.count) + Array("]}".utf8)
+        return (prefix, suffix)
     }
 
     /// A notification naming a `cluster_bus_payload` row.

@@ -16,32 +16,14 @@ import Synchronization
 /// - Presence is a table of subscribers with the node that holds each; entries of
 ///   a node that stopped its heartbeat for `nodeTimeout` are no longer listed and
 ///   are deleted by the next live node's sweep.
-public final class PostgresCluster: ClusterLink, TransactionalBus {
-    /// Timings and limits of the cluster mode.
-    public struct Settings: Sendable {
-        /// How often a node writes its heartbeat (and figures).
-        public var heartbeat: Duration = .seconds(1)
-        /// A node without a heartbeat for this long is dead: its presence entries
-        /// stop counting and `info` no longer lists it.
-        public var nodeTimeout: Duration = .seconds(5)
-        /// How long the bus writer holds a batch open to collect more (0: none).
-        public var busLinger: Duration = .zero
-        /// Most items in one bus transaction.
-        public var busMaxBatch = 512
-        /// Bus payload rows (events over 8,000 bytes) are deleted after this long.
-        public var payloadRetention: Duration = .seconds(60)
-        /// Volatile streams without a publication for this long are dropped.
-        public var volatileStreamIdleLimit: Duration = .seconds(3600)
-
-        public init() {}
-    }
-
+public final class PostgresCluster: ClusterNodeLink {
     public let pool: PostgresPool
     public let nodeUID: String
-    public let settings: Settings
+    public let settings: ClusterSettings
     public let durableHistory: any HistoryStore
     public let volatileHistory: any HistoryStore
-    let writer: BusWriter
+    let bus: PostgresBus
+    private var writer: BusWriter { bus.writer }
     private let volatileStore: PostgresHistoryStore
     private let logger: Logger
     private let node = Mutex<Node?>(nil)
@@ -50,7 +32,7 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
 
     /// A link for the node `nodeUID` over `pool`; the database must be migrated
     /// with `PostgresCluster.register(in:)`.
-    public init(pool: PostgresPool, nodeUID: String, settings: Settings = .init(), logger: Logger) {
+    public init(pool: PostgresPool, nodeUID: String, settings: ClusterSettings = .init(), logger: Logger) {
         self.pool = pool
         self.nodeUID = nodeUID
         self.settings = settings
@@ -60,8 +42,8 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
         self.durableHistory = durable
         self.volatileHistory = volatile
         self.volatileStore = volatile
-        self.writer = BusWriter(pool: pool, durable: durable, volatile: volatile, nodeUID: nodeUID,
-                                maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
+        self.bus = PostgresBus(pool: pool, durable: durable, volatile: volatile, nodeUID: nodeUID,
+                               maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
     }
 
     /// Adds the cluster's tables to a migrator.
@@ -74,8 +56,14 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
         self.node.withLock { $0 = node }
     }
 
+    private var attachedNode: Node? { node.withLock { $0 } }
+
     public func ready() async {
         await gate.wait()
+    }
+
+    public var health: EngineHealth {
+        EngineHealth(engine: "postgres", parts: [.init(name: "postgres bus", up: gate.isOpen)])
     }
 
     // MARK: ClusterLink
@@ -164,55 +152,19 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
     }
 
     private func receiveBus() async {
-        var failures = 0
-        while !Task.isCancelled {
-            do {
-                let connection = try await pool.dedicatedConnection()
-                defer { PostgresPool.closeInBackground(connection) }
-                try await connection.listen(on: BusWriter.channelName) { notifications in
-                    if failures > 0 {
-                        node.withLock { $0 }?.closeAllForReconnect(reason: "cluster bus reconnected")
-                        logger.notice("cluster bus receiving again")
-                    }
-                    // Domains reload what they keep in memory before the first event is applied:
-                    // anything committed before this point is in what they read, the rest follows.
-                    await node.withLock { $0 }?.clusterResynchronized()
-                    gate.open()
-                    failures = 0
-                    for try await notification in notifications {
-                        try await deliver(notification.payload)
-                    }
+        await bus.receive(
+            into: { self.attachedNode },
+            listening: { [gate, logger] again in
+                if again {
+                    self.attachedNode?.closeAllForReconnect(reason: "cluster bus reconnected")
+                    logger.notice("cluster bus receiving again")
                 }
-            } catch where Task.isCancelled {
-                break
-            } catch {
-                logger.error("cluster bus lost", metadata: ["error": "\(String(reflecting: error))"])
-            }
-            gate.close()
-            failures += 1
-            try? await Task.sleep(for: .milliseconds(min(5000, 200 * failures)))
-        }
-    }
-
-    private func deliver(_ payload: String) async throws {
-        let events: [ClusterEvent]
-        do {
-            switch try BusCodec.decodeNotification(payload) {
-            case let .events(decoded): events = decoded
-            case let .reference(row):
-                let rows = try await pool.query("SELECT body FROM cluster_bus_payload WHERE id = \(row)")
-                guard let body = try rows.first?.decode(ByteBuffer.self) else {
-                    logger.error("cluster bus payload row missing", metadata: ["row": "\(row)"])
-                    return
-                }
-                events = try BusCodec.decodeEvents(BusCodec.parse(Array(buffer: body)))
-            }
-        } catch let error as BusCodecError {
-            logger.error("cluster bus notification not understood", metadata: ["error": "\(error)"])
-            return
-        }
-        guard let node = node.withLock({ $0 }) else { return }
-        for event in events { node.receive(event) }
+                // Domains reload what they keep in memory before the first event is applied:
+                // anything committed before this point is in what they read, the rest follows.
+                await self.attachedNode?.clusterResynchronized()
+                gate.open()
+            },
+            lost: { [gate] in gate.close() })
     }
 
     private func keepHeartbeat() async {
@@ -247,7 +199,7 @@ public final class PostgresCluster: ClusterLink, TransactionalBus {
         let dead = millisecondsAgo(settings.nodeTimeout)
         try await pool.query("DELETE FROM cluster_presence p WHERE NOT EXISTS (SELECT 1 FROM cluster_node n WHERE n.uid = p.node AND n.seen_at_ms > \(dead))")
         try await pool.query("DELETE FROM cluster_node WHERE seen_at_ms < \(millisecondsAgo(settings.nodeTimeout * 12))")
-        try await pool.query("DELETE FROM cluster_bus_payload WHERE created_at_ms < \(millisecondsAgo(settings.payloadRetention))")
+        try await bus.sweepPayloads(retention: settings.payloadRetention)
         if volatile {
             try await volatileStore.sweep(idleLimit: settings.volatileStreamIdleLimit.timeInterval, now: Date())
         }

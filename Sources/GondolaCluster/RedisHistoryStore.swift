@@ -36,18 +36,49 @@ public final class RedisHistoryStore: HistoryStore {
 
     /// Appends `publication` to the channel's stream; answers it with its offset and the stream's position.
     public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) async throws(HubError) -> (Publication, StreamPosition) {
+        try await append(publication, to: channel, options: options, now: now, announcing: nil)
+    }
+
+    /// A bus message to publish in the same script as the append, so that the bus
+    /// carries a channel's publications in offset order: the message is `prefix`, the
+    /// offset and `suffix` (see `BusCodec.splitAtOffset`).
+    struct Announcement {
+        let busChannel: [UInt8]
+        let prefix: [UInt8]
+        let suffix: [UInt8]
+    }
+
+    /// Appends `publication` and, with an announcement, publishes it on the bus in the same atomic script.
+    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date,
+                announcing announcement: Announcement?) async throws(HubError) -> (Publication, StreamPosition) {
+        let position = try await withCheckedContinuation { continuation in
+            append(publication, to: channel, options: options, now: now, announcing: announcement) { continuation.resume(returning: $0) }
+        }.get()
+        var stored = publication
+        stored.offset = position.offset
+        return (stored, position)
+    }
+
+    /// `append` that sends the script at once (in the order of the calls) and tells
+    /// `completion` the stream's new position.
+    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date, announcing announcement: Announcement?,
+                completion: @escaping @Sendable (Result<StreamPosition, HubError>) -> Void) {
         var stored = publication
         stored.offset = 0
         let entry = BusCodec.encode(.publication(channel: channel, stored))
-        let answer = try await run(appendScript, keys: Self.keys(channel), arguments: [
+        var arguments = [
             entry, RedisArgument.number(Int64(max(options.historySize, 1))), RedisArgument.number(RedisArgument.seconds(options.historyTTL)),
             Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(streamIdleLimit)), RedisArgument.number(RedisArgument.milliseconds(now)),
-        ])
-        guard let items = answer.elements, items.count == 2, let offset = items[0].integer, let epoch = items[1].string else {
-            throw .internalError("the append script answered \(answer)")
+        ]
+        if let announcement { arguments += [announcement.busChannel, announcement.prefix, announcement.suffix] }
+        appendScript.run(keys: Self.keys(channel), arguments: arguments) { result in
+            completion(result.mapError { HubError($0, in: "stream store") }.flatMap { answer in
+                guard let items = answer.elements, items.count == 2, let offset = items[0].integer, let epoch = items[1].string else {
+                    return .failure(.internalError("the append script answered \(answer)"))
+                }
+                return .success(StreamPosition(offset: UInt64(offset), epoch: epoch))
+            })
         }
-        stored.offset = UInt64(offset)
-        return (stored, StreamPosition(offset: UInt64(offset), epoch: epoch))
     }
 
     public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
@@ -85,7 +116,8 @@ public final class RedisHistoryStore: HistoryStore {
     }
 
 
-    /// KEYS: stream, meta. ARGV: entry, size, TTL s (0: none), epoch if new, idle limit s, now ms.
+    /// KEYS: stream, meta. ARGV: entry, size, TTL s (0: none), epoch if new, idle limit s, now ms,
+    /// and optionally bus channel, message prefix, message suffix (published with the offset between).
     static let appendSource = """
     local epoch = redis.call('HGET', KEYS[2], 'e')
     if not epoch then
@@ -96,6 +128,7 @@ public final class RedisHistoryStore: HistoryStore {
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], offset .. '-1', 'd', ARGV[1], 't', ARGV[6])
     if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
     redis.call('EXPIRE', KEYS[2], ARGV[5])
+    if ARGV[7] then redis.call('PUBLISH', ARGV[7], ARGV[8] .. offset .. ARGV[9]) end
     return {offset, epoch}
     """
 
@@ -191,25 +224,48 @@ final class RedisScript: Sendable {
     }
 
     func run(keys: [[UInt8]], arguments: [[UInt8]]) async throws(RedisError) -> RESPValue {
-        for _ in 0..<2 {
-            let known = sha.withLock { $0 }
-            let digest: String
-            if let known {
-                digest = known
-            } else {
-                guard let loaded = try await redis.send(["SCRIPT", "LOAD", source]).string else {
-                    throw .unexpectedReply("SCRIPT LOAD answered no digest")
+        try await withCheckedContinuation { continuation in
+            run(keys: keys, arguments: arguments) { continuation.resume(returning: $0) }
+        }.get()
+    }
+
+    /// Runs the script: by its digest, written at once when the digest is known (so
+    /// scripts sent one after another run in that order); otherwise, and again after
+    /// `NOSCRIPT`, it is loaded first (`SCRIPT LOAD`).
+    func run(keys: [[UInt8]], arguments: [[UInt8]], completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void) {
+        guard let digest = sha.withLock({ $0 }) else {
+            return load { result in
+                switch result {
+                case let .success(digest): self.evaluate(digest, keys: keys, arguments: arguments, reloading: false, completion: completion)
+                case let .failure(error): completion(.failure(error))
                 }
-                sha.withLock { $0 = loaded }
-                digest = loaded
-            }
-            do {
-                return try await redis.send(bytes: [Array("EVALSHA".utf8), Array(digest.utf8), Array(String(keys.count).utf8)] + keys + arguments)
-            } catch let .server(message) where message.hasPrefix("NOSCRIPT") {
-                sha.withLock { $0 = nil }
             }
         }
-        throw .unexpectedReply("the script could not be loaded")
+        evaluate(digest, keys: keys, arguments: arguments, reloading: true, completion: completion)
+    }
+
+    private func evaluate(_ digest: String, keys: [[UInt8]], arguments: [[UInt8]], reloading: Bool,
+                          completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void) {
+        redis.send(bytes: [Array("EVALSHA".utf8), Array(digest.utf8), Array(String(keys.count).utf8)] + keys + arguments) { result in
+            guard case let .failure(.server(message)) = result, message.hasPrefix("NOSCRIPT"), reloading else { return completion(result) }
+            self.sha.withLock { $0 = nil }
+            self.load { loaded in
+                switch loaded {
+                case let .success(digest): self.evaluate(digest, keys: keys, arguments: arguments, reloading: false, completion: completion)
+                case let .failure(error): completion(.failure(error))
+                }
+            }
+        }
+    }
+
+    private func load(_ completion: @escaping @Sendable (Result<String, RedisError>) -> Void) {
+        redis.send(bytes: [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(source.utf8)]) { result in
+            completion(result.flatMap { answer in
+                guard let digest = answer.string else { return .failure(.unexpectedReply("SCRIPT LOAD answered no digest")) }
+                self.sha.withLock { $0 = digest }
+                return .success(digest)
+            })
+        }
     }
 }
 

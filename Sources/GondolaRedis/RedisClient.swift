@@ -76,6 +76,14 @@ public final class RedisClient: Sendable {
         return try await connection.send(bytes: arguments)
     }
 
+    /// `send` that writes the command now, in the order of the calls, and calls
+    /// `completion` with its answer (at once with `unavailable` when there is no connection).
+    public func send(bytes arguments: [[UInt8]], completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void) {
+        let (connection, reason) = shared.withLock { ($0.connection, $0.downReason) }
+        guard let connection, connection.isActive else { return completion(.failure(.unavailable(reason))) }
+        connection.send(bytes: arguments, completion: completion)
+    }
+
     /// Subscribes to a Pub/Sub channel now if connected, and on every reconnection.
     public func subscribe(_ channel: [UInt8]) async throws(RedisError) {
         try await change(channel, subscribed: true)
@@ -123,7 +131,7 @@ public final class RedisClient: Sendable {
                 stateChanged(.down(reason))
             } catch {
                 // Not up yet (connecting, or subscribing again failed): try again later.
-                let reason = "\(error)"
+                let reason = if case let .unavailable(why) = error { why } else { "\(error)" }
                 shared.withLock { shared in
                     shared.connection?.close()
                     shared.connection = nil

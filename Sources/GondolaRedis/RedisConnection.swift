@@ -61,18 +61,25 @@ public final class RedisConnection: Sendable {
 
     /// `send` with binary arguments.
     public func send(bytes arguments: [[UInt8]]) async throws(RedisError) -> RESPValue {
+        try await withCheckedContinuation { continuation in
+            send(bytes: arguments) { continuation.resume(returning: $0) }
+        }.get()
+    }
+
+    /// Writes a command now (commands sent one after another by a caller reach the
+    /// server in that order) and calls `completion` with its answer on the
+    /// connection's event loop; an error answer is `RedisError.server`.
+    public func send(bytes arguments: [[UInt8]], completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void) {
         let promise = channel.eventLoop.makePromise(of: RESPValue.self)
         channel.writeAndFlush(RESPChannelHandler.Command(arguments: arguments, promise: promise), promise: nil)
-        let value: RESPValue
-        do {
-            value = try await promise.futureResult.get()
-        } catch let error as RedisError {
-            throw error
-        } catch {
-            throw .connectionLost("\(error)")
+        promise.futureResult.whenComplete { result in
+            switch result {
+            case let .success(.error(message)): completion(.failure(.server(message)))
+            case let .success(value): completion(.success(value))
+            case let .failure(error as RedisError): completion(.failure(error))
+            case let .failure(error): completion(.failure(.connectionLost("\(error)")))
+            }
         }
-        if case let .error(message) = value { throw .server(message) }
-        return value
     }
 
     /// Whether the connection is still open.

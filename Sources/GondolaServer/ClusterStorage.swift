@@ -2,11 +2,13 @@ import GondolaCluster
 import GondolaDomain
 import GondolaPostgres
 import Logging
+import NIOPosix
 
 /// Opens the cluster mode's PostgreSQL database: the pool, the schema (core,
-/// cluster and every built-in domain's tables, migrated once by whichever node starts first) and the link.
+/// cluster and every built-in domain's tables, migrated once by whichever node starts
+/// first) and the link of the configured engine (PostgreSQL's bus, or Redis).
 enum ClusterStorage {
-    static func open(_ configuration: ServerConfiguration, domains: [any Domain], nodeUID: String, logger: Logger) async throws -> PostgresCluster {
+    static func open(_ configuration: ServerConfiguration, domains: [any Domain], nodeUID: String, logger: Logger) async throws -> any ClusterNodeLink {
         let location: PostgresLocation
         do {
             location = try PostgresLocation(url: configuration.database)
@@ -23,6 +25,10 @@ enum ClusterStorage {
         } catch {
             throw ConfigurationError("database \(location): cannot open: \(String(reflecting: error))")
         }
-        return PostgresCluster(pool: pool, nodeUID: nodeUID, settings: configuration.cluster, logger: logger)
+        guard try configuration.engine() == .redis else {
+            return PostgresCluster(pool: pool, nodeUID: nodeUID, settings: configuration.cluster, logger: logger)
+        }
+        return RedisCluster(pool: pool, addresses: configuration.redisAddresses, nodeUID: nodeUID, settings: configuration.cluster,
+                            group: MultiThreadedEventLoopGroup.singleton, logger: logger)
     }
 }

@@ -22,7 +22,7 @@ public final class GondolaServer: Sendable {
     /// The SQLite database; nil in cluster mode.
     public let database: GondolaDatabase?
     /// The link to the other nodes in cluster mode.
-    public let cluster: PostgresCluster?
+    public let cluster: (any ClusterNodeLink)?
     public let users: any UserRepository
     /// The installed domains by name, in registration order.
     let domains: [(name: String, installed: InstalledDomain)]
@@ -62,6 +62,7 @@ public final class GondolaServer: Sendable {
             : HTTPProxyTransport(endpoints: endpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight,
                                  metrics: metrics.factory, logger: logger)
         let uid = UUID().uuidString.lowercased()
+        _ = try configuration.engine()
         let storage: DomainStorage
         if configuration.isCluster {
             let cluster = try await ClusterStorage.open(configuration, domains: known, nodeUID: uid, logger: logger)
@@ -70,7 +71,7 @@ public final class GondolaServer: Sendable {
             self.cluster = cluster
             self.users = PostgresUserRepository(pool: cluster.pool)
             self.node = Node(configuration: configuration.hub, tokens: tokens, proxy: proxy, cluster: cluster, uid: uid, metricsFactory: metrics.factory, logger: logger)
-            logger.info("cluster node", metadata: ["uid": "\(uid)", "database": "\(cluster.pool.location)"])
+            logger.info("cluster node", metadata: ["uid": "\(uid)", "database": "\(cluster.pool.location)", "engine": "\(cluster.health.engine)"])
         } else {
             let database = try GondolaDatabase(path: configuration.database) { migrator in
                 for domain in known { domain.registerMigrations(in: &migrator) }
@@ -143,14 +144,24 @@ public final class GondolaServer: Sendable {
 
     /// The server's own routes: health, metrics, sign-in, the host page and the server API (`api`).
     private func addOwnRoutes(to router: HTTPRouter, api: ServerAPI) {
-        router.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
-        router.get("/metrics") { [metrics, node, database] _, _ in
+        router.get("/health") { [cluster] _, _ in JSONResponse.make(Self.health(of: cluster?.health)) }
+        router.get("/metrics") { [metrics, node, database, cluster] _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer))))
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer, engine: cluster?.health))))
         }
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
         HostPage(configuration: configuration).addRoutes(to: router)
         ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
+    }
+
+    /// `/health`'s answer: `ok`, or `degraded` while a part of a cluster's engine is
+    /// down (the node keeps serving; what needs that part answers 108), with the parts.
+    static func health(of engine: EngineHealth?) -> JSON {
+        guard let engine else { return ["status": "ok", "engine": "memory"] }
+        return [
+            "status": engine.isUp ? "ok" : "degraded", "engine": .string(engine.engine),
+            "parts": .array(engine.parts.map { ["name": .string($0.name), "up": .bool($0.up)] }),
+        ]
     }
 
     /// The main service of an installed domain (for example `TravelService`), or nil

@@ -4,6 +4,7 @@ import GondolaDomain
 import GondolaPostgres
 import GondolaHub
 import GondolaProtocol
+import GondolaRedis
 import GondolaTravel
 
 /// Everything `gondola serve` can be told, by the names of the configuration file.
@@ -16,8 +17,12 @@ public struct ServerConfiguration: Sendable {
     public var dataFolderSetting = ""
     /// PostgreSQL connections per node in cluster mode.
     public var databasePoolSize = 16
-    /// The cluster mode's timings (heartbeat, node timeout, bus batching).
-    public var cluster = PostgresCluster.Settings()
+    /// The cluster mode's engine and timings (heartbeat, node timeout, bus batching).
+    public var cluster = ClusterSettings()
+    /// What `engine` names; nil: chosen by `database` (memory for SQLite, postgres for PostgreSQL).
+    public var engineName: EngineName?
+    /// The Redis servers of the `redis` engine, one shard each.
+    public var redisAddresses = [RedisAddress(host: "127.0.0.1", port: 6379)]
     public var tokenHMACSecret = ""
     /// PEM files of the public keys that verify RS256/384/512 and ES256/384/512 tokens; empty: none.
     public var tokenRSAPublicKeyFile = ""
@@ -117,6 +122,29 @@ public struct ServerConfiguration: Sendable {
     /// Whether `database` is a PostgreSQL URL: the node joins the cluster of that database.
     public var isCluster: Bool { PostgresLocation.isURL(database) }
 
+    /// The engines `engine` can name.
+    public enum EngineName: String, Sendable, CaseIterable {
+        /// A node alone: streams in memory and the SQLite file, presence in the node.
+        case memory
+        /// A cluster on its PostgreSQL database: bus, streams and presence in it.
+        case postgres
+        /// A cluster on Redis (`redis_addresses`), tables in its PostgreSQL database.
+        case redis
+    }
+
+    /// The engine `engine` names, or the one `database` implies (memory for SQLite,
+    /// postgres for PostgreSQL); an engine that does not suit `database` is refused.
+    public func engine() throws(ConfigurationError) -> EngineName {
+        let name = engineName ?? (isCluster ? .postgres : .memory)
+        switch (name, isCluster) {
+        case (.memory, true):
+            throw ConfigurationError("engine 'memory' keeps a node alone and needs a SQLite database; database is a PostgreSQL URL (use engine 'postgres' or 'redis')")
+        case (.postgres, false), (.redis, false):
+            throw ConfigurationError("engine '\(name.rawValue)' runs a cluster and needs database to be a postgres:// URL, got '\(database)'")
+        default: return name
+        }
+    }
+
     /// The folder where generated secrets are kept: `data_folder`, else the SQLite
     /// database's folder (`var` in cluster mode).
     public var dataFolder: String {
@@ -144,7 +172,7 @@ public enum ConfigurationLoader {
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
         "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
-        "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
+        "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
     ] + BuiltInDomains.settingKeys + ProxyKind.allCases.flatMap { ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout"] }
 
     /// Loads and validates; the error names the key, the source and the bad value.
@@ -176,6 +204,7 @@ public enum ConfigurationLoader {
             let flag = "--" + key.replacingOccurrences(of: "_", with: "-")
             try apply(key, try textValue(key, value, source: "flag \(flag)"), to: &configuration, source: "flag \(flag)")
         }
+        _ = try configuration.engine()
         return configuration
     }
 
@@ -219,6 +248,26 @@ public enum ConfigurationLoader {
                 throw field.error("must be at least two heartbeats (\(configuration.cluster.heartbeat * 2)), got \(timeout)")
             }
             configuration.cluster.nodeTimeout = timeout
+        case "engine":
+            let text = try field.string()
+            guard let name = ServerConfiguration.EngineName(rawValue: text) else {
+                throw field.error("expected one of \(ServerConfiguration.EngineName.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+            }
+            configuration.engineName = name
+        case "redis_addresses":
+            let entries = try field.list(of: "Redis addresses (host:port)")
+            guard !entries.isEmpty else { throw field.error("must name at least one Redis server") }
+            configuration.redisAddresses = try entries.map { (entry) throws(ConfigurationError) in
+                guard let address = RedisAddress(entry) else { throw field.error("'\(entry)' is not host:port with a port in 1...65535") }
+                return address
+            }
+            guard Set(configuration.redisAddresses).count == configuration.redisAddresses.count else {
+                throw field.error("names a server twice: \(entries.joined(separator: ", "))")
+            }
+        case "cluster_presence_ttl":
+            let ttl = try field.duration(allowZero: false)
+            guard ttl >= .seconds(3) else { throw field.error("must be at least 3s (entries are added again every third of it), got \(ttl)") }
+            configuration.cluster.presenceTTL = ttl
         case "cluster_bus_linger": configuration.cluster.busLinger = try field.duration(allowZero: true)
         case "cluster_bus_max_batch":
             configuration.cluster.busMaxBatch = try field.integer(min: 1, max: 10_000)

@@ -1,3 +1,4 @@
+import GondolaCluster
 import GondolaHub
 import GondolaStore
 import Prometheus
@@ -49,9 +50,10 @@ final class ServerMetrics: Sendable {
         return factory
     }
 
-    /// The Prometheus text exposition, with gauges refreshed from `node` and the
-    /// SQLite database's checkpointer (none in cluster mode).
-    func render(node: Node, checkpointer: WALCheckpointer?) -> [UInt8] {
+    /// The Prometheus text exposition, with gauges refreshed from `node`, the
+    /// SQLite database's checkpointer (none in cluster mode) and the cluster's engine
+    /// (`gondola_engine_up` per part: 1 up, 0 down; none for a node alone).
+    func render(node: Node, checkpointer: WALCheckpointer?, engine: EngineHealth?) -> [UInt8] {
         let stats = node.stats
         connections.set(Double(stats.clients))
         users.set(Double(stats.users))
@@ -59,6 +61,10 @@ final class ServerMetrics: Sendable {
         subscriptions.set(Double(stats.subscriptions))
         queuedBytes.set(Double(stats.queuedBytes))
         if let checkpointer { record(checkpointer) }
+        for part in engine?.parts ?? [] {
+            registry.makeGauge(name: "gondola_engine_up", labels: [("part", part.name)],
+                               help: "Whether a part of the cluster's engine works (PostgreSQL's bus, each Redis shard)").set(Int64(part.up ? 1 : 0))
+        }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return buffer

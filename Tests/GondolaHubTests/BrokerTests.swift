@@ -4,15 +4,17 @@ import GondolaCluster
 import GondolaProtocol
 import GondolaTestSupport
 import Logging
+import NIOPosix
 import Testing
 
 /// The engine seam (`Broker`, `PresenceManager`), one suite for every engine: the
-/// memory broker of a node alone and the PostgreSQL cluster link. Each test drives a
-/// node on the engine as clients would, so delivery through `Node.receive` is part of
-/// what is checked.
+/// memory broker of a node alone, the PostgreSQL cluster link, and the Redis link on
+/// two Redis servers (shards; each test's channels spread over both). Each test
+/// drives a node on the engine as clients would, so delivery through `Node.receive` is
+/// part of what is checked.
 @Suite struct BrokerTests {
     enum BrokerEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
-        case memory, postgres
+        case memory, postgres, redis
         var testDescription: String { rawValue }
     }
 
@@ -20,23 +22,35 @@ import Testing
     static func node(_ engine: BrokerEngine, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> (Node, stop: @Sendable () async -> Void) {
         let configuration = testConfiguration { configuration in
             configuration.namespaces["room"]?.historySize = 1_000
+            var ledger = NamespaceOptions(name: "ledger")
+            ledger.historySize = 100
+            ledger.historyTTL = .seconds(3600)
+            ledger.historyDurable = true
+            ledger.allowSubscribeForClient = true
+            configuration.namespaces["ledger"] = ledger
             adjust(&configuration)
         }
         let tokens = try await ConnectionTokens(secret: testSecret)
         switch engine {
         case .memory:
             return (Node(configuration: configuration, tokens: tokens), {})
-        case .postgres:
+        case .postgres, .redis:
             let pool = try await TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
             var logger = Logger(label: "broker-tests")
             logger.logLevel = .warning
-            let cluster = PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
+            let servers = engine == .redis ? [try TestRedis(), try TestRedis()] : []
+            for server in servers { try await server.start() }
+            let cluster: any ClusterNodeLink = engine == .redis
+                ? RedisCluster(pool: pool, addresses: servers.map(\.address), nodeUID: UUID().uuidString.lowercased(),
+                               group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+                : PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
             let node = Node(configuration: configuration, tokens: tokens, cluster: cluster)
             let running = Task { await cluster.run() }
             await cluster.ready()
             return (node, {
                 running.cancel()
                 await running.value
+                for server in servers { try? await server.stop() }
             })
         }
     }
@@ -157,6 +171,29 @@ import Testing
         for payload in payloads { try await node.publish(channel: "room:bytes", data: payload) }
         #expect(try await Self.publications(client, count: 2).map(\.data) == payloads)
         #expect(try await node.history(channel: "room:bytes", limit: -1, since: nil, reverse: false).publications.map(\.data) == payloads)
+        await stop()
+    }
+
+    /// A durable namespace keeps its stream where the node keeps data (SQLite alone,
+    /// PostgreSQL in a cluster, with Redis carrying only the live bus), beside a volatile
+    /// one: each stream numbers its own publications and both reach the subscriber.
+    @Test(arguments: BrokerEngine.allCases)
+    func durableAndVolatileStreamsSideBySide(engine: BrokerEngine) async throws {
+        let (node, stop) = try await Self.node(engine)
+        var client = try await TestClient.connected(node, user: "ann")
+        for channel in ["ledger:trip", "room:trip"] {
+            let reply = try await client.call(.subscribe(SubscribeRequest(channel: channel)))
+            guard case .subscribe = reply.body else { throw HarnessError("subscribing to \(channel) answered \(reply)") }
+        }
+        for n in 1...3 {
+            #expect(try await node.publish(channel: "ledger:trip", data: Payload(.int(Int64(n))))?.offset == UInt64(n))
+            #expect(try await node.publish(channel: "room:trip", data: Payload(.int(Int64(10 + n))))?.offset == UInt64(n))
+        }
+        let received = try await Self.publications(client, count: 6)
+        #expect(received.filter { $0.data.bytes.count == 1 }.map(\.offset) == [1, 2, 3], "the durable stream's, in order")
+        #expect(received.filter { $0.data.bytes.count == 2 }.map(\.offset) == [1, 2, 3], "the volatile stream's, in order")
+        let durable = try await node.history(channel: "ledger:trip", limit: -1, since: nil, reverse: false)
+        #expect(durable.publications.map(\.data.bytes) == ["1", "2", "3"].map { Array($0.utf8) })
         await stop()
     }
 }

@@ -3,6 +3,7 @@ import GondolaCluster
 import GondolaHub
 import GondolaProtocol
 import GondolaRedis
+import GondolaTestSupport
 import Logging
 import NIOPosix
 import Synchronization
@@ -22,7 +23,7 @@ import Testing
         let received = Received()
         let bus = RedisBus(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, nodeUID: node, logger: Logger(label: "test"))
         try await bus.start(deliver: { events in received.events.withLock { $0 += events } },
-                            resumed: { received.resumptions.add(1, ordering: .relaxed) })
+                            listening: { again in if again { received.resumptions.add(1, ordering: .relaxed) } })
         try await waitUntil { bus.receiving && bus.publisher.isUp }
         return (bus, received)
     }

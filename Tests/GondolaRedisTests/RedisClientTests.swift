@@ -1,6 +1,7 @@
 import Foundation
 import GondolaRESP
 import GondolaRedis
+import GondolaTestSupport
 import NIOPosix
 import Synchronization
 import Testing

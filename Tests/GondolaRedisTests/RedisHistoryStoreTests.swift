@@ -3,6 +3,7 @@ import GondolaCluster
 import GondolaHub
 import GondolaProtocol
 import GondolaRedis
+import GondolaTestSupport
 import NIOPosix
 import Testing
 

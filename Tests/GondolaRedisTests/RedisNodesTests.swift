@@ -2,6 +2,7 @@ import Foundation
 import GondolaCluster
 import GondolaHub
 import GondolaRedis
+import GondolaTestSupport
 import Testing
 
 /// The node registry in a real redis-server: heartbeats list a node with its

@@ -3,6 +3,7 @@ import GondolaCluster
 import GondolaHub
 import GondolaProtocol
 import GondolaRedis
+import GondolaTestSupport
 import Testing
 
 /// Channel presence in a real redis-server: entries with their info byte for byte,

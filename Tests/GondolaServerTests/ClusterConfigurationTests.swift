@@ -28,4 +28,34 @@ import Testing
             "\(error)".contains(message)
         }
     }
+
+    @Test func theEngineFollowsTheDatabaseUnlessNamed() throws {
+        let postgres = "postgres://gondola@/hub?host=/run/pg"
+        #expect(try ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).engine() == .memory)
+        #expect(try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_DATABASE": postgres], flags: [:]).engine() == .postgres)
+        let redis = try ConfigurationLoader.load(file: nil, environment: [
+            "GONDOLA_DATABASE": postgres, "GONDOLA_ENGINE": "redis", "GONDOLA_REDIS_ADDRESSES": "10.0.0.5:6379, redis://10.0.0.6:6380",
+            "GONDOLA_CLUSTER_PRESENCE_TTL": "30s",
+        ], flags: [:])
+        #expect(try redis.engine() == .redis)
+        #expect(redis.redisAddresses.map(\.description) == ["10.0.0.5:6379", "10.0.0.6:6380"])
+        #expect(redis.cluster.presenceTTL == .seconds(30))
+    }
+
+    @Test(arguments: [
+        (["GONDOLA_ENGINE": "kafka"], "expected one of memory, postgres, redis, got 'kafka'"),
+        (["GONDOLA_ENGINE": "redis"], "engine 'redis' runs a cluster and needs database to be a postgres:// URL"),
+        (["GONDOLA_ENGINE": "memory", "GONDOLA_DATABASE": "postgres://gondola@db/hub"], "engine 'memory' keeps a node alone"),
+        (["GONDOLA_REDIS_ADDRESSES": "10.0.0.5:99999"], "'10.0.0.5:99999' is not host:port"),
+        (["GONDOLA_REDIS_ADDRESSES": " , "], "must name at least one Redis server"),
+        (["GONDOLA_REDIS_ADDRESSES": "a:1,a:1"], "names a server twice"),
+        (["GONDOLA_CLUSTER_PRESENCE_TTL": "1s"], "must be at least 3s"),
+    ])
+    func badEngineSettingsStopTheStartNamingThem(environment: [String: String], message: String) {
+        #expect {
+            try ConfigurationLoader.load(file: nil, environment: environment, flags: [:])
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
 }

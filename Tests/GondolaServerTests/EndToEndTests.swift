@@ -12,7 +12,7 @@ import Testing
     @Test func healthAndMetrics() async throws {
         let server = try await RunningServer.start()
         let (status, body) = try await server.get("/health")
-        #expect(status == 200 && body == #"{"status":"ok"}"#)
+        #expect(status == 200 && body == #"{"status":"ok","engine":"memory"}"#)
         _ = try await converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: try await server.token("alice"))))), .awaitMessages(1)])
         let (metricsStatus, metrics) = try await server.get("/metrics")
         #expect(metricsStatus == 200)

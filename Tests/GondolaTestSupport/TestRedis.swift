@@ -1,25 +1,24 @@
 import Foundation
 import GondolaRedis
-import GondolaTestSupport
 import NIOPosix
 
 /// A private `redis-server` (Debian's, installed by Scripts/setup) on a loopback port,
 /// without persistence; `stop` and `start` again on the same port play an outage.
-final class TestRedis: @unchecked Sendable {
-    let port: Int
-    let folder: String
+public final class TestRedis: @unchecked Sendable {
+    public let port: Int
+    public let folder: String
     private var pid: pid_t?
 
-    var address: RedisAddress { RedisAddress(host: "127.0.0.1", port: port) }
+    public var address: RedisAddress { RedisAddress(host: "127.0.0.1", port: port) }
 
-    init() throws {
+    public init() throws {
         port = Self.freePort()
         folder = NSTemporaryDirectory() + "gondola-redis-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
 
     /// Runs `body` with a started server, and kills the server afterwards, also when `body` throws.
-    static func with(_ body: (TestRedis) async throws -> Void) async throws {
+    public static func with(_ body: (TestRedis) async throws -> Void) async throws {
         let redis = try TestRedis()
         try await redis.start()
         do {
@@ -33,7 +32,7 @@ final class TestRedis: @unchecked Sendable {
 
     /// Starts the server and waits until it answers (at most 60 s: a deadline, generous
     /// because the tests of other targets can keep the two cores busy at the start).
-    func start() async throws {
+    public func start() async throws {
         guard let server = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first(where: FileManager.default.isExecutableFile) else {
             throw TestRedisError( "redis-server is not installed (Scripts/setup installs it)")
         }
@@ -51,14 +50,14 @@ final class TestRedis: @unchecked Sendable {
     }
 
     /// Kills the server (SIGKILL) and waits for it to be gone.
-    func stop() async throws {
+    public func stop() async throws {
         guard let pid else { return }
         kill(pid, SIGKILL)
         _ = try await TestProcess.exit(of: pid, within: .seconds(10))
         self.pid = nil
     }
 
-    static func freePort() -> Int {
+    public static func freePort() -> Int {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
         var address = sockaddr_in()
@@ -72,14 +71,14 @@ final class TestRedis: @unchecked Sendable {
 }
 
 /// Why the test's Redis server could not be started.
-struct TestRedisError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct TestRedisError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// Waits until `condition` holds, checking every 10 ms; throws once `limit` has passed
 /// (a deadline, generous because the tests of other targets can keep the two cores busy).
-func waitUntil(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+public func waitUntil(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + limit
     while try await !condition() {
         guard ContinuousClock.now < deadline else { throw TestRedisError("condition not met within \(limit)") }

@@ -1,0 +1,265 @@
+import Foundation
+import GondolaHub
+import GondolaPostgres
+import GondolaProtocol
+import GondolaRedis
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// A node's link to the other nodes over Redis (the `redis` engine), with the
+/// domains' tables still in the shared PostgreSQL database.
+///
+/// - Each channel lives on one Redis server, the shard its name hashes to
+///   (`RedisShards`): its bus messages, its volatile stream and its presence. A
+///   publication to a channel with a stream is appended and published by one script,
+///   so the bus carries a channel's publications in offset order.
+/// - Events without a channel go to the shard of their user (a disconnect) or topic
+///   (a domain's change), so each keeps its order.
+/// - What must reach the nodes only once committed stays on PostgreSQL's bus
+///   (`PostgresBus`): publications of `history_durable` namespaces, whose streams are
+///   in PostgreSQL, and events a repository sends inside its transaction.
+/// - Presence entries expire after `presenceTTL` unless their node adds them again;
+///   node heartbeats live on the first shard.
+///
+/// While a shard is down its channels' publishes, presence and history answer
+/// `notAvailable` (108) at once; clients stay connected. When its bus subscription is
+/// back, the node's clients are closed with 3010 so that they reconnect and recover
+/// what they missed (or learn that a restarted Redis lost it).
+public final class RedisCluster: ClusterNodeLink {
+    /// One Redis server: its bus (the publisher connection also carries every command,
+    /// so this node's scripts and messages reach the server in the order it sent them),
+    /// its streams and its presence.
+    struct Shard {
+        let bus: RedisBus
+        let history: RedisHistoryStore
+        let presence: RedisPresence
+    }
+
+    public let pool: PostgresPool
+    public let nodeUID: String
+    public let settings: ClusterSettings
+    public let durableHistory: any HistoryStore
+    public let volatileHistory: any HistoryStore
+    let shards: [Shard]
+    let registry: RedisNodes
+    let postgresBus: PostgresBus
+    private let logger: Logger
+    private let node = Mutex<Node?>(nil)
+    private let postgresReady = ReadyGate()
+    private let redisReady: [ReadyGate]
+    /// The presence entries this node holds, added again before they expire.
+    private let heldPresence = Mutex<[String: [String: ClientInfo]]>([:])
+    private let startedAt = Date()
+
+    /// A link for the node `nodeUID` over the Redis servers at `addresses` (one or
+    /// more shards) and `pool`, migrated with `PostgresCluster.register(in:)`.
+    public init(pool: PostgresPool, addresses: [RedisAddress], nodeUID: String, settings: ClusterSettings = .init(),
+                group: any EventLoopGroup, logger: Logger) {
+        precondition(!addresses.isEmpty, "the Redis engine needs at least one server")
+        self.pool = pool
+        self.nodeUID = nodeUID
+        self.settings = settings
+        self.logger = logger
+        let durable = PostgresHistoryStore(pool: pool, durable: true)
+        durableHistory = durable
+        shards = addresses.map { address in
+            let bus = RedisBus(address: address, group: group, nodeUID: nodeUID, logger: logger)
+            return Shard(bus: bus, history: RedisHistoryStore(redis: bus.publisher, streamIdleLimit: settings.volatileStreamIdleLimit),
+                         presence: RedisPresence(redis: bus.publisher, ttl: settings.presenceTTL))
+        }
+        redisReady = addresses.map { _ in ReadyGate() }
+        volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
+        registry = RedisNodes(redis: shards[0].bus.publisher, nodeTimeout: settings.nodeTimeout)
+        postgresBus = PostgresBus(pool: pool, durable: durable, volatile: PostgresHistoryStore(pool: pool, durable: false), nodeUID: nodeUID,
+                                  maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
+    }
+
+    public func attach(_ node: Node) {
+        self.node.withLock { $0 = node }
+    }
+
+    private var attachedNode: Node? { node.withLock { $0 } }
+
+    /// Returns once the node receives PostgreSQL's bus and has received every shard's
+    /// bus at least once: an outage of Redis after the start does not hold up new
+    /// connections (their commands on the shard that is down answer 108).
+    public func ready() async {
+        await postgresReady.wait()
+        for gate in redisReady { await gate.wait() }
+    }
+
+    /// PostgreSQL's bus and each shard: whether this node hears its bus and can send it commands now.
+    public var health: EngineHealth {
+        EngineHealth(engine: "redis", parts: [.init(name: "postgres bus", up: postgresReady.isOpen)] + shards.map { shard in
+            .init(name: "redis \(shard.bus.publisher.address)", up: shard.bus.receiving && shard.bus.publisher.isUp)
+        })
+    }
+
+    func shard(for key: String) -> Shard {
+        shards[RedisShards.index(of: key, count: shards.count)]
+    }
+
+    /// The key that chooses an event's shard: its channel, else its user or topic.
+    static func routingKey(of event: ClusterEvent) -> String {
+        switch event {
+        case let .publication(channel, _), let .join(channel, _), let .leave(channel, _),
+             let .unsubscribe(_, channel), let .subscribe(_, channel, _): channel
+        case let .disconnect(user): user
+        case let .domain(topic, _, _): topic
+        }
+    }
+
+    // MARK: ClusterLink
+
+    public func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
+                        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
+        if options.keepsHistory && options.historyDurable {
+            return postgresBus.writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
+        }
+        let shard = shard(for: channel)
+        guard options.keepsHistory else {
+            return shard.bus.publish([.publication(channel: channel, publication)]) { completion($0.map { nil }) }
+        }
+        let message = BusCodec.splitAtOffset(node: nodeUID, sequence: shard.bus.nextSequence(), channel: channel, publication)
+        shard.history.append(publication, to: channel, options: options, now: Date(),
+                             announcing: .init(busChannel: RedisBus.channel, prefix: message.prefix, suffix: message.suffix)) { result in
+            completion(result.map { $0 })
+        }
+    }
+
+    public func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
+        shard(for: Self.routingKey(of: event)).bus.publish([event], completion: completion)
+    }
+
+    public func notify(_ events: [ClusterEvent], on connection: PostgresConnection) async throws {
+        try await postgresBus.writer.notify(events, on: connection)
+    }
+
+    public func addPresence(channel: String, info: ClientInfo) async throws(HubError) {
+        try await shard(for: channel).presence.addPresence(channel: channel, info: info)
+        heldPresence.withLock { $0[channel, default: [:]][info.client] = info }
+    }
+
+    public func removePresence(channel: String, client: String) async throws(HubError) {
+        heldPresence.withLock { held in
+            held[channel]?[client] = nil
+            if held[channel]?.isEmpty == true { held[channel] = nil }
+        }
+        try await shard(for: channel).presence.removePresence(channel: channel, client: client)
+    }
+
+    public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
+        try await shard(for: channel).presence.presence(channel: channel)
+    }
+
+    public func nodes() async throws(HubError) -> [ClusterNodeInfo] {
+        try await registry.nodes(now: Date())
+    }
+
+    // MARK: Running
+
+    /// Receives both buses and keeps the heartbeat and presence until cancelled; on a
+    /// graceful end the node's heartbeat and presence entries are removed.
+    public func run() async {
+        for (index, shard) in shards.enumerated() {
+            // Subscribing only records the channel until the subscriber connects, so this does not wait for Redis.
+            try? await shard.bus.start(
+                deliver: { events in
+                    guard let node = self.attachedNode else { return }
+                    for event in events { node.receive(event) }
+                },
+                listening: { [logger, redisReady] again in
+                    guard again else { return redisReady[index].open() }
+                    logger.notice("cluster bus (Redis) receiving again", metadata: ["address": "\(shard.bus.publisher.address)"])
+                    self.attachedNode?.closeAllForReconnect(reason: "cluster bus reconnected")
+                    Task { await self.attachedNode?.clusterResynchronized() }
+                })
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.receivePostgres() }
+            group.addTask { await self.keepHeartbeat() }
+            group.addTask { await self.keepPresence() }
+            await group.waitForAll()
+        }
+        await leave()
+        for shard in shards { shard.bus.stop() }
+        await pool.close()
+    }
+
+    private func receivePostgres() async {
+        await postgresBus.receive(
+            into: { self.attachedNode },
+            listening: { [postgresReady] again in
+                if again { self.attachedNode?.closeAllForReconnect(reason: "cluster bus reconnected") }
+                await self.attachedNode?.clusterResynchronized()
+                postgresReady.open()
+            },
+            lost: { [postgresReady] in postgresReady.close() })
+    }
+
+    private func keepHeartbeat() async {
+        await redisReady[0].wait()
+        var beats = 0
+        while !Task.isCancelled {
+            do {
+                let node = node.withLock { $0 }
+                let stats = node?.stats ?? NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0)
+                try await registry.beat(ClusterNodeInfo(uid: nodeUID, name: node?.configuration.nodeName ?? "", version: node?.version ?? "", stats: stats),
+                                        startedAt: startedAt, now: Date())
+                if beats % 60 == 0 { try await postgresBus.sweepPayloads(retention: settings.payloadRetention) }
+            } catch {
+                logger.warning("cluster heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            beats += 1
+            try? await Task.sleep(for: settings.heartbeat)
+        }
+    }
+
+    /// Adds this node's presence entries again every third of their TTL.
+    private func keepPresence() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: settings.presenceTTL / 3)
+            let held = heldPresence.withLock { $0 }
+            for (channel, entries) in held {
+                for info in entries.values {
+                    do {
+                        try await shard(for: channel).presence.addPresence(channel: channel, info: info)
+                    } catch {
+                        logger.warning("presence refresh failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes this node's heartbeat and presence entries (a graceful stop).
+    private func leave() async {
+        do {
+            try await registry.leave(uid: nodeUID)
+            for (channel, entries) in heldPresence.withLock({ $0 }) {
+                for client in entries.keys { try await shard(for: channel).presence.removePresence(channel: channel, client: client) }
+            }
+        } catch {
+            logger.warning("cluster leave failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Volatile streams spread over the shards: each channel's stream is on its shard.
+struct ShardedHistoryStore: HistoryStore {
+    let shards: [RedisHistoryStore]
+
+    private func store(_ channel: String) -> RedisHistoryStore {
+        shards[RedisShards.index(of: channel, count: shards.count)]
+    }
+
+    func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
+        try await store(channel).read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: now)
+    }
+
+    func removeHistory(channel: String) async throws {
+        try await store(channel).removeHistory(channel: channel)
+    }
+}
