@@ -86,9 +86,14 @@ enum BusCodec {
     }
 
     static func decodeNotification(_ payload: String) throws -> Notification {
-        let json = try parse(Array(payload.utf8))
+        try decodeNotification(bytes: Array(payload.utf8))
+    }
+
+    /// `decodeNotification` of a message's bytes as they came (a Redis message).
+    static func decodeNotification(bytes payload: [UInt8]) throws -> Notification {
+        let json = try parse(payload)
         if case let .int(row)? = json["r"] { return .reference(row) }
-        guard let events = json["e"] else { throw BusCodecError("notification without events: \(payload.prefix(200))") }
+        guard let events = json["e"] else { throw BusCodecError("notification without events: \(String(decoding: payload.prefix(200), as: UTF8.self))") }
         return .events(try decodeEvents(events))
     }
 

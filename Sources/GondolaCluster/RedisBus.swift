@@ -1,6 +1,7 @@
 import Foundation
 import GondolaHub
 import GondolaProtocol
+import GondolaRESP
 import GondolaRedis
 import Logging
 import NIOCore
@@ -10,12 +11,20 @@ import Synchronization
 /// channel and subscribes to it, on a connection of its own so that no command
 /// delays a delivery. A message is the bus's envelope (`{"n":node,"s":sequence,"e":[…]}`,
 /// see `BusCodec`); Redis has no size limit to work around, so events of any size
-/// travel inline. Messages from one node arrive in the order it sent them: its
-/// publishes share one pipelined connection. While the subscription is down,
-/// `receiving` is false; each time both connections are up, `listening` is called
-/// (`again` after an outage, so that the node can make its clients recover what they
-/// may have missed).
-public final class RedisBus: Sendable {
+/// travel inline.
+///
+/// What the node sends on the publisher connection — its messages and the commands of
+/// the streams and presence on the same server (`send`) — waits in one outbox: the
+/// first item schedules a drain on the connection's event loop, which writes
+/// everything queued by then with one flush, a run of events as one message (group
+/// commit, as the PostgreSQL bus does). So the server receives this node's messages
+/// and commands in the order they were sent, and a busy node sends fewer, larger
+/// messages. At most `maxQueued` items wait; more are refused with `limitExceeded`.
+///
+/// While the subscription is down, `receiving` is false; each time both connections
+/// are up, `listening` is called (`again` after an outage, so that the node can make
+/// its clients recover what they may have missed).
+public final class RedisBus: RedisCommands {
     /// The Redis channel every node publishes to and listens on.
     public static let channel = Array("gondola:bus".utf8)
 
@@ -23,6 +32,7 @@ public final class RedisBus: Sendable {
     public let publisher: RedisClient
     let subscriber: RedisClient
     private let sequence = Atomic<UInt64>(0)
+    private let outbox = Mutex(Outbox())
     private let state = SharedState()
     private let logger: Logger
 
@@ -76,7 +86,7 @@ public final class RedisBus: Sendable {
             messages: { _, payload in
                 let deliver = state.withLock { $0.deliver }
                 do {
-                    guard case let .events(events) = try BusCodec.decodeNotification(String(decoding: payload, as: UTF8.self)) else { return }
+                    guard case let .events(events) = try BusCodec.decodeNotification(bytes: payload) else { return }
                     deliver?(events)
                 } catch {
                     logger.error("cluster bus (Redis) message not understood", metadata: ["error": "\(error)"])
@@ -101,25 +111,109 @@ public final class RedisBus: Sendable {
     /// Whether the node hears the bus now.
     public var receiving: Bool { state.withLock { $0.subscriberUp } && subscriber.isUp }
 
-    /// Publishes events as one message; `notAvailable` while Redis is down.
+    /// Publishes events; `notAvailable` while Redis is down.
     public func publish(_ events: [ClusterEvent]) async throws(HubError) {
         try await withCheckedContinuation { continuation in
             publish(events) { continuation.resume(returning: $0) }
         }.get()
     }
 
-    /// Publishes events as one message, written at once (messages reach the bus in
-    /// the order of the calls); `completion` hears `notAvailable` while Redis is down.
+    /// Publishes events after everything sent before them; `completion` hears
+    /// `notAvailable` while Redis is down.
     public func publish(_ events: [ClusterEvent], completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
-        let message = BusCodec.envelope(node: nodeUID, sequence: nextSequence(), events: events.map(BusCodec.encode))
-        publisher.send(bytes: [Array("PUBLISH".utf8), Self.channel, Array(message.utf8)]) { result in
-            completion(result.map { _ in }.mapError { HubError($0, in: "cluster bus") })
-        }
+        enqueue(.events(events.map(BusCodec.encode), completion))
+    }
+
+    /// Sends a command on the publisher connection after everything sent before it
+    /// (a stream's script, a presence change), so that the server runs this node's
+    /// commands and bus messages in the order they were sent.
+    public func send(bytes arguments: [[UInt8]], completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void) {
+        enqueue(.command(RedisCommand(arguments: arguments, completion: completion)))
     }
 
     /// The number of this node's next message (for messages a script publishes).
     func nextSequence() -> UInt64 {
         sequence.add(1, ordering: .relaxed).newValue
+    }
+
+    /// Most events in one bus message, and most bytes of events.
+    static let maxEventsPerMessage = 512
+    static let maxMessageBytes = 1 << 20
+    /// Most items waiting in the outbox.
+    static let maxQueued = 10_000
+
+    /// What waits to be written on the publisher connection, in order.
+    private enum Outgoing {
+        case events([[UInt8]], @Sendable (Result<Void, HubError>) -> Void)
+        case command(RedisCommand)
+    }
+
+    private struct Outbox {
+        var items: [Outgoing] = []
+        var scheduled = false
+    }
+
+    /// Queues `item`; the first item of a batch schedules `drain` on the connection's event loop.
+    private func enqueue(_ item: Outgoing) {
+        enum Decision { case refuse, queued, schedule }
+        let decision = outbox.withLock { outbox -> Decision in
+            guard outbox.items.count < Self.maxQueued else { return .refuse }
+            outbox.items.append(item)
+            defer { outbox.scheduled = true }
+            return outbox.scheduled ? .queued : .schedule
+        }
+        switch decision {
+        case .queued: break
+        case .schedule: publisher.execute { self.drain() }
+        case .refuse:
+            switch item {
+            case let .events(_, completion): completion(.failure(.limitExceeded("the cluster bus (Redis) has \(Self.maxQueued) items waiting")))
+            case let .command(command): command.completion(.failure(.overloaded(limit: Self.maxQueued)))
+            }
+        }
+    }
+
+    /// Writes everything queued with one flush: each run of events as one message (at
+    /// most `maxEventsPerMessage` events, `maxMessageBytes`), each command as it is.
+    private func drain() {
+        let items = outbox.withLock { outbox -> [Outgoing] in
+            defer {
+                outbox.items = []
+                outbox.scheduled = false
+            }
+            return outbox.items
+        }
+        var batch: [RedisCommand] = []
+        var events: [[UInt8]] = []
+        var bytes = 0
+        var waiting: [@Sendable (Result<Void, HubError>) -> Void] = []
+        func closeMessage() {
+            guard !events.isEmpty else { return }
+            let message = BusCodec.envelope(node: nodeUID, sequence: nextSequence(), events: events)
+            let completions = waiting
+            batch.append(RedisCommand(arguments: [Array("PUBLISH".utf8), Self.channel, Array(message.utf8)]) { result in
+                let outcome = result.map { _ in }.mapError { HubError($0, in: "cluster bus") }
+                for completion in completions { completion(outcome) }
+            })
+            events = []
+            bytes = 0
+            waiting = []
+        }
+        for item in items {
+            switch item {
+            case let .events(encoded, completion):
+                let size = encoded.reduce(0) { $0 + $1.count }
+                if events.count + encoded.count > Self.maxEventsPerMessage || bytes + size > Self.maxMessageBytes { closeMessage() }
+                events += encoded
+                bytes += size
+                waiting.append(completion)
+            case let .command(command):
+                closeMessage()
+                batch.append(command)
+            }
+        }
+        closeMessage()
+        publisher.send(batch: batch)
     }
 
     /// Closes both connections.

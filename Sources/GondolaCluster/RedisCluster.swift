@@ -66,12 +66,12 @@ public final class RedisCluster: ClusterNodeLink {
         durableHistory = durable
         shards = addresses.map { address in
             let bus = RedisBus(address: address, group: group, nodeUID: nodeUID, logger: logger)
-            return Shard(bus: bus, history: RedisHistoryStore(redis: bus.publisher, streamIdleLimit: settings.volatileStreamIdleLimit),
-                         presence: RedisPresence(redis: bus.publisher, ttl: settings.presenceTTL))
+            return Shard(bus: bus, history: RedisHistoryStore(redis: bus, streamIdleLimit: settings.volatileStreamIdleLimit),
+                         presence: RedisPresence(redis: bus, ttl: settings.presenceTTL))
         }
         redisReady = addresses.map { _ in ReadyGate() }
         volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
-        registry = RedisNodes(redis: shards[0].bus.publisher, nodeTimeout: settings.nodeTimeout)
+        registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout)
         postgresBus = PostgresBus(pool: pool, durable: durable, volatile: PostgresHistoryStore(pool: pool, durable: false), nodeUID: nodeUID,
                                   maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
     }

@@ -17,13 +17,13 @@ import Synchronization
 /// Keys are `gondola:{<channel>}:stream` and `gondola:{<channel>}:meta`; the braces
 /// keep both in one slot of a Redis Cluster.
 public final class RedisHistoryStore: HistoryStore {
-    public let redis: RedisClient
+    public let redis: any RedisCommands
     /// How long a stream without publications keeps its offset and epoch.
     public let streamIdleLimit: Duration
     private let appendScript: RedisScript
     private let readScript: RedisScript
 
-    public init(redis: RedisClient, streamIdleLimit: Duration = .seconds(3600)) {
+    public init(redis: any RedisCommands, streamIdleLimit: Duration = .seconds(3600)) {
         self.redis = redis
         self.streamIdleLimit = streamIdleLimit
         appendScript = RedisScript(redis: redis, source: Self.appendSource)
@@ -204,11 +204,11 @@ enum RedisLua {
 /// A Lua script run by its SHA1 (`EVALSHA`), loaded on first use and again when
 /// the server answers `NOSCRIPT` (it restarted and forgot it).
 final class RedisScript: Sendable {
-    let redis: RedisClient
+    let redis: any RedisCommands
     let source: String
     private let sha = Mutex<String?>(nil)
 
-    init(redis: RedisClient, source: String) {
+    init(redis: any RedisCommands, source: String) {
         self.redis = redis
         self.source = source
     }

@@ -11,14 +11,14 @@ import GondolaRedis
 ///
 /// Keys are `gondola:nodes` (uid → JSON) and `gondola:nodes-seen` (uid → last heartbeat, ms).
 public final class RedisNodes: Sendable {
-    public let redis: RedisClient
+    public let redis: any RedisCommands
     public let nodeTimeout: Duration
     private let beatScript: RedisScript
     private let listScript: RedisScript
     private let leaveScript: RedisScript
     static let keys = [Array("gondola:nodes".utf8), Array("gondola:nodes-seen".utf8)]
 
-    public init(redis: RedisClient, nodeTimeout: Duration = .seconds(5)) {
+    public init(redis: any RedisCommands, nodeTimeout: Duration = .seconds(5)) {
         self.redis = redis
         self.nodeTimeout = nodeTimeout
         beatScript = RedisScript(redis: redis, source: Self.beatSource)

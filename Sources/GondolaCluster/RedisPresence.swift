@@ -13,14 +13,14 @@ import GondolaRedis
 ///
 /// Keys are `gondola:{<channel>}:presence` and `gondola:{<channel>}:presence-expiry`.
 public final class RedisPresence: PresenceManager {
-    public let redis: RedisClient
+    public let redis: any RedisCommands
     /// How long an entry lasts without being added again.
     public let ttl: Duration
     private let addScript: RedisScript
     private let removeScript: RedisScript
     private let readScript: RedisScript
 
-    public init(redis: RedisClient, ttl: Duration = .seconds(60)) {
+    public init(redis: any RedisCommands, ttl: Duration = .seconds(60)) {
         self.redis = redis
         self.ttl = ttl
         addScript = RedisScript(redis: redis, source: Self.addSource)

@@ -10,7 +10,7 @@ import Synchronization
 /// `subscribe` are subscribed again on every new connection, and their messages go
 /// to `messages`: a client used for Pub/Sub should not also carry commands, so that
 /// a slow command never delays a delivery.
-public final class RedisClient: Sendable {
+public final class RedisClient: RedisCommands {
     /// What the client tells its owner.
     public enum State: Sendable, Equatable {
         case up
@@ -64,24 +64,27 @@ public final class RedisClient: Sendable {
     public var isUp: Bool { shared.withLock { $0.connection?.isActive == true } }
 
 
-    /// Sends a command on the current connection; `unavailable` when there is none.
-    public func send(_ arguments: [String]) async throws(RedisError) -> RESPValue {
-        try await send(bytes: arguments.map { Array($0.utf8) })
-    }
-
-    /// `send` with binary arguments.
-    public func send(bytes arguments: [[UInt8]]) async throws(RedisError) -> RESPValue {
-        let (connection, reason) = shared.withLock { ($0.connection, $0.downReason) }
-        guard let connection, connection.isActive else { throw .unavailable(reason) }
-        return try await connection.send(bytes: arguments)
-    }
-
-    /// `send` that writes the command now, in the order of the calls, and calls
-    /// `completion` with its answer (at once with `unavailable` when there is no connection).
+    /// Writes a command now, in the order of the calls, and calls `completion` with
+    /// its answer (at once with `unavailable` when there is no connection).
     public func send(bytes arguments: [[UInt8]], completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void) {
+        send(batch: [RedisCommand(arguments: arguments, completion: completion)])
+    }
+
+    /// Writes the commands in order with one flush (every one fails with `unavailable`
+    /// when there is no connection).
+    public func send(batch: [RedisCommand]) {
         let (connection, reason) = shared.withLock { ($0.connection, $0.downReason) }
-        guard let connection, connection.isActive else { return completion(.failure(.unavailable(reason))) }
-        connection.send(bytes: arguments, completion: completion)
+        guard let connection, connection.isActive else {
+            for command in batch { command.completion(.failure(.unavailable(reason))) }
+            return
+        }
+        connection.send(batch: batch)
+    }
+
+    /// Runs `body` on the current connection's event loop, or at once when there is none.
+    public func execute(_ body: @escaping @Sendable () -> Void) {
+        guard let connection = shared.withLock({ $0.connection }), connection.isActive else { return body() }
+        connection.execute(body)
     }
 
     /// Subscribes to a Pub/Sub channel now if connected, and on every reconnection.

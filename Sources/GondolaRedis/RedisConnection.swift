@@ -10,7 +10,7 @@ import NIOPosix
 /// on the connection's event loop; the push confirming a (un)subscription answers
 /// its command. When the connection closes, every waiting
 /// command fails with `connectionLost` and `closed` is called once.
-public final class RedisConnection: Sendable {
+public final class RedisConnection: RedisCommands {
     /// Commands waiting for their answers on one connection before more are refused.
     public static let defaultMaxPending = 10_000
 
@@ -53,33 +53,38 @@ public final class RedisConnection: Sendable {
         return connection
     }
 
-    /// Sends a command and waits for its answer (the task waits, no thread does); an
-    /// error answer throws `RedisError.server`.
-    public func send(_ arguments: [String]) async throws(RedisError) -> RESPValue {
-        try await send(bytes: arguments.map { Array($0.utf8) })
-    }
-
-    /// `send` with binary arguments.
-    public func send(bytes arguments: [[UInt8]]) async throws(RedisError) -> RESPValue {
-        try await withCheckedContinuation { continuation in
-            send(bytes: arguments) { continuation.resume(returning: $0) }
-        }.get()
-    }
-
     /// Writes a command now (commands sent one after another by a caller reach the
     /// server in that order) and calls `completion` with its answer on the
     /// connection's event loop; an error answer is `RedisError.server`.
     public func send(bytes arguments: [[UInt8]], completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void) {
-        let promise = channel.eventLoop.makePromise(of: RESPValue.self)
-        channel.writeAndFlush(RESPChannelHandler.Command(arguments: arguments, promise: promise), promise: nil)
-        promise.futureResult.whenComplete { result in
-            switch result {
-            case let .success(.error(message)): completion(.failure(.server(message)))
-            case let .success(value): completion(.success(value))
-            case let .failure(error as RedisError): completion(.failure(error))
-            case let .failure(error): completion(.failure(.connectionLost("\(error)")))
+        send(batch: [RedisCommand(arguments: arguments, completion: completion)])
+    }
+
+    /// Writes the commands in order and flushes once (one system call for the lot),
+    /// on the connection's event loop.
+    public func send(batch: [RedisCommand]) {
+        let channel = channel
+        let write = {
+            for command in batch {
+                let promise = channel.eventLoop.makePromise(of: RESPValue.self)
+                channel.write(RESPChannelHandler.Command(arguments: command.arguments, promise: promise), promise: nil)
+                promise.futureResult.whenComplete { result in
+                    switch result {
+                    case let .success(.error(message)): command.completion(.failure(.server(message)))
+                    case let .success(value): command.completion(.success(value))
+                    case let .failure(error as RedisError): command.completion(.failure(error))
+                    case let .failure(error): command.completion(.failure(.connectionLost("\(error)")))
+                    }
+                }
             }
+            channel.flush()
         }
+        if channel.eventLoop.inEventLoop { write() } else { channel.eventLoop.execute(write) }
+    }
+
+    /// Runs `body` on the connection's event loop.
+    public func execute(_ body: @escaping @Sendable () -> Void) {
+        channel.eventLoop.execute(body)
     }
 
     /// Whether the connection is still open.

@@ -22,17 +22,17 @@ import Testing
     }
 
     /// A started client on `redis`, stopped after `body`.
-    static func withStore(_ redis: TestRedis, _ body: (RedisHistoryStore) async throws -> Void) async throws {
+    static func withStore(_ redis: TestRedis, _ body: (RedisHistoryStore, RedisClient) async throws -> Void) async throws {
         let client = RedisClient(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, maxBackoff: .milliseconds(100))
         client.start()
         defer { client.stop() }
         try await waitUntil { client.isUp }
-        try await body(RedisHistoryStore(redis: client))
+        try await body(RedisHistoryStore(redis: client), client)
     }
 
     @Test func offsetsEpochAndReads() async throws {
         try await TestRedis.with { redis in
-            try await Self.withStore(redis) { store in
+            try await Self.withStore(redis) { store, client in
                 let options = Self.options(size: 3)
                 let now = Date()
                 var positions: [StreamPosition] = []
@@ -58,7 +58,7 @@ import Testing
 
     @Test func ttlRemovalAndBytes() async throws {
         try await TestRedis.with { redis in
-            try await Self.withStore(redis) { store in
+            try await Self.withStore(redis) { store, client in
                 let options = Self.options(ttl: .seconds(10))
                 let start = Date()
                 _ = try await store.append(Self.publication(#"{"big":12345678901234567890123,"s":"\u00e9","f":1.50}"#), to: "t", options: options, now: start)
@@ -81,8 +81,8 @@ import Testing
 
     @Test func twoClientsAppendWithoutSharingAnOffset() async throws {
         try await TestRedis.with { redis in
-            try await Self.withStore(redis) { first in
-                try await Self.withStore(redis) { second in
+            try await Self.withStore(redis) { first, _ in
+                try await Self.withStore(redis) { second, _ in
                     let options = Self.options(size: 1000)
                     let offsets = try await withThrowingTaskGroup(of: UInt64.self) { tasks in
                         for index in 0..<400 {
@@ -99,11 +99,11 @@ import Testing
 
     @Test func anOutageAnswersNotAvailableAndTheScriptComesBack() async throws {
         try await TestRedis.with { redis in
-            try await Self.withStore(redis) { store in
+            try await Self.withStore(redis) { store, client in
                 let options = Self.options()
                 let before = try await store.append(Self.publication("1"), to: "o", options: options, now: Date()).1
                 try await redis.stop()
-                try await waitUntil { !store.redis.isUp }
+                try await waitUntil { !client.isUp }
                 let started = ContinuousClock.now
                 await #expect {
                     _ = try await store.append(Self.publication("2"), to: "o", options: options, now: Date())
@@ -114,7 +114,7 @@ import Testing
                 #expect(ContinuousClock.now - started < .seconds(1))
                 // The server comes back empty (no persistence here): the script is loaded again, and the stream starts a new epoch.
                 try await redis.start()
-                try await waitUntil { store.redis.isUp }
+                try await waitUntil { client.isUp }
                 let after = try await store.append(Self.publication("3"), to: "o", options: options, now: Date()).1
                 #expect(after.offset == 1 && after.epoch != before.epoch)
             }

@@ -15,8 +15,8 @@ import Testing
 
     @Test func heartbeatsTimeoutAndLeave() async throws {
         try await TestRedis.with { redis in
-            try await RedisHistoryStoreTests.withStore(redis) { store in
-                let registry = RedisNodes(redis: store.redis, nodeTimeout: .seconds(5))
+            try await RedisHistoryStoreTests.withStore(redis) { store, client in
+                let registry = RedisNodes(redis: client, nodeTimeout: .seconds(5))
                 let start = Date()
                 try await registry.beat(Self.info("u2", name: "b", clients: 10), startedAt: start, now: start)
                 try await registry.beat(Self.info("u1", name: "a", clients: 4), startedAt: start, now: start.addingTimeInterval(3))

@@ -11,8 +11,8 @@ import Testing
 @Suite(.serialized) struct RedisPresenceTests {
     @Test func entriesRemovalAndExpiry() async throws {
         try await TestRedis.with { redis in
-            try await RedisHistoryStoreTests.withStore(redis) { store in
-                let presence = RedisPresence(redis: store.redis, ttl: .seconds(60))
+            try await RedisHistoryStoreTests.withStore(redis) { store, client in
+                let presence = RedisPresence(redis: client, ttl: .seconds(60))
                 let connInfo = try RawJSON(validating: Array(#"{"name": "Ann",  "n":1.50, "big":12345678901234567890}"#.utf8))
                 let ann = ClientInfo(user: "ann", client: "c1", connInfo: connInfo, chanInfo: try RawJSON(validating: Array("[1, 2]".utf8)))
                 let ben = ClientInfo(user: "ben", client: "c2")
@@ -33,10 +33,10 @@ import Testing
 
     @Test func anOutageAnswersNotAvailable() async throws {
         try await TestRedis.with { redis in
-            try await RedisHistoryStoreTests.withStore(redis) { store in
-                let presence = RedisPresence(redis: store.redis)
+            try await RedisHistoryStoreTests.withStore(redis) { store, client in
+                let presence = RedisPresence(redis: client)
                 try await redis.stop()
-                try await waitUntil { !store.redis.isUp }
+                try await waitUntil { !client.isUp }
                 await #expect {
                     try await presence.addPresence(channel: "room", info: ClientInfo(user: "u", client: "c"))
                 } throws: { error in
