@@ -7,6 +7,8 @@
   report-table.py cluster FILE#ENGINE...            fan-out runs of Scripts/bench-cluster (FILE.engine beside
   report-table.py cluster-travellers FILE#ENGINE... each: the engine's CPU seconds before, after, and the run's seconds)
   report-table.py cluster-bus FILE#ENGINE#CHANNEL...
+  report-table.py cluster-regions BASE#ENGINE#NODES...  BASE-0.json and BASE-1.json (one per resort), BASE.engine,
+                                                        BASE-nodeI.metrics (gondola_regional_events_total lines)
   report-table.py bandwidth FILE...          one row per traveller run of Scripts/bench-bandwidth; ratios
                                              against the first (plain JSON)
 """
@@ -145,6 +147,33 @@ def cluster_bus(arguments):
               f"| {cpu(report.get('server'))} | {percent(engine_percent(path))} | {per_publication} | {errors(report)} |")
 
 
+def cluster_regions(arguments):
+    for argument in arguments:
+        base, engine, count = argument.split("#")
+        reports = [load(f"{base}-{side}.json") for side in (0, 1)]
+        travellers = sum(int(report["settings"]["travellers"]) for report in reports)
+        nodes_cpu = sum(report["server"]["cpuPercent"] for report in reports if report.get("server"))
+        engine_cpu = engine_percent(base)
+        total = None if engine_cpu is None else nodes_cpu + engine_cpu
+        per_thousand = "–" if total is None else f"{total / travellers * 1000:.0f}%"
+        p99 = max(report["latencies"]["location"]["p99"] for report in reports if report["latencies"].get("location"))
+        updates = sum(report["figures"].get("location_updates_per_second", 0) for report in reports)
+        counts = []
+        for node in range(1, int(count) + 1):
+            outcomes = {}
+            try:
+                for line in open(f"{base}-node{node}.metrics"):
+                    outcome = line.split('outcome="')[1].split('"')[0]
+                    outcomes[outcome] = float(line.split()[-1])
+            except OSError:
+                pass
+            counts.append(f"node {node}: {outcomes.get('applied', 0):.0f} / {outcomes.get('dropped', 0):.0f}")
+        connected = sum(report["connected"] for report in reports)
+        connections = sum(report["connections"] for report in reports)
+        print(f"| {engine} | {count} | {connected}/{connections} | {updates:.0f} | {p99:.1f} | {nodes_cpu:.0f}% | {percent(engine_cpu)} "
+              f"| {per_thousand} | {'; '.join(counts)} | {sum(errors(report) for report in reports)} |")
+
+
 def bandwidth(paths):
     def options(report):
         settings = report["settings"]
@@ -177,4 +206,4 @@ def rss_per_connection(report):
 
 if __name__ == "__main__":
     {"travellers": travellers, "chat": chat, "peers": peers, "cluster": cluster, "cluster-travellers": cluster_travellers,
-     "cluster-bus": cluster_bus, "bandwidth": bandwidth}[sys.argv[1]](sys.argv[2:])
+     "cluster-bus": cluster_bus, "cluster-regions": cluster_regions, "bandwidth": bandwidth}[sys.argv[1]](sys.argv[2:])

@@ -11,7 +11,8 @@ import GondolaProtocol
 /// binary payload as `"b":"<base64>"` instead of `"d"`) for a
 /// publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
 /// `"c"` for an unsubscribe, `"x"` with `"u"` for a disconnect, `"d"` with `"k"` (topic),
-/// `"n"` (origin node) and `"d"` (payload) for a domain's change.
+/// `"n"` (origin node) and `"d"` (payload) for a domain's change, `"r"` with those and `"g"`
+/// (region) for a regional one.
 enum BusCodec {
     /// Largest notification payload written; PostgreSQL's limit is 8,000 bytes.
     static let maxPayloadBytes = 7_800
@@ -36,6 +37,8 @@ enum BusCodec {
             json = ["t": "s", "u": .string(user), "c": .string(channel), "o": .string(String(decoding: options.bytes, as: UTF8.self))]
         case let .disconnect(user): json = ["t": "x", "u": .string(user)]
         case let .domain(topic, origin, payload): json = ["t": "d", "k": .string(topic), "n": .string(origin), "d": payload]
+        case let .regional(region, topic, origin, payload):
+            json = ["t": "r", "g": .string(region), "k": .string(topic), "n": .string(origin), "d": payload]
         }
         return json.bytes
     }
@@ -143,6 +146,9 @@ enum BusCodec {
         case "d":
             guard let payload = json["d"] else { throw BusCodecError("domain event without payload") }
             return .domain(topic: try string("k"), origin: try string("n"), payload: payload)
+        case "r":
+            guard let payload = json["d"] else { throw BusCodecError("regional event without payload") }
+            return .regional(region: try string("g"), topic: try string("k"), origin: try string("n"), payload: payload)
         case let other: throw BusCodecError("unknown event type '\(other)'")
         }
     }

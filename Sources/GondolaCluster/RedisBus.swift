@@ -118,10 +118,21 @@ public final class RedisBus: RedisCommands {
         }.get()
     }
 
-    /// Publishes events after everything sent before them; `completion` hears
-    /// `notAvailable` while Redis is down.
-    public func publish(_ events: [ClusterEvent], completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
-        enqueue(.events(events.map(BusCodec.encode), completion))
+    /// Publishes events after everything sent before them, on the bus channel or
+    /// another (a region's); `completion` hears `notAvailable` while Redis is down.
+    public func publish(_ events: [ClusterEvent], on channel: [UInt8] = RedisBus.channel,
+                        completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
+        enqueue(.events(channel, events.map(BusCodec.encode), completion))
+    }
+
+    /// The Redis channel of a region's events.
+    public static func channel(ofRegion region: String) -> [UInt8] {
+        Array("gondola:region:\(region)".utf8)
+    }
+
+    /// Listens on the channels of `added` regions from now on, and no longer on those of `removed`.
+    public func follow(adding added: Set<String>, removing removed: Set<String>) {
+        subscriber.changeSubscriptions(subscribe: added.map(Self.channel(ofRegion:)), unsubscribe: removed.map(Self.channel(ofRegion:)))
     }
 
     /// Sends a command on the publisher connection after everything sent before it
@@ -144,7 +155,8 @@ public final class RedisBus: RedisCommands {
 
     /// What waits to be written on the publisher connection, in order.
     private enum Outgoing {
-        case events([[UInt8]], @Sendable (Result<Void, HubError>) -> Void)
+        /// Events for a Redis channel.
+        case events([UInt8], [[UInt8]], @Sendable (Result<Void, HubError>) -> Void)
         case command(RedisCommand)
     }
 
@@ -167,14 +179,15 @@ public final class RedisBus: RedisCommands {
         case .schedule: publisher.execute { self.drain() }
         case .refuse:
             switch item {
-            case let .events(_, completion): completion(.failure(.limitExceeded("the cluster bus (Redis) has \(Self.maxQueued) items waiting")))
+            case let .events(_, _, completion): completion(.failure(.limitExceeded("the cluster bus (Redis) has \(Self.maxQueued) items waiting")))
             case let .command(command): command.completion(.failure(.overloaded(limit: Self.maxQueued)))
             }
         }
     }
 
-    /// Writes everything queued with one flush: each run of events as one message (at
-    /// most `maxEventsPerMessage` events, `maxMessageBytes`), each command as it is.
+    /// Writes everything queued with one flush: each run of events for one Redis
+    /// channel as one message (at most `maxEventsPerMessage` events, `maxMessageBytes`),
+    /// each command as it is.
     private func drain() {
         let items = outbox.withLock { outbox -> [Outgoing] in
             defer {
@@ -184,6 +197,7 @@ public final class RedisBus: RedisCommands {
             return outbox.items
         }
         var batch: [RedisCommand] = []
+        var target = Self.channel
         var events: [[UInt8]] = []
         var bytes = 0
         var waiting: [@Sendable (Result<Void, HubError>) -> Void] = []
@@ -191,7 +205,7 @@ public final class RedisBus: RedisCommands {
             guard !events.isEmpty else { return }
             let message = BusCodec.envelope(node: nodeUID, sequence: nextSequence(), events: events)
             let completions = waiting
-            batch.append(RedisCommand(arguments: [Array("PUBLISH".utf8), Self.channel, Array(message.utf8)]) { result in
+            batch.append(RedisCommand(arguments: [Array("PUBLISH".utf8), target, Array(message.utf8)]) { result in
                 let outcome = result.map { _ in }.mapError { HubError($0, in: "cluster bus") }
                 for completion in completions { completion(outcome) }
             })
@@ -201,9 +215,12 @@ public final class RedisBus: RedisCommands {
         }
         for item in items {
             switch item {
-            case let .events(encoded, completion):
+            case let .events(channel, encoded, completion):
                 let size = encoded.reduce(0) { $0 + $1.count }
-                if events.count + encoded.count > Self.maxEventsPerMessage || bytes + size > Self.maxMessageBytes { closeMessage() }
+                if channel != target || events.count + encoded.count > Self.maxEventsPerMessage || bytes + size > Self.maxMessageBytes {
+                    closeMessage()
+                }
+                target = channel
                 events += encoded
                 bytes += size
                 waiting.append(completion)

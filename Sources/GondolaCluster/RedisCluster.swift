@@ -16,7 +16,8 @@ import Synchronization
 ///   publication to a channel with a stream is appended and published by one script,
 ///   so the bus carries a channel's publications in offset order.
 /// - Events without a channel go to the shard of their user (a disconnect) or topic
-///   (a domain's change), so each keeps its order.
+///   (a domain's change), so each keeps its order. Regional events (positions) go to
+///   their region's own Redis channel, which only the nodes following it listen on.
 /// - What must reach the nodes only once committed stays on PostgreSQL's bus
 ///   (`PostgresBus`): publications of `history_durable` namespaces, whose streams are
 ///   in PostgreSQL, and events a repository sends inside its transaction.
@@ -51,6 +52,8 @@ public final class RedisCluster: ClusterNodeLink {
     private let redisReady: [ReadyGate]
     /// The presence entries this node holds, added again before they expire.
     private let heldPresence = Mutex<[String: [String: ClientInfo]]>([:])
+    /// The regions whose channels this node listens on.
+    private let followed = Mutex<Set<String>>([])
     private let startedAt = Date()
 
     /// A link for the node `nodeUID` over the Redis servers at `addresses` (one or
@@ -108,6 +111,7 @@ public final class RedisCluster: ClusterNodeLink {
              let .unsubscribe(_, channel), let .subscribe(_, channel, _): channel
         case let .disconnect(user): user
         case let .domain(topic, _, _): topic
+        case let .regional(region, _, _, _): region
         }
     }
 
@@ -130,7 +134,22 @@ public final class RedisCluster: ClusterNodeLink {
     }
 
     public func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
-        shard(for: Self.routingKey(of: event)).bus.publish([event], completion: completion)
+        let bus = shard(for: Self.routingKey(of: event)).bus
+        guard case let .regional(region, _, _, _) = event else { return bus.publish([event], completion: completion) }
+        bus.publish([event], on: RedisBus.channel(ofRegion: region), completion: completion)
+    }
+
+    /// Listens on the Redis channels of `regions` (each on its shard) and no longer on the others'.
+    public func follow(regions: Set<String>) {
+        let (added, removed) = followed.withLock { followed -> (Set<String>, Set<String>) in
+            defer { followed = regions }
+            return (regions.subtracting(followed), followed.subtracting(regions))
+        }
+        for (index, shard) in shards.enumerated() {
+            let mine = { (region: String) in RedisShards.index(of: region, count: self.shards.count) == index }
+            let (adding, removing) = (added.filter(mine), removed.filter(mine))
+            if !adding.isEmpty || !removing.isEmpty { shard.bus.follow(adding: adding, removing: removing) }
+        }
     }
 
     public func notify(_ events: [ClusterEvent], on connection: PostgresConnection) async throws {

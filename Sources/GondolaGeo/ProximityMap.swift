@@ -181,6 +181,11 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
         return recompute(slot, canSee: canSee)
     }
 
+    /// Every watcher with its radius.
+    public var watchers: [(watcher: Int32, radius: Double)] {
+        watches.map { ($0.key, $0.value.radius) }
+    }
+
     /// Ends `slot`'s watch.
     public mutating func unwatch(_ slot: Int32) {
         guard watches.removeValue(forKey: slot) != nil else { return }

@@ -35,6 +35,11 @@ public protocol Broker: Sendable {
 
     /// Drops what idle streams hold in memory; the node calls it every minute.
     func sweepIdleStreams(now: Date)
+
+    /// The regions whose regional events (`ClusterEvent.regional`) this node wants
+    /// from now on. An engine that can route by region (Redis: a Pub/Sub channel per
+    /// region) stops bringing the others; the node drops any that still come.
+    func follow(regions: Set<String>)
 }
 
 extension Broker {
@@ -47,6 +52,9 @@ extension Broker {
     }
 
     public func sweepIdleStreams(now: Date) {}
+
+    /// Brings every regional event (the node filters them).
+    public func follow(regions: Set<String>) {}
 }
 
 /// Who is subscribed to each channel of the namespaces that keep presence

@@ -20,6 +20,9 @@ public enum ClusterEvent: Sendable, Equatable {
     /// A domain's change for the other nodes' in-memory views (see `Node.replicate`);
     /// `origin` is the sending node's uid, which ignores its own.
     case domain(topic: String, origin: String, payload: JSON)
+    /// A domain's change that only the nodes following `region` apply (see
+    /// `Node.replicate(topic:region:_:)`): a traveller's position, in its region.
+    case regional(region: String, topic: String, origin: String, payload: JSON)
 }
 
 /// A live node of a cluster, as the server API's `info` lists it.

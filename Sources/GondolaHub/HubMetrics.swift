@@ -10,6 +10,9 @@ final class HubMetrics: Sendable {
     let messagesOut: Counter
     let publications: Counter
     let rpcDuration: Timer
+    /// Regional events of other nodes applied (a followed region) and dropped (not followed).
+    let regionalApplied: Counter
+    let regionalDropped: Counter
     private let errorCounters: Mutex<[UInt32: Counter]>
     private let disconnectCounters: Mutex<[UInt16: Counter]>
 
@@ -20,6 +23,8 @@ final class HubMetrics: Sendable {
         messagesOut = Counter(label: "gondola_messages_sent_total", factory: factory)
         publications = Counter(label: "gondola_publications_total", factory: factory)
         rpcDuration = Timer(label: "gondola_rpc_duration_seconds", factory: factory)
+        regionalApplied = Counter(label: "gondola_regional_events_total", dimensions: [("outcome", "applied")], factory: factory)
+        regionalDropped = Counter(label: "gondola_regional_events_total", dimensions: [("outcome", "dropped")], factory: factory)
         errorCounters = Mutex([:])
         disconnectCounters = Mutex([:])
     }

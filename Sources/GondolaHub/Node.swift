@@ -75,6 +75,8 @@ public final class Node: Sendable {
     private struct Replicas {
         var handlers: [String: @Sendable (JSON) -> Void] = [:]
         var resynchronizers: [@Sendable () async -> Void] = []
+        /// The regions whose regional events this node applies (`follow(regions:)`).
+        var regions: Set<String> = []
     }
 
     /// Namespaces and single channels handed to domain services.
@@ -727,7 +729,37 @@ public final class Node: Sendable {
         case let .domain(topic, origin, payload):
             guard origin != uid, let handler = replicas.withLock({ $0.handlers[topic] }) else { return }
             handler(payload)
+        case let .regional(region, topic, origin, payload):
+            guard origin != uid else { return }
+            let (handler, followed) = replicas.withLock { ($0.handlers[topic], $0.regions.contains(region)) }
+            guard followed, let handler else { return metrics.regionalDropped.increment() }
+            metrics.regionalApplied.increment()
+            handler(payload)
         }
+    }
+
+    /// Tells the nodes following `region` about a change a domain keeps in memory
+    /// (a traveller's position): like `replicate(topic:_:)`, but a node applies it only
+    /// while it follows the region (`follow(regions:)`), and an engine that routes by
+    /// region does not even bring it to the others.
+    public func replicate(topic: String, region: String, _ payload: @autoclosure () -> JSON) {
+        guard broker.reachesOtherNodes else { return }
+        broker.post(.regional(region: region, topic: topic, origin: uid, payload: payload())) { [logger] result in
+            if case let .failure(error) = result {
+                logger.error("cluster replication failed", metadata: ["topic": "\(topic)", "region": "\(region)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// The regions whose regional events this node applies from now on; the broker
+    /// is told when the set changes.
+    public func follow(regions: Set<String>) {
+        let changed = replicas.withLock { replicas -> Bool in
+            guard replicas.regions != regions else { return false }
+            replicas.regions = regions
+            return true
+        }
+        if changed { broker.follow(regions: regions) }
     }
 
     /// Tells the other nodes of the cluster about a change a domain keeps in memory

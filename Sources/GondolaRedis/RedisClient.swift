@@ -97,6 +97,21 @@ public final class RedisClient: RedisCommands {
         try await change(channel, subscribed: false)
     }
 
+    /// Subscribes to and unsubscribes from Pub/Sub channels at once, in the order of
+    /// the calls (a caller that changes its channels often does not wait for answers);
+    /// channels subscribed are subscribed again on every new connection.
+    public func changeSubscriptions(subscribe added: [[UInt8]], unsubscribe removed: [[UInt8]]) {
+        let connection = shared.withLock { shared in
+            shared.subscriptions.formUnion(added)
+            shared.subscriptions.subtract(removed)
+            return shared.connection
+        }
+        guard let connection, connection.isActive else { return }
+        let ignore: @Sendable (Result<RESPValue, RedisError>) -> Void = { _ in }
+        connection.send(batch: added.map { RedisCommand(arguments: [Array("SUBSCRIBE".utf8), $0], completion: ignore) }
+            + removed.map { RedisCommand(arguments: [Array("UNSUBSCRIBE".utf8), $0], completion: ignore) })
+    }
+
     private func change(_ channel: [UInt8], subscribed: Bool) async throws(RedisError) {
         let connection = shared.withLock { shared in
             if subscribed { shared.subscriptions.insert(channel) } else { shared.subscriptions.remove(channel) }

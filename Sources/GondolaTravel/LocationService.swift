@@ -47,6 +47,10 @@ public final class LocationService: Sendable {
         var buckets: [Int32: TokenBucket] = [:]
         /// Users whose visibility is not `everyone` (the fast path skips the directory for the rest).
         var restricted: [Int32: Visibility] = [:]
+        /// Each user's region, as its last position put it (`TravelRegions`).
+        var regions: [Int32: String] = [:]
+        /// The frame count at which this node last chose the regions it follows.
+        var regionsChosenAt: Int?
 
         mutating func slot(for user: String, directory: Directory) -> Int32 {
             if let slot = slots.existingSlot(for: user) { return slot }
@@ -61,6 +65,7 @@ public final class LocationService: Sendable {
     let directory: Directory
     let resorts: ResortCatalog
     let settings: LocationSettings
+    let regions: TravelRegions
     private let live: Mutex<Live>
     /// Orders a tick's publication with subscribe snapshots (see above); always taken before `live`.
     private let publication = Mutex(())
@@ -71,6 +76,7 @@ public final class LocationService: Sendable {
         self.directory = directory
         self.resorts = resorts
         self.settings = settings
+        regions = TravelRegions(selector: resorts.selector)
     }
 
     // MARK: RPC
@@ -88,10 +94,17 @@ public final class LocationService: Sendable {
             live.buckets[slot] = bucket
             guard admitted else { throw .tooManyRequests }
             live.map.update(slot, position, receivedAt: now)
-            node.replicate(topic: Self.replicaTopic, Self.replica(user: user, position, receivedAt: now))
             let previous = live.choices[slot] ?? .street
             let choice = resorts.selector.choose(for: point, previous: previous)
             live.choices[slot] = choice
+            let region = regions.region(of: point, choice: choice)
+            let replica = Self.replica(user: user, position, receivedAt: now, region: region)
+            if live.regions.updateValue(region, forKey: slot) != region {
+                // Every node learns where the traveller went, so that nodes watching them follow the region.
+                node.replicate(topic: Self.regionTopic, replica)
+            } else {
+                node.replicate(topic: Self.replicaTopic, region: region, replica)
+            }
             return (choice, choice != previous)
         }
         if changed { node.tell(user, TravelJSON.map(choice, type: "map")) }
@@ -261,13 +274,15 @@ public final class LocationService: Sendable {
 
     // MARK: Cluster
 
-    /// The topic of positions on the cluster's bus.
+    /// The topic of positions on the cluster's bus, each sent in its region.
     static let replicaTopic = "travel.position"
+    /// The topic of a position that moved its traveller to another region, sent to every node.
+    static let regionTopic = "travel.region"
 
-    private static func replica(user: String, _ position: LivePosition, receivedAt: Int64) -> JSON {
+    private static func replica(user: String, _ position: LivePosition, receivedAt: Int64, region: String) -> JSON {
         var members: [(key: String, value: JSON)] = [
             ("u", .string(user)), ("lat", .double(position.point.lat)), ("lon", .double(position.point.lon)), ("ts", .int(position.ts)),
-            ("r", .int(receivedAt)),
+            ("r", .int(receivedAt)), ("g", .string(region)),
         ]
         if let alt = position.point.alt { members.append(("alt", .double(alt))) }
         if let accuracy = position.accuracy { members.append(("acc", .double(accuracy))) }
@@ -276,13 +291,34 @@ public final class LocationService: Sendable {
         return .object(members)
     }
 
-    /// Records a position another node received (its rate limit and map choice stay there).
+    /// Records a position another node received (its rate limit and map choice stay there), and its region.
     func apply(replica json: JSON) {
-        guard let (user, position, receivedAt) = try? Self.read(replica: RequestFields(json)) else { return }
+        guard let fields = try? RequestFields(json), let (user, position, receivedAt) = try? Self.read(replica: fields),
+              let region = try? fields.string("g", maxLength: .max) else { return }
         live.withLock { live in
             let slot = live.slot(for: user, directory: directory)
             live.map.update(slot, position, receivedAt: receivedAt)
+            live.regions[slot] = region
         }
+    }
+
+    /// Chooses the regions this node follows (once per interval): around each of its
+    /// nearby watchers, and where the members of its friends and trip channels are.
+    /// Positions from other regions are not applied here (the engine may not even bring
+    /// them), so a watcher that moves into a region sees its travellers from their
+    /// next update on.
+    private func followRegions(live: inout Live) {
+        guard node.cluster != nil, live.regionsChosenAt.map({ live.map.tick - $0 >= settings.phases }) ?? true else { return }
+        live.regionsChosenAt = live.map.tick
+        var followed: Set<String> = []
+        for (watcher, radius) in live.map.watchers {
+            if let region = live.regions[watcher] { followed.insert(region) }
+            if let point = live.map.fix(of: watcher)?.point { followed.formUnion(regions.regions(near: point, radius: radius)) }
+        }
+        for member in live.channels.allMembers {
+            if let region = live.regions[member] { followed.insert(region) }
+        }
+        node.follow(regions: followed)
     }
 
     private static func read(replica fields: RequestFields) throws(HubError) -> (String, LivePosition, Int64) {
@@ -316,6 +352,7 @@ public final class LocationService: Sendable {
     func publishFrames() {
         publication.withLock { _ in
             let staged = live.withLock { live in
+                followRegions(live: &live)
                 let rules = Rules(live, directory: directory)
                 let phase = live.map.tick % settings.phases
                 let nearby = live.map.nearbyFrame(phase: phase, canSee: rules.canSee)

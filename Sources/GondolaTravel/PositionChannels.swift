@@ -82,6 +82,11 @@ struct PositionChannels {
 
     func audience(of channel: PositionChannel) -> Audience? { channels[channel]?.audience }
 
+    /// The members of every carried channel.
+    var allMembers: Set<Int32> {
+        channels.values.reduce(into: Set<Int32>()) { $0.formUnion($1.members) }
+    }
+
     /// Replaces a channel's members (friendships or trip membership changed).
     mutating func setMembers(_ channel: PositionChannel, _ members: Set<Int32>) {
         guard var state = channels[channel] else { return }

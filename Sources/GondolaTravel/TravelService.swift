@@ -94,6 +94,7 @@ public final class TravelService: Sendable {
         }
         registrations.onReplica(topic: ChatService.replicaTopic) { [chats] json in chats.apply(replica: json) }
         registrations.onReplica(topic: LocationService.replicaTopic) { [locations] json in locations.apply(replica: json) }
+        registrations.onReplica(topic: LocationService.regionTopic) { [locations] json in locations.apply(replica: json) }
         registrations.onResynchronize { [directory, chats, locations, logger] in
             do {
                 try await directory.reload()

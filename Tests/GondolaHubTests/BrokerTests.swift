@@ -5,6 +5,7 @@ import GondolaProtocol
 import GondolaTestSupport
 import Logging
 import NIOPosix
+import Synchronization
 import Testing
 
 /// The engine seam (`Broker`, `PresenceManager`), one suite for every engine: the
@@ -20,6 +21,14 @@ import Testing
 
     /// A node on `engine`, and what stops it.
     static func node(_ engine: BrokerEngine, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> (Node, stop: @Sendable () async -> Void) {
+        let (nodes, stop) = try await Self.nodes(engine, count: 1, adjust)
+        return (nodes[0], stop)
+    }
+
+    /// `count` nodes sharing `engine` (one PostgreSQL database, and for Redis two
+    /// servers), and what stops them; a node alone (`memory`) only as one.
+    static func nodes(_ engine: BrokerEngine, count: Int, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws
+        -> ([Node], stop: @Sendable () async -> Void) {
         let configuration = testConfiguration { configuration in
             configuration.namespaces["room"]?.historySize = 1_000
             var ledger = NamespaceOptions(name: "ledger")
@@ -33,23 +42,29 @@ import Testing
         let tokens = try await ConnectionTokens(secret: testSecret)
         switch engine {
         case .memory:
-            return (Node(configuration: configuration, tokens: tokens), {})
+            precondition(count == 1, "a node alone")
+            return ([Node(configuration: configuration, tokens: tokens)], {})
         case .postgres, .redis:
             let pool = try await TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
             var logger = Logger(label: "broker-tests")
             logger.logLevel = .warning
             let servers = engine == .redis ? [try TestRedis(), try TestRedis()] : []
             for server in servers { try await server.start() }
-            let cluster: any ClusterNodeLink = engine == .redis
-                ? RedisCluster(pool: pool, addresses: servers.map(\.address), nodeUID: UUID().uuidString.lowercased(),
-                               group: MultiThreadedEventLoopGroup.singleton, logger: logger)
-                : PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
-            let node = Node(configuration: configuration, tokens: tokens, cluster: cluster)
-            let running = Task { await cluster.run() }
-            await cluster.ready()
-            return (node, {
-                running.cancel()
-                await running.value
+            var nodes: [Node] = []
+            var running: [Task<Void, Never>] = []
+            for _ in 0..<count {
+                let cluster: any ClusterNodeLink = engine == .redis
+                    ? RedisCluster(pool: pool, addresses: servers.map(\.address), nodeUID: UUID().uuidString.lowercased(),
+                                   group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+                    : PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
+                nodes.append(Node(configuration: configuration, tokens: tokens, cluster: cluster))
+                running.append(Task { await cluster.run() })
+                await cluster.ready()
+            }
+            let tasks = running
+            return (nodes, {
+                for task in tasks { task.cancel() }
+                for task in tasks { await task.value }
                 for server in servers { try? await server.stop() }
             })
         }
@@ -194,6 +209,54 @@ import Testing
         #expect(received.filter { $0.data.bytes.count == 2 }.map(\.offset) == [1, 2, 3], "the volatile stream's, in order")
         let durable = try await node.history(channel: "ledger:trip", limit: -1, since: nil, reverse: false)
         #expect(durable.publications.map(\.data.bytes) == ["1", "2", "3"].map { Array($0.utf8) })
+        await stop()
+    }
+
+    /// What a node's replica handler applied.
+    final class Applied: Sendable {
+        let values = Mutex<[Int64]>([])
+        func contains(_ value: Int64) -> Bool { values.withLock { $0.contains(value) } }
+    }
+
+    /// Regional events (positions) reach only the nodes following their region: the
+    /// PostgreSQL bus brings them to every node and the others drop them; on Redis
+    /// each region is a Pub/Sub channel that only its followers listen on. The sender
+    /// never applies its own.
+    @Test(arguments: [BrokerEngine.postgres, .redis])
+    func regionalEventsReachOnlyTheNodesFollowingTheirRegion(engine: BrokerEngine) async throws {
+        let (nodes, stop) = try await Self.nodes(engine, count: 2)
+        let applied = [Applied(), Applied()]
+        for (node, record) in zip(nodes, applied) {
+            var registrations = NodeRegistrations()
+            registrations.onReplica(topic: "position") { json in
+                if case let .int(value)? = json["n"] { record.values.withLock { $0.append(value) } }
+            }
+            try node.install(registrations, by: "test")
+        }
+        /// Sends `n` (and again every 20 ms, numbered on) in `region` until the follower
+        /// applied one; answers the first it applied.
+        func sendUntilApplied(region: String, from n: Int64) async throws -> Int64 {
+            let deadline = ContinuousClock.now + .seconds(15)
+            var next = n
+            while ContinuousClock.now < deadline {
+                nodes[0].replicate(topic: "position", region: region, ["n": .int(next)])
+                try await Task.sleep(for: .milliseconds(20))
+                if let first = applied[1].values.withLock({ $0.first { $0 >= n } }) { return first }
+                next += 1
+            }
+            throw HarnessError("no event of \(region) applied within 15 s")
+        }
+        nodes[1].follow(regions: ["resort:a"])
+        _ = try await sendUntilApplied(region: "resort:a", from: 1)
+        // An event of another region, then one of the followed region behind it.
+        nodes[0].replicate(topic: "position", region: "resort:b", ["n": 500])
+        let marker = try await sendUntilApplied(region: "resort:a", from: 600)
+        #expect(!applied[1].contains(500), "an event of a region the node does not follow is not applied")
+        #expect(applied[1].contains(marker))
+        // Following the other region too brings its events.
+        nodes[1].follow(regions: ["resort:a", "resort:b"])
+        _ = try await sendUntilApplied(region: "resort:b", from: 1_000)
+        #expect(applied[0].values.withLock { $0.isEmpty }, "the sender applies none of its own")
         await stop()
     }
 }
