@@ -271,12 +271,14 @@ final class RedisScript: Sendable {
 
 extension HubError {
     /// A Redis failure as the hub answers it, for a part of the engine (`what`): Redis
-    /// down or the connection lost is `notAvailable` (the command may have run, so a
-    /// publish retried after it may be stored twice), anything else an internal error.
+    /// down, the connection lost (the command may have run, so a publish retried after
+    /// it may be stored twice) or too many commands waiting is `notAvailable`, anything
+    /// else an internal error.
     init(_ error: RedisError, in what: String) {
         switch error {
         case let .unavailable(reason): self = .notAvailable("the \(what) (Redis) is unavailable: \(reason)")
         case let .connectionLost(reason): self = .notAvailable("the \(what) (Redis) is unavailable: the connection was lost (\(reason))")
+        case let .overloaded(limit): self = .notAvailable("the \(what) (Redis) has \(limit) commands waiting for answers")
         default: self = .internalError("the \(what) (Redis) failed: \(error)")
         }
     }
