@@ -8,11 +8,12 @@ import shutil
 import tempfile
 import time
 
+import jwt
 import pytest
 from centrifuge import Client
 from playwright.async_api import async_playwright, expect
 
-from conftest import free_port, launch
+from conftest import SECRET, free_port, launch
 from helpers import ClientEvents, Events, SubEvents, server_api
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -145,15 +146,17 @@ async def test_host_page_follows_the_demo_trip(demo):
 
 async def test_an_expired_token_lands_on_sign_in_with_the_reason(demo):
     server, _, port, _ = demo
-    token = server.token("demo-host", ttl="1s")
-    await asyncio.sleep(2)
+    # A token that expired a minute ago, signed with the server's secret (no waiting for one to expire).
+    token = jwt.encode({"sub": "demo-host", "exp": int(time.time()) - 60}, SECRET, algorithm="HS256")
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = await browser.new_page(viewport={"width": 1280, "height": 800})
         await page.goto(f"http://127.0.0.1:{port}/host/")
+        # The page boots after fetching its configuration: wait until it has (it shows sign-in, having no
+        # token), so that only the reloaded page reads the token planted next.
+        await expect(page.locator("#sign-in")).to_be_visible()
         await page.evaluate("token => sessionStorage.setItem('gondola.host.token', token)", token)
         await page.reload()
-        await expect(page.locator("#sign-in")).to_be_visible()
         await expect(page.locator("#sign-in-reason")).to_contain_text("expired")
         await expect(page.get_by_label("User id")).to_be_visible()
         await browser.close()

@@ -83,7 +83,10 @@ import Testing
         let server = try await RunningServer.start()
         let token = try await server.token("alice")
         async let conversation = converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: token)))), .awaitMessages(1)], idle: .seconds(10))
-        try await Task.sleep(for: .milliseconds(300))
+        // Stop once alice is connected (a deadline, not a pause).
+        let connected = ContinuousClock.now + .seconds(15)
+        while server.server.node.stats.clients < 1, ContinuousClock.now < connected { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.server.node.stats.clients == 1)
         let started = ContinuousClock.now
         try await server.stop()
         #expect(ContinuousClock.now - started < .seconds(5))

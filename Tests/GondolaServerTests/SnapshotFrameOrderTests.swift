@@ -43,7 +43,21 @@ import Testing
             return last
         }
         let snapshotOf = try await snapshots
-        try await Task.sleep(for: .milliseconds(400))
+        // Wait (with a deadline) until every watcher holds every traveller's last position, then check how it got there.
+        func latest(_ index: Int) -> [String: Int64] {
+            var latest: [String: Int64] = [:]
+            for message in [snapshotOf[index]] + watchers[index].publications("locations:\(trip)") {
+                for position in message?["positions"]?.arrayValue ?? [] {
+                    let user = position["user"]?.stringValue ?? "", ts = Int64(position["ts"]?.doubleValue ?? 0)
+                    latest[user] = max(latest[user] ?? 0, ts)
+                }
+            }
+            return latest
+        }
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !watchers.indices.allSatisfy({ latest($0) == lastSent }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(snapshotOf.contains { ($0?["positions"]?.arrayValue.count ?? 0) > 0 }, "some hosts subscribed while the travellers moved")
         for (index, (host, watcher)) in zip(hosts, watchers).enumerated() {
             var seen: [String: Int64] = [:]

@@ -32,12 +32,21 @@ func fixture(_ name: String) throws -> [UInt8] {
         #expect(ImageProbe(bytes) == nil, "\(name)")
     }
 
-    @Test func truncatedImagesAreRefusedAtEveryLength() throws {
+    /// Every prefix of a real image is either refused or read as the whole image is
+    /// (once the prefix holds the size, the rest is not needed): a cut never yields
+    /// another format or a wrong size, and never crashes.
+    @Test func truncatedImagesAreRefusedOrReadRightAtEveryLength() throws {
         for name in ["plate.jpg", "scene.png", "damage.heic"] {
             let bytes = try fixture(name)
+            let whole = try #require(ImageProbe(bytes))
+            var shortestRead: Int?
             for length in 0..<bytes.count {
-                _ = ImageProbe(Array(bytes.prefix(length)))
+                guard let probe = ImageProbe(Array(bytes.prefix(length))) else { continue }
+                #expect(probe == whole, "\(name) cut at \(length) bytes")
+                shortestRead = shortestRead ?? length
             }
+            #expect(ImageProbe(Array(bytes.prefix(8))) == nil, "\(name): a signature alone is refused")
+            #expect((shortestRead ?? bytes.count) > 8, "\(name): the size needs more than the signature")
         }
     }
 }
