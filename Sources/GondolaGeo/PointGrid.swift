@@ -24,7 +24,7 @@ public struct GridMatch: Sendable {
 /// move across cells is a swap-remove and an append. Queries visit the cells
 /// under the query's bounding box, so their cost follows the neighbourhood, not
 /// the total. The grid was chosen over geohash buckets and an R-tree by
-/// measurement (`Scripts/bench-geo`, BENCHMARKS.md).
+/// measurement (`Scripts/bench-geo`, benchmarks/history.md).
 ///
 /// The grid keeps nothing but positions; ids, times and whatever else belongs to a
 /// point live with the caller, indexed by the same slot (`MovingPointIndex`,
