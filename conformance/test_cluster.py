@@ -232,31 +232,36 @@ async def test_killed_node_clients_recover_elsewhere_with_every_acknowledged_pub
     await asyncio.sleep(1.0)
     killed_at = time.time()
     cluster.script("kill", str(doomed.index))
-    proxy.target = survivor.port
-    resubscribed = await events.wait("subscribed", 2, timeout=20)
-    moved_after = time.time() - killed_at
-    assert resubscribed[1].was_recovering and resubscribed[1].recovered
-    await publishing
-    received = await events.wait("publication", len(acknowledged), timeout=20)
-    offsets = [p.pub.offset for p in received]
-    assert offsets == sorted(acknowledged), "every acknowledged publication exactly once, in order"
-    print(f"\nclient served by another node {moved_after:.2f} s after kill -9")
+    try:
+        proxy.target = survivor.port
+        resubscribed = await events.wait("subscribed", 2, timeout=20)
+        moved_after = time.time() - killed_at
+        assert resubscribed[1].was_recovering and resubscribed[1].recovered
+        await publishing
+        received = await events.wait("publication", len(acknowledged), timeout=20)
+        offsets = [p.pub.offset for p in received]
+        assert offsets == sorted(acknowledged), "every acknowledged publication exactly once, in order"
+        print(f"\nclient served by another node {moved_after:.2f} s after kill -9")
 
-    # The dead node's other client leaves the presence once the node times out (3 s here).
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        users = {c.user for c in api.presence(PresenceRequest(channel=channel)).presence.values()}
-        if users == {"traveller"}:
-            break
-        await asyncio.sleep(0.25)
-    assert users == {"traveller"}
-    assert len(api.info(InfoRequest()).nodes) == NODES - 1
+        # The dead node's other client leaves the presence, and the node the list of nodes, once the node times
+        # out (3 s here; on Redis a presence entry also expires on its own after cluster_presence_ttl, 3 s here).
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            users = {c.user for c in api.presence(PresenceRequest(channel=channel)).presence.values()}
+            nodes = len(api.info(InfoRequest()).nodes)
+            if users == {"traveller"} and nodes == NODES - 1:
+                break
+            await asyncio.sleep(0.25)
+        assert users == {"traveller"}
+        assert nodes == NODES - 1
 
-    await client.disconnect()
-    proxy.close()
-    bystander_task = asyncio.ensure_future(bystander.disconnect())
-    await asyncio.wait([bystander_task], timeout=2)
-    cluster.script("restart", str(doomed.index))
+        await client.disconnect()
+        proxy.close()
+        bystander_task = asyncio.ensure_future(bystander.disconnect())
+        await asyncio.wait([bystander_task], timeout=2)
+    finally:
+        # The next tests need every node, whatever happened here.
+        cluster.script("restart", str(doomed.index))
 
 
 async def test_chat_sent_through_one_node_is_read_and_recovered_through_others(cluster, codec):
@@ -336,14 +341,29 @@ async def test_killed_node_loses_no_acknowledged_chat_message(cluster, codec):
 
     acknowledged = {}
     total = 300
+    killed = []
 
     async def killer():
         while len(acknowledged) < 100:
             await asyncio.sleep(0.005)
         cluster.script("kill", str(doomed.index))
+        killed.append(doomed.index)
         proxy.target = survivor.port
 
     kill_task = asyncio.create_task(killer())
+    try:
+        await send_through_a_kill(sender, reader, reader_events, codec, chat, acknowledged, total, kill_task)
+    finally:
+        kill_task.cancel()
+        proxy.close()
+        # The next tests need every node, whatever happened here.
+        if killed:
+            cluster.script("restart", str(doomed.index))
+
+
+async def send_through_a_kill(sender, reader, reader_events, codec, chat, acknowledged, total, kill_task):
+    """Sends `total` chat messages, each retried with its client id until acknowledged, while `kill_task`
+    kills the sender's node; then checks that the reader has each message once, in order."""
     deadline = time.time() + 60
     for index in range(total):
         message_id = f"m-{index}"
@@ -364,13 +384,11 @@ async def test_killed_node_loses_no_acknowledged_chat_message(cluster, codec):
     assert [m["offset"] for m in history] == list(range(1, total + 1))
     live = await reader_events.wait("publication", total, timeout=20)
     assert [p.pub.offset for p in live] == list(range(1, total + 1)), "the reader on a surviving node got each message once, in order"
-    proxy.close()
     for client in (sender, reader):
         try:
             await asyncio.wait_for(client.disconnect(), 5)
         except Exception:
             pass
-    cluster.script("restart", str(doomed.index))
 
 
 async def test_crash_collected_through_three_nodes_keeps_one_draft_and_one_report(cluster, codec):
@@ -640,16 +658,17 @@ async def test_a_stopped_redis_shard_answers_108_for_its_channels_while_the_rest
     await first_events.wait("publication", 1, timeout=10)
 
     cluster.script("redis-stop", "1")
-    degraded = await health_becomes(node, "degraded")
-    assert [part["up"] for part in degraded["parts"]] == [True, False, True], "PostgreSQL's bus, shard 1 down, shard 2 up"
-    # The other shard's channels go on; the stopped shard's answer 108 at once, and nothing is delivered.
-    api.publish(PublishRequest(channel=on_second, data={"n": 2}))
-    await second_events.wait("publication", 1, timeout=10)
-    refused = post(f"{node.api_url}/publish", {"channel": on_first, "data": {"n": 3}}, {"X-API-Key": API_KEY})
-    assert refused["error"]["code"] == 108, refused
-    assert client.state == ClientState.CONNECTED, "clients stay connected through the outage"
-
-    cluster.script("redis-start", "1")
+    try:
+        degraded = await health_becomes(node, "degraded")
+        assert [part["up"] for part in degraded["parts"]] == [True, False, True], "PostgreSQL's bus, shard 1 down, shard 2 up"
+        # The other shard's channels go on; the stopped shard's answer 108 at once, and nothing is delivered.
+        api.publish(PublishRequest(channel=on_second, data={"n": 2}))
+        await second_events.wait("publication", 1, timeout=10)
+        refused = post(f"{node.api_url}/publish", {"channel": on_first, "data": {"n": 3}}, {"X-API-Key": API_KEY})
+        assert refused["error"]["code"] == 108, refused
+        assert client.state == ClientState.CONNECTED, "clients stay connected through the outage"
+    finally:
+        cluster.script("redis-start", "1")
     await health_becomes(node, "ok")
     # Back: the node asks its clients to reconnect and recover; the restarted Redis kept no stream, so
     # the subscription is told it could not recover (a new epoch) instead of being handed a wrong one.
