@@ -59,7 +59,7 @@ public final class PostgresCluster: ClusterNodeLink {
     private var attachedNode: Node? { node.withLock { $0 } }
 
     public func ready() async {
-        await gate.wait()
+        await gate.opened()
     }
 
     public var health: EngineHealth {

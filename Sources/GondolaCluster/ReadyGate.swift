@@ -5,7 +5,7 @@ final class ReadyGate: Sendable {
     private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// Returns at once when open, else when it opens.
-    func wait() async {
+    func opened() async {
         await withCheckedContinuation { continuation in
             let resumeNow = state.withLock { state -> Bool in
                 if state.open { return true }

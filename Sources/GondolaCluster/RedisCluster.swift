@@ -89,8 +89,8 @@ public final class RedisCluster: ClusterNodeLink {
     /// bus at least once: an outage of Redis after the start does not hold up new
     /// connections (their commands on the shard that is down answer 108).
     public func ready() async {
-        await postgresReady.wait()
-        for gate in redisReady { await gate.wait() }
+        await postgresReady.opened()
+        for gate in redisReady { await gate.opened() }
     }
 
     /// PostgreSQL's bus and each shard: whether this node hears its bus and can send it commands now.
@@ -219,7 +219,7 @@ public final class RedisCluster: ClusterNodeLink {
     }
 
     private func keepHeartbeat() async {
-        await redisReady[0].wait()
+        await redisReady[0].opened()
         var beats = 0
         while !Task.isCancelled {
             do {
