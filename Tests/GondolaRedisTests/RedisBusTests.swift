@@ -70,8 +70,9 @@ import Testing
                 return message.hasPrefix("the cluster bus (Redis) is unavailable")
             }
             try await redis.start()
-            try await waitUntil { a.receiving && b.receiving && a.publisher.isUp }
-            #expect(atA.resumptions.load(ordering: .relaxed) == 1 && atB.resumptions.load(ordering: .relaxed) == 1)
+            // Each bus says it resumed once both its connections are back.
+            try await waitUntil { atA.resumptions.load(ordering: .relaxed) == 1 && atB.resumptions.load(ordering: .relaxed) == 1 }
+            #expect(a.receiving && b.receiving && a.publisher.isUp)
             try await a.publish([.disconnect(user: "v")])
             try await waitUntil { atB.events.withLock { $0 } == [.disconnect(user: "v")] }
         }
