@@ -23,6 +23,25 @@ def server_api(server, method, body):
     return answer["result"]
 
 
+def metric(server, sample):
+    """The value of `sample` (a metric's name with its labels, as /metrics prints them) on `server`; None when
+    /metrics does not show it."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as response:
+        for line in response.read().decode().splitlines():
+            name, _, value = line.rpartition(" ")
+            if name == sample:
+                return float(value)
+    return None
+
+
+async def metric_becomes(server, sample, wanted, timeout=30):
+    """Waits until `sample` on `server` reads `wanted`."""
+    deadline = time.time() + timeout
+    while (value := metric(server, sample)) != wanted:
+        assert time.time() < deadline, f"{sample} stayed {value}, expected {wanted}"
+        await asyncio.sleep(0.1)
+
+
 class Events:
     """Collects events by name and waits for them."""
 

@@ -23,7 +23,7 @@ from cent import (Client as ApiClient, DisconnectRequest, HistoryRequest, InfoRe
 from centrifuge import Client, ClientState, StreamPosition
 
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint
-from helpers import ClientEvents, Events, SubEvents, call, chat_history, post, server_api, trip_mates
+from helpers import ClientEvents, Events, SubEvents, call, chat_history, metric_becomes, post, server_api, trip_mates
 from switching_proxy import SwitchingProxy
 from test_crash import fixture, http as crash_http, poppler
 from test_payloads import BINARY, SPELLED, post_text
@@ -229,7 +229,10 @@ async def test_killed_node_clients_recover_elsewhere_with_every_acknowledged_pub
             time.sleep(0.01)
 
     publishing = asyncio.ensure_future(asyncio.to_thread(publish_for, 3.0))
-    await asyncio.sleep(1.0)
+    deadline = time.time() + 10
+    while len(acknowledged) < 100 and not publishing.done():  # the kill comes in the middle of the publishing
+        assert time.time() < deadline, "publications not acknowledged in time"
+        await asyncio.sleep(0.01)
     killed_at = time.time()
     cluster.script("kill", str(doomed.index))
     try:
@@ -528,7 +531,9 @@ async def test_a_broadcasts_notifications_are_sent_once_by_the_nodes_workers(clu
         if len(mine) >= len(travellers) * 3:
             break
         await asyncio.sleep(0.2)
-    await asyncio.sleep(2.0)  # a notification sent by two workers would arrive by now
+    # Every notification is recorded as sent (the outbox is shared): none is left for a second worker.
+    for node in nodes:
+        await metric_becomes(node, "gondola_push_outbox_depth", 0)
     by_token = collections.defaultdict(list)
     for push in accepted(cluster.standin_folder):
         if push["token"] in wanted:

@@ -77,8 +77,9 @@ public final class ClientSession: Sendable {
     /// Handles one frame of the connection's encoding: one or more commands. A
     /// frame that breaks the protocol closes the connection with 3501 once the
     /// commands before the broken one have run (none when the framing itself is broken).
-    public func handle(frame: some Collection<UInt8>) async {
-        state.withLock { $0.lastSeen = .now }
+    /// `receivedAt` is when the frame arrived, on the keepalive's clock (`tick(now:date:)`).
+    public func handle(frame: some Collection<UInt8>, receivedAt: ContinuousClock.Instant = .now) async {
+        state.withLock { $0.lastSeen = receivedAt }
         let commands: [DecodedCommand]
         do {
             commands = try encoding.commands(in: frame)

@@ -128,6 +128,9 @@ public final class OutboundQueue: Sendable {
         }
     }
 
+    /// Whether a writer is parked in `next()`, waiting for a frame.
+    var writerIsWaiting: Bool { state.withLock { $0.waiter != nil } }
+
     /// Registers the drain signal of a polling writer; fires at once if something is pending.
     public func onReady(_ signal: @escaping @Sendable () -> Void) {
         let fire = state.withLock { state -> Bool in

@@ -1,12 +1,14 @@
 import CoreMetrics
 import Synchronization
 
-/// The push module's figures on `/metrics`: notifications accepted by the services, failures
-/// by reason, the outbox's depth, notices dropped before the outbox, and the time from the
-/// news to the service's acceptance.
+/// The push module's figures on `/metrics`: notices taken from the domains and dropped before
+/// the outbox, notifications accepted by the services, failures by reason (each counted once
+/// it is recorded in the outbox), the outbox's depth, and the time from the news to the
+/// service's acceptance.
 final class PushMetrics: Sendable {
     let factory: any MetricsFactory
     let depth: Gauge
+    let takenNotices: Counter
     let droppedNotices: Counter
     let latency: Timer
     private let sentCounters: Mutex<[String: Counter]>
@@ -15,6 +17,7 @@ final class PushMetrics: Sendable {
     init(factory: any MetricsFactory) {
         self.factory = factory
         depth = Gauge(label: "gondola_push_outbox_depth", factory: factory)
+        takenNotices = Counter(label: "gondola_push_notices_total", factory: factory)
         droppedNotices = Counter(label: "gondola_push_notices_dropped_total", factory: factory)
         latency = Timer(label: "gondola_push_latency_seconds", factory: factory)
         sentCounters = Mutex([:])

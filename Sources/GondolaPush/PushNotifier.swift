@@ -26,11 +26,16 @@ final class PushNotifier: Sendable {
         (notices, waiting) = AsyncStream.makeStream(of: Notice.self, bufferingPolicy: .bufferingOldest(Self.maxWaiting))
     }
 
-    /// Takes `notice` for the worker (never blocks).
+    /// Takes `notice` for the worker (never blocks), counting it in `gondola_push_notices_total`.
     func post(_ notice: Notice) {
-        if case .dropped = waiting.yield(notice) {
+        switch waiting.yield(notice) {
+        case .dropped:
             outbox.metrics.droppedNotices.increment()
             logger.warning("push: notice dropped, the buffer is full", metadata: ["channel": "\(notice.channel)", "limit": "\(Self.maxWaiting)"])
+        case .enqueued:
+            outbox.metrics.takenNotices.increment()
+        default:
+            break  // the notifier has stopped: the hub is shutting down
         }
     }
 

@@ -152,8 +152,8 @@ final class PushOutbox: Sendable {
             return false
         }
         if let windowEnd = rate.take(push.user, now: now) {
-            metrics.failed(push.platform, "user_rate")
             await recordFailure(queued, attempts: queued.attempts, error: "over the user's rate", next: windowEnd, givenUp: false)
+            metrics.failed(push.platform, "user_rate")
             return false
         }
         let text = PushTexts.render(push.content.textKey, values: push.content.values, count: push.content.count, locale: push.content.locale)
@@ -180,19 +180,19 @@ final class PushOutbox: Sendable {
         case let .retry(reason, detail, after):
             let tried = queued.attempts + 1
             let wait = max(after ?? 0, RetryBackOff.delay(attempt: tried, base: Self.retryBase, cap: Self.retryCap))
-            metrics.failed(push.platform, reason)
             await recordFailure(queued, attempts: tried, error: "\(reason): \(detail)", next: unixMilliseconds() + wait, givenUp: tried >= Self.maxAttempts)
+            metrics.failed(push.platform, reason)
             return false
         case let .rejected(detail):
-            metrics.failed(push.platform, "rejected")
-            await record(queued, givenUp: detail, reason: nil)
+            await record(queued, givenUp: detail, reason: "rejected")
             return false
         }
     }
 
-    private func record(_ queued: QueuedPush, givenUp error: String, reason: String?) async {
-        if let reason { metrics.failed(queued.push.platform, reason) }
+    /// Gives `queued` up with `error`, then counts it under `reason`.
+    private func record(_ queued: QueuedPush, givenUp error: String, reason: String) async {
         await recordFailure(queued, attempts: queued.attempts, error: error, next: unixMilliseconds(), givenUp: true)
+        metrics.failed(queued.push.platform, reason)
     }
 
     private func recordFailure(_ queued: QueuedPush, attempts: Int, error: String, next: Int64, givenUp: Bool) async {

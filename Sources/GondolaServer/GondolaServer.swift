@@ -164,6 +164,11 @@ public final class GondolaServer: Sendable {
         ]
     }
 
+    /// The server API's method names: the hub's own and the installed domains'.
+    public var serverAPIMethodNames: Set<String> {
+        domains.reduce(ServerAPI(node: node).names) { $0.union($1.installed.serverMethods.keys) }
+    }
+
     /// The main service of an installed domain (for example `TravelService`), or nil
     /// when no enabled domain has one of that type.
     public func service<Service>(_ type: Service.Type) -> Service? {

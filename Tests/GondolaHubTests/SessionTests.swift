@@ -416,10 +416,10 @@ import Testing
 
     @Test func pongKeepsTheConnection() async throws {
         let (client, start) = try await pingedClient()
-        // The ping was sent at a simulated time; the pong counts when it comes after it.
-        try await Task.sleep(until: start + .milliseconds(160))
-        await client.sendFrame("{}")
-        client.session.tick(now: .now + .milliseconds(50), date: Date())
+        // On the simulated clock: the ping left at 150 ms, the pong arrives at 160 ms, and at
+        // 300 ms the pong timeout (100 ms) has passed since the ping, not since the pong.
+        await client.session.handle(frame: Array("{}".utf8), receivedAt: start + .milliseconds(160))
+        client.session.tick(now: start + .milliseconds(300), date: Date())
         #expect(!client.session.isClosed)
     }
 

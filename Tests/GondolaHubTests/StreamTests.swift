@@ -101,10 +101,14 @@ import Testing
         let node = try await makeNode { $0.namespaces["room"]?.historySize = 10_000 }
         var client = try await TestClient.connected(node, user: "alice")
         let epoch = try await node.history(channel: "room:race", limit: 0, since: nil, reverse: false).epoch
+        let (started, publishing) = AsyncStream.makeStream(of: Void.self)
         let publisher = Task {
-            for n in 1...300 { try await node.publish(channel: "room:race", data: Payload(.int(Int64(n)))) }
+            for n in 1...300 {
+                try await node.publish(channel: "room:race", data: Payload(.int(Int64(n))))
+                if n == 20 { publishing.finish() }
+            }
         }
-        try await Task.sleep(for: .milliseconds(1))
+        for await _ in started {}  // subscribe while the publisher is under way
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
         try await publisher.value
         guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
@@ -251,7 +255,9 @@ import Testing
     @Test func writerWaitsForTheNextMessage() async throws {
         let queue = OutboundQueue(maxBytes: 100, maxFrameBytes: 100)
         let reader = Task { await queue.next() }
-        try await Task.sleep(for: .milliseconds(20))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !queue.writerIsWaiting, ContinuousClock.now < deadline { await Task.yield() }
+        #expect(queue.writerIsWaiting)
         queue.enqueue([0x32])
         #expect(await reader.value == .frame([0x32]))
     }

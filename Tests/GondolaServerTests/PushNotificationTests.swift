@@ -54,8 +54,13 @@ import Testing
         await carl.close()
         try await alice.subscribe("trip:\(trip)")
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Lifts close at 4"])
-        try await eventually("two notifications") { standIn.accepted.count >= 2 }
-        try await Task.sleep(for: .milliseconds(300))
+        // The broadcast's notifications are queued together: once two were sent and none waits,
+        // every device it reached has been answered.
+        let push = try #require(server.server.service(PushService.self))
+        try await eventually("two notifications, the outbox drained") {
+            guard standIn.accepted.count >= 2 else { return false }
+            return try await push.pendingCount() == 0
+        }
         let accepted = standIn.accepted
         #expect(Set(accepted.map(\.token)) == [Self.fcmToken(2), Self.apnsToken(3)])
         #expect(standIn.answered(Self.apnsToken(1)) == 0 && standIn.answered(Self.apnsToken(4)) == 0)
@@ -146,13 +151,18 @@ import Testing
         standIn.script(Self.apnsToken(20), [.tooManyRequests(retryAfterSeconds: 2)])
         let first = Date()
         _ = try await anna.rpc("chat.send", ["chat": .string(chat), "text": "first", "client_message_id": "m0"])
-        try await eventually("the 429") { standIn.answered(Self.apnsToken(20)) == 1 }
-        try await Task.sleep(for: .milliseconds(300))  // the failure is recorded; the notification waits, unclaimed
+        // Once counted, the failure is recorded: the notification waits, unclaimed, for the next messages to fold in.
+        try await eventually("the 429 recorded") {
+            try await server.get("/metrics").1.contains("gondola_push_failed_total{platform=\"apns\",reason=\"rate_limited\"} 1")
+        }
         for n in 1...4 {
             _ = try await anna.rpc("chat.send", ["chat": .string(chat), "text": .string("message \(n)"), "client_message_id": .string("m\(n)")])
         }
-        try await eventually("the collapsed notification") { !standIn.accepted.isEmpty }
-        try await Task.sleep(for: .milliseconds(500))
+        let outbox = try #require(server.server.service(PushService.self))
+        try await eventually("the collapsed notification, the outbox drained") {
+            guard !standIn.accepted.isEmpty else { return false }
+            return try await outbox.pendingCount() == 0
+        }
         let accepted = standIn.accepted
         #expect(accepted.count == 1)
         let push = try #require(accepted.first)
@@ -212,8 +222,12 @@ import Testing
         await gina.close()
         await hugo.close()
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Dinner at 7"])
-        try await eventually("hugo's notification") { standIn.accepted.contains { $0.token == Self.apnsToken(41) } }
-        try await Task.sleep(for: .milliseconds(300))
+        // gina's and hugo's notifications would be queued together: once hugo's was sent and none waits, gina has none.
+        let push = try #require(server.server.service(PushService.self))
+        try await eventually("hugo's notification, the outbox drained") {
+            guard standIn.accepted.contains(where: { $0.token == Self.apnsToken(41) }) else { return false }
+            return try await push.pendingCount() == 0
+        }
         #expect(standIn.answered(Self.apnsToken(40)) == 0)
         await hana.close()
         try await server.stop()
@@ -274,7 +288,9 @@ import Testing
         try await Self.register(ivy, apns: 50)
         await ivy.close()
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Hello"])
-        try await Task.sleep(for: .milliseconds(300))
+        // The broadcast posts its notice before it answers; nothing takes it, so nothing can be queued later.
+        let metrics = try await server.get("/metrics").1
+        #expect(metrics.contains("gondola_push_notices_total 0"), "\(metrics)")
         let push = try #require(server.server.service(PushService.self))
         #expect(try await push.pendingCount() == 0)
         await hana.close()
