@@ -15,10 +15,14 @@ from helpers import Events, SubEvents, connected_client
 from test_delta import frame
 
 
-@pytest.fixture(scope="module")
-def compressing():
-    process, instance = launch(tempfile.mkdtemp(prefix="gondola-compression-"),
-                               settings={"websocket_compression": True, "websocket_compression_min_bytes": 128})
+@pytest.fixture(scope="module", params=["shared", "own-context"])
+def compressing(request):
+    """A hub that compresses: by default each message on its own (no context takeover, a
+    publication deflated once per event loop), or with every connection keeping its context."""
+    settings = {"websocket_compression": True, "websocket_compression_min_bytes": 128,
+                "websocket_compression_context_takeover": request.param == "own-context"}
+    process, instance = launch(tempfile.mkdtemp(prefix="gondola-compression-"), settings=settings)
+    instance.keeps_context = request.param == "own-context"
     yield instance
     process.terminate()
     process.wait(timeout=10)
@@ -26,7 +30,10 @@ def compressing():
 
 async def test_the_handshake_negotiates_deflate_only_when_enabled(compressing, server):
     async with websockets.connect(compressing.ws_url) as ws:
-        assert ws.response.headers.get("Sec-WebSocket-Extensions") == "permessage-deflate"
+        agreed = ws.response.headers.get("Sec-WebSocket-Extensions")
+        # Without context takeover the server declares it for both sides, as RFC 7692 lets it.
+        assert agreed == ("permessage-deflate" if compressing.keeps_context
+                          else "permessage-deflate;client_no_context_takeover;server_no_context_takeover")
     async with websockets.connect(server.ws_url) as ws:
         assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
 
@@ -62,7 +69,8 @@ async def test_the_clients_terms_for_the_servers_stream_are_kept(compressing, of
     factory = ClientPerMessageDeflateFactory(client_max_window_bits=True, **offer)
     async with websockets.connect(compressing.ws_url, extensions=[factory]) as ws:
         agreed = ws.response.headers.get("Sec-WebSocket-Extensions")
-        assert ("server_no_context_takeover" in agreed) == ("server_no_context_takeover" in offer)
+        expected = "server_no_context_takeover" in offer or not compressing.keeps_context
+        assert ("server_no_context_takeover" in agreed) == expected
         await ws.send(json.dumps({"id": 1, "connect": {"token": compressing.token("terms")}}) + "\n"
                       + json.dumps({"id": 2, "subscribe": {"channel": channel}}))
         replies = []

@@ -27,6 +27,15 @@ public final class OutboundQueue: Sendable {
         case close(DisconnectCode)
     }
 
+    /// What `pollMessages()` gives a writer that frames the messages itself.
+    public enum Batch: Sendable, Equatable {
+        /// These messages, in order, for one frame: with a separator between each two they
+        /// fit `maxFrameBytes` (or it is one larger message alone).
+        case messages([[UInt8]])
+        /// Close the connection with this code; nothing follows.
+        case close(DisconnectCode)
+    }
+
     private struct State {
         var messages: [[UInt8]] = []
         var head = 0
@@ -153,6 +162,18 @@ public final class OutboundQueue: Sendable {
         }
     }
 
+    /// The next frame's messages as they were enqueued, not joined (or the close), without
+    /// waiting; nil when nothing is pending, which re-arms the `onReady` signal. For a
+    /// writer that encodes each message on its own, such as a compressed connection's
+    /// shared deflate, which recognises a publication's bytes fanned out to many queues.
+    public func pollMessages() -> Batch? {
+        state.withLock { state in
+            let batch = Self.nextBatch(&state, maxFrameBytes: maxFrameBytes, separatorBytes: separator.count)
+            if batch == nil { state.signalled = false }
+            return batch
+        }
+    }
+
     /// A suspended writer and the item it is to be resumed with, or a polling
     /// writer's signal, taken under the lock and called outside it.
     private enum Wake {
@@ -183,31 +204,53 @@ public final class OutboundQueue: Sendable {
     /// Pending messages joined into one frame of at most `maxFrameBytes` (or one
     /// larger message alone), else the close, else nil.
     private static func nextItem(_ state: inout State, maxFrameBytes: Int, separator: [UInt8]) -> Item? {
-        if state.head < state.messages.count {
-            var frame = state.messages[state.head]
-            var taken = frame.count
-            state.head += 1
-            while state.head < state.messages.count,
-                  frame.count + separator.count + state.messages[state.head].count <= maxFrameBytes
-            {
-                let message = state.messages[state.head]
+        let frame = takeFrame(&state, maxFrameBytes: maxFrameBytes, separatorBytes: separator.count) { messages in
+            var frame = messages[messages.startIndex]
+            for message in messages.dropFirst() {
                 frame.append(contentsOf: separator)
                 frame.append(contentsOf: message)
-                taken += message.count
-                state.head += 1
             }
-            state.bytes -= taken
-            if state.head == state.messages.count {
-                state.messages.removeAll(keepingCapacity: true)
-                state.head = 0
-            }
-            return .frame(frame)
+            return frame
         }
-        if let closing = state.closing, !state.closeDelivered {
-            state.closeDelivered = true
-            return .close(closing)
+        if let frame { return .frame(frame) }
+        return takeClose(&state).map(Item.close)
+    }
+
+    /// The pending messages of one frame as they were enqueued, else the close, else nil.
+    private static func nextBatch(_ state: inout State, maxFrameBytes: Int, separatorBytes: Int) -> Batch? {
+        if let messages = takeFrame(&state, maxFrameBytes: maxFrameBytes, separatorBytes: separatorBytes, { Array($0) }) {
+            return .messages(messages)
         }
-        return nil
+        return takeClose(&state).map(Batch.close)
+    }
+
+    /// Takes the pending messages that fit one frame of at most `maxFrameBytes` with a
+    /// separator of `separatorBytes` between each two (at least one message, however
+    /// long) and answers what `use` makes of them; nil when none is pending.
+    private static func takeFrame<T>(_ state: inout State, maxFrameBytes: Int, separatorBytes: Int, _ use: (ArraySlice<[UInt8]>) -> T) -> T? {
+        guard state.head < state.messages.count else { return nil }
+        let first = state.head
+        var frameBytes = state.messages[first].count, taken = frameBytes
+        state.head += 1
+        while state.head < state.messages.count, frameBytes + separatorBytes + state.messages[state.head].count <= maxFrameBytes {
+            frameBytes += separatorBytes + state.messages[state.head].count
+            taken += state.messages[state.head].count
+            state.head += 1
+        }
+        let result = use(state.messages[first..<state.head])
+        state.bytes -= taken
+        if state.head == state.messages.count {
+            state.messages.removeAll(keepingCapacity: true)
+            state.head = 0
+        }
+        return result
+    }
+
+    /// The close, once, when nothing else is pending.
+    private static func takeClose(_ state: inout State) -> DisconnectCode? {
+        guard let closing = state.closing, !state.closeDelivered else { return nil }
+        state.closeDelivered = true
+        return closing
     }
 }
 

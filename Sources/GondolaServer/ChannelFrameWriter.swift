@@ -8,7 +8,8 @@ import NIOWebSocket
 /// pending frame and flushes once, and the drains of one loop signalled together
 /// run in one task (`EventLoopDrains`). No task wakes up per message and no async
 /// writer sits between the queue and the socket. A connection that negotiated
-/// permessage-deflate has each frame compressed here by its `FrameDeflater`.
+/// permessage-deflate has each frame compressed here: by its own `FrameDeflater`, or by
+/// its loop's `SharedFrameDeflater`, which takes the frame's messages one by one.
 ///
 /// Back-pressure: the drain stops while the channel is not writable (NIO's buffer
 /// is past its high-water mark) and goes on when it becomes writable again (the
@@ -26,14 +27,14 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     private let channel: any Channel
     private let queue: OutboundQueue
     private let opcode: WebSocketOpcode
-    private let deflater: FrameDeflater?
+    private let compression: FrameCompression?
     private var finished: (@Sendable (DisconnectCode?) -> Void)?
     private var stalledCloseScheduled = false
 
-    private init(channel: any Channel, queue: OutboundQueue, deflater: FrameDeflater?, finished: @escaping @Sendable (DisconnectCode?) -> Void) {
+    private init(channel: any Channel, queue: OutboundQueue, compression: FrameCompression?, finished: @escaping @Sendable (DisconnectCode?) -> Void) {
         self.channel = channel
         self.queue = queue
-        self.deflater = deflater
+        self.compression = compression
         self.opcode = queue.encoding.isBinary ? .binary : .text
         self.finished = finished
     }
@@ -41,9 +42,9 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     /// Starts draining `queue` into `channel`; `finished` is called once, with the
     /// queue's close code or nil when the channel went away. Call on the channel's event loop.
     static func install(
-        _ queue: OutboundQueue, on channel: any Channel, deflater: FrameDeflater? = nil, finished: @escaping @Sendable (DisconnectCode?) -> Void
+        _ queue: OutboundQueue, on channel: any Channel, compression: FrameCompression? = nil, finished: @escaping @Sendable (DisconnectCode?) -> Void
     ) {
-        let writer = ChannelFrameWriter(channel: channel, queue: queue, deflater: deflater, finished: finished)
+        let writer = ChannelFrameWriter(channel: channel, queue: queue, compression: compression, finished: finished)
         do {
             try channel.pipeline.syncOperations.addHandler(writer)
         } catch {
@@ -63,11 +64,9 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
         guard finished != nil else { return }
         guard channel.isActive else { return finish(nil) }
         var wrote = false
-        while channel.isWritable, let item = queue.poll() {
-            switch item {
-            case let .frame(bytes):
-                let frame = deflater?.frame(for: bytes, opcode: opcode, allocator: channel.allocator)
-                    ?? WebSocketFrame(fin: true, opcode: opcode, data: channel.allocator.buffer(bytes: bytes))
+        while channel.isWritable, let next = nextFrame() {
+            switch next {
+            case let .frame(frame):
                 channel.write(frame, promise: nil)
                 wrote = true
             case let .close(code):
@@ -82,6 +81,30 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
                 if finished != nil { channel.close(promise: nil) }
             }
         }
+    }
+
+    /// The next frame to write, or the close; nil when the queue is empty.
+    private func nextFrame() -> OutboundFrame? {
+        if case let .shared(deflater) = compression {
+            switch queue.pollMessages() {
+            case nil: return nil
+            case let .close(code): return .close(code)
+            case let .messages(messages):
+                return .frame(deflater.frame(for: messages, separator: queue.encoding.separator, opcode: opcode, allocator: channel.allocator))
+            }
+        }
+        switch queue.poll() {
+        case nil: return nil
+        case let .close(code): return .close(code)
+        case let .frame(bytes):
+            if case let .ownStream(deflater) = compression { return .frame(deflater.frame(for: bytes, opcode: opcode, allocator: channel.allocator)) }
+            return .frame(WebSocketFrame(fin: true, opcode: opcode, data: channel.allocator.buffer(bytes: bytes)))
+        }
+    }
+
+    private enum OutboundFrame {
+        case frame(WebSocketFrame)
+        case close(DisconnectCode)
     }
 
     private func finish(_ code: DisconnectCode?) {

@@ -35,17 +35,11 @@ final class EventLoopDrains: Sendable {
         for drain in drains { drain() }
     }
 
-    private static let registry = Mutex<[ObjectIdentifier: EventLoopDrains]>([:])
+    private static let perLoop = EventLoopLocal<Int, EventLoopDrains>()
 
     /// The drains of `eventLoop`, made on first use and kept while the process runs:
-    /// there is one per loop of the server's event-loop group.
+    /// there is one per loop of the server's group.
     static func of(_ eventLoop: any EventLoop) -> EventLoopDrains {
-        registry.withLock { registry in
-            let key = ObjectIdentifier(eventLoop)
-            if let drains = registry[key] { return drains }
-            let drains = EventLoopDrains(eventLoop: eventLoop)
-            registry[key] = drains
-            return drains
-        }
+        perLoop.value(on: eventLoop, for: 0) { EventLoopDrains(eventLoop: eventLoop) }
     }
 }

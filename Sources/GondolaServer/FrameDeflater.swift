@@ -1,14 +1,13 @@
 import CompressNIO
-import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
 
-/// Compresses the outgoing messages of one permessage-deflate connection (RFC 7692)
-/// synchronously on the connection's event loop, as `ChannelFrameWriter` writes them:
-/// one zlib stream per connection, each message flushed with a sync flush whose
-/// trailing `00 00 ff ff` is dropped, the first frame marked with RSV1. With context
-/// takeover (the default) each message may refer back to the previous ones; a client
-/// that asked for `server_no_context_takeover` gets a stream reset after every message.
+/// Compresses the outgoing messages of one permessage-deflate connection that keeps its
+/// context (RFC 7692) synchronously on the connection's event loop, as `ChannelFrameWriter`
+/// writes them: one zlib stream per connection, each message flushed with a sync flush whose
+/// trailing `00 00 ff ff` is dropped, the first frame marked with RSV1, and each message
+/// free to refer back to the previous ones. (A connection without context takeover uses its
+/// loop's `SharedFrameDeflater` instead.)
 ///
 /// Messages shorter than `minBytes` go uncompressed, which the protocol always allows
 /// and which leaves the stream's context untouched. Should zlib fail, the connection's
@@ -16,20 +15,15 @@ import NIOWebSocket
 /// connection's event loop, by its writer.
 final class FrameDeflater: @unchecked Sendable {
     private let minBytes: Int
-    private let resetsAfterEachMessage: Bool
     private var compressor: ZlibCompressor?
 
-    /// The deflater for the accepted permessage-deflate `offer`, nil when zlib refuses the settings.
-    init?(offer: WebSocketExtensionHTTPParameters, settings: WebSocketCompression) {
-        // The client may cap the server's window; a window smaller than the agreed one
-        // is always readable by the client, so the configured one applies below the cap.
-        let windowBits = min(settings.windowBits, offer.parameters["server_max_window_bits"]?.integer ?? 15)
+    /// The deflater for a window of 2^`windowBits` bytes, nil when zlib refuses the settings.
+    init?(windowBits: Int, settings: WebSocketCompression) {
         let configuration = ZlibConfiguration(
             windowSize: Int32(windowBits), compressionLevel: Int32(settings.level), memoryLevel: Int32(settings.memoryLevel))
         guard let compressor = try? ZlibCompressor(algorithm: .deflate, configuration: configuration) else { return nil }
         self.compressor = compressor
         self.minBytes = settings.minBytes
-        self.resetsAfterEachMessage = offer.parameters["server_no_context_takeover"] != nil
     }
 
     /// The single frame carrying `message`, compressed when it is long enough.
@@ -48,7 +42,6 @@ final class FrameDeflater: @unchecked Sendable {
         do {
             try compressor.deflate(from: &input, to: &output, flush: .sync)
             guard input.readableBytes == 0, output.readableBytes >= 4 else { throw CompressNIOError.bufferOverflow }
-            if resetsAfterEachMessage { try compressor.reset() }
         } catch {
             self.compressor = nil
             input = original

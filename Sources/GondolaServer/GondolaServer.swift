@@ -190,7 +190,8 @@ public final class GondolaServer: Sendable {
         let compression = configuration.webSocketCompression
             ? WebSocketCompression(minBytes: configuration.webSocketCompressionMinBytes, level: configuration.webSocketCompressionLevel,
                                    windowBits: configuration.webSocketCompressionWindowBits,
-                                   memoryLevel: configuration.webSocketCompressionMemoryLevel)
+                                   memoryLevel: configuration.webSocketCompressionMemoryLevel,
+                                   contextTakeover: configuration.webSocketCompressionContextTakeover)
             : nil
         var webSocket = WebSocketEndpoint(node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections)
         webSocket.forwardedHeaderNames = Set(configuration.proxyHTTPHeaders.map { $0.lowercased() })

@@ -57,6 +57,10 @@ public struct ServerConfiguration: Sendable {
     public var webSocketCompressionWindowBits = 15
     /// zlib's memory level for outgoing messages (1 least … 9 most).
     public var webSocketCompressionMemoryLevel = 8
+    /// Whether a compressed connection keeps its context from message to message (a zlib
+    /// stream of its own each way); without it, each message is compressed on its own and a
+    /// publication once per event loop for all its subscribers (`WebSocketCompression`).
+    public var webSocketCompressionContextTakeover = false
     /// Folder of resort files for the travel domain's maps.
     public var resorts = "resorts/"
     public var locationInterval: Duration = .milliseconds(250)
@@ -170,7 +174,7 @@ public enum ConfigurationLoader {
         "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
         "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
-        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "resorts", "location_interval", "location_ttl",
+        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "websocket_compression_context_takeover", "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
         "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
     ] + BuiltInDomains.settingKeys + ProxyKind.allCases.flatMap { ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout"] }
@@ -320,6 +324,7 @@ public enum ConfigurationLoader {
         case "websocket_compression_level": configuration.webSocketCompressionLevel = try field.integer(min: 1, max: 9)
         case "websocket_compression_window_bits": configuration.webSocketCompressionWindowBits = try field.integer(min: 9, max: 15)
         case "websocket_compression_memory_level": configuration.webSocketCompressionMemoryLevel = try field.integer(min: 1, max: 9)
+        case "websocket_compression_context_takeover": configuration.webSocketCompressionContextTakeover = try field.bool()
         case "max_channels_per_client": configuration.hub.maxChannelsPerClient = try field.integer(min: 1)
         case "user_subscribe_to_personal": configuration.hub.userSubscribeToPersonal = try field.bool()
         case "user_personal_channel_namespace": configuration.hub.userPersonalChannelNamespace = try field.nonEmptyString()

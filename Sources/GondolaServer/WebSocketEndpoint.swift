@@ -32,7 +32,7 @@ struct WebSocketEndpoint: Sendable {
     /// What the handshake of an accepted upgrade request settled.
     struct Handshake: Sendable {
         let encoding: Result<ProtocolEncoding, ProtocolDecodingError>
-        let compressionOffer: WebSocketExtensionHTTPParameters?
+        let compression: DeflateAgreement?
         let responseHeaders: HTTPHeaders
         let forwardedHeaders: [(name: String, value: String)]
     }
@@ -47,13 +47,13 @@ struct WebSocketEndpoint: Sendable {
         if WebSocketEncoding.offersProtobufSubprotocol(fields) {
             responseHeaders.add(name: "Sec-WebSocket-Protocol", value: ProtocolEncoding.protobufSubprotocol)
         }
-        let offer = compression?.acceptedOffer(in: fields)
-        if let offer, let accepted = compression?.responseHeader(to: offer) {
-            responseHeaders.add(name: "Sec-WebSocket-Extensions", value: accepted)
+        let deflate = compression?.agreement(for: fields)
+        if let deflate {
+            responseHeaders.add(name: "Sec-WebSocket-Extensions", value: deflate.responseHeader)
         }
         let encoding = Result { () throws(ProtocolDecodingError) in try WebSocketEncoding.of(uri: uri, headers: fields) }
         let forwarded = forwardedHeaderNames.isEmpty ? [] : head.headers.filter { forwardedHeaderNames.contains($0.name.lowercased()) }
-        let handshake = Handshake(encoding: encoding, compressionOffer: offer, responseHeaders: responseHeaders, forwardedHeaders: forwarded)
+        let handshake = Handshake(encoding: encoding, compression: deflate?.agreement, responseHeaders: responseHeaders, forwardedHeaders: forwarded)
         guard let cluster = node.cluster else { return channel.eventLoop.makeSucceededFuture(handshake) }
         let promise = channel.eventLoop.makePromise(of: Handshake?.self)
         promise.completeWithTask {
@@ -76,14 +76,14 @@ struct WebSocketEndpoint: Sendable {
             session = node.accept()
             session.closeForBadRequest(error.message)
         }
-        let offer = handshake.compressionOffer
+        let agreement = handshake.compression
         let handler = WebSocketSessionHandler(
             session: session, maxMessageBytes: maxFrameBytes, maxInflatedBytes: maxWebSocketFrame,
-            inflater: offer.flatMap(FrameInflater.init(offer:)), eventLoop: channel.eventLoop,
+            inflater: agreement.flatMap { FrameInflater(agreement: $0, loop: channel.eventLoop) }, eventLoop: channel.eventLoop,
             executor: EventLoopTaskExecutor(channel.eventLoop), connections: connections)
         try channel.pipeline.syncOperations.addHandler(handler)
-        let deflater = compression.flatMap { settings in offer.flatMap { FrameDeflater(offer: $0, settings: settings) } }
-        ChannelFrameWriter.install(session.queue, on: channel, deflater: deflater) { code in handler.outboundFinished(code) }
+        let outgoing = agreement.flatMap { agreement in compression?.outgoing(agreement, on: channel.eventLoop) }
+        ChannelFrameWriter.install(session.queue, on: channel, compression: outgoing) { code in handler.outboundFinished(code) }
         connections.opened(closing: channel.closeFuture)
     }
 }

@@ -5,16 +5,18 @@ import Testing
 
 /// permessage-deflate on the WebSocket endpoint over real sockets: negotiated only when
 /// enabled and offered, frames from the size threshold up compressed, the same
-/// publications for compressed (with and without context takeover) and plain clients
+/// publications for compressed (with and without context takeover, whether the server or
+/// the client chose it) and plain clients
 /// in both encodings, and bad compressed
 /// input closing only its own connection.
 @Suite struct CompressionTests {
     static let extensionOffer = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits"
 
-    static func compressingServer(minBytes: Int = 200, enabled: Bool = true) async throws -> RunningServer {
+    static func compressingServer(minBytes: Int = 200, enabled: Bool = true, contextTakeover: Bool = false) async throws -> RunningServer {
         var configuration = RunningServer.configuration()
         configuration.webSocketCompression = enabled
         configuration.webSocketCompressionMinBytes = minBytes
+        configuration.webSocketCompressionContextTakeover = contextTakeover
         return try await RunningServer.start(configuration)
     }
 
@@ -26,9 +28,9 @@ import Testing
         })]
     }
 
-    @Test(arguments: ProtocolEncoding.allCases)
-    func compressedAndPlainClientsGetTheSamePublications(encoding: ProtocolEncoding) async throws {
-        let server = try await Self.compressingServer()
+    @Test(arguments: ProtocolEncoding.allCases, [false, true])
+    func compressedAndPlainClientsGetTheSamePublications(encoding: ProtocolEncoding, contextTakeover: Bool) async throws {
+        let server = try await Self.compressingServer(contextTakeover: contextTakeover)
         let compressed = try await server.client("deflate", encoding: encoding, compressed: true)
         let plain = try await server.client("plain", encoding: encoding)
         // A client that asks the server to compress every message on its own.

@@ -36,10 +36,10 @@ import Testing
         let server = try await RunningServer.start()
         let channel = EmbeddedChannel()
         let session = server.server.node.accept(encoding: .json)
-        let offer = WebSocketExtensionHTTPParameters.parseHeaders([.secWebSocketExtensions: "permessage-deflate"]).first
+        let agreement = DeflateAgreement(serverWindowBits: 15, serverNoContextTakeover: false, clientWindowBits: 15, clientNoContextTakeover: false)
         let handler = WebSocketSessionHandler(
             session: session, maxMessageBytes: 4096, maxInflatedBytes: 1 << 16,
-            inflater: compressed ? offer.flatMap(FrameInflater.init(offer:)) : nil, eventLoop: channel.eventLoop,
+            inflater: compressed ? FrameInflater(agreement: agreement, loop: channel.eventLoop) : nil, eventLoop: channel.eventLoop,
             executor: EventLoopTaskExecutor(channel.embeddedEventLoop), connections: OpenConnections())
         let reads = ReadCounter()
         try channel.pipeline.syncOperations.addHandler(reads)
