@@ -31,7 +31,6 @@ import Testing
         func asked(_ kind: ProxyKind) -> Int { bodies.withLock { $0.filter { $0.0 == kind }.count } }
     }
 
-    static let now = Int64(Date().timeIntervalSince1970)
 
     /// Waits until `condition` holds (the session's proxy refreshes finish in tasks of their own).
     static func until(_ condition: () -> Bool) async throws {
@@ -99,25 +98,27 @@ import Testing
     /// The refresh proxy prolongs a connection the connect proxy made when its end comes; an
     /// `expired` answer closes it with 3005. The client is not told a ttl: the server refreshes.
     @Test func theRefreshProxyProlongsOrEndsAConnection() async throws {
-        let backend = CannedBackend(["result": [:]], [.connect: ["result": ["user": "bob", "expire_at": .int(Self.now + 1)]],
-                                                      .refresh: ["result": ["expire_at": .int(Self.now + 3600)]]])
+        let now = Int64(Date().timeIntervalSince1970)  // this test's own reading: the suite may have started long before
+        let backend = CannedBackend(["result": [:]], [.connect: ["result": ["user": "bob", "expire_at": .int(now + 1)]],
+                                                      .refresh: ["result": ["expire_at": .int(now + 3600)]]])
         let node = try await Self.node(backend)
         var client = TestClient(node: node)
         guard case let .connect(result) = try await client.call(.connect(ConnectRequest())).body else { Issue.record("no connect"); return }
         #expect(!result.expires, "the server refreshes this connection itself")
-        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(Self.now + 2)))
+        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(now + 2)))
         try await Self.until { backend.asked(.refresh) == 1 && client.session.proxyRefreshesUnderWay == 0 }
         // Past the old end and its grace the connection stands, prolonged.
-        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(Self.now + 60)))
+        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(now + 60)))
         #expect(try await client.call(.ping).body == .ping)
         backend.answers.withLock { $0[.refresh] = ["result": ["expired": true]] }
-        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(Self.now + 4000)))
+        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(now + 4000)))
         #expect(try await client.closeCode().code == 3005)
     }
 
     /// The sub_refresh proxy does the same for a subscription the subscribe proxy granted.
     @Test func theSubRefreshProxyEndsAnExpiredSubscription() async throws {
-        let backend = CannedBackend(["result": [:]], [.subscribe: ["result": ["expire_at": .int(Self.now + 1)]],
+        let now = Int64(Date().timeIntervalSince1970)  // this test's own reading: the suite may have started long before
+        let backend = CannedBackend(["result": [:]], [.subscribe: ["result": ["expire_at": .int(now + 1)]],
                                                       .subRefresh: ["result": ["expired": true]]])
         let node = Node(configuration: testConfiguration { configuration in
             var gated = NamespaceOptions(name: "gated")
@@ -129,7 +130,7 @@ import Testing
             Issue.record("not subscribed"); return
         }
         #expect(!result.expires)
-        alice.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(Self.now + 2)))
+        alice.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(now + 2)))
         var unsubscribed: Push?
         while unsubscribed == nil {
             if case let .push(push) = try await alice.next(), case .unsubscribe = push.body { unsubscribed = push }
