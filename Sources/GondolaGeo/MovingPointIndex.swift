@@ -102,14 +102,20 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// Points within `radius` metres of `center`, nearest first, at most `limit`,
     /// keeping only those `filter` accepts.
     @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, filter: ((ID) -> Bool)? = nil) -> [Neighbour<ID>] {
-        guard let filter else { return nearby(center, radius: radius, limit: limit, accepting: { _, _ in true }) }
+        // Without a filter no candidate's id is read, only the answers'.
+        guard let filter else { return neighbours(grid.nearby(center, radius: radius, limit: limit) { _, _ in true }) }
         return nearby(center, radius: radius, limit: limit, accepting: { id, _ in filter(id) })
     }
 
     /// Points within `radius` metres of `center`, nearest first, at most `limit`,
     /// keeping only those `accept` takes, given the id and the distance.
     @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, accepting accept: (ID, Double) -> Bool) -> [Neighbour<ID>] {
-        grid.nearby(center, radius: radius, limit: limit) { slot, distance in accept(ids[Int(slot)], distance) }.map { match in
+        neighbours(grid.nearby(center, radius: radius, limit: limit) { slot, distance in accept(ids[Int(slot)], distance) })
+    }
+
+    /// The grid's matches with their ids and altitudes.
+    @inlinable func neighbours(_ matches: [GridMatch]) -> [Neighbour<ID>] {
+        matches.map { match in
             Neighbour(id: ids[Int(match.slot)], point: GeoPoint(lat: match.lat, lon: match.lon, alt: altitude(at: match.slot)), distance: match.distance)
         }
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A match of a `PointGrid` radius query: the slot, its distance from the centre
 /// and its position as the grid holds it.
 public struct GridMatch: Sendable {
@@ -116,22 +118,79 @@ public struct PointGrid: Sendable {
 
     /// The points within `radius` metres of `center` that `accept` takes (given the
     /// slot and the distance), nearest first (ties by slot), at most `limit`.
+    ///
+    /// With a limit, the cells are searched nearest first (by the distance from the
+    /// centre to their nearest edge; cells are narrower east–west than north–south away
+    /// from the equator), and the search stops once the `limit`-th nearest found so far is
+    /// strictly nearer than the next cell can hold anything (ties are decided by slot, so a
+    /// point as far as the last one might still be wanted): a dense neighbourhood is
+    /// answered from its middle.
     @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, accepting accept: (Int32, Double) -> Bool) -> [GridMatch] {
         guard limit > 0, radius >= 0 else { return [] }
         let probe = DistanceProbe(center, radius: radius)
+        let box = BoundingBox(around: center, radius: radius)
         var found: [GridMatch] = []
-        forEachEntry(in: BoundingBox(around: center, radius: radius)) { lat, lon, slot in
-            guard probe.mayBeWithin(lat: lat, lon: lon) else { return }
-            let distance = probe.distance(lat: lat, lon: lon)
-            guard distance <= radius, accept(slot, distance) else { return }
-            found.append(GridMatch(distance: distance, lat: lat, lon: lon, slot: slot))
+        let ranges = grid.ranges(of: box)
+        guard limit < .max, ranges.wrapped == nil, ranges.count > 9, ranges.count <= min(Int64(cells.count), 256) else {
+            forEachEntry(in: box) { lat, lon, slot in Self.consider(lat, lon, slot, probe: probe, accept: accept, into: &found) }
+            Self.keepNearest(&found, limit: limit)
+            return found
+        }
+        let order = nearestFirst(ranges, from: center, within: box)
+        var checkedAt = 0
+        for (index, cell) in order.enumerated() {
+            // Whether what is left can matter: checked once enough is found, then every fourth cell.
+            if found.count >= limit, checkedAt == 0 || index - checkedAt >= 4 {
+                checkedAt = index
+                if Self.trimToNearest(&found, limit: limit) < cell.nearest { break }
+            }
+            guard let members = cells[cell.number] else { continue }
+            forEach(members, in: cell.number) { lat, lon, slot in Self.consider(lat, lon, slot, probe: probe, accept: accept, into: &found) }
         }
         Self.keepNearest(&found, limit: limit)
         return found
     }
 
+    /// The cells of `ranges`, by the least distance in metres a point in each can be from
+    /// `center` (a hair less than the true least, so never more).
+    @inlinable func nearestFirst(_ ranges: GridCells.Ranges, from center: GeoPoint, within box: BoundingBox) -> [(number: Int64, nearest: Double)] {
+        // East–west metres per degree where it is least: the box's highest latitude.
+        let highest = min(90, max(abs(box.minLat), abs(box.maxLat)))
+        let eastWest = Geodesy.metresPerDegree * cos(highest * .pi / 180)
+        var order: [(number: Int64, nearest: Double)] = []
+        order.reserveCapacity(Int(ranges.count))
+        for r in ranges.rows {
+            let south = Double(r) * grid.cellDegrees - 90
+            let dy = max(0, south - center.lat, center.lat - (south + grid.cellDegrees)) * Geodesy.metresPerDegree
+            for c in ranges.columns {
+                let west = Double(c) * grid.cellDegrees - 180
+                let dx = max(0, west - center.lon, center.lon - (west + grid.cellDegrees)) * eastWest
+                order.append((r * grid.columns + c, (dx * dx + dy * dy).squareRoot() * 0.999))
+            }
+        }
+        order.sort { $0.nearest < $1.nearest }
+        return order
+    }
+
+    /// Adds the point at `lat`, `lon` to `found` when it is within the probe's radius and `accept` takes it.
+    @inlinable static func consider(_ lat: Double, _ lon: Double, _ slot: Int32, probe: DistanceProbe, accept: (Int32, Double) -> Bool,
+                                    into found: inout [GridMatch]) {
+        guard probe.mayBeWithin(lat: lat, lon: lon) else { return }
+        let distance = probe.distance(lat: lat, lon: lon)
+        guard distance <= probe.radius, accept(slot, distance) else { return }
+        found.append(GridMatch(distance: distance, lat: lat, lon: lon, slot: slot))
+    }
+
     /// Leaves the `limit` smallest distances in `found`, sorted (quickselect, then a sort of the rest).
     @inlinable static func keepNearest(_ found: inout [GridMatch], limit: Int) {
+        trimToNearest(&found, limit: limit)
+        found.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.slot < $1.slot) }
+    }
+
+    /// Leaves the `limit` smallest distances in `found`, in no order (quickselect), and
+    /// answers the largest of them (0 when `found` is empty).
+    @discardableResult
+    @inlinable static func trimToNearest(_ found: inout [GridMatch], limit: Int) -> Double {
         if found.count > limit {
             var low = 0, high = found.count - 1
             while low < high {
@@ -150,7 +209,7 @@ public struct PointGrid: Sendable {
             }
             found.removeLast(found.count - limit)
         }
-        found.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.slot < $1.slot) }
+        return found.reduce(0) { max($0, $1.distance) }
     }
 
     /// Calls `body` with the position and slot of every point in the cells that `box`

@@ -57,12 +57,27 @@ import Testing
             let limit = Int.random(in: 1...10, using: &random)
             let limited = index.nearby(center, radius: radius, limit: limit)
             #expect(close(limited.map(\.distance), Array(expected.map(\.1).prefix(limit))))
+            #expect(limited.map(\.id) == got.prefix(limit).map(\.id), "the ring search answers what the whole scan does, ties included")
             let evenOnly = index.nearby(center, radius: radius, filter: { $0 % 2 == 0 })
             #expect(Set(evenOnly.map(\.id)) == Set(expected.map(\.0).filter { $0 % 2 == 0 }))
             let k = Int.random(in: 1...8, using: &random)
             let nearest = index.nearest(center, k: k)
             let all = model.nearby(center, radius: .infinity)
             #expect(close(nearest.map(\.distance), Array(all.map(\.1).prefix(k))))
+        }
+    }
+
+    @Test(arguments: Array(testCentres.enumerated()))
+    func aDenseNeighbourhoodsNearestAreTheWholeScansFirst(_ entry: (offset: Int, element: GeoPoint)) {
+        // Resort-like density: the nearest 50 lie well inside the radius, so the ring search stops early.
+        var (index, model, random) = populate(UInt64(40 + entry.offset), centre: entry.element, count: 6000, spread: 1500, cell: 100)
+        for _ in 0..<100 {
+            let center = random.point(near: entry.element, metres: 1600)
+            let radius = Double.random(in: 50...600, using: &random)
+            let limit = Int.random(in: 1...80, using: &random)
+            let whole = index.nearby(center, radius: radius)
+            #expect(Set(whole.map(\.id)) == Set(model.nearby(center, radius: radius).map(\.0)))
+            #expect(index.nearby(center, radius: radius, limit: limit).map(\.id) == whole.prefix(limit).map(\.id))
         }
     }
 
