@@ -142,7 +142,8 @@ public struct PointGrid: Sendable {
             // Whether what is left can matter: checked once enough is found, then every fourth cell.
             if found.count >= limit, checkedAt == 0 || index - checkedAt >= 4 {
                 checkedAt = index
-                if Self.trimToNearest(&found, limit: limit) < cell.nearest { break }
+                Self.trimToNearest(&found, limit: limit)
+                if found.reduce(0, { max($0, $1.distance) }) < cell.nearest { break }
             }
             guard let members = cells[cell.number] else { continue }
             forEach(members, in: cell.number) { lat, lon, slot in Self.consider(lat, lon, slot, probe: probe, accept: accept, into: &found) }
@@ -187,10 +188,8 @@ public struct PointGrid: Sendable {
         found.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.slot < $1.slot) }
     }
 
-    /// Leaves the `limit` smallest distances in `found`, in no order (quickselect), and
-    /// answers the largest of them (0 when `found` is empty).
-    @discardableResult
-    @inlinable static func trimToNearest(_ found: inout [GridMatch], limit: Int) -> Double {
+    /// Leaves the `limit` smallest distances in `found`, in no order (quickselect).
+    @inlinable static func trimToNearest(_ found: inout [GridMatch], limit: Int) {
         if found.count > limit {
             var low = 0, high = found.count - 1
             while low < high {
@@ -209,7 +208,6 @@ public struct PointGrid: Sendable {
             }
             found.removeLast(found.count - limit)
         }
-        return found.reduce(0) { max($0, $1.distance) }
     }
 
     /// Calls `body` with the position and slot of every point in the cells that `box`

@@ -27,6 +27,8 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     private let channel: any Channel
     private let queue: OutboundQueue
     private let opcode: WebSocketOpcode
+    /// The encoding's separator, kept once: a shared deflate joins a frame's messages with it.
+    private let separator: [UInt8]
     private let compression: FrameCompression?
     private var finished: (@Sendable (DisconnectCode?) -> Void)?
     private var stalledCloseScheduled = false
@@ -36,6 +38,7 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
         self.queue = queue
         self.compression = compression
         self.opcode = queue.encoding.isBinary ? .binary : .text
+        self.separator = queue.encoding.separator
         self.finished = finished
     }
 
@@ -90,7 +93,7 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
             case nil: return nil
             case let .close(code): return .close(code)
             case let .messages(messages):
-                return .frame(deflater.frame(for: messages, separator: queue.encoding.separator, opcode: opcode, allocator: channel.allocator))
+                return .frame(deflater.frame(for: messages, separator: separator, opcode: opcode, allocator: channel.allocator))
             }
         }
         switch queue.poll() {
