@@ -56,13 +56,14 @@ async def main(args):
     while time.time() < deadline:
         done = lines(args.accepted)
         if done and first is None:
-            first = time.time()
+            first, first_done, cpu_at_first = time.time(), done, cpu_seconds(args.server_pid)
         peak = max(peak, rss_mib(args.server_pid))
         if done >= args.users:
             break
         await asyncio.sleep(0.1)
     finished = time.time()
-    cpu = cpu_seconds(args.server_pid) - cpu_before
+    cpu_end = cpu_seconds(args.server_pid)
+    cpu = cpu_end - cpu_before
     standin_cpu = cpu_seconds(args.standin_pid) - standin_before
     await staff.disconnect()
     elapsed = finished - started
@@ -73,6 +74,10 @@ async def main(args):
     print(f"| last notification accepted after | {elapsed:.1f} s |")
     print(f"| notifications accepted per second | {done / elapsed:,.0f} |")
     print(f"| hub CPU | {cpu:.1f} s ({cpu / max(done, 1) * 1e6:.0f} µs per notification) |")
+    if first is not None and done > first_done:
+        sending_cpu, sent = cpu_end - cpu_at_first, done - first_done
+        print(f"| while sending (first to last accepted): notifications per second, hub CPU | {sent / max(finished - first, 1e-9):,.0f}/s, "
+              f"{sending_cpu / sent * 1e6:.0f} µs per notification |")
     print(f"| stand-in CPU | {standin_cpu:.1f} s |")
     print(f"| hub RSS before / peak while draining | {rss_before:.0f} / {peak:.0f} MiB |")
 

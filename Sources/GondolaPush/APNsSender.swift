@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import GondolaProtocol
 import JWTKit
@@ -69,7 +68,7 @@ actor APNsProviderToken {
 /// `apns-expiration`, `apns-collapse-id` for collapsed threads and `apns-id` (the outbox row's
 /// id, so APNs and the log name the same notification).
 struct APNsSender: PushSender {
-    let client: HTTPClient
+    let connection: ServiceConnection
     let credentials: APNsCredentials
     let providerToken: APNsProviderToken
 
@@ -85,8 +84,7 @@ struct APNsSender: PushSender {
                        ("apns-priority", content.silent ? "5" : "10"), ("apns-expiration", String(content.expiresAt / 1000)), ("apns-id", queued.id)]
         if let collapse = content.collapseKey { headers.append(("apns-collapse-id", collapse)) }
         let answer: ServiceAnswer
-        switch await ServiceAnswer.post(Self.payload(content, text: text), to: "\(credentials.baseURL)/3/device/\(queued.push.token)",
-                                        headers: headers, with: client) {
+        switch await connection.post(path: "/3/device/\(queued.push.token)", headers: headers, body: ByteBuffer(bytes: Self.payload(content, text: text).bytes)) {
         case let .success(answered): answer = answered
         case let .failure(unreachable): return unreachable.outcome
         }
@@ -100,6 +98,9 @@ struct APNsSender: PushSender {
         default: return answer.generalFailure(reason)
         }
     }
+
+    var concurrentStreams: Int { connection.concurrentStreams }
+    func shutdown() async { await connection.shutdown() }
 
     /// The JSON APNs shows: `aps` with the alert, sound (none in quiet hours, with a passive
     /// interruption level), thread id; beside it the app's `link`, `count` and `category`.

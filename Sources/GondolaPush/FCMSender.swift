@@ -110,9 +110,8 @@ actor FCMAccessTokens {
 /// overrides for Android (collapse key, tag, TTL, no sound in quiet hours) and for iOS
 /// devices behind FCM (the same `aps` as direct APNs).
 struct FCMSender: PushSender {
-    let client: HTTPClient
+    let connection: ServiceConnection
     let account: FCMServiceAccount
-    let baseURL: String
     let tokens: FCMAccessTokens
 
     func send(_ queued: QueuedPush, text: RenderedText) async -> PushOutcome {
@@ -125,8 +124,8 @@ struct FCMSender: PushSender {
             return .retry(reason: "credentials", detail: "\(error)", after: nil)
         }
         let answer: ServiceAnswer
-        switch await ServiceAnswer.post(Self.message(queued, text: text), to: "\(baseURL)/v1/projects/\(account.projectID)/messages:send",
-                                        headers: [("authorization", "Bearer \(accessToken)")], with: client) {
+        switch await connection.post(path: "/v1/projects/\(account.projectID)/messages:send", headers: [("authorization", "Bearer \(accessToken)")],
+                                     body: ByteBuffer(bytes: Self.message(queued, text: text).bytes)) {
         case let .success(answered): answer = answered
         case let .failure(unreachable): return unreachable.outcome
         }
@@ -140,6 +139,9 @@ struct FCMSender: PushSender {
         default: return answer.generalFailure([status, code].filter { !$0.isEmpty }.joined(separator: " "))
         }
     }
+
+    var concurrentStreams: Int { connection.concurrentStreams }
+    func shutdown() async { await connection.shutdown() }
 
     /// The v1 message for `queued`.
     static func message(_ queued: QueuedPush, text: RenderedText) -> JSON {

@@ -43,28 +43,40 @@ struct PushConfiguration: Sendable {
 
     var isEmpty: Bool { apns == nil && fcm == nil }
 
-    /// HTTP/2 where the service offers it (both do), the extra trusted certificates if any.
-    var httpClient: HTTPClient.Configuration {
+    /// The system's trust roots and the extra trusted certificates if any.
+    var tls: TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        return tls
+    }
+
+    /// For FCM's token exchange: HTTP/2 where the service offers it.
+    var httpClient: HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.httpVersion = .automatic
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
         return configuration
     }
 
-    /// A sender for each service with credentials.
+    /// A sender for each service with credentials, each on a connection of its own
+    /// (`client` exchanges FCM's access tokens).
     func senders(client: HTTPClient?) async throws -> [PushPlatform: any PushSender] {
         guard let client else { return [:] }
         var senders: [PushPlatform: any PushSender] = [:]
         if let apns {
-            senders[.apns] = APNsSender(client: client, credentials: apns, providerToken: await APNsProviderToken(credentials: apns))
+            senders[.apns] = APNsSender(connection: try connection(to: apns.baseURL), credentials: apns,
+                                        providerToken: await APNsProviderToken(credentials: apns))
         }
         if let fcm {
-            senders[.fcm] = FCMSender(client: client, account: fcm.account, baseURL: fcm.baseURL,
+            senders[.fcm] = FCMSender(connection: try connection(to: fcm.baseURL), account: fcm.account,
                                       tokens: await FCMAccessTokens(account: fcm.account, client: client))
         }
         return senders
+    }
+
+    private func connection(to baseURL: String) throws -> ServiceConnection {
+        guard let address = ServiceConnection.Address(baseURL: baseURL) else { throw DomainSetupError("push: cannot reach '\(baseURL)'") }
+        return try ServiceConnection(address: address, tls: tls)
     }
 
     /// Says once which services will not be used.
@@ -110,7 +122,7 @@ struct PushConfiguration: Sendable {
 
     /// An `https://` (or `http://`) address without a trailing slash.
     private static func baseURL(_ key: String, _ value: String) throws(DomainSetupError) -> String {
-        guard let url = URL(string: value), ["https", "http"].contains(url.scheme ?? ""), url.host != nil else {
+        guard ServiceConnection.Address(baseURL: value) != nil else {
             let expected = key == "apns_environment" ? "production, sandbox or an https:// address" : "an https:// address"
             throw DomainSetupError("'\(key)' expected \(expected), got '\(value)'")
         }

@@ -54,6 +54,7 @@ public struct PushDomain: Domain {
                 group.addTask { await outbox.run() }
                 group.addTask { await notifier.run() }
             }
+            for sender in senders.values { await sender.shutdown() }
             try? await client?.shutdown()
         })
     }

@@ -5,14 +5,17 @@ import Logging
 import Synchronization
 
 /// Notifications waiting for APNs or FCM, in the database (`PushQueue`), sent by one lane
-/// per service. A lane keeps up to `maxInFlight` requests open at once (they share the
-/// service's HTTP/2 connections) and claims more due rows as soon as any of them is
-/// answered, so a request the service leaves unanswered holds one slot of its own lane
-/// until the client's read timeout, never the other service's notifications nor the rest
-/// of its own.
+/// per service. A lane keeps a window of requests open at once on the service's HTTP/2
+/// connection: as many as the service takes streams at once (its
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`), at most `maxInFlight`; it claims more due rows as
+/// answers free a quarter of the window, so a request the service leaves unanswered holds
+/// one slot of its own lane until the answer timeout, never the other service's
+/// notifications nor the rest of its own.
 ///
-/// An answer is recorded as soon as it arrives, so a restart sends again only what was in
-/// flight and unanswered when the process died (after a kill -9 of a single node its claims
+/// Accepted notifications are recorded in batches (`GroupCommit`: the answers that arrive
+/// while one batch is written go in the next transaction), and a request's slot frees only
+/// once its answer is recorded, so a restart sends again only what was in flight or
+/// answered and not yet recorded when the process died (after a kill -9 of a single node its claims
 /// are freed at start; in a cluster they lapse after `lease`). A failure worth retrying
 /// (429, 5xx, network, credentials) waits with exponential back-off from 1 s to at most 30
 /// minutes, ±20% jitter, never less than the service's `Retry-After`, and is given up after
@@ -20,12 +23,16 @@ import Synchronization
 /// removed and its waiting notifications given up. A user over the per-user rate waits for
 /// the next window. At most `maxPending` notifications wait; more are dropped and counted
 /// (`gondola_push_failed_total{reason="outbox_full"}`). Sent and given-up rows are kept a
-/// day, then deleted.
+/// day, then deleted. A claim is one transaction for many rows, not one per answer.
 final class PushOutbox: Sendable {
     static let maxPending = 1_000_000
     static let maxAttempts = 12
     static let batchSize = 500
-    static let maxInFlight = 200
+    static let maxInFlight = 1_000
+    /// The most accepted notifications recorded in one transaction.
+    static let maxRecordedAtOnce = 500
+    /// How often the depth gauge is refreshed at most (counting the waiting rows reads all of them).
+    static let depthInterval: Int64 = 1_000
     static let lease: Int64 = 60_000
     static let keepDone: Int64 = 86_400_000
     /// How often rows done for more than `keepDone` are deleted.
@@ -34,8 +41,17 @@ final class PushOutbox: Sendable {
     static let retryBase: Int64 = 1_000
     static let retryCap: Int64 = 1_800_000
 
-    /// A new row's id, a UUID: APNs takes it as `apns-id`.
-    static func newID() -> String { UUID().uuidString.lowercased() }
+    /// A new row's id, a UUID (APNs takes it as `apns-id`) of version 7 (RFC 9562): the
+    /// millisecond clock first, so rows queued together sit together in the outbox's
+    /// primary key, and a claim or a batch of answers touches a few pages, not one each.
+    static func newID(now: Int64 = unixMilliseconds()) -> String {
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: now >> (8 * (5 - index))) }
+        bytes[6] = 0x70 | (bytes[6] & 0x0F)
+        bytes[8] = 0x80 | (bytes[8] & 0x3F)
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])).uuidString.lowercased()
+    }
 
     let queue: any PushQueue
     let senders: [PushPlatform: any PushSender]
@@ -49,6 +65,9 @@ final class PushOutbox: Sendable {
     /// slot frees while more may be due.
     private let wakeups = Dictionary(uniqueKeysWithValues: PushPlatform.allCases.map { ($0, DeliveryWakeups()) })
     private let lastTidy = Mutex<Int64>(0)
+    private let lastDepth = Mutex<Int64>(0)
+    /// Records accepted notifications in batches; an item's outcome is the error, if any.
+    private let sentRecords: GroupCommit<String, (any Error)?>
 
     init(queue: any PushQueue, senders: [PushPlatform: any PushSender], devices: any DeviceRepository, rate: UserPushRate,
          metrics: PushMetrics, logger: Logger) {
@@ -58,6 +77,14 @@ final class PushOutbox: Sendable {
         self.rate = rate
         self.metrics = metrics
         self.logger = logger
+        sentRecords = GroupCommit(maxBatch: Self.maxRecordedAtOnce) { [queue] ids in
+            do {
+                try await queue.markSent(ids, at: unixMilliseconds())
+                return ids.map { _ in nil }
+            } catch {
+                return ids.map { _ in error }
+            }
+        }
     }
 
     /// Queues `pushes` and wakes the worker; failures are logged and counted, never thrown
@@ -104,18 +131,31 @@ final class PushOutbox: Sendable {
         let mayHaveMore = Atomic<Bool>(false)
     }
 
-    /// Sends `platform`'s due notifications until cancelled, keeping up to `maxInFlight`
-    /// requests open and claiming again whenever one is answered while more may be due. A
-    /// platform without credentials gives up what it claims (rows queued under an earlier
+    /// How many requests a lane keeps open for `sender`: the service's stream limit, at most
+    /// `maxInFlight` (all of it for a platform without credentials, whose rows are given up).
+    private static func window(_ sender: (any PushSender)?) -> Int {
+        min(maxInFlight, max(1, sender?.concurrentStreams ?? maxInFlight))
+    }
+
+    /// True when a lane with `inFlight` requests open in `window` may claim more: a quarter
+    /// of the window is free, or nothing is in flight.
+    private static func mayClaim(inFlight: Int, window: Int) -> Bool {
+        inFlight == 0 || window - inFlight >= max(1, window / 4)
+    }
+
+    /// Sends `platform`'s due notifications until cancelled, keeping its window of requests
+    /// open and claiming again whenever answers free a quarter of it while more may be due.
+    /// A platform without credentials gives up what it claims (rows queued under an earlier
     /// configuration).
     private func lane(_ platform: PushPlatform) async {
         guard let wakeups = wakeups[platform] else { return }
-        let state = LaneState()
+        let state = LaneState(), sender = senders[platform]
         await withDiscardingTaskGroup { group in
             await wakeups.run(every: .seconds(1)) {
                 while !Task.isCancelled {
-                    let room = Self.maxInFlight - state.inFlight.load(ordering: .acquiring)
-                    guard room > 0 else { break }
+                    let inFlight = state.inFlight.load(ordering: .acquiring), window = Self.window(sender)
+                    guard Self.mayClaim(inFlight: inFlight, window: window) else { break }
+                    let room = window - inFlight
                     let limit = min(room, Self.batchSize)
                     let due: [QueuedPush]
                     do {
@@ -129,8 +169,8 @@ final class PushOutbox: Sendable {
                         state.inFlight.wrappingAdd(1, ordering: .acquiringAndReleasing)
                         group.addTask {
                             _ = await self.deliver(push)
-                            state.inFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing)
-                            if state.mayHaveMore.load(ordering: .acquiring) { wakeups.kick() }
+                            let left = state.inFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue
+                            if state.mayHaveMore.load(ordering: .acquiring), Self.mayClaim(inFlight: left, window: Self.window(sender)) { wakeups.kick() }
                         }
                     }
                     if due.count < limit { break }
@@ -159,9 +199,7 @@ final class PushOutbox: Sendable {
         let text = PushTexts.render(push.content.textKey, values: push.content.values, count: push.content.count, locale: push.content.locale)
         switch await sender.send(queued, text: text) {
         case .accepted:
-            do {
-                try await queue.markSent(queued.id, at: unixMilliseconds())
-            } catch {
+            if let error = await sentRecords.commit(queued.id) {
                 logger.error("push outbox: cannot record a delivery", metadata: ["push": "\(queued.id)", "error": "\(error)"])
             }
             metrics.sent(push.platform, latency: unixMilliseconds() - push.content.eventAt)
@@ -206,21 +244,24 @@ final class PushOutbox: Sendable {
         }
     }
 
-    /// Refreshes the depth gauge and, once per `tidyInterval`, deletes rows done for more than
-    /// `keepDone`.
+    /// Refreshes the depth gauge once per `depthInterval` and deletes rows done for more than
+    /// `keepDone` once per `tidyInterval`.
     private func finishRound() async {
         let now = unixMilliseconds()
         do {
-            await metrics.depth.record(try queue.pendingCount())
-            let tidy = lastTidy.withLock { last -> Bool in
-                guard now - last >= Self.tidyInterval else { return false }
-                last = now
-                return true
-            }
-            guard tidy else { return }
-            try await queue.forget(before: now - Self.keepDone)
+            if Self.isDue(lastDepth, every: Self.depthInterval, now: now) { metrics.depth.record(try await queue.pendingCount()) }
+            if Self.isDue(lastTidy, every: Self.tidyInterval, now: now) { try await queue.forget(before: now - Self.keepDone) }
         } catch {
             logger.error("push outbox: cannot tidy", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// True, and `last` set to `now`, when `interval` passed since `last`.
+    private static func isDue(_ last: borrowing Mutex<Int64>, every interval: Int64, now: Int64) -> Bool {
+        last.withLock { last in
+            guard now - last >= interval else { return false }
+            last = now
+            return true
         }
     }
 }

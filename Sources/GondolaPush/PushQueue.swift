@@ -20,7 +20,8 @@ protocol PushQueue: Sendable {
     /// Frees the claims of every runner but `runner` (a single node's restart: the claims of
     /// the run that died are void at once instead of after their lease).
     func releaseClaims(except runner: String) async throws -> Int
-    func markSent(_ id: String, at time: Int64) async throws
+    /// Records the notifications `ids` as accepted at `time`, in one transaction.
+    func markSent(_ ids: [String], at time: Int64) async throws
     /// Records a failed delivery: the attempts so far, the error, when to try again, and
     /// when it was given up (nil: not given up).
     func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) async throws
@@ -85,15 +86,17 @@ struct SQLitePushQueue: PushQueue {
     }
 
     func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) throws -> [QueuedPush] {
+        // One statement claims and reads the rows; RETURNING gives them in no set order.
         try database.pool.write { db in
-            let due = try Row.fetchAll(db, sql: """
-                SELECT \(outboxColumns) FROM push_outbox
-                WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (claimed_by IS NULL OR claim_until_ms <= ?) AND (? IS NULL OR platform = ?)
-                ORDER BY next_attempt_at_ms LIMIT ?
-                """, arguments: [now, now, platform?.rawValue, platform?.rawValue, limit]).compactMap(Self.queued)
-            let claim = try db.cachedStatement(sql: "UPDATE push_outbox SET claimed_by = ?, claim_until_ms = ? WHERE id = ?")
-            for push in due { try claim.execute(arguments: [runner, now + lease, push.id]) }
-            return due
+            try Row.fetchAll(db, sql: """
+                UPDATE push_outbox SET claimed_by = ?, claim_until_ms = ?
+                WHERE id IN (SELECT id FROM push_outbox
+                    WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (claimed_by IS NULL OR claim_until_ms <= ?) AND (? IS NULL OR platform = ?)
+                    ORDER BY next_attempt_at_ms LIMIT ?)
+                RETURNING \(outboxColumns), next_attempt_at_ms
+                """, arguments: [runner, now + lease, now, now, platform?.rawValue, platform?.rawValue, limit])
+                .sorted { ($0["next_attempt_at_ms"] as Int64, $0["id"] as String) < ($1["next_attempt_at_ms"] as Int64, $1["id"] as String) }
+                .compactMap(Self.queued)
         }
     }
 
@@ -105,11 +108,12 @@ struct SQLitePushQueue: PushQueue {
         }
     }
 
-    func markSent(_ id: String, at time: Int64) throws {
+    func markSent(_ ids: [String], at time: Int64) throws {
         try database.pool.write { db in
-            try db.execute(sql: """
+            let sent = try db.cachedStatement(sql: """
                 UPDATE push_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL, claimed_by = NULL, claim_until_ms = NULL WHERE id = ?
-                """, arguments: [time, id])
+                """)
+            for id in ids { try sent.execute(arguments: [time, id]) }
         }
     }
 
@@ -227,10 +231,10 @@ struct PostgresPushQueue: PushQueue {
 
     func releaseClaims(except runner: String) throws -> Int { 0 }  // nodes of a cluster wait for each other's leases
 
-    func markSent(_ id: String, at time: Int64) async throws {
+    func markSent(_ ids: [String], at time: Int64) async throws {
         try await pool.query("""
             UPDATE push_outbox SET sent_at_ms = \(time), attempts = attempts + 1, last_error = NULL, claimed_by = NULL, claim_until_ms = NULL
-            WHERE id = \(id)
+            WHERE id = ANY(\(ids))
             """)
     }
 

@@ -20,6 +20,10 @@ enum PushOutcome: Sendable, Equatable {
 /// Sends notifications to one service (APNs or FCM).
 protocol PushSender: Sendable {
     func send(_ push: QueuedPush, text: RenderedText) async -> PushOutcome
+    /// How many requests the service takes at once on the sender's connection.
+    var concurrentStreams: Int { get }
+    /// Closes the sender's connection.
+    func shutdown() async
 }
 
 /// The parts of a push service's HTTP answer the senders look at.
@@ -33,20 +37,6 @@ struct ServiceAnswer: Sendable {
     struct Unreachable: Error {
         let detail: String
         var outcome: PushOutcome { .retry(reason: "network", detail: detail, after: nil) }
-    }
-
-    /// POSTs `body` as JSON to `url` with `headers` and reads the answer.
-    static func post(_ body: JSON, to url: String, headers: [(String, String)], with client: HTTPClient) async -> Result<ServiceAnswer, Unreachable> {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: body.bytes))
-        do {
-            return .success(try await fetch(request, with: client))
-        } catch {
-            return .failure(Unreachable(detail: "\(error)"))
-        }
     }
 
     /// Sends `request` with `client` and reads the answer (at most 64 KiB of body).

@@ -26,6 +26,9 @@ public final class PushStandIn: Sendable {
         case serverError
         /// Takes the request and never answers it (a service that stalls).
         case hang
+        /// Accepts, then sends a graceful GOAWAY on the connection, as a service does
+        /// before it closes one: open streams are answered, later requests need a new connection.
+        case acceptAndGoAway
     }
 
     /// A notification the stand-in accepted.
@@ -47,6 +50,7 @@ public final class PushStandIn: Sendable {
     public let accessTokenLifetime: Int
     private let channel: any Channel
     private let state = Mutex(State())
+    private let opened: Connections
 
     private struct State {
         var scripts: [String: [Answer]] = [:]
@@ -55,8 +59,18 @@ public final class PushStandIn: Sendable {
         var answered: [String: Int] = [:]
         var accessTokens: [String: Int64] = [:]
         var tokenExchanges = 0
+        /// Provider tokens whose signature was checked (at most `maxVerifiedTokens`), as
+        /// a service keeps them: a client sends one token for up to an hour.
+        var verifiedProviderTokens: [String: SignedToken] = [:]
         var log: FileHandle?
     }
+
+    static let maxVerifiedTokens = 16
+    /// Streams a client may open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`): 100, as FCM
+    /// announces (APNs raises its limit up to 1,000 once a connection is trusted).
+    public static let maxConcurrentStreams = 100
+    static let settings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+        + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
 
     /// Starts on 127.0.0.1 and `port` (0: any free port). With `log`, each accepted
     /// notification is also appended to that file as a JSON line.
@@ -67,14 +81,17 @@ public final class PushStandIn: Sendable {
         self.certificatePEM = certificate.pem
         self.accessTokenLifetime = accessTokenLifetime
         let handlerState = Box()
+        let opened = Connections()
+        self.opened = opened
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                opened.count.wrappingAdd(1, ordering: .relaxed)
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                 }.flatMap {
-                    channel.configureHTTP2Pipeline(mode: .server) { stream in
+                    channel.configureHTTP2Pipeline(mode: .server, initialLocalSettings: Self.settings) { stream in
                         stream.eventLoop.makeCompletedFuture {
                             try stream.pipeline.syncOperations.addHandlers([HTTP2FramePayloadToHTTP1ServerCodec(), StreamHandler(standIn: handlerState)])
                         }
@@ -105,6 +122,8 @@ public final class PushStandIn: Sendable {
     public func answered(_ token: String) -> Int { state.withLock { $0.answered[token] ?? 0 } }
     /// OAuth2 assertions exchanged for access tokens.
     public var tokenExchanges: Int { state.withLock { $0.tokenExchanges } }
+    /// Connections clients opened so far.
+    public var connectionsOpened: Int { opened.count.load(ordering: .relaxed) }
 
     public func stop() async throws {
         try await channel.close()
@@ -119,6 +138,8 @@ public final class PushStandIn: Sendable {
         var body: JSON?
         /// The stream is left without an answer.
         var unanswered = false
+        /// GOAWAY follows the answer on its connection.
+        var goAway = false
 
         static let none = Reply(status: .ok, unanswered: true)
     }
@@ -141,7 +162,7 @@ public final class PushStandIn: Sendable {
             return bad("MissingProviderToken", "no bearer token", status: .forbidden)
         }
         do {
-            let jwt = try SignedToken(String(authorization.dropFirst("bearer ".count)), verifiedWith: .es256(credentials.apnsPublicKey))
+            let jwt = try providerToken(String(authorization.dropFirst("bearer ".count)))
             guard jwt.header["kid"] == .string(credentials.apnsKeyID) else { return bad("InvalidProviderToken", "kid \(jwt.header["kid"]?.text ?? "-")", status: .forbidden) }
             guard jwt.string("iss") == credentials.apnsTeamID else { return bad("InvalidProviderToken", "iss", status: .forbidden) }
             guard let iat = jwt.integer("iat"), iat <= Self.now() + 60 else { return bad("InvalidProviderToken", "iat", status: .forbidden) }
@@ -160,11 +181,12 @@ public final class PushStandIn: Sendable {
         guard case let .object(members)? = try? JSONParser.parse(body), case .object? = members.first(where: { $0.key == "aps" })?.value else {
             return bad("PayloadEmpty", "no aps object")
         }
-        switch next(for: token) {
-        case .accept:
+        let answer = next(for: token)
+        switch answer {
+        case .accept, .acceptAndGoAway:
             let id = headers.first(name: "apns-id") ?? UUID().uuidString
             record(Accepted(service: "apns", token: token, headers: Self.dictionary(headers), body: .object(members), at: Self.milliseconds()))
-            return Reply(status: .ok, headers: [("apns-id", id)])
+            return Reply(status: .ok, headers: [("apns-id", id)], goAway: answer == .acceptAndGoAway)
         case .unregistered:
             return Reply(status: .gone, body: ["reason": "Unregistered", "timestamp": .int(Self.milliseconds())])
         case let .tooManyRequests(seconds):
@@ -174,6 +196,17 @@ public final class PushStandIn: Sendable {
         case .hang:
             return .none
         }
+    }
+
+    /// `bearer` taken apart, its ES256 signature checked once while it stays among the kept ones.
+    private func providerToken(_ bearer: String) throws -> SignedToken {
+        if let known = state.withLock({ $0.verifiedProviderTokens[bearer] }) { return known }
+        let token = try SignedToken(bearer, verifiedWith: .es256(credentials.apnsPublicKey))
+        state.withLock { state in
+            if state.verifiedProviderTokens.count >= Self.maxVerifiedTokens { state.verifiedProviderTokens.removeAll() }
+            state.verifiedProviderTokens[bearer] = token
+        }
+        return token
     }
 
     private func exchange(headers: HTTPHeaders, body: [UInt8]) -> Reply {
@@ -230,10 +263,12 @@ public final class PushStandIn: Sendable {
         if case let .object(android)? = fields["android"], let ttl = android.first(where: { $0.key == "ttl" })?.value {
             guard case let .string(text) = ttl, text.hasSuffix("s"), Double(text.dropLast()) != nil else { return bad("message.android.ttl") }
         }
-        switch next(for: token) {
-        case .accept:
+        let answer = next(for: token)
+        switch answer {
+        case .accept, .acceptAndGoAway:
             record(Accepted(service: "fcm", token: token, headers: Self.dictionary(headers), body: .object(top), at: Self.milliseconds()))
-            return Reply(status: .ok, body: ["name": .string("projects/\(credentials.fcmProjectID)/messages/\(UUID().uuidString)")])
+            return Reply(status: .ok, body: ["name": .string("projects/\(credentials.fcmProjectID)/messages/\(UUID().uuidString)")],
+                         goAway: answer == .acceptAndGoAway)
         case .unregistered:
             return Self.fcmError(404, "NOT_FOUND", code: "UNREGISTERED", "Requested entity was not found.")
         case let .tooManyRequests(seconds):
@@ -288,6 +323,11 @@ public final class PushStandIn: Sendable {
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
     static func milliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+    /// How many connections were opened.
+    final class Connections: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
     /// Lets stream handlers, made before the stand-in is, reach it.
     final class Box: Sendable {
         let standIn = Mutex<PushStandIn?>(nil)
@@ -324,6 +364,11 @@ private final class StreamHandler: ChannelInboundHandler {
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: reply.status, headers: headers))), promise: nil)
             if !bytes.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil) }
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            if reply.goAway, let connection = context.channel.parent {
+                // A graceful GOAWAY (RFC 9113 6.8): the streams already open are answered, no new one is taken.
+                connection.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil)),
+                                         promise: nil)
+            }
         }
     }
 }

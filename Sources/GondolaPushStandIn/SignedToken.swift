@@ -5,7 +5,7 @@ import GondolaProtocol
 
 /// A JWT taken apart and its signature checked with the issuer's public key, independently
 /// of the library the hub signs with.
-struct SignedToken {
+struct SignedToken: Sendable {
     let header: [String: JSON]
     let claims: [String: JSON]
 

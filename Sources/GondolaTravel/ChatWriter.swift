@@ -6,7 +6,7 @@ import NIOPosix
 import Synchronization
 
 /// Stores and publishes chat messages in batches (group commit). Sends wait in a
-/// queue; one writer at a time takes everything waiting (at most `maxBatch`) and
+/// queue (`GroupCommit`); one writer at a time takes everything waiting (at most `maxBatch`) and
 /// writes it in one transaction, answering repeats of a recent
 /// `client_message_id` (`RecentChatSends`) with their stored copy; then it answers
 /// the senders, delivers each new message in order and resumes the sending tasks. A
@@ -26,7 +26,6 @@ final class ChatWriter: Sendable {
         let message: ChatMessageData
         /// Hears the stored message on the writer's task as soon as it is committed.
         let stored: @Sendable (StoredChatMessage, _ repeated: Bool) -> Void
-        let done: CheckedContinuation<Outcome, Never>
 
         var key: ChatMessageKey { ChatMessageKey(chat: chat, from: message.from, clientMessageID: message.clientMessageID) }
     }
@@ -34,25 +33,18 @@ final class ChatWriter: Sendable {
     /// Most sends written in one transaction.
     static let maxBatch = 512
 
-    let node: Node
-    let repository: any ChatRepository
-    let streams: ChatStreamStore
     /// The thread every chat writer of the process runs on.
     private static let writerThread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    private let executor = EventLoopTaskExecutor(ChatWriter.writerThread.next())
-    private let waiting = Mutex<(requests: [Request], writing: Bool)>(([], false))
-    /// Sends of the last minutes, to recognise retries; changed only by the writer.
-    private let recent: Mutex<RecentChatSends>
+    private let commits: GroupCommit<Request, Outcome>
 
     /// A writer that remembers the sends stored in `chats` within `RecentChatSends`' limits before now.
     init(node: Node, repository: any ChatRepository, streams: ChatStreamStore, chats: [String]) async throws {
         let recentLimits = RecentChatSends.Limits()
-        self.node = node
-        self.repository = repository
-        self.streams = streams
         let now = unixMilliseconds()
         let stored = try await repository.recentSends(in: chats, since: now - recentLimits.windowMilliseconds, limit: recentLimits.maxEntries)
-        recent = Mutex(RecentChatSends(limits: recentLimits, entries: stored, now: now))
+        let batches = ChatBatches(node: node, repository: repository, streams: streams,
+                                  recent: RecentChatSends(limits: recentLimits, entries: stored, now: now))
+        commits = GroupCommit(maxBatch: Self.maxBatch, executor: EventLoopTaskExecutor(Self.writerThread.next())) { await batches.write($0) }
     }
 
     /// Stores and publishes `message` in `chat`; a repeat answers the stored message.
@@ -60,40 +52,40 @@ final class ChatWriter: Sendable {
     /// the message is delivered and before this returns.
     func send(_ message: ChatMessageData, to chat: String,
               stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void) async -> Outcome {
-        await withCheckedContinuation { continuation in
-            let start = waiting.withLock { waiting -> Bool in
-                waiting.requests.append(Request(chat: chat, message: message, stored: stored, done: continuation))
-                guard !waiting.writing else { return false }
-                waiting.writing = true
-                return true
-            }
-            if start { Task(executorPreference: executor) { await self.drain() } }
-        }
+        await commits.commit(Request(chat: chat, message: message, stored: stored))
+    }
+}
+
+/// What the chat writer does with one batch: one transaction, then the senders' answers
+/// and the deliveries.
+private final class ChatBatches: Sendable {
+    let node: Node
+    let repository: any ChatRepository
+    let streams: ChatStreamStore
+    /// Sends of the last minutes, to recognise retries; changed only by the writer.
+    private let recent: Mutex<RecentChatSends>
+
+    init(node: Node, repository: any ChatRepository, streams: ChatStreamStore, recent: RecentChatSends) {
+        self.node = node
+        self.repository = repository
+        self.streams = streams
+        self.recent = Mutex(recent)
     }
 
-    private func drain() async {
-        while true {
-            let batch = waiting.withLock { waiting -> [Request] in
-                let batch = Array(waiting.requests.prefix(Self.maxBatch))
-                waiting.requests.removeFirst(batch.count)
-                if batch.isEmpty { waiting.writing = false }
-                return batch
-            }
-            guard !batch.isEmpty else { return }
-            await write(batch)
-        }
-    }
-
-    private func write(_ batch: [Request]) async {
+    /// Writes `batch` and gives each request's outcome, in order.
+    func write(_ batch: [ChatWriter.Request]) async -> [ChatWriter.Outcome] {
         // A request repeating an earlier one of the batch is answered with that one's outcome.
-        var distinct: [Request] = []
+        var distinct: [ChatWriter.Request] = []
         var distinctIndex: [ChatMessageKey: Int] = [:]
-        var repeats: [(request: Request, of: Int)] = []
+        var repeats: [(request: ChatWriter.Request, of: Int)] = []
+        var sources: [(index: Int, isRepeat: Bool)] = []
         for request in batch {
             if let earlier = distinctIndex[request.key] {
                 repeats.append((request, earlier))
+                sources.append((earlier, true))
             } else {
                 distinctIndex[request.key] = distinct.count
+                sources.append((distinct.count, false))
                 distinct.append(request)
             }
         }
@@ -104,7 +96,7 @@ final class ChatWriter: Sendable {
                 if !repository.publishesOnCommit { streams.holdBack(chat, at: top) }
             }
         } catch {
-            return fail(batch, .internalError("database write failed: \(error)"))
+            return batch.map { _ in .failure(.internalError("database write failed: \(error)")) }
         }
         var answers: [(message: StoredChatMessage, repeated: Bool)] = []
         answers.reserveCapacity(results.count)
@@ -129,11 +121,6 @@ final class ChatWriter: Sendable {
                 streams.markDelivered(message.chat, position.offset)
             }
         }
-        for (request, answer) in zip(distinct, answers) { request.done.resume(returning: .success(answer)) }
-        for (request, earlier) in repeats { request.done.resume(returning: .success((answers[earlier].message, true))) }
-    }
-
-    private func fail(_ requests: [Request], _ error: HubError) {
-        for request in requests { request.done.resume(returning: .failure(error)) }
+        return sources.map { source in .success(source.isRepeat ? (answers[source.index].message, true) : answers[source.index]) }
     }
 }

@@ -61,10 +61,11 @@ func pushQueue(_ engine: Engine) async throws -> any PushQueue {
     @Test(arguments: Engine.allCases)
     func outcomesAreRecordedAndDoneRowsForgotten(engine: Engine) async throws {
         let queue = try await pushQueue(engine)
-        _ = try await queue.enqueue([Self.push("sent"), Self.push("retried"), Self.push("gone"), Self.push("gone")], now: 1_000, maxPending: 100)
+        _ = try await queue.enqueue([Self.push("sent"), Self.push("also sent"), Self.push("retried"), Self.push("gone"), Self.push("gone")], now: 1_000,
+                                   maxPending: 100)
         let claimed = try await queue.claimDue(now: 1_000, limit: 10, lease: 60_000, runner: "r")
         let id = { (token: String) in claimed.first { $0.push.token == token }!.id }
-        try await queue.markSent(id("sent"), at: 1_100)
+        try await queue.markSent([id("sent"), id("also sent")], at: 1_100)
         try await queue.markFailed(id("retried"), attempts: 1, error: "server_error: 500", next: 5_000, givenUpAt: nil)
         try await queue.giveUp(token: "gone", reason: "unregistered", at: 1_200)
         #expect(try await queue.pendingCount() == 1)
@@ -72,7 +73,7 @@ func pushQueue(_ engine: Engine) async throws -> any PushQueue {
         let retried = try await queue.claimDue(now: 5_000, limit: 10, lease: 60_000, runner: "r")
         #expect(retried.map(\.push.token) == ["retried"] && retried.first?.attempts == 1)
         try await queue.forget(before: 1_150)
-        try await queue.markSent(retried[0].id, at: 6_000)
+        try await queue.markSent([retried[0].id], at: 6_000)
         #expect(try await queue.pendingCount() == 0)
         try await queue.forget(before: 10_000)
         #expect(try await queue.claimDue(now: 100_000, limit: 10, lease: 1, runner: "r").isEmpty)

@@ -30,6 +30,18 @@ import Testing
         #expect(rate.take("ann", now: 61_000) == nil)
     }
 
+    @Test func outboxIDsAreVersion7UUIDsInTheOrderOfTheirTime() {
+        let ids = (0..<50).map { PushOutbox.newID(now: 1_700_000_000_000 + Int64($0 / 10)) }
+        for id in ids {
+            #expect(UUID(uuidString: id) != nil)
+            #expect(id.hasPrefix("018bcfe5-680"))  // 1_700_000_000_000 is 0x18bcfe56800
+            let characters = Array(id)
+            #expect(characters[14] == "7" && "89ab".contains(characters[19]), "\(id)")
+        }
+        // Ids of later milliseconds sort after earlier ones.
+        for (earlier, later) in zip(ids, ids.dropFirst(10)) { #expect(earlier < later) }
+    }
+
     @Test func retryAfterIsReadAsSecondsOrADate() {
         #expect(ServiceAnswer.milliseconds("2") == 2_000)
         #expect(ServiceAnswer.milliseconds(" 30 ") == 30_000)

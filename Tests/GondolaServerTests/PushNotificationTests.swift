@@ -87,6 +87,40 @@ import Testing
         try await standIn.stop()
     }
 
+    @Test func aServicesNotificationsShareOneConnectionWithinItsStreamLimitUntilItSaysGoAway() async throws {
+        let (standIn, server) = try await Self.start()
+        let travellers = (0..<12).map { "traveller\($0)" }
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: travellers)
+        let hana = try await server.client("hana")
+        for (n, name) in travellers.enumerated() {
+            let traveller = try await server.client(name)
+            try await Self.register(traveller, apns: 100 + n)
+            await traveller.close()
+        }
+        let push = try #require(server.server.service(PushService.self))
+        func broadcast(_ text: String, reaching total: Int) async throws {
+            _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": .string(text)])
+            try await eventually("\(total) notifications, the outbox drained") {
+                guard standIn.accepted.count >= total else { return false }
+                return try await push.pendingCount() == 0
+            }
+        }
+        try await broadcast("First", reaching: 12)
+        #expect(standIn.connectionsOpened == 1)
+        // The lane's window is what the service's SETTINGS allow.
+        #expect(push.outbox.senders[.apns]?.concurrentStreams == PushStandIn.maxConcurrentStreams)
+        // The service answers everything open on the connection, then takes nothing more on it.
+        standIn.script(Self.apnsToken(100), [.acceptAndGoAway])
+        try await broadcast("Second", reaching: 24)
+        try await broadcast("Third", reaching: 36)
+        #expect(standIn.connectionsOpened == 2)
+        #expect(Dictionary(grouping: standIn.accepted, by: \.token).mapValues(\.count) == Dictionary(uniqueKeysWithValues: (0..<12).map { (Self.apnsToken(100 + $0), 3) }))
+        #expect(standIn.refused.isEmpty, "\(standIn.refused)")
+        await hana.close()
+        try await server.stop()
+        try await standIn.stop()
+    }
+
     @Test func aServiceThatDoesNotAnswerHoldsBackNeitherTheOtherServiceNorOtherDevices() async throws {
         let (standIn, server) = try await Self.start()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob", "carl"])
