@@ -95,8 +95,9 @@ struct SQLitePushQueue: PushQueue {
                     ORDER BY next_attempt_at_ms LIMIT ?)
                 RETURNING \(outboxColumns), next_attempt_at_ms
                 """, arguments: [runner, now + lease, now, now, platform?.rawValue, platform?.rawValue, limit])
-                .sorted { ($0["next_attempt_at_ms"] as Int64, $0["id"] as String) < ($1["next_attempt_at_ms"] as Int64, $1["id"] as String) }
-                .compactMap(Self.queued)
+                .compactMap { row in Self.queued(row).map { (due: row["next_attempt_at_ms"] as Int64, push: $0) } }
+                .sorted { ($0.due, $0.push.id) < ($1.due, $1.push.id) }
+                .map(\.push)
         }
     }
 

@@ -9,6 +9,10 @@ import GRDB
 public final class GondolaDatabase: Sendable {
     /// Largest WAL file kept after it starts over (bytes); a bigger one is truncated.
     static let walFileLimit = 64 << 20
+    /// Most pages the writer keeps in memory (bytes; readers keep SQLite's default 2 MiB):
+    /// a write that touches rows spread over a large table reads them from here, not
+    /// through a system call each.
+    static let writerCacheLimit = 32 << 20
 
     public let pool: DatabasePool
     public let path: String
@@ -33,6 +37,7 @@ public final class GondolaDatabase: Sendable {
         let checkpointer = try WALCheckpointer(path: path, limits: checkpoints)
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_size_limit = \(Self.walFileLimit)")
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheLimit >> 10)")
             checkpointer.attach(to: db)
         }
         self.pool = pool
