@@ -34,6 +34,11 @@ def cpu(figures):
     return f"{figures['cpuPercent']:.0f}%" if figures else "–"
 
 
+def waiting(figures):
+    wait = (figures or {}).get("runQueueWaitPercent")
+    return f"{wait:.0f}%" if wait is not None else "–"
+
+
 def travellers(paths):
     for path in paths:
         report = load(path)
@@ -57,7 +62,8 @@ def chat(paths):
         print(f"| {kind} | {report['connected']}/{report['connections']} | {settings['rate']} "
               f"| {report['figures'].get('sent_per_second', 0):.0f} | {acks / seconds:.0f} | {deliveries / seconds:.0f} "
               f"| {latency(report, 'ack chat.send', 'p50')} | {latency(report, 'ack chat.send')} | {latency(report, 'ack chat.send', 'p999')} "
-              f"| {latency(report, 'chat')} | {errors(report)} | {cpu(report.get('server'))} | {cpu(report.get('client'))} |")
+              f"| {latency(report, 'chat')} | {errors(report)} | {cpu(report.get('server'))} | {waiting(report.get('server'))} "
+              f"| {cpu(report.get('client'))} | {waiting(report.get('client'))} |")
 
 
 def peers(triples):

@@ -238,7 +238,8 @@ public final class LoadDriver: SocketPoolHandler {
         if let server {
             let perConnection = rssBeforeConnecting.map { (server.rssMiB - $0) * 1024 / Double(max(1, stats.connected)) }
             serverFigures = ProcessFigures(cpuPercent: ProcessUsage.cpuPercent(from: start.server, to: server, over: elapsed),
-                                           rssMiB: server.rssMiB, rssPerConnectionKiB: perConnection)
+                                           rssMiB: server.rssMiB, rssPerConnectionKiB: perConnection,
+                                           runQueueWaitPercent: ProcessUsage.runQueueWaitPercent(from: start.server, to: server, over: elapsed))
         }
         report = LoadReport(
             scenario: scenario.name, target: scenario.target, settings: [:], measuredSeconds: elapsed,
@@ -247,7 +248,8 @@ public final class LoadDriver: SocketPoolHandler {
             messagesInPerSecond: Double(stats.messagesIn) / max(elapsed, 1e-9), messagesOutPerSecond: Double(stats.messagesOut) / max(elapsed, 1e-9),
             figures: scenario.figures(measuredSeconds: elapsed).merging(bytesFigures(over: elapsed)) { $1 }, latencies: stats.summaries, connectionErrors: stats.connectionErrors, errorReplies: stats.errorReplies,
             reconnects: stats.reconnects, server: serverFigures,
-            client: client.map { ProcessFigures(cpuPercent: ProcessUsage.cpuPercent(from: start.client, to: $0, over: elapsed), rssMiB: $0.rssMiB) },
+            client: client.map { ProcessFigures(cpuPercent: ProcessUsage.cpuPercent(from: start.client, to: $0, over: elapsed), rssMiB: $0.rssMiB,
+                                                runQueueWaitPercent: ProcessUsage.runQueueWaitPercent(from: start.client, to: $0, over: elapsed)) },
             timeline: stats.timeline)
         pool.stop()
     }

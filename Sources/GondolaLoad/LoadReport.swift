@@ -52,11 +52,14 @@ public struct ProcessFigures: Codable, Equatable, Sendable {
     public var rssMiB: Double
     /// Resident memory added per connection while the clients connected, KiB.
     public var rssPerConnectionKiB: Double?
+    /// Time its threads waited for a core, in percent of the measured period (see `ProcessUsage`).
+    public var runQueueWaitPercent: Double?
 
-    public init(cpuPercent: Double, rssMiB: Double, rssPerConnectionKiB: Double? = nil) {
+    public init(cpuPercent: Double, rssMiB: Double, rssPerConnectionKiB: Double? = nil, runQueueWaitPercent: Double? = nil) {
         self.cpuPercent = cpuPercent
         self.rssMiB = rssMiB
         self.rssPerConnectionKiB = rssPerConnectionKiB
+        self.runQueueWaitPercent = runQueueWaitPercent
     }
 }
 

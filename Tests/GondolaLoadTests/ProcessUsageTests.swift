@@ -1,0 +1,42 @@
+import Foundation
+import GondolaLoad
+import Synchronization
+import Testing
+
+/// What the load generator reads of a process in `/proc`: CPU, memory, and the time its
+/// threads waited for a core.
+@Suite struct ProcessUsageTests {
+    /// Tells the busy threads to end.
+    final class StopFlag: Sendable {
+        let stopped = Atomic(false)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func threadsThatOutnumberTheCoresWaitForOne() async throws {
+        let before = try #require(ProcessUsage(pid: getpid()))
+        #expect(before.cpuSeconds > 0 && before.rssMiB > 0)
+        let waitedBefore = try #require(before.runQueueWaitSeconds)
+        // More busy threads than cores: some are always waiting for one, until the wait shows.
+        let spinners = ProcessInfo.processInfo.activeProcessorCount * 2 + 1
+        let stop = StopFlag()
+        let threads = (0..<spinners).map { _ in
+            Thread {
+                var spins: UInt64 = 0
+                while !stop.stopped.load(ordering: .relaxed) { spins &+= 1 }
+                _ = spins
+            }
+        }
+        threads.forEach { $0.start() }
+        defer { stop.stopped.store(true, ordering: .relaxed) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        var waited = waitedBefore
+        while waited <= waitedBefore + 0.01, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            waited = ProcessUsage(pid: getpid())?.runQueueWaitSeconds ?? waited
+        }
+        stop.stopped.store(true, ordering: .relaxed)
+        #expect(waited > waitedBefore + 0.01, "the process's threads never waited for a core")
+        let after = ProcessUsage(pid: getpid())
+        let percent = ProcessUsage.runQueueWaitPercent(from: before, to: after, over: 1)
+        #expect((percent ?? 0) > 0)
+    }
+}
