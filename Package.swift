@@ -351,7 +351,10 @@ let package = Package(
         ),
         .testTarget(
             name: "GondolaPushTests",
-            dependencies: ["GondolaPush", "GondolaPostgres", "GondolaStore", "GondolaTestSupport"]
+            dependencies: [
+                "GondolaPush", "GondolaPostgres", "GondolaStore", "GondolaTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .testTarget(
             name: "GondolaRentalsTests",

@@ -54,7 +54,7 @@ final class ServiceConnection: Sendable {
 
     private enum State {
         case closed
-        case opening(waiting: [CheckedContinuation<ConnectionRequests?, Never>])
+        case opening(waiting: [CheckedContinuation<Result<ConnectionRequests, ServiceAnswer.Unreachable>, Never>])
         case open(ConnectionRequests)
         case shutDown
     }
@@ -65,7 +65,7 @@ final class ServiceConnection: Sendable {
     private let group: any EventLoopGroup
     private let state = Mutex(State.closed)
 
-    /// A connection to `address`, trusting `tls`'s roots (nil: cleartext).
+    /// A connection to `address`, trusting `tls`'s roots (an `http://` address is reached in cleartext).
     init(address: Address, tls: TLSConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
         var tls = tls
         tls.applicationProtocols = ["h2"]
@@ -79,8 +79,10 @@ final class ServiceConnection: Sendable {
         // A connection that closes between being handed out and taking the request is
         // replaced once; a second closing is the service's answer.
         for _ in 0..<2 {
-            guard let requests = await openRequests() else {
-                return .failure(.init(detail: "cannot connect to \(address.authority)"))
+            let requests: ConnectionRequests
+            switch await openRequests() {
+            case let .success(opened): requests = opened
+            case let .failure(unreachable): return .failure(unreachable)
             }
             let id = nextRequestID.wrappingAdd(1, ordering: .relaxed).newValue
             let outcome: Result<ServiceAnswer, ServiceAnswer.Unreachable>? = await withTaskCancellationHandler {
@@ -112,27 +114,31 @@ final class ServiceConnection: Sendable {
 
     /// Closes the connection; later requests fail.
     func shutdown() async {
-        let current = state.withLock { state -> ConnectionRequests? in
+        let (current, waiting) = state.withLock { state -> (ConnectionRequests?, [CheckedContinuation<Result<ConnectionRequests, ServiceAnswer.Unreachable>, Never>]) in
             defer { state = .shutDown }
-            if case let .open(requests) = state { return requests }
-            return nil
+            switch state {
+            case let .open(requests): return (requests, [])
+            case let .opening(waiting): return (nil, waiting)
+            case .closed, .shutDown: return (nil, [])
+            }
         }
+        for continuation in waiting { continuation.resume(returning: .failure(.init(detail: "the push sender is shut down"))) }
         try? await current?.channel.close()
     }
 
     /// The open connection's request queue, opening one when there is none or it no longer
-    /// takes requests; nil when it cannot be opened.
-    private func openRequests() async -> ConnectionRequests? {
+    /// takes requests; why not when it cannot be opened.
+    private func openRequests() async -> Result<ConnectionRequests, ServiceAnswer.Unreachable> {
         await withCheckedContinuation { continuation in
-            enum Step { case use(ConnectionRequests?), wait, open }
+            enum Step { case use(Result<ConnectionRequests, ServiceAnswer.Unreachable>), wait, open }
             let step = state.withLock { state -> Step in
                 switch state {
-                case let .open(requests) where requests.takesRequests: return .use(requests)
+                case let .open(requests) where requests.takesRequests: return .use(.success(requests))
                 case var .opening(waiting):
                     waiting.append(continuation)
                     state = .opening(waiting: waiting)
                     return .wait
-                case .shutDown: return .use(nil)
+                case .shutDown: return .use(.failure(.init(detail: "the push sender is shut down")))
                 case .open, .closed:
                     state = .opening(waiting: [continuation])
                     return .open
@@ -167,14 +173,15 @@ final class ServiceConnection: Sendable {
                 try channel.pipeline.syncOperations.handler(type: ServiceExchangeHandler.self).requests(on: channel)
             }
             .whenComplete { result in
-                let opened = try? result.get()
-                let (waiting, stale) = self.state.withLock { state -> ([CheckedContinuation<ConnectionRequests?, Never>], Bool) in
-                    guard case let .opening(waiting) = state else { return ([], true) }
-                    state = opened.map { .open($0) } ?? .closed
-                    return (waiting, false)
+                let opened = result.mapError { ServiceAnswer.Unreachable(detail: "cannot connect to \(address.authority): \($0)") }
+                let waiting = self.state.withLock { state -> [CheckedContinuation<Result<ConnectionRequests, ServiceAnswer.Unreachable>, Never>]? in
+                    guard case let .opening(waiting) = state else { return nil }
+                    state = (try? opened.get()).map { .open($0) } ?? .closed
+                    return waiting
                 }
-                if stale { opened?.channel.close(promise: nil) }
-                for continuation in waiting { continuation.resume(returning: stale ? nil : opened) }
+                // Shut down while it opened: nobody waits for it any more.
+                guard let waiting else { return (try? opened.get())?.channel.close(promise: nil) ?? () }
+                for continuation in waiting { continuation.resume(returning: opened) }
             }
     }
 }

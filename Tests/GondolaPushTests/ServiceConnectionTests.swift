@@ -1,0 +1,35 @@
+@testable import GondolaPush
+import GondolaTestSupport
+import NIOCore
+import NIOSSL
+import Testing
+
+/// A push service's connection when there is no service: requests fail at once, saying
+/// why, and fail after a shutdown without trying again.
+@Suite struct ServiceConnectionTests {
+    @Test(.timeLimit(.minutes(1))) func aServiceThatCannotBeReachedFailsItsRequestsNamingWhy() async throws {
+        let port = TestRedis.freePort()
+        let address = try #require(ServiceConnection.Address(baseURL: "http://127.0.0.1:\(port)/prefix/"))
+        #expect(address.authority == "127.0.0.1:\(port)" && address.pathPrefix == "/prefix" && address.hostIsAddress)
+        let connection = try ServiceConnection(address: address, tls: .makeClientConfiguration())
+        // Several requests at once share the one attempt to connect, and each hears why it failed.
+        let outcomes = await withTaskGroup(of: Result<ServiceAnswer, ServiceAnswer.Unreachable>.self) { group in
+            for _ in 0..<5 { group.addTask { await connection.post(path: "/send", headers: [], body: ByteBuffer(string: "{}")) } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.count == 5)
+        for outcome in outcomes {
+            guard case let .failure(unreachable) = outcome else {
+                Issue.record("a request to a closed port was answered")
+                continue
+            }
+            #expect(unreachable.detail.hasPrefix("cannot connect to 127.0.0.1:\(port): "), "\(unreachable.detail)")
+        }
+        await connection.shutdown()
+        guard case let .failure(afterShutdown) = await connection.post(path: "/send", headers: [], body: ByteBuffer()) else {
+            Issue.record("a request after the shutdown was answered")
+            return
+        }
+        #expect(afterShutdown.detail == "the push sender is shut down")
+    }
+}
