@@ -196,9 +196,14 @@ public struct DistanceProbe: Sendable {
         prefilters = radius <= 50_000
         let radiusDegrees = prefilters ? radius / Geodesy.metresPerDegree : 0
         prefilterCos = max(0, cos(min(90, abs(center.lat) + radiusDegrees) * .pi / 180))
-        let widened = radiusDegrees * 1.002 + 1e-9
+        let widened = Self.prefilterDegrees(radiusDegrees)
         radiusDegreesSquared = widened * widened
     }
+
+    /// The prefilter's reach for a radius of `degrees` (of latitude): widened for the equirectangular
+    /// approximation, so it never falls short of the great-circle distance.
+    @inlinable
+    static func prefilterDegrees(_ degrees: Double) -> Double { degrees * 1.002 + 1e-9 }
 
     /// False only for points certainly farther than `radius` (equirectangular test, no square root).
     @inlinable

@@ -19,18 +19,29 @@ public struct Neighbour<ID: Hashable & Sendable>: Sendable, Equatable {
 ///
 /// The positions live in a `PointGrid` (see there for the structure and its
 /// costs); this index numbers ids with dense slots for it, reusing freed slots,
-/// and keeps each slot's id, altitude and time beside it.
+/// and keeps each slot's id and time beside it (the grid keeps the altitude).
 ///
 /// Thread safety: a value type with no locks. Give each shard of the world its
 /// own index and touch it from one executor (an actor or one task) only.
 public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     @usableFromInline var grid: PointGrid
     @usableFromInline var slotOf: [ID: Int32] = [:]
-    /// The id of each slot; a freed slot keeps its last id until reused (alive when the grid holds the slot).
-    @usableFromInline var ids: [ID] = []
-    @usableFromInline var alts: [Float] = []
-    @usableFromInline var times: [Int64] = []
+    /// The id and time of each slot, side by side (a move writes the time where its query then reads
+    /// the id); a freed slot keeps its last id until reused (alive when the grid holds the slot).
+    @usableFromInline var records: [SlotRecord] = []
     @usableFromInline var freeSlots: [Int32] = []
+
+    /// A slot's id and the time of its last update.
+    @usableFromInline
+    struct SlotRecord: Sendable {
+        @usableFromInline var id: ID
+        @usableFromInline var time: Int64
+
+        @inlinable init(id: ID, time: Int64) {
+            self.id = id
+            self.time = time
+        }
+    }
 
     /// - Parameter cellMetres: grid cell size; about the usual query radius works best.
     @inlinable public init(cellMetres: Double = 300) {
@@ -53,17 +64,14 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
             slot = existing
         } else if let free = freeSlots.popLast() {
             slot = free
-            ids[Int(slot)] = id
+            records[Int(slot)].id = id
             slotOf[id] = slot
         } else {
-            slot = Int32(ids.count)
-            ids.append(id)
-            alts.append(.nan)
-            times.append(0)
+            slot = Int32(records.count)
+            records.append(SlotRecord(id: id, time: 0))
             slotOf[id] = slot
         }
-        alts[Int(slot)] = point.alt.map(Float.init) ?? .nan
-        times[Int(slot)] = timestamp
+        records[Int(slot)].time = timestamp
         grid.place(slot, at: point)
     }
 
@@ -79,8 +87,8 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// Removes every point last seen before `timestamp` and returns their ids.
     @inlinable public mutating func expire(olderThan timestamp: Int64) -> [ID] {
         var expired: [ID] = []
-        for index in ids.indices where times[index] < timestamp && grid.contains(Int32(index)) {
-            expired.append(ids[index])
+        for index in records.indices where records[index].time < timestamp && grid.contains(Int32(index)) {
+            expired.append(records[index].id)
         }
         for id in expired { remove(id) }
         return expired
@@ -94,7 +102,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
 
     /// When `id` was last updated, if indexed.
     @inlinable public func timestamp(of id: ID) -> Int64? {
-        slotOf[id].map { times[Int($0)] }
+        slotOf[id].map { records[Int($0)].time }
     }
 
     // MARK: Queries
@@ -110,13 +118,14 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// Points within `radius` metres of `center`, nearest first, at most `limit`,
     /// keeping only those `accept` takes, given the id and the distance.
     @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, accepting accept: (ID, Double) -> Bool) -> [Neighbour<ID>] {
-        neighbours(grid.nearby(center, radius: radius, limit: limit) { slot, distance in accept(ids[Int(slot)], distance) })
+        neighbours(grid.nearby(center, radius: radius, limit: limit) { slot, distance in accept(records[Int(slot)].id, distance) })
     }
 
     /// The grid's matches with their ids and altitudes.
     @inlinable func neighbours(_ matches: [GridMatch]) -> [Neighbour<ID>] {
-        matches.map { match in
-            Neighbour(id: ids[Int(match.slot)], point: GeoPoint(lat: match.lat, lon: match.lon, alt: altitude(at: match.slot)), distance: match.distance)
+        let records = records
+        return matches.map { match in
+            Neighbour(id: records[Int(match.slot)].id, point: GeoPoint(lat: match.lat, lon: match.lon, alt: match.alt), distance: match.distance)
         }
     }
 
@@ -136,7 +145,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     @inlinable public func within(_ box: BoundingBox) -> [ID] {
         var result: [ID] = []
         grid.forEachEntry(in: box) { lat, lon, slot in
-            if box.contains(GeoPoint(lat: lat, lon: lon)) { result.append(ids[Int(slot)]) }
+            if box.contains(GeoPoint(lat: lat, lon: lon)) { result.append(records[Int(slot)].id) }
         }
         return result
     }
@@ -145,7 +154,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     @inlinable public func within(_ polygon: Polygon) -> [ID] {
         var result: [ID] = []
         grid.forEachEntry(in: polygon.bounds) { lat, lon, slot in
-            if polygon.contains(GeoPoint(lat: lat, lon: lon)) { result.append(ids[Int(slot)]) }
+            if polygon.contains(GeoPoint(lat: lat, lon: lon)) { result.append(records[Int(slot)].id) }
         }
         return result
     }
@@ -155,14 +164,7 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
         slotOf.map { ($0.key, point(at: $0.value)) }
     }
 
-    @inlinable func altitude(at slot: Int32) -> Double? {
-        let alt = alts[Int(slot)]
-        return alt.isNaN ? nil : Double(alt)
-    }
-
     @inlinable func point(at slot: Int32) -> GeoPoint {
-        var point = grid.point(of: slot)!
-        point.alt = altitude(at: slot)
-        return point
+        grid.point(of: slot)!
     }
 }

@@ -1,117 +1,93 @@
 import Foundation
 
 /// A match of a `PointGrid` radius query: the slot, its distance from the centre
-/// and its position as the grid holds it.
+/// and its position as the grid holds it (32 bytes, so sorting matches moves little).
 public struct GridMatch: Sendable {
     public var distance: Double
     public var lat: Double
     public var lon: Double
+    /// The altitude in metres as the grid keeps it (a `Float`), NaN when the point has none.
+    @usableFromInline var storedAlt: Float
     public var slot: Int32
 
     @inlinable
-    public init(distance: Double, lat: Double, lon: Double, slot: Int32) {
+    public init(distance: Double, lat: Double, lon: Double, alt: Double? = nil, slot: Int32) {
         self.distance = distance
         self.lat = lat
         self.lon = lon
+        storedAlt = alt.map(Float.init) ?? .nan
         self.slot = slot
     }
+
+    @inlinable
+    init(distance: Double, lat: Double, lon: Double, entry: GridEntry) {
+        self.distance = distance
+        self.lat = lat
+        self.lon = lon
+        storedAlt = entry.alt
+        slot = entry.slot
+    }
+
+    /// Metres, when the point was placed with an altitude.
+    @inlinable public var alt: Double? { storedAlt.isNaN ? nil : Double(storedAlt) }
 }
 
 /// The spatial core of the moving-point indexes: points numbered by dense `Int32`
 /// slots (the caller's numbering) in a uniform grid of square cells (`cellMetres`
-/// of latitude; the same angle in longitude), kept in a hash map from cell to a
-/// compact array of entries. Each entry holds a point's offset from its cell's
-/// corner (two `Float`s: about 0.03 mm of resolution) and its slot, so a query
-/// scans those arrays contiguously. A move inside a cell rewrites one entry; a
-/// move across cells is a swap-remove and an append. Queries visit the cells
-/// under the query's bounding box, so their cost follows the neighbourhood, not
-/// the total. The grid was chosen over geohash buckets and an R-tree by
-/// measurement (`Scripts/bench-geo`, benchmarks/history.md).
+/// of latitude; the same angle in longitude). Each cell's points are one contiguous
+/// run of entries in a pool (`CellRuns`), each entry a point's offset from its cell's
+/// corner (two `Float`s: about 0.03 mm of resolution), its altitude and its slot, so a query scans
+/// each cell it visits as one block. A move inside a cell rewrites one entry; a move
+/// across cells is a swap-remove and an append. Queries visit the cells under the
+/// query's bounding box, so their cost follows the neighbourhood, not the total. The
+/// grid was chosen over geohash buckets and an R-tree by measurement
+/// (`Scripts/bench-geo`, benchmarks/history.md).
 ///
 /// The grid keeps nothing but positions; ids, times and whatever else belongs to a
 /// point live with the caller, indexed by the same slot (`MovingPointIndex`,
-/// `ProximityMap`). Memory per slot: 12 bytes of entry and 12 of bookkeeping.
+/// `ProximityMap`). Memory per slot: 16 bytes of entry (up to twice that while a
+/// cell's run has room to grow) and 16 of bookkeeping.
 ///
 /// Thread safety: a value type with no locks; touch it from one executor at a time.
 public struct PointGrid: Sendable {
-    /// A point as stored in its cell: offsets in degrees from the cell's south-west corner.
-    @usableFromInline
-    struct Entry: Sendable {
-        @usableFromInline var latOffset: Float
-        @usableFromInline var lonOffset: Float
-        @usableFromInline var slot: Int32
-
-        @inlinable
-        init(latOffset: Float, lonOffset: Float, slot: Int32) {
-            self.latOffset = latOffset
-            self.lonOffset = lonOffset
-            self.slot = slot
-        }
-    }
-
     @usableFromInline let grid: GridCells
-    /// The cell of each slot, `absent` when the slot holds no point.
-    @usableFromInline var cellOf: [Int64] = []
-    @usableFromInline var indexInCell: [Int32] = []
-    @usableFromInline var cells: [Int64: [Entry]] = [:]
-    @usableFromInline var placed = 0
-    @usableFromInline static var absent: Int64 { -1 }
+    @usableFromInline var runs: CellRuns
 
     /// - Parameter cellMetres: grid cell size; about the usual query radius works best.
     @inlinable public init(cellMetres: Double = 300) {
         grid = GridCells(cellMetres: cellMetres)
+        runs = CellRuns(columns: grid.columns)
     }
 
     /// Edge of a grid cell in metres (north–south).
     @inlinable public var cellMetres: Double { grid.cellMetres }
 
     /// Points in the grid.
-    @inlinable public var count: Int { placed }
+    @inlinable public var count: Int { runs.count }
 
     /// Whether `slot` holds a point.
-    @inlinable public func contains(_ slot: Int32) -> Bool {
-        Int(slot) < cellOf.count && cellOf[Int(slot)] != Self.absent
-    }
+    @inlinable public func contains(_ slot: Int32) -> Bool { runs.contains(slot) }
 
     // MARK: Updates
 
-    /// Puts `slot` at `point` (latitude and longitude; altitude is the caller's).
+    /// Puts `slot` at `point`.
     @inlinable public mutating func place(_ slot: Int32, at point: GeoPoint) {
         precondition(point.isValid, "invalid point \(point)")
         precondition(slot >= 0, "slots are not negative")
-        let index = Int(slot)
-        if index >= cellOf.count {
-            cellOf.append(contentsOf: repeatElement(Self.absent, count: index + 1 - cellOf.count))
-            indexInCell.append(contentsOf: repeatElement(0, count: index + 1 - indexInCell.count))
-        }
         let cell = grid.key(lat: point.lat, lon: point.lon)
-        if cellOf[index] == cell {
-            cells[cell]![Int(indexInCell[index])] = entry(point, slot: slot, cell: cell)
-            return
-        }
-        if cellOf[index] == Self.absent { placed += 1 } else { removeFromCell(slot) }
-        cellOf[index] = cell
-        indexInCell[index] = Int32(cells[cell, default: []].count)
-        cells[cell, default: []].append(entry(point, slot: slot, cell: cell))
+        runs.put(entry(point, slot: slot, cell: cell), in: cell)
     }
 
     /// Takes `slot`'s point out; false when it had none.
     @discardableResult
-    @inlinable public mutating func remove(_ slot: Int32) -> Bool {
-        guard contains(slot) else { return false }
-        removeFromCell(slot)
-        cellOf[Int(slot)] = Self.absent
-        placed -= 1
-        return true
-    }
+    @inlinable public mutating func remove(_ slot: Int32) -> Bool { runs.remove(slot) }
 
     /// Where `slot` is (latitude and longitude as the grid holds them), if anywhere.
     @inlinable public func point(of slot: Int32) -> GeoPoint? {
-        guard contains(slot) else { return nil }
-        let cell = cellOf[Int(slot)]
+        guard let (cell, entry) = runs.entry(of: slot) else { return nil }
         let (south, west) = grid.corner(of: cell)
-        let (lat, lon) = Self.position(south, west, cells[cell]![Int(indexInCell[Int(slot)])])
-        return GeoPoint(lat: lat, lon: lon)
+        let (lat, lon) = Self.position(south, west, entry)
+        return GeoPoint(lat: lat, lon: lon, alt: entry.altitude)
     }
 
     // MARK: Queries
@@ -130,23 +106,29 @@ public struct PointGrid: Sendable {
         let probe = DistanceProbe(center, radius: radius)
         let box = BoundingBox(around: center, radius: radius)
         var found: [GridMatch] = []
+        // Room for a usual neighbourhood at once, instead of regrowing it match by match.
+        found.reserveCapacity(min(limit, 16))
         let ranges = grid.ranges(of: box)
-        guard limit < .max, ranges.wrapped == nil, ranges.count > 9, ranges.count <= min(Int64(cells.count), 256) else {
-            forEachEntry(in: box) { lat, lon, slot in Self.consider(lat, lon, slot, probe: probe, accept: accept, into: &found) }
+        guard limit < .max, ranges.wrapped == nil, ranges.count > 9, ranges.count <= min(Int64(runs.occupiedCells), 256) else {
+            forEachEntry(in: box, near: probe) { lat, lon, entry in Self.consider(lat, lon, entry, probe: probe, accept: accept, into: &found) }
             Self.keepNearest(&found, limit: limit)
             return found
         }
         let order = nearestFirst(ranges, from: center, within: box)
         var checkedAt = 0
+        // Once `limit` are found, nothing farther than the farthest of them can be wanted.
+        var reach = radius
         for (index, cell) in order.enumerated() {
             // Whether what is left can matter: checked once enough is found, then every fourth cell.
             if found.count >= limit, checkedAt == 0 || index - checkedAt >= 4 {
                 checkedAt = index
                 Self.trimToNearest(&found, limit: limit)
-                if found.reduce(0, { max($0, $1.distance) }) < cell.nearest { break }
+                reach = found.reduce(0, { max($0, $1.distance) })
+                if reach < cell.nearest { break }
             }
-            guard let members = cells[cell.number] else { continue }
-            forEach(members, in: cell.number) { lat, lon, slot in Self.consider(lat, lon, slot, probe: probe, accept: accept, into: &found) }
+            let run = runs.run(of: cell.number)
+            if run.isEmpty { continue }
+            forEach(run, in: cell.number, near: probe, within: reach) { lat, lon, entry in Self.consider(lat, lon, entry, probe: probe, accept: accept, into: &found) }
         }
         Self.keepNearest(&found, limit: limit)
         return found
@@ -173,13 +155,13 @@ public struct PointGrid: Sendable {
         return order
     }
 
-    /// Adds the point at `lat`, `lon` to `found` when it is within the probe's radius and `accept` takes it.
-    @inlinable static func consider(_ lat: Double, _ lon: Double, _ slot: Int32, probe: DistanceProbe, accept: (Int32, Double) -> Bool,
+    /// Adds the point at `lat`, `lon` (a candidate of `probe`'s prefilter) to `found` when it is within
+    /// the probe's radius and `accept` takes it.
+    @inlinable static func consider(_ lat: Double, _ lon: Double, _ entry: GridEntry, probe: DistanceProbe, accept: (Int32, Double) -> Bool,
                                     into found: inout [GridMatch]) {
-        guard probe.mayBeWithin(lat: lat, lon: lon) else { return }
         let distance = probe.distance(lat: lat, lon: lon)
-        guard distance <= probe.radius, accept(slot, distance) else { return }
-        found.append(GridMatch(distance: distance, lat: lat, lon: lon, slot: slot))
+        guard distance <= probe.radius, accept(entry.slot, distance) else { return }
+        found.append(GridMatch(distance: distance, lat: lat, lon: lon, entry: entry))
     }
 
     /// Leaves the `limit` smallest distances in `found`, sorted (quickselect, then a sort of the rest).
@@ -213,54 +195,102 @@ public struct PointGrid: Sendable {
     /// Calls `body` with the position and slot of every point in the cells that `box`
     /// covers (some may lie outside `box`: the caller checks).
     @inlinable public func forEachEntry(in box: BoundingBox, _ body: (Double, Double, Int32) -> Void) {
+        forEachEntry(in: box, near: nil) { lat, lon, entry in body(lat, lon, entry.slot) }
+    }
+
+    /// Calls `body` with the position and entry of every point in the cells that `box` covers, or with
+    /// only those `probe`'s prefilter lets through when there is one.
+    @inlinable func forEachEntry(in box: BoundingBox, near probe: DistanceProbe?, _ body: (Double, Double, GridEntry) -> Void) {
         let ranges = grid.ranges(of: box)
         // A box covering more cells than are occupied is cheaper to scan through the occupied cells.
-        if ranges.count > Int64(cells.count) {
-            for (key, members) in cells where grid.contains(ranges, key) { forEach(members, in: key, body) }
+        if ranges.count > Int64(runs.occupiedCells) {
+            runs.forEachOccupiedCell { cell, run in
+                if grid.contains(ranges, cell) { forEach(run, in: cell, near: probe, body) }
+            }
             return
         }
-        forEachEntry(rows: ranges.rows, columns: ranges.columns, body)
-        if let wrapped = ranges.wrapped { forEachEntry(rows: ranges.rows, columns: wrapped, body) }
+        forEachEntry(rows: ranges.rows, columns: ranges.columns, near: probe, body)
+        if let wrapped = ranges.wrapped { forEachEntry(rows: ranges.rows, columns: wrapped, near: probe, body) }
     }
 
     // MARK: Cells
 
     /// An entry's position; clamped because the `Float` offset may round a pole or ±180° a hair outside.
-    @inlinable static func position(_ south: Double, _ west: Double, _ entry: Entry) -> (Double, Double) {
+    @inlinable static func position(_ south: Double, _ west: Double, _ entry: GridEntry) -> (Double, Double) {
         (min(90, south + Double(entry.latOffset)), min(180, west + Double(entry.lonOffset)))
     }
 
-    @inlinable func entry(_ point: GeoPoint, slot: Int32, cell: Int64) -> Entry {
+    @inlinable func entry(_ point: GeoPoint, slot: Int32, cell: Int64) -> GridEntry {
         let (south, west) = grid.corner(of: cell)
-        return Entry(latOffset: Float(point.lat - south), lonOffset: Float(point.lon - west), slot: slot)
+        return GridEntry(latOffset: Float(point.lat - south), lonOffset: Float(point.lon - west), alt: point.alt.map(Float.init) ?? .nan, slot: slot)
     }
 
-    @inlinable mutating func removeFromCell(_ slot: Int32) {
-        let cell = cellOf[Int(slot)]
-        let position = Int(indexInCell[Int(slot)])
-        cells[cell]!.withUnsafeMutableBufferPointer { members in
-            let last = members[members.count - 1]
-            members[position] = last
-            indexInCell[Int(last.slot)] = Int32(position)
-        }
-        cells[cell]!.removeLast()
-        if cells[cell]!.isEmpty { cells[cell] = nil }
-    }
-
-    @inlinable func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, _ body: (Double, Double, Int32) -> Void) {
+    /// Looks up the runs of up to 16 cells before reading any, so their header loads overlap instead
+    /// of each waiting behind the scan of the cell before.
+    @inlinable func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, near probe: DistanceProbe?, _ body: (Double, Double, GridEntry) -> Void) {
+        var batch = InlineArray<16, (run: Range<Int>, cell: Int64)>(repeating: (0..<0, 0))
+        var batched = 0
         for r in rows {
-            let base = r * grid.columns
             for c in range {
-                if let members = cells[base + c] { forEach(members, in: base + c, body) }
+                let run = runs.run(row: r, column: c)
+                if run.isEmpty { continue }
+                batch[batched] = (run, r * grid.columns + c)
+                batched += 1
+                if batched == batch.count {
+                    for index in batch.indices { forEach(batch[index].run, in: batch[index].cell, near: probe, body) }
+                    batched = 0
+                }
+            }
+        }
+        for index in 0..<batched { forEach(batch[index].run, in: batch[index].cell, near: probe, body) }
+    }
+
+    /// Calls `body` with the position and entry of each entry of `run`, the pool range of `cell`, or of
+    /// only those `probe`'s prefilter lets through when there is one (for `reach` metres, at most the
+    /// probe's radius, when given).
+    @inlinable func forEach(_ run: Range<Int>, in cell: Int64, near probe: DistanceProbe?, within reach: Double? = nil,
+                            _ body: (Double, Double, GridEntry) -> Void) {
+        let (south, west) = grid.corner(of: cell)
+        runs.pool.withUnsafeBufferPointer { pool in
+            guard let probe, probe.prefilters else {
+                for index in run {
+                    let (lat, lon) = Self.position(south, west, pool[index])
+                    body(lat, lon, pool[index])
+                }
+                return
+            }
+            let filter = OffsetFilter(probe, reach: reach ?? probe.radius, south: south, west: west)
+            for index in run where filter.mayHold(pool[index]) {
+                let (lat, lon) = Self.position(south, west, pool[index])
+                body(lat, lon, pool[index])
             }
         }
     }
 
-    @inlinable func forEach(_ members: [Entry], in cell: Int64, _ body: (Double, Double, Int32) -> Void) {
-        let (south, west) = grid.corner(of: cell)
-        for entry in members {
-            let (lat, lon) = Self.position(south, west, entry)
-            body(lat, lon, entry.slot)
+    /// A `DistanceProbe`'s prefilter in the frame of one cell: the centre's offsets from the cell's corner
+    /// and the bound in `Float`, so the cell's entries are tested as stored, without converting them. The
+    /// bound is the probe's for `reach` metres, widened by 1e-7° (about a centimetre) for the `Float`
+    /// rounding, so it never drops a point within `reach`.
+    @usableFromInline
+    struct OffsetFilter {
+        @usableFromInline let lat: Float
+        @usableFromInline let lon: Float
+        @usableFromInline let cos: Float
+        @usableFromInline let bound: Float
+
+        @inlinable init(_ probe: DistanceProbe, reach: Double, south: Double, west: Double) {
+            lat = Float(probe.center.lat - south)
+            lon = Float(Geodesy.longitudeDelta(west, probe.center.lon))
+            cos = Float(probe.prefilterCos)
+            let widened = DistanceProbe.prefilterDegrees(reach / Geodesy.metresPerDegree) + 1e-7
+            bound = Float(widened * widened)
+        }
+
+        /// False only for entries certainly outside the probe's radius.
+        @inlinable func mayHold(_ entry: GridEntry) -> Bool {
+            let dLat = entry.latOffset - lat
+            let dLon = (entry.lonOffset - lon) * cos
+            return dLon * dLon + dLat * dLat <= bound
         }
     }
 }
