@@ -92,10 +92,10 @@ public struct CentrifugeFraming: Sendable {
     static let publicationMarker = Array(#""pub":"#.utf8)
 
     private static func jsonLines(in bytes: UnsafeRawBufferPointer, _ each: (Line) -> Void) {
+        let separator = Frame.separator
         var start = bytes.startIndex
         while start < bytes.endIndex {
-            var end = start
-            while end < bytes.endIndex, bytes[end] != Frame.separator { end += 1 }
+            let end = bytes[start...].firstIndex(of: separator) ?? bytes.endIndex
             let line = bytes[start..<end]
             start = end + 1
             if line.count == 2, line.first == 0x7B, line.last == 0x7D {

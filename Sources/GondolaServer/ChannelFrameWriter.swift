@@ -11,6 +11,12 @@ import NIOWebSocket
 /// permessage-deflate has each frame compressed here: by its own `FrameDeflater`, or by
 /// its loop's `SharedFrameDeflater`, which takes the frame's messages one by one.
 ///
+/// Frames go out as their wire bytes (`WireFrame`), written through the context of NIO's
+/// WebSocket frame encoder, that is past it (or from the pipeline's end when it has no such
+/// encoder): one buffer and one write per frame, and a frame shared by a loop's connections
+/// is the same buffer for each of them. Control frames (pongs, the close) still go through
+/// the encoder, in the same order on the same channel.
+///
 /// Back-pressure: the drain stops while the channel is not writable (NIO's buffer
 /// is past its high-water mark) and goes on when it becomes writable again (the
 /// writer sits at the end of the pipeline for that event), so what waits stays in
@@ -25,6 +31,8 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
 
     // Only touched on `channel.eventLoop`.
     private let channel: any Channel
+    /// The frame encoder's context: what is written here goes on towards the socket, past the encoder.
+    private let wire: ChannelHandlerContext?
     private let queue: OutboundQueue
     private let opcode: WebSocketOpcode
     /// The encoding's separator, kept once: a shared deflate joins a frame's messages with it.
@@ -33,8 +41,10 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     private var finished: (@Sendable (DisconnectCode?) -> Void)?
     private var stalledCloseScheduled = false
 
-    private init(channel: any Channel, queue: OutboundQueue, compression: FrameCompression?, finished: @escaping @Sendable (DisconnectCode?) -> Void) {
+    private init(channel: any Channel, wire: ChannelHandlerContext?, queue: OutboundQueue, compression: FrameCompression?,
+                 finished: @escaping @Sendable (DisconnectCode?) -> Void) {
         self.channel = channel
+        self.wire = wire
         self.queue = queue
         self.compression = compression
         self.opcode = queue.encoding.isBinary ? .binary : .text
@@ -47,7 +57,8 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     static func install(
         _ queue: OutboundQueue, on channel: any Channel, compression: FrameCompression? = nil, finished: @escaping @Sendable (DisconnectCode?) -> Void
     ) {
-        let writer = ChannelFrameWriter(channel: channel, queue: queue, compression: compression, finished: finished)
+        let wire = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
+        let writer = ChannelFrameWriter(channel: channel, wire: wire, queue: queue, compression: compression, finished: finished)
         do {
             try channel.pipeline.syncOperations.addHandler(writer)
         } catch {
@@ -70,7 +81,7 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
         while channel.isWritable, let next = nextFrame() {
             switch next {
             case let .frame(frame):
-                channel.write(frame, promise: nil)
+                if let wire { wire.write(NIOAny(frame.bytes), promise: nil) } else { channel.write(frame.bytes, promise: nil) }
                 wrote = true
             case let .close(code):
                 if wrote { channel.flush() }
@@ -101,12 +112,12 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
         case let .close(code): return .close(code)
         case let .frame(bytes):
             if case let .ownStream(deflater) = compression { return .frame(deflater.frame(for: bytes, opcode: opcode, allocator: channel.allocator)) }
-            return .frame(WebSocketFrame(fin: true, opcode: opcode, data: channel.allocator.buffer(bytes: bytes)))
+            return .frame(WireFrame(opcode: opcode, payload: bytes, allocator: channel.allocator))
         }
     }
 
     private enum OutboundFrame {
-        case frame(WebSocketFrame)
+        case frame(WireFrame)
         case close(DisconnectCode)
     }
 

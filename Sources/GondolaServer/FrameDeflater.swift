@@ -27,12 +27,13 @@ final class FrameDeflater: @unchecked Sendable {
     }
 
     /// The single frame carrying `message`, compressed when it is long enough.
-    func frame(for message: [UInt8], opcode: WebSocketOpcode, allocator: ByteBufferAllocator) -> WebSocketFrame {
+    func frame(for message: [UInt8], opcode: WebSocketOpcode, allocator: ByteBufferAllocator) -> WireFrame {
+        guard message.count >= minBytes else { return WireFrame(opcode: opcode, payload: message, allocator: allocator) }
         var input = allocator.buffer(bytes: message)
-        if message.count >= minBytes, let compressed = compress(&input, allocator: allocator) {
-            return WebSocketFrame(fin: true, rsv1: true, opcode: opcode, data: compressed)
+        if let compressed = compress(&input, allocator: allocator) {
+            return WireFrame(opcode: opcode, compressed: true, payload: compressed, allocator: allocator)
         }
-        return WebSocketFrame(fin: true, opcode: opcode, data: input)
+        return WireFrame(opcode: opcode, payload: message, allocator: allocator)
     }
 
     private func compress(_ input: inout ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer? {

@@ -7,8 +7,9 @@ import NIOWebSocket
 /// agreed on the same settings. Each message is deflated on its own from a fresh stream and
 /// ended with a sync flush, so one message gives the same bytes on every connection: a
 /// publication fanned out to thousands of subscribers is deflated once per loop, and each
-/// subscriber's frame is a view of those bytes. The last `cacheSize` messages are
-/// recognised by identity (the hub hands every subscriber the same byte array).
+/// subscriber's frame is the same bytes: a single message's whole frame, header included,
+/// is encoded once (`WireFrame`). The last `cacheSize` messages are recognised by identity
+/// (the hub hands every subscriber the same byte array).
 ///
 /// A frame of several messages is their deflated forms back to back with the deflated
 /// separator between each two: every form ends on a byte boundary and refers to nothing
@@ -37,7 +38,8 @@ final class SharedFrameDeflater: @unchecked Sendable {
 
     private let minBytes: Int
     private var compressor: ZlibCompressor?
-    private var cache: [(message: [UInt8], deflated: ByteBuffer)] = []
+    /// Recently deflated messages, each with its frame once one was asked for on its own.
+    private var cache: [(message: [UInt8], deflated: ByteBuffer, frame: WireFrame?)] = []
     private var nextSlot = 0
     private var separators: [(plain: [UInt8], deflated: ByteBuffer)] = []
     private let allocator = ByteBufferAllocator()
@@ -52,24 +54,34 @@ final class SharedFrameDeflater: @unchecked Sendable {
     }
 
     /// The single frame carrying `messages` joined by `separator`, compressed when long enough.
-    func frame(for messages: [[UInt8]], separator: [UInt8], opcode: WebSocketOpcode, allocator: ByteBufferAllocator) -> WebSocketFrame {
+    func frame(for messages: [[UInt8]], separator: [UInt8], opcode: WebSocketOpcode, allocator: ByteBufferAllocator) -> WireFrame {
         let plainBytes = messages.reduce(separator.count * (messages.count - 1)) { $0 + $1.count }
-        if plainBytes >= minBytes, let compressed = compress(messages, separator: separator, allocator: allocator) {
-            return WebSocketFrame(fin: true, rsv1: true, opcode: opcode, data: compressed)
+        if plainBytes >= minBytes {
+            if messages.count == 1, let frame = compressedFrame(messages[0], opcode: opcode) { return frame }
+            if messages.count > 1, let compressed = compress(messages, separator: separator, allocator: allocator) {
+                return WireFrame(opcode: opcode, compressed: true, payload: compressed, allocator: allocator)
+            }
         }
         var joined = allocator.buffer(capacity: plainBytes)
         for (index, message) in messages.enumerated() {
             if index > 0 { joined.writeBytes(separator) }
             joined.writeBytes(message)
         }
-        return WebSocketFrame(fin: true, opcode: opcode, data: joined)
+        return WireFrame(opcode: opcode, payload: joined, allocator: allocator)
     }
 
+    /// The compressed frame of `message` alone: encoded once, then the same bytes for every connection.
+    private func compressedFrame(_ message: [UInt8], opcode: WebSocketOpcode) -> WireFrame? {
+        guard let (slot, deflated) = deflated(message) else { return nil }
+        if let slot, let frame = cache[slot].frame, frame.opcode == opcode { return frame }
+        let frame = WireFrame(opcode: opcode, compressed: true, payload: deflated.getSlice(at: deflated.readerIndex, length: deflated.readableBytes - 4)!,
+                              allocator: allocator)
+        if let slot { cache[slot].frame = frame }
+        return frame
+    }
+
+    /// Several messages' deflated forms with the deflated separator between each two.
     private func compress(_ messages: [[UInt8]], separator: [UInt8], allocator: ByteBufferAllocator) -> ByteBuffer? {
-        if messages.count == 1 {
-            guard let deflated = deflated(messages[0]) else { return nil }
-            return deflated.getSlice(at: deflated.readerIndex, length: deflated.readableBytes - 4)
-        }
         var separatorForm: ByteBuffer?
         if !separator.isEmpty {
             guard let form = deflatedSeparator(separator) else { return nil }
@@ -83,7 +95,7 @@ final class SharedFrameDeflater: @unchecked Sendable {
         var forms: [ByteBuffer] = []
         forms.reserveCapacity(messages.count)
         for message in messages {
-            guard let form = deflated(message) else { return nil }
+            guard let (_, form) = deflated(message) else { return nil }
             forms.append(form)
         }
         let separatorBytes = separator?.readableBytes ?? 0
@@ -97,29 +109,29 @@ final class SharedFrameDeflater: @unchecked Sendable {
     }
 
     /// `message` deflated from a fresh stream and sync-flushed, from the cache when it was
-    /// deflated lately.
-    private func deflated(_ message: [UInt8]) -> ByteBuffer? {
+    /// deflated lately, with its cache slot (none for an empty message, which has no identity).
+    private func deflated(_ message: [UInt8]) -> (slot: Int?, deflated: ByteBuffer)? {
         let identity = message.withUnsafeBufferPointer { $0.baseAddress }
         if identity != nil {
             // Most recent first: a fan-out asks for the same message connection after connection.
             for step in 0..<cache.count {
                 let slot = (nextSlot - 1 - step + cache.count) % cache.count
                 if cache[slot].message.count == message.count, cache[slot].message.withUnsafeBufferPointer({ $0.baseAddress }) == identity {
-                    return cache[slot].deflated
+                    return (slot, cache[slot].deflated)
                 }
             }
         }
         guard let deflated = deflateAlone(message) else { return nil }
-        if identity != nil {
-            // Holding the array keeps its storage alive, so its address names these bytes while it is cached.
-            if cache.count < Self.cacheSize {
-                cache.append((message, deflated))
-            } else {
-                cache[nextSlot] = (message, deflated)
-            }
-            nextSlot = (nextSlot + 1) % Self.cacheSize
+        guard identity != nil else { return (nil, deflated) }
+        // Holding the array keeps its storage alive, so its address names these bytes while it is cached.
+        let slot = nextSlot
+        if cache.count < Self.cacheSize {
+            cache.append((message, deflated, nil))
+        } else {
+            cache[slot] = (message, deflated, nil)
         }
-        return deflated
+        nextSlot = (nextSlot + 1) % Self.cacheSize
+        return (slot, deflated)
     }
 
     /// The separator's deflated form (a separator of a byte or two, compared by value).

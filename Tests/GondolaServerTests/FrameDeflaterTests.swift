@@ -41,8 +41,8 @@ import Testing
     }
 
     /// Inflates one message's payload with `inflater`, as RFC 7692 says: the dropped sync-flush tail appended.
-    static func inflate(_ frame: WebSocketFrame, with inflater: ZlibDecompressor) throws -> [UInt8] {
-        var input = frame.data
+    static func inflate(_ frame: WireFrame, with inflater: ZlibDecompressor) throws -> [UInt8] {
+        var input = frame.payload
         input.writeBytes([0x00, 0x00, 0xFF, 0xFF])
         var output = ByteBuffer()
         output.reserveCapacity(1 << 16)
@@ -56,12 +56,12 @@ import Testing
         let inflater = try ZlibDecompressor(algorithm: .deflate)
         for (index, message) in Self.messages.enumerated() {
             let frame = deflater.frame(for: message, opcode: .text, allocator: ByteBufferAllocator())
-            #expect(frame.rsv1 && frame.fin && frame.opcode == .text)
+            #expect(frame.compressed && frame.fin && frame.opcode == .text)
             #expect(try Self.inflate(frame, with: inflater) == message)
             // After the first, a message finds much of itself in the ones before it.
-            let withoutHistory = alone.frame(for: [message], separator: [0x0A], opcode: .text, allocator: ByteBufferAllocator()).data.readableBytes
+            let withoutHistory = alone.frame(for: [message], separator: [0x0A], opcode: .text, allocator: ByteBufferAllocator()).payload.readableBytes
             if index > 0 {
-                #expect(frame.data.readableBytes * 3 < withoutHistory * 2, "\(frame.data.readableBytes) vs \(withoutHistory) bytes alone")
+                #expect(frame.payload.readableBytes * 3 < withoutHistory * 2, "\(frame.payload.readableBytes) vs \(withoutHistory) bytes alone")
             }
         }
     }
@@ -70,7 +70,7 @@ import Testing
         let deflater = try #require(Self.shared(offers: "permessage-deflate; server_no_context_takeover"))
         for message in Self.messages {
             let frame = deflater.frame(for: [message], separator: [], opcode: .binary, allocator: ByteBufferAllocator())
-            #expect(frame.rsv1 && frame.opcode == .binary)
+            #expect(frame.compressed && frame.opcode == .binary)
             #expect(try Self.inflate(frame, with: try ZlibDecompressor(algorithm: .deflate)) == message)
         }
     }
@@ -93,13 +93,13 @@ import Testing
         #expect(first === second, "one deflater per loop and settings")
         let message = Self.messages[0]
         let frames = (0..<3).map { _ in first.frame(for: [message], separator: [0x0A], opcode: .text, allocator: ByteBufferAllocator()) }
-        let storages = frames.map { $0.data.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } }
+        let storages = frames.map { $0.bytes.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } }
         #expect(Set(storages).count == 1, "each frame is a view of the one deflated form")
         #expect(try Self.inflate(frames[2], with: try ZlibDecompressor(algorithm: .deflate)) == message)
         // Equal bytes in another array are deflated again, to the same bytes.
         let copy = Array(message[...])
         let again = first.frame(for: [copy], separator: [0x0A], opcode: .text, allocator: ByteBufferAllocator())
-        #expect(again.data == frames[0].data)
+        #expect(again.bytes == frames[0].bytes)
         let otherLoop = try #require(Self.shared(offers: "permessage-deflate; server_no_context_takeover"))
         #expect(otherLoop !== first)
     }
@@ -112,13 +112,13 @@ import Testing
         for count in [2, 3, 7] {
             let messages = Array(Self.messages.prefix(count))
             let frame = deflater.frame(for: messages, separator: separator, opcode: .text, allocator: ByteBufferAllocator())
-            #expect(frame.rsv1)
+            #expect(frame.compressed)
             let joined = messages.dropFirst().reduce(messages[0]) { $0 + separator + $1 }
             #expect(try Self.inflate(frame, with: inflater) == joined)
         }
         let small = [Array(#"{"n":1}"#.utf8), Array(#"{"n":2}"#.utf8)]
         let plain = deflater.frame(for: small, separator: separator, opcode: .text, allocator: ByteBufferAllocator())
-        #expect(!plain.rsv1 && Array(plain.data.readableBytesView) == small[0] + separator + small[1])
+        #expect(!plain.compressed && Array(plain.payload.readableBytesView) == small[0] + separator + small[1])
     }
 
     @Test(arguments: [9, 12])
@@ -140,9 +140,9 @@ import Testing
         for (index, message) in Self.messages.prefix(10).enumerated() {
             let small = Array(#"{"n":\#(index)}"#.utf8)
             let plain = deflater.frame(for: small, opcode: .text, allocator: ByteBufferAllocator())
-            #expect(!plain.rsv1 && Array(plain.data.readableBytesView) == small)
+            #expect(!plain.compressed && Array(plain.payload.readableBytesView) == small)
             let frame = deflater.frame(for: message, opcode: .text, allocator: ByteBufferAllocator())
-            #expect(frame.rsv1)
+            #expect(frame.compressed)
             #expect(try Self.inflate(frame, with: inflater) == message)
         }
     }
