@@ -154,8 +154,8 @@ struct CellRuns: Sendable {
 
     /// The pool range of the cell at `row`, `column` (empty when the cell is).
     @inlinable func run(row: Int64, column: Int64) -> Range<Int> {
-        guard let tile = tile(forKey: (row >> Self.tileBits) * tileColumns + (column >> Self.tileBits)) else { return 0..<0 }
-        let header = headers[Int(tile) * Self.cellsPerTile + Self.local(row: row, column: column)]
+        guard let tile = tile(forKey: tileKey(row: row, column: column)) else { return 0..<0 }
+        let header = headers[Self.headerIndex(tile: tile, row: row, column: column)]
         return Int(header.start)..<Int(header.start + header.count)
     }
 
@@ -180,7 +180,13 @@ struct CellRuns: Sendable {
 
     // MARK: Internals
 
-    @inlinable static func local(row: Int64, column: Int64) -> Int { Int((row & 7) << 3 | (column & 7)) }
+    /// The key of the tile holding the cell at `row`, `column`.
+    @inlinable func tileKey(row: Int64, column: Int64) -> Int64 { (row >> Self.tileBits) * tileColumns + (column >> Self.tileBits) }
+
+    /// Where the header of the cell at `row`, `column` is, given its tile's number.
+    @inlinable static func headerIndex(tile: Int32, row: Int64, column: Int64) -> Int {
+        Int(tile) * cellsPerTile + Int((row & 7) << 3 | (column & 7))
+    }
 
     @inlinable func home(of key: Int64) -> Int { Int((UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15) >> tableShift) }
 
@@ -198,9 +204,8 @@ struct CellRuns: Sendable {
     /// The index of `cell`'s header, making its tile when it has none.
     @inlinable mutating func headerIndex(of cell: Int64) -> Int {
         let row = cell / columns, column = cell % columns
-        let key = (row >> Self.tileBits) * tileColumns + (column >> Self.tileBits)
-        let tile = tile(forKey: key) ?? makeTile(key)
-        return Int(tile) * Self.cellsPerTile + Self.local(row: row, column: column)
+        let key = tileKey(row: row, column: column)
+        return Self.headerIndex(tile: tile(forKey: key) ?? makeTile(key), row: row, column: column)
     }
 
     @inlinable mutating func makeTile(_ key: Int64) -> Int32 {

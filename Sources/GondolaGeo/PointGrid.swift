@@ -251,16 +251,9 @@ public struct PointGrid: Sendable {
     @inlinable func forEach(_ run: Range<Int>, in cell: Int64, near probe: DistanceProbe?, within reach: Double? = nil,
                             _ body: (Double, Double, GridEntry) -> Void) {
         let (south, west) = grid.corner(of: cell)
+        let filter = probe.flatMap { $0.prefilters ? OffsetFilter($0, reach: reach ?? $0.radius, south: south, west: west) : nil }
         runs.pool.withUnsafeBufferPointer { pool in
-            guard let probe, probe.prefilters else {
-                for index in run {
-                    let (lat, lon) = Self.position(south, west, pool[index])
-                    body(lat, lon, pool[index])
-                }
-                return
-            }
-            let filter = OffsetFilter(probe, reach: reach ?? probe.radius, south: south, west: west)
-            for index in run where filter.mayHold(pool[index]) {
+            for index in run where filter?.mayHold(pool[index]) != false {
                 let (lat, lon) = Self.position(south, west, pool[index])
                 body(lat, lon, pool[index])
             }
