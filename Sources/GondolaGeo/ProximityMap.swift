@@ -1,7 +1,23 @@
-/// What a `ProximityMap` keeps of each located point: its position and whatever
-/// the caller shows with it (accuracy, speed, when it was taken, ...).
-public protocol PositionFix: Sendable {
-    var point: GeoPoint { get }
+/// A located point's latest reported position, as a `ProximityMap` keeps it once
+/// and frames show it: where, how exact, which way and how fast, and when it was taken.
+public struct LivePosition: Sendable, Equatable {
+    public var point: GeoPoint
+    /// Metres, as the phone reports it.
+    public var accuracy: Double?
+    /// Degrees from north.
+    public var heading: Double?
+    /// Metres per second.
+    public var speed: Double?
+    /// When the phone took it (Unix ms).
+    public var ts: Int64
+
+    public init(point: GeoPoint, accuracy: Double? = nil, heading: Double? = nil, speed: Double? = nil, ts: Int64) {
+        self.point = point
+        self.accuracy = accuracy
+        self.heading = heading
+        self.speed = speed
+        self.ts = ts
+    }
 }
 
 /// A change in who is near a watcher.
@@ -32,9 +48,10 @@ public struct ProximityEvent: Sendable, Equatable {
 }
 
 /// The proximity engine: who is where, and who is near each watcher. It keeps
-/// each located point's fix once (the exact position with the caller's data), the
-/// points in a `PointGrid` for the queries, each watcher's radius, limit and what
-/// it was told, and when each point and each patch of the map last changed.
+/// each located point's `LivePosition` once (the exact position and what frames
+/// show with it), the points in a `PointGrid` for the queries, each watcher's
+/// radius, limit and what it was told, and when each point and each patch of the
+/// map last changed.
 ///
 /// Frames: updates only record what changed, each change with a new number of
 /// the `version` sequence. Watchers are spread over
@@ -51,16 +68,22 @@ public struct ProximityEvent: Sendable, Equatable {
 ///
 /// Points and watchers are dense `Int32` slots of the caller's numbering, the same
 /// numbers the grid uses. Not thread-safe: keep it under one lock or executor.
-public struct ProximityMap<Fix: PositionFix>: Sendable {
+public struct ProximityMap: Sendable {
     struct Watch {
         var radius: Double
         var limit: Int
-        /// What the watcher was told is near, with the distance at the time.
-        var told: [Int32: Double] = [:]
+        /// What the watcher was told is near, nearest first, with the distance at the time.
+        var told: [Told] = []
         /// The `version` at the watcher's last frame (or snapshot).
         var lastFrame: Int
         /// When the last answer was full (`limit` points), the distance of the farthest.
         var fullWithin: Double? = nil
+    }
+
+    /// A point a watcher was told about, with its distance then.
+    struct Told {
+        let subject: Int32
+        let distance: Double
     }
 
     /// Extra distance a told point may go beyond the radius before it leaves.
@@ -71,10 +94,14 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
     public let phases: Int
     private var grid: PointGrid
     /// Each slot's fix while it is on the map.
-    private var fixes: [Fix?] = []
+    private var fixes: [LivePosition?] = []
     /// When each slot's fix was received (what expiry goes by).
     private var receivedAt: [Int64] = []
-    private var watches: [Int32: Watch] = [:]
+    /// Each slot's watch, while it watches.
+    private var watches: [Watch?] = []
+    /// Scratch marks by slot for `recompute`: `stamp - 1` on what the watcher was told, `stamp` on what it is told now.
+    private var marks: [UInt32] = []
+    private var stamp: UInt32 = 0
     private var watchersByPhase: [Set<Int32>]
     private var changes: ChangeGrid
     /// The version of each slot's last move, leave or reconsideration.
@@ -105,13 +132,15 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
         fixes.append(contentsOf: repeatElement(nil, count: extra))
         receivedAt.append(contentsOf: repeatElement(0, count: extra))
         changedIn.append(contentsOf: repeatElement(0, count: extra))
+        watches.append(contentsOf: repeatElement(nil, count: extra))
+        marks.append(contentsOf: repeatElement(0, count: extra))
     }
 
     /// Points on the map.
     public var count: Int { grid.count }
 
     /// `slot`'s fix while it is on the map.
-    public func fix(of slot: Int32) -> Fix? {
+    public func fix(of slot: Int32) -> LivePosition? {
         Int(slot) < fixes.count ? fixes[Int(slot)] : nil
     }
 
@@ -131,7 +160,7 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
     }
 
     /// Records a new fix; `receivedAt` (any monotonic unit, e.g. server Unix ms) is what expiry goes by.
-    public mutating func update(_ slot: Int32, _ fix: Fix, receivedAt: Int64) {
+    public mutating func update(_ slot: Int32, _ fix: LivePosition, receivedAt: Int64) {
         if let old = self.fix(of: slot) { changes.mark(old.point, version: version + 1) }
         reserve(slot)
         fixes[Int(slot)] = fix
@@ -175,20 +204,25 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
     /// and the events an earlier watch of the same slot must hear to match.
     public mutating func watch(_ slot: Int32, radius: Double, limit: Int, canSee: (Int32, Int32) -> Bool) -> (snapshot: [Neighbour<Int32>], events: [ProximityEvent]) {
         reserve(slot)
-        watches[slot, default: Watch(radius: radius, limit: limit, lastFrame: version)].radius = radius
-        watches[slot]?.limit = limit
+        if watches[Int(slot)] == nil {
+            watches[Int(slot)] = Watch(radius: radius, limit: limit, lastFrame: version)
+        } else {
+            watches[Int(slot)]!.radius = radius
+            watches[Int(slot)]!.limit = limit
+        }
         watchersByPhase[phase(of: slot)].insert(slot)
         return recompute(slot, canSee: canSee)
     }
 
     /// Every watcher with its radius.
     public var watchers: [(watcher: Int32, radius: Double)] {
-        watches.map { ($0.key, $0.value.radius) }
+        watches.indices.compactMap { slot in watches[slot].map { (Int32(slot), $0.radius) } }
     }
 
     /// Ends `slot`'s watch.
     public mutating func unwatch(_ slot: Int32) {
-        guard watches.removeValue(forKey: slot) != nil else { return }
+        guard Int(slot) < watches.count, watches[Int(slot)] != nil else { return }
+        watches[Int(slot)] = nil
         watchersByPhase[phase(of: slot)].remove(slot)
     }
 
@@ -197,9 +231,9 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
     public mutating func nearbyFrame(phase: Int = 0, canSee: (Int32, Int32) -> Bool) -> [(watcher: Int32, events: [ProximityEvent])] {
         var frames: [(watcher: Int32, events: [ProximityEvent])] = []
         for watcher in watchersByPhase[phase] {
-            guard let watch = watches[watcher] else { continue }
+            guard let watch = watches[Int(watcher)] else { continue }
             guard mayHaveChanged(watcher, watch) else {
-                watches[watcher]?.lastFrame = version
+                watches[Int(watcher)]!.lastFrame = version
                 continue
             }
             let events = recompute(watcher, canSee: canSee).events
@@ -211,7 +245,7 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
     /// Whether anything that decides `watcher`'s answer changed since its last frame.
     private func mayHaveChanged(_ watcher: Int32, _ watch: Watch) -> Bool {
         if hasChanged(watcher, after: watch.lastFrame) { return true }
-        if watch.told.keys.contains(where: { hasChanged($0, after: watch.lastFrame) }) { return true }
+        if watch.told.contains(where: { hasChanged($0.subject, after: watch.lastFrame) }) { return true }
         guard let center = fix(of: watcher)?.point else { return false }
         return changes.changed(in: BoundingBox(around: center, radius: watch.radius + margin), after: watch.lastFrame)
     }
@@ -230,16 +264,18 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
     /// The nearest `limit` visible points within the radius (told ones within
     /// radius + margin), and the events that turn what was told into that.
     private mutating func recompute(_ watcher: Int32, canSee: (Int32, Int32) -> Bool) -> (snapshot: [Neighbour<Int32>], events: [ProximityEvent]) {
-        guard var watch = watches[watcher] else { return ([], []) }
+        guard Int(watcher) < watches.count, var watch = watches[Int(watcher)] else { return ([], []) }
         let since = watch.lastFrame
         watch.lastFrame = version
+        let (wasTold, isTold) = nextStamps()
+        for told in watch.told { marks[Int(told.subject)] = wasTold }
         let center = fix(of: watcher)?.point
         var desired: [Neighbour<Int32>] = []
         if let center {
-            let told = watch.told, radius = watch.radius
+            let radius = watch.radius
             func nearest(within reach: Double) -> [Neighbour<Int32>] {
                 nearby(center, radius: reach, limit: watch.limit) { candidate, distance in
-                    candidate != watcher && (distance <= radius || told[candidate] != nil) && canSee(watcher, candidate)
+                    candidate != watcher && (distance <= radius || marks[Int(candidate)] == wasTold) && canSee(watcher, candidate)
                 }
             }
             // In a crowd the answer is usually full well inside the radius: look near the last
@@ -253,23 +289,34 @@ public struct ProximityMap<Fix: PositionFix>: Sendable {
         }
         watch.fullWithin = desired.count == watch.limit ? desired.last?.distance : nil
         var events: [ProximityEvent] = []
-        var told: [Int32: Double] = [:]
+        var told: [Told] = []
         told.reserveCapacity(desired.count)
         for found in desired {
-            if watch.told[found.id] == nil {
+            if marks[Int(found.id)] != wasTold {
                 events.append(ProximityEvent(kind: .enter, subject: found.id, point: found.point, distance: found.distance))
             } else if hasChanged(found.id, after: since) {
                 events.append(ProximityEvent(kind: .move, subject: found.id, point: found.point, distance: found.distance))
             }
-            told[found.id] = found.distance
+            marks[Int(found.id)] = isTold
+            told.append(Told(subject: found.id, distance: found.distance))
         }
-        for (subject, distance) in watch.told where told[subject] == nil {
-            let point = fix(of: subject)?.point ?? departed[subject]?.point
-            let now = point.flatMap { p in center.map { Geodesy.distance($0, p) } } ?? distance
-            events.append(ProximityEvent(kind: .leave, subject: subject, point: point, distance: now))
+        for gone in watch.told where marks[Int(gone.subject)] == wasTold {
+            let point = fix(of: gone.subject)?.point ?? departed[gone.subject]?.point
+            let now = point.flatMap { p in center.map { Geodesy.distance($0, p) } } ?? gone.distance
+            events.append(ProximityEvent(kind: .leave, subject: gone.subject, point: point, distance: now))
         }
         watch.told = told
-        watches[watcher] = watch
+        watches[Int(watcher)] = watch
         return (desired, events)
+    }
+
+    /// Two fresh values for `marks` that no slot holds yet.
+    private mutating func nextStamps() -> (UInt32, UInt32) {
+        if stamp > UInt32.max - 2 {
+            for index in marks.indices { marks[index] = 0 }
+            stamp = 0
+        }
+        stamp += 2
+        return (stamp - 1, stamp)
     }
 }

@@ -41,12 +41,10 @@ public struct LocationSettings: Sendable {
 public final class LocationService: Sendable {
     struct Live {
         var slots = UserSlots()
-        var map: ProximityMap<LivePosition>
+        var map: ProximityMap
         var channels: PositionChannels
-        var choices: [Int32: MapChoice] = [:]
-        var buckets: [Int32: TokenBucket] = [:]
-        /// Users whose visibility is not `everyone` (the fast path skips the directory for the rest).
-        var restricted: [Int32: Visibility] = [:]
+        /// Each slot's visibility (the fast path skips the directory for `everyone`).
+        var visibilities: [Visibility] = []
         /// Each user's region, as its last position put it (`TravelRegions`).
         var regions: [Int32: String] = [:]
         /// The frame count at which this node last chose the regions it follows.
@@ -55,8 +53,7 @@ public final class LocationService: Sendable {
         mutating func slot(for user: String, directory: Directory) -> Int32 {
             if let slot = slots.existingSlot(for: user) { return slot }
             let slot = slots.slot(for: user)
-            let visibility = directory.visibility(of: user)
-            if visibility != .everyone { restricted[slot] = visibility }
+            visibilities.append(directory.visibility(of: user))
             return slot
         }
     }
@@ -67,6 +64,8 @@ public final class LocationService: Sendable {
     let settings: LocationSettings
     let regions: TravelRegions
     private let live: Mutex<Live>
+    /// What updates record without `live`; taken `live` first when both are held.
+    private let arrivals = Mutex(LocationArrivals())
     /// Orders a tick's publication with subscribe snapshots (see above); always taken before `live`.
     private let publication = Mutex(())
 
@@ -81,45 +80,57 @@ public final class LocationService: Sendable {
 
     // MARK: RPC
 
-    /// Records a position and answers the map the app should show.
+    /// Records a position and answers the map the app should show. Takes only the
+    /// arrivals' lock, never `live` (see `LocationArrivals`).
     func update(user: String, data: JSON?) throws(HubError) -> JSON {
         let now = unixMilliseconds()
         var position = try LocationUpdate.position(from: data, now: now)
         if position.point.alt == nil { position.point.alt = resorts.selector.altitude(of: position.point) }
         let point = position.point
-        let (choice, changed) = try live.withLock { live throws(HubError) -> (MapChoice, Bool) in
-            let slot = live.slot(for: user, directory: directory)
-            var bucket = live.buckets[slot] ?? TokenBucket(rate: Double(settings.rate), burst: Double(settings.rate), now: .now)
-            let admitted = bucket.take(now: .now)
-            live.buckets[slot] = bucket
-            guard admitted else { throw .tooManyRequests }
-            live.map.update(slot, position, receivedAt: now)
-            let previous = live.choices[slot] ?? .street
-            let choice = resorts.selector.choose(for: point, previous: previous)
-            live.choices[slot] = choice
-            let region = regions.region(of: point, choice: choice)
-            let replica = Self.replica(user: user, position, receivedAt: now, region: region)
-            if live.regions.updateValue(region, forKey: slot) != region {
+        let admission = try arrivals.withLock { arrivals throws(HubError) -> LocationArrivals.Admission in
+            guard let admission = arrivals.admit(
+                user, position, receivedAt: now, now: .now,
+                bucket: { TokenBucket(rate: Double(settings.rate), burst: Double(settings.rate), now: .now) },
+                decide: { previous in
+                    let choice = resorts.selector.choose(for: point, previous: previous)
+                    return (choice, regions.region(of: point, choice: choice))
+                })
+            else { throw .tooManyRequests }
+            // Replicated under the lock, so that two devices of one traveller reach the bus in the order admitted.
+            let region = admission.region
+            if admission.regionChanged {
                 // Every node learns where the traveller went, so that nodes watching them follow the region.
-                node.replicate(topic: Self.regionTopic, replica)
+                node.replicate(topic: Self.regionTopic, Self.replica(user: user, position, receivedAt: now, region: region))
             } else {
-                node.replicate(topic: Self.replicaTopic, region: region, replica)
+                node.replicate(topic: Self.replicaTopic, region: region, Self.replica(user: user, position, receivedAt: now, region: region))
             }
-            return (choice, choice != previous)
+            return admission
         }
-        if changed { node.tell(user, TravelJSON.map(choice, type: "map")) }
-        return ["map": TravelJSON.map(choice)]
+        if admission.choice != admission.previous { node.tell(user, TravelJSON.map(admission.choice, type: "map")) }
+        return ["map": TravelJSON.map(admission.choice)]
+    }
+
+    /// Runs `body` on the live state once it has taken the positions that arrived.
+    func withLive<Result, Failure: Error>(_ body: (inout Live) throws(Failure) -> Result) throws(Failure) -> Result {
+        try live.withLock { (live: inout Live) throws(Failure) -> Result in
+            for arrival in arrivals.withLock({ $0.take() }) {
+                let slot = live.slot(for: arrival.user, directory: directory)
+                live.map.update(slot, arrival.position, receivedAt: arrival.receivedAt)
+                live.regions[slot] = arrival.region
+            }
+            return try body(&live)
+        }
     }
 
     /// The last position `user` sent, while it is current.
     func lastPosition(of user: String) -> GeoPoint? {
-        live.withLock { live in live.slots.existingSlot(for: user).flatMap { live.map.fix(of: $0)?.point } }
+        withLive { live in live.slots.existingSlot(for: user).flatMap { live.map.fix(of: $0)?.point } }
     }
 
     /// The users with a current position within `radius` metres of `user`'s current
     /// position that `user` may see, nearest first; nil when `user` has no current position.
     func visibleUsers(near user: String, radius: Double) -> [String]? {
-        live.withLock { live in
+        withLive { live in
             guard let slot = live.slots.existingSlot(for: user), let center = live.map.fix(of: slot)?.point else { return nil }
             let rules = Rules(live, directory: directory)
             return live.map.nearby(center, radius: radius) { candidate, _ in candidate != slot && rules.canSee(slot, candidate) }
@@ -134,9 +145,9 @@ public final class LocationService: Sendable {
     }
 
     private func visibilityChanged(user: String, _ visibility: Visibility) {
-        live.withLock { live in
+        withLive { live in
             let slot = live.slot(for: user, directory: directory)
-            live.restricted[slot] = visibility == .everyone ? nil : visibility
+            live.visibilities[Int(slot)] = visibility
             live.map.reconsider(slot)
         }
     }
@@ -144,7 +155,7 @@ public final class LocationService: Sendable {
     /// Friendships or trip memberships of `users` changed: their friends channels,
     /// their trips' location channels and what nearby watchers may see follow.
     func relationsChanged(_ users: [String]) {
-        live.withLock { live in
+        withLive { live in
             for user in users {
                 let slot = live.slot(for: user, directory: directory)
                 live.map.reconsider(slot)
@@ -175,19 +186,19 @@ public final class LocationService: Sendable {
     /// The visibility rules with what they need from the live state, taken before the state is changed.
     struct Rules {
         let directory: Directory
-        let restricted: [Int32: Visibility]
+        let visibilities: [Visibility]
         let slots: UserSlots
         let now: Int64
 
         init(_ live: Live, directory: Directory) {
             self.directory = directory
-            restricted = live.restricted
+            visibilities = live.visibilities
             slots = live.slots
             now = unixMilliseconds()
         }
 
         func canSee(_ viewer: Int32, _ subject: Int32) -> Bool {
-            guard restricted[subject] != nil else { return true }
+            guard visibilities[Int(subject)] != .everyone else { return true }
             return directory.canSee(viewer: slots.user(viewer), subject: slots.user(subject), now: now)
         }
 
@@ -196,7 +207,7 @@ public final class LocationService: Sendable {
             case let .friendsOf(viewer):
                 return canSee(viewer, subject)
             case let .trip(id):
-                return restricted[subject] != .nobody || (directory.cachedTrip(id)?.isRunning(at: now) ?? false)
+                return visibilities[Int(subject)] != .nobody || (directory.cachedTrip(id)?.isRunning(at: now) ?? false)
             }
         }
     }
@@ -210,7 +221,7 @@ public final class LocationService: Sendable {
     private func open(_ channel: PositionChannel, attach: (RawJSON?) throws(HubError) -> Void,
                       snapshot: (inout Live) -> RawJSON) throws(HubError) {
         try publication.withLock { _ throws(HubError) in
-            try live.withLock { live throws(HubError) in
+            try withLive { live throws(HubError) in
                 let data = snapshot(&live)
                 do throws(HubError) {
                     try attach(data)
@@ -259,7 +270,7 @@ public final class LocationService: Sendable {
 
     /// A position channel lost its last subscriber: stop computing its frames.
     func vacated(_ channel: PositionChannel) {
-        live.withLock { live in stopCarryingUnlessSubscribed(channel, live: &live) }
+        withLive { live in stopCarryingUnlessSubscribed(channel, live: &live) }
     }
 
     /// Ends a nearby watch or a position channel that has no subscriber on this node.
@@ -295,11 +306,7 @@ public final class LocationService: Sendable {
     func apply(replica json: JSON) {
         guard let fields = try? RequestFields(json), let (user, position, receivedAt) = try? Self.read(replica: fields),
               let region = try? fields.string("g", maxLength: .max) else { return }
-        live.withLock { live in
-            let slot = live.slot(for: user, directory: directory)
-            live.map.update(slot, position, receivedAt: receivedAt)
-            live.regions[slot] = region
-        }
+        arrivals.withLock { $0.record(replica: .init(user: user, position: position, receivedAt: receivedAt, region: region)) }
     }
 
     /// Chooses the regions this node follows (once per interval): around each of its
@@ -341,7 +348,7 @@ public final class LocationService: Sendable {
 
     /// Follows a reloaded directory: every known user's visibility and relations.
     func directoryReloaded() {
-        let users = live.withLock { live in (0..<live.slots.count).map { live.slots.user(Int32($0)) } }
+        let users = withLive { live in (0..<live.slots.count).map { live.slots.user(Int32($0)) } }
         for user in users { visibilityChanged(user: user, directory.visibility(of: user)) }
         relationsChanged(users)
     }
@@ -351,7 +358,7 @@ public final class LocationService: Sendable {
     /// Publishes this tick's frames (one per changed channel of the tick's phase) and starts the next tick.
     func publishFrames() {
         publication.withLock { _ in
-            let staged = live.withLock { live in
+            let staged = withLive { live in
                 followRegions(live: &live)
                 let rules = Rules(live, directory: directory)
                 let phase = live.map.tick % settings.phases
@@ -408,7 +415,7 @@ public final class LocationService: Sendable {
     /// Drops positions older than the TTL; their watchers get `leave` in the next frame.
     func expirePositions() {
         let cutoff = unixMilliseconds() - Int64(settings.ttl.components.seconds * 1000 + settings.ttl.components.attoseconds / 1_000_000_000_000_000)
-        live.withLock { live in _ = live.map.expire(receivedBefore: cutoff) }
+        withLive { live in _ = live.map.expire(receivedBefore: cutoff) }
     }
 
     /// Publishes frames every tick and expires positions every second, until cancelled.

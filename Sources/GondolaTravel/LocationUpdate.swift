@@ -2,16 +2,6 @@ import GondolaGeo
 import GondolaHub
 import GondolaProtocol
 
-/// A traveller's latest reported position, as the live map keeps it and frames show it.
-struct LivePosition: PositionFix {
-    var point: GeoPoint
-    var accuracy: Double?
-    var heading: Double?
-    var speed: Double?
-    /// When the phone took it (Unix ms).
-    var ts: Int64
-}
-
 /// Reads a `location.update` call's data, checked field by field.
 enum LocationUpdate {
     /// How far a position's `ts` may be from the server clock.

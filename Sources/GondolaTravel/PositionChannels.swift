@@ -28,7 +28,7 @@ struct PositionChannels {
 
         /// This channel's frame: members that moved (or must be looked at again)
         /// and may be seen, and shown members that left or may no longer be seen.
-        mutating func frame(of channel: PositionChannel, map: ProximityMap<LivePosition>, visible: (Audience, Int32) -> Bool) -> Frame? {
+        mutating func frame(of channel: PositionChannel, map: ProximityMap, visible: (Audience, Int32) -> Bool) -> Frame? {
             let since = lastFrame
             lastFrame = map.version
             guard map.version > since || !recheck.isEmpty || !dropped.isEmpty else { return nil }
@@ -69,7 +69,7 @@ struct PositionChannels {
     var isEmpty: Bool { channels.isEmpty }
 
     /// Starts carrying `channel`; answers the members to show now.
-    mutating func open(_ channel: PositionChannel, audience: Audience, members: Set<Int32>, map: ProximityMap<LivePosition>, visible: (Audience, Int32) -> Bool) -> [Int32] {
+    mutating func open(_ channel: PositionChannel, audience: Audience, members: Set<Int32>, map: ProximityMap, visible: (Audience, Int32) -> Bool) -> [Int32] {
         let phase = channels[channel]?.phase ?? nextPhase
         if channels[channel] == nil { nextPhase = (nextPhase + 1) % phases }
         var state = Channel(audience: audience, phase: phase, members: members, lastFrame: map.version)
@@ -102,7 +102,7 @@ struct PositionChannels {
 
     /// This tick's frames for the channels of `phase`, one per channel with something
     /// to say; channels are updated in place.
-    mutating func frames(phase: Int = 0, map: ProximityMap<LivePosition>, visible: (Audience, Int32) -> Bool) -> [Frame] {
+    mutating func frames(phase: Int = 0, map: ProximityMap, visible: (Audience, Int32) -> Bool) -> [Frame] {
         var frames: [Frame] = []
         for index in channels.indices where channels.values[index].phase == phase {
             if let frame = channels.values[index].frame(of: channels.keys[index], map: map, visible: visible) {

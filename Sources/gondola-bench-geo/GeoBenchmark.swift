@@ -187,11 +187,6 @@ struct GeoBenchmark: ParsableCommand {
         return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    /// A fix with nothing but the position.
-    struct Fix: PositionFix {
-        var point: GeoPoint
-    }
-
     /// 100,000 travellers over 200 × 200 km, each watching 500 m (the nearest 50) with the
     /// product's engine: every tick a tenth of them move a few metres, then the watchers of
     /// the tick's phase (one of ten) get their frames. Counts updates and frame work together.
@@ -199,8 +194,8 @@ struct GeoBenchmark: ParsableCommand {
         var random = SeededRandom(seed: 3)
         let workload = Workload(name: "roaming", center: GeoPoint(lat: 46, lon: 8), sideMetres: 200_000, points: 100_000, radius: 500, limit: .max, seed: 3)
         var positions = workload.positions()
-        var map = ProximityMap<Fix>(cellMetres: roamingCell, margin: 20, phases: 10)
-        for (slot, point) in positions.enumerated() { map.update(Int32(slot), Fix(point: point), receivedAt: 0) }
+        var map = ProximityMap(cellMetres: roamingCell, margin: 20, phases: 10)
+        for (slot, point) in positions.enumerated() { map.update(Int32(slot), LivePosition(point: point, ts: 0), receivedAt: 0) }
         for slot in positions.indices { _ = map.watch(Int32(slot), radius: 500, limit: 50) { _, _ in true } }
         map.endFrame()
         let perTick = positions.count / 10
@@ -211,7 +206,7 @@ struct GeoBenchmark: ParsableCommand {
             for _ in 0..<perTick {
                 let slot = Int.random(in: 0..<positions.count, using: &random)
                 positions[slot] = Workload.nudge(positions[slot], using: &random)
-                map.update(Int32(slot), Fix(point: positions[slot]), receivedAt: Int64(tick))
+                map.update(Int32(slot), LivePosition(point: positions[slot], ts: 0), receivedAt: Int64(tick))
             }
             events += map.nearbyFrame(phase: map.tick % map.phases) { _, _ in true }.reduce(0) { $0 + $1.events.count }
             map.endFrame()

@@ -3,11 +3,6 @@ import Testing
 
 /// The nearby frames of `ProximityMap` against a brute-force recomputation.
 @Suite struct ProximityMapTests {
-    /// A fix with nothing but the position.
-    struct Fix: PositionFix {
-        var point: GeoPoint
-    }
-
     static let origin = GeoPoint(lat: 45.3, lon: 6.58)
 
     /// Each round is one tick: travellers move, then the watchers of the tick's phase
@@ -18,7 +13,7 @@ import Testing
     ])
     func framesMatchBruteForce(radius: Double, limit: Int, phases: Int, seed: UInt64) {
         var random = SeededRandom(seed: seed)
-        var map = ProximityMap<Fix>(margin: 20, phases: phases)
+        var map = ProximityMap(margin: 20, phases: phases)
         let count: Int32 = 150
         var points: [Int32: GeoPoint] = [:]
         var hidden: Set<Int32> = []
@@ -26,7 +21,7 @@ import Testing
         let canSee: (Int32, Int32) -> Bool = { _, subject in !hidden.contains(subject) }
         for slot in 0..<count {
             points[slot] = Self.origin.offset(north: .random(in: -800...800, using: &random), east: .random(in: -800...800, using: &random))
-            map.update(slot, Fix(point: points[slot]!), receivedAt: 0)
+            map.update(slot, LivePosition(point: points[slot]!, ts: 0), receivedAt: 0)
         }
         for watcher in stride(from: Int32(0), to: count, by: 3) {
             let snapshot = map.watch(watcher, radius: radius, limit: limit, canSee: canSee).snapshot
@@ -42,7 +37,7 @@ import Testing
                 }
                 let base = points[slot] ?? Self.origin
                 points[slot] = base.offset(north: .random(in: -60...60, using: &random), east: .random(in: -60...60, using: &random))
-                map.update(slot, Fix(point: points[slot]!), receivedAt: 0)
+                map.update(slot, LivePosition(point: points[slot]!, ts: 0), receivedAt: 0)
             }
             if round % 7 == 3 {
                 let flipped = Int32.random(in: 0..<count, using: &random)
@@ -82,10 +77,10 @@ import Testing
     }
 
     @Test func watchersWithoutPositionSeeNobodyAndLeavesCarryTheLastPoint() {
-        var map = ProximityMap<Fix>(margin: 20)
-        map.update(1, Fix(point: Self.origin), receivedAt: 0)
+        var map = ProximityMap(margin: 20)
+        map.update(1, LivePosition(point: Self.origin, ts: 0), receivedAt: 0)
         #expect(map.watch(0, radius: 500, limit: 50, canSee: { _, _ in true }).snapshot.isEmpty)
-        map.update(0, Fix(point: Self.origin.offset(north: 100, east: 0)), receivedAt: 10)
+        map.update(0, LivePosition(point: Self.origin.offset(north: 100, east: 0), ts: 0), receivedAt: 10)
         let enter = map.nearbyFrame(canSee: { _, _ in true })
         #expect(enter.first?.events.map(\.kind) == [.enter])
         #expect(abs((enter.first?.events.first?.distance ?? 0) - 100) < 0.5)

@@ -54,7 +54,7 @@ import Testing
 
     // MARK: PositionChannels
 
-    typealias Map = ProximityMap<LivePosition>
+    typealias Map = ProximityMap
 
     static func fix(_ north: Double, ts: Int64 = now) -> LivePosition {
         LivePosition(point: origin.offset(north: north, east: 0), ts: ts)
