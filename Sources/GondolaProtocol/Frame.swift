@@ -13,8 +13,15 @@ public enum Frame {
     /// Splits a frame into its non-empty lines and parses each as one JSON value, keeping
     /// payloads (`payloadMembers`) as they were written.
     public static func values(in frame: some Collection<UInt8>) throws(JSONParseError) -> [JSON] {
+        // One copy into an array (none for an array), so that the scan and the parser run on
+        // contiguous bytes instead of through the collection's generic interface.
+        let bytes = Array(frame)
         var values: [JSON] = []
-        for line in frame.split(separator: separator, omittingEmptySubsequences: true) {
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: separator) ?? bytes.endIndex
+            let line = bytes[start..<end]
+            start = end + 1
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
             values.append(try JSONParser.parse(line, keepingRaw: payloadMembers))
         }

@@ -13,7 +13,7 @@ public struct JSONWriter {
         switch value {
         case .null: appendASCII("null")
         case let .bool(flag): appendASCII(flag ? "true" : "false")
-        case let .int(number): appendASCII(String(number))
+        case let .int(number): appendInteger(number)
         case let .double(number): writeDouble(number)
         case let .string(text): writeString(text)
         case let .array(elements):
@@ -49,11 +49,17 @@ public struct JSONWriter {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
+    /// Appends bytes written earlier by a `JSONWriter` (a fragment kept to be copied
+    /// into many documents).
+    public mutating func writeBytes(_ fragment: [UInt8]) {
+        bytes.append(contentsOf: fragment)
+    }
+
     /// Writes a number the way `write(.double(number))` does.
     public mutating func writeNumber(_ number: Double) { writeDouble(number) }
 
     /// Writes an integer the way `write(.int(number))` does.
-    public mutating func writeNumber(_ number: Int64) { appendASCII(String(number)) }
+    public mutating func writeNumber(_ number: Int64) { appendInteger(number) }
 
     private mutating func writeDouble(_ number: Double) {
         guard number.isFinite else {
@@ -61,7 +67,7 @@ public struct JSONWriter {
             return
         }
         if number == number.rounded(), abs(number) < 1e15 {
-            appendASCII(String(Int64(number)))
+            appendInteger(Int64(number))
         } else {
             appendASCII(number.description)
         }
@@ -71,8 +77,37 @@ public struct JSONWriter {
         bytes.append(contentsOf: text.utf8)
     }
 
+    /// The decimal digits of `number`, as `String(number)` spells them.
+    private mutating func appendInteger(_ number: Int64) {
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        var rest = number.magnitude
+        guard rest >= 10 else {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest))
+            return
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            while rest > 0 {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
+    }
+
     public mutating func writeString(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings need no escaping: copied in one go.
+        let copied = text.utf8.withContiguousStorageIfAvailable { utf8 in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if copied == true {
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])

@@ -61,7 +61,7 @@ public enum ProtocolEncoding: String, Sendable, CaseIterable {
     /// A push as one message of a frame.
     public func encode(_ push: Push) -> [UInt8] {
         switch self {
-        case .json: return push.json.bytes
+        case .json: return push.jsonBytes
         case .protobuf: return ProtobufFraming.lengthPrefixed(push.protobufBytes)
         }
     }

@@ -43,6 +43,30 @@ public struct Push: Sendable, Equatable {
         return .object([(key: "push", value: push.json)])
     }
 
+    /// The bytes of `json`. A publication without info or tags, the bulk of what the hub
+    /// sends, is written straight to bytes instead of through a `JSON` tree.
+    public var jsonBytes: [UInt8] {
+        guard case let .publication(publication) = body, publication.info == nil, publication.tags.isEmpty, publication.data.isJSON else {
+            return json.bytes
+        }
+        var writer = JSONWriter(reservingCapacity: publication.data.bytes.count + channel.utf8.count + 64)
+        writer.writeSyntax(#"{"push":{"#)
+        if !channel.isEmpty {
+            writer.writeSyntax(#""channel":"#)
+            writer.writeString(channel)
+            writer.writeSyntax(",")
+        }
+        writer.writeSyntax(#""pub":{"data":"#)
+        writer.write(publication.data.jsonValue)
+        if publication.offset != 0 {
+            writer.writeSyntax(#","offset":"#)
+            writer.writeNumber(Int64(publication.offset))
+        }
+        if publication.delta { writer.writeSyntax(#","delta":true"#) }
+        writer.writeSyntax("}}}")
+        return writer.bytes
+    }
+
     public init(json: JSON) throws(ProtocolDecodingError) {
         guard let pushJSON = json["push"] else { throw ProtocolDecodingError("not a push") }
         let fields = try ProtocolFields(pushJSON, path: "push")

@@ -45,6 +45,9 @@ public final class LocationService: Sendable {
         var channels: PositionChannels
         /// Each slot's visibility (the fast path skips the directory for `everyone`).
         var visibilities: [Visibility] = []
+        /// Each slot's user and position as nearby frames write them, for its latest
+        /// position: written once, copied into every frame that shows it.
+        var subjects: [TravelJSON.NeighbourSubject?] = []
         /// Each user's region, as its last position put it (`TravelRegions`).
         var regions: [Int32: String] = [:]
         /// The frame count at which this node last chose the regions it follows.
@@ -54,7 +57,15 @@ public final class LocationService: Sendable {
             if let slot = slots.existingSlot(for: user) { return slot }
             let slot = slots.slot(for: user)
             visibilities.append(directory.visibility(of: user))
+            subjects.append(nil)
             return slot
+        }
+
+        /// `slot`'s user and `point` as nearby frames write them: the bytes written for its
+        /// latest position when that is the point.
+        func subject(_ slot: Int32, at point: GeoPoint?) -> TravelJSON.NeighbourSubject {
+            if let written = subjects[Int(slot)], written.point == point { return written }
+            return TravelJSON.NeighbourSubject(user: slots.user(slot), point: point)
         }
     }
 
@@ -117,6 +128,7 @@ public final class LocationService: Sendable {
                 let slot = live.slot(for: arrival.user, directory: directory)
                 live.map.update(slot, arrival.position, receivedAt: arrival.receivedAt)
                 live.regions[slot] = arrival.region
+                live.subjects[Int(slot)] = TravelJSON.NeighbourSubject(user: arrival.user, point: arrival.position.point)
             }
             return try body(&live)
         }
@@ -399,7 +411,7 @@ public final class LocationService: Sendable {
         init(nearby channel: PositionChannel, _ events: [ProximityEvent], live: borrowing Live) {
             self.init(channel: channel, .nearby(events.map { event in
                 // A `leave` says when the subject's last position was taken only while it is still on the map.
-                TravelJSON.NearbyChange(user: live.slots.user(event.subject), event: event,
+                TravelJSON.NearbyChange(subject: live.subject(event.subject, at: event.point), kind: event.kind, distance: event.distance,
                                         ts: event.kind == .leave ? nil : live.map.fix(of: event.subject)?.ts)
             }))
         }

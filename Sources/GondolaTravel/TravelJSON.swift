@@ -46,10 +46,35 @@ enum TravelJSON {
         return RawJSON(writtenBy: writer)
     }
 
+    /// Who a nearby event or snapshot entry is about and where: `"user":…` and, when
+    /// the position is known, `,"lat":…,"lon":…,"alt":…`. The live map writes it once
+    /// per position; every frame that shows that position copies the bytes.
+    struct NeighbourSubject {
+        let point: GeoPoint?
+        let bytes: [UInt8]
+
+        init(user: String, point: GeoPoint?) {
+            self.point = point
+            var writer = JSONWriter(reservingCapacity: 80)
+            writer.writeSyntax(#""user":"#)
+            writer.writeString(user)
+            if let point {
+                writer.writeSyntax(#","lat":"#)
+                writer.writeNumber(point.lat)
+                writer.writeSyntax(#","lon":"#)
+                writer.writeNumber(point.lon)
+                writer.writeSyntax(#","alt":"#)
+                if let alt = point.alt { writeMetres(alt, to: &writer) } else { writer.writeSyntax("null") }
+            }
+            bytes = writer.bytes
+        }
+    }
+
     /// One event of a nearby frame: whom it is about and when their position was taken.
     struct NearbyChange {
-        let user: String
-        let event: ProximityEvent
+        let subject: NeighbourSubject
+        let kind: ProximityEvent.Kind
+        let distance: Double
         let ts: Int64?
     }
 
@@ -59,8 +84,7 @@ enum TravelJSON {
         writer.writeSyntax(#"{"events":["#)
         for (index, change) in changes.enumerated() {
             if index > 0 { writer.writeSyntax(",") }
-            let event = change.event
-            writeNeighbour(change.user, point: event.point, distance: event.distance, ts: change.ts, type: event.kind, to: &writer)
+            writeNeighbour(change.subject, distance: change.distance, ts: change.ts, type: change.kind, to: &writer)
         }
         writer.writeSyntax("]}")
         return RawJSON(writtenBy: writer)
@@ -72,7 +96,8 @@ enum TravelJSON {
         writer.writeSyntax(#"{"users":["#)
         for (index, neighbour) in neighbours.enumerated() {
             if index > 0 { writer.writeSyntax(",") }
-            writeNeighbour(slots.user(neighbour.id), point: neighbour.point, distance: neighbour.distance, ts: ts(neighbour.id), type: nil, to: &writer)
+            writeNeighbour(NeighbourSubject(user: slots.user(neighbour.id), point: neighbour.point), distance: neighbour.distance,
+                           ts: ts(neighbour.id), type: nil, to: &writer)
         }
         writer.writeSyntax("]}")
         return RawJSON(writtenBy: writer)
@@ -88,7 +113,7 @@ enum TravelJSON {
         writer.writeNumber(position.point.lon)
         if let alt = position.point.alt {
             writer.writeSyntax(#","alt":"#)
-            writer.writeNumber(roundedMetres(alt))
+            writeMetres(alt, to: &writer)
         }
         if let accuracy = position.accuracy {
             writer.writeSyntax(#","accuracy":"#)
@@ -109,29 +134,38 @@ enum TravelJSON {
 
     /// A nearby traveller: `{"type","user","lat","lon","alt","distance","ts"}`; `type` only
     /// for events, the position only when known, `ts` only when known.
-    static func writeNeighbour(_ user: String, point: GeoPoint?, distance: Double, ts: Int64?, type: ProximityEvent.Kind?, to writer: inout JSONWriter) {
-        if let type {
-            writer.writeSyntax(#"{"type":"#)
-            writer.writeString(type.rawValue)
-            writer.writeSyntax(#","user":"#)
-        } else {
-            writer.writeSyntax(#"{"user":"#)
+    static func writeNeighbour(_ subject: NeighbourSubject, distance: Double, ts: Int64?, type: ProximityEvent.Kind?, to writer: inout JSONWriter) {
+        switch type {
+        case .enter: writer.writeSyntax(#"{"type":"enter","#)
+        case .move: writer.writeSyntax(#"{"type":"move","#)
+        case .leave: writer.writeSyntax(#"{"type":"leave","#)
+        case nil: writer.writeSyntax("{")
         }
-        writer.writeString(user)
-        if let point {
-            writer.writeSyntax(#","lat":"#)
-            writer.writeNumber(point.lat)
-            writer.writeSyntax(#","lon":"#)
-            writer.writeNumber(point.lon)
-            writer.writeSyntax(#","alt":"#)
-            if let alt = point.alt { writer.writeNumber(roundedMetres(alt)) } else { writer.writeSyntax("null") }
-        }
+        writer.writeBytes(subject.bytes)
         writer.writeSyntax(#","distance":"#)
-        writer.writeNumber(roundedMetres(distance))
+        writeMetres(distance, to: &writer)
         if let ts {
             writer.writeSyntax(#","ts":"#)
             writer.writeNumber(ts)
         }
         writer.writeSyntax("}")
+    }
+
+    /// Writes `roundedMetres(value)` as `writeNumber` would, from the whole tenths, without
+    /// formatting a fraction: the shortest form of a tenth below 10^12 m is its digits.
+    static func writeMetres(_ value: Double, to writer: inout JSONWriter) {
+        let tenths = (value * 10).rounded()
+        guard tenths.magnitude < 1e13 else {
+            writer.writeNumber(roundedMetres(value))
+            return
+        }
+        let whole = Int64(tenths)
+        if whole < 0, whole > -10 { writer.writeSyntax("-") }
+        writer.writeNumber(whole / 10)
+        let digit = whole.magnitude % 10
+        if digit != 0 {
+            writer.writeSyntax(".")
+            writer.writeNumber(Int64(digit))
+        }
     }
 }

@@ -91,6 +91,23 @@ import Testing
         #expect(try ServerMessage(json: JSONParser.parse(push.json.text)) == .push(push))
     }
 
+    /// The bytes written straight for a publication are those of its `JSON` tree, for
+    /// every push above and for the awkward ones: no channel, escapes in the channel,
+    /// offset 0, a raw newline inside the payload, binary data.
+    @Test func pushBytesAreThoseOfTheTree() throws {
+        let awkward = [
+            Push(channel: "", .publication(Publication(offset: 5, data: Payload(Self.data)))),
+            Push(channel: "room:\"q\"\\", .publication(Publication(data: Payload(Self.data)))),
+            Push(channel: "c", .publication(Publication(offset: 9, data: Payload(try RawJSON(validating: Array("{\"a\":\n1}".utf8)))))),
+            Push(channel: "c", .publication(Publication(offset: 9, data: Payload(received: [0xFF, 0x00, 0x01])))),
+            Push(channel: "c", .publication(Publication(offset: 9, data: Payload(Self.data), tags: ["k": "v"]))),
+        ]
+        for push in Self.pushes + awkward {
+            #expect(push.jsonBytes == push.json.bytes, "\(push)")
+            #expect(ProtocolEncoding.json.encode(push) == push.json.bytes)
+        }
+    }
+
     @Test func serverPingIsAnEmptyObject() throws {
         #expect(try ServerMessage(json: JSONParser.parse("{}")) == .ping)
     }

@@ -53,6 +53,26 @@ import Testing
         #expect(JSON.double(3).text == "3")
         #expect(JSON.double(0.25).text == "0.25")
     }
+
+    @Test func integersAreSpelledAsSwiftSpellsThem() {
+        let edges: [Int64] = [0, 7, -7, 9, 10, -10, 99, 100, 12_345, -999_999, .max, .min, .max - 1, .min + 1]
+        for number in edges {
+            #expect(JSON.int(number).text == String(number))
+            var writer = JSONWriter()
+            writer.writeNumber(number)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == String(number))
+        }
+        #expect(JSON.double(-42).text == "-42" && JSON.double(-0.0).text == "0" && JSON.double(999_999_999_999_999).text == "999999999999999")
+    }
+
+    @Test func stringsWithAndWithoutEscapesAreWrittenTheSameWayAsByteByByte() throws {
+        for text in ["", "ann", "u-1234567890123456789", "é😀", "a\"b", "back\\slash", "tab\tin", "\u{1f}", String(repeating: "x", count: 300)] {
+            var writer = JSONWriter()
+            writer.writeString(text)
+            #expect(try JSONParser.parse(writer.bytes) == .string(text), "\(text)")
+            #expect(!writer.bytes.contains(0x0A))
+        }
+    }
 }
 
 @Suite struct FrameTests {

@@ -128,11 +128,46 @@ import Testing
 
         let enter = ProximityEvent(kind: .enter, subject: 1, point: GeoPoint(lat: 45, lon: 6, alt: 1000.26), distance: 12.345)
         let leave = ProximityEvent(kind: .leave, subject: 2, point: nil, distance: 530)
-        let frame = TravelJSON.nearbyFrame([.init(user: "ann", event: enter, ts: 9), .init(user: "bo\"b", event: leave, ts: nil)])
+        let frame = TravelJSON.nearbyFrame([.init(subject: .init(user: "ann", point: enter.point), kind: .enter, distance: enter.distance, ts: 9),
+                                            .init(subject: .init(user: "bo\"b", point: leave.point), kind: .leave, distance: leave.distance, ts: nil)])
         #expect(frame.description == #"{"events":[{"type":"enter","user":"ann","lat":45,"lon":6,"alt":1000.3,"distance":12.3,"ts":9},"#
             + #"{"type":"leave","user":"bo\"b","distance":530}]}"#)
         // Every frame is valid JSON.
         for raw in [positions, frame] { _ = try JSONParser.parse(raw.bytes) }
+    }
+
+    /// Distances and altitudes are written from their whole tenths; the bytes must be
+    /// those of the rounded number written as any other number.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func metresAreWrittenAsTheirRoundedNumber(seed: UInt64) {
+        var random = SeededRandom(seed: seed)
+        let edges: [Double] = [0, -0.0, 0.04, -0.04, 0.05, -0.05, 0.95, -0.95, 1, -1, 530, 12.345, -499.96, 8848.86, 999_999_999_999.9,
+                               1e13, -1e13, 4e15, .infinity, -.infinity, .nan]
+        let scales: [Double] = [1, 10, 1_000, 100_000, 1e9]
+        let values = edges + (0..<3_000).map { _ in Double.random(in: -1...1, using: &random) * scales.randomElement(using: &random)! }
+        for value in values {
+            var fast = JSONWriter(), plain = JSONWriter()
+            TravelJSON.writeMetres(value, to: &fast)
+            plain.writeNumber(TravelJSON.roundedMetres(value))
+            #expect(fast.bytes == plain.bytes, "\(value) (seed \(seed))")
+        }
+    }
+
+    /// A nearby event shows the position it was computed for, even when the bytes kept
+    /// for the subject's latest position are of another one.
+    @Test func aNearbyEventShowsItsOwnPosition() async throws {
+        let directory = try await Directory(repository: SQLiteTravelRepository(database: travelDatabase()))
+        var live = LocationService.Live(map: Map(), channels: PositionChannels(phases: 1))
+        let ann = live.slot(for: "ann", directory: directory)
+        let latest = GeoPoint(lat: 45.5, lon: 6.5, alt: 2000)
+        live.subjects[Int(ann)] = TravelJSON.NeighbourSubject(user: "ann", point: latest)
+        let earlier = GeoPoint(lat: 45.25, lon: 6.75, alt: 1500)
+        let events = [ProximityEvent(kind: .move, subject: ann, point: latest, distance: 10),
+                      ProximityEvent(kind: .leave, subject: ann, point: earlier, distance: 20),
+                      ProximityEvent(kind: .leave, subject: ann, point: nil, distance: 30)]
+        let frame = LocationService.StagedFrame(nearby: .nearby(user: "bob"), events, live: live)
+        #expect(frame.data.description == #"{"events":[{"type":"move","user":"ann","lat":45.5,"lon":6.5,"alt":2000,"distance":10},"#
+            + #"{"type":"leave","user":"ann","lat":45.25,"lon":6.75,"alt":1500,"distance":20},{"type":"leave","user":"ann","distance":30}]}"#)
     }
 
     @Test func aNearbySnapshotListsUsersNearestFirstWithTheirTs() {
