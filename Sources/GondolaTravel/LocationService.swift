@@ -26,11 +26,13 @@ public struct LocationSettings: Sendable {
 /// Live locations: `location.update` and `location.visibility`, the position index,
 /// and the frames of `nearby:#`, `friends:#` and `locations:` channels.
 ///
-/// One lock (`live`) guards the live state. Updates record and return; a frame
-/// task wakes every tick (an interval is `phases` ticks), computes the frames of
-/// the channels whose phase it is under `live`, copying out what they show, then
-/// releases it and writes and publishes them, so updates never wait behind a
-/// publication. A second lock (`publication`), taken before `live`, is held from
+/// One lock (`live`) guards the live state. Updates record under a lock of their
+/// own (`LocationArrivals`) and return, never waiting for `live`; a frame task wakes
+/// every tick (an interval is `phases` ticks), takes `live`, puts the positions that
+/// arrived on the map, computes the frames of the channels whose phase it is,
+/// copying out what they show, then releases it and writes and publishes them.
+/// Every reader of the live state takes the positions that arrived first
+/// (`withLive`). A second lock (`publication`), taken before `live`, is held from
 /// the computation to the end of the publication and by every subscribe: a
 /// subscriber's snapshot and attachment happen either before a tick's frames are
 /// computed (the frames carry the changes after the snapshot) or after they were
@@ -75,7 +77,7 @@ public final class LocationService: Sendable {
     let settings: LocationSettings
     let regions: TravelRegions
     private let live: Mutex<Live>
-    /// What updates record without `live`; taken `live` first when both are held.
+    /// What updates record without `live`; when both are held, `live` is taken first.
     private let arrivals = Mutex(LocationArrivals())
     /// Orders a tick's publication with subscribe snapshots (see above); always taken before `live`.
     private let publication = Mutex(())
