@@ -198,13 +198,15 @@ public struct JSONParser {
         index += 1
         let start = index
         // Fast path: no escapes.
+        var bits: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = bytes[start..<index]
                 index += 1
-                return try decodeUTF8(slice, at: start)
+                return try decodeUTF8(slice, at: start, isASCII: bits < 0x80)
             }
+            bits |= byte
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in string") }
             index += 1
@@ -215,7 +217,7 @@ public struct JSONParser {
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                return try decodeUTF8(scalars, at: start)
+                return try decodeUTF8(scalars[...], at: start, isASCII: false)
             case UInt8(ascii: "\\"):
                 index += 1
                 guard index < bytes.count else { throw error("unexpected end of input") }
@@ -281,7 +283,10 @@ public struct JSONParser {
         return scalar
     }
 
-    private func decodeUTF8(_ utf8: some Collection<UInt8>, at offset: Int) throws(JSONParseError) -> String {
+    /// The string of `utf8`; ASCII (most strings) is valid as it stands and is decoded without the
+    /// standard library's validation, which runs as unspecialised generic code.
+    private func decodeUTF8(_ utf8: ArraySlice<UInt8>, at offset: Int, isASCII: Bool) throws(JSONParseError) -> String {
+        if isASCII { return String(decoding: utf8, as: UTF8.self) }
         guard let string = String(validating: utf8, as: UTF8.self) else {
             throw JSONParseError(offset: offset, reason: "string is not valid UTF-8")
         }

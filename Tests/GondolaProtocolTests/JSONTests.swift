@@ -32,6 +32,15 @@ import Testing
 
     @Test func refusesInvalidUTF8() {
         #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
+        #expect(throws: JSONParseError.self, "after an escape") { try JSONParser.parse([0x22, 0x5C, 0x6E, 0xFF, 0x22]) }
+        #expect(throws: JSONParseError.self, "a truncated sequence") { try JSONParser.parse([0x22, 0x61, 0xC3, 0x22]) }
+    }
+
+    @Test func stringsReadTheSameWhicheverPathTheyTake() throws {
+        #expect(try JSONParser.parse(Array(#""plain ascii""#.utf8)) == .string("plain ascii"))
+        #expect(try JSONParser.parse([0x22, 0x61, 0xC3, 0xA9, 0x22]) == .string("aé"))
+        #expect(try JSONParser.parse(Array(#""tab\there é""#.utf8)) == .string("tab\there é"))
+        #expect(try JSONParser.parse(Array(#"{"k\u00e9y":"v"}"#.utf8)) == ["kéy": "v"])
     }
 
     @Test func limitsNesting() {
