@@ -23,7 +23,8 @@ import Synchronization
 /// removed and its waiting notifications given up. A user over the per-user rate waits for
 /// the next window. At most `maxPending` notifications wait; more are dropped and counted
 /// (`gondola_push_failed_total{reason="outbox_full"}`). Sent and given-up rows are kept a
-/// day, then deleted. A claim is one transaction for many rows, not one per answer.
+/// day, then deleted. A claim is one transaction for many rows, not one per answer; on a single
+/// SQLite node it writes nothing (`HeldClaims`). Texts are rendered through `RenderedTexts`.
 final class PushOutbox: Sendable {
     static let maxPending = 1_000_000
     static let maxAttempts = 12
@@ -45,7 +46,10 @@ final class PushOutbox: Sendable {
     /// millisecond clock first, so rows queued together sit together in the outbox's
     /// primary key, and a claim or a batch of answers touches a few pages, not one each.
     static func newID(now: Int64 = unixMilliseconds()) -> String {
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        // Two 64-bit draws from the system's generator (each draw is a system call: not one per byte).
+        var generator = SystemRandomNumberGenerator()
+        let random = (generator.next() as UInt64, generator.next() as UInt64)
+        var bytes = (0..<16).map { UInt8(truncatingIfNeeded: ($0 < 8 ? random.0 : random.1) >> (8 * ($0 % 8))) }
         for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: now >> (8 * (5 - index))) }
         bytes[6] = 0x70 | (bytes[6] & 0x0F)
         bytes[8] = 0x80 | (bytes[8] & 0x3F)
@@ -66,6 +70,7 @@ final class PushOutbox: Sendable {
     private let wakeups = Dictionary(uniqueKeysWithValues: PushPlatform.allCases.map { ($0, DeliveryWakeups()) })
     private let lastTidy = Mutex<Int64>(0)
     private let lastDepth = Mutex<Int64>(0)
+    private let texts = RenderedTexts()
     /// Records accepted notifications in batches; an item's outcome is the error, if any.
     private let sentRecords: GroupCommit<String, (any Error)?>
 
@@ -196,7 +201,7 @@ final class PushOutbox: Sendable {
             metrics.failed(push.platform, "user_rate")
             return false
         }
-        let text = PushTexts.render(push.content.textKey, values: push.content.values, count: push.content.count, locale: push.content.locale)
+        let text = texts.text(of: push.content)
         switch await sender.send(queued, text: text) {
         case .accepted:
             if let error = await sentRecords.commit(queued.id) {

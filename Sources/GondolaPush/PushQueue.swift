@@ -5,8 +5,9 @@ import GRDB
 import PostgresNIO
 
 /// Where the push outbox keeps its notifications. Its calls block; each is one transaction.
-/// A claim is held by one worker (`runner`) until `claim_until_ms`, so the workers of several
-/// cluster nodes never send one notification at once.
+/// A claim is held by one worker (`runner`) until its lease ends, so the workers of several
+/// cluster nodes never send one notification at once: in PostgreSQL's rows (`claimed_by`,
+/// `claim_until_ms`), in memory on a single SQLite node (`HeldClaims`).
 protocol PushQueue: Sendable {
     /// Queues `pushes` at `now`: a push with a collapse key folds into a waiting, unclaimed
     /// notification of the same device and key (its count grows, its text becomes the
@@ -43,16 +44,20 @@ private let outboxColumns = """
     id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent, event_at_ms, expires_at_ms, attempts
     """
 
-/// The outbox in SQLite's `push_outbox`.
+/// The outbox in SQLite's `push_outbox`, on the one node that owns the file: its claims are
+/// kept in memory (`HeldClaims`), so a notification's row is written when it is queued and when
+/// its outcome is recorded, not when it is claimed. Claims, folds and outcomes all run in the
+/// writer's transactions, one at a time.
 struct SQLitePushQueue: PushQueue {
     let database: GondolaDatabase
+    let claims = HeldClaims()
 
     func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) throws -> EnqueueOutcome {
         try database.pool.write { db in
             var outcome = EnqueueOutcome()
             var room = maxPending - (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE \(pendingCondition)") ?? 0)
             let waiting = try db.cachedStatement(sql: """
-                SELECT id FROM push_outbox WHERE token = ? AND collapse_key = ? AND \(pendingCondition) AND claimed_by IS NULL LIMIT 1
+                SELECT id FROM push_outbox WHERE token = ? AND collapse_key = ? AND \(pendingCondition)
                 """)
             let fold = try db.cachedStatement(sql: """
                 UPDATE push_outbox SET count = count + 1, text_values = ?, link = ?, silent = ?, expires_at_ms = ? WHERE id = ?
@@ -64,7 +69,7 @@ struct SQLitePushQueue: PushQueue {
             for push in pushes {
                 let content = push.content
                 let values = StringMapJSON.text(content.values), link = StringMapJSON.text(content.link)
-                if let key = content.collapseKey, let id = try String.fetchOne(waiting, arguments: [push.token, key]) {
+                if let key = content.collapseKey, let id = try String.fetchCursor(waiting, arguments: [push.token, key]).first(where: { !claims.contains($0) }) {
                     try fold.execute(arguments: [values, link, content.silent, content.expiresAt, id])
                     outcome.collapsed += 1
                     continue
@@ -86,27 +91,27 @@ struct SQLitePushQueue: PushQueue {
     }
 
     func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) throws -> [QueuedPush] {
-        // One statement claims and reads the rows; RETURNING gives them in no set order.
+        // The due rows in the index's order, the claimed ones (in flight) passed over by id.
         try database.pool.write { db in
-            try Row.fetchAll(db, sql: """
-                UPDATE push_outbox SET claimed_by = ?, claim_until_ms = ?
-                WHERE id IN (SELECT id FROM push_outbox
-                    WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (claimed_by IS NULL OR claim_until_ms <= ?) AND (? IS NULL OR platform = ?)
-                    ORDER BY next_attempt_at_ms LIMIT ?)
-                RETURNING \(outboxColumns), next_attempt_at_ms
-                """, arguments: [runner, now + lease, now, now, platform?.rawValue, platform?.rawValue, limit])
-                .compactMap { row in Self.queued(row).map { (due: row["next_attempt_at_ms"] as Int64, push: $0) } }
-                .sorted { ($0.due, $0.push.id) < ($1.due, $1.push.id) }
-                .map(\.push)
+            let due = try Row.fetchCursor(db.cachedStatement(sql: """
+                SELECT \(outboxColumns), next_attempt_at_ms FROM push_outbox
+                WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (? IS NULL OR platform = ?)
+                ORDER BY next_attempt_at_ms
+                """), arguments: [now, platform?.rawValue, platform?.rawValue])
+            var ids: [String] = [], claimed: [(due: Int64, push: QueuedPush)] = []
+            while ids.count < limit, let row = try due.next() {
+                let id: String = row[OutboxColumn.id]
+                if claims.holds(id, at: now) { continue }
+                ids.append(id)
+                if let push = Self.queued(row) { claimed.append((row[OutboxColumn.due], push)) }
+            }
+            claims.hold(ids, runner: runner, until: now + lease, now: now)
+            return claimed.sorted { ($0.due, $0.push.id) < ($1.due, $1.push.id) }.map(\.push)
         }
     }
 
     func releaseClaims(except runner: String) throws -> Int {
-        try database.pool.write { db in
-            try db.execute(sql: "UPDATE push_outbox SET claimed_by = NULL, claim_until_ms = NULL WHERE claimed_by IS NOT NULL AND claimed_by <> ?",
-                           arguments: [runner])
-            return db.changesCount
-        }
+        claims.release(except: runner)
     }
 
     func markSent(_ ids: [String], at time: Int64) throws {
@@ -115,6 +120,7 @@ struct SQLitePushQueue: PushQueue {
                 UPDATE push_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL, claimed_by = NULL, claim_until_ms = NULL WHERE id = ?
                 """)
             for id in ids { try sent.execute(arguments: [time, id]) }
+            claims.release(ids)
         }
     }
 
@@ -124,6 +130,7 @@ struct SQLitePushQueue: PushQueue {
                 UPDATE push_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ?, claimed_by = NULL, claim_until_ms = NULL
                 WHERE id = ?
                 """, arguments: [attempts, error, next, givenUpAt, id])
+            claims.release([id])
         }
     }
 
@@ -141,13 +148,22 @@ struct SQLitePushQueue: PushQueue {
         }
     }
 
+    /// The positions of `outboxColumns` in a row, read by index rather than by name.
+    private enum OutboxColumn {
+        static let id = 0, token = 1, platform = 2, user = 3, category = 4, textKey = 5, values = 6, locale = 7, link = 8, collapseKey = 9,
+                   count = 10, silent = 11, eventAt = 12, expiresAt = 13, attempts = 14, due = 15
+    }
+
     private static func queued(_ row: Row) -> QueuedPush? {
-        guard let platform = PushPlatform(rawValue: row["platform"]), let category = Notice.Category(rawValue: row["category"]) else { return nil }
-        let content = PushContent(category: category, textKey: row["text_key"], values: StringMapJSON.map(row["text_values"]), locale: row["locale"],
-                                  link: StringMapJSON.map(row["link"]), collapseKey: row["collapse_key"], count: row["count"], silent: row["silent"],
-                                  eventAt: row["event_at_ms"], expiresAt: row["expires_at_ms"])
-        return QueuedPush(id: row["id"], push: OutgoingPush(token: row["token"], platform: platform, user: row["user_id"], content: content),
-                          attempts: row["attempts"])
+        guard let platform = PushPlatform(rawValue: row[OutboxColumn.platform]),
+              let category = Notice.Category(rawValue: row[OutboxColumn.category]) else { return nil }
+        let content = PushContent(category: category, textKey: row[OutboxColumn.textKey], values: StringMapJSON.map(row[OutboxColumn.values]),
+                                  locale: row[OutboxColumn.locale], link: StringMapJSON.map(row[OutboxColumn.link]),
+                                  collapseKey: row[OutboxColumn.collapseKey], count: row[OutboxColumn.count], silent: row[OutboxColumn.silent],
+                                  eventAt: row[OutboxColumn.eventAt], expiresAt: row[OutboxColumn.expiresAt])
+        return QueuedPush(id: row[OutboxColumn.id], push: OutgoingPush(token: row[OutboxColumn.token], platform: platform, user: row[OutboxColumn.user],
+                                                                      content: content),
+                          attempts: row[OutboxColumn.attempts])
     }
 }
 

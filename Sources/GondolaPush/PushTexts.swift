@@ -1,4 +1,5 @@
 import GondolaDomain
+import Synchronization
 
 /// A notification's words as a phone shows them.
 struct RenderedText: Sendable, Equatable {
@@ -94,5 +95,33 @@ enum PushTexts {
     private static func cut(_ text: String, _ limit: Int) -> String {
         let line = text.split(whereSeparator: \.isNewline).joined(separator: " ")
         return line.count <= limit ? line : String(line.prefix(limit - 1)) + "…"
+    }
+}
+
+/// Texts already rendered, by what they are made of: an announcement to thousands of
+/// devices is rendered once per language, not once per device. At most `capacity` texts
+/// are kept; when it is full the cache is emptied and fills again with what is sent next.
+final class RenderedTexts: Sendable {
+    static let capacity = 1_024
+
+    private struct Key: Hashable {
+        let textKey: String
+        let values: [String: String]
+        let count: Int
+        let locale: String?
+    }
+
+    private let texts = Mutex<[Key: RenderedText]>([:])
+
+    /// `content`'s text in its language (`PushTexts.render`).
+    func text(of content: PushContent) -> RenderedText {
+        let key = Key(textKey: content.textKey, values: content.values, count: content.count, locale: content.locale)
+        if let known = texts.withLock({ $0[key] }) { return known }
+        let rendered = PushTexts.render(content.textKey, values: content.values, count: content.count, locale: content.locale)
+        texts.withLock { texts in
+            if texts.count >= Self.capacity { texts.removeAll(keepingCapacity: true) }
+            texts[key] = rendered
+        }
+        return rendered
     }
 }

@@ -58,6 +58,29 @@ func pushQueue(_ engine: Engine) async throws -> any PushQueue {
         }
     }
 
+    /// A lone SQLite node keeps its claims in memory: claiming writes nothing, a restart
+    /// (a new queue on the same file) finds every unsent notification free at once, and a
+    /// recorded outcome ends its claim.
+    @Test func aSingleNodesClaimsLiveInItsMemory() async throws {
+        guard case let .sqlite(database) = try await pushStorage(.sqlite) else { return }
+        let queue = SQLitePushQueue(database: database)
+        _ = try queue.enqueue((1...4).map { Self.push("t\($0)") }, now: 1_000, maxPending: 100)
+        let claimed = try await queue.claimDue(now: 1_000, limit: 3, lease: 60_000, runner: "r1")
+        #expect(claimed.count == 3)
+        let rowsMarked = try await database.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE claimed_by IS NOT NULL") }
+        #expect(rowsMarked == 0)
+        // The claimed rows are passed over; the fourth is still free.
+        let fourth = try await queue.claimDue(now: 1_001, limit: 10, lease: 60_000, runner: "r1")
+        #expect(fourth.count == 1 && !claimed.contains(fourth[0]))
+        try queue.markSent([claimed[0].id], at: 1_100)
+        try queue.markFailed(claimed[1].id, attempts: 1, error: "server_error: 500", next: 1_200, givenUpAt: nil)
+        #expect(try await queue.claimDue(now: 1_200, limit: 10, lease: 60_000, runner: "r1").map(\.id) == [claimed[1].id])
+        let restarted = SQLitePushQueue(database: database)
+        #expect(try restarted.releaseClaims(except: "r2") == 0)
+        #expect(Set(try await restarted.claimDue(now: 1_300, limit: 10, lease: 60_000, runner: "r2").map(\.id))
+            == Set([claimed[1].id, claimed[2].id, fourth[0].id]))
+    }
+
     @Test(arguments: Engine.allCases)
     func outcomesAreRecordedAndDoneRowsForgotten(engine: Engine) async throws {
         let queue = try await pushQueue(engine)

@@ -21,6 +21,19 @@ import Testing
         #expect(PushTexts.knows("crash.detected") && !PushTexts.knows("nothing.like.it"))
     }
 
+    /// The cache gives what rendering gives, for repeats and for more distinct texts than it
+    /// keeps (it empties and fills again).
+    @Test func cachedTextsAreTheRenderedOnes() {
+        let texts = RenderedTexts()
+        let contents = (0..<(RenderedTexts.capacity + 50)).map { n in
+            PushContent(category: .chat, textKey: "chat.message", values: ["sender": "Ann", "text": "message \(n)"], locale: ["en", "fr", "de", nil][n % 4],
+                        link: [:], collapseKey: nil, count: 1 + n % 3, silent: false, eventAt: 0, expiresAt: 1)
+        }
+        for content in contents + contents.prefix(100) + contents.suffix(100) {
+            #expect(texts.text(of: content) == PushTexts.render(content.textKey, values: content.values, count: content.count, locale: content.locale))
+        }
+    }
+
     @Test func aUserOverTheRateWaitsForTheWindowsEnd() {
         let rate = UserPushRate(perMinute: 2)
         #expect(rate.take("ann", now: 1_000) == nil)
@@ -38,6 +51,9 @@ import Testing
             let characters = Array(id)
             #expect(characters[14] == "7" && "89ab".contains(characters[19]), "\(id)")
         }
+        // Ids of one millisecond differ in their random bits.
+        #expect(Set(ids).count == ids.count)
+        #expect(Set(ids.map { $0.suffix(12) }).count == ids.count)
         // Ids of later milliseconds sort after earlier ones.
         for (earlier, later) in zip(ids, ids.dropFirst(10)) { #expect(earlier < later) }
     }
