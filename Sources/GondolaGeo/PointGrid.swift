@@ -105,33 +105,23 @@ public struct PointGrid: Sendable {
         guard limit > 0, radius >= 0 else { return [] }
         let probe = DistanceProbe(center, radius: radius)
         let box = BoundingBox(around: center, radius: radius)
-        var found: [GridMatch] = []
-        // Room for a usual neighbourhood at once, instead of regrowing it match by match.
-        found.reserveCapacity(min(limit, 16))
+        var nearest = NearestMatches(limit: limit)
         let ranges = grid.ranges(of: box)
         guard limit < .max, ranges.wrapped == nil, ranges.count > 9, ranges.count <= min(Int64(runs.occupiedCells), 256) else {
-            forEachEntry(in: box, near: probe) { lat, lon, entry in Self.consider(lat, lon, entry, probe: probe, accept: accept, into: &found) }
-            Self.keepNearest(&found, limit: limit)
-            return found
+            forEachEntry(in: box, near: probe) { lat, lon, entry in Self.consider(lat, lon, entry, probe: probe, accept: accept, into: &nearest) }
+            return nearest.sorted()
         }
-        let order = nearestFirst(ranges, from: center, within: box)
-        var checkedAt = 0
-        // Once `limit` are found, nothing farther than the farthest of them can be wanted.
-        var reach = radius
-        for (index, cell) in order.enumerated() {
-            // Whether what is left can matter: checked once enough is found, then every fourth cell.
-            if found.count >= limit, checkedAt == 0 || index - checkedAt >= 4 {
-                checkedAt = index
-                Self.trimToNearest(&found, limit: limit)
-                reach = found.reduce(0, { max($0, $1.distance) })
-                if reach < cell.nearest { break }
-            }
+        for cell in nearestFirst(ranges, from: center, within: box) {
+            // Once `limit` are kept, nothing farther than the farthest of them can be wanted.
+            let reach = nearest.reach ?? radius
+            if reach < cell.nearest { break }
             let run = runs.run(of: cell.number)
             if run.isEmpty { continue }
-            forEach(run, in: cell.number, near: probe, within: reach) { lat, lon, entry in Self.consider(lat, lon, entry, probe: probe, accept: accept, into: &found) }
+            forEach(run, in: cell.number, near: probe, within: reach) { lat, lon, entry in
+                Self.consider(lat, lon, entry, probe: probe, accept: accept, into: &nearest)
+            }
         }
-        Self.keepNearest(&found, limit: limit)
-        return found
+        return nearest.sorted()
     }
 
     /// The cells of `ranges`, by the least distance in metres a point in each can be from
@@ -155,41 +145,13 @@ public struct PointGrid: Sendable {
         return order
     }
 
-    /// Adds the point at `lat`, `lon` (a candidate of `probe`'s prefilter) to `found` when it is within
-    /// the probe's radius and `accept` takes it.
+    /// Keeps the point at `lat`, `lon` (a candidate of `probe`'s prefilter) in `nearest` when it is within
+    /// the probe's radius, nearer than what `nearest` already holds, and `accept` takes it (asked last).
     @inlinable static func consider(_ lat: Double, _ lon: Double, _ entry: GridEntry, probe: DistanceProbe, accept: (Int32, Double) -> Bool,
-                                    into found: inout [GridMatch]) {
+                                    into nearest: inout NearestMatches) {
         let distance = probe.distance(lat: lat, lon: lon)
-        guard distance <= probe.radius, accept(entry.slot, distance) else { return }
-        found.append(GridMatch(distance: distance, lat: lat, lon: lon, entry: entry))
-    }
-
-    /// Leaves the `limit` smallest distances in `found`, sorted (quickselect, then a sort of the rest).
-    @inlinable static func keepNearest(_ found: inout [GridMatch], limit: Int) {
-        trimToNearest(&found, limit: limit)
-        found.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.slot < $1.slot) }
-    }
-
-    /// Leaves the `limit` smallest distances in `found`, in no order (quickselect).
-    @inlinable static func trimToNearest(_ found: inout [GridMatch], limit: Int) {
-        if found.count > limit {
-            var low = 0, high = found.count - 1
-            while low < high {
-                let pivot = found[(low + high) / 2].distance
-                var i = low, j = high
-                while i <= j {
-                    while found[i].distance < pivot { i += 1 }
-                    while found[j].distance > pivot { j -= 1 }
-                    if i <= j {
-                        found.swapAt(i, j)
-                        i += 1
-                        j -= 1
-                    }
-                }
-                if limit - 1 <= j { high = j } else if limit - 1 >= i { low = i } else { break }
-            }
-            found.removeLast(found.count - limit)
-        }
+        guard distance <= probe.radius, nearest.wants(distance, entry.slot), accept(entry.slot, distance) else { return }
+        nearest.keep(GridMatch(distance: distance, lat: lat, lon: lon, entry: entry))
     }
 
     /// Calls `body` with the position and slot of every point in the cells that `box`

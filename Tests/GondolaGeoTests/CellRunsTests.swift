@@ -57,7 +57,10 @@ import Testing
         }
         #expect(disagreement(runs, model) == nil, "seed \(seed)")
         // Empty it: every cell, run and tile goes back.
-        for slot in model.keys { runs.remove(slot) }
+        for slot in model.keys {
+            let removed = runs.remove(slot)
+            #expect(removed, "seed \(seed)")
+        }
         #expect(runs.count == 0 && runs.occupiedCells == 0 && runs.liveTiles == 0, "seed \(seed)")
         #expect(runs.table.allSatisfy { $0.key == CellRuns.emptyKey }, "seed \(seed)")
     }
@@ -72,7 +75,7 @@ import Testing
         }
         fill()
         let pool = runs.pool.count, tiles = runs.tileKeys.count
-        for slot in Int32(0)..<300 { runs.remove(slot) }
+        for slot in Int32(0)..<300 { _ = runs.remove(slot) }
         fill()
         #expect(runs.pool.count == pool)
         #expect(runs.tileKeys.count == tiles)
