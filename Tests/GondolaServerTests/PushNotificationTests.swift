@@ -17,13 +17,19 @@ import Testing
     /// A stand-in, and a travel hub configured with its credentials.
     static func start(_ adjust: (inout ServerConfigurationSettings) -> Void = { _ in }) async throws -> (PushStandIn, RunningServer) {
         let standIn = try await PushStandIn(credentials: try StandInCredentials())
+        return (standIn, try await start(with: standIn, adjust))
+    }
+
+    /// A travel hub configured with `standIn`'s credentials, on `database` when given.
+    static func start(with standIn: PushStandIn, database: String? = nil,
+                      _ adjust: (inout ServerConfigurationSettings) -> Void = { _ in }) async throws -> RunningServer {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-\(UUID().uuidString)").path
         var settings = try standIn.credentials.write(to: folder, standIn: standIn)
         adjust(&settings)
-        let server = try await startTravelServer { configuration in
+        return try await startTravelServer { configuration in
+            if let database { configuration.database = database }
             for (key, value) in settings { configuration.domainSettings.values[key] = .string(value) }
         }
-        return (standIn, server)
     }
 
     typealias ServerConfigurationSettings = [String: String]
@@ -145,6 +151,34 @@ import Testing
         #expect(!standIn.accepted.contains { $0.token == Self.apnsToken(21) && Self.member($0.body, "aps", "alert", "body")?.stringValue?.hasSuffix("First") == true })
         await hana.close()
         try await server.stop()
+        try await standIn.stop()
+    }
+
+    /// A single node keeps its claims in memory: the notification it had in flight when it
+    /// stopped is not held back by a claim in the next run, which sends it.
+    @Test func aNotificationInFlightWhenTheHubStopsIsSentByTheNextRun() async throws {
+        let standIn = try await PushStandIn(credentials: try StandInCredentials())
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-restart-\(UUID().uuidString)/gondola.sqlite").path
+        let first = try await Self.start(with: standIn, database: database)
+        let trip = try await first.createTrip(hosts: ["hana"], travellers: ["alice"])
+        let hana = try await first.client("hana"), alice = try await first.client("alice")
+        try await Self.register(alice, apns: 31)
+        await alice.close()
+        // The first request is held unanswered; the service answers later ones.
+        standIn.script(Self.apnsToken(31), [.hang])
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Lifts close at four"])
+        try await eventually("the request held by the service") { standIn.answered(Self.apnsToken(31)) == 1 }
+        await hana.close()
+        try await first.stop()
+        #expect(standIn.accepted.isEmpty)
+
+        let second = try await Self.start(with: standIn, database: database)
+        try await eventually("the notification sent by the next run") {
+            standIn.accepted.contains { $0.token == Self.apnsToken(31) && Self.member($0.body, "aps", "alert", "body")?.stringValue == "hana: Lifts close at four" }
+        }
+        let push = try #require(second.server.service(PushService.self))
+        try await eventually("the outbox drained") { try await push.pendingCount() == 0 }
+        try await second.stop()
         try await standIn.stop()
     }
 
