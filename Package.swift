@@ -354,6 +354,7 @@ let package = Package(
             dependencies: [
                 "GondolaPush", "GondolaPostgres", "GondolaStore", "GondolaTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
         ),
         .testTarget(

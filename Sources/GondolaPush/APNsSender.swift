@@ -84,7 +84,8 @@ struct APNsSender: PushSender {
                        ("apns-priority", content.silent ? "5" : "10"), ("apns-expiration", String(content.expiresAt / 1000)), ("apns-id", queued.id)]
         if let collapse = content.collapseKey { headers.append(("apns-collapse-id", collapse)) }
         let answer: ServiceAnswer
-        switch await connection.post(path: "/3/device/\(queued.push.token)", headers: headers, body: ByteBuffer(bytes: Self.payload(content, text: text).bytes)) {
+        switch await connection.post(path: "/3/device/\(queued.push.token)", headers: headers, unindexed: Self.perRequestFields,
+                                     body: ByteBuffer(bytes: Self.payload(content, text: text).bytes)) {
         case let .success(answered): answer = answered
         case let .failure(unreachable): return unreachable.outcome
         }
@@ -98,6 +99,9 @@ struct APNsSender: PushSender {
         default: return answer.generalFailure(reason)
         }
     }
+
+    /// The fields that name one device or one notification, sent without HPACK indexing.
+    static let perRequestFields: Set<String> = [":path", "apns-id"]
 
     var concurrentStreams: Int { connection.concurrentStreams }
     func shutdown() async { await connection.shutdown() }

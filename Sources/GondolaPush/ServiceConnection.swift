@@ -75,7 +75,11 @@ final class ServiceConnection: Sendable {
     }
 
     /// POSTs `body` (JSON) to `path` (after the address's own path) with `headers` and reads the answer.
-    func post(path: String, headers: [(String, String)], body: ByteBuffer) async -> Result<ServiceAnswer, ServiceAnswer.Unreachable> {
+    /// The fields named in `unindexed` (`:path` included) differ from request to request: they are
+    /// sent without entering the connection's HPACK table, where they would only push out the
+    /// fields every request repeats (the provider token).
+    func post(path: String, headers: [(String, String)], unindexed: Set<String> = [], body: ByteBuffer) async
+        -> Result<ServiceAnswer, ServiceAnswer.Unreachable> {
         // A connection that closes between being handed out and taking the request is
         // replaced once; a second closing is the service's answer.
         for _ in 0..<2 {
@@ -87,7 +91,8 @@ final class ServiceConnection: Sendable {
             let id = nextRequestID.wrappingAdd(1, ordering: .relaxed).newValue
             let outcome: Result<ServiceAnswer, ServiceAnswer.Unreachable>? = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
-                    let request = ServiceRequest(id: id, path: address.pathPrefix + path, headers: headers, body: body, answer: continuation)
+                    let request = ServiceRequest(id: id, path: address.pathPrefix + path, headers: headers, unindexed: unindexed, body: body,
+                                                 answer: continuation)
                     if Task.isCancelled {
                         continuation.resume(returning: .failure(.init(detail: "cancelled")))
                     } else if !requests.submit(request) {
@@ -192,6 +197,8 @@ struct ServiceRequest: Sendable {
     let id: UInt64
     let path: String
     let headers: [(String, String)]
+    /// The fields sent without indexing (see `ServiceConnection.post`).
+    let unindexed: Set<String>
     let body: ByteBuffer
     let answer: CheckedContinuation<Result<ServiceAnswer, ServiceAnswer.Unreachable>?, Never>
 }
@@ -321,11 +328,8 @@ final class ServiceExchangeHandler: ChannelInboundHandler {
             }
             let streamID = nextStreamID
             nextStreamID = HTTP2StreamID(Int32(streamID) + 2)
-            var headers = HPACKHeaders([(":method", "POST"), (":scheme", address.secure ? "https" : "http"), (":authority", address.authority),
-                                        (":path", request.path)])
-            for (name, value) in request.headers { headers.add(name: name, value: value) }
-            headers.add(name: "content-type", value: "application/json")
-            headers.add(name: "content-length", value: String(request.body.readableBytes))
+            let headers = Self.headerBlock(path: request.path, headers: request.headers, unindexed: request.unindexed,
+                                           bodyLength: request.body.readableBytes, to: address)
             exchanges[streamID] = Exchange(request: request, deadline: .now() + ServiceConnection.answerTimeout)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
@@ -333,6 +337,19 @@ final class ServiceExchangeHandler: ChannelInboundHandler {
         }
         context.flush()
         closeWhenDrained()
+    }
+
+    /// A request's HEADERS: the fields named in `unindexed`, and the body's length, sent without indexing.
+    static func headerBlock(path: String, headers fields: [(String, String)], unindexed: Set<String>, bodyLength: Int,
+                            to address: ServiceConnection.Address) -> HPACKHeaders {
+        var headers = HPACKHeaders([(":method", "POST"), (":scheme", address.secure ? "https" : "http"), (":authority", address.authority)])
+        headers.add(name: ":path", value: path, indexing: unindexed.contains(":path") ? .nonIndexable : .indexable)
+        for (name, value) in fields {
+            headers.add(name: name, value: value, indexing: unindexed.contains(name) ? .nonIndexable : .indexable)
+        }
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(bodyLength), indexing: .nonIndexable)
+        return headers
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

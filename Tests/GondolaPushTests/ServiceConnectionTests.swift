@@ -1,6 +1,7 @@
 @testable import GondolaPush
 import GondolaTestSupport
 import NIOCore
+import NIOHPACK
 import NIOSSL
 import Testing
 
@@ -31,5 +32,18 @@ import Testing
             return
         }
         #expect(afterShutdown.detail == "the push sender is shut down")
+    }
+
+    /// The fields every APNs request repeats enter the HPACK table; those naming one device or
+    /// one notification, and the length, do not (they would push the provider token out of it).
+    @Test func fieldsThatDifferPerRequestAreNotIndexed() throws {
+        let address = try #require(ServiceConnection.Address(baseURL: APNsCredentials.sandbox))
+        let block = ServiceExchangeHandler.headerBlock(
+            path: "/3/device/0a1b", headers: [("authorization", "bearer eyJ"), ("apns-topic", "app.gondola"), ("apns-id", "0190-ab")],
+            unindexed: APNsSender.perRequestFields, bodyLength: 120, to: address)
+        let indexing = Dictionary(uniqueKeysWithValues: block.map { ($0.name, $0.indexable) })
+        #expect(indexing[":path"] == .nonIndexable && indexing["apns-id"] == .nonIndexable && indexing["content-length"] == .nonIndexable)
+        #expect(indexing["authorization"] == .indexable && indexing["apns-topic"] == .indexable && indexing[":authority"] == .indexable)
+        #expect(block.first(name: ":path") == "/3/device/0a1b" && block.first(name: "content-length") == "120")
     }
 }
