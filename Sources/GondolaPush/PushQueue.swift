@@ -117,7 +117,7 @@ struct SQLitePushQueue: PushQueue {
     func markSent(_ ids: [String], at time: Int64) throws {
         try database.pool.write { db in
             let sent = try db.cachedStatement(sql: """
-                UPDATE push_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL, claimed_by = NULL, claim_until_ms = NULL WHERE id = ?
+                UPDATE push_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?
                 """)
             for id in ids { try sent.execute(arguments: [time, id]) }
             claims.release(ids)
@@ -127,8 +127,7 @@ struct SQLitePushQueue: PushQueue {
     func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws {
         try database.pool.write { db in
             try db.execute(sql: """
-                UPDATE push_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ?, claimed_by = NULL, claim_until_ms = NULL
-                WHERE id = ?
+                UPDATE push_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?
                 """, arguments: [attempts, error, next, givenUpAt, id])
             claims.release([id])
         }
