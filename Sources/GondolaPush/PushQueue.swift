@@ -154,15 +154,11 @@ struct SQLitePushQueue: PushQueue {
     }
 
     private static func queued(_ row: Row) -> QueuedPush? {
-        guard let platform = PushPlatform(rawValue: row[OutboxColumn.platform]),
-              let category = Notice.Category(rawValue: row[OutboxColumn.category]) else { return nil }
-        let content = PushContent(category: category, textKey: row[OutboxColumn.textKey], values: StringMapJSON.map(row[OutboxColumn.values]),
-                                  locale: row[OutboxColumn.locale], link: StringMapJSON.map(row[OutboxColumn.link]),
-                                  collapseKey: row[OutboxColumn.collapseKey], count: row[OutboxColumn.count], silent: row[OutboxColumn.silent],
-                                  eventAt: row[OutboxColumn.eventAt], expiresAt: row[OutboxColumn.expiresAt])
-        return QueuedPush(id: row[OutboxColumn.id], push: OutgoingPush(token: row[OutboxColumn.token], platform: platform, user: row[OutboxColumn.user],
-                                                                      content: content),
-                          attempts: row[OutboxColumn.attempts])
+        QueuedPush(id: row[OutboxColumn.id], token: row[OutboxColumn.token], platform: row[OutboxColumn.platform], user: row[OutboxColumn.user],
+                   category: row[OutboxColumn.category], textKey: row[OutboxColumn.textKey], values: row[OutboxColumn.values],
+                   locale: row[OutboxColumn.locale], link: row[OutboxColumn.link], collapseKey: row[OutboxColumn.collapseKey],
+                   count: row[OutboxColumn.count], silent: row[OutboxColumn.silent], eventAt: row[OutboxColumn.eventAt],
+                   expiresAt: row[OutboxColumn.expiresAt], attempts: row[OutboxColumn.attempts])
     }
 }
 
@@ -237,11 +233,9 @@ struct PostgresPushQueue: PushQueue {
             let (id, token, platform, user, category, textKey, values, locale, link, collapseKey, count, silent, eventAt, expiresAt, attempts) =
                 try row.decode((String, String, String, String, String, String, String, String?, String, String?, Int64, Bool, Int64, Int64,
                                 Int32).self)
-            guard let platform = PushPlatform(rawValue: platform), let category = Notice.Category(rawValue: category) else { return nil }
-            let content = PushContent(category: category, textKey: textKey, values: StringMapJSON.map(values), locale: locale,
-                                      link: StringMapJSON.map(link), collapseKey: collapseKey, count: Int(count), silent: silent,
-                                      eventAt: eventAt, expiresAt: expiresAt)
-            return QueuedPush(id: id, push: OutgoingPush(token: token, platform: platform, user: user, content: content), attempts: Int(attempts))
+            return QueuedPush(id: id, token: token, platform: platform, user: user, category: category, textKey: textKey, values: values,
+                              locale: locale, link: link, collapseKey: collapseKey, count: Int(count), silent: silent, eventAt: eventAt,
+                              expiresAt: expiresAt, attempts: Int(attempts))
         }
     }
 
