@@ -4,14 +4,15 @@ import Synchronization
 /// arrive wait; when it ends, everything waiting (at most `maxBatch`) is written in one
 /// call, and each caller resumes with its item's outcome once that call returns. One write
 /// runs at a time, on a task of its own (on `executor` when given, for writes that block
-/// their thread). What waits is bounded by the callers: each waits for its own item.
+/// their thread). What waits is bounded by the callers: each waits for its own item, or,
+/// given a callback, counts the items it has not heard back about.
 public final class GroupCommit<Item: Sendable, Outcome: Sendable>: Sendable {
     /// Writes a batch and gives one outcome per item, in order.
     public typealias Write = @Sendable ([Item]) async -> [Outcome]
 
     private struct Waiting: Sendable {
         let item: Item
-        let done: CheckedContinuation<Outcome, Never>
+        let done: @Sendable (Outcome) -> Void
     }
 
     private let maxBatch: Int
@@ -32,14 +33,20 @@ public final class GroupCommit<Item: Sendable, Outcome: Sendable>: Sendable {
     /// Writes `item` with the batch it joins and returns its outcome.
     public func commit(_ item: Item) async -> Outcome {
         await withCheckedContinuation { continuation in
-            let start = waiting.withLock { waiting -> Bool in
-                waiting.entries.append(Waiting(item: item, done: continuation))
-                guard !waiting.writing else { return false }
-                waiting.writing = true
-                return true
-            }
-            if start { Task(executorPreference: executor) { await self.drain() } }
+            commit(item) { continuation.resume(returning: $0) }
         }
+    }
+
+    /// Writes `item` with the batch it joins and calls `done` with its outcome, on the
+    /// writing task, once that batch is written: for callers that do not wait in a task.
+    public func commit(_ item: Item, then done: @escaping @Sendable (Outcome) -> Void) {
+        let start = waiting.withLock { waiting -> Bool in
+            waiting.entries.append(Waiting(item: item, done: done))
+            guard !waiting.writing else { return false }
+            waiting.writing = true
+            return true
+        }
+        if start { Task(executorPreference: executor) { await self.drain() } }
     }
 
     private func drain() async {
@@ -53,7 +60,7 @@ public final class GroupCommit<Item: Sendable, Outcome: Sendable>: Sendable {
             guard !batch.isEmpty else { return }
             let outcomes = await write(batch.map(\.item))
             precondition(outcomes.count == batch.count, "a group commit's write gives one outcome per item")
-            for (entry, outcome) in zip(batch, outcomes) { entry.done.resume(returning: outcome) }
+            for (entry, outcome) in zip(batch, outcomes) { entry.done(outcome) }
         }
     }
 }

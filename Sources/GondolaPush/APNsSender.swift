@@ -72,32 +72,39 @@ struct APNsSender: PushSender {
     let credentials: APNsCredentials
     let providerToken: APNsProviderToken
 
-    func send(_ queued: QueuedPush, text: RenderedText) async -> PushOutcome {
-        let content = queued.push.content
+    func send(_ batch: [PushToSend], answered: @escaping @Sendable (Int, PushOutcome) -> Void) async {
         let bearer: String
         do {
             bearer = try await providerToken.token()
         } catch {
-            return .rejected("cannot sign the provider token: \(error)")
+            return batch.indices.forEach { answered($0, .rejected("cannot sign the provider token: \(error)")) }
         }
+        let posts = batch.map { item in
+            ServicePost(path: "/3/device/\(item.queued.push.token)", headers: headers(of: item.queued, bearer: bearer), unindexed: Self.perRequestFields,
+                        body: ByteBuffer(bytes: Self.payload(item.queued.push.content, text: item.text).bytes))
+        }
+        await connection.send(posts, reading: Self.outcome, renew: { _ = try? await providerToken.token(rejected: bearer) }, answered: answered)
+    }
+
+    /// What an APNs answer means, and whether it says the provider token expired.
+    static func outcome(of answer: ServiceAnswer) -> (outcome: PushOutcome, credentialExpired: Bool) {
+        let reason = answer.string("reason") ?? ""
+        switch (answer.status, reason) {
+        case (200, _): return (.accepted, false)
+        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): return (.unregistered(reason.isEmpty ? "Unregistered" : reason), false)
+        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"): return (.retry(reason: "credentials", detail: reason, after: nil), true)
+        default: return (answer.generalFailure(reason), false)
+        }
+    }
+
+    /// The request's fields: the provider token, the app, the kind, priority and expiry of
+    /// the notification, its id and thread.
+    private func headers(of queued: QueuedPush, bearer: String) -> [(String, String)] {
+        let content = queued.push.content
         var headers = [("authorization", "bearer \(bearer)"), ("apns-topic", credentials.topic), ("apns-push-type", "alert"),
                        ("apns-priority", content.silent ? "5" : "10"), ("apns-expiration", String(content.expiresAt / 1000)), ("apns-id", queued.id)]
         if let collapse = content.collapseKey { headers.append(("apns-collapse-id", collapse)) }
-        let answer: ServiceAnswer
-        switch await connection.post(path: "/3/device/\(queued.push.token)", headers: headers, unindexed: Self.perRequestFields,
-                                     body: ByteBuffer(bytes: Self.payload(content, text: text).bytes)) {
-        case let .success(answered): answer = answered
-        case let .failure(unreachable): return unreachable.outcome
-        }
-        let reason = answer.string("reason") ?? ""
-        switch (answer.status, reason) {
-        case (200, _): return .accepted
-        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): return .unregistered(reason.isEmpty ? "Unregistered" : reason)
-        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"):
-            _ = try? await providerToken.token(rejected: bearer)
-            return .retry(reason: "credentials", detail: reason, after: nil)
-        default: return answer.generalFailure(reason)
-        }
+        return headers
     }
 
     /// The fields that name one device or one notification, sent without HPACK indexing.

@@ -114,29 +114,29 @@ struct FCMSender: PushSender {
     let account: FCMServiceAccount
     let tokens: FCMAccessTokens
 
-    func send(_ queued: QueuedPush, text: RenderedText) async -> PushOutcome {
+    func send(_ batch: [PushToSend], answered: @escaping @Sendable (Int, PushOutcome) -> Void) async {
         let accessToken: String
         do {
             accessToken = try await tokens.token()
         } catch let failure as FCMAccessTokens.Failure {
-            return failure.retry ? .retry(reason: "credentials", detail: failure.message, after: failure.after) : .rejected(failure.message)
+            let outcome: PushOutcome = failure.retry ? .retry(reason: "credentials", detail: failure.message, after: failure.after) : .rejected(failure.message)
+            return batch.indices.forEach { answered($0, outcome) }
         } catch {
-            return .retry(reason: "credentials", detail: "\(error)", after: nil)
+            return batch.indices.forEach { answered($0, .retry(reason: "credentials", detail: "\(error)", after: nil)) }
         }
-        let answer: ServiceAnswer
-        switch await connection.post(path: "/v1/projects/\(account.projectID)/messages:send", headers: [("authorization", "Bearer \(accessToken)")],
-                                     body: ByteBuffer(bytes: Self.message(queued, text: text).bytes)) {
-        case let .success(answered): answer = answered
-        case let .failure(unreachable): return unreachable.outcome
-        }
-        if answer.status == 200 { return .accepted }
+        let path = "/v1/projects/\(account.projectID)/messages:send", headers = [("authorization", "Bearer \(accessToken)")]
+        let posts = batch.map { ServicePost(path: path, headers: headers, body: ByteBuffer(bytes: Self.message($0.queued, text: $0.text).bytes)) }
+        await connection.send(posts, reading: Self.outcome, renew: { _ = try? await tokens.token(renew: true) }, answered: answered)
+    }
+
+    /// What an FCM answer means, and whether it says the access token expired (401).
+    static func outcome(of answer: ServiceAnswer) -> (outcome: PushOutcome, credentialExpired: Bool) {
+        if answer.status == 200 { return (.accepted, false) }
         let (status, code) = Self.error(answer.body)
         switch (answer.status, code) {
-        case (_, "UNREGISTERED"): return .unregistered("UNREGISTERED")
-        case (401, _):
-            _ = try? await tokens.token(renew: true)
-            return .retry(reason: "credentials", detail: "401 \(status)", after: nil)
-        default: return answer.generalFailure([status, code].filter { !$0.isEmpty }.joined(separator: " "))
+        case (_, "UNREGISTERED"): return (.unregistered("UNREGISTERED"), false)
+        case (401, _): return (.retry(reason: "credentials", detail: "401 \(status)", after: nil), true)
+        default: return (answer.generalFailure([status, code].filter { !$0.isEmpty }.joined(separator: " ")), false)
         }
     }
 

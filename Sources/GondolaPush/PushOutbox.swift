@@ -10,7 +10,8 @@ import Synchronization
 /// `SETTINGS_MAX_CONCURRENT_STREAMS`), at most `maxInFlight`; it claims more due rows as
 /// answers free a quarter of the window, so a request the service leaves unanswered holds
 /// one slot of its own lane until the answer timeout, never the other service's
-/// notifications nor the rest of its own.
+/// notifications nor the rest of its own. Each claim is sent as one batch on one task: the
+/// connection calls back with each answer, so no notification has a task of its own.
 ///
 /// Accepted notifications are recorded in batches (`GroupCommit`: the answers that arrive
 /// while one batch is written go in the next transaction), and a request's slot frees only
@@ -170,10 +171,10 @@ final class PushOutbox: Sendable {
                         break
                     }
                     state.mayHaveMore.store(due.count == limit, ordering: .releasing)
-                    for push in due {
-                        state.inFlight.wrappingAdd(1, ordering: .acquiringAndReleasing)
-                        group.addTask {
-                            _ = await self.deliver(push)
+                    guard !due.isEmpty else { break }
+                    state.inFlight.wrappingAdd(due.count, ordering: .acquiringAndReleasing)
+                    group.addTask {
+                        await self.deliver(due, through: sender) {
                             let left = state.inFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue
                             if state.mayHaveMore.load(ordering: .acquiring), Self.mayClaim(inFlight: left, window: Self.window(sender)) { wakeups.kick() }
                         }
@@ -185,30 +186,77 @@ final class PushOutbox: Sendable {
         }
     }
 
-    /// Sends one notification and records the answer; true when the service accepted it.
-    private func deliver(_ queued: QueuedPush) async -> Bool {
-        let push = queued.push, now = unixMilliseconds()
-        guard let sender = senders[push.platform] else {
+    /// Sends a claimed batch through `sender` and records each answer; `recorded` is called
+    /// once per notification, when its outcome is written (a slot of the lane frees). The
+    /// batch is one task: its answers come as callbacks, accepted ones are recorded in
+    /// batches, and the rare others each on a task of their own.
+    private func deliver(_ claimed: [QueuedPush], through sender: (any PushSender)?, recorded: @escaping @Sendable () -> Void) async {
+        let now = unixMilliseconds()
+        var sendable: [PushToSend] = []
+        for queued in claimed {
+            if await refuseBeforeSending(queued, sender: sender, now: now) {
+                recorded()
+            } else {
+                sendable.append(PushToSend(queued: queued, text: texts.text(of: queued.push.content)))
+            }
+        }
+        guard let sender, !sendable.isEmpty else { return }
+        let batch = sendable
+        let unrecorded = Countdown(batch.count)
+        await sender.send(batch) { index, outcome in
+            self.record(outcome, of: batch[index].queued) {
+                recorded()
+                unrecorded.done()
+            }
+        }
+        await unrecorded.wait()
+    }
+
+    /// Records and counts why `queued` is not sent now: no credentials for its service, its
+    /// expiry passed, or its user is over the rate (it waits for the next window); false when
+    /// it may be sent.
+    private func refuseBeforeSending(_ queued: QueuedPush, sender: (any PushSender)?, now: Int64) async -> Bool {
+        let push = queued.push
+        if sender == nil {
             await record(queued, givenUp: "no credentials for \(push.platform.rawValue)", reason: "rejected")
-            return false
-        }
-        guard push.content.expiresAt > now else {
+        } else if push.content.expiresAt <= now {
             await record(queued, givenUp: "expired", reason: "expired")
-            return false
-        }
-        if let windowEnd = rate.take(push.user, now: now) {
+        } else if let windowEnd = rate.take(push.user, now: now) {
             await recordFailure(queued, attempts: queued.attempts, error: "over the user's rate", next: windowEnd, givenUp: false)
             metrics.failed(push.platform, "user_rate")
+        } else {
             return false
         }
-        let text = texts.text(of: push.content)
-        switch await sender.send(queued, text: text) {
-        case .accepted:
-            if let error = await sentRecords.commit(queued.id) {
-                logger.error("push outbox: cannot record a delivery", metadata: ["push": "\(queued.id)", "error": "\(error)"])
+        return true
+    }
+
+    /// Records the service's answer for `queued`, then calls `done`: an accepted one joins
+    /// the next batch of sent rows; any other is handled on a task of its own.
+    private func record(_ outcome: PushOutcome, of queued: QueuedPush, then done: @escaping @Sendable () -> Void) {
+        let push = queued.push
+        guard outcome != .accepted else {
+            return sentRecords.commit(queued.id) { [logger, metrics] error in
+                if let error {
+                    logger.error("push outbox: cannot record a delivery", metadata: ["push": "\(queued.id)", "error": "\(error)"])
+                }
+                metrics.sent(push.platform, latency: unixMilliseconds() - push.content.eventAt)
+                done()
             }
-            metrics.sent(push.platform, latency: unixMilliseconds() - push.content.eventAt)
-            return true
+        }
+        Task {
+            await recordNotAccepted(outcome, of: queued)
+            done()
+        }
+    }
+
+    /// Records an answer other than accepted: an unregistered device is removed with its
+    /// waiting notifications, a failure worth retrying waits with back-off, a refusal is
+    /// given up.
+    private func recordNotAccepted(_ outcome: PushOutcome, of queued: QueuedPush) async {
+        let push = queued.push
+        switch outcome {
+        case .accepted:
+            return
         case let .unregistered(reason):
             do {
                 try await devices.remove(token: push.token)
@@ -219,16 +267,13 @@ final class PushOutbox: Sendable {
             metrics.failed(push.platform, "unregistered")
             logger.info("push device unregistered by its service", metadata: ["user": "\(push.user)", "platform": "\(push.platform.rawValue)",
                                                                              "reason": "\(reason)"])
-            return false
         case let .retry(reason, detail, after):
             let tried = queued.attempts + 1
             let wait = max(after ?? 0, RetryBackOff.delay(attempt: tried, base: Self.retryBase, cap: Self.retryCap))
             await recordFailure(queued, attempts: tried, error: "\(reason): \(detail)", next: unixMilliseconds() + wait, givenUp: tried >= Self.maxAttempts)
             metrics.failed(push.platform, reason)
-            return false
         case let .rejected(detail):
             await record(queued, givenUp: detail, reason: "rejected")
-            return false
         }
     }
 

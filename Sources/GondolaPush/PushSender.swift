@@ -3,6 +3,7 @@ import Foundation
 import GondolaProtocol
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// What a push service answered for one notification.
 enum PushOutcome: Sendable, Equatable {
@@ -17,13 +18,65 @@ enum PushOutcome: Sendable, Equatable {
     case rejected(String)
 }
 
+/// A claimed notification with its text, ready to send.
+struct PushToSend: Sendable {
+    let queued: QueuedPush
+    let text: RenderedText
+}
+
 /// Sends notifications to one service (APNs or FCM).
 protocol PushSender: Sendable {
-    func send(_ push: QueuedPush, text: RenderedText) async -> PushOutcome
+    /// Sends each of `batch` and calls `answered` with its index and outcome as its answer
+    /// arrives (on any thread; it must not block); returns once every one is answered.
+    /// Cancelling the calling task fails the unanswered ones (worth trying again).
+    func send(_ batch: [PushToSend], answered: @escaping @Sendable (Int, PushOutcome) -> Void) async
     /// How many requests the service takes at once on the sender's connection.
     var concurrentStreams: Int { get }
     /// Closes the sender's connection.
     func shutdown() async
+}
+
+extension ServiceConnection {
+    /// Posts a sender's batch and answers each request with the outcome `reading` makes of
+    /// its answer (a request that got none is worth retrying). The answers that say the
+    /// batch's credential expired wait until `renew` has run, once for the whole batch.
+    func send(_ posts: [ServicePost], reading: @escaping @Sendable (ServiceAnswer) -> (outcome: PushOutcome, credentialExpired: Bool),
+              renew: () async -> Void, answered: @escaping @Sendable (Int, PushOutcome) -> Void) async {
+        let renewal = AwaitingRenewal()
+        await post(posts) { index, result in
+            switch result {
+            case let .failure(unreachable):
+                answered(index, unreachable.outcome)
+            case let .success(answer):
+                let (outcome, expired) = reading(answer)
+                if expired { renewal.hold(index, outcome) } else { answered(index, outcome) }
+            }
+        }
+        await renewal.release(renewing: renew, to: answered)
+    }
+}
+
+/// The outcomes of a batch that wait for its credential to be renewed: the service said the
+/// token the batch was sent with expired, so they are answered once a new one is had (one
+/// renewal per batch, not one per answer), and their retries go out with it.
+private final class AwaitingRenewal: Sendable {
+    private let held = Mutex<[(index: Int, outcome: PushOutcome)]>([])
+
+    /// Holds `outcome` for the notification at `index` until `release`.
+    func hold(_ index: Int, _ outcome: PushOutcome) {
+        held.withLock { $0.append((index, outcome)) }
+    }
+
+    /// When outcomes are held: renews the credential with `renew`, then answers them.
+    func release(renewing renew: () async -> Void, to answered: @Sendable (Int, PushOutcome) -> Void) async {
+        let outcomes = held.withLock { held in
+            defer { held = [] }
+            return held
+        }
+        guard !outcomes.isEmpty else { return }
+        await renew()
+        for (index, outcome) in outcomes { answered(index, outcome) }
+    }
 }
 
 /// The parts of a push service's HTTP answer the senders look at.

@@ -1,4 +1,5 @@
 import Foundation
+import GondolaDomain
 import GondolaProtocol
 import NIOCore
 import NIOHPACK
@@ -74,38 +75,56 @@ final class ServiceConnection: Sendable {
         self.group = group
     }
 
-    /// POSTs `body` (JSON) to `path` (after the address's own path) with `headers` and reads the answer.
-    /// The fields named in `unindexed` (`:path` included) differ from request to request: they are
-    /// sent without entering the connection's HPACK table, where they would only push out the
-    /// fields every request repeats (the provider token).
-    func post(path: String, headers: [(String, String)], unindexed: Set<String> = [], body: ByteBuffer) async
-        -> Result<ServiceAnswer, ServiceAnswer.Unreachable> {
-        // A connection that closes between being handed out and taking the request is
-        // replaced once; a second closing is the service's answer.
-        for _ in 0..<2 {
-            let requests: ConnectionRequests
-            switch await openRequests() {
-            case let .success(opened): requests = opened
-            case let .failure(unreachable): return .failure(unreachable)
-            }
-            let id = nextRequestID.wrappingAdd(1, ordering: .relaxed).newValue
-            let outcome: Result<ServiceAnswer, ServiceAnswer.Unreachable>? = await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    let request = ServiceRequest(id: id, path: address.pathPrefix + path, headers: headers, unindexed: unindexed, body: body,
-                                                 answer: continuation)
-                    if Task.isCancelled {
-                        continuation.resume(returning: .failure(.init(detail: "cancelled")))
-                    } else if !requests.submit(request) {
-                        continuation.resume(returning: nil)
-                    }
-                }
-            } onCancel: {
-                requests.cancel(id)
-            }
-            if let outcome { return outcome }
-            if Task.isCancelled { return .failure(.init(detail: "cancelled")) }
+    /// POSTs each of `posts` and calls `answered` with its index and its answer as that answer
+    /// arrives (on the connection's event loop, or on the calling task when the connection
+    /// cannot be had; it must not block); returns once every one is answered. The batch waits
+    /// on one opening of the connection, and its requests are queued for the event loop at
+    /// once. Cancelling the calling task fails the unanswered ones as cancelled and resets
+    /// their streams.
+    func post(_ posts: [ServicePost], answered: @escaping @Sendable (Int, Result<ServiceAnswer, ServiceAnswer.Unreachable>) -> Void) async {
+        let batch = PostBatch(count: posts.count)
+        await withTaskCancellationHandler {
+            await submit(Array(posts.indices), of: posts, retried: false, batch: batch, answered: answered)
+            await batch.answers.wait()
+        } onCancel: {
+            batch.cancel()
         }
-        return .failure(.init(detail: "the connection to \(address.authority) closed before the request was sent"))
+    }
+
+    /// Queues `posts[indices]` on the open connection. A request whose connection closes
+    /// before it is written is queued once more on the next connection; a second closing is
+    /// its answer.
+    private func submit(_ indices: [Int], of posts: [ServicePost], retried: Bool, batch: PostBatch,
+                        answered: @escaping @Sendable (Int, Result<ServiceAnswer, ServiceAnswer.Unreachable>) -> Void) async {
+        let finish: @Sendable (Int, Result<ServiceAnswer, ServiceAnswer.Unreachable>) -> Void = { index, result in
+            answered(index, result)
+            batch.answers.done()
+        }
+        let requests: ConnectionRequests
+        switch await openRequests() {
+        case let .success(opened): requests = opened
+        case let .failure(unreachable): return indices.forEach { finish($0, .failure(unreachable)) }
+        }
+        let closedTwice = ServiceAnswer.Unreachable(detail: "the connection to \(address.authority) closed before the request was sent")
+        let made = indices.map { index in
+            let post = posts[index]
+            return ServiceRequest(id: nextRequestID.wrappingAdd(1, ordering: .relaxed).newValue, path: address.pathPrefix + post.path,
+                                  headers: post.headers, unindexed: post.unindexed, body: post.body) { result in
+                if let result {
+                    finish(index, result)
+                } else if retried {
+                    finish(index, .failure(closedTwice))
+                } else {
+                    Task { await self.submit([index], of: posts, retried: true, batch: batch, answered: answered) }
+                }
+            }
+        }
+        guard batch.track(made.map(\.id), on: requests) else {
+            return indices.forEach { finish($0, .failure(PostBatch.cancelled)) }
+        }
+        if !requests.submit(made) { return made.forEach { $0.answer(nil) } }
+        // Cancelled between being tracked and being queued: the cancellation found nothing to fail.
+        if batch.isCancelled { requests.cancel(made.map(\.id)) }
     }
 
     /// How many streams the service takes at once: its last `SETTINGS_MAX_CONCURRENT_STREAMS`
@@ -191,16 +210,61 @@ final class ServiceConnection: Sendable {
     }
 }
 
-/// One request waiting to be written, with the task that waits for its answer.
+/// A request to POST: its path (after the address's own), fields and JSON body.
+struct ServicePost: Sendable {
+    let path: String
+    let headers: [(String, String)]
+    /// The fields (`:path` included) that differ from request to request: they are sent
+    /// without entering the connection's HPACK table, where they would only push out the
+    /// fields every request repeats (the provider token).
+    var unindexed: Set<String> = []
+    let body: ByteBuffer
+}
+
+/// One request waiting to be written, with what takes its answer: nil when the connection
+/// closed before writing it.
 struct ServiceRequest: Sendable {
     /// Names the request to cancel it.
     let id: UInt64
     let path: String
     let headers: [(String, String)]
-    /// The fields sent without indexing (see `ServiceConnection.post`).
+    /// The fields sent without indexing (see `ServicePost`).
     let unindexed: Set<String>
     let body: ByteBuffer
-    let answer: CheckedContinuation<Result<ServiceAnswer, ServiceAnswer.Unreachable>?, Never>
+    let answer: @Sendable (Result<ServiceAnswer, ServiceAnswer.Unreachable>?) -> Void
+}
+
+/// One caller's batch of requests: how many are unanswered, and which connection's queue
+/// took which of them, to cancel them there.
+private final class PostBatch: Sendable {
+    static let cancelled = ServiceAnswer.Unreachable(detail: "cancelled")
+
+    let answers: Countdown
+    private let queued = Mutex<(cancelled: Bool, on: [(requests: ConnectionRequests, ids: [UInt64])])>((false, []))
+
+    init(count: Int) {
+        answers = Countdown(count)
+    }
+
+    var isCancelled: Bool { queued.withLock { $0.cancelled } }
+
+    /// Notes that `ids` go to `requests`; false when the batch is already cancelled.
+    func track(_ ids: [UInt64], on requests: ConnectionRequests) -> Bool {
+        queued.withLock { queued in
+            guard !queued.cancelled else { return false }
+            queued.on.append((requests, ids))
+            return true
+        }
+    }
+
+    /// Fails every request of the batch not yet answered, as cancelled.
+    func cancel() {
+        let on = queued.withLock { queued in
+            queued.cancelled = true
+            return queued.on
+        }
+        for (requests, ids) in on { requests.cancel(ids) }
+    }
 }
 
 /// The requests queued for one connection's event loop: any thread submits, the loop takes
@@ -220,11 +284,11 @@ final class ConnectionRequests: Sendable {
     /// False once the connection closed or the service said it is going away.
     var takesRequests: Bool { queue.withLock { !$0.closed } }
 
-    /// Queues `request` for the loop; false when the connection takes no more.
-    func submit(_ request: ServiceRequest) -> Bool {
+    /// Queues `requests` for the loop; false when the connection takes no more.
+    func submit(_ requests: [ServiceRequest]) -> Bool {
         let wake = queue.withLock { queue -> Bool? in
             guard !queue.closed else { return nil }
-            queue.requests.append(request)
+            queue.requests.append(contentsOf: requests)
             defer { queue.scheduled = true }
             return !queue.scheduled
         }
@@ -233,18 +297,18 @@ final class ConnectionRequests: Sendable {
         return true
     }
 
-    /// Fails request `id` as cancelled: at once when it is still queued, else on the loop
-    /// (its stream is reset).
-    func cancel(_ id: UInt64) {
-        let queued = queue.withLock { queue -> ServiceRequest? in
-            guard let index = queue.requests.firstIndex(where: { $0.id == id }) else { return nil }
-            return queue.requests.remove(at: index)
+    /// Fails requests `ids` as cancelled: at once those still queued, the others on the
+    /// loop (their streams are reset).
+    func cancel(_ ids: [UInt64]) {
+        let wanted = Set(ids)
+        let queued = queue.withLock { queue -> [ServiceRequest] in
+            let taken = queue.requests.filter { wanted.contains($0.id) }
+            if !taken.isEmpty { queue.requests.removeAll { wanted.contains($0.id) } }
+            return taken
         }
-        if let queued {
-            queued.answer.resume(returning: .failure(.init(detail: "cancelled")))
-        } else {
-            channel.eventLoop.execute { [handler] in handler.value.cancel(id) }
-        }
+        for request in queued { request.answer(.failure(PostBatch.cancelled)) }
+        guard queued.count < wanted.count else { return }
+        channel.eventLoop.execute { [handler] in handler.value.cancel(wanted) }
     }
 
     /// Everything queued; called by the loop.
@@ -322,8 +386,8 @@ final class ServiceExchangeHandler: ChannelInboundHandler {
         for request in requests.take() {
             guard Int32(nextStreamID) < Int32.max - 2 else {
                 // Stream ids ran out: the next requests open a new connection.
-                for left in requests.close() { left.answer.resume(returning: nil) }
-                request.answer.resume(returning: nil)
+                for left in requests.close() { left.answer(nil) }
+                request.answer(nil)
                 continue
             }
             let streamID = nextStreamID
@@ -377,7 +441,7 @@ final class ServiceExchangeHandler: ChannelInboundHandler {
         case .goAway:
             // Streams past the service's last one are closed by the HTTP/2 handler (and failed
             // below); the rest are answered before the connection closes.
-            for request in requests?.close() ?? [] { request.answer.resume(returning: nil) }
+            for request in requests?.close() ?? [] { request.answer(nil) }
             closeWhenDrained()
         default:
             break
@@ -412,30 +476,35 @@ final class ServiceExchangeHandler: ChannelInboundHandler {
 
     /// Fails every request of this connection, queued or in flight.
     private func failAll(_ detail: String) {
-        for request in requests?.close() ?? [] { request.answer.resume(returning: nil) }
+        for request in requests?.close() ?? [] { request.answer(nil) }
         let failed = exchanges
         exchanges = [:]
-        for exchange in failed.values { exchange.request.answer.resume(returning: .failure(.init(detail: detail))) }
+        for exchange in failed.values { exchange.request.answer(.failure(.init(detail: detail))) }
     }
 
     private func answer(_ streamID: HTTP2StreamID) {
         guard let exchange = exchanges.removeValue(forKey: streamID) else { return }
         guard let status = exchange.status else {
-            return exchange.request.answer.resume(returning: .failure(.init(detail: "the stream ended without a status")))
+            return exchange.request.answer(.failure(.init(detail: "the stream ended without a status")))
         }
         let body = exchange.body.readableBytes == 0 ? nil : try? JSONParser.parse(Array(buffer: exchange.body))
-        exchange.request.answer.resume(returning: .success(ServiceAnswer(status: status, body: body, retryAfter: exchange.retryAfter)))
+        exchange.request.answer(.success(ServiceAnswer(status: status, body: body, retryAfter: exchange.retryAfter)))
     }
 
     private func fail(_ streamID: HTTP2StreamID, _ detail: String) {
-        exchanges.removeValue(forKey: streamID)?.request.answer.resume(returning: .failure(.init(detail: detail)))
+        exchanges.removeValue(forKey: streamID)?.request.answer(.failure(.init(detail: detail)))
     }
 
-    /// Fails request `id` as cancelled and resets its stream, if it is still waiting.
-    func cancel(_ id: UInt64) {
-        guard let context, let streamID = exchanges.first(where: { $0.value.request.id == id })?.key else { return }
-        fail(streamID, "cancelled")
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+    /// Fails requests `ids` as cancelled and resets their streams, those still waiting.
+    func cancel(_ ids: Set<UInt64>) {
+        guard let context else { return }
+        let streamIDs = exchanges.filter { ids.contains($0.value.request.id) }.map(\.key)
+        guard !streamIDs.isEmpty else { return }
+        for streamID in streamIDs {
+            fail(streamID, "cancelled")
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+        }
+        context.flush()
         closeWhenDrained()
     }
 

@@ -26,6 +26,9 @@ public final class PushStandIn: Sendable {
         case serverError
         /// Takes the request and never answers it (a service that stalls).
         case hang
+        /// Says the request's credential expired (APNs 403 `ExpiredProviderToken`, FCM 401
+        /// `UNAUTHENTICATED`), as a service does when the sender must renew it.
+        case expiredCredentials
         /// Accepts, then sends a graceful GOAWAY on the connection, as a service does
         /// before it closes one: open streams are answered, later requests need a new connection.
         case acceptAndGoAway
@@ -195,6 +198,8 @@ public final class PushStandIn: Sendable {
             return Reply(status: .internalServerError, body: ["reason": "InternalServerError"])
         case .hang:
             return .none
+        case .expiredCredentials:
+            return Reply(status: .forbidden, body: ["reason": "ExpiredProviderToken"])
         }
     }
 
@@ -279,6 +284,8 @@ public final class PushStandIn: Sendable {
             return Self.fcmError(500, "INTERNAL", code: "INTERNAL", "Internal error.")
         case .hang:
             return .none
+        case .expiredCredentials:
+            return Self.fcmError(401, "UNAUTHENTICATED", code: nil, "Request had invalid authentication credentials.")
         }
     }
 

@@ -51,6 +51,28 @@ import Testing
         #expect(writes.withLock { $0 } == 2)
     }
 
+    /// Callers that do not wait in a task hear their outcomes through callbacks, in batches of
+    /// at most `maxBatch`; a countdown waits until every one was heard.
+    @Test(.timeLimit(.minutes(1))) func callbacksHearTheirOutcomesAndACountdownWaitsForAll() async {
+        let heard = Mutex<[Int: Int]>([:]), batchSizes = Mutex<[Int]>([])
+        let commit = GroupCommit<Int, Int>(maxBatch: 3) { items in
+            batchSizes.withLock { $0.append(items.count) }
+            return items.map { $0 * 10 }
+        }
+        let unheard = Countdown(8)
+        for item in 0..<8 {
+            commit.commit(item) { outcome in
+                heard.withLock { $0[item] = outcome }
+                unheard.done()
+            }
+        }
+        await unheard.wait()
+        #expect(heard.withLock { $0 } == Dictionary(uniqueKeysWithValues: (0..<8).map { ($0, $0 * 10) }))
+        #expect(batchSizes.withLock { $0.allSatisfy { $0 <= 3 } && $0.reduce(0, +) == 8 })
+        // Nothing to wait for: returns at once.
+        await Countdown(0).wait()
+    }
+
     /// Checks `condition` every 10 ms until it holds, failing after 10 s.
     static func waitUntil(_ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(10)

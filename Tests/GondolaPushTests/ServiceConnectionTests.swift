@@ -3,6 +3,7 @@ import GondolaTestSupport
 import NIOCore
 import NIOHPACK
 import NIOSSL
+import Synchronization
 import Testing
 
 /// A push service's connection when there is no service: requests fail at once, saying
@@ -13,12 +14,12 @@ import Testing
         let address = try #require(ServiceConnection.Address(baseURL: "http://127.0.0.1:\(port)/prefix/"))
         #expect(address.authority == "127.0.0.1:\(port)" && address.pathPrefix == "/prefix" && address.hostIsAddress)
         let connection = try ServiceConnection(address: address, tls: .makeClientConfiguration())
-        // Several requests at once share the one attempt to connect, and each hears why it failed.
-        let outcomes = await withTaskGroup(of: Result<ServiceAnswer, ServiceAnswer.Unreachable>.self) { group in
-            for _ in 0..<5 { group.addTask { await connection.post(path: "/send", headers: [], body: ByteBuffer(string: "{}")) } }
-            return await group.reduce(into: []) { $0.append($1) }
+        // Several batches at once share the one attempt to connect, and each request hears why it failed.
+        let outcomes = await withTaskGroup(of: [Result<ServiceAnswer, ServiceAnswer.Unreachable>].self) { group in
+            for _ in 0..<3 { group.addTask { await Self.post(3, to: connection) } }
+            return await group.reduce(into: []) { $0 += $1 }
         }
-        #expect(outcomes.count == 5)
+        #expect(outcomes.count == 9)
         for outcome in outcomes {
             guard case let .failure(unreachable) = outcome else {
                 Issue.record("a request to a closed port was answered")
@@ -27,11 +28,19 @@ import Testing
             #expect(unreachable.detail.hasPrefix("cannot connect to 127.0.0.1:\(port): "), "\(unreachable.detail)")
         }
         await connection.shutdown()
-        guard case let .failure(afterShutdown) = await connection.post(path: "/send", headers: [], body: ByteBuffer()) else {
+        guard case let .failure(afterShutdown)? = await Self.post(1, to: connection).first else {
             Issue.record("a request after the shutdown was answered")
             return
         }
         #expect(afterShutdown.detail == "the push sender is shut down")
+    }
+
+    /// Posts a batch of `count` requests and returns their answers, in the order they came.
+    private static func post(_ count: Int, to connection: ServiceConnection) async -> [Result<ServiceAnswer, ServiceAnswer.Unreachable>] {
+        let answers = Mutex<[Result<ServiceAnswer, ServiceAnswer.Unreachable>]>([])
+        let posts = (0..<count).map { _ in ServicePost(path: "/send", headers: [], body: ByteBuffer(string: "{}")) }
+        await connection.post(posts) { _, answer in answers.withLock { $0.append(answer) } }
+        return answers.withLock { $0 }
     }
 
     /// The fields every APNs request repeats enter the HPACK table; those naming one device or

@@ -279,6 +279,36 @@ import Testing
         try await standIn.stop()
     }
 
+    /// A service that says the credential expired gets the notifications again with a renewed
+    /// one: APNs a newly signed provider token, FCM a new access token, exchanged once for all
+    /// the requests of a batch it refused, not once per refusal.
+    @Test func expiredCredentialsAreRenewedOncePerBatchAndTheNotificationsRetried() async throws {
+        let (standIn, server) = try await Self.start()
+        let trip = try await server.createTrip(hosts: ["hana"], travellers: ["ida", "jon", "kai"])
+        let hana = try await server.client("hana")
+        for (user, apns, fcm) in [("ida", 40, nil), ("jon", nil, 41), ("kai", nil, 42)] as [(String, Int?, Int?)] {
+            let client = try await server.client(user)
+            try await Self.register(client, apns: apns, fcm: fcm)
+            await client.close()
+        }
+        let tokens = [Self.apnsToken(40), Self.fcmToken(41), Self.fcmToken(42)]
+        for token in tokens { standIn.script(token, [.expiredCredentials]) }
+        _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Night skiing tonight"])
+        try await eventually("the retried notifications") { tokens.allSatisfy { token in standIn.accepted.contains { $0.token == token } } }
+        #expect(tokens.map { standIn.answered($0) } == [2, 2, 2])
+        // One exchange for the first batch, one renewal for both of its refusals.
+        #expect(standIn.tokenExchanges == 2)
+        let push = try #require(server.server.service(PushService.self))
+        try await eventually("the outbox drained") { try await push.pendingCount() == 0 }
+        let metrics = try await server.get("/metrics").1
+        #expect(metrics.contains("gondola_push_failed_total{platform=\"apns\",reason=\"credentials\"} 1"), "\(metrics)")
+        #expect(metrics.contains("gondola_push_failed_total{platform=\"fcm\",reason=\"credentials\"} 2"))
+        #expect(standIn.refused.isEmpty, "\(standIn.refused)")
+        await hana.close()
+        try await server.stop()
+        try await standIn.stop()
+    }
+
     @Test func usersWhoTurnedAKindOffGetNoneOfIt() async throws {
         let (standIn, server) = try await Self.start()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["gina", "hugo"])
