@@ -100,25 +100,33 @@ struct SQLiteDeviceRepository: DeviceRepository {
 
     func recipients(among users: [String]?) throws -> [PushRecipient] {
         try database.pool.read { db in
-            guard let users else { return try Row.fetchAll(db, sql: recipientQuery).compactMap(Self.recipient) }
+            guard let users else { return try Array(Row.fetchCursor(db, sql: recipientQuery).compactMap(Self.recipient)) }
             var found: [PushRecipient] = []
             for start in stride(from: 0, to: users.count, by: 500) {
                 let chunk = Array(users[start..<min(start + 500, users.count)])
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                found += try Row.fetchAll(db, sql: recipientQuery + " WHERE d.user_id IN (\(marks))", arguments: StatementArguments(chunk))
-                    .compactMap(Self.recipient)
+                found += try Array(Row.fetchCursor(db, sql: recipientQuery + " WHERE d.user_id IN (\(marks))", arguments: StatementArguments(chunk))
+                    .compactMap(Self.recipient))
             }
             return found
         }
     }
 
+    /// The positions of `recipientQuery`'s columns, read by index rather than by name (a name is
+    /// lowercased and searched for on every read, and an announcement reads every device).
+    private enum RecipientColumn {
+        static let token = 0, platform = 1, user = 2, app = 3, locale = 4, registeredAt = 5, chats = 6, broadcasts = 7, invites = 8,
+                   quietStart = 9, quietEnd = 10, quietOffset = 11
+    }
+
     private static func recipient(_ row: Row) -> PushRecipient? {
-        guard let platform = PushPlatform(rawValue: row["platform"]) else { return nil }
-        let device = PushDevice(token: row["token"], platform: platform, user: row["user_id"], app: row["app"], locale: row["locale"],
-                                registeredAt: row["registered_at_ms"])
-        let settings = (row["chats"] as Bool?).map { chats in
-            StoredSettings(chats: chats, broadcasts: row["broadcasts"], invites: row["invites"], quietStart: row["quiet_start_min"],
-                           quietEnd: row["quiet_end_min"], quietOffset: row["quiet_utc_offset_min"]).settings
+        guard let platform = PushPlatform(rawValue: row[RecipientColumn.platform]) else { return nil }
+        let device = PushDevice(token: row[RecipientColumn.token], platform: platform, user: row[RecipientColumn.user], app: row[RecipientColumn.app],
+                                locale: row[RecipientColumn.locale], registeredAt: row[RecipientColumn.registeredAt])
+        let settings = (row[RecipientColumn.chats] as Bool?).map { chats in
+            StoredSettings(chats: chats, broadcasts: row[RecipientColumn.broadcasts], invites: row[RecipientColumn.invites],
+                           quietStart: row[RecipientColumn.quietStart], quietEnd: row[RecipientColumn.quietEnd],
+                           quietOffset: row[RecipientColumn.quietOffset]).settings
         } ?? NotificationSettings()
         return PushRecipient(device: device, settings: settings)
     }

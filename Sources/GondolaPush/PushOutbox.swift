@@ -43,19 +43,10 @@ final class PushOutbox: Sendable {
     static let retryBase: Int64 = 1_000
     static let retryCap: Int64 = 1_800_000
 
-    /// A new row's id, a UUID (APNs takes it as `apns-id`) of version 7 (RFC 9562): the
-    /// millisecond clock first, so rows queued together sit together in the outbox's
-    /// primary key, and a claim or a batch of answers touches a few pages, not one each.
+    /// A new row's id (see `OutboxIDs`).
     static func newID(now: Int64 = unixMilliseconds()) -> String {
-        // Two 64-bit draws from the system's generator (each draw is a system call: not one per byte).
-        var generator = SystemRandomNumberGenerator()
-        let random = (generator.next() as UInt64, generator.next() as UInt64)
-        var bytes = (0..<16).map { UInt8(truncatingIfNeeded: ($0 < 8 ? random.0 : random.1) >> (8 * ($0 % 8))) }
-        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: now >> (8 * (5 - index))) }
-        bytes[6] = 0x70 | (bytes[6] & 0x0F)
-        bytes[8] = 0x80 | (bytes[8] & 0x3F)
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])).uuidString.lowercased()
+        var ids = OutboxIDs(expected: 1)
+        return ids.next(now: now)
     }
 
     let queue: any PushQueue

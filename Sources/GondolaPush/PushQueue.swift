@@ -66,9 +66,10 @@ struct SQLitePushQueue: PushQueue {
                 INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
                     event_at_ms, expires_at_ms, next_attempt_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
+            var ids = OutboxIDs(expected: pushes.count), texts = StoredContentTexts()
             for push in pushes {
                 let content = push.content
-                let values = StringMapJSON.text(content.values), link = StringMapJSON.text(content.link)
+                let (values, link) = texts.texts(of: content)
                 if let key = content.collapseKey, let id = try String.fetchCursor(waiting, arguments: [push.token, key]).first(where: { !claims.contains($0) }) {
                     try fold.execute(arguments: [values, link, content.silent, content.expiresAt, id])
                     outcome.collapsed += 1
@@ -76,7 +77,7 @@ struct SQLitePushQueue: PushQueue {
                 }
                 guard room > 0 else { outcome.dropped += 1; continue }
                 try insert.execute(arguments: [
-                    PushOutbox.newID(), push.token, push.platform.rawValue, push.user, content.category.rawValue, content.textKey, values,
+                    ids.next(), push.token, push.platform.rawValue, push.user, content.category.rawValue, content.textKey, values,
                     content.locale, link, content.collapseKey, content.count, content.silent, content.eventAt, content.expiresAt, now,
                 ])
                 room -= 1
@@ -173,10 +174,10 @@ struct PostgresPushQueue: PushQueue {
             let pending = try await pool.run("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
                 .first?.decode(Int64.self) ?? 0
             var room = maxPending - Int(pending)
-            var fresh: [OutgoingPush] = []
+            var fresh: [OutgoingPush] = [], texts = StoredContentTexts()
             for push in pushes {
                 let content = push.content
-                let values = StringMapJSON.text(content.values), link = StringMapJSON.text(content.link)
+                let (values, link) = texts.texts(of: content)
                 if let key = content.collapseKey, try await pool.run("""
                     UPDATE push_outbox SET count = count + 1, text_values = \(values), link = \(link), silent = \(content.silent),
                         expires_at_ms = \(content.expiresAt)
@@ -192,6 +193,7 @@ struct PostgresPushQueue: PushQueue {
                 fresh.append(push)
             }
             // New rows in one statement: column arrays unnested.
+            var ids = OutboxIDs(expected: fresh.count)
             for chunk in stride(from: 0, to: fresh.count, by: 5_000).map({ Array(fresh[$0..<min($0 + 5_000, fresh.count)]) }) {
                 let contents = chunk.map(\.content)
                 try await pool.run("""
@@ -199,10 +201,10 @@ struct PostgresPushQueue: PushQueue {
                         event_at_ms, expires_at_ms, next_attempt_at_ms)
                     SELECT id, token, platform, user_id, category, text_key, text_values, NULLIF(locale, ''), link, NULLIF(collapse_key, ''), count,
                         silent, event_at_ms, expires_at_ms, next_attempt_at_ms
-                    FROM UNNEST(\(chunk.map { _ in PushOutbox.newID() }), \(chunk.map(\.token)), \(chunk.map(\.platform.rawValue)),
+                    FROM UNNEST(\(chunk.map { _ in ids.next() }), \(chunk.map(\.token)), \(chunk.map(\.platform.rawValue)),
                         \(chunk.map(\.user)), \(contents.map(\.category.rawValue)), \(contents.map(\.textKey)),
-                        \(contents.map { StringMapJSON.text($0.values) }), \(contents.map { $0.locale ?? "" }),
-                        \(contents.map { StringMapJSON.text($0.link) }), \(contents.map { $0.collapseKey ?? "" }), \(contents.map { Int64($0.count) }),
+                        \(contents.map { texts.texts(of: $0).values }), \(contents.map { $0.locale ?? "" }),
+                        \(contents.map { texts.texts(of: $0).link }), \(contents.map { $0.collapseKey ?? "" }), \(contents.map { Int64($0.count) }),
                         \(contents.map(\.silent)), \(contents.map(\.eventAt)), \(contents.map(\.expiresAt)), \(contents.map { _ in now }))
                         AS t(id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent, event_at_ms,
                              expires_at_ms, next_attempt_at_ms)

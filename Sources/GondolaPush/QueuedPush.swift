@@ -63,6 +63,21 @@ enum StringMapJSON {
     }
 }
 
+/// The stored texts of a content's values and link, kept for the last content asked: the
+/// notifications of one notice share their values and link, so queueing an announcement
+/// writes them once, not once per row.
+struct StoredContentTexts {
+    private var last: (values: [String: String], link: [String: String], texts: (values: String, link: String))?
+
+    /// `content`'s values and link as the outbox stores them.
+    mutating func texts(of content: PushContent) -> (values: String, link: String) {
+        if let last, last.values == content.values, last.link == content.link { return last.texts }
+        let texts = (values: StringMapJSON.text(content.values), link: StringMapJSON.text(content.link))
+        last = (content.values, content.link, texts)
+        return texts
+    }
+}
+
 extension QueuedPush {
     /// A notification as an outbox row stores it (both engines' columns); nil when the row names
     /// a platform or a category this build does not know.

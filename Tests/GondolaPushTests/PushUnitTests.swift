@@ -44,9 +44,11 @@ import Testing
     }
 
     @Test func outboxIDsAreVersion7UUIDsInTheOrderOfTheirTime() {
-        let ids = (0..<50).map { PushOutbox.newID(now: 1_700_000_000_000 + Int64($0 / 10)) }
+        // One generator's ids span several draws of random bytes (16 ids each); a lone id draws its own.
+        var generator = OutboxIDs(expected: 49)
+        let ids = (0..<49).map { generator.next(now: 1_700_000_000_000 + Int64($0 / 10)) } + [PushOutbox.newID(now: 1_700_000_000_004)]
         for id in ids {
-            #expect(UUID(uuidString: id) != nil)
+            #expect(UUID(uuidString: id) != nil && id.count == 36 && id == id.lowercased(), "\(id)")
             #expect(id.hasPrefix("018bcfe5-680"))  // 1_700_000_000_000 is 0x18bcfe56800
             let characters = Array(id)
             #expect(characters[14] == "7" && "89ab".contains(characters[19]), "\(id)")
