@@ -66,7 +66,7 @@ struct SQLitePushQueue: PushQueue {
                 INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
                     event_at_ms, expires_at_ms, next_attempt_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-            var ids = OutboxIDs(expected: pushes.count), texts = StoredContentTexts()
+            var ids = OutboxIDs(expected: pushes.count), texts = ContentMapColumns()
             for push in pushes {
                 let content = push.content
                 let (values, link) = texts.texts(of: content)
@@ -99,12 +99,12 @@ struct SQLitePushQueue: PushQueue {
                 WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (? IS NULL OR platform = ?)
                 ORDER BY next_attempt_at_ms
                 """), arguments: [now, platform?.rawValue, platform?.rawValue])
-            var ids: [String] = [], claimed: [(due: Int64, push: QueuedPush)] = []
+            var ids: [String] = [], claimed: [(due: Int64, push: QueuedPush)] = [], columns = ContentMapColumns()
             while ids.count < limit, let row = try due.next() {
                 let id: String = row[OutboxColumn.id]
                 if claims.holds(id, at: now) { continue }
                 ids.append(id)
-                if let push = Self.queued(row) { claimed.append((row[OutboxColumn.due], push)) }
+                if let push = Self.queued(row, reading: &columns) { claimed.append((row[OutboxColumn.due], push)) }
             }
             claims.hold(ids, runner: runner, until: now + lease, now: now)
             return claimed.sorted { ($0.due, $0.push.id) < ($1.due, $1.push.id) }.map(\.push)
@@ -154,12 +154,12 @@ struct SQLitePushQueue: PushQueue {
                    count = 10, silent = 11, eventAt = 12, expiresAt = 13, attempts = 14, due = 15
     }
 
-    private static func queued(_ row: Row) -> QueuedPush? {
+    private static func queued(_ row: Row, reading columns: inout ContentMapColumns) -> QueuedPush? {
         QueuedPush(id: row[OutboxColumn.id], token: row[OutboxColumn.token], platform: row[OutboxColumn.platform], user: row[OutboxColumn.user],
                    category: row[OutboxColumn.category], textKey: row[OutboxColumn.textKey], values: row[OutboxColumn.values],
                    locale: row[OutboxColumn.locale], link: row[OutboxColumn.link], collapseKey: row[OutboxColumn.collapseKey],
                    count: row[OutboxColumn.count], silent: row[OutboxColumn.silent], eventAt: row[OutboxColumn.eventAt],
-                   expiresAt: row[OutboxColumn.expiresAt], attempts: row[OutboxColumn.attempts])
+                   expiresAt: row[OutboxColumn.expiresAt], attempts: row[OutboxColumn.attempts], reading: &columns)
     }
 }
 
@@ -174,7 +174,7 @@ struct PostgresPushQueue: PushQueue {
             let pending = try await pool.run("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
                 .first?.decode(Int64.self) ?? 0
             var room = maxPending - Int(pending)
-            var fresh: [OutgoingPush] = [], texts = StoredContentTexts()
+            var fresh: [OutgoingPush] = [], texts = ContentMapColumns()
             for push in pushes {
                 let content = push.content
                 let (values, link) = texts.texts(of: content)
@@ -220,7 +220,8 @@ struct PostgresPushQueue: PushQueue {
     }
 
     func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) async throws -> [QueuedPush] {
-        try await pool.query("""
+        var columns = ContentMapColumns()
+        return try await pool.query("""
             WITH due AS (
                 SELECT id, next_attempt_at_ms AS due_at FROM push_outbox
                 WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
@@ -237,7 +238,7 @@ struct PostgresPushQueue: PushQueue {
                                 Int32).self)
             return QueuedPush(id: id, token: token, platform: platform, user: user, category: category, textKey: textKey, values: values,
                               locale: locale, link: link, collapseKey: collapseKey, count: Int(count), silent: silent, eventAt: eventAt,
-                              expiresAt: expiresAt, attempts: Int(attempts))
+                              expiresAt: expiresAt, attempts: Int(attempts), reading: &columns)
         }
     }
 

@@ -63,18 +63,28 @@ enum StringMapJSON {
     }
 }
 
-/// The stored texts of a content's values and link, kept for the last content asked: the
-/// notifications of one notice share their values and link, so queueing an announcement
-/// writes them once, not once per row.
-struct StoredContentTexts {
-    private var last: (values: [String: String], link: [String: String], texts: (values: String, link: String))?
+/// A content's values and link as the outbox's columns store them (JSON text) and back, the
+/// last of each direction remembered: the notifications of one notice share their values
+/// and link, so queueing or claiming an announcement's rows encodes and parses them once,
+/// not once per row.
+struct ContentMapColumns {
+    private var lastWritten: (values: [String: String], link: [String: String], texts: (values: String, link: String))?
+    private var lastRead: (texts: (values: String, link: String), maps: (values: [String: String], link: [String: String]))?
 
     /// `content`'s values and link as the outbox stores them.
     mutating func texts(of content: PushContent) -> (values: String, link: String) {
-        if let last, last.values == content.values, last.link == content.link { return last.texts }
+        if let lastWritten, lastWritten.values == content.values, lastWritten.link == content.link { return lastWritten.texts }
         let texts = (values: StringMapJSON.text(content.values), link: StringMapJSON.text(content.link))
-        last = (content.values, content.link, texts)
+        lastWritten = (content.values, content.link, texts)
         return texts
+    }
+
+    /// The values and link a row stores as `values` and `link`.
+    mutating func maps(values: String, link: String) -> (values: [String: String], link: [String: String]) {
+        if let lastRead, lastRead.texts == (values, link) { return lastRead.maps }
+        let maps = (values: StringMapJSON.map(values), link: StringMapJSON.map(link))
+        lastRead = ((values, link), maps)
+        return maps
     }
 }
 
@@ -82,11 +92,12 @@ extension QueuedPush {
     /// A notification as an outbox row stores it (both engines' columns); nil when the row names
     /// a platform or a category this build does not know.
     init?(id: String, token: String, platform: String, user: String, category: String, textKey: String, values: String, locale: String?,
-          link: String, collapseKey: String?, count: Int, silent: Bool, eventAt: Int64, expiresAt: Int64, attempts: Int) {
+          link: String, collapseKey: String?, count: Int, silent: Bool, eventAt: Int64, expiresAt: Int64, attempts: Int,
+          reading columns: inout ContentMapColumns) {
         guard let platform = PushPlatform(rawValue: platform), let category = Notice.Category(rawValue: category) else { return nil }
-        let content = PushContent(category: category, textKey: textKey, values: StringMapJSON.map(values), locale: locale,
-                                  link: StringMapJSON.map(link), collapseKey: collapseKey, count: count, silent: silent,
-                                  eventAt: eventAt, expiresAt: expiresAt)
+        let maps = columns.maps(values: values, link: link)
+        let content = PushContent(category: category, textKey: textKey, values: maps.values, locale: locale, link: maps.link,
+                                  collapseKey: collapseKey, count: count, silent: silent, eventAt: eventAt, expiresAt: expiresAt)
         self.init(id: id, push: OutgoingPush(token: token, platform: platform, user: user, content: content), attempts: attempts)
     }
 }
