@@ -1,8 +1,8 @@
 import Synchronization
 
 /// Waits for a known number of things that end on other threads (callbacks, answers): each
-/// calls `done` once, and `wait` returns once all of them have. One task waits; `done`
-/// never suspends, so event loops may call it.
+/// calls `done` once, and `allDone` returns once all of them have. One task awaits it, and
+/// no thread blocks: `done` never suspends, so event loops may call it.
 public final class Countdown: Sendable {
     private let state: Mutex<(left: Int, waiter: CheckedContinuation<Void, Never>?)>
 
@@ -25,7 +25,7 @@ public final class Countdown: Sendable {
     }
 
     /// Returns once every thing counted has ended (at once when none is left).
-    public func wait() async {
+    public func allDone() async {
         await withCheckedContinuation { continuation in
             let resumeNow = state.withLock { state -> Bool in
                 guard state.left > 0 else { return true }

@@ -200,7 +200,7 @@ final class PushOutbox: Sendable {
                 unrecorded.done()
             }
         }
-        await unrecorded.wait()
+        await unrecorded.allDone()
     }
 
     /// Records and counts why `queued` is not sent now: no credentials for its service, its

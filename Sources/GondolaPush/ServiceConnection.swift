@@ -85,7 +85,7 @@ final class ServiceConnection: Sendable {
         let batch = PostBatch(count: posts.count)
         await withTaskCancellationHandler {
             await submit(Array(posts.indices), of: posts, retried: false, batch: batch, answered: answered)
-            await batch.answers.wait()
+            await batch.answers.allDone()
         } onCancel: {
             batch.cancel()
         }

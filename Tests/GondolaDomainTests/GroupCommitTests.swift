@@ -66,11 +66,11 @@ import Testing
                 unheard.done()
             }
         }
-        await unheard.wait()
+        await unheard.allDone()
         #expect(heard.withLock { $0 } == Dictionary(uniqueKeysWithValues: (0..<8).map { ($0, $0 * 10) }))
         #expect(batchSizes.withLock { $0.allSatisfy { $0 <= 3 } && $0.reduce(0, +) == 8 })
         // Nothing to wait for: returns at once.
-        await Countdown(0).wait()
+        await Countdown(0).allDone()
     }
 
     /// Checks `condition` every 10 ms until it holds, failing after 10 s.
