@@ -79,8 +79,10 @@ struct APNsSender: PushSender {
         } catch {
             return batch.indices.forEach { answered($0, .rejected("cannot sign the provider token: \(error)")) }
         }
+        let authorization = "bearer \(bearer)"
         let posts = batch.map { item in
-            ServicePost(path: "/3/device/\(item.queued.push.token)", headers: headers(of: item.queued, bearer: bearer), unindexed: Self.perRequestFields,
+            ServicePost(path: "/3/device/\(item.queued.push.token)", headers: headers(of: item.queued, authorization: authorization),
+                        unindexed: Self.perRequestFields,
                         body: ByteBuffer(bytes: Self.payload(item.queued.push.content, text: item.text).bytes))
         }
         await connection.send(posts, reading: Self.outcome, renew: { _ = try? await providerToken.token(rejected: bearer) }, answered: answered)
@@ -97,11 +99,11 @@ struct APNsSender: PushSender {
         }
     }
 
-    /// The request's fields: the provider token, the app, the kind, priority and expiry of
-    /// the notification, its id and thread.
-    private func headers(of queued: QueuedPush, bearer: String) -> [(String, String)] {
+    /// The request's fields: the provider token (`authorization`, the same for the whole batch),
+    /// the app, the kind, priority and expiry of the notification, its id and thread.
+    private func headers(of queued: QueuedPush, authorization: String) -> [(String, String)] {
         let content = queued.push.content
-        var headers = [("authorization", "bearer \(bearer)"), ("apns-topic", credentials.topic), ("apns-push-type", "alert"),
+        var headers = [("authorization", authorization), ("apns-topic", credentials.topic), ("apns-push-type", "alert"),
                        ("apns-priority", content.silent ? "5" : "10"), ("apns-expiration", String(content.expiresAt / 1000)), ("apns-id", queued.id)]
         if let collapse = content.collapseKey { headers.append(("apns-collapse-id", collapse)) }
         return headers

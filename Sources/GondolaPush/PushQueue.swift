@@ -174,7 +174,8 @@ struct PostgresPushQueue: PushQueue {
             let pending = try await pool.run("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
                 .first?.decode(Int64.self) ?? 0
             var room = maxPending - Int(pending)
-            var fresh: [OutgoingPush] = [], texts = ContentMapColumns()
+            // The new rows, with their values and link as stored (encoded once, in this loop).
+            var fresh: [(push: OutgoingPush, values: String, link: String)] = [], texts = ContentMapColumns()
             for push in pushes {
                 let content = push.content
                 let (values, link) = texts.texts(of: content)
@@ -190,21 +191,21 @@ struct PostgresPushQueue: PushQueue {
                 }
                 guard room > 0 else { outcome.dropped += 1; continue }
                 room -= 1
-                fresh.append(push)
+                fresh.append((push, values, link))
             }
             // New rows in one statement: column arrays unnested.
             var ids = OutboxIDs(expected: fresh.count)
             for chunk in stride(from: 0, to: fresh.count, by: 5_000).map({ Array(fresh[$0..<min($0 + 5_000, fresh.count)]) }) {
-                let contents = chunk.map(\.content)
+                let contents = chunk.map(\.push.content)
                 try await pool.run("""
                     INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
                         event_at_ms, expires_at_ms, next_attempt_at_ms)
                     SELECT id, token, platform, user_id, category, text_key, text_values, NULLIF(locale, ''), link, NULLIF(collapse_key, ''), count,
                         silent, event_at_ms, expires_at_ms, next_attempt_at_ms
-                    FROM UNNEST(\(chunk.map { _ in ids.next() }), \(chunk.map(\.token)), \(chunk.map(\.platform.rawValue)),
-                        \(chunk.map(\.user)), \(contents.map(\.category.rawValue)), \(contents.map(\.textKey)),
-                        \(contents.map { texts.texts(of: $0).values }), \(contents.map { $0.locale ?? "" }),
-                        \(contents.map { texts.texts(of: $0).link }), \(contents.map { $0.collapseKey ?? "" }), \(contents.map { Int64($0.count) }),
+                    FROM UNNEST(\(chunk.map { _ in ids.next() }), \(chunk.map(\.push.token)), \(chunk.map(\.push.platform.rawValue)),
+                        \(chunk.map(\.push.user)), \(contents.map(\.category.rawValue)), \(contents.map(\.textKey)),
+                        \(chunk.map(\.values)), \(contents.map { $0.locale ?? "" }),
+                        \(chunk.map(\.link)), \(contents.map { $0.collapseKey ?? "" }), \(contents.map { Int64($0.count) }),
                         \(contents.map(\.silent)), \(contents.map(\.eventAt)), \(contents.map(\.expiresAt)), \(contents.map { _ in now }))
                         AS t(id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent, event_at_ms,
                              expires_at_ms, next_attempt_at_ms)
