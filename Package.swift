@@ -54,7 +54,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
-        .target(name: "GondolaGeo", exclude: ["README.md"]),
+        .target(name: "CPrefetch"),
+        .target(name: "GondolaGeo", dependencies: ["CPrefetch"], exclude: ["README.md"]),
         .target(name: "GondolaOSM", dependencies: ["GondolaGeo", "GondolaProtocol"]),
         .target(name: "GondolaRESP"),
         .target(

@@ -1,3 +1,5 @@
+import CPrefetch
+
 /// A point as a grid cell stores it: offsets in degrees from the cell's south-west
 /// corner (two `Float`s: about 0.03 mm of resolution), its altitude in metres (NaN
 /// when it has none) and its slot; 16 bytes, four to a cache line.
@@ -157,6 +159,17 @@ struct CellRuns: Sendable {
         guard let tile = tile(forKey: tileKey(row: row, column: column)) else { return 0..<0 }
         let header = headers[Self.headerIndex(tile: tile, row: row, column: column)]
         return Int(header.start)..<Int(header.start + header.count)
+    }
+
+    /// Starts loading the entries of `run` (a pool range) into the cache without waiting for them.
+    @inlinable func prefetch(_ run: Range<Int>) {
+        guard !run.isEmpty else { return }
+        pool.withUnsafeBufferPointer { pool in
+            guard let base = pool.baseAddress else { return }
+            // Entries are 16 bytes: every fourth one, and the last, lies on each cache line of the run.
+            for index in stride(from: run.lowerBound, to: run.upperBound, by: 4) { gondola_prefetch(base + index) }
+            gondola_prefetch(base + run.upperBound - 1)
+        }
     }
 
     /// The pool range of `cell`.

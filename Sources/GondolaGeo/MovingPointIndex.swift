@@ -1,3 +1,4 @@
+import CPrefetch
 import Foundation
 
 /// A point found by a query, with its distance from the query's centre.
@@ -111,7 +112,17 @@ public struct MovingPointIndex<ID: Hashable & Sendable>: Sendable {
     /// keeping only those `filter` accepts.
     @inlinable public func nearby(_ center: GeoPoint, radius: Double, limit: Int = .max, filter: ((ID) -> Bool)? = nil) -> [Neighbour<ID>] {
         // Without a filter no candidate's id is read, only the answers'.
-        guard let filter else { return neighbours(grid.nearby(center, radius: radius, limit: limit) { _, _ in true }) }
+        guard let filter else {
+            // The matches' records are scattered and read after the scan: each one's load starts as
+            // its match is found, so the loads overlap the rest of the scan instead of following it.
+            let matches = records.withUnsafeBufferPointer { records in
+                grid.nearby(center, radius: radius, limit: limit) { slot, _ in
+                    if let base = records.baseAddress { gondola_prefetch(base + Int(slot)) }
+                    return true
+                }
+            }
+            return neighbours(matches)
+        }
         return nearby(center, radius: radius, limit: limit, accepting: { id, _ in filter(id) })
     }
 

@@ -187,8 +187,8 @@ public struct PointGrid: Sendable {
         return GridEntry(latOffset: Float(point.lat - south), lonOffset: Float(point.lon - west), alt: point.alt.map(Float.init) ?? .nan, slot: slot)
     }
 
-    /// Looks up the runs of up to 16 cells before reading any, so their header loads overlap instead
-    /// of each waiting behind the scan of the cell before.
+    /// Looks up the runs of up to 16 cells, and starts loading each, before reading any, so their
+    /// header and entry loads overlap instead of each waiting behind the scan of the cell before.
     @inlinable func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, near probe: DistanceProbe?, _ body: (Double, Double, GridEntry) -> Void) {
         var batch = InlineArray<16, (run: Range<Int>, cell: Int64)>(repeating: (0..<0, 0))
         var batched = 0
@@ -196,6 +196,7 @@ public struct PointGrid: Sendable {
             for c in range {
                 let run = runs.run(row: r, column: c)
                 if run.isEmpty { continue }
+                runs.prefetch(run)
                 batch[batched] = (run, r * grid.columns + c)
                 batched += 1
                 if batched == batch.count {

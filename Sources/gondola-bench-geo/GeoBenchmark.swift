@@ -8,6 +8,8 @@ import GondolaGeo
 @main
 struct GeoBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "gondola-bench-geo")
+    /// Turns the in-process indexes take on a workload (see `Workload.measure(_:rounds:quiet:)`).
+    static let rounds = 10
 
     @Option(help: "Points of the country workload.") var countryPoints = 1_000_000
     @Option(help: "Operations per implementation (SQLite runs a tenth).") var operations = 200_000
@@ -59,11 +61,14 @@ struct GeoBenchmark: ParsableCommand {
         for workload in [country, resort] {
             let cell = workload.name == "country" ? countryCell : resortCell
             var results: [String: Measurement] = [:]
-            results["gondola"] = workload.measure(GondolaIndex(cellMetres: cell), operations: operations)
             let best = sweepSpatialIndex(workload)
             sweepRows.append("| \(workload.name) | \(best.settings) | \(String(format: "%.0f", best.opsPerSecond)) | \(String(format: "%.0f", best.worstOpsPerSecond)) (\(best.worst)) |")
-            results["libspatialindex"] = workload.measure(SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations: operations / 4)
-            results["sqlite-rtree"] = workload.measure(SQLiteRTreeIndex(capacity: workload.points), operations: operations / 10)
+            let measured = workload.measure([
+                (GondolaIndex(cellMetres: cell), operations),
+                (SQLiteRTreeIndex(capacity: workload.points), operations / 10),
+                (SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations / 4),
+            ], rounds: Self.rounds)
+            for (name, measurement) in zip(["gondola", "sqlite-rtree", "libspatialindex"], measured) { results[name] = measurement }
             let checksums = Set(results.values.map(\.checksum))
             if checksums.count != 1 { print("warning: implementations disagree on the first queries: \(results.mapValues(\.checksum))") }
             for name in ["gondola", "sqlite-rtree", "libspatialindex"] {
@@ -294,27 +299,60 @@ struct Workload {
 
     /// Loads the points, then times `operations` of (move one point, query around it).
     func measure(_ index: some BenchmarkedIndex, operations: Int, quiet: Bool = false) -> Measurement {
-        var index = index
-        for (id, point) in positions().enumerated() { index.insert(id, point) }
-        var timings = [Duration](repeating: .zero, count: operations)
-        var checksum = 0
-        let sequence = steps(operations)
+        measure([(index, operations)], rounds: 1, quiet: quiet)[0]
+    }
+
+    /// Loads the points into each index, then times each one's `operations` of (move one point,
+    /// query around it) in `rounds` turns: every round, each index runs the next share of its
+    /// operations. A phase of the shared machine (a busy neighbour, a slower clock) then falls on
+    /// all of them alike, and the ratios between them hold even when the machine's speed does not.
+    func measure(_ contenders: [(index: any BenchmarkedIndex, operations: Int)], rounds: Int, quiet: Bool = false) -> [Measurement] {
+        var indexes = contenders.map(\.index)
+        let points = positions()
+        for position in indexes.indices { Self.load(&indexes[position], points) }
+        let sequence = steps(contenders.map(\.operations).max() ?? 0)
+        var timings = contenders.map { [Duration](repeating: .zero, count: $0.operations) }
+        var totals = [Duration](repeating: .zero, count: contenders.count)
+        var checksums = [Int](repeating: 0, count: contenders.count)
+        for round in 0..<rounds {
+            for position in indexes.indices {
+                let count = contenders[position].operations
+                let share = (count * round / rounds)..<(count * (round + 1) / rounds)
+                totals[position] += Self.run(&indexes[position], sequence, share, radius: radius, limit: limit,
+                                             timings: &timings[position], checksum: &checksums[position])
+            }
+        }
+        return indexes.indices.map { position in
+            let operations = contenders[position].operations
+            let total = totals[position].seconds
+            if !quiet { print("\(name) \(indexes[position].name): \(operations) operations in \(String(format: "%.2f", total)) s") }
+            timings[position].sort()
+            return Measurement(
+                operations: operations, opsPerSecond: Double(operations) / total,
+                medianMicros: timings[position][operations / 2].seconds * 1e6,
+                p99Micros: timings[position][operations * 99 / 100].seconds * 1e6,
+                checksum: checksums[position])
+        }
+    }
+
+    static func load(_ index: inout some BenchmarkedIndex, _ points: [GeoPoint]) {
+        for (id, point) in points.enumerated() { index.insert(id, point) }
+    }
+
+    /// Runs the steps of `share` on `index`, timing each, and returns their time together.
+    static func run(_ index: inout some BenchmarkedIndex, _ sequence: [Step], _ share: Range<Int>, radius: Double, limit: Int,
+                    timings: inout [Duration], checksum: inout Int) -> Duration {
         let clock = ContinuousClock()
         let start = clock.now
-        for (number, step) in sequence.enumerated() {
+        for number in share {
+            let step = sequence[number]
             let began = clock.now
             index.move(step.id, from: step.from, to: step.to)
             let found = index.nearby(step.to, radius: radius, limit: limit)
             timings[number] = clock.now - began
             if number < 1000 { checksum += found.count }
         }
-        let total = (clock.now - start).seconds
-        timings.sort()
-        if !quiet { print("\(name) \(index.name): \(operations) operations in \(String(format: "%.2f", total)) s") }
-        return Measurement(
-            operations: operations, opsPerSecond: Double(operations) / total,
-            medianMicros: timings[operations / 2].seconds * 1e6, p99Micros: timings[operations * 99 / 100].seconds * 1e6,
-            checksum: checksum)
+        return clock.now - start
     }
 }
 
