@@ -63,10 +63,11 @@ struct GeoBenchmark: ParsableCommand {
             var results: [String: Measurement] = [:]
             let best = sweepSpatialIndex(workload)
             sweepRows.append("| \(workload.name) | \(best.settings) | \(String(format: "%.0f", best.opsPerSecond)) | \(String(format: "%.0f", best.worstOpsPerSecond)) (\(best.worst)) |")
+            let sequence = workload.steps(operations)
             let measured = workload.measure([
-                (GondolaIndex(cellMetres: cell), operations),
-                (SQLiteRTreeIndex(capacity: workload.points), operations / 10),
-                (SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations / 4),
+                workload.contender(GondolaIndex(cellMetres: cell), operations: operations, steps: sequence),
+                workload.contender(SQLiteRTreeIndex(capacity: workload.points), operations: operations / 10, steps: sequence),
+                workload.contender(SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations: operations / 4, steps: sequence),
             ], rounds: Self.rounds)
             for (name, measurement) in zip(["gondola", "sqlite-rtree", "libspatialindex"], measured) { results[name] = measurement }
             let checksums = Set(results.values.map(\.checksum))
@@ -299,33 +300,49 @@ struct Workload {
 
     /// Loads the points, then times `operations` of (move one point, query around it).
     func measure(_ index: some BenchmarkedIndex, operations: Int, quiet: Bool = false) -> Measurement {
-        measure([(index, operations)], rounds: 1, quiet: quiet)[0]
+        let sequence = steps(operations)
+        return measure([contender(index, operations: operations, steps: sequence)], rounds: 1, quiet: quiet)[0]
     }
 
-    /// Loads the points into each index, then times each one's `operations` of (move one point,
-    /// query around it) in `rounds` turns: every round, each index runs the next share of its
-    /// operations. A phase of the shared machine (a busy neighbour, a slower clock) then falls on
-    /// all of them alike, and the ratios between them hold even when the machine's speed does not.
-    func measure(_ contenders: [(index: any BenchmarkedIndex, operations: Int)], rounds: Int, quiet: Bool = false) -> [Measurement] {
-        var indexes = contenders.map(\.index)
-        let points = positions()
-        for position in indexes.indices { Self.load(&indexes[position], points) }
-        let sequence = steps(contenders.map(\.operations).max() ?? 0)
+    /// An index loaded with the points, ready to run `steps` (at least `operations` of them).
+    func contender(_ index: some BenchmarkedIndex, operations: Int, steps: [Step]) -> Contender {
+        var index = index
+        for (id, point) in positions().enumerated() { index.insert(id, point) }
+        let radius = radius, limit = limit
+        return Contender(name: index.name, operations: operations) { share, timings, checksum in
+            let clock = ContinuousClock()
+            let start = clock.now
+            for number in share {
+                let step = steps[number]
+                let began = clock.now
+                index.move(step.id, from: step.from, to: step.to)
+                let found = index.nearby(step.to, radius: radius, limit: limit)
+                timings[number] = clock.now - began
+                if number < 1000 { checksum += found.count }
+            }
+            return clock.now - start
+        }
+    }
+
+    /// Times each contender's operations in `rounds` turns: every round, each runs the next share
+    /// of its operations. A phase of the shared machine (a busy neighbour, a slower clock) then
+    /// falls on all of them alike, and the ratios between them hold even when the machine's speed
+    /// does not.
+    func measure(_ contenders: [Contender], rounds: Int, quiet: Bool = false) -> [Measurement] {
         var timings = contenders.map { [Duration](repeating: .zero, count: $0.operations) }
         var totals = [Duration](repeating: .zero, count: contenders.count)
         var checksums = [Int](repeating: 0, count: contenders.count)
         for round in 0..<rounds {
-            for position in indexes.indices {
-                let count = contenders[position].operations
+            for (position, contender) in contenders.enumerated() {
+                let count = contender.operations
                 let share = (count * round / rounds)..<(count * (round + 1) / rounds)
-                totals[position] += Self.run(&indexes[position], sequence, share, radius: radius, limit: limit,
-                                             timings: &timings[position], checksum: &checksums[position])
+                totals[position] += contender.run(share, &timings[position], &checksums[position])
             }
         }
-        return indexes.indices.map { position in
+        return contenders.indices.map { position in
             let operations = contenders[position].operations
             let total = totals[position].seconds
-            if !quiet { print("\(name) \(indexes[position].name): \(operations) operations in \(String(format: "%.2f", total)) s") }
+            if !quiet { print("\(name) \(contenders[position].name): \(operations) operations in \(String(format: "%.2f", total)) s") }
             timings[position].sort()
             return Measurement(
                 operations: operations, opsPerSecond: Double(operations) / total,
@@ -334,26 +351,15 @@ struct Workload {
                 checksum: checksums[position])
         }
     }
+}
 
-    static func load(_ index: inout some BenchmarkedIndex, _ points: [GeoPoint]) {
-        for (id, point) in points.enumerated() { index.insert(id, point) }
-    }
-
-    /// Runs the steps of `share` on `index`, timing each, and returns their time together.
-    static func run(_ index: inout some BenchmarkedIndex, _ sequence: [Step], _ share: Range<Int>, radius: Double, limit: Int,
-                    timings: inout [Duration], checksum: inout Int) -> Duration {
-        let clock = ContinuousClock()
-        let start = clock.now
-        for number in share {
-            let step = sequence[number]
-            let began = clock.now
-            index.move(step.id, from: step.from, to: step.to)
-            let found = index.nearby(step.to, radius: radius, limit: limit)
-            timings[number] = clock.now - began
-            if number < 1000 { checksum += found.count }
-        }
-        return clock.now - start
-    }
+/// An index loaded for a workload, with the loop that runs its steps (specialised for its type).
+struct Contender {
+    let name: String
+    let operations: Int
+    /// Runs the steps numbered `share`, writes each one's time into `timings` at its number, adds the
+    /// result sizes of the first 1,000 steps to `checksum`, and returns the share's time together.
+    let run: (_ share: Range<Int>, _ timings: inout [Duration], _ checksum: inout Int) -> Duration
 }
 
 extension Duration {
