@@ -1,3 +1,5 @@
+import Foundation
+
 /// Writes JSON values compactly as UTF-8 bytes.
 ///
 /// Strings are escaped so that the output never contains a raw newline, which
@@ -34,7 +36,11 @@ public struct JSONWriter {
             bytes.append(UInt8(ascii: "}"))
         case let .raw(raw):
             // A raw newline can only be white space between tokens; it would end the frame's line.
-            if raw.bytes.contains(0x0A) {
+            // memchr looks for it many bytes at a time: a nearby frame carries a few kilobytes.
+            let hasNewline = raw.bytes.withUnsafeBufferPointer { bytes in
+                bytes.baseAddress.map { memchr($0, 0x0A, bytes.count) != nil } ?? false
+            }
+            if hasNewline {
                 bytes.append(contentsOf: raw.bytes.lazy.filter { $0 != 0x0A })
             } else {
                 bytes.append(contentsOf: raw.bytes)
