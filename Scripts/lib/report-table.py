@@ -86,12 +86,26 @@ def peers(triples):
         if target in ("gondola-protobuf", "gondola-json-deflate") and subscribers in gondola_json:
             ratio_json = f"{delivered / max(gondola_json[subscribers]['figures']['delivered_per_second'], 1e-9):.2f}"
         server = saturated.get("server")
-        per_delivery = f"{server['cpuPercent'] / 100 / delivered * 1e6:.2f}" if server and delivered > 0 else "–"
+        per_delivery = micros(cpu_per_delivery(saturated))
+        fixed_cost, ratio_fixed_cost = cpu_per_delivery(fixed), "–"
+        reference_fixed_cost = cpu_per_delivery(reference[1]) if reference else None
+        if fixed_cost is not None and reference_fixed_cost:
+            ratio_fixed_cost = f"{fixed_cost / reference_fixed_cost:.2f}"
         rss = (fixed.get("server") or {}).get("rssPerConnectionKiB")
         share = fixed["figures"].get("delivered_share", 0) * 100
         print(f"| {subscribers} | {target} | {delivered:.0f} | {ratio_delivered} | {ratio_json} | {cpu(server)} | {per_delivery} "
-              f"| {'–' if p99 is None else f'{p99:.2f}'} | {ratio_p99} | {share:.1f}% "
-              f"| {'–' if rss is None else f'{rss:.1f}'} | {errors(saturated) + errors(fixed)} |")
+              f"| {'–' if p99 is None else f'{p99:.2f}'} | {ratio_p99} | {micros(fixed_cost)} | {ratio_fixed_cost} "
+              f"| {share:.1f}% | {'–' if rss is None else f'{rss:.1f}'} | {errors(saturated) + errors(fixed)} |")
+
+
+def cpu_per_delivery(report):
+    """The server's CPU microseconds per delivered message in a run (None when unknown)."""
+    server, delivered = report.get("server"), report["figures"]["delivered_per_second"]
+    return server["cpuPercent"] / 100 / delivered * 1e6 if server and delivered > 0 else None
+
+
+def micros(value):
+    return "–" if value is None else f"{value:.2f}"
 
 
 def engine_percent(path):
