@@ -10,6 +10,10 @@ struct GeoBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "gondola-bench-geo")
     /// Turns the in-process indexes take on a workload (see `Workload.measure(_:rounds:quiet:)`).
     static let rounds = 10
+    /// The in-process indexes, in the order they take their turns: GondolaGeo's `MovingPointIndex` (any
+    /// hashable ids, a table from ids to slots), its grid keyed by the workload's ids as slots (as
+    /// `ProximityMap` keeps travellers), SQLite's R*Tree and libspatialindex.
+    static let inProcess = ["gondola", "gondola-grid", "sqlite-rtree", "libspatialindex"]
 
     @Option(help: "Points of the country workload.") var countryPoints = 1_000_000
     @Option(help: "Operations per implementation (SQLite runs a tenth).") var operations = 200_000
@@ -21,6 +25,7 @@ struct GeoBenchmark: ParsableCommand {
     @Option(help: "libpq connection string of a PostgreSQL server with PostGIS; skipped without it.") var postgres: String?
     @Option(help: "Markdown file the table is appended to.") var markdown: String?
     @Option(help: "Time only GondolaGeo on one workload: country, resort or roaming (for profiling and cell sizing), or only sweep libspatialindex (libspatialindex).") var only: String?
+    @Flag(help: "With --only country or resort, time the grid keyed by the ids as slots (gondola-grid) instead of MovingPointIndex.") var slots = false
 
     func validate() throws {
         guard (1000...5_000_000).contains(countryPoints) else { throw ValidationError("--country-points must be 1000...5000000") }
@@ -48,8 +53,10 @@ struct GeoBenchmark: ParsableCommand {
             guard let workload = [country, resort].first(where: { $0.name == only }) else {
                 throw ValidationError("--only must be country, resort, roaming or libspatialindex, got '\(only)'")
             }
-            let result = workload.measure(GondolaIndex(cellMetres: only == "country" ? countryCell : resortCell), operations: operations)
-            print(String(format: "%@ gondola: median %.2f µs, %.0f ops/s", only, result.medianMicros, result.opsPerSecond))
+            let cell = only == "country" ? countryCell : resortCell
+            let result = slots ? workload.measure(GondolaGridIndex(cellMetres: cell), operations: operations)
+                : workload.measure(GondolaIndex(cellMetres: cell), operations: operations)
+            print(String(format: "%@ %@: median %.2f µs, %.0f ops/s", only, slots ? "gondola-grid" : "gondola", result.medianMicros, result.opsPerSecond))
             return
         }
         var rows: [String] = ["| workload | implementation | operations | ops/s | median µs | p99 µs |", "| --- | --- | --- | --- | --- | --- |"]
@@ -66,19 +73,22 @@ struct GeoBenchmark: ParsableCommand {
             let sequence = workload.steps(operations)
             let measured = workload.measure([
                 workload.contender(GondolaIndex(cellMetres: cell), operations: operations, steps: sequence),
+                workload.contender(GondolaGridIndex(cellMetres: cell), operations: operations, steps: sequence),
                 workload.contender(SQLiteRTreeIndex(capacity: workload.points), operations: operations / 10, steps: sequence),
                 workload.contender(SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations: operations / 4, steps: sequence),
             ], rounds: Self.rounds)
-            for (name, measurement) in zip(["gondola", "sqlite-rtree", "libspatialindex"], measured) { results[name] = measurement }
+            for (name, measurement) in zip(Self.inProcess, measured) { results[name] = measurement }
             let checksums = Set(results.values.map(\.checksum))
             if checksums.count != 1 { print("warning: implementations disagree on the first queries: \(results.mapValues(\.checksum))") }
-            for name in ["gondola", "sqlite-rtree", "libspatialindex"] {
+            for name in Self.inProcess {
                 let result = results[name]!
                 rows.append(String(format: "| %@ | %@ | %d | %.0f | %.2f | %.2f |", workload.name, name, result.operations, result.opsPerSecond, result.medianMicros, result.p99Micros))
                 if workload.name == "country" { countryRates[name] = result.opsPerSecond } else { resortRates[name] = result.opsPerSecond }
             }
             let gondola = results["gondola"]!.opsPerSecond
+            let grid = results["gondola-grid"]!.opsPerSecond
             var ratios = [String(format: "gondola/sqlite %.1f×", gondola / results["sqlite-rtree"]!.opsPerSecond),
+                          String(format: "gondola-grid/sqlite %.1f×", grid / results["sqlite-rtree"]!.opsPerSecond),
                           String(format: "gondola/libspatialindex %.1f×", gondola / results["libspatialindex"]!.opsPerSecond)]
             let serverRows = try serverPeers(workload, gondolaChecksum: results["gondola"]!.checksum)
             for row in serverRows {
@@ -97,10 +107,10 @@ struct GeoBenchmark: ParsableCommand {
         let table = rows.joined(separator: "\n") + "\n\nlibspatialindex sweep (\(SpatialIndexSettings.sweep.count) configurations, \(sweepOperations) operations each; the table above uses the best):\n\n"
             + sweepRows.joined(separator: "\n")
         print(table)
-        let summary = String(format: "geo: gondola %.0f, sqlite-rtree %.0f, libspatialindex %.0f, bytes/point %.0f",
-                             countryRates["gondola"]!, countryRates["sqlite-rtree"]!, countryRates["libspatialindex"]!, bytesPerPoint)
-        let resortSummary = String(format: "geo-resort: gondola %.0f, sqlite-rtree %.0f, libspatialindex %.0f",
-                                   resortRates["gondola"]!, resortRates["sqlite-rtree"]!, resortRates["libspatialindex"]!)
+        let summary = String(format: "geo: gondola %.0f, gondola-grid %.0f, sqlite-rtree %.0f, libspatialindex %.0f, bytes/point %.0f",
+                             countryRates["gondola"]!, countryRates["gondola-grid"]!, countryRates["sqlite-rtree"]!, countryRates["libspatialindex"]!, bytesPerPoint)
+        let resortSummary = String(format: "geo-resort: gondola %.0f, gondola-grid %.0f, sqlite-rtree %.0f, libspatialindex %.0f",
+                                   resortRates["gondola"]!, resortRates["gondola-grid"]!, resortRates["sqlite-rtree"]!, resortRates["libspatialindex"]!)
         if let markdown {
             let text = "\n" + table + "\n\n" + summary + "  \n" + resortSummary + "\n"
             if let handle = FileHandle(forWritingAtPath: markdown) {

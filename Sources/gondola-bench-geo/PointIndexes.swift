@@ -23,6 +23,19 @@ struct GondolaIndex: BenchmarkedIndex {
     }
 }
 
+/// GondolaGeo's grid alone, the workload's integer ids as its slots: the structure `ProximityMap`
+/// keeps travellers in, numbered densely, with no table from ids to slots.
+struct GondolaGridIndex: BenchmarkedIndex {
+    var grid: PointGrid
+    let name = "gondola-grid"
+    init(cellMetres: Double) { grid = PointGrid(cellMetres: cellMetres) }
+    mutating func insert(_ id: Int, _ point: GeoPoint) { grid.place(Int32(id), at: point) }
+    mutating func move(_ id: Int, from old: GeoPoint, to new: GeoPoint) { grid.place(Int32(id), at: new) }
+    mutating func nearby(_ center: GeoPoint, radius: Double, limit: Int) -> [Int] {
+        grid.nearby(center, radius: radius, limit: limit) { _, _ in true }.map { Int($0.slot) }
+    }
+}
+
 /// Candidates from a bounding-box query refined by exact distance, the way a
 /// box-only index is used for radius queries. It uses GondolaGeo's distance probe,
 /// so the comparison measures the indexes, not the distance formula.
