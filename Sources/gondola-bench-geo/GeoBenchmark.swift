@@ -30,6 +30,9 @@ struct GeoBenchmark: ParsableCommand {
     func validate() throws {
         guard (1000...5_000_000).contains(countryPoints) else { throw ValidationError("--country-points must be 1000...5000000") }
         guard (1000...10_000_000).contains(operations) else { throw ValidationError("--operations must be 1000...10000000") }
+        if slots, only != "country", only != "resort" {
+            throw ValidationError("--slots needs --only country or --only resort, got \(only.map { "--only \($0)" } ?? "no --only")")
+        }
     }
 
     func run() throws {
