@@ -10,10 +10,6 @@ struct GeoBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "gondola-bench-geo")
     /// Turns the in-process indexes take on a workload (see `Workload.measure(_:rounds:quiet:)`).
     static let rounds = 10
-    /// The in-process indexes, in the order they take their turns: GondolaGeo's `MovingPointIndex` (any
-    /// hashable ids, a table from ids to slots), its grid keyed by the workload's ids as slots (as
-    /// `ProximityMap` keeps travellers), SQLite's R*Tree and libspatialindex.
-    static let inProcess = ["gondola", "gondola-grid", "sqlite-rtree", "libspatialindex"]
 
     @Option(help: "Points of the country workload.") var countryPoints = 1_000_000
     @Option(help: "Operations per implementation (SQLite runs a tenth).") var operations = 200_000
@@ -57,9 +53,7 @@ struct GeoBenchmark: ParsableCommand {
                 throw ValidationError("--only must be country, resort, roaming or libspatialindex, got '\(only)'")
             }
             let cell = only == "country" ? countryCell : resortCell
-            let result = slots ? workload.measure(GondolaGridIndex(cellMetres: cell), operations: operations)
-                : workload.measure(GondolaIndex(cellMetres: cell), operations: operations)
-            print(String(format: "%@ %@: median %.2f µs, %.0f ops/s", only, slots ? "gondola-grid" : "gondola", result.medianMicros, result.opsPerSecond))
+            if slots { timeAlone(GondolaGridIndex(cellMetres: cell), on: workload) } else { timeAlone(GondolaIndex(cellMetres: cell), on: workload) }
             return
         }
         var rows: [String] = ["| workload | implementation | operations | ops/s | median µs | p99 µs |", "| --- | --- | --- | --- | --- | --- |"]
@@ -74,16 +68,19 @@ struct GeoBenchmark: ParsableCommand {
             let best = sweepSpatialIndex(workload)
             sweepRows.append("| \(workload.name) | \(best.settings) | \(String(format: "%.0f", best.opsPerSecond)) | \(String(format: "%.0f", best.worstOpsPerSecond)) (\(best.worst)) |")
             let sequence = workload.steps(operations)
-            let measured = workload.measure([
+            // GondolaGeo's `MovingPointIndex` (any hashable ids, a table from ids to slots), its grid keyed by
+            // the workload's ids as slots (as `ProximityMap` keeps travellers), SQLite's R*Tree, libspatialindex.
+            let contenders = [
                 workload.contender(GondolaIndex(cellMetres: cell), operations: operations, steps: sequence),
                 workload.contender(GondolaGridIndex(cellMetres: cell), operations: operations, steps: sequence),
                 workload.contender(SQLiteRTreeIndex(capacity: workload.points), operations: operations / 10, steps: sequence),
                 workload.contender(SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations: operations / 4, steps: sequence),
-            ], rounds: Self.rounds)
-            for (name, measurement) in zip(Self.inProcess, measured) { results[name] = measurement }
+            ]
+            let names = contenders.map(\.name)
+            for (name, measurement) in zip(names, workload.measure(contenders, rounds: Self.rounds)) { results[name] = measurement }
             let checksums = Set(results.values.map(\.checksum))
             if checksums.count != 1 { print("warning: implementations disagree on the first queries: \(results.mapValues(\.checksum))") }
-            for name in Self.inProcess {
+            for name in names {
                 let result = results[name]!
                 rows.append(String(format: "| %@ | %@ | %d | %.0f | %.2f | %.2f |", workload.name, name, result.operations, result.opsPerSecond, result.medianMicros, result.p99Micros))
                 if workload.name == "country" { countryRates[name] = result.opsPerSecond } else { resortRates[name] = result.opsPerSecond }
@@ -124,6 +121,12 @@ struct GeoBenchmark: ParsableCommand {
         }
         print(summary)
         print(resortSummary)
+    }
+
+    /// Times `index` alone on `workload` and prints its median and rate (`--only`).
+    func timeAlone(_ index: some BenchmarkedIndex, on workload: Workload) {
+        let result = workload.measure(index, operations: operations)
+        print(String(format: "%@ %@: median %.2f µs, %.0f ops/s", workload.name, index.name, result.medianMicros, result.opsPerSecond))
     }
 
     /// One measured row of a server peer.
