@@ -298,7 +298,8 @@ int ls_connect(ls_pool *pool, int connection, const char *host, int port, const 
     info.port = port;
     info.path = path;
     info.host = host;
-    info.origin = host;
+    /* No Origin header: a phone's SDK sends none, and a browser's would name a page. */
+    info.origin = NULL;
     info.protocol = subprotocol;
     info.local_protocol_name = "gondola-load";
     info.opaque_user_data = slot;

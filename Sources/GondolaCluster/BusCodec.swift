@@ -35,7 +35,8 @@ enum BusCodec {
         // The options travel as a string, so their info and data keep their bytes.
         case let .subscribe(user, channel, options):
             json = ["t": "s", "u": .string(user), "c": .string(channel), "o": .string(String(decoding: options.bytes, as: UTF8.self))]
-        case let .disconnect(user): json = ["t": "x", "u": .string(user)]
+        case let .disconnect(user, code, keeping):
+            json = ["t": "x", "u": .string(user), "c": .int(Int64(code.code)), "r": .string(code.reason), "k": .array(keeping.sorted().map(JSON.string))]
         case let .domain(topic, origin, payload): json = ["t": "d", "k": .string(topic), "n": .string(origin), "d": payload]
         case let .regional(region, topic, origin, payload):
             json = ["t": "r", "g": .string(region), "k": .string(topic), "n": .string(origin), "d": payload]
@@ -142,7 +143,13 @@ enum BusCodec {
         case "l": return .leave(channel: try string("c"), try info())
         case "u": return .unsubscribe(user: try string("u"), channel: try string("c"))
         case "s": return .subscribe(user: try string("u"), channel: try string("c"), options: try RawJSON(validating: Array(try string("o").utf8)))
-        case "x": return .disconnect(user: try string("u"))
+        case "x":
+            // Events from a node before codes travelled carry the user alone: a force disconnect.
+            guard case let .int(code)? = json["c"], let closeCode = UInt16(exactly: code) else {
+                return .disconnect(user: try string("u"), code: .forceDisconnect, keeping: [])
+            }
+            let keeping: [String] = if case let .array(clients)? = json["k"] { clients.compactMap { if case let .string(id) = $0 { id } else { nil } } } else { [] }
+            return .disconnect(user: try string("u"), code: DisconnectCode(code: closeCode, reason: try string("r")), keeping: Set(keeping))
         case "d":
             guard let payload = json["d"] else { throw BusCodecError("domain event without payload") }
             return .domain(topic: try string("k"), origin: try string("n"), payload: payload)

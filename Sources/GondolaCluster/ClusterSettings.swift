@@ -11,8 +11,6 @@ public struct ClusterSettings: Sendable {
     public var busMaxBatch = 512
     /// Bus payload rows (events over 8,000 bytes) are deleted after this long.
     public var payloadRetention: Duration = .seconds(60)
-    /// Volatile streams without a publication for this long are dropped.
-    public var volatileStreamIdleLimit: Duration = .seconds(3600)
     /// Redis engine: how long a presence entry lasts unless its node adds it again
     /// (every third of it); a killed node's subscribers leave presence within this.
     public var presenceTTL: Duration = .seconds(60)

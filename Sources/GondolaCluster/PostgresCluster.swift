@@ -22,9 +22,10 @@ public final class PostgresCluster: ClusterNodeLink {
     public let settings: ClusterSettings
     public let durableHistory: any HistoryStore
     public let volatileHistory: any HistoryStore
+    /// Both stores, swept every minute for streams past their `history_meta_ttl`.
+    private let streamStores: [PostgresHistoryStore]
     let bus: PostgresBus
     private var writer: BusWriter { bus.writer }
-    private let volatileStore: PostgresHistoryStore
     private let logger: Logger
     private let node = Mutex<Node?>(nil)
     private let gate = ReadyGate()
@@ -41,7 +42,7 @@ public final class PostgresCluster: ClusterNodeLink {
         let volatile = PostgresHistoryStore(pool: pool, durable: false)
         self.durableHistory = durable
         self.volatileHistory = volatile
-        self.volatileStore = volatile
+        self.streamStores = [durable, volatile]
         self.bus = PostgresBus(pool: pool, durable: durable, volatile: volatile, nodeUID: nodeUID,
                                maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
     }
@@ -172,7 +173,7 @@ public final class PostgresCluster: ClusterNodeLink {
         while !Task.isCancelled {
             do {
                 try await beat()
-                if beats % 5 == 0 { try await sweep(volatile: beats % 60 == 0) }
+                if beats % 5 == 0 { try await sweep(streams: beats % 60 == 0) }
             } catch {
                 logger.warning("cluster heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
             }
@@ -194,14 +195,15 @@ public final class PostgresCluster: ClusterNodeLink {
             """)
     }
 
-    /// Deletes what dead nodes left and old bus payloads; every minute also idle volatile streams.
-    private func sweep(volatile: Bool) async throws {
+    /// Deletes what dead nodes left and old bus payloads; every minute also the streams
+    /// past their `history_meta_ttl`.
+    private func sweep(streams: Bool) async throws {
         let dead = millisecondsAgo(settings.nodeTimeout)
         try await pool.query("DELETE FROM cluster_presence p WHERE NOT EXISTS (SELECT 1 FROM cluster_node n WHERE n.uid = p.node AND n.seen_at_ms > \(dead))")
         try await pool.query("DELETE FROM cluster_node WHERE seen_at_ms < \(millisecondsAgo(settings.nodeTimeout * 12))")
         try await bus.sweepPayloads(retention: settings.payloadRetention)
-        if volatile {
-            try await volatileStore.sweep(idleLimit: settings.volatileStreamIdleLimit.timeInterval, now: Date())
+        if streams {
+            for store in streamStores { try await store.sweep(now: Date()) }
         }
     }
 

@@ -42,6 +42,8 @@ public final class RedisCluster: ClusterNodeLink {
     public let nodeUID: String
     public let settings: ClusterSettings
     public let durableHistory: any HistoryStore
+    /// The durable streams' store, swept every minute for streams past their `history_meta_ttl`.
+    private let durableStore: PostgresHistoryStore
     public let volatileHistory: any HistoryStore
     let shards: [Shard]
     let registry: RedisNodes
@@ -67,9 +69,10 @@ public final class RedisCluster: ClusterNodeLink {
         self.logger = logger
         let durable = PostgresHistoryStore(pool: pool, durable: true)
         durableHistory = durable
+        durableStore = durable
         shards = addresses.map { address in
             let bus = RedisBus(address: address, group: group, nodeUID: nodeUID, logger: logger)
-            return Shard(bus: bus, history: RedisHistoryStore(redis: bus, streamIdleLimit: settings.volatileStreamIdleLimit),
+            return Shard(bus: bus, history: RedisHistoryStore(redis: bus),
                          presence: RedisPresence(redis: bus, ttl: settings.presenceTTL))
         }
         redisReady = addresses.map { _ in ReadyGate() }
@@ -109,7 +112,7 @@ public final class RedisCluster: ClusterNodeLink {
         switch event {
         case let .publication(channel, _), let .join(channel, _), let .leave(channel, _),
              let .unsubscribe(_, channel), let .subscribe(_, channel, _): channel
-        case let .disconnect(user): user
+        case let .disconnect(user, _, _): user
         case let .domain(topic, _, _): topic
         case let .regional(region, _, _, _): region
         }
@@ -227,7 +230,10 @@ public final class RedisCluster: ClusterNodeLink {
                 let stats = node?.stats ?? NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0)
                 try await registry.beat(ClusterNodeInfo(uid: nodeUID, name: node?.configuration.nodeName ?? "", version: node?.version ?? "", stats: stats),
                                         startedAt: startedAt, now: Date())
-                if beats % 60 == 0 { try await postgresBus.sweepPayloads(retention: settings.payloadRetention) }
+                if beats % 60 == 0 {
+                    try await postgresBus.sweepPayloads(retention: settings.payloadRetention)
+                    try await durableStore.sweep(now: Date())
+                }
             } catch {
                 logger.warning("cluster heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
             }

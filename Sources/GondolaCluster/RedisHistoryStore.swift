@@ -12,20 +12,17 @@ import Synchronization
 /// to the namespace's size) and sets the expiries. Publications keep their bytes:
 /// they are stored as the bus encodes them. A publication older than the
 /// namespace's TTL is not read; the whole stream expires a TTL after its last
-/// publication, and its offset and epoch `streamIdleLimit` after it.
+/// publication, and its offset and epoch the namespace's `history_meta_ttl` after it.
 ///
 /// Keys are `gondola:{<channel>}:stream` and `gondola:{<channel>}:meta`; the braces
 /// keep both in one slot of a Redis Cluster.
 public final class RedisHistoryStore: HistoryStore {
     public let redis: any RedisCommands
-    /// How long a stream without publications keeps its offset and epoch.
-    public let streamIdleLimit: Duration
     private let appendScript: RedisScript
     private let readScript: RedisScript
 
-    public init(redis: any RedisCommands, streamIdleLimit: Duration = .seconds(3600)) {
+    public init(redis: any RedisCommands) {
         self.redis = redis
-        self.streamIdleLimit = streamIdleLimit
         appendScript = RedisScript(redis: redis, source: Self.appendSource)
         readScript = RedisScript(redis: redis, source: Self.readSource)
     }
@@ -68,7 +65,7 @@ public final class RedisHistoryStore: HistoryStore {
         let entry = BusCodec.encode(.publication(channel: channel, stored))
         var arguments = [
             entry, RedisArgument.number(Int64(max(options.historySize, 1))), RedisArgument.number(RedisArgument.seconds(options.historyTTL)),
-            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(streamIdleLimit)), RedisArgument.number(RedisArgument.milliseconds(now)),
+            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)), RedisArgument.number(RedisArgument.milliseconds(now)),
         ]
         if let announcement { arguments += [announcement.busChannel, announcement.prefix, announcement.suffix] }
         appendScript.run(keys: Self.keys(channel), arguments: arguments) { result in
@@ -85,7 +82,7 @@ public final class RedisHistoryStore: HistoryStore {
         let oldest = options.historyTTL > .zero ? RedisArgument.milliseconds(now) - Int64(options.historyTTL.components.seconds * 1000) : 0
         let mode = limit == 0 ? "none" : reverse ? "reverse" : "forward"
         let answer = try await run(readScript, keys: Self.keys(channel), arguments: [
-            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(streamIdleLimit)), Array(mode.utf8),
+            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)), Array(mode.utf8),
             RedisArgument.number(Int64(after ?? 0)), RedisArgument.number(Int64(limit < 0 ? Int(Int32.max) : limit)), RedisArgument.number(oldest),
         ])
         guard let items = answer.elements, items.count == 3, let top = items[0].integer, let epoch = items[1].string,

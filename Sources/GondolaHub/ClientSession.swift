@@ -191,7 +191,7 @@ public final class ClientSession: Sendable {
         case let .connect(request): try await connect(id: command.id, request)
         case let .subscribe(request): try await subscribe(id: command.id, request)
         case let .unsubscribe(channel):
-            _ = try ChannelName(channel)
+            _ = try node.channelName(channel)
             await unsubscribeLocally(channel)
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
@@ -201,18 +201,18 @@ public final class ClientSession: Sendable {
                 data = try await proxyPublish(channel, data, proxy, route)
             } else {
                 try requireSubscribed(channel, options: options, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient,
-                                      what: "publish")
+                                      anonymous: \.allowPublishForAnonymous, what: "publish")
             }
             try await node.publish(channel: channel, data: data, info: clientInfo(on: channel))
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):
-            try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
+            try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, anonymous: \.allowPresenceForAnonymous, what: "presence")
             reply(Reply(id: command.id, .presence(try await node.presence(channel: channel))))
         case let .presenceStats(channel):
-            try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, what: "presence")
+            try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, anonymous: \.allowPresenceForAnonymous, what: "presence")
             reply(Reply(id: command.id, .presenceStats(try await node.presenceStats(channel: channel))))
         case let .history(request):
-            try requireSubscribed(request.channel, allowed: \.allowHistoryForSubscriber, what: "history")
+            try requireSubscribed(request.channel, allowed: \.allowHistoryForSubscriber, anonymous: \.allowHistoryForAnonymous, what: "history")
             let result = try await node.history(channel: request.channel, limit: Int(request.limit), since: request.since, reverse: request.reverse)
             reply(Reply(id: command.id, .history(result)))
         case .ping:
@@ -220,6 +220,8 @@ public final class ClientSession: Sendable {
         // Without a proxy, a call costs no extra lookup.
         case let .rpc(method, data) where node.proxy?.rpcRoute(method) != nil && !node.rpc.serves(method):
             reply(Reply(id: command.id, .rpc(data: try await proxyRPC(method, data))))
+        case let .rpc(method, _) where user?.isEmpty != false:
+            throw HubError.permissionDenied("anonymous connections call RPC methods through the RPC proxy only, not \(method)")
         case let .rpc(method, data):
             let answer = RPCAnswer { [weak self] result in self?.reply(Reply(id: command.id, .rpc(data: result))) }
             let started = ContinuousClock.now
@@ -233,7 +235,9 @@ public final class ClientSession: Sendable {
                 throw error
             }
         case let .send(data):
-            await node.handleMessage(RPCContext(user: user ?? "", client: id), data)
+            // An asynchronous message reaches the domains only from a user.
+            guard let user, !user.isEmpty else { break }
+            await node.handleMessage(RPCContext(user: user, client: id), data)
         case let .refresh(token):
             try await refresh(id: command.id, token: token)
         case let .subRefresh(channel, token):
@@ -252,10 +256,13 @@ public final class ClientSession: Sendable {
         if request.token.isEmpty, let proxy = node.proxy, proxy.route(.connect) != nil {
             (credentials, connectData) = try await proxyConnect(request, proxy)
             if proxy.route(.refresh) != nil { state.withLock { $0.refreshedByProxy = true } }
-        } else {
-            guard !request.token.isEmpty else {
+        } else if request.token.isEmpty {
+            guard node.configuration.allowAnonymousConnectWithoutToken else {
+                node.logger.info("connect without a token refused", metadata: ["client": "\(id)"])
                 throw DisconnectCode.invalidToken.with(reason: "invalid token: connect needs a token")
             }
+            credentials = Credentials(user: "")
+        } else {
             credentials = try await verify(request.token)
         }
         for channel in credentials.subscriptions.keys {
@@ -266,10 +273,17 @@ public final class ClientSession: Sendable {
             }
         }
         state.withLock { $0.credentials = credentials }
-        guard node.register(self, user: credentials.user) else {
-            throw DisconnectCode.shutdown
+        switch node.register(self, user: credentials.user) {
+        case .registered: break
+        case .shuttingDown: throw DisconnectCode.shutdown
+        case let .userLimitReached(limit):
+            node.logger.info("connection refused: client_user_connection_limit reached", metadata: [
+                "client": "\(id)", "user": "\(credentials.user)", "limit": "\(limit)",
+            ])
+            throw DisconnectCode.connectionLimit
         }
-        await node.connected(credentials)
+        // Domains hear of users, not of anonymous connections.
+        if !credentials.user.isEmpty { await node.connected(credentials) }
         let configuration = node.configuration
         var result = ConnectResult(client: id, version: node.version, node: node.uid)
         result.data = connectData
@@ -284,6 +298,9 @@ public final class ClientSession: Sendable {
         try await subscribeServerSide(credentials, recovering: request.subs) { subscriptions in
             result.subs = subscriptions
             reply(Reply(id: replyID, .connect(result)))
+        }
+        if configuration.userPersonalSingleConnection, !credentials.user.isEmpty {
+            node.keepSingleConnection(of: credentials.user, client: id)
         }
     }
 
@@ -306,6 +323,9 @@ public final class ClientSession: Sendable {
             return try await node.tokens.verify(token)
         } catch .expired {
             throw HubError.tokenExpired
+        } catch let .keyUnavailable(reason) {
+            node.logger.info("connection token waits for its key", metadata: ["client": "\(id)", "reason": "\(reason)"])
+            throw HubError.internalError(reason)
         } catch let .invalid(reason) {
             node.logger.notice("connection token refused", metadata: ["client": "\(id)", "reason": "\(reason)"])
             throw DisconnectCode.invalidToken.with(reason: "invalid token: \(reason)")
@@ -336,6 +356,8 @@ public final class ClientSession: Sendable {
             switch error {
             case .expired:
                 throw .tokenExpired
+            case let .keyUnavailable(reason):
+                throw .internalError(reason)
             case let .invalid(reason):
                 node.logger.notice("subscription token refused", metadata: [
                     "client": "\(id)", "user": "\(user ?? "")", "channel": "\(channel)", "reason": "\(reason)",
@@ -353,7 +375,7 @@ public final class ClientSession: Sendable {
     private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) async throws {
         var grant = request.token.isEmpty ? nil : try await subscriptionGrant(request.token, channel: request.channel)
         let options = try node.resolve(request.channel).1
-        if grant == nil, let proxy = node.proxy, node.provider(of: try ChannelName(request.channel)) == nil,
+        if grant == nil, let proxy = node.proxy, node.provider(of: try node.channelName(request.channel)) == nil,
            let route = proxy.route(.subscribe, named: options.subscribeProxyName, enabled: options.proxySubscribe) {
             grant = try await proxySubscribe(request, proxy, route)
             grant?.refreshedByProxy = proxy.route(.subRefresh, named: options.subRefreshProxyName) != nil
@@ -378,8 +400,18 @@ public final class ClientSession: Sendable {
         let provider = node.provider(of: name)
         if let allowed = name.allowedUsers {
             guard allowed.contains(user) else { throw HubError.permissionDenied("\(channel) is limited to other users") }
-        } else if provider == nil, !namespaceOptions.allowSubscribeForClient, grant == nil, !grantedByServer {
-            throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' needs a subscription token")
+        } else if provider != nil {
+            // A domain's channels are for users it knows.
+            guard !user.isEmpty || grantedByServer else {
+                throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' is not open to anonymous connections")
+            }
+        } else if grant == nil, !grantedByServer {
+            guard namespaceOptions.allowSubscribeForClient else {
+                throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' needs a subscription token")
+            }
+            guard !user.isEmpty || namespaceOptions.allowSubscribeForAnonymous else {
+                throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' does not allow anonymous subscribers")
+            }
         }
         let options = grant?.overrides.applied(to: namespaceOptions) ?? namespaceOptions
         try state.withLock { state throws(HubError) in
@@ -447,8 +479,8 @@ public final class ClientSession: Sendable {
     private func subscribeServerSide(_ credentials: Credentials, recovering positions: [String: SubscribeRequest],
                                      sendReply: ([String: SubscribeResult]) -> Void) async throws {
         var channels = credentials.subscriptions
-        if node.configuration.userSubscribeToPersonal {
-            let personal = "\(node.configuration.userPersonalChannelNamespace):#\(credentials.user)"
+        if node.configuration.userSubscribeToPersonal, !credentials.user.isEmpty {
+            let personal = node.configuration.personalChannel(of: credentials.user)
             if channels[personal] == nil { channels[personal] = SubscriptionGrant() }
         }
         var prepared: [(Node.PreparedSubscription, SubscriptionGrant)] = []
@@ -549,15 +581,19 @@ public final class ClientSession: Sendable {
         state.withLock { _ = $0.pendingSubscriptions.remove(prepared.channel) }
     }
 
-    /// Checks that the client is subscribed to `channel` and that its namespace allows `what` to subscribers.
-    /// Whether the namespace has the feature at all (108) is the node's check.
     /// Refuses `what` unless the namespace allows it for subscribers and the client is
-    /// one; a namespace whose `unlessOpen` option is set allows it to every client.
-    /// `options` are the channel's namespace options when the caller has them already.
+    /// one; a namespace whose `unlessOpen` option is set allows it to every client. An
+    /// anonymous connection also needs the namespace's `anonymous` option. Whether the
+    /// namespace has the feature at all (108) is the node's check. `options` are the
+    /// channel's namespace options when the caller has them already.
     private func requireSubscribed(_ channel: String, options resolved: NamespaceOptions? = nil, allowed: KeyPath<NamespaceOptions, Bool>,
-                                   unlessOpen open: KeyPath<NamespaceOptions, Bool>? = nil, what: String) throws(HubError) {
+                                   unlessOpen open: KeyPath<NamespaceOptions, Bool>? = nil, anonymous: KeyPath<NamespaceOptions, Bool>,
+                                   what: String) throws(HubError) {
         let options: NamespaceOptions
         if let resolved { options = resolved } else { options = try node.resolve(channel).1 }
+        if user?.isEmpty != false, !options[keyPath: anonymous] {
+            throw .permissionDenied("namespace '\(options.name)' does not allow \(what) for anonymous connections")
+        }
         if let open, options[keyPath: open] { return }
         guard options[keyPath: allowed] else {
             throw .permissionDenied("namespace '\(options.name)' does not allow \(what) for subscribers")

@@ -15,8 +15,9 @@ public enum ClusterEvent: Sendable, Equatable {
     /// The server API subscribed a user's connections to a channel; `options` is the
     /// request's JSON as it came (see `ServerSubscription`).
     case subscribe(user: String, channel: String, options: RawJSON)
-    /// The server API disconnected a user.
-    case disconnect(user: String)
+    /// Close the user's connections with `code`, except the clients `keeping` names (the
+    /// server API's disconnect; a new connection in single-connection mode keeps itself).
+    case disconnect(user: String, code: DisconnectCode, keeping: Set<String>)
     /// A domain's change for the other nodes' in-memory views (see `Node.replicate`);
     /// `origin` is the sending node's uid, which ignores its own.
     case domain(topic: String, origin: String, payload: JSON)

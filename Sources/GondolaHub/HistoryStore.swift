@@ -33,6 +33,10 @@ public protocol LocalHistoryStore: HistoryStore {
     /// Appends `publication` to the channel's stream (creating the stream if needed),
     /// trims it to the namespace's size and TTL, and returns it with its offset.
     func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition)
+
+    /// Drops the streams (offset and epoch) whose namespace's `history_meta_ttl` has
+    /// passed since their last publication; a failure is the store's to log.
+    func sweep(now: Date)
 }
 
 extension LocalHistoryStore {
@@ -53,32 +57,29 @@ extension LocalHistoryStore {
 ///
 /// A stream's publications are trimmed to the namespace's size on append and to
 /// its TTL on every access; the stream itself (epoch and top offset) is dropped
-/// once it has had no publication for `streamIdleLimit`, so memory stays bounded
-/// by the channels that are in use.
+/// once it has had no publication for its namespace's `history_meta_ttl`, so memory
+/// stays bounded by the channels that are in use.
 public final class MemoryHistoryStore: LocalHistoryStore {
     private struct Stream {
         var epoch: String
         var top: UInt64 = 0
         var entries: [(publication: Publication, at: Date)] = []
-        var lastAppend: Date
+        /// When the stream's offset and epoch are dropped: `history_meta_ttl` after its last publication.
+        var metaExpiresAt: Date
     }
 
-    /// How long a stream without publications keeps its epoch and offset.
-    public let streamIdleLimit: TimeInterval
     private let streams = Mutex<[String: Stream]>([:])
 
-    public init(streamIdleLimit: TimeInterval = 3600) {
-        self.streamIdleLimit = streamIdleLimit
-    }
+    public init() {}
 
     public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) -> (Publication, StreamPosition) {
         streams.withLock { streams in
-            var stream = streams[channel] ?? Stream(epoch: Epoch.make(), lastAppend: now)
+            var stream = streams[channel] ?? Stream(epoch: Epoch.make(), metaExpiresAt: now)
             stream.top += 1
             var stored = publication
             stored.offset = stream.top
             stream.entries.append((stored, now))
-            stream.lastAppend = now
+            stream.metaExpiresAt = now.addingTimeInterval(options.historyMetaTTL.timeInterval)
             Self.trim(&stream, options: options, now: now)
             streams[channel] = stream
             return (stored, StreamPosition(offset: stream.top, epoch: stream.epoch))
@@ -87,7 +88,7 @@ public final class MemoryHistoryStore: LocalHistoryStore {
 
     public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) -> StreamSlice {
         streams.withLock { streams in
-            var stream = streams[channel] ?? Stream(epoch: Epoch.make(), lastAppend: now)
+            var stream = streams[channel] ?? Stream(epoch: Epoch.make(), metaExpiresAt: now.addingTimeInterval(options.historyMetaTTL.timeInterval))
             Self.trim(&stream, options: options, now: now)
             streams[channel] = stream
             let after = after ?? 0
@@ -101,10 +102,10 @@ public final class MemoryHistoryStore: LocalHistoryStore {
         streams.withLock { streams in streams[channel]?.entries.removeAll() }
     }
 
-    /// Drops streams idle for longer than `streamIdleLimit`.
+    /// Drops streams whose `history_meta_ttl` has passed since their last publication.
     public func sweep(now: Date) {
         streams.withLock { streams in
-            streams = streams.filter { now.timeIntervalSince($0.value.lastAppend) < streamIdleLimit }
+            streams = streams.filter { $0.value.metaExpiresAt > now }
         }
     }
 

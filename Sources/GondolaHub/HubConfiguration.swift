@@ -11,6 +11,19 @@ public struct HubConfiguration: Sendable {
     /// Largest message a frame written to a client may coalesce before it is split into another frame.
     public var maxOutboundFrameBytes: Int = 64 * 1024
     public var maxChannelsPerClient: Int = 128
+    /// Longest channel name in bytes (`channel_max_length`); longer ones answer 106.
+    public var channelMaxLength: Int = ChannelName.defaultMaxBytes
+    /// Most connections one user may hold on this node (`client_user_connection_limit`);
+    /// 0: no limit. One more is closed with 3504.
+    public var userConnectionLimit: Int = 0
+    /// Keep one connection per user (`user_personal_single_connection`): a new connection
+    /// closes the user's others, on every node, with 3504. Needs `userSubscribeToPersonal`
+    /// and presence in the personal channel's namespace.
+    public var userPersonalSingleConnection = false
+    /// Let a connect without a token (and no connect proxy) in as an anonymous user
+    /// (`allow_anonymous_connect_without_token`); what it may do is each namespace's
+    /// `allow_*_for_anonymous`.
+    public var allowAnonymousConnectWithoutToken = false
     /// Commands per second a connection may send on average.
     public var commandRate: Double = 100
     /// Commands a connection may send in a burst above the average rate.
@@ -19,11 +32,13 @@ public struct HubConfiguration: Sendable {
     public var maxConsecutiveErrors: Int = 20
     /// Publications of a channel that one `history` call or one recovery may return.
     public var maxHistoryPerRequest: Int = 1000
-    /// Namespaces by name; "" is the default namespace.
-    public var namespaces: [String: NamespaceOptions] = ["": .defaultNamespace]
+    /// Namespaces by name; "" is the default namespace, closed unless configured.
+    public var namespaces: [String: NamespaceOptions] = ["": .closedDefaultNamespace]
     /// Subscribe every connection, server-side, to its user's personal channel
     /// (`<userPersonalChannelNamespace>:#<user>`), as Centrifugo's option of that name does.
     public var userSubscribeToPersonal = false
+    /// The personal channel's namespace; "" puts personal channels in the default
+    /// namespace (`#42`), as Centrifugo does when the option is empty.
     public var userPersonalChannelNamespace = "personal"
     /// RPC method prefixes sent to a named proxy (`rpc_proxies`), the longest match first.
     public var rpcProxies: [RPCProxyRoute] = []
@@ -32,4 +47,10 @@ public struct HubConfiguration: Sendable {
 
     /// The options of a namespace, or nil when it is not configured.
     public func namespace(_ name: String) -> NamespaceOptions? { namespaces[name] }
+
+    /// The personal channel of `user`: `<namespace>:#<user>`, or `#<user>` when
+    /// `userPersonalChannelNamespace` is empty.
+    public func personalChannel(of user: String) -> String {
+        userPersonalChannelNamespace.isEmpty ? "#\(user)" : "\(userPersonalChannelNamespace):#\(user)"
+    }
 }

@@ -10,6 +10,8 @@ import Synchronization
 public final class MemoryBroker: Broker, PresenceManager {
     private let volatile: MemoryHistoryStore
     private let durable: any LocalHistoryStore
+    /// Whether durable streams have a store of their own (else they are `volatile`'s).
+    private let durableIsSeparate: Bool
     private let locks = ChannelLocks()
     private let node = Mutex(NodeReference())
 
@@ -18,13 +20,12 @@ public final class MemoryBroker: Broker, PresenceManager {
         weak var node: Node?
     }
 
-    /// - Parameters:
-    ///   - durableHistory: where `history_durable` namespaces keep their streams;
-    ///     without one they are kept in memory.
-    ///   - streamIdleLimit: how long a volatile stream without publications is kept.
-    public init(durableHistory: (any LocalHistoryStore)? = nil, streamIdleLimit: TimeInterval = 3600) {
-        volatile = MemoryHistoryStore(streamIdleLimit: streamIdleLimit)
+    /// - Parameter durableHistory: where `history_durable` namespaces keep their streams;
+    ///   without one they are kept in memory.
+    public init(durableHistory: (any LocalHistoryStore)? = nil) {
+        volatile = MemoryHistoryStore()
         durable = durableHistory ?? volatile
+        durableIsSeparate = durableHistory != nil
     }
 
     public func attach(_ node: Node) {
@@ -64,6 +65,7 @@ public final class MemoryBroker: Broker, PresenceManager {
 
     public func sweepIdleStreams(now: Date) {
         volatile.sweep(now: now)
+        if durableIsSeparate { durable.sweep(now: now) }
     }
 
     private func store(for options: NamespaceOptions) -> any LocalHistoryStore {

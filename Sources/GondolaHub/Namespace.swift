@@ -24,6 +24,16 @@ public struct NamespaceOptions: Sendable, Equatable {
     public var allowPublishForClient: Bool = false
     public var allowHistoryForSubscriber: Bool = false
     public var allowPresenceForSubscriber: Bool = false
+    /// What an anonymous connection (`allow_anonymous_connect_without_token`) may do besides
+    /// what the options above allow every client: each needs its `allow_*` option above too,
+    /// as Centrifugo's `*_for_anonymous` options do.
+    public var allowSubscribeForAnonymous: Bool = false
+    public var allowPublishForAnonymous: Bool = false
+    public var allowHistoryForAnonymous: Bool = false
+    public var allowPresenceForAnonymous: Bool = false
+    /// How long a stream keeps its offset and epoch after its last publication
+    /// (Centrifugo's `history_meta_ttl`), so a client back after a quiet spell recovers.
+    public var historyMetaTTL: Duration = NamespaceOptions.defaultHistoryMetaTTL
     /// The delta formats a subscription may ask for (Centrifugo's `allowed_delta_types`);
     /// a subscription asking for another gets whole publications.
     public var allowedDeltaTypes: Set<DeltaType> = []
@@ -44,20 +54,20 @@ public struct NamespaceOptions: Sendable, Equatable {
     /// Whether channels of this namespace keep a stream with offsets and an epoch.
     public var keepsHistory: Bool { historySize > 0 && historyTTL > .zero }
 
-    /// The default namespace's options when the configuration does not set them:
-    /// clients may subscribe and subscribers may publish; no stream, no presence.
-    public static var defaultNamespace: NamespaceOptions {
-        var options = NamespaceOptions(name: "")
-        options.allowSubscribeForClient = true
-        options.allowPublishForSubscriber = true
-        return options
-    }
+    /// `history_meta_ttl` when a namespace does not set it: 30 days, as Centrifugo's.
+    public static let defaultHistoryMetaTTL = Duration.seconds(30 * 86_400)
+
+    /// The default namespace (channels without a `:`) when the configuration does not
+    /// define `""`: every permission off, as in Centrifugo; the server API can still publish.
+    public static var closedDefaultNamespace: NamespaceOptions { NamespaceOptions(name: "") }
 }
 
-/// A channel name split into its parts and checked against the naming rules.
+/// A channel name split into its parts and checked against the naming rules: printable
+/// ASCII without spaces (bytes 33–126; `|`, `$` and the like are ordinary characters), at
+/// most `maxBytes` bytes (`channel_max_length`).
 public struct ChannelName: Sendable, Equatable {
-    /// Longest channel name in bytes.
-    public static let maxBytes = 255
+    /// Longest channel name in bytes when `channel_max_length` is not set, as Centrifugo's default.
+    public static let defaultMaxBytes = 255
 
     public let raw: String
     /// The part before the first `:`, or "" for the default namespace.
@@ -74,15 +84,16 @@ public struct ChannelName: Sendable, Equatable {
         return allowedUsers.first
     }
 
-    /// Parses and validates `raw`; the error says what is wrong with it.
-    public init(_ raw: String) throws(HubError) {
+    /// Parses and validates `raw`; the error says what is wrong with it: 107 for an empty
+    /// name or a character outside the rules, 106 for a name longer than `maxBytes`.
+    public init(_ raw: String, maxBytes: Int = ChannelName.defaultMaxBytes) throws(HubError) {
         guard !raw.isEmpty else { throw HubError.badRequest("channel name is empty") }
         let utf8 = raw.utf8
-        guard utf8.count <= Self.maxBytes else {
-            throw HubError.badRequest("channel name is \(utf8.count) bytes, more than \(Self.maxBytes)")
+        guard utf8.count <= maxBytes else {
+            throw HubError.limitExceeded("channel name is \(utf8.count) bytes, more than channel_max_length \(maxBytes)")
         }
-        for byte in utf8 where !Self.isAllowed(byte) {
-            throw HubError.badRequest("channel name has a character outside [A-Za-z0-9_-:#,.=@]")
+        if let byte = utf8.first(where: { !Self.isAllowed($0) }) {
+            throw HubError.badRequest("channel name has byte \(byte), outside printable ASCII (33-126)")
         }
         self.raw = raw
         if let colon = raw.firstIndex(of: ":") {
@@ -101,14 +112,6 @@ public struct ChannelName: Sendable, Equatable {
     }
 
     private static func isAllowed(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        case UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: ":"), UInt8(ascii: "#"), UInt8(ascii: ","),
-             UInt8(ascii: "."), UInt8(ascii: "="), UInt8(ascii: "@"):
-            return true
-        default:
-            return false
-        }
+        (33...126).contains(byte)
     }
 }

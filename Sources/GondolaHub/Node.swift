@@ -193,15 +193,31 @@ public final class Node: Sendable {
         return session
     }
 
-    /// Records the user of a session that completed `connect`; false while shutting down.
-    func register(_ session: ClientSession, user: String) -> Bool {
-        let accepted = registry.withLock { registry in
-            guard !registry.shuttingDown, registry.sessions[session.id] != nil else { return false }
+    /// What `register` decided.
+    enum Registration {
+        case registered
+        case shuttingDown
+        /// The user holds `client_user_connection_limit` connections on this node already.
+        case userLimitReached(Int)
+    }
+
+    /// Records the user of a session that completed `connect`, unless the node is shutting
+    /// down or the user already holds `userConnectionLimit` connections here (anonymous
+    /// connections are not counted per user, as in Centrifugo).
+    func register(_ session: ClientSession, user: String) -> Registration {
+        let limit = configuration.userConnectionLimit
+        let outcome = registry.withLock { registry -> Registration in
+            guard !registry.shuttingDown, registry.sessions[session.id] != nil else { return .shuttingDown }
+            if limit > 0, !user.isEmpty, (registry.byUser[user]?.count ?? 0) >= limit { return .userLimitReached(limit) }
             registry.byUser[user, default: []].insert(session.id)
-            return true
+            return .registered
         }
-        if accepted { metrics.connects.increment() }
-        return accepted
+        switch outcome {
+        case .registered: metrics.connects.increment()
+        case .userLimitReached: metrics.limitReached("client_user_connection_limit")
+        case .shuttingDown: break
+        }
+        return outcome
     }
 
     /// Removes a session from its channels (sending leaves) and from the registry.
@@ -284,9 +300,14 @@ public final class Node: Sendable {
         providers.withLock { $0.entry(for: name)?.provider }
     }
 
+    /// `raw` checked as a channel name under this node's `channel_max_length`.
+    public func channelName(_ raw: String) throws(HubError) -> ChannelName {
+        try ChannelName(raw, maxBytes: configuration.channelMaxLength)
+    }
+
     /// Validates a channel name and finds its namespace's options.
     public func resolve(_ channel: String) throws(HubError) -> (ChannelName, NamespaceOptions) {
-        let name = try ChannelName(channel)
+        let name = try channelName(channel)
         if let provided = providers.withLock({ $0.entry(for: name)?.options }) { return (name, provided) }
         guard let options = configuration.namespace(name.namespace) else { throw .unknownChannel(channel) }
         return (name, options)
@@ -417,7 +438,7 @@ public final class Node: Sendable {
             _ = state.takePending(session.id)
             return state.isEmpty
         } ?? false
-        if vacated, let name = try? ChannelName(channel) { provider(of: name)?.vacated(channel: name) }
+        if vacated, let name = try? channelName(channel) { provider(of: name)?.vacated(channel: name) }
     }
 
     /// Sends a join or leave to every node without waiting; a refusal is logged (the
@@ -506,7 +527,7 @@ public final class Node: Sendable {
     /// Takes the subscriber out of the channel's state (telling the provider when that
     /// left the channel empty).
     private func removeLocally(_ session: ClientSession, from channel: String) -> Removal? {
-        guard let name = try? ChannelName(channel) else { return nil }
+        guard let name = try? channelName(channel) else { return nil }
         let (removed, vacated) = withChannel(channel, create: false) { state -> (ChannelState.Subscriber?, Bool) in
             guard let removed = state.remove(session.id) else { return (nil, false) }
             return (removed, state.isEmpty)
@@ -682,7 +703,7 @@ public final class Node: Sendable {
     /// Unsubscribes every connection of `user` from `channel` (on every node of a
     /// cluster), telling them with an unsubscribe push.
     public func unsubscribe(user: String, channel: String) async throws(HubError) {
-        _ = try ChannelName(channel)
+        _ = try channelName(channel)
         try await broker.send(.unsubscribe(user: user, channel: channel))
     }
 
@@ -699,8 +720,20 @@ public final class Node: Sendable {
     /// Closes every connection of `user` (on every node of a cluster, with 3000-range
     /// `force_disconnect`).
     public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) async throws(HubError) {
-        if code == .forceDisconnect { return try await broker.send(.disconnect(user: user)) }
+        if code == .forceDisconnect { return try await broker.send(.disconnect(user: user, code: code, keeping: [])) }
         for session in sessions(of: user) { session.close(code) }
+    }
+
+    /// Single-connection mode (`user_personal_single_connection`): closes every other
+    /// connection of `user`, on every node, with 3504, keeping `client`. Alone, a node
+    /// with no other connection of the user posts nothing.
+    func keepSingleConnection(of user: String, client: String) {
+        guard broker.reachesOtherNodes || sessions(of: user).contains(where: { $0.id != client }) else { return }
+        broker.post(.disconnect(user: user, code: .connectionLimit, keeping: [client])) { [logger] result in
+            if case let .failure(error) = result {
+                logger.warning("single-connection disconnect not sent", metadata: ["user": "\(user)", "error": "\(error)"])
+            }
+        }
     }
 
     // MARK: Delivery
@@ -724,8 +757,14 @@ public final class Node: Sendable {
             for session in sessions(of: user) where subscription.client == nil || subscription.client == session.id {
                 Task { await session.serverSubscribe(channel, subscription) }
             }
-        case let .disconnect(user):
-            for session in sessions(of: user) { session.close(.forceDisconnect) }
+        case let .disconnect(user, code, keeping):
+            for session in sessions(of: user) where !keeping.contains(session.id) {
+                if code == .connectionLimit {
+                    metrics.limitReached("user_personal_single_connection")
+                    logger.info("closing a user's other connection: single-connection mode", metadata: ["user": "\(user)", "client": "\(session.id)"])
+                }
+                session.close(code)
+            }
         case let .domain(topic, origin, payload):
             guard origin != uid, let handler = replicas.withLock({ $0.handlers[topic] }) else { return }
             handler(payload)

@@ -87,6 +87,9 @@ public enum TokenError: Error, Sendable, Equatable {
     /// The token's `exp` is in the past (or its `nbf` in the future): the client gets
     /// error 109 and asks its backend for a new one.
     case expired
+    /// The token names a key that is being fetched (`token_jwks_public_endpoint`): the
+    /// client gets the temporary error 100 and tries again, by when the key is there.
+    case keyUnavailable(String)
 }
 
 extension TokenError: FieldError {
@@ -116,6 +119,14 @@ public struct TokenKeys: Sendable {
     public var audience: String?
     /// When set, a token's `iss` must equal it.
     public var issuer: String?
+    /// The claim that names the user (`token_user_id_claim`), `sub` unless set.
+    public var userIDClaim = "sub"
+    /// The secret HMAC tokens were signed with before `hmacSecret` (`token_hmac_secret_previous`),
+    /// still accepted until `previousHMACSecretUntil`, so a rotation logs no one out.
+    public var previousHMACSecret: String?
+    public var previousHMACSecretUntil: Date?
+    /// Keys fetched from a JWKS URL (`token_jwks_public_endpoint`), for tokens naming a `kid`.
+    public var remoteKeySet: (any RemoteKeySet)?
 
     public init(hmacSecret: String, rsaPublicKeyPEM: String? = nil, ecdsaPublicKeyPEM: String? = nil, jwksJSON: String? = nil,
                 audience: String? = nil, issuer: String? = nil) {
@@ -125,6 +136,31 @@ public struct TokenKeys: Sendable {
         self.jwksJSON = jwksJSON
         self.audience = audience
         self.issuer = issuer
+    }
+}
+
+/// A key set fetched from elsewhere (an identity provider's JWKS URL), as the verifier
+/// sees it: the set it holds now, and a way to ask for a newer one when a token names a
+/// key the set lacks. Nothing here waits: fetching is the implementation's background work.
+public protocol RemoteKeySet: Sendable {
+    /// The newest set fetched; nil until one was.
+    var current: RemoteKeys? { get }
+    /// A token named `kid`, which `current` lacks: true when a fetch is (now) under way,
+    /// false when the rate bound holds one back (the key is then taken as unknown).
+    func refresh(missing kid: String) -> Bool
+}
+
+/// A parsed JSON Web Key Set and the `kid`s it holds.
+public struct RemoteKeys: Sendable {
+    public let keys: JWTKeyCollection
+    public let ids: Set<String>
+
+    /// Parses a JWKS document (`{"keys": [...]}`); the error says what is wrong.
+    public init(jwksJSON: String) async throws {
+        keys = try await JWTKeyCollection().add(jwksJSON: jwksJSON)
+        ids = Set(try JSONFields<TokenError>(JSONParser.parse(jwksJSON)).objectArray("keys", maxCount: 1_000).compactMap {
+            try $0.optionalString("kid", maxLength: 256)
+        })
     }
 }
 
@@ -151,6 +187,10 @@ public struct ConnectionTokens: Sendable {
     private let jwksKeyIDs: Set<String>
     private let audience: String?
     private let issuer: String?
+    private let userIDClaim: String
+    /// The previous HMAC secret's keys by algorithm, and until when they verify.
+    private let previousHMAC: (keys: [String: JWTKeyCollection], until: Date)?
+    private let remoteKeySet: (any RemoteKeySet)?
 
     /// HMAC tokens only, with `secret`.
     public init(secret: String) async throws(WeakSecretError) {
@@ -160,6 +200,9 @@ public struct ConnectionTokens: Sendable {
         jwksKeyIDs = []
         audience = nil
         issuer = nil
+        userIDClaim = "sub"
+        previousHMAC = nil
+        remoteKeySet = nil
     }
 
     /// Every key `keys` configures.
@@ -186,10 +229,9 @@ public struct ConnectionTokens: Sendable {
         keysByAlgorithm = byAlgorithm
         if let json = keys.jwksJSON {
             do {
-                jwks = try await JWTKeyCollection().add(jwksJSON: json)
-                jwksKeyIDs = Set(try JSONFields<TokenError>(JSONParser.parse(json)).objectArray("keys", maxCount: 1_000).compactMap {
-                    try $0.optionalString("kid", maxLength: 256)
-                })
+                let parsed = try await RemoteKeys(jwksJSON: json)
+                jwks = parsed.keys
+                jwksKeyIDs = parsed.ids
             } catch {
                 throw TokenKeyError(description: "token_jwks_file: not a JSON Web Key Set (\(error))")
             }
@@ -199,6 +241,16 @@ public struct ConnectionTokens: Sendable {
         }
         audience = keys.audience
         issuer = keys.issuer
+        userIDClaim = keys.userIDClaim
+        if let previous = keys.previousHMACSecret, let until = keys.previousHMACSecretUntil {
+            guard previous.utf8.count >= Self.minimumSecretBytes else {
+                throw TokenKeyError(description: "token_hmac_secret_previous: " + WeakSecretError(length: previous.utf8.count).description)
+            }
+            previousHMAC = (await Self.hmacKeys(previous), until)
+        } else {
+            previousHMAC = nil
+        }
+        remoteKeySet = keys.remoteKeySet
     }
 
     /// HS256 always; HS384 and HS512 when the secret is at least as long as their hash
@@ -226,8 +278,8 @@ public struct ConnectionTokens: Sendable {
     /// `nbf`, `iat`, `jti`, `aud`/`iss` when configured, `info` or `b64info`, `meta`, `expire_at`.
     public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> Credentials {
         let claims = try await verifiedClaims(token, now: now)
-        let user = try claims.string("sub", maxLength: 1024, allowEmpty: true)
-        guard !user.isEmpty else { throw .invalid("token has no sub") }
+        let user = try claims.optionalString(userIDClaim, maxLength: 1024) ?? ""
+        guard !user.isEmpty else { throw .invalid("token has no \(userIDClaim)") }
         return try Self.credentials(of: user, claims)
     }
 
@@ -272,7 +324,7 @@ public struct ConnectionTokens: Sendable {
     public func verifySubscription(_ token: String, channel: String, user: String, client: String,
                                    now: Date = Date()) async throws(TokenError) -> SubscriptionGrant {
         let claims = try await verifiedClaims(token, now: now)
-        let subject = try claims.string("sub", maxLength: 1024, allowEmpty: true)
+        let subject = try claims.optionalString(userIDClaim, maxLength: 1024) ?? ""
         guard subject == user else { throw .invalid("subscription token is for user '\(subject)', the connection is '\(user)'") }
         let tokenChannel = try claims.string("channel", maxLength: 1024)
         guard tokenChannel == channel else { throw .invalid("subscription token is for channel '\(tokenChannel)', not '\(channel)'") }
@@ -292,9 +344,8 @@ public struct ConnectionTokens: Sendable {
         let algorithm = try header.string("alg", maxLength: 16)
         let keyID = try header.optionalString("kid", maxLength: 256)
         let keys: JWTKeyCollection
-        if let keyID, let jwks {
-            guard jwksKeyIDs.contains(keyID) else { throw .invalid("token kid '\(keyID)' is not in the JWKS") }
-            keys = jwks
+        if let keyID, jwks != nil || remoteKeySet != nil {
+            keys = try keySet(naming: keyID)
         } else if let configured = keysByAlgorithm[algorithm] {
             keys = configured
         } else {
@@ -303,7 +354,10 @@ public struct ConnectionTokens: Sendable {
         do {
             _ = try await keys.verify(token, as: SignedClaims.self)
         } catch {
-            throw .invalid("token signature does not verify with the server's \(algorithm) key")
+            guard let previous = previousHMAC, now < previous.until, let older = previous.keys[algorithm],
+                  (try? await older.verify(token, as: SignedClaims.self)) != nil else {
+                throw .invalid("token signature does not verify with the server's \(algorithm) key")
+            }
         }
         let claims = try Self.object(parts[1], what: "claims", keepingRaw: Self.rawClaims)
         let seconds = now.timeIntervalSince1970
@@ -324,6 +378,20 @@ public struct ConnectionTokens: Sendable {
             guard tokenIssuer == issuer else { throw .invalid("token iss is not '\(issuer)'") }
         }
         return claims
+    }
+
+    /// The key set holding `keyID`: the JWKS file's, else the set fetched from the JWKS
+    /// URL. A `kid` the fetched set lacks asks for a newer set and answers `keyUnavailable`
+    /// while one is on its way (or none was ever fetched); past the fetch rate it is unknown.
+    private func keySet(naming keyID: String) throws(TokenError) -> JWTKeyCollection {
+        if let jwks, jwksKeyIDs.contains(keyID) { return jwks }
+        guard let remoteKeySet else { throw .invalid("token kid '\(keyID)' is not in the JWKS") }
+        let current = remoteKeySet.current
+        if let current, current.ids.contains(keyID) { return current.keys }
+        if remoteKeySet.refresh(missing: keyID) || current == nil {
+            throw .keyUnavailable("token kid '\(keyID)' is being fetched from token_jwks_public_endpoint")
+        }
+        throw .invalid("token kid '\(keyID)' is not in the JWKS of token_jwks_public_endpoint")
     }
 
     /// A base64url part of the token parsed as a JSON object.
@@ -427,7 +495,7 @@ public struct ServerSubscription: Sendable {
             }
         } catch {
             switch error {
-            case let .invalid(reason): throw .badRequest(reason)
+            case let .invalid(reason), let .keyUnavailable(reason): throw .badRequest(reason)
             case .expired: throw .badRequest("subscribe options")
             }
         }

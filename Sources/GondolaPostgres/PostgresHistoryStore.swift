@@ -41,24 +41,26 @@ public final class PostgresHistoryStore: HistoryStore {
     /// Streams are locked in channel order, so concurrent batches cannot deadlock.
     public func append(_ appends: [Append], on connection: PostgresConnection, now: Date) -> EventLoopFuture<[StreamPosition]> {
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
-        var channels: [String] = [], data: [ByteBuffer] = [], info: [ByteBuffer] = [], keep: [Int64] = [], oldest: [Int64] = []
+        var channels: [String] = [], data: [ByteBuffer] = [], info: [ByteBuffer] = [], keep: [Int64] = [], oldest: [Int64] = [], metaExpiry: [Int64] = []
         for append in appends {
             channels.append(append.channel)
             data.append(ByteBuffer(bytes: append.publication.data.bytes))
             info.append(ByteBuffer(bytes: append.publication.info?.json.bytes ?? []))
             keep.append(Int64(append.options.historySize))
             oldest.append(nowMillis - Int64(append.options.historyTTL.timeInterval * 1000))
+            metaExpiry.append(Self.metaExpiry(append.options, nowMillis: nowMillis))
         }
         let query: PostgresQuery = """
             WITH input AS (
-                SELECT * FROM unnest(\(channels)::text[], \(data)::bytea[], \(info)::bytea[], \(keep)::int8[], \(oldest)::int8[])
-                    WITH ORDINALITY AS t(channel, data, info, keep, oldest, ord)
+                SELECT * FROM unnest(\(channels)::text[], \(data)::bytea[], \(info)::bytea[], \(keep)::int8[], \(oldest)::int8[], \(metaExpiry)::int8[])
+                    WITH ORDINALITY AS t(channel, data, info, keep, oldest, meta, ord)
             ), counts AS (
-                SELECT channel, count(*) AS n, max(keep) AS keep, max(oldest) AS oldest FROM input GROUP BY channel
+                SELECT channel, count(*) AS n, max(keep) AS keep, max(oldest) AS oldest, max(meta) AS meta FROM input GROUP BY channel
             ), bumped AS (
-                INSERT INTO \(unescaped: prefix)stream AS s (channel, epoch, top_offset, last_append_ms)
-                SELECT channel, \(Epoch.make()), n, \(nowMillis) FROM counts ORDER BY channel
-                ON CONFLICT (channel) DO UPDATE SET top_offset = s.top_offset + excluded.top_offset, last_append_ms = excluded.last_append_ms
+                INSERT INTO \(unescaped: prefix)stream AS s (channel, epoch, top_offset, last_append_ms, meta_expires_ms)
+                SELECT channel, \(Epoch.make()), n, \(nowMillis), meta FROM counts ORDER BY channel
+                ON CONFLICT (channel) DO UPDATE SET top_offset = s.top_offset + excluded.top_offset, last_append_ms = excluded.last_append_ms,
+                    meta_expires_ms = excluded.meta_expires_ms
                 RETURNING channel, epoch, top_offset
             ), numbered AS (
                 SELECT i.ord, i.channel, i.data, i.info, b.epoch, b.top_offset - c.keep AS floor,
@@ -86,7 +88,8 @@ public final class PostgresHistoryStore: HistoryStore {
         let oldest = nowMillis - Int64(options.historyTTL.timeInterval * 1000)
         let query: PostgresQuery = """
             WITH created AS (
-                INSERT INTO \(unescaped: prefix)stream (channel, epoch, top_offset, last_append_ms) VALUES (\(channel), \(Epoch.make()), 0, \(nowMillis))
+                INSERT INTO \(unescaped: prefix)stream (channel, epoch, top_offset, last_append_ms, meta_expires_ms)
+                VALUES (\(channel), \(Epoch.make()), 0, \(nowMillis), \(Self.metaExpiry(options, nowMillis: nowMillis)))
                 ON CONFLICT (channel) DO NOTHING RETURNING epoch, top_offset
             ), position AS (
                 SELECT epoch, top_offset FROM created
@@ -118,17 +121,22 @@ public final class PostgresHistoryStore: HistoryStore {
         try await pool.query("DELETE FROM \(unescaped: prefix)publication WHERE channel = \(channel)")
     }
 
-    /// Drops streams without an append for `idleLimit` with their publications
-    /// (volatile streams, like the memory store's).
-    public func sweep(idleLimit: TimeInterval, now: Date) async throws {
-        let cutoff = Int64((now.timeIntervalSince1970 - idleLimit) * 1000)
+    /// Drops the streams whose `history_meta_ttl` has passed since their last publication,
+    /// with what they still retain.
+    public func sweep(now: Date) async throws {
+        let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
         try await pool.transaction { connection in
             _ = try await connection.query("""
                 DELETE FROM \(unescaped: prefix)publication p USING \(unescaped: prefix)stream s
-                WHERE p.channel = s.channel AND s.last_append_ms < \(cutoff)
+                WHERE p.channel = s.channel AND s.meta_expires_ms <= \(nowMillis)
                 """, logger: pool.logger).get()
-            _ = try await connection.query("DELETE FROM \(unescaped: prefix)stream WHERE last_append_ms < \(cutoff)", logger: pool.logger).get()
+            _ = try await connection.query("DELETE FROM \(unescaped: prefix)stream WHERE meta_expires_ms <= \(nowMillis)", logger: pool.logger).get()
         }
+    }
+
+    /// When a stream written to at `nowMillis` loses its offset and epoch, in Unix milliseconds.
+    private static func metaExpiry(_ options: NamespaceOptions, nowMillis: Int64) -> Int64 {
+        nowMillis + Int64(options.historyMetaTTL.timeInterval * 1000)
     }
 }
 

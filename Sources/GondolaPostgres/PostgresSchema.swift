@@ -1,3 +1,5 @@
+import GondolaHub
+
 /// The core tables in PostgreSQL: channel streams (durable and volatile) and users.
 /// Domains and the cluster register theirs after these.
 public enum PostgresSchema {
@@ -20,6 +22,12 @@ public enum PostgresSchema {
             )
             """,
         ])
+        // When a stream's offset and epoch are dropped: `history_meta_ttl` after its last
+        // publication (streams written before get the default 30 days from their last one).
+        migrator.register("v2-stream-meta-expiry", ["", "volatile_"].flatMap { prefix in [
+            "ALTER TABLE \(prefix)stream ADD COLUMN meta_expires_ms BIGINT",
+            "UPDATE \(prefix)stream SET meta_expires_ms = last_append_ms + \(Int64(NamespaceOptions.defaultHistoryMetaTTL.components.seconds) * 1000)",
+        ] })
         return migrator
     }
 

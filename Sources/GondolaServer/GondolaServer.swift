@@ -27,6 +27,8 @@ public final class GondolaServer: Sendable {
     /// The installed domains by name, in registration order.
     let domains: [(name: String, installed: InstalledDomain)]
     let tokens: ConnectionTokens
+    /// The JWKS URL's keys, fetched by a background service, when one is configured.
+    let jwks: JWKSEndpoint?
     let metrics: ServerMetrics
     let logger: Logger
     private let connections = OpenConnections()
@@ -50,12 +52,8 @@ public final class GondolaServer: Sendable {
         let builtIn = BuiltInDomains.all(configuration, telegram: notifier)
         let known = builtIn + additionalDomains
         let enabled = builtIn.filter { configuration.domains?.contains($0.name) ?? true } + additionalDomains
-        do {
-            self.tokens = try await ConnectionTokens(keys: try configuration.tokenKeys())
-        } catch let error as TokenKeyError {
-            throw ConfigurationError(error.description)
-        }
         self.metrics = ServerMetrics()
+        (self.tokens, self.jwks) = try await Self.tokens(configuration, metrics: metrics, logger: logger)
         let endpoints = configuration.proxyEndpoints.filter { !$0.value.url.isEmpty }
         try configuration.checkProxyNames()
         let proxy = endpoints.isEmpty && configuration.namedProxies.isEmpty ? nil
@@ -88,6 +86,20 @@ public final class GondolaServer: Sendable {
         self.domains = try await Self.install(enabled, configuration: configuration, node: node, storage: storage, tokens: tokens,
                                               metrics: metrics.factory, logger: logger)
         try claimRoutes()
+    }
+
+    /// The token verifier of `configuration`, with the JWKS URL's key set when one is configured.
+    private static func tokens(_ configuration: ServerConfiguration, metrics: ServerMetrics,
+                               logger: Logger) async throws(ConfigurationError) -> (ConnectionTokens, JWKSEndpoint?) {
+        var keys = try configuration.tokenKeys()
+        let jwks = configuration.tokenJWKSPublicEndpoint.isEmpty ? nil
+            : JWKSEndpoint(url: configuration.tokenJWKSPublicEndpoint, metrics: metrics.factory, logger: logger)
+        keys.remoteKeySet = jwks
+        do {
+            return (try await ConnectionTokens(keys: keys), jwks)
+        } catch {
+            throw ConfigurationError(error.description)
+        }
     }
 
     private static func install(_ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage,
@@ -142,16 +154,38 @@ public final class GondolaServer: Sendable {
         return router.routes.map(\.description).sorted()
     }
 
-    /// The server's own routes: health, metrics, sign-in, the host page and the server API (`api`).
+    /// The server's own routes: the client-facing ones and the operational ones.
     private func addOwnRoutes(to router: HTTPRouter, api: ServerAPI) {
+        addClientRoutes(to: router)
+        addOperationalRoutes(to: router, api: api)
+    }
+
+    /// Sign-in and the host page: served on the public listener.
+    private func addClientRoutes(to router: HTTPRouter) {
+        AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
+        HostPage(configuration: configuration).addRoutes(to: router)
+    }
+
+    /// Health, metrics and the server API (`api`): on the internal listener when
+    /// `internal_listen` is set, else on the public one.
+    private func addOperationalRoutes(to router: HTTPRouter, api: ServerAPI) {
         router.get("/health") { [cluster] _, _ in JSONResponse.make(Self.health(of: cluster?.health)) }
         router.get("/metrics") { [metrics, node, database, cluster] _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer, engine: cluster?.health))))
         }
-        AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
-        HostPage(configuration: configuration).addRoutes(to: router)
         ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
+    }
+
+    /// The server API with every installed domain's methods.
+    private func serverAPI() -> ServerAPI {
+        var api = ServerAPI(node: node)
+        for (_, domain) in domains {
+            for (name, method) in domain.serverMethods {
+                api.register(name) { params throws(HubError) in try await method(params.json) }
+            }
+        }
+        return api
     }
 
     /// `/health`'s answer: `ok`, or `degraded` while a part of a cluster's engine is
@@ -175,17 +209,13 @@ public final class GondolaServer: Sendable {
         domains.lazy.compactMap { $0.installed.service as? Service }.first
     }
 
-    /// The HTTP application; `onServerRunning` gets the bound port.
+    /// The public HTTP application (client transports, pages, the domains' routes, and the
+    /// operational routes unless `internal_listen` is set); `onServerRunning` gets the bound port.
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let router = HTTPRouter(context: HTTPRequestContext.self)
-        var api = ServerAPI(node: node)
-        for (_, domain) in domains {
-            domain.routes(router)
-            for (name, method) in domain.serverMethods {
-                api.register(name) { params throws(HubError) in try await method(params.json) }
-            }
-        }
-        addOwnRoutes(to: router, api: api)
+        for (_, domain) in domains { domain.routes(router) }
+        addClientRoutes(to: router)
+        if configuration.internalListen == nil { addOperationalRoutes(to: router, api: serverAPI()) }
 
         let compression = configuration.webSocketCompression
             ? WebSocketCompression(minBytes: configuration.webSocketCompressionMinBytes, level: configuration.webSocketCompressionLevel,
@@ -193,7 +223,10 @@ public final class GondolaServer: Sendable {
                                    memoryLevel: configuration.webSocketCompressionMemoryLevel,
                                    contextTakeover: configuration.webSocketCompressionContextTakeover)
             : nil
-        var webSocket = WebSocketEndpoint(node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections)
+        let admission = ConnectionAdmission(origins: configuration.allowedOrigins, connectionLimit: configuration.clientConnectionLimit,
+                                            connectionRateLimit: configuration.clientConnectionRateLimit, metrics: metrics.factory, logger: logger)
+        var webSocket = WebSocketEndpoint(node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections,
+                                          admission: admission)
         webSocket.forwardedHeaderNames = Set(configuration.proxyHTTPHeaders.map { $0.lowercased() })
         let endpoint = webSocket
         return Application(
@@ -204,10 +237,22 @@ public final class GondolaServer: Sendable {
             logger: logger)
     }
 
+    /// The internal HTTP application on `internal_listen`: health, metrics and the server
+    /// API, nothing a client uses; `onServerRunning` gets the bound port.
+    public func internalApplication(host: String, port: Int,
+                                    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        let router = HTTPRouter(context: HTTPRequestContext.self)
+        addOperationalRoutes(to: router, api: serverAPI())
+        return Application(
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "gondola"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) }, logger: logger)
+    }
+
     /// Runs until SIGTERM or SIGINT, then drains: clients get 3001 and the process
     /// ends once their connections are closed (at most a few seconds).
-    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let group = serviceGroup(signals: [.sigterm, .sigint], onServerRunning: onServerRunning)
+    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+                    onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let group = serviceGroup(signals: [.sigterm, .sigint], onServerRunning: onServerRunning, onInternalServerRunning: onInternalServerRunning)
         try await group.run()
     }
 
@@ -216,14 +261,19 @@ public final class GondolaServer: Sendable {
     /// loop), then the HTTP server, then the hub. A graceful shutdown goes in
     /// reverse: the hub closes its clients first, the HTTP server stops next, and
     /// the background loops end last, so frames and pings go on while clients leave.
-    public func serviceGroup(signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void) -> ServiceGroup {
+    public func serviceGroup(signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void,
+                             onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> ServiceGroup {
         var background = [BackgroundService(name: "maintenance") { [node] in await node.runMaintenance() }]
         if let cluster { background.append(BackgroundService(name: "cluster") { await cluster.run() }) }
+        if let jwks { background.append(BackgroundService(name: "jwks") { await jwks.run() }) }
         for domain in domains {
             if let work = domain.installed.background { background.append(BackgroundService(name: domain.name, work: work)) }
         }
-        let services = background.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
-            + [.init(service: application(onServerRunning: onServerRunning)), .init(service: HubService(server: self))]
+        var services = background.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
+        if let (host, port) = configuration.internalListen {
+            services.append(.init(service: internalApplication(host: host, port: port, onServerRunning: onInternalServerRunning)))
+        }
+        services += [.init(service: application(onServerRunning: onServerRunning)), .init(service: HubService(server: self))]
         return ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: signals, logger: logger))
     }
 

@@ -15,7 +15,8 @@ import NIOWebSocket
 /// `WebSocketSessionHandler` and `ChannelFrameWriter`). Hummingbird's task for a
 /// WebSocket connection ends once the upgrade is done, so an open WebSocket holds no task.
 ///
-/// An upgrade request to any other path is answered 404 with a JSON error. A request that
+/// An upgrade request to any other path is answered 404 with a JSON error, one the
+/// endpoint's admission refuses (origin, connection limits) 403 or 503. A request that
 /// asks to upgrade after an earlier request on the same connection (which NIO's upgrade
 /// cannot see) is redirected to the same address with `Connection: close`, so that the
 /// client retries on a new connection, as hummingbird-websocket does.
@@ -24,7 +25,7 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
     enum Outcome: Sendable {
         case webSocket
         case http(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
-        case refusedUpgrade(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, path: String)
+        case refusedUpgrade(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, ConnectionAdmission.Refusal)
     }
 
     struct Value: ServerChildChannelValue {
@@ -50,14 +51,19 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let handshake = NIOLoopBoundBox<WebSocketEndpoint.Handshake?>(nil, eventLoop: channel.eventLoop)
-            let refusedPath = NIOLoopBoundBox<String?>(nil, eventLoop: channel.eventLoop)
+            let refusal = NIOLoopBoundBox<ConnectionAdmission.Refusal?>(nil, eventLoop: channel.eventLoop)
             let upgrader = NIOTypedWebSocketServerUpgrader<Outcome>(
                 maxFrameSize: endpoint.maxWebSocketFrame,
                 shouldUpgrade: { [endpoint] channel, head in
-                    endpoint.handshake(for: head, on: channel).map { accepted in
-                        handshake.value = accepted
-                        if accepted == nil { refusedPath.value = head.uri }
-                        return accepted?.responseHeaders
+                    endpoint.handshake(for: head, on: channel).map { outcome in
+                        switch outcome {
+                        case let .success(accepted):
+                            handshake.value = accepted
+                            return accepted.responseHeaders
+                        case let .failure(refused):
+                            refusal.value = refused
+                            return nil
+                        }
                     }
                 },
                 upgradePipelineHandler: { [endpoint] channel, _ in
@@ -75,7 +81,7 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
                         try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))
                         let http = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                             wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
-                        return refusedPath.value.map { .refusedUpgrade(http, path: $0) } ?? .http(http)
+                        return refusal.value.map { .refusedUpgrade(http, $0) } ?? .http(http)
                     }
                 })
             var configuration = NIOUpgradableHTTPServerPipelineConfiguration<Outcome>(upgradeConfiguration: upgrade)
@@ -94,20 +100,19 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
                 return
             case let .http(http):
                 await handleHTTP(asyncChannel: http, logger: logger)
-            case let .refusedUpgrade(http, path):
-                try await refuse(http, path: path)
+            case let .refusedUpgrade(http, refusal):
+                try await refuse(http, refusal)
             }
         } catch {
             logger.debug("connection ended before its first request was served", metadata: ["error": "\(error)"])
         }
     }
 
-    private func refuse(_ http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, path: String) async throws {
+    private func refuse(_ http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, _ refusal: ConnectionAdmission.Refusal) async throws {
         try await http.executeThenClose { _, outbound in
-            let message = "no WebSocket endpoint at \(path); connect to \(WebSocketEndpoint.path)"
-            let error: JSON = ["error": ["code": .int(104), "message": .string(message)]]
+            let error: JSON = ["error": ["code": .int(Int64(refusal.code)), "message": .string(refusal.message)]]
             let body = ByteBuffer(bytes: error.bytes)
-            let head = HTTPResponse(status: .notFound, headerFields: [
+            let head = HTTPResponse(status: .init(code: Int(refusal.status.code)), headerFields: [
                 .connection: "close", .contentType: "application/json", .contentLength: "\(body.readableBytes)",
             ])
             try await outbound.write(contentsOf: [.head(head), .body(body), .end(nil)])

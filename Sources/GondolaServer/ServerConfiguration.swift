@@ -11,6 +11,16 @@ import GondolaTravel
 public struct ServerConfiguration: Sendable {
     public var listenHost = "127.0.0.1"
     public var listenPort = 8000
+    /// The internal listener (`internal_listen`): when set, the server API, metrics and
+    /// health are served there only, and the public listener serves client transports and pages.
+    public var internalListen: (host: String, port: Int)?
+    /// Which `Origin`s may open a client connection from a browser (`allowed_origins`); by
+    /// default only the server's own (the host page).
+    public var allowedOrigins = OriginCheck()
+    /// Most client connections this node holds at once (`client_connection_limit`); 0: no limit.
+    public var clientConnectionLimit = 0
+    /// Most new client connections this node accepts a second (`client_connection_rate_limit`); 0: no limit.
+    public var clientConnectionRateLimit = 0
     /// A SQLite file, or a `postgres://` URL for the cluster mode.
     public var database = "var/gondola.sqlite"
     /// Where generated secrets and files are kept; empty: beside the SQLite file (`var/` in cluster mode).
@@ -29,6 +39,14 @@ public struct ServerConfiguration: Sendable {
     public var tokenECDSAPublicKeyFile = ""
     /// A JSON Web Key Set file: tokens whose header names a `kid` are verified with that key.
     public var tokenJWKSFile = ""
+    /// A JWKS URL (`token_jwks_public_endpoint`), fetched in the background and again when a
+    /// token names an unknown `kid` (`JWKSEndpoint`); empty: none.
+    public var tokenJWKSPublicEndpoint = ""
+    /// The claim naming the user in tokens (`token_user_id_claim`).
+    public var tokenUserIDClaim = "sub"
+    /// The HMAC secret before the current one, accepted until `tokenHMACSecretPreviousUntil`.
+    public var tokenHMACSecretPrevious = ""
+    public var tokenHMACSecretPreviousUntil: Date?
     /// The app's backend, asked where Centrifugo's proxy asks it; an endpoint with an empty
     /// URL (only its timeout set) is not used.
     public var proxyEndpoints: [ProxyKind: ProxyEndpoint] = [:]
@@ -108,10 +126,19 @@ public struct ServerConfiguration: Sendable {
                 throw ConfigurationError("'\(setting)' cannot read \(path): \(error.localizedDescription)")
             }
         }
-        return TokenKeys(hmacSecret: tokenHMACSecret, rsaPublicKeyPEM: try contents(tokenRSAPublicKeyFile, "token_rsa_public_key_file"),
-                         ecdsaPublicKeyPEM: try contents(tokenECDSAPublicKeyFile, "token_ecdsa_public_key_file"),
-                         jwksJSON: try contents(tokenJWKSFile, "token_jwks_file"),
-                         audience: tokenAudience.isEmpty ? nil : tokenAudience, issuer: tokenIssuer.isEmpty ? nil : tokenIssuer)
+        var keys = TokenKeys(hmacSecret: tokenHMACSecret, rsaPublicKeyPEM: try contents(tokenRSAPublicKeyFile, "token_rsa_public_key_file"),
+                             ecdsaPublicKeyPEM: try contents(tokenECDSAPublicKeyFile, "token_ecdsa_public_key_file"),
+                             jwksJSON: try contents(tokenJWKSFile, "token_jwks_file"),
+                             audience: tokenAudience.isEmpty ? nil : tokenAudience, issuer: tokenIssuer.isEmpty ? nil : tokenIssuer)
+        keys.userIDClaim = tokenUserIDClaim
+        if !tokenHMACSecretPrevious.isEmpty {
+            guard let until = tokenHMACSecretPreviousUntil else {
+                throw ConfigurationError("'token_hmac_secret_previous' needs 'token_hmac_secret_previous_until', the date it stops being accepted")
+            }
+            keys.previousHMACSecret = tokenHMACSecretPrevious
+            keys.previousHMACSecretUntil = until
+        }
+        return keys
     }
 
     /// The travel domain's location settings.
@@ -172,9 +199,12 @@ public enum ConfigurationLoader {
     /// The keys the configuration knows.
     public static let keys: [String] = [
         "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
+        "token_jwks_public_endpoint", "token_user_id_claim", "token_hmac_secret_previous", "token_hmac_secret_previous_until",
         "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "dev_login", "telegram_bot_token",
         "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
-        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "websocket_compression_context_takeover", "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "resorts", "location_interval", "location_ttl",
+        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "websocket_compression_context_takeover", "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "user_personal_single_connection",
+        "client_user_connection_limit", "client_connection_limit", "client_connection_rate_limit", "channel_max_length",
+        "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "resorts", "location_interval", "location_ttl",
         "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
         "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
     ] + BuiltInDomains.settingKeys + ProxyKind.allCases.flatMap { ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout"] }
@@ -225,14 +255,7 @@ public enum ConfigurationLoader {
         let field = ValueReader(key: key, value: value, source: source)
         switch key {
         case "listen":
-            let text = try field.string()
-            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
-                  !text[..<colon].isEmpty
-            else {
-                throw field.error("expected host:port, got '\(text)'")
-            }
-            configuration.listenHost = String(text[..<colon])
-            configuration.listenPort = port
+            (configuration.listenHost, configuration.listenPort) = try field.hostAndPort()
         case "database":
             let database = try field.nonEmptyString()
             if PostgresLocation.isURL(database) {
@@ -284,6 +307,18 @@ public enum ConfigurationLoader {
         case "token_rsa_public_key_file": configuration.tokenRSAPublicKeyFile = try field.nonEmptyString()
         case "token_ecdsa_public_key_file": configuration.tokenECDSAPublicKeyFile = try field.nonEmptyString()
         case "token_jwks_file": configuration.tokenJWKSFile = try field.nonEmptyString()
+        case "token_jwks_public_endpoint":
+            let url = try field.nonEmptyString()
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw field.error("expected an http(s) URL, got '\(url)'") }
+            configuration.tokenJWKSPublicEndpoint = url
+        case "token_user_id_claim": configuration.tokenUserIDClaim = try field.nonEmptyString()
+        case "token_hmac_secret_previous":
+            let secret = try field.nonEmptyString()
+            guard secret.utf8.count >= ConnectionTokens.minimumSecretBytes else {
+                throw field.error("must be at least \(ConnectionTokens.minimumSecretBytes) bytes for HS256, got \(secret.utf8.count)")
+            }
+            configuration.tokenHMACSecretPrevious = secret
+        case "token_hmac_secret_previous_until": configuration.tokenHMACSecretPreviousUntil = try field.date()
         case "token_audience": configuration.tokenAudience = try field.nonEmptyString()
         case "token_issuer": configuration.tokenIssuer = try field.nonEmptyString()
         case "proxy_http_headers": configuration.proxyHTTPHeaders = try field.list(of: "header names")
@@ -327,7 +362,23 @@ public enum ConfigurationLoader {
         case "websocket_compression_context_takeover": configuration.webSocketCompressionContextTakeover = try field.bool()
         case "max_channels_per_client": configuration.hub.maxChannelsPerClient = try field.integer(min: 1)
         case "user_subscribe_to_personal": configuration.hub.userSubscribeToPersonal = try field.bool()
-        case "user_personal_channel_namespace": configuration.hub.userPersonalChannelNamespace = try field.nonEmptyString()
+        case "user_personal_channel_namespace": configuration.hub.userPersonalChannelNamespace = try field.string()
+        case "user_personal_single_connection": configuration.hub.userPersonalSingleConnection = try field.bool()
+        case "client_user_connection_limit": configuration.hub.userConnectionLimit = try field.integer(min: 0)
+        case "client_connection_limit": configuration.clientConnectionLimit = try field.integer(min: 0)
+        case "client_connection_rate_limit": configuration.clientConnectionRateLimit = try field.integer(min: 0)
+        case "channel_max_length": configuration.hub.channelMaxLength = try field.integer(min: 1, max: 65_535)
+        case "allow_anonymous_connect_without_token": configuration.hub.allowAnonymousConnectWithoutToken = try field.bool()
+        case "allowed_origins":
+            let patterns = try field.list(of: "origins")
+            do {
+                configuration.allowedOrigins = try OriginCheck(allowed: patterns)
+            } catch {
+                throw field.error(error.description)
+            }
+        case "internal_listen":
+            let (host, port) = try field.hostAndPort()
+            configuration.internalListen = (host, port)
         case "resorts": configuration.resorts = try field.nonEmptyString()
         case "host_page": configuration.hostPage = try field.nonEmptyString()
         case "leaflet_path": configuration.leafletPath = try field.nonEmptyString()
@@ -350,7 +401,7 @@ public enum ConfigurationLoader {
         case "command_burst": configuration.hub.commandBurst = Double(try field.integer(min: 1))
         case "namespaces":
             guard case let .array(entries) = value else { throw field.error("expected an array of namespace objects") }
-            var namespaces: [String: NamespaceOptions] = ["": .defaultNamespace]
+            var namespaces: [String: NamespaceOptions] = ["": .closedDefaultNamespace]
             for (index, entry) in entries.enumerated() {
                 let options = try namespace(entry, path: "namespaces[\(index)]", source: source)
                 guard !BuiltInDomains.namespaces.contains(options.name) else {
@@ -383,11 +434,10 @@ public enum ConfigurationLoader {
     private static func namespace(_ entry: JSON, path: String, source: String) throws(ConfigurationError) -> NamespaceOptions {
         guard case let .object(members) = entry else { throw ConfigurationError("\(source): \(path) must be an object") }
         guard case let .string(name)? = entry["name"] else { throw ConfigurationError("\(source): \(path).name is required") }
-        guard name.isEmpty || (try? ChannelName(name + ":x")) != nil, !name.contains(":"), !name.contains("#") else {
-            throw ConfigurationError("\(source): \(path).name '\(name)' is not a valid namespace name")
+        guard name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+            throw ConfigurationError("\(source): \(path).name '\(name)' is not a valid namespace name (letters, digits, '-', '_', '.')")
         }
-        var options = name.isEmpty ? NamespaceOptions.defaultNamespace : NamespaceOptions(name: name)
-        options.name = name
+        var options = NamespaceOptions(name: name)
         for member in members where member.key != "name" {
             let field = ValueReader(key: "\(path).\(member.key)", value: member.value, source: source)
             switch member.key {
@@ -404,6 +454,11 @@ public enum ConfigurationLoader {
             case "allow_publish_for_client": options.allowPublishForClient = try field.bool()
             case "allow_history_for_subscriber": options.allowHistoryForSubscriber = try field.bool()
             case "allow_presence_for_subscriber": options.allowPresenceForSubscriber = try field.bool()
+            case "allow_subscribe_for_anonymous": options.allowSubscribeForAnonymous = try field.bool()
+            case "allow_publish_for_anonymous": options.allowPublishForAnonymous = try field.bool()
+            case "allow_history_for_anonymous": options.allowHistoryForAnonymous = try field.bool()
+            case "allow_presence_for_anonymous": options.allowPresenceForAnonymous = try field.bool()
+            case "history_meta_ttl": options.historyMetaTTL = try field.duration(allowZero: false)
             case "allowed_delta_types": options.allowedDeltaTypes = try field.deltaTypes()
             case "proxy_subscribe": options.proxySubscribe = try field.bool()
             case "proxy_publish": options.proxyPublish = try field.bool()
@@ -465,10 +520,33 @@ struct ValueReader {
         }
     }
 
+    /// `host:port` with a port in 0...65535 (0: any free port).
+    func hostAndPort() throws(ConfigurationError) -> (String, Int) {
+        let text = try string()
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
+              !text[..<colon].isEmpty
+        else {
+            throw error("expected host:port, got '\(text)'")
+        }
+        return (String(text[..<colon]), port)
+    }
+
     func nonEmptyString() throws(ConfigurationError) -> String {
         let text = try string()
         guard !text.isEmpty else { throw error("must not be empty") }
         return text
+    }
+
+    /// A date as RFC 3339 text (`2026-12-31T00:00:00Z`) or Unix seconds.
+    func date() throws(ConfigurationError) -> Date {
+        switch value {
+        case let .int(seconds): return Date(timeIntervalSince1970: Double(seconds))
+        case let .string(text):
+            if let seconds = Int64(text) { return Date(timeIntervalSince1970: Double(seconds)) }
+            if let date = try? Date(text, strategy: .iso8601) { return date }
+            throw error("expected an RFC 3339 date such as 2026-12-31T00:00:00Z or Unix seconds, got '\(text)'")
+        default: throw error("expected an RFC 3339 date or Unix seconds, got \(value.text)")
+        }
     }
 
     func bool() throws(ConfigurationError) -> Bool {

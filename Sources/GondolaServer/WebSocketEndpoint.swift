@@ -24,6 +24,8 @@ struct WebSocketEndpoint: Sendable {
     /// The upgrade request's headers sent along with the session's proxy requests
     /// (`proxy_http_headers`, lower-cased).
     var forwardedHeaderNames: Set<String> = []
+    /// The origin check and the node's connection limits, asked before an upgrade.
+    let admission: ConnectionAdmission
 
     /// Frames (and inflated messages) up to this size reach the session, which closes with
     /// 3501 and a message naming the size; larger ones are refused by the WebSocket layer (1009).
@@ -37,11 +39,18 @@ struct WebSocketEndpoint: Sendable {
         let forwardedHeaders: [(name: String, value: String)]
     }
 
-    /// The handshake for `head`, nil when it does not ask for this endpoint (the upgrade is
-    /// then refused). In a cluster the answer waits until the node has joined the bus.
-    func handshake(for head: HTTPRequestHead, on channel: any Channel) -> EventLoopFuture<Handshake?> {
+    /// The handshake for `head`, or why the upgrade is refused: a path that is not this
+    /// endpoint's (404), an origin that may not connect (403), a connection limit (503). In
+    /// a cluster the answer waits until the node has joined the bus.
+    func handshake(for head: HTTPRequestHead, on channel: any Channel) -> EventLoopFuture<Result<Handshake, ConnectionAdmission.Refusal>> {
         let uri = URI(head.uri)
-        guard uri.path == Self.path else { return channel.eventLoop.makeSucceededFuture(nil) }
+        guard uri.path == Self.path else {
+            let message = "no WebSocket endpoint at \(head.uri); connect to \(Self.path)"
+            return channel.eventLoop.makeSucceededFuture(.failure(.init(status: .notFound, code: 104, message: message)))
+        }
+        if let refusal = admission.refusal(for: head, open: connections.value) {
+            return channel.eventLoop.makeSucceededFuture(.failure(refusal))
+        }
         let fields = HTTPFields(head.headers, splitCookie: false)
         var responseHeaders = HTTPHeaders()
         if WebSocketEncoding.offersProtobufSubprotocol(fields) {
@@ -54,11 +63,11 @@ struct WebSocketEndpoint: Sendable {
         let encoding = Result { () throws(ProtocolDecodingError) in try WebSocketEncoding.of(uri: uri, headers: fields) }
         let forwarded = forwardedHeaderNames.isEmpty ? [] : head.headers.filter { forwardedHeaderNames.contains($0.name.lowercased()) }
         let handshake = Handshake(encoding: encoding, compression: deflate?.agreement, responseHeaders: responseHeaders, forwardedHeaders: forwarded)
-        guard let cluster = node.cluster else { return channel.eventLoop.makeSucceededFuture(handshake) }
-        let promise = channel.eventLoop.makePromise(of: Handshake?.self)
+        guard let cluster = node.cluster else { return channel.eventLoop.makeSucceededFuture(.success(handshake)) }
+        let promise = channel.eventLoop.makePromise(of: Result<Handshake, ConnectionAdmission.Refusal>.self)
         promise.completeWithTask {
             await cluster.ready()
-            return handshake
+            return .success(handshake)
         }
         return promise.futureResult
     }

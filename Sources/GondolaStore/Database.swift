@@ -78,6 +78,11 @@ public final class GondolaDatabase: Sendable {
                 );
                 """)
         }
+        // When a stream's offset and epoch are dropped (`history_meta_ttl` after its last
+        // publication); NULL for streams written before, kept until their next publication.
+        migrator.registerMigration("v2-stream-meta-expiry") { db in
+            try db.execute(sql: "ALTER TABLE stream ADD COLUMN meta_expires_at_ms INTEGER")
+        }
         return migrator
     }
 }

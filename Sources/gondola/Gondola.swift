@@ -21,6 +21,9 @@ struct Gondola: AsyncParsableCommand {
 struct ConfigurationOptions: ParsableArguments {
     @Option(help: "JSON configuration file.") var config: String?
     @Option(help: "host:port to listen on (default 127.0.0.1:8000).") var listen: String?
+    @Option(name: .customLong("internal-listen"), help: "host:port of the internal listener (server API, metrics, health).") var internalListen: String?
+    @Option(name: .customLong("allowed-origins"), help: "Comma-separated origins whose pages may connect (default: the server's own).")
+    var allowedOrigins: String?
     @Option(help: "SQLite database file (default var/gondola.sqlite), or postgres://user@host/db to join a cluster.") var database: String?
     @Option(name: .customLong("token-hmac-secret"), help: "Secret that signs connection tokens.") var tokenHMACSecret: String?
     @Option(name: .customLong("api-key"), help: "Key of the server API (X-API-Key).") var apiKey: String?
@@ -40,7 +43,7 @@ struct ConfigurationOptions: ParsableArguments {
 
     var flags: [String: String] {
         let pairs: [(String, String?)] = [
-            ("listen", listen), ("database", database), ("token_hmac_secret", tokenHMACSecret), ("api_key", apiKey),
+            ("listen", listen), ("internal_listen", internalListen), ("allowed_origins", allowedOrigins), ("database", database), ("token_hmac_secret", tokenHMACSecret), ("api_key", apiKey),
             ("dev_login", devLogin), ("telegram_bot_token", telegramBotToken), ("telegram_webhook_secret", telegramWebhookSecret),
             ("ping_interval", pingInterval), ("pong_timeout", pongTimeout), ("client_queue_max_bytes", clientQueueMaxBytes),
             ("max_frame_bytes", maxFrameBytes), ("max_channels_per_client", maxChannelsPerClient), ("resorts", resorts),
@@ -108,13 +111,16 @@ struct Serve: AsyncParsableCommand {
             }
         }
         defer { demoTravellers?.cancel() }
-        try await server.run { port in
+        try await server.run(onServerRunning: { port in
             let address = "\(configuration.listenHost):\(port)"
             print("gondola listening on http://\(address) (WebSocket ws://\(address)/connection/websocket), database \(configuration.database)")
             print("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
             if demo, server.service(TravelService.self) != nil { print(Self.demoHelp(address: address)) }
             fflush(nil)
-        }
+        }, onInternalServerRunning: { port in
+            print("gondola internal listener on http://\(configuration.internalListen?.host ?? ""):\(port) (server API, metrics, health)")
+            fflush(nil)
+        })
     }
 
     static func demoHelp(address: String) -> String {
@@ -158,13 +164,14 @@ struct ImportCars: AsyncParsableCommand {
         abstract: "Import cars from a JSON file ([...] or {\"cars\": [...]}) into a running hub.")
 
     @Argument(help: "The JSON file of cars.") var file: String
-    @Option(help: "The hub's address (default: the configured listen address).") var url: String?
+    @Option(help: "The hub's address (default: the configured internal_listen address, else listen).") var url: String?
     @OptionGroup var options: ConfigurationOptions
 
     func run() async throws {
         let configuration = try options.load()
         guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read '\(file)'") }
-        let base = url ?? "http://\(configuration.listenHost):\(configuration.listenPort)"
+        let (host, port) = configuration.internalListen ?? (configuration.listenHost, configuration.listenPort)
+        let base = url ?? "http://\(host):\(port)"
         let importer = CarImporter(url: base + "/api/car_import", apiKey: configuration.apiKey)
         do {
             let count = try await importer.send(data)

@@ -9,9 +9,14 @@ func makeNode(durableHistory: (any LocalHistoryStore)? = nil, _ adjust: (inout H
 }
 
 /// The hub tests' namespaces: `room` (history, presence, join/leave, open to clients),
-/// `locked` and `personal` (not subscribable by clients), changed by `adjust`.
+/// `locked` and `personal` (not subscribable by clients), and the default namespace
+/// configured open to subscribing and publishing (channels such as `plain`), changed by `adjust`.
 func testConfiguration(_ adjust: (inout HubConfiguration) -> Void = { _ in }) -> HubConfiguration {
     var configuration = HubConfiguration()
+    var open = NamespaceOptions(name: "")
+    open.allowSubscribeForClient = true
+    open.allowPublishForSubscriber = true
+    configuration.namespaces[""] = open
     var room = NamespaceOptions(name: "room")
     room.historySize = 5
     room.historyTTL = .seconds(300)

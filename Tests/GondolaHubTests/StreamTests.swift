@@ -144,7 +144,9 @@ import Testing
     }
 
     @Test func idleStreamsAreSweptAndGetANewEpoch() {
-        let store = MemoryHistoryStore(streamIdleLimit: 60)
+        let store = MemoryHistoryStore()
+        var options = options
+        options.historyMetaTTL = .seconds(60)
         let start = Date()
         let (_, first) = store.append(Publication(data: Payload(1)), to: "c", options: options, now: start)
         store.sweep(now: start.addingTimeInterval(30))
@@ -269,6 +271,8 @@ import Testing
     /// A durable store whose appends to one channel wait until the test opens a gate
     /// (a slow disk), and tell when such an append has started.
     final class SlowStore: LocalHistoryStore {
+        func sweep(now: Date) {}
+
         let inner = MemoryHistoryStore()
         let slowChannel: String
         let gate = DispatchSemaphore(value: 0)
@@ -334,6 +338,8 @@ import Testing
     /// A store whose read, once armed, takes its snapshot and then waits until the test
     /// opens it: publications made in between are newer than what the read answers.
     final class GatedStore: LocalHistoryStore {
+        func sweep(now: Date) {}
+
         private let inner = MemoryHistoryStore()
         private let armed = Mutex(false)
         let (taken, takenContinuation) = AsyncStream.makeStream(of: Void.self)

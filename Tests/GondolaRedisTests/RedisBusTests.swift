@@ -64,7 +64,7 @@ import Testing
             try await redis.stop()
             try await waitUntil { !a.receiving && !b.receiving && !a.publisher.isUp }
             await #expect {
-                try await a.publish([.disconnect(user: "u")])
+                try await a.publish([.disconnect(user: "u", code: .forceDisconnect, keeping: [])])
             } throws: { error in
                 guard case let .notAvailable(message) = error as? HubError else { return false }
                 return message.hasPrefix("the cluster bus (Redis) is unavailable")
@@ -73,8 +73,8 @@ import Testing
             // Each bus says it resumed once both its connections are back.
             try await waitUntil { atA.resumptions.load(ordering: .relaxed) == 1 && atB.resumptions.load(ordering: .relaxed) == 1 }
             #expect(a.receiving && b.receiving && a.publisher.isUp)
-            try await a.publish([.disconnect(user: "v")])
-            try await waitUntil { atB.events.withLock { $0 } == [.disconnect(user: "v")] }
+            try await a.publish([.disconnect(user: "v", code: .connectionLimit, keeping: ["c1"])])
+            try await waitUntil { atB.events.withLock { $0 } == [.disconnect(user: "v", code: .connectionLimit, keeping: ["c1"])] }
         }
     }
 }

@@ -56,6 +56,20 @@ import Testing
         }
     }
 
+    /// The offset and epoch expire the namespace's `history_meta_ttl` after the last
+    /// publication, long after the publications themselves.
+    @Test func theStreamPositionLastsItsMetaTTL() async throws {
+        try await TestRedis.with { redis in
+            try await Self.withStore(redis) { store, client in
+                var options = Self.options(ttl: .seconds(60))
+                options.historyMetaTTL = .seconds(7 * 86_400)
+                _ = try await store.append(Self.publication("{}"), to: "quiet", options: options, now: Date())
+                let ttl = try await client.send(["TTL", "gondola:{quiet}:meta"]).integer ?? -2
+                #expect(ttl > 6 * 86_400 && ttl <= 7 * 86_400, "\(ttl)")
+            }
+        }
+    }
+
     @Test func ttlRemovalAndBytes() async throws {
         try await TestRedis.with { redis in
             try await Self.withStore(redis) { store, client in

@@ -228,6 +228,34 @@ import Testing
         let configuration = try ConfigurationLoader.load(file: nil, environment: [:], flags: [:])
         #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 8000)
         #expect(configuration.database == "var/gondola.sqlite")
+        // Secure by default: the default namespace closed, no other origin, no anonymous connection.
+        #expect(configuration.hub.namespaces[""] == NamespaceOptions(name: ""))
+        #expect(configuration.allowedOrigins == OriginCheck() && configuration.internalListen == nil)
+        #expect(!configuration.hub.allowAnonymousConnectWithoutToken)
+    }
+
+    @Test func secureDefaultsKeysAreRead() throws {
+        let file = try write(#"""
+            {"internal_listen": "10.0.0.5:9000", "allowed_origins": ["https://App.example.com"], "client_connection_limit": 1000,
+             "client_connection_rate_limit": 50, "client_user_connection_limit": 3, "user_personal_single_connection": true,
+             "channel_max_length": 512, "allow_anonymous_connect_without_token": true, "token_user_id_claim": "uid",
+             "token_hmac_secret_previous": "an-older-secret-of-at-least-32-bytes!", "token_hmac_secret_previous_until": "2026-12-31T00:00:00Z",
+             "namespaces": [{"name": "lobby", "history_meta_ttl": "48h", "allow_subscribe_for_anonymous": true}]}
+            """#)
+        let configuration = try ConfigurationLoader.load(file: file, environment: [:], flags: [:])
+        #expect(configuration.internalListen?.host == "10.0.0.5" && configuration.internalListen?.port == 9000)
+        #expect(configuration.allowedOrigins.patterns == ["https://app.example.com"])
+        #expect(configuration.clientConnectionLimit == 1000 && configuration.clientConnectionRateLimit == 50)
+        #expect(configuration.hub.userConnectionLimit == 3 && configuration.hub.userPersonalSingleConnection)
+        #expect(configuration.hub.channelMaxLength == 512 && configuration.hub.allowAnonymousConnectWithoutToken)
+        #expect(configuration.tokenUserIDClaim == "uid")
+        #expect(configuration.tokenHMACSecretPreviousUntil == Date(timeIntervalSince1970: 1_798_675_200))
+        #expect(configuration.hub.namespaces["lobby"]?.historyMetaTTL == .seconds(48 * 3600))
+        #expect(configuration.hub.namespaces["lobby"]?.allowSubscribeForAnonymous == true)
+        // A previous secret without its end date stops the start.
+        var unbounded = configuration
+        unbounded.tokenHMACSecretPreviousUntil = nil
+        #expect(throws: ConfigurationError.self) { try unbounded.tokenKeys() }
     }
 
     @Test func fileThenEnvironmentThenFlags() throws {
@@ -272,6 +300,14 @@ import Testing
         (#"{"proxies":[{"name":"a","endpoint":"ftp://x"}]}"#, "proxies[0].endpoint expected an http(s) URL"),
         (#"{"proxies":[{"name":"a","endpoint":"http://x","retries":1}]}"#, "unknown key 'proxies[0].retries'"),
         (#"{"rpc_proxies":[{"prefix":"billing."}]}"#, "rpc_proxies[0].proxy is required"),
+        (#"{"allowed_origins":["https://a b.example"]}"#, "'allowed_origins' 'https://a b.example' is not an origin pattern"),
+        (#"{"internal_listen":"9000"}"#, "'internal_listen' expected host:port, got '9000'"),
+        (#"{"client_connection_limit":-1}"#, "'client_connection_limit' must be at least 0, got -1"),
+        (#"{"channel_max_length":0}"#, "'channel_max_length' must be at least 1, got 0"),
+        (#"{"token_jwks_public_endpoint":"ftp://idp"}"#, "'token_jwks_public_endpoint' expected an http(s) URL, got 'ftp://idp'"),
+        (#"{"token_hmac_secret_previous_until":"next week"}"#, "'token_hmac_secret_previous_until' expected an RFC 3339 date"),
+        (#"{"namespaces":[{"name":"room","history_meta_ttl":"0s"}]}"#, "'namespaces[0].history_meta_ttl' must be greater than zero"),
+        (#"{"namespaces":[{"name":"a b"}]}"#, "namespaces[0].name 'a b' is not a valid namespace name"),
         ("[1]", "must hold a JSON object"),
         ("{", "is not valid JSON"),
     ])

@@ -1,4 +1,5 @@
 import Foundation
+import GondolaHub
 import GondolaLoad
 import GondolaProtocol
 import GondolaTestSupport
@@ -134,7 +135,13 @@ import Testing
 
     @Test(arguments: ProtocolEncoding.allCases)
     func fanoutDeliversEveryPublicationToEverySubscriber(_ encoding: ProtocolEncoding) async throws {
-        let server = try await startTravelServer()
+        // The channel is in the default namespace, opened to subscribing and publishing.
+        let server = try await startTravelServer { configuration in
+            var open = NamespaceOptions(name: "")
+            open.allowSubscribeForClient = true
+            open.allowPublishForSubscriber = true
+            configuration.hub.namespaces[""] = open
+        }
         let report = try await Self.run("fanout", Self.serverKeys + [
             "--subscribers", "20", "--rate", "50/s", "--size", "64", "--channel", "fanout-\(encoding.rawValue)", "--encoding", encoding.rawValue,
         ], on: server, for: .seconds(3), warmUp: .seconds(1))

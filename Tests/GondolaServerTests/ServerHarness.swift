@@ -35,6 +35,9 @@ final class RunningServer: Sendable {
         configuration.tokenHMACSecret = secret
         configuration.apiKey = apiKey
         configuration.maxFrameBytes = 4096
+        // Hummingbird's WebSocket client announces `Origin: ws://127.0.0.1` (without the port),
+        // which the same-origin default would refuse.
+        configuration.allowedOrigins = try! OriginCheck(allowed: ["ws://127.0.0.1"])
         var room = NamespaceOptions(name: "room")
         room.historySize = 10
         room.historyTTL = .seconds(300)
@@ -53,12 +56,14 @@ final class RunningServer: Sendable {
     }
 
     static func start(_ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil,
-                      additionalDomains: [any Domain] = []) async throws -> RunningServer {
+                      additionalDomains: [any Domain] = [],
+                      onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws -> RunningServer {
         var logger = Logger(label: "gondola-test")
         logger.logLevel = .warning
         let server = try await GondolaServer(configuration: configuration, telegram: telegram, additionalDomains: additionalDomains, logger: logger)
         let ports = AsyncStream.makeStream(of: Int.self)
-        let group = server.serviceGroup(signals: []) { port in ports.continuation.yield(port) }
+        let group = server.serviceGroup(signals: [], onServerRunning: { port in ports.continuation.yield(port) },
+                                        onInternalServerRunning: onInternalServerRunning)
         let task = Task { try await group.run() }
         var iterator = ports.stream.makeAsyncIterator()
         guard let port = await iterator.next() else { throw HarnessError("server did not start") }

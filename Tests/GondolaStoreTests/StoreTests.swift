@@ -65,6 +65,32 @@ import Testing
     }
 }
 
+/// `history_meta_ttl`: a quiet stream keeps its offset and epoch for its namespace's
+/// meta TTL after its last publication, so a client back after a quiet evening recovers.
+@Suite struct StreamMetaTTLTests {
+    @Test(arguments: Engine.allCases) func aQuietStreamKeepsItsPositionForItsMetaTTL(engine: Engine) async throws {
+        let (store, _) = try await historyStores(engine)
+        var options = NamespaceOptions(name: "quiet")
+        options.historySize = 10
+        options.historyTTL = .seconds(60)
+        options.historyMetaTTL = .seconds(3600)
+        let start = Date()
+        let (_, first) = try await store.append(Publication(data: Payload(.string("last of the day"))), to: "quiet:evening", options: options, now: start)
+        // An hour and a half after the publication would have lost it before: a minute-long history, an hour of meta.
+        try await store.sweepStreams(now: start.addingTimeInterval(3000))
+        let kept = try await store.read(channel: "quiet:evening", after: nil, limit: 0, reverse: false, options: options, now: start.addingTimeInterval(3000))
+        #expect(kept.position == first)
+        try await store.sweepStreams(now: start.addingTimeInterval(3601))
+        let later = start.addingTimeInterval(3601)
+        let gone = try await store.read(channel: "quiet:evening", after: nil, limit: 0, reverse: false, options: options, now: later)
+        #expect(gone.position.offset == 0 && gone.position.epoch != first.epoch)
+    }
+
+    @Test func theDefaultMetaTTLIsThirtyDays() {
+        #expect(NamespaceOptions(name: "any").historyMetaTTL == .seconds(30 * 86_400))
+    }
+}
+
 @Suite struct UserRepositoryTests {
     @Test(arguments: Engine.allCases) func sameTelegramAccountMapsToSameUser(engine: Engine) async throws {
         let users = try await userRepository(engine)

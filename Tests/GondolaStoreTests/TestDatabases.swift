@@ -13,9 +13,14 @@ func temporaryDatabasePath() -> String {
 /// A stream store the tests append to one publication at a time, whatever its engine.
 protocol AppendableHistoryStore: HistoryStore {
     func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) async throws -> (Publication, StreamPosition)
+    /// Drops the streams past their `history_meta_ttl` at `now`; what is read after it sees the sweep done.
+    func sweepStreams(now: Date) async throws
 }
 
-extension SQLiteHistoryStore: AppendableHistoryStore {}
+extension SQLiteHistoryStore: AppendableHistoryStore {
+    /// The sweep is a write queued before any later read, which waits for it.
+    func sweepStreams(now: Date) async throws { sweep(now: now) }
+}
 
 extension PostgresHistoryStore: AppendableHistoryStore {
     /// One publication as a batch of one (the cluster's bus writer appends in batches).
@@ -27,6 +32,8 @@ extension PostgresHistoryStore: AppendableHistoryStore {
         stored.offset = positions[0].offset
         return (stored, positions[0])
     }
+
+    func sweepStreams(now: Date) async throws { try await sweep(now: now) }
 }
 
 /// A stream store of `engine` and a way to open the same storage again (a restart).

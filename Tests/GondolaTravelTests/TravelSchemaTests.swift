@@ -34,7 +34,8 @@ func temporaryDatabasePath() -> String {
              try String.fetchAll(db, sql: "SELECT response FROM event_invitee WHERE event_id = 'ev1'"),
              try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM publication WHERE channel = 'board:news'"))
         }
-        #expect(migrations == ["v1-streams-users", "v2-travel", "v3-chat", "v4-events", "v5-chat-top-from-messages", "v6-chat-recent-sends"])
+        #expect(migrations == ["v1-streams-users", "v2-travel", "v3-chat", "v4-events", "v5-chat-top-from-messages", "v6-chat-recent-sends",
+                               "v2-stream-meta-expiry"])
         #expect(messages == ["m1", "m2"])
         #expect(invitees == ["going"])
         #expect(publications == 1)
@@ -49,6 +50,7 @@ func temporaryDatabasePath() -> String {
             let old = try DatabaseQueue(path: path)
             var migrator = DatabaseMigrator()
             migrator.registerMigration("v1-streams-users") { db in
+                try db.execute(sql: "CREATE TABLE stream (channel TEXT PRIMARY KEY NOT NULL, epoch TEXT NOT NULL, top_offset INTEGER NOT NULL)")
                 try db.execute(sql: "CREATE TABLE user (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, telegram_id INTEGER UNIQUE, telegram_username TEXT, photo_url TEXT, created_at_ms INTEGER NOT NULL)")
             }
             TravelSchema.registerMigrations(in: &migrator)

@@ -1,0 +1,72 @@
+import GondolaHub
+import Logging
+import Metrics
+import NIOHTTP1
+import Synchronization
+
+/// Decides, before a client connection is upgraded, whether this node takes it: its
+/// `Origin` (`OriginCheck`, 403), the number of connections the node holds
+/// (`client_connection_limit`, 503) and how many new ones it took in the last second
+/// (`client_connection_rate_limit`, a token bucket of that many a second, 503), as
+/// Centrifugo answers them at the HTTP level. A refusal is counted
+/// (`gondola_limit_reached_total{limit}`, `gondola_origin_refused_total`) and logged, at
+/// most once every few seconds per kind so that a storm does not flood the log.
+final class ConnectionAdmission: Sendable {
+    /// A refused upgrade: the HTTP status and the message of its JSON error.
+    struct Refusal: Error, Sendable, Equatable {
+        let status: HTTPResponseStatus
+        let code: UInt32
+        let message: String
+    }
+
+    private let origins: OriginCheck
+    private let connectionLimit: Int
+    /// `client_connection_rate_limit`'s bucket; nil without the limit.
+    private let bucket: Mutex<TokenBucket?>
+    private let limits: KeyedCounters
+    private let originsRefused: Counter
+    private let logger: Logger
+    private let lastLogged = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Shortest time between two log lines about the same kind of refusal.
+    static let logInterval = Duration.seconds(3)
+
+    init(origins: OriginCheck, connectionLimit: Int, connectionRateLimit: Int, metrics: any MetricsFactory, logger: Logger) {
+        self.origins = origins
+        self.connectionLimit = connectionLimit
+        self.bucket = Mutex(connectionRateLimit > 0
+            ? TokenBucket(rate: Double(connectionRateLimit), burst: Double(connectionRateLimit), now: .now) : nil)
+        self.limits = KeyedCounters(label: "gondola_limit_reached_total", dimension: "limit", factory: metrics)
+        self.originsRefused = Counter(label: "gondola_origin_refused_total", factory: metrics)
+        self.logger = logger
+    }
+
+    /// Why the upgrade `head` may not go on while `open` connections are open, or nil.
+    func refusal(for head: HTTPRequestHead, open: Int) -> Refusal? {
+        if let reason = origins.refusal(origin: head.headers.first(name: "origin"), host: head.headers.first(name: "host")) {
+            originsRefused.increment()
+            log("origin", "connection refused: origin not allowed", ["reason": "\(reason)"])
+            return Refusal(status: .forbidden, code: 103, message: "permission denied: \(reason)")
+        }
+        if connectionLimit > 0, open >= connectionLimit {
+            limits.increment("client_connection_limit")
+            log("client_connection_limit", "connection refused: client_connection_limit reached", ["limit": "\(connectionLimit)"])
+            return Refusal(status: .serviceUnavailable, code: 106, message: "limit exceeded: this node holds client_connection_limit (\(connectionLimit)) connections")
+        }
+        if let rate = bucket.withLock({ bucket -> Double? in bucket?.take(now: .now) == false ? bucket?.rate : nil }) {
+            limits.increment("client_connection_rate_limit")
+            log("client_connection_rate_limit", "connection refused: client_connection_rate_limit reached", ["limit": "\(Int(rate))"])
+            return Refusal(status: .serviceUnavailable, code: 111, message: "too many requests: more new connections a second than client_connection_rate_limit")
+        }
+        return nil
+    }
+
+    private func log(_ kind: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {
+        let now = ContinuousClock.now
+        let due = lastLogged.withLock { last -> Bool in
+            if let at = last[kind], now - at < Self.logInterval { return false }
+            last[kind] = now
+            return true
+        }
+        if due { logger.warning(message, metadata: metadata) }
+    }
+}
