@@ -320,8 +320,8 @@ let package = Package(
         .testTarget(name: "GondolaOSMTests", dependencies: ["GondolaOSM", "GondolaGeo"]),
         .testTarget(name: "GondolaRedisTests", dependencies: ["GondolaRedis", "GondolaRESP", "GondolaGeo", "GondolaTestSupport", "GondolaCluster", "GondolaHub", "GondolaProtocol",
                                                                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "GondolaDomainTests", dependencies: ["GondolaDomain", "GondolaHub", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "GondolaLoadTests", dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol"]),
+        .testTarget(name: "GondolaDomainTests", dependencies: ["GondolaDomain", "GondolaHub", "GondolaTestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "GondolaLoadTests", dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol", "GondolaTestSupport"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(
             name: "GondolaHubTests",

@@ -147,6 +147,18 @@ public struct BoundingBox: Sendable, Hashable {
 
     public var crossesAntimeridian: Bool { minLon > maxLon }
 
+    /// The box around every point within `metres` of this box (the full longitude range
+    /// when it reaches a pole or spans the globe).
+    public func widened(by metres: Double) -> BoundingBox {
+        let dLat = Geodesy.latitudeDegrees(metres: metres)
+        let lower = max(-90, minLat - dLat), upper = min(90, maxLat + dLat)
+        let dLon = Geodesy.longitudeDegrees(metres: metres, atLatitude: min(max(abs(lower), abs(upper)), 89.9)) * 1.0001
+        let span = crossesAntimeridian ? maxLon + 360 - minLon : maxLon - minLon
+        guard lower > -90, upper < 90, span + 2 * dLon < 360 else { return BoundingBox(minLat: lower, minLon: -180, maxLat: upper, maxLon: 180) }
+        return BoundingBox(minLat: lower, minLon: Geodesy.normalizedLongitude(minLon - dLon), maxLat: upper,
+                           maxLon: Geodesy.normalizedLongitude(maxLon + dLon))
+    }
+
     public func contains(_ point: GeoPoint) -> Bool {
         guard point.lat >= minLat, point.lat <= maxLat else { return false }
         if crossesAntimeridian { return point.lon >= minLon || point.lon <= maxLon }

@@ -22,13 +22,16 @@ public struct Geofence<ID: Hashable & Sendable>: Sendable {
     }
 }
 
-/// An index over many fences: which fences contain a point.
+/// An index over many fences: which fences contain a point, and which may lie
+/// within `reach` metres of it.
 ///
-/// Each fence is listed in the grid cells its bounding box covers; fences too
-/// large for that (more than `maxCellsPerFence` cells) sit in a short list that
-/// every lookup checks.
+/// Each fence is listed in the grid cells its bounding box (widened by `reach`)
+/// covers; fences too large for that (more than `maxCellsPerFence` cells) sit in a
+/// short list that every lookup checks.
 public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     public let cellDegrees: Double
+    /// How far from a fence `candidates(near:)` still finds it, in metres.
+    public let reach: Double
     public let maxCellsPerFence = 4096
     private var fences: [Geofence<ID>] = []
     private var numberOf: [ID: Int32] = [:]
@@ -36,11 +39,13 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     private var large: [Int32] = []
     private let columns: Int64
 
-    public init(cellDegrees: Double = 0.01) {
+    public init(cellDegrees: Double = 0.01, reach: Double = 0) {
         precondition(cellDegrees > 0, "cellDegrees must be positive")
+        precondition(reach >= 0, "reach must not be negative")
         let columns = max(1, Int64((360 / cellDegrees).rounded(.down)))
         self.columns = columns
         self.cellDegrees = 360 / Double(columns)
+        self.reach = reach
     }
 
     public var count: Int { fences.count }
@@ -49,7 +54,7 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
         let number = Int32(fences.count)
         fences.append(fence)
         numberOf[fence.id] = number
-        let box = fence.bounds
+        let box = reach > 0 ? fence.bounds.widened(by: reach) : fence.bounds
         let rows = row(box.minLat)...row(box.maxLat)
         let columnRanges = box.longitudeRanges.map { column($0.lowerBound)...column($0.upperBound) }
         let total = columnRanges.reduce(0) { $0 + Int64($1.count) } * Int64(rows.count)
@@ -66,13 +71,17 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
 
     /// Ids of the fences containing `point`.
     public func containing(_ point: GeoPoint) -> [ID] {
-        var result: [ID] = []
-        let key = row(point.lat) * columns + column(point.lon)
-        for number in (cells[key] ?? []) + large {
-            let fence = fences[Int(number)]
-            if fence.bounds.contains(point), fence.contains(point) { result.append(fence.id) }
-        }
-        return result
+        candidates(near: point).compactMap { $0.bounds.contains(point) && $0.contains(point) ? $0.id : nil }
+    }
+
+    /// The fences that may contain `point` or lie within `reach` metres of it (their
+    /// widened box holds it), in the order they were inserted: a superset, each still to
+    /// be tested against its polygons. A point far from every fence costs one cell lookup.
+    public func candidates(near point: GeoPoint) -> [Geofence<ID>] {
+        let listed = cells[row(point.lat) * columns + column(point.lon)] ?? []
+        guard !listed.isEmpty || !large.isEmpty else { return [] }
+        let numbers = large.isEmpty ? listed : (listed + large).sorted()
+        return numbers.map { fences[Int($0)] }
     }
 
     /// The fence with `id`, if inserted.

@@ -29,17 +29,26 @@ public struct ResortArea: Sendable {
 /// from the position, else from the DEM). Hysteresis: a traveller on a resort's
 /// mountain map keeps it until they are more than twice `margin` outside the
 /// boundary or more than `elevationMargin` below the base.
+///
+/// The boundaries sit in a `GeofenceIndex` that reaches twice `margin`: a position
+/// finds the resorts whose widened bounding box holds it in one cell lookup (none, for
+/// a traveller in a town), and only those are tested against their polygons.
 public struct MapSelector: Sendable {
     public let resorts: [ResortArea]
     public let elevation: [ElevationGrid]
     public let margin: Double
     public let elevationMargin: Double
+    /// The boundaries by their position in `resorts`, reaching `2 * margin`.
+    private let index: GeofenceIndex<Int>
 
     public init(resorts: [ResortArea], elevation: [ElevationGrid] = [], margin: Double = 300, elevationMargin: Double = 50) {
         self.resorts = resorts
         self.elevation = elevation
         self.margin = margin
         self.elevationMargin = elevationMargin
+        var index = GeofenceIndex<Int>(cellDegrees: 0.05, reach: 2 * margin)
+        for (number, resort) in resorts.enumerated() { index.insert(Geofence(id: number, polygons: resort.boundary.polygons)) }
+        self.index = index
     }
 
     /// The altitude of `point`: its own, else the first DEM that covers it.
@@ -48,16 +57,18 @@ public struct MapSelector: Sendable {
     }
 
     public func choose(for point: GeoPoint, previous: MapChoice = .street) -> MapChoice {
+        let nearby = index.candidates(near: point)
+        guard !nearby.isEmpty else { return .street }
         let altitude = altitude(of: point)
-        if let current = previous.resort, let resort = resorts.first(where: { $0.id == current }) {
-            if resort.boundary.contains(point) { return previous }
-            let stillHigh = altitude.map { $0 >= resort.baseElevation - elevationMargin } ?? true
-            if stillHigh, resort.boundary.distanceToBoundary(point) <= 2 * margin { return previous }
+        if let current = previous.resort, let fence = nearby.first(where: { resorts[$0.id].id == current }) {
+            if fence.bounds.contains(point), fence.contains(point) { return previous }
+            let stillHigh = altitude.map { $0 >= resorts[fence.id].baseElevation - elevationMargin } ?? true
+            if stillHigh, fence.distanceToBoundary(point) <= 2 * margin { return previous }
         }
-        for resort in resorts where resort.boundary.contains(point) { return .mountain(resort.id) }
-        for resort in resorts {
-            guard let altitude, altitude >= resort.baseElevation + elevationMargin else { continue }
-            if resort.boundary.distanceToBoundary(point) <= margin { return .mountain(resort.id) }
+        for fence in nearby where fence.bounds.contains(point) && fence.contains(point) { return .mountain(resorts[fence.id].id) }
+        for fence in nearby {
+            guard let altitude, altitude >= resorts[fence.id].baseElevation + elevationMargin else { continue }
+            if fence.distanceToBoundary(point) <= margin { return .mountain(resorts[fence.id].id) }
         }
         return .street
     }

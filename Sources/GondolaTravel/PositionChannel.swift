@@ -1,7 +1,7 @@
 import GondolaHub
 
 /// A channel of live positions, named once: `nearby:#<uid>`, `friends:#<uid>` or
-/// `locations:<tripId>` (the contract is in the README's "Travel API"). The frame
+/// `locations:<tripId>` (the contract is in docs/api/travel.md). The frame
 /// loop keeps channels in this form and publishes to `name` without parsing it again.
 enum PositionChannel: Hashable, Sendable {
     case nearby(user: String)

@@ -2,7 +2,7 @@ import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 
-/// The travel domain's built-in namespaces (README, "Travel API") and who may subscribe.
+/// The travel domain's built-in namespaces (docs/api/travel.md) and who may subscribe.
 public enum TravelNamespaces {
     /// Namespace names the configuration may not redefine.
     public static let names: Set<String> = ["nearby", "friends", "locations", "chat", "trip", "event"]

@@ -1,7 +1,7 @@
 import GondolaGeo
 import GondolaProtocol
 
-/// How travel values are written on the wire (README, "Travel API"): timestamps in Unix
+/// How travel values are written on the wire (docs/api/travel.md): timestamps in Unix
 /// ms, distances in metres rounded to 0.1 m, coordinates in WGS84 degrees.
 ///
 /// Frames and snapshots of positions are written straight to bytes: they are the

@@ -8,7 +8,7 @@ import GondolaServices
 
 /// The travel domain wired into a hub: directory (users, trips, friends), live
 /// locations with their channels, resorts and maps, chats, and the RPC and server
-/// API methods the README's "Travel API" section lists.
+/// API methods docs/api/travel.md lists.
 public final class TravelService: Sendable {
     public let directory: Directory
     public let resorts: ResortCatalog

@@ -20,7 +20,7 @@ struct GeoBenchmark: ParsableCommand {
     @Option(help: "Redis server (host:port) to compare with; its GEOSEARCH is skipped without it.") var redis: String?
     @Option(help: "libpq connection string of a PostgreSQL server with PostGIS; skipped without it.") var postgres: String?
     @Option(help: "Markdown file the table is appended to.") var markdown: String?
-    @Option(help: "Time only GondolaGeo on one workload: country, resort or roaming (for profiling and cell sizing), or only sweep libspatialindex (libspatialindex).") var only: String?
+    @Option(help: "Time only GondolaGeo on one workload: country, resort, roaming or maps (for profiling and cell sizing), or only sweep libspatialindex (libspatialindex).") var only: String?
     @Flag(help: "With --only country or resort, time the grid keyed by the ids as slots (gondola-grid) instead of MovingPointIndex.") var slots = false
 
     func validate() throws {
@@ -41,6 +41,10 @@ struct GeoBenchmark: ParsableCommand {
             print(String(format: "roaming: %.0f updates/s", roaming.perSecond))
             return
         }
+        if only == "maps" {
+            for row in mapSelectionRows() { print(row) }
+            return
+        }
         if only == "libspatialindex" {
             for workload in [country, resort] {
                 let best = sweepSpatialIndex(workload)
@@ -50,7 +54,7 @@ struct GeoBenchmark: ParsableCommand {
         }
         if let only {
             guard let workload = [country, resort].first(where: { $0.name == only }) else {
-                throw ValidationError("--only must be country, resort, roaming or libspatialindex, got '\(only)'")
+                throw ValidationError("--only must be country, resort, roaming, maps or libspatialindex, got '\(only)'")
             }
             let cell = only == "country" ? countryCell : resortCell
             if slots { timeAlone(GondolaGridIndex(cellMetres: cell), on: workload) } else { timeAlone(GondolaIndex(cellMetres: cell), on: workload) }
@@ -103,6 +107,7 @@ struct GeoBenchmark: ParsableCommand {
         rows.append(String(format: "| roaming | 100,000 watchers of 500 m, frames every tick | %d | %.0f | | |", roaming.updates, roaming.perSecond))
         let fences = fenceLookups()
         rows.append(String(format: "| fences | 10,000 polygons, point lookups | %d | %.0f | | |", fences.lookups, fences.perSecond))
+        rows += mapSelectionRows()
 
         let table = rows.joined(separator: "\n") + "\n\nlibspatialindex sweep (\(SpatialIndexSettings.sweep.count) configurations, \(sweepOperations) operations each; the table above uses the best):\n\n"
             + sweepRows.joined(separator: "\n")
@@ -236,6 +241,15 @@ struct GeoBenchmark: ParsableCommand {
         let seconds = (ContinuousClock.now - start).seconds
         print("roaming: \(ticks * perTick) updates in \(ticks) ticks, \(events) events")
         return (ticks * perTick, Double(ticks * perTick) / seconds)
+    }
+
+    /// Map selection per position update with 1 and 50 resorts, as table rows (µs per update in the median column).
+    func mapSelectionRows() -> [String] {
+        [1, 50].map { resorts in
+            let result = MapSelectionBenchmark(resorts: resorts, updates: max(operations, 100_000)).run()
+            return String(format: "| maps | %d resort%@, map choice per position update (%d mountain) | %d | %.0f | %.3f | |", resorts,
+                          resorts == 1 ? "" : "s", result.mountain, result.updates, 1e6 / result.microsPerUpdate, result.microsPerUpdate)
+        }
     }
 
     /// 10,000 polygons (stars of 100 m to 1 km) over 200 × 200 km, random point lookups.

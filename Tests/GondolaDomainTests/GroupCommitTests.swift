@@ -1,5 +1,6 @@
 import GondolaDomain
 import Synchronization
+import GondolaTestSupport
 import Testing
 
 /// Group commit: items that arrive while a batch is written go together in the next write,
@@ -26,7 +27,7 @@ import Testing
             await startedIterator.next()
             // The first write holds; six more items wait behind it.
             for item in 1...6 { group.addTask { (item, await commit.commit(item)) } }
-            try await Self.waitUntil { commit.waitingCount == 6 }
+            try await eventually { commit.waitingCount == 6 }
             opening.yield()
             var outcomes: [Int: String] = [:]
             for try await (item, outcome) in group { outcomes[item] = outcome }
@@ -71,17 +72,5 @@ import Testing
         #expect(batchSizes.withLock { $0.allSatisfy { $0 <= 3 } && $0.reduce(0, +) == 8 })
         // Nothing to wait for: returns at once.
         await Countdown(0).allDone()
-    }
-
-    /// Checks `condition` every 10 ms until it holds, failing after 10 s.
-    static func waitUntil(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the condition did not hold within 10 s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
     }
 }

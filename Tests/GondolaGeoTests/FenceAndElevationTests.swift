@@ -31,6 +31,33 @@ import Testing
         }
     }
 
+    /// `candidates(near:)` never misses a fence within `reach` metres of the point.
+    @Test func candidatesNearAPointIncludeEveryFenceWithinReach() {
+        let seed: UInt64 = 11
+        var random = SeededRandom(seed: seed)
+        let centre = GeoPoint(lat: 45.3, lon: 6.6)
+        var index = GeofenceIndex<Int>(cellDegrees: 0.01, reach: 600)
+        var fences: [Geofence<Int>] = []
+        for id in 0..<300 {
+            let fence = Geofence(id: id, polygons: [Polygon(outline: square(random.point(near: centre, metres: 8000), .random(in: 100...2000, using: &random)))])
+            fences.append(fence)
+            index.insert(fence)
+        }
+        for _ in 0..<2000 {
+            let point = random.point(near: centre, metres: 9000)
+            let found = Set(index.candidates(near: point).map(\.id))
+            let near = Set(fences.filter { $0.contains(point) || $0.distanceToBoundary(point) <= 600 }.map(\.id))
+            #expect(near.isSubset(of: found), "seed \(seed): \(near.subtracting(found)) missing at \(point)")
+        }
+    }
+
+    @Test func aBoxWidenedAcrossTheAntimeridianWraps() {
+        let box = BoundingBox(minLat: 0, minLon: 179.9, maxLat: 1, maxLon: 179.95).widened(by: 20_000)
+        #expect(box.crossesAntimeridian)
+        #expect(box.contains(GeoPoint(lat: 0.5, lon: -179.9)) && !box.contains(GeoPoint(lat: 0.5, lon: 179.5)))
+        #expect(BoundingBox(minLat: 89.9, minLon: 0, maxLat: 89.95, maxLon: 1).widened(by: 20_000).longitudeRanges == [-180...180])
+    }
+
     @Test func multiPolygonAcrossTheAntimeridian() {
         let east = Polygon(outline: [GeoPoint(lat: -1, lon: 179.5), GeoPoint(lat: -1, lon: -179.5), GeoPoint(lat: 1, lon: -179.5), GeoPoint(lat: 1, lon: 179.5), GeoPoint(lat: -1, lon: 179.5)])
         var index = GeofenceIndex<String>()
@@ -155,6 +182,41 @@ import Testing
         #expect(selector.choose(for: at(1600, alt: 1400)) == .mountain("demo"))
         #expect(selector.choose(for: at(1600, alt: 1320)) == .street)
         #expect(selector.choose(for: at(3000, alt: 2500)) == .street)
+    }
+
+    /// The indexed selector answers as the rule does when every resort is tested in turn
+    /// (the brute force below), on 50 resorts and seeded positions around them.
+    @Test func theIndexedChoiceMatchesTestingEveryResort() {
+        let seed: UInt64 = 21
+        var random = SeededRandom(seed: seed)
+        let resorts = (0..<50).map { id in
+            let middle = random.point(near: centre, metres: 30_000)
+            let ring = (0..<40).map { step in
+                Geodesy.destination(from: middle, bearing: Double(step) * 9, metres: .random(in: 800...2500, using: &random))
+            }
+            return ResortArea(id: "r\(id)", boundary: [Polygon(outline: ring + [ring[0]])], baseElevation: .random(in: 900...1600, using: &random))
+        }
+        let selector = MapSelector(resorts: resorts, margin: 300, elevationMargin: 50)
+        func bruteForce(_ point: GeoPoint, _ previous: MapChoice) -> MapChoice {
+            if let current = previous.resort, let resort = resorts.first(where: { $0.id == current }) {
+                if resort.boundary.contains(point) { return previous }
+                if point.alt.map({ $0 >= resort.baseElevation - 50 }) ?? true, resort.boundary.distanceToBoundary(point) <= 600 { return previous }
+            }
+            if let inside = resorts.first(where: { $0.boundary.contains(point) }) { return .mountain(inside.id) }
+            if let altitude = point.alt,
+               let near = resorts.first(where: { altitude >= $0.baseElevation + 50 && $0.boundary.distanceToBoundary(point) <= 300 }) {
+                return .mountain(near.id)
+            }
+            return .street
+        }
+        var previous = MapChoice.street
+        for _ in 0..<5000 {
+            var point = random.point(near: centre, metres: 32_000)
+            point.alt = .random(in: 800...2000, using: &random)
+            let expected = bruteForce(point, previous)
+            #expect(selector.choose(for: point, previous: previous) == expected, "seed \(seed) at \(point) after \(previous)")
+            previous = expected
+        }
     }
 
     @Test func hysteresisKeepsTheMountainMapNearTheEdge() {

@@ -2,6 +2,7 @@ import Foundation
 @testable import GondolaHub
 import GondolaProtocol
 import Synchronization
+import GondolaTestSupport
 import Testing
 
 /// The hub's side of the proxy, with a transport that answers what each test sets: the
@@ -32,15 +33,6 @@ import Testing
     }
 
 
-    /// Waits until `condition` holds (the session's proxy refreshes finish in tasks of their own).
-    static func until(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw HarnessError("condition not met in 10 s") }
-            await Task.yield()
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
 
     static func node(_ backend: CannedBackend) async throws -> Node {
         Node(configuration: testConfiguration(), tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
@@ -106,7 +98,7 @@ import Testing
         guard case let .connect(result) = try await client.call(.connect(ConnectRequest())).body else { Issue.record("no connect"); return }
         #expect(!result.expires, "the server refreshes this connection itself")
         client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(now + 2)))
-        try await Self.until { backend.asked(.refresh) == 1 && client.session.proxyRefreshesUnderWay == 0 }
+        try await eventually("the proxy refreshes") { backend.asked(.refresh) == 1 && client.session.proxyRefreshesUnderWay == 0 }
         // Past the old end and its grace the connection stands, prolonged.
         client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(now + 60)))
         #expect(try await client.call(.ping).body == .ping)

@@ -236,15 +236,16 @@ import Testing
         /// Sends `n` (and again every 20 ms, numbered on) in `region` until the follower
         /// applied one; answers the first it applied.
         func sendUntilApplied(region: String, from n: Int64) async throws -> Int64 {
-            let deadline = ContinuousClock.now + .seconds(15)
             var next = n
-            while ContinuousClock.now < deadline {
+            var first: Int64?
+            try await eventually("an event of \(region) applied", every: .milliseconds(20)) {
+                first = applied[1].values.withLock { $0.first { $0 >= n } }
+                guard first == nil else { return true }
                 nodes[0].replicate(topic: "position", region: region, ["n": .int(next)])
-                try await Task.sleep(for: .milliseconds(20))
-                if let first = applied[1].values.withLock({ $0.first { $0 >= n } }) { return first }
                 next += 1
+                return false
             }
-            throw HarnessError("no event of \(region) applied within 15 s")
+            return first!
         }
         nodes[1].follow(regions: ["resort:a"])
         _ = try await sendUntilApplied(region: "resort:a", from: 1)

@@ -2,6 +2,7 @@ import Synchronization
 import Foundation
 @testable import GondolaHub
 import GondolaProtocol
+import GondolaTestSupport
 import Testing
 
 @Suite struct HistoryAndRecoveryTests {
@@ -257,9 +258,7 @@ import Testing
     @Test func writerWaitsForTheNextMessage() async throws {
         let queue = OutboundQueue(maxBytes: 100, maxFrameBytes: 100)
         let reader = Task { await queue.next() }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !queue.writerIsWaiting, ContinuousClock.now < deadline { await Task.yield() }
-        #expect(queue.writerIsWaiting)
+        try await eventually("the writer waiting") { queue.writerIsWaiting }
         queue.enqueue([0x32])
         #expect(await reader.value == .frame([0x32]))
     }

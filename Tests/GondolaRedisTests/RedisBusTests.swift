@@ -24,7 +24,7 @@ import Testing
         let bus = RedisBus(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, nodeUID: node, logger: Logger(label: "test"))
         try await bus.start(deliver: { events in received.events.withLock { $0 += events } },
                             listening: { again in if again { received.resumptions.add(1, ordering: .relaxed) } })
-        try await waitUntil { bus.receiving && bus.publisher.isUp }
+        try await eventually { bus.receiving && bus.publisher.isUp }
         return (bus, received)
     }
 
@@ -52,7 +52,7 @@ import Testing
             let big = JSON.string(String(repeating: "x", count: 200_000))
             sent.append(.domain(topic: "fleet", origin: "a", payload: ["blob": big]))
             for event in sent { try await a.publish([event]) }
-            try await waitUntil { atB.events.withLock { $0.count } == sent.count && atA.events.withLock { $0.count } == sent.count }
+            try await eventually { atB.events.withLock { $0.count } == sent.count && atA.events.withLock { $0.count } == sent.count }
             #expect(atB.events.withLock { $0 } == sent)
             #expect(atA.events.withLock { $0 } == sent)
         }
@@ -62,7 +62,7 @@ import Testing
         try await Self.withTwoNodes { redis, first, second in
             let (a, atA) = first, (b, atB) = second
             try await redis.stop()
-            try await waitUntil { !a.receiving && !b.receiving && !a.publisher.isUp }
+            try await eventually { !a.receiving && !b.receiving && !a.publisher.isUp }
             await #expect {
                 try await a.publish([.disconnect(user: "u", code: .forceDisconnect, keeping: [])])
             } throws: { error in
@@ -71,10 +71,10 @@ import Testing
             }
             try await redis.start()
             // Each bus says it resumed once both its connections are back.
-            try await waitUntil { atA.resumptions.load(ordering: .relaxed) == 1 && atB.resumptions.load(ordering: .relaxed) == 1 }
+            try await eventually { atA.resumptions.load(ordering: .relaxed) == 1 && atB.resumptions.load(ordering: .relaxed) == 1 }
             #expect(a.receiving && b.receiving && a.publisher.isUp)
             try await a.publish([.disconnect(user: "v", code: .connectionLimit, keeping: ["c1"])])
-            try await waitUntil { atB.events.withLock { $0 } == [.disconnect(user: "v", code: .connectionLimit, keeping: ["c1"])] }
+            try await eventually { atB.events.withLock { $0 } == [.disconnect(user: "v", code: .connectionLimit, keeping: ["c1"])] }
         }
     }
 }

@@ -49,7 +49,7 @@ import Testing
         async let blocked = connection.send(["BLPOP", "nothing", "2"])
         let observer = try await RedisConnection.connect(to: redis.address, on: group)
         defer { observer.close() }
-        try await waitUntil { (try await observer.send(["INFO", "clients"]).string ?? "").contains("blocked_clients:1") }
+        try await eventually { (try await observer.send(["INFO", "clients"]).string ?? "").contains("blocked_clients:1") }
         let results = await withTaskGroup(of: RedisError?.self) { tasks in
             for _ in 0..<4 {
                 tasks.addTask {
@@ -87,7 +87,7 @@ import Testing
         publisher.start()
         var stateEvents = states.stream.makeAsyncIterator()
         #expect(await stateEvents.next() == .up)
-        try await waitUntil { publisher.isUp }
+        try await eventually { publisher.isUp }
         var messages = received.stream.makeAsyncIterator()
         #expect(try await publishUntilHeard(publisher, "one", &messages) == Array("one".utf8))
 
@@ -100,7 +100,7 @@ import Testing
 
         try await redis.start()
         #expect(await stateEvents.next() == .up)
-        try await waitUntil { publisher.isUp }
+        try await eventually { publisher.isUp }
         // The subscription came back with the connection.
         #expect(try await publishUntilHeard(publisher, "two", &messages) == Array("two".utf8))
     }
@@ -108,7 +108,7 @@ import Testing
     /// Publishes until a subscriber counts (PUBLISH answers how many heard it), then reads the delivery.
     func publishUntilHeard(_ publisher: RedisClient, _ text: String,
                            _ messages: inout AsyncStream<[UInt8]>.Iterator) async throws -> [UInt8]? {
-        try await waitUntil { (try? await publisher.send(["PUBSUB", "NUMSUB", "bus"]))?.elements?.last?.integer == 1 }
+        try await eventually { (try? await publisher.send(["PUBSUB", "NUMSUB", "bus"]))?.elements?.last?.integer == 1 }
         #expect(try await publisher.send(["PUBLISH", "bus", text]).integer == 1)
         return await messages.next()
     }

@@ -26,7 +26,7 @@ import Testing
         let client = RedisClient(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, maxBackoff: .milliseconds(100))
         client.start()
         defer { client.stop() }
-        try await waitUntil { client.isUp }
+        try await eventually { client.isUp }
         try await body(RedisHistoryStore(redis: client), client)
     }
 
@@ -117,7 +117,7 @@ import Testing
                 let options = Self.options()
                 let before = try await store.append(Self.publication("1"), to: "o", options: options, now: Date()).1
                 try await redis.stop()
-                try await waitUntil { !client.isUp }
+                try await eventually { !client.isUp }
                 let started = ContinuousClock.now
                 await #expect {
                     _ = try await store.append(Self.publication("2"), to: "o", options: options, now: Date())
@@ -128,7 +128,7 @@ import Testing
                 #expect(ContinuousClock.now - started < .seconds(1))
                 // The server comes back empty (no persistence here): the script is loaded again, and the stream starts a new epoch.
                 try await redis.start()
-                try await waitUntil { client.isUp }
+                try await eventually { client.isUp }
                 let after = try await store.append(Self.publication("3"), to: "o", options: options, now: Date()).1
                 #expect(after.offset == 1 && after.epoch != before.epoch)
             }

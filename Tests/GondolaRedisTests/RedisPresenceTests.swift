@@ -36,7 +36,7 @@ import Testing
             try await RedisHistoryStoreTests.withStore(redis) { store, client in
                 let presence = RedisPresence(redis: client)
                 try await redis.stop()
-                try await waitUntil { !client.isUp }
+                try await eventually { !client.isUp }
                 await #expect {
                     try await presence.addPresence(channel: "room", info: ClientInfo(user: "u", client: "c"))
                 } throws: { error in

@@ -1,6 +1,7 @@
 import Foundation
 import GondolaHub
 import GondolaProtocol
+import GondolaTestSupport
 import Testing
 
 /// permessage-deflate on the WebSocket endpoint over real sockets: negotiated only when
@@ -100,8 +101,7 @@ import Testing
         let token = try await server.token("odd-windows")
         try client.sendText(Array((#"{"id":1,"connect":{"token":"\#(token)"}}"# + "\n" + #"{"id":2,"subscribe":{"channel":"room:windows"}}"#).utf8))
         let node = server.server.node
-        let deadline = ContinuousClock.now + .seconds(5)
-        while node.channels()["room:windows"] != 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("both subscribers on room:windows") { node.channels()["room:windows"] == 2 }
         _ = try await node.publish(channel: "room:windows", data: Payload(Self.frame(4)))
         var frame = try await client.nextFrame()
         while !String(decoding: frame.payload, as: UTF8.self).contains("positions") { frame = try await client.nextFrame() }
@@ -135,9 +135,7 @@ import Testing
         let bomb = try await server.client("bomb", compressed: true)
         // 1 MiB of spaces deflates to about a kilobyte; the endpoint inflates at most 64 KiB.
         _ = try? await bomb.call(.publish(channel: "room:bomb", data: Payload(.string(String(repeating: " ", count: 1 << 20)))))
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !bomb.isClosed, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(bomb.isClosed)
+        try await eventually("the inflation bomb's connection closed") { bomb.isClosed }
         _ = try await server.server.node.publish(channel: "room:bomb", data: Payload(Self.frame(3)))
         #expect(try await healthy.awaitPublications("room:bomb", count: 1) == [Self.frame(3)])
         try await server.stop()

@@ -6,6 +6,7 @@ import FoundationNetworking
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
+import GondolaTestSupport
 import Testing
 
 @Suite(.serialized) struct EndToEndTests {
@@ -83,10 +84,8 @@ import Testing
         let server = try await RunningServer.start()
         let token = try await server.token("alice")
         async let conversation = converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: token)))), .awaitMessages(1)], idle: .seconds(10))
-        // Stop once alice is connected (a deadline, not a pause).
-        let connected = ContinuousClock.now + .seconds(15)
-        while server.server.node.stats.clients < 1, ContinuousClock.now < connected { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(server.server.node.stats.clients == 1)
+        // Stop once alice is connected.
+        try await eventually("alice connected") { server.server.node.stats.clients == 1 }
         let started = ContinuousClock.now
         try await server.stop()
         #expect(ContinuousClock.now - started < .seconds(5))

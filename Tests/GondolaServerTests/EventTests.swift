@@ -5,6 +5,7 @@ import GondolaServices
 import GondolaStore
 import GondolaTravel
 import Synchronization
+import GondolaTestSupport
 import Testing
 @testable import GondolaServer
 

@@ -8,6 +8,7 @@ import GondolaServer
 import Hummingbird
 import JWTKit
 import Synchronization
+import GondolaTestSupport
 import Testing
 
 /// Keys that rotate: a JWKS URL fetched again when a token names a new key (and kept while

@@ -2,6 +2,7 @@ import Foundation
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
+import GondolaTestSupport
 import GondolaTravel
 import HummingbirdWSClient
 import HummingbirdWSCompression
@@ -103,13 +104,13 @@ final class LiveClient: Sendable {
             return state.nextID
         }
         outbound.yield(encoding.encode(Command(id: id, method)))
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if let reply = box.state.withLock({ $0.replies.removeValue(forKey: id) }) { return reply }
-            if box.state.withLock({ $0.closed }) { throw HarnessError("connection closed before reply \(id)") }
-            try await Task.sleep(for: .milliseconds(2))
+        var reply: Reply?
+        try await eventually("the reply to command \(id)", within: .seconds(10), every: .milliseconds(2)) {
+            reply = box.state.withLock { $0.replies.removeValue(forKey: id) }
+            if reply == nil, box.state.withLock({ $0.closed }) { throw HarnessError("connection closed before reply \(id)") }
+            return reply != nil
         }
-        throw HarnessError("no reply to command \(id)")
+        return reply!
     }
 
     /// Calls an RPC method; answers its result data or throws the error reply.
@@ -170,12 +171,10 @@ final class LiveClient: Sendable {
         return publications(channel)
     }
 
-    /// Waits until `channel` has at least `count` publications (or 5 s pass); answers their payloads.
+    /// Waits until `channel` has at least `count` publications (or 5 s pass); answers the payloads
+    /// there are, which the caller checks.
     func awaitPayloads(_ channel: String, count: Int) async throws -> [Payload] {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while payloads(channel).count < count, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try? await eventually("\(count) publications on \(channel)", within: .seconds(5), every: .milliseconds(5)) { payloads(channel).count >= count }
         return payloads(channel)
     }
 

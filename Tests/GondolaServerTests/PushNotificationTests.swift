@@ -4,6 +4,7 @@ import GondolaProtocol
 import GondolaPushStandIn
 @testable import GondolaRentals
 import GondolaServer
+import GondolaTestSupport
 import Testing
 
 /// Push notifications end to end: a real hub with APNs and FCM credentials pointed at the

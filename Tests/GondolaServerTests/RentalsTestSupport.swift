@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import GondolaProtocol
 import GondolaServer
+import GondolaTestSupport
 
 /// A server with the rentals domain at bcrypt cost 4 (fast tests) and mails written to
 /// its data folder.
@@ -24,10 +25,9 @@ extension RunningServer {
         return try names.map { name in try MailFile.parse(String(contentsOfFile: mailFolder + "/" + name, encoding: .utf8)) }
     }
 
-    /// Waits until `count` mails were written (or 5 s pass).
+    /// Waits until `count` mails were written (or 5 s pass); answers the mails there are, which the caller checks.
     func awaitMails(_ count: Int) async throws -> [(to: String, subject: String, text: String)] {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while try mails().count < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try? await eventually("\(count) mails", within: .seconds(5)) { try mails().count >= count }
         return try mails()
     }
 

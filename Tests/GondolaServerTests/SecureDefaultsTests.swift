@@ -2,6 +2,7 @@ import Foundation
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
+import GondolaTestSupport
 import Testing
 
 /// Who may open a connection and what a connection may do when nothing is configured:

@@ -14,6 +14,7 @@ import NIOWebSocket
 import Logging
 import ServiceLifecycle
 import Synchronization
+import GondolaTestSupport
 import Testing
 import GondolaServices
 
@@ -156,16 +157,11 @@ func converse(_ url: String, _ steps: [Step], idle: Duration = .milliseconds(500
             switch step {
             case let .text(text): try? await outbound.write(.text(text))
             case let .binary(bytes): try? await outbound.write(.binary(.init(bytes: bytes)))
+            // The caller checks what arrived: a wait that ends without it is not an error here.
             case let .awaitMessages(count):
-                let deadline = ContinuousClock.now + .seconds(5)
-                while box.count < count, !box.finished, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(5))
-                }
+                try? await eventually(within: .seconds(5), every: .milliseconds(5)) { box.count >= count || box.finished }
             case .awaitClose:
-                let deadline = ContinuousClock.now + .seconds(10)
-                while !box.finished, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(5))
-                }
+                try? await eventually(within: .seconds(10), every: .milliseconds(5)) { box.finished }
             }
         }
         while !box.finished {
@@ -225,16 +221,6 @@ func startStandIn(_ router: Router<BasicRequestContext>, name: String) async thr
     var iterator = ports.stream.makeAsyncIterator()
     guard let port = await iterator.next() else { throw HarnessError("the \(name) stand-in did not start") }
     return (port, task)
-}
-
-/// Waits until `condition` holds, checking every 50 ms; records an issue naming `what`
-/// after 15 s.
-func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-    for _ in 0..<300 {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    Issue.record("timed out waiting for \(what)")
 }
 
 /// What a stand-in that does not answer uses: each request waits in `hold()` until the

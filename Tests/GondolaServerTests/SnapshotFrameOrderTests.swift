@@ -1,6 +1,7 @@
 import Foundation
 import GondolaGeo
 import GondolaProtocol
+import GondolaTestSupport
 import Testing
 
 /// Frames are published after the live state's lock is released; a subscribe that
@@ -54,10 +55,8 @@ import Testing
             }
             return latest
         }
-        let deadline = ContinuousClock.now + .seconds(15)
-        while !watchers.indices.allSatisfy({ latest($0) == lastSent }), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        // The expectations below say which watcher misses what when the wait ends without it.
+        try? await eventually { watchers.indices.allSatisfy { latest($0) == lastSent } }
         #expect(snapshotOf.contains { ($0?["positions"]?.arrayValue.count ?? 0) > 0 }, "some hosts subscribed while the travellers moved")
         for (index, (host, watcher)) in zip(hosts, watchers).enumerated() {
             var seen: [String: Int64] = [:]

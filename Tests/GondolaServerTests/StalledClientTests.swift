@@ -2,6 +2,7 @@ import Foundation
 import GondolaGeo
 import GondolaHub
 import GondolaProtocol
+import GondolaTestSupport
 import Testing
 
 /// A client that stops reading: its queue overflows (3008) and, since not even
@@ -23,9 +24,7 @@ import Testing
         let silent = try RawWebSocket(port: server.port, headers: compressed ? ["Sec-WebSocket-Extensions: permessage-deflate"] : [],
                                       receiveBuffer: 4096)
         try silent.sendText(Array((#"{"id":1,"connect":{"token":"\#(token)"}}"# + "\n" + #"{"id":2,"subscribe":{"channel":"room:big"}}"#).utf8))
-        let deadline = ContinuousClock.now + .seconds(10)
-        while node.channels()["room:big"] != 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(node.channels()["room:big"] == 2)
+        try await eventually("both subscribers on room:big") { node.channels()["room:big"] == 2 }
 
         // 8 MiB for each subscriber: more than the silent client's queue and socket buffers hold
         // (random text, which deflate cannot shrink much; seeded, the bytes are the same every run).
@@ -35,19 +34,14 @@ import Testing
             let payload = Payload(.string(String((0..<4000).map { _ in letters.randomElement(using: &random)! })))
             _ = try await node.publish(channel: "room:big", data: payload)
             // Paced by the healthy client (at most 8 publications ahead of it), whose queue has the same bound.
-            let paced = ContinuousClock.now + .seconds(20)
-            while healthy.publications("room:big").count < index - 8, ContinuousClock.now < paced {
-                try await Task.sleep(for: .milliseconds(1))
+            try await eventually("the healthy client within 8 publications", within: .seconds(20), every: .milliseconds(1)) {
+                healthy.publications("room:big").count >= index - 8
             }
         }
         // The silent client is dropped: it leaves the channel.
-        let dropped = ContinuousClock.now + .seconds(20)
-        while node.channels()["room:big"] != 1, ContinuousClock.now < dropped { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(node.channels()["room:big"] == 1)
+        try await eventually("the silent client dropped", within: .seconds(20)) { node.channels()["room:big"] == 1 }
         // The healthy client got every publication, in order, and is still served.
-        let received = ContinuousClock.now + .seconds(20)
-        while healthy.publications("room:big").count < 2000, ContinuousClock.now < received { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(healthy.publications("room:big").count == 2000)
+        try await eventually("all 2000 publications", within: .seconds(20)) { healthy.publications("room:big").count == 2000 }
         #expect(try await healthy.rpc("server.time")["ts"] != nil)
         withExtendedLifetime(silent) {}
     }

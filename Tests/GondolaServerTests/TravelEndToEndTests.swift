@@ -1,6 +1,7 @@
 import Foundation
 import GondolaGeo
 import GondolaProtocol
+import GondolaTestSupport
 import Testing
 
 /// The travel domain through the real server over real sockets.
@@ -46,11 +47,11 @@ import Testing
                     if distance <= radius { within.insert("w\(other)") }
                     if distance > radius + margin + 0.5 { beyond.insert("w\(other)") }
                 }
-                let deadline = ContinuousClock.now + .seconds(10)
-                var told = Self.told(client.publications("nearby:#w\(index)"), watcher: index)
-                while !(within.isSubset(of: told) && told.isDisjoint(with: beyond)), ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
+                var told: Set<String> = []
+                // The expectations below name the seed when the wait ends without the condition.
+                try? await eventually {
                     told = Self.told(client.publications("nearby:#w\(index)"), watcher: index)
+                    return within.isSubset(of: told) && told.isDisjoint(with: beyond)
                 }
                 #expect(told.isDisjoint(with: beyond), "seed \(seed), round \(round): w\(index) still has \(told.intersection(beyond))")
                 #expect(within.isSubset(of: told), "seed \(seed), round \(round): w\(index) misses \(within.subtracting(told))")

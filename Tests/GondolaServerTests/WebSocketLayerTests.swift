@@ -1,5 +1,6 @@
 import Foundation
 import GondolaProtocol
+import GondolaTestSupport
 import Testing
 
 /// The WebSocket layer the sessions run on (NIO's frame codec and the session's channel
@@ -86,9 +87,7 @@ import Testing
             throw error
         }
         _ = try await client.readToEnd()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while server.server.openConnections > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(server.server.openConnections == 0)
+        try await eventually("every connection closed") { server.server.openConnections == 0 }
         try await server.stop()
     }
 
@@ -131,9 +130,7 @@ import Testing
             clients.append(client)
         }
         #expect(server.server.openConnections == 20)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while server.server.connectionsHandlingMessages > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(server.server.connectionsHandlingMessages == 0)
+        try await eventually("no connection holding a task") { server.server.connectionsHandlingMessages == 0 }
         // They are still served: a publication reaches every one.
         _ = try await server.server.node.publish(channel: "room:idle", data: Payload(.string("wake")))
         for client in clients { #expect(try await client.awaitPublications("room:idle", count: 1) == [.string("wake")]) }

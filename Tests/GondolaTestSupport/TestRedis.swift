@@ -38,15 +38,15 @@ public final class TestRedis: @unchecked Sendable {
         }
         pid = try TestProcess.spawn([server, "--bind", "127.0.0.1", "--port", "\(port)", "--save", "", "--appendonly", "no",
                                      "--dir", folder], output: folder + "/redis.log", errors: folder + "/redis.log")
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            if let connection = try? await RedisConnection.connect(to: address, on: MultiThreadedEventLoopGroup.singleton) {
+        do {
+            try await eventually("redis-server on port \(port)", within: .seconds(60), every: .milliseconds(20)) {
+                guard let connection = try? await RedisConnection.connect(to: address, on: MultiThreadedEventLoopGroup.singleton) else { return false }
                 connection.close()
-                return
+                return true
             }
-            try await Task.sleep(for: .milliseconds(20))
+        } catch {
+            throw TestRedisError("redis-server on port \(port) did not answer within 60 s; see \(folder)/redis.log")
         }
-        throw TestRedisError( "redis-server on port \(port) did not answer within 60 s; see \(folder)/redis.log")
     }
 
     /// Kills the server (SIGKILL) and waits for it to be gone.
@@ -76,12 +76,3 @@ public struct TestRedisError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Waits until `condition` holds, checking every 10 ms; throws once `limit` has passed
-/// (a deadline, generous because the tests of other targets can keep the two cores busy).
-public func waitUntil(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + limit
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw TestRedisError("condition not met within \(limit)") }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
