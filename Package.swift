@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "GondolaProtocol", targets: ["GondolaProtocol"]),
         .library(name: "GondolaHub", targets: ["GondolaHub"]),
         .library(name: "GondolaStore", targets: ["GondolaStore"]),
+        .library(name: "GondolaRuntime", targets: ["GondolaRuntime"]),
         .library(name: "GondolaPostgres", targets: ["GondolaPostgres"]),
         .library(name: "GondolaCluster", targets: ["GondolaCluster"]),
         .library(name: "GondolaDomain", targets: ["GondolaDomain"]),
@@ -91,9 +92,14 @@ let package = Package(
             ]
         ),
         .target(
+            name: "GondolaRuntime",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .target(
             name: "GondolaPostgres",
             dependencies: [
                 "GondolaHub",
+                "GondolaRuntime",
                 "GondolaProtocol",
                 "GondolaStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -192,6 +198,7 @@ let package = Package(
             name: "GondolaTravel",
             dependencies: [
                 "GondolaDomain",
+                "GondolaRuntime",
                 "GondolaServices",
                 "GondolaHub",
                 "GondolaGeo",
@@ -241,6 +248,7 @@ let package = Package(
             name: "GondolaServer",
             dependencies: [
                 "GondolaPush",
+                "GondolaRuntime",
                 "GondolaCluster",
                 "GondolaRedis",
                 "GondolaPostgres",
@@ -370,6 +378,7 @@ let package = Package(
             name: "GondolaServerTests",
             dependencies: [
                 "GondolaServer",
+                "GondolaRuntime",
                 "GondolaPush",
                 "GondolaPushStandIn",
                 "GondolaCrash",

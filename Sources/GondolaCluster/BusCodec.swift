@@ -1,5 +1,5 @@
 import Foundation
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaProtocol
 
 /// How cluster events are written into PostgreSQL notifications and read back.

@@ -1,5 +1,5 @@
 import Foundation
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import Logging

@@ -1,10 +1,10 @@
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaPostgres
 
 /// What a cluster node runs, whichever engine carries its bus: the link to the
 /// other nodes over the PostgreSQL database they share (`PostgresCluster`), or over
 /// Redis with the tables in that database (`RedisCluster`).
-public protocol ClusterNodeLink: ClusterLink, TransactionalBus {
+@_spi(Engine) public protocol ClusterNodeLink: ClusterLink, TransactionalBus {
     /// The shared database, where the domains keep their tables.
     var pool: PostgresPool { get }
     /// Receives the bus and keeps the node's heartbeat until cancelled.

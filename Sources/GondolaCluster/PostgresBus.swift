@@ -1,5 +1,5 @@
 import Foundation
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import Logging
@@ -27,7 +27,7 @@ final class PostgresBus: Sendable {
     /// Listens until cancelled, reconnecting after a loss (backoff 200 ms to 5 s).
     /// `listening` runs each time the node receives the bus (`again` after a loss),
     /// before the first notification is applied; `lost` runs when the connection is lost.
-    func receive(into node: @escaping @Sendable () -> Node?, listening: @escaping @Sendable (_ again: Bool) async -> Void,
+    func receive(into node: @escaping @Sendable () -> (any EngineDelivery)?, listening: @escaping @Sendable (_ again: Bool) async -> Void,
                  lost: @escaping @Sendable () -> Void) async {
         var failures = 0
         while !Task.isCancelled {
@@ -52,7 +52,7 @@ final class PostgresBus: Sendable {
         }
     }
 
-    private func deliver(_ payload: String, to node: Node?) async throws {
+    private func deliver(_ payload: String, to node: (any EngineDelivery)?) async throws {
         let events: [ClusterEvent]
         do {
             switch try BusCodec.decodeNotification(payload) {
@@ -70,7 +70,7 @@ final class PostgresBus: Sendable {
             return
         }
         guard let node else { return }
-        for event in events { node.receive(event) }
+        for event in events { node.deliver(event) }
     }
 
     /// Deletes bus payload rows older than `retention`.

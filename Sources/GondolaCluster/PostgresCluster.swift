@@ -1,5 +1,5 @@
 import Foundation
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import Logging
@@ -16,7 +16,7 @@ import Synchronization
 /// - Presence is a table of subscribers with the node that holds each; entries of
 ///   a node that stopped its heartbeat for `nodeTimeout` are no longer listed and
 ///   are deleted by the next live node's sweep.
-public final class PostgresCluster: ClusterNodeLink {
+@_spi(Engine) public final class PostgresCluster: ClusterNodeLink {
     public let pool: PostgresPool
     public let nodeUID: String
     public let settings: ClusterSettings
@@ -27,7 +27,7 @@ public final class PostgresCluster: ClusterNodeLink {
     let bus: PostgresBus
     private var writer: BusWriter { bus.writer }
     private let logger: Logger
-    private let node = Mutex<Node?>(nil)
+    private let delivery = Mutex(WeakDelivery())
     private let gate = ReadyGate()
     private let startedAt = Date()
 
@@ -53,11 +53,11 @@ public final class PostgresCluster: ClusterNodeLink {
     }
 
     /// The node the bus delivers to.
-    public func attach(_ node: Node) {
-        self.node.withLock { $0 = node }
+    public func attach(_ delivery: any EngineDelivery) {
+        self.delivery.withLock { $0.target = delivery }
     }
 
-    private var attachedNode: Node? { node.withLock { $0 } }
+    private var attachedNode: (any EngineDelivery)? { delivery.withLock { $0.target } }
 
     public func ready() async {
         await gate.opened()
@@ -157,12 +157,12 @@ public final class PostgresCluster: ClusterNodeLink {
             into: { self.attachedNode },
             listening: { [gate, logger] again in
                 if again {
-                    self.attachedNode?.closeAllForReconnect(reason: "cluster bus reconnected")
+                    self.attachedNode?.reconnectAll(reason: "cluster bus reconnected")
                     logger.notice("cluster bus receiving again")
                 }
                 // Domains reload what they keep in memory before the first event is applied:
                 // anything committed before this point is in what they read, the rest follows.
-                await self.attachedNode?.clusterResynchronized()
+                await self.attachedNode?.resynchronize()
                 gate.open()
             },
             lost: { [gate] in gate.close() })
@@ -183,12 +183,12 @@ public final class PostgresCluster: ClusterNodeLink {
     }
 
     private func beat() async throws {
-        let node = node.withLock { $0 }
-        let stats = node?.stats ?? NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0)
+        let entry = attachedNode?.registryEntry
+        let stats = entry?.stats ?? NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try await pool.query("""
             INSERT INTO cluster_node (uid, name, version, started_at_ms, seen_at_ms, clients, users, channels, subscriptions)
-            VALUES (\(nodeUID), \(node?.configuration.nodeName ?? ""), \(node?.version ?? ""), \(Int64(startedAt.timeIntervalSince1970 * 1000)), \(now),
+            VALUES (\(nodeUID), \(entry?.name ?? ""), \(entry?.version ?? ""), \(Int64(startedAt.timeIntervalSince1970 * 1000)), \(now),
                     \(Int32(stats.clients)), \(Int32(stats.users)), \(Int32(stats.channels)), \(Int32(stats.subscriptions)))
             ON CONFLICT (uid) DO UPDATE SET seen_at_ms = excluded.seen_at_ms, clients = excluded.clients, users = excluded.users,
                 channels = excluded.channels, subscriptions = excluded.subscriptions

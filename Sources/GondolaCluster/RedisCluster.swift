@@ -1,5 +1,5 @@
 import Foundation
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import GondolaRedis
@@ -28,7 +28,7 @@ import Synchronization
 /// `notAvailable` (108) at once; clients stay connected. When its bus subscription is
 /// back, the node's clients are closed with 3010 so that they reconnect and recover
 /// what they missed (or learn that a restarted Redis lost it).
-public final class RedisCluster: ClusterNodeLink {
+@_spi(Engine) public final class RedisCluster: ClusterNodeLink {
     /// One Redis server: its bus (the publisher connection also carries every command,
     /// so this node's scripts and messages reach the server in the order it sent them),
     /// its streams and its presence.
@@ -49,7 +49,7 @@ public final class RedisCluster: ClusterNodeLink {
     let registry: RedisNodes
     let postgresBus: PostgresBus
     private let logger: Logger
-    private let node = Mutex<Node?>(nil)
+    private let delivery = Mutex(WeakDelivery())
     private let postgresReady = ReadyGate()
     private let redisReady: [ReadyGate]
     /// The presence entries this node holds, added again before they expire.
@@ -82,11 +82,11 @@ public final class RedisCluster: ClusterNodeLink {
                                   maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
     }
 
-    public func attach(_ node: Node) {
-        self.node.withLock { $0 = node }
+    public func attach(_ delivery: any EngineDelivery) {
+        self.delivery.withLock { $0.target = delivery }
     }
 
-    private var attachedNode: Node? { node.withLock { $0 } }
+    private var attachedNode: (any EngineDelivery)? { delivery.withLock { $0.target } }
 
     /// Returns once the node receives PostgreSQL's bus and has received every shard's
     /// bus at least once: an outage of Redis after the start does not hold up new
@@ -190,13 +190,13 @@ public final class RedisCluster: ClusterNodeLink {
             try? await shard.bus.start(
                 deliver: { events in
                     guard let node = self.attachedNode else { return }
-                    for event in events { node.receive(event) }
+                    for event in events { node.deliver(event) }
                 },
                 listening: { [logger, redisReady] again in
                     guard again else { return redisReady[index].open() }
                     logger.notice("cluster bus (Redis) receiving again", metadata: ["address": "\(shard.bus.publisher.address)"])
-                    self.attachedNode?.closeAllForReconnect(reason: "cluster bus reconnected")
-                    Task { await self.attachedNode?.clusterResynchronized() }
+                    self.attachedNode?.reconnectAll(reason: "cluster bus reconnected")
+                    Task { await self.attachedNode?.resynchronize() }
                 })
         }
         await withTaskGroup(of: Void.self) { group in
@@ -214,8 +214,8 @@ public final class RedisCluster: ClusterNodeLink {
         await postgresBus.receive(
             into: { self.attachedNode },
             listening: { [postgresReady] again in
-                if again { self.attachedNode?.closeAllForReconnect(reason: "cluster bus reconnected") }
-                await self.attachedNode?.clusterResynchronized()
+                if again { self.attachedNode?.reconnectAll(reason: "cluster bus reconnected") }
+                await self.attachedNode?.resynchronize()
                 postgresReady.open()
             },
             lost: { [postgresReady] in postgresReady.close() })
@@ -226,9 +226,9 @@ public final class RedisCluster: ClusterNodeLink {
         var beats = 0
         while !Task.isCancelled {
             do {
-                let node = node.withLock { $0 }
-                let stats = node?.stats ?? NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0)
-                try await registry.beat(ClusterNodeInfo(uid: nodeUID, name: node?.configuration.nodeName ?? "", version: node?.version ?? "", stats: stats),
+                let entry = attachedNode?.registryEntry
+                    ?? ClusterNodeInfo(uid: nodeUID, name: "", version: "", stats: NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0))
+                try await registry.beat(ClusterNodeInfo(uid: nodeUID, name: entry.name, version: entry.version, stats: entry.stats),
                                         startedAt: startedAt, now: Date())
                 if beats % 60 == 0 {
                     try await postgresBus.sweepPayloads(retention: settings.payloadRetention)

@@ -1,5 +1,5 @@
 import Foundation
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaProtocol
 import GondolaRESP
 import GondolaRedis
@@ -12,7 +12,7 @@ import GondolaRedis
 /// is one Lua script, so hash and set never disagree.
 ///
 /// Keys are `gondola:{<channel>}:presence` and `gondola:{<channel>}:presence-expiry`.
-public final class RedisPresence: PresenceManager {
+@_spi(Engine) public final class RedisPresence: PresenceManager {
     public let redis: any RedisCommands
     /// How long an entry lasts without being added again.
     public let ttl: Duration

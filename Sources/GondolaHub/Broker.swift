@@ -1,16 +1,33 @@
 import Foundation
 import GondolaProtocol
 
+/// What an engine sees of the node it serves (centrifuge's broker event handler), held
+/// weakly: where it delivers the bus's events, and the few things it asks of the node.
+/// It is the engines' interface (`@_spi(Engine)`), not the domains'.
+@_spi(Engine) public protocol EngineDelivery: AnyObject, Sendable {
+    /// A publication or event from the bus, this node's own included, in commit order.
+    func deliver(_ event: ClusterEvent)
+    /// The engine may have missed events (its bus connection dropped and came back):
+    /// every client reconnects and recovers.
+    func reconnectAll(reason: String)
+    /// The engine receives the bus again (and at start): the domains reload what they keep in memory.
+    func resynchronize() async
+    /// The channel's subscribers on this node that are in its presence (a node alone keeps presence nowhere else).
+    func localPresence(of channel: String) -> [String: ClientInfo]
+    /// This node's name, version and figures, for the cluster's registry (`uid` is this run's).
+    var registryEntry: ClusterNodeInfo { get }
+}
+
 /// The engine behind a node (centrifuge's `Broker`): it keeps the channels' streams and
 /// carries publications and events to every node's subscribers. `Node` has one publish
 /// path — it hands a publication to its broker, and delivers what the broker hands back
-/// through `Node.receive` (its own publications included), in each channel's offset
-/// order. `MemoryBroker` serves a node alone; a cluster's `ClusterLink` carries the same
-/// calls between nodes. `Tests/GondolaHubTests/BrokerTests.swift` runs one suite against
-/// every engine.
-public protocol Broker: Sendable {
-    /// Where the broker delivers: the node calls this once, when it is built.
-    func attach(_ node: Node)
+/// through `EngineDelivery.deliver` (its own publications included), in each channel's
+/// offset order. `MemoryBroker` serves a node alone; a cluster's `ClusterLink` carries the
+/// same calls between nodes. `Tests/GondolaHubTests/BrokerTests.swift` runs one suite
+/// against every engine.
+@_spi(Engine) public protocol Broker: Sendable {
+    /// Where the broker delivers, held weakly: the node calls this once, when it is built.
+    func attach(_ delivery: any EngineDelivery)
 
     /// Appends the publication to the channel's stream when `options` keeps one and
     /// delivers it to every node; `completion` hears its position (nil without a stream)
@@ -42,7 +59,7 @@ public protocol Broker: Sendable {
     func follow(regions: Set<String>)
 }
 
-extension Broker {
+@_spi(Engine) extension Broker {
     /// Delivers an event to every node; returns once it is on its way (the task waits,
     /// no thread does).
     public func send(_ event: ClusterEvent) async throws(HubError) {
@@ -60,7 +77,7 @@ extension Broker {
 /// Who is subscribed to each channel of the namespaces that keep presence
 /// (centrifuge's `PresenceManager`): this node's subscribers alone
 /// (`MemoryBroker`, which reads them from the node), or every node's in a cluster.
-public protocol PresenceManager: Sendable {
+@_spi(Engine) public protocol PresenceManager: Sendable {
     /// Records a subscriber in the channel's presence.
     func addPresence(channel: String, info: ClientInfo) async throws(HubError)
     /// Removes a subscriber from the channel's presence.

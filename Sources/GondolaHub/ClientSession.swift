@@ -380,17 +380,17 @@ public final class ClientSession: Sendable {
             grant = try await proxySubscribe(request, proxy, route)
             grant?.refreshedByProxy = proxy.route(.subRefresh, named: options.subRefreshProxyName) != nil
         }
-        let prepared = try await prepareSubscription(request, grant: grant, grantedByServer: false)
+        let prepared = try await admitSubscription(request, grant: grant, grantedByServer: false)
         try await activate(prepared, grant: grant) { result in queue.enqueue(Reply(id: replyID, .subscribe(result))) }
     }
 
-    /// The checks and the first half of a subscription: the channel and its namespace,
+    /// Admits a subscription and prepares it (the first half): the channel and its namespace,
     /// who may subscribe (a user-limited channel's users; a provider's rules, checked first;
     /// else the namespace must be open to clients, or `grant` or the server must have
     /// granted it), the connection's limit, then presence and the stream position. The
     /// channel stays pending (it counts against the limit) until `activate` or a failure.
-    private func prepareSubscription(_ request: SubscribeRequest, grant: SubscriptionGrant?,
-                                     grantedByServer: Bool) async throws -> Node.PreparedSubscription {
+    private func admitSubscription(_ request: SubscribeRequest, grant: SubscriptionGrant?,
+                                   grantedByServer: Bool) async throws -> Node.PreparedSubscription {
         let channel = request.channel
         let (name, namespaceOptions) = try node.resolve(channel)
         if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
@@ -488,7 +488,7 @@ public final class ClientSession: Sendable {
             for (channel, grant) in channels.sorted(by: { $0.key < $1.key }) {
                 var request = positions[channel] ?? SubscribeRequest(channel: channel)
                 request.channel = channel
-                prepared.append((try await prepareSubscription(request, grant: grant, grantedByServer: true), grant))
+                prepared.append((try await admitSubscription(request, grant: grant, grantedByServer: true), grant))
             }
         } catch {
             for (subscription, _) in prepared { await undo(subscription) }
@@ -516,7 +516,7 @@ public final class ClientSession: Sendable {
             request.epoch = since.epoch
         }
         do {
-            let prepared = try await prepareSubscription(request, grant: subscription.grant, grantedByServer: true)
+            let prepared = try await admitSubscription(request, grant: subscription.grant, grantedByServer: true)
             try await activate(prepared, grant: subscription.grant) { result in queue.enqueue(Push(channel: channel, .subscribe(result))) }
         } catch {
             node.logger.notice("server subscribe refused", metadata: ["client": "\(id)", "channel": "\(channel)", "error": "\(error)"])

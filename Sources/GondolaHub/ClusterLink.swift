@@ -45,11 +45,11 @@ public struct ClusterNodeInfo: Sendable, Equatable {
 /// the bus that carries publications and events to every node, and cluster-wide
 /// presence. Without one a node is alone and keeps everything in itself.
 ///
-/// It is the node's `Broker` and `PresenceManager` in a cluster. The link calls
-/// `Node.receive` with every event of the bus, in commit order; a node applies only
-/// what it receives, its own publications included, so every node sees a channel's
+/// It is the node's `Broker` and `PresenceManager` in a cluster. The link delivers
+/// every event of the bus to the node (`EngineDelivery`), in commit order; a node applies
+/// only what it receives, its own publications included, so every node sees a channel's
 /// publications in offset order.
-public protocol ClusterLink: Broker, PresenceManager {
+@_spi(Engine) public protocol ClusterLink: Broker, PresenceManager {
     /// Returns once this node receives the bus (at start, and again after the bus
     /// connection was lost); connections wait here before they are accepted.
     func ready() async
@@ -63,7 +63,7 @@ public protocol ClusterLink: Broker, PresenceManager {
     func nodes() async throws(HubError) -> [ClusterNodeInfo]
 }
 
-extension ClusterLink {
+@_spi(Engine) extension ClusterLink {
     /// The shared streams: durable or volatile, as the namespace says.
     private func store(for options: NamespaceOptions) -> any HistoryStore {
         options.historyDurable ? durableHistory : volatileHistory

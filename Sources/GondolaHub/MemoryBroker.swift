@@ -7,18 +7,13 @@ import Synchronization
 /// to the node, and presence read from the node's own subscribers (kept nowhere else). A publication's append and its delivery happen under its channel's
 /// own lock (`ChannelLocks`), so one channel's publications reach subscribers in offset
 /// order while a slow append (a disk write) holds up no other channel.
-public final class MemoryBroker: Broker, PresenceManager {
+@_spi(Engine) public final class MemoryBroker: Broker, PresenceManager {
     private let volatile: MemoryHistoryStore
     private let durable: any LocalHistoryStore
     /// Whether durable streams have a store of their own (else they are `volatile`'s).
     private let durableIsSeparate: Bool
     private let locks = ChannelLocks()
-    private let node = Mutex(NodeReference())
-
-    /// The node the broker delivers to, held weakly (the node owns its broker).
-    private struct NodeReference {
-        weak var node: Node?
-    }
+    private let delivery = Mutex(WeakDelivery())
 
     /// - Parameter durableHistory: where `history_durable` namespaces keep their streams;
     ///   without one they are kept in memory.
@@ -28,8 +23,8 @@ public final class MemoryBroker: Broker, PresenceManager {
         durableIsSeparate = durableHistory != nil
     }
 
-    public func attach(_ node: Node) {
-        self.node.withLock { $0.node = node }
+    public func attach(_ delivery: any EngineDelivery) {
+        self.delivery.withLock { $0.target = delivery }
     }
 
     public func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
@@ -73,7 +68,7 @@ public final class MemoryBroker: Broker, PresenceManager {
     }
 
     private func deliver(_ event: ClusterEvent) {
-        node.withLock { $0.node }?.receive(event)
+        delivery.withLock { $0.target }?.deliver(event)
     }
 
     // MARK: PresenceManager
@@ -85,7 +80,7 @@ public final class MemoryBroker: Broker, PresenceManager {
     public func removePresence(channel: String, client: String) async throws(HubError) {}
 
     public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
-        node.withLock { $0.node }?.localPresence(of: channel) ?? [:]
+        delivery.withLock { $0.target }?.localPresence(of: channel) ?? [:]
     }
 }
 
@@ -114,4 +109,11 @@ final class ChannelLocks: Sendable {
         }
         return try entry.lock.withLock { _ throws(E) in try body() }
     }
+}
+
+/// Where an engine delivers, held weakly (the node owns its engine).
+@_spi(Engine) public struct WeakDelivery: Sendable {
+    public weak var target: (any EngineDelivery)?
+
+    public init() {}
 }

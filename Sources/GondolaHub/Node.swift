@@ -23,30 +23,18 @@ public struct NodeStats: Sendable, Equatable {
     }
 }
 
-/// One channel's subscribers and delivery state, under a lock of its own. Every
-/// change to a channel's subscribers and stream happens under it — a publication's
-/// append (a disk write in durable namespaces) and fan-out, a subscribe's recovery
-/// read — which keeps the channel's publications in offset order and a recovery free
-/// of gaps, without holding up any other channel.
-final class ChannelSlot: Sendable {
-    /// nil once the channel was left empty and the slot taken out of its shard.
-    let state = Mutex<ChannelState?>(ChannelState())
-}
-
-/// The live channels whose names hash to one shard. Its lock is held only to find,
-/// add or remove a slot: never across I/O, never while a channel's lock is taken.
-final class ChannelShard: Sendable {
-    let slots = Mutex<[String: ChannelSlot]>([:])
-}
-
-/// The hub: connected clients, channels and their subscribers, and the RPC table,
-/// on an engine — a `Broker` that keeps streams and carries publications and events,
-/// and a `PresenceManager` — that is the same seam alone or in a cluster. The server
-/// is a thin transport around it.
+/// The hub's public face (centrifuge's `Node`): the API domains and the server call —
+/// install names, resolve channels, publish, read history and presence, act on users —
+/// routed to the engine (a `Broker` that keeps streams and carries publications and
+/// events, and a `PresenceManager`), the same seam alone or in a cluster. The node's
+/// state lives in parts of its own: the live channels and their fan-out
+/// (`ChannelTable`), the connections (`SessionRegistry`), what domains replicate
+/// (`Replication`) and the RPC table (`RPCRouter`). The engine sees the node only as an
+/// `EngineDelivery`, held weakly. The server is a thin transport around it.
 public final class Node: Sendable {
     public let configuration: HubConfiguration
     public let rpc = RPCRouter()
-    /// Unique id of this node's run.
+    /// Unique id of this run of the node.
     public let uid: String
     public let version = "gondola 0.1.0"
     let tokens: ConnectionTokens
@@ -55,29 +43,21 @@ public final class Node: Sendable {
     let metrics: HubMetrics
     let logger: Logger
     /// Keeps the streams and carries publications and events to every node.
-    public let broker: any Broker
+    let broker: any Broker
     /// Who is subscribed where, for namespaces that keep presence.
-    public let presenceManager: any PresenceManager
+    let presenceManager: any PresenceManager
     /// The other nodes, when this one is part of a cluster (their figures for `info`,
     /// and readiness); the engine's calls go through `broker` and `presenceManager`.
-    public let cluster: (any ClusterLink)?
-    private let shards: [ChannelShard]
-    private let registry = Mutex(Registry())
+    @_spi(Engine) public let cluster: (any ClusterLink)?
+    let table = ChannelTable()
+    let registry = SessionRegistry()
+    private let replication = Replication()
     private let startedAt = ContinuousClock.now
     private let messageHandler = Mutex<(@Sendable (RPCContext, RawJSON?) async -> Void)?>(nil)
     private let connectHooks = Mutex<[@Sendable (Credentials) async -> Void]>([])
     private let providers = Mutex(Providers())
-    private let replicas = Mutex(Replicas())
     /// Who installed each RPC method, namespace, channel and replica topic.
     private let claims: Mutex<NameClaims>
-
-    /// What domains asked to hear from the other nodes of a cluster.
-    private struct Replicas {
-        var handlers: [String: @Sendable (JSON) -> Void] = [:]
-        var resynchronizers: [@Sendable () async -> Void] = []
-        /// The regions whose regional events this node applies (`follow(regions:)`).
-        var regions: Set<String> = []
-    }
 
     /// Namespaces and single channels handed to domain services.
     private struct Providers {
@@ -89,27 +69,34 @@ public final class Node: Sendable {
         func entry(for name: ChannelName) -> Entry? { channels[name.raw] ?? namespaces[name.namespace] }
     }
 
-    private struct Registry {
-        var sessions: [String: ClientSession] = [:]
-        var byUser: [String: Set<String>] = [:]
-        var shuttingDown = false
-    }
-
+    /// A node alone: its streams in memory and, for `history_durable` namespaces, in
+    /// `durableHistory` (memory without one); presence in its own channels.
     /// - Parameters:
     ///   - proxy: carries proxy requests to the app's backend (connect without a token,
     ///     RPC methods no domain serves, `proxy_subscribe` and `proxy_publish` namespaces).
-    ///   - durableHistory: where `history_durable` namespaces keep their streams when
-    ///     the node is alone (`MemoryBroker`); without one they are kept in memory.
-    ///   - cluster: the link to the other nodes, which is then the broker and the
-    ///     presence manager.
-    ///   - uid: this run's id (the cluster knows the node by it).
+    ///   - uid: this run's id.
     ///   - metricsFactory: where counters and timers go (Prometheus in the server).
-    public init(
+    public convenience init(
         configuration: HubConfiguration,
         tokens: ConnectionTokens,
         proxy: (any ProxyTransport)? = nil,
         durableHistory: (any LocalHistoryStore)? = nil,
-        cluster: (any ClusterLink)? = nil,
+        uid: String = UUID().uuidString.lowercased(),
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        logger: Logger = Logger(label: "gondola.hub")
+    ) {
+        self.init(configuration: configuration, tokens: tokens, proxy: proxy, durableHistory: durableHistory, cluster: nil, uid: uid,
+                  metricsFactory: metricsFactory, logger: logger)
+    }
+
+    /// A node on `cluster`, the link to the other nodes, which is then its broker and
+    /// presence manager; without one, as the node alone above.
+    @_spi(Engine) public init(
+        configuration: HubConfiguration,
+        tokens: ConnectionTokens,
+        proxy: (any ProxyTransport)? = nil,
+        durableHistory: (any LocalHistoryStore)? = nil,
+        cluster: (any ClusterLink)?,
         uid: String = UUID().uuidString.lowercased(),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         logger: Logger = Logger(label: "gondola.hub")
@@ -124,7 +111,6 @@ public final class Node: Sendable {
         self.metrics = HubMetrics(factory: metricsFactory)
         self.logger = logger
         self.uid = uid
-        self.shards = (0..<64).map { _ in ChannelShard() }
         var own = NodeRegistrations()
         own.register("server.time") { _, _ in
             ["ts": .int(Int64(Date().timeIntervalSince1970 * 1000))]
@@ -133,6 +119,9 @@ public final class Node: Sendable {
         apply(own)
         broker.attach(self)
     }
+
+    /// Whether this node is part of a cluster (other nodes hear what it publishes and replicates).
+    public var isClustered: Bool { cluster != nil }
 
     /// Sets what handles the `send` command's asynchronous messages.
     public func onMessage(_ handler: @escaping @Sendable (RPCContext, RawJSON?) async -> Void) {
@@ -166,10 +155,7 @@ public final class Node: Sendable {
                 }
             }
         }
-        replicas.withLock { replicas in
-            for handler in registrations.replicaHandlers { replicas.handlers[handler.topic] = handler.apply }
-            replicas.resynchronizers += registrations.resynchronizers
-        }
+        replication.add(registrations)
         connectHooks.withLock { $0 += registrations.connectHooks }
     }
 
@@ -184,34 +170,13 @@ public final class Node: Sendable {
     /// with its proxy requests. While shutting down the session is closed with 3001 at once.
     public func accept(encoding: ProtocolEncoding = .json, forwardedHeaders: [(name: String, value: String)] = []) -> ClientSession {
         let session = ClientSession(node: self, encoding: encoding, forwardedHeaders: forwardedHeaders)
-        let accepted = registry.withLock { registry in
-            guard !registry.shuttingDown else { return false }
-            registry.sessions[session.id] = session
-            return true
-        }
-        if !accepted { session.close(.shutdown) }
+        if !registry.add(session) { session.close(.shutdown) }
         return session
     }
 
-    /// What `register` decided.
-    enum Registration {
-        case registered
-        case shuttingDown
-        /// The user holds `client_user_connection_limit` connections on this node already.
-        case userLimitReached(Int)
-    }
-
-    /// Records the user of a session that completed `connect`, unless the node is shutting
-    /// down or the user already holds `userConnectionLimit` connections here (anonymous
-    /// connections are not counted per user, as in Centrifugo).
-    func register(_ session: ClientSession, user: String) -> Registration {
-        let limit = configuration.userConnectionLimit
-        let outcome = registry.withLock { registry -> Registration in
-            guard !registry.shuttingDown, registry.sessions[session.id] != nil else { return .shuttingDown }
-            if limit > 0, !user.isEmpty, (registry.byUser[user]?.count ?? 0) >= limit { return .userLimitReached(limit) }
-            registry.byUser[user, default: []].insert(session.id)
-            return .registered
-        }
+    /// Records the user of a session that completed `connect` (see `SessionRegistry.register`).
+    func register(_ session: ClientSession, user: String) -> SessionRegistry.Registration {
+        let outcome = registry.register(session, user: user, limit: configuration.userConnectionLimit)
         switch outcome {
         case .registered: metrics.connects.increment()
         case .userLimitReached: metrics.limitReached("client_user_connection_limit")
@@ -225,69 +190,10 @@ public final class Node: Sendable {
         for channel in channels {
             removeSubscriberInBackground(session, from: channel)
         }
-        registry.withLock { registry in
-            registry.sessions[session.id] = nil
-            guard let user else { return }
-            registry.byUser[user]?.remove(session.id)
-            if registry.byUser[user]?.isEmpty == true { registry.byUser[user] = nil }
-        }
+        registry.remove(session, user: user)
     }
-
-    private func sessions(of user: String) -> [ClientSession] {
-        registry.withLock { registry in
-            (registry.byUser[user] ?? []).compactMap { registry.sessions[$0] }
-        }
-    }
-
-    private var allSessions: [ClientSession] { registry.withLock { Array($0.sessions.values) } }
 
     // MARK: Channels
-
-    func shard(for channel: String) -> ChannelShard {
-        var hasher = Hasher()
-        hasher.combine(channel)
-        return shards[Int(UInt(bitPattern: hasher.finalize()) % UInt(shards.count))]
-    }
-
-    /// What `withChannel` found under a slot's lock.
-    private enum SlotVisit<T> {
-        /// The slot had been retired (its channel left empty) before the lock was taken.
-        case retired
-        case visited(T)
-    }
-
-    /// Runs `body` with `channel`'s state under the channel's own lock. A channel
-    /// without a slot gets one when `create` is set (a subscribe, an append that must
-    /// be ordered with recoveries); otherwise `body` does not run and the answer is
-    /// nil. A state `body` leaves empty is retired and its slot leaves the shard, so an
-    /// idle channel costs nothing.
-    private func withChannel<T, E: Error>(_ channel: String, create: Bool,
-                                          _ body: (inout ChannelState) throws(E) -> T) throws(E) -> T? {
-        let shard = shard(for: channel)
-        while true {
-            let found: ChannelSlot? = shard.slots.withLock { slots in
-                if let slot = slots[channel] { return slot }
-                guard create else { return nil }
-                let slot = ChannelSlot()
-                slots[channel] = slot
-                return slot
-            }
-            guard let slot = found else { return nil }
-            let visit = try slot.state.withLock { (state) throws(E) -> SlotVisit<T> in
-                guard state != nil else { return .retired }
-                defer {
-                    if state?.isEmpty == true {
-                        state = nil
-                        shard.slots.withLock { slots in
-                            if slots[channel] === slot { slots[channel] = nil }
-                        }
-                    }
-                }
-                return .visited(try body(&state!))
-            }
-            if case let .visited(value) = visit { return value }
-        }
-    }
 
     /// A namespace or single channel handed to a provider.
     public enum Provision: Hashable, Sendable {
@@ -315,7 +221,7 @@ public final class Node: Sendable {
 
     /// Whether `channel` has a subscriber on this node.
     public func hasSubscribers(_ channel: String) -> Bool {
-        withChannel(channel, create: false) { !$0.isEmpty } ?? false
+        table.hasSubscribers(channel)
     }
 
     /// The users with a live subscription to `channel`: on every node when the channel's
@@ -325,13 +231,7 @@ public final class Node: Sendable {
            let everywhere = try? await presenceManager.presence(channel: channel) {
             return Set(everywhere.values.map(\.user))
         }
-        return withChannel(channel, create: false) { Set($0.subscribers.values.map(\.info.user)) } ?? []
-    }
-
-    /// The channel's subscribers on this node that are in its presence (all of them unless
-    /// a subscription token turned presence off), by client id.
-    func localPresence(of channel: String) -> [String: ClientInfo] {
-        withChannel(channel, create: false) { $0.subscribers.filter(\.value.presence).mapValues(\.info) } ?? [:]
+        return table.users(of: channel)
     }
 
     /// Starts a subscription of `session` to `channel`: from here on what the channel
@@ -339,7 +239,7 @@ public final class Node: Sendable {
     /// provider may publish right after it called this and the subscriber gets it after
     /// the reply's snapshot.
     func beginSubscription(_ session: ClientSession, to channel: String) {
-        withChannel(channel, create: true) { $0.addPending(session.id) }
+        table.beginPending(session, on: channel)
     }
 
     /// Completes what `beginSubscription` started: `prepareSubscription`, then
@@ -404,7 +304,7 @@ public final class Node: Sendable {
                               sendReply: (SubscribeResult) -> Void) async throws(HubError) {
         let channel = prepared.channel, options = prepared.options, reply = prepared.result
         do throws(HubError) {
-            try withChannel(channel, create: true) { (state) throws(HubError) in
+            try table.withChannel(channel, create: true) { (state) throws(HubError) in
                 guard let pending = state.takePending(session.id) else {
                     throw .internalError("the subscription to \(channel) ended while it was set up")
                 }
@@ -434,10 +334,7 @@ public final class Node: Sendable {
 
     /// Undoes a `beginSubscription` that will not be completed.
     func abandonSubscription(_ session: ClientSession, to channel: String) {
-        let vacated = withChannel(channel, create: false) { state -> Bool in
-            _ = state.takePending(session.id)
-            return state.isEmpty
-        } ?? false
+        let vacated = table.abandonPending(session, on: channel)
         if vacated, let name = try? channelName(channel) { provider(of: name)?.vacated(channel: name) }
     }
 
@@ -489,14 +386,6 @@ public final class Node: Sendable {
         }
     }
 
-    private func pushToJoinLeaveListeners(_ state: ChannelState, _ push: Push) {
-        var encoded = EncodedPush(push)
-        for subscriber in state.subscribers.values where subscriber.joinLeave {
-            let queue = subscriber.session.queue
-            queue.enqueue(encoded.bytes(for: queue.encoding))
-        }
-    }
-
     /// Removes a subscriber; its channel's join-leave listeners get a leave, and
     /// the namespace's provider hears when the channel is left empty.
     func removeSubscriber(_ session: ClientSession, from channel: String) async {
@@ -528,10 +417,7 @@ public final class Node: Sendable {
     /// left the channel empty).
     private func removeLocally(_ session: ClientSession, from channel: String) -> Removal? {
         guard let name = try? channelName(channel) else { return nil }
-        let (removed, vacated) = withChannel(channel, create: false) { state -> (ChannelState.Subscriber?, Bool) in
-            guard let removed = state.remove(session.id) else { return (nil, false) }
-            return (removed, state.isEmpty)
-        } ?? (nil, false)
+        let (removed, vacated) = table.remove(session, from: channel)
         if vacated { provider(of: name)?.vacated(channel: name) }
         return removed.map { Removal(channel: channel, info: $0.info, presence: $0.presence, announcesLeave: $0.announcesJoinLeave) }
     }
@@ -627,23 +513,17 @@ public final class Node: Sendable {
     /// live, never both and never neither. For providers that write in batches.
     public func deliver(channel: String, publication: Publication, whileLocked: () -> Void) {
         metrics.publications.increment()
-        withChannel(channel, create: true) { state in
-            whileLocked()
-            fanOut(publication, on: channel, in: &state)
-        }
+        count(sent: table.deliver(publication, on: channel, whileLocked: whileLocked))
     }
 
     /// Sends a publication to the subscribers the channel has on this node, if any.
     private func fanOut(_ publication: Publication, on channel: String) {
         metrics.publications.increment()
-        withChannel(channel, create: false) { state in fanOut(publication, on: channel, in: &state) }
+        count(sent: table.fanOut(publication, on: channel))
     }
 
-    /// Sends a publication to the channel's subscribers on this node (see
-    /// `ChannelState.deliver`); called under the channel's lock.
-    private func fanOut(_ publication: Publication, on channel: String, in state: inout ChannelState) {
-        let sent = state.deliver(publication, on: channel)
-        if sent > 0 { metrics.messagesOut.increment(by: Int64(sent)) }
+    private func count(sent messages: Int) {
+        if messages > 0 { metrics.messagesOut.increment(by: Int64(messages)) }
     }
 
     /// A channel's stream: `limit` publications after `since` (0 gives only the position).
@@ -689,16 +569,8 @@ public final class Node: Sendable {
         return PresenceStats(numClients: UInt32(clients.count), numUsers: UInt32(Set(clients.values.map(\.user)).count))
     }
 
-    /// Channels with at least one subscriber and their subscriber counts.
-    public func channels() -> [String: Int] {
-        var result: [String: Int] = [:]
-        for shard in shards {
-            for (name, slot) in shard.slots.withLock({ Array($0) }) {
-                if let count = slot.state.withLock({ $0?.subscribers.count }) { result[name] = count }
-            }
-        }
-        return result
-    }
+    /// Channels with at least one subscriber on this node and their subscriber counts.
+    public func channels() -> [String: Int] { table.subscriberCounts() }
 
     /// Unsubscribes every connection of `user` from `channel` (on every node of a
     /// cluster), telling them with an unsubscribe push.
@@ -721,14 +593,14 @@ public final class Node: Sendable {
     /// `force_disconnect`).
     public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) async throws(HubError) {
         if code == .forceDisconnect { return try await broker.send(.disconnect(user: user, code: code, keeping: [])) }
-        for session in sessions(of: user) { session.close(code) }
+        for session in registry.sessions(of: user) { session.close(code) }
     }
 
     /// Single-connection mode (`user_personal_single_connection`): closes every other
     /// connection of `user`, on every node, with 3504, keeping `client`. Alone, a node
     /// with no other connection of the user posts nothing.
     func keepSingleConnection(of user: String, client: String) {
-        guard broker.reachesOtherNodes || sessions(of: user).contains(where: { $0.id != client }) else { return }
+        guard broker.reachesOtherNodes || registry.sessions(of: user).contains(where: { $0.id != client }) else { return }
         broker.post(.disconnect(user: user, code: .connectionLimit, keeping: [client])) { [logger] result in
             if case let .failure(error) = result {
                 logger.warning("single-connection disconnect not sent", metadata: ["user": "\(user)", "error": "\(error)"])
@@ -740,25 +612,25 @@ public final class Node: Sendable {
 
     /// Applies what the broker delivers (this node's publications and events, and in a
     /// cluster every node's) to this node's clients.
-    public func receive(_ event: ClusterEvent) {
+    func receive(_ event: ClusterEvent) {
         switch event {
         case let .publication(channel, publication):
             fanOut(publication, on: channel)
         case let .join(channel, info):
-            withChannel(channel, create: false) { pushToJoinLeaveListeners($0, Push(channel: channel, .join(info))) }
+            table.pushJoinLeave(Push(channel: channel, .join(info)), on: channel)
         case let .leave(channel, info):
-            withChannel(channel, create: false) { pushToJoinLeaveListeners($0, Push(channel: channel, .leave(info))) }
+            table.pushJoinLeave(Push(channel: channel, .leave(info)), on: channel)
         case let .unsubscribe(user, channel):
-            for session in sessions(of: user) { session.serverUnsubscribe(channel) }
+            for session in registry.sessions(of: user) { session.serverUnsubscribe(channel) }
         case let .subscribe(user, channel, options):
             guard let subscription = try? ServerSubscription(options) else {
                 return logger.error("server subscribe options not understood", metadata: ["channel": "\(channel)"])
             }
-            for session in sessions(of: user) where subscription.client == nil || subscription.client == session.id {
+            for session in registry.sessions(of: user) where subscription.client == nil || subscription.client == session.id {
                 Task { await session.serverSubscribe(channel, subscription) }
             }
         case let .disconnect(user, code, keeping):
-            for session in sessions(of: user) where !keeping.contains(session.id) {
+            for session in registry.sessions(of: user) where !keeping.contains(session.id) {
                 if code == .connectionLimit {
                     metrics.limitReached("user_personal_single_connection")
                     logger.info("closing a user's other connection: single-connection mode", metadata: ["user": "\(user)", "client": "\(session.id)"])
@@ -766,14 +638,14 @@ public final class Node: Sendable {
                 session.close(code)
             }
         case let .domain(topic, origin, payload):
-            guard origin != uid, let handler = replicas.withLock({ $0.handlers[topic] }) else { return }
-            handler(payload)
+            guard origin != uid else { return }
+            replication.apply(topic: topic, payload)
         case let .regional(region, topic, origin, payload):
             guard origin != uid else { return }
-            let (handler, followed) = replicas.withLock { ($0.handlers[topic], $0.regions.contains(region)) }
-            guard followed, let handler else { return metrics.regionalDropped.increment() }
-            metrics.regionalApplied.increment()
-            handler(payload)
+            switch replication.apply(topic: topic, region: region, payload) {
+            case .applied: metrics.regionalApplied.increment()
+            case .dropped: metrics.regionalDropped.increment()
+            }
         }
     }
 
@@ -793,12 +665,7 @@ public final class Node: Sendable {
     /// The regions whose regional events this node applies from now on; the broker
     /// is told when the set changes.
     public func follow(regions: Set<String>) {
-        let changed = replicas.withLock { replicas -> Bool in
-            guard replicas.regions != regions else { return false }
-            replicas.regions = regions
-            return true
-        }
-        if changed { broker.follow(regions: regions) }
+        if replication.follow(regions) { broker.follow(regions: regions) }
     }
 
     /// Tells the other nodes of the cluster about a change a domain keeps in memory
@@ -816,21 +683,8 @@ public final class Node: Sendable {
         }
     }
 
-    /// Called by the cluster link when it receives the bus again (and at start).
-    public func clusterResynchronized() async {
-        for reload in replicas.withLock({ $0.resynchronizers }) { await reload() }
-    }
-
-    /// Closes every connection with a code that makes clients reconnect (to this or
-    /// another node) and recover: used when this node may have missed bus events.
-    public func closeAllForReconnect(reason: String) {
-        for session in allSessions { session.close(DisconnectCode(code: 3010, reason: reason)) }
-    }
-
     public var stats: NodeStats {
-        let (clients, users, sessions) = registry.withLock { registry in
-            (registry.byUser.values.reduce(0) { $0 + $1.count }, registry.byUser.count, Array(registry.sessions.values))
-        }
+        let (clients, users, sessions) = registry.counts
         let channelCounts = channels()
         let uptime = ContinuousClock.now - startedAt
         return NodeStats(
@@ -844,15 +698,11 @@ public final class Node: Sendable {
 
     /// Refuses new connections and closes every connected one with 3001.
     public func shutdown() {
-        let sessions = registry.withLock { registry in
-            registry.shuttingDown = true
-            return Array(registry.sessions.values)
-        }
-        for session in sessions { session.close(.shutdown) }
+        for session in registry.shutDown() { session.close(.shutdown) }
     }
 
     /// Whether `shutdown` was called.
-    public var isShuttingDown: Bool { registry.withLock { $0.shuttingDown } }
+    public var isShuttingDown: Bool { registry.isShuttingDown }
 
     /// Sends pings, closes connections that stopped answering or whose token
     /// expired, and drops idle memory streams. Runs until cancelled.
@@ -863,11 +713,33 @@ public final class Node: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: tick)
             let now = ContinuousClock.now
-            for session in allSessions { session.tick(now: now, date: Date()) }
+            for session in registry.all { session.tick(now: now, date: Date()) }
             if now - lastSweep > .seconds(60) {
                 broker.sweepIdleStreams(now: Date())
                 lastSweep = now
             }
         }
     }
+}
+
+// MARK: The engine's view
+
+/// What the engine hands the node: its deliveries, reconnects and reloads, and the figures
+/// it asks for. Visible to the engines only (`@_spi(Engine)`), never to the domains.
+@_spi(Engine) extension Node: EngineDelivery {
+    public func deliver(_ event: ClusterEvent) { receive(event) }
+
+    /// Closes every connection with a code that makes clients reconnect (to this or
+    /// another node) and recover: used when this node may have missed bus events.
+    public func reconnectAll(reason: String) {
+        for session in registry.all { session.close(DisconnectCode(code: 3010, reason: reason)) }
+    }
+
+    /// Runs every domain's reload: the engine receives the bus again (and at start).
+    public func resynchronize() async { await replication.resynchronize() }
+
+    /// The channel's subscribers on this node that are in its presence, by client id.
+    public func localPresence(of channel: String) -> [String: ClientInfo] { table.presence(of: channel) }
+
+    public var registryEntry: ClusterNodeInfo { ClusterNodeInfo(uid: uid, name: configuration.nodeName, version: version, stats: stats) }
 }

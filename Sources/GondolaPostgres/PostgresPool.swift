@@ -1,3 +1,4 @@
+import GondolaRuntime
 import Logging
 import NIOCore
 import NIOPosix

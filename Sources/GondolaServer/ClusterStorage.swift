@@ -1,4 +1,4 @@
-import GondolaCluster
+@_spi(Engine) import GondolaCluster
 import GondolaDomain
 import GondolaPostgres
 import Logging

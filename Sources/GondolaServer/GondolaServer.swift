@@ -1,7 +1,7 @@
 import Foundation
-import GondolaCluster
+@_spi(Engine) import GondolaCluster
 import GondolaDomain
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import GondolaServices
@@ -22,7 +22,7 @@ public final class GondolaServer: Sendable {
     /// The SQLite database; nil in cluster mode.
     public let database: GondolaDatabase?
     /// The link to the other nodes in cluster mode.
-    public let cluster: (any ClusterNodeLink)?
+    @_spi(Engine) public let cluster: (any ClusterNodeLink)?
     public let users: any UserRepository
     /// The installed domains by name, in registration order.
     let domains: [(name: String, installed: InstalledDomain)]

@@ -1,5 +1,5 @@
 import Foundation
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaProtocol
 
 /// The Centrifugo-compatible server API (`POST /api/<method>`): each method takes

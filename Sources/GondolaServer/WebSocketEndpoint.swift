@@ -1,6 +1,6 @@
-import GondolaPostgres
-import GondolaHub
+@_spi(Engine) import GondolaHub
 import GondolaProtocol
+import GondolaRuntime
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore

@@ -1,7 +1,7 @@
 import CompressNIO
-import GondolaPostgres
 import GondolaHub
 import GondolaProtocol
+import GondolaRuntime
 import NIOCore
 import NIOWebSocket
 import Synchronization

@@ -1,7 +1,7 @@
 import GondolaDomain
 import GondolaHub
-import GondolaPostgres
 import GondolaProtocol
+import GondolaRuntime
 import NIOPosix
 import Synchronization
 

@@ -329,7 +329,7 @@ public final class LocationService: Sendable {
     /// them), so a watcher that moves into a region sees its travellers from their
     /// next update on.
     private func followRegions(live: inout Live) {
-        guard node.cluster != nil, live.regionsChosenAt.map({ live.map.tick - $0 >= settings.phases }) ?? true else { return }
+        guard node.isClustered, live.regionsChosenAt.map({ live.map.tick - $0 >= settings.phases }) ?? true else { return }
         live.regionsChosenAt = live.map.tick
         var followed: Set<String> = []
         for (watcher, radius) in live.map.watchers {

@@ -1,6 +1,6 @@
 import Foundation
-import GondolaCluster
-@testable import GondolaHub
+@_spi(Engine) import GondolaCluster
+@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import GondolaTestSupport
 import Logging

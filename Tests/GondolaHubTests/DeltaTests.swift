@@ -1,5 +1,5 @@
 import Foundation
-@testable import GondolaHub
+@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import Testing
 

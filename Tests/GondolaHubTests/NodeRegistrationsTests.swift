@@ -1,4 +1,4 @@
-@testable import GondolaHub
+@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import Synchronization
 import Testing

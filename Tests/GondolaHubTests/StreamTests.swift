@@ -1,6 +1,6 @@
 import Synchronization
 import Foundation
-@testable import GondolaHub
+@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import GondolaTestSupport
 import Testing
@@ -302,7 +302,7 @@ import Testing
         let store = SlowStore(slowChannel: "room:slow")
         let node = try await makeNode(durableHistory: store) { $0.namespaces["room"]?.historyDurable = true }
         // A channel in the same shard as the slow one: under a shard-wide lock it would wait too.
-        let sibling = try #require((0..<10_000).lazy.map { "room:n\($0)" }.first { node.shard(for: $0) === node.shard(for: "room:slow") })
+        let sibling = try #require((0..<10_000).lazy.map { "room:n\($0)" }.first { node.table.shard(for: $0) === node.table.shard(for: "room:slow") })
         var client = try await TestClient.connected(node, user: "alice")
         _ = try await client.call(.subscribe(SubscribeRequest(channel: sibling)))
 

@@ -1,6 +1,6 @@
 import Foundation
-import GondolaCluster
-import GondolaHub
+@_spi(Engine) import GondolaCluster
+@_spi(Engine) import GondolaHub
 import GondolaProtocol
 import GondolaRedis
 import GondolaTestSupport

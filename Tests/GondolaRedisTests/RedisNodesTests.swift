@@ -1,6 +1,6 @@
 import Foundation
-import GondolaCluster
-import GondolaHub
+@_spi(Engine) import GondolaCluster
+@_spi(Engine) import GondolaHub
 import GondolaRedis
 import GondolaTestSupport
 import Testing

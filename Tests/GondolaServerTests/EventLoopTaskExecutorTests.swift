@@ -1,5 +1,5 @@
 @testable import GondolaServer
-import GondolaPostgres
+import GondolaRuntime
 import NIOCore
 import NIOPosix
 import Testing

@@ -1,6 +1,6 @@
 @testable import GondolaServer
-import GondolaPostgres
 import GondolaHub
+import GondolaRuntime
 import HTTPTypes
 import HummingbirdWebSocket
 import NIOCore
