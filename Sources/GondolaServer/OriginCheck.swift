@@ -28,7 +28,7 @@ public struct OriginCheck: Sendable, Equatable {
             if let host, let originHost = Self.host(of: lowered), originHost == host.lowercased() { return nil }
             return "origin '\(origin)' is not this server's ('\(host ?? "")') and allowed_origins is not set"
         }
-        if patterns.contains(where: { Self.matches(Array($0.utf8)[...], Array(lowered.utf8)[...]) }) { return nil }
+        if patterns.contains(where: { Glob.matches($0, lowered) }) { return nil }
         return "origin '\(origin)' is not in allowed_origins"
     }
 
@@ -37,30 +37,6 @@ public struct OriginCheck: Sendable, Equatable {
         guard let range = origin.range(of: "://") else { return nil }
         let rest = origin[range.upperBound...]
         return rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first
-    }
-
-    /// Glob matching with `*` (any run, empty included) and `?` (one byte).
-    private static func matches(_ pattern: ArraySlice<UInt8>, _ text: ArraySlice<UInt8>) -> Bool {
-        var p = pattern.startIndex, t = text.startIndex
-        var starAt: Int?, resumeAt = text.startIndex
-        while t < text.endIndex {
-            if p < pattern.endIndex, pattern[p] == UInt8(ascii: "?") || pattern[p] == text[t] {
-                p += 1
-                t += 1
-            } else if p < pattern.endIndex, pattern[p] == UInt8(ascii: "*") {
-                starAt = p
-                resumeAt = t
-                p += 1
-            } else if let star = starAt {
-                p = star + 1
-                resumeAt += 1
-                t = resumeAt
-            } else {
-                return false
-            }
-        }
-        while p < pattern.endIndex, pattern[p] == UInt8(ascii: "*") { p += 1 }
-        return p == pattern.endIndex
     }
 }
 

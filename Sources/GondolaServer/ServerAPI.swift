@@ -163,30 +163,3 @@ public struct APIParameters: Sendable {
         throw .badRequest("data is required")
     }
 }
-
-/// Shell-style patterns with `*` (any run of characters) and `?` (one character).
-enum Glob {
-    static func matches(_ pattern: String, _ text: String) -> Bool {
-        let pattern = Array(pattern.unicodeScalars)
-        let text = Array(text.unicodeScalars)
-        var p = 0, t = 0, star = -1, mark = 0
-        while t < text.count {
-            if p < pattern.count, pattern[p] == "?" || pattern[p] == text[t] {
-                p += 1
-                t += 1
-            } else if p < pattern.count, pattern[p] == "*" {
-                star = p
-                mark = t
-                p += 1
-            } else if star >= 0 {
-                p = star + 1
-                mark += 1
-                t = mark
-            } else {
-                return false
-            }
-        }
-        while p < pattern.count, pattern[p] == "*" { p += 1 }
-        return p == pattern.count
-    }
-}
