@@ -26,7 +26,8 @@ enum BusCodec {
             var members: [(key: String, value: JSON)] = [("t", "p")]
             if publication.offset > 0 { members.append(("o", .int(Int64(publication.offset)))) }
             members.append(("c", .string(channel)))
-            members.append(data.isJSON ? ("d", .string(String(decoding: data.bytes, as: UTF8.self))) : ("b", .string(Data(data.bytes).base64EncodedString())))
+            members.append(
+                data.isJSON ? ("d", .string(String(decoding: data.bytes, as: UTF8.self))) : ("b", .string(Data(data.bytes).base64EncodedString())))
             if let info = publication.info { members.append(("i", info.json)) }
             json = .object(members)
         case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
@@ -36,7 +37,9 @@ enum BusCodec {
         case let .subscribe(user, channel, options):
             json = ["t": "s", "u": .string(user), "c": .string(channel), "o": .string(String(decoding: options.bytes, as: UTF8.self))]
         case let .disconnect(user, code, keeping):
-            json = ["t": "x", "u": .string(user), "c": .int(Int64(code.code)), "r": .string(code.reason), "k": .array(keeping.sorted().map(JSON.string))]
+            json = [
+                "t": "x", "u": .string(user), "c": .int(Int64(code.code)), "r": .string(code.reason), "k": .array(keeping.sorted().map(JSON.string)),
+            ]
         case let .domain(topic, origin, payload): json = ["t": "d", "k": .string(topic), "n": .string(origin), "d": payload]
         case let .regional(region, topic, origin, payload):
             json = ["t": "r", "g": .string(region), "k": .string(topic), "n": .string(origin), "d": payload]
@@ -97,7 +100,9 @@ enum BusCodec {
     static func decodeNotification(bytes payload: [UInt8]) throws -> Notification {
         let json = try parse(payload)
         if case let .int(row)? = json["r"] { return .reference(row) }
-        guard let events = json["e"] else { throw BusCodecError("notification without events: \(String(decoding: payload.prefix(200), as: UTF8.self))") }
+        guard let events = json["e"] else {
+            throw BusCodecError("notification without events: \(String(decoding: payload.prefix(200), as: UTF8.self))")
+        }
         return .events(try decodeEvents(events))
     }
 
@@ -148,7 +153,8 @@ enum BusCodec {
             guard case let .int(code)? = json["c"], let closeCode = UInt16(exactly: code) else {
                 return .disconnect(user: try string("u"), code: .forceDisconnect, keeping: [])
             }
-            let keeping: [String] = if case let .array(clients)? = json["k"] { clients.compactMap { if case let .string(id) = $0 { id } else { nil } } } else { [] }
+            let keeping: [String] =
+                if case let .array(clients)? = json["k"] { clients.compactMap { if case let .string(id) = $0 { id } else { nil } } } else { [] }
             return .disconnect(user: try string("u"), code: DisconnectCode(code: closeCode, reason: try string("r")), keeping: Set(keeping))
         case "d":
             guard let payload = json["d"] else { throw BusCodecError("domain event without payload") }

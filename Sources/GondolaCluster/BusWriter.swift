@@ -50,8 +50,10 @@ final class BusWriter: Sendable {
     private let sequence = Atomic<UInt64>(0)
     private let counters = Mutex(Counters())
 
-    init(pool: PostgresPool, durable: PostgresHistoryStore, volatile: PostgresHistoryStore, nodeUID: String,
-         maxBatch: Int = 512, maxWaiting: Int = 10_000, linger: Duration = .zero, logger: Logger) {
+    init(
+        pool: PostgresPool, durable: PostgresHistoryStore, volatile: PostgresHistoryStore, nodeUID: String,
+        maxBatch: Int = 512, maxWaiting: Int = 10_000, linger: Duration = .zero, logger: Logger
+    ) {
         self.pool = pool
         self.durable = durable
         self.volatile = volatile
@@ -129,7 +131,8 @@ final class BusWriter: Sendable {
             var appends: [PostgresHistoryStore.Append] = []
             for (index, request) in batch.enumerated() {
                 guard case let .publication(channel, publication, options) = request.item, options.keepsHistory,
-                      options.historyDurable == store.durable else { continue }
+                    options.historyDurable == store.durable
+                else { continue }
                 indexes.append(index)
                 appends.append(.init(channel: channel, publication: publication, options: options))
             }
@@ -174,9 +177,11 @@ final class BusWriter: Sendable {
                 flush()
                 let rows = try await connection.query(
                     "INSERT INTO cluster_bus_payload (body, created_at_ms) VALUES (\(ByteBuffer(bytes: BusCodec.eventsArray([encoded]))), \(Int64(Date().timeIntervalSince1970 * 1000))) RETURNING id",
-                    logger: logger).get()
+                    logger: logger
+                ).get()
                 guard let row = rows.first else { throw PostgresStoreError("no id for a bus payload") }
-                payloads.append(BusCodec.reference(node: nodeUID, sequence: sequence.add(1, ordering: .relaxed).newValue, row: try row.decode(Int64.self)))
+                payloads.append(
+                    BusCodec.reference(node: nodeUID, sequence: sequence.add(1, ordering: .relaxed).newValue, row: try row.decode(Int64.self)))
                 counters.withLock { $0.overflowRows += 1 }
                 continue
             }
@@ -187,7 +192,8 @@ final class BusWriter: Sendable {
         flush()
         _ = try await connection.query(
             "SELECT pg_notify(\(Self.channelName), payload) FROM unnest(\(payloads)::text[]) WITH ORDINALITY AS t(payload, n) ORDER BY n",
-            logger: logger).get()
+            logger: logger
+        ).get()
         return payloads.count
     }
 }

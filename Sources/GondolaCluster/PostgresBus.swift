@@ -16,19 +16,24 @@ final class PostgresBus: Sendable {
     let writer: BusWriter
     private let logger: Logger
 
-    init(pool: PostgresPool, durable: PostgresHistoryStore, volatile: PostgresHistoryStore, nodeUID: String,
-         maxBatch: Int, linger: Duration, logger: Logger) {
+    init(
+        pool: PostgresPool, durable: PostgresHistoryStore, volatile: PostgresHistoryStore, nodeUID: String,
+        maxBatch: Int, linger: Duration, logger: Logger
+    ) {
         self.pool = pool
         self.logger = logger
-        writer = BusWriter(pool: pool, durable: durable, volatile: volatile, nodeUID: nodeUID,
-                           maxBatch: maxBatch, linger: linger, logger: logger)
+        writer = BusWriter(
+            pool: pool, durable: durable, volatile: volatile, nodeUID: nodeUID,
+            maxBatch: maxBatch, linger: linger, logger: logger)
     }
 
     /// Listens until cancelled, reconnecting after a loss (backoff 200 ms to 5 s).
     /// `listening` runs each time the node receives the bus (`again` after a loss),
     /// before the first notification is applied; `lost` runs when the connection is lost.
-    func receive(into node: @escaping @Sendable () -> (any EngineDelivery)?, listening: @escaping @Sendable (_ again: Bool) async -> Void,
-                 lost: @escaping @Sendable () -> Void) async {
+    func receive(
+        into node: @escaping @Sendable () -> (any EngineDelivery)?, listening: @escaping @Sendable (_ again: Bool) async -> Void,
+        lost: @escaping @Sendable () -> Void
+    ) async {
         var failures = 0
         while !Task.isCancelled {
             do {
@@ -41,7 +46,7 @@ final class PostgresBus: Sendable {
                         try await deliver(notification.payload, to: node())
                     }
                 }
-            } catch where Task.isCancelled {
+            } catch  where Task.isCancelled {
                 break
             } catch {
                 logger.error("cluster bus (PostgreSQL) lost", metadata: ["error": "\(String(reflecting: error))"])

@@ -43,8 +43,9 @@ import Synchronization
         self.durableHistory = durable
         self.volatileHistory = volatile
         self.streamStores = [durable, volatile]
-        self.bus = PostgresBus(pool: pool, durable: durable, volatile: volatile, nodeUID: nodeUID,
-                               maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
+        self.bus = PostgresBus(
+            pool: pool, durable: durable, volatile: volatile, nodeUID: nodeUID,
+            maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
     }
 
     /// Adds the cluster's tables to a migrator.
@@ -69,8 +70,10 @@ import Synchronization
 
     // MARK: ClusterLink
 
-    public func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
-                        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
+    public func publish(
+        _ publication: Publication, to channel: String, options: NamespaceOptions,
+        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
+    ) {
         writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
     }
 
@@ -84,7 +87,8 @@ import Synchronization
 
     public func addPresence(channel: String, info: ClientInfo) async throws(HubError) {
         try await run("presence add") {
-            _ = try await pool.query("""
+            _ = try await pool.query(
+                """
                 INSERT INTO cluster_presence (channel, client, node, info) VALUES (\(channel), \(info.client), \(nodeUID), \(ByteBuffer(bytes: info.json.bytes)))
                 ON CONFLICT (channel, client) DO UPDATE SET node = excluded.node, info = excluded.info
                 """)
@@ -101,7 +105,8 @@ import Synchronization
         let cutoff = millisecondsAgo(settings.nodeTimeout)
         return try await run("presence") {
             var clients: [String: ClientInfo] = [:]
-            let rows = try await pool.query("""
+            let rows = try await pool.query(
+                """
                 SELECT p.client, p.info FROM cluster_presence p JOIN cluster_node n ON n.uid = p.node
                 WHERE p.channel = \(channel) AND n.seen_at_ms > \(cutoff)
                 """)
@@ -117,15 +122,19 @@ import Synchronization
         let cutoff = millisecondsAgo(settings.nodeTimeout)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         return try await run("nodes") {
-            try await pool.query("""
+            try await pool.query(
+                """
                 SELECT uid, name, version, started_at_ms, clients, users, channels, subscriptions
                 FROM cluster_node WHERE seen_at_ms > \(cutoff) ORDER BY name, uid
-                """).map { row in
+                """
+            ).map { row in
                 let (uid, name, version, started, clients, users, channels, subscriptions) =
                     try row.decode((String, String, String, Int64, Int32, Int32, Int32, Int32).self)
-                return ClusterNodeInfo(uid: uid, name: name, version: version, stats: NodeStats(
-                    clients: Int(clients), users: Int(users), channels: Int(channels), subscriptions: Int(subscriptions),
-                    queuedBytes: 0, uptimeSeconds: Int((now - started) / 1000)))
+                return ClusterNodeInfo(
+                    uid: uid, name: name, version: version,
+                    stats: NodeStats(
+                        clients: Int(clients), users: Int(users), channels: Int(channels), subscriptions: Int(subscriptions),
+                        queuedBytes: 0, uptimeSeconds: Int((now - started) / 1000)))
             }
         }
     }
@@ -186,7 +195,8 @@ import Synchronization
         let entry = attachedNode?.registryEntry
         let stats = entry?.stats ?? NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try await pool.query("""
+        try await pool.query(
+            """
             INSERT INTO cluster_node (uid, name, version, started_at_ms, seen_at_ms, clients, users, channels, subscriptions)
             VALUES (\(nodeUID), \(entry?.name ?? ""), \(entry?.version ?? ""), \(Int64(startedAt.timeIntervalSince1970 * 1000)), \(now),
                     \(Int32(stats.clients)), \(Int32(stats.users)), \(Int32(stats.channels)), \(Int32(stats.subscriptions)))
@@ -199,7 +209,8 @@ import Synchronization
     /// past their `history_meta_ttl`.
     private func sweep(streams: Bool) async throws {
         let dead = millisecondsAgo(settings.nodeTimeout)
-        try await pool.query("DELETE FROM cluster_presence p WHERE NOT EXISTS (SELECT 1 FROM cluster_node n WHERE n.uid = p.node AND n.seen_at_ms > \(dead))")
+        try await pool.query(
+            "DELETE FROM cluster_presence p WHERE NOT EXISTS (SELECT 1 FROM cluster_node n WHERE n.uid = p.node AND n.seen_at_ms > \(dead))")
         try await pool.query("DELETE FROM cluster_node WHERE seen_at_ms < \(millisecondsAgo(settings.nodeTimeout * 12))")
         try await bus.sweepPayloads(retention: settings.payloadRetention)
         if streams {

@@ -72,9 +72,11 @@ public final class RedisBus: RedisCommands {
                     return (listening, again, state.stopped)
                 }
                 if case let .down(reason) = change, !stopped {
-                    logger.error("cluster bus (Redis) lost", metadata: [
-                        "address": "\(address)", "connection": "\(publisher ? "publisher" : "subscriber")", "reason": "\(reason)",
-                    ])
+                    logger.error(
+                        "cluster bus (Redis) lost",
+                        metadata: [
+                            "address": "\(address)", "connection": "\(publisher ? "publisher" : "subscriber")", "reason": "\(reason)",
+                        ])
                 }
                 listening?(again)
             }
@@ -97,8 +99,10 @@ public final class RedisBus: RedisCommands {
     /// Starts both connections; `deliver` gets every message's events (this node's own
     /// included) on the subscriber's event loop, `listening` runs each time both
     /// connections are up (`again` when they come back after an outage).
-    public func start(deliver: @escaping @Sendable ([ClusterEvent]) -> Void,
-                      listening: @escaping @Sendable (_ again: Bool) -> Void) async throws(RedisError) {
+    public func start(
+        deliver: @escaping @Sendable ([ClusterEvent]) -> Void,
+        listening: @escaping @Sendable (_ again: Bool) -> Void
+    ) async throws(RedisError) {
         state.withLock { state in
             state.deliver = deliver
             state.listening = listening
@@ -120,8 +124,10 @@ public final class RedisBus: RedisCommands {
 
     /// Publishes events after everything sent before them, on the bus channel or
     /// another (a region's); `completion` hears `notAvailable` while Redis is down.
-    public func publish(_ events: [ClusterEvent], on channel: [UInt8] = RedisBus.channel,
-                        completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
+    public func publish(
+        _ events: [ClusterEvent], on channel: [UInt8] = RedisBus.channel,
+        completion: @escaping @Sendable (Result<Void, HubError>) -> Void
+    ) {
         enqueue(.events(channel, events.map(BusCodec.encode), completion))
     }
 
@@ -205,10 +211,11 @@ public final class RedisBus: RedisCommands {
             guard !events.isEmpty else { return }
             let message = BusCodec.envelope(node: nodeUID, sequence: nextSequence(), events: events)
             let completions = waiting
-            batch.append(RedisCommand(arguments: [Array("PUBLISH".utf8), target, Array(message.utf8)]) { result in
-                let outcome = result.map { _ in }.mapError { HubError($0, in: "cluster bus") }
-                for completion in completions { completion(outcome) }
-            })
+            batch.append(
+                RedisCommand(arguments: [Array("PUBLISH".utf8), target, Array(message.utf8)]) { result in
+                    let outcome = result.map { _ in }.mapError { HubError($0, in: "cluster bus") }
+                    for completion in completions { completion(outcome) }
+                })
             events = []
             bytes = 0
             waiting = []

@@ -60,8 +60,10 @@ import Synchronization
 
     /// A link for the node `nodeUID` over the Redis servers at `addresses` (one or
     /// more shards) and `pool`, migrated with `PostgresCluster.register(in:)`.
-    public init(pool: PostgresPool, addresses: [RedisAddress], nodeUID: String, settings: ClusterSettings = .init(),
-                group: any EventLoopGroup, logger: Logger) {
+    public init(
+        pool: PostgresPool, addresses: [RedisAddress], nodeUID: String, settings: ClusterSettings = .init(),
+        group: any EventLoopGroup, logger: Logger
+    ) {
         precondition(!addresses.isEmpty, "the Redis engine needs at least one server")
         self.pool = pool
         self.nodeUID = nodeUID
@@ -72,14 +74,16 @@ import Synchronization
         durableStore = durable
         shards = addresses.map { address in
             let bus = RedisBus(address: address, group: group, nodeUID: nodeUID, logger: logger)
-            return Shard(bus: bus, history: RedisHistoryStore(redis: bus),
-                         presence: RedisPresence(redis: bus, ttl: settings.presenceTTL))
+            return Shard(
+                bus: bus, history: RedisHistoryStore(redis: bus),
+                presence: RedisPresence(redis: bus, ttl: settings.presenceTTL))
         }
         redisReady = addresses.map { _ in ReadyGate() }
         volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
         registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout)
-        postgresBus = PostgresBus(pool: pool, durable: durable, volatile: PostgresHistoryStore(pool: pool, durable: false), nodeUID: nodeUID,
-                                  maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
+        postgresBus = PostgresBus(
+            pool: pool, durable: durable, volatile: PostgresHistoryStore(pool: pool, durable: false), nodeUID: nodeUID,
+            maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
     }
 
     public func attach(_ delivery: any EngineDelivery) {
@@ -98,9 +102,12 @@ import Synchronization
 
     /// PostgreSQL's bus and each shard: whether this node hears its bus and can send it commands now.
     public var health: EngineHealth {
-        EngineHealth(engine: "redis", parts: [.init(name: "postgres bus", up: postgresReady.isOpen)] + shards.map { shard in
-            .init(name: "redis \(shard.bus.publisher.address)", up: shard.bus.receiving && shard.bus.publisher.isUp)
-        })
+        EngineHealth(
+            engine: "redis",
+            parts: [.init(name: "postgres bus", up: postgresReady.isOpen)]
+                + shards.map { shard in
+                    .init(name: "redis \(shard.bus.publisher.address)", up: shard.bus.receiving && shard.bus.publisher.isUp)
+                })
     }
 
     func shard(for key: String) -> Shard {
@@ -111,7 +118,8 @@ import Synchronization
     static func routingKey(of event: ClusterEvent) -> String {
         switch event {
         case let .publication(channel, _), let .join(channel, _), let .leave(channel, _),
-             let .unsubscribe(_, channel), let .subscribe(_, channel, _): channel
+            let .unsubscribe(_, channel), let .subscribe(_, channel, _):
+            channel
         case let .disconnect(user, _, _): user
         case let .domain(topic, _, _): topic
         case let .regional(region, _, _, _): region
@@ -120,8 +128,10 @@ import Synchronization
 
     // MARK: ClusterLink
 
-    public func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
-                        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
+    public func publish(
+        _ publication: Publication, to channel: String, options: NamespaceOptions,
+        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
+    ) {
         if options.keepsHistory && options.historyDurable {
             return postgresBus.writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
         }
@@ -130,8 +140,10 @@ import Synchronization
             return shard.bus.publish([.publication(channel: channel, publication)]) { completion($0.map { nil }) }
         }
         let message = BusCodec.splitAtOffset(node: nodeUID, sequence: shard.bus.nextSequence(), channel: channel, publication)
-        shard.history.append(publication, to: channel, options: options, now: Date(),
-                             announcing: .init(busChannel: RedisBus.channel, prefix: message.prefix, suffix: message.suffix)) { result in
+        shard.history.append(
+            publication, to: channel, options: options, now: Date(),
+            announcing: .init(busChannel: RedisBus.channel, prefix: message.prefix, suffix: message.suffix)
+        ) { result in
             completion(result.map { $0 })
         }
     }
@@ -226,10 +238,14 @@ import Synchronization
         var beats = 0
         while !Task.isCancelled {
             do {
-                let entry = attachedNode?.registryEntry
-                    ?? ClusterNodeInfo(uid: nodeUID, name: "", version: "", stats: NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0))
-                try await registry.beat(ClusterNodeInfo(uid: nodeUID, name: entry.name, version: entry.version, stats: entry.stats),
-                                        startedAt: startedAt, now: Date())
+                let entry =
+                    attachedNode?.registryEntry
+                    ?? ClusterNodeInfo(
+                        uid: nodeUID, name: "", version: "",
+                        stats: NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0))
+                try await registry.beat(
+                    ClusterNodeInfo(uid: nodeUID, name: entry.name, version: entry.version, stats: entry.stats),
+                    startedAt: startedAt, now: Date())
                 if beats % 60 == 0 {
                     try await postgresBus.sweepPayloads(retention: settings.payloadRetention)
                     try await durableStore.sweep(now: Date())

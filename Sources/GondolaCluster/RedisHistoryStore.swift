@@ -32,7 +32,9 @@ public final class RedisHistoryStore: HistoryStore {
     }
 
     /// Appends `publication` to the channel's stream; answers it with its offset and the stream's position.
-    public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) async throws(HubError) -> (Publication, StreamPosition) {
+    public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) async throws(HubError) -> (
+        Publication, StreamPosition
+    ) {
         try await append(publication, to: channel, options: options, now: now, announcing: nil)
     }
 
@@ -46,8 +48,10 @@ public final class RedisHistoryStore: HistoryStore {
     }
 
     /// Appends `publication` and, with an announcement, publishes it on the bus in the same atomic script.
-    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date,
-                announcing announcement: Announcement?) async throws(HubError) -> (Publication, StreamPosition) {
+    func append(
+        _ publication: Publication, to channel: String, options: NamespaceOptions, now: Date,
+        announcing announcement: Announcement?
+    ) async throws(HubError) -> (Publication, StreamPosition) {
         let position = try await withCheckedContinuation { continuation in
             append(publication, to: channel, options: options, now: now, announcing: announcement) { continuation.resume(returning: $0) }
         }.get()
@@ -58,41 +62,50 @@ public final class RedisHistoryStore: HistoryStore {
 
     /// `append` that sends the script at once (in the order of the calls) and tells
     /// `completion` the stream's new position.
-    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date, announcing announcement: Announcement?,
-                completion: @escaping @Sendable (Result<StreamPosition, HubError>) -> Void) {
+    func append(
+        _ publication: Publication, to channel: String, options: NamespaceOptions, now: Date, announcing announcement: Announcement?,
+        completion: @escaping @Sendable (Result<StreamPosition, HubError>) -> Void
+    ) {
         var stored = publication
         stored.offset = 0
         let entry = BusCodec.encode(.publication(channel: channel, stored))
         var arguments = [
             entry, RedisArgument.number(Int64(max(options.historySize, 1))), RedisArgument.number(RedisArgument.seconds(options.historyTTL)),
-            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)), RedisArgument.number(RedisArgument.milliseconds(now)),
+            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)),
+            RedisArgument.number(RedisArgument.milliseconds(now)),
         ]
         if let announcement { arguments += [announcement.busChannel, announcement.prefix, announcement.suffix] }
         appendScript.run(keys: Self.keys(channel), arguments: arguments) { result in
-            completion(result.mapError { HubError($0, in: "stream store") }.flatMap { answer in
-                guard let items = answer.elements, items.count == 2, let offset = items[0].integer, let epoch = items[1].string else {
-                    return .failure(.internalError("the append script answered \(answer)"))
-                }
-                return .success(StreamPosition(offset: UInt64(offset), epoch: epoch))
-            })
+            completion(
+                result.mapError { HubError($0, in: "stream store") }.flatMap { answer in
+                    guard let items = answer.elements, items.count == 2, let offset = items[0].integer, let epoch = items[1].string else {
+                        return .failure(.internalError("the append script answered \(answer)"))
+                    }
+                    return .success(StreamPosition(offset: UInt64(offset), epoch: epoch))
+                })
         }
     }
 
     public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
         let oldest = options.historyTTL > .zero ? RedisArgument.milliseconds(now) - Int64(options.historyTTL.components.seconds * 1000) : 0
         let mode = limit == 0 ? "none" : reverse ? "reverse" : "forward"
-        let answer = try await run(readScript, keys: Self.keys(channel), arguments: [
-            Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)), Array(mode.utf8),
-            RedisArgument.number(Int64(after ?? 0)), RedisArgument.number(Int64(limit < 0 ? Int(Int32.max) : limit)), RedisArgument.number(oldest),
-        ])
+        let answer = try await run(
+            readScript, keys: Self.keys(channel),
+            arguments: [
+                Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)), Array(mode.utf8),
+                RedisArgument.number(Int64(after ?? 0)), RedisArgument.number(Int64(limit < 0 ? Int(Int32.max) : limit)),
+                RedisArgument.number(oldest),
+            ])
         guard let items = answer.elements, items.count == 3, let top = items[0].integer, let epoch = items[1].string,
-              let entries = items[2].elements else {
+            let entries = items[2].elements
+        else {
             throw HubError.internalError("the read script answered \(answer)")
         }
         var publications: [Publication] = []
         for entry in entries {
             guard let parts = entry.elements, parts.count == 2, let id = parts[0].string, let offset = UInt64(id.prefix { $0 != "-" }),
-                  let fields = parts[1].elements, fields.count >= 2, let bytes = fields[1].bytes else {
+                let fields = parts[1].elements, fields.count >= 2, let bytes = fields[1].bytes
+            else {
                 throw HubError.internalError("a stream entry of \(channel) is not one Gondola wrote: \(entry)")
             }
             guard case var .publication(_, publication) = try BusCodec.decodeEvent(bytes) else {
@@ -112,60 +125,59 @@ public final class RedisHistoryStore: HistoryStore {
         try await RedisScript.answering(script, keys: keys, arguments: arguments, what: "stream store")
     }
 
-
     /// KEYS: stream, meta. ARGV: entry, size, TTL s (0: none), epoch if new, idle limit s, now ms,
     /// and optionally bus channel, message prefix, message suffix (published with the offset between).
     static let appendSource = """
-    local epoch = redis.call('HGET', KEYS[2], 'e')
-    if not epoch then
-      epoch = ARGV[4]
-      redis.call('HSET', KEYS[2], 'e', epoch)
-    end
-    local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
-    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], offset .. '-1', 'd', ARGV[1], 't', ARGV[6])
-    if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
-    redis.call('EXPIRE', KEYS[2], ARGV[5])
-    if ARGV[7] then redis.call('PUBLISH', ARGV[7], ARGV[8] .. offset .. ARGV[9]) end
-    return {offset, epoch}
-    """
+        local epoch = redis.call('HGET', KEYS[2], 'e')
+        if not epoch then
+          epoch = ARGV[4]
+          redis.call('HSET', KEYS[2], 'e', epoch)
+        end
+        local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
+        redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], offset .. '-1', 'd', ARGV[1], 't', ARGV[6])
+        if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
+        redis.call('EXPIRE', KEYS[2], ARGV[5])
+        if ARGV[7] then redis.call('PUBLISH', ARGV[7], ARGV[8] .. offset .. ARGV[9]) end
+        return {offset, epoch}
+        """
 
     /// KEYS: stream, meta. ARGV: epoch if new, idle limit s, mode (forward, reverse, none),
     /// after (offset), limit, oldest time kept (ms, 0: all). Answers {top, epoch, entries}.
     static let readSource = """
-    local epoch = redis.call('HGET', KEYS[2], 'e')
-    if not epoch then
-      epoch = ARGV[1]
-      redis.call('HSET', KEYS[2], 'e', epoch)
-      redis.call('EXPIRE', KEYS[2], ARGV[2])
-    end
-    local top = redis.call('HGET', KEYS[2], 'o') or '0'
-    local limit = tonumber(ARGV[5])
-    local oldest = tonumber(ARGV[6])
-    local kept = {}
-    if ARGV[3] == 'reverse' then
-      local start = '+'
-      while #kept < limit do
-        local batch = redis.call('XREVRANGE', KEYS[1], start, '-', 'COUNT', math.min(limit - #kept, 1000))
-        if #batch == 0 then return {top, epoch, kept} end
-        for _, entry in ipairs(batch) do
-          if tonumber(entry[2][4]) < oldest then return {top, epoch, kept} end
-          table.insert(kept, entry)
+        local epoch = redis.call('HGET', KEYS[2], 'e')
+        if not epoch then
+          epoch = ARGV[1]
+          redis.call('HSET', KEYS[2], 'e', epoch)
+          redis.call('EXPIRE', KEYS[2], ARGV[2])
         end
-        start = '(' .. batch[#batch][1]
-      end
-    elseif ARGV[3] == 'forward' then
-      local start = '(' .. ARGV[4] .. '-1'
-      while #kept < limit do
-        local batch = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', math.min(limit - #kept, 1000))
-        if #batch == 0 then break end
-        for _, entry in ipairs(batch) do
-          if tonumber(entry[2][4]) >= oldest then table.insert(kept, entry) end
+        local top = redis.call('HGET', KEYS[2], 'o') or '0'
+        local limit = tonumber(ARGV[5])
+        local oldest = tonumber(ARGV[6])
+        local kept = {}
+        if ARGV[3] == 'reverse' then
+          local start = '+'
+          while #kept < limit do
+            local batch = redis.call('XREVRANGE', KEYS[1], start, '-', 'COUNT', math.min(limit - #kept, 1000))
+            if #batch == 0 then return {top, epoch, kept} end
+            for _, entry in ipairs(batch) do
+              if tonumber(entry[2][4]) < oldest then return {top, epoch, kept} end
+              table.insert(kept, entry)
+            end
+            start = '(' .. batch[#batch][1]
+          end
+        elseif ARGV[3] == 'forward' then
+          local start = '(' .. ARGV[4] .. '-1'
+          while #kept < limit do
+            local batch = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', math.min(limit - #kept, 1000))
+            if #batch == 0 then break end
+            for _, entry in ipairs(batch) do
+              if tonumber(entry[2][4]) >= oldest then table.insert(kept, entry) end
+            end
+            start = '(' .. batch[#batch][1]
+          end
         end
-        start = '(' .. batch[#batch][1]
-      end
-    end
-    return {top, epoch, kept}
-    """
+        return {top, epoch, kept}
+        """
 }
 
 /// How the engine's scripts get numbers: decimal text, whole seconds (rounded up), Unix milliseconds.
@@ -180,10 +192,10 @@ enum RedisArgument {
 enum RedisLua {
     /// Removes member ARGV[1] from both keys, and answers 1.
     static let removeMember = """
-    redis.call('HDEL', KEYS[1], ARGV[1])
-    redis.call('ZREM', KEYS[2], ARGV[1])
-    return 1
-    """
+        redis.call('HDEL', KEYS[1], ARGV[1])
+        redis.call('ZREM', KEYS[2], ARGV[1])
+        return 1
+        """
 
     /// Removes from both keys every member whose time is below `bound` (a Lua expression).
     static func dropMembers(scoredBelow bound: String) -> String {
@@ -241,8 +253,10 @@ final class RedisScript: Sendable {
         evaluate(digest, keys: keys, arguments: arguments, reloading: true, completion: completion)
     }
 
-    private func evaluate(_ digest: String, keys: [[UInt8]], arguments: [[UInt8]], reloading: Bool,
-                          completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void) {
+    private func evaluate(
+        _ digest: String, keys: [[UInt8]], arguments: [[UInt8]], reloading: Bool,
+        completion: @escaping @Sendable (Result<RESPValue, RedisError>) -> Void
+    ) {
         redis.send(bytes: [Array("EVALSHA".utf8), Array(digest.utf8), Array(String(keys.count).utf8)] + keys + arguments) { result in
             guard case let .failure(.server(message)) = result, message.hasPrefix("NOSCRIPT"), reloading else { return completion(result) }
             self.sha.withLock { $0 = nil }
@@ -257,11 +271,12 @@ final class RedisScript: Sendable {
 
     private func load(_ completion: @escaping @Sendable (Result<String, RedisError>) -> Void) {
         redis.send(bytes: [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(source.utf8)]) { result in
-            completion(result.flatMap { answer in
-                guard let digest = answer.string else { return .failure(.unexpectedReply("SCRIPT LOAD answered no digest")) }
-                self.sha.withLock { $0 = digest }
-                return .success(digest)
-            })
+            completion(
+                result.flatMap { answer in
+                    guard let digest = answer.string else { return .failure(.unexpectedReply("SCRIPT LOAD answered no digest")) }
+                    self.sha.withLock { $0 = digest }
+                    return .success(digest)
+                })
         }
     }
 }

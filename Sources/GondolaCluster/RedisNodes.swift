@@ -34,30 +34,38 @@ public final class RedisNodes: Sendable {
             "started": .int(RedisArgument.milliseconds(startedAt)), "clients": .int(Int64(stats.clients)), "users": .int(Int64(stats.users)),
             "channels": .int(Int64(stats.channels)), "subscriptions": .int(Int64(stats.subscriptions)),
         ]
-        _ = try await RedisScript.answering(beatScript, keys: Self.keys, arguments: [
-            Array(node.uid.utf8), entry.bytes, RedisArgument.number(RedisArgument.milliseconds(now)),
-        ], what: "node registry")
+        _ = try await RedisScript.answering(
+            beatScript, keys: Self.keys,
+            arguments: [
+                Array(node.uid.utf8), entry.bytes, RedisArgument.number(RedisArgument.milliseconds(now)),
+            ], what: "node registry")
     }
 
     /// The nodes with a heartbeat within `nodeTimeout` of `now`, by name then uid.
     public func nodes(now: Date) async throws(HubError) -> [ClusterNodeInfo] {
         let nowMilliseconds = RedisArgument.milliseconds(now)
         let timeout = Int64(nodeTimeout.components.seconds * 1000)
-        let answer = try await RedisScript.answering(listScript, keys: Self.keys, arguments: [
-            RedisArgument.number(nowMilliseconds - timeout), RedisArgument.number(nowMilliseconds - 12 * timeout),
-        ], what: "node registry")
+        let answer = try await RedisScript.answering(
+            listScript, keys: Self.keys,
+            arguments: [
+                RedisArgument.number(nowMilliseconds - timeout), RedisArgument.number(nowMilliseconds - 12 * timeout),
+            ], what: "node registry")
         guard let entries = answer.elements else { throw .internalError("the node registry answered \(answer)") }
         var nodes: [ClusterNodeInfo] = []
         for entry in entries {
             guard let bytes = entry.bytes, let json = try? JSONParser.parse(bytes),
-                  case let .string(uid)? = json["uid"], case let .string(name)? = json["name"], case let .string(version)? = json["version"],
-                  case let .int(started)? = json["started"] else {
+                case let .string(uid)? = json["uid"], case let .string(name)? = json["name"], case let .string(version)? = json["version"],
+                case let .int(started)? = json["started"]
+            else {
                 throw .internalError("a node registry entry is not one Gondola wrote")
             }
             func count(_ key: String) -> Int { if case let .int(value)? = json[key] { Int(value) } else { 0 } }
-            nodes.append(ClusterNodeInfo(uid: uid, name: name, version: version, stats: NodeStats(
-                clients: count("clients"), users: count("users"), channels: count("channels"), subscriptions: count("subscriptions"),
-                queuedBytes: 0, uptimeSeconds: Int((nowMilliseconds - started) / 1000))))
+            nodes.append(
+                ClusterNodeInfo(
+                    uid: uid, name: name, version: version,
+                    stats: NodeStats(
+                        clients: count("clients"), users: count("users"), channels: count("channels"), subscriptions: count("subscriptions"),
+                        queuedBytes: 0, uptimeSeconds: Int((nowMilliseconds - started) / 1000))))
         }
         return nodes.sorted { ($0.name, $0.uid) < ($1.name, $1.uid) }
     }
@@ -69,22 +77,23 @@ public final class RedisNodes: Sendable {
 
     /// KEYS: entries, seen. ARGV: uid, entry, now (ms).
     static let beatSource = """
-    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-    return 1
-    """
+        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+        redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+        return 1
+        """
 
     /// KEYS: entries, seen. ARGV: live since (ms), forgotten before (ms). Answers the live entries.
-    static let listSource = RedisLua.dropMembers(scoredBelow: "ARGV[2]") + """
-    local live = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf')
-    if #live == 0 then return {} end
-    local entries = redis.call('HMGET', KEYS[1], unpack(live))
-    local found = {}
-    for _, entry in ipairs(entries) do
-      if entry then table.insert(found, entry) end
-    end
-    return found
-    """
+    static let listSource =
+        RedisLua.dropMembers(scoredBelow: "ARGV[2]") + """
+            local live = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf')
+            if #live == 0 then return {} end
+            local entries = redis.call('HMGET', KEYS[1], unpack(live))
+            local found = {}
+            for _, entry in ipairs(entries) do
+              if entry then table.insert(found, entry) end
+            end
+            return found
+            """
 
     /// KEYS: entries, seen. ARGV: uid.
     static let leaveSource = RedisLua.removeMember

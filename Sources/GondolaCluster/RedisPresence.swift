@@ -39,9 +39,11 @@ import GondolaRedis
     /// `addPresence` at a given time (the entry expires `ttl` after it).
     public func addPresence(channel: String, info: ClientInfo, now: Date) async throws(HubError) {
         let expires = RedisArgument.milliseconds(now) + Int64(ttl.components.seconds * 1000)
-        _ = try await RedisScript.answering(addScript, keys: Self.keys(channel), arguments: [
-            Array(info.client.utf8), info.json.bytes, RedisArgument.number(expires), RedisArgument.number(RedisArgument.seconds(ttl)),
-        ], what: "presence")
+        _ = try await RedisScript.answering(
+            addScript, keys: Self.keys(channel),
+            arguments: [
+                Array(info.client.utf8), info.json.bytes, RedisArgument.number(expires), RedisArgument.number(RedisArgument.seconds(ttl)),
+            ], what: "presence")
     }
 
     public func removePresence(channel: String, client: String) async throws(HubError) {
@@ -54,8 +56,9 @@ import GondolaRedis
 
     /// The channel's entries that have not expired at `now`.
     public func presence(channel: String, now: Date) async throws(HubError) -> [String: ClientInfo] {
-        let answer = try await RedisScript.answering(readScript, keys: Self.keys(channel),
-                                                     arguments: [RedisArgument.number(RedisArgument.milliseconds(now))], what: "presence")
+        let answer = try await RedisScript.answering(
+            readScript, keys: Self.keys(channel),
+            arguments: [RedisArgument.number(RedisArgument.milliseconds(now))], what: "presence")
         guard let items = answer.elements, items.count % 2 == 0 else { throw .internalError("the presence script answered \(answer)") }
         var entries: [String: ClientInfo] = [:]
         for index in stride(from: 0, to: items.count, by: 2) {
@@ -73,27 +76,28 @@ import GondolaRedis
 
     /// KEYS: hash, expiry set. ARGV: client, info, expires at (ms), TTL (s).
     static let addSource = """
-    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-    redis.call('EXPIRE', KEYS[1], ARGV[4])
-    redis.call('EXPIRE', KEYS[2], ARGV[4])
-    return 1
-    """
+        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+        redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+        redis.call('EXPIRE', KEYS[1], ARGV[4])
+        redis.call('EXPIRE', KEYS[2], ARGV[4])
+        return 1
+        """
 
     /// KEYS: hash, expiry set. ARGV: client.
     static let removeSource = RedisLua.removeMember
 
     /// KEYS: hash, expiry set. ARGV: now (ms). Drops what expired, answers the rest as client, info pairs.
-    static let readSource = RedisLua.dropMembers(scoredBelow: "ARGV[1]") + """
-    local entries = redis.call('HGETALL', KEYS[1])
-    if entries['map'] then
-      local pairs_ = {}
-      for key, value in pairs(entries['map']) do
-        table.insert(pairs_, key)
-        table.insert(pairs_, value)
-      end
-      return pairs_
-    end
-    return entries
-    """
+    static let readSource =
+        RedisLua.dropMembers(scoredBelow: "ARGV[1]") + """
+            local entries = redis.call('HGETALL', KEYS[1])
+            if entries['map'] then
+              local pairs_ = {}
+              for key, value in pairs(entries['map']) do
+                table.insert(pairs_, key)
+                table.insert(pairs_, value)
+              end
+              return pairs_
+            end
+            return entries
+            """
 }

@@ -1,6 +1,6 @@
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
-import GondolaDomain
 
 /// `crash:<id>`: the changes of one crash, a durable stream that only its owner may
 /// subscribe to (and recover from after a reconnect).

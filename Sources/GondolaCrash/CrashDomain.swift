@@ -1,9 +1,9 @@
+import GRDB
 import GondolaDomain
 import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import GondolaServices
-import GRDB
 
 /// The Crash Assistant app's backend as a domain: crashes detected by telematics or
 /// started by hand, the injuries, notes and photos collected about them as drafts, and
@@ -42,12 +42,14 @@ public struct CrashDomain: Domain {
             throw DomainSetupError("'crash_link_template' must contain {id}, got '\(linkTemplate)'")
         }
         let (repository, files) = try Self.storage(context)
-        let texts: any TextMessageSender = smsWebhookURL.isEmpty
+        let texts: any TextMessageSender =
+            smsWebhookURL.isEmpty
             ? LoggedTextMessages(logger: context.logger)
             : WebhookTextMessages(url: smsWebhookURL, token: smsWebhookToken)
-        let crashes = CrashService(node: context.node, repository: repository, files: files,
-                                   links: context.links, texts: texts, linkTemplate: linkTemplate, notices: context.notices,
-                                   metrics: context.metrics, logger: context.logger)
+        let crashes = CrashService(
+            node: context.node, repository: repository, files: files,
+            links: context.links, texts: texts, linkTemplate: linkTemplate, notices: context.notices,
+            metrics: context.metrics, logger: context.logger)
         try await crashes.sweepFiles()
         var registrations = NodeRegistrations()
         CrashRPC(crashes: crashes).register(in: &registrations)

@@ -3,8 +3,12 @@ import GondolaProtocol
 
 /// Who was hurt in a crash, as the app offers it.
 public enum InjuredParty: String, Sendable, CaseIterable {
-    case myself, myPassengers = "my_passengers", otherDriver = "other_driver"
-    case otherDriverPassengers = "other_driver_passengers", noOne = "no_one", unsure
+    case myself
+    case myPassengers = "my_passengers"
+    case otherDriver = "other_driver"
+    case otherDriverPassengers = "other_driver_passengers"
+    case noOne = "no_one"
+    case unsure
 
     /// `no_one` and `unsure` each stand alone in a selection.
     var standsAlone: Bool { self == .noOne || self == .unsure }
@@ -27,8 +31,11 @@ public enum InjuredParty: String, Sendable, CaseIterable {
 
 /// The photo sections of the crash info screens.
 public enum PhotoSection: String, Sendable, CaseIterable {
-    case licenseInsurance = "license_insurance", licencePlate = "licence_plate", otherVehicleDamage = "other_vehicle_damage"
-    case yourVehicleDamage = "your_vehicle_damage", crashScene = "crash_scene"
+    case licenseInsurance = "license_insurance"
+    case licencePlate = "licence_plate"
+    case otherVehicleDamage = "other_vehicle_damage"
+    case yourVehicleDamage = "your_vehicle_damage"
+    case crashScene = "crash_scene"
 
     /// The heading the report gives the section.
     var title: String {

@@ -25,9 +25,11 @@ struct CrashPhotoEndpoints: Sendable {
         router.get("/api/crash/:crash/photos/:part") { request, context in
             let user = try await authentication.user(of: request).get()
             return await JSONResponse.answering { () throws(HubError) in
-                let (photo, bytes) = try await crashes.photo(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)
-                return Response(status: .ok, headers: [.contentType: photo.contentType, .cacheControl: "private, max-age=31536000, immutable"],
-                                body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+                let (photo, bytes) = try await crashes.photo(
+                    context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)
+                return Response(
+                    status: .ok, headers: [.contentType: photo.contentType, .cacheControl: "private, max-age=31536000, immutable"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             }
         }
         router.get("/api/crash/:crash/report.pdf") { request, context in
@@ -47,7 +49,9 @@ struct CrashPhotoEndpoints: Sendable {
         router.delete("/api/crash/:crash/photos/:part") { request, context in
             let user = try await authentication.user(of: request).get()
             return await JSONResponse.answering { () throws(HubError) in
-                JSONResponse.make(CrashJSON.photo(try await crashes.removePhoto(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)))
+                JSONResponse.make(
+                    CrashJSON.photo(
+                        try await crashes.removePhoto(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)))
             }
         }
     }
@@ -80,17 +84,20 @@ struct CrashPhotoEndpoints: Sendable {
     }
 
     static func pdf(_ bytes: [UInt8]) -> Response {
-        Response(status: .ok, headers: [.contentType: "application/pdf", .contentDisposition: "inline; filename=\"crash-report.pdf\""],
-                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        Response(
+            status: .ok, headers: [.contentType: "application/pdf", .contentDisposition: "inline; filename=\"crash-report.pdf\""],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     /// A file name without path separators or control characters, or nil when none was given.
     static func fileName(_ given: String?) throws(HubError) -> String? {
         guard let given, !given.isEmpty else { return nil }
         guard given.count <= maxFileNameLength,
-              !given.unicodeScalars.contains(where: { $0 == "/" || $0 == "\\" || $0.properties.generalCategory == .control }),
-              given != ".", given != ".." else {
-            throw .badRequest("name: a file name of at most \(maxFileNameLength) characters without / \\ or control characters, got '\(given.prefix(120))'")
+            !given.unicodeScalars.contains(where: { $0 == "/" || $0 == "\\" || $0.properties.generalCategory == .control }),
+            given != ".", given != ".."
+        else {
+            throw .badRequest(
+                "name: a file name of at most \(maxFileNameLength) characters without / \\ or control characters, got '\(given.prefix(120))'")
         }
         return given
     }

@@ -10,14 +10,16 @@ struct CrashRPC: Sendable {
     func register(in registrations: inout NodeRegistrations) {
         registrations.register("crash.start") { context, data in
             let fields = try RequestFields(data)
-            let crash = try await crashes.create(owner: context.user, source: .manual, place: try Self.place(fields),
-                                           occurredAt: try Self.time(fields))
+            let crash = try await crashes.create(
+                owner: context.user, source: .manual, place: try Self.place(fields),
+                occurredAt: try Self.time(fields))
             return CrashJSON.crash(crash, photos: [])
         }
         registrations.register("crash.update") { context, data in
             let fields = try RequestFields(data)
             let id = try fields.string("crash", maxLength: 64)
-            let injured = fields.has("injured")
+            let injured =
+                fields.has("injured")
                 ? try InjuredParty.selection(try fields.stringArray("injured", maxCount: InjuredParty.allCases.count, maxLength: 32))
                 : nil
             let note = try fields.optionalString("note", maxLength: CrashService.maxNoteLength, allowEmpty: true)
@@ -67,7 +69,8 @@ struct CrashRPC: Sendable {
     static func phone(_ text: String) throws(HubError) -> String {
         let digits = text.utf8.dropFirst()
         guard text.hasPrefix("+"), (7...15).contains(digits.count), digits.first != UInt8(ascii: "0"),
-              digits.allSatisfy({ (48...57).contains($0) }) else {
+            digits.allSatisfy({ (48...57).contains($0) })
+        else {
             throw .badRequest("phone: expected E.164 like +36201234567, got '\(text)'")
         }
         return text

@@ -25,8 +25,9 @@ struct CrashReportPDF {
         HPDF_UseUTFEncodings(pdf)
         HPDF_SetCurrentEncoder(pdf, "UTF-8")
         guard let regularName = HPDF_LoadTTFontFromFile(pdf, fontFolder + "/DejaVuSans.ttf", HPDF_TRUE),
-              let boldName = HPDF_LoadTTFontFromFile(pdf, fontFolder + "/DejaVuSans-Bold.ttf", HPDF_TRUE),
-              let regular = HPDF_GetFont(pdf, regularName, "UTF-8"), let bold = HPDF_GetFont(pdf, boldName, "UTF-8") else {
+            let boldName = HPDF_LoadTTFontFromFile(pdf, fontFolder + "/DejaVuSans-Bold.ttf", HPDF_TRUE),
+            let regular = HPDF_GetFont(pdf, regularName, "UTF-8"), let bold = HPDF_GetFont(pdf, boldName, "UTF-8")
+        else {
             throw CrashReportError("the DejaVu Sans fonts are missing from \(fontFolder) (Debian package fonts-dejavu-core)")
         }
         HPDF_SetInfoAttr(pdf, HPDF_INFO_TITLE, "Crash report \(crash.id)")
@@ -117,7 +118,9 @@ struct CrashReportPDF {
             guard heif_context_get_primary_image_handle(context, &handle).code == heif_error_Ok, let handle else { return nil }
             defer { heif_image_handle_release(handle) }
             var image: OpaquePointer?
-            guard heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGB, nil).code == heif_error_Ok, let image else { return nil }
+            guard heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGB, nil).code == heif_error_Ok, let image else {
+                return nil
+            }
             defer { heif_image_release(image) }
             let width = Int(heif_image_get_width(image, heif_channel_interleaved))
             let height = Int(heif_image_get_height(image, heif_channel_interleaved))
@@ -202,7 +205,8 @@ private struct PageWriter {
             endPhotoRow()
             ensure(cellHeight)
         }
-        let width = Float(HPDF_Image_GetWidth(image)), height = Float(HPDF_Image_GetHeight(image))
+        let width = Float(HPDF_Image_GetWidth(image))
+        let height = Float(HPDF_Image_GetHeight(image))
         let scale = min(CrashReportPDF.photoWidth / max(width, 1), CrashReportPDF.photoHeight / max(height, 1), 1)
         let x = CrashReportPDF.margin + Float(column) * (CrashReportPDF.photoWidth + CrashReportPDF.photoGap)
         let top = y

@@ -1,5 +1,5 @@
-import GondolaStore
 import GRDB
+import GondolaStore
 
 /// Where crashes, their photo rows and the users' crash phone numbers live. Photo and
 /// report bytes are kept apart, by hash (`CrashFiles`); a row references them by hash.
@@ -45,8 +45,10 @@ struct SQLiteCrashRepository: CrashRepository {
                     INSERT INTO crash (id, owner, source, occurred_at_ms, lat, lon, injured, note, created_at_ms, updated_at_ms, reported_at_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [crash.id, crash.owner, crash.source.rawValue, crash.occurredAt, crash.place?.lat, crash.place?.lon,
-                            CrashRows.injuredText(crash.injured), crash.note, crash.createdAt, crash.updatedAt, crash.reportedAt])
+                arguments: [
+                    crash.id, crash.owner, crash.source.rawValue, crash.occurredAt, crash.place?.lat, crash.place?.lon,
+                    CrashRows.injuredText(crash.injured), crash.note, crash.createdAt, crash.updatedAt, crash.reportedAt,
+                ])
         }
     }
 
@@ -61,11 +63,14 @@ struct SQLiteCrashRepository: CrashRepository {
     /// their photo counts.
     func crashes(of owner: String) throws -> [(crash: Crash, photos: Int)] {
         try database.pool.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT crash.*, (SELECT COUNT(*) FROM crash_photo WHERE crash_id = crash.id) AS photo_count
-                FROM crash WHERE owner = ?
-                ORDER BY reported_at_ms IS NOT NULL, COALESCE(reported_at_ms, updated_at_ms) DESC, id
-                """, arguments: [owner]).map { (Self.crash($0), $0["photo_count"] as Int) }
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT crash.*, (SELECT COUNT(*) FROM crash_photo WHERE crash_id = crash.id) AS photo_count
+                    FROM crash WHERE owner = ?
+                    ORDER BY reported_at_ms IS NOT NULL, COALESCE(reported_at_ms, updated_at_ms) DESC, id
+                    """, arguments: [owner]
+            ).map { (Self.crash($0), $0["photo_count"] as Int) }
         }
     }
 
@@ -81,10 +86,12 @@ struct SQLiteCrashRepository: CrashRepository {
     /// Deletes a crash with its photo rows; answers the file hashes nothing else uses.
     func delete(_ id: String) throws -> [String] {
         try database.pool.write { db in
-            let hashes = try String.fetchAll(db, sql: """
-                SELECT file_hash FROM crash_photo WHERE crash_id = ?
-                UNION SELECT report_hash FROM crash WHERE id = ? AND report_hash IS NOT NULL
-                """, arguments: [id, id])
+            let hashes = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT file_hash FROM crash_photo WHERE crash_id = ?
+                    UNION SELECT report_hash FROM crash WHERE id = ? AND report_hash IS NOT NULL
+                    """, arguments: [id, id])
             try db.execute(sql: "DELETE FROM crash WHERE id = ?", arguments: [id])
             return try hashes.filter { try Self.unreferenced($0, db) }
         }
@@ -106,16 +113,20 @@ struct SQLiteCrashRepository: CrashRepository {
     /// The crash's update time moves with it.
     func insert(_ photo: CrashPhoto, limit: Int) throws -> Bool {
         try database.pool.write { db in
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM crash_photo WHERE crash_id = ? AND section = ?",
-                                         arguments: [photo.crash, photo.section.rawValue]) ?? 0
+            let count =
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM crash_photo WHERE crash_id = ? AND section = ?",
+                    arguments: [photo.crash, photo.section.rawValue]) ?? 0
             guard count < limit else { return false }
             try db.execute(
                 sql: """
                     INSERT INTO crash_photo (id, crash_id, section, file_hash, file_name, content_type, size, width, height, created_at_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [photo.id, photo.crash, photo.section.rawValue, photo.fileHash, photo.fileName, photo.contentType,
-                            photo.size, photo.width, photo.height, photo.createdAt])
+                arguments: [
+                    photo.id, photo.crash, photo.section.rawValue, photo.fileHash, photo.fileName, photo.contentType,
+                    photo.size, photo.width, photo.height, photo.createdAt,
+                ])
             try db.execute(sql: "UPDATE crash SET updated_at_ms = ? WHERE id = ?", arguments: [photo.createdAt, photo.crash])
             return true
         }
@@ -134,8 +145,9 @@ struct SQLiteCrashRepository: CrashRepository {
     func setReport(_ id: String, hash: String, at time: Int64) throws -> String? {
         try database.pool.write { db in
             let previous = try String.fetchOne(db, sql: "SELECT report_hash FROM crash WHERE id = ?", arguments: [id])
-            try db.execute(sql: "UPDATE crash SET report_hash = ?, reported_at_ms = ?, updated_at_ms = ? WHERE id = ?",
-                           arguments: [hash, time, time, id])
+            try db.execute(
+                sql: "UPDATE crash SET report_hash = ?, reported_at_ms = ?, updated_at_ms = ? WHERE id = ?",
+                arguments: [hash, time, time, id])
             guard let previous, previous != hash else { return nil }
             return try Self.unreferenced(previous, db) ? previous : nil
         }
@@ -157,8 +169,9 @@ struct SQLiteCrashRepository: CrashRepository {
     func setPhone(_ phone: String?, of user: String) throws {
         try database.pool.write { db in
             if let phone {
-                try db.execute(sql: "INSERT INTO crash_contact (user_id, phone) VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET phone = excluded.phone",
-                               arguments: [user, phone])
+                try db.execute(
+                    sql: "INSERT INTO crash_contact (user_id, phone) VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET phone = excluded.phone",
+                    arguments: [user, phone])
             } else {
                 try db.execute(sql: "DELETE FROM crash_contact WHERE user_id = ?", arguments: [user])
             }
@@ -177,12 +190,14 @@ struct SQLiteCrashRepository: CrashRepository {
     }
 
     private static func unreferenced(_ hash: String, _ db: Database) throws -> Bool {
-        try Int.fetchOne(db, sql: "SELECT (SELECT COUNT(*) FROM crash_photo WHERE file_hash = ?) + (SELECT COUNT(*) FROM crash WHERE report_hash = ?)",
-                         arguments: [hash, hash]) == 0
+        try Int.fetchOne(
+            db, sql: "SELECT (SELECT COUNT(*) FROM crash_photo WHERE file_hash = ?) + (SELECT COUNT(*) FROM crash WHERE report_hash = ?)",
+            arguments: [hash, hash]) == 0
     }
 
     private static func crash(_ row: Row) -> Crash {
-        let lat: Double? = row["lat"], lon: Double? = row["lon"]
+        let lat: Double? = row["lat"]
+        let lon: Double? = row["lon"]
         return Crash(
             id: row["id"], owner: row["owner"], source: CrashSource(rawValue: row["source"]) ?? .manual,
             occurredAt: row["occurred_at_ms"], place: lat.flatMap { lat in lon.map { CrashPlace(lat: lat, lon: $0) } },

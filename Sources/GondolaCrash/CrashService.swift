@@ -1,11 +1,11 @@
+import CoreMetrics
+import Foundation
 import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaServices
-import Foundation
 import Logging
 import NIOPosix
-import CoreMetrics
 
 /// The crash rules: who may see and change a crash, what may be collected, and the
 /// push-repository pattern — each change is written to the repository, then published
@@ -35,8 +35,10 @@ public final class CrashService: Sendable {
     /// Callers wait for it as tasks.
     private let fileChanges = TaskKeyedLocks()
 
-    init(node: Node, repository: any CrashRepository, files: any CrashFiles, links: SignedLinks, texts: any TextMessageSender,
-         linkTemplate: String, notices: NoticeBoard = NoticeBoard(), metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger) {
+    init(
+        node: Node, repository: any CrashRepository, files: any CrashFiles, links: SignedLinks, texts: any TextMessageSender,
+        linkTemplate: String, notices: NoticeBoard = NoticeBoard(), metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
+    ) {
         self.textCalls = OutboundCalls(service: "sms", metrics: metrics, logger: logger)
         self.notices = notices
         self.node = node
@@ -60,9 +62,10 @@ public final class CrashService: Sendable {
     /// Records a crash for `owner` (detected by telematics or started by hand).
     func create(owner: String, source: CrashSource, place: CrashPlace?, occurredAt: Int64?) async throws(HubError) -> Crash {
         let now = unixMilliseconds()
-        let crash = Crash(id: RandomID.make("crash-"), owner: owner, source: source, occurredAt: occurredAt ?? now, place: place,
-                          injured: [], note: "", createdAt: now, updatedAt: now, reportedAt: nil,
-                          reportHash: nil, shareID: nil, shareExpiresAt: nil)
+        let crash = Crash(
+            id: RandomID.make("crash-"), owner: owner, source: source, occurredAt: occurredAt ?? now, place: place,
+            injured: [], note: "", createdAt: now, updatedAt: now, reportedAt: nil,
+            reportHash: nil, shareID: nil, shareExpiresAt: nil)
         try await databaseWrite { try await repository.insert(crash) }
         return crash
     }
@@ -109,15 +112,21 @@ public final class CrashService: Sendable {
     // MARK: Photos
 
     /// Stores a photo in a section of the owner's crash: the file first, then its row.
-    func addPhoto(to id: String, section: PhotoSection, bytes: [UInt8], image: ImageProbe, fileName: String?, by user: String) async throws(HubError) -> CrashPhoto {
+    func addPhoto(to id: String, section: PhotoSection, bytes: [UInt8], image: ImageProbe, fileName: String?, by user: String) async throws(HubError)
+        -> CrashPhoto
+    {
         _ = try await owned(id, by: user)
-        let photo = try await withFilesLocked { () throws(HubError) in try await storePhoto(in: id, section: section, bytes: bytes, image: image, fileName: fileName) }
+        let photo = try await withFilesLocked { () throws(HubError) in
+            try await storePhoto(in: id, section: section, bytes: bytes, image: image, fileName: fileName)
+        }
         publish(id, ["type": "photo.added", "photo": CrashJSON.photo(photo)])
         return photo
     }
 
     /// The file, then the row of a new photo; called with the files locked.
-    private func storePhoto(in id: String, section: PhotoSection, bytes: [UInt8], image: ImageProbe, fileName: String?) async throws(HubError) -> CrashPhoto {
+    private func storePhoto(in id: String, section: PhotoSection, bytes: [UInt8], image: ImageProbe, fileName: String?) async throws(HubError)
+        -> CrashPhoto
+    {
         let hash: String
         do {
             hash = try await files.store(bytes)
@@ -191,8 +200,10 @@ extension CrashService {
     func notifyDetected(_ crash: Crash, phone given: String?) async -> JSON {
         let link = linkTemplate.replacingOccurrences(of: "{id}", with: crash.id)
         node.tell(crash.owner, ["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0), "link": .string(link)])
-        notices.post(Notice(audience: .users([crash.owner]), channel: PersonalChannel.name(of: crash.owner), category: .update, text: "crash.detected",
-                            link: ["screen": "crash", "crash": crash.id, "url": link], at: crash.createdAt))
+        notices.post(
+            Notice(
+                audience: .users([crash.owner]), channel: PersonalChannel.name(of: crash.owner), category: .update, text: "crash.detected",
+                link: ["screen": "crash", "crash": crash.id, "url": link], at: crash.createdAt))
         let stored: String?
         do {
             stored = try await repository.phone(of: crash.owner)

@@ -18,7 +18,8 @@ struct PostgresCrashFiles: CrashFiles {
 
     func store(_ bytes: [UInt8]) async throws -> String {
         let hash = FileStore.hash(of: bytes)
-        try await pool.query("""
+        try await pool.query(
+            """
             INSERT INTO crash_file (hash, bytes, stored_at_ms) VALUES (\(hash), \(ByteBuffer(bytes: bytes)), \(unixMilliseconds()))
             ON CONFLICT (hash) DO UPDATE SET stored_at_ms = EXCLUDED.stored_at_ms
             """)
@@ -32,7 +33,8 @@ struct PostgresCrashFiles: CrashFiles {
 
     func remove(_ hash: String) async {
         do {
-            try await pool.query("""
+            try await pool.query(
+                """
                 DELETE FROM crash_file WHERE hash = \(hash)
                 AND NOT EXISTS (SELECT 1 FROM crash_photo WHERE file_hash = \(hash)) AND NOT EXISTS (SELECT 1 FROM crash WHERE report_hash = \(hash))
                 """)
@@ -42,7 +44,8 @@ struct PostgresCrashFiles: CrashFiles {
     }
 
     func sweep() async throws -> Int {
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             DELETE FROM crash_file f WHERE stored_at_ms < \(unixMilliseconds() - Self.sweepGraceMilliseconds)
             AND NOT EXISTS (SELECT 1 FROM crash_photo WHERE file_hash = f.hash) AND NOT EXISTS (SELECT 1 FROM crash WHERE report_hash = f.hash)
             RETURNING hash

@@ -13,7 +13,8 @@ struct PostgresCrashRepository: CrashRepository {
     private static let photoColumns = "id, crash_id, section, file_hash, file_name, content_type, size, width, height, created_at_ms"
 
     func insert(_ crash: Crash) async throws {
-        try await pool.query("""
+        try await pool.query(
+            """
             INSERT INTO crash (id, owner, source, occurred_at_ms, lat, lon, injured, note, created_at_ms, updated_at_ms, reported_at_ms)
             VALUES (\(crash.id), \(crash.owner), \(crash.source.rawValue), \(crash.occurredAt), \(crash.place?.lat), \(crash.place?.lon),
                     \(CrashRows.injuredText(crash.injured)), \(crash.note), \(crash.createdAt), \(crash.updatedAt), \(crash.reportedAt))
@@ -25,15 +26,18 @@ struct PostgresCrashRepository: CrashRepository {
     }
 
     func crashes(of owner: String) async throws -> [(crash: Crash, photos: Int)] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT \(unescaped: Self.columns), (SELECT COUNT(*) FROM crash_photo WHERE crash_id = crash.id)
             FROM crash WHERE owner = \(owner)
             ORDER BY reported_at_ms IS NOT NULL, COALESCE(reported_at_ms, updated_at_ms) DESC, id
-            """).map { row in (try Self.crash(row), Int(try row.makeRandomAccess()[14].decode(Int64.self))) }
+            """
+        ).map { row in (try Self.crash(row), Int(try row.makeRandomAccess()[14].decode(Int64.self))) }
     }
 
     func update(_ crash: Crash) async throws {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE crash SET injured = \(CrashRows.injuredText(crash.injured)), note = \(crash.note), updated_at_ms = \(crash.updatedAt),
                 reported_at_ms = \(crash.reportedAt)
             WHERE id = \(crash.id)
@@ -42,10 +46,12 @@ struct PostgresCrashRepository: CrashRepository {
 
     func delete(_ id: String) async throws -> [String] {
         try await pool.transaction { connection in
-            let hashes = try await pool.run("""
+            let hashes = try await pool.run(
+                """
                 SELECT file_hash FROM crash_photo WHERE crash_id = \(id)
                 UNION SELECT report_hash FROM crash WHERE id = \(id) AND report_hash IS NOT NULL
-                """, on: connection).map { try $0.decode(String.self) }
+                """, on: connection
+            ).map { try $0.decode(String.self) }
             try await pool.run("DELETE FROM crash WHERE id = \(id)", on: connection)
             var unused: [String] = []
             for hash in hashes where try await !Self.referenced(hash, on: connection, pool) { unused.append(hash) }
@@ -65,11 +71,15 @@ struct PostgresCrashRepository: CrashRepository {
     func insert(_ photo: CrashPhoto, limit: Int) async throws -> Bool {
         try await pool.transaction { connection in
             guard try await pool.run("SELECT id FROM crash WHERE id = \(photo.crash) FOR UPDATE", on: connection).first != nil else { return false }
-            let count = try await pool.run("""
-                SELECT COUNT(*) FROM crash_photo WHERE crash_id = \(photo.crash) AND section = \(photo.section.rawValue)
-                """, on: connection).first?.decode(Int64.self) ?? 0
+            let count =
+                try await pool.run(
+                    """
+                    SELECT COUNT(*) FROM crash_photo WHERE crash_id = \(photo.crash) AND section = \(photo.section.rawValue)
+                    """, on: connection
+                ).first?.decode(Int64.self) ?? 0
             guard count < limit else { return false }
-            try await pool.run("""
+            try await pool.run(
+                """
                 INSERT INTO crash_photo (\(unescaped: Self.photoColumns))
                 VALUES (\(photo.id), \(photo.crash), \(photo.section.rawValue), \(photo.fileHash), \(photo.fileName), \(photo.contentType),
                         \(photo.size), \(photo.width), \(photo.height), \(photo.createdAt))
@@ -91,8 +101,9 @@ struct PostgresCrashRepository: CrashRepository {
         try await pool.transaction { connection in
             let previous = try await pool.run("SELECT report_hash FROM crash WHERE id = \(id) FOR UPDATE", on: connection)
                 .first?.decode(String?.self)
-            try await pool.run("UPDATE crash SET report_hash = \(hash), reported_at_ms = \(time), updated_at_ms = \(time) WHERE id = \(id)",
-                         on: connection)
+            try await pool.run(
+                "UPDATE crash SET report_hash = \(hash), reported_at_ms = \(time), updated_at_ms = \(time) WHERE id = \(id)",
+                on: connection)
             guard let previous, previous != hash else { return nil }
             return try await Self.referenced(previous, on: connection, pool) ? nil : previous
         }
@@ -108,7 +119,8 @@ struct PostgresCrashRepository: CrashRepository {
 
     func setPhone(_ phone: String?, of user: String) async throws {
         if let phone {
-            try await pool.query("""
+            try await pool.query(
+                """
                 INSERT INTO crash_contact (user_id, phone) VALUES (\(user), \(phone))
                 ON CONFLICT (user_id) DO UPDATE SET phone = EXCLUDED.phone
                 """)
@@ -122,15 +134,18 @@ struct PostgresCrashRepository: CrashRepository {
     }
 
     private static func referenced(_ hash: String, on connection: PostgresConnection, _ pool: PostgresPool) async throws -> Bool {
-        try await pool.run("""
+        try await pool.run(
+            """
             SELECT EXISTS (SELECT 1 FROM crash_photo WHERE file_hash = \(hash)) OR EXISTS (SELECT 1 FROM crash WHERE report_hash = \(hash))
-            """, on: connection).first?.decode(Bool.self) ?? false
+            """, on: connection
+        ).first?.decode(Bool.self) ?? false
     }
 
     /// A crash from a row whose first fourteen columns are `columns`.
     private static func crash(_ row: PostgresRow) throws -> Crash {
         let columns = row.makeRandomAccess()
-        let lat = try columns[4].decode(Double?.self), lon = try columns[5].decode(Double?.self)
+        let lat = try columns[4].decode(Double?.self)
+        let lon = try columns[5].decode(Double?.self)
         return Crash(
             id: try columns[0].decode(String.self), owner: try columns[1].decode(String.self),
             source: CrashSource(rawValue: try columns[2].decode(String.self)) ?? .manual, occurredAt: try columns[3].decode(Int64.self),

@@ -19,11 +19,19 @@ public final class DeliveryWakeups: Sendable {
     /// Runs `round` until cancelled: at once, then whenever kicked or `tick` passed.
     /// Only the first call runs; a second returns at once.
     public func run(every tick: Duration, _ round: () async -> Void) async {
-        guard let stream = wakes.withLock({ stream in defer { stream = nil }; return stream }) else { return }
+        guard
+            let stream = wakes.withLock({ stream in
+                defer { stream = nil }
+                return stream
+            })
+        else { return }
         var iterator = stream.makeAsyncIterator()
         while !Task.isCancelled {
             await round()
-            let wait = Task { [wake] in try await Task.sleep(for: tick); wake.yield() }
+            let wait = Task { [wake] in
+                try await Task.sleep(for: tick)
+                wake.yield()
+            }
             _ = await iterator.next()
             wait.cancel()
         }

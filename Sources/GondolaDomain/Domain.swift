@@ -1,10 +1,10 @@
 import CoreMetrics
+import GRDB
 import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import GondolaServices
 import GondolaStore
-import GRDB
 import Hummingbird
 import Logging
 
@@ -69,9 +69,11 @@ public struct DomainContext: Sendable {
     public let metrics: any MetricsFactory
     public let logger: Logger
 
-    public init(node: Node, storage: DomainStorage, authentication: BearerAuthentication, links: SignedLinks, signIn: SignInTokens,
-                dataFolder: String, notices: NoticeBoard = NoticeBoard(), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
-                logger: Logger) {
+    public init(
+        node: Node, storage: DomainStorage, authentication: BearerAuthentication, links: SignedLinks, signIn: SignInTokens,
+        dataFolder: String, notices: NoticeBoard = NoticeBoard(), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+        logger: Logger
+    ) {
         self.node = node
         self.storage = storage
         self.authentication = authentication
@@ -100,9 +102,11 @@ public struct InstalledDomain: Sendable {
     /// Runs until cancelled while the server runs.
     public let background: (@Sendable () async -> Void)?
 
-    public init(service: any Sendable, registrations: NodeRegistrations = NodeRegistrations(), serverMethods: [String: ServerMethod] = [:],
-                routes: @escaping @Sendable (HTTPRouter) -> Void = { _ in },
-                background: (@Sendable () async -> Void)? = nil) {
+    public init(
+        service: any Sendable, registrations: NodeRegistrations = NodeRegistrations(), serverMethods: [String: ServerMethod] = [:],
+        routes: @escaping @Sendable (HTTPRouter) -> Void = { _ in },
+        background: (@Sendable () async -> Void)? = nil
+    ) {
         self.service = service
         self.registrations = registrations
         self.serverMethods = serverMethods

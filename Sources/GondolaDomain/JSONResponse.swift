@@ -71,7 +71,8 @@ public struct ResponseError: HTTPResponseError {
 /// Comparison that takes the same time wherever the strings differ (secrets, keys).
 public enum ConstantTime {
     public static func equal(_ lhs: String, _ rhs: String) -> Bool {
-        let a = Array(lhs.utf8), b = Array(rhs.utf8)
+        let a = Array(lhs.utf8)
+        let b = Array(rhs.utf8)
         guard a.count == b.count else { return false }
         return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }

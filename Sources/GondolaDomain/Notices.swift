@@ -43,8 +43,10 @@ public struct Notice: Sendable, Equatable {
     /// When the news happened, in milliseconds since 1970.
     public let at: Int64
 
-    public init(audience: Audience, channel: String, category: Category, text: String, values: [String: String] = [:],
-                link: [String: String] = [:], thread: String? = nil, at: Int64 = unixMilliseconds()) {
+    public init(
+        audience: Audience, channel: String, category: Category, text: String, values: [String: String] = [:],
+        link: [String: String] = [:], thread: String? = nil, at: Int64 = unixMilliseconds()
+    ) {
         self.audience = audience
         self.channel = channel
         self.category = category

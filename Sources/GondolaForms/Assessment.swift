@@ -38,15 +38,18 @@ struct Assessment: Sendable {
                 guard let value = option.value("value"), value.isScalarAnswer else {
                     throw .badRequest("\(option.path(of: "value")): expected a number or a string")
                 }
-                guard !options.contains(where: { $0.value == value }) else { throw .badRequest("\(option.path(of: "value")): \(value.text) is used twice") }
+                guard !options.contains(where: { $0.value == value }) else {
+                    throw .badRequest("\(option.path(of: "value")): \(value.text) is used twice")
+                }
                 options.append((try option.text("title", maxLength: 300), value))
             }
             guard !options.isEmpty else { throw .badRequest("\(item.path(of: "options")): a question needs options") }
             questions.append(Question(id: id, title: try item.text("title", maxLength: 1_000), options: options))
         }
         guard !questions.isEmpty else { throw .badRequest("assessment.questions: an assessment needs questions") }
-        return Assessment(id: try FormsNames.id(root, "id"), title: try root.text("title", maxLength: 200),
-                          displayName: try root.text("display_name", maxLength: 200), questions: questions)
+        return Assessment(
+            id: try FormsNames.id(root, "id"), title: try root.text("title", maxLength: 200),
+            displayName: try root.text("display_name", maxLength: 200), questions: questions)
     }
 
     var json: JSON {

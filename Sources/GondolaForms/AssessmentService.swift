@@ -73,8 +73,10 @@ public final class AssessmentService: Sendable {
             try await databaseWrite { try await repository.assign(id, to: user, now: unixMilliseconds()) }
             let progress = try await progress(of: user)
             tell(user, ["type": "assessment.assigned", "assessment": .string(id), "progress": progress])
-            notices.post(Notice(audience: .users([user]), channel: PersonalChannel.name(of: user), category: .update, text: "assessment.assigned",
-                                values: ["title": assessment.title], link: ["screen": "assessment", "assessment": id]))
+            notices.post(
+                Notice(
+                    audience: .users([user]), channel: PersonalChannel.name(of: user), category: .update, text: "assessment.assigned",
+                    values: ["title": assessment.title], link: ["screen": "assessment", "assessment": id]))
             return ["user": .string(user), "assessment": .string(id), "progress": progress]
         }
     }
@@ -101,11 +103,15 @@ public final class AssessmentService: Sendable {
                 questions.append(item)
             }
             answered += answeredHere
-            summaries.append(["id": .string(assessment.id), "title": .string(assessment.title), "display_name": .string(assessment.displayName),
-                              "questions": .int(Int64(assessment.questions.count)), "answered": .int(Int64(answeredHere))])
+            summaries.append([
+                "id": .string(assessment.id), "title": .string(assessment.title), "display_name": .string(assessment.displayName),
+                "questions": .int(Int64(assessment.questions.count)), "answered": .int(Int64(answeredHere)),
+            ])
         }
-        return ["total": .int(Int64(questions.count)), "answered": .int(Int64(answered)), "assessments": .array(summaries),
-                "questions": .array(questions)]
+        return [
+            "total": .int(Int64(questions.count)), "answered": .int(Int64(answered)), "assessments": .array(summaries),
+            "questions": .array(questions),
+        ]
     }
 
     /// Stores or changes an answer; the value must be one of the question's options.
@@ -116,12 +122,15 @@ public final class AssessmentService: Sendable {
                 throw .badRequest("question: assessment '\(id)' has no question '\(questionID)'")
             }
             guard question.options.contains(where: { $0.value == value }) else {
-                throw .badRequest("value: \(value.text) is not an option of '\(questionID)' (\(question.options.map(\.value.text).joined(separator: ", ")))")
+                throw .badRequest(
+                    "value: \(value.text) is not an option of '\(questionID)' (\(question.options.map(\.value.text).joined(separator: ", ")))")
             }
             try await databaseWrite { try await repository.answer(user, assessment: id, question: questionID, value: value, now: unixMilliseconds()) }
             let progress = try await progress(of: user)
-            let change: JSON = ["type": "assessment.answer", "assessment": .string(id), "question": .string(questionID), "value": value,
-                                "progress": progress]
+            let change: JSON = [
+                "type": "assessment.answer", "assessment": .string(id), "question": .string(questionID), "value": value,
+                "progress": progress,
+            ]
             tell(user, change)
             return change
         }

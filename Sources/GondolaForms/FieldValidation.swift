@@ -38,7 +38,8 @@ enum FieldValidation {
             let text = try string(value, name, maxLength: 5)
             let parts = text.split(separator: ":", omittingEmptySubsequences: false)
             guard text.count == 5, parts.count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]), (0...23).contains(hour),
-                  (0...59).contains(minute), parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else {
+                (0...59).contains(minute), parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) })
+            else {
                 throw .badRequest("\(name): expected a time HH:MM, got '\(text)'")
             }
             return value
@@ -92,8 +93,9 @@ enum FieldValidation {
     static func date(_ text: String) -> Bool {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard text.count == 10, parts.count == 3, parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              (1900...2999).contains(year), (1...12).contains(month), day >= 1 else { return false }
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1900...2999).contains(year), (1...12).contains(month), day >= 1
+        else { return false }
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
         return day <= days

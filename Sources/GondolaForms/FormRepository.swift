@@ -1,6 +1,6 @@
+import GRDB
 import GondolaProtocol
 import GondolaStore
-import GRDB
 
 /// A form document as stored: its schema version, owner, state and version.
 struct FormDoc: Sendable, Equatable {
@@ -85,8 +85,10 @@ struct SQLiteFormRepository: FormRepository {
 
     func schemas(id: String?, after version: Int) throws -> [(id: String, version: Int, body: String)] {
         try database.pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, version, body FROM form_schema WHERE (? IS NULL OR id = ?) AND version > ? ORDER BY id, version",
-                             arguments: [id, id, version]).map { ($0["id"], $0["version"], $0["body"]) }
+            try Row.fetchAll(
+                db, sql: "SELECT id, version, body FROM form_schema WHERE (? IS NULL OR id = ?) AND version > ? ORDER BY id, version",
+                arguments: [id, id, version]
+            ).map { ($0["id"], $0["version"], $0["body"]) }
         }
     }
 
@@ -94,10 +96,12 @@ struct SQLiteFormRepository: FormRepository {
     /// answers the version it is stored as.
     func putSchema(id: String, body: String, now: Int64) throws -> (version: Int, new: Bool) {
         try database.pool.write { db in
-            let latest = try Row.fetchOne(db, sql: "SELECT version, body FROM form_schema WHERE id = ? ORDER BY version DESC LIMIT 1", arguments: [id])
+            let latest = try Row.fetchOne(
+                db, sql: "SELECT version, body FROM form_schema WHERE id = ? ORDER BY version DESC LIMIT 1", arguments: [id])
             if let latest, latest["body"] as String == body { return (latest["version"], false) }
             let version = (latest?["version"] as Int? ?? 0) + 1
-            try db.execute(sql: "INSERT INTO form_schema (id, version, body, created_at_ms) VALUES (?, ?, ?, ?)", arguments: [id, version, body, now])
+            try db.execute(
+                sql: "INSERT INTO form_schema (id, version, body, created_at_ms) VALUES (?, ?, ?, ?)", arguments: [id, version, body, now])
             return (version, true)
         }
     }
@@ -110,8 +114,9 @@ struct SQLiteFormRepository: FormRepository {
 
     func putCodeTable(name: String, body: String) throws {
         try database.pool.write { db in
-            try db.execute(sql: "INSERT INTO form_code_table (name, body) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET body = excluded.body",
-                           arguments: [name, body])
+            try db.execute(
+                sql: "INSERT INTO form_code_table (name, body) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+                arguments: [name, body])
         }
     }
 
@@ -119,10 +124,11 @@ struct SQLiteFormRepository: FormRepository {
 
     func insert(_ doc: FormDoc) throws {
         try database.pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO form_doc (id, schema_id, schema_version, owner, state, version, created_at_ms, updated_at_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [doc.id, doc.schemaID, doc.schemaVersion, doc.owner, doc.state, doc.version, doc.createdAt, doc.updatedAt])
+            try db.execute(
+                sql: """
+                    INSERT INTO form_doc (id, schema_id, schema_version, owner, state, version, created_at_ms, updated_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [doc.id, doc.schemaID, doc.schemaVersion, doc.owner, doc.state, doc.version, doc.createdAt, doc.updatedAt])
         }
     }
 
@@ -144,19 +150,21 @@ struct SQLiteFormRepository: FormRepository {
     /// `null`, so that the clear has a version a stale edit conflicts with.
     func set(_ key: String, to value: JSON, in doc: String, version: Int64, by user: String, now: Int64) throws {
         try database.pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO form_value (doc_id, key, value, version, updated_by, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (doc_id, key) DO UPDATE SET value = excluded.value, version = excluded.version,
-                  updated_by = excluded.updated_by, updated_at_ms = excluded.updated_at_ms
-                """, arguments: [doc, key, value.text, version, user, now])
+            try db.execute(
+                sql: """
+                    INSERT INTO form_value (doc_id, key, value, version, updated_by, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (doc_id, key) DO UPDATE SET value = excluded.value, version = excluded.version,
+                      updated_by = excluded.updated_by, updated_at_ms = excluded.updated_at_ms
+                    """, arguments: [doc, key, value.text, version, user, now])
             try db.execute(sql: "UPDATE form_doc SET version = ?, updated_at_ms = ? WHERE id = ?", arguments: [version, now, doc])
         }
     }
 
     func submit(_ doc: String, submission: JSON, version: Int64, now: Int64) throws {
         try database.pool.write { db in
-            try db.execute(sql: "UPDATE form_doc SET state = 'submitted', submission = ?, version = ?, submitted_at_ms = ?, updated_at_ms = ? WHERE id = ?",
-                           arguments: [submission.text, version, now, now, doc])
+            try db.execute(
+                sql: "UPDATE form_doc SET state = 'submitted', submission = ?, version = ?, submitted_at_ms = ?, updated_at_ms = ? WHERE id = ?",
+                arguments: [submission.text, version, now, now, doc])
         }
     }
 
@@ -171,7 +179,9 @@ struct SQLiteFormRepository: FormRepository {
     }
 
     func sharedUsers(of doc: String) throws -> [String] {
-        try database.pool.read { db in try String.fetchAll(db, sql: "SELECT user_id FROM form_share WHERE doc_id = ? ORDER BY user_id", arguments: [doc]) }
+        try database.pool.read { db in
+            try String.fetchAll(db, sql: "SELECT user_id FROM form_share WHERE doc_id = ? ORDER BY user_id", arguments: [doc])
+        }
     }
 
     func isShared(_ doc: String, with user: String) throws -> Bool {
@@ -183,16 +193,20 @@ struct SQLiteFormRepository: FormRepository {
     /// The documents a user owns or was given, newest first, at most `limit`.
     func docs(of user: String, limit: Int) throws -> [FormDoc] {
         try database.pool.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT * FROM form_doc WHERE owner = ? OR id IN (SELECT doc_id FROM form_share WHERE user_id = ?)
-                ORDER BY updated_at_ms DESC LIMIT ?
-                """, arguments: [user, user, limit]).map(Self.doc)
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM form_doc WHERE owner = ? OR id IN (SELECT doc_id FROM form_share WHERE user_id = ?)
+                    ORDER BY updated_at_ms DESC LIMIT ?
+                    """, arguments: [user, user, limit]
+            ).map(Self.doc)
         }
     }
 
     static func doc(_ row: Row) -> FormDoc {
-        FormDoc(id: row["id"], schemaID: row["schema_id"], schemaVersion: row["schema_version"], owner: row["owner"], state: row["state"],
-                version: row["version"], submission: FormDoc.submission(row["submission"]),
-                createdAt: row["created_at_ms"], updatedAt: row["updated_at_ms"], submittedAt: row["submitted_at_ms"])
+        FormDoc(
+            id: row["id"], schemaID: row["schema_id"], schemaVersion: row["schema_version"], owner: row["owner"], state: row["state"],
+            version: row["version"], submission: FormDoc.submission(row["submission"]),
+            createdAt: row["created_at_ms"], updatedAt: row["updated_at_ms"], submittedAt: row["submitted_at_ms"])
     }
 }

@@ -4,8 +4,11 @@ import GondolaProtocol
 /// The kinds of field a form has: the inspection app's input cells.
 enum FieldType: String, CaseIterable, Sendable {
     case date, time, double, int, stepper, text, textarea, dropdown
-    case radioBoolean = "radio_boolean", radioSwitch = "radio_switch", `switch`
-    case spacer, title, viewField = "view_field"
+    case radioBoolean = "radio_boolean"
+    case radioSwitch = "radio_switch"
+    case `switch`
+    case spacer, title
+    case viewField = "view_field"
 
     /// Display-only fields hold no value.
     var holdsValue: Bool { ![.spacer, .title, .viewField].contains(self) }
@@ -97,17 +100,23 @@ struct FormSchema: Sendable {
                 keys.append(field.key)
                 sectionFields.append(field)
             }
-            sections.append(FormSection(key: try FormsNames.id(section, "key"), title: try section.text("title", maxLength: 200), fields: sectionFields))
+            sections.append(
+                FormSection(key: try FormsNames.id(section, "key"), title: try section.text("title", maxLength: 200), fields: sectionFields))
         }
         guard !fields.isEmpty, fields.count <= maxFields else { throw .badRequest("schema: 1 to \(maxFields) fields, got \(fields.count)") }
         for key in keys {
             for dependency in fields[key]!.dependencies {
-                guard let target = fields[dependency.key] else { throw .badRequest("field '\(key)' depends on '\(dependency.key)', which the schema lacks") }
-                guard target.type.holdsValue else { throw .badRequest("field '\(key)' depends on '\(dependency.key)', a \(target.type.rawValue) without a value") }
+                guard let target = fields[dependency.key] else {
+                    throw .badRequest("field '\(key)' depends on '\(dependency.key)', which the schema lacks")
+                }
+                guard target.type.holdsValue else {
+                    throw .badRequest("field '\(key)' depends on '\(dependency.key)', a \(target.type.rawValue) without a value")
+                }
             }
         }
-        return FormSchema(id: id, version: version, title: title, sections: sections, fields: fields,
-                          order: try dependencyOrder(keys, fields), json: json)
+        return FormSchema(
+            id: id, version: version, title: title, sections: sections, fields: fields,
+            order: try dependencyOrder(keys, fields), json: json)
     }
 
     /// The keys with each after the fields it depends on; a cycle is refused naming it.
@@ -191,7 +200,9 @@ extension FormField {
         let codeTable = try item.optionalString("code_table", maxLength: 64)
         if type == .dropdown {
             guard let codeTable else { throw .badRequest("\(item.path(of: "code_table")): a dropdown needs a code table") }
-            guard try await codeTables.table(codeTable) != nil else { throw .badRequest("\(item.path(of: "code_table")): no code table named '\(codeTable)'") }
+            guard try await codeTables.table(codeTable) != nil else {
+                throw .badRequest("\(item.path(of: "code_table")): no code table named '\(codeTable)'")
+            }
         }
         let defaultLength = type == .textarea ? 4_000 : 200
         return FormField(
@@ -208,7 +219,8 @@ extension FormField {
 enum FormsNames {
     static func id(_ fields: RequestFields, _ key: String) throws(HubError) -> String {
         let id = try fields.string(key, maxLength: 64)
-        guard id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }) else {
+        guard id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") })
+        else {
             throw .badRequest("\(fields.path(of: key)): letters, digits, _ and - only, got '\(id)'")
         }
         return id

@@ -126,8 +126,9 @@ public final class FormService: Sendable {
     func create(schema schemaID: String, by user: String) async throws(HubError) -> (FormDoc, FormSchema) {
         let schema = try await schema(schemaID)
         let now = unixMilliseconds()
-        let doc = FormDoc(id: RandomID.make("form-"), schemaID: schema.id, schemaVersion: schema.version, owner: user, state: "draft", version: 0,
-                          submission: nil, createdAt: now, updatedAt: now, submittedAt: nil)
+        let doc = FormDoc(
+            id: RandomID.make("form-"), schemaID: schema.id, schemaVersion: schema.version, owner: user, state: "draft", version: 0,
+            submission: nil, createdAt: now, updatedAt: now, submittedAt: nil)
         try await databaseWrite { try await repository.insert(doc) }
         return (doc, schema)
     }
@@ -137,7 +138,9 @@ public final class FormService: Sendable {
     func accessible(_ id: String, by user: String) async throws(HubError) -> FormDoc {
         guard let doc = try await databaseRead({ try await repository.doc(id) }) else { throw .permissionDenied("form \(id) is not yours") }
         guard doc.owner == user else {
-            guard try await databaseRead({ try await repository.isShared(id, with: user) }) else { throw .permissionDenied("form \(id) is not yours") }
+            guard try await databaseRead({ try await repository.isShared(id, with: user) }) else {
+                throw .permissionDenied("form \(id) is not yours")
+            }
             return doc
         }
         return doc
@@ -147,8 +150,9 @@ public final class FormService: Sendable {
     func get(_ id: String, by user: String) async throws(HubError) -> JSON {
         let doc = try await accessible(id, by: user)
         let values = try await databaseRead { try await repository.values(of: id) }
-        return await FormJSON.doc(doc, schema: try schema(doc.schemaID, version: doc.schemaVersion), values: values,
-                            shared: try databaseRead { try await repository.sharedUsers(of: id) })
+        return await FormJSON.doc(
+            doc, schema: try schema(doc.schemaID, version: doc.schemaVersion), values: values,
+            shared: try databaseRead { try await repository.sharedUsers(of: id) })
     }
 
     func list(of user: String) async throws(HubError) -> [FormDoc] {
@@ -170,7 +174,9 @@ public final class FormService: Sendable {
             }
             var values = try await databaseRead { try await repository.values(of: id) }
             if let current = values[key], current.version > baseVersion {
-                throw .notAvailable("'\(key)' was changed at version \(current.version) by \(current.updatedBy), after base_version \(baseVersion); its value is now \(current.value.text)")
+                throw .notAvailable(
+                    "'\(key)' was changed at version \(current.version) by \(current.updatedBy), after base_version \(baseVersion); its value is now \(current.value.text)"
+                )
             }
             let before = schema.visibleKeys(FormValue.present(values))
             let version = doc.version + 1
@@ -254,7 +260,10 @@ enum FormJSON {
         let visible = schema.visibleKeys(plain)
         var json = summary(doc)
         json = json.adding("values", .object(plain.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, $0.value) }))
-            .adding("field_versions", .object(values.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, .int($0.value.version)) }))
+            .adding(
+                "field_versions",
+                .object(values.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, .int($0.value.version)) })
+            )
             .adding("visible", .array(schema.order.filter(visible.contains).sorted { schema.position($0) < schema.position($1) }.map(JSON.string)))
             .adding("missing", .array(schema.missing(plain).map(JSON.string)))
             .adding("shared_with", .array(shared.map(JSON.string)))

@@ -1,9 +1,9 @@
 import Foundation
+import GRDB
 import GondolaDomain
 import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
-import GRDB
 
 /// Structured input as a domain: typed forms with dependencies edited live by several
 /// people (the inspection app), and assessments assigned to patients and answered as one
@@ -35,11 +35,13 @@ public struct FormsDomain: Domain {
         let forms: FormService
         let assessments: AssessmentService
         do {
-            forms = try await FormService(node: context.node, repository: formRepository, locks: try context.storage.keyedLocks(scope: "form"),
-                                    logger: context.logger)
-            assessments = try await AssessmentService(node: context.node, repository: assessmentRepository,
-                                                locks: try context.storage.keyedLocks(scope: "assessment"), notices: context.notices,
-                                                logger: context.logger)
+            forms = try await FormService(
+                node: context.node, repository: formRepository, locks: try context.storage.keyedLocks(scope: "form"),
+                logger: context.logger)
+            assessments = try await AssessmentService(
+                node: context.node, repository: assessmentRepository,
+                locks: try context.storage.keyedLocks(scope: "assessment"), notices: context.notices,
+                logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the stored forms: \(error)")
         }
@@ -84,8 +86,12 @@ enum FormsServerAPI {
             },
             "assessment_submissions": { body throws(HubError) in
                 let fields = try RequestFields(body)
-                return ["submissions": .array(try await assessments.submissions(user: try fields.optionalString("user", maxLength: 64),
-                                                                           assessment: try fields.optionalString("assessment", maxLength: 64)))]
+                return [
+                    "submissions": .array(
+                        try await assessments.submissions(
+                            user: try fields.optionalString("user", maxLength: 64),
+                            assessment: try fields.optionalString("assessment", maxLength: 64)))
+                ]
             },
         ]
     }

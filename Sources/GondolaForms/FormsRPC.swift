@@ -41,10 +41,13 @@ struct FormsRPC: Sendable {
         }
         registrations.register("form.set") { context, data in
             let fields = try RequestFields(data)
-            guard let value = fields.members.last(where: { $0.key == "value" })?.value else { throw HubError.badRequest("value is required (null clears the field)") }
+            guard let value = fields.members.last(where: { $0.key == "value" })?.value else {
+                throw HubError.badRequest("value is required (null clears the field)")
+            }
             let plain: JSON = if case let .raw(raw) = value { raw.value } else { value }
-            return try await forms.set(try fields.string("doc", maxLength: 64), key: try fields.string("key", maxLength: 64), value: plain,
-                                 baseVersion: try fields.integer("base_version", in: 0...Int64.max), by: context.user)
+            return try await forms.set(
+                try fields.string("doc", maxLength: 64), key: try fields.string("key", maxLength: 64), value: plain,
+                baseVersion: try fields.integer("base_version", in: 0...Int64.max), by: context.user)
         }
         registrations.register("form.submit") { context, data in
             try await forms.submit(try RequestFields(data).string("doc", maxLength: 64), by: context.user)
@@ -65,9 +68,12 @@ struct FormsRPC: Sendable {
         }
         registrations.register("assessment.answer") { context, data in
             let fields = try RequestFields(data)
-            guard let value = fields.value("value"), value.isScalarAnswer else { throw HubError.badRequest("value: expected an option's value (a number or a string)") }
-            return try await assessments.answer(try fields.string("assessment", maxLength: 64), question: try fields.string("question", maxLength: 64),
-                                          value: value, by: context.user)
+            guard let value = fields.value("value"), value.isScalarAnswer else {
+                throw HubError.badRequest("value: expected an option's value (a number or a string)")
+            }
+            return try await assessments.answer(
+                try fields.string("assessment", maxLength: 64), question: try fields.string("question", maxLength: 64),
+                value: value, by: context.user)
         }
         registrations.register("assessment.submit") { context, data in
             try await assessments.submit(try RequestFields(data).string("assessment", maxLength: 64), by: context.user)

@@ -181,7 +181,8 @@ struct CellRuns: Sendable {
     @inlinable func forEachOccupiedCell(_ body: (Int64, Range<Int>) -> Void) {
         for tile in tileKeys.indices where tileKeys[tile] != Self.emptyKey {
             let key = tileKeys[tile]
-            let firstRow = (key / tileColumns) << Self.tileBits, firstColumn = (key % tileColumns) << Self.tileBits
+            let firstRow = (key / tileColumns) << Self.tileBits
+            let firstColumn = (key % tileColumns) << Self.tileBits
             for local in 0..<Self.cellsPerTile {
                 let header = headers[tile * Self.cellsPerTile + local]
                 guard header.count > 0 else { continue }
@@ -216,7 +217,8 @@ struct CellRuns: Sendable {
 
     /// The index of `cell`'s header, making its tile when it has none.
     @inlinable mutating func headerIndex(of cell: Int64) -> Int {
-        let row = cell / columns, column = cell % columns
+        let row = cell / columns
+        let column = cell % columns
         let key = tileKey(row: row, column: column)
         return Self.headerIndex(tile: tile(forKey: key) ?? makeTile(key), row: row, column: column)
     }

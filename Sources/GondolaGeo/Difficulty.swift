@@ -51,18 +51,22 @@ public struct DifficultyColors: Sendable, Equatable {
     public func color(for difficulty: Difficulty) -> String { style(for: difficulty).color }
 
     /// Europe: green, blue, red, black; expert black dashed; freeride orange dashed; extreme purple dotted.
-    public static let european = DifficultyColors(scheme: "european", [
-        .novice: DifficultyStyle("#2e9e44"), .easy: DifficultyStyle("#1f6fd1"), .intermediate: DifficultyStyle("#d42a2a"),
-        .advanced: DifficultyStyle("#111111"), .expert: DifficultyStyle("#111111", .dashed),
-        .freeride: DifficultyStyle("#f08a24", .dashed), .extreme: DifficultyStyle("#8e24aa", .dotted),
-    ])
+    public static let european = DifficultyColors(
+        scheme: "european",
+        [
+            .novice: DifficultyStyle("#2e9e44"), .easy: DifficultyStyle("#1f6fd1"), .intermediate: DifficultyStyle("#d42a2a"),
+            .advanced: DifficultyStyle("#111111"), .expert: DifficultyStyle("#111111", .dashed),
+            .freeride: DifficultyStyle("#f08a24", .dashed), .extreme: DifficultyStyle("#8e24aa", .dotted),
+        ])
     /// North America: green circle (novice dotted), blue square, black diamond, double
     /// black dashed; freeride orange dashed; extreme purple dotted.
-    public static let northAmerican = DifficultyColors(scheme: "north_american", [
-        .novice: DifficultyStyle("#2e9e44", .dotted), .easy: DifficultyStyle("#2e9e44"), .intermediate: DifficultyStyle("#1f6fd1"),
-        .advanced: DifficultyStyle("#111111"), .expert: DifficultyStyle("#111111", .dashed),
-        .freeride: DifficultyStyle("#f08a24", .dashed), .extreme: DifficultyStyle("#8e24aa", .dotted),
-    ])
+    public static let northAmerican = DifficultyColors(
+        scheme: "north_american",
+        [
+            .novice: DifficultyStyle("#2e9e44", .dotted), .easy: DifficultyStyle("#2e9e44"), .intermediate: DifficultyStyle("#1f6fd1"),
+            .advanced: DifficultyStyle("#111111"), .expert: DifficultyStyle("#111111", .dashed),
+            .freeride: DifficultyStyle("#f08a24", .dashed), .extreme: DifficultyStyle("#8e24aa", .dotted),
+        ])
 
     /// The known schemes by name.
     public static let schemes = [european, northAmerican]

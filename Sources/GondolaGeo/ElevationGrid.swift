@@ -80,7 +80,8 @@ public struct ElevationGrid: Sendable {
         }
         let columns = try count("ncols")
         let rows = try count("nrows")
-        let dx: Double, dy: Double
+        let dx: Double
+        let dy: Double
         if let cell = header["cellsize"] {
             dx = cell.value
             dy = cell.value
@@ -109,7 +110,8 @@ public struct ElevationGrid: Sendable {
             }
             let rowValues = Self.numbers(in: line)
             guard rowValues.count == columns else {
-                throw ElevationGridError(line: number, field: "row \(rowNumber)", message: "expected ncols = \(columns) values, found \(rowValues.count)")
+                throw ElevationGridError(
+                    line: number, field: "row \(rowNumber)", message: "expected ncols = \(columns) values, found \(rowValues.count)")
             }
             for (index, value) in rowValues.enumerated() {
                 guard let value, value.isFinite else {
@@ -165,8 +167,9 @@ public struct ElevationGrid: Sendable {
 
     /// The grid's extent (outer edges of the cells).
     public var bounds: BoundingBox {
-        BoundingBox(minLat: southCenter - dy / 2, minLon: westCenter - dx / 2,
-                    maxLat: southCenter + (Double(rows) - 0.5) * dy, maxLon: westCenter + (Double(columns) - 0.5) * dx)
+        BoundingBox(
+            minLat: southCenter - dy / 2, minLon: westCenter - dx / 2,
+            maxLat: southCenter + (Double(rows) - 0.5) * dy, maxLon: westCenter + (Double(columns) - 0.5) * dx)
     }
 
     /// The value of a cell, counted from the south-west; nil for no-data.
@@ -182,11 +185,14 @@ public struct ElevationGrid: Sendable {
         guard bounds.contains(point) else { return nil }
         let x = min(max((point.lon - westCenter) / dx, 0), Double(columns - 1))
         let y = min(max((point.lat - southCenter) / dy, 0), Double(rows - 1))
-        let x0 = Int(x.rounded(.down)), y0 = Int(y.rounded(.down))
-        let x1 = min(x0 + 1, columns - 1), y1 = min(y0 + 1, rows - 1)
-        let fx = x - Double(x0), fy = y - Double(y0)
+        let x0 = Int(x.rounded(.down))
+        let y0 = Int(y.rounded(.down))
+        let x1 = min(x0 + 1, columns - 1)
+        let y1 = min(y0 + 1, rows - 1)
+        let fx = x - Double(x0)
+        let fy = y - Double(y0)
         guard let a = value(column: x0, rowFromSouth: y0), let b = value(column: x1, rowFromSouth: y0),
-              let c = value(column: x0, rowFromSouth: y1), let d = value(column: x1, rowFromSouth: y1)
+            let c = value(column: x0, rowFromSouth: y1), let d = value(column: x1, rowFromSouth: y1)
         else { return nil }
         let south = a + (b - a) * fx
         let north = c + (d - c) * fx

@@ -35,7 +35,8 @@ public enum Geodesy {
     /// Great-circle distance in metres (haversine formula).
     @inlinable
     public static func distance(_ a: GeoPoint, _ b: GeoPoint) -> Double {
-        let lat1 = a.lat * .pi / 180, lat2 = b.lat * .pi / 180
+        let lat1 = a.lat * .pi / 180
+        let lat2 = b.lat * .pi / 180
         let dLat = lat2 - lat1
         let dLon = (b.lon - a.lon) * .pi / 180
         let h = sin(dLat / 2) * sin(dLat / 2) + cos(lat1) * cos(lat2) * sin(dLon / 2) * sin(dLon / 2)
@@ -65,7 +66,8 @@ public enum Geodesy {
 
     /// Initial bearing from `a` to `b`, degrees clockwise from north (0..<360).
     public static func bearing(_ a: GeoPoint, _ b: GeoPoint) -> Double {
-        let lat1 = a.lat * .pi / 180, lat2 = b.lat * .pi / 180
+        let lat1 = a.lat * .pi / 180
+        let lat2 = b.lat * .pi / 180
         let dLon = longitudeDelta(a.lon, b.lon) * .pi / 180
         let y = sin(dLon) * cos(lat2)
         let x = cos(lat1) * sin(lat2) - sin(lat1) * cos(lat2) * cos(dLon)
@@ -77,7 +79,8 @@ public enum Geodesy {
     public static func destination(from origin: GeoPoint, bearing: Double, metres: Double) -> GeoPoint {
         let angular = metres / earthRadius
         let theta = bearing * .pi / 180
-        let lat1 = origin.lat * .pi / 180, lon1 = origin.lon * .pi / 180
+        let lat1 = origin.lat * .pi / 180
+        let lon1 = origin.lon * .pi / 180
         let lat2 = asin(sin(lat1) * cos(angular) + cos(lat1) * sin(angular) * cos(theta))
         let lon2 = lon1 + atan2(sin(theta) * sin(angular) * cos(lat1), cos(angular) - sin(lat1) * sin(lat2))
         return GeoPoint(lat: lat2 * 180 / .pi, lon: normalizedLongitude(lon2 * 180 / .pi), alt: origin.alt)
@@ -151,12 +154,14 @@ public struct BoundingBox: Sendable, Hashable {
     /// when it reaches a pole or spans the globe).
     public func widened(by metres: Double) -> BoundingBox {
         let dLat = Geodesy.latitudeDegrees(metres: metres)
-        let lower = max(-90, minLat - dLat), upper = min(90, maxLat + dLat)
+        let lower = max(-90, minLat - dLat)
+        let upper = min(90, maxLat + dLat)
         let dLon = Geodesy.longitudeDegrees(metres: metres, atLatitude: min(max(abs(lower), abs(upper)), 89.9)) * 1.0001
         let span = crossesAntimeridian ? maxLon + 360 - minLon : maxLon - minLon
         guard lower > -90, upper < 90, span + 2 * dLon < 360 else { return BoundingBox(minLat: lower, minLon: -180, maxLat: upper, maxLon: 180) }
-        return BoundingBox(minLat: lower, minLon: Geodesy.normalizedLongitude(minLon - dLon), maxLat: upper,
-                           maxLon: Geodesy.normalizedLongitude(maxLon + dLon))
+        return BoundingBox(
+            minLat: lower, minLon: Geodesy.normalizedLongitude(minLon - dLon), maxLat: upper,
+            maxLon: Geodesy.normalizedLongitude(maxLon + dLon))
     }
 
     public func contains(_ point: GeoPoint) -> Bool {
@@ -239,8 +244,10 @@ public struct DistanceProbe: Sendable {
         let cosDLat = 1 - d2 / 2 + d2 * d2 / 24 - d2 * d2 * d2 / 720
         let sinDLat = dLat * (1 - d2 / 6 + d2 * d2 / 120)
         let cosLat2 = cosLat * cosDLat - sinLat * sinDLat
-        let halfLat = dLat / 2, halfLon = dLon / 2
-        let hl2 = halfLat * halfLat, ho2 = halfLon * halfLon
+        let halfLat = dLat / 2
+        let halfLon = dLon / 2
+        let hl2 = halfLat * halfLat
+        let ho2 = halfLon * halfLon
         let sinHalfLat = halfLat * (1 - hl2 / 6 + hl2 * hl2 / 120)
         let sinHalfLon = halfLon * (1 - ho2 / 6 + ho2 * ho2 / 120)
         let h = sinHalfLat * sinHalfLat + cosLat * cosLat2 * sinHalfLon * sinHalfLon

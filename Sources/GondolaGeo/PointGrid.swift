@@ -147,8 +147,10 @@ public struct PointGrid: Sendable {
 
     /// Keeps the point at `lat`, `lon` (a candidate of `probe`'s prefilter) in `nearest` when it is within
     /// the probe's radius, nearer than what `nearest` already holds, and `accept` takes it (asked last).
-    @inlinable static func consider(_ lat: Double, _ lon: Double, _ entry: GridEntry, probe: DistanceProbe, accept: (Int32, Double) -> Bool,
-                                    into nearest: inout NearestMatches) {
+    @inlinable static func consider(
+        _ lat: Double, _ lon: Double, _ entry: GridEntry, probe: DistanceProbe, accept: (Int32, Double) -> Bool,
+        into nearest: inout NearestMatches
+    ) {
         let distance = probe.distance(lat: lat, lon: lon)
         guard distance <= probe.radius, nearest.wants(distance, entry.slot), accept(entry.slot, distance) else { return }
         nearest.keep(GridMatch(distance: distance, lat: lat, lon: lon, entry: entry))
@@ -189,7 +191,9 @@ public struct PointGrid: Sendable {
 
     /// Looks up the runs of up to 16 cells, and starts loading each, before reading any, so their
     /// header and entry loads overlap instead of each waiting behind the scan of the cell before.
-    @inlinable func forEachEntry(rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, near probe: DistanceProbe?, _ body: (Double, Double, GridEntry) -> Void) {
+    @inlinable func forEachEntry(
+        rows: ClosedRange<Int64>, columns range: ClosedRange<Int64>, near probe: DistanceProbe?, _ body: (Double, Double, GridEntry) -> Void
+    ) {
         var batch = InlineArray<16, (run: Range<Int>, cell: Int64)>(repeating: (0..<0, 0))
         var batched = 0
         for r in rows {
@@ -211,8 +215,10 @@ public struct PointGrid: Sendable {
     /// Calls `body` with the position and entry of each entry of `run`, the pool range of `cell`, or of
     /// only those `probe`'s prefilter lets through when there is one (for `reach` metres, at most the
     /// probe's radius, when given).
-    @inlinable func forEach(_ run: Range<Int>, in cell: Int64, near probe: DistanceProbe?, within reach: Double? = nil,
-                            _ body: (Double, Double, GridEntry) -> Void) {
+    @inlinable func forEach(
+        _ run: Range<Int>, in cell: Int64, near probe: DistanceProbe?, within reach: Double? = nil,
+        _ body: (Double, Double, GridEntry) -> Void
+    ) {
         let (south, west) = grid.corner(of: cell)
         let filter = probe.flatMap { $0.prefilters ? OffsetFilter($0, reach: reach ?? $0.radius, south: south, west: west) : nil }
         runs.pool.withUnsafeBufferPointer { pool in

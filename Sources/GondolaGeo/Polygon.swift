@@ -1,3 +1,5 @@
+import Foundation
+
 /// A polygon with holes, as GeoJSON's `Polygon`: the first ring is the outline,
 /// the others are holes. Rings are lists of positions; closing the ring (repeating
 /// the first position) is optional. Edges are straight in latitude/longitude.
@@ -18,7 +20,8 @@ public struct Polygon: Sendable, Hashable {
             ring.map { point in (lat: point.lat, lon: reference + Geodesy.longitudeDelta(reference, point.lon)) }
         }
         let all = unwrapped.flatMap { $0 }
-        let minLon = all.map(\.lon).min() ?? 0, maxLon = all.map(\.lon).max() ?? 0
+        let minLon = all.map(\.lon).min() ?? 0
+        let maxLon = all.map(\.lon).max() ?? 0
         bounds = BoundingBox(
             minLat: all.map(\.lat).min() ?? 0, minLon: Geodesy.normalizedLongitude(minLon),
             maxLat: all.map(\.lat).max() ?? 0, maxLon: Geodesy.normalizedLongitude(maxLon))
@@ -39,7 +42,8 @@ public struct Polygon: Sendable, Hashable {
         for ring in unwrapped where ring.count >= 3 {
             var j = ring.count - 1
             for i in 0..<ring.count {
-                let a = ring[i], b = ring[j]
+                let a = ring[i]
+                let b = ring[j]
                 if (a.lat > point.lat) != (b.lat > point.lat) {
                     let crossLon = a.lon + (point.lat - a.lat) / (b.lat - a.lat) * (b.lon - a.lon)
                     if lon < crossLon { inside.toggle() }
@@ -56,7 +60,8 @@ public struct Polygon: Sendable, Hashable {
         let scale = cos(point.lat * .pi / 180)
         for ring in rings where ring.count >= 2 {
             for i in 0..<ring.count {
-                let a = ring[i], b = ring[(i + 1) % ring.count]
+                let a = ring[i]
+                let b = ring[(i + 1) % ring.count]
                 best = min(best, Self.segmentDistance(point, a, b, scale: scale))
             }
         }
@@ -65,25 +70,28 @@ public struct Polygon: Sendable, Hashable {
 
     /// Distance from `p` to segment `ab` in metres, in the equirectangular projection around `p`.
     static func segmentDistance(_ p: GeoPoint, _ a: GeoPoint, _ b: GeoPoint, scale: Double) -> Double {
-        let ax = Geodesy.longitudeDelta(p.lon, a.lon) * scale, ay = a.lat - p.lat
-        let bx = Geodesy.longitudeDelta(p.lon, b.lon) * scale, by = b.lat - p.lat
-        let dx = bx - ax, dy = by - ay
+        let ax = Geodesy.longitudeDelta(p.lon, a.lon) * scale
+        let ay = a.lat - p.lat
+        let bx = Geodesy.longitudeDelta(p.lon, b.lon) * scale
+        let by = b.lat - p.lat
+        let dx = bx - ax
+        let dy = by - ay
         let lengthSquared = dx * dx + dy * dy
         let t = lengthSquared > 0 ? max(0, min(1, -(ax * dx + ay * dy) / lengthSquared)) : 0
-        let x = ax + t * dx, y = ay + t * dy
+        let x = ax + t * dx
+        let y = ay + t * dy
         return (x * x + y * y).squareRoot() * Geodesy.metresPerDegree
     }
 }
-
-import Foundation
 
 extension BoundingBox {
     /// The box around every polygon (at least one) of a list.
     public init(covering polygons: [Polygon]) {
         precondition(!polygons.isEmpty, "a box needs at least one polygon")
         self = polygons.dropFirst().reduce(polygons[0].bounds) { box, polygon in
-            BoundingBox(minLat: min(box.minLat, polygon.bounds.minLat), minLon: min(box.minLon, polygon.bounds.minLon),
-                        maxLat: max(box.maxLat, polygon.bounds.maxLat), maxLon: max(box.maxLon, polygon.bounds.maxLon))
+            BoundingBox(
+                minLat: min(box.minLat, polygon.bounds.minLat), minLon: min(box.minLon, polygon.bounds.minLon),
+                maxLat: max(box.maxLat, polygon.bounds.maxLat), maxLon: max(box.maxLon, polygon.bounds.maxLon))
         }
     }
 }

@@ -202,7 +202,9 @@ public struct ProximityMap: Sendable {
 
     /// Starts (or changes) `slot`'s watch. Answers who is near now, nearest first,
     /// and the events an earlier watch of the same slot must hear to match.
-    public mutating func watch(_ slot: Int32, radius: Double, limit: Int, canSee: (Int32, Int32) -> Bool) -> (snapshot: [Neighbour<Int32>], events: [ProximityEvent]) {
+    public mutating func watch(_ slot: Int32, radius: Double, limit: Int, canSee: (Int32, Int32) -> Bool) -> (
+        snapshot: [Neighbour<Int32>], events: [ProximityEvent]
+    ) {
         reserve(slot)
         if watches[Int(slot)] == nil {
             watches[Int(slot)] = Watch(radius: radius, limit: limit, lastFrame: version)

@@ -21,18 +21,21 @@ extension ElevationGrid {
         case 1201 * 1201 * 2: side = 1201
         case 3601 * 3601 * 2: side = 3601
         default:
-            throw SRTMTileError(message: "\(fileName): \(data.count) bytes is not an SRTM tile (1201² or 3601² 16-bit samples: 2884802 or 25934402 bytes)")
+            throw SRTMTileError(
+                message: "\(fileName): \(data.count) bytes is not an SRTM tile (1201² or 3601² 16-bit samples: 2884802 or 25934402 bytes)")
         }
         var values = [Float](repeating: 0, count: side * side)
         data.withUnsafeBytes { raw in
             for index in 0..<(side * side) {
-                let high = UInt16(raw[2 * index]), low = UInt16(raw[2 * index + 1])
+                let high = UInt16(raw[2 * index])
+                let low = UInt16(raw[2 * index + 1])
                 values[index] = Float(Int16(bitPattern: high << 8 | low))
             }
         }
         let step = 1 / Double(side - 1)
-        self.init(columns: side, rows: side, westCenter: corner.lon, southCenter: corner.lat, dx: step, dy: step,
-                  noData: -32768, values: values)
+        self.init(
+            columns: side, rows: side, westCenter: corner.lon, southCenter: corner.lat, dx: step, dy: step,
+            noData: -32768, values: values)
     }
 
     /// The south-west corner a tile name gives (`N39W106` → 39, -106).
@@ -40,8 +43,9 @@ extension ElevationGrid {
         let name = URL(fileURLWithPath: fileName).deletingPathExtension().lastPathComponent.uppercased()
         let characters = Array(name)
         guard characters.count == 7, let ns = characters.first, ns == "N" || ns == "S", characters[3] == "E" || characters[3] == "W",
-              let lat = Double(String(characters[1...2])), let lon = Double(String(characters[4...6])),
-              lat <= 90, lon <= 180 else { return nil }
+            let lat = Double(String(characters[1...2])), let lon = Double(String(characters[4...6])),
+            lat <= 90, lon <= 180
+        else { return nil }
         return (ns == "N" ? lat : -lat, characters[3] == "E" ? lon : -lon)
     }
 
@@ -57,9 +61,10 @@ extension ElevationGrid {
         for row in stride(from: north, through: south, by: -1) {
             for column in first...last { values.append(Float(value(column: column, rowFromSouth: row) ?? noData ?? -9999)) }
         }
-        return ElevationGrid(columns: last - first + 1, rows: north - south + 1,
-                             westCenter: westCenter + Double(first) * dx, southCenter: southCenter + Double(south) * dy,
-                             dx: dx, dy: dy, noData: noData ?? -9999, values: values)
+        return ElevationGrid(
+            columns: last - first + 1, rows: north - south + 1,
+            westCenter: westCenter + Double(first) * dx, southCenter: southCenter + Double(south) * dy,
+            dx: dx, dy: dy, noData: noData ?? -9999, values: values)
     }
 
     /// The grid as ESRI ASCII Grid text (what `init(asciiGrid:)` reads), heights to 0.1 m.

@@ -33,8 +33,10 @@ public struct SkiGraph: Sendable {
     public let snapMetres: Double
     private let edges: [[Edge]]
 
-    public init(ways: [SkiWay], speeds: SkiSpeeds = SkiSpeeds(), colors: DifficultyColors = .european,
-                snapMetres: Double = 30, walkMetres: Double = 150) {
+    public init(
+        ways: [SkiWay], speeds: SkiSpeeds = SkiSpeeds(), colors: DifficultyColors = .european,
+        snapMetres: Double = 30, walkMetres: Double = 150
+    ) {
         self.speeds = speeds
         self.colors = colors
         self.snapMetres = snapMetres
@@ -74,11 +76,15 @@ public struct SkiGraph: Sendable {
         while edges.count < nodes.count { edges.append([]) }
         let departing = nodes.indices.filter { node in edges[node].contains { $0.way != nil } }
         for node in nodes.indices where edges[node].isEmpty {
-            guard let nearest = departing.filter({ $0 != node }).min(by: {
-                Geodesy.distance(nodes[node], nodes[$0]) < Geodesy.distance(nodes[node], nodes[$1])
-            }) else { continue }
-            edges[node].append(Edge(to: nearest, way: nil, seconds: Self.walkSeconds(from: nodes[node], to: nodes[nearest], speeds: speeds),
-                                    walkOut: true))
+            guard
+                let nearest = departing.filter({ $0 != node }).min(by: {
+                    Geodesy.distance(nodes[node], nodes[$0]) < Geodesy.distance(nodes[node], nodes[$1])
+                })
+            else { continue }
+            edges[node].append(
+                Edge(
+                    to: nearest, way: nil, seconds: Self.walkSeconds(from: nodes[node], to: nodes[nearest], speeds: speeds),
+                    walkOut: true))
         }
         self.nodes = nodes
         self.edges = edges
@@ -118,9 +124,12 @@ public struct SkiGraph: Sendable {
             var start = 0
             for vertex in 1..<(way.coordinates.count - 1) {
                 let point = way.coordinates[vertex]
-                let atJunction = !junctions.nearby(point, radius: snapMetres, limit: 1, accepting: { slot, _ in
-                    junctionOwner[Int(slot)] != index
-                }).isEmpty
+                let atJunction = !junctions.nearby(
+                    point, radius: snapMetres, limit: 1,
+                    accepting: { slot, _ in
+                        junctionOwner[Int(slot)] != index
+                    }
+                ).isEmpty
                 guard atJunction else { continue }
                 pieces.append(way.piece(start...vertex))
                 sources.append(index)
@@ -180,7 +189,8 @@ public struct SkiGraph: Sendable {
         }
         let forward = visit { node in edges[node].filter { !$0.walkOut }.map(\.to) }
         let backward = visit { reverse[$0] }
-        var notReached = Set<Int>(), noWayBack = Set<Int>()
+        var notReached = Set<Int>()
+        var noWayBack = Set<Int>()
         for (from, list) in edges.enumerated() {
             for edge in list {
                 guard let way = edge.way else { continue }
@@ -215,10 +225,11 @@ public struct SkiGraph: Sendable {
                         duration: last.duration + edge.seconds)
                     continue
                 }
-                legs.append(RouteLeg(
-                    kind: way.kind, name: way.name, difficulty: way.difficulty,
-                    color: way.kind == .piste ? colors.style(for: way.difficulty).color : nil, coordinates: way.coordinates,
-                    distance: way.length, duration: edge.seconds))
+                legs.append(
+                    RouteLeg(
+                        kind: way.kind, name: way.name, difficulty: way.difficulty,
+                        color: way.kind == .piste ? colors.style(for: way.difficulty).color : nil, coordinates: way.coordinates,
+                        distance: way.length, duration: edge.seconds))
                 legSource.append(source)
             } else {
                 legs.append(walkLeg([legs.last?.coordinates.last ?? nodes[start], nodes[edge.to]]))
@@ -227,15 +238,17 @@ public struct SkiGraph: Sendable {
         }
         if Geodesy.distance(to, nodes[goal]) > 1 { legs.append(walkLeg([nodes[goal], to])) }
         legs = Self.mergingWalks(legs, speeds: speeds)
-        var ascent = 0.0, descent = 0.0
+        var ascent = 0.0
+        var descent = 0.0
         for leg in legs {
             for (a, b) in zip(leg.coordinates, leg.coordinates.dropFirst()) {
                 guard let altA = a.alt, let altB = b.alt else { continue }
                 if altB > altA { ascent += altB - altA } else { descent += altA - altB }
             }
         }
-        return Route(legs: legs, distance: legs.reduce(0) { $0 + $1.distance }, duration: legs.reduce(0) { $0 + $1.duration },
-                     ascent: ascent, descent: descent)
+        return Route(
+            legs: legs, distance: legs.reduce(0) { $0 + $1.distance }, duration: legs.reduce(0) { $0 + $1.duration },
+            ascent: ascent, descent: descent)
     }
 
     /// Whether a route capped at `maxDifficulty` may take `way`.
@@ -247,8 +260,9 @@ public struct SkiGraph: Sendable {
 
     private func walkLeg(_ coordinates: [GeoPoint]) -> RouteLeg {
         let way = SkiWay(kind: .walk, name: "walk", difficulty: nil, aerialway: nil, coordinates: coordinates)
-        return RouteLeg(kind: .walk, name: "walk", difficulty: nil, color: nil, coordinates: coordinates, distance: way.length,
-                        duration: Self.walkSeconds(from: coordinates.first!, to: coordinates.last!, speeds: speeds))
+        return RouteLeg(
+            kind: .walk, name: "walk", difficulty: nil, color: nil, coordinates: coordinates, distance: way.length,
+            duration: Self.walkSeconds(from: coordinates.first!, to: coordinates.last!, speeds: speeds))
     }
 
     private static func mergingWalks(_ legs: [RouteLeg], speeds: SkiSpeeds) -> [RouteLeg] {
@@ -322,7 +336,8 @@ struct MinHeap {
         let top = items.removeLast()
         var parent = 0
         while true {
-            let left = 2 * parent + 1, right = left + 1
+            let left = 2 * parent + 1
+            let right = left + 1
             var smallest = parent
             if left < items.count, items[left].0 < items[smallest].0 { smallest = left }
             if right < items.count, items[right].0 < items[smallest].0 { smallest = right }

@@ -50,7 +50,9 @@ public struct SkiResort: Sendable {
         func difficulty(_ properties: [String: String], _ index: Int, _ name: String) throws(GeoJSONError) -> Difficulty? {
             guard let raw = properties["piste:difficulty"] else { return nil }
             guard let difficulty = Difficulty(rawValue: raw) else {
-                throw GeoJSONError("features[\(index)] (\(name)): piste:difficulty '\(raw)' is not one of \(Difficulty.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw GeoJSONError(
+                    "features[\(index)] (\(name)): piste:difficulty '\(raw)' is not one of \(Difficulty.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             return difficulty
         }

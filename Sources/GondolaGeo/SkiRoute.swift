@@ -5,7 +5,9 @@ public struct SkiSpeeds: Sendable {
     /// Skiing speed by difficulty, metres per second.
     public var skiing: [Difficulty: Double] = [.novice: 3.5, .easy: 5, .intermediate: 7, .advanced: 8, .expert: 7, .freeride: 5, .extreme: 3]
     /// Lift speed by `aerialway`, metres per second; others use `defaultLift`.
-    public var lifts: [String: Double] = ["gondola": 5, "cable_car": 8, "chair_lift": 2.5, "drag_lift": 3, "t-bar": 3, "platter": 3, "j-bar": 3, "rope_tow": 2, "magic_carpet": 1]
+    public var lifts: [String: Double] = [
+        "gondola": 5, "cable_car": 8, "chair_lift": 2.5, "drag_lift": 3, "t-bar": 3, "platter": 3, "j-bar": 3, "rope_tow": 2, "magic_carpet": 1,
+    ]
     public var defaultLift: Double = 3
     /// Waiting and boarding time added to every lift ride, seconds.
     public var liftBoarding: Double = 60

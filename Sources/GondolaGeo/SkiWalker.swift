@@ -38,7 +38,8 @@ public struct SkiWalker: Sendable {
     /// Where the walker is now.
     public func position(in graph: SkiGraph) -> GeoPoint {
         if let way = leg.way { return graph.ways[way].point(atDistance: metres) }
-        let start = graph.nodes[from], end = graph.nodes[leg.to]
+        let start = graph.nodes[from]
+        let end = graph.nodes[leg.to]
         let length = Geodesy.distance(start, end)
         let share = length > 0 ? min(1, metres / length) : 1
         var alt: Double?
@@ -50,7 +51,8 @@ public struct SkiWalker: Sendable {
     public mutating func advance(in graph: SkiGraph, seconds: Double) -> GeoPoint {
         var left = seconds
         while left > 0, leg.way != nil || leg.to != from {
-            let speed = speed(in: graph), remaining = length(in: graph) - metres
+            let speed = speed(in: graph)
+            let remaining = length(in: graph) - metres
             if remaining > speed * left {
                 metres += speed * left
                 break

@@ -90,8 +90,12 @@ struct BackendProxy: Sendable {
         do {
             read = try Self.read(answer, of: kind)
         } catch {
-            logger.error("proxy answer not understood", metadata: ["kind": "\(kind.rawValue)", "proxy": "\(route.name ?? "")",
-                                                                   "client": "\(caller.client)", "error": "\(error)"])
+            logger.error(
+                "proxy answer not understood",
+                metadata: [
+                    "kind": "\(kind.rawValue)", "proxy": "\(route.name ?? "")",
+                    "client": "\(caller.client)", "error": "\(error)",
+                ])
             throw error
         }
         switch read {
@@ -119,8 +123,10 @@ struct BackendProxy: Sendable {
             }
             if let error = try fields.optionalObject("error") {
                 let code = try error.integer("code", in: 100...1999)
-                return .error(ProtocolError(code: UInt32(code), message: try error.optionalString("message", maxLength: 1024) ?? "",
-                                            temporary: error.has("temporary") ? try error.bool("temporary") : false))
+                return .error(
+                    ProtocolError(
+                        code: UInt32(code), message: try error.optionalString("message", maxLength: 1024) ?? "",
+                        temporary: error.has("temporary") ? try error.bool("temporary") : false))
             }
             let empty = try RequestFields(nil)
             return .result(try fields.optionalObject("result") ?? empty)

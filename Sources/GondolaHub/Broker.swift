@@ -33,8 +33,9 @@ import GondolaProtocol
     /// delivers it to every node; `completion` hears its position (nil without a stream)
     /// once it is stored and on its way, or why it was refused. Publications to one
     /// channel are delivered in offset order; no thread waits for another.
-    func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
-                 completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void)
+    func publish(
+        _ publication: Publication, to channel: String, options: NamespaceOptions,
+        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void)
 
     /// Delivers an event (join, leave, a server-side unsubscribe or disconnect, a
     /// domain's change) to every node; `completion` hears when it is on its way.

@@ -138,8 +138,10 @@ struct ChannelState {
     }
 
     /// The plain subscribers get the whole push, then the delta subscribers theirs.
-    private mutating func enqueue(_ publication: Publication, on channel: String, whole: inout EncodedPush, plain: [OutboundQueue],
-                                  skipping covered: [String: UInt64]) -> Int {
+    private mutating func enqueue(
+        _ publication: Publication, on channel: String, whole: inout EncodedPush, plain: [OutboundQueue],
+        skipping covered: [String: UInt64]
+    ) -> Int {
         for queue in plain { queue.enqueue(whole.bytes(for: queue.encoding)) }
         return plain.count + deliverToDeltaReceivers(publication, on: channel, whole: &whole, skipping: covered)
     }
@@ -147,8 +149,10 @@ struct ChannelState {
     /// The delta subscribers' part of `deliver`: the delta against `previousData` to
     /// those holding it, the whole publication to the others; in JSON the data goes as
     /// a string either way (the form a delta subscription's SDK parses).
-    private mutating func deliverToDeltaReceivers(_ publication: Publication, on channel: String, whole: inout EncodedPush,
-                                                  skipping covered: [String: UInt64]) -> Int {
+    private mutating func deliverToDeltaReceivers(
+        _ publication: Publication, on channel: String, whole: inout EncodedPush,
+        skipping covered: [String: UInt64]
+    ) -> Int {
         guard !deltaReceivers.isEmpty else { return 0 }
         let base = previousData
         previousData = publication.data

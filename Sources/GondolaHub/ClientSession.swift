@@ -44,9 +44,10 @@ public final class ClientSession: Sendable {
         self.queue = OutboundQueue(
             maxBytes: configuration.clientQueueMaxBytes, maxFrameBytes: configuration.maxOutboundFrameBytes, encoding: encoding)
         let now = ContinuousClock.now
-        self.state = Mutex(State(
-            openedAt: now, lastSeen: now, nextPingAt: now + configuration.pingInterval,
-            bucket: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now)))
+        self.state = Mutex(
+            State(
+                openedAt: now, lastSeen: now, nextPingAt: now + configuration.pingInterval,
+                bucket: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now)))
     }
 
     /// The authenticated user, once `connect` succeeded.
@@ -120,9 +121,11 @@ public final class ClientSession: Sendable {
 
     /// Closes with 3501 and logs why, so that a client sending garbage can be found.
     public func closeForBadRequest(_ reason: String) {
-        node.logger.notice("closing client: bad request", metadata: [
-            "client": "\(id)", "user": "\(user ?? "")", "encoding": "\(encoding.rawValue)", "reason": "\(reason)",
-        ])
+        node.logger.notice(
+            "closing client: bad request",
+            metadata: [
+                "client": "\(id)", "user": "\(user ?? "")", "encoding": "\(encoding.rawValue)", "reason": "\(reason)",
+            ])
         close(DisconnectCode.badRequest.with(reason: "bad request: \(reason)"))
     }
 
@@ -200,8 +203,9 @@ public final class ClientSession: Sendable {
             if let proxy = node.proxy, let route = proxy.route(.publish, named: options.publishProxyName, enabled: options.proxyPublish) {
                 data = try await proxyPublish(channel, data, proxy, route)
             } else {
-                try requireSubscribed(channel, options: options, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient,
-                                      anonymous: \.allowPublishForAnonymous, what: "publish")
+                try requireSubscribed(
+                    channel, options: options, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient,
+                    anonymous: \.allowPublishForAnonymous, what: "publish")
             }
             try await node.publish(channel: channel, data: data, info: clientInfo(on: channel))
             reply(Reply(id: command.id, .publish))
@@ -277,9 +281,11 @@ public final class ClientSession: Sendable {
         case .registered: break
         case .shuttingDown: throw DisconnectCode.shutdown
         case let .userLimitReached(limit):
-            node.logger.info("connection refused: client_user_connection_limit reached", metadata: [
-                "client": "\(id)", "user": "\(credentials.user)", "limit": "\(limit)",
-            ])
+            node.logger.info(
+                "connection refused: client_user_connection_limit reached",
+                metadata: [
+                    "client": "\(id)", "user": "\(credentials.user)", "limit": "\(limit)",
+                ])
             throw DisconnectCode.connectionLimit
         }
         // Domains hear of users, not of anonymous connections.
@@ -359,9 +365,11 @@ public final class ClientSession: Sendable {
             case let .keyUnavailable(reason):
                 throw .internalError(reason)
             case let .invalid(reason):
-                node.logger.notice("subscription token refused", metadata: [
-                    "client": "\(id)", "user": "\(user ?? "")", "channel": "\(channel)", "reason": "\(reason)",
-                ])
+                node.logger.notice(
+                    "subscription token refused",
+                    metadata: [
+                        "client": "\(id)", "user": "\(user ?? "")", "channel": "\(channel)", "reason": "\(reason)",
+                    ])
                 throw .permissionDenied("invalid subscription token: \(reason)")
             }
         }
@@ -376,7 +384,8 @@ public final class ClientSession: Sendable {
         var grant = request.token.isEmpty ? nil : try await subscriptionGrant(request.token, channel: request.channel)
         let options = try node.resolve(request.channel).1
         if grant == nil, let proxy = node.proxy, node.provider(of: try node.channelName(request.channel)) == nil,
-           let route = proxy.route(.subscribe, named: options.subscribeProxyName, enabled: options.proxySubscribe) {
+            let route = proxy.route(.subscribe, named: options.subscribeProxyName, enabled: options.proxySubscribe)
+        {
             grant = try await proxySubscribe(request, proxy, route)
             grant?.refreshedByProxy = proxy.route(.subRefresh, named: options.subRefreshProxyName) != nil
         }
@@ -389,8 +398,10 @@ public final class ClientSession: Sendable {
     /// else the namespace must be open to clients, or `grant` or the server must have
     /// granted it), the connection's limit, then presence and the stream position. The
     /// channel stays pending (it counts against the limit) until `activate` or a failure.
-    private func admitSubscription(_ request: SubscribeRequest, grant: SubscriptionGrant?,
-                                   grantedByServer: Bool) async throws -> Node.PreparedSubscription {
+    private func admitSubscription(
+        _ request: SubscribeRequest, grant: SubscriptionGrant?,
+        grantedByServer: Bool
+    ) async throws -> Node.PreparedSubscription {
         let channel = request.channel
         let (name, namespaceOptions) = try node.resolve(channel)
         if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
@@ -442,9 +453,10 @@ public final class ClientSession: Sendable {
             } else {
                 node.beginSubscription(self, to: channel)
             }
-            return try await node.prepareSubscription(self, request: request, options: options, info: clientInfo(chanInfo: grant?.info),
-                                                      data: replyData,
-                                                      expiresIn: grant?.refreshedByProxy == true ? nil : Self.ttl(until: grant?.expiresAt))
+            return try await node.prepareSubscription(
+                self, request: request, options: options, info: clientInfo(chanInfo: grant?.info),
+                data: replyData,
+                expiresIn: grant?.refreshedByProxy == true ? nil : Self.ttl(until: grant?.expiresAt))
         } catch {
             state.withLock { _ = $0.pendingSubscriptions.remove(channel) }
             throw error
@@ -452,8 +464,10 @@ public final class ClientSession: Sendable {
     }
 
     /// The second half: the subscription goes live once `sendReply` has queued its answer.
-    private func activate(_ prepared: Node.PreparedSubscription, grant: SubscriptionGrant?,
-                          sendReply: (SubscribeResult) -> Void) async throws {
+    private func activate(
+        _ prepared: Node.PreparedSubscription, grant: SubscriptionGrant?,
+        sendReply: (SubscribeResult) -> Void
+    ) async throws {
         let channel = prepared.channel
         defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
         var stillOpen = true
@@ -476,8 +490,10 @@ public final class ClientSession: Sendable {
     /// on, its personal channel. Each is prepared (recovering from where `connect.subs`
     /// says the client was), answered in the connect reply that `sendReply` queues, then
     /// made live. One that cannot be set up refuses the connect with its error.
-    private func subscribeServerSide(_ credentials: Credentials, recovering positions: [String: SubscribeRequest],
-                                     sendReply: ([String: SubscribeResult]) -> Void) async throws {
+    private func subscribeServerSide(
+        _ credentials: Credentials, recovering positions: [String: SubscribeRequest],
+        sendReply: ([String: SubscribeResult]) -> Void
+    ) async throws {
         var channels = credentials.subscriptions
         if node.configuration.userSubscribeToPersonal, !credentials.user.isEmpty {
             let personal = node.configuration.personalChannel(of: credentials.user)
@@ -568,7 +584,9 @@ public final class ClientSession: Sendable {
         let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), [("channel", .string(channel))] + BackendProxy.payload(data))
         if let replaced = result.raw("data") { return Payload(replaced) }
         if let encoded = try result.optionalString("b64data", maxLength: 1 << 20) {
-            guard let bytes = Data(base64Encoded: encoded) else { throw HubError.internalError("the backend's publish answer: b64data is not base64") }
+            guard let bytes = Data(base64Encoded: encoded) else {
+                throw HubError.internalError("the backend's publish answer: b64data is not base64")
+            }
             return Payload(received: [UInt8](bytes))
         }
         return data
@@ -586,9 +604,11 @@ public final class ClientSession: Sendable {
     /// anonymous connection also needs the namespace's `anonymous` option. Whether the
     /// namespace has the feature at all (108) is the node's check. `options` are the
     /// channel's namespace options when the caller has them already.
-    private func requireSubscribed(_ channel: String, options resolved: NamespaceOptions? = nil, allowed: KeyPath<NamespaceOptions, Bool>,
-                                   unlessOpen open: KeyPath<NamespaceOptions, Bool>? = nil, anonymous: KeyPath<NamespaceOptions, Bool>,
-                                   what: String) throws(HubError) {
+    private func requireSubscribed(
+        _ channel: String, options resolved: NamespaceOptions? = nil, allowed: KeyPath<NamespaceOptions, Bool>,
+        unlessOpen open: KeyPath<NamespaceOptions, Bool>? = nil, anonymous: KeyPath<NamespaceOptions, Bool>,
+        what: String
+    ) throws(HubError) {
         let options: NamespaceOptions
         if let resolved { options = resolved } else { options = try node.resolve(channel).1 }
         if user?.isEmpty != false, !options[keyPath: anonymous] {
@@ -656,12 +676,16 @@ public final class ClientSession: Sendable {
     /// by subscribing again with a new token).
     func tick(now: ContinuousClock.Instant, date: Date) {
         let configuration = node.configuration
-        enum Action { case none, ping, close(DisconnectCode) }
+        enum Action {
+            case none, ping
+            case close(DisconnectCode)
+        }
         let action = state.withLock { state -> Action in
             guard !state.closed else { return .none }
             guard let credentials = state.credentials else {
                 let deadline = max(configuration.pingInterval + configuration.pongTimeout, .seconds(1))
-                return now - state.openedAt > deadline ? .close(DisconnectCode.badRequest.with(reason: "bad request: no connect command in time")) : .none
+                return now - state.openedAt > deadline
+                    ? .close(DisconnectCode.badRequest.with(reason: "bad request: no connect command in time")) : .none
             }
             if let expiry = credentials.expiresAt, date.timeIntervalSince(expiry) > configuration.pongTimeout.timeInterval {
                 return .close(.expired)
@@ -711,7 +735,8 @@ public final class ClientSession: Sendable {
         defer { state.withLock { _ = $0.proxyRefreshing.remove(channel) } }
         guard let proxy = node.proxy else { return }
         do {
-            let route = try channel.map { channel in ProxyRoute(.subRefresh, name: try node.resolve(channel).1.subRefreshProxyName) }
+            let route =
+                try channel.map { channel in ProxyRoute(.subRefresh, name: try node.resolve(channel).1.subRefreshProxyName) }
                 ?? ProxyRoute(.refresh)
             let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), channel.map { [("channel", .string($0))] } ?? [])
             if result.has("expired"), try result.bool("expired") {

@@ -27,8 +27,10 @@ import Synchronization
         self.delivery.withLock { $0.target = delivery }
     }
 
-    public func publish(_ publication: Publication, to channel: String, options: NamespaceOptions,
-                        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
+    public func publish(
+        _ publication: Publication, to channel: String, options: NamespaceOptions,
+        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
+    ) {
         let outcome = Result { () throws(HubError) -> StreamPosition? in
             try locks.withLock(channel) { () throws(HubError) -> StreamPosition? in
                 var publication = publication

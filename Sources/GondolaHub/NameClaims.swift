@@ -19,7 +19,8 @@ public struct NameClaims: Sendable {
     public mutating func claim(_ names: [String], by owner: String) throws(NameClaimError) {
         for name in names {
             if let previous = owners[name] {
-                let claimants = previous == owner ? "twice by \(Self.describe(owner))" : "by both \(Self.describe(previous)) and \(Self.describe(owner))"
+                let claimants =
+                    previous == owner ? "twice by \(Self.describe(owner))" : "by both \(Self.describe(previous)) and \(Self.describe(owner))"
                 let named = kind.isEmpty ? name : "\(kind) '\(name)'"
                 throw NameClaimError(description: "\(named) is claimed \(claimants)")
             }

@@ -85,8 +85,9 @@ public final class Node: Sendable {
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         logger: Logger = Logger(label: "gondola.hub")
     ) {
-        self.init(configuration: configuration, tokens: tokens, proxy: proxy, durableHistory: durableHistory, cluster: nil, uid: uid,
-                  metricsFactory: metricsFactory, logger: logger)
+        self.init(
+            configuration: configuration, tokens: tokens, proxy: proxy, durableHistory: durableHistory, cluster: nil, uid: uid,
+            metricsFactory: metricsFactory, logger: logger)
     }
 
     /// A node on `cluster`, the link to the other nodes, which is then its broker and
@@ -228,7 +229,8 @@ public final class Node: Sendable {
     /// namespace keeps presence, else on this node.
     public func usersSubscribed(to channel: String) async -> Set<String> {
         if let options = try? resolve(channel).1, options.presence,
-           let everywhere = try? await presenceManager.presence(channel: channel) {
+            let everywhere = try? await presenceManager.presence(channel: channel)
+        {
             return Set(everywhere.values.map(\.user))
         }
         return table.users(of: channel)
@@ -245,8 +247,10 @@ public final class Node: Sendable {
     /// Completes what `beginSubscription` started: `prepareSubscription`, then
     /// `activateSubscription` queuing the subscribe reply. On failure the subscription
     /// is undone and nothing was sent.
-    func completeSubscription(_ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions,
-                              info: ClientInfo, data: RawJSON? = nil, expiresIn ttl: UInt32? = nil) async throws(HubError) {
+    func completeSubscription(
+        _ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions,
+        info: ClientInfo, data: RawJSON? = nil, expiresIn ttl: UInt32? = nil
+    ) async throws(HubError) {
         let prepared = try await prepareSubscription(session, request: request, options: options, info: info, data: data, expiresIn: ttl)
         try await activateSubscription(prepared, of: session) { result in session.queue.enqueue(Reply(id: replyID, .subscribe(result))) }
     }
@@ -264,8 +268,10 @@ public final class Node: Sendable {
     /// Records presence and reads the stream's position (and the publications to
     /// recover) of a subscription `beginSubscription` started, holding no lock; both reads
     /// may wait on the engine, no thread does. On failure the subscription is undone.
-    func prepareSubscription(_ session: ClientSession, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo,
-                             data: RawJSON? = nil, expiresIn ttl: UInt32? = nil) async throws(HubError) -> PreparedSubscription {
+    func prepareSubscription(
+        _ session: ClientSession, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo,
+        data: RawJSON? = nil, expiresIn ttl: UInt32? = nil
+    ) async throws(HubError) -> PreparedSubscription {
         let channel = request.channel
         var presenceAdded = false
         do throws(HubError) {
@@ -285,8 +291,9 @@ public final class Node: Sendable {
             result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
             // Recovered publications come whole; a JSON delta subscription takes data as text.
             if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
-            return PreparedSubscription(channel: channel, result: result, info: info, options: options,
-                                        hearsJoinLeave: request.joinLeave || options.forcePushJoinLeave)
+            return PreparedSubscription(
+                channel: channel, result: result, info: info, options: options,
+                hearsJoinLeave: request.joinLeave || options.forcePushJoinLeave)
         } catch {
             abandonSubscription(session, to: channel)
             if presenceAdded { try? await presenceManager.removePresence(channel: channel, client: info.client) }
@@ -300,16 +307,21 @@ public final class Node: Sendable {
     /// the reply does not cover, and the subscriber starts receiving. On failure (more
     /// publications arrived meanwhile than `ChannelState.pendingLimit`) nothing of it was
     /// sent and its presence is removed.
-    func activateSubscription(_ prepared: PreparedSubscription, of session: ClientSession,
-                              sendReply: (SubscribeResult) -> Void) async throws(HubError) {
-        let channel = prepared.channel, options = prepared.options, reply = prepared.result
+    func activateSubscription(
+        _ prepared: PreparedSubscription, of session: ClientSession,
+        sendReply: (SubscribeResult) -> Void
+    ) async throws(HubError) {
+        let channel = prepared.channel
+        let options = prepared.options
+        let reply = prepared.result
         do throws(HubError) {
             try table.withChannel(channel, create: true) { (state) throws(HubError) in
                 guard let pending = state.takePending(session.id) else {
                     throw .internalError("the subscription to \(channel) ended while it was set up")
                 }
                 guard !pending.overflowed else {
-                    throw .internalError("more than \(ChannelState.pendingLimit) publications arrived on \(channel) while the subscription was set up")
+                    throw .internalError(
+                        "more than \(ChannelState.pendingLimit) publications arrived on \(channel) while the subscription was set up")
                 }
                 sendReply(reply)
                 let covered = options.keepsHistory ? reply.offset : 0
@@ -320,9 +332,11 @@ public final class Node: Sendable {
                     floor = max(floor, publication.offset)
                 }
                 // The broker may still deliver publications up to the offset the subscriber has.
-                state.add(.init(session: session, info: prepared.info, joinLeave: prepared.hearsJoinLeave, delta: reply.delta,
-                                presence: options.presence, announcesJoinLeave: options.joinLeave),
-                          floor: options.keepsHistory ? floor : nil)
+                state.add(
+                    .init(
+                        session: session, info: prepared.info, joinLeave: prepared.hearsJoinLeave, delta: reply.delta,
+                        presence: options.presence, announcesJoinLeave: options.joinLeave),
+                    floor: options.keepsHistory ? floor : nil)
             }
         } catch {
             abandonSubscription(session, to: channel)
@@ -355,7 +369,8 @@ public final class Node: Sendable {
         result.recoverable = recoverable
         result.positioned = recoverable || request.positioned || options.forcePositioning
         let limit = configuration.maxHistoryPerRequest
-        let slice = try await read(request.channel, after: request.recover ? request.offset : nil, limit: request.recover ? limit + 1 : 0, reverse: false, options: options)
+        let slice = try await read(
+            request.channel, after: request.recover ? request.offset : nil, limit: request.recover ? limit + 1 : 0, reverse: false, options: options)
         result.epoch = slice.position.epoch
         result.offset = slice.position.offset
         guard request.recover else { return result }
@@ -444,8 +459,10 @@ public final class Node: Sendable {
     /// alone, the publication is stored and sent (and `completion` called) before this
     /// returns; in a cluster `completion` runs once the bus committed it. Publications to
     /// one channel keep the order of the calls.
-    public func publish(channel: String, data: Payload, info: ClientInfo? = nil,
-                        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void) {
+    public func publish(
+        channel: String, data: Payload, info: ClientInfo? = nil,
+        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
+    ) {
         let options: NamespaceOptions
         do {
             options = try publishableNamespace(of: channel)
@@ -633,7 +650,8 @@ public final class Node: Sendable {
             for session in registry.sessions(of: user) where !keeping.contains(session.id) {
                 if code == .connectionLimit {
                     metrics.limitReached("user_personal_single_connection")
-                    logger.info("closing a user's other connection: single-connection mode", metadata: ["user": "\(user)", "client": "\(session.id)"])
+                    logger.info(
+                        "closing a user's other connection: single-connection mode", metadata: ["user": "\(user)", "client": "\(session.id)"])
                 }
                 session.close(code)
             }
@@ -707,7 +725,8 @@ public final class Node: Sendable {
     /// Sends pings, closes connections that stopped answering or whose token
     /// expired, and drops idle memory streams. Runs until cancelled.
     public func runMaintenance() async {
-        let tick = [Duration.seconds(1), configuration.pingInterval / 4, configuration.pongTimeout / 4]
+        let tick =
+            [Duration.seconds(1), configuration.pingInterval / 4, configuration.pongTimeout / 4]
             .filter { $0 > .zero }.min() ?? .seconds(1)
         var lastSweep = ContinuousClock.now
         while !Task.isCancelled {

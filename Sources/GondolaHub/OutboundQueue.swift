@@ -230,7 +230,8 @@ public final class OutboundQueue: Sendable {
     private static func takeFrame<T>(_ state: inout State, maxFrameBytes: Int, separatorBytes: Int, _ use: (ArraySlice<[UInt8]>) -> T) -> T? {
         guard state.head < state.messages.count else { return nil }
         let first = state.head
-        var frameBytes = state.messages[first].count, taken = frameBytes
+        var frameBytes = state.messages[first].count
+        var taken = frameBytes
         state.head += 1
         while state.head < state.messages.count, frameBytes + separatorBytes + state.messages[state.head].count <= maxFrameBytes {
             frameBytes += separatorBytes + state.messages[state.head].count

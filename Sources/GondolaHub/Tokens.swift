@@ -17,8 +17,10 @@ public struct Credentials: Sendable, Equatable {
     /// its `channels`), with what each grants.
     public var subscriptions: [String: SubscriptionGrant]
 
-    public init(user: String, expiresAt: Date? = nil, info: RawJSON? = nil, meta: RawJSON? = nil,
-                subscriptions: [String: SubscriptionGrant] = [:]) {
+    public init(
+        user: String, expiresAt: Date? = nil, info: RawJSON? = nil, meta: RawJSON? = nil,
+        subscriptions: [String: SubscriptionGrant] = [:]
+    ) {
         self.user = user
         self.expiresAt = expiresAt
         self.info = info
@@ -58,8 +60,10 @@ public struct NamespaceOverrides: Sendable, Equatable {
     public var forceRecovery: Bool?
     public var forcePositioning: Bool?
 
-    public init(presence: Bool? = nil, joinLeave: Bool? = nil, forcePushJoinLeave: Bool? = nil, forceRecovery: Bool? = nil,
-                forcePositioning: Bool? = nil) {
+    public init(
+        presence: Bool? = nil, joinLeave: Bool? = nil, forcePushJoinLeave: Bool? = nil, forceRecovery: Bool? = nil,
+        forcePositioning: Bool? = nil
+    ) {
         self.presence = presence
         self.joinLeave = joinLeave
         self.forcePushJoinLeave = forcePushJoinLeave
@@ -128,8 +132,10 @@ public struct TokenKeys: Sendable {
     /// Keys fetched from a JWKS URL (`token_jwks_public_endpoint`), for tokens naming a `kid`.
     public var remoteKeySet: (any RemoteKeySet)?
 
-    public init(hmacSecret: String, rsaPublicKeyPEM: String? = nil, ecdsaPublicKeyPEM: String? = nil, jwksJSON: String? = nil,
-                audience: String? = nil, issuer: String? = nil) {
+    public init(
+        hmacSecret: String, rsaPublicKeyPEM: String? = nil, ecdsaPublicKeyPEM: String? = nil, jwksJSON: String? = nil,
+        audience: String? = nil, issuer: String? = nil
+    ) {
         self.hmacSecret = hmacSecret
         self.rsaPublicKeyPEM = rsaPublicKeyPEM
         self.ecdsaPublicKeyPEM = ecdsaPublicKeyPEM
@@ -158,9 +164,10 @@ public struct RemoteKeys: Sendable {
     /// Parses a JWKS document (`{"keys": [...]}`); the error says what is wrong.
     public init(jwksJSON: String) async throws {
         keys = try await JWTKeyCollection().add(jwksJSON: jwksJSON)
-        ids = Set(try JSONFields<TokenError>(JSONParser.parse(jwksJSON)).objectArray("keys", maxCount: 1_000).compactMap {
-            try $0.optionalString("kid", maxLength: 256)
-        })
+        ids = Set(
+            try JSONFields<TokenError>(JSONParser.parse(jwksJSON)).objectArray("keys", maxCount: 1_000).compactMap {
+                try $0.optionalString("kid", maxLength: 256)
+            })
     }
 }
 
@@ -286,8 +293,9 @@ public struct ConnectionTokens: Sendable {
     /// What a connection token's claims (or a connect proxy's answer, which has the same
     /// members) say about `user`: `expire_at`/`exp`, `info`/`b64info`, `meta`, `subs`/`channels`.
     static func credentials<Failure: FieldError>(of user: String, _ claims: JSONFields<Failure>) throws(Failure) -> Credentials {
-        Credentials(user: user, expiresAt: try expiry(claims), info: try json(claims, raw: "info", base64: "b64info"),
-                    meta: claims.raw("meta"), subscriptions: try serverSubscriptions(claims))
+        Credentials(
+            user: user, expiresAt: try expiry(claims), info: try json(claims, raw: "info", base64: "b64info"),
+            meta: claims.raw("meta"), subscriptions: try serverSubscriptions(claims))
     }
 
     /// Most channels one token may subscribe its connection to.
@@ -321,8 +329,10 @@ public struct ConnectionTokens: Sendable {
     /// equal to the connection's user, `channel` equal to the channel, `client` (when
     /// present) equal to the client's id; reads `info`/`b64info`, `data`/`b64data`,
     /// `expire_at` and `override`.
-    public func verifySubscription(_ token: String, channel: String, user: String, client: String,
-                                   now: Date = Date()) async throws(TokenError) -> SubscriptionGrant {
+    public func verifySubscription(
+        _ token: String, channel: String, user: String, client: String,
+        now: Date = Date()
+    ) async throws(TokenError) -> SubscriptionGrant {
         let claims = try await verifiedClaims(token, now: now)
         let subject = try claims.optionalString(userIDClaim, maxLength: 1024) ?? ""
         guard subject == user else { throw .invalid("subscription token is for user '\(subject)', the connection is '\(user)'") }
@@ -355,7 +365,8 @@ public struct ConnectionTokens: Sendable {
             _ = try await keys.verify(token, as: SignedClaims.self)
         } catch {
             guard let previous = previousHMAC, now < previous.until, let older = previous.keys[algorithm],
-                  (try? await older.verify(token, as: SignedClaims.self)) != nil else {
+                (try? await older.verify(token, as: SignedClaims.self)) != nil
+            else {
                 throw .invalid("token signature does not verify with the server's \(algorithm) key")
             }
         }
@@ -366,11 +377,12 @@ public struct ConnectionTokens: Sendable {
         _ = try claims.optionalNumber("iat", in: 0...1e12)
         _ = try claims.optionalString("jti", maxLength: 1024)
         if let audience {
-            let audiences: [String] = switch claims.value("aud") {
-            case .string(let one)?: [one]
-            case .array?: try claims.stringArray("aud", maxCount: 100, maxLength: 1024)
-            default: []
-            }
+            let audiences: [String] =
+                switch claims.value("aud") {
+                case .string(let one)?: [one]
+                case .array?: try claims.stringArray("aud", maxCount: 100, maxLength: 1024)
+                default: []
+                }
             guard audiences.contains(audience) else { throw .invalid("token aud does not include '\(audience)'") }
         }
         if let issuer {
@@ -409,8 +421,9 @@ public struct ConnectionTokens: Sendable {
     /// What `info`/`b64info`, `data`/`b64data` and `override` grant a subscription (in a
     /// subscription token, a connection token's `subs`, the server API's `subscribe`).
     static func grant<Failure: FieldError>(_ fields: JSONFields<Failure>, expiresAt: Date? = nil) throws(Failure) -> SubscriptionGrant {
-        SubscriptionGrant(expiresAt: expiresAt, info: try json(fields, raw: "info", base64: "b64info"),
-                          data: try json(fields, raw: "data", base64: "b64data"), overrides: try overrides(fields))
+        SubscriptionGrant(
+            expiresAt: expiresAt, info: try json(fields, raw: "info", base64: "b64info"),
+            data: try json(fields, raw: "data", base64: "b64data"), overrides: try overrides(fields))
     }
 
     /// `expire_at` when present (0: never expires), else `exp`.
@@ -438,9 +451,10 @@ public struct ConnectionTokens: Sendable {
         func value(_ key: String) throws(Failure) -> Bool? {
             try override.optionalObject(key).map { wrapper throws(Failure) in try wrapper.bool("value") }
         }
-        return NamespaceOverrides(presence: try value("presence"), joinLeave: try value("join_leave"),
-                                  forcePushJoinLeave: try value("force_push_join_leave"), forceRecovery: try value("force_recovery"),
-                                  forcePositioning: try value("force_positioning"))
+        return NamespaceOverrides(
+            presence: try value("presence"), joinLeave: try value("join_leave"),
+            forcePushJoinLeave: try value("force_push_join_leave"), forceRecovery: try value("force_recovery"),
+            forcePositioning: try value("force_positioning"))
     }
 }
 
@@ -490,8 +504,9 @@ public struct ServerSubscription: Sendable {
             client = try fields.optionalString("client", maxLength: 1024)
             grant = try ConnectionTokens.grant(fields)
             recoverSince = try fields.optionalObject("recover_since").map { since throws(TokenError) in
-                StreamPosition(offset: UInt64(try since.optionalInteger("offset", in: 0...Int64.max) ?? 0),
-                               epoch: try since.optionalString("epoch", maxLength: 64) ?? "")
+                StreamPosition(
+                    offset: UInt64(try since.optionalInteger("offset", in: 0...Int64.max) ?? 0),
+                    epoch: try since.optionalString("epoch", maxLength: 64) ?? "")
             }
         } catch {
             switch error {

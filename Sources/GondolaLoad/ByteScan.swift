@@ -8,7 +8,8 @@ public enum ByteScan {
         var index = start
         while index < bytes.endIndex {
             if bytes[index] == first {
-                var candidate = index, matched = 0
+                var candidate = index
+                var matched = 0
                 while matched < marker.count, candidate < bytes.endIndex, bytes[candidate] == marker[matched] {
                     matched += 1
                     candidate = bytes.index(after: candidate)
@@ -24,7 +25,8 @@ public enum ByteScan {
     /// The unsigned decimal integer starting at `index`, and where it ends; nil without a digit.
     public static func integer<Bytes: RandomAccessCollection>(in bytes: Bytes, at index: Bytes.Index) -> (value: Int64, end: Bytes.Index)?
     where Bytes.Element == UInt8 {
-        var value: Int64 = 0, cursor = index
+        var value: Int64 = 0
+        var cursor = index
         while cursor < bytes.endIndex, bytes[cursor] >= 0x30, bytes[cursor] <= 0x39, value < Int64.max / 10 {
             value = value * 10 + Int64(bytes[cursor] - 0x30)
             cursor = bytes.index(after: cursor)
@@ -49,7 +51,8 @@ public enum ByteScan {
 
     /// How many times `marker` occurs.
     public static func count<Bytes: RandomAccessCollection>(_ marker: [UInt8], in bytes: Bytes) -> Int where Bytes.Element == UInt8 {
-        var count = 0, index = bytes.startIndex
+        var count = 0
+        var index = bytes.startIndex
         while let found = find(marker, in: bytes, from: index) {
             count += 1
             index = bytes.index(found, offsetBy: marker.count)

@@ -79,7 +79,8 @@ public struct CentrifugeFraming: Sendable {
         switch encoding {
         case .json:
             guard let message = try? JSONParser.parse(line), let publication = message["push"]?["pub"],
-                  case let .string(text)? = publication["data"] else { return nil }
+                case let .string(text)? = publication["data"]
+            else { return nil }
             return (Array(text.utf8), publication["delta"] == .bool(true))
         case .protobuf:
             return ProtobufEnvelope.publication(in: line).map { (Array($0.data), $0.delta) }
@@ -152,10 +153,14 @@ enum ProtobufEnvelope {
         if let push, id == 0 {
             var channel: Bytes?
             var isPublication = false
-            guard fields(of: push, { number, _, content in
-                if number == 2 { channel = content }
-                if number == 4 { isPublication = true }
-            }) else { return nil }
+            guard
+                fields(
+                    of: push,
+                    { number, _, content in
+                        if number == 2 { channel = content }
+                        if number == 4 { isPublication = true }
+                    })
+            else { return nil }
             return isPublication ? .publication(channel: channel ?? message[message.startIndex..<message.startIndex], line: message) : .otherPush
         }
         return .reply(id: id, error: error, line: message)
@@ -163,14 +168,18 @@ enum ProtobufEnvelope {
 
     /// A push's publication (Reply field 4, Push field 4): its data (field 4) and delta flag (field 8).
     static func publication(in message: Bytes) -> (data: Bytes, delta: Bool)? {
-        var push: Bytes?, publication: Bytes?, data: Bytes?
+        var push: Bytes?
+        var publication: Bytes?
+        var data: Bytes?
         var delta = false
         guard fields(of: message, { number, _, content in if number == 4 { push = content } }), let push,
-              fields(of: push, { number, _, content in if number == 4 { publication = content } }), let publication,
-              fields(of: publication, { number, value, content in
-                  if number == 4 { data = content }
-                  if number == 8 { delta = value != 0 }
-              })
+            fields(of: push, { number, _, content in if number == 4 { publication = content } }), let publication,
+            fields(
+                of: publication,
+                { number, value, content in
+                    if number == 4 { data = content }
+                    if number == 8 { delta = value != 0 }
+                })
         else { return nil }
         return (data ?? publication[publication.startIndex..<publication.startIndex], delta)
     }

@@ -65,15 +65,19 @@ public final class FanoutScenario: LoadScenario {
     /// Most publications one tick may send, so a late tick cannot flood the publisher's queue.
     static let maxPublishPerTick = 2000
 
-    public init(target: FanoutTarget, urls: [WebSocketURL], subscribers: Int, publishers: Int = 1, publishersSubscribe: Bool = true,
-                rate: PublishRate, payloadBytes: Int, channel: String, tokens: [String], encoding: ProtocolEncoding = .json) throws {
+    public init(
+        target: FanoutTarget, urls: [WebSocketURL], subscribers: Int, publishers: Int = 1, publishersSubscribe: Bool = true,
+        rate: PublishRate, payloadBytes: Int, channel: String, tokens: [String], encoding: ProtocolEncoding = .json
+    ) throws {
         guard subscribers >= 1 else { throw LoadError("--subscribers must be at least 1, got \(subscribers)") }
         guard publishers >= 1 else { throw LoadError("--publishers must be at least 1, got \(publishers)") }
         guard !urls.isEmpty else { throw LoadError("at least one --url is needed") }
         guard target == .gondola || urls.count == 1 else { throw LoadError("several --url apply to --target gondola only, got \(urls.count)") }
         guard target == .gondola || publishersSubscribe else { throw LoadError("--publishers-unsubscribed applies to --target gondola only") }
         guard payloadBytes >= 32 else { throw LoadError("--size must be at least 32 bytes (the send stamp needs room), got \(payloadBytes)") }
-        guard target != .gondola || tokens.count == subscribers + publishers else { throw LoadError("gondola needs \(subscribers + publishers) tokens") }
+        guard target != .gondola || tokens.count == subscribers + publishers else {
+            throw LoadError("gondola needs \(subscribers + publishers) tokens")
+        }
         kind = target
         framing = CentrifugeFraming(encoding: encoding)
         self.urls = urls
@@ -100,9 +104,11 @@ public final class FanoutScenario: LoadScenario {
     /// expected deliveries (published × subscribers) that arrived.
     public func figures(measuredSeconds: Double) -> [String: Double] {
         let seconds = max(measuredSeconds, 1e-9)
-        return ["published_per_second": Double(measuredPublished) / seconds,
-                "delivered_per_second": Double(measuredDelivered) / seconds,
-                "delivered_share": measuredPublished == 0 ? 0 : Double(measuredDelivered) / Double(measuredPublished * subscribers)]
+        return [
+            "published_per_second": Double(measuredPublished) / seconds,
+            "delivered_per_second": Double(measuredDelivered) / seconds,
+            "delivered_share": measuredPublished == 0 ? 0 : Double(measuredDelivered) / Double(measuredPublished * subscribers),
+        ]
     }
 
     /// A payload of exactly `size` bytes: `{"t":<stamp>,"p":"xxx…"}` (valid JSON for every target).
@@ -128,8 +134,9 @@ public final class FanoutScenario: LoadScenario {
             let subscribing = isPublisher && !publishersSubscribe ? [] : [SubscribeRequest(channel: channel)]
             io.send(connection, framing.connect(token: tokens[connection], subscribing: subscribing), binary: framing.isBinary)
         case .nats:
-            io.send(connection, isPublisher ? NATSFraming.connect() + Array("PING\r\n".utf8) : NATSFraming.subscribe(subject: channel, sid: 1),
-                    binary: true)
+            io.send(
+                connection, isPublisher ? NATSFraming.connect() + Array("PING\r\n".utf8) : NATSFraming.subscribe(subject: channel, sid: 1),
+                binary: true)
         case .mqtt:
             var bytes = MQTTFraming.connect(clientID: "gondola-load-\(connection)")
             if !isPublisher { bytes += MQTTFraming.subscribe(packetID: 1, topic: channel) }
@@ -204,7 +211,7 @@ public final class FanoutScenario: LoadScenario {
     /// Records the latency of one delivered publication from the stamp in `bytes`.
     private func deliver<Bytes: RandomAccessCollection>(_ bytes: Bytes, now: Int64, _ io: LoadIO) where Bytes.Element == UInt8 {
         guard let marker = ByteScan.find(Self.stampMarker, in: bytes, from: bytes.startIndex),
-              let (stamp, _) = ByteScan.integer(in: bytes, at: bytes.index(marker, offsetBy: Self.stampMarker.count))
+            let (stamp, _) = ByteScan.integer(in: bytes, at: bytes.index(marker, offsetBy: Self.stampMarker.count))
         else { return }
         delivered += 1
         measuredDelivered += 1

@@ -15,12 +15,13 @@ public enum LoadArguments {
     /// `1/s`, `0.5/s`, `30/m` or a bare number per second; must be positive.
     public static func rate(_ text: String, option: String) throws -> Double {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        let per: Double? = switch parts.count == 2 ? String(parts[1]) : "s" {
-        case "s": 1
-        case "m": 60
-        case "h": 3600
-        default: nil
-        }
+        let per: Double? =
+            switch parts.count == 2 ? String(parts[1]) : "s" {
+            case "s": 1
+            case "m": 60
+            case "h": 3600
+            default: nil
+            }
         guard parts.count <= 2, let per, let value = Double(parts[0]), value > 0, value.isFinite else {
             throw LoadError("\(option) must be a positive rate like 1/s, 0.5/s or 30/m, got '\(text)'")
         }

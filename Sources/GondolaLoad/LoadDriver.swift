@@ -232,24 +232,30 @@ public final class LoadDriver: SocketPoolHandler {
         phase = .finished
         let start = measureStart ?? (now, nil, nil)
         let elapsed = Double(now - start.time) / 1e9
-        let server = ProcessUsage(pids: settings.serverPIDs), client = ProcessUsage(pid: getpid())
+        let server = ProcessUsage(pids: settings.serverPIDs)
+        let client = ProcessUsage(pid: getpid())
         let stats = io.stats
         var serverFigures: ProcessFigures?
         if let server {
             let perConnection = rssBeforeConnecting.map { (server.rssMiB - $0) * 1024 / Double(max(1, stats.connected)) }
-            serverFigures = ProcessFigures(cpuPercent: ProcessUsage.cpuPercent(from: start.server, to: server, over: elapsed),
-                                           rssMiB: server.rssMiB, rssPerConnectionKiB: perConnection,
-                                           runQueueWaitPercent: ProcessUsage.runQueueWaitPercent(from: start.server, to: server, over: elapsed))
+            serverFigures = ProcessFigures(
+                cpuPercent: ProcessUsage.cpuPercent(from: start.server, to: server, over: elapsed),
+                rssMiB: server.rssMiB, rssPerConnectionKiB: perConnection,
+                runQueueWaitPercent: ProcessUsage.runQueueWaitPercent(from: start.server, to: server, over: elapsed))
         }
         report = LoadReport(
             scenario: scenario.name, target: scenario.target, settings: [:], measuredSeconds: elapsed,
             connections: scenario.connectionCount, connected: stats.connected,
             messagesIn: stats.messagesIn, messagesOut: stats.messagesOut,
             messagesInPerSecond: Double(stats.messagesIn) / max(elapsed, 1e-9), messagesOutPerSecond: Double(stats.messagesOut) / max(elapsed, 1e-9),
-            figures: scenario.figures(measuredSeconds: elapsed).merging(bytesFigures(over: elapsed)) { $1 }, latencies: stats.summaries, connectionErrors: stats.connectionErrors, errorReplies: stats.errorReplies,
+            figures: scenario.figures(measuredSeconds: elapsed).merging(bytesFigures(over: elapsed)) { $1 }, latencies: stats.summaries,
+            connectionErrors: stats.connectionErrors, errorReplies: stats.errorReplies,
             reconnects: stats.reconnects, server: serverFigures,
-            client: client.map { ProcessFigures(cpuPercent: ProcessUsage.cpuPercent(from: start.client, to: $0, over: elapsed), rssMiB: $0.rssMiB,
-                                                runQueueWaitPercent: ProcessUsage.runQueueWaitPercent(from: start.client, to: $0, over: elapsed)) },
+            client: client.map {
+                ProcessFigures(
+                    cpuPercent: ProcessUsage.cpuPercent(from: start.client, to: $0, over: elapsed), rssMiB: $0.rssMiB,
+                    runQueueWaitPercent: ProcessUsage.runQueueWaitPercent(from: start.client, to: $0, over: elapsed))
+            },
             timeline: stats.timeline)
         pool.stop()
     }
@@ -258,7 +264,9 @@ public final class LoadDriver: SocketPoolHandler {
     /// and as inflated messages (`message_bytes_per_<kind>_hour`), over the connections
     /// open at the end (one that reconnected counts from its new socket).
     private func bytesFigures(over seconds: Double) -> [String: Double] {
-        var wire: [String: UInt64] = [:], messages: [String: UInt64] = [:], clients: [String: Int] = [:]
+        var wire: [String: UInt64] = [:]
+        var messages: [String: UInt64] = [:]
+        var clients: [String: Int] = [:]
         for connection in wireBytesAtStart.indices where isOpen[connection] {
             let group = scenario.bytesGroup(of: connection)
             let now = pool.receivedBytes(connection)
@@ -276,14 +284,17 @@ public final class LoadDriver: SocketPoolHandler {
     }
 
     private func printProgress(_ sample: TimelineSample) {
-        let label = switch phase {
-        case .connecting: "connecting"
-        case .warmingUp: "warming up"
-        case .measuring, .finished: "measuring"
-        }
-        print(String(format: "[%4ds %@] connected %d, ready %d, in %d/s, out %d/s, %@ p99 %.1f ms (so far %.1f ms), errors %d",
-                     sample.second, label, sample.connected, scenario.readyCount, sample.messagesIn, sample.messagesOut,
-                     scenario.mainLatency, sample.p99, io.stats.mainP99, sample.errors))
+        let label =
+            switch phase {
+            case .connecting: "connecting"
+            case .warmingUp: "warming up"
+            case .measuring, .finished: "measuring"
+            }
+        print(
+            String(
+                format: "[%4ds %@] connected %d, ready %d, in %d/s, out %d/s, %@ p99 %.1f ms (so far %.1f ms), errors %d",
+                sample.second, label, sample.connected, scenario.readyCount, sample.messagesIn, sample.messagesOut,
+                scenario.mainLatency, sample.p99, io.stats.mainP99, sample.errors))
         fflush(nil)
     }
 

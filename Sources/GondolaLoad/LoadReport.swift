@@ -88,10 +88,12 @@ public struct LoadReport: Codable, Equatable, Sendable {
     public var client: ProcessFigures?
     public var timeline: [TimelineSample]
 
-    public init(scenario: String, target: String, settings: [String: String], measuredSeconds: Double, connections: Int, connected: Int,
-                messagesIn: Int, messagesOut: Int, messagesInPerSecond: Double, messagesOutPerSecond: Double, figures: [String: Double],
-                latencies: [String: LatencySummary], connectionErrors: [String: Int], errorReplies: [String: Int], reconnects: Int,
-                server: ProcessFigures?, client: ProcessFigures?, timeline: [TimelineSample]) {
+    public init(
+        scenario: String, target: String, settings: [String: String], measuredSeconds: Double, connections: Int, connected: Int,
+        messagesIn: Int, messagesOut: Int, messagesInPerSecond: Double, messagesOutPerSecond: Double, figures: [String: Double],
+        latencies: [String: LatencySummary], connectionErrors: [String: Int], errorReplies: [String: Int], reconnects: Int,
+        server: ProcessFigures?, client: ProcessFigures?, timeline: [TimelineSample]
+    ) {
         self.scenario = scenario
         self.target = target
         self.settings = settings
@@ -117,19 +119,24 @@ public struct LoadReport: Codable, Equatable, Sendable {
         var lines = ["\(scenario) against \(target): \(connected)/\(connections) connected, measured \(String(format: "%.1f", measuredSeconds)) s"]
         lines.append(String(format: "messages in %.0f/s, out %.0f/s; reconnects %d", messagesInPerSecond, messagesOutPerSecond, reconnects))
         if !figures.isEmpty {
-            lines.append(figures.sorted { $0.key < $1.key }.map { "\($0.key) " + String(format: $0.value >= 100 ? "%.0f" : "%.3f", $0.value) }.joined(separator: ", "))
+            lines.append(
+                figures.sorted { $0.key < $1.key }.map { "\($0.key) " + String(format: $0.value >= 100 ? "%.0f" : "%.3f", $0.value) }.joined(
+                    separator: ", "))
         }
         for (name, summary) in latencies.sorted(by: { $0.key < $1.key }) {
-            lines.append(String(format: "%@ latency ms (n=%llu): p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f",
-                                name, summary.count, summary.p50, summary.p90, summary.p99, summary.p999, summary.max))
+            lines.append(
+                String(
+                    format: "%@ latency ms (n=%llu): p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f",
+                    name, summary.count, summary.p50, summary.p90, summary.p99, summary.p999, summary.max))
         }
         let errors = connectionErrors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
         lines.append("connection errors: " + (errors.isEmpty ? "none" : errors.joined(separator: ", ")))
         let replies = errorReplies.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
         lines.append("error replies: " + (replies.isEmpty ? "none" : replies.joined(separator: ", ")))
         if let server {
-            lines.append(String(format: "server CPU %.0f%%, RSS %.0f MiB", server.cpuPercent, server.rssMiB)
-                + (server.rssPerConnectionKiB.map { String(format: ", %.1f KiB per connection", $0) } ?? ""))
+            lines.append(
+                String(format: "server CPU %.0f%%, RSS %.0f MiB", server.cpuPercent, server.rssMiB)
+                    + (server.rssPerConnectionKiB.map { String(format: ", %.1f KiB per connection", $0) } ?? ""))
         }
         if let client { lines.append(String(format: "load generator CPU %.0f%%, RSS %.0f MiB", client.cpuPercent, client.rssMiB)) }
         return lines.joined(separator: "\n")
@@ -146,8 +153,9 @@ public struct LoadReport: Codable, Equatable, Sendable {
     public var csv: String {
         var rows = ["second,connected,messages_in,messages_out,p50_ms,p99_ms,errors"]
         for sample in timeline {
-            rows.append("\(sample.second),\(sample.connected),\(sample.messagesIn),\(sample.messagesOut),"
-                + String(format: "%.3f,%.3f", sample.p50, sample.p99) + ",\(sample.errors)")
+            rows.append(
+                "\(sample.second),\(sample.connected),\(sample.messagesIn),\(sample.messagesOut),"
+                    + String(format: "%.3f,%.3f", sample.p50, sample.p99) + ",\(sample.errors)")
         }
         return rows.joined(separator: "\n") + "\n"
     }

@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GondolaHub
 import GondolaProtocol
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Where connection tokens come from.
 public enum TokenSource: Sendable {
@@ -56,8 +57,10 @@ extension TravellerCast {
     /// Creates `trips` running trips on `resort` through the server API (users
     /// `<prefix>h<t>` host trip t, `<prefix>t<i>` travel in trip i·trips/travellers)
     /// and gets every token.
-    public static func prepare(travellers: Int, trips: Int, prefix: String, resort: String = "demo", api: ServerAPIClient,
-                               tokens: TokenSource) async throws -> TravellerCast {
+    public static func prepare(
+        travellers: Int, trips: Int, prefix: String, resort: String = "demo", api: ServerAPIClient,
+        tokens: TokenSource
+    ) async throws -> TravellerCast {
         let hosts = (0..<trips).map { "\(prefix)h\($0)" }
         let travellerIDs = (0..<travellers).map { "\(prefix)t\($0)" }
         let tripOf = (0..<travellers).map { tripIndex(of: $0, travellers: travellers, trips: trips) }
@@ -65,7 +68,8 @@ extension TravellerCast {
         for (index, trip) in tripOf.enumerated() { members[trip].append(travellerIDs[index]) }
         let frozen = members
         let tripIDs = try await api.createTrips(trips, resort: resort) { (hosts[$0], frozen[$0]) }
-        return TravellerCast(trips: tripIDs, hosts: hosts, travellers: travellerIDs, tripOf: tripOf,
-                             tokens: try await tokens.tokens(for: hosts + travellerIDs))
+        return TravellerCast(
+            trips: tripIDs, hosts: hosts, travellers: travellerIDs, tripOf: tripOf,
+            tokens: try await tokens.tokens(for: hosts + travellerIDs))
     }
 }

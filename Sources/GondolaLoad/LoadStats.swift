@@ -55,9 +55,10 @@ public struct LoadStats: Sendable {
 
     /// Closes the current second: appends its sample and starts the next.
     public mutating func closeSecond(at elapsedSecond: Int) -> TimelineSample {
-        let sample = TimelineSample(second: elapsedSecond, connected: connected, messagesIn: secondIn, messagesOut: secondOut,
-                                    p50: Double(second.valueAtPercentile(50)) / 1e6, p99: Double(second.valueAtPercentile(99)) / 1e6,
-                                    errors: secondErrors)
+        let sample = TimelineSample(
+            second: elapsedSecond, connected: connected, messagesIn: secondIn, messagesOut: secondOut,
+            p50: Double(second.valueAtPercentile(50)) / 1e6, p99: Double(second.valueAtPercentile(99)) / 1e6,
+            errors: secondErrors)
         timeline.append(sample)
         second.reset()
         secondIn = 0

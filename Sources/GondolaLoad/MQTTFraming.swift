@@ -84,7 +84,9 @@ public enum MQTTFraming {
         static func parse(_ pending: [UInt8], maxPacket: Int, _ handle: (Packet) -> Void) throws(ProtocolViolation) -> Int {
             var start = 0
             while start < pending.count {
-                var length = 0, multiplier = 1, index = start + 1
+                var length = 0
+                var multiplier = 1
+                var index = start + 1
                 while true {
                     guard index < pending.count else { return start }
                     let byte = pending[index]

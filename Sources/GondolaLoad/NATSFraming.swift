@@ -60,10 +60,12 @@ public enum NATSFraming {
                 case .msg:
                     let fields = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
                     guard (4...5).contains(fields.count), let last = fields.last, let (size, end) = ByteScan.integer(in: last, at: last.startIndex),
-                          end == last.endIndex else {
+                        end == last.endIndex
+                    else {
                         throw ProtocolViolation("malformed MSG line: \(String(decoding: line.prefix(80), as: UTF8.self))")
                     }
-                    let payloadStart = lineEnd + 2, payloadEnd = payloadStart + Int(size)
+                    let payloadStart = lineEnd + 2
+                    let payloadEnd = payloadStart + Int(size)
                     guard payloadEnd + 2 - start <= maxPending else {
                         throw ProtocolViolation("message of \(size) bytes is larger than \(maxPending)")
                     }
@@ -86,7 +88,12 @@ public enum NATSFraming {
 
         /// The operation names a server sends, matched without regard to case.
         enum Verb: String, CaseIterable {
-            case msg = "MSG", ping = "PING", pong = "PONG", ok = "+OK", info = "INFO", error = "-ERR"
+            case msg = "MSG"
+            case ping = "PING"
+            case pong = "PONG"
+            case ok = "+OK"
+            case info = "INFO"
+            case error = "-ERR"
 
             init?(_ bytes: ArraySlice<UInt8>) {
                 let found = Self.allCases.first { verb in

@@ -31,8 +31,12 @@ struct RPCCalls {
     /// Sends `chat.send` to `chat` with a text stamped for `ChatStamp` and a client
     /// message id unique to the connection (its call id).
     mutating func sendChatMessage(_ connection: Int, to chat: String, now: Int64, _ io: LoadIO) {
-        call(connection, "chat.send", ["chat": .string(chat), "text": .string(ChatStamp.text(now: MonotonicClock.nanoseconds())),
-                                       "client_message_id": .string("load-\(connection)-\(nextID[connection])")], now: now, io)
+        call(
+            connection, "chat.send",
+            [
+                "chat": .string(chat), "text": .string(ChatStamp.text(now: MonotonicClock.nanoseconds())),
+                "client_message_id": .string("load-\(connection)-\(nextID[connection])"),
+            ], now: now, io)
     }
 
     /// Records the latency of the call answered by reply `id`, if it was one.

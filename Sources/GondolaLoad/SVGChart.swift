@@ -9,17 +9,23 @@ public enum SVGChart {
     public static func render(_ report: LoadReport) -> String {
         let samples = report.timeline
         let seconds = Double(max(1, samples.last?.second ?? 1))
-        var svg = [#"<svg xmlns="http://www.w3.org/2000/svg" width="\#(Int(width))" height="\#(Int(top + 2 * panelHeight + gap + 40))" font-family="sans-serif" font-size="12">"#,
-                   #"<rect width="100%" height="100%" fill="white"/>"#,
-                   #"<text x="\#(left)" y="20" font-size="14">\#(escape("\(report.scenario) against \(report.target)"))</text>"#]
-        svg += panel(title: "latency (ms)", y: top, seconds: seconds, series: [
-            ("p50", "#1f77b4", samples.map { (Double($0.second), $0.p50) }),
-            ("p99", "#d62728", samples.map { (Double($0.second), $0.p99) }),
-        ])
-        svg += panel(title: "messages per second", y: top + panelHeight + gap, seconds: seconds, series: [
-            ("in", "#2ca02c", samples.map { (Double($0.second), Double($0.messagesIn)) }),
-            ("out", "#ff7f0e", samples.map { (Double($0.second), Double($0.messagesOut)) }),
-        ])
+        var svg = [
+            #"<svg xmlns="http://www.w3.org/2000/svg" width="\#(Int(width))" height="\#(Int(top + 2 * panelHeight + gap + 40))" font-family="sans-serif" font-size="12">"#,
+            #"<rect width="100%" height="100%" fill="white"/>"#,
+            #"<text x="\#(left)" y="20" font-size="14">\#(escape("\(report.scenario) against \(report.target)"))</text>"#,
+        ]
+        svg += panel(
+            title: "latency (ms)", y: top, seconds: seconds,
+            series: [
+                ("p50", "#1f77b4", samples.map { (Double($0.second), $0.p50) }),
+                ("p99", "#d62728", samples.map { (Double($0.second), $0.p99) }),
+            ])
+        svg += panel(
+            title: "messages per second", y: top + panelHeight + gap, seconds: seconds,
+            series: [
+                ("in", "#2ca02c", samples.map { (Double($0.second), Double($0.messagesIn)) }),
+                ("out", "#ff7f0e", samples.map { (Double($0.second), Double($0.messagesOut)) }),
+            ])
         svg.append(#"<text x="\#(left + (width - left - right) / 2)" y="\#(top + 2 * panelHeight + gap + 30)" text-anchor="middle">seconds</text>"#)
         svg.append("</svg>")
         return svg.joined(separator: "\n") + "\n"
@@ -29,8 +35,10 @@ public enum SVGChart {
     static func panel(title: String, y: Double, seconds: Double, series: [(name: String, color: String, points: [(Double, Double)])]) -> [String] {
         let plotWidth = width - left - right
         let highest = niceCeiling(series.flatMap { $0.points.map(\.1) }.max() ?? 1)
-        var lines = [#"<text x="\#(left)" y="\#(y - 8)">\#(escape(title))</text>"#,
-                     #"<rect x="\#(left)" y="\#(y)" width="\#(plotWidth)" height="\#(panelHeight)" fill="none" stroke="rgb(136,136,136)"/>"#]
+        var lines = [
+            #"<text x="\#(left)" y="\#(y - 8)">\#(escape(title))</text>"#,
+            #"<rect x="\#(left)" y="\#(y)" width="\#(plotWidth)" height="\#(panelHeight)" fill="none" stroke="rgb(136,136,136)"/>"#,
+        ]
         for step in 0...4 {
             let value = highest * Double(step) / 4
             let lineY = y + panelHeight - panelHeight * Double(step) / 4
@@ -39,7 +47,9 @@ public enum SVGChart {
         }
         for tick in 0...4 {
             let second = (seconds * Double(tick) / 4).rounded()
-            lines.append(#"<text x="\#(format(left + plotWidth * second / seconds))" y="\#(format(y + panelHeight + 16))" text-anchor="middle">\#(format(second))</text>"#)
+            lines.append(
+                #"<text x="\#(format(left + plotWidth * second / seconds))" y="\#(format(y + panelHeight + 16))" text-anchor="middle">\#(format(second))</text>"#
+            )
         }
         for (index, entry) in series.enumerated() {
             let points = entry.points.map { "\(format(left + plotWidth * $0.0 / seconds)),\(format(y + panelHeight - panelHeight * $0.1 / highest))" }

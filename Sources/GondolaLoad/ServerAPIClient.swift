@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GondolaProtocol
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The server API calls the load scenarios need (trips and their members).
 public struct ServerAPIClient: Sendable {
@@ -28,9 +29,12 @@ public struct ServerAPIClient: Sendable {
     /// A trip on `resort` running now with one host and `travellers`; answers its id.
     public func createTrip(host: String, travellers: [String], resort: String) async throws -> String {
         let now = WallClock.milliseconds()
-        let result = try await call("trip_create", [
-            "name": "bench", "resort": .string(resort), "starts_at": .int(now - 3_600_000), "ends_at": .int(now + 86_400_000), "hosts": [.string(host)],
-        ])
+        let result = try await call(
+            "trip_create",
+            [
+                "name": "bench", "resort": .string(resort), "starts_at": .int(now - 3_600_000), "ends_at": .int(now + 86_400_000),
+                "hosts": [.string(host)],
+            ])
         guard case let .string(id)? = result["trip"]?["id"] else { throw LoadError("trip_create answered \(result.text)") }
         for traveller in travellers {
             _ = try await call("trip_add_member", ["trip": .string(id), "user": .string(traveller), "role": "traveller"])
@@ -40,7 +44,9 @@ public struct ServerAPIClient: Sendable {
 
     /// Creates `count` trips, eight at a time (the hub writes each membership to SQLite
     /// before answering); `members(i)` names trip `i`'s host and travellers. Answers the ids in order.
-    public func createTrips(_ count: Int, resort: String, members: @escaping @Sendable (Int) -> (host: String, travellers: [String])) async throws -> [String] {
+    public func createTrips(_ count: Int, resort: String, members: @escaping @Sendable (Int) -> (host: String, travellers: [String])) async throws
+        -> [String]
+    {
         try await withThrowingTaskGroup(of: (Int, String).self) { group in
             var ids = [String](repeating: "", count: count)
             for trip in 0..<count {

@@ -46,9 +46,10 @@ public final class SocketPool: @unchecked Sendable {
         self.handler = Box(handler)
         let components = limits.tick.components
         let tickMicroseconds = Int32(clamping: components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000)
-        let cLimits = ls_limits(max_connections: Int32(limits.maxConnections), tick_microseconds: tickMicroseconds,
-                                max_message_bytes: limits.maxMessageBytes, max_queued_bytes: limits.maxQueuedBytes,
-                                offer_compression: limits.offerCompression ? 1 : 0)
+        let cLimits = ls_limits(
+            max_connections: Int32(limits.maxConnections), tick_microseconds: tickMicroseconds,
+            max_message_bytes: limits.maxMessageBytes, max_queued_bytes: limits.maxQueuedBytes,
+            offer_compression: limits.offerCompression ? 1 : 0)
         let handlers = ls_handlers(
             context: Unmanaged.passUnretained(self.handler).toOpaque(),
             opened: { context, connection in Box.from(context).handler.opened(Int(connection)) },
@@ -136,7 +137,7 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
         let authority = rest.prefix { $0 != "/" }
         path = rest.count > authority.count ? String(rest.dropFirst(authority.count)) : "/"
         guard let colon = authority.lastIndex(of: ":"), let port = Int(authority[authority.index(after: colon)...]),
-              (1...65535).contains(port), colon > authority.startIndex
+            (1...65535).contains(port), colon > authority.startIndex
         else { throw LoadError("\(text): needs a host and a port, e.g. ws://127.0.0.1:8000/connection/websocket") }
         host = String(authority[..<colon])
         self.port = port

@@ -142,8 +142,9 @@ public final class TravellerScenario: LoadScenario {
             channels = [SubscribeRequest(channel: "locations:\(cast.trips[connection])", delta: delta), chat]
         } else {
             let user = cast.travellers[traveller(of: connection)]
-            let nearby = SubscribeRequest(channel: "nearby:#\(user)", data: RawJSON(["radius": .int(Int64(options.nearbyRadius)), "limit": .int(Int64(options.nearbyLimit))]),
-                                          delta: delta)
+            let nearby = SubscribeRequest(
+                channel: "nearby:#\(user)", data: RawJSON(["radius": .int(Int64(options.nearbyRadius)), "limit": .int(Int64(options.nearbyLimit))]),
+                delta: delta)
             channels = [SubscribeRequest(channel: "personal:#\(user)"), nearby, chat]
         }
         io.send(connection, framing.connect(token: cast.tokens[connection], subscribing: channels), binary: framing.isBinary)
@@ -174,7 +175,9 @@ public final class TravellerScenario: LoadScenario {
                 } else if channel.starts(with: Self.locationsPrefix) {
                     let wallMilliseconds = WallClock.milliseconds()
                     withPositionFrame(line, connection, io) { frame in
-                        ByteScan.integers(after: Self.tsMarker, in: frame) { io.stats.record("location", nanoseconds: (wallMilliseconds - $0) * 1_000_000) }
+                        ByteScan.integers(after: Self.tsMarker, in: frame) {
+                            io.stats.record("location", nanoseconds: (wallMilliseconds - $0) * 1_000_000)
+                        }
                     }
                 } else if channel.starts(with: Self.chatPrefix) {
                     ChatStamp.record(in: line, now: now, io)
@@ -191,8 +194,10 @@ public final class TravellerScenario: LoadScenario {
 
     /// Calls `body` with a position channel's frame: the message itself, or with deltas the
     /// frame rebuilt from the connection's base.
-    private func withPositionFrame(_ line: UnsafeRawBufferPointer.SubSequence, _ connection: Int, _ io: LoadIO,
-                                   _ body: (UnsafeRawBufferPointer.SubSequence) -> Void) {
+    private func withPositionFrame(
+        _ line: UnsafeRawBufferPointer.SubSequence, _ connection: Int, _ io: LoadIO,
+        _ body: (UnsafeRawBufferPointer.SubSequence) -> Void
+    ) {
         guard options.delta else { return body(line) }
         guard let (data, isDelta) = framing.deltaPublication(in: line) else { return io.stats.errorReply("delta: unreadable publication") }
         do {
@@ -207,7 +212,8 @@ public final class TravellerScenario: LoadScenario {
     private func recordMoves(in line: UnsafeRawBufferPointer.SubSequence, wallMilliseconds: Int64, _ io: LoadIO) {
         var index = line.startIndex
         while let move = ByteScan.find(Self.moveMarker, in: line, from: index),
-              let ts = ByteScan.find(Self.tsMarker, in: line, from: move + Self.moveMarker.count) {
+            let ts = ByteScan.find(Self.tsMarker, in: line, from: move + Self.moveMarker.count)
+        {
             if let (stamp, end) = ByteScan.integer(in: line, at: ts + Self.tsMarker.count) {
                 io.stats.record("location", nanoseconds: (wallMilliseconds - stamp) * 1_000_000)
                 index = end
@@ -249,7 +255,8 @@ public final class TravellerScenario: LoadScenario {
             calls.sendChatMessage(connection, to: tripChat(of: connection), now: now, io)
         }
         for slot in rsvps.due(at: now) {
-            let index = responders[slot], connection = cast.hosts.count + index
+            let index = responders[slot]
+            let connection = cast.hosts.count + index
             guard isReady(connection), let event = eventOfTrip[cast.tripOf[index]] else { continue }
             let response = Self.responses[(rsvpCount[index] + index) % Self.responses.count]
             rsvpCount[index] += 1
@@ -263,8 +270,12 @@ public final class TravellerScenario: LoadScenario {
         let startsAt = WallClock.milliseconds() + 3_600_000
         for host in cast.hosts.indices where !eventsRequested.contains(host) && isReady(host) {
             eventsRequested.insert(host)
-            calls.call(host, "event.create", ["title": "Load test meet-up", "starts_at": .int(startsAt), "trip": .string(cast.trips[host]),
-                                        "audience": ["kind": "trip"]], now: now, io)
+            calls.call(
+                host, "event.create",
+                [
+                    "title": "Load test meet-up", "starts_at": .int(startsAt), "trip": .string(cast.trips[host]),
+                    "audience": ["kind": "trip"],
+                ], now: now, io)
         }
     }
 

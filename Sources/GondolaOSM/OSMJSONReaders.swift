@@ -11,7 +11,8 @@ enum OverpassJSONReader {
         var ways: [(id: Int64, nodes: [Int64], tags: [String: String], inline: [GeoPoint]?)] = []
         for (index, item) in elements.enumerated() {
             guard let element = item as? [String: Any], let type = element["type"] as? String,
-                  let id = (element["id"] as? NSNumber)?.int64Value else {
+                let id = (element["id"] as? NSNumber)?.int64Value
+            else {
                 throw OSMImportError("elements[\(index)] needs a \"type\" and a numeric \"id\"")
             }
             let tags = stringTags(element["tags"])
@@ -32,13 +33,15 @@ enum OverpassJSONReader {
                 var members: [OSMMember] = []
                 for (memberIndex, entry) in ((element["members"] as? [Any]) ?? []).enumerated() {
                     guard let member = entry as? [String: Any], let kind = (member["type"] as? String).flatMap(OSMReference.Kind.init(rawValue:)),
-                          let ref = (member["ref"] as? NSNumber)?.int64Value else {
+                        let ref = (member["ref"] as? NSNumber)?.int64Value
+                    else {
                         throw OSMImportError("elements[\(index)] (relation \(id)): members[\(memberIndex)] needs a type and a numeric ref")
                     }
                     members.append(OSMMember(reference: OSMReference(kind, ref), role: member["role"] as? String ?? ""))
                     // `out geom` gives a member way's positions inline, though the way is not an element.
                     if kind == .way, let inline = (member["geometry"] as? [Any])?.compactMap({ ($0 as? [String: Any]).flatMap(position) }),
-                       inline.count >= 2, !ways.contains(where: { $0.id == ref }) {
+                        inline.count >= 2, !ways.contains(where: { $0.id == ref })
+                    {
                         ways.append((ref, [], [:], inline))
                     }
                 }

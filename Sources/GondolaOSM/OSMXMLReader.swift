@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import GondolaGeo
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
 
 /// Reads OSM XML 0.6 (`.osm`: what openstreetmap.org's Export, JOSM and Overpass's
 /// `out xml` write) with Foundation's streaming parser: `<node>`, `<way>` with `<nd>`,
@@ -18,7 +19,8 @@ enum OSMXMLReader {
         if collector.rootless, let problem = collector.problem { throw problem }
         guard parsed else {
             let reason = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "unknown error"
-            throw OSMImportError("not well-formed XML at line \(parser.lineNumber), column \(parser.columnNumber) (\(reason)); is the file truncated?")
+            throw OSMImportError(
+                "not well-formed XML at line \(parser.lineNumber), column \(parser.columnNumber) (\(reason)); is the file truncated?")
         }
         guard collector.sawRoot else { throw OSMImportError("not an OSM XML file: no <osm> root element") }
         // Foundation's parser accepts a document cut short; a complete export closes its root.
@@ -52,8 +54,10 @@ enum OSMXMLReader {
             problem = OSMImportError("line \(parser.lineNumber): \(message)")
         }
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             guard problem == nil else { return }
             if !sawRoot {
                 guard name == "osm" else {
@@ -72,7 +76,8 @@ enum OSMXMLReader {
                 var point: GeoPoint?
                 if name == "node" {
                     guard let lat = attributes["lat"].flatMap(Double.init), let lon = attributes["lon"].flatMap(Double.init),
-                          GeoPoint(lat: lat, lon: lon).isValid else {
+                        GeoPoint(lat: lat, lon: lon).isValid
+                    else {
                         // Deleted nodes in change files have no position; a node of an export must.
                         return fail(parser, "node \(id) has no valid lat/lon (lat=\"\(attributes["lat"] ?? "")\" lon=\"\(attributes["lon"] ?? "")\")")
                     }
@@ -94,7 +99,8 @@ enum OSMXMLReader {
             case "member":
                 guard let relation = current, relation.kind == "relation" else { return }
                 guard let type = attributes["type"].flatMap(OSMReference.Kind.init(rawValue:)),
-                      let ref = attributes["ref"].flatMap(Int64.init) else {
+                    let ref = attributes["ref"].flatMap(Int64.init)
+                else {
                     return fail(parser, "relation \(relation.id): <member> needs type node/way/relation and a numeric ref")
                 }
                 members.append(OSMMember(reference: OSMReference(type, ref), role: attributes["role"] ?? ""))

@@ -53,8 +53,10 @@ enum ResortFileWriter {
     }
 
     static func feature(_ properties: JSON, polygon: Polygon) -> JSON {
-        ["type": "Feature", "properties": properties,
-         "geometry": ["type": "Polygon", "coordinates": .array(polygon.rings.map { .array($0.map(position)) })]]
+        [
+            "type": "Feature", "properties": properties,
+            "geometry": ["type": "Polygon", "coordinates": .array(polygon.rings.map { .array($0.map(position)) })],
+        ]
     }
 
     static func position(_ point: GeoPoint) -> JSON {

@@ -39,9 +39,10 @@ public struct ResortImportReport: Sendable, Equatable {
             "piste areas: \(pisteAreas.values.reduce(0, +)) (\(counts(pisteAreas, order: difficulties))), drawn on the map, not routed",
             "skipped: \(counts(skipped))",
             "boundary: \(boundary)" + (liftsOutsideBoundary > 0 ? "; \(liftsOutsideBoundary) lifts lie outside it" : ""),
-            "altitude: " + (altitudes["none", default: 0] == altitudes.values.reduce(0, +)
-                ? "none (no --dem and no ele tags): map.elevation answers 108 here, map switching uses the boundary only, routes keep the drawn directions and report no climb"
-                : counts(altitudes, order: ["dem", "ele", "none"]) + " positions"),
+            "altitude: "
+                + (altitudes["none", default: 0] == altitudes.values.reduce(0, +)
+                    ? "none (no --dem and no ele tags): map.elevation answers 108 here, map switching uses the boundary only, routes keep the drawn directions and report no climb"
+                    : counts(altitudes, order: ["dem", "ele", "none"]) + " positions"),
         ]
         func names(_ list: [String]) -> String {
             list.isEmpty ? "none" : "\(list.count): " + list.prefix(8).joined(separator: ", ") + (list.count > 8 ? ", …" : "")
@@ -85,8 +86,10 @@ public enum ResortImporter {
     /// How far around the lifts and pistes the boundary reaches when the file has none.
     public static let surroundingMargin = 200.0
 
-    public static func importResort(_ extract: OSMExtract, id: String, name: String?, elevation: ElevationGrid?,
-                                    file: String) throws(OSMImportError) -> ImportedResort {
+    public static func importResort(
+        _ extract: OSMExtract, id: String, name: String?, elevation: ElevationGrid?,
+        file: String
+    ) throws(OSMImportError) -> ImportedResort {
         var report = ResortImportReport()
         report.format = extract.format
         report.nodes = extract.nodeCount
@@ -118,7 +121,9 @@ public enum ResortImporter {
             }
             for member in relation.members where member.reference.kind == .way {
                 guard waysByID[member.reference.id] != nil else {
-                    throw OSMImportError("relation \(relation.id) (\(label(relation.tags))): member \(member.reference) is not in the file; export the relation with its members")
+                    throw OSMImportError(
+                        "relation \(relation.id) (\(label(relation.tags))): member \(member.reference) is not in the file; export the relation with its members"
+                    )
                 }
                 if routeTags[member.reference.id] == nil { routeTags[member.reference.id] = relation.tags }
             }
@@ -145,8 +150,10 @@ public enum ResortImporter {
                     continue
                 }
                 let points = try located(way, label(tags))
-                lifts.append(SkiWay(kind: .lift, name: tags["name"] ?? "unnamed \(aerialway.replacingOccurrences(of: "_", with: " "))",
-                                    difficulty: nil, aerialway: aerialway, coordinates: points))
+                lifts.append(
+                    SkiWay(
+                        kind: .lift, name: tags["name"] ?? "unnamed \(aerialway.replacingOccurrences(of: "_", with: " "))",
+                        difficulty: nil, aerialway: aerialway, coordinates: points))
                 report.lifts[aerialway, default: 0] += 1
                 continue
             }
@@ -159,7 +166,8 @@ public enum ResortImporter {
             }
             let inherited = ownType == nil
             if inherited { report.pistesFromRelations += 1 }
-            let name = (inherited ? nil : tags["piste:name"] ?? tags["name"])
+            let name =
+                (inherited ? nil : tags["piste:name"] ?? tags["name"])
                 ?? relationTags?["piste:name"] ?? relationTags?["name"] ?? tags["piste:name"] ?? tags["name"] ?? "unnamed"
             let rawDifficulty = tags["piste:difficulty"] ?? relationTags?["piste:difficulty"]
             let difficulty = rawDifficulty.flatMap(Difficulty.init(rawValue:))
@@ -182,17 +190,21 @@ public enum ResortImporter {
             boundarySources.append("\(area.id) \"\(label(area.tags))\"")
         }
         for relation in boundaryRelations {
-            var outer: [OSMWay] = [], inner: [OSMWay] = []
+            var outer: [OSMWay] = []
+            var inner: [OSMWay] = []
             for member in relation.members where member.reference.kind == .way {
                 guard let way = waysByID[member.reference.id] else {
-                    throw OSMImportError("relation \(relation.id) (\(label(relation.tags))): member \(member.reference) is not in the file; export the relation with its members")
+                    throw OSMImportError(
+                        "relation \(relation.id) (\(label(relation.tags))): member \(member.reference) is not in the file; export the relation with its members"
+                    )
                 }
                 _ = try located(way, "member of relation \(relation.id)")
                 if member.role == "inner" { inner.append(way) } else { outer.append(way) }
             }
             let name = "relation \(relation.id) (\(label(relation.tags)))"
-            let polygons = RingAssembly.polygons(outer: try RingAssembly.rings(of: outer, relation: name),
-                                                 inner: try RingAssembly.rings(of: inner, relation: name))
+            let polygons = RingAssembly.polygons(
+                outer: try RingAssembly.rings(of: outer, relation: name),
+                inner: try RingAssembly.rings(of: inner, relation: name))
             boundary += polygons
             boundarySources.append("multipolygon \(name), \(outer.count) outer ways joined into \(polygons.count) ring(s)")
         }
@@ -216,8 +228,12 @@ public enum ResortImporter {
                 return point
             }
         }
-        lifts = lifts.map { SkiWay(kind: $0.kind, name: $0.name, difficulty: nil, aerialway: $0.aerialway, coordinates: withAltitude($0.coordinates)) }
-        pistes = pistes.map { SkiWay(kind: $0.kind, name: $0.name, difficulty: $0.difficulty, aerialway: nil, coordinates: withAltitude($0.coordinates)) }
+        lifts = lifts.map {
+            SkiWay(kind: $0.kind, name: $0.name, difficulty: nil, aerialway: $0.aerialway, coordinates: withAltitude($0.coordinates))
+        }
+        pistes = pistes.map {
+            SkiWay(kind: $0.kind, name: $0.name, difficulty: $0.difficulty, aerialway: nil, coordinates: withAltitude($0.coordinates))
+        }
 
         let allPoints = (lifts + pistes).flatMap(\.coordinates)
         if boundary.isEmpty {
@@ -229,10 +245,11 @@ public enum ResortImporter {
         } else {
             report.boundary = boundarySources.joined(separator: "; ")
         }
-        report.liftsOutsideBoundary = lifts.filter { lift in
-            let middle = lift.point(atDistance: lift.length / 2)
-            return !boundary.contains { $0.contains(middle) }
-        }.count
+        report.liftsOutsideBoundary =
+            lifts.filter { lift in
+                let middle = lift.point(atDistance: lift.length / 2)
+                return !boundary.contains { $0.contains(middle) }
+            }.count
 
         let base = chooseBase(lifts: lifts, pistes: pistes)
         let colors = DifficultyColors.customary(at: base)
@@ -243,8 +260,9 @@ public enum ResortImporter {
         report.noWayBackToBase = noWayBack.map { ways[$0].name }
 
         let resortName = name ?? boundaryName(extract) ?? id
-        return ImportedResort(id: id, name: resortName, boundary: boundary, base: base, lifts: lifts, pistes: pistes, areas: areas,
-                              colors: colors, report: report)
+        return ImportedResort(
+            id: id, name: resortName, boundary: boundary, base: base, lifts: lifts, pistes: pistes, areas: areas,
+            colors: colors, report: report)
     }
 
     /// The base: with altitudes, the lowest bottom station; without, the bottom

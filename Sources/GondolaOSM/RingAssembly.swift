@@ -8,12 +8,19 @@ import GondolaGeo
 enum RingAssembly {
     /// The rings the ways close into; throws naming the way whose end is left open.
     static func rings(of ways: [OSMWay], relation: String) throws(OSMImportError) -> [[GeoPoint]] {
-        struct End: Hashable { let node: Int64; let lat: Double; let lon: Double }
+        struct End: Hashable {
+            let node: Int64
+            let lat: Double
+            let lon: Double
+        }
         func ends(_ way: OSMWay) -> (first: End, last: End) {
             let useIDs = !way.nodes.isEmpty
-            let first = way.points.first!, last = way.points.last!
-            return (End(node: useIDs ? way.nodes.first! : 0, lat: useIDs ? 0 : first.lat, lon: useIDs ? 0 : first.lon),
-                    End(node: useIDs ? way.nodes.last! : 0, lat: useIDs ? 0 : last.lat, lon: useIDs ? 0 : last.lon))
+            let first = way.points.first!
+            let last = way.points.last!
+            return (
+                End(node: useIDs ? way.nodes.first! : 0, lat: useIDs ? 0 : first.lat, lon: useIDs ? 0 : first.lon),
+                End(node: useIDs ? way.nodes.last! : 0, lat: useIDs ? 0 : last.lat, lon: useIDs ? 0 : last.lon)
+            )
         }
         var open = ways.filter { $0.points.count >= 2 }
         var rings: [[GeoPoint]] = []
@@ -77,7 +84,8 @@ enum SurroundingArea {
         func cross(_ o: GeoPoint, _ a: GeoPoint, _ b: GeoPoint) -> Double {
             (a.lon - o.lon) * scale * (b.lat - o.lat) - (a.lat - o.lat) * (b.lon - o.lon) * scale
         }
-        var lower: [GeoPoint] = [], upper: [GeoPoint] = []
+        var lower: [GeoPoint] = []
+        var upper: [GeoPoint] = []
         for point in sorted {
             while lower.count >= 2, cross(lower[lower.count - 2], lower[lower.count - 1], point) <= 0 { lower.removeLast() }
             lower.append(point)

@@ -41,7 +41,12 @@ public final class PostgresHistoryStore: HistoryStore {
     /// Streams are locked in channel order, so concurrent batches cannot deadlock.
     public func append(_ appends: [Append], on connection: PostgresConnection, now: Date) -> EventLoopFuture<[StreamPosition]> {
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
-        var channels: [String] = [], data: [ByteBuffer] = [], info: [ByteBuffer] = [], keep: [Int64] = [], oldest: [Int64] = [], metaExpiry: [Int64] = []
+        var channels: [String] = []
+        var data: [ByteBuffer] = []
+        var info: [ByteBuffer] = []
+        var keep: [Int64] = []
+        var oldest: [Int64] = []
+        var metaExpiry: [Int64] = []
         for append in appends {
             channels.append(append.channel)
             data.append(ByteBuffer(bytes: append.publication.data.bytes))
@@ -108,10 +113,11 @@ public final class PostgresHistoryStore: HistoryStore {
             let (epoch, top, offset, data, info) = try row.decode((String, Int64, Int64?, ByteBuffer?, ByteBuffer?).self)
             position = StreamPosition(offset: UInt64(top), epoch: epoch)
             guard let offset, let data else { continue }
-            publications.append(Publication(
-                offset: UInt64(offset),
-                data: Payload(received: Array(buffer: data)),
-                info: try info.map { try ClientInfo(json: JSONParser.parse(Array(buffer: $0))) }))
+            publications.append(
+                Publication(
+                    offset: UInt64(offset),
+                    data: Payload(received: Array(buffer: data)),
+                    info: try info.map { try ClientInfo(json: JSONParser.parse(Array(buffer: $0))) }))
         }
         guard let position else { throw PostgresStoreError("stream \(channel) has no position row") }
         return StreamSlice(publications: publications, position: position)
@@ -126,10 +132,12 @@ public final class PostgresHistoryStore: HistoryStore {
     public func sweep(now: Date) async throws {
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
         try await pool.transaction { connection in
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 DELETE FROM \(unescaped: prefix)publication p USING \(unescaped: prefix)stream s
                 WHERE p.channel = s.channel AND s.meta_expires_ms <= \(nowMillis)
-                """, logger: pool.logger).get()
+                """, logger: pool.logger
+            ).get()
             _ = try await connection.query("DELETE FROM \(unescaped: prefix)stream WHERE meta_expires_ms <= \(nowMillis)", logger: pool.logger).get()
         }
     }

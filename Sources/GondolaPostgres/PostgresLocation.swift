@@ -65,7 +65,8 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         if let socketPath {
             return .init(unixSocketPath: socketPath, username: username, password: password, database: database)
         }
-        let tls: PostgresConnection.Configuration.TLS = requiresTLS
+        let tls: PostgresConnection.Configuration.TLS =
+            requiresTLS
             ? .require(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable
         return .init(host: host ?? "localhost", port: port, username: username, password: password, database: database, tls: tls)
     }

@@ -27,7 +27,9 @@ public struct PostgresMigrator: Sendable {
             let logger = pool.logger
             // Any constant works; it only has to be the same on every node.
             _ = try await connection.query("SELECT pg_advisory_xact_lock(4711018)", logger: logger).get()
-            _ = try await connection.query("CREATE TABLE IF NOT EXISTS gondola_migration (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", logger: logger).get()
+            _ = try await connection.query(
+                "CREATE TABLE IF NOT EXISTS gondola_migration (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", logger: logger
+            ).get()
             var done = Set<String>()
             for row in try await connection.query("SELECT name FROM gondola_migration", logger: logger).get() {
                 done.insert(try row.decode(String.self))

@@ -102,7 +102,10 @@ public final class PostgresPool: Sendable {
     public func close() async {
         let (idle, waiting) = state.withLock { state in
             state.closed = true
-            defer { state.idle = []; state.waiting = [] }
+            defer {
+                state.idle = []
+                state.waiting = []
+            }
             return (state.idle, state.waiting)
         }
         for promise in waiting { promise.fail(PostgresPoolError.closed) }
@@ -154,9 +157,16 @@ public final class PostgresPool: Sendable {
     }
 
     func release(_ connection: PostgresConnection) {
-        enum Next { case give(EventLoopPromise<PostgresConnection>, PostgresConnection), open(EventLoopPromise<PostgresConnection>), none, close }
+        enum Next {
+            case give(EventLoopPromise<PostgresConnection>, PostgresConnection)
+            case open(EventLoopPromise<PostgresConnection>)
+            case none, close
+        }
         let next = state.withLock { state -> Next in
-            if state.closed { state.open -= 1; return .close }
+            if state.closed {
+                state.open -= 1
+                return .close
+            }
             if connection.isClosed {
                 state.open -= 1
                 guard !state.waiting.isEmpty else { return .none }

@@ -6,28 +6,34 @@ public enum PostgresSchema {
     /// A migrator holding the core steps.
     public static var migrator: PostgresMigrator {
         var migrator = PostgresMigrator()
-        migrator.register("v1-streams-users", [
-            streamTables(prefix: "", logged: true),
-            publicationTable(prefix: "", logged: true),
-            streamTables(prefix: "volatile_", logged: false),
-            publicationTable(prefix: "volatile_", logged: false),
-            """
-            CREATE TABLE app_user (
-                id TEXT PRIMARY KEY,
-                name TEXT NOT NULL,
-                telegram_id BIGINT UNIQUE,
-                telegram_username TEXT,
-                photo_url TEXT,
-                created_at_ms BIGINT NOT NULL
-            )
-            """,
-        ])
+        migrator.register(
+            "v1-streams-users",
+            [
+                streamTables(prefix: "", logged: true),
+                publicationTable(prefix: "", logged: true),
+                streamTables(prefix: "volatile_", logged: false),
+                publicationTable(prefix: "volatile_", logged: false),
+                """
+                CREATE TABLE app_user (
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    telegram_id BIGINT UNIQUE,
+                    telegram_username TEXT,
+                    photo_url TEXT,
+                    created_at_ms BIGINT NOT NULL
+                )
+                """,
+            ])
         // When a stream's offset and epoch are dropped: `history_meta_ttl` after its last
         // publication (streams written before get the default 30 days from their last one).
-        migrator.register("v2-stream-meta-expiry", ["", "volatile_"].flatMap { prefix in [
-            "ALTER TABLE \(prefix)stream ADD COLUMN meta_expires_ms BIGINT",
-            "UPDATE \(prefix)stream SET meta_expires_ms = last_append_ms + \(Int64(NamespaceOptions.defaultHistoryMetaTTL.components.seconds) * 1000)",
-        ] })
+        migrator.register(
+            "v2-stream-meta-expiry",
+            ["", "volatile_"].flatMap { prefix in
+                [
+                    "ALTER TABLE \(prefix)stream ADD COLUMN meta_expires_ms BIGINT",
+                    "UPDATE \(prefix)stream SET meta_expires_ms = last_append_ms + \(Int64(NamespaceOptions.defaultHistoryMetaTTL.components.seconds) * 1000)",
+                ]
+            })
         return migrator
     }
 

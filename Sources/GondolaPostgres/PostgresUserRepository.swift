@@ -15,7 +15,8 @@ public final class PostgresUserRepository: UserRepository {
         let newID = RandomID.make("u", hexDigits: 15)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         // One statement: two sign-ins of a new account at once still make one user.
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             INSERT INTO app_user (id, name, telegram_id, telegram_username, photo_url, created_at_ms)
             VALUES (\(newID), \(account.displayName), \(account.telegramID), \(account.username), \(account.photoURL), \(now))
             ON CONFLICT (telegram_id) DO UPDATE SET telegram_username = excluded.telegram_username,
@@ -27,7 +28,8 @@ public final class PostgresUserRepository: UserRepository {
 
     public func ensureUser(id: String, name: String) async throws -> User {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             WITH created AS (
                 INSERT INTO app_user (id, name, created_at_ms) VALUES (\(id), \(name), \(now)) ON CONFLICT (id) DO NOTHING RETURNING id, name
             )

@@ -41,7 +41,8 @@ public enum FossilDelta {
             let index = BlockIndex(source)
             while base + blockSize < target.count {
                 guard let found = index.bestMatch(in: target, from: base),
-                      let match = keepingUTF8 ? found.onCharacterBoundaries(in: target, from: base) : found else {
+                    let match = keepingUTF8 ? found.onCharacterBoundaries(in: target, from: base) : found
+                else {
                     // No block of the source occurs in the rest: it goes in as one insert.
                     break
                 }
@@ -119,7 +120,8 @@ public enum FossilDelta {
         /// both); nil when nothing worth a copy is left.
         func onCharacterBoundaries(in target: [UInt8], from base: Int) -> Match? {
             func continues(_ position: Int) -> Bool { position < target.count && target[position] & 0xC0 == 0x80 }
-            var start = base + literalBytes, end = start + count
+            var start = base + literalBytes
+            var end = start + count
             while start < end, continues(start) { start += 1 }
             while end > start, continues(end) { end -= 1 }
             let shrunk = Match(literalBytes: start - base, count: end - start, sourceOffset: sourceOffset + (start - base - literalBytes))
@@ -169,7 +171,8 @@ public enum FossilDelta {
                     block = chains[Int(block)]
                     var forward = 0
                     while start + forward < source.count, base + offset + forward < target.count,
-                          source[start + forward] == target[base + offset + forward] { forward += 1 }
+                        source[start + forward] == target[base + offset + forward]
+                    { forward += 1 }
                     guard forward > 0 else { continue }
                     var backward = 0
                     while backward < offset, backward < start, source[start - backward - 1] == target[base + offset - backward - 1] { backward += 1 }

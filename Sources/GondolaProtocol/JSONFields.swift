@@ -96,7 +96,8 @@ public struct JSONFields<Failure: FieldError>: Sendable {
         }
         guard number.isFinite else { throw .invalidField("\(path(of: key)) must be a finite number") }
         guard range.contains(number) else {
-            throw .invalidField("\(path(of: key)) must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.format(number))")
+            throw .invalidField(
+                "\(path(of: key)) must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.format(number))")
         }
         return number
     }
@@ -120,7 +121,9 @@ public struct JSONFields<Failure: FieldError>: Sendable {
             number = parsed
         default: throw .invalidField("\(path(of: key)) must be an integer, got \(value.kindName)")
         }
-        guard range.contains(number) else { throw .invalidField("\(path(of: key)) must be between \(range.lowerBound) and \(range.upperBound), got \(number)") }
+        guard range.contains(number) else {
+            throw .invalidField("\(path(of: key)) must be between \(range.lowerBound) and \(range.upperBound), got \(number)")
+        }
         return number
     }
 

@@ -29,8 +29,10 @@ public struct JSONParser {
     /// values of object members named in `rawMembers` (in objects at `depth` only, when
     /// given; 1 is the top object) are checked and kept as they were written (`JSON.raw`),
     /// so that payloads pass on byte for byte.
-    public static func parse(_ input: some Collection<UInt8>, keepingRaw rawMembers: Set<String> = [],
-                             atDepth depth: Int? = nil) throws(JSONParseError) -> JSON {
+    public static func parse(
+        _ input: some Collection<UInt8>, keepingRaw rawMembers: Set<String> = [],
+        atDepth depth: Int? = nil
+    ) throws(JSONParseError) -> JSON {
         var parser = JSONParser(Array(input), rawMembers: rawMembers, rawDepth: depth)
         let (value, _) = try parser.parseWhole()
         return value
@@ -76,9 +78,15 @@ public struct JSONParser {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw error("unexpected character")
         }

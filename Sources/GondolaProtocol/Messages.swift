@@ -165,7 +165,8 @@ public struct ConnectResult: Sendable, Equatable {
     public var session: String = ""
     public var node: String = ""
 
-    public init(client: String, version: String = "", expires: Bool = false, ttl: UInt32 = 0, ping: UInt32 = 0, pong: Bool = false, node: String = "") {
+    public init(client: String, version: String = "", expires: Bool = false, ttl: UInt32 = 0, ping: UInt32 = 0, pong: Bool = false, node: String = "")
+    {
         self.client = client
         self.version = version
         self.expires = expires
@@ -224,8 +225,10 @@ public struct SubscribeRequest: Sendable, Equatable {
     /// Flag bit asking the server to reject a subscribe whose recovery is impossible.
     public static let rejectUnrecoveredFlag: Int64 = 2
 
-    public init(channel: String, recover: Bool = false, epoch: String = "", offset: UInt64 = 0, data: RawJSON? = nil,
-                positioned: Bool = false, recoverable: Bool = false, joinLeave: Bool = false, flag: Int64 = 0, delta: String = "") {
+    public init(
+        channel: String, recover: Bool = false, epoch: String = "", offset: UInt64 = 0, data: RawJSON? = nil,
+        positioned: Bool = false, recoverable: Bool = false, joinLeave: Bool = false, flag: Int64 = 0, delta: String = ""
+    ) {
         self.channel = channel
         self.delta = delta
         self.recover = recover
@@ -376,7 +379,9 @@ public struct HistoryResult: Sendable, Equatable {
 
     public init(json: JSON) throws(ProtocolDecodingError) {
         let fields = try ProtocolFields(json, path: "history")
-        publications = try fields.protobufArray("publications").map { (value) throws(ProtocolDecodingError) in try Publication(json: value, path: "history.publications[]") }
+        publications = try fields.protobufArray("publications").map { (value) throws(ProtocolDecodingError) in
+            try Publication(json: value, path: "history.publications[]")
+        }
         epoch = try fields.protobufString("epoch")
         offset = try fields.uint64("offset")
     }
@@ -407,8 +412,9 @@ public struct RefreshResult: Sendable, Equatable {
 
     public init(json: JSON) throws(ProtocolDecodingError) {
         let fields = try ProtocolFields(json, path: "refresh")
-        self.init(client: try fields.protobufString("client"), version: try fields.protobufString("version"),
-                  expires: try fields.protobufBool("expires"), ttl: try fields.uint32("ttl"))
+        self.init(
+            client: try fields.protobufString("client"), version: try fields.protobufString("version"),
+            expires: try fields.protobufBool("expires"), ttl: try fields.uint32("ttl"))
     }
 }
 

@@ -34,7 +34,9 @@ public struct Reply: Sendable, Equatable {
         case .unsubscribe: object.add("unsubscribe", JSON.object([]))
         case .publish: object.add("publish", JSON.object([]))
         case let .presence(clients):
-            object.add("presence", JSON.object([(key: "presence", value: .object(clients.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value.json) }))]))
+            object.add(
+                "presence",
+                JSON.object([(key: "presence", value: .object(clients.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value.json) }))]))
         case let .presenceStats(stats): object.add("presence_stats", stats.json)
         case let .history(result): object.add("history", result.json)
         case .ping: object.add("ping", JSON.object([]))

@@ -56,8 +56,9 @@ actor APNsProviderToken {
     }
 
     private func sign(at now: Int64) async throws -> (token: String, issuedAt: Int64) {
-        let token = try await keys.sign(Claims(iss: IssuerClaim(value: credentials.teamID), iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Double(now)))),
-                                        kid: JWKIdentifier(string: credentials.keyID))
+        let token = try await keys.sign(
+            Claims(iss: IssuerClaim(value: credentials.teamID), iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Double(now)))),
+            kid: JWKIdentifier(string: credentials.keyID))
         signed += 1
         return (token, now)
     }
@@ -81,9 +82,10 @@ struct APNsSender: PushSender {
         }
         let authorization = "bearer \(bearer)"
         let posts = batch.map { item in
-            ServicePost(path: "/3/device/\(item.queued.push.token)", headers: headers(of: item.queued, authorization: authorization),
-                        unindexed: Self.perRequestFields,
-                        body: ByteBuffer(bytes: Self.payload(item.queued.push.content, text: item.text).bytes))
+            ServicePost(
+                path: "/3/device/\(item.queued.push.token)", headers: headers(of: item.queued, authorization: authorization),
+                unindexed: Self.perRequestFields,
+                body: ByteBuffer(bytes: Self.payload(item.queued.push.content, text: item.text).bytes))
         }
         await connection.send(posts, reading: Self.outcome, renew: { _ = try? await providerToken.token(rejected: bearer) }, answered: answered)
     }
@@ -93,7 +95,8 @@ struct APNsSender: PushSender {
         let reason = answer.string("reason") ?? ""
         switch (answer.status, reason) {
         case (200, _): return (.accepted, false)
-        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): return (.unregistered(reason.isEmpty ? "Unregistered" : reason), false)
+        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):
+            return (.unregistered(reason.isEmpty ? "Unregistered" : reason), false)
         case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"): return (.retry(reason: "credentials", detail: reason, after: nil), true)
         default: return (answer.generalFailure(reason), false)
         }
@@ -103,8 +106,10 @@ struct APNsSender: PushSender {
     /// the app, the kind, priority and expiry of the notification, its id and thread.
     private func headers(of queued: QueuedPush, authorization: String) -> [(String, String)] {
         let content = queued.push.content
-        var headers = [("authorization", authorization), ("apns-topic", credentials.topic), ("apns-push-type", "alert"),
-                       ("apns-priority", content.silent ? "5" : "10"), ("apns-expiration", String(content.expiresAt / 1000)), ("apns-id", queued.id)]
+        var headers = [
+            ("authorization", authorization), ("apns-topic", credentials.topic), ("apns-push-type", "alert"),
+            ("apns-priority", content.silent ? "5" : "10"), ("apns-expiration", String(content.expiresAt / 1000)), ("apns-id", queued.id),
+        ]
         if let collapse = content.collapseKey { headers.append(("apns-collapse-id", collapse)) }
         return headers
     }

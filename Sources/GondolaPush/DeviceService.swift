@@ -20,8 +20,9 @@ public final class DeviceService: Sendable {
 
     /// Registers (or re-registers, or moves to `user`) the device with `token`.
     func register(token: String, platform: PushPlatform, app: String?, locale: String?, by user: String) async throws(HubError) -> PushDevice {
-        let device = PushDevice(token: try DeviceTokenFormat.checked(token, for: platform), platform: platform, user: user, app: app,
-                                locale: locale, registeredAt: unixMilliseconds())
+        let device = PushDevice(
+            token: try DeviceTokenFormat.checked(token, for: platform), platform: platform, user: user, app: app,
+            locale: locale, registeredAt: unixMilliseconds())
         let dropped = try await stored { try await repository.register(device, maxPerUser: Self.maxDevicesPerUser) }
         if dropped > 0 {
             logger.info("push devices over the limit dropped", metadata: ["user": "\(user)", "dropped": "\(dropped)"])

@@ -83,9 +83,10 @@ actor FCMAccessTokens {
 
     private func exchangeAssertion() async throws -> (String, Date) {
         let now = Date()
-        let assertion = try await keys.sign(Assertion(
-            iss: IssuerClaim(value: account.clientEmail), scope: FCMServiceAccount.scope, aud: AudienceClaim(value: account.tokenURI),
-            iat: IssuedAtClaim(value: now), exp: ExpirationClaim(value: now.addingTimeInterval(3600))))
+        let assertion = try await keys.sign(
+            Assertion(
+                iss: IssuerClaim(value: account.clientEmail), scope: FCMServiceAccount.scope, aud: AudienceClaim(value: account.tokenURI),
+                iat: IssuedAtClaim(value: now), exp: ExpirationClaim(value: now.addingTimeInterval(3600))))
         var request = HTTPClientRequest(url: account.tokenURI)
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
@@ -97,9 +98,11 @@ actor FCMAccessTokens {
             throw Failure(retry: true, message: "token exchange: \(error)", after: nil)
         }
         guard answer.status == 200, let token = answer.string("access_token"),
-              case let .object(members)? = answer.body, case let .int(expiresIn)? = members.first(where: { $0.key == "expires_in" })?.value else {
-            throw Failure(retry: answer.status == 429 || answer.status >= 500,
-                          message: "token exchange answered \(answer.status) \(answer.string("error") ?? "")", after: answer.retryAfter)
+            case let .object(members)? = answer.body, case let .int(expiresIn)? = members.first(where: { $0.key == "expires_in" })?.value
+        else {
+            throw Failure(
+                retry: answer.status == 429 || answer.status >= 500,
+                message: "token exchange answered \(answer.status) \(answer.string("error") ?? "")", after: answer.retryAfter)
         }
         return (token, now.addingTimeInterval(Double(expiresIn)))
     }
@@ -119,12 +122,14 @@ struct FCMSender: PushSender {
         do {
             accessToken = try await tokens.token()
         } catch let failure as FCMAccessTokens.Failure {
-            let outcome: PushOutcome = failure.retry ? .retry(reason: "credentials", detail: failure.message, after: failure.after) : .rejected(failure.message)
+            let outcome: PushOutcome =
+                failure.retry ? .retry(reason: "credentials", detail: failure.message, after: failure.after) : .rejected(failure.message)
             return batch.indices.forEach { answered($0, outcome) }
         } catch {
             return batch.indices.forEach { answered($0, .retry(reason: "credentials", detail: "\(error)", after: nil)) }
         }
-        let path = "/v1/projects/\(account.projectID)/messages:send", headers = [("authorization", "Bearer \(accessToken)")]
+        let path = "/v1/projects/\(account.projectID)/messages:send"
+        let headers = [("authorization", "Bearer \(accessToken)")]
         let posts = batch.map { ServicePost(path: path, headers: headers, body: ByteBuffer(bytes: Self.message($0.queued, text: $0.text).bytes)) }
         await connection.send(posts, reading: Self.outcome, renew: { _ = try? await tokens.token(renew: true) }, answered: answered)
     }
@@ -152,8 +157,10 @@ struct FCMSender: PushSender {
         data["category"] = content.category.rawValue
         var androidNotification: [(key: String, value: JSON)] = [("default_sound", .bool(!content.silent))]
         var android: [(key: String, value: JSON)] = [("ttl", .string("\(ttlSeconds)s")), ("priority", content.silent ? "normal" : "high")]
-        var apnsHeaders: [(key: String, value: JSON)] = [("apns-expiration", .string(String(content.expiresAt / 1000))),
-                                                          ("apns-priority", content.silent ? "5" : "10")]
+        var apnsHeaders: [(key: String, value: JSON)] = [
+            ("apns-expiration", .string(String(content.expiresAt / 1000))),
+            ("apns-priority", content.silent ? "5" : "10"),
+        ]
         if let thread = content.collapseKey {
             android.append(("collapse_key", .string(thread)))
             androidNotification.append(("tag", .string(thread)))
@@ -162,13 +169,15 @@ struct FCMSender: PushSender {
         if content.count > 1 { androidNotification.append(("notification_count", .int(Int64(content.count)))) }
         android.append(("notification", .object(androidNotification)))
         let aps = APNsSender.payload(content, text: text)
-        return ["message": [
-            "token": .string(queued.push.token),
-            "notification": ["title": .string(text.title), "body": .string(text.body)],
-            "data": .object(data.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }),
-            "android": .object(android),
-            "apns": ["headers": .object(apnsHeaders), "payload": ["aps": Self.member("aps", of: aps)]],
-        ]]
+        return [
+            "message": [
+                "token": .string(queued.push.token),
+                "notification": ["title": .string(text.title), "body": .string(text.body)],
+                "data": .object(data.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }),
+                "android": .object(android),
+                "apns": ["headers": .object(apnsHeaders), "payload": ["aps": Self.member("aps", of: aps)]],
+            ]
+        ]
     }
 
     /// The `status` and the FCM `errorCode` of an error answer's body.

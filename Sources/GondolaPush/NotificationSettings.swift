@@ -70,14 +70,16 @@ public struct QuietHours: Sendable, Equatable {
         let text = try fields.string(key, maxLength: 5)
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }), let hours = Int(parts[0]), let minutes = Int(parts[1]),
-              (0...23).contains(hours), (0...59).contains(minutes) else {
+            (0...23).contains(hours), (0...59).contains(minutes)
+        else {
             throw .badRequest("\(fields.path(of: key)): expected a time as HH:MM from 00:00 to 23:59, got '\(text)'")
         }
         return hours * 60 + minutes
     }
 
     private static func clock(_ minutes: Int) -> String {
-        let hours = minutes / 60, rest = minutes % 60
+        let hours = minutes / 60
+        let rest = minutes % 60
         return (hours < 10 ? "0" : "") + "\(hours):" + (rest < 10 ? "0" : "") + "\(rest)"
     }
 }

@@ -23,7 +23,10 @@ struct OutboxIDs {
     /// The next id, stamped with `now` (milliseconds since 1970).
     mutating func next(now: Int64 = unixMilliseconds()) -> String {
         if used + 16 > random.count { draw() }
-        defer { used += 16; expected = max(1, expected - 1) }
+        defer {
+            used += 16
+            expected = max(1, expected - 1)
+        }
         return random.withUnsafeBufferPointer { random in
             String(unsafeUninitializedCapacity: 36) { text in
                 var written = 0

@@ -12,8 +12,10 @@ import NIOSSL
 /// system's, for stand-ins of the services) and `push_per_user_per_minute` (1–600, 20 by
 /// default). A service without credentials sends nothing; the log says so once at start.
 struct PushConfiguration: Sendable {
-    static let keys = ["apns_key_file", "apns_key_id", "apns_team_id", "apns_topic", "apns_environment", "fcm_service_account_file",
-                       "fcm_base_url", "push_ca_file", "push_per_user_per_minute"]
+    static let keys = [
+        "apns_key_file", "apns_key_id", "apns_team_id", "apns_topic", "apns_environment", "fcm_service_account_file",
+        "fcm_base_url", "push_ca_file", "push_per_user_per_minute",
+    ]
     static let fcmDefaultBaseURL = "https://fcm.googleapis.com"
 
     let apns: APNsCredentials?
@@ -64,12 +66,14 @@ struct PushConfiguration: Sendable {
         guard let client else { return [:] }
         var senders: [PushPlatform: any PushSender] = [:]
         if let apns {
-            senders[.apns] = APNsSender(connection: try connection(to: apns.baseURL), credentials: apns,
-                                        providerToken: await APNsProviderToken(credentials: apns))
+            senders[.apns] = APNsSender(
+                connection: try connection(to: apns.baseURL), credentials: apns,
+                providerToken: await APNsProviderToken(credentials: apns))
         }
         if let fcm {
-            senders[.fcm] = FCMSender(connection: try connection(to: fcm.baseURL), account: fcm.account,
-                                      tokens: await FCMAccessTokens(account: fcm.account, client: client))
+            senders[.fcm] = FCMSender(
+                connection: try connection(to: fcm.baseURL), account: fcm.account,
+                tokens: await FCMAccessTokens(account: fcm.account, client: client))
         }
         return senders
     }
@@ -105,13 +109,16 @@ struct PushConfiguration: Sendable {
             guard !value.isEmpty else { throw DomainSetupError("'\(name)' is required with apns_key_file") }
             return value
         }
-        let keyID = try required("apns_key_id"), teamID = try required("apns_team_id"), topic = try required("apns_topic")
+        let keyID = try required("apns_key_id")
+        let teamID = try required("apns_team_id")
+        let topic = try required("apns_topic")
         let environment = try settings.string("apns_environment", default: "production")
-        let baseURL = switch environment {
-        case "production": APNsCredentials.production
-        case "sandbox": APNsCredentials.sandbox
-        default: try baseURL("apns_environment", environment)
-        }
+        let baseURL =
+            switch environment {
+            case "production": APNsCredentials.production
+            case "sandbox": APNsCredentials.sandbox
+            default: try baseURL("apns_environment", environment)
+            }
         return APNsCredentials(key: key, keyID: keyID, teamID: teamID, topic: topic, baseURL: baseURL)
     }
 

@@ -41,12 +41,15 @@ enum DeviceTokenFormat {
         switch platform {
         case .apns:
             guard apnsLength.contains(token.utf8.count), token.utf8.count.isMultiple(of: 2), token.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
-                throw .badRequest("token: an APNs device token is \(apnsLength.lowerBound) to \(apnsLength.upperBound) hexadecimal digits, an even count")
+                throw .badRequest(
+                    "token: an APNs device token is \(apnsLength.lowerBound) to \(apnsLength.upperBound) hexadecimal digits, an even count")
             }
             return token.lowercased()
         case .fcm:
             guard fcmLength.contains(token.utf8.count), token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_:".contains($0)) }) else {
-                throw .badRequest("token: an FCM registration token is \(fcmLength.lowerBound) to \(fcmLength.upperBound) characters of A-Z, a-z, 0-9, '-', '_' and ':'")
+                throw .badRequest(
+                    "token: an FCM registration token is \(fcmLength.lowerBound) to \(fcmLength.upperBound) characters of A-Z, a-z, 0-9, '-', '_' and ':'"
+                )
             }
             return token
         }

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
+import GRDB
 import GondolaDomain
 import GondolaHub
 import GondolaPostgres
-import GRDB
 
 /// Push notifications to phones whose app is not connected: the devices users register
 /// (`device.register`, `device.unregister`), what they want pushed
@@ -29,10 +29,11 @@ public struct PushDomain: Domain {
 
     public func install(in context: DomainContext) async throws -> InstalledDomain {
         let configuration = try PushConfiguration(settings)
-        let (repository, queue): (any DeviceRepository, any PushQueue) = switch context.storage {
-        case let .sqlite(database): (SQLiteDeviceRepository(database: database), SQLitePushQueue(database: database))
-        case let .postgres(pool, _): (PostgresDeviceRepository(pool: pool), PostgresPushQueue(pool: pool))
-        }
+        let (repository, queue): (any DeviceRepository, any PushQueue) =
+            switch context.storage {
+            case let .sqlite(database): (SQLiteDeviceRepository(database: database), SQLitePushQueue(database: database))
+            case let .postgres(pool, _): (PostgresDeviceRepository(pool: pool), PostgresPushQueue(pool: pool))
+            }
         let devices = DeviceService(repository: repository, logger: context.logger)
         var registrations = NodeRegistrations()
         PushRPC(devices: devices).register(in: &registrations)
@@ -45,18 +46,21 @@ public struct PushDomain: Domain {
             throw error
         }
         configuration.logMissing(context.logger)
-        let outbox = PushOutbox(queue: queue, senders: senders, devices: repository, rate: UserPushRate(perMinute: configuration.perUserPerMinute),
-                                metrics: PushMetrics(factory: context.metrics), logger: context.logger)
+        let outbox = PushOutbox(
+            queue: queue, senders: senders, devices: repository, rate: UserPushRate(perMinute: configuration.perUserPerMinute),
+            metrics: PushMetrics(factory: context.metrics), logger: context.logger)
         let notifier = PushNotifier(node: context.node, devices: repository, outbox: outbox, logger: context.logger)
         if !senders.isEmpty { context.notices.attach { notifier.post($0) } }
-        return InstalledDomain(service: PushService(devices: devices, notifier: notifier, outbox: outbox), registrations: registrations, background: {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await outbox.run() }
-                group.addTask { await notifier.run() }
-            }
-            for sender in senders.values { await sender.shutdown() }
-            try? await client?.shutdown()
-        })
+        return InstalledDomain(
+            service: PushService(devices: devices, notifier: notifier, outbox: outbox), registrations: registrations,
+            background: {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await outbox.run() }
+                    group.addTask { await notifier.run() }
+                }
+                for sender in senders.values { await sender.shutdown() }
+                try? await client?.shutdown()
+            })
     }
 }
 

@@ -55,10 +55,11 @@ final class PushNotifier: Sendable {
             logger.error("push: notice with a text the catalog does not have", metadata: ["text": "\(notice.text)"])
             return EnqueueOutcome()
         }
-        let audience: [String]? = switch notice.audience {
-        case let .users(users): users
-        case .everyone: nil
-        }
+        let audience: [String]? =
+            switch notice.audience {
+            case let .users(users): users
+            case .everyone: nil
+            }
         if audience?.isEmpty == true { return EnqueueOutcome() }
         let recipients: [PushRecipient]
         do {
@@ -70,7 +71,8 @@ final class PushNotifier: Sendable {
         if recipients.isEmpty { return EnqueueOutcome() }
         let watching = await node.usersSubscribed(to: notice.channel)
         let pushes = recipients.compactMap { recipient -> OutgoingPush? in
-            let device = recipient.device, settings = recipient.settings
+            let device = recipient.device
+            let settings = recipient.settings
             guard outbox.senders[device.platform] != nil, !watching.contains(device.user), settings.wants(notice.category) else { return nil }
             let content = PushContent(
                 category: notice.category, textKey: notice.text, values: notice.values, locale: device.locale, link: notice.link,

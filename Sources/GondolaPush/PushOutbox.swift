@@ -66,8 +66,10 @@ final class PushOutbox: Sendable {
     /// Records accepted notifications in batches; an item's outcome is the error, if any.
     private let sentRecords: GroupCommit<String, (any Error)?>
 
-    init(queue: any PushQueue, senders: [PushPlatform: any PushSender], devices: any DeviceRepository, rate: UserPushRate,
-         metrics: PushMetrics, logger: Logger) {
+    init(
+        queue: any PushQueue, senders: [PushPlatform: any PushSender], devices: any DeviceRepository, rate: UserPushRate,
+        metrics: PushMetrics, logger: Logger
+    ) {
         self.queue = queue
         self.senders = senders
         self.devices = devices
@@ -146,11 +148,13 @@ final class PushOutbox: Sendable {
     /// configuration).
     private func lane(_ platform: PushPlatform) async {
         guard let wakeups = wakeups[platform] else { return }
-        let state = LaneState(), sender = senders[platform]
+        let state = LaneState()
+        let sender = senders[platform]
         await withDiscardingTaskGroup { group in
             await wakeups.run(every: .seconds(1)) {
                 while !Task.isCancelled {
-                    let inFlight = state.inFlight.load(ordering: .acquiring), window = Self.window(sender)
+                    let inFlight = state.inFlight.load(ordering: .acquiring)
+                    let window = Self.window(sender)
                     guard Self.mayClaim(inFlight: inFlight, window: window) else { break }
                     let room = window - inFlight
                     let limit = min(room, Self.batchSize)
@@ -167,7 +171,9 @@ final class PushOutbox: Sendable {
                     group.addTask {
                         await self.deliver(due, through: sender) {
                             let left = state.inFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue
-                            if state.mayHaveMore.load(ordering: .acquiring), Self.mayClaim(inFlight: left, window: Self.window(sender)) { wakeups.kick() }
+                            if state.mayHaveMore.load(ordering: .acquiring), Self.mayClaim(inFlight: left, window: Self.window(sender)) {
+                                wakeups.kick()
+                            }
                         }
                     }
                     if due.count < limit { break }
@@ -256,12 +262,17 @@ final class PushOutbox: Sendable {
                 logger.error("push outbox: cannot remove an unregistered device", metadata: ["push": "\(queued.id)", "error": "\(error)"])
             }
             metrics.failed(push.platform, "unregistered")
-            logger.info("push device unregistered by its service", metadata: ["user": "\(push.user)", "platform": "\(push.platform.rawValue)",
-                                                                             "reason": "\(reason)"])
+            logger.info(
+                "push device unregistered by its service",
+                metadata: [
+                    "user": "\(push.user)", "platform": "\(push.platform.rawValue)",
+                    "reason": "\(reason)",
+                ])
         case let .retry(reason, detail, after):
             let tried = queued.attempts + 1
             let wait = max(after ?? 0, RetryBackOff.delay(attempt: tried, base: Self.retryBase, cap: Self.retryCap))
-            await recordFailure(queued, attempts: tried, error: "\(reason): \(detail)", next: unixMilliseconds() + wait, givenUp: tried >= Self.maxAttempts)
+            await recordFailure(
+                queued, attempts: tried, error: "\(reason): \(detail)", next: unixMilliseconds() + wait, givenUp: tried >= Self.maxAttempts)
             metrics.failed(push.platform, reason)
         case let .rejected(detail):
             await record(queued, givenUp: detail, reason: "rejected")

@@ -1,7 +1,7 @@
+import GRDB
 import GondolaDomain
 import GondolaPostgres
 import GondolaStore
-import GRDB
 import PostgresNIO
 
 /// Where the push outbox keeps its notifications. Its calls block; each is one transaction.
@@ -56,26 +56,35 @@ struct SQLitePushQueue: PushQueue {
         try database.pool.write { db in
             var outcome = EnqueueOutcome()
             var room = maxPending - (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE \(pendingCondition)") ?? 0)
-            let waiting = try db.cachedStatement(sql: """
-                SELECT id FROM push_outbox WHERE token = ? AND collapse_key = ? AND \(pendingCondition)
-                """)
-            let fold = try db.cachedStatement(sql: """
-                UPDATE push_outbox SET count = count + 1, text_values = ?, link = ?, silent = ?, expires_at_ms = ? WHERE id = ?
-                """)
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
-                    event_at_ms, expires_at_ms, next_attempt_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            var ids = OutboxIDs(expected: pushes.count), texts = ContentMapColumns()
+            let waiting = try db.cachedStatement(
+                sql: """
+                    SELECT id FROM push_outbox WHERE token = ? AND collapse_key = ? AND \(pendingCondition)
+                    """)
+            let fold = try db.cachedStatement(
+                sql: """
+                    UPDATE push_outbox SET count = count + 1, text_values = ?, link = ?, silent = ?, expires_at_ms = ? WHERE id = ?
+                    """)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
+                        event_at_ms, expires_at_ms, next_attempt_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            var ids = OutboxIDs(expected: pushes.count)
+            var texts = ContentMapColumns()
             for push in pushes {
                 let content = push.content
                 let (values, link) = texts.texts(of: content)
-                if let key = content.collapseKey, let id = try String.fetchCursor(waiting, arguments: [push.token, key]).first(where: { !claims.contains($0) }) {
+                if let key = content.collapseKey,
+                    let id = try String.fetchCursor(waiting, arguments: [push.token, key]).first(where: { !claims.contains($0) })
+                {
                     try fold.execute(arguments: [values, link, content.silent, content.expiresAt, id])
                     outcome.collapsed += 1
                     continue
                 }
-                guard room > 0 else { outcome.dropped += 1; continue }
+                guard room > 0 else {
+                    outcome.dropped += 1
+                    continue
+                }
                 try insert.execute(arguments: [
                     ids.next(), push.token, push.platform.rawValue, push.user, content.category.rawValue, content.textKey, values,
                     content.locale, link, content.collapseKey, content.count, content.silent, content.eventAt, content.expiresAt, now,
@@ -94,12 +103,16 @@ struct SQLitePushQueue: PushQueue {
     func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) throws -> [QueuedPush] {
         // The due rows in the index's order, the claimed ones (in flight) passed over by id.
         try database.pool.write { db in
-            let due = try Row.fetchCursor(db.cachedStatement(sql: """
-                SELECT \(outboxColumns), next_attempt_at_ms FROM push_outbox
-                WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (? IS NULL OR platform = ?)
-                ORDER BY next_attempt_at_ms
-                """), arguments: [now, platform?.rawValue, platform?.rawValue])
-            var ids: [String] = [], claimed: [(due: Int64, push: QueuedPush)] = [], columns = ContentMapColumns()
+            let due = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(outboxColumns), next_attempt_at_ms FROM push_outbox
+                        WHERE \(pendingCondition) AND next_attempt_at_ms <= ? AND (? IS NULL OR platform = ?)
+                        ORDER BY next_attempt_at_ms
+                        """), arguments: [now, platform?.rawValue, platform?.rawValue])
+            var ids: [String] = []
+            var claimed: [(due: Int64, push: QueuedPush)] = []
+            var columns = ContentMapColumns()
             while ids.count < limit, let row = try due.next() {
                 let id: String = row[OutboxColumn.id]
                 if claims.holds(id, at: now) { continue }
@@ -117,9 +130,10 @@ struct SQLitePushQueue: PushQueue {
 
     func markSent(_ ids: [String], at time: Int64) throws {
         try database.pool.write { db in
-            let sent = try db.cachedStatement(sql: """
-                UPDATE push_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?
-                """)
+            let sent = try db.cachedStatement(
+                sql: """
+                    UPDATE push_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?
+                    """)
             for id in ids { try sent.execute(arguments: [time, id]) }
             claims.release(ids)
         }
@@ -127,17 +141,19 @@ struct SQLitePushQueue: PushQueue {
 
     func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws {
         try database.pool.write { db in
-            try db.execute(sql: """
-                UPDATE push_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?
-                """, arguments: [attempts, error, next, givenUpAt, id])
+            try db.execute(
+                sql: """
+                    UPDATE push_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?
+                    """, arguments: [attempts, error, next, givenUpAt, id])
             claims.release([id])
         }
     }
 
     func giveUp(token: String, reason: String, at time: Int64) throws {
         try database.pool.write { db in
-            try db.execute(sql: "UPDATE push_outbox SET given_up_at_ms = ?, last_error = ? WHERE token = ? AND \(pendingCondition)",
-                           arguments: [time, reason, token])
+            try db.execute(
+                sql: "UPDATE push_outbox SET given_up_at_ms = ?, last_error = ? WHERE token = ? AND \(pendingCondition)",
+                arguments: [time, reason, token])
         }
     }
 
@@ -151,15 +167,16 @@ struct SQLitePushQueue: PushQueue {
     /// The positions of `outboxColumns` in a row, read by index rather than by name.
     private enum OutboxColumn {
         static let id = 0, token = 1, platform = 2, user = 3, category = 4, textKey = 5, values = 6, locale = 7, link = 8, collapseKey = 9,
-                   count = 10, silent = 11, eventAt = 12, expiresAt = 13, attempts = 14, due = 15
+            count = 10, silent = 11, eventAt = 12, expiresAt = 13, attempts = 14, due = 15
     }
 
     private static func queued(_ row: Row, reading columns: inout ContentMapColumns) -> QueuedPush? {
-        QueuedPush(id: row[OutboxColumn.id], token: row[OutboxColumn.token], platform: row[OutboxColumn.platform], user: row[OutboxColumn.user],
-                   category: row[OutboxColumn.category], textKey: row[OutboxColumn.textKey], values: row[OutboxColumn.values],
-                   locale: row[OutboxColumn.locale], link: row[OutboxColumn.link], collapseKey: row[OutboxColumn.collapseKey],
-                   count: row[OutboxColumn.count], silent: row[OutboxColumn.silent], eventAt: row[OutboxColumn.eventAt],
-                   expiresAt: row[OutboxColumn.expiresAt], attempts: row[OutboxColumn.attempts], reading: &columns)
+        QueuedPush(
+            id: row[OutboxColumn.id], token: row[OutboxColumn.token], platform: row[OutboxColumn.platform], user: row[OutboxColumn.user],
+            category: row[OutboxColumn.category], textKey: row[OutboxColumn.textKey], values: row[OutboxColumn.values],
+            locale: row[OutboxColumn.locale], link: row[OutboxColumn.link], collapseKey: row[OutboxColumn.collapseKey],
+            count: row[OutboxColumn.count], silent: row[OutboxColumn.silent], eventAt: row[OutboxColumn.eventAt],
+            expiresAt: row[OutboxColumn.expiresAt], attempts: row[OutboxColumn.attempts], reading: &columns)
     }
 }
 
@@ -171,25 +188,34 @@ struct PostgresPushQueue: PushQueue {
     func enqueue(_ pushes: [OutgoingPush], now: Int64, maxPending: Int) async throws -> EnqueueOutcome {
         try await pool.transaction { connection in
             var outcome = EnqueueOutcome()
-            let pending = try await pool.run("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
+            let pending =
+                try await pool.run("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
                 .first?.decode(Int64.self) ?? 0
             var room = maxPending - Int(pending)
             // The new rows, with their values and link as stored (encoded once, in this loop).
-            var fresh: [(push: OutgoingPush, values: String, link: String)] = [], texts = ContentMapColumns()
+            var fresh: [(push: OutgoingPush, values: String, link: String)] = []
+            var texts = ContentMapColumns()
             for push in pushes {
                 let content = push.content
                 let (values, link) = texts.texts(of: content)
-                if let key = content.collapseKey, try await pool.run("""
-                    UPDATE push_outbox SET count = count + 1, text_values = \(values), link = \(link), silent = \(content.silent),
-                        expires_at_ms = \(content.expiresAt)
-                    WHERE id = (SELECT id FROM push_outbox WHERE token = \(push.token) AND collapse_key = \(key)
-                                AND sent_at_ms IS NULL AND given_up_at_ms IS NULL AND claimed_by IS NULL LIMIT 1 FOR UPDATE SKIP LOCKED)
-                    RETURNING id
-                    """, on: connection).first != nil {
+                if let key = content.collapseKey,
+                    try await pool.run(
+                        """
+                        UPDATE push_outbox SET count = count + 1, text_values = \(values), link = \(link), silent = \(content.silent),
+                            expires_at_ms = \(content.expiresAt)
+                        WHERE id = (SELECT id FROM push_outbox WHERE token = \(push.token) AND collapse_key = \(key)
+                                    AND sent_at_ms IS NULL AND given_up_at_ms IS NULL AND claimed_by IS NULL LIMIT 1 FOR UPDATE SKIP LOCKED)
+                        RETURNING id
+                        """, on: connection
+                    ).first != nil
+                {
                     outcome.collapsed += 1
                     continue
                 }
-                guard room > 0 else { outcome.dropped += 1; continue }
+                guard room > 0 else {
+                    outcome.dropped += 1
+                    continue
+                }
                 room -= 1
                 fresh.append((push, values, link))
             }
@@ -197,7 +223,8 @@ struct PostgresPushQueue: PushQueue {
             var ids = OutboxIDs(expected: fresh.count)
             for chunk in stride(from: 0, to: fresh.count, by: 5_000).map({ Array(fresh[$0..<min($0 + 5_000, fresh.count)]) }) {
                 let contents = chunk.map(\.push.content)
-                try await pool.run("""
+                try await pool.run(
+                    """
                     INSERT INTO push_outbox (id, token, platform, user_id, category, text_key, text_values, locale, link, collapse_key, count, silent,
                         event_at_ms, expires_at_ms, next_attempt_at_ms)
                     SELECT id, token, platform, user_id, category, text_key, text_values, NULLIF(locale, ''), link, NULLIF(collapse_key, ''), count,
@@ -217,12 +244,15 @@ struct PostgresPushQueue: PushQueue {
     }
 
     func pendingCount() async throws -> Int {
-        Int(try await pool.query("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self) ?? 0)
+        Int(
+            try await pool.query("SELECT COUNT(*) FROM push_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self)
+                ?? 0)
     }
 
     func claimDue(now: Int64, limit: Int, lease: Int64, runner: String, platform: PushPlatform?) async throws -> [QueuedPush] {
         var columns = ContentMapColumns()
-        return try await pool.query("""
+        return try await pool.query(
+            """
             WITH due AS (
                 SELECT id, next_attempt_at_ms AS due_at FROM push_outbox
                 WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
@@ -233,27 +263,34 @@ struct PostgresPushQueue: PushQueue {
                 RETURNING p.*, due.due_at
             )
             SELECT \(unescaped: outboxColumns) FROM claimed ORDER BY due_at, id
-            """).compactMap { row in
+            """
+        ).compactMap { row in
             let (id, token, platform, user, category, textKey, values, locale, link, collapseKey, count, silent, eventAt, expiresAt, attempts) =
-                try row.decode((String, String, String, String, String, String, String, String?, String, String?, Int64, Bool, Int64, Int64,
-                                Int32).self)
-            return QueuedPush(id: id, token: token, platform: platform, user: user, category: category, textKey: textKey, values: values,
-                              locale: locale, link: link, collapseKey: collapseKey, count: Int(count), silent: silent, eventAt: eventAt,
-                              expiresAt: expiresAt, attempts: Int(attempts), reading: &columns)
+                try row.decode(
+                    (
+                        String, String, String, String, String, String, String, String?, String, String?, Int64, Bool, Int64, Int64,
+                        Int32
+                    ).self)
+            return QueuedPush(
+                id: id, token: token, platform: platform, user: user, category: category, textKey: textKey, values: values,
+                locale: locale, link: link, collapseKey: collapseKey, count: Int(count), silent: silent, eventAt: eventAt,
+                expiresAt: expiresAt, attempts: Int(attempts), reading: &columns)
         }
     }
 
     func releaseClaims(except runner: String) throws -> Int { 0 }  // nodes of a cluster wait for each other's leases
 
     func markSent(_ ids: [String], at time: Int64) async throws {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE push_outbox SET sent_at_ms = \(time), attempts = attempts + 1, last_error = NULL, claimed_by = NULL, claim_until_ms = NULL
             WHERE id = ANY(\(ids))
             """)
     }
 
     func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) async throws {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE push_outbox SET attempts = \(Int32(attempts)), last_error = \(error), next_attempt_at_ms = \(next), given_up_at_ms = \(givenUpAt),
                 claimed_by = NULL, claim_until_ms = NULL
             WHERE id = \(id)
@@ -261,7 +298,8 @@ struct PostgresPushQueue: PushQueue {
     }
 
     func giveUp(token: String, reason: String, at time: Int64) async throws {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE push_outbox SET given_up_at_ms = \(time), last_error = \(reason) WHERE token = \(token) AND sent_at_ms IS NULL AND given_up_at_ms IS NULL
             """)
     }

@@ -14,7 +14,10 @@ struct PushRPC: Sendable {
             let device = try await devices.register(
                 token: try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound), platform: platform,
                 app: try fields.optionalString("app", maxLength: 255), locale: try Self.locale(fields), by: context.user)
-            return ["token": .string(device.token), "platform": .string(platform.rawValue), "devices": .int(Int64(try await devices.devices(of: context.user).count))]
+            return [
+                "token": .string(device.token), "platform": .string(platform.rawValue),
+                "devices": .int(Int64(try await devices.devices(of: context.user).count)),
+            ]
         }
         registrations.register("device.unregister") { context, data in
             let token = try RequestFields(data).string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)

@@ -40,8 +40,10 @@ extension ServiceConnection {
     /// Posts a sender's batch and answers each request with the outcome `reading` makes of
     /// its answer (a request that got none is worth retrying). The answers that say the
     /// batch's credential expired wait until `renew` has run, once for the whole batch.
-    func send(_ posts: [ServicePost], reading: @escaping @Sendable (ServiceAnswer) -> (outcome: PushOutcome, credentialExpired: Bool),
-              renew: () async -> Void, answered: @escaping @Sendable (Int, PushOutcome) -> Void) async {
+    func send(
+        _ posts: [ServicePost], reading: @escaping @Sendable (ServiceAnswer) -> (outcome: PushOutcome, credentialExpired: Bool),
+        renew: () async -> Void, answered: @escaping @Sendable (Int, PushOutcome) -> Void
+    ) async {
         let renewal = AwaitingRenewal()
         await post(posts) { index, result in
             switch result {
@@ -96,8 +98,9 @@ struct ServiceAnswer: Sendable {
     static func fetch(_ request: HTTPClientRequest, with client: HTTPClient, timeout: TimeAmount = .seconds(30)) async throws -> ServiceAnswer {
         let response = try await client.execute(request, timeout: timeout)
         let bytes = try await response.body.collect(upTo: 64 * 1024)
-        return ServiceAnswer(status: Int(response.status.code), body: try? JSONParser.parse(Array(buffer: bytes)),
-                             retryAfter: response.headers.first(name: "retry-after").flatMap(Self.milliseconds))
+        return ServiceAnswer(
+            status: Int(response.status.code), body: try? JSONParser.parse(Array(buffer: bytes)),
+            retryAfter: response.headers.first(name: "retry-after").flatMap(Self.milliseconds))
     }
 
     /// `Retry-After`'s value as milliseconds from now.

@@ -44,8 +44,9 @@ enum PushTexts {
             "event.going": Entry(one: ("{title}", "{name} vient"), many: nil),
             "event.maybe": Entry(one: ("{title}", "{name} viendra peut-être"), many: nil),
             "event.declined": Entry(one: ("{title}", "{name} ne vient pas"), many: nil),
-            "crash.detected": Entry(one: ("Tout va bien ?", "Un accident a été détecté. Ouvrez l'app pour compléter ou abandonner le rapport."),
-                                    many: nil),
+            "crash.detected": Entry(
+                one: ("Tout va bien ?", "Un accident a été détecté. Ouvrez l'app pour compléter ou abandonner le rapport."),
+                many: nil),
             "rental.starting": Entry(one: ("Votre location commence bientôt", "{car} est à vous dès {start}"), many: nil),
             "assessment.assigned": Entry(one: ("Nouveau questionnaire", "{title}"), many: nil),
         ],
@@ -57,8 +58,9 @@ enum PushTexts {
             "event.going": Entry(one: ("{title}", "{name} kommt"), many: nil),
             "event.maybe": Entry(one: ("{title}", "{name} kommt vielleicht"), many: nil),
             "event.declined": Entry(one: ("{title}", "{name} kommt nicht"), many: nil),
-            "crash.detected": Entry(one: ("Alles in Ordnung?", "Ein Unfall wurde erkannt. Öffne die App, um den Bericht zu ergänzen oder zu verwerfen."),
-                                    many: nil),
+            "crash.detected": Entry(
+                one: ("Alles in Ordnung?", "Ein Unfall wurde erkannt. Öffne die App, um den Bericht zu ergänzen oder zu verwerfen."),
+                many: nil),
             "rental.starting": Entry(one: ("Deine Miete beginnt bald", "{car} gehört dir ab {start}"), many: nil),
             "assessment.assigned": Entry(one: ("Neuer Fragebogen", "{title}"), many: nil),
         ],

@@ -91,13 +91,16 @@ struct ContentMapColumns {
 extension QueuedPush {
     /// A notification as an outbox row stores it (both engines' columns); nil when the row names
     /// a platform or a category this build does not know.
-    init?(id: String, token: String, platform: String, user: String, category: String, textKey: String, values: String, locale: String?,
-          link: String, collapseKey: String?, count: Int, silent: Bool, eventAt: Int64, expiresAt: Int64, attempts: Int,
-          reading columns: inout ContentMapColumns) {
+    init?(
+        id: String, token: String, platform: String, user: String, category: String, textKey: String, values: String, locale: String?,
+        link: String, collapseKey: String?, count: Int, silent: Bool, eventAt: Int64, expiresAt: Int64, attempts: Int,
+        reading columns: inout ContentMapColumns
+    ) {
         guard let platform = PushPlatform(rawValue: platform), let category = Notice.Category(rawValue: category) else { return nil }
         let maps = columns.maps(values: values, link: link)
-        let content = PushContent(category: category, textKey: textKey, values: maps.values, locale: locale, link: maps.link,
-                                  collapseKey: collapseKey, count: count, silent: silent, eventAt: eventAt, expiresAt: expiresAt)
+        let content = PushContent(
+            category: category, textKey: textKey, values: maps.values, locale: locale, link: maps.link,
+            collapseKey: collapseKey, count: count, silent: silent, eventAt: eventAt, expiresAt: expiresAt)
         self.init(id: id, push: OutgoingPush(token: token, platform: platform, user: user, content: content), attempts: attempts)
     }
 }

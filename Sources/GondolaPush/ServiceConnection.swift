@@ -37,7 +37,8 @@ final class ServiceConnection: Sendable {
 
         /// `https://host[:port][/path]` or `http://…`; nil for anything else.
         init?(baseURL: String) {
-            guard let url = URL(string: baseURL), let scheme = url.scheme, ["https", "http"].contains(scheme), let host = url.host, !host.isEmpty else {
+            guard let url = URL(string: baseURL), let scheme = url.scheme, ["https", "http"].contains(scheme), let host = url.host, !host.isEmpty
+            else {
                 return nil
             }
             self.host = host
@@ -94,8 +95,10 @@ final class ServiceConnection: Sendable {
     /// Queues `posts[indices]` on the open connection. A request whose connection closes
     /// before it is written is queued once more on the next connection; a second closing is
     /// its answer.
-    private func submit(_ indices: [Int], of posts: [ServicePost], retried: Bool, batch: PostBatch,
-                        answered: @escaping @Sendable (Int, Result<ServiceAnswer, ServiceAnswer.Unreachable>) -> Void) async {
+    private func submit(
+        _ indices: [Int], of posts: [ServicePost], retried: Bool, batch: PostBatch,
+        answered: @escaping @Sendable (Int, Result<ServiceAnswer, ServiceAnswer.Unreachable>) -> Void
+    ) async {
         let finish: @Sendable (Int, Result<ServiceAnswer, ServiceAnswer.Unreachable>) -> Void = { index, result in
             answered(index, result)
             batch.answers.done()
@@ -108,8 +111,10 @@ final class ServiceConnection: Sendable {
         let closedTwice = ServiceAnswer.Unreachable(detail: "the connection to \(address.authority) closed before the request was sent")
         let made = indices.map { index in
             let post = posts[index]
-            return ServiceRequest(id: nextRequestID.wrappingAdd(1, ordering: .relaxed).newValue, path: address.pathPrefix + post.path,
-                                  headers: post.headers, unindexed: post.unindexed, body: post.body) { result in
+            return ServiceRequest(
+                id: nextRequestID.wrappingAdd(1, ordering: .relaxed).newValue, path: address.pathPrefix + post.path,
+                headers: post.headers, unindexed: post.unindexed, body: post.body
+            ) { result in
                 if let result {
                     finish(index, result)
                 } else if retried {
@@ -138,7 +143,8 @@ final class ServiceConnection: Sendable {
 
     /// Closes the connection; later requests fail.
     func shutdown() async {
-        let (current, waiting) = state.withLock { state -> (ConnectionRequests?, [CheckedContinuation<Result<ConnectionRequests, ServiceAnswer.Unreachable>, Never>]) in
+        let (current, waiting) = state.withLock {
+            state -> (ConnectionRequests?, [CheckedContinuation<Result<ConnectionRequests, ServiceAnswer.Unreachable>, Never>]) in
             defer { state = .shutDown }
             switch state {
             case let .open(requests): return (requests, [])
@@ -154,7 +160,10 @@ final class ServiceConnection: Sendable {
     /// takes requests; why not when it cannot be opened.
     private func openRequests() async -> Result<ConnectionRequests, ServiceAnswer.Unreachable> {
         await withCheckedContinuation { continuation in
-            enum Step { case use(Result<ConnectionRequests, ServiceAnswer.Unreachable>), wait, open }
+            enum Step {
+                case use(Result<ConnectionRequests, ServiceAnswer.Unreachable>)
+                case wait, open
+            }
             let step = state.withLock { state -> Step in
                 switch state {
                 case let .open(requests) where requests.takesRequests: return .use(.success(requests))
@@ -177,7 +186,8 @@ final class ServiceConnection: Sendable {
     }
 
     private func open() {
-        let address = address, tls = tls
+        let address = address
+        let tls = tls
         ClientBootstrap(group: group)
             .connectTimeout(Self.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -392,20 +402,24 @@ final class ServiceExchangeHandler: ChannelInboundHandler {
             }
             let streamID = nextStreamID
             nextStreamID = HTTP2StreamID(Int32(streamID) + 2)
-            let headers = Self.headerBlock(path: request.path, headers: request.headers, unindexed: request.unindexed,
-                                           bodyLength: request.body.readableBytes, to: address)
+            let headers = Self.headerBlock(
+                path: request.path, headers: request.headers, unindexed: request.unindexed,
+                bodyLength: request.body.readableBytes, to: address)
             exchanges[streamID] = Exchange(request: request, deadline: .now() + ServiceConnection.answerTimeout)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
-                          promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
+                promise: nil)
         }
         context.flush()
         closeWhenDrained()
     }
 
     /// A request's HEADERS: the fields named in `unindexed`, and the body's length, sent without indexing.
-    static func headerBlock(path: String, headers fields: [(String, String)], unindexed: Set<String>, bodyLength: Int,
-                            to address: ServiceConnection.Address) -> HPACKHeaders {
+    static func headerBlock(
+        path: String, headers fields: [(String, String)], unindexed: Set<String>, bodyLength: Int,
+        to address: ServiceConnection.Address
+    ) -> HPACKHeaders {
         var headers = HPACKHeaders([(":method", "POST"), (":scheme", address.secure ? "https" : "http"), (":authority", address.authority)])
         headers.add(name: ":path", value: path, indexing: unindexed.contains(":path") ? .nonIndexable : .indexable)
         for (name, value) in fields {
@@ -453,9 +467,11 @@ final class ServiceExchangeHandler: ChannelInboundHandler {
             fail(closed.streamID, "the stream closed without an answer (\(closed.reason.map { "\($0)" } ?? "no error"))")
             closeWhenDrained()
         } else if let window = event as? NIOHTTP2WindowUpdatedEvent, window.streamID == .rootStream, let inbound = window.inboundWindowSize,
-                  inbound < Self.receiveWindow / 2 {
-            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.receiveWindow - inbound))),
-                                  promise: nil)
+            inbound < Self.receiveWindow / 2
+        {
+            context.writeAndFlush(
+                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.receiveWindow - inbound))),
+                promise: nil)
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -1,5 +1,5 @@
-import CryptoExtras
 import Crypto
+import CryptoExtras
 import Foundation
 import GondolaProtocol
 import NIOCore
@@ -72,7 +72,8 @@ public final class PushStandIn: Sendable {
     /// Streams a client may open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`): 100, as FCM
     /// announces (APNs raises its limit up to 1,000 once a connection is trusted).
     public static let maxConcurrentStreams = 100
-    static let settings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+    static let settings =
+        nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
         + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
 
     /// Starts on 127.0.0.1 and `port` (0: any free port). With `log`, each accepted
@@ -96,7 +97,9 @@ public final class PushStandIn: Sendable {
                 }.flatMap {
                     channel.configureHTTP2Pipeline(mode: .server, initialLocalSettings: Self.settings) { stream in
                         stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandlers([HTTP2FramePayloadToHTTP1ServerCodec(), StreamHandler(standIn: handlerState)])
+                            try stream.pipeline.syncOperations.addHandlers([
+                                HTTP2FramePayloadToHTTP1ServerCodec(), StreamHandler(standIn: handlerState),
+                            ])
                         }
                     }.map { _ in () }
                 }
@@ -149,7 +152,9 @@ public final class PushStandIn: Sendable {
 
     func handle(method: HTTPMethod, path: String, headers: HTTPHeaders, body: [UInt8]) -> Reply {
         if method == .POST, path == "/token" { return exchange(headers: headers, body: body) }
-        if method == .POST, path.hasPrefix("/3/device/") { return apns(token: String(path.dropFirst("/3/device/".count)), headers: headers, body: body) }
+        if method == .POST, path.hasPrefix("/3/device/") {
+            return apns(token: String(path.dropFirst("/3/device/".count)), headers: headers, body: body)
+        }
         let fcmPath = "/v1/projects/\(credentials.fcmProjectID)/messages:send"
         if method == .POST, path == fcmPath { return fcm(headers: headers, body: body) }
         return refuse(Reply(status: .notFound, body: ["error": "no such endpoint"]), "\(method) \(path): no such endpoint")
@@ -160,13 +165,16 @@ public final class PushStandIn: Sendable {
             refuse(Reply(status: status, body: ["reason": .string(reason)]), "APNs \(reason): \(detail)")
         }
         guard token.utf8.count == 64 || token.utf8.count == 200 || (token.utf8.count > 64 && token.utf8.count < 200),
-              token.allSatisfy(\.isHexDigit) else { return bad("BadDeviceToken", token) }
+            token.allSatisfy(\.isHexDigit)
+        else { return bad("BadDeviceToken", token) }
         guard let authorization = headers.first(name: "authorization"), authorization.hasPrefix("bearer ") else {
             return bad("MissingProviderToken", "no bearer token", status: .forbidden)
         }
         do {
             let jwt = try providerToken(String(authorization.dropFirst("bearer ".count)))
-            guard jwt.header["kid"] == .string(credentials.apnsKeyID) else { return bad("InvalidProviderToken", "kid \(jwt.header["kid"]?.text ?? "-")", status: .forbidden) }
+            guard jwt.header["kid"] == .string(credentials.apnsKeyID) else {
+                return bad("InvalidProviderToken", "kid \(jwt.header["kid"]?.text ?? "-")", status: .forbidden)
+            }
             guard jwt.string("iss") == credentials.apnsTeamID else { return bad("InvalidProviderToken", "iss", status: .forbidden) }
             guard let iat = jwt.integer("iat"), iat <= Self.now() + 60 else { return bad("InvalidProviderToken", "iat", status: .forbidden) }
             guard Self.now() - iat < 3600 else { return bad("ExpiredProviderToken", "iat \(iat)", status: .forbidden) }
@@ -251,7 +259,8 @@ public final class PushStandIn: Sendable {
         }
         let bearer = headers.first(name: "authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
         guard let expiry = state.withLock({ $0.accessTokens[bearer] }), expiry > Self.now() else {
-            return refuse(Self.fcmError(401, "UNAUTHENTICATED", code: nil, "Request had invalid authentication credentials."), "FCM: bad access token")
+            return refuse(
+                Self.fcmError(401, "UNAUTHENTICATED", code: nil, "Request had invalid authentication credentials."), "FCM: bad access token")
         }
         guard case let .object(top)? = try? JSONParser.parse(body), case let .object(message)? = top.first(where: { $0.key == "message" })?.value
         else { return bad("no message object") }
@@ -272,8 +281,9 @@ public final class PushStandIn: Sendable {
         switch answer {
         case .accept, .acceptAndGoAway:
             record(Accepted(service: "fcm", token: token, headers: Self.dictionary(headers), body: .object(top), at: Self.milliseconds()))
-            return Reply(status: .ok, body: ["name": .string("projects/\(credentials.fcmProjectID)/messages/\(UUID().uuidString)")],
-                         goAway: answer == .acceptAndGoAway)
+            return Reply(
+                status: .ok, body: ["name": .string("projects/\(credentials.fcmProjectID)/messages/\(UUID().uuidString)")],
+                goAway: answer == .acceptAndGoAway)
         case .unregistered:
             return Self.fcmError(404, "NOT_FOUND", code: "UNREGISTERED", "Requested entity was not found.")
         case let .tooManyRequests(seconds):
@@ -311,8 +321,10 @@ public final class PushStandIn: Sendable {
         state.withLock { state in
             state.accepted.append(accepted)
             if let log = state.log {
-                let line: JSON = ["service": .string(accepted.service), "token": .string(accepted.token), "at": .int(accepted.at),
-                                  "apns_id": accepted.headers["apns-id"].map(JSON.string) ?? .null, "body": accepted.body]
+                let line: JSON = [
+                    "service": .string(accepted.service), "token": .string(accepted.token), "at": .int(accepted.at),
+                    "apns_id": accepted.headers["apns-id"].map(JSON.string) ?? .null, "body": accepted.body,
+                ]
                 log.write(Data((line.text + "\n").utf8))
             }
         }
@@ -373,8 +385,9 @@ private final class StreamHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             if reply.goAway, let connection = context.channel.parent {
                 // A graceful GOAWAY (RFC 9113 6.8): the streams already open are answered, no new one is taken.
-                connection.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil)),
-                                         promise: nil)
+                connection.writeAndFlush(
+                    HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil)),
+                    promise: nil)
             }
         }
     }

@@ -1,5 +1,5 @@
-import CryptoExtras
 import Crypto
+import CryptoExtras
 import Foundation
 import GondolaProtocol
 
@@ -23,7 +23,8 @@ struct SignedToken: Sendable {
     init(_ token: String, verifiedWith verifier: Verifier) throws {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Self.base64URL(parts[0]), let claimBytes = Self.base64URL(parts[1]),
-              let signature = Self.base64URL(parts[2]) else { throw Invalid("not a JWT") }
+            let signature = Self.base64URL(parts[2])
+        else { throw Invalid("not a JWT") }
         header = try Self.object(headerBytes, "header")
         claims = try Self.object(claimBytes, "claims")
         let signed = Data((parts[0] + "." + parts[1]).utf8)
@@ -34,8 +35,11 @@ struct SignedToken: Sendable {
             else { throw Invalid("ES256 signature does not verify") }
         case let .rs256(key):
             guard header["alg"] == "RS256" else { throw Invalid("alg is \(header["alg"]?.text ?? "missing"), expected RS256") }
-            guard key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: signed),
-                                       padding: .insecurePKCS1v1_5) else { throw Invalid("RS256 signature does not verify") }
+            guard
+                key.isValidSignature(
+                    _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: signed),
+                    padding: .insecurePKCS1v1_5)
+            else { throw Invalid("RS256 signature does not verify") }
         }
     }
 

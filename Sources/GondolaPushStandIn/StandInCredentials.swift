@@ -1,5 +1,5 @@
-import CryptoExtras
 import Crypto
+import CryptoExtras
 import Foundation
 import GondolaProtocol
 
@@ -31,22 +31,27 @@ public struct StandInCredentials: Sendable {
     /// The keys `write(to:standIn:)` left in `folder`, or new ones when there are none
     /// (a stand-in started again keeps the hub's credentials valid).
     public init(folder: String) throws {
-        let p8 = folder + "/apns.p8", account = folder + "/fcm-service-account.json"
+        let p8 = folder + "/apns.p8"
+        let account = folder + "/fcm-service-account.json"
         guard let key = FileManager.default.contents(atPath: p8), let json = FileManager.default.contents(atPath: account),
-              case let .object(members) = try JSONParser.parse(Array(json)),
-              case let .string(rsa)? = members.first(where: { $0.key == "private_key" })?.value else {
+            case let .object(members) = try JSONParser.parse(Array(json)),
+            case let .string(rsa)? = members.first(where: { $0.key == "private_key" })?.value
+        else {
             try self.init()
             return
         }
-        self.init(apnsKey: try P256.Signing.PrivateKey(pemRepresentation: String(decoding: key, as: UTF8.self)),
-                  fcmKey: try _RSA.Signing.PrivateKey(pemRepresentation: rsa))
+        self.init(
+            apnsKey: try P256.Signing.PrivateKey(pemRepresentation: String(decoding: key, as: UTF8.self)),
+            fcmKey: try _RSA.Signing.PrivateKey(pemRepresentation: rsa))
     }
 
     /// Writes `apns.p8`, `fcm-service-account.json` (its `token_uri` is `tokenURI`) and
     /// `ca.pem` into `folder`; answers the hub's settings that use them.
     public func write(to folder: String, standIn: PushStandIn) throws -> [String: String] {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let p8 = folder + "/apns.p8", account = folder + "/fcm-service-account.json", ca = folder + "/ca.pem"
+        let p8 = folder + "/apns.p8"
+        let account = folder + "/fcm-service-account.json"
+        let ca = folder + "/ca.pem"
         try Data(apnsKey.pemRepresentation.utf8).write(to: URL(fileURLWithPath: p8))
         let accountJSON: JSON = [
             "type": "service_account", "project_id": .string(fcmProjectID), "private_key_id": "standin",

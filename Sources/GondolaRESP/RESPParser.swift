@@ -110,7 +110,8 @@ public struct RESPParser: Sendable {
             case UInt8(ascii: "!"): result = .error(text(bytes, body))
             default:
                 guard body.count >= 4, bytes[body.lowerBound + 3] == UInt8(ascii: ":") else { throw fail("verbatim string without a format") }
-                result = .verbatim(format: text(bytes, body.lowerBound..<(body.lowerBound + 3)), text: text(bytes, (body.lowerBound + 4)..<body.upperBound))
+                result = .verbatim(
+                    format: text(bytes, body.lowerBound..<(body.lowerBound + 3)), text: text(bytes, (body.lowerBound + 4)..<body.upperBound))
             }
         case UInt8(ascii: "*"), UInt8(ascii: "~"), UInt8(ascii: ">"), UInt8(ascii: "%"), UInt8(ascii: "|"):
             let count = try number(bytes, header, "count")

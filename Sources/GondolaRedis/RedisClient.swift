@@ -32,9 +32,11 @@ public final class RedisClient: RedisCommands {
         var stopped = false
     }
 
-    public init(address: RedisAddress, group: any EventLoopGroup, maxBackoff: Duration = .seconds(2),
-                stateChanged: @escaping @Sendable (State) -> Void = { _ in },
-                messages: @escaping @Sendable (_ channel: [UInt8], _ payload: [UInt8]) -> Void = { _, _ in }) {
+    public init(
+        address: RedisAddress, group: any EventLoopGroup, maxBackoff: Duration = .seconds(2),
+        stateChanged: @escaping @Sendable (State) -> Void = { _ in },
+        messages: @escaping @Sendable (_ channel: [UInt8], _ payload: [UInt8]) -> Void = { _, _ in }
+    ) {
         self.address = address
         self.group = group
         self.maxBackoff = maxBackoff
@@ -62,7 +64,6 @@ public final class RedisClient: RedisCommands {
 
     /// Whether a connection is up now.
     public var isUp: Bool { shared.withLock { $0.connection?.isActive == true } }
-
 
     /// Writes a command now, in the order of the calls, and calls `completion` with
     /// its answer (at once with `unavailable` when there is no connection).
@@ -108,8 +109,9 @@ public final class RedisClient: RedisCommands {
         }
         guard let connection, connection.isActive else { return }
         let ignore: @Sendable (Result<RESPValue, RedisError>) -> Void = { _ in }
-        connection.send(batch: added.map { RedisCommand(arguments: [Array("SUBSCRIBE".utf8), $0], completion: ignore) }
-            + removed.map { RedisCommand(arguments: [Array("UNSUBSCRIBE".utf8), $0], completion: ignore) })
+        connection.send(
+            batch: added.map { RedisCommand(arguments: [Array("SUBSCRIBE".utf8), $0], completion: ignore) }
+                + removed.map { RedisCommand(arguments: [Array("UNSUBSCRIBE".utf8), $0], completion: ignore) })
     }
 
     private func change(_ channel: [UInt8], subscribed: Bool) async throws(RedisError) {
@@ -164,7 +166,8 @@ public final class RedisClient: RedisCommands {
     /// Hands a Pub/Sub `message` push to `messages`; other pushes (subscribe confirmations) are not deliveries.
     static func deliver(_ push: RESPValue, to messages: @Sendable ([UInt8], [UInt8]) -> Void) {
         guard let items = push.elements, items.count == 3, items[0].string == "message",
-              let channel = items[1].bytes, let payload = items[2].bytes else { return }
+            let channel = items[1].bytes, let payload = items[2].bytes
+        else { return }
         messages(channel, payload)
     }
 }

@@ -23,10 +23,12 @@ public final class RedisConnection: RedisCommands {
     }
 
     /// Connects and switches to RESP3; throws `unavailable` when the server cannot be reached.
-    public static func connect(to address: RedisAddress, on group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(2),
-                               maxPending: Int = defaultMaxPending,
-                               pushes: @escaping @Sendable (RESPValue) -> Void = { _ in },
-                               closed: @escaping @Sendable (String) -> Void = { _ in }) async throws(RedisError) -> RedisConnection {
+    public static func connect(
+        to address: RedisAddress, on group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(2),
+        maxPending: Int = defaultMaxPending,
+        pushes: @escaping @Sendable (RESPValue) -> Void = { _ in },
+        closed: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws(RedisError) -> RedisConnection {
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)

@@ -92,8 +92,9 @@ struct AccountEndpoints: Sendable {
             if !activatedURL.isEmpty {
                 return Response(status: .seeOther, headers: [.location: activatedURL])
             }
-            return Self.page(status: .ok, title: activatedNow ? "Account activated" : "Account already activated",
-                             text: "Your account is active. You can sign in in the app now.")
+            return Self.page(
+                status: .ok, title: activatedNow ? "Account activated" : "Account already activated",
+                text: "Your account is active. You can sign in in the app now.")
         } catch {
             return Self.page(status: error.status, title: "Activation failed", text: error.message)
         }

@@ -34,15 +34,17 @@ struct AccountError: Error, Sendable, Equatable {
     }
 
     static let invalidCredentials = AccountError(status: .unauthorized, code: "invalid_credentials", message: "the email or the password is wrong")
-    static let notActivated = AccountError(status: .forbidden, code: "account_not_activated",
-                                           message: "the account is not activated yet: follow the link in the activation mail")
+    static let notActivated = AccountError(
+        status: .forbidden, code: "account_not_activated",
+        message: "the account is not activated yet: follow the link in the activation mail")
     static let emailTaken = AccountError(status: .conflict, code: "email_taken", message: "an account with this email exists", field: "email")
     static let keyUnknown = AccountError(status: .notFound, code: "key_not_found", message: "this key is unknown or was already used", field: "key")
     static let keyExpired = AccountError(status: .gone, code: "key_expired", message: "this key has expired: ask for a new mail", field: "key")
 
     static func tooManyAttempts(retryAfter seconds: Int) -> AccountError {
-        AccountError(status: .tooManyRequests, code: "too_many_attempts",
-                     message: "too many attempts: try again in \(seconds) s", retryAfter: seconds)
+        AccountError(
+            status: .tooManyRequests, code: "too_many_attempts",
+            message: "too many attempts: try again in \(seconds) s", retryAfter: seconds)
     }
 
     static func internalError(_ what: String) -> AccountError {

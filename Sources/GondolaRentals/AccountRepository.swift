@@ -1,6 +1,6 @@
+import GRDB
 import GondolaServices
 import GondolaStore
-import GRDB
 
 /// An email-and-password account of a user.
 struct Account: Sendable, Equatable {
@@ -54,7 +54,8 @@ struct SQLiteAccountRepository: AccountRepository {
         """
 
     private static func account(_ row: Row) -> Account {
-        Account(userID: row["user_id"], name: row["name"], email: row["email"], passwordHash: row["password_hash"], activatedAt: row["activated_at_ms"])
+        Account(
+            userID: row["user_id"], name: row["name"], email: row["email"], passwordHash: row["password_hash"], activatedAt: row["activated_at_ms"])
     }
 
     func account(email: String) throws -> Account? {
@@ -69,8 +70,9 @@ struct SQLiteAccountRepository: AccountRepository {
         try database.pool.write { db in
             guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM account WHERE email = ?)", arguments: [email])! else { return nil }
             try SQLiteUserRepository.insert(user, in: db, now: now)
-            try db.execute(sql: "INSERT INTO account (user_id, email, password_hash, created_at_ms) VALUES (?, ?, ?, ?)",
-                           arguments: [user.id, email, passwordHash, now])
+            try db.execute(
+                sql: "INSERT INTO account (user_id, email, password_hash, created_at_ms) VALUES (?, ?, ?, ?)",
+                arguments: [user.id, email, passwordHash, now])
             try Self.insertKey(keyHash, user: user.id, purpose: .activate, now: now, in: db)
             try SQLiteMailQueue.enqueue(mail, in: db, now: now)
             return Account(userID: user.id, name: user.name, email: email, passwordHash: passwordHash, activatedAt: nil)
@@ -85,16 +87,21 @@ struct SQLiteAccountRepository: AccountRepository {
     }
 
     private static func insertKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64, in db: Database) throws {
-        try db.execute(sql: "INSERT INTO account_key (key_hash, user_id, purpose, expires_at_ms) VALUES (?, ?, ?, ?)",
-                       arguments: [keyHash, user, purpose.rawValue, now + purpose.lifetime])
+        try db.execute(
+            sql: "INSERT INTO account_key (key_hash, user_id, purpose, expires_at_ms) VALUES (?, ?, ?, ?)",
+            arguments: [keyHash, user, purpose.rawValue, now + purpose.lifetime])
     }
 
     func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, effect: KeyEffect) throws -> KeyUse {
         try database.pool.write { db in
-            guard let row = try Row.fetchOne(db, sql: """
-                SELECT k.user_id, k.expires_at_ms, k.used_at_ms, a.activated_at_ms FROM account_key k JOIN account a ON a.user_id = k.user_id
-                WHERE k.key_hash = ? AND k.purpose = ?
-                """, arguments: [keyHash, purpose.rawValue]) else { return .unknown }
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT k.user_id, k.expires_at_ms, k.used_at_ms, a.activated_at_ms FROM account_key k JOIN account a ON a.user_id = k.user_id
+                        WHERE k.key_hash = ? AND k.purpose = ?
+                        """, arguments: [keyHash, purpose.rawValue])
+            else { return .unknown }
             let user: String = row["user_id"]
             if row["used_at_ms"] as Int64? != nil {
                 return .alreadyUsed(userID: user, accountActivated: row["activated_at_ms"] as Int64? != nil)
@@ -109,8 +116,9 @@ struct SQLiteAccountRepository: AccountRepository {
 
     private static func setPassword(_ user: String, hash: String, now: Int64, in db: Database) throws {
         try db.execute(sql: "UPDATE account SET password_hash = ? WHERE user_id = ?", arguments: [hash, user])
-        try db.execute(sql: "UPDATE account_key SET used_at_ms = ? WHERE user_id = ? AND purpose = 'reset' AND used_at_ms IS NULL",
-                       arguments: [now, user])
+        try db.execute(
+            sql: "UPDATE account_key SET used_at_ms = ? WHERE user_id = ? AND purpose = 'reset' AND used_at_ms IS NULL",
+            arguments: [now, user])
     }
 
     func setPassword(_ user: String, hash: String, now: Int64) throws {

@@ -32,8 +32,9 @@ struct AccountRequest: Sendable {
         let email = try string(field).trimmingCharacters(in: .whitespaces).lowercased()
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard email.count <= Self.maxEmailLength, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
-              !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
-              !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) else {
+            !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
+            !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+        else {
             throw .invalid(field, "expected an email address like name@example.com")
         }
         return email
@@ -43,7 +44,8 @@ struct AccountRequest: Sendable {
     func password(_ field: String) throws(AccountError) -> String {
         let password = try string(field)
         guard Self.passwordBytes.contains(password.utf8.count) else {
-            throw .invalid(field, "a password has \(Self.passwordBytes.lowerBound) to \(Self.passwordBytes.upperBound) bytes, got \(password.utf8.count)")
+            throw .invalid(
+                field, "a password has \(Self.passwordBytes.lowerBound) to \(Self.passwordBytes.upperBound) bytes, got \(password.utf8.count)")
         }
         return password
     }
@@ -52,7 +54,8 @@ struct AccountRequest: Sendable {
     func name(_ field: String = "name") throws(AccountError) -> String {
         let name = try string(field).trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...Self.maxNameLength).contains(name.count),
-              !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
             throw .invalid(field, "a name has 1 to \(Self.maxNameLength) characters without control characters")
         }
         return name
@@ -65,7 +68,8 @@ struct AccountRequest: Sendable {
 
     static func key(_ text: String, field: String = "key") throws(AccountError) -> String {
         guard text.utf8.count == AccountKeys.keyLength,
-              text.utf8.allSatisfy({ isalnum(Int32($0)) != 0 || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }) else {
+            text.utf8.allSatisfy({ isalnum(Int32($0)) != 0 || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
+        else {
             throw .invalid(field, "expected the key from the mail (\(AccountKeys.keyLength) characters)")
         }
         return text

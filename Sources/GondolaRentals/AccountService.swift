@@ -1,8 +1,8 @@
+import GRDB
 import GondolaDomain
 import GondolaHub
 import GondolaServices
 import GondolaStore
-import GRDB
 import Logging
 
 /// Email-and-password accounts beside Telegram sign-in: registration with an activation
@@ -94,12 +94,15 @@ final class AccountService: Sendable {
         }
     }
 
-    private func mailKey(to email: String, purpose: AccountKeyPurpose, when wanted: (Account) -> Bool = { _ in true },
-                         compose make: (Account, String) throws -> MailMessage) async throws(AccountError) {
+    private func mailKey(
+        to email: String, purpose: AccountKeyPurpose, when wanted: (Account) -> Bool = { _ in true },
+        compose make: (Account, String) throws -> MailMessage
+    ) async throws(AccountError) {
         let now = unixMilliseconds()
         guard let account = try await read({ try await repository.account(email: email) }), wanted(account) else { return }
         guard mailsByEmail.retryAfter(email, now: now) == nil else {
-            logger.notice("account mail not sent: too many for this address this hour", metadata: ["user": "\(account.userID)", "purpose": "\(purpose)"])
+            logger.notice(
+                "account mail not sent: too many for this address this hour", metadata: ["user": "\(account.userID)", "purpose": "\(purpose)"])
             return
         }
         let key = AccountKeys.make()
@@ -132,7 +135,8 @@ final class AccountService: Sendable {
         }
         guard try await verified(current, against: account.passwordHash) else {
             wrongPasswordsByUser.record(user, now: now)
-            throw AccountError(status: .unauthorized, code: "invalid_credentials", message: "the current password is wrong", field: "current_password")
+            throw AccountError(
+                status: .unauthorized, code: "invalid_credentials", message: "the current password is wrong", field: "current_password")
         }
         let hash = try await hashed(new)
         try await write { try await repository.setPassword(user, hash: hash, now: now) }
@@ -164,7 +168,9 @@ final class AccountService: Sendable {
         do {
             return try await body()
         } catch is MailOutbox.Full {
-            throw AccountError(status: .serviceUnavailable, code: "mail_queue_full", message: "too many mails are waiting to be sent: try again later", retryAfter: 60)
+            throw AccountError(
+                status: .serviceUnavailable, code: "mail_queue_full", message: "too many mails are waiting to be sent: try again later",
+                retryAfter: 60)
         } catch {
             throw .internalError("database write failed: \(error)")
         }

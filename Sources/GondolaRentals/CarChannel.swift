@@ -13,7 +13,9 @@ struct CarChannel: ChannelProvider {
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
         guard let cell = CarCell(channelSuffix: Substring(subscription.channel.key)) else {
-            throw .badRequest("'\(subscription.channel.raw)' is not a car cell: expected cars:<x>.<y> with x and y from 0 to \(CarCell.tiles - 1) (zoom \(CarCell.zoom) tiles)")
+            throw .badRequest(
+                "'\(subscription.channel.raw)' is not a car cell: expected cars:<x>.<y> with x and y from 0 to \(CarCell.tiles - 1) (zoom \(CarCell.zoom) tiles)"
+            )
         }
         try rentals.subscribe(to: cell, attach: attach)
     }

@@ -1,7 +1,8 @@
 import Foundation
 import GondolaProtocol
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Sends a file of cars to a hub's `car_import` server API in batches. The hub checks

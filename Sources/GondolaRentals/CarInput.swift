@@ -20,10 +20,11 @@ enum CarInput {
             throw .badRequest("image_url: expected an http(s) URL, got '\(imageURL.prefix(80))'")
         }
         let thisYear = Calendar(identifier: .gregorian).component(.year, from: Date())
-        return Car(id: id, make: try fields.text("make", maxLength: 60), model: try fields.text("model", maxLength: 60),
-                   year: Int(try fields.integer("year", in: 1900...Int64(thisYear + 1))), seats: Int(try fields.integer("seats", in: 1...9)),
-                   pricePerDayCents: try fields.integer("price_per_day_cents", in: 1...10_000_000),
-                   lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180), imageURL: imageURL, updatedAt: time)
+        return Car(
+            id: id, make: try fields.text("make", maxLength: 60), model: try fields.text("model", maxLength: 60),
+            year: Int(try fields.integer("year", in: 1900...Int64(thisYear + 1))), seats: Int(try fields.integer("seats", in: 1...9)),
+            pricePerDayCents: try fields.integer("price_per_day_cents", in: 1...10_000_000),
+            lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180), imageURL: imageURL, updatedAt: time)
     }
 
     /// A batch: a JSON array of cars or `{"cars": [...]}`, 1 to 2,000 of them (a server API body is at most 1 MiB), ids unique.
@@ -89,7 +90,8 @@ struct ServiceAreas: Sendable {
         let inside = cars.count { contains(lat: $0.lat, lon: $0.lon) }
         let swapped = cars.count { contains(lat: $0.lon, lon: $0.lat) }
         if inside * 2 < cars.count, swapped * 2 > cars.count {
-            throw .badRequest("""
+            throw .badRequest(
+                """
                 \(cars.count - inside) of \(cars.count) cars fall outside every service area (\(areas.map(\.name).joined(separator: ", "))) \
                 but \(swapped) would fall inside with lat and lon swapped: the data seems to give longitude as lat; swap them and import again
                 """)

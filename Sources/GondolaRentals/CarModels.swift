@@ -56,7 +56,8 @@ struct CarCell: Sendable, Hashable {
     init?(channelSuffix suffix: Substring) {
         let parts = suffix.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, let x = Int(parts[0]), let y = Int(parts[1]), (0..<Self.tiles).contains(x), (0..<Self.tiles).contains(y),
-              parts.allSatisfy({ $0.allSatisfy(\.isASCII) && !$0.hasPrefix("+") && ($0 == "0" || !$0.hasPrefix("0")) }) else { return nil }
+            parts.allSatisfy({ $0.allSatisfy(\.isASCII) && !$0.hasPrefix("+") && ($0 == "0" || !$0.hasPrefix("0")) })
+        else { return nil }
         self.init(x: x, y: y)
     }
 
@@ -69,7 +70,8 @@ struct CarCell: Sendable, Hashable {
 
     /// The cells covering a box, or nil when there are more than `limit`.
     static func covering(_ box: BoundingBox, limit: Int) -> [CarCell]? {
-        let corner = CarCell(lat: box.maxLat, lon: box.minLon), opposite = CarCell(lat: box.minLat, lon: box.maxLon)
+        let corner = CarCell(lat: box.maxLat, lon: box.minLon)
+        let opposite = CarCell(lat: box.minLat, lon: box.maxLon)
         let (width, height) = (opposite.x - corner.x + 1, opposite.y - corner.y + 1)
         guard width > 0, height > 0, width * height <= limit else { return nil }
         return (corner.y...opposite.y).flatMap { y in (corner.x...opposite.x).map { CarCell(x: $0, y: y) } }

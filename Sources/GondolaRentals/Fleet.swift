@@ -90,7 +90,9 @@ struct Fleet: Sendable {
         var events: [CellEvent] = []
         if let before, before != after {
             if after == nil || after?.cell != before.cell {
-                events.append(CellEvent(cell: before.cell, data: ["type": "car_gone", "id": .string(before.id), "reason": .string(after == nil ? reason : "moved")]))
+                events.append(
+                    CellEvent(
+                        cell: before.cell, data: ["type": "car_gone", "id": .string(before.id), "reason": .string(after == nil ? reason : "moved")]))
             }
         }
         if let after, after != before {

@@ -102,8 +102,11 @@ final class MailOutbox: Sendable {
             if givingUp {
                 logger.error("mail given up", metadata: ["mail": "\(id)", "to": "\(message.to)", "attempts": "\(tried)", "error": "\(error)"])
             } else {
-                logger.warning("mail delivery failed, will retry", metadata: [
-                    "mail": "\(id)", "to": "\(message.to)", "attempt": "\(tried)", "retry_at_ms": "\(next)", "error": "\(error)"])
+                logger.warning(
+                    "mail delivery failed, will retry",
+                    metadata: [
+                        "mail": "\(id)", "to": "\(message.to)", "attempt": "\(tried)", "retry_at_ms": "\(next)", "error": "\(error)",
+                    ])
             }
             return false
         }

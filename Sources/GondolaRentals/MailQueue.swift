@@ -1,8 +1,8 @@
+import GRDB
 import GondolaHub
 import GondolaPostgres
 import GondolaServices
 import GondolaStore
-import GRDB
 import PostgresNIO
 
 /// A mail waiting in the outbox, with the deliveries tried so far.
@@ -39,10 +39,11 @@ struct SQLiteMailQueue: MailQueue {
         let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL") ?? 0
         guard pending < MailOutbox.maxPending else { throw MailOutbox.Full() }
         let id = RandomID.make("mail-")
-        try db.execute(sql: """
-            INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [id, message.to, message.from, message.subject, message.text, message.html, now, now])
+        try db.execute(
+            sql: """
+                INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id, message.to, message.from, message.subject, message.text, message.html, now, now])
         return id
     }
 
@@ -54,13 +55,19 @@ struct SQLiteMailQueue: MailQueue {
 
     func claimDue(now: Int64, limit: Int, lease: Int64) throws -> [QueuedMail] {
         try database.pool.write { db in
-            let due = try Row.fetchAll(db, sql: """
-                SELECT id, recipient, sender, subject, text_body, html_body, attempts FROM mail_outbox
-                WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= ?
-                ORDER BY next_attempt_at_ms LIMIT ?
-                """, arguments: [now, limit]).map { row in
-                QueuedMail(id: row["id"], message: MailMessage(from: row["sender"], to: row["recipient"], subject: row["subject"],
-                                                               text: row["text_body"], html: row["html_body"]), attempts: row["attempts"])
+            let due = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, recipient, sender, subject, text_body, html_body, attempts FROM mail_outbox
+                    WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= ?
+                    ORDER BY next_attempt_at_ms LIMIT ?
+                    """, arguments: [now, limit]
+            ).map { row in
+                QueuedMail(
+                    id: row["id"],
+                    message: MailMessage(
+                        from: row["sender"], to: row["recipient"], subject: row["subject"],
+                        text: row["text_body"], html: row["html_body"]), attempts: row["attempts"])
             }
             for mail in due {
                 try db.execute(sql: "UPDATE mail_outbox SET next_attempt_at_ms = ? WHERE id = ?", arguments: [now + lease, mail.id])
@@ -71,14 +78,16 @@ struct SQLiteMailQueue: MailQueue {
 
     func markSent(_ id: String, at time: Int64) throws {
         try database.pool.write { db in
-            try db.execute(sql: "UPDATE mail_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?", arguments: [time, id])
+            try db.execute(
+                sql: "UPDATE mail_outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?", arguments: [time, id])
         }
     }
 
     func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) throws {
         try database.pool.write { db in
-            try db.execute(sql: "UPDATE mail_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?",
-                           arguments: [attempts, error, next, givenUpAt, id])
+            try db.execute(
+                sql: "UPDATE mail_outbox SET attempts = ?, last_error = ?, next_attempt_at_ms = ?, given_up_at_ms = ? WHERE id = ?",
+                arguments: [attempts, error, next, givenUpAt, id])
         }
     }
 
@@ -97,21 +106,26 @@ struct PostgresMailQueue: MailQueue {
     /// Queues `message` in the transaction on `connection`; throws `MailOutbox.Full` when
     /// `MailOutbox.maxPending` mails are waiting.
     static func enqueue(_ message: MailMessage, on connection: PostgresConnection, _ pool: PostgresPool, now: Int64) async throws {
-        let pending = try await pool.run("SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
+        let pending =
+            try await pool.run("SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection)
             .first?.decode(Int64.self) ?? 0
         guard pending < MailOutbox.maxPending else { throw MailOutbox.Full() }
-        try await pool.run("""
+        try await pool.run(
+            """
             INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
             VALUES (\(RandomID.make("mail-")), \(message.to), \(message.from), \(message.subject), \(message.text), \(message.html), \(now), \(now))
             """, on: connection)
     }
 
     func pendingCount() async throws -> Int {
-        Int(try await pool.query("SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self) ?? 0)
+        Int(
+            try await pool.query("SELECT COUNT(*) FROM mail_outbox WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL").first?.decode(Int64.self)
+                ?? 0)
     }
 
     func claimDue(now: Int64, limit: Int, lease: Int64) async throws -> [QueuedMail] {
-        try await pool.query("""
+        try await pool.query(
+            """
             WITH due AS (
                 SELECT id, next_attempt_at_ms AS due_at FROM mail_outbox
                 WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
@@ -121,10 +135,12 @@ struct PostgresMailQueue: MailQueue {
                 RETURNING m.id, m.recipient, m.sender, m.subject, m.text_body, m.html_body, m.attempts, due.due_at
             )
             SELECT id, recipient, sender, subject, text_body, html_body, attempts FROM claimed ORDER BY due_at, id
-            """).map { row in
+            """
+        ).map { row in
             let (id, recipient, sender, subject, text, html, attempts) =
                 try row.decode((String, String, String, String, String, String, Int32).self)
-            return QueuedMail(id: id, message: MailMessage(from: sender, to: recipient, subject: subject, text: text, html: html), attempts: Int(attempts))
+            return QueuedMail(
+                id: id, message: MailMessage(from: sender, to: recipient, subject: subject, text: text, html: html), attempts: Int(attempts))
         }
     }
 
@@ -133,7 +149,8 @@ struct PostgresMailQueue: MailQueue {
     }
 
     func markFailed(_ id: String, attempts: Int, error: String, next: Int64, givenUpAt: Int64?) async throws {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE mail_outbox SET attempts = \(Int32(attempts)), last_error = \(error), next_attempt_at_ms = \(next), given_up_at_ms = \(givenUpAt)
             WHERE id = \(id)
             """)

@@ -30,7 +30,8 @@ struct PostgresAccountRepository: AccountRepository {
         do {
             return try await pool.transaction { connection in
                 try await pool.run("INSERT INTO app_user (id, name, created_at_ms) VALUES (\(user.id), \(user.name), \(now))", on: connection)
-                let inserted = try await pool.run("""
+                let inserted = try await pool.run(
+                    """
                     INSERT INTO account (user_id, email, password_hash, created_at_ms) VALUES (\(user.id), \(email), \(passwordHash), \(now))
                     ON CONFLICT (email) DO NOTHING RETURNING user_id
                     """, on: connection)
@@ -53,10 +54,14 @@ struct PostgresAccountRepository: AccountRepository {
 
     func use(_ keyHash: String, purpose: AccountKeyPurpose, now: Int64, effect: KeyEffect) async throws -> KeyUse {
         try await pool.transaction { connection in
-            guard let row = try await pool.run("""
-                SELECT k.user_id, k.expires_at_ms, k.used_at_ms, a.activated_at_ms FROM account_key k JOIN account a ON a.user_id = k.user_id
-                WHERE k.key_hash = \(keyHash) AND k.purpose = \(purpose.rawValue) FOR UPDATE OF k
-                """, on: connection).first else { return .unknown }
+            guard
+                let row = try await pool.run(
+                    """
+                    SELECT k.user_id, k.expires_at_ms, k.used_at_ms, a.activated_at_ms FROM account_key k JOIN account a ON a.user_id = k.user_id
+                    WHERE k.key_hash = \(keyHash) AND k.purpose = \(purpose.rawValue) FOR UPDATE OF k
+                    """, on: connection
+                ).first
+            else { return .unknown }
             let (user, expiresAt, usedAt, activatedAt) = try row.decode((String, Int64, Int64?, Int64?).self)
             if usedAt != nil { return .alreadyUsed(userID: user, accountActivated: activatedAt != nil) }
             guard expiresAt > now else { return .expired }
@@ -73,13 +78,17 @@ struct PostgresAccountRepository: AccountRepository {
 
     private static func setPassword(_ user: String, hash: String, now: Int64, on connection: PostgresConnection, _ pool: PostgresPool) async throws {
         try await pool.run("UPDATE account SET password_hash = \(hash) WHERE user_id = \(user)", on: connection)
-        try await pool.run("UPDATE account_key SET used_at_ms = \(now) WHERE user_id = \(user) AND purpose = 'reset' AND used_at_ms IS NULL",
-                     on: connection)
+        try await pool.run(
+            "UPDATE account_key SET used_at_ms = \(now) WHERE user_id = \(user) AND purpose = 'reset' AND used_at_ms IS NULL",
+            on: connection)
     }
 
-    private static func insertKey(_ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64,
-                                  on connection: PostgresConnection, _ pool: PostgresPool) async throws {
-        try await pool.run("""
+    private static func insertKey(
+        _ keyHash: String, user: String, purpose: AccountKeyPurpose, now: Int64,
+        on connection: PostgresConnection, _ pool: PostgresPool
+    ) async throws {
+        try await pool.run(
+            """
             INSERT INTO account_key (key_hash, user_id, purpose, expires_at_ms) VALUES (\(keyHash), \(user), \(purpose.rawValue), \(now + purpose.lifetime))
             """, on: connection)
     }

@@ -34,8 +34,9 @@ struct RentalRPC: Sendable {
         }
         registrations.register("rental.plan") { context, data in
             let fields = try RequestFields(data)
-            let rental = try await rentals.plan(car: try fields.string("car", maxLength: 64),
-                                          startsAt: try fields.integer("starts_at", in: 0...Int64(1) << 50), by: context.user)
+            let rental = try await rentals.plan(
+                car: try fields.string("car", maxLength: 64),
+                startsAt: try fields.integer("starts_at", in: 0...Int64(1) << 50), by: context.user)
             return ["rental": rental.json]
         }
         registrations.register("rental.start") { context, data in
@@ -48,8 +49,9 @@ struct RentalRPC: Sendable {
         }
         registrations.register("rental.stop") { context, data in
             let fields = try RequestFields(data)
-            let rental = try await rentals.stop(rental: try fields.string("rental", maxLength: 64), lat: try fields.number("lat", in: -90...90),
-                                          lon: try fields.number("lon", in: -180...180), by: context.user)
+            let rental = try await rentals.stop(
+                rental: try fields.string("rental", maxLength: 64), lat: try fields.number("lat", in: -90...90),
+                lon: try fields.number("lon", in: -180...180), by: context.user)
             return ["rental": rental.json]
         }
         registrations.register("rental.cancel") { context, data in
@@ -80,7 +82,8 @@ struct RentalRPC: Sendable {
         }
         let (west, south, east, north) = (numbers[0], numbers[1], numbers[2], numbers[3])
         guard (-180...180).contains(west), (-180...180).contains(east), (-90...90).contains(south), (-90...90).contains(north),
-              west < east, south < north else {
+            west < east, south < north
+        else {
             throw .badRequest("bbox: expected west < east in [-180, 180] and south < north in [-90, 90], got [\(west), \(south), \(east), \(north)]")
         }
         return BoundingBox(minLat: south, minLon: west, maxLat: north, maxLon: east)

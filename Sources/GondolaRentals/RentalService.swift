@@ -43,8 +43,10 @@ public final class RentalService: Sendable {
     private let replicaReads: SerialJobs
     static let fleetTopic = "rentals.fleet"
 
-    init(node: Node, repository: any RentalRepository, areas: ServiceAreas, fleetsFolder: String, notices: NoticeBoard = NoticeBoard(),
-         logger: Logger) async throws {
+    init(
+        node: Node, repository: any RentalRepository, areas: ServiceAreas, fleetsFolder: String, notices: NoticeBoard = NoticeBoard(),
+        logger: Logger
+    ) async throws {
         self.node = node
         self.notices = notices
         self.repository = repository
@@ -222,9 +224,10 @@ public final class RentalService: Sendable {
             guard mine < Self.maxOpenRentalsPerUser else {
                 throw .limitExceeded("a user may have \(Self.maxOpenRentalsPerUser) planned or active rentals at once")
             }
-            let rental = Rental(id: RandomID.make("rental-"), car: id, user: user, state: state, startsAt: startsAt,
-                                startedAt: state == .active ? now : nil, endedAt: nil, pricePerDayCents: car.pricePerDayCents, days: nil,
-                                amountCents: nil, endLat: nil, endLon: nil, createdAt: now, updatedAt: now)
+            let rental = Rental(
+                id: RandomID.make("rental-"), car: id, user: user, state: state, startsAt: startsAt,
+                startedAt: state == .active ? now : nil, endedAt: nil, pricePerDayCents: car.pricePerDayCents, days: nil,
+                amountCents: nil, endLat: nil, endLon: nil, createdAt: now, updatedAt: now)
             guard try await databaseWrite({ try await repository.insertOpen(rental) }) else {
                 throw Self.conflict(id, try await databaseRead { try await repository.openRentals() }.first { $0.car == id }?.state ?? .planned)
             }
@@ -259,7 +262,8 @@ public final class RentalService: Sendable {
             rental.endLat = lat
             rental.endLon = lon
             rental.updatedAt = now
-            try Self.written(try await databaseWrite { [rental] in try await repository.update(rental, from: .active, carPosition: (lat, lon, now)) }, rental)
+            try Self.written(
+                try await databaseWrite { [rental] in try await repository.update(rental, from: .active, carPosition: (lat, lon, now)) }, rental)
             return { [rental] fleet in fleet.move(rental.car, lat: lat, lon: lon, at: now) + fleet.setOpenRental(rental.car, nil) }
         }
     }
@@ -313,8 +317,10 @@ public final class RentalService: Sendable {
             let car = fleet.withLock { $0.cars[rental.car] }.map { "\($0.make) \($0.model)" } ?? rental.car
             let start = Self.clock(rental.startsAt)
             node.tell(rental.user, ["type": "rental.starting", "rental": rental.json, "car_name": .string(car)])
-            notices.post(Notice(audience: .users([rental.user]), channel: PersonalChannel.name(of: rental.user), category: .update, text: "rental.starting",
-                                values: ["car": car, "start": start], link: ["screen": "rental", "rental": rental.id], at: now))
+            notices.post(
+                Notice(
+                    audience: .users([rental.user]), channel: PersonalChannel.name(of: rental.user), category: .update, text: "rental.starting",
+                    values: ["car": car, "start": start], link: ["screen": "rental", "rental": rental.id], at: now))
         }
         return due.count
     }
@@ -342,8 +348,10 @@ public final class RentalService: Sendable {
     /// Applies `body` to the user's rental in state `from` (it writes the rental and
     /// answers the change of the fleet in memory), after the fleet's earlier changes; then
     /// publishes the cell events of that change and tells the user.
-    private func change(_ id: String, by user: String, from state: RentalState,
-                        _ body: (inout Rental) async throws(HubError) -> @Sendable (inout Fleet) -> [Fleet.CellEvent]) async throws(HubError) -> Rental {
+    private func change(
+        _ id: String, by user: String, from state: RentalState,
+        _ body: (inout Rental) async throws(HubError) -> @Sendable (inout Fleet) -> [Fleet.CellEvent]
+    ) async throws(HubError) -> Rental {
         try await changingFleet { () throws(HubError) -> Rental in
             guard var rental = try await databaseRead({ try await repository.rental(id) }), rental.user == user else {
                 throw .permissionDenied("rental \(id) is not yours")

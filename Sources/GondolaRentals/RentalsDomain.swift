@@ -1,10 +1,10 @@
 import Foundation
+import GRDB
 import GondolaDomain
 import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import GondolaServices
-import GRDB
 
 /// The Automagic car-rental app's backend as a domain: email accounts with activation
 /// and reset mails, cars on a live map cut into cell channels, and planned rentals.
@@ -18,8 +18,10 @@ public struct RentalsDomain: Domain {
     /// of the hub's when empty); `smtp_url` (mails go to `.eml` files in `var/mail/` when
     /// empty); `mail_from`; `fleets`, the folder of fleet files (`demo.json` for `--demo`);
     /// `rental_service_areas`, a GeoJSON file of the served areas.
-    public let settingKeys = ["bcrypt_cost", "account_link_base", "public_url", "account_activated_url", "smtp_url", "mail_from", "fleets",
-                              "rental_service_areas"]
+    public let settingKeys = [
+        "bcrypt_cost", "account_link_base", "public_url", "account_activated_url", "smtp_url", "mail_from", "fleets",
+        "rental_service_areas",
+    ]
     let settings: DomainSettings
     /// The hub's own address, the `public_url` when none is configured.
     let listenURL: String
@@ -55,7 +57,9 @@ public struct RentalsDomain: Domain {
         let fleets = try settings.string("fleets", default: "fleets")
         let areasFile = try settings.string("rental_service_areas", default: "")
         let defaultAreas = fleets + "/service-areas.geojson"
-        let areas = !areasFile.isEmpty ? try ServiceAreas.load(areasFile)
+        let areas =
+            !areasFile.isEmpty
+            ? try ServiceAreas.load(areasFile)
             : FileManager.default.fileExists(atPath: defaultAreas) ? try ServiceAreas.load(defaultAreas) : .none
 
         let outbox = MailOutbox(queue: storage.mails, route: route, logger: context.logger)
@@ -64,8 +68,9 @@ public struct RentalsDomain: Domain {
             mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)
         let rentals: RentalService
         do {
-            rentals = try await RentalService(node: context.node, repository: storage.rentals, areas: areas,
-                                        fleetsFolder: fleets, notices: context.notices, logger: context.logger)
+            rentals = try await RentalService(
+                node: context.node, repository: storage.rentals, areas: areas,
+                fleetsFolder: fleets, notices: context.notices, logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the cars and rentals: \(error)")
         }
@@ -73,7 +78,8 @@ public struct RentalsDomain: Domain {
         rentals.follow(in: &registrations)
         RentalRPC(rentals: rentals).register(in: &registrations)
         registrations.provide(CarChannel.options, by: CarChannel(rentals: rentals))
-        let endpoints = AccountEndpoints(accounts: accounts, signIn: context.signIn, authentication: context.authentication, activatedURL: activatedURL)
+        let endpoints = AccountEndpoints(
+            accounts: accounts, signIn: context.signIn, authentication: context.authentication, activatedURL: activatedURL)
         return InstalledDomain(
             service: rentals,
             registrations: registrations,

@@ -3,8 +3,8 @@ import GondolaDomain
 import GondolaForms
 import GondolaPush
 import GondolaRentals
-import GondolaTravel
 import GondolaServices
+import GondolaTravel
 
 /// Every domain this server can run, one registration line each, given the
 /// configuration (a domain's own keys reach it as `DomainSettings`; travel's predate
@@ -13,8 +13,9 @@ import GondolaServices
 enum BuiltInDomains {
     static func all(_ configuration: ServerConfiguration, telegram: any TelegramNotifier) -> [any Domain] {
         [
-            TravelDomain(resortsFolder: configuration.resorts, settings: configuration.locationSettings, telegram: telegram,
-                         telegramWebhookSecret: configuration.telegramWebhookSecret),
+            TravelDomain(
+                resortsFolder: configuration.resorts, settings: configuration.locationSettings, telegram: telegram,
+                telegramWebhookSecret: configuration.telegramWebhookSecret),
             CrashDomain(settings: configuration.domainSettings),
             RentalsDomain(settings: configuration.domainSettings, listenURL: "http://\(configuration.listenHost):\(configuration.listenPort)"),
             FormsDomain(settings: configuration.domainSettings),

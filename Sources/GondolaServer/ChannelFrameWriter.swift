@@ -41,8 +41,10 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
     private var finished: (@Sendable (DisconnectCode?) -> Void)?
     private var stalledCloseScheduled = false
 
-    private init(channel: any Channel, wire: ChannelHandlerContext?, queue: OutboundQueue, compression: FrameCompression?,
-                 finished: @escaping @Sendable (DisconnectCode?) -> Void) {
+    private init(
+        channel: any Channel, wire: ChannelHandlerContext?, queue: OutboundQueue, compression: FrameCompression?,
+        finished: @escaping @Sendable (DisconnectCode?) -> Void
+    ) {
         self.channel = channel
         self.wire = wire
         self.queue = queue

@@ -8,7 +8,8 @@ import NIOPosix
 /// cluster and every built-in domain's tables, migrated once by whichever node starts
 /// first) and the link of the configured engine (PostgreSQL's bus, or Redis).
 enum ClusterStorage {
-    static func open(_ configuration: ServerConfiguration, domains: [any Domain], nodeUID: String, logger: Logger) async throws -> any ClusterNodeLink {
+    static func open(_ configuration: ServerConfiguration, domains: [any Domain], nodeUID: String, logger: Logger) async throws -> any ClusterNodeLink
+    {
         let location: PostgresLocation
         do {
             location = try PostgresLocation(url: configuration.database)
@@ -28,7 +29,8 @@ enum ClusterStorage {
         guard try configuration.engine() == .redis else {
             return PostgresCluster(pool: pool, nodeUID: nodeUID, settings: configuration.cluster, logger: logger)
         }
-        return RedisCluster(pool: pool, addresses: configuration.redisAddresses, nodeUID: nodeUID, settings: configuration.cluster,
-                            group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        return RedisCluster(
+            pool: pool, addresses: configuration.redisAddresses, nodeUID: nodeUID, settings: configuration.cluster,
+            group: MultiThreadedEventLoopGroup.singleton, logger: logger)
     }
 }

@@ -33,8 +33,9 @@ final class ConnectionAdmission: Sendable {
     init(origins: OriginCheck, connectionLimit: Int, connectionRateLimit: Int, metrics: any MetricsFactory, logger: Logger) {
         self.origins = origins
         self.connectionLimit = connectionLimit
-        self.bucket = Mutex(connectionRateLimit > 0
-            ? TokenBucket(rate: Double(connectionRateLimit), burst: Double(connectionRateLimit), now: .now) : nil)
+        self.bucket = Mutex(
+            connectionRateLimit > 0
+                ? TokenBucket(rate: Double(connectionRateLimit), burst: Double(connectionRateLimit), now: .now) : nil)
         self.limits = KeyedCounters(label: "gondola_limit_reached_total", dimension: "limit", factory: metrics)
         self.originsRefused = Counter(label: "gondola_origin_refused_total", factory: metrics)
         self.logger = logger
@@ -50,12 +51,15 @@ final class ConnectionAdmission: Sendable {
         if connectionLimit > 0, open >= connectionLimit {
             limits.increment("client_connection_limit")
             log("client_connection_limit", "connection refused: client_connection_limit reached", ["limit": "\(connectionLimit)"])
-            return Refusal(status: .serviceUnavailable, code: 106, message: "limit exceeded: this node holds client_connection_limit (\(connectionLimit)) connections")
+            return Refusal(
+                status: .serviceUnavailable, code: 106,
+                message: "limit exceeded: this node holds client_connection_limit (\(connectionLimit)) connections")
         }
         if let rate = bucket.withLock({ bucket -> Double? in bucket?.take(now: .now) == false ? bucket?.rate : nil }) {
             limits.increment("client_connection_rate_limit")
             log("client_connection_rate_limit", "connection refused: client_connection_rate_limit reached", ["limit": "\(Int(rate))"])
-            return Refusal(status: .serviceUnavailable, code: 111, message: "too many requests: more new connections a second than client_connection_rate_limit")
+            return Refusal(
+                status: .serviceUnavailable, code: 111, message: "too many requests: more new connections a second than client_connection_rate_limit")
         }
         return nil
     }

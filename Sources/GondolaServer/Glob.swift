@@ -5,7 +5,10 @@ enum Glob {
     static func matches(_ pattern: String, _ text: String) -> Bool {
         let pattern = Array(pattern.unicodeScalars)
         let text = Array(text.unicodeScalars)
-        var p = 0, t = 0, star = -1, mark = 0
+        var p = 0
+        var t = 0
+        var star = -1
+        var mark = 0
         while t < text.count {
             if p < pattern.count, pattern[p] == "?" || pattern[p] == text[t] {
                 p += 1

@@ -42,8 +42,10 @@ public final class GondolaServer: Sendable {
     /// domains (or a domain and the hub) claim — an RPC method, namespace, channel, replica
     /// topic, server API method or route — stops the start with a `ConfigurationError`
     /// naming both, before any of the second domain's registrations reach the node.
-    public init(configuration: ServerConfiguration, telegram: (any TelegramNotifier)? = nil, additionalDomains: [any Domain] = [],
-                logger: Logger = Logger(label: "gondola")) async throws {
+    public init(
+        configuration: ServerConfiguration, telegram: (any TelegramNotifier)? = nil, additionalDomains: [any Domain] = [],
+        logger: Logger = Logger(label: "gondola")
+    ) async throws {
         precondition(!configuration.tokenHMACSecret.isEmpty && !configuration.apiKey.isEmpty, "secrets must be set")
         self.configuration = configuration
         self.logger = logger
@@ -56,9 +58,12 @@ public final class GondolaServer: Sendable {
         (self.tokens, self.jwks) = try await Self.tokens(configuration, metrics: metrics, logger: logger)
         let endpoints = configuration.proxyEndpoints.filter { !$0.value.url.isEmpty }
         try configuration.checkProxyNames()
-        let proxy = endpoints.isEmpty && configuration.namedProxies.isEmpty ? nil
-            : HTTPProxyTransport(endpoints: endpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight,
-                                 metrics: metrics.factory, logger: logger)
+        let proxy =
+            endpoints.isEmpty && configuration.namedProxies.isEmpty
+            ? nil
+            : HTTPProxyTransport(
+                endpoints: endpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight,
+                metrics: metrics.factory, logger: logger)
         let uid = UUID().uuidString.lowercased()
         _ = try configuration.engine()
         let storage: DomainStorage
@@ -68,7 +73,9 @@ public final class GondolaServer: Sendable {
             self.database = nil
             self.cluster = cluster
             self.users = PostgresUserRepository(pool: cluster.pool)
-            self.node = Node(configuration: configuration.hub, tokens: tokens, proxy: proxy, cluster: cluster, uid: uid, metricsFactory: metrics.factory, logger: logger)
+            self.node = Node(
+                configuration: configuration.hub, tokens: tokens, proxy: proxy, cluster: cluster, uid: uid, metricsFactory: metrics.factory,
+                logger: logger)
             logger.info("cluster node", metadata: ["uid": "\(uid)", "database": "\(cluster.pool.location)", "engine": "\(cluster.health.engine)"])
         } else {
             let database = try GondolaDatabase(path: configuration.database) { migrator in
@@ -83,16 +90,21 @@ public final class GondolaServer: Sendable {
                 durableHistory: SQLiteHistoryStore(database: database), uid: uid,
                 metricsFactory: metrics.factory, logger: logger)
         }
-        self.domains = try await Self.install(enabled, configuration: configuration, node: node, storage: storage, tokens: tokens,
-                                              metrics: metrics.factory, logger: logger)
+        self.domains = try await Self.install(
+            enabled, configuration: configuration, node: node, storage: storage, tokens: tokens,
+            metrics: metrics.factory, logger: logger)
         try claimRoutes()
     }
 
     /// The token verifier of `configuration`, with the JWKS URL's key set when one is configured.
-    private static func tokens(_ configuration: ServerConfiguration, metrics: ServerMetrics,
-                               logger: Logger) async throws(ConfigurationError) -> (ConnectionTokens, JWKSEndpoint?) {
+    private static func tokens(
+        _ configuration: ServerConfiguration, metrics: ServerMetrics,
+        logger: Logger
+    ) async throws(ConfigurationError) -> (ConnectionTokens, JWKSEndpoint?) {
         var keys = try configuration.tokenKeys()
-        let jwks = configuration.tokenJWKSPublicEndpoint.isEmpty ? nil
+        let jwks =
+            configuration.tokenJWKSPublicEndpoint.isEmpty
+            ? nil
             : JWKSEndpoint(url: configuration.tokenJWKSPublicEndpoint, metrics: metrics.factory, logger: logger)
         keys.remoteKeySet = jwks
         do {
@@ -102,15 +114,18 @@ public final class GondolaServer: Sendable {
         }
     }
 
-    private static func install(_ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage,
-                                tokens: ConnectionTokens, metrics: any MetricsFactory,
-                                logger: Logger) async throws -> [(name: String, installed: InstalledDomain)] {
+    private static func install(
+        _ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage,
+        tokens: ConnectionTokens, metrics: any MetricsFactory,
+        logger: Logger
+    ) async throws -> [(name: String, installed: InstalledDomain)] {
         try Self.claim { () throws(NameClaimError) in try node.install(PersonalChannel.registrations, by: NameClaims.hub) }
         guard !enabled.isEmpty else { return [] }
-        let context = DomainContext(node: node, storage: storage, authentication: BearerAuthentication(tokens: tokens),
-                                    links: SignedLinks(secret: configuration.tokenHMACSecret),
-                                    signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder,
-                                    notices: NoticeBoard(), metrics: metrics, logger: logger)
+        let context = DomainContext(
+            node: node, storage: storage, authentication: BearerAuthentication(tokens: tokens),
+            links: SignedLinks(secret: configuration.tokenHMACSecret),
+            signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder,
+            notices: NoticeBoard(), metrics: metrics, logger: logger)
         var installed: [(name: String, installed: InstalledDomain)] = []
         var apiNames = NameClaims(kind: "server API method", hubNames: ServerAPI(node: node).names)
         for domain in enabled {
@@ -171,8 +186,9 @@ public final class GondolaServer: Sendable {
     private func addOperationalRoutes(to router: HTTPRouter, api: ServerAPI) {
         router.get("/health") { [cluster] _, _ in JSONResponse.make(Self.health(of: cluster?.health)) }
         router.get("/metrics") { [metrics, node, database, cluster] _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer, engine: cluster?.health))))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer, engine: cluster?.health))))
         }
         ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
     }
@@ -217,16 +233,20 @@ public final class GondolaServer: Sendable {
         addClientRoutes(to: router)
         if configuration.internalListen == nil { addOperationalRoutes(to: router, api: serverAPI()) }
 
-        let compression = configuration.webSocketCompression
-            ? WebSocketCompression(minBytes: configuration.webSocketCompressionMinBytes, level: configuration.webSocketCompressionLevel,
-                                   windowBits: configuration.webSocketCompressionWindowBits,
-                                   memoryLevel: configuration.webSocketCompressionMemoryLevel,
-                                   contextTakeover: configuration.webSocketCompressionContextTakeover)
+        let compression =
+            configuration.webSocketCompression
+            ? WebSocketCompression(
+                minBytes: configuration.webSocketCompressionMinBytes, level: configuration.webSocketCompressionLevel,
+                windowBits: configuration.webSocketCompressionWindowBits,
+                memoryLevel: configuration.webSocketCompressionMemoryLevel,
+                contextTakeover: configuration.webSocketCompressionContextTakeover)
             : nil
-        let admission = ConnectionAdmission(origins: configuration.allowedOrigins, connectionLimit: configuration.clientConnectionLimit,
-                                            connectionRateLimit: configuration.clientConnectionRateLimit, metrics: metrics.factory, logger: logger)
-        var webSocket = WebSocketEndpoint(node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections,
-                                          admission: admission)
+        let admission = ConnectionAdmission(
+            origins: configuration.allowedOrigins, connectionLimit: configuration.clientConnectionLimit,
+            connectionRateLimit: configuration.clientConnectionRateLimit, metrics: metrics.factory, logger: logger)
+        var webSocket = WebSocketEndpoint(
+            node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections,
+            admission: admission)
         webSocket.forwardedHeaderNames = Set(configuration.proxyHTTPHeaders.map { $0.lowercased() })
         let endpoint = webSocket
         return Application(
@@ -239,8 +259,10 @@ public final class GondolaServer: Sendable {
 
     /// The internal HTTP application on `internal_listen`: health, metrics and the server
     /// API, nothing a client uses; `onServerRunning` gets the bound port.
-    public func internalApplication(host: String, port: Int,
-                                    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    public func internalApplication(
+        host: String, port: Int,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         let router = HTTPRouter(context: HTTPRequestContext.self)
         addOperationalRoutes(to: router, api: serverAPI())
         return Application(
@@ -250,8 +272,10 @@ public final class GondolaServer: Sendable {
 
     /// Runs until SIGTERM or SIGINT, then drains: clients get 3001 and the process
     /// ends once their connections are closed (at most a few seconds).
-    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-                    onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    public func run(
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
         let group = serviceGroup(signals: [.sigterm, .sigint], onServerRunning: onServerRunning, onInternalServerRunning: onInternalServerRunning)
         try await group.run()
     }
@@ -261,8 +285,10 @@ public final class GondolaServer: Sendable {
     /// loop), then the HTTP server, then the hub. A graceful shutdown goes in
     /// reverse: the hub closes its clients first, the HTTP server stops next, and
     /// the background loops end last, so frames and pings go on while clients leave.
-    public func serviceGroup(signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void,
-                             onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> ServiceGroup {
+    public func serviceGroup(
+        signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void,
+        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> ServiceGroup {
         var background = [BackgroundService(name: "maintenance") { [node] in await node.runMaintenance() }]
         if let cluster { background.append(BackgroundService(name: "cluster") { await cluster.run() }) }
         if let jwks { background.append(BackgroundService(name: "jwks") { await jwks.run() }) }

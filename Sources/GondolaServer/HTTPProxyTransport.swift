@@ -34,8 +34,10 @@ final class HTTPProxyTransport: ProxyTransport {
     let metrics: any MetricsFactory
     private let inFlight = Atomic<Int>(0)
 
-    init(endpoints: [ProxyKind: ProxyEndpoint], named: [String: ProxyEndpoint] = [:], maxInFlight: Int = 1_000,
-         metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger) {
+    init(
+        endpoints: [ProxyKind: ProxyEndpoint], named: [String: ProxyEndpoint] = [:], maxInFlight: Int = 1_000,
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
+    ) {
         self.endpoints = endpoints
         self.named = named
         self.maxInFlight = maxInFlight
@@ -59,7 +61,8 @@ final class HTTPProxyTransport: ProxyTransport {
         guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= maxInFlight else {
             inFlight.wrappingSubtract(1, ordering: .relaxed)
             count(kind, "refused")
-            logger.warning("proxy refused: too many requests waiting on the backend", metadata: ["kind": "\(kind.rawValue)", "limit": "\(maxInFlight)"])
+            logger.warning(
+                "proxy refused: too many requests waiting on the backend", metadata: ["kind": "\(kind.rawValue)", "limit": "\(maxInFlight)"])
             throw .internalError("\(maxInFlight) proxy requests are waiting on the backend")
         }
         defer { inFlight.wrappingSubtract(1, ordering: .relaxed) }

@@ -112,9 +112,11 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
         try await http.executeThenClose { _, outbound in
             let error: JSON = ["error": ["code": .int(Int64(refusal.code)), "message": .string(refusal.message)]]
             let body = ByteBuffer(bytes: error.bytes)
-            let head = HTTPResponse(status: .init(code: Int(refusal.status.code)), headerFields: [
-                .connection: "close", .contentType: "application/json", .contentLength: "\(body.readableBytes)",
-            ])
+            let head = HTTPResponse(
+                status: .init(code: Int(refusal.status.code)),
+                headerFields: [
+                    .connection: "close", .contentType: "application/json", .contentLength: "\(body.readableBytes)",
+                ])
             try await outbound.write(contentsOf: [.head(head), .body(body), .end(nil)])
         }
     }

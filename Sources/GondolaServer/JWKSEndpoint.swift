@@ -35,8 +35,10 @@ final class JWKSEndpoint: RemoteKeySet {
         var lastMissFetch: ContinuousClock.Instant?
     }
 
-    init(url: String, timeout: Duration = .seconds(5), refreshInterval: Duration = .seconds(3600),
-         minimumRefetchInterval: Duration = .seconds(10), metrics: any MetricsFactory, logger: Logger) {
+    init(
+        url: String, timeout: Duration = .seconds(5), refreshInterval: Duration = .seconds(3600),
+        minimumRefetchInterval: Duration = .seconds(10), metrics: any MetricsFactory, logger: Logger
+    ) {
         self.url = url
         self.timeout = timeout
         self.refreshInterval = refreshInterval

@@ -69,7 +69,8 @@ public struct ServerAPI: Sendable {
             return ["channels": .object(matching.sorted { $0.key < $1.key }.map { (key: $0.key, value: ["num_clients": .int(Int64($0.value))]) })]
         }
         register("info") { _ throws(HubError) in
-            let nodes = try await node.cluster?.nodes()
+            let nodes =
+                try await node.cluster?.nodes()
                 ?? [ClusterNodeInfo(uid: node.uid, name: node.configuration.nodeName, version: node.version, stats: node.stats)]
             return ["nodes": .array(nodes.map(Self.nodeJSON))]
         }

@@ -1,8 +1,8 @@
 import Foundation
 import GondolaCluster
 import GondolaDomain
-import GondolaPostgres
 import GondolaHub
+import GondolaPostgres
 import GondolaProtocol
 import GondolaRedis
 import GondolaTravel
@@ -104,12 +104,15 @@ public struct ServerConfiguration: Sendable {
 
     /// Stops the start when a namespace or an RPC prefix names a proxy `proxies` does not have.
     public func checkProxyNames() throws(ConfigurationError) {
-        let references = hub.namespaces.values.sorted { $0.name < $1.name }.flatMap { options in
-            [("subscribe_proxy_name", options.subscribeProxyName), ("publish_proxy_name", options.publishProxyName),
-             ("sub_refresh_proxy_name", options.subRefreshProxyName)].compactMap { key, name in
-                name.map { ("namespace '\(options.name)' \(key)", $0) }
-            }
-        } + hub.rpcProxies.map { ("rpc_proxies prefix '\($0.prefix)'", $0.proxy) }
+        let references =
+            hub.namespaces.values.sorted { $0.name < $1.name }.flatMap { options in
+                [
+                    ("subscribe_proxy_name", options.subscribeProxyName), ("publish_proxy_name", options.publishProxyName),
+                    ("sub_refresh_proxy_name", options.subRefreshProxyName),
+                ].compactMap { key, name in
+                    name.map { ("namespace '\(options.name)' \(key)", $0) }
+                }
+            } + hub.rpcProxies.map { ("rpc_proxies prefix '\($0.prefix)'", $0.proxy) }
         if let (place, name) = references.first(where: { namedProxies[$0.1] == nil }) {
             throw ConfigurationError("\(place) names the proxy '\(name)', which 'proxies' does not define")
         }
@@ -126,10 +129,11 @@ public struct ServerConfiguration: Sendable {
                 throw ConfigurationError("'\(setting)' cannot read \(path): \(error.localizedDescription)")
             }
         }
-        var keys = TokenKeys(hmacSecret: tokenHMACSecret, rsaPublicKeyPEM: try contents(tokenRSAPublicKeyFile, "token_rsa_public_key_file"),
-                             ecdsaPublicKeyPEM: try contents(tokenECDSAPublicKeyFile, "token_ecdsa_public_key_file"),
-                             jwksJSON: try contents(tokenJWKSFile, "token_jwks_file"),
-                             audience: tokenAudience.isEmpty ? nil : tokenAudience, issuer: tokenIssuer.isEmpty ? nil : tokenIssuer)
+        var keys = TokenKeys(
+            hmacSecret: tokenHMACSecret, rsaPublicKeyPEM: try contents(tokenRSAPublicKeyFile, "token_rsa_public_key_file"),
+            ecdsaPublicKeyPEM: try contents(tokenECDSAPublicKeyFile, "token_ecdsa_public_key_file"),
+            jwksJSON: try contents(tokenJWKSFile, "token_jwks_file"),
+            audience: tokenAudience.isEmpty ? nil : tokenAudience, issuer: tokenIssuer.isEmpty ? nil : tokenIssuer)
         keys.userIDClaim = tokenUserIDClaim
         if !tokenHMACSecretPrevious.isEmpty {
             guard let until = tokenHMACSecretPreviousUntil else {
@@ -169,7 +173,8 @@ public struct ServerConfiguration: Sendable {
         let name = engineName ?? (isCluster ? .postgres : .memory)
         switch (name, isCluster) {
         case (.memory, true):
-            throw ConfigurationError("engine 'memory' keeps a node alone and needs a SQLite database; database is a PostgreSQL URL (use engine 'postgres' or 'redis')")
+            throw ConfigurationError(
+                "engine 'memory' keeps a node alone and needs a SQLite database; database is a PostgreSQL URL (use engine 'postgres' or 'redis')")
         case (.postgres, false), (.redis, false):
             throw ConfigurationError("engine '\(name.rawValue)' runs a cluster and needs database to be a postgres:// URL, got '\(database)'")
         default: return name
@@ -197,17 +202,22 @@ public enum ConfigurationLoader {
     private static let jsonKeys: Set<String> = ["namespaces"]
 
     /// The keys the configuration knows.
-    public static let keys: [String] = [
-        "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
-        "token_jwks_public_endpoint", "token_user_id_claim", "token_hmac_secret_previous", "token_hmac_secret_previous_until",
-        "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "dev_login", "telegram_bot_token",
-        "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
-        "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level", "websocket_compression_window_bits", "websocket_compression_memory_level", "websocket_compression_context_takeover", "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "user_personal_single_connection",
-        "client_user_connection_limit", "client_connection_limit", "client_connection_rate_limit", "channel_max_length",
-        "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "resorts", "location_interval", "location_ttl",
-        "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
-        "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl", "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
-    ] + BuiltInDomains.settingKeys + ProxyKind.allCases.flatMap { ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout"] }
+    public static let keys: [String] =
+        [
+            "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
+            "token_jwks_public_endpoint", "token_user_id_claim", "token_hmac_secret_previous", "token_hmac_secret_previous_until",
+            "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "dev_login",
+            "telegram_bot_token",
+            "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
+            "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level",
+            "websocket_compression_window_bits", "websocket_compression_memory_level", "websocket_compression_context_takeover",
+            "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "user_personal_single_connection",
+            "client_user_connection_limit", "client_connection_limit", "client_connection_rate_limit", "channel_max_length",
+            "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "resorts", "location_interval", "location_ttl",
+            "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
+            "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl",
+            "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
+        ] + BuiltInDomains.settingKeys + ProxyKind.allCases.flatMap { ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout"] }
 
     /// Loads and validates; the error names the key, the source and the bad value.
     public static func load(file: String?, environment: [String: String], flags: [String: String]) throws(ConfigurationError) -> ServerConfiguration {
@@ -232,7 +242,8 @@ public enum ConfigurationLoader {
         }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("GONDOLA_") {
             let key = String(name.dropFirst("GONDOLA_".count)).lowercased()
-            try apply(key, try textValue(key, value, source: "environment variable \(name)"), to: &configuration, source: "environment variable \(name)")
+            try apply(
+                key, try textValue(key, value, source: "environment variable \(name)"), to: &configuration, source: "environment variable \(name)")
         }
         for (key, value) in flags.sorted(by: { $0.key < $1.key }) {
             let flag = "--" + key.replacingOccurrences(of: "_", with: "-")
@@ -301,7 +312,9 @@ public enum ConfigurationLoader {
         case "token_hmac_secret":
             let secret = try field.string()
             guard secret.isEmpty || secret.utf8.count >= ConnectionTokens.minimumSecretBytes else {
-                throw field.error("must be at least \(ConnectionTokens.minimumSecretBytes) bytes for HS256, got \(secret.utf8.count) (leave it out to have one generated)")
+                throw field.error(
+                    "must be at least \(ConnectionTokens.minimumSecretBytes) bytes for HS256, got \(secret.utf8.count) (leave it out to have one generated)"
+                )
             }
             configuration.tokenHMACSecret = secret
         case "token_rsa_public_key_file": configuration.tokenRSAPublicKeyFile = try field.nonEmptyString()
@@ -336,8 +349,11 @@ public enum ConfigurationLoader {
                 configuration.namedProxies[name] = endpoint
             }
         case "rpc_proxies":
-            configuration.hub.rpcProxies = try field.objects(keys: ["prefix", "proxy"]).enumerated().map { (index, entry) throws(ConfigurationError) in
-                RPCProxyRoute(prefix: try entry.string("prefix", path: "rpc_proxies[\(index)]"), proxy: try entry.string("proxy", path: "rpc_proxies[\(index)]"))
+            configuration.hub.rpcProxies = try field.objects(keys: ["prefix", "proxy"]).enumerated().map {
+                (index, entry) throws(ConfigurationError) in
+                RPCProxyRoute(
+                    prefix: try entry.string("prefix", path: "rpc_proxies[\(index)]"), proxy: try entry.string("proxy", path: "rpc_proxies[\(index)]")
+                )
             }
         case "proxy_max_in_flight": configuration.proxyMaxInFlight = try field.integer(min: 1)
         case _ where key.hasPrefix("proxy_") && key.hasSuffix("_endpoint"):
@@ -345,7 +361,8 @@ public enum ConfigurationLoader {
             guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw field.error("expected an http(s) URL, got '\(url)'") }
             configuration.proxyEndpoints[try Self.proxyKind(key, field), default: ProxyEndpoint(url: url)].url = url
         case _ where key.hasPrefix("proxy_") && key.hasSuffix("_timeout"):
-            configuration.proxyEndpoints[try Self.proxyKind(key, field), default: ProxyEndpoint(url: "")].timeout = try field.duration(allowZero: false)
+            configuration.proxyEndpoints[try Self.proxyKind(key, field), default: ProxyEndpoint(url: "")].timeout = try field.duration(
+                allowZero: false)
         case "api_key": configuration.apiKey = try field.string()
         case "dev_login": configuration.devLogin = try field.bool()
         case "telegram_bot_token": configuration.telegramBotToken = try field.string()
@@ -512,10 +529,11 @@ struct ValueReader {
     func list(of what: String) throws(ConfigurationError) -> [String] {
         switch value {
         case let .string(text): return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        case let .array(entries): return try entries.map { (entry) throws(ConfigurationError) in
-            guard case let .string(name) = entry else { throw error("expected \(what), got \(entry.kindName)") }
-            return name
-        }
+        case let .array(entries):
+            return try entries.map { (entry) throws(ConfigurationError) in
+                guard case let .string(name) = entry else { throw error("expected \(what), got \(entry.kindName)") }
+                return name
+            }
         default: throw error("expected an array of \(what) or a comma-separated list, got \(value.kindName)")
         }
     }
@@ -524,7 +542,7 @@ struct ValueReader {
     func hostAndPort() throws(ConfigurationError) -> (String, Int) {
         let text = try string()
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
-              !text[..<colon].isEmpty
+            !text[..<colon].isEmpty
         else {
             throw error("expected host:port, got '\(text)'")
         }

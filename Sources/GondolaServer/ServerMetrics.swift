@@ -31,8 +31,9 @@ final class ServerMetrics: Sendable {
         walFrames = registry.makeGauge(name: "gondola_sqlite_wal_frames", help: "Pages in SQLite's write-ahead log after the last commit")
         let registry = registry
         func checkpoints(_ kind: String) -> Counter {
-            registry.makeCounter(name: "gondola_sqlite_checkpoints_total", labels: [("kind", kind)],
-                                 help: "WAL checkpoints: background passes, the writer's catch-ups and forced copies, busy attempts")
+            registry.makeCounter(
+                name: "gondola_sqlite_checkpoints_total", labels: [("kind", kind)],
+                help: "WAL checkpoints: background passes, the writer's catch-ups and forced copies, busy attempts")
         }
         backgroundCheckpoints = checkpoints("background")
         catchUpCheckpoints = checkpoints("catch_up")
@@ -62,8 +63,10 @@ final class ServerMetrics: Sendable {
         queuedBytes.set(Double(stats.queuedBytes))
         if let checkpointer { record(checkpointer) }
         for part in engine?.parts ?? [] {
-            registry.makeGauge(name: "gondola_engine_up", labels: [("part", part.name)],
-                               help: "Whether a part of the cluster's engine works (PostgreSQL's bus, each Redis shard)").set(Int64(part.up ? 1 : 0))
+            registry.makeGauge(
+                name: "gondola_engine_up", labels: [("part", part.name)],
+                help: "Whether a part of the cluster's engine works (PostgreSQL's bus, each Redis shard)"
+            ).set(Int64(part.up ? 1 : 0))
         }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)

@@ -74,8 +74,9 @@ final class SharedFrameDeflater: @unchecked Sendable {
     private func compressedFrame(_ message: [UInt8], opcode: WebSocketOpcode) -> WireFrame? {
         guard let (slot, deflated) = deflated(message) else { return nil }
         if let slot, let frame = cache[slot].frame, frame.opcode == opcode { return frame }
-        let frame = WireFrame(opcode: opcode, compressed: true, payload: deflated.getSlice(at: deflated.readerIndex, length: deflated.readableBytes - 4)!,
-                              allocator: allocator)
+        let frame = WireFrame(
+            opcode: opcode, compressed: true, payload: deflated.getSlice(at: deflated.readerIndex, length: deflated.readableBytes - 4)!,
+            allocator: allocator)
         if let slot { cache[slot].frame = frame }
         return frame
     }

@@ -44,8 +44,9 @@ struct WebSocketCompression: Sendable {
     /// What accepting the first acceptable permessage-deflate offer in `fields` settles, with
     /// the `Sec-WebSocket-Extensions` value that says so; nil when there is no such offer.
     func agreement(for fields: HTTPFields) -> (agreement: DeflateAgreement, responseHeader: String)? {
-        guard let offer = WebSocketExtensionHTTPParameters.parseHeaders(fields).first(where: { $0.name == "permessage-deflate" && Self.canAccept($0) }),
-              let header = negotiation.serverReponseHeader(to: offer)
+        guard
+            let offer = WebSocketExtensionHTTPParameters.parseHeaders(fields).first(where: { $0.name == "permessage-deflate" && Self.canAccept($0) }),
+            let header = negotiation.serverReponseHeader(to: offer)
         else { return nil }
         let agreement = DeflateAgreement(
             // The client may cap the server's window; a window smaller than the agreed one
@@ -75,7 +76,8 @@ struct WebSocketCompression: Sendable {
     /// the settings (the connection is then served uncompressed).
     func outgoing(_ agreement: DeflateAgreement, on loop: any EventLoop) -> FrameCompression? {
         if agreement.serverNoContextTakeover {
-            let settings = SharedFrameDeflater.Settings(windowBits: agreement.serverWindowBits, level: level, memoryLevel: memoryLevel, minBytes: minBytes)
+            let settings = SharedFrameDeflater.Settings(
+                windowBits: agreement.serverWindowBits, level: level, memoryLevel: memoryLevel, minBytes: minBytes)
             return SharedFrameDeflater.of(loop, settings: settings).map(FrameCompression.shared)
         }
         return FrameDeflater(windowBits: agreement.serverWindowBits, settings: self).map(FrameCompression.ownStream)

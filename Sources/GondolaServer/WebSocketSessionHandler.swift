@@ -74,8 +74,10 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
     }
 
-    init(session: ClientSession, maxMessageBytes: Int, maxInflatedBytes: Int, inflater: FrameInflater?,
-         eventLoop: any EventLoop, executor: any TaskExecutor, connections: OpenConnections) {
+    init(
+        session: ClientSession, maxMessageBytes: Int, maxInflatedBytes: Int, inflater: FrameInflater?,
+        eventLoop: any EventLoop, executor: any TaskExecutor, connections: OpenConnections
+    ) {
         self.session = session
         self.eventLoop = eventLoop
         self.connections = connections
@@ -279,4 +281,3 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
         return String(decoding: utf8, as: UTF8.self)
     }
 }
-

@@ -50,8 +50,14 @@ public struct ImageProbe: Sendable, Equatable {
         while index + 9 < bytes.count {
             guard bytes[index] == 0xFF else { return nil }
             let marker = bytes[index + 1]
-            if marker == 0xFF { index += 1; continue }
-            if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { index += 2; continue }
+            if marker == 0xFF {
+                index += 1
+                continue
+            }
+            if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) {
+                index += 2
+                continue
+            }
             let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
             guard length >= 2 else { return nil }
             // SOF0...SOF15 except DHT (C4), JPG (C8) and DAC (CC).
@@ -85,7 +91,8 @@ public struct ImageProbe: Sendable, Equatable {
         guard let meta = boxes(bytes, in: 0..<bytes.count).first(where: { $0.type == "meta" }) else { return nil }
         let children = boxes(bytes, in: (meta.body.lowerBound + 4)..<meta.body.upperBound)
         guard let pitm = children.first(where: { $0.type == "pitm" }), pitm.body.count >= 6,
-              let iprp = children.first(where: { $0.type == "iprp" }) else { return nil }
+            let iprp = children.first(where: { $0.type == "iprp" })
+        else { return nil }
         let primary = bytes[pitm.body.lowerBound] == 0 ? uint16(bytes, pitm.body.lowerBound + 4) : uint32(bytes, pitm.body.lowerBound + 4)
         let properties = boxes(bytes, in: iprp.body)
         guard let ipco = properties.first(where: { $0.type == "ipco" }), let ipma = properties.first(where: { $0.type == "ipma" }) else { return nil }
@@ -102,7 +109,8 @@ public struct ImageProbe: Sendable, Equatable {
     /// The property indexes `ipma` associates with `item`.
     private static func associations(of item: Int, ipma body: Range<Int>, _ bytes: [UInt8]) -> [Int] {
         guard body.count >= 8 else { return [] }
-        let version = bytes[body.lowerBound], wideIndexes = bytes[body.lowerBound + 3] & 1 == 1
+        let version = bytes[body.lowerBound]
+        let wideIndexes = bytes[body.lowerBound + 3] & 1 == 1
         var offset = body.lowerBound + 8
         for _ in 0..<uint32(bytes, body.lowerBound + 4) {
             let idSize = version < 1 ? 2 : 4

@@ -100,8 +100,9 @@ public struct MailTemplates: Sendable {
     /// The mail `name` for `values`, from `from` to `to`.
     public func render(_ name: String, values: [String: String], from: String, to: String) throws -> MailMessage {
         guard names.contains(name), let subject = library.render(values, withTemplate: "\(name).subject"),
-              let text = library.render(values, withTemplate: "\(name).text"),
-              let html = library.render(values, withTemplate: "\(name).html") else {
+            let text = library.render(values, withTemplate: "\(name).text"),
+            let html = library.render(values, withTemplate: "\(name).html")
+        else {
             throw MailTemplateError("no mail template named \(name)")
         }
         return MailMessage(from: from, to: to, subject: subject.trimmingCharacters(in: .whitespacesAndNewlines), text: text, html: html)

@@ -33,8 +33,10 @@ public final class OutboundCalls: Sendable {
         public var maxPending: Int
         public var concurrency: Int
 
-        public init(timeout: Duration = .seconds(10), maxAttempts: Int = 3, retryBase: Duration = .seconds(1), maxPending: Int = 10_000,
-                    concurrency: Int = 8) {
+        public init(
+            timeout: Duration = .seconds(10), maxAttempts: Int = 3, retryBase: Duration = .seconds(1), maxPending: Int = 10_000,
+            concurrency: Int = 8
+        ) {
             self.timeout = timeout
             self.maxAttempts = maxAttempts
             self.retryBase = retryBase
@@ -88,7 +90,8 @@ public final class OutboundCalls: Sendable {
         guard admitted else {
             pending.wrappingSubtract(1, ordering: .acquiringAndReleasing)
             dropped.increment()
-            logger.error("outbound queue full: call dropped", metadata: ["service": "\(service)", "call": "\(label)", "limit": "\(policy.maxPending)"])
+            logger.error(
+                "outbound queue full: call dropped", metadata: ["service": "\(service)", "call": "\(label)", "limit": "\(policy.maxPending)"])
             return false
         }
         queue.yield(Call(label: label, submittedAt: .now, body: call))
@@ -123,9 +126,11 @@ public final class OutboundCalls: Sendable {
             } catch {
                 guard attempt < policy.maxAttempts, !Task.isCancelled else {
                     failed.increment()
-                    logger.warning("outbound call given up", metadata: [
-                        "service": "\(service)", "call": "\(call.label)", "attempts": "\(attempt)", "error": "\(error)",
-                    ])
+                    logger.warning(
+                        "outbound call given up",
+                        metadata: [
+                            "service": "\(service)", "call": "\(call.label)", "attempts": "\(attempt)", "error": "\(error)",
+                        ])
                     return
                 }
                 retried.increment()
@@ -152,7 +157,10 @@ public final class OutboundCalls: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             outcome.withLock { $0 = continuation }
             let work = Task {
-                do { try await body(); finish(.success(())) } catch { finish(.failure(error)) }
+                do {
+                    try await body()
+                    finish(.success(()))
+                } catch { finish(.failure(error)) }
             }
             timer.withLock {
                 $0 = Task {

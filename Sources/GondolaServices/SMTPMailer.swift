@@ -11,7 +11,8 @@ public struct SMTPMailer: Sendable {
     /// Checks the URL's scheme and host; the error names the value.
     public init(url: String, timeout: Int = 30) throws {
         guard let components = URLComponents(string: url), ["smtp", "smtps"].contains(components.scheme ?? ""),
-              let host = components.host, !host.isEmpty else {
+            let host = components.host, !host.isEmpty
+        else {
             throw MailDeliveryError("smtp_url must look like smtp://user:password@host:port, got '\(url)'")
         }
         self.url = url

@@ -33,7 +33,8 @@ public struct SignedLinks: Sendable {
     public func verify(_ token: String, now: Int64) -> Grant? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, let payload = Self.data(base64URL: parts[0]), let signature = Self.data(base64URL: parts[1]),
-              HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: payload, using: key) else { return nil }
+            HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: payload, using: key)
+        else { return nil }
         let fields = String(decoding: payload, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         guard fields.count == 3, let expiresAt = Int64(fields[2]), expiresAt > now else { return nil }
         return Grant(resource: String(fields[0]), id: String(fields[1]), expiresAt: expiresAt)

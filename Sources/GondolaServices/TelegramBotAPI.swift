@@ -19,9 +19,11 @@ public struct TelegramBotAPI: TelegramNotifier {
 
     public func send(_ message: TelegramMessage, to chatID: Int64) async throws {
         let buttons: [JSON] = message.buttons.map { ["text": .string($0.text), "callback_data": .string($0.data)] }
-        try await call("sendMessage", [
-            "chat_id": .int(chatID), "text": .string(message.text), "reply_markup": ["inline_keyboard": [.array(buttons)]],
-        ])
+        try await call(
+            "sendMessage",
+            [
+                "chat_id": .int(chatID), "text": .string(message.text), "reply_markup": ["inline_keyboard": [.array(buttons)]],
+            ])
     }
 
     public func answerCallback(id: String, text: String) async throws {

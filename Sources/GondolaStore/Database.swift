@@ -21,8 +21,10 @@ public final class GondolaDatabase: Sendable {
     /// Opens (creating the folder and file when missing) and migrates the database at
     /// `path`: the core schema (streams, users), then what `domainMigrations` registers.
     /// `checkpoints` says when its WAL is copied back (see `WALCheckpointer`).
-    public init(path: String, checkpoints: WALCheckpointer.Limits = .init(),
-                domainMigrations: (inout DatabaseMigrator) -> Void = { _ in }) throws {
+    public init(
+        path: String, checkpoints: WALCheckpointer.Limits = .init(),
+        domainMigrations: (inout DatabaseMigrator) -> Void = { _ in }
+    ) throws {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var configuration = Configuration()
@@ -54,29 +56,30 @@ public final class GondolaDatabase: Sendable {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-streams-users") { db in
-            try db.execute(sql: """
-                CREATE TABLE stream (
-                    channel TEXT PRIMARY KEY NOT NULL,
-                    epoch TEXT NOT NULL,
-                    top_offset INTEGER NOT NULL
-                );
-                CREATE TABLE publication (
-                    channel TEXT NOT NULL,
-                    "offset" INTEGER NOT NULL,
-                    data BLOB NOT NULL,
-                    info BLOB,
-                    created_at_ms INTEGER NOT NULL,
-                    PRIMARY KEY (channel, "offset")
-                ) WITHOUT ROWID;
-                CREATE TABLE user (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    name TEXT NOT NULL,
-                    telegram_id INTEGER UNIQUE,
-                    telegram_username TEXT,
-                    photo_url TEXT,
-                    created_at_ms INTEGER NOT NULL
-                );
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE stream (
+                        channel TEXT PRIMARY KEY NOT NULL,
+                        epoch TEXT NOT NULL,
+                        top_offset INTEGER NOT NULL
+                    );
+                    CREATE TABLE publication (
+                        channel TEXT NOT NULL,
+                        "offset" INTEGER NOT NULL,
+                        data BLOB NOT NULL,
+                        info BLOB,
+                        created_at_ms INTEGER NOT NULL,
+                        PRIMARY KEY (channel, "offset")
+                    ) WITHOUT ROWID;
+                    CREATE TABLE user (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL,
+                        telegram_id INTEGER UNIQUE,
+                        telegram_username TEXT,
+                        photo_url TEXT,
+                        created_at_ms INTEGER NOT NULL
+                    );
+                    """)
         }
         // When a stream's offset and epoch are dropped (`history_meta_ttl` after its last
         // publication); NULL for streams written before, kept until their next publication.

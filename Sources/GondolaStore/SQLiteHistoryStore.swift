@@ -1,7 +1,7 @@
 import Foundation
+import GRDB
 import GondolaHub
 import GondolaProtocol
-import GRDB
 import Logging
 
 /// Channel streams kept in SQLite, for `history_durable` namespaces: offsets,
@@ -27,7 +27,8 @@ public final class SQLiteHistoryStore: LocalHistoryStore {
         return try database.pool.write { db in
             let position = try Self.position(db, channel: channel, metaExpiry: metaExpiry)
             let offset = position.offset + 1
-            try db.execute(sql: "UPDATE stream SET top_offset = ?, meta_expires_at_ms = ? WHERE channel = ?", arguments: [offset, metaExpiry, channel])
+            try db.execute(
+                sql: "UPDATE stream SET top_offset = ?, meta_expires_at_ms = ? WHERE channel = ?", arguments: [offset, metaExpiry, channel])
             var stored = publication
             stored.offset = offset
             try db.execute(
@@ -49,7 +50,8 @@ public final class SQLiteHistoryStore: LocalHistoryStore {
             let order = reverse ? "DESC" : "ASC"
             let rows = try Row.fetchAll(
                 db,
-                sql: #"SELECT "offset", data, info FROM publication WHERE channel = ? AND "offset" > ? AND created_at_ms > ? ORDER BY "offset" \#(order) LIMIT ?"#,
+                sql:
+                    #"SELECT "offset", data, info FROM publication WHERE channel = ? AND "offset" > ? AND created_at_ms > ? ORDER BY "offset" \#(order) LIMIT ?"#,
                 arguments: [channel, Int64(after ?? 0), oldest, limit])
             let publications = try rows.map { row in
                 let info: Data? = row["info"]
@@ -72,12 +74,16 @@ public final class SQLiteHistoryStore: LocalHistoryStore {
     /// in a write of its own that no caller waits for; a failure is logged.
     public func sweep(now: Date) {
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
-        database.pool.asyncWrite({ db in
-            try db.execute(sql: "DELETE FROM publication WHERE channel IN (SELECT channel FROM stream WHERE meta_expires_at_ms <= ?)", arguments: [nowMillis])
-            try db.execute(sql: "DELETE FROM stream WHERE meta_expires_at_ms <= ?", arguments: [nowMillis])
-        }, completion: { [logger] _, result in
-            if case let .failure(error) = result { logger.error("stream sweep failed", metadata: ["error": "\(error)"]) }
-        })
+        database.pool.asyncWrite(
+            { db in
+                try db.execute(
+                    sql: "DELETE FROM publication WHERE channel IN (SELECT channel FROM stream WHERE meta_expires_at_ms <= ?)", arguments: [nowMillis]
+                )
+                try db.execute(sql: "DELETE FROM stream WHERE meta_expires_at_ms <= ?", arguments: [nowMillis])
+            },
+            completion: { [logger] _, result in
+                if case let .failure(error) = result { logger.error("stream sweep failed", metadata: ["error": "\(error)"]) }
+            })
     }
 
     /// When a stream written to at `now` loses its offset and epoch, in Unix milliseconds.
@@ -91,7 +97,8 @@ public final class SQLiteHistoryStore: LocalHistoryStore {
             return StreamPosition(offset: UInt64(row["top_offset"] as Int64), epoch: row["epoch"])
         }
         let epoch = Epoch.make()
-        try db.execute(sql: "INSERT INTO stream (channel, epoch, top_offset, meta_expires_at_ms) VALUES (?, ?, 0, ?)", arguments: [channel, epoch, metaExpiry])
+        try db.execute(
+            sql: "INSERT INTO stream (channel, epoch, top_offset, meta_expires_at_ms) VALUES (?, ?, 0, ?)", arguments: [channel, epoch, metaExpiry])
         return StreamPosition(offset: 0, epoch: epoch)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import GondolaHub
 import GRDB
+import GondolaHub
 
 /// A Gondola user as other users may see it: the Telegram id and username are
 /// stored beside it but never part of it.

@@ -35,8 +35,9 @@ public final class WALCheckpointer: Sendable {
         public var maxPasses: Int
 
         public init(backgroundFrames: Int = 8192, catchUpFrames: Int = 32, writerFrames: Int = 32768, maxPasses: Int = 8) {
-            precondition(catchUpFrames >= 1 && backgroundFrames > catchUpFrames && writerFrames > catchUpFrames && maxPasses >= 1,
-                         "WAL limits need 1 <= catchUpFrames < backgroundFrames, writerFrames and maxPasses >= 1")
+            precondition(
+                catchUpFrames >= 1 && backgroundFrames > catchUpFrames && writerFrames > catchUpFrames && maxPasses >= 1,
+                "WAL limits need 1 <= catchUpFrames < backgroundFrames, writerFrames and maxPasses >= 1")
             self.backgroundFrames = backgroundFrames
             self.catchUpFrames = catchUpFrames
             self.writerFrames = writerFrames
@@ -92,11 +93,13 @@ public final class WALCheckpointer: Sendable {
     /// (`GondolaDatabase` closes its pool first).
     func attach(to db: Database) {
         Self.growInChunks(db)
-        sqlite3_wal_hook(db.sqliteConnection, { context, connection, _, frames in
-            guard let context, let connection else { return SQLITE_OK }
-            Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(frames: Int(frames), on: connection)
-            return SQLITE_OK
-        }, Unmanaged.passUnretained(self).toOpaque())
+        sqlite3_wal_hook(
+            db.sqliteConnection,
+            { context, connection, _, frames in
+                guard let context, let connection else { return SQLITE_OK }
+                Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(frames: Int(frames), on: connection)
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Makes the connections that write the database file (the writer when a commit

@@ -39,7 +39,8 @@ struct BroadcastRPC: Sendable {
             case (false, false):
                 throw HubError.badRequest("trip or scope is required")
             }
-            let id = RandomID.make("b"), ts = unixMilliseconds()
+            let id = RandomID.make("b")
+            let ts = unixMilliseconds()
             let message: JSON = [
                 "type": .string(type), "id": .string(id), "from": .string(context.user), "name": .string(directory.name(of: context.user)),
                 "text": .string(text), "ts": .int(ts),
@@ -47,11 +48,14 @@ struct BroadcastRPC: Sendable {
             guard let position = try await node.publish(channel: channel, data: Payload(message)) else {
                 throw HubError.internalError("\(channel) keeps no stream")
             }
-            notices.post(Notice(audience: audience, channel: channel, category: .broadcast, text: type == "broadcast" ? "trip.broadcast" : "announcement",
-                                values: ["sender": directory.name(of: context.user), "text": text, "trip": tripName],
-                                link: ["screen": type, "channel": channel, "id": id], at: ts))
+            notices.post(
+                Notice(
+                    audience: audience, channel: channel, category: .broadcast, text: type == "broadcast" ? "trip.broadcast" : "announcement",
+                    values: ["sender": directory.name(of: context.user), "text": text, "trip": tripName],
+                    link: ["screen": type, "channel": channel, "id": id], at: ts))
             return [
-                "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch), "ts": .int(ts),
+                "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch),
+                "ts": .int(ts),
             ]
         }
     }

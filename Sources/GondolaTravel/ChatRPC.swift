@@ -21,7 +21,8 @@ struct ChatRPC: Sendable {
             let clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
             // With a waiting client the reply leaves from the writer's thread right after the
             // commit, and what is returned here is dropped: build the answer only once.
-            let (message, repeated) = try await chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID) { message, repeated in
+            let (message, repeated) = try await chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID) {
+                message, repeated in
                 context.answer?(Self.sendAnswer(message, repeated: repeated))
             }
             return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
@@ -31,12 +32,15 @@ struct ChatRPC: Sendable {
             let summaries = try await chats.summaries(of: list, for: context.user)
             let entries = list.map { chat in (chat: chat, summary: summaries[chat.id]) }
                 .sorted { ($0.summary?.last?.ts ?? $0.chat.createdAt, $0.chat.id) > ($1.summary?.last?.ts ?? $1.chat.createdAt, $1.chat.id) }
-            return ["chats": .array(entries.map { entry in
-                var json = chatJSON(entry.chat)
-                json = json.adding("last_message", entry.summary?.last.map(Self.messageJSON) ?? .null)
-                json = json.adding("unread", .int(Int64(entry.summary?.unread ?? 0)))
-                return json.adding("read_offset", .int(Int64(entry.summary?.read ?? 0)))
-            })]
+            return [
+                "chats": .array(
+                    entries.map { entry in
+                        var json = chatJSON(entry.chat)
+                        json = json.adding("last_message", entry.summary?.last.map(Self.messageJSON) ?? .null)
+                        json = json.adding("unread", .int(Int64(entry.summary?.unread ?? 0)))
+                        return json.adding("read_offset", .int(Int64(entry.summary?.read ?? 0)))
+                    })
+            ]
         }
         registrations.register("chat.read") { context, data in
             let fields = try RequestFields(data)

@@ -1,8 +1,8 @@
 import Foundation
+import GRDB
 import GondolaHub
 import GondolaProtocol
 import GondolaStore
-import GRDB
 
 /// What kind of conversation a chat is.
 public enum ChatKind: String, Sendable, CaseIterable {
@@ -53,9 +53,11 @@ protocol ChatRepository: Sendable {
     /// caller remembers. `beforeCommit` hears the top of each chat that gets a
     /// message, before the batch, inside the transaction. The keys in one call must
     /// differ. Fails as a whole.
-    func append(_ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
-                storedOffset: (ChatMessageKey) -> UInt64?,
-                beforeCommit: (_ chat: String, _ top: UInt64) -> Void) async throws -> [ChatAppend]
+    func append(
+        _ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
+        storedOffset: (ChatMessageKey) -> UInt64?,
+        beforeCommit: (_ chat: String, _ top: UInt64) -> Void
+    ) async throws -> [ChatAppend]
     /// The sends stored in `chats` at or after `since` (unix ms), at most the newest `limit`, oldest first.
     func recentSends(in chats: [String], since: Int64, limit: Int) async throws -> [RecentChatSends.Entry]
     /// The stream's top offset and epoch; nil for an unknown chat.
@@ -80,10 +82,12 @@ struct SQLiteChatRepository: ChatRepository {
             var chats: [String: Chat] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT id, kind, title, trip_id, created_at_ms FROM chat") {
                 let id: String = row["id"]
-                chats[id] = Chat(id: id, kind: ChatKind(rawValue: row["kind"]) ?? .group, title: row["title"], trip: row["trip_id"],
-                                 members: [], createdAt: row["created_at_ms"])
+                chats[id] = Chat(
+                    id: id, kind: ChatKind(rawValue: row["kind"]) ?? .group, title: row["title"], trip: row["trip_id"],
+                    members: [], createdAt: row["created_at_ms"])
             }
-            for row in try Row.fetchAll(db, sql: "SELECT chat_id, user_id FROM chat_member JOIN chat ON chat.id = chat_id WHERE chat.kind != 'trip'") {
+            for row in try Row.fetchAll(db, sql: "SELECT chat_id, user_id FROM chat_member JOIN chat ON chat.id = chat_id WHERE chat.kind != 'trip'")
+            {
                 chats[row["chat_id"] as String]?.members.insert(row["user_id"])
             }
             return Array(chats.values)
@@ -115,18 +119,23 @@ struct SQLiteChatRepository: ChatRepository {
     }
 
     private static func chat(_ id: String, in db: Database) throws -> Chat? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT id, kind, title, trip_id, created_at_ms FROM chat WHERE id = ?", arguments: [id]) else { return nil }
-        var chat = Chat(id: row["id"], kind: ChatKind(rawValue: row["kind"]) ?? .group, title: row["title"], trip: row["trip_id"], members: [],
-                        createdAt: row["created_at_ms"])
+        guard let row = try Row.fetchOne(db, sql: "SELECT id, kind, title, trip_id, created_at_ms FROM chat WHERE id = ?", arguments: [id]) else {
+            return nil
+        }
+        var chat = Chat(
+            id: row["id"], kind: ChatKind(rawValue: row["kind"]) ?? .group, title: row["title"], trip: row["trip_id"], members: [],
+            createdAt: row["created_at_ms"])
         if chat.kind != .trip {
             chat.members = Set(try String.fetchAll(db, sql: "SELECT user_id FROM chat_member WHERE chat_id = ?", arguments: [id]))
         }
         return chat
     }
 
-    func append(_ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
-                storedOffset: (ChatMessageKey) -> UInt64?,
-                beforeCommit: (_ chat: String, _ top: UInt64) -> Void) throws -> [ChatAppend] {
+    func append(
+        _ messages: [(chat: String, message: ChatMessageData, data: RawJSON)],
+        storedOffset: (ChatMessageKey) -> UInt64?,
+        beforeCommit: (_ chat: String, _ top: UInt64) -> Void
+    ) throws -> [ChatAppend] {
         try database.pool.write { db in
             let storedCopy = try db.cachedStatement(sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND "offset" = ?"#)
             let insert = try db.cachedStatement(
@@ -171,8 +180,10 @@ struct SQLiteChatRepository: ChatRepository {
                 while read < limit, let row = try rows.next() {
                     let ts: Int64 = row["ts"]
                     guard ts >= since else { break }
-                    entries.append(.init(key: ChatMessageKey(chat: chat, from: row["from_user"], clientMessageID: row["client_message_id"]),
-                                         offset: UInt64(row["offset"] as Int64), ts: ts))
+                    entries.append(
+                        .init(
+                            key: ChatMessageKey(chat: chat, from: row["from_user"], clientMessageID: row["client_message_id"]),
+                            offset: UInt64(row["offset"] as Int64), ts: ts))
                     read += 1
                 }
             }
@@ -190,8 +201,10 @@ struct SQLiteChatRepository: ChatRepository {
     /// writes only the message rows, no counter that every batch would rewrite.
     private static func position(of chat: String, in db: Database) throws -> StreamPosition? {
         guard let epoch = try String.fetchOne(db.cachedStatement(sql: "SELECT epoch FROM chat WHERE id = ?"), arguments: [chat]) else { return nil }
-        let top = try Int64.fetchOne(
-            db.cachedStatement(sql: #"SELECT "offset" FROM chat_message WHERE chat_id = ? ORDER BY "offset" DESC LIMIT 1"#), arguments: [chat]) ?? 0
+        let top =
+            try Int64.fetchOne(
+                db.cachedStatement(sql: #"SELECT "offset" FROM chat_message WHERE chat_id = ? ORDER BY "offset" DESC LIMIT 1"#), arguments: [chat])
+            ?? 0
         return StreamPosition(offset: UInt64(top), epoch: epoch)
     }
 
@@ -200,7 +213,8 @@ struct SQLiteChatRepository: ChatRepository {
         try database.pool.read { db in
             try Row.fetchAll(
                 db,
-                sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND "offset" BETWEEN ? AND ? ORDER BY "offset" \#(newestFirst ? "DESC" : "ASC") LIMIT ?"#,
+                sql:
+                    #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? AND "offset" BETWEEN ? AND ? ORDER BY "offset" \#(newestFirst ? "DESC" : "ASC") LIMIT ?"#,
                 arguments: [chat, Int64(range.lowerBound), Int64(min(range.upperBound, UInt64(Int64.max))), limit]
             ).map(Self.message)
         }
@@ -211,13 +225,15 @@ struct SQLiteChatRepository: ChatRepository {
         try database.pool.read { db in
             var result: [String: (last: StoredChatMessage?, unread: Int, read: UInt64)] = [:]
             for chat in chats {
-                let read = try Int64.fetchOne(db, sql: "SELECT read_offset FROM chat_member WHERE chat_id = ? AND user_id = ?", arguments: [chat, user]) ?? 0
+                let read =
+                    try Int64.fetchOne(db, sql: "SELECT read_offset FROM chat_member WHERE chat_id = ? AND user_id = ?", arguments: [chat, user]) ?? 0
                 let last = try Row.fetchOne(
                     db, sql: #"SELECT "offset", ts, data FROM chat_message WHERE chat_id = ? ORDER BY "offset" DESC LIMIT 1"#, arguments: [chat]
                 ).map(Self.message)
-                let unread = try Int.fetchOne(
-                    db, sql: #"SELECT COUNT(*) FROM chat_message WHERE chat_id = ? AND "offset" > ? AND from_user != ?"#,
-                    arguments: [chat, read, user]) ?? 0
+                let unread =
+                    try Int.fetchOne(
+                        db, sql: #"SELECT COUNT(*) FROM chat_message WHERE chat_id = ? AND "offset" > ? AND from_user != ?"#,
+                        arguments: [chat, read, user]) ?? 0
                 result[chat] = (last, unread, UInt64(read))
             }
             return result
@@ -233,7 +249,8 @@ struct SQLiteChatRepository: ChatRepository {
                     ON CONFLICT(chat_id, user_id) DO UPDATE SET read_offset = MAX(read_offset, excluded.read_offset)
                     """,
                 arguments: [chat, user, Int64(offset)])
-            return UInt64(try Int64.fetchOne(db, sql: "SELECT read_offset FROM chat_member WHERE chat_id = ? AND user_id = ?", arguments: [chat, user]) ?? 0)
+            return UInt64(
+                try Int64.fetchOne(db, sql: "SELECT read_offset FROM chat_member WHERE chat_id = ? AND user_id = ?", arguments: [chat, user]) ?? 0)
         }
     }
 

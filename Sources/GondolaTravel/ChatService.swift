@@ -142,8 +142,9 @@ public final class ChatService: Sendable {
         let known = chats.withLock { chats in pairKey.flatMap { chats.direct[$0] }.flatMap { chats.byID[$0] } }
         if let known { return known }
         // A direct chat of the same pair created meanwhile is the one the database answers.
-        let chat = Chat(id: RandomID.make(kind == .direct ? "d" : "g"), kind: kind, title: title, trip: nil, members: members,
-                        createdAt: unixMilliseconds())
+        let chat = Chat(
+            id: RandomID.make(kind == .direct ? "d" : "g"), kind: kind, title: title, trip: nil, members: members,
+            createdAt: unixMilliseconds())
         let stored = try await databaseWrite { try await repository.create(chat, pairKey: pairKey, createdBy: user) }
         chats.withLock { $0.add(stored) }
         if stored.id == chat.id { node.replicate(topic: Self.replicaTopic, stored.replica) }
@@ -162,11 +163,14 @@ public final class ChatService: Sendable {
 
     /// Stores and publishes a message; a repeated `clientMessageID` answers the stored
     /// one. `stored` hears the outcome as soon as it is committed (see `ChatWriter`).
-    func send(by user: String, to id: String, text: String, clientMessageID: String,
-              stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
+    func send(
+        by user: String, to id: String, text: String, clientMessageID: String,
+        stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void
+    ) async throws(HubError) -> (message: StoredChatMessage, repeated: Bool) {
         let chat = try await memberChat(id, user: user)
-        let message = ChatMessageData(id: RandomID.make("m"), from: user, name: directory.name(of: user), text: text,
-                                      ts: unixMilliseconds(), clientMessageID: clientMessageID)
+        let message = ChatMessageData(
+            id: RandomID.make("m"), from: user, name: directory.name(of: user), text: text,
+            ts: unixMilliseconds(), clientMessageID: clientMessageID)
         let sent = try await writer.send(message, to: chat.id, stored: stored).get()
         if !sent.repeated { notify(about: message, in: chat) }
         return sent
@@ -180,8 +184,10 @@ public final class ChatService: Sendable {
         guard !others.isEmpty else { return }
         var values = ["sender": message.name, "text": message.text]
         if let title = chat.title { values["chat"] = title }
-        notices.post(Notice(audience: .users(others), channel: Self.channel(of: chat.id), category: .chat, text: "chat.message", values: values,
-                            link: ["screen": "chat", "chat": chat.id], thread: "chat:\(chat.id)", at: message.ts))
+        notices.post(
+            Notice(
+                audience: .users(others), channel: Self.channel(of: chat.id), category: .chat, text: "chat.message", values: values,
+                link: ["screen": "chat", "chat": chat.id], thread: "chat:\(chat.id)", at: message.ts))
     }
 
     /// Messages older than `before` (all when nil), newest `limit` of them in
@@ -223,9 +229,10 @@ extension Chat {
 
     private static func read(replica fields: RequestFields) throws(HubError) -> Chat {
         let any = Int.max
-        return Chat(id: try fields.string("id", maxLength: any), kind: try fields.choice("kind", ChatKind.self),
-                    title: try fields.optionalString("title", maxLength: any, allowEmpty: true), trip: try fields.optionalString("trip", maxLength: any),
-                    members: Set(try fields.stringArray("members", maxCount: any, maxLength: any)),
-                    createdAt: try fields.integer("created", in: .min ... .max))
+        return Chat(
+            id: try fields.string("id", maxLength: any), kind: try fields.choice("kind", ChatKind.self),
+            title: try fields.optionalString("title", maxLength: any, allowEmpty: true), trip: try fields.optionalString("trip", maxLength: any),
+            members: Set(try fields.stringArray("members", maxCount: any, maxLength: any)),
+            createdAt: try fields.integer("created", in: .min ... .max))
     }
 }

@@ -42,16 +42,19 @@ final class ChatWriter: Sendable {
         let recentLimits = RecentChatSends.Limits()
         let now = unixMilliseconds()
         let stored = try await repository.recentSends(in: chats, since: now - recentLimits.windowMilliseconds, limit: recentLimits.maxEntries)
-        let batches = ChatBatches(node: node, repository: repository, streams: streams,
-                                  recent: RecentChatSends(limits: recentLimits, entries: stored, now: now))
+        let batches = ChatBatches(
+            node: node, repository: repository, streams: streams,
+            recent: RecentChatSends(limits: recentLimits, entries: stored, now: now))
         commits = GroupCommit(maxBatch: Self.maxBatch, executor: EventLoopTaskExecutor(Self.writerThread.next())) { await batches.write($0) }
     }
 
     /// Stores and publishes `message` in `chat`; a repeat answers the stored message.
     /// `stored` hears the outcome on the writer's task right after the commit, before
     /// the message is delivered and before this returns.
-    func send(_ message: ChatMessageData, to chat: String,
-              stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void) async -> Outcome {
+    func send(
+        _ message: ChatMessageData, to chat: String,
+        stored: @escaping @Sendable (StoredChatMessage, _ repeated: Bool) -> Void
+    ) async -> Outcome {
         await commits.commit(Request(chat: chat, message: message, stored: stored))
     }
 }
@@ -117,7 +120,9 @@ private final class ChatBatches: Sendable {
         for (request, earlier) in repeats { request.stored(answers[earlier].message, true) }
         for (message, result) in zip(messages, results) where !repository.publishesOnCommit {
             guard case let .appended(position) = result else { continue }
-            node.deliver(channel: ChatService.channel(of: message.chat), publication: Publication(offset: position.offset, data: Payload(message.data))) {
+            node.deliver(
+                channel: ChatService.channel(of: message.chat), publication: Publication(offset: position.offset, data: Payload(message.data))
+            ) {
                 streams.markDelivered(message.chat, position.offset)
             }
         }

@@ -27,7 +27,9 @@ public struct DemoTrip: Sendable {
             try await directory.createTrip(trip, hosts: [Self.host.id])
         }
         for (id, name) in [Self.host] + Self.travellers {
-            if try await directory.role(of: id, in: Self.tripID) == nil { try await directory.addMember(trip: Self.tripID, user: id, role: .traveller) }
+            if try await directory.role(of: id, in: Self.tripID) == nil {
+                try await directory.addMember(trip: Self.tripID, user: id, role: .traveller)
+            }
             var profile = try await directory.profile(of: id) ?? Profile(id: id, name: name)
             profile.name = name
             try await directory.save(profile)

@@ -1,5 +1,5 @@
-import GondolaDomain
 import Foundation
+import GondolaDomain
 import GondolaHub
 import Synchronization
 

@@ -74,8 +74,9 @@ enum DirectoryChange: Sendable, Equatable {
         case "visibility": return .visibility(user: try id("u"), try fields.choice("v", Visibility.self))
         case "staff": return .staff(user: try id("u"), try fields.bool("v"))
         case "trip":
-            let trip = Trip(id: try id("id"), name: try fields.string("name", maxLength: any), resort: try fields.optionalString("resort", maxLength: any),
-                            startsAt: try fields.integer("starts", in: .min ... .max), endsAt: try fields.integer("ends", in: .min ... .max))
+            let trip = Trip(
+                id: try id("id"), name: try fields.string("name", maxLength: any), resort: try fields.optionalString("resort", maxLength: any),
+                startsAt: try fields.integer("starts", in: .min ... .max), endsAt: try fields.integer("ends", in: .min ... .max))
             return .trip(trip, hosts: try fields.stringArray("hosts", maxCount: any, maxLength: any))
         case "member": return .member(trip: try id("t"), user: try id("u"), role: try fields.choice("v", TripRole.self))
         case "request": return .request(from: try id("u"), to: try id("t"))

@@ -1,5 +1,5 @@
-import GondolaDomain
 import Foundation
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 
@@ -24,7 +24,8 @@ struct DirectoryRPC: Sendable {
             if user == context.user { try await directory.ensureKnown(user) }
             guard let profile = try await directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
             // Only the user's own profile says whether they are staff.
-            return await user == context.user ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
+            return await user == context.user
+                ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
         }
         registrations.register("profile.update") { context, data in
             let fields = try RequestFields(data)
@@ -44,12 +45,15 @@ struct DirectoryRPC: Sendable {
             try await directory.refresh(users: [context.user])
             let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
             let now = unixMilliseconds()
-            return ["trips": .array(trips.map { trip, role in
-                var json = Self.tripFields(trip)
-                json.append(("role", .string(role.rawValue)))
-                json.append(("running", .bool(trip.isRunning(at: now))))
-                return .object(json)
-            })]
+            return [
+                "trips": .array(
+                    trips.map { trip, role in
+                        var json = Self.tripFields(trip)
+                        json.append(("role", .string(role.rawValue)))
+                        json.append(("running", .bool(trip.isRunning(at: now))))
+                        return .object(json)
+                    })
+            ]
         }
         registrations.register("trip.members") { context, data in
             let trip = try RequestFields(data).string("trip", maxLength: 64)
@@ -68,10 +72,12 @@ struct DirectoryRPC: Sendable {
             }
             try await directory.ensureKnown(context.user)
             let friends = try await directory.request(from: context.user, to: other)
-            notify(other, [
-                "type": "friend_request", "from": ["user": .string(context.user), "name": .string(directory.name(of: context.user))],
-                "friends": .bool(friends),
-            ])
+            notify(
+                other,
+                [
+                    "type": "friend_request", "from": ["user": .string(context.user), "name": .string(directory.name(of: context.user))],
+                    "friends": .bool(friends),
+                ])
             if friends { locations.relationsChanged([context.user, other]) }
             return ["friends": .bool(friends), "source": friends ? "mutual" : .null]
         }
@@ -107,43 +113,53 @@ struct DirectoryRPC: Sendable {
     /// The administration methods for the server API, by name.
     var adminMethods: [(name: String, method: @Sendable (JSON) async throws(HubError) -> JSON)] {
         [
-            ("trip_create", { body throws(HubError) in
-                let fields = try RequestFields(body)
-                let name = try fields.string("name", maxLength: 100)
-                let resort = try fields.optionalString("resort", maxLength: 64)
-                if let resort, resorts.resort(resort) == nil { throw HubError.badRequest("resort: unknown resort '\(resort)'") }
-                let startsAt = try fields.integer("starts_at", in: 0...4_102_444_800_000)
-                let endsAt = try fields.integer("ends_at", in: 0...4_102_444_800_000)
-                guard endsAt >= startsAt else { throw HubError.badRequest("ends_at must not be before starts_at") }
-                let hosts = try fields.stringArray("hosts", maxCount: Self.maxHostsPerTrip, maxLength: 64)
-                guard !hosts.isEmpty else { throw HubError.badRequest("hosts must name at least one user") }
-                for (index, host) in hosts.enumerated() where !UserID.isValid(host) {
-                    throw HubError.badRequest("hosts[\(index)] is not a valid user id")
+            (
+                "trip_create",
+                { body throws(HubError) in
+                    let fields = try RequestFields(body)
+                    let name = try fields.string("name", maxLength: 100)
+                    let resort = try fields.optionalString("resort", maxLength: 64)
+                    if let resort, resorts.resort(resort) == nil { throw HubError.badRequest("resort: unknown resort '\(resort)'") }
+                    let startsAt = try fields.integer("starts_at", in: 0...4_102_444_800_000)
+                    let endsAt = try fields.integer("ends_at", in: 0...4_102_444_800_000)
+                    guard endsAt >= startsAt else { throw HubError.badRequest("ends_at must not be before starts_at") }
+                    let hosts = try fields.stringArray("hosts", maxCount: Self.maxHostsPerTrip, maxLength: 64)
+                    guard !hosts.isEmpty else { throw HubError.badRequest("hosts must name at least one user") }
+                    for (index, host) in hosts.enumerated() where !UserID.isValid(host) {
+                        throw HubError.badRequest("hosts[\(index)] is not a valid user id")
+                    }
+                    let trip = Trip(
+                        id: RandomID.make("t", hexDigits: 12),
+                        name: name, resort: resort, startsAt: startsAt, endsAt: endsAt)
+                    try await directory.createTrip(trip, hosts: hosts)
+                    locations.relationsChanged(hosts)
+                    return ["trip": .object(Self.tripFields(trip))]
                 }
-                let trip = Trip(id: RandomID.make("t", hexDigits: 12),
-                                name: name, resort: resort, startsAt: startsAt, endsAt: endsAt)
-                try await directory.createTrip(trip, hosts: hosts)
-                locations.relationsChanged(hosts)
-                return ["trip": .object(Self.tripFields(trip))]
-            }),
-            ("trip_add_member", { body throws(HubError) in
-                let fields = try RequestFields(body)
-                let trip = try fields.string("trip", maxLength: 64)
-                guard try await directory.trip(trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(trip)'") }
-                let user = try fields.string("user", maxLength: 64)
-                guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
-                let role = try fields.choice("role", TripRole.self)
-                try await directory.addMember(trip: trip, user: user, role: role)
-                locations.relationsChanged(Array(directory.members(of: trip).keys))
-                return [:]
-            }),
-            ("user_set_staff", { body throws(HubError) in
-                let fields = try RequestFields(body)
-                let user = try fields.string("user", maxLength: 64)
-                guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
-                try await directory.setStaff(user, try fields.bool("staff"))
-                return [:]
-            }),
+            ),
+            (
+                "trip_add_member",
+                { body throws(HubError) in
+                    let fields = try RequestFields(body)
+                    let trip = try fields.string("trip", maxLength: 64)
+                    guard try await directory.trip(trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(trip)'") }
+                    let user = try fields.string("user", maxLength: 64)
+                    guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
+                    let role = try fields.choice("role", TripRole.self)
+                    try await directory.addMember(trip: trip, user: user, role: role)
+                    locations.relationsChanged(Array(directory.members(of: trip).keys))
+                    return [:]
+                }
+            ),
+            (
+                "user_set_staff",
+                { body throws(HubError) in
+                    let fields = try RequestFields(body)
+                    let user = try fields.string("user", maxLength: 64)
+                    guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
+                    try await directory.setStaff(user, try fields.bool("staff"))
+                    return [:]
+                }
+            ),
         ]
     }
 

@@ -31,19 +31,29 @@ struct EventRPC: Sendable {
             return ["event": .string(id), "response": .string(response.rawValue), "counts": EventJSON.counts(counts)]
         }
         registrations.register("event.list") { context, _ in
-            ["events": .array(try await events.events(of: context.user).map { entry in
-                EventJSON.event(entry.event, directory: directory)
-                    .adding("role", entry.event.creator == context.user ? "creator" : "invitee")
-                    .adding("my_response", entry.response.map { .string($0.rawValue) } ?? .null)
-            })]
+            [
+                "events": .array(
+                    try await events.events(of: context.user).map { entry in
+                        EventJSON.event(entry.event, directory: directory)
+                            .adding("role", entry.event.creator == context.user ? "creator" : "invitee")
+                            .adding("my_response", entry.response.map { .string($0.rawValue) } ?? .null)
+                    })
+            ]
         }
         registrations.register("event.get") { context, data in
             let id = try RequestFields(data).string("event", maxLength: 64)
             let (event, responses) = try await events.visibleEvent(id, to: context.user)
             return EventJSON.event(event, directory: directory)
-                .adding("responses", .array(responses.map { entry in
-                    ["user": .string(entry.user), "name": .string(directory.name(of: entry.user)), "response": entry.response.map { .string($0.rawValue) } ?? .null]
-                }))
+                .adding(
+                    "responses",
+                    .array(
+                        responses.map { entry in
+                            [
+                                "user": .string(entry.user), "name": .string(directory.name(of: entry.user)),
+                                "response": entry.response.map { .string($0.rawValue) } ?? .null,
+                            ]
+                        })
+                )
                 .adding("counts", EventJSON.counts(RSVPCounts(responses)))
         }
     }
@@ -57,12 +67,14 @@ struct EventRPC: Sendable {
         let endsAt = try fields.optionalInteger("ends_at", in: (startsAt + 1)...(startsAt + maxDuration))
         var place: EventPlace?
         if let fields = try fields.optionalObject("place") {
-            place = EventPlace(name: try fields.optionalString("name", maxLength: 100), lat: try fields.number("lat", in: -90...90),
-                               lon: try fields.number("lon", in: -180...180))
+            place = EventPlace(
+                name: try fields.optionalString("name", maxLength: 100), lat: try fields.number("lat", in: -90...90),
+                lon: try fields.number("lon", in: -180...180))
         }
         let trip = try fields.optionalString("trip", maxLength: 64)
-        return TravelEvent(id: RandomID.make("e"), creator: creator, title: title, description: description, startsAt: startsAt,
-                           endsAt: endsAt, place: place, trip: trip, audience: "", createdAt: now)
+        return TravelEvent(
+            id: RandomID.make("e"), creator: creator, title: title, description: description, startsAt: startsAt,
+            endsAt: endsAt, place: place, trip: trip, audience: "", createdAt: now)
     }
 
     /// `{kind:"nearby",radius?}`, `{kind:"friends"}`, `{kind:"selected",users}` or `{kind:"trip"}`.

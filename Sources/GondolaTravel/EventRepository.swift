@@ -1,6 +1,6 @@
 import Foundation
-import GondolaStore
 import GRDB
+import GondolaStore
 
 /// An invitee's answer to an event.
 public enum RSVP: String, Sendable, CaseIterable {
@@ -77,8 +77,10 @@ struct SQLiteEventRepository: EventRepository {
                     INSERT INTO event (id, creator, title, description, starts_at_ms, ends_at_ms, place_name, place_lat, place_lon, trip_id, audience, created_at_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [event.id, event.creator, event.title, event.description, event.startsAt, event.endsAt, event.place?.name,
-                            event.place?.lat, event.place?.lon, event.trip, event.audience, event.createdAt])
+                arguments: [
+                    event.id, event.creator, event.title, event.description, event.startsAt, event.endsAt, event.place?.name,
+                    event.place?.lat, event.place?.lon, event.trip, event.audience, event.createdAt,
+                ])
             for invitee in invitees {
                 try db.execute(sql: "INSERT INTO event_invitee (event_id, user_id) VALUES (?, ?)", arguments: [event.id, invitee])
             }
@@ -121,7 +123,10 @@ struct SQLiteEventRepository: EventRepository {
                     """,
                 arguments: [user, user]
             ).map { row in
-                (event: try Self.event(row), invited: (row["invited"] as String?) != nil, response: (row["my_response"] as String?).flatMap(RSVP.init(rawValue:)))
+                (
+                    event: try Self.event(row), invited: (row["invited"] as String?) != nil,
+                    response: (row["my_response"] as String?).flatMap(RSVP.init(rawValue:))
+                )
             }
         }
     }
@@ -133,7 +138,8 @@ struct SQLiteEventRepository: EventRepository {
             var result: [String: Int64] = [:]
             for row in try Row.fetchAll(
                 db, sql: "SELECT id, telegram_id FROM user WHERE telegram_id IS NOT NULL AND id IN (\(databaseQuestionMarks(count: users.count)))",
-                arguments: StatementArguments(users)) {
+                arguments: StatementArguments(users))
+            {
                 result[row["id"]] = row["telegram_id"]
             }
             return result
@@ -146,7 +152,8 @@ struct SQLiteEventRepository: EventRepository {
     }
 
     private static func event(_ row: Row) throws -> TravelEvent {
-        let lat: Double? = row["place_lat"], lon: Double? = row["place_lon"]
+        let lat: Double? = row["place_lat"]
+        let lon: Double? = row["place_lon"]
         return TravelEvent(
             id: row["id"], creator: row["creator"], title: row["title"], description: row["description"], startsAt: row["starts_at_ms"],
             endsAt: row["ends_at_ms"], place: lat.flatMap { lat in lon.map { EventPlace(name: row["place_name"], lat: lat, lon: $0) } },

@@ -1,9 +1,9 @@
-import GondolaDomain
 import Foundation
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
-import Logging
 import GondolaServices
+import Logging
 
 /// Who an event is for, as asked in `event.create`.
 enum EventAudience: Sendable, Equatable {
@@ -45,8 +45,10 @@ public final class EventService: Sendable {
     let notices: NoticeBoard
     let logger: Logger
 
-    init(node: Node, directory: Directory, locations: LocationService, repository: any EventRepository, telegram: any TelegramNotifier,
-         telegramCalls: OutboundCalls, notices: NoticeBoard = NoticeBoard(), logger: Logger) {
+    init(
+        node: Node, directory: Directory, locations: LocationService, repository: any EventRepository, telegram: any TelegramNotifier,
+        telegramCalls: OutboundCalls, notices: NoticeBoard = NoticeBoard(), logger: Logger
+    ) {
         self.telegramCalls = telegramCalls
         self.notices = notices
         self.node = node
@@ -103,9 +105,11 @@ public final class EventService: Sendable {
         let creatorName = directory.name(of: event.creator)
         for invitee in invitees {
             node.tell(invitee, ["type": "invite", "event": summary])
-            notices.post(Notice(audience: .users([invitee]), channel: PersonalChannel.name(of: invitee), category: .invite, text: "event.invite",
-                                values: ["sender": creatorName, "title": event.title], link: ["screen": "event", "event": event.id],
-                                at: event.createdAt))
+            notices.post(
+                Notice(
+                    audience: .users([invitee]), channel: PersonalChannel.name(of: invitee), category: .invite, text: "event.invite",
+                    values: ["sender": creatorName, "title": event.title], link: ["screen": "event", "event": event.id],
+                    at: event.createdAt))
         }
         await inviteOnTelegram(event, invitees)
         return (event, invitees)
@@ -147,8 +151,11 @@ public final class EventService: Sendable {
         ]
         publish(Self.channel(of: id), change)
         node.tell(event.creator, change)
-        notices.post(Notice(audience: .users([event.creator]), channel: PersonalChannel.name(of: event.creator), category: .invite, text: "event.\(response.rawValue)",
-                            values: ["name": directory.name(of: user), "title": event.title], link: ["screen": "event", "event": id]))
+        notices.post(
+            Notice(
+                audience: .users([event.creator]), channel: PersonalChannel.name(of: event.creator), category: .invite,
+                text: "event.\(response.rawValue)",
+                values: ["name": directory.name(of: user), "title": event.title], link: ["screen": "event", "event": id]))
         return (event, counts)
     }
 
@@ -175,6 +182,9 @@ enum EventJSON {
     }
 
     static func counts(_ counts: RSVPCounts) -> JSON {
-        ["going": .int(Int64(counts.going)), "maybe": .int(Int64(counts.maybe)), "declined": .int(Int64(counts.declined)), "pending": .int(Int64(counts.pending))]
+        [
+            "going": .int(Int64(counts.going)), "maybe": .int(Int64(counts.maybe)), "declined": .int(Int64(counts.declined)),
+            "pending": .int(Int64(counts.pending)),
+        ]
     }
 }

@@ -51,8 +51,10 @@ struct LocationArrivals {
     /// makes it on the first update) and answers nil, recording nothing, when there is
     /// none; otherwise `decide` turns the previous map choice into the new one and the
     /// position's region, and the position waits for the live map.
-    mutating func admit(_ user: String, _ position: LivePosition, receivedAt: Int64, now: ContinuousClock.Instant,
-                        bucket: () -> TokenBucket, decide: (MapChoice) -> (choice: MapChoice, region: String)) -> Admission? {
+    mutating func admit(
+        _ user: String, _ position: LivePosition, receivedAt: Int64, now: ContinuousClock.Instant,
+        bucket: () -> TokenBucket, decide: (MapChoice) -> (choice: MapChoice, region: String)
+    ) -> Admission? {
         let index = index(of: user)
         var taken = travellers.values[index].bucket ?? bucket()
         let admitted = taken.take(now: now)

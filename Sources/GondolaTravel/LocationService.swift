@@ -101,13 +101,14 @@ public final class LocationService: Sendable {
         if position.point.alt == nil { position.point.alt = resorts.selector.altitude(of: position.point) }
         let point = position.point
         let admission = try arrivals.withLock { arrivals throws(HubError) -> LocationArrivals.Admission in
-            guard let admission = arrivals.admit(
-                user, position, receivedAt: now, now: .now,
-                bucket: { TokenBucket(rate: Double(settings.rate), burst: Double(settings.rate), now: .now) },
-                decide: { previous in
-                    let choice = resorts.selector.choose(for: point, previous: previous)
-                    return (choice, regions.region(of: point, choice: choice))
-                })
+            guard
+                let admission = arrivals.admit(
+                    user, position, receivedAt: now, now: .now,
+                    bucket: { TokenBucket(rate: Double(settings.rate), burst: Double(settings.rate), now: .now) },
+                    decide: { previous in
+                        let choice = resorts.selector.choose(for: point, previous: previous)
+                        return (choice, regions.region(of: point, choice: choice))
+                    })
             else { throw .tooManyRequests }
             // Replicated under the lock, so that two devices of one traveller reach the bus in the order admitted.
             let region = admission.region
@@ -232,8 +233,10 @@ public final class LocationService: Sendable {
     /// answers the state to start from, `attach` hands that to the subscriber. Both
     /// run under `publication` and `live` (see the type's comment); if attaching fails
     /// and the channel has no other subscriber, it is no longer carried.
-    private func open(_ channel: PositionChannel, attach: (RawJSON?) throws(HubError) -> Void,
-                      snapshot: (inout Live) -> RawJSON) throws(HubError) {
+    private func open(
+        _ channel: PositionChannel, attach: (RawJSON?) throws(HubError) -> Void,
+        snapshot: (inout Live) -> RawJSON
+    ) throws(HubError) {
         try publication.withLock { _ throws(HubError) in
             try withLive { live throws(HubError) in
                 let data = snapshot(&live)
@@ -261,8 +264,10 @@ public final class LocationService: Sendable {
     }
 
     /// `friends:#<uid>` and `locations:<trip>`: starts carrying the channel and answers the positions now.
-    func openPositions(_ channel: PositionChannel, audience: (inout Live) -> PositionChannels.Audience, members: (inout Live) -> Set<Int32>,
-                       attach: (RawJSON?) throws(HubError) -> Void) throws(HubError) {
+    func openPositions(
+        _ channel: PositionChannel, audience: (inout Live) -> PositionChannels.Audience, members: (inout Live) -> Set<Int32>,
+        attach: (RawJSON?) throws(HubError) -> Void
+    ) throws(HubError) {
         try open(channel, attach: attach) { live in
             let audience = audience(&live)
             let members = members(&live)
@@ -319,7 +324,8 @@ public final class LocationService: Sendable {
     /// Records a position another node received (its rate limit and map choice stay there), and its region.
     func apply(replica json: JSON) {
         guard let fields = try? RequestFields(json), let (user, position, receivedAt) = try? Self.read(replica: fields),
-              let region = try? fields.string("g", maxLength: .max) else { return }
+            let region = try? fields.string("g", maxLength: .max)
+        else { return }
         arrivals.withLock { $0.record(replica: .init(user: user, position: position, receivedAt: receivedAt, region: region)) }
     }
 
@@ -343,9 +349,10 @@ public final class LocationService: Sendable {
     }
 
     private static func read(replica fields: RequestFields) throws(HubError) -> (String, LivePosition, Int64) {
-        let real = -Double.greatestFiniteMagnitude ... Double.greatestFiniteMagnitude
+        let real = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
         let position = LivePosition(
-            point: GeoPoint(lat: try fields.number("lat", in: real), lon: try fields.number("lon", in: real), alt: try fields.optionalNumber("alt", in: real)),
+            point: GeoPoint(
+                lat: try fields.number("lat", in: real), lon: try fields.number("lon", in: real), alt: try fields.optionalNumber("alt", in: real)),
             accuracy: try fields.optionalNumber("acc", in: real), heading: try fields.optionalNumber("hdg", in: real),
             speed: try fields.optionalNumber("spd", in: real), ts: try fields.integer("ts", in: .min ... .max))
         return (try fields.string("u", maxLength: .max), position, try fields.integer("r", in: .min ... .max))
@@ -385,7 +392,9 @@ public final class LocationService: Sendable {
                     staged.append(StagedFrame(nearby: .nearby(user: live.slots.user(watcher)), events, live: live))
                 }
                 for frame in frames {
-                    staged.append(StagedFrame(channel: frame.channel, .positions(entries(frame.positions, live: live), removed: frame.removed.map(live.slots.user))))
+                    staged.append(
+                        StagedFrame(
+                            channel: frame.channel, .positions(entries(frame.positions, live: live), removed: frame.removed.map(live.slots.user))))
                 }
                 return staged
             }
@@ -411,11 +420,15 @@ public final class LocationService: Sendable {
         }
 
         init(nearby channel: PositionChannel, _ events: [ProximityEvent], live: borrowing Live) {
-            self.init(channel: channel, .nearby(events.map { event in
-                // A `leave` says when the subject's last position was taken only while it is still on the map.
-                TravelJSON.NearbyChange(subject: live.subject(event.subject, at: event.point), kind: event.kind, distance: event.distance,
-                                        ts: event.kind == .leave ? nil : live.map.fix(of: event.subject)?.ts)
-            }))
+            self.init(
+                channel: channel,
+                .nearby(
+                    events.map { event in
+                        // A `leave` says when the subject's last position was taken only while it is still on the map.
+                        TravelJSON.NearbyChange(
+                            subject: live.subject(event.subject, at: event.point), kind: event.kind, distance: event.distance,
+                            ts: event.kind == .leave ? nil : live.map.fix(of: event.subject)?.ts)
+                    }))
         }
 
         var data: RawJSON {

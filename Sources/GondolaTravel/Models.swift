@@ -54,4 +54,3 @@ public enum FriendSource: String, Sendable {
     /// Both asked.
     case mutual
 }
-

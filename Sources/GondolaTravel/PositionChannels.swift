@@ -69,7 +69,9 @@ struct PositionChannels {
     var isEmpty: Bool { channels.isEmpty }
 
     /// Starts carrying `channel`; answers the members to show now.
-    mutating func open(_ channel: PositionChannel, audience: Audience, members: Set<Int32>, map: ProximityMap, visible: (Audience, Int32) -> Bool) -> [Int32] {
+    mutating func open(_ channel: PositionChannel, audience: Audience, members: Set<Int32>, map: ProximityMap, visible: (Audience, Int32) -> Bool)
+        -> [Int32]
+    {
         let phase = channels[channel]?.phase ?? nextPhase
         if channels[channel] == nil { nextPhase = (nextPhase + 1) % phases }
         var state = Channel(audience: audience, phase: phase, members: members, lastFrame: map.version)

@@ -5,11 +5,13 @@ import PostgresNIO
 struct PostgresEventRepository: EventRepository {
     let pool: PostgresPool
 
-    private static let columns = "id, creator, title, description, starts_at_ms, ends_at_ms, place_name, place_lat, place_lon, trip_id, audience, created_at_ms"
+    private static let columns =
+        "id, creator, title, description, starts_at_ms, ends_at_ms, place_name, place_lat, place_lon, trip_id, audience, created_at_ms"
 
     func create(_ event: TravelEvent, invitees: [String]) async throws {
         try await pool.transaction { connection in
-            try await pool.run("""
+            try await pool.run(
+                """
                 INSERT INTO event (\(unescaped: Self.columns))
                 VALUES (\(event.id), \(event.creator), \(event.title), \(event.description), \(event.startsAt), \(event.endsAt), \(event.place?.name),
                         \(event.place?.lat), \(event.place?.lon), \(event.trip), \(event.audience), \(event.createdAt))
@@ -30,7 +32,8 @@ struct PostgresEventRepository: EventRepository {
     }
 
     func respond(to event: String, user: String, _ response: RSVP, at time: Int64) async throws -> Bool {
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             UPDATE event_invitee SET response = \(response.rawValue), responded_at_ms = \(time)
             WHERE event_id = \(event) AND user_id = \(user) RETURNING user_id
             """)
@@ -38,13 +41,15 @@ struct PostgresEventRepository: EventRepository {
     }
 
     func events(of user: String) async throws -> [(event: TravelEvent, invited: Bool, response: RSVP?)] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT \(unescaped: Self.columns.split(separator: ",").map { "e." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
                    i.user_id, i.response
             FROM event e LEFT JOIN event_invitee i ON i.event_id = e.id AND i.user_id = \(user)
             WHERE e.creator = \(user) OR i.user_id IS NOT NULL
             ORDER BY e.starts_at_ms, e.id
-            """).map { row in
+            """
+        ).map { row in
             let columns = row.makeRandomAccess()
             let invited = try columns[12].decode(String?.self)
             let response = try columns[13].decode(String?.self)
@@ -69,7 +74,8 @@ struct PostgresEventRepository: EventRepository {
     /// An event from a row whose first twelve columns are `columns`.
     private static func event(_ row: PostgresRow) throws -> TravelEvent {
         let columns = row.makeRandomAccess()
-        let lat = try columns[7].decode(Double?.self), lon = try columns[8].decode(Double?.self)
+        let lat = try columns[7].decode(Double?.self)
+        let lon = try columns[8].decode(Double?.self)
         let place = lat.flatMap { lat in lon.map { lon in (lat, lon) } }
         let placeName = try columns[6].decode(String?.self)
         return TravelEvent(

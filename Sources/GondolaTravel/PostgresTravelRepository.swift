@@ -28,19 +28,25 @@ struct PostgresTravelRepository: TravelRepository {
     func records(users: [String], trips: [String]) async throws -> TravelRecords {
         try await pool.withConnection { connection in
             var records = TravelRecords()
-            for row in try await pool.run("SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user WHERE id = ANY(\(users))", on: connection) {
+            for row in try await pool.run(
+                "SELECT id, name, bio, photo_url, links, visibility, staff FROM app_user WHERE id = ANY(\(users))", on: connection)
+            {
                 try Self.addUser(row, to: &records)
             }
-            let tripIDs = Array(Set(trips).union(try await pool.run("SELECT trip_id FROM trip_member WHERE user_id = ANY(\(users))", on: connection)
-                .map { try $0.decode(String.self) }))
+            let tripIDs = Array(
+                Set(trips).union(
+                    try await pool.run("SELECT trip_id FROM trip_member WHERE user_id = ANY(\(users))", on: connection)
+                        .map { try $0.decode(String.self) }))
             for row in try await pool.run("SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip WHERE id = ANY(\(tripIDs))", on: connection) {
                 records.trips.append(try Self.trip(row))
             }
             for row in try await pool.run("SELECT trip_id, user_id, role FROM trip_member WHERE trip_id = ANY(\(tripIDs))", on: connection) {
                 records.members.append(try Self.member(row))
             }
-            for row in try await pool.run("SELECT from_user, to_user FROM friend_request WHERE from_user = ANY(\(users)) OR to_user = ANY(\(users))",
-                                    on: connection) {
+            for row in try await pool.run(
+                "SELECT from_user, to_user FROM friend_request WHERE from_user = ANY(\(users)) OR to_user = ANY(\(users))",
+                on: connection)
+            {
                 records.requests.append(try row.decode((String, String).self))
             }
             return records
@@ -73,7 +79,8 @@ struct PostgresTravelRepository: TravelRepository {
             case let .known(user):
                 try await ensureUser(user, now: now, on: connection)
             case let .profile(profile):
-                try await pool.run("""
+                try await pool.run(
+                    """
                     INSERT INTO app_user (id, name, bio, photo_url, links, created_at_ms)
                     VALUES (\(profile.id), \(profile.name), \(profile.bio), \(profile.avatarURL), \(ProfileLinks.encode(profile.links)), \(now))
                     ON CONFLICT (id) DO UPDATE SET name = excluded.name, bio = excluded.bio, photo_url = excluded.photo_url, links = excluded.links
@@ -83,7 +90,8 @@ struct PostgresTravelRepository: TravelRepository {
             case let .staff(user, staff):
                 try await pool.run("UPDATE app_user SET staff = \(staff) WHERE id = \(user)", on: connection)
             case let .trip(trip, hosts):
-                try await pool.run("""
+                try await pool.run(
+                    """
                     INSERT INTO trip (id, name, resort, starts_at_ms, ends_at_ms, created_at_ms)
                     VALUES (\(trip.id), \(trip.name), \(trip.resort), \(trip.startsAt), \(trip.endsAt), \(now)) ON CONFLICT (id) DO NOTHING
                     """, on: connection)
@@ -91,11 +99,13 @@ struct PostgresTravelRepository: TravelRepository {
             case let .member(trip, user, role):
                 try await upsertMember(trip: trip, user: user, role: role, now: now, on: connection)
             case let .request(from, to):
-                try await pool.run("""
+                try await pool.run(
+                    """
                     INSERT INTO friend_request (from_user, to_user, created_at_ms) VALUES (\(from), \(to), \(now)) ON CONFLICT DO NOTHING
                     """, on: connection)
             case let .unfriend(a, b):
-                try await pool.run("""
+                try await pool.run(
+                    """
                     DELETE FROM friend_request WHERE (from_user = \(a) AND to_user = \(b)) OR (from_user = \(b) AND to_user = \(a))
                     """, on: connection)
             }
@@ -103,12 +113,14 @@ struct PostgresTravelRepository: TravelRepository {
     }
 
     private func ensureUser(_ user: String, now: Int64, on connection: PostgresConnection) async throws {
-        try await pool.run("INSERT INTO app_user (id, name, created_at_ms) VALUES (\(user), \(user), \(now)) ON CONFLICT (id) DO NOTHING", on: connection)
+        try await pool.run(
+            "INSERT INTO app_user (id, name, created_at_ms) VALUES (\(user), \(user), \(now)) ON CONFLICT (id) DO NOTHING", on: connection)
     }
 
     private func upsertMember(trip: String, user: String, role: TripRole, now: Int64, on connection: PostgresConnection) async throws {
         try await ensureUser(user, now: now, on: connection)
-        try await pool.run("""
+        try await pool.run(
+            """
             INSERT INTO trip_member (trip_id, user_id, role) VALUES (\(trip), \(user), \(role.rawValue))
             ON CONFLICT (trip_id, user_id) DO UPDATE SET role = excluded.role
             """, on: connection)

@@ -82,11 +82,12 @@ public struct ResortCatalog: Sendable {
     func mapDocument(_ id: String) -> RawJSON? { mapDocuments[id] }
 
     static func coordinates(_ points: [GeoPoint]) -> JSON {
-        .array(points.map { point in
-            var position: [JSON] = [.double(point.lon), .double(point.lat)]
-            if let alt = point.alt { position.append(TravelJSON.metres(alt)) }
-            return .array(position)
-        })
+        .array(
+            points.map { point in
+                var position: [JSON] = [.double(point.lon), .double(point.lat)]
+                if let alt = point.alt { position.append(TravelJSON.metres(alt)) }
+                return .array(position)
+            })
     }
 
     /// Difficulty, colour and pattern of a way as the map shows them: pistes by
@@ -96,8 +97,10 @@ public struct ResortCatalog: Sendable {
         case .lift: return [("difficulty", "lift"), ("color", .string(liftColor)), ("pattern", .string(LinePattern.solid.rawValue))]
         case .piste:
             let style = colors.style(for: difficulty)
-            return [("difficulty", difficulty.map { .string($0.rawValue) } ?? .null), ("color", .string(style.color)),
-                    ("pattern", .string(style.pattern.rawValue))]
+            return [
+                ("difficulty", difficulty.map { .string($0.rawValue) } ?? .null), ("color", .string(style.color)),
+                ("pattern", .string(style.pattern.rawValue)),
+            ]
         case .walk: return [("difficulty", .null), ("color", .null), ("pattern", .null)]
         }
     }
@@ -129,7 +132,8 @@ public struct ResortCatalog: Sendable {
             ])
         }
         for area in resort.areas {
-            let properties: [(key: String, value: JSON)] = [("kind", "piste_area"), ("name", .string(area.name))]
+            let properties: [(key: String, value: JSON)] =
+                [("kind", "piste_area"), ("name", .string(area.name))]
                 + style(kind: .piste, difficulty: area.difficulty, colors: resort.graph.colors)
             features.append(["type": "Feature", "properties": .object(properties), "geometry": polygonGeometry(area.polygon)])
         }
@@ -150,8 +154,10 @@ public struct ResortCatalog: Sendable {
         let legs: [JSON] = route.legs.map { leg in
             var members: [(key: String, value: JSON)] = [("kind", .string(leg.kind.rawValue)), ("name", .string(leg.name))]
             members += style(kind: leg.kind, difficulty: leg.difficulty, colors: colors)
-            members += [("coordinates", coordinates(leg.coordinates)), ("distance", TravelJSON.metres(leg.distance)),
-                        ("duration", .double(leg.duration.rounded()))]
+            members += [
+                ("coordinates", coordinates(leg.coordinates)), ("distance", TravelJSON.metres(leg.distance)),
+                ("duration", .double(leg.duration.rounded())),
+            ]
             return .object(members)
         }
         return [
@@ -161,8 +167,8 @@ public struct ResortCatalog: Sendable {
     }
 }
 
-private extension JSON {
-    var arrayFirst: JSON {
+extension JSON {
+    fileprivate var arrayFirst: JSON {
         if case let .array(items) = self, let first = items.first { return first }
         return .null
     }

@@ -1,7 +1,7 @@
 import GondolaHub
 import GondolaProtocol
-import Logging
 import GondolaServices
+import Logging
 
 /// Handles the Telegram bot's webhook updates. A button press whose data is
 /// `rsvp:<eventId>:<response>`, from the Telegram account a user signed in with,

@@ -8,8 +8,10 @@ public enum TravelNamespaces {
     public static let names: Set<String> = ["nearby", "friends", "locations", "chat", "trip", "event"]
 
     /// Hands each namespace to its provider.
-    static func provide(in registrations: inout NodeRegistrations, locations: LocationService, directory: Directory, chats: ChatService,
-                        events: EventService) {
+    static func provide(
+        in registrations: inout NodeRegistrations, locations: LocationService, directory: Directory, chats: ChatService,
+        events: EventService
+    ) {
         registrations.provide(PositionChannel.nearbyNamespace, by: NearbyChannel(locations: locations))
         registrations.provide(PositionChannel.friendsNamespace, by: FriendsChannel(locations: locations))
         registrations.provide(PositionChannel.locationsNamespace, by: TripLocationsChannel(locations: locations, directory: directory))

@@ -1,7 +1,7 @@
+import GRDB
 import GondolaDomain
 import GondolaHub
 import GondolaPostgres
-import GRDB
 import GondolaServices
 
 /// The travel app's backend as a domain: live locations, trips, friends, chats,
@@ -44,8 +44,9 @@ public struct TravelDomain: Domain {
         if resorts.resorts.isEmpty {
             context.logger.warning("no resorts loaded", metadata: ["folder": "\(resortsFolder)"])
         }
-        let travel = try await TravelService(node: context.node, storage: context.storage, resorts: resorts, settings: settings,
-                                       telegram: telegram, notices: context.notices, metrics: context.metrics, logger: context.logger)
+        let travel = try await TravelService(
+            node: context.node, storage: context.storage, resorts: resorts, settings: settings,
+            telegram: telegram, notices: context.notices, metrics: context.metrics, logger: context.logger)
         let webhook = TelegramWebhookEndpoint(secret: telegramWebhookSecret, webhook: travel.telegramWebhook)
         return InstalledDomain(
             service: travel,

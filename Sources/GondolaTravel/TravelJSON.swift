@@ -96,8 +96,9 @@ enum TravelJSON {
         writer.writeSyntax(#"{"users":["#)
         for (index, neighbour) in neighbours.enumerated() {
             if index > 0 { writer.writeSyntax(",") }
-            writeNeighbour(NeighbourSubject(user: slots.user(neighbour.id), point: neighbour.point), distance: neighbour.distance,
-                           ts: ts(neighbour.id), type: nil, to: &writer)
+            writeNeighbour(
+                NeighbourSubject(user: slots.user(neighbour.id), point: neighbour.point), distance: neighbour.distance,
+                ts: ts(neighbour.id), type: nil, to: &writer)
         }
         writer.writeSyntax("]}")
         return RawJSON(writtenBy: writer)

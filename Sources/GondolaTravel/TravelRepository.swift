@@ -1,7 +1,7 @@
-import GondolaDomain
 import Foundation
-import GondolaStore
 import GRDB
+import GondolaDomain
+import GondolaStore
 
 /// Everything the travel directory keeps, as read from the database at start.
 struct TravelRecords: Sendable {
@@ -62,23 +62,33 @@ struct SQLiteTravelRepository: TravelRepository {
         try database.pool.read { db in
             var records = TravelRecords()
             let userList = users.map { _ in "?" }.joined(separator: ", ")
-            for row in try Row.fetchAll(db, sql: "SELECT id, name, bio, photo_url, links, visibility, staff FROM user WHERE id IN (\(userList))",
-                                        arguments: StatementArguments(users)) {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT id, name, bio, photo_url, links, visibility, staff FROM user WHERE id IN (\(userList))",
+                arguments: StatementArguments(users))
+            {
                 records.add(Self.profile(row), visibility: row["visibility"], staff: (row["staff"] as Int64) != 0)
             }
-            let tripIDs = Set(trips).union(try String.fetchAll(db, sql: "SELECT trip_id FROM trip_member WHERE user_id IN (\(userList))",
-                                                                  arguments: StatementArguments(users)))
+            let tripIDs = Set(trips).union(
+                try String.fetchAll(
+                    db, sql: "SELECT trip_id FROM trip_member WHERE user_id IN (\(userList))",
+                    arguments: StatementArguments(users)))
             let tripList = tripIDs.map { _ in "?" }.joined(separator: ", ")
-            for row in try Row.fetchAll(db, sql: "SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip WHERE id IN (\(tripList))",
-                                        arguments: StatementArguments(Array(tripIDs))) {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT id, name, resort, starts_at_ms, ends_at_ms FROM trip WHERE id IN (\(tripList))",
+                arguments: StatementArguments(Array(tripIDs)))
+            {
                 records.trips.append(Self.trip(row))
             }
-            for row in try Row.fetchAll(db, sql: "SELECT trip_id, user_id, role FROM trip_member WHERE trip_id IN (\(tripList))",
-                                        arguments: StatementArguments(Array(tripIDs))) {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT trip_id, user_id, role FROM trip_member WHERE trip_id IN (\(tripList))",
+                arguments: StatementArguments(Array(tripIDs)))
+            {
                 records.members.append((row["trip_id"], row["user_id"], TripRole(rawValue: row["role"]) ?? .traveller))
             }
-            for row in try Row.fetchAll(db, sql: "SELECT from_user, to_user FROM friend_request WHERE from_user IN (\(userList)) OR to_user IN (\(userList))",
-                                        arguments: StatementArguments(users + users)) {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT from_user, to_user FROM friend_request WHERE from_user IN (\(userList)) OR to_user IN (\(userList))",
+                arguments: StatementArguments(users + users))
+            {
                 records.requests.append((row["from_user"], row["to_user"]))
             }
             return records
@@ -102,8 +112,9 @@ struct SQLiteTravelRepository: TravelRepository {
         try database.pool.write { db in
             switch change {
             case let .known(user):
-                try db.execute(sql: "INSERT INTO user (id, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                               arguments: [user, user, now])
+                try db.execute(
+                    sql: "INSERT INTO user (id, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                    arguments: [user, user, now])
             case let .profile(profile):
                 try db.execute(
                     sql: """
@@ -117,7 +128,8 @@ struct SQLiteTravelRepository: TravelRepository {
                 try db.execute(sql: "UPDATE user SET staff = ? WHERE id = ?", arguments: [staff ? 1 : 0, user])
             case let .trip(trip, hosts):
                 try db.execute(
-                    sql: "INSERT INTO trip (id, name, resort, starts_at_ms, ends_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                    sql:
+                        "INSERT INTO trip (id, name, resort, starts_at_ms, ends_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
                     arguments: [trip.id, trip.name, trip.resort, trip.startsAt, trip.endsAt, now])
                 for host in hosts { try Self.upsertMember(db, trip: trip.id, user: host, role: .host, now: now) }
             case let .member(trip, user, role):

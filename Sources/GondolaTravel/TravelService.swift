@@ -1,10 +1,10 @@
+import CoreMetrics
 import GondolaDomain
 import GondolaHub
 import GondolaProtocol
-import GondolaStore
-import CoreMetrics
-import Logging
 import GondolaServices
+import GondolaStore
+import Logging
 
 /// The travel domain wired into a hub: directory (users, trips, friends), live
 /// locations with their channels, resorts and maps, chats, and the RPC and server
@@ -32,9 +32,11 @@ public final class TravelService: Sendable {
     ///     background (`telegramCalls`): no request waits on the Bot API.
     ///   - notices: where chat messages, broadcasts, invitations and answers are posted for
     ///     the phones of users who are not connected.
-    public init(node: Node, storage: DomainStorage, resorts: ResortCatalog, settings: LocationSettings,
-                telegram: any TelegramNotifier = NoTelegramBot(), notices: NoticeBoard = NoticeBoard(),
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger = Logger(label: "gondola.travel")) async throws {
+    public init(
+        node: Node, storage: DomainStorage, resorts: ResortCatalog, settings: LocationSettings,
+        telegram: any TelegramNotifier = NoTelegramBot(), notices: NoticeBoard = NoticeBoard(),
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger = Logger(label: "gondola.travel")
+    ) async throws {
         let repositories = TravelRepositories(storage)
         telegramCalls = OutboundCalls(service: "telegram", metrics: metrics, logger: logger)
         self.node = node
@@ -49,8 +51,9 @@ public final class TravelService: Sendable {
             node.tell(user, push)
         }
         chats = try await ChatService(node: node, directory: directory, repository: repositories.chats, notices: notices)
-        events = EventService(node: node, directory: directory, locations: locations, repository: repositories.events,
-                              telegram: telegram, telegramCalls: telegramCalls, notices: notices, logger: logger)
+        events = EventService(
+            node: node, directory: directory, locations: locations, repository: repositories.events,
+            telegram: telegram, telegramCalls: telegramCalls, notices: notices, logger: logger)
         telegramWebhook = TelegramWebhook(events: events, telegram: telegram, calls: telegramCalls, logger: logger)
     }
 

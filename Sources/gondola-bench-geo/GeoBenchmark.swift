@@ -20,8 +20,12 @@ struct GeoBenchmark: ParsableCommand {
     @Option(help: "Redis server (host:port) to compare with; its GEOSEARCH is skipped without it.") var redis: String?
     @Option(help: "libpq connection string of a PostgreSQL server with PostGIS; skipped without it.") var postgres: String?
     @Option(help: "Markdown file the table is appended to.") var markdown: String?
-    @Option(help: "Time only GondolaGeo on one workload: country, resort, roaming or maps (for profiling and cell sizing), or only sweep libspatialindex (libspatialindex).") var only: String?
-    @Flag(help: "With --only country or resort, time the grid keyed by the ids as slots (gondola-grid) instead of MovingPointIndex.") var slots = false
+    @Option(
+        help:
+            "Time only GondolaGeo on one workload: country, resort, roaming or maps (for profiling and cell sizing), or only sweep libspatialindex (libspatialindex)."
+    ) var only: String?
+    @Flag(help: "With --only country or resort, time the grid keyed by the ids as slots (gondola-grid) instead of MovingPointIndex.") var slots =
+        false
 
     func validate() throws {
         guard (1000...5_000_000).contains(countryPoints) else { throw ValidationError("--country-points must be 1000...5000000") }
@@ -32,10 +36,12 @@ struct GeoBenchmark: ParsableCommand {
     }
 
     func run() throws {
-        let country = Workload(name: "country", center: GeoPoint(lat: 46.0, lon: 8.0), sideMetres: 200_000, points: countryPoints,
-                               radius: 300, limit: .max, seed: 1)
-        let resort = Workload(name: "resort", center: GeoPoint(lat: 45.3, lon: 6.6), sideMetres: 5000, points: 20_000,
-                              radius: 300, limit: 50, seed: 2)
+        let country = Workload(
+            name: "country", center: GeoPoint(lat: 46.0, lon: 8.0), sideMetres: 200_000, points: countryPoints,
+            radius: 300, limit: .max, seed: 1)
+        let resort = Workload(
+            name: "resort", center: GeoPoint(lat: 45.3, lon: 6.6), sideMetres: 5000, points: 20_000,
+            radius: 300, limit: 50, seed: 2)
         if only == "roaming" {
             let roaming = roamingThroughput()
             print(String(format: "roaming: %.0f updates/s", roaming.perSecond))
@@ -63,14 +69,18 @@ struct GeoBenchmark: ParsableCommand {
         var rows: [String] = ["| workload | implementation | operations | ops/s | median µs | p99 µs |", "| --- | --- | --- | --- | --- | --- |"]
 
         let bytesPerPoint = memoryPerPoint(country)
-        var sweepRows = ["| workload | best libspatialindex configuration | its ops/s in the sweep | worst ops/s (configuration) |", "| --- | --- | --- | --- |"]
+        var sweepRows = [
+            "| workload | best libspatialindex configuration | its ops/s in the sweep | worst ops/s (configuration) |", "| --- | --- | --- | --- |",
+        ]
         var countryRates: [String: Double] = [:]
         var resortRates: [String: Double] = [:]
         for workload in [country, resort] {
             let cell = workload.name == "country" ? countryCell : resortCell
             var results: [String: Measurement] = [:]
             let best = sweepSpatialIndex(workload)
-            sweepRows.append("| \(workload.name) | \(best.settings) | \(String(format: "%.0f", best.opsPerSecond)) | \(String(format: "%.0f", best.worstOpsPerSecond)) (\(best.worst)) |")
+            sweepRows.append(
+                "| \(workload.name) | \(best.settings) | \(String(format: "%.0f", best.opsPerSecond)) | \(String(format: "%.0f", best.worstOpsPerSecond)) (\(best.worst)) |"
+            )
             let sequence = workload.steps(operations)
             // GondolaGeo's `MovingPointIndex` (any hashable ids, a table from ids to slots), its grid keyed by
             // the workload's ids as slots (as `ProximityMap` keeps travellers), SQLite's R*Tree, libspatialindex.
@@ -78,7 +88,8 @@ struct GeoBenchmark: ParsableCommand {
                 workload.contender(GondolaIndex(cellMetres: cell), operations: operations, steps: sequence),
                 workload.contender(GondolaGridIndex(cellMetres: cell), operations: operations, steps: sequence),
                 workload.contender(SQLiteRTreeIndex(capacity: workload.points), operations: operations / 10, steps: sequence),
-                workload.contender(SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations: operations / 4, steps: sequence),
+                workload.contender(
+                    SpatialIndexRTree(points: workload.positions(), settings: best.settings), operations: operations / 4, steps: sequence),
             ]
             let names = contenders.map(\.name)
             for (name, measurement) in zip(names, workload.measure(contenders, rounds: Self.rounds)) { results[name] = measurement }
@@ -86,18 +97,25 @@ struct GeoBenchmark: ParsableCommand {
             if checksums.count != 1 { print("warning: implementations disagree on the first queries: \(results.mapValues(\.checksum))") }
             for name in names {
                 let result = results[name]!
-                rows.append(String(format: "| %@ | %@ | %d | %.0f | %.2f | %.2f |", workload.name, name, result.operations, result.opsPerSecond, result.medianMicros, result.p99Micros))
+                rows.append(
+                    String(
+                        format: "| %@ | %@ | %d | %.0f | %.2f | %.2f |", workload.name, name, result.operations, result.opsPerSecond,
+                        result.medianMicros, result.p99Micros))
                 if workload.name == "country" { countryRates[name] = result.opsPerSecond } else { resortRates[name] = result.opsPerSecond }
             }
             let gondola = results["gondola"]!.opsPerSecond
             let grid = results["gondola-grid"]!.opsPerSecond
-            var ratios = [String(format: "gondola/sqlite %.1f×", gondola / results["sqlite-rtree"]!.opsPerSecond),
-                          String(format: "gondola-grid/sqlite %.1f×", grid / results["sqlite-rtree"]!.opsPerSecond),
-                          String(format: "gondola/libspatialindex %.1f×", gondola / results["libspatialindex"]!.opsPerSecond)]
+            var ratios = [
+                String(format: "gondola/sqlite %.1f×", gondola / results["sqlite-rtree"]!.opsPerSecond),
+                String(format: "gondola-grid/sqlite %.1f×", grid / results["sqlite-rtree"]!.opsPerSecond),
+                String(format: "gondola/libspatialindex %.1f×", gondola / results["libspatialindex"]!.opsPerSecond),
+            ]
             let serverRows = try serverPeers(workload, gondolaChecksum: results["gondola"]!.checksum)
             for row in serverRows {
-                rows.append(String(format: "| %@ | %@ | %d | %.0f | %@ | %@ |", workload.name, row.label, row.operations, row.opsPerSecond,
-                                   row.median.map { String(format: "%.2f", $0) } ?? "", row.p99.map { String(format: "%.2f", $0) } ?? ""))
+                rows.append(
+                    String(
+                        format: "| %@ | %@ | %d | %.0f | %@ | %@ |", workload.name, row.label, row.operations, row.opsPerSecond,
+                        row.median.map { String(format: "%.2f", $0) } ?? "", row.p99.map { String(format: "%.2f", $0) } ?? ""))
                 ratios.append(String(format: "gondola/%@ %.0f×", row.short, gondola / row.opsPerSecond))
             }
             rows.append("| \(workload.name) | ratios | | \(ratios.joined(separator: ", ")) | | |")
@@ -109,13 +127,17 @@ struct GeoBenchmark: ParsableCommand {
         rows.append(String(format: "| fences | 10,000 polygons, point lookups | %d | %.0f | | |", fences.lookups, fences.perSecond))
         rows += mapSelectionRows()
 
-        let table = rows.joined(separator: "\n") + "\n\nlibspatialindex sweep (\(SpatialIndexSettings.sweep.count) configurations, \(sweepOperations) operations each; the table above uses the best):\n\n"
+        let table =
+            rows.joined(separator: "\n")
+            + "\n\nlibspatialindex sweep (\(SpatialIndexSettings.sweep.count) configurations, \(sweepOperations) operations each; the table above uses the best):\n\n"
             + sweepRows.joined(separator: "\n")
         print(table)
-        let summary = String(format: "geo: gondola %.0f, gondola-grid %.0f, sqlite-rtree %.0f, libspatialindex %.0f, bytes/point %.0f",
-                             countryRates["gondola"]!, countryRates["gondola-grid"]!, countryRates["sqlite-rtree"]!, countryRates["libspatialindex"]!, bytesPerPoint)
-        let resortSummary = String(format: "geo-resort: gondola %.0f, gondola-grid %.0f, sqlite-rtree %.0f, libspatialindex %.0f",
-                                   resortRates["gondola"]!, resortRates["gondola-grid"]!, resortRates["sqlite-rtree"]!, resortRates["libspatialindex"]!)
+        let summary = String(
+            format: "geo: gondola %.0f, gondola-grid %.0f, sqlite-rtree %.0f, libspatialindex %.0f, bytes/point %.0f",
+            countryRates["gondola"]!, countryRates["gondola-grid"]!, countryRates["sqlite-rtree"]!, countryRates["libspatialindex"]!, bytesPerPoint)
+        let resortSummary = String(
+            format: "geo-resort: gondola %.0f, gondola-grid %.0f, sqlite-rtree %.0f, libspatialindex %.0f",
+            resortRates["gondola"]!, resortRates["gondola-grid"]!, resortRates["sqlite-rtree"]!, resortRates["libspatialindex"]!)
         if let markdown {
             let text = "\n" + table + "\n\n" + summary + "  \n" + resortSummary + "\n"
             if let handle = FileHandle(forWritingAtPath: markdown) {
@@ -160,12 +182,15 @@ struct GeoBenchmark: ParsableCommand {
             print("redis checksum \(roundTrip.checksum) (gondola \(gondolaChecksum))")
             let pipelined = try index.pipelined(workload.steps(count * 5), depth: 64, radius: workload.radius, limit: workload.limit)
             rows += [
-                PeerRow(label: "redis GEOADD + GEOSEARCH, one round trip each", short: "redis", operations: count,
-                        opsPerSecond: roundTrip.opsPerSecond, median: roundTrip.medianMicros, p99: roundTrip.p99Micros),
-                PeerRow(label: "redis, 64 operations pipelined", short: "redis pipelined", operations: count * 5,
-                        opsPerSecond: pipelined, median: nil, p99: nil),
-                PeerRow(label: "redis, server time only (commandstats, mean µs)", short: "redis server", operations: count,
-                        opsPerSecond: 1e6 / serverMicros, median: serverMicros, p99: nil),
+                PeerRow(
+                    label: "redis GEOADD + GEOSEARCH, one round trip each", short: "redis", operations: count,
+                    opsPerSecond: roundTrip.opsPerSecond, median: roundTrip.medianMicros, p99: roundTrip.p99Micros),
+                PeerRow(
+                    label: "redis, 64 operations pipelined", short: "redis pipelined", operations: count * 5,
+                    opsPerSecond: pipelined, median: nil, p99: nil),
+                PeerRow(
+                    label: "redis, server time only (commandstats, mean µs)", short: "redis server", operations: count,
+                    opsPerSecond: 1e6 / serverMicros, median: serverMicros, p99: nil),
             ]
         }
         if let postgres {
@@ -174,10 +199,12 @@ struct GeoBenchmark: ParsableCommand {
             let inside = try index.insideServer(workload.steps(count), radius: workload.radius, limit: workload.limit)
             print("postgis checksums \(roundTrip.checksum) / \(inside.checksum) (gondola \(gondolaChecksum))")
             rows += [
-                PeerRow(label: "postgis GiST, 2 prepared statements, round trips", short: "postgis", operations: count,
-                        opsPerSecond: roundTrip.opsPerSecond, median: roundTrip.medianMicros, p99: roundTrip.p99Micros),
-                PeerRow(label: "postgis, inside the server (PL/pgSQL loop, mean µs)", short: "postgis server", operations: count,
-                        opsPerSecond: Double(count) / inside.micros * 1e6, median: inside.micros / Double(count), p99: nil),
+                PeerRow(
+                    label: "postgis GiST, 2 prepared statements, round trips", short: "postgis", operations: count,
+                    opsPerSecond: roundTrip.opsPerSecond, median: roundTrip.medianMicros, p99: roundTrip.p99Micros),
+                PeerRow(
+                    label: "postgis, inside the server (PL/pgSQL loop, mean µs)", short: "postgis server", operations: count,
+                    opsPerSecond: Double(count) / inside.micros * 1e6, median: inside.micros / Double(count), p99: nil),
             ]
         }
         return rows
@@ -185,11 +212,14 @@ struct GeoBenchmark: ParsableCommand {
 
     /// Runs every libspatialindex configuration of the sweep on `workload` and returns the fastest
     /// (and, for the record, the slowest).
-    func sweepSpatialIndex(_ workload: Workload) -> (settings: SpatialIndexSettings, opsPerSecond: Double, worst: SpatialIndexSettings, worstOpsPerSecond: Double) {
+    func sweepSpatialIndex(_ workload: Workload) -> (
+        settings: SpatialIndexSettings, opsPerSecond: Double, worst: SpatialIndexSettings, worstOpsPerSecond: Double
+    ) {
         let positions = workload.positions()
         var rates: [(SpatialIndexSettings, Double)] = []
         for settings in SpatialIndexSettings.sweep {
-            let rate = workload.measure(SpatialIndexRTree(points: positions, settings: settings), operations: sweepOperations, quiet: true).opsPerSecond
+            let rate = workload.measure(SpatialIndexRTree(points: positions, settings: settings), operations: sweepOperations, quiet: true)
+                .opsPerSecond
             print("\(workload.name) libspatialindex \(settings): \(String(format: "%.0f", rate)) ops/s")
             rates.append((settings, rate))
         }
@@ -219,7 +249,8 @@ struct GeoBenchmark: ParsableCommand {
     /// the tick's phase (one of ten) get their frames. Counts updates and frame work together.
     func roamingThroughput() -> (updates: Int, perSecond: Double) {
         var random = SeededRandom(seed: 3)
-        let workload = Workload(name: "roaming", center: GeoPoint(lat: 46, lon: 8), sideMetres: 200_000, points: 100_000, radius: 500, limit: .max, seed: 3)
+        let workload = Workload(
+            name: "roaming", center: GeoPoint(lat: 46, lon: 8), sideMetres: 200_000, points: 100_000, radius: 500, limit: .max, seed: 3)
         var positions = workload.positions()
         var map = ProximityMap(cellMetres: roamingCell, margin: 20, phases: 10)
         for (slot, point) in positions.enumerated() { map.update(Int32(slot), LivePosition(point: point, ts: 0), receivedAt: 0) }
@@ -247,8 +278,9 @@ struct GeoBenchmark: ParsableCommand {
     func mapSelectionRows() -> [String] {
         [1, 50].map { resorts in
             let result = MapSelectionBenchmark(resorts: resorts, updates: max(operations, 100_000)).run()
-            return String(format: "| maps | %d resort%@, map choice per position update (%d mountain) | %d | %.0f | %.3f | |", resorts,
-                          resorts == 1 ? "" : "s", result.mountain, result.updates, 1e6 / result.microsPerUpdate, result.microsPerUpdate)
+            return String(
+                format: "| maps | %d resort%@, map choice per position update (%d mountain) | %d | %.0f | %.3f | |", resorts,
+                resorts == 1 ? "" : "s", result.mountain, result.updates, 1e6 / result.microsPerUpdate, result.microsPerUpdate)
         }
     }
 
@@ -305,8 +337,9 @@ struct Workload {
 
     /// A move of up to 5 m each way.
     static func nudge(_ point: GeoPoint, using random: inout SeededRandom) -> GeoPoint {
-        GeoPoint(lat: point.lat + Double.random(in: -5...5, using: &random) / Geodesy.metresPerDegree,
-                 lon: point.lon + Double.random(in: -5...5, using: &random) / Geodesy.metresPerDegree / cos(point.lat * .pi / 180))
+        GeoPoint(
+            lat: point.lat + Double.random(in: -5...5, using: &random) / Geodesy.metresPerDegree,
+            lon: point.lon + Double.random(in: -5...5, using: &random) / Geodesy.metresPerDegree / cos(point.lat * .pi / 180))
     }
 
     /// One operation: point `id` moves from `from` to `to`, then the query runs around `to`.
@@ -338,7 +371,8 @@ struct Workload {
     func contender(_ index: some BenchmarkedIndex, operations: Int, steps: [Step]) -> Contender {
         var index = index
         for (id, point) in positions().enumerated() { index.insert(id, point) }
-        let radius = radius, limit = limit
+        let radius = radius
+        let limit = limit
         return Contender(name: index.name, operations: operations) { share, timings, checksum in
             let clock = ContinuousClock()
             let start = clock.now

@@ -70,7 +70,8 @@ struct SQLiteRTreeIndex: BenchmarkedIndex {
         sqlite3_exec(db, "CREATE VIRTUAL TABLE points USING rtree(id, min_lon, max_lon, min_lat, max_lat); BEGIN", nil, nil, nil)
         sqlite3_prepare_v2(db, "INSERT INTO points VALUES (?1, ?2, ?2, ?3, ?3)", -1, &insertStatement, nil)
         sqlite3_prepare_v2(db, "UPDATE points SET min_lon = ?2, max_lon = ?2, min_lat = ?3, max_lat = ?3 WHERE id = ?1", -1, &updateStatement, nil)
-        sqlite3_prepare_v2(db, "SELECT id FROM points WHERE min_lon <= ?2 AND max_lon >= ?1 AND min_lat <= ?4 AND max_lat >= ?3", -1, &queryStatement, nil)
+        sqlite3_prepare_v2(
+            db, "SELECT id FROM points WHERE min_lon <= ?2 AND max_lon >= ?1 AND min_lat <= ?4 AND max_lat >= ?3", -1, &queryStatement, nil)
     }
 
     private func run(_ statement: OpaquePointer?, _ id: Int, _ point: GeoPoint) {
@@ -114,7 +115,12 @@ struct SpatialIndexSettings: CustomStringConvertible {
     var fillFactor: Double
 
     var description: String {
-        let name = switch variant { case RT_Linear: "linear" case RT_Quadratic: "quadratic" default: "R*" }
+        let name =
+            switch variant {
+            case RT_Linear: "linear"
+            case RT_Quadratic: "quadratic"
+            default: "R*"
+            }
         return "\(name), index \(indexCapacity), leaf \(leafCapacity), fill \(fillFactor)"
     }
 
@@ -122,7 +128,9 @@ struct SpatialIndexSettings: CustomStringConvertible {
     /// factors (linear and quadratic take them below 0.5, R* up to 1).
     static let sweep: [SpatialIndexSettings] = [RT_Linear, RT_Quadratic, RT_Star].flatMap { variant in
         [(8, 8), (16, 16), (32, 32), (64, 64), (100, 100), (32, 8), (32, 16), (64, 16)].flatMap { index, leaf in
-            (variant == RT_Star ? [0.4, 0.7] : [0.3, 0.45]).map { SpatialIndexSettings(variant: variant, indexCapacity: UInt32(index), leafCapacity: UInt32(leaf), fillFactor: $0) }
+            (variant == RT_Star ? [0.4, 0.7] : [0.3, 0.45]).map {
+                SpatialIndexSettings(variant: variant, indexCapacity: UInt32(index), leafCapacity: UInt32(leaf), fillFactor: $0)
+            }
         }
     }
 }
@@ -198,7 +206,8 @@ struct SpatialIndexRTree: BenchmarkedIndex {
 
     mutating func nearby(_ center: GeoPoint, radius: Double, limit: Int) -> [Int] {
         let box = BoundingBox(around: center, radius: radius)
-        var low = [box.minLon, box.minLat], high = [box.maxLon, box.maxLat]
+        var low = [box.minLon, box.minLat]
+        var high = [box.maxLon, box.maxLat]
         var items: UnsafeMutablePointer<Int64>?
         var count: UInt64 = 0
         _ = Index_Intersects_id(index, &low, &high, 2, &items, &count)

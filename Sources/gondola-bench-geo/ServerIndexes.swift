@@ -141,14 +141,16 @@ struct PostGISIndex: BenchmarkedIndex {
             throw BenchmarkError("postgis: cannot connect with '\(conninfo)'")
         }
         connection = Connection(raw)
-        try connection.execute("""
+        try connection.execute(
+            """
             SET client_min_messages = warning; SET synchronous_commit = off;
             CREATE EXTENSION IF NOT EXISTS postgis;
             DROP TABLE IF EXISTS points; DROP TABLE IF EXISTS seeds;
             CREATE UNLOGGED TABLE seeds (id integer, lon float8, lat float8);
             COPY seeds FROM STDIN
             """, copying: points.enumerated().map { "\($0.offset)\t\($0.element.lon)\t\($0.element.lat)\n" })
-        try connection.execute("""
+        try connection.execute(
+            """
             CREATE UNLOGGED TABLE points (id integer PRIMARY KEY, geom geometry(Point, 32632) NOT NULL);
             INSERT INTO points SELECT id, ST_Transform(ST_SetSRID(ST_MakePoint(lon, lat), 4326), 32632) FROM seeds;
             DROP TABLE seeds;
@@ -157,7 +159,8 @@ struct PostGISIndex: BenchmarkedIndex {
         try connection.execute("VACUUM ANALYZE points")
         try connection.prepare("move", "UPDATE points SET geom = ST_Transform(ST_SetSRID(ST_MakePoint($2, $3), 4326), 32632) WHERE id = $1")
         try connection.prepare("near", "SELECT id FROM points WHERE ST_DWithin(geom, \(Self.point), $3) ORDER BY geom <-> \(Self.point) LIMIT $4")
-        try connection.execute("""
+        try connection.execute(
+            """
             CREATE OR REPLACE FUNCTION run_steps(ids integer[], lons float8[], lats float8[], radius float8, most bigint,
                                                  OUT micros float8, OUT checksum bigint) LANGUAGE plpgsql AS $$
             DECLARE started timestamptz := clock_timestamp(); found bigint; here geometry;
@@ -194,10 +197,13 @@ struct PostGISIndex: BenchmarkedIndex {
     func insideServer(_ steps: [Workload.Step], radius: Double, limit: Int) throws -> (micros: Double, checksum: Int) {
         func array(_ values: [String]) -> String { "{" + values.joined(separator: ",") + "}" }
         var answer = (0.0, 0)
-        try connection.query("SELECT micros, checksum FROM run_steps($1, $2, $3, $4, $5)", [
-            array(steps.map { String($0.id) }), array(steps.map { String($0.to.lon) }), array(steps.map { String($0.to.lat) }),
-            String(radius), String(limit),
-        ]) { result in
+        try connection.query(
+            "SELECT micros, checksum FROM run_steps($1, $2, $3, $4, $5)",
+            [
+                array(steps.map { String($0.id) }), array(steps.map { String($0.to.lon) }), array(steps.map { String($0.to.lat) }),
+                String(radius), String(limit),
+            ]
+        ) { result in
             answer = (Double(String(cString: PQgetvalue(result, 0, 0))) ?? 0, Int(String(cString: PQgetvalue(result, 0, 1))) ?? 0)
         }
         return answer
@@ -221,7 +227,9 @@ struct PostGISIndex: BenchmarkedIndex {
                 case PGRES_COPY_IN:
                     for start in stride(from: 0, to: rows.count, by: 10_000) {
                         let chunk = rows[start..<min(start + 10_000, rows.count)].joined()
-                        guard PQputCopyData(raw, chunk, Int32(chunk.utf8.count)) == 1 else { throw BenchmarkError("postgis: COPY failed: \(lastError)") }
+                        guard PQputCopyData(raw, chunk, Int32(chunk.utf8.count)) == 1 else {
+                            throw BenchmarkError("postgis: COPY failed: \(lastError)")
+                        }
                     }
                     guard PQputCopyEnd(raw, nil) == 1 else { throw BenchmarkError("postgis: COPY failed: \(lastError)") }
                 default: throw BenchmarkError("postgis: \(lastError)")
@@ -240,7 +248,9 @@ struct PostGISIndex: BenchmarkedIndex {
         func run(_ name: String, _ parameters: [String], _ body: (OpaquePointer) -> Void) {
             let result = withTextParameters(parameters) { PQexecPrepared(raw, name, Int32(parameters.count), $0, nil, nil, 0) }
             defer { PQclear(result) }
-            guard let result, [PGRES_COMMAND_OK, PGRES_TUPLES_OK].contains(PQresultStatus(result)) else { fatalError("postgis: \(name): \(lastError)") }
+            guard let result, [PGRES_COMMAND_OK, PGRES_TUPLES_OK].contains(PQresultStatus(result)) else {
+                fatalError("postgis: \(name): \(lastError)")
+            }
             body(result)
         }
 

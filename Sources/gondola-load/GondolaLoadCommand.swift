@@ -34,7 +34,10 @@ struct RunOptions: ParsableArguments {
     @Option(help: "Write the per-second timeline as CSV to this file.") var csv: String?
     @Option(help: "Write a latency and throughput chart (SVG) to this file.") var svg: String?
     @Flag(help: "No progress line every second.") var quiet = false
-    @Flag(help: "Offer permessage-deflate on every connection (used when the server enables it; the server must compress every message — websocket_compression_min_bytes 0 — as libwebsockets' client spins on an uncompressed one).")
+    @Flag(
+        help:
+            "Offer permessage-deflate on every connection (used when the server enables it; the server must compress every message — websocket_compression_min_bytes 0 — as libwebsockets' client spins on an uncompressed one)."
+    )
     var compression = false
 
     func settings() throws -> LoadSettings {
@@ -42,7 +45,9 @@ struct RunOptions: ParsableArguments {
         settings.duration = try LoadArguments.duration(duration, option: "--duration")
         settings.warmUp = try LoadArguments.duration(warmUp, option: "--warm-up")
         settings.readyTimeout = try LoadArguments.duration(readyTimeout, option: "--ready-timeout")
-        guard settings.duration > .zero, settings.duration <= .seconds(3600) else { throw LoadError("--duration must be more than 0 and at most 1h, got '\(duration)'") }
+        guard settings.duration > .zero, settings.duration <= .seconds(3600) else {
+            throw LoadError("--duration must be more than 0 and at most 1h, got '\(duration)'")
+        }
         guard settings.warmUp <= .seconds(600) else { throw LoadError("--warm-up must be at most 10m, got '\(warmUp)'") }
         guard settings.readyTimeout <= .seconds(1800) else { throw LoadError("--ready-timeout must be at most 30m, got '\(readyTimeout)'") }
         guard ramp > 0, ramp <= 100_000 else { throw LoadError("--ramp must be in (0, 100000] connections per second, got \(ramp)") }
@@ -122,15 +127,18 @@ struct Travellers: AsyncParsableCommand {
         }
         let graph = skiResort.graph
         print("creating \(trips) trips on \(skiResort.name) and \(travellers + trips) tokens…")
-        let cast = try await TravellerCast.prepare(travellers: travellers, trips: trips, prefix: userPrefix, resort: skiResort.id,
-                                                   api: ServerAPIClient(base: address.httpBase, key: apiKey),
-                                                   tokens: TokenSource(secret: secret, hub: address))
+        let cast = try await TravellerCast.prepare(
+            travellers: travellers, trips: trips, prefix: userPrefix, resort: skiResort.id,
+            api: ServerAPIClient(base: address.httpBase, key: apiKey),
+            tokens: TokenSource(secret: secret, hub: address))
         let scenario = try TravellerScenario(urls: addresses, cast: cast, graph: graph, options: options)
-        try await run.execute(scenario, settings: settings, described: [
-            "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "nodes": "\(addresses.count)", "chat_share": "\(chatShare)",
-            "chat_interval": chatInterval, "rsvp_share": "\(rsvpShare)", "rsvp_interval": rsvpInterval, "duration": run.duration,
-            "encoding": protocolEncoding.encoding, "delta": "\(delta)", "compression": "\(run.compression)", "resort": skiResort.id,
-        ])
+        try await run.execute(
+            scenario, settings: settings,
+            described: [
+                "travellers": "\(travellers)", "trips": "\(trips)", "rate": rate, "nodes": "\(addresses.count)", "chat_share": "\(chatShare)",
+                "chat_interval": chatInterval, "rsvp_share": "\(rsvpShare)", "rsvp_interval": rsvpInterval, "duration": run.duration,
+                "encoding": protocolEncoding.encoding, "delta": "\(delta)", "compression": "\(run.compression)", "resort": skiResort.id,
+            ])
     }
 }
 
@@ -155,19 +163,24 @@ struct Chat: AsyncParsableCommand {
         guard (2...20_000).contains(clients) else { throw LoadError("--clients must be 2...20000, got \(clients)") }
         guard (2...100).contains(groupSize) else { throw LoadError("--group-size must be 2...100, got \(groupSize)") }
         let perSecond = try LoadArguments.rate(rate, option: "--rate")
-        guard perSecond / Double(clients) <= 50 else { throw LoadError("--rate must be at most 50/s per client, got '\(rate)' for \(clients) clients") }
+        guard perSecond / Double(clients) <= 50 else {
+            throw LoadError("--rate must be at most 50/s per client, got '\(rate)' for \(clients) clients")
+        }
         let settings = try run.settings()
         let address = try WebSocketURL(url)
         let trips = (clients + groupSize - 1) / groupSize
         print("creating \(trips) trips of \(groupSize) and their tokens…")
-        let cast = try await TravellerCast.prepare(travellers: clients, trips: trips, prefix: userPrefix,
-                                                   api: ServerAPIClient(base: address.httpBase, key: apiKey),
-                                                   tokens: TokenSource(secret: secret, hub: address))
+        let cast = try await TravellerCast.prepare(
+            travellers: clients, trips: trips, prefix: userPrefix,
+            api: ServerAPIClient(base: address.httpBase, key: apiKey),
+            tokens: TokenSource(secret: secret, hub: address))
         let scenario = try ChatScenario(url: address, cast: cast, mode: chatMode, rate: perSecond, encoding: encoding)
-        try await run.execute(scenario, settings: settings, described: [
-            "mode": mode, "clients": "\(clients)", "group_size": "\(groupSize)", "rate": rate, "duration": run.duration,
-            "encoding": protocolEncoding.encoding,
-        ])
+        try await run.execute(
+            scenario, settings: settings,
+            described: [
+                "mode": mode, "clients": "\(clients)", "group_size": "\(groupSize)", "rate": rate, "duration": run.duration,
+                "encoding": protocolEncoding.encoding,
+            ])
     }
 }
 
@@ -180,8 +193,9 @@ struct Fanout: AsyncParsableCommand {
     var url: [String]
     @Option(help: "Number of subscribers.") var subscribers: Int = 1000
     @Option(help: "Number of publishers, each publishing an equal share of the rate.") var publishers: Int = 1
-    @Flag(name: .customLong("publishers-unsubscribed"),
-          help: "gondola only: publishers do not subscribe (the channel's namespace must have allow_publish_for_client).")
+    @Flag(
+        name: .customLong("publishers-unsubscribed"),
+        help: "gondola only: publishers do not subscribe (the channel's namespace must have allow_publish_for_client).")
     var publishersUnsubscribed = false
     @Option(help: "Publications per second (e.g. 100/s), or 'max' to publish as fast as deliveries keep up.") var rate: String = "100/s"
     @Option(help: "With --rate max: publications allowed in flight (not yet delivered to every subscriber).") var window: Int = 4
@@ -214,12 +228,16 @@ struct Fanout: AsyncParsableCommand {
             tokens = try await TokenSource(secret: secret, hub: addresses[0]).tokens(
                 for: (0..<subscribers).map { "fanout\($0)" } + (0..<publishers).map { "fanout-publisher\($0)" })
         }
-        let scenario = try FanoutScenario(target: kind, urls: addresses, subscribers: subscribers, publishers: publishers,
-                                          publishersSubscribe: !publishersUnsubscribed, rate: publishRate,
-                                          payloadBytes: size, channel: channel, tokens: tokens, encoding: encoding)
-        try await run.execute(scenario, settings: settings, described: [
-            "target": target, "subscribers": "\(subscribers)", "publishers": "\(publishers)", "nodes": "\(addresses.count)", "rate": rate, "window": "\(window)", "size": "\(size)",
-            "channel": channel, "duration": run.duration, "encoding": protocolEncoding.encoding,
-        ])
+        let scenario = try FanoutScenario(
+            target: kind, urls: addresses, subscribers: subscribers, publishers: publishers,
+            publishersSubscribe: !publishersUnsubscribed, rate: publishRate,
+            payloadBytes: size, channel: channel, tokens: tokens, encoding: encoding)
+        try await run.execute(
+            scenario, settings: settings,
+            described: [
+                "target": target, "subscribers": "\(subscribers)", "publishers": "\(publishers)", "nodes": "\(addresses.count)", "rate": rate,
+                "window": "\(window)", "size": "\(size)",
+                "channel": channel, "duration": run.duration, "encoding": protocolEncoding.encoding,
+            ])
     }
 }

@@ -9,8 +9,9 @@ import GondolaPushStandIn
 /// `ready <port>` and serves until it is stopped.
 @main
 struct StandInCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "gondola-push-standin",
-                                                    abstract: "A local stand-in of APNs and FCM (HTTP/2 over TLS) that checks and records pushes.")
+    static let configuration = CommandConfiguration(
+        commandName: "gondola-push-standin",
+        abstract: "A local stand-in of APNs and FCM (HTTP/2 over TLS) that checks and records pushes.")
 
     @Option(help: "Folder for the credentials, standin.json and accepted.jsonl (kept keys are reused).") var folder: String
     @Option(help: "Port on 127.0.0.1 (0: any free one).") var port = 0

@@ -21,7 +21,8 @@ struct Gondola: AsyncParsableCommand {
 struct ConfigurationOptions: ParsableArguments {
     @Option(help: "JSON configuration file.") var config: String?
     @Option(help: "host:port to listen on (default 127.0.0.1:8000).") var listen: String?
-    @Option(name: .customLong("internal-listen"), help: "host:port of the internal listener (server API, metrics, health).") var internalListen: String?
+    @Option(name: .customLong("internal-listen"), help: "host:port of the internal listener (server API, metrics, health).") var internalListen:
+        String?
     @Option(name: .customLong("allowed-origins"), help: "Comma-separated origins whose pages may connect (default: the server's own).")
     var allowedOrigins: String?
     @Option(help: "SQLite database file (default var/gondola.sqlite), or postgres://user@host/db to join a cluster.") var database: String?
@@ -43,7 +44,8 @@ struct ConfigurationOptions: ParsableArguments {
 
     var flags: [String: String] {
         let pairs: [(String, String?)] = [
-            ("listen", listen), ("internal_listen", internalListen), ("allowed_origins", allowedOrigins), ("database", database), ("token_hmac_secret", tokenHMACSecret), ("api_key", apiKey),
+            ("listen", listen), ("internal_listen", internalListen), ("allowed_origins", allowedOrigins), ("database", database),
+            ("token_hmac_secret", tokenHMACSecret), ("api_key", apiKey),
             ("dev_login", devLogin), ("telegram_bot_token", telegramBotToken), ("telegram_webhook_secret", telegramWebhookSecret),
             ("ping_interval", pingInterval), ("pong_timeout", pongTimeout), ("client_queue_max_bytes", clientQueueMaxBytes),
             ("max_frame_bytes", maxFrameBytes), ("max_channels_per_client", maxChannelsPerClient), ("resorts", resorts),
@@ -101,7 +103,9 @@ struct Serve: AsyncParsableCommand {
                 }
                 if let rentals {
                     if let added = try await rentals.seedDemoFleet() {
-                        print("demo: \(added) cars added from the demo fleet in Innsbruck (\(rentals.carCount) on the map); try cars.near {\"lat\": 47.2654, \"lon\": 11.3927}")
+                        print(
+                            "demo: \(added) cars added from the demo fleet in Innsbruck (\(rentals.carCount) on the map); try cars.near {\"lat\": 47.2654, \"lon\": 11.3927}"
+                        )
                     } else {
                         print("demo: no demo fleet at \(rentals.fleetsFolder)/demo.json ('fleets' names the folder); no cars added")
                     }
@@ -111,16 +115,18 @@ struct Serve: AsyncParsableCommand {
             }
         }
         defer { demoTravellers?.cancel() }
-        try await server.run(onServerRunning: { port in
-            let address = "\(configuration.listenHost):\(port)"
-            print("gondola listening on http://\(address) (WebSocket ws://\(address)/connection/websocket), database \(configuration.database)")
-            print("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
-            if demo, server.service(TravelService.self) != nil { print(Self.demoHelp(address: address)) }
-            fflush(nil)
-        }, onInternalServerRunning: { port in
-            print("gondola internal listener on http://\(configuration.internalListen?.host ?? ""):\(port) (server API, metrics, health)")
-            fflush(nil)
-        })
+        try await server.run(
+            onServerRunning: { port in
+                let address = "\(configuration.listenHost):\(port)"
+                print("gondola listening on http://\(address) (WebSocket ws://\(address)/connection/websocket), database \(configuration.database)")
+                print("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
+                if demo, server.service(TravelService.self) != nil { print(Self.demoHelp(address: address)) }
+                fflush(nil)
+            },
+            onInternalServerRunning: { port in
+                print("gondola internal listener on http://\(configuration.internalListen?.host ?? ""):\(port) (server API, metrics, health)")
+                fflush(nil)
+            })
     }
 
     static func demoHelp(address: String) -> String {
@@ -205,8 +211,10 @@ struct ImportResort: AsyncParsableCommand {
         if let name, name.isEmpty || name.count > 200 { throw ValidationError("--name must be 1 to 200 characters") }
         let folder: String
         do {
-            folder = try ConfigurationLoader.load(file: options.config, environment: ProcessInfo.processInfo.environment,
-                                                  flags: options.flags).resorts
+            folder = try ConfigurationLoader.load(
+                file: options.config, environment: ProcessInfo.processInfo.environment,
+                flags: options.flags
+            ).resorts
         } catch {
             throw ValidationError(error.description)
         }
@@ -239,8 +247,9 @@ struct ImportResort: AsyncParsableCommand {
         }
         for line in resort.report.lines { print(line) }
         let elapsed = ContinuousClock.now - started
-        print("wrote \(target.path)" + (grid != nil ? " and \(gridTarget.path)" : "") +
-              " in \(elapsed.formatted(.units(allowed: [.milliseconds]))); restart the hub to load resort '\(id)' (\(resort.name))")
+        print(
+            "wrote \(target.path)" + (grid != nil ? " and \(gridTarget.path)" : "")
+                + " in \(elapsed.formatted(.units(allowed: [.milliseconds]))); restart the hub to load resort '\(id)' (\(resort.name))")
     }
 
     static func readElevation(_ path: String) throws -> ElevationGrid {

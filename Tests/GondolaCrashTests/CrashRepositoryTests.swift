@@ -1,9 +1,10 @@
 import Foundation
-@testable import GondolaCrash
 import GondolaServices
 import GondolaStore
 import GondolaTestSupport
 import Testing
+
+@testable import GondolaCrash
 
 /// The crash repository and file store of `engine` on empty storage.
 func crashStorage(_ engine: Engine) async throws -> (repository: any CrashRepository, files: any CrashFiles) {
@@ -20,13 +21,15 @@ func crashStorage(_ engine: Engine) async throws -> (repository: any CrashReposi
 }
 
 func draft(_ id: String, owner: String = "ann", at time: Int64 = 1_000) -> Crash {
-    Crash(id: id, owner: owner, source: .manual, occurredAt: time, place: CrashPlace(lat: 46.5, lon: 7.9), injured: [], note: "",
-          createdAt: time, updatedAt: time, reportedAt: nil, reportHash: nil, shareID: nil, shareExpiresAt: nil)
+    Crash(
+        id: id, owner: owner, source: .manual, occurredAt: time, place: CrashPlace(lat: 46.5, lon: 7.9), injured: [], note: "",
+        createdAt: time, updatedAt: time, reportedAt: nil, reportHash: nil, shareID: nil, shareExpiresAt: nil)
 }
 
 func photo(_ id: String, of crash: String, hash: String, section: PhotoSection = .crashScene, at time: Int64 = 2_000) -> CrashPhoto {
-    CrashPhoto(id: id, crash: crash, section: section, fileHash: hash, fileName: "\(id).jpg", contentType: "image/jpeg",
-               size: 3, width: 2, height: 1, createdAt: time)
+    CrashPhoto(
+        id: id, crash: crash, section: section, fileHash: hash, fileName: "\(id).jpg", contentType: "image/jpeg",
+        size: 3, width: 2, height: 1, createdAt: time)
 }
 
 /// What both engines must do alike with crashes, photos, reports and files.

@@ -1,6 +1,6 @@
 import GondolaDomain
-import Synchronization
 import GondolaTestSupport
+import Synchronization
 import Testing
 
 /// Group commit: items that arrive while a batch is written go together in the next write,
@@ -55,7 +55,8 @@ import Testing
     /// Callers that do not wait in a task hear their outcomes through callbacks, in batches of
     /// at most `maxBatch`; a countdown waits until every one was heard.
     @Test(.timeLimit(.minutes(1))) func callbacksHearTheirOutcomesAndACountdownWaitsForAll() async {
-        let heard = Mutex<[Int: Int]>([:]), batchSizes = Mutex<[Int]>([])
+        let heard = Mutex<[Int: Int]>([:])
+        let batchSizes = Mutex<[Int]>([])
         let commit = GroupCommit<Int, Int>(maxBatch: 3) { items in
             batchSizes.withLock { $0.append(items.count) }
             return items.map { $0 * 10 }

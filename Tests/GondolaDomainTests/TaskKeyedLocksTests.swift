@@ -31,9 +31,10 @@ import Testing
         // Waiters queue up one at a time, so their order is the order they asked in.
         var waiters: [Task<Void, any Error>] = []
         for index in 1...3 {
-            waiters.append(Task {
-                try await locks.withLock("doc") { () throws(HubError) in order.add(index) }
-            })
+            waiters.append(
+                Task {
+                    try await locks.withLock("doc") { () throws(HubError) in order.add(index) }
+                })
             while locks.waitingCount < index { await Task.yield() }
         }
         let other = try await locks.withLock("other doc") { () throws(HubError) in 42 }

@@ -1,6 +1,7 @@
 import GondolaHub
 import GondolaProtocol
 import Testing
+
 @testable import GondolaForms
 
 @Suite struct AssessmentParsingTests {
@@ -10,10 +11,19 @@ import Testing
             (["id": "a", "title": "T", "display_name": "D", "questions": []], "an assessment needs questions"),
             (["id": "a", "title": "T", "display_name": "D", "questions": [question, question]], "'q1' is used twice"),
             (["id": "a", "title": "T", "display_name": "D", "questions": [["id": "q", "title": "Q", "options": []]]], "a question needs options"),
-            (["id": "a", "title": "T", "display_name": "D", "questions": [["id": "q", "title": "Q", "options": [["title": "x", "value": [1]]]]]],
-             "expected a number or a string"),
-            (["id": "a", "title": "T", "display_name": "D",
-              "questions": [["id": "q", "title": "Q", "options": [["title": "x", "value": 1], ["title": "y", "value": 1]]]]], "1 is used twice"),
+            (
+                [
+                    "id": "a", "title": "T", "display_name": "D",
+                    "questions": [["id": "q", "title": "Q", "options": [["title": "x", "value": [1]]]]],
+                ],
+                "expected a number or a string"
+            ),
+            (
+                [
+                    "id": "a", "title": "T", "display_name": "D",
+                    "questions": [["id": "q", "title": "Q", "options": [["title": "x", "value": 1], ["title": "y", "value": 1]]]],
+                ], "1 is used twice"
+            ),
             (["id": "a", "title": "T", "questions": [question]], "display_name is required"),
         ]
         for (json, expected) in cases {
@@ -21,7 +31,10 @@ import Testing
                 _ = try Assessment.parse(json)
                 Issue.record("accepted: \(json.text)")
             } catch {
-                guard case let .badRequest(message) = error else { Issue.record("\(error)"); continue }
+                guard case let .badRequest(message) = error else {
+                    Issue.record("\(error)")
+                    continue
+                }
                 #expect(message.contains(expected), "expected '\(expected)', got '\(message)'")
             }
         }

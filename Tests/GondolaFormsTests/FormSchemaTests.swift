@@ -2,6 +2,7 @@ import Foundation
 import GondolaHub
 import GondolaProtocol
 import Testing
+
 @testable import GondolaForms
 
 /// The repository's `forms/` folder.
@@ -15,7 +16,8 @@ func codeTables() -> CodeTables {
 }
 
 func schema(_ fields: [JSON], tables: CodeTables = codeTables()) async throws(HubError) -> FormSchema {
-    try await FormSchema.parse(["id": "test", "title": "Test", "sections": [["key": "main", "title": "Main", "fields": .array(fields)]]], version: 1, codeTables: tables)
+    try await FormSchema.parse(
+        ["id": "test", "title": "Test", "sections": [["key": "main", "title": "Main", "fields": .array(fields)]]], version: 1, codeTables: tables)
 }
 
 func refusal(_ fields: [JSON]) async -> String? {
@@ -32,7 +34,10 @@ func refusal(_ fields: [JSON]) async -> String? {
     @Test func theShippedFormsLoadAndUseEveryFieldType() async throws {
         let tables = CodeTables()
         let data = try #require(FileManager.default.contents(atPath: formsFolder + "/code-tables.json"))
-        guard case let .array(list)? = try JSONParser.parse(Array(data))["tables"] else { Issue.record("no tables"); return }
+        guard case let .array(list)? = try JSONParser.parse(Array(data))["tables"] else {
+            Issue.record("no tables")
+            return
+        }
         for table in list { tables.put(try CodeTable.parse(try RequestFields(table))) }
         var types = Set<FieldType>()
         for file in ["watercraft-inspection.json", "shift.json"] {
@@ -48,10 +53,16 @@ func refusal(_ fields: [JSON]) async -> String? {
             ([["key": "a", "type": "slider"]], "schema.sections[0].fields[0].type must be one of"),
             ([["key": "a", "type": "int"], ["key": "a", "type": "text"]], "'a' is used twice"),
             ([["key": "a", "type": "int", "dependencies": [["key": "ghost", "equals": 1]]]], "depends on 'ghost', which the schema lacks"),
-            ([["key": "t", "type": "title"], ["key": "a", "type": "int", "dependencies": [["key": "t", "equals": 1]]]], "a title without a value"),
-            ([["key": "a", "type": "switch", "dependencies": [["key": "b", "equals": true]]],
-              ["key": "b", "type": "switch", "dependencies": [["key": "c", "equals": true]]],
-              ["key": "c", "type": "switch", "dependencies": [["key": "a", "equals": true]]]], "dependency cycle: a → b → c → a"),
+            (
+                [["key": "t", "type": "title"], ["key": "a", "type": "int", "dependencies": [["key": "t", "equals": 1]]]], "a title without a value"
+            ),
+            (
+                [
+                    ["key": "a", "type": "switch", "dependencies": [["key": "b", "equals": true]]],
+                    ["key": "b", "type": "switch", "dependencies": [["key": "c", "equals": true]]],
+                    ["key": "c", "type": "switch", "dependencies": [["key": "a", "equals": true]]],
+                ], "dependency cycle: a → b → c → a"
+            ),
             ([["key": "a", "type": "dropdown", "code_table": "nope"]], "no code table named 'nope'"),
             ([["key": "a", "type": "dropdown"]], "a dropdown needs a code table"),
             ([["key": "a", "type": "stepper", "min": 1]], "a stepper needs min and max"),
@@ -73,8 +84,10 @@ func refusal(_ fields: [JSON]) async -> String? {
             ["key": "newPassport", "type": "radio_switch", "dependencies": [["key": "holder", "equals": true]]],
             ["key": "number", "type": "text", "required": true, "dependencies": [["key": "newPassport", "equals": true]]],
             ["key": "kind", "type": "dropdown", "code_table": "station"],
-            ["key": "note", "type": "textarea", "required": true,
-             "dependencies": [["key": "kind", "in": ["golden", "yahk"]], ["key": "holder", "equals": false]]],
+            [
+                "key": "note", "type": "textarea", "required": true,
+                "dependencies": [["key": "kind", "in": ["golden", "yahk"]], ["key": "holder", "equals": false]],
+            ],
         ])
         #expect(form.visibleKeys([:]) == ["holder", "kind"])
         #expect(form.visibleKeys(["holder": true]) == ["holder", "newPassport", "kind"])
@@ -100,12 +113,15 @@ func refusal(_ fields: [JSON]) async -> String? {
 
     @Test func everyFieldTypeTakesItsValuesAndRefusesOthers() async {
         let cases: [(JSON, [JSON], [JSON])] = [
-            (["key": "d", "type": "date"], ["2024-02-29", "1999-12-31"], ["2023-02-29", "2024-13-01", "24-01-01", 20240101, "2024-1-01"]),
+            (["key": "d", "type": "date"], ["2024-02-29", "1999-12-31"], ["2023-02-29", "2024-13-01", "24-01-01", 20_240_101, "2024-1-01"]),
             (["key": "t", "type": "time"], ["00:00", "23:59"], ["24:00", "12:60", "1:30", "12.30", true]),
             (["key": "n", "type": "int", "min": 0, "max": 10], [0, 10, 5.0], [-1, 11, 2.5, "3", true]),
             (["key": "x", "type": "double", "min": -1.5, "max": 2.5], [-1.5, 0, 2.5, 1], [-1.6, 2.6, "1.0"]),
             (["key": "s", "type": "stepper", "min": 2, "max": 20, "step": 3], [2, 5, 20], [3, 1, 23, 4.5]),
-            (["key": "p", "type": "text", "validation": "passport_number"], ["AB123456", "X12345"], ["ab123456", "AB-1234", "AB12", "AB1234567890X"]),
+            (
+                ["key": "p", "type": "text", "validation": "passport_number"], ["AB123456", "X12345"],
+                ["ab123456", "AB-1234", "AB12", "AB1234567890X"]
+            ),
             (["key": "a", "type": "text", "validation": "alphanumeric", "max_length": 10], ["Lake 12", "x"], ["Lake #12", "Lake 123456", "é"]),
             (["key": "m", "type": "textarea", "max_length": 5], ["a\nb", ""], ["abcdef", "a\u{0}b", 5]),
             (["key": "c", "type": "dropdown", "code_table": "station"], ["golden"], ["Golden", "nowhere", 1]),

@@ -1,6 +1,5 @@
 import Foundation
 import GondolaDomain
-@testable import GondolaForms
 import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
@@ -8,6 +7,8 @@ import GondolaStore
 import GondolaTestSupport
 import Synchronization
 import Testing
+
+@testable import GondolaForms
 
 /// The forms repositories of `engine` on empty storage.
 func formsStorage(_ engine: Engine) async throws -> (forms: any FormRepository, assessments: any AssessmentRepository) {
@@ -31,8 +32,13 @@ func formsStorage(_ engine: Engine) async throws -> (forms: any FormRepository, 
         #expect(try await repository.putSchema(id: "inspection", body: "{\"a\":1}", now: 2) == (1, false))
         #expect(try await repository.putSchema(id: "inspection", body: "{\"a\":2}", now: 3) == (2, true))
         #expect(try await repository.putSchema(id: "other", body: "{}", now: 4) == (1, true))
-        #expect(try await repository.schemas(id: nil, after: 0).map { "\($0.id) \($0.version) \($0.body)" } == ["inspection 1 {\"a\":1}", "inspection 2 {\"a\":2}", "other 1 {}"])
-        #expect(try await repository.schemas(id: "inspection", after: 1).map { "\($0.id) \($0.version)" } == ["inspection 2"], "one schema's newer versions")
+        #expect(
+            try await repository.schemas(id: nil, after: 0).map { "\($0.id) \($0.version) \($0.body)" } == [
+                "inspection 1 {\"a\":1}", "inspection 2 {\"a\":2}", "other 1 {}",
+            ])
+        #expect(
+            try await repository.schemas(id: "inspection", after: 1).map { "\($0.id) \($0.version)" } == ["inspection 2"],
+            "one schema's newer versions")
         #expect(try await repository.schemas(id: "missing", after: 0).isEmpty)
         try await repository.putCodeTable(name: "colours", body: "{\"v\":1}")
         try await repository.putCodeTable(name: "colours", body: "{\"v\":2}")
@@ -45,11 +51,14 @@ func formsStorage(_ engine: Engine) async throws -> (forms: any FormRepository, 
     @Test(arguments: Engine.allCases)
     func documentsKeepTheirValuesVersionsSharesAndSubmission(engine: Engine) async throws {
         let repository = try await formsStorage(engine).forms
-        let doc = FormDoc(id: "f1", schemaID: "inspection", schemaVersion: 2, owner: "ann", state: "draft", version: 0, submission: nil,
-                          createdAt: 10, updatedAt: 10, submittedAt: nil)
+        let doc = FormDoc(
+            id: "f1", schemaID: "inspection", schemaVersion: 2, owner: "ann", state: "draft", version: 0, submission: nil,
+            createdAt: 10, updatedAt: 10, submittedAt: nil)
         try await repository.insert(doc)
-        try await repository.insert(FormDoc(id: "f2", schemaID: "inspection", schemaVersion: 1, owner: "bob", state: "draft", version: 0,
-                                      submission: nil, createdAt: 11, updatedAt: 11, submittedAt: nil))
+        try await repository.insert(
+            FormDoc(
+                id: "f2", schemaID: "inspection", schemaVersion: 1, owner: "bob", state: "draft", version: 0,
+                submission: nil, createdAt: 11, updatedAt: 11, submittedAt: nil))
         #expect(try await repository.doc("f1") == doc)
         #expect(try await repository.doc("nope") == nil)
         try await repository.set("site", to: .string("North"), in: "f1", version: 1, by: "ann", now: 20)

@@ -1,5 +1,6 @@
-@testable import GondolaGeo
 import Testing
+
+@testable import GondolaGeo
 
 /// The pool of cell runs behind `PointGrid`: after any sequence of puts and removes,
 /// every slot's entry is where its place says, every occupied cell's run holds exactly
@@ -19,7 +20,9 @@ import Testing
             for index in run {
                 let entry = runs.pool[index]
                 seen[entry.slot] = cell
-                if runs.places[Int(entry.slot)].index != Int32(index) { problem = problem ?? "slot \(entry.slot) is at \(index), its place says \(runs.places[Int(entry.slot)].index)" }
+                if runs.places[Int(entry.slot)].index != Int32(index) {
+                    problem = problem ?? "slot \(entry.slot) is at \(index), its place says \(runs.places[Int(entry.slot)].index)"
+                }
             }
             if runs.run(of: cell) != run { problem = problem ?? "cell \(cell): lookup \(runs.run(of: cell)), enumeration \(run)" }
         }
@@ -28,7 +31,9 @@ import Testing
         if cells != runs.occupiedCells { return "\(cells) occupied cells enumerated, \(runs.occupiedCells) counted" }
         if cells != Set(model.values).count { return "\(cells) occupied cells, the model has \(Set(model.values).count)" }
         for (slot, cell) in model {
-            guard let (held, entry) = runs.entry(of: slot), held == cell, entry.slot == slot else { return "slot \(slot) is not found in cell \(cell)" }
+            guard let (held, entry) = runs.entry(of: slot), held == cell, entry.slot == slot else {
+                return "slot \(slot) is not found in cell \(cell)"
+            }
         }
         return nil
     }
@@ -46,7 +51,9 @@ import Testing
                 let removed = runs.remove(slot)
                 #expect(removed == (model.removeValue(forKey: slot) != nil), "seed \(seed), step \(step)")
             } else {
-                let cell = Bool.random(using: &random) ? crowded.randomElement(using: &random)! : Int64.random(in: 0..<Self.columns * Self.columns, using: &random)
+                let cell =
+                    Bool.random(using: &random)
+                    ? crowded.randomElement(using: &random)! : Int64.random(in: 0..<Self.columns * Self.columns, using: &random)
                 runs.put(GridEntry(latOffset: Float(step), lonOffset: 0, alt: .nan, slot: slot), in: cell)
                 model[slot] = cell
             }
@@ -74,7 +81,8 @@ import Testing
             }
         }
         fill()
-        let pool = runs.pool.count, tiles = runs.tileKeys.count
+        let pool = runs.pool.count
+        let tiles = runs.tileKeys.count
         for slot in Int32(0)..<300 { _ = runs.remove(slot) }
         fill()
         #expect(runs.pool.count == pool)

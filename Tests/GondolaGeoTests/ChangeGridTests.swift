@@ -1,5 +1,6 @@
-@testable import GondolaGeo
 import Testing
+
+@testable import GondolaGeo
 
 /// `ChangeGrid` answers whether anything changed near a point, also across the
 /// antimeridian and near the poles, and forgets old stamps.

@@ -24,7 +24,8 @@ import Testing
         let width = Geodesy.distance(GeoPoint(lat: box.minLat, lon: box.minLon), GeoPoint(lat: box.minLat, lon: box.maxLon))
         #expect(abs(width - 5000) < 50)
         for way in resort.ways {
-            let first = try #require(way.coordinates.first?.alt), last = try #require(way.coordinates.last?.alt)
+            let first = try #require(way.coordinates.first?.alt)
+            let last = try #require(way.coordinates.last?.alt)
             #expect(way.kind == .lift ? last > first : last < first, "\(way.name) runs the wrong way")
         }
     }
@@ -37,14 +38,17 @@ import Testing
             #expect(route.legs.contains { $0.kind == .piste })
             #expect(route.legs.allSatisfy { $0.kind != .lift || $0.coordinates.last!.alt! > $0.coordinates.first!.alt! })
         }
-        let beginner = try #require(resort.graph.route(from: resort.ways.first { $0.name == "Summit Express" }!.coordinates.last!,
-                                                      to: resort.base, maxDifficulty: .easy))
+        let beginner = try #require(
+            resort.graph.route(
+                from: resort.ways.first { $0.name == "Summit Express" }!.coordinates.last!,
+                to: resort.base, maxDifficulty: .easy))
         #expect(beginner.legs.allSatisfy { ($0.difficulty ?? .novice) <= .easy })
     }
 
     @Test func mapSelectionAroundTheDemoResort() throws {
         let (resort, dem) = try load()
-        let selector = MapSelector(resorts: [ResortArea(id: resort.id, boundary: resort.boundary, baseElevation: resort.baseElevation)], elevation: [dem])
+        let selector = MapSelector(
+            resorts: [ResortArea(id: resort.id, boundary: resort.boundary, baseElevation: resort.baseElevation)], elevation: [dem])
         #expect(selector.choose(for: GeoPoint(lat: resort.base.lat, lon: resort.base.lon)) == .mountain("demo"))
         #expect(selector.choose(for: GeoPoint(lat: 45.0, lon: 6.0)) == .street)
         #expect(selector.altitude(of: resort.base).map { abs($0 - resort.baseElevation) < 5 } == true)

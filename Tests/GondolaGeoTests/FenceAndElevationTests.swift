@@ -39,7 +39,8 @@ import Testing
         var index = GeofenceIndex<Int>(cellDegrees: 0.01, reach: 600)
         var fences: [Geofence<Int>] = []
         for id in 0..<300 {
-            let fence = Geofence(id: id, polygons: [Polygon(outline: square(random.point(near: centre, metres: 8000), .random(in: 100...2000, using: &random)))])
+            let fence = Geofence(
+                id: id, polygons: [Polygon(outline: square(random.point(near: centre, metres: 8000), .random(in: 100...2000, using: &random)))])
             fences.append(fence)
             index.insert(fence)
         }
@@ -59,7 +60,10 @@ import Testing
     }
 
     @Test func multiPolygonAcrossTheAntimeridian() {
-        let east = Polygon(outline: [GeoPoint(lat: -1, lon: 179.5), GeoPoint(lat: -1, lon: -179.5), GeoPoint(lat: 1, lon: -179.5), GeoPoint(lat: 1, lon: 179.5), GeoPoint(lat: -1, lon: 179.5)])
+        let east = Polygon(outline: [
+            GeoPoint(lat: -1, lon: 179.5), GeoPoint(lat: -1, lon: -179.5), GeoPoint(lat: 1, lon: -179.5), GeoPoint(lat: 1, lon: 179.5),
+            GeoPoint(lat: -1, lon: 179.5),
+        ])
         var index = GeofenceIndex<String>()
         index.insert(Geofence(id: "dateline", polygons: [east]))
         #expect(index.containing(GeoPoint(lat: 0, lon: 179.9)) == ["dateline"])
@@ -74,7 +78,8 @@ import Testing
         var index = GeofenceIndex<Int>(cellDegrees: 0.002)
         var fences: [Geofence<Int>] = []
         for id in 0..<30 {
-            let fence = Geofence(id: id, polygons: [Polygon(outline: square(random.point(near: centre, metres: 800), .random(in: 100...600, using: &random)))])
+            let fence = Geofence(
+                id: id, polygons: [Polygon(outline: square(random.point(near: centre, metres: 800), .random(in: 100...600, using: &random)))])
             fences.append(fence)
             index.insert(fence)
         }
@@ -165,8 +170,9 @@ import Testing
 
     func selector() -> MapSelector {
         let corners = [45.0, 135.0, 225.0, 315.0].map { Geodesy.destination(from: centre, bearing: $0, metres: 2000) }
-        return MapSelector(resorts: [ResortArea(id: "demo", boundary: [Polygon(outline: corners + [corners[0]])], baseElevation: 1300)],
-                           margin: 300, elevationMargin: 50)
+        return MapSelector(
+            resorts: [ResortArea(id: "demo", boundary: [Polygon(outline: corners + [corners[0]])], baseElevation: 1300)],
+            margin: 300, elevationMargin: 50)
     }
 
     func at(_ metresEast: Double, alt: Double?) -> GeoPoint {
@@ -204,7 +210,8 @@ import Testing
             }
             if let inside = resorts.first(where: { $0.boundary.contains(point) }) { return .mountain(inside.id) }
             if let altitude = point.alt,
-               let near = resorts.first(where: { altitude >= $0.baseElevation + 50 && $0.boundary.distanceToBoundary(point) <= 300 }) {
+                let near = resorts.first(where: { altitude >= $0.baseElevation + 50 && $0.boundary.distanceToBoundary(point) <= 300 })
+            {
                 return .mountain(near.id)
             }
             return .street

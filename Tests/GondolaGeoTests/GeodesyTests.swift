@@ -3,7 +3,8 @@ import Testing
 
 @Suite struct GeodesyTests {
     @Test func haversineKnownDistances() {
-        let paris = GeoPoint(lat: 48.8566, lon: 2.3522), london = GeoPoint(lat: 51.5074, lon: -0.1278)
+        let paris = GeoPoint(lat: 48.8566, lon: 2.3522)
+        let london = GeoPoint(lat: 51.5074, lon: -0.1278)
         #expect(abs(Geodesy.distance(paris, london) - 343_560) < 500)
         let oneDegree = Geodesy.distance(GeoPoint(lat: 0, lon: 0), GeoPoint(lat: 0, lon: 1))
         #expect(abs(oneDegree - 111_195) < 1)
@@ -34,7 +35,8 @@ import Testing
         var random = SeededRandom(seed: 2)
         for _ in 0..<1000 {
             let start = GeoPoint(lat: .random(in: -80...80, using: &random), lon: .random(in: -180...180, using: &random))
-            let bearing = Double.random(in: 0..<360, using: &random), metres = Double.random(in: 1...50_000, using: &random)
+            let bearing = Double.random(in: 0..<360, using: &random)
+            let metres = Double.random(in: 1...50_000, using: &random)
             let end = Geodesy.destination(from: start, bearing: bearing, metres: metres)
             #expect(abs(Geodesy.distance(start, end) - metres) < 0.01)
         }

@@ -1,5 +1,6 @@
-@testable import GondolaGeo
 import Testing
+
+@testable import GondolaGeo
 
 /// What a limited query keeps: the `limit` nearest of everything offered, by distance and
 /// then by slot, whatever order they come in, with many exact ties.

@@ -9,11 +9,12 @@ import Testing
     let steep = GeoPoint(lat: 45.010, lon: 6.001, alt: 1700)
 
     func graph(extra: [SkiWay] = []) -> SkiGraph {
-        SkiGraph(ways: [
-            SkiWay(kind: .lift, name: "Chair", difficulty: nil, aerialway: "chair_lift", coordinates: [bottom, top]),
-            SkiWay(kind: .piste, name: "Long Blue", difficulty: .easy, aerialway: nil, coordinates: [top, bend, bottom]),
-            SkiWay(kind: .piste, name: "Black Wall", difficulty: .advanced, aerialway: nil, coordinates: [top, steep, bottom]),
-        ] + extra)
+        SkiGraph(
+            ways: [
+                SkiWay(kind: .lift, name: "Chair", difficulty: nil, aerialway: "chair_lift", coordinates: [bottom, top]),
+                SkiWay(kind: .piste, name: "Long Blue", difficulty: .easy, aerialway: nil, coordinates: [top, bend, bottom]),
+                SkiWay(kind: .piste, name: "Black Wall", difficulty: .advanced, aerialway: nil, coordinates: [top, steep, bottom]),
+            ] + extra)
     }
 
     @Test func takesTheQuickestPisteAllowed() throws {

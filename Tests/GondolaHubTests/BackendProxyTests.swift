@@ -1,9 +1,10 @@
 import Foundation
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
-import Synchronization
 import GondolaTestSupport
+import Synchronization
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 /// The hub's side of the proxy, with a transport that answers what each test sets: the
 /// request bodies, and how each kind of answer reaches the client.
@@ -32,19 +33,18 @@ import Testing
         func asked(_ kind: ProxyKind) -> Int { bodies.withLock { $0.filter { $0.0 == kind }.count } }
     }
 
-
-
     static func node(_ backend: CannedBackend) async throws -> Node {
         Node(configuration: testConfiguration(), tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
     }
 
-    @Test(arguments: [
-        (["result": ["data": ["ok": true]]], nil),
-        (["error": ["code": 1002, "message": "no"]], 1002),
-        (["error": ["code": 5, "message": "out of range"]], 100),
-        (["result": "not an object"], 100),
-        (["disconnect": ["code": 99]], 100),
-    ] as [(JSON, UInt32?)])
+    @Test(
+        arguments: [
+            (["result": ["data": ["ok": true]]], nil),
+            (["error": ["code": 1002, "message": "no"]], 1002),
+            (["error": ["code": 5, "message": "out of range"]], 100),
+            (["result": "not an object"], 100),
+            (["disconnect": ["code": 99]], 100),
+        ] as [(JSON, UInt32?)])
     func anRPCAnswerReachesTheClientAsCentrifugoWould(_ answer: JSON, _ code: UInt32?) async throws {
         let backend = CannedBackend(answer)
         var alice = try await TestClient.connected(try await Self.node(backend), user: "alice")
@@ -64,12 +64,19 @@ import Testing
     }
 
     @Test func aConnectWithoutATokenIsAnsweredByTheBackend() async throws {
-        let backend = CannedBackend(["result": ["user": "bob", "expire_at": .int(Int64(Date().timeIntervalSince1970) + 600),
-                                                 "info": ["n": 1], "meta": ["plan": "gold"], "data": ["hi": "bob"]]])
+        let backend = CannedBackend([
+            "result": [
+                "user": "bob", "expire_at": .int(Int64(Date().timeIntervalSince1970) + 600),
+                "info": ["n": 1], "meta": ["plan": "gold"], "data": ["hi": "bob"],
+            ]
+        ])
         let node = try await Self.node(backend)
         var client = TestClient(node: node)
         let reply = try await client.call(.connect(ConnectRequest(data: RawJSON(["device": "phone"]))))
-        guard case let .connect(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .connect(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(result.data == RawJSON(["hi": "bob"]) && !result.expires, "the refresh proxy, not the client, prolongs it")
         #expect(client.session.user == "bob")
         let (_, body) = try #require(backend.bodies.withLock { $0.first })
@@ -91,11 +98,18 @@ import Testing
     /// `expired` answer closes it with 3005. The client is not told a ttl: the server refreshes.
     @Test func theRefreshProxyProlongsOrEndsAConnection() async throws {
         let now = Int64(Date().timeIntervalSince1970)  // this test's own reading: the suite may have started long before
-        let backend = CannedBackend(["result": [:]], [.connect: ["result": ["user": "bob", "expire_at": .int(now + 1)]],
-                                                      .refresh: ["result": ["expire_at": .int(now + 3600)]]])
+        let backend = CannedBackend(
+            ["result": [:]],
+            [
+                .connect: ["result": ["user": "bob", "expire_at": .int(now + 1)]],
+                .refresh: ["result": ["expire_at": .int(now + 3600)]],
+            ])
         let node = try await Self.node(backend)
         var client = TestClient(node: node)
-        guard case let .connect(result) = try await client.call(.connect(ConnectRequest())).body else { Issue.record("no connect"); return }
+        guard case let .connect(result) = try await client.call(.connect(ConnectRequest())).body else {
+            Issue.record("no connect")
+            return
+        }
         #expect(!result.expires, "the server refreshes this connection itself")
         client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(now + 2)))
         try await eventually("the proxy refreshes") { backend.asked(.refresh) == 1 && client.session.proxyRefreshesUnderWay == 0 }
@@ -110,16 +124,22 @@ import Testing
     /// The sub_refresh proxy does the same for a subscription the subscribe proxy granted.
     @Test func theSubRefreshProxyEndsAnExpiredSubscription() async throws {
         let now = Int64(Date().timeIntervalSince1970)  // this test's own reading: the suite may have started long before
-        let backend = CannedBackend(["result": [:]], [.subscribe: ["result": ["expire_at": .int(now + 1)]],
-                                                      .subRefresh: ["result": ["expired": true]]])
-        let node = Node(configuration: testConfiguration { configuration in
-            var gated = NamespaceOptions(name: "gated")
-            gated.proxySubscribe = true
-            configuration.namespaces["gated"] = gated
-        }, tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
+        let backend = CannedBackend(
+            ["result": [:]],
+            [
+                .subscribe: ["result": ["expire_at": .int(now + 1)]],
+                .subRefresh: ["result": ["expired": true]],
+            ])
+        let node = Node(
+            configuration: testConfiguration { configuration in
+                var gated = NamespaceOptions(name: "gated")
+                gated.proxySubscribe = true
+                configuration.namespaces["gated"] = gated
+            }, tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
         var alice = try await TestClient.connected(node, user: "alice")
         guard case let .subscribe(result) = try await alice.call(.subscribe(SubscribeRequest(channel: "gated:a"))).body else {
-            Issue.record("not subscribed"); return
+            Issue.record("not subscribed")
+            return
         }
         #expect(!result.expires)
         alice.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(now + 2)))
@@ -135,12 +155,15 @@ import Testing
     /// A method prefix and a namespace choose their named proxies; the rest go to the kind's endpoint.
     @Test func namedProxiesAreChosenByMethodPrefixAndNamespace() async throws {
         let backend = CannedBackend(["result": [:]])
-        let node = Node(configuration: testConfiguration { configuration in
-            configuration.rpcProxies = [RPCProxyRoute(prefix: "billing.", proxy: "billing"), RPCProxyRoute(prefix: "billing.refunds.", proxy: "refunds")]
-            var shop = NamespaceOptions(name: "shop")
-            shop.subscribeProxyName = "catalog"
-            configuration.namespaces["shop"] = shop
-        }, tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
+        let node = Node(
+            configuration: testConfiguration { configuration in
+                configuration.rpcProxies = [
+                    RPCProxyRoute(prefix: "billing.", proxy: "billing"), RPCProxyRoute(prefix: "billing.refunds.", proxy: "refunds"),
+                ]
+                var shop = NamespaceOptions(name: "shop")
+                shop.subscribeProxyName = "catalog"
+                configuration.namespaces["shop"] = shop
+            }, tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
         var alice = try await TestClient.connected(node, user: "alice")
         for method in ["billing.charge", "billing.refunds.open", "other.thing"] {
             #expect(try await alice.call(.rpc(method: method, data: nil)).errorCode == nil)

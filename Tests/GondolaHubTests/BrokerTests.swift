@@ -1,12 +1,13 @@
 import Foundation
 @_spi(Engine) import GondolaCluster
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import GondolaTestSupport
 import Logging
 import NIOPosix
 import Synchronization
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 /// The engine seam (`Broker`, `PresenceManager`), one suite for every engine: the
 /// memory broker of a node alone, the PostgreSQL cluster link, and the Redis link on
@@ -20,7 +21,9 @@ import Testing
     }
 
     /// A node on `engine`, and what stops it.
-    static func node(_ engine: BrokerEngine, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> (Node, stop: @Sendable () async -> Void) {
+    static func node(_ engine: BrokerEngine, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> (
+        Node, stop: @Sendable () async -> Void
+    ) {
         let (nodes, stop) = try await Self.nodes(engine, count: 1, adjust)
         return (nodes[0], stop)
     }
@@ -28,7 +31,8 @@ import Testing
     /// `count` nodes sharing `engine` (one PostgreSQL database, and for Redis two
     /// servers), and what stops them; a node alone (`memory`) only as one.
     static func nodes(_ engine: BrokerEngine, count: Int, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws
-        -> ([Node], stop: @Sendable () async -> Void) {
+        -> ([Node], stop: @Sendable () async -> Void)
+    {
         let configuration = testConfiguration { configuration in
             configuration.namespaces["room"]?.historySize = 1_000
             var ledger = NamespaceOptions(name: "ledger")
@@ -53,20 +57,25 @@ import Testing
             var nodes: [Node] = []
             var running: [Task<Void, Never>] = []
             for _ in 0..<count {
-                let cluster: any ClusterNodeLink = engine == .redis
-                    ? RedisCluster(pool: pool, addresses: servers.map(\.address), nodeUID: UUID().uuidString.lowercased(),
-                                   group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+                let cluster: any ClusterNodeLink =
+                    engine == .redis
+                    ? RedisCluster(
+                        pool: pool, addresses: servers.map(\.address), nodeUID: UUID().uuidString.lowercased(),
+                        group: MultiThreadedEventLoopGroup.singleton, logger: logger)
                     : PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
                 nodes.append(Node(configuration: configuration, tokens: tokens, cluster: cluster))
                 running.append(Task { await cluster.run() })
                 await cluster.ready()
             }
             let tasks = running
-            return (nodes, {
-                for task in tasks { task.cancel() }
-                for task in tasks { await task.value }
-                for server in servers { try? await server.stop() }
-            })
+            return (
+                nodes,
+                {
+                    for task in tasks { task.cancel() }
+                    for task in tasks { await task.value }
+                    for server in servers { try? await server.stop() }
+                }
+            )
         }
     }
 
@@ -89,7 +98,8 @@ import Testing
                 group.addTask {
                     var offsets: [UInt64] = []
                     for n in 0..<25 {
-                        let position = try await node.publish(channel: "room:order", data: Payload(["p": .int(Int64(publisher)), "n": .int(Int64(n))]))
+                        let position = try await node.publish(
+                            channel: "room:order", data: Payload(["p": .int(Int64(publisher)), "n": .int(Int64(n))]))
                         offsets.append(try #require(position).offset)
                     }
                     return offsets
@@ -118,7 +128,8 @@ import Testing
         // Subscribe once the stream is under way, then read the rest live.
         while try await node.history(channel: "room:race", limit: 0, since: nil, reverse: false).offset < 20 { await Task.yield() }
         var client = try await TestClient.connected(node, user: "bo")
-        let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
+        let reply = try await client.call(
+            .subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
         guard case let .subscribe(result) = reply.body else {
             Issue.record("\(reply)")
             return

@@ -1,7 +1,8 @@
 import Foundation
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 /// Fossil delta subscriptions: negotiation, the first publication whole and later ones
 /// as deltas that give every publication back exactly, in both encodings, with
@@ -17,11 +18,17 @@ import Testing
     /// to the next, so most bytes repeat.
     static func frames(count: Int, from start: Int = 0) -> [Payload] {
         (start..<(start + count)).map { n in
-            Payload(["type": "nearby", "travellers": .array((0..<8).map { index in
-                let step = n / 8 + (index < n % 8 ? 1 : 0)
-                return ["id": .string("traveller-\(index)"), "lat": .double(46.0 + Double(index) / 1000 + Double(step) / 100_000),
-                        "lng": 7.5, "name": "Zoë Übersax"]
-            })])
+            Payload([
+                "type": "nearby",
+                "travellers": .array(
+                    (0..<8).map { index in
+                        let step = n / 8 + (index < n % 8 ? 1 : 0)
+                        return [
+                            "id": .string("traveller-\(index)"), "lat": .double(46.0 + Double(index) / 1000 + Double(step) / 100_000),
+                            "lng": 7.5, "name": "Zoë Übersax",
+                        ]
+                    }),
+            ])
         }
     }
 
@@ -57,10 +64,16 @@ import Testing
         var delta = try await TestClient.connected(node, user: "alice", encoding: encoding)
         var plain = try await TestClient.connected(node, user: "bob", encoding: encoding)
         let negotiated = try await delta.call(.subscribe(SubscribeRequest(channel: "room:d", delta: "fossil")))
-        guard case let .subscribe(result) = negotiated.body else { Issue.record("\(negotiated)"); return }
+        guard case let .subscribe(result) = negotiated.body else {
+            Issue.record("\(negotiated)")
+            return
+        }
         #expect(result.delta)
         let without = try await plain.call(.subscribe(SubscribeRequest(channel: "room:d")))
-        guard case let .subscribe(plainResult) = without.body else { Issue.record("\(without)"); return }
+        guard case let .subscribe(plainResult) = without.body else {
+            Issue.record("\(without)")
+            return
+        }
         #expect(!plainResult.delta)
 
         let frames = Self.frames(count: 6)
@@ -113,16 +126,24 @@ import Testing
         let node = try await deltaNode()
         var client = try await TestClient.connected(node, user: "alice")
         let first = try await client.call(.subscribe(SubscribeRequest(channel: "room:rec", recoverable: true, delta: "fossil")))
-        guard case let .subscribe(subscribed) = first.body else { Issue.record("\(first)"); return }
+        guard case let .subscribe(subscribed) = first.body else {
+            Issue.record("\(first)")
+            return
+        }
         let frames = Self.frames(count: 6)
         for frame in frames.prefix(2) { try await node.publish(channel: "room:rec", data: frame) }
         _ = try await publications(client, count: 2)
         _ = try await client.call(.unsubscribe(channel: "room:rec"))
         for frame in frames[2..<4] { try await node.publish(channel: "room:rec", data: frame) }
 
-        let again = try await client.call(.subscribe(SubscribeRequest(
-            channel: "room:rec", recover: true, epoch: subscribed.epoch, offset: 2, recoverable: true, delta: "fossil")))
-        guard case let .subscribe(recovered) = again.body else { Issue.record("\(again)"); return }
+        let again = try await client.call(
+            .subscribe(
+                SubscribeRequest(
+                    channel: "room:rec", recover: true, epoch: subscribed.epoch, offset: 2, recoverable: true, delta: "fossil")))
+        guard case let .subscribe(recovered) = again.body else {
+            Issue.record("\(again)")
+            return
+        }
         #expect(recovered.recovered && recovered.delta)
         #expect(recovered.publications.map(\.offset) == [3, 4] && recovered.publications.allSatisfy { !$0.delta })
         // The JSON encoding hands a delta subscription whole data as text.
@@ -135,7 +156,10 @@ import Testing
 
         // History is not a subscription: whole publications as they are.
         let history = try await client.call(.history(HistoryRequest(channel: "room:rec", limit: -1)))
-        guard case let .history(stream) = history.body else { Issue.record("\(history)"); return }
+        guard case let .history(stream) = history.body else {
+            Issue.record("\(history)")
+            return
+        }
         #expect(stream.publications.map(\.data) == frames.suffix(5))
     }
 
@@ -143,7 +167,10 @@ import Testing
         let node = try await deltaNode()
         var client = try await TestClient.connected(node, user: "alice")
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "plain", delta: "fossil")))
-        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .subscribe(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(!result.delta)
         let frames = Self.frames(count: 2)
         for frame in frames { try await node.publish(channel: "plain", data: frame) }
@@ -154,11 +181,17 @@ import Testing
         let node = try await deltaNode()
         var client = try await TestClient.connected(node, user: "alice")
         let refused = try await client.call(.subscribe(SubscribeRequest(channel: "room:x", delta: "xdelta")))
-        guard case let .error(error) = refused.body else { Issue.record("\(refused)"); return }
+        guard case let .error(error) = refused.body else {
+            Issue.record("\(refused)")
+            return
+        }
         #expect(error.code == 107 && error.message.contains("subscribe.delta 'xdelta'"))
         #expect(node.channels()["room:x"] == nil)
         let accepted = try await client.call(.subscribe(SubscribeRequest(channel: "room:x", delta: "fossil")))
-        guard case let .subscribe(result) = accepted.body else { Issue.record("\(accepted)"); return }
+        guard case let .subscribe(result) = accepted.body else {
+            Issue.record("\(accepted)")
+            return
+        }
         #expect(result.delta)
     }
 

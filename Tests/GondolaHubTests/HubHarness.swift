@@ -1,7 +1,8 @@
 import Foundation
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 /// A node with short timings and a `room` namespace that has every feature on.
 func makeNode(durableHistory: (any LocalHistoryStore)? = nil, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws -> Node {

@@ -1,7 +1,8 @@
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import Synchronization
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 /// `Node.install`: what a part of the server adds reaches the node only when none of its
 /// names is claimed already.

@@ -1,7 +1,8 @@
 import Foundation
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 /// Server-side subscriptions: from a connection token's `channels` and `subs`, from
 /// `user_subscribe_to_personal`, and from the server API's `subscribe`, announced in the
@@ -18,19 +19,29 @@ import Testing
     @Test func aTokensChannelsAreSubscribedAndAnsweredInTheConnectReply() async throws {
         let node = try await makeNode()
         let (alice, reply) = try await Self.connect(node, claims: #"{"sub":"alice","channels":["locked:news","room:a"]}"#)
-        guard case let .connect(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .connect(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(Set(result.subs.keys) == ["locked:news", "room:a"])
         #expect(result.subs["room:a"]?.recoverable == false && result.subs["room:a"]?.epoch.isEmpty == false)
         #expect(alice.session.subscriptions == ["locked:news", "room:a"])
         try await node.publish(channel: "locked:news", data: Payload(RawJSON(["n": 1])))
-        guard case let .push(push) = try await alice.next(), case .publication = push.body else { Issue.record("no publication"); return }
+        guard case let .push(push) = try await alice.next(), case .publication = push.body else {
+            Issue.record("no publication")
+            return
+        }
         #expect(push.channel == "locked:news")
     }
 
     @Test func aTokensSubsGiveInfoAndData() async throws {
         let node = try await makeNode()
-        let (_, reply) = try await Self.connect(node, claims: #"{"sub":"alice","subs":{"room:b":{"info":{"seat" : 2},"data":{"hello" : 1.0}}},"channels":["room:ignored"]}"#)
-        guard case let .connect(result) = reply.body else { Issue.record("\(reply)"); return }
+        let (_, reply) = try await Self.connect(
+            node, claims: #"{"sub":"alice","subs":{"room:b":{"info":{"seat" : 2},"data":{"hello" : 1.0}}},"channels":["room:ignored"]}"#)
+        guard case let .connect(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(Array(result.subs.keys) == ["room:b"], "subs wins over channels, as in Centrifugo")
         #expect(result.subs["room:b"]?.data?.bytes == Array(#"{"hello" : 1.0}"#.utf8))
         let presence = try await node.presence(channel: "room:b")
@@ -40,7 +51,8 @@ import Testing
     @Test func anUnknownChannelInATokenRefusesTheConnection() async throws {
         let node = try await makeNode()
         var client = TestClient(node: node)
-        _ = await client.send(.connect(ConnectRequest(token: TokenTests.handMadeToken(#"{"sub":"alice","channels":["nowhere:x"]}"#, secret: testSecret))))
+        _ = await client.send(
+            .connect(ConnectRequest(token: TokenTests.handMadeToken(#"{"sub":"alice","channels":["nowhere:x"]}"#, secret: testSecret))))
         #expect(try await client.closeCode().code == 3500)
         #expect(node.stats.clients == 0)
     }
@@ -48,7 +60,10 @@ import Testing
     @Test func everyUserIsSubscribedToItsPersonalChannelWhenConfigured() async throws {
         let node = try await makeNode { $0.userSubscribeToPersonal = true }
         let (_, reply) = try await Self.connect(node, claims: #"{"sub":"alice"}"#)
-        guard case let .connect(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .connect(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(Array(result.subs.keys) == ["personal:#alice"])
     }
 
@@ -56,12 +71,19 @@ import Testing
     @Test func aReconnectRecoversThroughConnectSubs() async throws {
         let node = try await makeNode()
         let (first, reply) = try await Self.connect(node, claims: #"{"sub":"alice","channels":["room:r"]}"#)
-        guard case let .connect(result) = reply.body, let position = result.subs["room:r"] else { Issue.record("\(reply)"); return }
+        guard case let .connect(result) = reply.body, let position = result.subs["room:r"] else {
+            Issue.record("\(reply)")
+            return
+        }
         first.session.transportClosed()
         for n in 1...3 { try await node.publish(channel: "room:r", data: Payload(RawJSON(["n": .int(Int64(n))]))) }
-        let (_, again) = try await Self.connect(node, claims: #"{"sub":"alice","channels":["room:r"]}"#,
-                                                subs: ["room:r": SubscribeRequest(channel: "", recover: true, epoch: position.epoch, offset: position.offset)])
-        guard case let .connect(recovered) = again.body, let sub = recovered.subs["room:r"] else { Issue.record("\(again)"); return }
+        let (_, again) = try await Self.connect(
+            node, claims: #"{"sub":"alice","channels":["room:r"]}"#,
+            subs: ["room:r": SubscribeRequest(channel: "", recover: true, epoch: position.epoch, offset: position.offset)])
+        guard case let .connect(recovered) = again.body, let sub = recovered.subs["room:r"] else {
+            Issue.record("\(again)")
+            return
+        }
         #expect(sub.recovered && sub.wasRecovering)
         #expect(sub.publications.map(\.offset) == [position.offset + 1, position.offset + 2, position.offset + 3])
     }
@@ -74,13 +96,17 @@ import Testing
         try await node.subscribe(user: "alice", channel: "locked:ops", options: options)
         for client in [phone, laptop] {
             guard case let .push(push) = try await client.next(), case let .subscribe(result) = push.body else {
-                Issue.record("no subscribe push"); return
+                Issue.record("no subscribe push")
+                return
             }
             #expect(push.channel == "locked:ops" && result.data?.bytes == Array(#"{"why" : "on call"}"#.utf8))
         }
         try await node.publish(channel: "locked:ops", data: Payload(RawJSON(["n": 1])))
         for client in [phone, laptop] {
-            guard case let .push(push) = try await client.next(), case .publication = push.body else { Issue.record("no publication"); return }
+            guard case let .push(push) = try await client.next(), case .publication = push.body else {
+                Issue.record("no publication")
+                return
+            }
         }
         // Bad requests change nothing.
         await #expect(throws: HubError.unknownChannel("nowhere:x")) {

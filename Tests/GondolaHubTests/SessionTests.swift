@@ -1,8 +1,9 @@
 import Foundation
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import Synchronization
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 @Suite struct ConnectTests {
     @Test func connectAnswersClientIdPingAndPong() async throws {
@@ -10,7 +11,10 @@ import Testing
         var client = TestClient(node: node)
         let token = try await ConnectionTokens(secret: testSecret).mint(user: "alice", ttl: .seconds(120))
         let reply = try await client.call(.connect(ConnectRequest(token: token)))
-        guard case let .connect(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .connect(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(result.client == client.session.id)
         #expect(result.ping == 25)
         #expect(result.pong)
@@ -44,7 +48,10 @@ import Testing
         let reply = try await client.call(.connect(ConnectRequest(token: expired)))
         #expect(reply.errorCode == 109)
         let retry = try await client.call(.connect(ConnectRequest(token: try await tokens.mint(user: "alice"))))
-        guard case .connect = retry.body else { Issue.record("\(retry)"); return }
+        guard case .connect = retry.body else {
+            Issue.record("\(retry)")
+            return
+        }
     }
 
     @Test func commandBeforeConnectClosesWith3501() async throws {
@@ -91,7 +98,10 @@ import Testing
         var client = try await TestClient.connected(node, user: "alice")
         let tokens = try await ConnectionTokens(secret: testSecret)
         let reply = try await client.call(.refresh(token: try await tokens.mint(user: "alice", ttl: .seconds(600))))
-        guard case let .refresh(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .refresh(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(result.expires && result.ttl > 590)
         _ = await client.send(.refresh(token: try await tokens.mint(user: "mallory")))
         #expect(try await client.closeCode().code == 3500)
@@ -194,7 +204,10 @@ import Testing
         }
         #expect(joined?.client == bob.session.id)
         let presence = try await alice.call(.presence(channel: "room:p"))
-        guard case let .presence(clients) = presence.body else { Issue.record("\(presence)"); return }
+        guard case let .presence(clients) = presence.body else {
+            Issue.record("\(presence)")
+            return
+        }
         #expect(Set(clients.values.map(\.user)) == ["alice", "bob"])
         #expect(try await alice.call(.presenceStats(channel: "room:p")).body == .presenceStats(PresenceStats(numClients: 2, numUsers: 2)))
         bob.session.transportClosed()
@@ -250,7 +263,8 @@ import Testing
         _ = try await alice.call(.subscribe(SubscribeRequest(channel: "room:u")))
         try await node.unsubscribe(user: "alice", channel: "room:u")
         guard case let .push(push) = try await alice.next(), case let .unsubscribe(code, _) = push.body else {
-            Issue.record("no unsubscribe push"); return
+            Issue.record("no unsubscribe push")
+            return
         }
         #expect(code == 2000)
         #expect(alice.session.subscriptions.isEmpty)
@@ -280,10 +294,16 @@ import Testing
         #expect(echo.body == .rpc(data: RawJSON(["user": "alice", "data": ["a": 1]])))
         #expect(try await client.call(.rpc(method: "nope", data: nil)).errorCode == 104)
         let failed = try await client.call(.rpc(method: "fails", data: nil))
-        guard case let .error(error) = failed.body else { Issue.record("\(failed)"); return }
+        guard case let .error(error) = failed.body else {
+            Issue.record("\(failed)")
+            return
+        }
         #expect(error.code == 107 && error.message.contains("field x is wrong"))
         let time = try await client.call(.rpc(method: "server.time", data: nil))
-        guard case let .rpc(data) = time.body, case let .int(ts)? = data?.value["ts"] else { Issue.record("\(time)"); return }
+        guard case let .rpc(data) = time.body, case let .int(ts)? = data?.value["ts"] else {
+            Issue.record("\(time)")
+            return
+        }
         #expect(abs(Double(ts) / 1000 - Date().timeIntervalSince1970) < 5)
     }
 

@@ -1,9 +1,10 @@
-import Synchronization
 import Foundation
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import GondolaTestSupport
+import Synchronization
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 @Suite struct HistoryAndRecoveryTests {
     func publish(_ node: Node, _ channel: String, count: Int, from start: Int = 1) async throws {
@@ -16,18 +17,31 @@ import Testing
         _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:h")))
         try await publish(node, "room:h", count: 7)
         let all = try await client.call(.history(HistoryRequest(channel: "room:h", limit: -1)))
-        guard case let .history(result) = all.body else { Issue.record("\(all)"); return }
+        guard case let .history(result) = all.body else {
+            Issue.record("\(all)")
+            return
+        }
         // history_size 5: offsets 3...7 are kept.
         #expect(result.publications.map(\.offset) == [3, 4, 5, 6, 7])
         #expect(result.offset == 7)
-        let since = try await client.call(.history(HistoryRequest(channel: "room:h", limit: 2, since: StreamPosition(offset: 4, epoch: result.epoch))))
-        guard case let .history(sinceResult) = since.body else { Issue.record("\(since)"); return }
+        let since = try await client.call(
+            .history(HistoryRequest(channel: "room:h", limit: 2, since: StreamPosition(offset: 4, epoch: result.epoch))))
+        guard case let .history(sinceResult) = since.body else {
+            Issue.record("\(since)")
+            return
+        }
         #expect(sinceResult.publications.map(\.offset) == [5, 6])
         let reversed = try await client.call(.history(HistoryRequest(channel: "room:h", limit: 2, reverse: true)))
-        guard case let .history(reverseResult) = reversed.body else { Issue.record("\(reversed)"); return }
+        guard case let .history(reverseResult) = reversed.body else {
+            Issue.record("\(reversed)")
+            return
+        }
         #expect(reverseResult.publications.map(\.offset) == [7, 6])
         let positionOnly = try await client.call(.history(HistoryRequest(channel: "room:h", limit: 0)))
-        guard case let .history(position) = positionOnly.body else { Issue.record("\(positionOnly)"); return }
+        guard case let .history(position) = positionOnly.body else {
+            Issue.record("\(positionOnly)")
+            return
+        }
         #expect(position.publications.isEmpty && position.offset == 7 && position.epoch == result.epoch)
         let wrongEpoch = try await client.call(.history(HistoryRequest(channel: "room:h", limit: 2, since: StreamPosition(offset: 4, epoch: "nope"))))
         #expect(wrongEpoch.errorCode == 112)
@@ -44,13 +58,20 @@ import Testing
         let node = try await makeNode()
         var client = try await TestClient.connected(node, user: "alice")
         let first = try await client.call(.subscribe(SubscribeRequest(channel: "room:r", recoverable: true)))
-        guard case let .subscribe(subscribed) = first.body else { Issue.record("\(first)"); return }
+        guard case let .subscribe(subscribed) = first.body else {
+            Issue.record("\(first)")
+            return
+        }
         #expect(subscribed.recoverable && subscribed.positioned && subscribed.offset == 0 && !subscribed.epoch.isEmpty)
         try await publish(node, "room:r", count: 2)
         _ = try await client.call(.unsubscribe(channel: "room:r"))
         try await publish(node, "room:r", count: 3, from: 3)
-        let again = try await client.call(.subscribe(SubscribeRequest(channel: "room:r", recover: true, epoch: subscribed.epoch, offset: 2, recoverable: true)))
-        guard case let .subscribe(recovered) = again.body else { Issue.record("\(again)"); return }
+        let again = try await client.call(
+            .subscribe(SubscribeRequest(channel: "room:r", recover: true, epoch: subscribed.epoch, offset: 2, recoverable: true)))
+        guard case let .subscribe(recovered) = again.body else {
+            Issue.record("\(again)")
+            return
+        }
         #expect(recovered.recovered && recovered.wasRecovering)
         #expect(recovered.publications.map(\.offset) == [3, 4, 5])
         #expect(recovered.publications.map(\.data) == [3, 4, 5].map { Payload(["n": .int($0)]) })
@@ -63,7 +84,10 @@ import Testing
         try await publish(node, "room:e", count: 3)
         let flag = SubscribeRequest.rejectUnrecoveredFlag
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:e", recover: true, epoch: "", offset: 0, flag: flag)))
-        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .subscribe(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(result.recovered && result.wasRecovering)
         #expect(result.publications.map(\.offset) == [1, 2, 3])
     }
@@ -72,18 +96,28 @@ import Testing
         let node = try await makeNode()
         var client = try await TestClient.connected(node, user: "alice")
         let first = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recoverable: true)))
-        guard case let .subscribe(subscribed) = first.body else { Issue.record("\(first)"); return }
+        guard case let .subscribe(subscribed) = first.body else {
+            Issue.record("\(first)")
+            return
+        }
         _ = try await client.call(.unsubscribe(channel: "room:gap"))
         try await publish(node, "room:gap", count: 8)
         let gap = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recover: true, epoch: subscribed.epoch, offset: 1)))
-        guard case let .subscribe(result) = gap.body else { Issue.record("\(gap)"); return }
+        guard case let .subscribe(result) = gap.body else {
+            Issue.record("\(gap)")
+            return
+        }
         #expect(!result.recovered && result.wasRecovering && result.publications.isEmpty && result.offset == 8)
         _ = try await client.call(.unsubscribe(channel: "room:gap"))
         let epoch = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recover: true, epoch: "other", offset: 8)))
-        guard case let .subscribe(epochResult) = epoch.body else { Issue.record("\(epoch)"); return }
+        guard case let .subscribe(epochResult) = epoch.body else {
+            Issue.record("\(epoch)")
+            return
+        }
         #expect(!epochResult.recovered)
         _ = try await client.call(.unsubscribe(channel: "room:gap"))
-        let strict = try await client.call(.subscribe(SubscribeRequest(channel: "room:gap", recover: true, epoch: "other", offset: 8, flag: SubscribeRequest.rejectUnrecoveredFlag)))
+        let strict = try await client.call(
+            .subscribe(SubscribeRequest(channel: "room:gap", recover: true, epoch: "other", offset: 8, flag: SubscribeRequest.rejectUnrecoveredFlag)))
         #expect(strict.errorCode == 112)
         #expect(!client.session.subscriptions.contains("room:gap"))
     }
@@ -94,7 +128,10 @@ import Testing
         try await publish(node, "room:top", count: 2)
         let position = try await node.history(channel: "room:top", limit: 0, since: nil, reverse: false)
         let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:top", recover: true, epoch: position.epoch, offset: 2)))
-        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .subscribe(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(result.recovered && result.publications.isEmpty)
     }
 
@@ -110,9 +147,13 @@ import Testing
             }
         }
         for await _ in started {}  // subscribe while the publisher is under way
-        let reply = try await client.call(.subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
+        let reply = try await client.call(
+            .subscribe(SubscribeRequest(channel: "room:race", recover: true, epoch: epoch, offset: 0, recoverable: true)))
         try await publisher.value
-        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .subscribe(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(result.recovered)
         var offsets = result.publications.map(\.offset)
         while (offsets.last ?? 0) < 300 {
@@ -172,7 +213,8 @@ import Testing
         let queue = OutboundQueue(maxBytes: 1000, maxFrameBytes: 20)
         for _ in 0..<3 { queue.enqueue(Array(repeating: UInt8(ascii: "1"), count: 9)) }
         guard case let .frame(first)? = await queue.next(), case let .frame(second)? = await queue.next() else {
-            Issue.record("expected two frames"); return
+            Issue.record("expected two frames")
+            return
         }
         #expect(first.count == 19 && second.count == 9)
     }
@@ -315,8 +357,14 @@ import Testing
         await started.next()
         let quick = Task.detached { try await node.publish(channel: sibling, data: Payload(["quick": true])) }
         let quickFinished = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask { _ = try await quick.value; return true }
-            group.addTask { try await Task.sleep(for: .seconds(10)); return false }
+            group.addTask {
+                _ = try await quick.value
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))
+                return false
+            }
             defer { group.cancelAll() }
             return try await group.next() ?? false
         }
@@ -370,8 +418,11 @@ import Testing
     static func subscribeHeld(_ client: TestClient, _ store: GatedStore, channel: String) async -> Task<Void, Never> {
         store.arm()
         let session = client.session
-        let frame = session.encoding.encode(Command(id: 100, .subscribe(
-            SubscribeRequest(channel: channel, recover: true, epoch: "", offset: 0, recoverable: true))))
+        let frame = session.encoding.encode(
+            Command(
+                id: 100,
+                .subscribe(
+                    SubscribeRequest(channel: channel, recover: true, epoch: "", offset: 0, recoverable: true))))
         let subscribing = Task { await session.handle(frame: frame) }
         var taken = store.taken.makeAsyncIterator()
         await taken.next()

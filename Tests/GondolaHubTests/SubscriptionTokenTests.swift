@@ -1,7 +1,8 @@
 import Foundation
-@_spi(Engine) @testable import GondolaHub
 import GondolaProtocol
 import Testing
+
+@_spi(Engine) @testable import GondolaHub
 
 /// Subscription tokens in `subscribe` and `sub_refresh`, as Centrifugo reads them: a valid
 /// token opens a namespace closed to clients, every fault gets its own code and changes
@@ -26,12 +27,16 @@ import Testing
         #expect(try await alice.call(.subscribe(SubscribeRequest(channel: "locked:a"))).errorCode == 103)
         let token = Self.token(#"{"sub":"alice","channel":"locked:a","exp":\#(Self.now + 600),"data":{"welcome" : 1.50}}"#)
         let reply = try await alice.call(Self.subscribe("locked:a", token: token))
-        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .subscribe(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(result.data?.bytes == Array(#"{"welcome" : 1.50}"#.utf8), "the token's data reaches the client byte for byte")
         #expect(result.expires && (590...600).contains(result.ttl))
         try await node.publish(channel: "locked:a", data: Payload(RawJSON(["n": 1])))
         guard case let .push(push) = try await alice.next(), case let .publication(publication) = push.body else {
-            Issue.record("no publication"); return
+            Issue.record("no publication")
+            return
         }
         #expect(publication.data == Payload(RawJSON(["n": 1])))
     }
@@ -49,8 +54,9 @@ import Testing
     func aFaultyTokenGetsItsCodeAndChangesNothing(_ claims: String, _ code: UInt32) async throws {
         let node = try await makeNode()
         var alice = try await TestClient.connected(node, user: "alice")
-        let token = Self.token(claims.replacingOccurrences(of: "EXP", with: "\(Self.now + 600)")
-            .replacingOccurrences(of: "PAST", with: "\(Self.now - 5)"))
+        let token = Self.token(
+            claims.replacingOccurrences(of: "EXP", with: "\(Self.now + 600)")
+                .replacingOccurrences(of: "PAST", with: "\(Self.now - 5)"))
         #expect(try await alice.call(Self.subscribe("locked:a", token: token)).errorCode == code)
         #expect(alice.session.subscriptions.isEmpty)
         // The connection goes on: the same client subscribes elsewhere.
@@ -74,7 +80,8 @@ import Testing
         var alice = try await TestClient.connected(node, user: "alice")
         var bob = try await TestClient.connected(node, user: "bob")
         _ = try await bob.call(.subscribe(SubscribeRequest(channel: "room:q", joinLeave: true)))
-        let token = Self.token(#"""
+        let token = Self.token(
+            #"""
             {"sub":"alice","channel":"room:q","info":{"seat" : 3},"override":{"presence":{"value":false},"join_leave":{"value":false}}}
             """#)
         #expect(try await alice.call(Self.subscribe("room:q", token: token)).errorCode == nil)
@@ -100,13 +107,19 @@ import Testing
         let node = try await makeNode()
         var alice = try await TestClient.connected(node, user: "alice")
         let plain = try await alice.call(.subscribe(SubscribeRequest(channel: "room:plain")))
-        guard case let .subscribe(before) = plain.body else { Issue.record("\(plain)"); return }
+        guard case let .subscribe(before) = plain.body else {
+            Issue.record("\(plain)")
+            return
+        }
         #expect(!before.recoverable && !before.positioned)
         for (override, recoverable) in [("force_positioning", false), ("force_recovery", true)] {
             let channel = "room:\(override)"
             let token = Self.token(#"{"sub":"alice","channel":"\#(channel)","override":{"\#(override)":{"value":true}}}"#)
             let reply = try await alice.call(Self.subscribe(channel, token: token))
-            guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+            guard case let .subscribe(result) = reply.body else {
+                Issue.record("\(reply)")
+                return
+            }
             #expect(result.positioned && result.recoverable == recoverable, "\(override)")
         }
     }
@@ -120,16 +133,23 @@ import Testing
         func elapsed() -> Int { Int(Date().timeIntervalSince1970) - now }
         let first = Self.token(#"{"sub":"alice","channel":"locked:b","exp":\#(now + 3600),"expire_at":\#(now + 60)}"#)
         let reply = try await alice.call(Self.subscribe("locked:b", token: first))
-        guard case let .subscribe(result) = reply.body else { Issue.record("\(reply)"); return }
+        guard case let .subscribe(result) = reply.body else {
+            Issue.record("\(reply)")
+            return
+        }
         #expect(result.expires && (60 - elapsed() - 1...60).contains(Int(result.ttl)), "expire_at, not exp, sets the subscription's end")
 
         #expect(try await alice.call(.subRefresh(channel: "locked:c", token: first)).errorCode == 103, "not subscribed")
-        #expect(try await alice.call(.subRefresh(channel: "locked:b", token: Self.token(#"{"sub":"alice","channel":"locked:c"}"#)))
-            .errorCode == 103, "a token for another channel")
+        #expect(
+            try await alice.call(.subRefresh(channel: "locked:b", token: Self.token(#"{"sub":"alice","channel":"locked:c"}"#)))
+                .errorCode == 103, "a token for another channel")
         #expect(try await alice.call(.subRefresh(channel: "locked:b", token: "")).errorCode == 107)
         let later = Self.token(#"{"sub":"alice","channel":"locked:b","expire_at":\#(now + 7200)}"#)
         let refreshed = try await alice.call(.subRefresh(channel: "locked:b", token: later))
-        guard case let .subRefresh(prolonged) = refreshed.body else { Issue.record("\(refreshed)"); return }
+        guard case let .subRefresh(prolonged) = refreshed.body else {
+            Issue.record("\(refreshed)")
+            return
+        }
         #expect(prolonged.expires && (7200 - elapsed() - 1...7200).contains(Int(prolonged.ttl)), "\(prolonged.ttl)")
 
         // An hour later the refreshed subscription stands; three hours later it has expired.

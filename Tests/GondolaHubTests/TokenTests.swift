@@ -1,9 +1,9 @@
-import _CryptoExtras
 import Crypto
 import Foundation
 import GondolaHub
 import GondolaProtocol
 import Testing
+import _CryptoExtras
 
 /// Tokens built by hand (base64url + HMAC-SHA256 from swift-crypto), independent of the JWT library.
 @Suite struct TokenTests {
@@ -25,7 +25,8 @@ import Testing
     @Test func acceptsAHandMadeHS256Token() async throws {
         let tokens = try await ConnectionTokens(secret: "s3cret-s3cret-s3cret-s3cret-s3cret")
         let exp = Int(Date().timeIntervalSince1970) + 3600
-        let token = Self.handMadeToken(#"{"sub":"alice","exp":\#(exp),"info":{"name":"Alice","tags":[1,2]}}"#, secret: "s3cret-s3cret-s3cret-s3cret-s3cret")
+        let token = Self.handMadeToken(
+            #"{"sub":"alice","exp":\#(exp),"info":{"name":"Alice","tags":[1,2]}}"#, secret: "s3cret-s3cret-s3cret-s3cret-s3cret")
         let credentials = try await tokens.verify(token)
         #expect(credentials.user == "alice")
         #expect(credentials.info?.value["name"] == "Alice")
@@ -48,14 +49,18 @@ import Testing
             do {
                 _ = try await tokens.verify(token)
             } catch {
-                guard case .invalid = error else { Issue.record("\(token): \(error)"); continue }
+                guard case .invalid = error else {
+                    Issue.record("\(token): \(error)")
+                    continue
+                }
             }
         }
     }
 
     @Test func expiredIsToldApartFromInvalid() async throws {
         let tokens = try await ConnectionTokens(secret: "s3cret-s3cret-s3cret-s3cret-s3cret")
-        let token = Self.handMadeToken(#"{"sub":"alice","exp":\#(Int(Date().timeIntervalSince1970) - 5)}"#, secret: "s3cret-s3cret-s3cret-s3cret-s3cret")
+        let token = Self.handMadeToken(
+            #"{"sub":"alice","exp":\#(Int(Date().timeIntervalSince1970) - 5)}"#, secret: "s3cret-s3cret-s3cret-s3cret-s3cret")
         await #expect(throws: TokenError.expired) { try await tokens.verify(token) }
     }
 
@@ -63,7 +68,8 @@ import Testing
         let token = try await ConnectionTokens(secret: "s3cret-s3cret-s3cret-s3cret-s3cret").mint(user: "bob", ttl: .seconds(60))
         let parts = token.split(separator: ".").map(String.init)
         #expect(parts.count == 3)
-        let mac = HMAC<SHA256>.authenticationCode(for: Data((parts[0] + "." + parts[1]).utf8), using: SymmetricKey(data: Data("s3cret-s3cret-s3cret-s3cret-s3cret".utf8)))
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data((parts[0] + "." + parts[1]).utf8), using: SymmetricKey(data: Data("s3cret-s3cret-s3cret-s3cret-s3cret".utf8)))
         #expect(Self.base64URL(Data(mac)) == parts[2])
     }
 
@@ -74,30 +80,38 @@ import Testing
     /// `expire_at` decides the connection's end over `exp`, and 0 means never.
     @Test func claimsAreReadAsCentrifugoReadsThem() async throws {
         let tokens = try await ConnectionTokens(secret: Self.secret)
-        let plain = try await tokens.verify(Self.handMadeToken(
-            #"{"sub":"alice","exp":\#(Self.future),"expire_at":\#(Self.future + 60),"info":{"a" : 1.50},"meta":{"plan":"gold"},"iat":1,"jti":"x"}"#,
-            secret: Self.secret))
+        let plain = try await tokens.verify(
+            Self.handMadeToken(
+                #"{"sub":"alice","exp":\#(Self.future),"expire_at":\#(Self.future + 60),"info":{"a" : 1.50},"meta":{"plan":"gold"},"iat":1,"jti":"x"}"#,
+                secret: Self.secret))
         #expect(plain.info?.bytes == Array(#"{"a" : 1.50}"#.utf8))
         #expect(plain.meta?.bytes == Array(#"{"plan":"gold"}"#.utf8))
         #expect(plain.expiresAt == Date(timeIntervalSince1970: Double(Self.future + 60)))
         let never = try await tokens.verify(Self.handMadeToken(#"{"sub":"alice","exp":\#(Self.future),"expire_at":0}"#, secret: Self.secret))
         #expect(never.expiresAt == nil)
-        let binary = try await tokens.verify(Self.handMadeToken(
-            #"{"sub":"alice","b64info":"\#(Data(#"{"b":2}"#.utf8).base64EncodedString())"}"#, secret: Self.secret))
+        let binary = try await tokens.verify(
+            Self.handMadeToken(
+                #"{"sub":"alice","b64info":"\#(Data(#"{"b":2}"#.utf8).base64EncodedString())"}"#, secret: Self.secret))
         #expect(binary.info?.bytes == Array(#"{"b":2}"#.utf8))
-        for claims in [#"{"sub":"alice","b64info":"\#(Data([0xFF, 0x00]).base64EncodedString())"}"#, #"{"sub":"alice","iat":"yesterday"}"#,
-                       #"{"sub":"alice","expire_at":-1}"#, #"{"sub":7}"#] {
+        for claims in [
+            #"{"sub":"alice","b64info":"\#(Data([0xFF, 0x00]).base64EncodedString())"}"#, #"{"sub":"alice","iat":"yesterday"}"#,
+            #"{"sub":"alice","expire_at":-1}"#, #"{"sub":7}"#,
+        ] {
             await #expect(throws: TokenError.self, "\(claims)") { try await tokens.verify(Self.handMadeToken(claims, secret: Self.secret)) }
         }
     }
 
     @Test func audienceAndIssuerAreCheckedWhenConfigured() async throws {
         let tokens = try await ConnectionTokens(keys: TokenKeys(hmacSecret: Self.secret, audience: "gondola", issuer: "https://auth.example"))
-        for claims in [#"{"sub":"a","aud":"gondola","iss":"https://auth.example"}"#, #"{"sub":"a","aud":["x","gondola"],"iss":"https://auth.example"}"#] {
+        for claims in [
+            #"{"sub":"a","aud":"gondola","iss":"https://auth.example"}"#, #"{"sub":"a","aud":["x","gondola"],"iss":"https://auth.example"}"#,
+        ] {
             #expect(try await tokens.verify(Self.handMadeToken(claims, secret: Self.secret)).user == "a")
         }
-        for claims in [#"{"sub":"a","aud":"other","iss":"https://auth.example"}"#, #"{"sub":"a","iss":"https://auth.example"}"#,
-                       #"{"sub":"a","aud":"gondola","iss":"https://evil.example"}"#, #"{"sub":"a","aud":"gondola"}"#] {
+        for claims in [
+            #"{"sub":"a","aud":"other","iss":"https://auth.example"}"#, #"{"sub":"a","iss":"https://auth.example"}"#,
+            #"{"sub":"a","aud":"gondola","iss":"https://evil.example"}"#, #"{"sub":"a","aud":"gondola"}"#,
+        ] {
             await #expect(throws: TokenError.self, "\(claims)") { try await tokens.verify(Self.handMadeToken(claims, secret: Self.secret)) }
         }
     }
@@ -106,8 +120,10 @@ import Testing
     @Test func longerHMACsNeedLongerSecrets() async throws {
         let long = String(repeating: "k", count: 64)
         let tokens = try await ConnectionTokens(secret: long)
-        for (alg, sign) in [("HS384", { (input: Data) in Data(HMAC<SHA384>.authenticationCode(for: input, using: SymmetricKey(data: Data(long.utf8)))) }),
-                            ("HS512", { (input: Data) in Data(HMAC<SHA512>.authenticationCode(for: input, using: SymmetricKey(data: Data(long.utf8)))) })] {
+        for (alg, sign) in [
+            ("HS384", { (input: Data) in Data(HMAC<SHA384>.authenticationCode(for: input, using: SymmetricKey(data: Data(long.utf8)))) }),
+            ("HS512", { (input: Data) in Data(HMAC<SHA512>.authenticationCode(for: input, using: SymmetricKey(data: Data(long.utf8)))) }),
+        ] {
             let token = Self.signed(#"{"sub":"alice"}"#, header: #"{"alg":"\#(alg)","typ":"JWT"}"#, sign: sign)
             #expect(try await tokens.verify(token).user == "alice")
         }
@@ -123,8 +139,10 @@ import Testing
     @Test func publicKeyTokensVerifyWithTheirKeysOnly() async throws {
         let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let ecdsa = P256.Signing.PrivateKey()
-        let tokens = try await ConnectionTokens(keys: TokenKeys(hmacSecret: Self.secret, rsaPublicKeyPEM: rsa.publicKey.pemRepresentation,
-                                                                ecdsaPublicKeyPEM: ecdsa.publicKey.pemRepresentation))
+        let tokens = try await ConnectionTokens(
+            keys: TokenKeys(
+                hmacSecret: Self.secret, rsaPublicKeyPEM: rsa.publicKey.pemRepresentation,
+                ecdsaPublicKeyPEM: ecdsa.publicKey.pemRepresentation))
         let rs256 = try Self.signed(#"{"sub":"rsa-user"}"#, header: #"{"alg":"RS256","typ":"JWT"}"#) { input in
             try rsa.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation
         }
@@ -147,7 +165,8 @@ import Testing
     @Test func aJWKSKeyIsPickedByItsKid() async throws {
         let key = P256.Signing.PrivateKey()
         let coordinates = key.publicKey.rawRepresentation
-        let jwks = #"{"keys":[{"kty":"EC","crv":"P-256","alg":"ES256","kid":"k1","x":"\#(Self.base64URL(coordinates.prefix(32)))","y":"\#(Self.base64URL(coordinates.suffix(32)))"}]}"#
+        let jwks =
+            #"{"keys":[{"kty":"EC","crv":"P-256","alg":"ES256","kid":"k1","x":"\#(Self.base64URL(coordinates.prefix(32)))","y":"\#(Self.base64URL(coordinates.suffix(32)))"}]}"#
         let tokens = try await ConnectionTokens(keys: TokenKeys(hmacSecret: Self.secret, jwksJSON: jwks))
         let token = try Self.signed(#"{"sub":"jwks-user"}"#, header: #"{"alg":"ES256","kid":"k1"}"#) { input in
             try key.signature(for: input).rawRepresentation
@@ -161,10 +180,12 @@ import Testing
     }
 
     @Test func unusableKeysAreNamed() async throws {
-        for (keys, expected) in [(TokenKeys(hmacSecret: Self.secret, rsaPublicKeyPEM: "not a key"), "token_rsa_public_key"),
-                                 (TokenKeys(hmacSecret: Self.secret, ecdsaPublicKeyPEM: "not a key"), "token_ecdsa_public_key"),
-                                 (TokenKeys(hmacSecret: Self.secret, jwksJSON: "{}"), "token_jwks_file"),
-                                 (TokenKeys(hmacSecret: "short"), "token_hmac_secret")] {
+        for (keys, expected) in [
+            (TokenKeys(hmacSecret: Self.secret, rsaPublicKeyPEM: "not a key"), "token_rsa_public_key"),
+            (TokenKeys(hmacSecret: Self.secret, ecdsaPublicKeyPEM: "not a key"), "token_ecdsa_public_key"),
+            (TokenKeys(hmacSecret: Self.secret, jwksJSON: "{}"), "token_jwks_file"),
+            (TokenKeys(hmacSecret: "short"), "token_hmac_secret"),
+        ] {
             do {
                 _ = try await ConnectionTokens(keys: keys)
                 Issue.record("accepted \(expected)")

@@ -14,7 +14,9 @@ import Testing
     }
 
     @Test func natsStreamSplitAnywhere() throws {
-        let stream = Array("INFO {\"server_id\":\"x\"}\r\nMSG bench 1 5\r\nhello\r\nPING\r\nMSG bench 1 _INBOX.9 3\r\na\r\n\r\n+OK\r\nPONG\r\n-ERR 'Slow Consumer'\r\nMSG e 2 0\r\n\r\n".utf8)
+        let stream = Array(
+            "INFO {\"server_id\":\"x\"}\r\nMSG bench 1 5\r\nhello\r\nPING\r\nMSG bench 1 _INBOX.9 3\r\na\r\n\r\n+OK\r\nPONG\r\n-ERR 'Slow Consumer'\r\nMSG e 2 0\r\n\r\n"
+                .utf8)
         let expected: [NATSFraming.Operation] = [
             .info, .message(payload: ArraySlice("hello".utf8)), .ping, .message(payload: ArraySlice("a\r\n".utf8)), .ok, .pong,
             .error("Slow Consumer"), .message(payload: []),
@@ -64,7 +66,8 @@ import Testing
 
     @Test func mqttStreamSplitAnywhere() throws {
         let big = [UInt8](repeating: 7, count: 300)
-        let stream: [UInt8] = [0x20, 2, 0, 0] + [0x90, 3, 0, 1, 0] + MQTTFraming.publish(topic: "bench", payload: big)
+        let stream: [UInt8] =
+            [0x20, 2, 0, 0] + [0x90, 3, 0, 1, 0] + MQTTFraming.publish(topic: "bench", payload: big)
             + [0x32, 8, 0, 1, 0x74, 0, 5, 1, 2, 3] + [0xD0, 0] + [0x20, 2, 0, 5] + [0x90, 3, 0, 2, 0x80] + [0xB0, 2, 0, 1]
         let expected: [MQTTFraming.Packet] = [
             .connectAccepted, .subscribed(packetID: 1, granted: [0]), .publish(topic: "bench", payload: ArraySlice(big)),
@@ -91,7 +94,9 @@ import Testing
             #expect(throws: ProtocolViolation.self, "\(bytes)") { try parser.feed(bytes) { _ in } }
         }
         var small = MQTTFraming.Parser(maxPacket: 100)
-        #expect(throws: ProtocolViolation.self) { try small.feed(MQTTFraming.publish(topic: "t", payload: [UInt8](repeating: 0, count: 200))) { _ in } }
+        #expect(throws: ProtocolViolation.self) {
+            try small.feed(MQTTFraming.publish(topic: "t", payload: [UInt8](repeating: 0, count: 200))) { _ in }
+        }
     }
 
     /// The same five messages in either encoding: a ping, a reply, an error reply,
@@ -167,12 +172,18 @@ import Testing
     func commandsAreWhatTheServerDecodes(_ encoding: ProtocolEncoding) throws {
         let framing = CentrifugeFraming(encoding: encoding)
         let connect = try encoding.commands(in: framing.connect(token: "t", subscribing: [SubscribeRequest(channel: "a")]))
-        #expect(connect == [.command(Command(id: 1, .connect(ConnectRequest(token: "t")))), .command(Command(id: 2, .subscribe(SubscribeRequest(channel: "a"))))])
+        #expect(
+            connect == [
+                .command(Command(id: 1, .connect(ConnectRequest(token: "t")))), .command(Command(id: 2, .subscribe(SubscribeRequest(channel: "a")))),
+            ])
         let payload = FanoutScenario.payload(stamp: 7, size: 40)
         let publish = try encoding.commands(in: framing.publish(id: 11, channel: "bench", data: payload))
         #expect(publish == [.command(Command(id: 11, .publish(channel: "bench", data: Payload(try RawJSON(validating: payload)))))])
         #expect(try encoding.commands(in: framing.pong) == [.command(Command(id: 0, .pong))])
-        #expect(try encoding.commands(in: framing.rpc(id: 12, method: "m", data: ["a": 1])) == [.command(Command(id: 12, .rpc(method: "m", data: ["a": 1])))])
+        #expect(
+            try encoding.commands(in: framing.rpc(id: 12, method: "m", data: ["a": 1])) == [
+                .command(Command(id: 12, .rpc(method: "m", data: ["a": 1])))
+            ])
     }
 
     @Test func fanoutPayloadsHaveTheExactSizeAndCarryTheirStamp() {

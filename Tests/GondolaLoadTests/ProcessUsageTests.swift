@@ -1,7 +1,7 @@
 import Foundation
 import GondolaLoad
-import Synchronization
 import GondolaTestSupport
+import Synchronization
 import Testing
 
 /// What the load generator reads of a process in `/proc`: CPU, memory, and the time its

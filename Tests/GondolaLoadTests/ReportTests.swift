@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import GondolaLoad
 import Testing
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
 
 /// The report maths: histograms, the per-second timeline, CSV and SVG output,
 /// schedules and command-line values.
@@ -49,15 +50,18 @@ import Testing
     }
 
     func report(timeline: [TimelineSample]) -> LoadReport {
-        LoadReport(scenario: "fanout", target: "nats <ws://x>", settings: ["rate": "10/s"], measuredSeconds: 2, connections: 3, connected: 3,
-                   messagesIn: 40, messagesOut: 20, messagesInPerSecond: 20, messagesOutPerSecond: 10, figures: ["delivered_share": 1],
-                   latencies: [:], connectionErrors: ["closed by server": 1], errorReplies: ["111": 2], reconnects: 1,
-                   server: nil, client: nil, timeline: timeline)
+        LoadReport(
+            scenario: "fanout", target: "nats <ws://x>", settings: ["rate": "10/s"], measuredSeconds: 2, connections: 3, connected: 3,
+            messagesIn: 40, messagesOut: 20, messagesInPerSecond: 20, messagesOutPerSecond: 10, figures: ["delivered_share": 1],
+            latencies: [:], connectionErrors: ["closed by server": 1], errorReplies: ["111": 2], reconnects: 1,
+            server: nil, client: nil, timeline: timeline)
     }
 
     @Test func csvHasOneRowPerSecond() {
-        let samples = [TimelineSample(second: 1, connected: 3, messagesIn: 20, messagesOut: 10, p50: 1.5, p99: 2.25, errors: 0),
-                       TimelineSample(second: 2, connected: 2, messagesIn: 20, messagesOut: 10, p50: 1, p99: 3, errors: 1)]
+        let samples = [
+            TimelineSample(second: 1, connected: 3, messagesIn: 20, messagesOut: 10, p50: 1.5, p99: 2.25, errors: 0),
+            TimelineSample(second: 2, connected: 2, messagesIn: 20, messagesOut: 10, p50: 1, p99: 3, errors: 1),
+        ]
         let lines = report(timeline: samples).csv.split(separator: "\n")
         #expect(lines == ["second,connected,messages_in,messages_out,p50_ms,p99_ms,errors", "1,3,20,10,1.500,2.250,0", "2,2,20,10,1.000,3.000,1"])
     }
@@ -68,7 +72,9 @@ import Testing
     }
 
     @Test func svgDrawsFourSeriesScaledToTheData() throws {
-        let samples = (1...30).map { TimelineSample(second: $0, connected: 3, messagesIn: $0 * 100, messagesOut: 50, p50: 2, p99: Double($0), errors: 0) }
+        let samples = (1...30).map {
+            TimelineSample(second: $0, connected: 3, messagesIn: $0 * 100, messagesOut: 50, p50: 2, p99: Double($0), errors: 0)
+        }
         let svg = SVGChart.render(report(timeline: samples))
         // Well-formed XML, with one polyline of 30 points per series.
         _ = try XMLDocument(xmlString: svg)
@@ -134,9 +140,10 @@ import Testing
         let one = [try WebSocketURL("ws://127.0.0.1:8000/connection/websocket")]
         let two = one + [try WebSocketURL("ws://127.0.0.1:8001/connection/websocket")]
         func scenario(_ target: FanoutTarget, _ urls: [WebSocketURL], publishers: Int = 1, subscribe: Bool = true) throws -> FanoutScenario {
-            try FanoutScenario(target: target, urls: urls, subscribers: 2, publishers: publishers, publishersSubscribe: subscribe,
-                               rate: .fixed(10), payloadBytes: 64, channel: "bench:x",
-                               tokens: target == .gondola ? Array(repeating: "t", count: 2 + publishers) : [])
+            try FanoutScenario(
+                target: target, urls: urls, subscribers: 2, publishers: publishers, publishersSubscribe: subscribe,
+                rate: .fixed(10), payloadBytes: 64, channel: "bench:x",
+                tokens: target == .gondola ? Array(repeating: "t", count: 2 + publishers) : [])
         }
         _ = try scenario(.gondola, two, publishers: 3, subscribe: false)
         _ = try scenario(.nats, one)

@@ -18,7 +18,8 @@ import Testing
         for index in 0..<40 {
             var walker = SkiWalker(graph: graph, node: index, seed: UInt64(index))
             var previous = walker.position(in: graph)
-            var leg = walker.leg, from = walker.from
+            var leg = walker.leg
+            var from = walker.from
             // Two simulated hours in one-second steps.
             for _ in 0..<7200 {
                 let point = walker.advance(in: graph, seconds: 1)
@@ -70,13 +71,15 @@ import Testing
 
     @Test func theSameSeedWalksTheSameRoute() throws {
         let graph = try demo().graph
-        var a = SkiWalker(graph: graph, node: 3, seed: 42), b = SkiWalker(graph: graph, node: 3, seed: 42)
+        var a = SkiWalker(graph: graph, node: 3, seed: 42)
+        var b = SkiWalker(graph: graph, node: 3, seed: 42)
         for _ in 0..<600 { #expect(a.advance(in: graph, seconds: 5) == b.advance(in: graph, seconds: 5)) }
     }
 
     @Test func aWalkerAtADeadEndWalksOutToTheNearestWayOut() {
-        let lift = SkiWay(kind: .lift, name: "lonely", difficulty: nil, aerialway: "chair_lift",
-                          coordinates: [GeoPoint(lat: 45, lon: 6, alt: 1000), GeoPoint(lat: 45.01, lon: 6, alt: 1400)])
+        let lift = SkiWay(
+            kind: .lift, name: "lonely", difficulty: nil, aerialway: "chair_lift",
+            coordinates: [GeoPoint(lat: 45, lon: 6, alt: 1000), GeoPoint(lat: 45.01, lon: 6, alt: 1400)])
         let graph = SkiGraph(ways: [lift])
         var walker = SkiWalker(graph: graph, node: 0, seed: 1)
         // Up the lift (1,112 m at 2.5 m/s after 60 s boarding), then nothing leaves the top but the walk back down.

@@ -1,6 +1,7 @@
 import Foundation
 import GondolaGeo
 import Testing
+
 @testable import GondolaOSM
 
 extension OSMImportSuites {
@@ -9,26 +10,27 @@ extension OSMImportSuites {
     @Suite struct OverpassAndElevationTests {
         /// A lift and a run, the run only through its route relation, and a boundary of two open ways.
         static let body = """
-        {"version": 0.6, "generator": "Overpass API", "elements": [
-          {"type": "node", "id": 1, "lat": 45.000, "lon": 7.000, "tags": {"ele": "1500"}},
-          {"type": "node", "id": 2, "lat": 45.010, "lon": 7.000, "tags": {"ele": "6562 ft"}},
-          {"type": "node", "id": 3, "lat": 44.990, "lon": 6.990},
-          {"type": "node", "id": 4, "lat": 45.020, "lon": 6.990},
-          {"type": "node", "id": 5, "lat": 45.020, "lon": 7.010},
-          {"type": "node", "id": 6, "lat": 44.990, "lon": 7.010},
-          {"type": "way", "id": 10, "nodes": [1, 2], "tags": {"aerialway": "chair_lift", "name": "Up"}},
-          {"type": "way", "id": 11, "nodes": [2, 1], "tags": {"highway": "track", "name": "Forest Road 12"}},
-          {"type": "way", "id": 12, "nodes": [3, 4, 5]},
-          {"type": "way", "id": 13, "nodes": [3, 6, 5]},
-          {"type": "relation", "id": 20, "members": [{"type": "way", "ref": 11, "role": ""}],
-           "tags": {"type": "route", "route": "piste", "piste:type": "downhill", "piste:difficulty": "easy", "piste:name": "Down"}},
-          {"type": "relation", "id": 21, "members": [{"type": "way", "ref": 12, "role": "outer"}, {"type": "way", "ref": 13, "role": "outer"}],
-           "tags": {"type": "multipolygon", "landuse": "winter_sports", "name": "Little Hill"}}
-        ]}
-        """
+            {"version": 0.6, "generator": "Overpass API", "elements": [
+              {"type": "node", "id": 1, "lat": 45.000, "lon": 7.000, "tags": {"ele": "1500"}},
+              {"type": "node", "id": 2, "lat": 45.010, "lon": 7.000, "tags": {"ele": "6562 ft"}},
+              {"type": "node", "id": 3, "lat": 44.990, "lon": 6.990},
+              {"type": "node", "id": 4, "lat": 45.020, "lon": 6.990},
+              {"type": "node", "id": 5, "lat": 45.020, "lon": 7.010},
+              {"type": "node", "id": 6, "lat": 44.990, "lon": 7.010},
+              {"type": "way", "id": 10, "nodes": [1, 2], "tags": {"aerialway": "chair_lift", "name": "Up"}},
+              {"type": "way", "id": 11, "nodes": [2, 1], "tags": {"highway": "track", "name": "Forest Road 12"}},
+              {"type": "way", "id": 12, "nodes": [3, 4, 5]},
+              {"type": "way", "id": 13, "nodes": [3, 6, 5]},
+              {"type": "relation", "id": 20, "members": [{"type": "way", "ref": 11, "role": ""}],
+               "tags": {"type": "route", "route": "piste", "piste:type": "downhill", "piste:difficulty": "easy", "piste:name": "Down"}},
+              {"type": "relation", "id": 21, "members": [{"type": "way", "ref": 12, "role": "outer"}, {"type": "way", "ref": 13, "role": "outer"}],
+               "tags": {"type": "multipolygon", "landuse": "winter_sports", "name": "Little Hill"}}
+            ]}
+            """
 
         @Test func overpassBody() throws {
-            let resort = try ResortImporter.importResort(OSMReader.read(Data(Self.body.utf8)), id: "hill", name: nil, elevation: nil, file: "hill.json")
+            let resort = try ResortImporter.importResort(
+                OSMReader.read(Data(Self.body.utf8)), id: "hill", name: nil, elevation: nil, file: "hill.json")
             #expect(resort.report.format == "Overpass JSON")
             #expect(resort.report.lifts == ["chair_lift": 1] && resort.report.pistes == ["easy": 1] && resort.report.pistesFromRelations == 1)
             #expect(resort.pistes[0].name == "Down")
@@ -42,13 +44,13 @@ extension OSMImportSuites {
 
         @Test func overpassGeometryInline() throws {
             let geom = """
-            {"elements": [
-              {"type": "way", "id": 10, "tags": {"aerialway": "t-bar", "name": "Up"}, "geometry": [{"lat": 45.0, "lon": 7.0}, {"lat": 45.01, "lon": 7.0}]},
-              {"type": "relation", "id": 21, "tags": {"type": "multipolygon", "landuse": "winter_sports", "name": "Inline"}, "members": [
-                {"type": "way", "ref": 12, "role": "outer", "geometry": [{"lat": 44.99, "lon": 6.99}, {"lat": 45.02, "lon": 6.99}, {"lat": 45.02, "lon": 7.01}]},
-                {"type": "way", "ref": 13, "role": "outer", "geometry": [{"lat": 45.02, "lon": 7.01}, {"lat": 44.99, "lon": 7.01}, {"lat": 44.99, "lon": 6.99}]}]}
-            ]}
-            """
+                {"elements": [
+                  {"type": "way", "id": 10, "tags": {"aerialway": "t-bar", "name": "Up"}, "geometry": [{"lat": 45.0, "lon": 7.0}, {"lat": 45.01, "lon": 7.0}]},
+                  {"type": "relation", "id": 21, "tags": {"type": "multipolygon", "landuse": "winter_sports", "name": "Inline"}, "members": [
+                    {"type": "way", "ref": 12, "role": "outer", "geometry": [{"lat": 44.99, "lon": 6.99}, {"lat": 45.02, "lon": 6.99}, {"lat": 45.02, "lon": 7.01}]},
+                    {"type": "way", "ref": 13, "role": "outer", "geometry": [{"lat": 45.02, "lon": 7.01}, {"lat": 44.99, "lon": 7.01}, {"lat": 44.99, "lon": 6.99}]}]}
+                ]}
+                """
             let resort = try ResortImporter.importResort(OSMReader.read(Data(geom.utf8)), id: "hill", name: "Hill", elevation: nil, file: "hill.json")
             #expect(resort.report.lifts == ["t-bar": 1])
             #expect(resort.boundary.count == 1 && resort.boundary[0].rings[0].count == 5 && resort.name == "Hill")
@@ -80,7 +82,9 @@ extension OSMImportSuites {
             #expect(throws: SRTMTileError(message: "dem.hgt: an SRTM tile is named by its south-west corner, like N39W106.hgt")) {
                 try ElevationGrid(hgt: Self.tile(), named: "dem.hgt")
             }
-            #expect(throws: SRTMTileError(message: "N44E006.hgt: 10 bytes is not an SRTM tile (1201² or 3601² 16-bit samples: 2884802 or 25934402 bytes)")) {
+            #expect(
+                throws: SRTMTileError(message: "N44E006.hgt: 10 bytes is not an SRTM tile (1201² or 3601² 16-bit samples: 2884802 or 25934402 bytes)")
+            ) {
                 try ElevationGrid(hgt: Data(count: 10), named: "N44E006.hgt")
             }
         }
@@ -104,7 +108,8 @@ extension OSMImportSuites {
             let plain = Self.body.replacingOccurrences(of: #", "tags": {"ele": "1500"}"#, with: "")
                 .replacingOccurrences(of: #", "tags": {"ele": "6562 ft"}"#, with: "")
             let grid = try ElevationGrid(hgt: Self.tile(), named: "N45E006.hgt")
-            let imported = try ResortImporter.importResort(OSMReader.read(Data(plain.utf8)), id: "hill", name: nil, elevation: grid, file: "hill.json")
+            let imported = try ResortImporter.importResort(
+                OSMReader.read(Data(plain.utf8)), id: "hill", name: nil, elevation: grid, file: "hill.json")
             #expect(imported.report.altitudes == ["dem": 4])
             let resort = try SkiResort(geoJSON: imported.geoJSON())
             let run = try #require(resort.ways.first { $0.kind == .piste })

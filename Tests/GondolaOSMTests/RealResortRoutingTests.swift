@@ -1,6 +1,7 @@
 import Foundation
 import GondolaGeo
 import Testing
+
 @testable import GondolaOSM
 
 extension OSMImportSuites {
@@ -53,12 +54,15 @@ extension OSMImportSuites {
 
         @Test func aRunEndingOnAnotherRunsMiddleJoinsIt() throws {
             let start = GeoPoint(lat: 45, lon: 7)
-            let main = SkiWay(kind: .piste, name: "main", difficulty: .easy, aerialway: nil,
-                              coordinates: [start, start.offset(north: -500, east: 0), start.offset(north: -1000, east: 0)])
-            let side = SkiWay(kind: .piste, name: "side", difficulty: .easy, aerialway: nil,
-                              coordinates: [start.offset(north: -200, east: 800), start.offset(north: -500, east: 5)])
-            let lift = SkiWay(kind: .lift, name: "lift", difficulty: nil, aerialway: "chair_lift",
-                              coordinates: [start.offset(north: -1000, east: 0), start.offset(north: -200, east: 800)])
+            let main = SkiWay(
+                kind: .piste, name: "main", difficulty: .easy, aerialway: nil,
+                coordinates: [start, start.offset(north: -500, east: 0), start.offset(north: -1000, east: 0)])
+            let side = SkiWay(
+                kind: .piste, name: "side", difficulty: .easy, aerialway: nil,
+                coordinates: [start.offset(north: -200, east: 800), start.offset(north: -500, east: 5)])
+            let lift = SkiWay(
+                kind: .lift, name: "lift", difficulty: nil, aerialway: "chair_lift",
+                coordinates: [start.offset(north: -1000, east: 0), start.offset(north: -200, east: 800)])
             let graph = SkiGraph(ways: [main, side, lift], walkMetres: 10)
             #expect(graph.ways.count == 4)
             let route = try #require(graph.route(from: start.offset(north: -200, east: 800), to: start.offset(north: -1000, east: 0)))
@@ -70,12 +74,15 @@ extension OSMImportSuites {
 
         @Test func unreachablePiecesAreReported() {
             let start = GeoPoint(lat: 45, lon: 7)
-            let lift = SkiWay(kind: .lift, name: "lift", difficulty: nil, aerialway: "chair_lift",
-                              coordinates: [start, start.offset(north: 1000, east: 0)])
-            let home = SkiWay(kind: .piste, name: "home", difficulty: .easy, aerialway: nil,
-                              coordinates: [start.offset(north: 1000, east: 0), start.offset(north: 0, east: 5)])
-            let island = SkiWay(kind: .piste, name: "island", difficulty: .easy, aerialway: nil,
-                                coordinates: [start.offset(north: 3000, east: 3000), start.offset(north: 2000, east: 3000)])
+            let lift = SkiWay(
+                kind: .lift, name: "lift", difficulty: nil, aerialway: "chair_lift",
+                coordinates: [start, start.offset(north: 1000, east: 0)])
+            let home = SkiWay(
+                kind: .piste, name: "home", difficulty: .easy, aerialway: nil,
+                coordinates: [start.offset(north: 1000, east: 0), start.offset(north: 0, east: 5)])
+            let island = SkiWay(
+                kind: .piste, name: "island", difficulty: .easy, aerialway: nil,
+                coordinates: [start.offset(north: 3000, east: 3000), start.offset(north: 2000, east: 3000)])
             let graph = SkiGraph(ways: [lift, home, island])
             let (notReached, noWayBack) = graph.unreachable(from: start)
             #expect(notReached == [2] && noWayBack == [2])

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GondolaOSM
 
 /// Every suite of this target, one test at a time: an import is seconds of synchronous

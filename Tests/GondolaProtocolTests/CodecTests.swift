@@ -8,8 +8,12 @@ import Testing
 
     static let commands: [Command] = [
         Command(id: 1, .connect(ConnectRequest(token: "t.o.k", data: data, name: "py", version: "1.0"))),
-        Command(id: 2, .subscribe(SubscribeRequest(channel: "chat:#alice,bob", recover: true, epoch: "abc", offset: 42, data: data,
-                                                   positioned: true, recoverable: true, joinLeave: true, flag: 3, delta: "fossil"))),
+        Command(
+            id: 2,
+            .subscribe(
+                SubscribeRequest(
+                    channel: "chat:#alice,bob", recover: true, epoch: "abc", offset: 42, data: data,
+                    positioned: true, recoverable: true, joinLeave: true, flag: 3, delta: "fossil"))),
         Command(id: 3, .unsubscribe(channel: "news")),
         Command(id: 4, .publish(channel: "news", data: Payload(data))),
         Command(id: 5, .publish(channel: "news", data: Payload("just a string"))),
@@ -44,7 +48,9 @@ import Testing
         subscribe.recovered = true
         subscribe.wasRecovering = true
         subscribe.delta = true
-        subscribe.publications = [Publication(offset: 6, data: Payload(data), info: info), Publication(offset: 7, data: Payload(3), tags: ["k": "v"])]
+        subscribe.publications = [
+            Publication(offset: 6, data: Payload(data), info: info), Publication(offset: 7, data: Payload(3), tags: ["k": "v"]),
+        ]
         return [
             Reply(id: 1, .connect(connect)),
             Reply(id: 2, .subscribe(subscribe)),
@@ -152,7 +158,10 @@ import Testing
 
     @Test func acceptsInt64AsString() throws {
         let command = try Command(json: JSONParser.parse(#"{"id":1,"subscribe":{"channel":"a","offset":"18"}}"#))
-        guard case let .subscribe(request) = command.method else { Issue.record("not a subscribe"); return }
+        guard case let .subscribe(request) = command.method else {
+            Issue.record("not a subscribe")
+            return
+        }
         #expect(request.offset == 18)
     }
 }

@@ -1,5 +1,6 @@
-@testable import GondolaProtocol
 import Testing
+
+@testable import GondolaProtocol
 
 /// Fossil deltas: what the encoder writes, applied by the decoder, gives the target back
 /// exactly, for random bytes, edits of them and real position frames; bad deltas are refused.
@@ -47,7 +48,9 @@ import Testing
             for _ in 0..<Int.random(in: 0...8, using: &random) {
                 let at = Int.random(in: 0...target.count, using: &random)
                 switch Int.random(in: 0..<3, using: &random) {
-                case 0: target.insert(contentsOf: (0..<Int.random(in: 1...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }, at: at)
+                case 0:
+                    target.insert(
+                        contentsOf: (0..<Int.random(in: 1...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }, at: at)
                 case 1: target.removeSubrange(at..<min(target.count, at + Int.random(in: 1...40, using: &random)))
                 default: if at < target.count { target[at] = UInt8.random(in: 0...255, using: &random) }
                 }
@@ -78,13 +81,15 @@ import Testing
         // Characters that share lead or continuation bytes, so byte matches stop inside them.
         let alphabet = Array("aé©ũ€₠₡𝄞𝄟 {}\":,0123456789".unicodeScalars)
         for _ in 0..<200 {
-            let source = String(String.UnicodeScalarView((0..<Int.random(in: 0...200, using: &random)).map { _ in alphabet.randomElement(using: &random)! }))
+            let source = String(
+                String.UnicodeScalarView((0..<Int.random(in: 0...200, using: &random)).map { _ in alphabet.randomElement(using: &random)! }))
             var target = Array(source.unicodeScalars)
             for _ in 0..<Int.random(in: 1...5, using: &random) {
                 let at = Int.random(in: 0...target.count, using: &random)
                 target.insert(contentsOf: (0..<Int.random(in: 1...6, using: &random)).map { _ in alphabet.randomElement(using: &random)! }, at: at)
             }
-            let sourceBytes = Array(source.utf8), targetBytes = Array(String(String.UnicodeScalarView(target)).utf8)
+            let sourceBytes = Array(source.utf8)
+            let targetBytes = Array(String(String.UnicodeScalarView(target)).utf8)
             let delta = FossilDelta.encode(from: sourceBytes, to: targetBytes, keepingUTF8: true)
             #expect(String(validating: delta, as: UTF8.self) != nil)
             #expect(try FossilDelta.apply(delta, to: sourceBytes) == targetBytes)
@@ -103,7 +108,9 @@ import Testing
         #expect(throws: FossilDelta.Failure("the delta ends without a checksum")) { try FossilDelta.apply(Array("3\n3:abc".utf8), to: source) }
         #expect(throws: FossilDelta.Failure("an insert of 9 bytes runs past the delta")) { try FossilDelta.apply(Array("9\n9:abc".utf8), to: source) }
         #expect(throws: FossilDelta.Failure("the length is not followed by a newline")) { try FossilDelta.apply(Array("3:abc".utf8), to: source) }
-        #expect(throws: FossilDelta.Failure("the target has 3 bytes, the delta says 4")) { try FossilDelta.apply(Array("4\n3:abc0;".utf8), to: source) }
+        #expect(throws: FossilDelta.Failure("the target has 3 bytes, the delta says 4")) {
+            try FossilDelta.apply(Array("4\n3:abc0;".utf8), to: source)
+        }
         #expect(throws: FossilDelta.Failure("a number was expected at byte 0")) { try FossilDelta.apply([], to: source) }
     }
 }

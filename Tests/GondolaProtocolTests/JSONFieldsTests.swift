@@ -1,5 +1,6 @@
-@testable import GondolaProtocol
 import Testing
+
+@testable import GondolaProtocol
 
 /// The one field reader: required and optional members, the protocol's defaults, and errors
 /// that name the field by its path in whichever error type the caller picks.

@@ -29,7 +29,8 @@ import Testing
     func aJSONClientsPublicationReachesBothEncodingsAsWritten(_ text: String) throws {
         let frame = Array(#"{"id":7,"publish":{"channel":"room:a","data":\#(text)}}"#.utf8)
         guard case let .command(command)? = try ProtocolEncoding.json.commands(in: frame).first,
-              case let .publish(_, data) = command.method else {
+            case let .publish(_, data) = command.method
+        else {
             Issue.record("not a publish")
             return
         }
@@ -89,8 +90,9 @@ import Testing
     }
 
     @Test func connectionAndChannelInfoKeepTheirSpelling() throws {
-        let info = ClientInfo(user: "ann", client: "c1", connInfo: try RawJSON(validating: Array(#"{"name": "Ann", "n": 1.0}"#.utf8)),
-                              chanInfo: try RawJSON(validating: Array(#"[ 12345678901234567890 ]"#.utf8)))
+        let info = ClientInfo(
+            user: "ann", client: "c1", connInfo: try RawJSON(validating: Array(#"{"name": "Ann", "n": 1.0}"#.utf8)),
+            chanInfo: try RawJSON(validating: Array(#"[ 12345678901234567890 ]"#.utf8)))
         let push = Push(channel: "room:a", .join(info))
         for encoding in ProtocolEncoding.allCases {
             let messages = try encoding.serverMessages(in: encoding.encode(push))

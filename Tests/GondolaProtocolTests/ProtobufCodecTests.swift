@@ -69,7 +69,8 @@ import Testing
             Reply(id: 2, .subscribe(subscribed)),
             Reply(id: 3, .unsubscribe),
             Reply(id: 4, .publish),
-            Reply(id: 5, .presence(["c1": ClientInfo(user: "tom", client: "c1"), "c2": ClientInfo(user: "ann", client: "c2", chanInfo: RawJSON([1]))])),
+            Reply(
+                id: 5, .presence(["c1": ClientInfo(user: "tom", client: "c1"), "c2": ClientInfo(user: "ann", client: "c2", chanInfo: RawJSON([1]))])),
             Reply(id: 6, .presenceStats(PresenceStats(numClients: 2, numUsers: 1))),
             Reply(id: 7, .history(HistoryResult(publications: subscribed.publications, epoch: "ep", offset: 12))),
             Reply(id: 8, .ping),

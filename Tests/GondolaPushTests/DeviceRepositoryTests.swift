@@ -1,9 +1,10 @@
 import Foundation
 import GondolaPostgres
-@testable import GondolaPush
 import GondolaStore
 import GondolaTestSupport
 import Testing
+
+@testable import GondolaPush
 
 /// Where a test keeps the push module's tables.
 enum PushTestStorage {

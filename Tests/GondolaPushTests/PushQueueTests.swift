@@ -1,9 +1,10 @@
 import Foundation
 import GondolaDomain
-@testable import GondolaPush
 import GondolaStore
 import GondolaTestSupport
 import Testing
+
+@testable import GondolaPush
 
 /// The push outbox of `engine` on empty storage.
 func pushQueue(_ engine: Engine) async throws -> any PushQueue {
@@ -18,21 +19,27 @@ func pushQueue(_ engine: Engine) async throws -> any PushQueue {
 /// the limit on waiting notifications, and tidying.
 @Suite struct PushQueueTests {
     static func push(_ token: String, thread: String? = nil, text: String = "hi", at time: Int64 = 1_000) -> OutgoingPush {
-        OutgoingPush(token: token, platform: .apns, user: "u-" + token, content: PushContent(
-            category: thread == nil ? .broadcast : .chat, textKey: thread == nil ? "announcement" : "chat.message",
-            values: ["text": text, "sender": "Ann"], locale: "fr", link: ["screen": "chat"], collapseKey: thread, count: 1, silent: false,
-            eventAt: time, expiresAt: time + 86_400_000))
+        OutgoingPush(
+            token: token, platform: .apns, user: "u-" + token,
+            content: PushContent(
+                category: thread == nil ? .broadcast : .chat, textKey: thread == nil ? "announcement" : "chat.message",
+                values: ["text": text, "sender": "Ann"], locale: "fr", link: ["screen": "chat"], collapseKey: thread, count: 1, silent: false,
+                eventAt: time, expiresAt: time + 86_400_000))
     }
 
     @Test(arguments: Engine.allCases)
     func threadsFoldIntoTheWaitingNotificationUntilItIsClaimed(engine: Engine) async throws {
         let queue = try await pushQueue(engine)
-        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1", text: "one"), Self.push("b")], now: 1_000, maxPending: 100)
-            == EnqueueOutcome(queued: 2, collapsed: 0, dropped: 0))
-        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1", text: "two"), Self.push("a", thread: "chat:1", text: "three")], now: 1_001,
-                                  maxPending: 100) == EnqueueOutcome(queued: 0, collapsed: 2, dropped: 0))
+        #expect(
+            try await queue.enqueue([Self.push("a", thread: "chat:1", text: "one"), Self.push("b")], now: 1_000, maxPending: 100)
+                == EnqueueOutcome(queued: 2, collapsed: 0, dropped: 0))
+        #expect(
+            try await queue.enqueue(
+                [Self.push("a", thread: "chat:1", text: "two"), Self.push("a", thread: "chat:1", text: "three")], now: 1_001,
+                maxPending: 100) == EnqueueOutcome(queued: 0, collapsed: 2, dropped: 0))
         // Another device, or another chat, is its own notification.
-        #expect(try await queue.enqueue([Self.push("a", thread: "chat:2"), Self.push("c", thread: "chat:1")], now: 1_002, maxPending: 100).queued == 2)
+        #expect(
+            try await queue.enqueue([Self.push("a", thread: "chat:2"), Self.push("c", thread: "chat:1")], now: 1_002, maxPending: 100).queued == 2)
         let claimed = try await queue.claimDue(now: 2_000, limit: 10, lease: 60_000, runner: "r1")
         #expect(claimed.count == 4)
         let folded = try #require(claimed.first { $0.push.token == "a" && $0.push.content.collapseKey == "chat:1" })
@@ -67,7 +74,9 @@ func pushQueue(_ engine: Engine) async throws -> any PushQueue {
         _ = try queue.enqueue((1...4).map { Self.push("t\($0)") }, now: 1_000, maxPending: 100)
         let claimed = try await queue.claimDue(now: 1_000, limit: 3, lease: 60_000, runner: "r1")
         #expect(claimed.count == 3)
-        let rowsMarked = try await database.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE claimed_by IS NOT NULL") }
+        let rowsMarked = try await database.pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_outbox WHERE claimed_by IS NOT NULL")
+        }
         #expect(rowsMarked == 0)
         // The claimed rows are passed over; the fourth is still free.
         let fourth = try await queue.claimDue(now: 1_001, limit: 10, lease: 60_000, runner: "r1")
@@ -77,15 +86,17 @@ func pushQueue(_ engine: Engine) async throws -> any PushQueue {
         #expect(try await queue.claimDue(now: 1_200, limit: 10, lease: 60_000, runner: "r1").map(\.id) == [claimed[1].id])
         let restarted = SQLitePushQueue(database: database)
         #expect(try restarted.releaseClaims(except: "r2") == 0)
-        #expect(Set(try await restarted.claimDue(now: 1_300, limit: 10, lease: 60_000, runner: "r2").map(\.id))
-            == Set([claimed[1].id, claimed[2].id, fourth[0].id]))
+        #expect(
+            Set(try await restarted.claimDue(now: 1_300, limit: 10, lease: 60_000, runner: "r2").map(\.id))
+                == Set([claimed[1].id, claimed[2].id, fourth[0].id]))
     }
 
     @Test(arguments: Engine.allCases)
     func outcomesAreRecordedAndDoneRowsForgotten(engine: Engine) async throws {
         let queue = try await pushQueue(engine)
-        _ = try await queue.enqueue([Self.push("sent"), Self.push("also sent"), Self.push("retried"), Self.push("gone"), Self.push("gone")], now: 1_000,
-                                   maxPending: 100)
+        _ = try await queue.enqueue(
+            [Self.push("sent"), Self.push("also sent"), Self.push("retried"), Self.push("gone"), Self.push("gone")], now: 1_000,
+            maxPending: 100)
         let claimed = try await queue.claimDue(now: 1_000, limit: 10, lease: 60_000, runner: "r")
         let id = { (token: String) in claimed.first { $0.push.token == token }!.id }
         try await queue.markSent([id("sent"), id("also sent")], at: 1_100)
@@ -105,18 +116,22 @@ func pushQueue(_ engine: Engine) async throws -> any PushQueue {
     @Test(arguments: Engine.allCases)
     func aFullOutboxDropsWhatDoesNotFitButStillFolds(engine: Engine) async throws {
         let queue = try await pushQueue(engine)
-        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1"), Self.push("b"), Self.push("c")], now: 1_000, maxPending: 2)
-            == EnqueueOutcome(queued: 2, collapsed: 0, dropped: 1))
-        #expect(try await queue.enqueue([Self.push("a", thread: "chat:1"), Self.push("d")], now: 1_001, maxPending: 2)
-            == EnqueueOutcome(queued: 0, collapsed: 1, dropped: 1))
+        #expect(
+            try await queue.enqueue([Self.push("a", thread: "chat:1"), Self.push("b"), Self.push("c")], now: 1_000, maxPending: 2)
+                == EnqueueOutcome(queued: 2, collapsed: 0, dropped: 1))
+        #expect(
+            try await queue.enqueue([Self.push("a", thread: "chat:1"), Self.push("d")], now: 1_001, maxPending: 2)
+                == EnqueueOutcome(queued: 0, collapsed: 1, dropped: 1))
         #expect(try await queue.pendingCount() == 2)
     }
 
     @Test(arguments: Engine.allCases)
     func recipientsComeWithTheirUsersSettings(engine: Engine) async throws {
         let repository = try await deviceRepository(engine)
-        _ = try await repository.register(PushDevice(token: "t1", platform: .apns, user: "ann", app: nil, locale: "fr", registeredAt: 1), maxPerUser: 10)
-        _ = try await repository.register(PushDevice(token: "t2", platform: .fcm, user: "bob", app: nil, locale: nil, registeredAt: 2), maxPerUser: 10)
+        _ = try await repository.register(
+            PushDevice(token: "t1", platform: .apns, user: "ann", app: nil, locale: "fr", registeredAt: 1), maxPerUser: 10)
+        _ = try await repository.register(
+            PushDevice(token: "t2", platform: .fcm, user: "bob", app: nil, locale: nil, registeredAt: 2), maxPerUser: 10)
         var quiet = NotificationSettings()
         quiet.broadcasts = false
         quiet.quietHours = QuietHours(start: 0, end: 60, utcOffsetMinutes: 0)

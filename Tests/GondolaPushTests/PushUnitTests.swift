@@ -1,9 +1,10 @@
 import Foundation
 import GondolaDomain
-@testable import GondolaPush
-import JWTKit
 import GondolaProtocol
+import JWTKit
 import Testing
+
+@testable import GondolaPush
 
 /// The pieces of push delivery that need no server: texts in each language, the per-user
 /// rate, `Retry-After`, the services' payloads and error bodies, and the settings' filter.
@@ -14,7 +15,8 @@ import Testing
         #expect(PushTexts.render("chat.message", values: values, count: 3, locale: "fr-CH").body == "3 nouveaux messages · On the lift")
         #expect(PushTexts.render("chat.message", values: values, count: 2, locale: "de").body == "2 neue Nachrichten · On the lift")
         // An unknown language falls back to English; a missing value leaves its place empty.
-        #expect(PushTexts.render("event.invite", values: ["sender": "Bo"], count: 1, locale: "pt-BR") == RenderedText(title: "Bo invites you", body: ""))
+        #expect(
+            PushTexts.render("event.invite", values: ["sender": "Bo"], count: 1, locale: "pt-BR") == RenderedText(title: "Bo invites you", body: ""))
         let long = PushTexts.render("announcement", values: ["text": String(repeating: "x", count: 500) + "\nline"], count: 1, locale: nil)
         #expect(long.body.count == PushTexts.maxBody && long.body.hasSuffix("…"))
         #expect(PushTexts.render("announcement", values: ["text": "a\nb"], count: 1, locale: nil).body == "a b")
@@ -26,11 +28,13 @@ import Testing
     @Test func cachedTextsAreTheRenderedOnes() {
         let texts = RenderedTexts()
         let contents = (0..<(RenderedTexts.capacity + 50)).map { n in
-            PushContent(category: .chat, textKey: "chat.message", values: ["sender": "Ann", "text": "message \(n)"], locale: ["en", "fr", "de", nil][n % 4],
-                        link: [:], collapseKey: nil, count: 1 + n % 3, silent: false, eventAt: 0, expiresAt: 1)
+            PushContent(
+                category: .chat, textKey: "chat.message", values: ["sender": "Ann", "text": "message \(n)"], locale: ["en", "fr", "de", nil][n % 4],
+                link: [:], collapseKey: nil, count: 1 + n % 3, silent: false, eventAt: 0, expiresAt: 1)
         }
         for content in contents + contents.prefix(100) + contents.suffix(100) {
-            #expect(texts.text(of: content) == PushTexts.render(content.textKey, values: content.values, count: content.count, locale: content.locale))
+            #expect(
+                texts.text(of: content) == PushTexts.render(content.textKey, values: content.values, count: content.count, locale: content.locale))
         }
     }
 
@@ -75,9 +79,13 @@ import Testing
     }
 
     static func queued(silent: Bool, thread: String?, count: Int) -> QueuedPush {
-        QueuedPush(id: "00000000-0000-0000-0000-000000000001", push: OutgoingPush(token: "tok", platform: .fcm, user: "ann", content: PushContent(
-            category: .chat, textKey: "chat.message", values: [:], locale: nil, link: ["screen": "chat", "chat": "d1"], collapseKey: thread,
-            count: count, silent: silent, eventAt: 0, expiresAt: unixMilliseconds() + 3_600_000)), attempts: 0)
+        QueuedPush(
+            id: "00000000-0000-0000-0000-000000000001",
+            push: OutgoingPush(
+                token: "tok", platform: .fcm, user: "ann",
+                content: PushContent(
+                    category: .chat, textKey: "chat.message", values: [:], locale: nil, link: ["screen": "chat", "chat": "d1"], collapseKey: thread,
+                    count: count, silent: silent, eventAt: 0, expiresAt: unixMilliseconds() + 3_600_000)), attempts: 0)
     }
 
     @Test func quietHoursSendWithoutSoundAndThreadsCollapseOnBothServices() {
@@ -96,7 +104,8 @@ import Testing
     }
 
     @Test func fcmErrorBodiesAreReadForTheirStatusAndCode() throws {
-        let body = try JSONParser.parse("""
+        let body = try JSONParser.parse(
+            """
             {"error": {"code": 404, "status": "NOT_FOUND", "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}]}}
             """)
         #expect(FCMSender.error(body) == ("NOT_FOUND", "UNREGISTERED"))
@@ -126,8 +135,9 @@ import Testing
 /// more often than every 20 minutes.
 @Suite struct APNsProviderTokenTests {
     static func tokens() async -> APNsProviderToken {
-        let credentials = APNsCredentials(key: ES256PrivateKey(), keyID: "KEY1234567", teamID: "TEAM123456", topic: "app.gondola",
-                                          baseURL: APNsCredentials.sandbox)
+        let credentials = APNsCredentials(
+            key: ES256PrivateKey(), keyID: "KEY1234567", teamID: "TEAM123456", topic: "app.gondola",
+            baseURL: APNsCredentials.sandbox)
         return await APNsProviderToken(credentials: credentials)
     }
 

@@ -1,10 +1,11 @@
-@testable import GondolaPush
 import GondolaTestSupport
 import NIOCore
 import NIOHPACK
 import NIOSSL
 import Synchronization
 import Testing
+
+@testable import GondolaPush
 
 /// A push service's connection when there is no service: requests fail at once, saying
 /// why, and fail after a shutdown without trying again.

@@ -24,8 +24,9 @@ import Testing
         #expect(try parsed("=15\r\ntxt:Some string\r\n") == .verbatim(format: "txt", text: "Some string"))
         #expect(try parsed("%1\r\n+first\r\n:1\r\n") == .map([RESPPair(key: .simpleString("first"), value: .integer(1))]))
         #expect(try parsed("~2\r\n+a\r\n+b\r\n") == .set([.simpleString("a"), .simpleString("b")]))
-        #expect(try parsed(">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$3\r\nhi!\r\n")
-            == .push([.bulkString(Array("message".utf8)), .bulkString(Array("ch".utf8)), .bulkString(Array("hi!".utf8))]))
+        #expect(
+            try parsed(">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$3\r\nhi!\r\n")
+                == .push([.bulkString(Array("message".utf8)), .bulkString(Array("ch".utf8)), .bulkString(Array("hi!".utf8))]))
         // An attribute describes the value after it, which is what a caller gets.
         #expect(try parsed("|1\r\n+ttl\r\n:3\r\n:7\r\n") == .integer(7))
     }

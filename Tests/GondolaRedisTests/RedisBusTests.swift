@@ -22,8 +22,9 @@ import Testing
     static func bus(_ redis: TestRedis, node: String) async throws -> (RedisBus, Received) {
         let received = Received()
         let bus = RedisBus(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, nodeUID: node, logger: Logger(label: "test"))
-        try await bus.start(deliver: { events in received.events.withLock { $0 += events } },
-                            listening: { again in if again { received.resumptions.add(1, ordering: .relaxed) } })
+        try await bus.start(
+            deliver: { events in received.events.withLock { $0 += events } },
+            listening: { again in if again { received.resumptions.add(1, ordering: .relaxed) } })
         try await eventually { bus.receiving && bus.publisher.isUp }
         return (bus, received)
     }
@@ -43,10 +44,14 @@ import Testing
 
     @Test func eventsReachEveryNodeInOrder() async throws {
         try await Self.withTwoNodes { _, first, second in
-            let (a, atA) = first, (_, atB) = second
+            let (a, atA) = first
+            let (_, atB) = second
             var sent: [ClusterEvent] = []
             for index in 0..<300 {
-                sent.append(.publication(channel: "ch", Publication(offset: UInt64(index + 1), data: Payload(try RawJSON(validating: Array(#"{"i":\#(index)}"#.utf8))))))
+                sent.append(
+                    .publication(
+                        channel: "ch", Publication(offset: UInt64(index + 1), data: Payload(try RawJSON(validating: Array(#"{"i":\#(index)}"#.utf8))))
+                    ))
             }
             sent.append(.publication(channel: "bin", Publication(data: Payload(received: [0, 255, 10, 13]))))
             let big = JSON.string(String(repeating: "x", count: 200_000))
@@ -60,7 +65,8 @@ import Testing
 
     @Test func anOutageRefusesPublishesThenTheBusResumes() async throws {
         try await Self.withTwoNodes { redis, first, second in
-            let (a, atA) = first, (b, atB) = second
+            let (a, atA) = first
+            let (b, atB) = second
             try await redis.stop()
             try await eventually { !a.receiving && !b.receiving && !a.publisher.isUp }
             await #expect {

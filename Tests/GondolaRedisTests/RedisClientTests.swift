@@ -74,9 +74,10 @@ import Testing
     func outage(_ redis: TestRedis) async throws {
         let received = AsyncStream<[UInt8]>.makeStream()
         let states = AsyncStream<RedisClient.State>.makeStream()
-        let subscriber = RedisClient(address: redis.address, group: group, maxBackoff: .milliseconds(200),
-                                     stateChanged: { states.continuation.yield($0) },
-                                     messages: { _, payload in received.continuation.yield(payload) })
+        let subscriber = RedisClient(
+            address: redis.address, group: group, maxBackoff: .milliseconds(200),
+            stateChanged: { states.continuation.yield($0) },
+            messages: { _, payload in received.continuation.yield(payload) })
         let publisher = RedisClient(address: redis.address, group: group, maxBackoff: .milliseconds(200))
         defer {
             subscriber.stop()
@@ -92,7 +93,10 @@ import Testing
         #expect(try await publishUntilHeard(publisher, "one", &messages) == Array("one".utf8))
 
         try await redis.stop()
-        guard case .down? = await stateEvents.next() else { Issue.record("no down state"); return }
+        guard case .down? = await stateEvents.next() else {
+            Issue.record("no down state")
+            return
+        }
         // While Redis is down, a command fails at once: it does not wait for the server.
         let started = ContinuousClock.now
         await #expect(throws: RedisError.self) { _ = try await publisher.send(["PING"]) }
@@ -106,8 +110,10 @@ import Testing
     }
 
     /// Publishes until a subscriber counts (PUBLISH answers how many heard it), then reads the delivery.
-    func publishUntilHeard(_ publisher: RedisClient, _ text: String,
-                           _ messages: inout AsyncStream<[UInt8]>.Iterator) async throws -> [UInt8]? {
+    func publishUntilHeard(
+        _ publisher: RedisClient, _ text: String,
+        _ messages: inout AsyncStream<[UInt8]>.Iterator
+    ) async throws -> [UInt8]? {
         try await eventually { (try? await publisher.send(["PUBSUB", "NUMSUB", "bus"]))?.elements?.last?.integer == 1 }
         #expect(try await publisher.send(["PUBLISH", "bus", text]).integer == 1)
         return await messages.next()

@@ -44,14 +44,20 @@ import Testing
                 let all = try await store.read(channel: "ch", after: nil, limit: -1, reverse: false, options: options, now: now)
                 #expect(all.publications.map(\.offset) == [3, 4, 5] && all.position == positions[4])
                 #expect(all.publications.map { String(decoding: $0.data.bytes, as: UTF8.self) } == [#"{"n":3}"#, #"{"n":4}"#, #"{"n":5}"#])
-                #expect(try await store.read(channel: "ch", after: 3, limit: 1, reverse: false, options: options, now: now).publications.map(\.offset) == [4])
-                #expect(try await store.read(channel: "ch", after: nil, limit: 2, reverse: true, options: options, now: now).publications.map(\.offset) == [5, 4])
+                #expect(
+                    try await store.read(channel: "ch", after: 3, limit: 1, reverse: false, options: options, now: now).publications.map(\.offset)
+                        == [4])
+                #expect(
+                    try await store.read(channel: "ch", after: nil, limit: 2, reverse: true, options: options, now: now).publications.map(\.offset)
+                        == [5, 4])
                 let position = try await store.read(channel: "ch", after: nil, limit: 0, reverse: false, options: options, now: now)
                 #expect(position.publications.isEmpty && position.position == positions[4])
                 // A stream nobody published to has offset 0 and an epoch that stays.
                 let empty = try await store.read(channel: "quiet", after: nil, limit: 10, reverse: false, options: options, now: now)
                 #expect(empty.position.offset == 0)
-                #expect(try await store.read(channel: "quiet", after: nil, limit: 0, reverse: false, options: options, now: now).position == empty.position)
+                #expect(
+                    try await store.read(channel: "quiet", after: nil, limit: 0, reverse: false, options: options, now: now).position
+                        == empty.position)
             }
         }
     }
@@ -75,15 +81,21 @@ import Testing
             try await Self.withStore(redis) { store, client in
                 let options = Self.options(ttl: .seconds(10))
                 let start = Date()
-                _ = try await store.append(Self.publication(#"{"big":12345678901234567890123,"s":"\u00e9","f":1.50}"#), to: "t", options: options, now: start)
+                _ = try await store.append(
+                    Self.publication(#"{"big":12345678901234567890123,"s":"\u00e9","f":1.50}"#), to: "t", options: options, now: start)
                 let binary: [UInt8] = [0, 255, 13, 10, 0x7B]
                 _ = try await store.append(Publication(data: Payload(received: binary)), to: "t", options: options, now: start.addingTimeInterval(8))
-                let read = try await store.read(channel: "t", after: nil, limit: 10, reverse: false, options: options, now: start.addingTimeInterval(9))
+                let read = try await store.read(
+                    channel: "t", after: nil, limit: 10, reverse: false, options: options, now: start.addingTimeInterval(9))
                 #expect(read.publications.map(\.data.bytes) == [Array(#"{"big":12345678901234567890123,"s":"\u00e9","f":1.50}"#.utf8), binary])
                 // 12 s after the first publication only the second is within the TTL, forward and backward.
                 let later = start.addingTimeInterval(12)
-                #expect(try await store.read(channel: "t", after: nil, limit: 10, reverse: false, options: options, now: later).publications.map(\.offset) == [2])
-                #expect(try await store.read(channel: "t", after: nil, limit: 10, reverse: true, options: options, now: later).publications.map(\.offset) == [2])
+                #expect(
+                    try await store.read(channel: "t", after: nil, limit: 10, reverse: false, options: options, now: later).publications.map(\.offset)
+                        == [2])
+                #expect(
+                    try await store.read(channel: "t", after: nil, limit: 10, reverse: true, options: options, now: later).publications.map(\.offset)
+                        == [2])
                 // Removing the history keeps the offset and the epoch.
                 try await store.removeHistory(channel: "t")
                 let removed = try await store.read(channel: "t", after: nil, limit: 10, reverse: false, options: options, now: later)
@@ -101,7 +113,9 @@ import Testing
                     let offsets = try await withThrowingTaskGroup(of: UInt64.self) { tasks in
                         for index in 0..<400 {
                             let store = index % 2 == 0 ? first : second
-                            tasks.addTask { try await store.append(Self.publication("\(index)"), to: "shared", options: options, now: Date()).1.offset }
+                            tasks.addTask {
+                                try await store.append(Self.publication("\(index)"), to: "shared", options: options, now: Date()).1.offset
+                            }
                         }
                         return try await tasks.reduce(into: [UInt64]()) { $0.append($1) }
                     }

@@ -9,8 +9,10 @@ import Testing
 /// figures and uptime, silence for the node timeout hides it, a graceful leave removes it.
 @Suite(.serialized) struct RedisNodesTests {
     static func info(_ uid: String, name: String, clients: Int) -> ClusterNodeInfo {
-        ClusterNodeInfo(uid: uid, name: name, version: "1.0", stats: NodeStats(
-            clients: clients, users: clients / 2, channels: 3, subscriptions: clients * 2, queuedBytes: 0, uptimeSeconds: 0))
+        ClusterNodeInfo(
+            uid: uid, name: name, version: "1.0",
+            stats: NodeStats(
+                clients: clients, users: clients / 2, channels: 3, subscriptions: clients * 2, queuedBytes: 0, uptimeSeconds: 0))
     }
 
     @Test func heartbeatsTimeoutAndLeave() async throws {

@@ -1,9 +1,10 @@
 import Foundation
+import GRDB
 import GondolaServices
 import GondolaStore
-import GRDB
 import Logging
 import Testing
+
 @testable import GondolaRentals
 
 @Suite struct MailOutboxTests {
@@ -20,7 +21,8 @@ import Testing
         do {
             let database = try Self.database(folder)
             // Port 9 (discard) on 127.0.0.1 has no SMTP server: the delivery fails.
-            let failing = MailOutbox(queue: SQLiteMailQueue(database: database), route: .smtp(try SMTPMailer(url: "smtp://127.0.0.1:9", timeout: 2)), logger: logger)
+            let failing = MailOutbox(
+                queue: SQLiteMailQueue(database: database), route: .smtp(try SMTPMailer(url: "smtp://127.0.0.1:9", timeout: 2)), logger: logger)
             _ = try await database.pool.write { db in try SQLiteMailQueue.enqueue(Self.mail, in: db, now: 1_000) }
             #expect(await failing.deliverDue(now: 1_000) == 0)
             let stored = try await database.pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM mail_outbox") }
@@ -45,11 +47,12 @@ import Testing
         let database = try Self.database(folder)
         try await database.pool.write { db in
             try SQLiteMailQueue.enqueue(Self.mail, in: db, now: 1)
-            try db.execute(sql: """
-                WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-                INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
-                SELECT 'mail-' || i, 'a@b.c', 'h@b.c', 's', 't', 'h', 1, 1 FROM n
-                """, arguments: [MailOutbox.maxPending])
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                    INSERT INTO mail_outbox (id, recipient, sender, subject, text_body, html_body, created_at_ms, next_attempt_at_ms)
+                    SELECT 'mail-' || i, 'a@b.c', 'h@b.c', 's', 't', 'h', 1, 1 FROM n
+                    """, arguments: [MailOutbox.maxPending])
         }
         await #expect(throws: MailOutbox.Full.self) {
             try await database.pool.write { db in try SQLiteMailQueue.enqueue(Self.mail, in: db, now: 1) }

@@ -1,8 +1,9 @@
 import Foundation
-@testable import GondolaRentals
 import GondolaStore
 import GondolaTestSupport
 import Testing
+
+@testable import GondolaRentals
 
 /// The car and rental repository of `engine` on empty storage.
 func rentalRepository(_ engine: Engine) async throws -> any RentalRepository {
@@ -16,13 +17,15 @@ func rentalRepository(_ engine: Engine) async throws -> any RentalRepository {
 }
 
 func car(_ id: String, price: Int64 = 4_900, image: String? = nil, at time: Int64 = 1) -> Car {
-    Car(id: id, make: "Skoda", model: "Octavia", year: 2022, seats: 5, pricePerDayCents: price, lat: 47.2669, lon: 11.3933,
+    Car(
+        id: id, make: "Skoda", model: "Octavia", year: 2022, seats: 5, pricePerDayCents: price, lat: 47.2669, lon: 11.3933,
         imageURL: image, updatedAt: time)
 }
 
 func rental(_ id: String, car: String, user: String, state: RentalState = .planned, startsAt: Int64 = 100, at time: Int64) -> Rental {
-    Rental(id: id, car: car, user: user, state: state, startsAt: startsAt, startedAt: state == .active ? time : nil, endedAt: nil,
-           pricePerDayCents: 4_900, days: nil, amountCents: nil, endLat: nil, endLon: nil, createdAt: time, updatedAt: time)
+    Rental(
+        id: id, car: car, user: user, state: state, startsAt: startsAt, startedAt: state == .active ? time : nil, endedAt: nil,
+        pricePerDayCents: 4_900, days: nil, amountCents: nil, endLat: nil, endLon: nil, createdAt: time, updatedAt: time)
 }
 
 /// What both engines must do alike with cars and rentals.

@@ -1,6 +1,7 @@
 import GondolaGeo
 import GondolaHub
 import Testing
+
 @testable import GondolaRentals
 
 @Suite struct RentalRulesTests {
@@ -28,8 +29,10 @@ import Testing
     }
 
     @Test func swappedCoordinatesAreCaughtOnlyWhenMostPointsSaySo() throws {
-        let square = Polygon(outline: [GeoPoint(lat: 47.2, lon: 11.3), GeoPoint(lat: 47.2, lon: 11.5), GeoPoint(lat: 47.3, lon: 11.5),
-                                       GeoPoint(lat: 47.3, lon: 11.3)])
+        let square = Polygon(outline: [
+            GeoPoint(lat: 47.2, lon: 11.3), GeoPoint(lat: 47.2, lon: 11.5), GeoPoint(lat: 47.3, lon: 11.5),
+            GeoPoint(lat: 47.3, lon: 11.3),
+        ])
         let areas = ServiceAreas(areas: [("Innsbruck", square)])
         func car(_ lat: Double, _ lon: Double) -> Car {
             Car(id: "c", make: "m", model: "m", year: 2020, seats: 4, pricePerDayCents: 100, lat: lat, lon: lon, imageURL: nil, updatedAt: 0)
@@ -61,7 +64,8 @@ import Testing
 
     @Test func theFleetTellsBothCellsWhenACarMovesBetweenThem() {
         var fleet = Fleet()
-        let car = Car(id: "c", make: "m", model: "m", year: 2020, seats: 4, pricePerDayCents: 100, lat: 47.2669, lon: 11.3933, imageURL: nil, updatedAt: 0)
+        let car = Car(
+            id: "c", make: "m", model: "m", year: 2020, seats: 4, pricePerDayCents: 100, lat: 47.2669, lon: 11.3933, imageURL: nil, updatedAt: 0)
         #expect(fleet.upsert(car).map(\.cell) == [car.cell])
         let moved = fleet.move("c", lat: 47.30, lon: 11.45, at: 1)
         #expect(moved.count == 2 && moved[0].cell == car.cell && moved[0].data["reason"] == "moved" && moved[1].data["type"] == "car")

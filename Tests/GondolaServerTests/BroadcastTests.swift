@@ -1,6 +1,7 @@
 import Foundation
 import GondolaProtocol
 import Testing
+
 @testable import GondolaServer
 
 /// Host broadcasts on `trip:` and staff announcements on `announcements`: who may
@@ -18,7 +19,9 @@ import Testing
     func hostBroadcastsReachOnlineTravellersAndOfflineOnesRecoverThem(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
-        let hana = try await server.client("hana", encoding: encoding), alice = try await server.client("alice", encoding: encoding), bob = try await server.client("bob", encoding: encoding)
+        let hana = try await server.client("hana", encoding: encoding)
+        let alice = try await server.client("alice", encoding: encoding)
+        let bob = try await server.client("bob", encoding: encoding)
         try await alice.subscribe("trip:\(trip)")
         let bobFirst = try await bob.subscribe(SubscribeRequest(channel: "trip:\(trip)"))
         await bob.close()
@@ -43,7 +46,8 @@ import Testing
     @Test(arguments: ProtocolEncoding.allCases)
     func announcementsAreForStaffToSendAndEveryoneToReceive(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
-        let carol = try await server.client("carol", encoding: encoding), sam = try await server.client("sam", encoding: encoding)
+        let carol = try await server.client("carol", encoding: encoding)
+        let sam = try await server.client("sam", encoding: encoding)
         let before = try await carol.subscribe(SubscribeRequest(channel: "announcements"))
         await #expect(throws: RPCFailure.self) { try await sam.rpc("broadcast.send", ["scope": "all", "text": "Hello"]) }
         _ = try await server.api("user_set_staff", ["user": "sam", "staff": true])
@@ -60,7 +64,8 @@ import Testing
     @Test func othersAreRefused() async throws {
         let server = try await startTravelServer()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice"])
-        let alice = try await server.client("alice"), carol = try await server.client("carol")
+        let alice = try await server.client("alice")
+        let carol = try await server.client("carol")
         for (client, data, code) in [
             (alice, ["trip": JSON.string(trip), "text": "I am not a host"] as JSON, UInt32(103)),
             (carol, ["trip": .string(trip), "text": "Nor am I"], 103),
@@ -85,8 +90,9 @@ import Testing
         }
         #expect(!alice.isClosed && !carol.isClosed)
         let hana = try await server.client("hana")
-        #expect(try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Still on"])["offset"]?.doubleValue == 1,
-                "the host is still served")
+        #expect(
+            try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Still on"])["offset"]?.doubleValue == 1,
+            "the host is still served")
         for client in [alice, carol, hana] { await client.close() }
         try await server.stop()
     }

@@ -1,4 +1,3 @@
-@testable import GondolaServer
 import GondolaHub
 import GondolaProtocol
 import NIOCore
@@ -6,6 +5,8 @@ import NIOEmbedded
 import NIOWebSocket
 import Synchronization
 import Testing
+
+@testable import GondolaServer
 
 /// The frame writer on an `EmbeddedChannel`: what reaches the channel, when, and
 /// how it ends — without a socket, so every step is observed exactly.

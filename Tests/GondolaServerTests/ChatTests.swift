@@ -1,6 +1,7 @@
 import Foundation
 import GondolaProtocol
 import Testing
+
 @testable import GondolaServer
 
 /// Chats through the real server over real sockets: ordering, idempotency,
@@ -22,7 +23,8 @@ import Testing
     @Test(arguments: ProtocolEncoding.allCases)
     func directChatKeepsOrderAndRetriesAreIdempotent(_ encoding: ProtocolEncoding) async throws {
         let (server, _) = try await Self.start()
-                let alice = try await server.client("alice", encoding: encoding), bob = try await server.client("bob", encoding: encoding)
+        let alice = try await server.client("alice", encoding: encoding)
+        let bob = try await server.client("bob", encoding: encoding)
         let created = try await alice.rpc("chat.create", ["members": ["bob"]])
         let chat = try #require(created["chat"]?["id"]?.stringValue)
         #expect(created["chat"]?["kind"]?.stringValue == "direct")
@@ -77,7 +79,9 @@ import Testing
     @Test(arguments: ProtocolEncoding.allCases)
     func concurrentSendsRetriesAndARecoveryInTheMiddle(_ encoding: ProtocolEncoding) async throws {
         let (server, _) = try await Self.start()
-        let alice = try await server.client("alice", encoding: encoding), bob = try await server.client("bob", encoding: encoding), again = try await server.client("bob", encoding: encoding)
+        let alice = try await server.client("alice", encoding: encoding)
+        let bob = try await server.client("bob", encoding: encoding)
+        let again = try await server.client("bob", encoding: encoding)
         let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
         let first = try await bob.subscribe(SubscribeRequest(channel: "chat:\(chat)"))
         let count = 200
@@ -117,7 +121,8 @@ import Testing
 
     @Test func onlyMembersMayCreateSendReadAndSubscribe() async throws {
         let (server, trip) = try await Self.start()
-                let alice = try await server.client("alice"), carol = try await server.client("carol")
+        let alice = try await server.client("alice")
+        let carol = try await server.client("carol")
         await #expect(throws: RPCFailure.self) { try await carol.rpc("chat.create", ["members": ["alice"]]) }
         let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
         for (method, data) in [
@@ -163,7 +168,8 @@ import Testing
     ])
     func badSendsAnswer107NamingTheField(data: JSON, field: String) async throws {
         let (server, _) = try await Self.start()
-        let alice = try await server.client("alice"), bob = try await server.client("bob")
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
         let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
         let request = data.adding("chat", data["chat"] == nil ? .null : .string(chat))
         do {
@@ -181,7 +187,8 @@ import Testing
 
     @Test func unreadCountsReadMarkersAndHistoryPages() async throws {
         let (server, _) = try await Self.start()
-                let alice = try await server.client("alice"), bob = try await server.client("bob")
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
         let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
         for index in 1...120 { _ = try await Self.send(alice, chat, "m\(index)", id: "m\(index)") }
         _ = try await Self.send(bob, chat, "reply", id: "b1")
@@ -216,7 +223,9 @@ import Testing
 
     @Test func groupAndTripChats() async throws {
         let (server, trip) = try await Self.start()
-                let alice = try await server.client("alice"), hana = try await server.client("hana"), carol = try await server.client("carol")
+        let alice = try await server.client("alice")
+        let hana = try await server.client("hana")
+        let carol = try await server.client("carol")
         let group = try await alice.rpc("chat.create", ["members": ["bob", "hana"], "title": "Lift crew"])
         #expect(group["chat"]?["kind"]?.stringValue == "group")
         #expect(group["chat"]?["members"]?.arrayValue.compactMap { $0["user"]?.stringValue } == ["alice", "bob", "hana"])
@@ -235,7 +244,8 @@ import Testing
 
     @Test func reconnectingSubscriberRecoversMissedMessages() async throws {
         let (server, _) = try await Self.start()
-                let alice = try await server.client("alice"), bob = try await server.client("bob")
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
         let chat = try #require(try await alice.rpc("chat.create", ["members": ["bob"]])["chat"]?["id"]?.stringValue)
         let first = try await bob.subscribe(SubscribeRequest(channel: "chat:\(chat)"))
         #expect(first.recoverable, "chat streams are always recoverable")

@@ -4,10 +4,12 @@ import Testing
 /// The cluster mode's configuration keys: good values taken, bad ones named with their source.
 @Suite struct ClusterConfigurationTests {
     @Test func clusterKeysAreReadFromTheEnvironment() throws {
-        let loaded = try ConfigurationLoader.load(file: nil, environment: [
-            "GONDOLA_DATABASE": "postgres://gondola@/hub?host=/run/pg", "GONDOLA_NODE_NAME": "edge-1", "GONDOLA_DATABASE_POOL_SIZE": "4",
-            "GONDOLA_CLUSTER_NODE_TIMEOUT": "3s", "GONDOLA_CLUSTER_BUS_LINGER": "2ms", "GONDOLA_CLUSTER_BUS_MAX_BATCH": "1",
-        ], flags: [:])
+        let loaded = try ConfigurationLoader.load(
+            file: nil,
+            environment: [
+                "GONDOLA_DATABASE": "postgres://gondola@/hub?host=/run/pg", "GONDOLA_NODE_NAME": "edge-1", "GONDOLA_DATABASE_POOL_SIZE": "4",
+                "GONDOLA_CLUSTER_NODE_TIMEOUT": "3s", "GONDOLA_CLUSTER_BUS_LINGER": "2ms", "GONDOLA_CLUSTER_BUS_MAX_BATCH": "1",
+            ], flags: [:])
         #expect(loaded.isCluster && loaded.dataFolder == "var" && loaded.hub.nodeName == "edge-1" && loaded.databasePoolSize == 4)
         #expect(loaded.cluster.nodeTimeout == .seconds(3) && loaded.cluster.busLinger == .milliseconds(2) && loaded.cluster.busMaxBatch == 1)
         #expect(try !ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).isCluster)
@@ -33,10 +35,12 @@ import Testing
         let postgres = "postgres://gondola@/hub?host=/run/pg"
         #expect(try ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).engine() == .memory)
         #expect(try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_DATABASE": postgres], flags: [:]).engine() == .postgres)
-        let redis = try ConfigurationLoader.load(file: nil, environment: [
-            "GONDOLA_DATABASE": postgres, "GONDOLA_ENGINE": "redis", "GONDOLA_REDIS_ADDRESSES": "10.0.0.5:6379, redis://10.0.0.6:6380",
-            "GONDOLA_CLUSTER_PRESENCE_TTL": "30s",
-        ], flags: [:])
+        let redis = try ConfigurationLoader.load(
+            file: nil,
+            environment: [
+                "GONDOLA_DATABASE": postgres, "GONDOLA_ENGINE": "redis", "GONDOLA_REDIS_ADDRESSES": "10.0.0.5:6379, redis://10.0.0.6:6380",
+                "GONDOLA_CLUSTER_PRESENCE_TTL": "30s",
+            ], flags: [:])
         #expect(try redis.engine() == .redis)
         #expect(redis.redisAddresses.map(\.description) == ["10.0.0.5:6379", "10.0.0.6:6380"])
         #expect(redis.cluster.presenceTTL == .seconds(30))

@@ -23,10 +23,16 @@ import Testing
 
     /// A position-frame-like publication; frame `n` differs from `n - 1` in one traveller.
     static func frame(_ n: Int) -> JSON {
-        ["positions": .array((0..<10).map { index in
-            ["user": .string("traveller-\(index)"), "lat": .double(45.3 + Double(index) / 1000 + Double(index == n % 10 ? n : 0) / 100_000),
-             "lon": 6.58, "ts": .int(1_790_000_000_000 + Int64(n))]
-        })]
+        [
+            "positions": .array(
+                (0..<10).map { index in
+                    [
+                        "user": .string("traveller-\(index)"),
+                        "lat": .double(45.3 + Double(index) / 1000 + Double(index == n % 10 ? n : 0) / 100_000),
+                        "lon": 6.58, "ts": .int(1_790_000_000_000 + Int64(n)),
+                    ]
+                })
+        ]
     }
 
     @Test(arguments: ProtocolEncoding.allCases, [false, true])
@@ -48,7 +54,10 @@ import Testing
         // A large message from the compressing client is inflated by the server.
         let large: JSON = ["text": .string(String(repeating: "powder day ", count: 300))]
         let published = try await compressed.call(.publish(channel: "room:z", data: Payload(large)))
-        guard case .publish = published.body else { Issue.record("\(published)"); return }
+        guard case .publish = published.body else {
+            Issue.record("\(published)")
+            return
+        }
         expected.append(large)
         #expect(try await compressed.awaitPublications("room:z", count: 31) == expected)
         #expect(try await plain.awaitPublications("room:z", count: 31) == expected)

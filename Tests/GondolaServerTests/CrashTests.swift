@@ -1,13 +1,14 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GondolaCrash
 import GondolaProtocol
+import GondolaTestSupport
 import Hummingbird
 import Synchronization
-import GondolaTestSupport
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The test images of GondolaServicesTests (cjpeg, heif-enc and zlib wrote them).
 func imageFixture(_ name: String) throws -> Data {
@@ -43,8 +44,9 @@ extension RunningServer {
         try await tablet.subscribe("crash:\(id)")
 
         _ = try await phone.rpc("crash.update", ["crash": .string(id), "injured": ["other_driver", "myself"], "note": "rear-ended at the lights"])
-        let (status, photo) = try await server.httpJSON("POST", "/api/crash/\(id)/photos/licence_plate?name=plate.jpg", user: "alice",
-                                                        body: try imageFixture("plate.jpg"))
+        let (status, photo) = try await server.httpJSON(
+            "POST", "/api/crash/\(id)/photos/licence_plate?name=plate.jpg", user: "alice",
+            body: try imageFixture("plate.jpg"))
         #expect(status == 201)
         #expect(photo["file_name"] == "plate.jpg" && photo["width"] == 80 && photo["height"] == 60 && photo["content_type"] == "image/jpeg")
         let pushes = try await tablet.awaitPublications("crash:\(id)", count: 2)
@@ -72,8 +74,10 @@ extension RunningServer {
         let mallory = try await server.client("mallory")
         let id = try #require(try await alice.rpc("crash.start")["id"]?.stringValue)
         for crash in [id, "crash-does-not-exist"] {
-            for (method, data) in [("crash.get", ["crash": JSON.string(crash)]), ("crash.update", ["crash": .string(crash), "note": "x"]),
-                                   ("crash.discard", ["crash": .string(crash)])] as [(String, JSON)] {
+            for (method, data) in [
+                ("crash.get", ["crash": JSON.string(crash)]), ("crash.update", ["crash": .string(crash), "note": "x"]),
+                ("crash.discard", ["crash": .string(crash)]),
+            ] as [(String, JSON)] {
                 do {
                     _ = try await mallory.rpc(method, data)
                     Issue.record("\(method) answered for \(crash)")
@@ -87,8 +91,9 @@ extension RunningServer {
             } catch let failure as RPCFailure {
                 #expect(failure.code == 103)
             }
-            let (status, body) = try await server.httpJSON("POST", "/api/crash/\(crash)/photos/crash_scene", user: "mallory",
-                                                           body: try imageFixture("scene.png"))
+            let (status, body) = try await server.httpJSON(
+                "POST", "/api/crash/\(crash)/photos/crash_scene", user: "mallory",
+                body: try imageFixture("scene.png"))
             #expect(status == 403 && body["error"]?["code"] == 103)
         }
         #expect(try await alice.rpc("crash.get", ["crash": .string(id)])["photos"]?["crash_scene"] == [])
@@ -97,13 +102,14 @@ extension RunningServer {
         try await server.stop()
     }
 
-    @Test(arguments: [
-        (["injured": ["no_one", "myself"]], "injured: 'no_one' stands alone"),
-        (["injured": ["unsure", "other_driver"]], "injured: 'unsure' stands alone"),
-        (["injured": ["everyone"]], "injured: unknown value 'everyone'"),
-        (["note": .string(String(repeating: "n", count: 2_001))], "note is 2001 characters, more than 2000"),
-        ([:], "give injured, note or both"),
-    ] as [(JSON, String)])
+    @Test(
+        arguments: [
+            (["injured": ["no_one", "myself"]], "injured: 'no_one' stands alone"),
+            (["injured": ["unsure", "other_driver"]], "injured: 'unsure' stands alone"),
+            (["injured": ["everyone"]], "injured: unknown value 'everyone'"),
+            (["note": .string(String(repeating: "n", count: 2_001))], "note is 2001 characters, more than 2000"),
+            ([:], "give injured, note or both"),
+        ] as [(JSON, String)])
     func badCrashInformationIsRefusedAndChangesNothing(_ change: JSON, _ message: String) async throws {
         let server = try await startTravelServer()
         let alice = try await server.client("alice")
@@ -146,7 +152,9 @@ extension RunningServer {
         }
         let (full, answer) = try await server.httpJSON("POST", "/api/crash/\(id)/photos/crash_scene", user: "alice", body: jpeg)
         #expect(full == 409 && answer["error"]?["code"] == 106)
-        #expect(try await server.http("POST", "/api/crash/\(id)/photos/your_vehicle_damage", user: "alice", body: try imageFixture("damage.heic")).0 == 201)
+        #expect(
+            try await server.http("POST", "/api/crash/\(id)/photos/your_vehicle_damage", user: "alice", body: try imageFixture("damage.heic")).0
+                == 201)
         await alice.close()
         try await server.stop()
     }
@@ -220,10 +228,16 @@ extension RunningServer {
         } catch let failure as RPCFailure {
             #expect(failure.code == 108)
         }
-        _ = try await alice.rpc("crash.update", ["crash": .string(id), "injured": ["myself", "other_driver_passengers"],
-                                                 "note": "Blue van ran the red light — Zoë saw it"])
+        _ = try await alice.rpc(
+            "crash.update",
+            [
+                "crash": .string(id), "injured": ["myself", "other_driver_passengers"],
+                "note": "Blue van ran the red light — Zoë saw it",
+            ])
         for (section, file) in [("licence_plate", "plate.jpg"), ("crash_scene", "scene.png"), ("your_vehicle_damage", "damage.heic")] {
-            #expect(try await server.http("POST", "/api/crash/\(id)/photos/\(section)?name=\(file)", user: "alice", body: try imageFixture(file)).0 == 201)
+            #expect(
+                try await server.http("POST", "/api/crash/\(id)/photos/\(section)?name=\(file)", user: "alice", body: try imageFixture(file)).0 == 201
+            )
         }
         let reported = try await alice.rpc("crash.report", ["crash": .string(id)])
         #expect(reported["status"] == "report" && reported["report"] == .string("/api/crash/\(id)/report.pdf"))
@@ -231,8 +245,10 @@ extension RunningServer {
         let (status, pdf) = try await server.http("GET", "/api/crash/\(id)/report.pdf", user: "alice")
         #expect(status == 200 && pdf.starts(with: Data("%PDF-".utf8)))
         let text = try poppler("pdftotext", [], pdf: pdf)
-        for expected in ["Crash report", "Myself", "Other driver's passenger(s)", "Blue van ran the red light — Zoë saw it",
-                         "47.50000, 19.05000", "plate.jpg", "scene.png", "damage.heic", "Crash scene (1)"] {
+        for expected in [
+            "Crash report", "Myself", "Other driver's passenger(s)", "Blue van ran the red light — Zoë saw it",
+            "47.50000, 19.05000", "plate.jpg", "scene.png", "damage.heic", "Crash scene (1)",
+        ] {
             #expect(text.contains(expected), "\(expected) missing from the report")
         }
         let images = try poppler("pdfimages", ["-list"], pdf: pdf).split(separator: "\n").dropFirst(2)
@@ -357,9 +373,11 @@ extension RunningServer {
 
         _ = try await alice.rpc("crash.update", ["crash": .string(id), "note": "kept"])
         _ = try await alice.rpc("crash.report", ["crash": .string(id)])
-        for (method, data, code) in [("crash.share", ["crash": JSON.string(id), "ttl": 0], UInt32(107)),
-                                     ("crash.share", ["crash": .string(id), "ttl": .int(91 * 86_400)], 107),
-                                     ("crash.discard", ["crash": .string(id)], 108)] as [(String, JSON, UInt32)] {
+        for (method, data, code) in [
+            ("crash.share", ["crash": JSON.string(id), "ttl": 0], UInt32(107)),
+            ("crash.share", ["crash": .string(id), "ttl": .int(91 * 86_400)], 107),
+            ("crash.discard", ["crash": .string(id)], 108),
+        ] as [(String, JSON, UInt32)] {
             do {
                 _ = try await alice.rpc(method, data)
                 Issue.record("\(method) accepted \(data)")

@@ -26,7 +26,9 @@ import Testing
                     let first = row.dropFirst().prefix { $0 != "|" }.trimmingCharacters(in: .whitespaces)
                     if first == "method" { inMethodTable = true }
                     guard inMethodTable, first != "method", !first.hasPrefix("---") else { continue }
-                    for name in first.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter({ $0.offset % 2 == 1 }).map({ String($0.element) }) {
+                    for name in first.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter({ $0.offset % 2 == 1 }).map({
+                        String($0.element)
+                    }) {
                         methods[name] = file
                     }
                 }

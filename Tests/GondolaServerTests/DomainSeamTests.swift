@@ -1,15 +1,16 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-import GondolaDomain
 import GRDB
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
 import GondolaTravel
 import Hummingbird
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The domain seam: `domains` picks which built-in domains are installed.
 @Suite struct DomainSeamTests {
@@ -105,8 +106,10 @@ import Testing
     @Test func aDomainsSettingsReachItAndABadOneStopsTheStart() async throws {
         let loaded = try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_SMS_WEBHOOK_URL": "http://127.0.0.1:9/sms"], flags: [:])
         #expect(loaded.domainSettings.values["sms_webhook_url"] == "http://127.0.0.1:9/sms")
-        for (key, value, message) in [("crash_link_template", "crashassistant://crash", "crash: 'crash_link_template' must contain {id}"),
-                                      ("sms_webhook_url", "ftp://gateway", "crash: 'sms_webhook_url' expected an http(s) URL, got 'ftp://gateway'")] {
+        for (key, value, message) in [
+            ("crash_link_template", "crashassistant://crash", "crash: 'crash_link_template' must contain {id}"),
+            ("sms_webhook_url", "ftp://gateway", "crash: 'sms_webhook_url' expected an http(s) URL, got 'ftp://gateway'"),
+        ] {
             var configuration = RunningServer.configuration()
             configuration.domainSettings.values[key] = .string(value)
             do {
@@ -156,36 +159,66 @@ import Testing
             for method in rpcMethods { registrations.register(method) { _, _ in ["from": .string(name)] } }
             for namespace in provided { registrations.provide(NamespaceOptions(name: namespace), by: OpenChannel()) }
             for topic in replicaTopics { registrations.onReplica(topic: topic) { _ in } }
-            return InstalledDomain(service: name, registrations: registrations, serverMethods: Dictionary(uniqueKeysWithValues: apiMethods.map { method in
-                (method, { @Sendable _ throws(HubError) in ["from": .string(name)] } as InstalledDomain.ServerMethod)
-            }), routes: { [routes, name] router in
-                for path in routes { router.get(RouterPath(path)) { _, _ in name } }
-            })
+            return InstalledDomain(
+                service: name, registrations: registrations,
+                serverMethods: Dictionary(
+                    uniqueKeysWithValues: apiMethods.map { method in
+                        (method, { @Sendable _ throws(HubError) in ["from": .string(name)] } as InstalledDomain.ServerMethod)
+                    }),
+                routes: { [routes, name] router in
+                    for path in routes { router.get(RouterPath(path)) { _, _ in name } }
+                })
         }
     }
 
     @Test(arguments: [
         ([ClaimingDomain(name: "clock", rpcMethods: ["server.time"])], "RPC method 'server.time' is claimed by both the hub and domain 'clock'"),
-        ([ClaimingDomain(name: "profiles", rpcMethods: ["profile.get"])], "RPC method 'profile.get' is claimed by both domain 'travel' and domain 'profiles'"),
-        ([ClaimingDomain(name: "a", rpcMethods: ["shop.list"]), ClaimingDomain(name: "b", rpcMethods: ["shop.list"])],
-         "RPC method 'shop.list' is claimed by both domain 'a' and domain 'b'"),
+        (
+            [ClaimingDomain(name: "profiles", rpcMethods: ["profile.get"])],
+            "RPC method 'profile.get' is claimed by both domain 'travel' and domain 'profiles'"
+        ),
+        (
+            [ClaimingDomain(name: "a", rpcMethods: ["shop.list"]), ClaimingDomain(name: "b", rpcMethods: ["shop.list"])],
+            "RPC method 'shop.list' is claimed by both domain 'a' and domain 'b'"
+        ),
         ([ClaimingDomain(name: "echo", rpcMethods: ["echo.say", "echo.say"])], "RPC method 'echo.say' is claimed twice by domain 'echo'"),
-        ([ClaimingDomain(name: "mirror", rpcMethods: [], apiMethods: ["publish"])], "server API method 'publish' is claimed by both the hub and domain 'mirror'"),
-        ([ClaimingDomain(name: "trips", rpcMethods: [], apiMethods: ["trip_create"])],
-         "server API method 'trip_create' is claimed by both domain 'travel' and domain 'trips'"),
-        ([ClaimingDomain(name: "inbox", rpcMethods: [], provided: ["personal"])], "namespace 'personal' is claimed by both the hub and domain 'inbox'"),
+        (
+            [ClaimingDomain(name: "mirror", rpcMethods: [], apiMethods: ["publish"])],
+            "server API method 'publish' is claimed by both the hub and domain 'mirror'"
+        ),
+        (
+            [ClaimingDomain(name: "trips", rpcMethods: [], apiMethods: ["trip_create"])],
+            "server API method 'trip_create' is claimed by both domain 'travel' and domain 'trips'"
+        ),
+        (
+            [ClaimingDomain(name: "inbox", rpcMethods: [], provided: ["personal"])],
+            "namespace 'personal' is claimed by both the hub and domain 'inbox'"
+        ),
         ([ClaimingDomain(name: "talk", rpcMethods: [], provided: ["chat"])], "namespace 'chat' is claimed by both domain 'travel' and domain 'talk'"),
-        ([ClaimingDomain(name: "a", rpcMethods: [], provided: ["shop"]), ClaimingDomain(name: "b", rpcMethods: [], provided: ["shop"])],
-         "namespace 'shop' is claimed by both domain 'a' and domain 'b'"),
-        ([ClaimingDomain(name: "rent", rpcMethods: [], replicaTopics: ["rentals.fleet"])],
-         "replica topic 'rentals.fleet' is claimed by both domain 'rentals' and domain 'rent'"),
-        ([ClaimingDomain(name: "a", rpcMethods: [], replicaTopics: ["stock"]), ClaimingDomain(name: "b", rpcMethods: [], replicaTopics: ["stock"])],
-         "replica topic 'stock' is claimed by both domain 'a' and domain 'b'"),
+        (
+            [ClaimingDomain(name: "a", rpcMethods: [], provided: ["shop"]), ClaimingDomain(name: "b", rpcMethods: [], provided: ["shop"])],
+            "namespace 'shop' is claimed by both domain 'a' and domain 'b'"
+        ),
+        (
+            [ClaimingDomain(name: "rent", rpcMethods: [], replicaTopics: ["rentals.fleet"])],
+            "replica topic 'rentals.fleet' is claimed by both domain 'rentals' and domain 'rent'"
+        ),
+        (
+            [
+                ClaimingDomain(name: "a", rpcMethods: [], replicaTopics: ["stock"]),
+                ClaimingDomain(name: "b", rpcMethods: [], replicaTopics: ["stock"]),
+            ],
+            "replica topic 'stock' is claimed by both domain 'a' and domain 'b'"
+        ),
         ([ClaimingDomain(name: "probe", rpcMethods: [], routes: ["/health"])], "route 'GET /health' is claimed by both the hub and domain 'probe'"),
-        ([ClaimingDomain(name: "bot", rpcMethods: [], routes: ["/api/account/activate"])],
-         "route 'GET /api/account/activate' is claimed by both domain 'rentals' and domain 'bot'"),
-        ([ClaimingDomain(name: "a", rpcMethods: [], routes: ["/shop"]), ClaimingDomain(name: "b", rpcMethods: [], routes: ["/shop"])],
-         "route 'GET /shop' is claimed by both domain 'a' and domain 'b'"),
+        (
+            [ClaimingDomain(name: "bot", rpcMethods: [], routes: ["/api/account/activate"])],
+            "route 'GET /api/account/activate' is claimed by both domain 'rentals' and domain 'bot'"
+        ),
+        (
+            [ClaimingDomain(name: "a", rpcMethods: [], routes: ["/shop"]), ClaimingDomain(name: "b", rpcMethods: [], routes: ["/shop"])],
+            "route 'GET /shop' is claimed by both domain 'a' and domain 'b'"
+        ),
     ])
     func aNameClaimedTwiceStopsTheStartNamingBoth(_ domains: [ClaimingDomain], _ expected: String) async throws {
         do {
@@ -199,7 +232,7 @@ import Testing
 
     @Test func anAdditionalDomainsOwnNamesAreServed() async throws {
         let server = try await RunningServer.start(additionalDomains: [
-            ClaimingDomain(name: "shop", rpcMethods: ["shop.list"], apiMethods: ["shop_stock"], provided: ["shop"], routes: ["/shop/window"]),
+            ClaimingDomain(name: "shop", rpcMethods: ["shop.list"], apiMethods: ["shop_stock"], provided: ["shop"], routes: ["/shop/window"])
         ])
         let alice = try await server.client("alice")
         #expect(try await alice.rpc("shop.list") == ["from": "shop"])

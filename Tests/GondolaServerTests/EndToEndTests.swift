@@ -1,24 +1,29 @@
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
 import GondolaTestSupport
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 @Suite(.serialized) struct EndToEndTests {
     @Test func healthAndMetrics() async throws {
         let server = try await RunningServer.start()
         let (status, body) = try await server.get("/health")
         #expect(status == 200 && body == #"{"status":"ok","engine":"memory"}"#)
-        _ = try await converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: try await server.token("alice"))))), .awaitMessages(1)])
+        _ = try await converse(
+            server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: try await server.token("alice"))))), .awaitMessages(1)])
         let (metricsStatus, metrics) = try await server.get("/metrics")
         #expect(metricsStatus == 200)
-        for name in ["gondola_connections", "gondola_subscriptions", "gondola_queue_bytes", "gondola_messages_received_total", "gondola_connects_total", "gondola_rpc_duration_seconds",
-                     "gondola_sqlite_wal_frames", #"gondola_sqlite_checkpoints_total{kind="background"}"#, "gondola_sqlite_wal_restarts_total"] {
+        for name in [
+            "gondola_connections", "gondola_subscriptions", "gondola_queue_bytes", "gondola_messages_received_total", "gondola_connects_total",
+            "gondola_rpc_duration_seconds",
+            "gondola_sqlite_wal_frames", #"gondola_sqlite_checkpoints_total{kind="background"}"#, "gondola_sqlite_wal_restarts_total",
+        ] {
             #expect(metrics.contains(name), "\(name) missing")
         }
         try await server.stop()
@@ -37,9 +42,16 @@ import Testing
         ].joined(separator: "\n")
         let conversation = try await converse(server.webSocketURL, [.text(frame), .awaitMessages(7)])
         #expect(conversation.replies.map(\.id) == [1, 2, 3, 4, 5, 6])
-        #expect(conversation.pushes.first?.body == .publication(Publication(offset: 1, data: Payload(["text": "héllo", "n": 1]),
-                                                                           info: ClientInfo(user: "alice", client: clientID(conversation)))))
-        guard case let .history(history) = conversation.replies[3].body else { Issue.record("no history"); return }
+        #expect(
+            conversation.pushes.first?.body
+                == .publication(
+                    Publication(
+                        offset: 1, data: Payload(["text": "héllo", "n": 1]),
+                        info: ClientInfo(user: "alice", client: clientID(conversation)))))
+        guard case let .history(history) = conversation.replies[3].body else {
+            Issue.record("no history")
+            return
+        }
         #expect(history.publications.map(\.offset) == [1])
         #expect(conversation.replies[4].body == .presenceStats(PresenceStats(numClients: 1, numUsers: 1)))
         #expect(conversation.replies[5].errorCode == 104)
@@ -62,7 +74,10 @@ import Testing
             ([.text(connect), .awaitMessages(1), .text(String(repeating: " ", count: 5000))], 3501, "exceeds max_frame_bytes 4096"),
             ([.text(command(1, .connect(ConnectRequest(token: "bad.token.here"))))], 3500, "invalid token"),
             ([.text(#"{"id":1,"connect":{"token":7}}"#)], 3501, "connect.token must be a string"),
-            ([.text(connect), .awaitMessages(1), .text(#"{"id":2,"subscribe":{"channel":"room:x","delta":5}}"#)], 3501, "subscribe.delta must be a string"),
+            (
+                [.text(connect), .awaitMessages(1), .text(#"{"id":2,"subscribe":{"channel":"room:x","delta":5}}"#)], 3501,
+                "subscribe.delta must be a string"
+            ),
         ]
         for (steps, code, reason) in cases {
             let conversation = try await converse(server.webSocketURL, steps + [.awaitClose])
@@ -70,8 +85,10 @@ import Testing
             #expect(conversation.closeReason?.contains(reason) == true, "\(conversation.closeReason ?? "no reason")")
         }
         // An expired token is a reply error (109), not a close, so SDKs refresh.
-        let expired = try await ConnectionTokens(secret: RunningServer.secret).mint(user: "alice", ttl: .seconds(1), now: Date().addingTimeInterval(-10))
-        let expiredConversation = try await converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: expired)))), .awaitMessages(1)])
+        let expired = try await ConnectionTokens(secret: RunningServer.secret).mint(
+            user: "alice", ttl: .seconds(1), now: Date().addingTimeInterval(-10))
+        let expiredConversation = try await converse(
+            server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: expired)))), .awaitMessages(1)])
         #expect(expiredConversation.replies.first?.errorCode == 109)
         // The server still serves a healthy client.
         let healthy = try await converse(server.webSocketURL, [.text(connect + "\n" + command(2, .ping)), .awaitMessages(2)])
@@ -83,7 +100,8 @@ import Testing
     @Test func shutdownClosesClientsWith3001() async throws {
         let server = try await RunningServer.start()
         let token = try await server.token("alice")
-        async let conversation = converse(server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: token)))), .awaitMessages(1)], idle: .seconds(10))
+        async let conversation = converse(
+            server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: token)))), .awaitMessages(1)], idle: .seconds(10))
         // Stop once alice is connected.
         try await eventually("alice connected") { server.server.node.stats.clients == 1 }
         let started = ContinuousClock.now
@@ -138,11 +156,17 @@ import Testing
         let (_, published) = try await server.post("/api/publish", body: #"{"channel":"room:a","data":{"x":1}}"#)
         #expect(published["result"]?["offset"] == 1)
         let (_, broadcast) = try await server.post("/api/broadcast", body: #"{"channels":["room:a","nowhere:b"],"data":2}"#)
-        guard case let .array(responses)? = broadcast["result"]?["responses"] else { Issue.record("\(broadcast)"); return }
+        guard case let .array(responses)? = broadcast["result"]?["responses"] else {
+            Issue.record("\(broadcast)")
+            return
+        }
         #expect(responses[0]["result"]?["offset"] == 2)
         #expect(responses[1]["error"]?["code"] == 102)
         let (_, history) = try await server.post("/api/history", body: #"{"channel":"room:a","limit":-1,"reverse":true}"#)
-        guard case let .array(publications)? = history["result"]?["publications"] else { Issue.record("\(history)"); return }
+        guard case let .array(publications)? = history["result"]?["publications"] else {
+            Issue.record("\(history)")
+            return
+        }
         #expect(publications.map { $0["offset"] } == [2, 1])
         let (_, removed) = try await server.post("/api/history_remove", body: #"{"channel":"room:a"}"#)
         #expect(removed == ["result": .object([])])
@@ -177,7 +201,10 @@ import Testing
         let (status, body) = try await server.post("/api/auth/telegram", body: Self.signed(fields), apiKey: nil)
         #expect(status == 200)
         #expect(body["user"]?["name"] == "Ann Lee")
-        guard case let .string(token)? = body["token"], case let .string(userID)? = body["user"]?["id"] else { Issue.record("\(body)"); return }
+        guard case let .string(token)? = body["token"], case let .string(userID)? = body["user"]?["id"] else {
+            Issue.record("\(body)")
+            return
+        }
         #expect(!userID.contains("987654"))
         let credentials = try await ConnectionTokens(secret: RunningServer.secret).verify(token)
         #expect(credentials.user == userID)
@@ -234,7 +261,8 @@ import Testing
     }
 
     @Test func secureDefaultsKeysAreRead() throws {
-        let file = try write(#"""
+        let file = try write(
+            #"""
             {"internal_listen": "10.0.0.5:9000", "allowed_origins": ["https://App.example.com"], "client_connection_limit": 1000,
              "client_connection_rate_limit": 50, "client_user_connection_limit": 3, "user_personal_single_connection": true,
              "channel_max_length": 512, "allow_anonymous_connect_without_token": true, "token_user_id_claim": "uid",
@@ -258,7 +286,9 @@ import Testing
     }
 
     @Test func fileThenEnvironmentThenFlags() throws {
-        let file = try write(#"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"websocket_compression":true,"websocket_compression_min_bytes":64,"websocket_compression_window_bits":12,"websocket_compression_memory_level":5,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true,"allowed_delta_types":["fossil"]}]}"#)
+        let file = try write(
+            #"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"websocket_compression":true,"websocket_compression_min_bytes":64,"websocket_compression_window_bits":12,"websocket_compression_memory_level":5,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true,"allowed_delta_types":["fossil"]}]}"#
+        )
         let configuration = try ConfigurationLoader.load(
             file: file, environment: ["GONDOLA_PING_INTERVAL": "5s", "HOME": "/root", "GONDOLA_DEV_LOGIN": "true"],
             flags: ["ping_interval": "250ms"])
@@ -267,7 +297,8 @@ import Testing
         #expect(configuration.devLogin)
         #expect(configuration.maxFrameBytes == 1024)
         #expect(configuration.hub.commandRate == 5000 && configuration.hub.commandBurst == 6000)
-        #expect(configuration.webSocketCompression && configuration.webSocketCompressionMinBytes == 64 && configuration.webSocketCompressionLevel == 1)
+        #expect(
+            configuration.webSocketCompression && configuration.webSocketCompressionMinBytes == 64 && configuration.webSocketCompressionLevel == 1)
         #expect(configuration.webSocketCompressionWindowBits == 12 && configuration.webSocketCompressionMemoryLevel == 5)
         #expect(configuration.hub.namespaces["room"]?.historyTTL == .seconds(60))
         #expect(configuration.hub.namespaces["room"]?.presence == true)
@@ -292,8 +323,14 @@ import Testing
         (#"{"websocket_compression_min_bytes":-1}"#, "'websocket_compression_min_bytes' must be at least 0, got -1"),
         (#"{"websocket_compression_window_bits":8}"#, "'websocket_compression_window_bits' must be at least 9, got 8"),
         (#"{"websocket_compression_memory_level":0}"#, "'websocket_compression_memory_level' must be at least 1, got 0"),
-        (#"{"namespaces":[{"name":"room","allowed_delta_types":["xdelta"]}]}"#, #"'namespaces[0].allowed_delta_types' has "xdelta", not a delta type (known: fossil)"#),
-        (#"{"namespaces":[{"name":"room","allowed_delta_types":"fossil"}]}"#, "'namespaces[0].allowed_delta_types' expected an array of delta types, got string"),
+        (
+            #"{"namespaces":[{"name":"room","allowed_delta_types":["xdelta"]}]}"#,
+            #"'namespaces[0].allowed_delta_types' has "xdelta", not a delta type (known: fossil)"#
+        ),
+        (
+            #"{"namespaces":[{"name":"room","allowed_delta_types":"fossil"}]}"#,
+            "'namespaces[0].allowed_delta_types' expected an array of delta types, got string"
+        ),
         (#"{"proxy_teleport_endpoint":"http://127.0.0.1:9/x"}"#, "unknown key 'proxy_teleport_endpoint'"),
         (#"{"proxy_rpc_endpoint":"ftp://backend"}"#, "'proxy_rpc_endpoint' expected an http(s) URL, got 'ftp://backend'"),
         (#"{"proxies":[{"name":"a","endpoint":"ftp://x"}]}"#, "proxies[0].endpoint expected an http(s) URL"),
@@ -337,7 +374,8 @@ import Testing
     }
 
     @Test func proxiesByNameAreReadAndTheNamesTheyAreGivenChecked() throws {
-        let file = try write(#"""
+        let file = try write(
+            #"""
             {"proxies": [{"name": "billing", "endpoint": "http://127.0.0.1:9/billing", "timeout": "2s"}],
              "rpc_proxies": [{"prefix": "billing.", "proxy": "billing"}], "proxy_rpc_endpoint": "http://127.0.0.1:9/rpc",
              "proxy_rpc_timeout": "300ms", "proxy_http_headers": "Cookie, X-App",
@@ -350,8 +388,9 @@ import Testing
         #expect(configuration.proxyHTTPHeaders == ["Cookie", "X-App"])
         #expect(configuration.hub.namespaces["shop"]?.subscribeProxyName == "billing" && configuration.hub.namespaces["shop"]?.proxyPublish == true)
         try configuration.checkProxyNames()
-        let unknown = try ConfigurationLoader.load(file: try write(#"{"namespaces":[{"name":"shop","publish_proxy_name":"nope"}]}"#),
-                                                   environment: [:], flags: [:])
+        let unknown = try ConfigurationLoader.load(
+            file: try write(#"{"namespaces":[{"name":"shop","publish_proxy_name":"nope"}]}"#),
+            environment: [:], flags: [:])
         do {
             try unknown.checkProxyNames()
             Issue.record("accepted a proxy name 'proxies' does not define")
@@ -363,14 +402,17 @@ import Testing
     /// Key files are read when the server starts: one it cannot read, or that holds no key,
     /// stops the start naming the setting.
     @Test func tokenKeyFilesAreNamedWhenTheyCannotBeUsed() async throws {
-        let loaded = try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_TOKEN_AUDIENCE": "app", "GONDOLA_TOKEN_ISSUER": "https://auth"],
-                                                  flags: ["token_jwks_file": "/nonexistent/jwks.json"])
+        let loaded = try ConfigurationLoader.load(
+            file: nil, environment: ["GONDOLA_TOKEN_AUDIENCE": "app", "GONDOLA_TOKEN_ISSUER": "https://auth"],
+            flags: ["token_jwks_file": "/nonexistent/jwks.json"])
         #expect(loaded.tokenAudience == "app" && loaded.tokenIssuer == "https://auth")
         #expect(throws: ConfigurationError.self) { try loaded.tokenKeys() }
         let notAKey = try write("not a key")
-        for (setting, expected) in [(\ServerConfiguration.tokenRSAPublicKeyFile, "token_rsa_public_key_file: not a PEM RSA public key"),
-                                    (\.tokenECDSAPublicKeyFile, "token_ecdsa_public_key_file: not a PEM ECDSA public key"),
-                                    (\.tokenJWKSFile, "token_jwks_file: not a JSON Web Key Set")] {
+        for (setting, expected) in [
+            (\ServerConfiguration.tokenRSAPublicKeyFile, "token_rsa_public_key_file: not a PEM RSA public key"),
+            (\.tokenECDSAPublicKeyFile, "token_ecdsa_public_key_file: not a PEM ECDSA public key"),
+            (\.tokenJWKSFile, "token_jwks_file: not a JSON Web Key Set"),
+        ] {
             var configuration = RunningServer.configuration()
             configuration[keyPath: setting] = notAKey
             do {

@@ -1,8 +1,9 @@
-@testable import GondolaServer
 import GondolaRuntime
 import NIOCore
 import NIOPosix
 import Testing
+
+@testable import GondolaServer
 
 /// A connection's task that prefers its loop's executor runs there: its body, what follows
 /// an await that suspended elsewhere, and its child tasks.

@@ -3,10 +3,11 @@ import GondolaGeo
 import GondolaProtocol
 import GondolaServices
 import GondolaStore
+import GondolaTestSupport
 import GondolaTravel
 import Synchronization
-import GondolaTestSupport
 import Testing
+
 @testable import GondolaServer
 
 /// Telegram messages the hub would send, recorded.
@@ -41,7 +42,9 @@ final class RecordingTelegram: TelegramNotifier {
     func friendsSelectedAndTripAudiences(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
-        let alice = try await server.client("alice", encoding: encoding), dave = try await server.client("dave", encoding: encoding), bob = try await server.client("bob", encoding: encoding)
+        let alice = try await server.client("alice", encoding: encoding)
+        let dave = try await server.client("dave", encoding: encoding)
+        let bob = try await server.client("bob", encoding: encoding)
         _ = try await dave.rpc("friend.add", ["user": "alice"])
         _ = try await alice.rpc("friend.add", ["user": "dave"])
         try await bob.subscribe("personal:#bob")
@@ -74,7 +77,9 @@ final class RecordingTelegram: TelegramNotifier {
         let origin = GeoPoint(lat: 45.3, lon: 6.58)
         var random = SeededRandom(seed: 7)
         let alice = try await server.client("alice")
-        await #expect(throws: RPCFailure.self, "no position yet: 108") { try await alice.rpc("event.create", Self.event(["kind": "nearby", "radius": 400])) }
+        await #expect(throws: RPCFailure.self, "no position yet: 108") {
+            try await alice.rpc("event.create", Self.event(["kind": "nearby", "radius": 400]))
+        }
         _ = try await alice.rpc("location.update", ["lat": .double(origin.lat), "lon": .double(origin.lon)])
         var expected: Set<String> = []
         for index in 0..<40 {
@@ -98,13 +103,21 @@ final class RecordingTelegram: TelegramNotifier {
     func responsesAreChangeableCountedAndPushed(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         _ = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob", "cleo"])
-        let alice = try await server.client("alice", encoding: encoding), bob = try await server.client("bob", encoding: encoding), carol = try await server.client("carol", encoding: encoding)
+        let alice = try await server.client("alice", encoding: encoding)
+        let bob = try await server.client("bob", encoding: encoding)
+        let carol = try await server.client("carol", encoding: encoding)
         let event = try await alice.rpc("event.create", Self.event(["kind": "friends"]))
         let id = try #require(event["id"]?.stringValue)
         try await alice.subscribe("event:\(id)")
         try await alice.subscribe("personal:#alice")
-        #expect(try await bob.rpc("event.rsvp", ["event": .string(id), "response": "going"])["counts"] == ["going": 1, "maybe": 0, "declined": 0, "pending": 2])
-        #expect(try await bob.rpc("event.rsvp", ["event": .string(id), "response": "declined"])["counts"] == ["going": 0, "maybe": 0, "declined": 1, "pending": 2])
+        #expect(
+            try await bob.rpc("event.rsvp", ["event": .string(id), "response": "going"])["counts"] == [
+                "going": 1, "maybe": 0, "declined": 0, "pending": 2,
+            ])
+        #expect(
+            try await bob.rpc("event.rsvp", ["event": .string(id), "response": "declined"])["counts"] == [
+                "going": 0, "maybe": 0, "declined": 1, "pending": 2,
+            ])
         let changes = try await alice.awaitPublications("event:\(id)", count: 2)
         #expect(changes.map { $0["response"]?.stringValue } == ["going", "declined"])
         #expect(try await alice.awaitPublications("personal:#alice", count: 2).last?["type"]?.stringValue == "rsvp")
@@ -132,22 +145,36 @@ final class RecordingTelegram: TelegramNotifier {
     @Test(arguments: [
         (["starts_at": .int(now() + 3_600_000), "audience": ["kind": "friends"]] as JSON, "title"),
         (["title": "  ", "starts_at": .int(now() + 3_600_000), "audience": ["kind": "friends"]] as JSON, "title"),
-        (["title": .string(String(repeating: "t", count: 121)), "starts_at": .int(now() + 3_600_000), "audience": ["kind": "friends"]] as JSON, "title"),
+        (
+            ["title": .string(String(repeating: "t", count: 121)), "starts_at": .int(now() + 3_600_000), "audience": ["kind": "friends"]] as JSON,
+            "title"
+        ),
         (["title": "x", "audience": ["kind": "friends"]] as JSON, "starts_at"),
         (["title": "x", "starts_at": .int(now() - 86_400_000), "audience": ["kind": "friends"]] as JSON, "starts_at"),
         (["title": "x", "starts_at": .int(now() + 3_600_000), "ends_at": .int(now()), "audience": ["kind": "friends"]] as JSON, "ends_at"),
         (["title": "x", "starts_at": "soon", "audience": ["kind": "friends"]] as JSON, "starts_at"),
-        (["title": "x", "starts_at": .int(now() + 3_600_000), "place": ["lat": 91, "lon": 0], "audience": ["kind": "friends"]] as JSON, "place.lat"),
-        (["title": "x", "starts_at": .int(now() + 3_600_000), "place": ["lat": 45, "lon": "Infinity"], "audience": ["kind": "friends"]] as JSON, "place.lon"),
+        (
+            ["title": "x", "starts_at": .int(now() + 3_600_000), "place": ["lat": 91, "lon": 0], "audience": ["kind": "friends"]] as JSON, "place.lat"
+        ),
+        (
+            ["title": "x", "starts_at": .int(now() + 3_600_000), "place": ["lat": 45, "lon": "Infinity"], "audience": ["kind": "friends"]] as JSON,
+            "place.lon"
+        ),
         (["title": "x", "starts_at": .int(now() + 3_600_000)] as JSON, "audience"),
         (["title": "x", "starts_at": .int(now() + 3_600_000), "audience": ["kind": "everyone"]] as JSON, "audience.kind"),
         (["title": "x", "starts_at": .int(now() + 3_600_000), "audience": ["kind": "nearby", "radius": 5001]] as JSON, "audience.radius"),
-        (["title": "x", "starts_at": .int(now() + 3_600_000), "audience": ["kind": "selected", "users": .array((0...500).map { .string("u\($0)") })]] as JSON, "audience.users"),
+        (
+            [
+                "title": "x", "starts_at": .int(now() + 3_600_000),
+                "audience": ["kind": "selected", "users": .array((0...500).map { .string("u\($0)") })],
+            ] as JSON, "audience.users"
+        ),
         (["title": "x", "starts_at": .int(now() + 3_600_000), "audience": ["kind": "trip"]] as JSON, "trip"),
     ])
     func badEventsAnswer107NamingTheField(data: JSON, field: String) async throws {
         let server = try await startTravelServer()
-        let alice = try await server.client("alice"), bob = try await server.client("bob")
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
         do {
             _ = try await alice.rpc("event.create", data)
             Issue.record("accepted \(data.text.prefix(200))")
@@ -164,7 +191,8 @@ final class RecordingTelegram: TelegramNotifier {
     @Test func telegramButtonsAnswerLikeRSVPAndEverythingElseChangesNothing() async throws {
         let telegram = RecordingTelegram()
         let server = try await startTravelServer(telegram: telegram) { $0.telegramWebhookSecret = "hook-secret" }
-        let linked = try await server.server.users.user(forTelegram: TelegramAccount(telegramID: 5_550_001, username: "tg_tom", displayName: "Tom", photoURL: nil))
+        let linked = try await server.server.users.user(
+            forTelegram: TelegramAccount(telegramID: 5_550_001, username: "tg_tom", displayName: "Tom", photoURL: nil))
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", linked.id])
         let alice = try await server.client("alice")
         let event = try await alice.rpc("event.create", Self.event(["kind": "trip"], extra: ["trip": .string(trip)]))
@@ -175,14 +203,17 @@ final class RecordingTelegram: TelegramNotifier {
         #expect(sent.first?.invitation.buttons.map(\.data) == ["rsvp:\(id):going", "rsvp:\(id):maybe", "rsvp:\(id):declined"])
 
         func hook(_ update: JSON, secret: String? = "hook-secret") async throws -> Int {
-            try await server.post("/api/telegram/webhook", body: update.text, apiKey: nil,
-                                  headers: secret.map { ["X-Telegram-Bot-Api-Secret-Token": $0] } ?? [:]).0
+            try await server.post(
+                "/api/telegram/webhook", body: update.text, apiKey: nil,
+                headers: secret.map { ["X-Telegram-Bot-Api-Secret-Token": $0] } ?? [:]
+            ).0
         }
         func press(_ data: String, from telegramID: Int64) -> JSON {
             ["update_id": 1, "callback_query": ["id": "cb1", "from": ["id": .int(telegramID)], "data": .string(data)]]
         }
         func response() async throws -> String? {
-            try await alice.rpc("event.get", ["event": .string(id)])["responses"]?.arrayValue.first { $0["user"]?.stringValue == linked.id }?["response"]?.stringValue
+            try await alice.rpc("event.get", ["event": .string(id)])["responses"]?.arrayValue.first { $0["user"]?.stringValue == linked.id }?[
+                "response"]?.stringValue
         }
         #expect(try await hook(press("rsvp:\(id):maybe", from: 5_550_001), secret: "wrong") == 401)
         #expect(try await hook(press("rsvp:\(id):maybe", from: 5_550_001), secret: nil) == 401)
@@ -194,7 +225,9 @@ final class RecordingTelegram: TelegramNotifier {
         ] as [JSON] {
             #expect(try await hook(ignored) == 200, "\(ignored.text)")
         }
-        #expect(try await server.post("/api/telegram/webhook", body: "not json", apiKey: nil, headers: ["X-Telegram-Bot-Api-Secret-Token": "hook-secret"]).0 == 200)
+        #expect(
+            try await server.post("/api/telegram/webhook", body: "not json", apiKey: nil, headers: ["X-Telegram-Bot-Api-Secret-Token": "hook-secret"])
+                .0 == 200)
         #expect(try await response() == nil, "nothing changed")
         #expect(try await hook(press("rsvp:\(id):maybe", from: 5_550_001)) == 200)
         #expect(try await response() == "maybe")
@@ -206,7 +239,8 @@ final class RecordingTelegram: TelegramNotifier {
     @Test func aBotAPIThatDoesNotAnswerDelaysNoWebhookAndNoInvitation() async throws {
         let telegram = HangingTelegram()
         let server = try await startTravelServer(telegram: telegram) { $0.telegramWebhookSecret = "hook-secret" }
-        let linked = try await server.server.users.user(forTelegram: TelegramAccount(telegramID: 5_550_002, username: "tg_tia", displayName: "Tia", photoURL: nil))
+        let linked = try await server.server.users.user(
+            forTelegram: TelegramAccount(telegramID: 5_550_002, username: "tg_tia", displayName: "Tia", photoURL: nil))
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", linked.id])
         let alice = try await server.client("alice")
         // The Bot API holds every call until the end of the test: no answer below can have waited for it.
@@ -214,7 +248,8 @@ final class RecordingTelegram: TelegramNotifier {
         let id = try #require(event["id"]?.stringValue)
         try await eventually("the invitation held at the Bot API") { telegram.held.count == 1 }
         let press: JSON = ["update_id": 7, "callback_query": ["id": "cb7", "from": ["id": 5_550_002], "data": .string("rsvp:\(id):going")]]
-        let (status, _) = try await server.post("/api/telegram/webhook", body: press.text, apiKey: nil, headers: ["X-Telegram-Bot-Api-Secret-Token": "hook-secret"])
+        let (status, _) = try await server.post(
+            "/api/telegram/webhook", body: press.text, apiKey: nil, headers: ["X-Telegram-Bot-Api-Secret-Token": "hook-secret"])
         #expect(status == 200)
         let responses = try await alice.rpc("event.get", ["event": .string(id)])["responses"]?.arrayValue ?? []
         #expect(responses.first { $0["user"]?.stringValue == linked.id }?["response"] == "going", "recorded before the webhook answered")

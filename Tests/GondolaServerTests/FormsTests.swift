@@ -91,9 +91,12 @@ import Testing
         let ann = try await server.client("ann")
         let eve = try await server.client("eve")
         let doc = try #require(try await ann.rpc("form.create", ["schema": "watercraft_inspection"])["id"]?.stringValue)
-        for (method, data) in [("form.get", ["doc": JSON.string(doc)]), ("form.set", ["doc": .string(doc), "key": "inspectionDate", "value": "2026-01-01", "base_version": 0]),
-                               ("form.submit", ["doc": .string(doc)]), ("form.share", ["doc": .string(doc), "user": "eve"]),
-                               ("form.get", ["doc": "form-nothing"])] as [(String, JSON)] {
+        for (method, data) in [
+            ("form.get", ["doc": JSON.string(doc)]),
+            ("form.set", ["doc": .string(doc), "key": "inspectionDate", "value": "2026-01-01", "base_version": 0]),
+            ("form.submit", ["doc": .string(doc)]), ("form.share", ["doc": .string(doc), "user": "eve"]),
+            ("form.get", ["doc": "form-nothing"]),
+        ] as [(String, JSON)] {
             do {
                 _ = try await eve.rpc(method, data)
                 Issue.record("\(method) answered a stranger")
@@ -156,7 +159,8 @@ import Testing
         #expect(flow["total"] == 5 && flow["answered"] == 0)
         let questions = try #require(flow["questions"]?.arrayValue)
         #expect(questions.map { $0["number"] } == [1, 2, 3, 4, 5])
-        #expect(questions[2]["display_name"] == "Wellbeing check" && questions[3]["display_name"] == "Sleep check"
+        #expect(
+            questions[2]["display_name"] == "Wellbeing check" && questions[3]["display_name"] == "Sleep check"
                 && questions[3]["assessment_title"] == "Your sleep this week" && questions[3]["question"] == "falling_asleep")
 
         let first = try await phone.rpc("assessment.answer", ["assessment": "wellbeing", "question": "interest", "value": 2])
@@ -169,8 +173,10 @@ import Testing
         } catch let failure as RPCFailure {
             #expect(failure.code == 107 && failure.message.contains("mood, energy"))
         }
-        for (assessment, question, value, code) in [("wellbeing", "mood", JSON.int(7), UInt32(107)), ("wellbeing", "ghost", 1, 107),
-                                                    ("secret-survey", "q", 1, 103), ("wellbeing", "mood", "1", 107)] {
+        for (assessment, question, value, code) in [
+            ("wellbeing", "mood", JSON.int(7), UInt32(107)), ("wellbeing", "ghost", 1, 107),
+            ("secret-survey", "q", 1, 103), ("wellbeing", "mood", "1", 107),
+        ] {
             do {
                 _ = try await phone.rpc("assessment.answer", ["assessment": .string(assessment), "question": .string(question), "value": value])
                 Issue.record("accepted \(assessment) \(question) \(value.text)")
@@ -181,8 +187,11 @@ import Testing
         _ = try await phone.rpc("assessment.answer", ["assessment": "wellbeing", "question": "mood", "value": 1])
         _ = try await phone.rpc("assessment.answer", ["assessment": "wellbeing", "question": "energy", "value": 3])
         let submitted = try await phone.rpc("assessment.submit", ["assessment": "wellbeing"])
-        #expect(submitted["submission"]?["answers"] == [["question_id": "interest", "value": 0], ["question_id": "mood", "value": 1],
-                                                         ["question_id": "energy", "value": 3]])
+        #expect(
+            submitted["submission"]?["answers"] == [
+                ["question_id": "interest", "value": 0], ["question_id": "mood", "value": 1],
+                ["question_id": "energy", "value": 3],
+            ])
         #expect(submitted["submission"]?["patient_id"] == "pat" && submitted["progress"] == ["answered": 0, "total": 2])
         #expect(try await phone.rpc("assessment.flow")["assessments"]?.arrayValue.map { $0["id"] } == ["sleep"])
         do {
@@ -213,7 +222,8 @@ import Testing
         let sameField = await withTaskGroup(of: UInt32?.self) { group in
             for (index, editor) in clients.enumerated() {
                 group.addTask {
-                    await editor.rpcErrorCode("form.set", ["doc": .string(doc), "key": "daysOutOfWater", "value": .int(Int64(index)), "base_version": 0])
+                    await editor.rpcErrorCode(
+                        "form.set", ["doc": .string(doc), "key": "daysOutOfWater", "value": .int(Int64(index)), "base_version": 0])
                 }
             }
             return await group.reduce(into: [UInt32?]()) { $0.append($1) }
@@ -224,7 +234,8 @@ import Testing
         let versions = try await withThrowingTaskGroup(of: JSON?.self) { group in
             for (index, key) in keys.enumerated() {
                 group.addTask {
-                    try await clients[index].rpc("form.set", ["doc": .string(doc), "key": .string(key), "value": values[index], "base_version": 1])["version"]
+                    try await clients[index].rpc("form.set", ["doc": .string(doc), "key": .string(key), "value": values[index], "base_version": 1])[
+                        "version"]
                 }
             }
             return try await group.reduce(into: [JSON?]()) { $0.append($1) }

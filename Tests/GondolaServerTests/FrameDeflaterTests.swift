@@ -1,4 +1,3 @@
-@testable import GondolaServer
 import CompressNIO
 import HTTPTypes
 import HummingbirdWebSocket
@@ -6,6 +5,8 @@ import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import Testing
+
+@testable import GondolaServer
 
 /// The outgoing compressors of a permessage-deflate connection, read back with zlib's
 /// own inflater the way a client reads it: every message restores exactly, context
@@ -15,7 +16,8 @@ import Testing
 
     /// The outgoing compression of a handshake with one `Sec-WebSocket-Extensions` field per
     /// offer, on `loop`.
-    static func outgoing(offers: [String], settings: WebSocketCompression = settings, loop: any EventLoop = EmbeddedEventLoop()) -> FrameCompression? {
+    static func outgoing(offers: [String], settings: WebSocketCompression = settings, loop: any EventLoop = EmbeddedEventLoop()) -> FrameCompression?
+    {
         let headers = HTTPFields(offers.map { HTTPField(name: .secWebSocketExtensions, value: $0) })
         return settings.agreement(for: headers).flatMap { settings.outgoing($0.agreement, on: loop) }
     }
@@ -27,7 +29,9 @@ import Testing
     }
 
     /// The loop's shared deflater for these offers (no context takeover), nil when it gets none.
-    static func shared(offers: String..., settings: WebSocketCompression = settings, loop: any EventLoop = EmbeddedEventLoop()) -> SharedFrameDeflater? {
+    static func shared(offers: String..., settings: WebSocketCompression = settings, loop: any EventLoop = EmbeddedEventLoop())
+        -> SharedFrameDeflater?
+    {
         guard case let .shared(deflater)? = outgoing(offers: offers, settings: settings, loop: loop) else { return nil }
         return deflater
     }
@@ -147,16 +151,20 @@ import Testing
         }
     }
 
-    @Test(arguments: ["permessage-deflate; server_max_window_bits=8", "permessage-deflate; server_max_window_bits=16",
-                      "permessage-deflate; server_max_window_bits=wide", "permessage-deflate; client_max_window_bits=20",
-                      "x-webkit-deflate-frame", ""])
+    @Test(arguments: [
+        "permessage-deflate; server_max_window_bits=8", "permessage-deflate; server_max_window_bits=16",
+        "permessage-deflate; server_max_window_bits=wide", "permessage-deflate; client_max_window_bits=20",
+        "x-webkit-deflate-frame", "",
+    ])
     func anOfferItCannotHonourOrNoOfferLeavesTheConnectionUncompressed(offer: String) {
         #expect(Self.outgoing(offers: [offer]) == nil)
     }
 
     @Test func anOfferThatCannotBeHonouredIsPassedOverForTheNext() throws {
-        let deflater = try #require(Self.shared(offers: "permessage-deflate; server_max_window_bits=8",
-                                                "permessage-deflate; server_no_context_takeover"))
+        let deflater = try #require(
+            Self.shared(
+                offers: "permessage-deflate; server_max_window_bits=8",
+                "permessage-deflate; server_no_context_takeover"))
         for message in Self.messages.prefix(5) {
             let frame = deflater.frame(for: [message], separator: [0x0A], opcode: .text, allocator: ByteBufferAllocator())
             #expect(try Self.inflate(frame, with: try ZlibDecompressor(algorithm: .deflate)) == message)
@@ -195,9 +203,12 @@ import Testing
             #expect(Array(inflated.readableBytesView) == message)
         }
         // A message that does not inflate leaves the shared stream ready for the next connection's.
-        #expect(throws: (any Error).self) { try inflaters[0].inflate(ByteBuffer(bytes: [0xFF, 0xFF, 0xFF]), maxBytes: 1 << 16, allocator: ByteBufferAllocator()) }
+        #expect(throws: (any Error).self) {
+            try inflaters[0].inflate(ByteBuffer(bytes: [0xFF, 0xFF, 0xFF]), maxBytes: 1 << 16, allocator: ByteBufferAllocator())
+        }
         try clients[1].reset()
-        let next = try inflaters[1].inflate(try Self.clientFrame(FrameDeflaterTests.messages[0], with: clients[1]), maxBytes: 1 << 16, allocator: ByteBufferAllocator())
+        let next = try inflaters[1].inflate(
+            try Self.clientFrame(FrameDeflaterTests.messages[0], with: clients[1]), maxBytes: 1 << 16, allocator: ByteBufferAllocator())
         #expect(Array(next.readableBytesView) == FrameDeflaterTests.messages[0])
     }
 

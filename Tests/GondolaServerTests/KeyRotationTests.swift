@@ -1,15 +1,16 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
+import GondolaTestSupport
 import Hummingbird
 import JWTKit
 import Synchronization
-import GondolaTestSupport
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Keys that rotate: a JWKS URL fetched again when a token names a new key (and kept while
 /// the URL is down), a previous HMAC secret accepted until its date, and a user id read from
@@ -18,8 +19,13 @@ import Testing
     /// The claims a test token carries.
     struct Claims: JWTPayload {
         var sub: String?
-        var user_id: String?
+        var userID: String?
         var exp: ExpirationClaim
+
+        enum CodingKeys: String, CodingKey {
+            case sub, exp
+            case userID = "user_id"
+        }
 
         func verify(using algorithm: some JWTAlgorithm) throws {}
     }
@@ -43,8 +49,9 @@ import Testing
             router.get("/jwks") { [self] _, _ -> Response in
                 requests.add(1, ordering: .relaxed)
                 guard !down.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
-                return Response(status: .ok, headers: [.contentType: "application/json"],
-                                body: .init(byteBuffer: ByteBuffer(string: document.withLock { $0 })))
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(string: document.withLock { $0 })))
             }
             let (port, task) = try await startStandIn(router, name: "identity provider")
             return ("http://127.0.0.1:\(port)/jwks", task)
@@ -70,7 +77,8 @@ import Testing
 
     @Test func aRotatedKeyIsFetchedAgainAndTheLastGoodSetOutlivesAnOutage() async throws {
         let provider = IdentityProvider()
-        let first = ES256PrivateKey(), second = ES256PrivateKey()
+        let first = ES256PrivateKey()
+        let second = ES256PrivateKey()
         provider.publish([("k1", first)])
         let (url, task) = try await provider.start()
         defer { task.cancel() }
@@ -120,7 +128,7 @@ import Testing
         configuration.tokenUserIDClaim = "user_id"
         let server = try await RunningServer.start(configuration)
         let keys = await JWTKeyCollection().add(hmac: HMACKey(from: RunningServer.secret), digestAlgorithm: .sha256)
-        let token = try await keys.sign(Claims(sub: "not-this", user_id: "dana", exp: ExpirationClaim(value: Date().addingTimeInterval(600))))
+        let token = try await keys.sign(Claims(sub: "not-this", userID: "dana", exp: ExpirationClaim(value: Date().addingTimeInterval(600))))
         let client = try await LiveClient.connect(server.webSocketURL, token: token)
         #expect(try await client.subscribe("room:#dana") == nil)
         await client.close()

@@ -2,6 +2,7 @@ import Foundation
 import GondolaHub
 import GondolaProtocol
 import Testing
+
 @testable import GondolaServer
 
 /// A user who holds a valid token is a user from their first connect, and a user the
@@ -21,8 +22,9 @@ import Testing
         // A name the user chose is kept when a later token names them otherwise.
         _ = try await bob.rpc("profile.update", ["name": "Bobby"])
         await bob.close()
-        let again = try await LiveClient.connect(server.webSocketURL,
-                                                 token: try await ConnectionTokens(secret: RunningServer.secret).mint(user: "bob", info: ["name": "Robert"]))
+        let again = try await LiveClient.connect(
+            server.webSocketURL,
+            token: try await ConnectionTokens(secret: RunningServer.secret).mint(user: "bob", info: ["name": "Robert"]))
         #expect(try await alice.rpc("profile.get", ["user": "bob"])["name"] == "Bobby")
         // Nobody is still nobody.
         do {

@@ -2,13 +2,13 @@ import Foundation
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
+import GondolaServices
 import GondolaTestSupport
 import GondolaTravel
 import HummingbirdWSClient
 import HummingbirdWSCompression
 import Logging
 import Synchronization
-import GondolaServices
 
 /// A connected WebSocket client that stays open: commands are sent one by one and
 /// their replies awaited by id; publications are collected per channel.
@@ -32,7 +32,10 @@ final class LiveClient: Sendable {
     private let outbound: AsyncStream<[UInt8]>.Continuation
     private let task: Task<Void, Error>
 
-    private init(url: String, encoding: ProtocolEncoding, compressed: Bool, noContextTakeover: Bool, commands: AsyncStream<[UInt8]>, continuation: AsyncStream<[UInt8]>.Continuation) {
+    private init(
+        url: String, encoding: ProtocolEncoding, compressed: Bool, noContextTakeover: Bool, commands: AsyncStream<[UInt8]>,
+        continuation: AsyncStream<[UInt8]>.Continuation
+    ) {
         outbound = continuation
         self.encoding = encoding
         let box = self.box
@@ -42,7 +45,8 @@ final class LiveClient: Sendable {
             logger.logLevel = .critical
             let extensions: [WebSocketExtensionFactory] =
                 compressed ? [.perMessageDeflate(noContextTakeover: noContextTakeover, maxDecompressedFrameSize: 1 << 22)] : []
-            _ = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22, extensions: extensions), logger: logger) { inbound, writer, _ in
+            _ = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22, extensions: extensions), logger: logger) {
+                inbound, writer, _ in
                 let reader = Task {
                     defer { box.state.withLock { $0.closed = true } }
                     for try await message in inbound.messages(maxSize: 1 << 24) {
@@ -174,7 +178,9 @@ final class LiveClient: Sendable {
     /// Waits until `channel` has at least `count` publications (or 5 s pass); answers the payloads
     /// there are, which the caller checks.
     func awaitPayloads(_ channel: String, count: Int) async throws -> [Payload] {
-        try? await eventually("\(count) publications on \(channel)", within: .seconds(5), every: .milliseconds(5)) { payloads(channel).count >= count }
+        try? await eventually("\(count) publications on \(channel)", within: .seconds(5), every: .milliseconds(5)) {
+            payloads(channel).count >= count
+        }
         return payloads(channel)
     }
 
@@ -194,7 +200,9 @@ struct RPCFailure: Error, CustomStringConvertible {
 }
 
 /// Starts a server that has the travel domain with fast frames.
-func startTravelServer(telegram: (any TelegramNotifier)? = nil, _ adjust: (inout ServerConfiguration) -> Void = { _ in }) async throws -> RunningServer {
+func startTravelServer(telegram: (any TelegramNotifier)? = nil, _ adjust: (inout ServerConfiguration) -> Void = { _ in }) async throws
+    -> RunningServer
+{
     var configuration = RunningServer.configuration()
     configuration.locationInterval = .milliseconds(50)
     configuration.locationRate = 1000
@@ -223,9 +231,11 @@ extension RunningServer {
     func createTrip(hosts: [String], travellers: [String], running: Bool = true) async throws -> String {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let (start, end) = running ? (now - 3_600_000, now + 3_600_000) : (now + 86_400_000, now + 2 * 86_400_000)
-        let result = try await api("trip_create", [
-            "name": "Trip", "resort": "demo", "starts_at": .int(start), "ends_at": .int(end), "hosts": .array(hosts.map(JSON.string)),
-        ])
+        let result = try await api(
+            "trip_create",
+            [
+                "name": "Trip", "resort": "demo", "starts_at": .int(start), "ends_at": .int(end), "hosts": .array(hosts.map(JSON.string)),
+            ])
         guard case let .string(id)? = result["trip"]?["id"] else { throw HarnessError("trip_create answered \(result.text)") }
         for traveller in travellers {
             _ = try await api("trip_add_member", ["trip": .string(id), "user": .string(traveller), "role": "traveller"])

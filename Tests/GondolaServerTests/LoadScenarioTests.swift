@@ -20,15 +20,18 @@ import Testing
 
     /// Runs gondola-load's `scenario` subcommand quietly against `server` with `arguments`:
     /// ready within 30 s, then `warmUp`, then `duration` measured; answers its JSON report.
-    static func run(_ scenario: String, _ arguments: [String], on server: RunningServer, for duration: Duration, warmUp: Duration,
-                    compression: Bool = false) async throws -> LoadReport {
+    static func run(
+        _ scenario: String, _ arguments: [String], on server: RunningServer, for duration: Duration, warmUp: Duration,
+        compression: Bool = false
+    ) async throws -> LoadReport {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-load-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let command = [loadCommand, scenario, "--url", "ws://127.0.0.1:\(server.port)/connection/websocket"] + arguments + [
-            "--duration", "\(duration.components.seconds)s", "--warm-up", "\(warmUp.components.seconds)s", "--ready-timeout", "30s",
-            "--quiet", "--json", folder + "/report.json",
-        ] + (compression ? ["--compression"] : [])
+        let command =
+            [loadCommand, scenario, "--url", "ws://127.0.0.1:\(server.port)/connection/websocket"] + arguments + [
+                "--duration", "\(duration.components.seconds)s", "--warm-up", "\(warmUp.components.seconds)s", "--ready-timeout", "30s",
+                "--quiet", "--json", folder + "/report.json",
+            ] + (compression ? ["--compression"] : [])
         let pid = try TestProcess.spawn(command, output: folder + "/output.txt", errors: folder + "/output.txt")
         let status = try await TestProcess.exit(of: pid, within: duration + warmUp + .seconds(90))
         guard status == 0, let report = FileManager.default.contents(atPath: folder + "/report.json") else {
@@ -45,14 +48,17 @@ import Testing
     @Test(arguments: ProtocolEncoding.allCases)
     func fiftyTravellersForTenSeconds(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
-        let report = try await Self.run("travellers", Self.serverKeys + Self.apiKey + [
-            "--travellers", "50", "--trips", "2", "--user-prefix", "lt", "--resort", Self.resort, "--encoding", encoding.rawValue,
-            "--chat-share", "0.2", "--chat-interval", "2s", "--rsvp-share", "0.3", "--rsvp-interval", "2s",
-        ], on: server, for: .seconds(10), warmUp: .seconds(3))
+        let report = try await Self.run(
+            "travellers",
+            Self.serverKeys + Self.apiKey + [
+                "--travellers", "50", "--trips", "2", "--user-prefix", "lt", "--resort", Self.resort, "--encoding", encoding.rawValue,
+                "--chat-share", "0.2", "--chat-interval", "2s", "--rsvp-share", "0.3", "--rsvp-interval", "2s",
+            ], on: server, for: .seconds(10), warmUp: .seconds(3))
 
         #expect(report.connected == 52)
-        #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty && report.reconnects == 0,
-                "\(report.connectionErrors) \(report.errorReplies)")
+        #expect(
+            report.connectionErrors.isEmpty && report.errorReplies.isEmpty && report.reconnects == 0,
+            "\(report.connectionErrors) \(report.errorReplies)")
         // 50 travellers at 1/s for 10 s, every update answered.
         let updates = try #require(report.figures["location_updates_per_second"])
         #expect(updates > 45 && updates < 55)
@@ -86,13 +92,16 @@ import Testing
         }
         var reports: [LoadReport] = []
         for saving in [false, true] {
-            let report = try await Self.run("travellers", Self.serverKeys + Self.apiKey + [
-                "--travellers", "30", "--trips", "1", "--user-prefix", "lb\(saving)\(encoding.rawValue)", "--resort", Self.resort,
-                "--encoding", encoding.rawValue, "--chat-share", "0", "--rsvp-share", "0",
-            ] + (saving ? ["--delta"] : []), on: server, for: .seconds(6), warmUp: .seconds(2), compression: saving)
+            let report = try await Self.run(
+                "travellers",
+                Self.serverKeys + Self.apiKey + [
+                    "--travellers", "30", "--trips", "1", "--user-prefix", "lb\(saving)\(encoding.rawValue)", "--resort", Self.resort,
+                    "--encoding", encoding.rawValue, "--chat-share", "0", "--rsvp-share", "0",
+                ] + (saving ? ["--delta"] : []), on: server, for: .seconds(6), warmUp: .seconds(2), compression: saving)
             #expect(report.connected == 31)
-            #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty && report.reconnects == 0,
-                    "\(report.connectionErrors) \(report.errorReplies)")
+            #expect(
+                report.connectionErrors.isEmpty && report.errorReplies.isEmpty && report.reconnects == 0,
+                "\(report.connectionErrors) \(report.errorReplies)")
             let acks = report.latencies["ack location.update"]?.count ?? 0
             #expect((report.latencies["location"]?.count ?? 0) >= acks * 9 / 10, "every update is seen in a rebuilt frame")
             reports.append(report)
@@ -115,10 +124,13 @@ import Testing
     func chatSendersAreAnsweredAndEveryMemberGetsEachMessage(_ mode: ChatMode, _ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         // 20 clients in trips of 10: two group chats of 10, or ten 1:1 chats.
-        let report = try await Self.run("chat", Self.serverKeys + Self.apiKey + [
-            "--mode", mode.rawValue, "--clients", "20", "--group-size", "10", "--rate", "40/s", "--user-prefix", "lc\(mode.rawValue)\(encoding.rawValue)",
-            "--encoding", encoding.rawValue,
-        ], on: server, for: .seconds(4), warmUp: .seconds(1))
+        let report = try await Self.run(
+            "chat",
+            Self.serverKeys + Self.apiKey + [
+                "--mode", mode.rawValue, "--clients", "20", "--group-size", "10", "--rate", "40/s", "--user-prefix",
+                "lc\(mode.rawValue)\(encoding.rawValue)",
+                "--encoding", encoding.rawValue,
+            ], on: server, for: .seconds(4), warmUp: .seconds(1))
 
         #expect(report.connected == 20)
         #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty, "\(report.connectionErrors) \(report.errorReplies)")
@@ -142,9 +154,11 @@ import Testing
             open.allowPublishForSubscriber = true
             configuration.hub.namespaces[""] = open
         }
-        let report = try await Self.run("fanout", Self.serverKeys + [
-            "--subscribers", "20", "--rate", "50/s", "--size", "64", "--channel", "fanout-\(encoding.rawValue)", "--encoding", encoding.rawValue,
-        ], on: server, for: .seconds(3), warmUp: .seconds(1))
+        let report = try await Self.run(
+            "fanout",
+            Self.serverKeys + [
+                "--subscribers", "20", "--rate", "50/s", "--size", "64", "--channel", "fanout-\(encoding.rawValue)", "--encoding", encoding.rawValue,
+            ], on: server, for: .seconds(3), warmUp: .seconds(1))
         #expect(report.connected == 21)
         #expect(report.connectionErrors.isEmpty && report.errorReplies.isEmpty, "\(report.connectionErrors) \(report.errorReplies)")
         // Deliveries counted in the window may belong to publications made just before it,

@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GondolaHub
 import GondolaProtocol
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Payloads over real sockets: what JSON clients, Protobuf clients and the server API
 /// publish reaches subscribers of both encodings byte for byte — live, through history,
@@ -104,10 +105,12 @@ import Testing
         let reader = try await server.client("reader")
         _ = try await reader.subscribe(SubscribeRequest(channel: "room:bad", recoverable: true))
         let token = try await server.token("eve")
-        let conversation = try await converse(server.webSocketURL, [
-            .text(#"{"id":1,"connect":{"token":"\#(token)"}}"#), .awaitMessages(1),
-            .text(#"{"id":2,"publish":{"channel":"room:bad","data":{"a":1,}}}"#), .awaitClose,
-        ])
+        let conversation = try await converse(
+            server.webSocketURL,
+            [
+                .text(#"{"id":1,"connect":{"token":"\#(token)"}}"#), .awaitMessages(1),
+                .text(#"{"id":2,"publish":{"channel":"room:bad","data":{"a":1,}}}"#), .awaitClose,
+            ])
         #expect(conversation.closeCode == 3501)
         _ = try await reader.call(.publish(channel: "room:bad", data: Payload(["after": true])))
         #expect(try await reader.awaitPayloads("room:bad", count: 1).map(\.value) == [["after": true]])

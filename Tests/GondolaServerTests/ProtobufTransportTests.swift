@@ -35,15 +35,17 @@ import Testing
         let floods = stride(from: 2, to: 902, by: 300).map { start in
             protobuf.frame((UInt32(start)..<UInt32(start + 300)).map { protobuf.encode(Command(id: $0, .ping)) })
         }
-        let flooded = try await converse(server.webSocketURL, [.binary(connect), .awaitMessages(1)] + floods.map(Step.binary) + [.awaitClose],
-                                         encoding: .protobuf, subprotocol: ProtocolEncoding.protobufSubprotocol)
+        let flooded = try await converse(
+            server.webSocketURL, [.binary(connect), .awaitMessages(1)] + floods.map(Step.binary) + [.awaitClose],
+            encoding: .protobuf, subprotocol: ProtocolEncoding.protobufSubprotocol)
         #expect(flooded.closeCode == 3013)
         let refused = flooded.replies.filter { $0.errorCode == 111 }
         #expect(!refused.isEmpty && refused.allSatisfy { $0.id > 1 })
         // Twenty error replies in a row close with 3509.
         let missing = protobuf.frame((2..<30).map { protobuf.encode(Command(id: UInt32($0), .rpc(method: "missing", data: nil))) })
-        let failing = try await converse(server.webSocketURL, [.binary(connect), .awaitMessages(1), .binary(missing), .awaitClose],
-                                         encoding: .protobuf, subprotocol: ProtocolEncoding.protobufSubprotocol)
+        let failing = try await converse(
+            server.webSocketURL, [.binary(connect), .awaitMessages(1), .binary(missing), .awaitClose],
+            encoding: .protobuf, subprotocol: ProtocolEncoding.protobufSubprotocol)
         #expect(failing.closeCode == 3509)
         #expect(failing.replies.contains { $0.errorCode == 104 })
         try await server.stop()

@@ -1,11 +1,12 @@
 import Foundation
-@testable import GondolaPush
 import GondolaProtocol
 import GondolaPushStandIn
-@testable import GondolaRentals
 import GondolaServer
 import GondolaTestSupport
 import Testing
+
+@testable import GondolaPush
+@testable import GondolaRentals
 
 /// Push notifications end to end: a real hub with APNs and FCM credentials pointed at the
 /// local stand-in (HTTP/2 over TLS, checking tokens, headers and bodies as the services do),
@@ -22,8 +23,10 @@ import Testing
     }
 
     /// A travel hub configured with `standIn`'s credentials, on `database` when given.
-    static func start(with standIn: PushStandIn, database: String? = nil,
-                      _ adjust: (inout ServerConfigurationSettings) -> Void = { _ in }) async throws -> RunningServer {
+    static func start(
+        with standIn: PushStandIn, database: String? = nil,
+        _ adjust: (inout ServerConfigurationSettings) -> Void = { _ in }
+    ) async throws -> RunningServer {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-\(UUID().uuidString)").path
         var settings = try standIn.credentials.write(to: folder, standIn: standIn)
         adjust(&settings)
@@ -51,8 +54,10 @@ import Testing
     @Test func aBroadcastReachesTheDevicesOfOfflineMembersAndNotTheConnectedOnes() async throws {
         let (standIn, server) = try await Self.start()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob", "carl"])
-        let hana = try await server.client("hana"), alice = try await server.client("alice")
-        let bob = try await server.client("bob"), carl = try await server.client("carl")
+        let hana = try await server.client("hana")
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
+        let carl = try await server.client("carl")
         try await Self.register(alice, apns: 1)
         try await Self.register(bob, fcm: 2)
         try await Self.register(carl, apns: 3, locale: "fr-CH")
@@ -121,7 +126,9 @@ import Testing
         try await broadcast("Second", reaching: 24)
         try await broadcast("Third", reaching: 36)
         #expect(standIn.connectionsOpened == 2)
-        #expect(Dictionary(grouping: standIn.accepted, by: \.token).mapValues(\.count) == Dictionary(uniqueKeysWithValues: (0..<12).map { (Self.apnsToken(100 + $0), 3) }))
+        #expect(
+            Dictionary(grouping: standIn.accepted, by: \.token).mapValues(\.count)
+                == Dictionary(uniqueKeysWithValues: (0..<12).map { (Self.apnsToken(100 + $0), 3) }))
         #expect(standIn.refused.isEmpty, "\(standIn.refused)")
         await hana.close()
         try await server.stop()
@@ -131,8 +138,10 @@ import Testing
     @Test func aServiceThatDoesNotAnswerHoldsBackNeitherTheOtherServiceNorOtherDevices() async throws {
         let (standIn, server) = try await Self.start()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob", "carl"])
-        let hana = try await server.client("hana"), alice = try await server.client("alice")
-        let bob = try await server.client("bob"), carl = try await server.client("carl")
+        let hana = try await server.client("hana")
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
+        let carl = try await server.client("carl")
         try await Self.register(alice, apns: 21)
         try await Self.register(bob, apns: 22)
         try await Self.register(carl, fcm: 23)
@@ -149,7 +158,10 @@ import Testing
             let accepted = standIn.accepted
             return accepted.filter { $0.token == Self.fcmToken(23) }.count == 2 && accepted.contains { $0.token == Self.apnsToken(22) }
         }
-        #expect(!standIn.accepted.contains { $0.token == Self.apnsToken(21) && Self.member($0.body, "aps", "alert", "body")?.stringValue?.hasSuffix("First") == true })
+        #expect(
+            !standIn.accepted.contains {
+                $0.token == Self.apnsToken(21) && Self.member($0.body, "aps", "alert", "body")?.stringValue?.hasSuffix("First") == true
+            })
         await hana.close()
         try await server.stop()
         try await standIn.stop()
@@ -162,7 +174,8 @@ import Testing
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-push-restart-\(UUID().uuidString)/gondola.sqlite").path
         let first = try await Self.start(with: standIn, database: database)
         let trip = try await first.createTrip(hosts: ["hana"], travellers: ["alice"])
-        let hana = try await first.client("hana"), alice = try await first.client("alice")
+        let hana = try await first.client("hana")
+        let alice = try await first.client("alice")
         try await Self.register(alice, apns: 31)
         await alice.close()
         // The first request is held unanswered; the service answers later ones.
@@ -175,7 +188,9 @@ import Testing
 
         let second = try await Self.start(with: standIn, database: database)
         try await eventually("the notification sent by the next run") {
-            standIn.accepted.contains { $0.token == Self.apnsToken(31) && Self.member($0.body, "aps", "alert", "body")?.stringValue == "hana: Lifts close at four" }
+            standIn.accepted.contains {
+                $0.token == Self.apnsToken(31) && Self.member($0.body, "aps", "alert", "body")?.stringValue == "hana: Lifts close at four"
+            }
         }
         let push = try #require(second.server.service(PushService.self))
         try await eventually("the outbox drained") { try await push.pendingCount() == 0 }
@@ -186,12 +201,16 @@ import Testing
     @Test func anInvitationReachesTheInviteeAndTheAnswerTheCreator() async throws {
         let (standIn, server) = try await Self.start()
         _ = try await server.createTrip(hosts: ["hana"], travellers: ["alice", "bob"])
-        let alice = try await server.client("alice"), bob = try await server.client("bob")
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
         try await Self.register(alice, apns: 10)
         try await Self.register(bob, fcm: 11)
-        let created = try await alice.rpc("event.create", [
-            "title": "Fondue night", "starts_at": .int(Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000), "audience": ["kind": "selected", "users": ["bob"]],
-        ])
+        let created = try await alice.rpc(
+            "event.create",
+            [
+                "title": "Fondue night", "starts_at": .int(Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000),
+                "audience": ["kind": "selected", "users": ["bob"]],
+            ])
         let event = try #require(created["id"]?.stringValue)
         await bob.close()
         // alice is connected but not subscribed to her personal channel: her app is in the background.
@@ -213,7 +232,8 @@ import Testing
     @Test func aChatBurstCollapsesIntoOneNotificationWithACountAfterA429() async throws {
         let (standIn, server) = try await Self.start()
         _ = try await server.createTrip(hosts: ["hana"], travellers: ["anna", "ben"])
-        let anna = try await server.client("anna"), ben = try await server.client("ben")
+        let anna = try await server.client("anna")
+        let ben = try await server.client("ben")
         try await Self.register(ben, apns: 20)
         let chat = try #require(try await anna.rpc("chat.create", ["members": ["ben"]])["chat"]?["id"]?.stringValue)
         await ben.close()
@@ -261,7 +281,8 @@ import Testing
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Storm warning"])
         let devices = try #require(server.server.service(PushService.self)).devices
         try await eventually("unregistered devices removed") {
-            let dora = try await devices.devices(of: "dora"), emil = try await devices.devices(of: "emil")
+            let dora = try await devices.devices(of: "dora")
+            let emil = try await devices.devices(of: "emil")
             return dora.isEmpty && emil.isEmpty
         }
         try await eventually("the retried notification") { standIn.accepted.contains { $0.token == Self.apnsToken(32) } }
@@ -314,7 +335,8 @@ import Testing
         let (standIn, server) = try await Self.start()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["gina", "hugo"])
         let hana = try await server.client("hana")
-        let gina = try await server.client("gina"), hugo = try await server.client("hugo")
+        let gina = try await server.client("gina")
+        let hugo = try await server.client("hugo")
         try await Self.register(gina, apns: 40)
         try await Self.register(hugo, apns: 41)
         _ = try await gina.rpc("notifications.settings", ["broadcasts": false])
@@ -336,11 +358,13 @@ import Testing
     @Test func quietHoursDeliverWithoutSound() async throws {
         let (standIn, server) = try await Self.start()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["jon"])
-        let hana = try await server.client("hana"), jon = try await server.client("jon")
+        let hana = try await server.client("hana")
+        let jon = try await server.client("jon")
         try await Self.register(jon, apns: 45)
         let minutes = Int(Date().timeIntervalSince1970 / 60) % 1440
         let clock = { (m: Int) in String(format: "%02d:%02d", ((m % 1440) + 1440) % 1440 / 60, ((m % 1440) + 1440) % 1440 % 60) }
-        _ = try await jon.rpc("notifications.settings", ["quiet_hours": ["start": .string(clock(minutes - 60)), "end": .string(clock(minutes + 60))]])
+        _ = try await jon.rpc(
+            "notifications.settings", ["quiet_hours": ["start": .string(clock(minutes - 60)), "end": .string(clock(minutes + 60))]])
         await jon.close()
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Night skiing tonight"])
         try await eventually("jon's notification") { !standIn.accepted.isEmpty }
@@ -356,13 +380,22 @@ import Testing
         let (standIn, server) = try await Self.start()
         let olga = try await server.client("olga")
         try await Self.register(olga, fcm: 60)
-        _ = try await server.api("car_upsert", ["id": "zoe", "make": "Renault", "model": "Zoe", "year": 2023, "seats": 5, "price_per_day_cents": 4_000,
-                                                "lat": 47.265, "lon": 11.395])
+        _ = try await server.api(
+            "car_upsert",
+            [
+                "id": "zoe", "make": "Renault", "model": "Zoe", "year": 2023, "seats": 5, "price_per_day_cents": 4_000,
+                "lat": 47.265, "lon": 11.395,
+            ])
         let startsAt = Int64(Date().timeIntervalSince1970 * 1000) + 10 * 60_000
         let rental = try #require(try await olga.rpc("rental.plan", ["car": "zoe", "starts_at": .int(startsAt)])["rental"]?["id"]?.stringValue)
         await olga.close()
-        let crash = try #require(try await server.api("crash_detected", ["user": "olga", "lat": 47.26, "lon": 11.39,
-                                                                        "ts": .int(Int64(Date().timeIntervalSince1970 * 1000))])["id"]?.stringValue)
+        let crash = try #require(
+            try await server.api(
+                "crash_detected",
+                [
+                    "user": "olga", "lat": 47.26, "lon": 11.39,
+                    "ts": .int(Int64(Date().timeIntervalSince1970 * 1000)),
+                ])["id"]?.stringValue)
         _ = try await server.api("assessment_assign", ["user": "olga", "assessment": "wellbeing"])
         let rentals = try #require(server.server.service(RentalService.self))
         #expect(await rentals.remindStarting() == 1)
@@ -383,7 +416,8 @@ import Testing
     @Test func withoutCredentialsNothingIsQueued() async throws {
         let server = try await startTravelServer()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["ivy"])
-        let hana = try await server.client("hana"), ivy = try await server.client("ivy")
+        let hana = try await server.client("hana")
+        let ivy = try await server.client("ivy")
         try await Self.register(ivy, apns: 50)
         await ivy.close()
         _ = try await hana.rpc("broadcast.send", ["trip": .string(trip), "text": "Hello"])
@@ -405,7 +439,10 @@ import Testing
             (["apns_key_file": folder + "/missing.p8"], "'apns_key_file': cannot read"),
             (["apns_key_file": good["fcm_service_account_file"]!], "'apns_key_file'"),
             (good.filter { $0.key != "apns_team_id" }, "'apns_team_id' is required"),
-            (good.merging(["apns_environment": "staging"]) { $1 }, "'apns_environment' expected production, sandbox or an https:// address, got 'staging'"),
+            (
+                good.merging(["apns_environment": "staging"]) { $1 },
+                "'apns_environment' expected production, sandbox or an https:// address, got 'staging'"
+            ),
             (good.merging(["fcm_service_account_file": folder + "/broken.json"]) { $1 }, "'client_email' is missing"),
             (good.merging(["push_per_user_per_minute": "0"]) { $1 }, "'push_per_user_per_minute' expected a whole number from 1 to 600"),
             (good.merging(["push_ca_file": folder + "/no-such.pem"]) { $1 }, "'push_ca_file': cannot read"),

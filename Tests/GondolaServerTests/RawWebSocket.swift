@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A WebSocket client on a plain socket, for tests that look at the wire: the
@@ -39,7 +40,8 @@ final class RawWebSocket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw HarnessError("connect failed: \(errno)") }
-        let handshake = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        let handshake =
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
             + headers.map { $0 + "\r\n" }.joined() + "\r\n"
         try write(Array((before + handshake).utf8))
@@ -97,11 +99,12 @@ final class RawWebSocket {
 
     /// The body of a response whose headers `responseHeaders()` answered, by its Content-Length.
     func responseBody(headers: [String]) async throws -> [UInt8] {
-        let length = headers.lazy.compactMap { line -> Int? in
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
-            return Int(parts[1].trimmingCharacters(in: .whitespaces))
-        }.first ?? 0
+        let length =
+            headers.lazy.compactMap { line -> Int? in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                return Int(parts[1].trimmingCharacters(in: .whitespaces))
+            }.first ?? 0
         try await need(length)
         defer { buffer.removeFirst(length) }
         return Array(buffer[..<length])
@@ -110,7 +113,8 @@ final class RawWebSocket {
     /// The next frame, after `responseHeaders()`; throws when the socket closes or `patience` passes.
     func nextFrame() async throws -> Frame {
         try await need(2)
-        let first = buffer[0], second = buffer[1]
+        let first = buffer[0]
+        let second = buffer[1]
         var length = Int(second & 0x7F)
         var start = 2
         if length == 126 {

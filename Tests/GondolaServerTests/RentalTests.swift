@@ -1,20 +1,28 @@
 import Foundation
 import GondolaProtocol
-@testable import GondolaRentals
 import Testing
+
+@testable import GondolaRentals
 
 /// Cars in Innsbruck, inside the service area the repository's `fleets/` folder defines.
 private func car(_ id: String, lat: Double = 47.2650, lon: Double = 11.3950, price: Int64 = 5_000) -> JSON {
-    ["id": .string(id), "make": "Skoda", "model": "Fabia", "year": 2022, "seats": 5, "price_per_day_cents": .int(price),
-     "lat": .double(lat), "lon": .double(lon)]
+    [
+        "id": .string(id), "make": "Skoda", "model": "Fabia", "year": 2022, "seats": 5, "price_per_day_cents": .int(price),
+        "lat": .double(lat), "lon": .double(lon),
+    ]
 }
 
 @Suite struct RentalTests {
     @Test func carsAreFoundNearestFirstAndEveryCellSeesItsChanges() async throws {
         let server = try await startRentalsServer()
-        let imported = try await server.api("car_import", ["cars": [
-            car("near", lat: 47.2651, lon: 11.3951), car("far", lat: 47.2700, lon: 11.4100), car("pricey", lat: 47.2652, lon: 11.3952, price: 20_000),
-        ]])
+        let imported = try await server.api(
+            "car_import",
+            [
+                "cars": [
+                    car("near", lat: 47.2651, lon: 11.3951), car("far", lat: 47.2700, lon: 11.4100),
+                    car("pricey", lat: 47.2652, lon: 11.3952, price: 20_000),
+                ]
+            ])
         #expect(imported["imported"] == 3)
         let ann = try await server.client("ann")
         let near = try await ann.rpc("cars.near", ["lat": 47.2650, "lon": 11.3950, "radius": 3000])

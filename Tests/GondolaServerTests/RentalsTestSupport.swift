@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GondolaProtocol
 import GondolaServer
 import GondolaTestSupport
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A server with the rentals domain at bcrypt cost 4 (fast tests) and mails written to
 /// its data folder.

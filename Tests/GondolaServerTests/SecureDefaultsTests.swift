@@ -106,9 +106,11 @@ import Testing
 
     @Test func personalChannelsWithoutANamespace() async throws {
         var configuration = ServerConfiguration()
-        configuration = try ConfigurationLoader.load(file: nil, environment: [:], flags: [
-            "user_personal_channel_namespace": "", "user_subscribe_to_personal": "true",
-        ])
+        configuration = try ConfigurationLoader.load(
+            file: nil, environment: [:],
+            flags: [
+                "user_personal_channel_namespace": "", "user_subscribe_to_personal": "true",
+            ])
         var base = RunningServer.configuration()
         base.hub.userPersonalChannelNamespace = configuration.hub.userPersonalChannelNamespace
         base.hub.userSubscribeToPersonal = configuration.hub.userSubscribeToPersonal

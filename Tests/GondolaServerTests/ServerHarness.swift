@@ -1,22 +1,23 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
+import GondolaServices
+import GondolaTestSupport
 import GondolaTravel
 import HTTPTypes
 import Hummingbird
 import HummingbirdWSClient
-import NIOWebSocket
 import Logging
+import NIOWebSocket
 import ServiceLifecycle
 import Synchronization
-import GondolaTestSupport
 import Testing
-import GondolaServices
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A real server on 127.0.0.1 and an ephemeral port, with its own data folder.
 final class RunningServer: Sendable {
@@ -56,15 +57,18 @@ final class RunningServer: Sendable {
         return configuration
     }
 
-    static func start(_ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil,
-                      additionalDomains: [any Domain] = [],
-                      onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws -> RunningServer {
+    static func start(
+        _ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil,
+        additionalDomains: [any Domain] = [],
+        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws -> RunningServer {
         var logger = Logger(label: "gondola-test")
         logger.logLevel = .warning
         let server = try await GondolaServer(configuration: configuration, telegram: telegram, additionalDomains: additionalDomains, logger: logger)
         let ports = AsyncStream.makeStream(of: Int.self)
-        let group = server.serviceGroup(signals: [], onServerRunning: { port in ports.continuation.yield(port) },
-                                        onInternalServerRunning: onInternalServerRunning)
+        let group = server.serviceGroup(
+            signals: [], onServerRunning: { port in ports.continuation.yield(port) },
+            onInternalServerRunning: onInternalServerRunning)
         let task = Task { try await group.run() }
         var iterator = ports.stream.makeAsyncIterator()
         guard let port = await iterator.next() else { throw HarnessError("server did not start") }
@@ -134,8 +138,10 @@ enum Step {
 /// Runs `steps` over a real WebSocket connection, then reads until the server
 /// closes or `idle` passes without a message. With `subprotocol`, the handshake
 /// offers it; server frames are decoded in `encoding`.
-func converse(_ url: String, _ steps: [Step], idle: Duration = .milliseconds(500),
-              encoding: ProtocolEncoding = .json, subprotocol: String? = nil) async throws -> Conversation {
+func converse(
+    _ url: String, _ steps: [Step], idle: Duration = .milliseconds(500),
+    encoding: ProtocolEncoding = .json, subprotocol: String? = nil
+) async throws -> Conversation {
     let box = ConversationBox(encoding: encoding)
     var logger = Logger(label: "ws-test")
     logger.logLevel = .warning
@@ -215,8 +221,9 @@ func startStandIn(_ router: Router<BasicRequestContext>, name: String) async thr
     var logger = Logger(label: "stand-in")
     logger.logLevel = .critical
     let ports = AsyncStream.makeStream(of: Int.self)
-    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                          onServerRunning: { ports.continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+    let app = Application(
+        router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { ports.continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
     let task = Task { try await app.runService(gracefulShutdownSignals: []) }
     var iterator = ports.stream.makeAsyncIterator()
     guard let port = await iterator.next() else { throw HarnessError("the \(name) stand-in did not start") }

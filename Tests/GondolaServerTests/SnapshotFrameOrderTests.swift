@@ -49,7 +49,8 @@ import Testing
             var latest: [String: Int64] = [:]
             for message in [snapshotOf[index]] + watchers[index].publications("locations:\(trip)") {
                 for position in message?["positions"]?.arrayValue ?? [] {
-                    let user = position["user"]?.stringValue ?? "", ts = Int64(position["ts"]?.doubleValue ?? 0)
+                    let user = position["user"]?.stringValue ?? ""
+                    let ts = Int64(position["ts"]?.doubleValue ?? 0)
                     latest[user] = max(latest[user] ?? 0, ts)
                 }
             }
@@ -62,7 +63,8 @@ import Testing
             var seen: [String: Int64] = [:]
             for message in [snapshotOf[index]] + watcher.publications("locations:\(trip)") {
                 for position in message?["positions"]?.arrayValue ?? [] {
-                    let user = position["user"]?.stringValue ?? "", ts = Int64(position["ts"]?.doubleValue ?? 0)
+                    let user = position["user"]?.stringValue ?? ""
+                    let ts = Int64(position["ts"]?.doubleValue ?? 0)
                     #expect(ts > seen[user, default: 0], "\(host) saw \(user) at ts \(ts) again (or out of order)")
                     seen[user] = ts
                 }

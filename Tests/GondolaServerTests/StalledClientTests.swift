@@ -21,8 +21,9 @@ import Testing
         _ = try await healthy.subscribe("room:big")
         let token = try await server.token("silent")
         // A client with a tiny receive buffer that sends its commands once and never reads.
-        let silent = try RawWebSocket(port: server.port, headers: compressed ? ["Sec-WebSocket-Extensions: permessage-deflate"] : [],
-                                      receiveBuffer: 4096)
+        let silent = try RawWebSocket(
+            port: server.port, headers: compressed ? ["Sec-WebSocket-Extensions: permessage-deflate"] : [],
+            receiveBuffer: 4096)
         try silent.sendText(Array((#"{"id":1,"connect":{"token":"\#(token)"}}"# + "\n" + #"{"id":2,"subscribe":{"channel":"room:big"}}"#).utf8))
         try await eventually("both subscribers on room:big") { node.channels()["room:big"] == 2 }
 

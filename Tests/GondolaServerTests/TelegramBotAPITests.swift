@@ -1,13 +1,14 @@
 import Foundation
 import GondolaProtocol
 import GondolaServices
-@testable import GondolaTravel
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
 import Synchronization
 import Testing
+
 @testable import GondolaServer
+@testable import GondolaTravel
 
 /// The Bot API client against a local stand-in for api.telegram.org, over a real socket.
 @Suite struct TelegramBotAPITests {
@@ -24,7 +25,8 @@ import Testing
             let body = try JSONParser.parse(Array(buffer.readableBytesView))
             calls.items.withLock { $0.append((request.uri.path, body)) }
             let refused = body["chat_id"] == .int(13)
-            return Response(status: refused ? .badRequest : .ok, body: .init(byteBuffer: ByteBuffer(string: refused ? #"{"ok":false}"# : #"{"ok":true}"#)))
+            return Response(
+                status: refused ? .badRequest : .ok, body: .init(byteBuffer: ByteBuffer(string: refused ? #"{"ok":false}"# : #"{"ok":true}"#)))
         }
         return try await startStandIn(router, name: "Telegram Bot API")
     }
@@ -33,8 +35,9 @@ import Testing
         let calls = Calls()
         let (port, task) = try await Self.standIn(calls)
         let api = TelegramBotAPI(token: "123:abc", base: "http://127.0.0.1:\(port)")
-        let event = TravelEvent(id: "e1", creator: "ann", title: "Fondue", description: "", startsAt: 1_800_000_000_000, endsAt: nil,
-                                place: EventPlace(name: "Chalet", lat: 45.3, lon: 6.58), trip: nil, audience: "friends", createdAt: 0)
+        let event = TravelEvent(
+            id: "e1", creator: "ann", title: "Fondue", description: "", startsAt: 1_800_000_000_000, endsAt: nil,
+            place: EventPlace(name: "Chalet", lat: 45.3, lon: 6.58), trip: nil, audience: "friends", createdAt: 0)
         let invitation = TelegramMessage.invitation(to: event, creatorName: "Ann")
         try await api.send(invitation, to: 42)
         try await api.answerCallback(id: "cb7", text: "Got it: going")

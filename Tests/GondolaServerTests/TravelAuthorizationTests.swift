@@ -12,7 +12,7 @@ import Testing
         /// Nil when allowed, else the error code.
         let refusal: UInt32?
 
-            init(_ user: String, _ target: String, _ data: JSON = [:], refused refusal: UInt32? = nil) {
+        init(_ user: String, _ target: String, _ data: JSON = [:], refused refusal: UInt32? = nil) {
             self.user = user
             self.target = target
             self.data = data

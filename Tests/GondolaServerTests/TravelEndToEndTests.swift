@@ -16,7 +16,9 @@ import Testing
     /// radius plus the 20 m hysteresis margin.
     @Test func nearbyStreamsMatchBruteForceForRandomWalks() async throws {
         let server = try await startTravelServer()
-        let count = 200, radius = 250.0, margin = 20.0
+        let count = 200
+        let radius = 250.0
+        let margin = 20.0
         let seed: UInt64 = 20_261_125
         var random = SeededRandom(seed: seed)
         var clients: [LiveClient] = []
@@ -41,7 +43,8 @@ import Testing
             for (index, client) in clients.enumerated() {
                 // What each watcher must end up told: everyone within the radius, nobody beyond
                 // the radius plus the margin. Frames follow the updates within a few ticks.
-                var within: Set<String> = [], beyond: Set<String> = []
+                var within: Set<String> = []
+                var beyond: Set<String> = []
                 for (other, point) in positions.enumerated() where other != index {
                     let distance = Geodesy.distance(positions[index], point)
                     if distance <= radius { within.insert("w\(other)") }
@@ -102,12 +105,16 @@ import Testing
         BadInput(method: "location.visibility", data: #"{"mode":"some"}"#, message: "mode must be one of everyone, friends, nobody"),
         BadInput(method: "location.visibility", data: #"{}"#, message: "mode is required"),
         BadInput(method: "profile.update", data: #"{"name":""}"#, message: "name must not be empty"),
-        BadInput(method: "profile.update", data: #"{"name":"\#(String(repeating: "n", count: 65))"}"#, message: "name is 65 characters, more than 64"),
-        BadInput(method: "profile.update", data: #"{"bio":"\#(String(repeating: "b", count: 501))"}"#, message: "bio is 501 characters, more than 500"),
+        BadInput(
+            method: "profile.update", data: #"{"name":"\#(String(repeating: "n", count: 65))"}"#, message: "name is 65 characters, more than 64"),
+        BadInput(
+            method: "profile.update", data: #"{"bio":"\#(String(repeating: "b", count: 501))"}"#, message: "bio is 501 characters, more than 500"),
         BadInput(method: "profile.update", data: #"{"avatar_url":"javascript:alert(1)"}"#, message: "avatar_url must be an http(s) URL"),
         BadInput(method: "profile.update", data: #"{"links":{"insta":"ftp://x"}}"#, message: "links.insta must be an http(s) URL"),
         BadInput(method: "profile.update", data: #"{"links":["https://x"]}"#, message: "links must be an object, got array"),
-        BadInput(method: "profile.update", data: #"{"links":{\#((0..<11).map { "\"l\($0)\":\"https://x.org\"" }.joined(separator: ","))}}"#, message: "links has 11 entries, more than 10"),
+        BadInput(
+            method: "profile.update", data: #"{"links":{\#((0..<11).map { "\"l\($0)\":\"https://x.org\"" }.joined(separator: ","))}}"#,
+            message: "links has 11 entries, more than 10"),
         BadInput(method: "profile.get", data: #"{"user":"nobody-here"}"#, message: "unknown user"),
         BadInput(method: "friend.add", data: #"{"user":5}"#, message: "user must be a string, got number"),
         BadInput(method: "friend.add", data: #"{"user":"ghost"}"#, message: "unknown user 'ghost'"),
@@ -119,8 +126,9 @@ import Testing
         BadInput(method: "map.route", data: #"{}"#, message: "to is required"),
         BadInput(method: "map.route", data: #"{"to":{"lat":100,"lon":6}}"#, message: "to.lat must be between -90 and 90"),
         BadInput(method: "map.route", data: #"{"to":{"lat":45.3,"lon":6.58}}"#, message: "from is required until a position was sent"),
-        BadInput(method: "map.route", data: #"{"to":{"lat":45.3,"lon":6.58},"from":{"lat":45.29,"lon":6.57},"max_difficulty":"double-black"}"#,
-                 message: "max_difficulty must be one of novice, easy, intermediate, advanced, expert, freeride, extreme"),
+        BadInput(
+            method: "map.route", data: #"{"to":{"lat":45.3,"lon":6.58},"from":{"lat":45.29,"lon":6.57},"max_difficulty":"double-black"}"#,
+            message: "max_difficulty must be one of novice, easy, intermediate, advanced, expert, freeride, extreme"),
     ]
 
     /// Every bad field answers 107 naming the field; the connection stays usable and
@@ -148,8 +156,10 @@ import Testing
     @Test func nearbySubscribeDataIsChecked() async throws {
         let server = try await startTravelServer()
         let client = try await server.client("nina")
-        for (data, message) in [(JSON.object([("radius", 6000)]), "radius must be between 1 and 5000"), (["limit": 500], "limit must be between 1 and 200"),
-                                (["radius": "big"], "radius must be a number, got string"), (["limit": 2.5], "limit must be an integer")] {
+        for (data, message) in [
+            (JSON.object([("radius", 6000)]), "radius must be between 1 and 5000"), (["limit": 500], "limit must be between 1 and 200"),
+            (["radius": "big"], "radius must be a number, got string"), (["limit": 2.5], "limit must be an integer"),
+        ] {
             await #expect(throws: RPCFailure.self) { try await client.subscribe("nearby:#nina", data: data) }
             do {
                 try await client.subscribe("nearby:#nina", data: data)
@@ -240,7 +250,8 @@ import Testing
         let server = try await startTravelServer()
         _ = try await server.api("user_set_staff", ["user": "tom", "staff": false])
         _ = try await server.api("user_set_staff", ["user": "otto", "staff": false])
-        let tom = try await server.client("tom", encoding: encoding), otto = try await server.client("otto", encoding: encoding)
+        let tom = try await server.client("tom", encoding: encoding)
+        let otto = try await server.client("otto", encoding: encoding)
         try await tom.subscribe("personal:#tom")
         try await otto.subscribe("personal:#otto")
         #expect(try await otto.rpc("friend.add", ["user": "tom"])["friends"] == false)
@@ -269,7 +280,8 @@ import Testing
     func hostsSeeTheirTravellersEvenWhenHidden(_ encoding: ProtocolEncoding) async throws {
         let server = try await startTravelServer()
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["tom", "tia"])
-        let hana = try await server.client("hana", encoding: encoding), tom = try await server.client("tom", encoding: encoding)
+        let hana = try await server.client("hana", encoding: encoding)
+        let tom = try await server.client("tom", encoding: encoding)
         _ = try await tom.rpc("location.update", Self.update(Self.origin))
         let snapshot = try await hana.subscribe("locations:\(trip)")
         #expect(snapshot?["positions"]?.arrayValue.map { $0["user"]?.stringValue } == ["tom"])

@@ -107,8 +107,9 @@ import Testing
     /// client asks again on a new one.
     @Test func anUpgradeAfterAnotherRequestIsRedirectedToANewConnection() async throws {
         let server = try await RunningServer.start(RunningServer.configuration())
-        let client = try RawWebSocket(port: server.port, path: "/connection/websocket?format=json",
-                                      before: "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let client = try RawWebSocket(
+            port: server.port, path: "/connection/websocket?format=json",
+            before: "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         let health = try await client.responseHeaders()
         #expect(health.first?.contains("200") == true, "\(health)")
         #expect(String(decoding: try await client.responseBody(headers: health), as: UTF8.self).contains("ok"))

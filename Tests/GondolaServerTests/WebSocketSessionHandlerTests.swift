@@ -1,4 +1,3 @@
-@testable import GondolaServer
 import GondolaHub
 import GondolaRuntime
 import HTTPTypes
@@ -8,6 +7,8 @@ import NIOEmbedded
 import NIOWebSocket
 import Synchronization
 import Testing
+
+@testable import GondolaServer
 
 /// The session's channel handler on an embedded channel, frame by frame: the closing
 /// handshake from either side, and reading held back while messages wait for the session.

@@ -20,14 +20,15 @@ func fixture(_ name: String) throws -> [UInt8] {
         #expect(heic.format.contentType == "image/heic" && jpeg.format.fileExtension == "jpg")
     }
 
-    @Test(arguments: [
-        ("text", Array("just some text".utf8)),
-        ("pdf", Array("%PDF-1.4\n".utf8)),
-        ("empty", []),
-        ("png signature only", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
-        ("jpeg start only", [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10]),
-        ("mp4 brand", [0, 0, 0, 0x18] + Array("ftypisom".utf8) + [0, 0, 0, 0] + Array("isomavc1".utf8)),
-    ] as [(String, [UInt8])])
+    @Test(
+        arguments: [
+            ("text", Array("just some text".utf8)),
+            ("pdf", Array("%PDF-1.4\n".utf8)),
+            ("empty", []),
+            ("png signature only", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
+            ("jpeg start only", [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10]),
+            ("mp4 brand", [0, 0, 0, 0x18] + Array("ftypisom".utf8) + [0, 0, 0, 0] + Array("isomavc1".utf8)),
+        ] as [(String, [UInt8])])
     func otherBytesAreNotImages(_ name: String, _ bytes: [UInt8]) {
         #expect(ImageProbe(bytes) == nil, "\(name)")
     }

@@ -14,8 +14,9 @@ import Testing
     }
 
     @Test func valuesAreEscapedInTheHTMLPartOnly() throws {
-        let mail = try templates().render("activation", values: ["name": "Zoë <Z>", "link": "automagic://activate?key=a&b"],
-                                          from: "noreply@gondola.test", to: "zoe@example.com")
+        let mail = try templates().render(
+            "activation", values: ["name": "Zoë <Z>", "link": "automagic://activate?key=a&b"],
+            from: "noreply@gondola.test", to: "zoe@example.com")
         #expect(mail.subject == "Activate your account, Zoë <Z>")
         #expect(mail.text == "Hello Zoë <Z>,\nopen automagic://activate?key=a&b to activate your account.")
         #expect(mail.html.contains("Hello Zoë &lt;Z&gt;") && mail.html.contains("key=a&amp;b"))
@@ -37,17 +38,21 @@ import Testing
     @Test func anEMLFileIsAValidMultipartMessage() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-mail-\(UUID().uuidString)").path
         let mailbox = try MailFolder(folder: folder)
-        let message = MailMessage(from: "noreply@gondola.test", to: "zoe@example.com", subject: "Réinitialiser le mot de passe — Automagic",
-                                  text: "Bonjour Zoë,\n" + String(repeating: "long line ", count: 30), html: "<p>Bonjour Zoë</p>")
+        let message = MailMessage(
+            from: "noreply@gondola.test", to: "zoe@example.com", subject: "Réinitialiser le mot de passe — Automagic",
+            text: "Bonjour Zoë,\n" + String(repeating: "long line ", count: 30), html: "<p>Bonjour Zoë</p>")
         let path = try mailbox.deliver(message, id: "mail-1", date: Date(timeIntervalSince1970: 1_763_800_000))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == [URL(fileURLWithPath: path).lastPathComponent])
-        let printed = try TestProcess.run(["/usr/bin/python3", "-c", """
+        let printed = try TestProcess.run([
+            "/usr/bin/python3", "-c",
+            """
             import email, email.policy, json, sys
             m = email.message_from_binary_file(open(sys.argv[1], 'rb'), policy=email.policy.default)
             parts = [p for p in m.walk() if not p.is_multipart()]
             print(json.dumps({"subject": str(m["subject"]), "to": str(m["to"]), "date": str(m["date"]), "types": [p.get_content_type() for p in parts],
                               "text": parts[0].get_content(), "html": parts[1].get_content(), "defects": len(m.defects)}))
-            """, path]).output
+            """, path,
+        ]).output
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(printed.utf8)) as? [String: Any])
         #expect(parsed["subject"] as? String == message.subject)
         #expect(parsed["to"] as? String == "zoe@example.com")
@@ -62,14 +67,17 @@ import Testing
 /// keeping what it receives in a maildir).
 @Suite struct SMTPMailerTests {
     func freePort() throws -> Int {
-        let printed = try TestProcess.run(["/usr/bin/python3", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"])
+        let printed = try TestProcess.run([
+            "/usr/bin/python3", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])",
+        ])
         return Int(printed.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     @Test func aMailReachesARealSMTPServerWhole() async throws {
         let maildir = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-maildir-\(UUID().uuidString)").path
         let port = try freePort()
-        let server = try TestProcess.spawn(["/usr/bin/python3", "-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir], errors: "/dev/null")
+        let server = try TestProcess.spawn(
+            ["/usr/bin/python3", "-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir], errors: "/dev/null")
         // aiosmtpd does not stop on SIGTERM while it serves.
         defer {
             kill(server, SIGKILL)
@@ -77,8 +85,9 @@ import Testing
         }
         let mailer = try SMTPMailer(url: "smtp://127.0.0.1:\(port)", timeout: 10)
         // Display names stay in the headers; the SMTP envelope takes the bare addresses.
-        let message = MailMessage(from: "Automagic <noreply@gondola.test>", to: "Zoe <zoe@example.com>", subject: "Activate your account",
-                                  text: "Open automagic://activate?key=k1", html: "<a href=\"automagic://activate?key=k1\">Activate</a>")
+        let message = MailMessage(
+            from: "Automagic <noreply@gondola.test>", to: "Zoe <zoe@example.com>", subject: "Activate your account",
+            text: "Open automagic://activate?key=k1", html: "<a href=\"automagic://activate?key=k1\">Activate</a>")
         var delivered = false
         for _ in 0..<50 where !delivered {
             do {

@@ -22,7 +22,8 @@ import Testing
         let info = ClientInfo(user: "alice", client: "c1", connInfo: RawJSON(["n": "A"]))
         var position = StreamPosition(offset: 0, epoch: "")
         for n in 1...5 {
-            (_, position) = try await first.append(Publication(data: Payload(["n": .int(Int64(n))]), info: info), to: "chat:1", options: options, now: now)
+            (_, position) = try await first.append(
+                Publication(data: Payload(["n": .int(Int64(n))]), info: info), to: "chat:1", options: options, now: now)
         }
         let reopened = try reopen()
         let slice = try await reopened.read(channel: "chat:1", after: nil, limit: 10, reverse: false, options: options, now: now)
@@ -52,7 +53,8 @@ import Testing
         let store = try await historyStores(engine).store
         let start = Date()
         for n in 0..<3 {
-            _ = try await store.append(Publication(data: Payload(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n) * 30))
+            _ = try await store.append(
+                Publication(data: Payload(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n) * 30))
         }
         let after = try await store.read(channel: "c", after: 1, limit: 10, reverse: false, options: options, now: start.addingTimeInterval(61))
         #expect(after.publications.map(\.offset) == [2, 3])
@@ -75,10 +77,12 @@ import Testing
         options.historyTTL = .seconds(60)
         options.historyMetaTTL = .seconds(3600)
         let start = Date()
-        let (_, first) = try await store.append(Publication(data: Payload(.string("last of the day"))), to: "quiet:evening", options: options, now: start)
+        let (_, first) = try await store.append(
+            Publication(data: Payload(.string("last of the day"))), to: "quiet:evening", options: options, now: start)
         // An hour and a half after the publication would have lost it before: a minute-long history, an hour of meta.
         try await store.sweepStreams(now: start.addingTimeInterval(3000))
-        let kept = try await store.read(channel: "quiet:evening", after: nil, limit: 0, reverse: false, options: options, now: start.addingTimeInterval(3000))
+        let kept = try await store.read(
+            channel: "quiet:evening", after: nil, limit: 0, reverse: false, options: options, now: start.addingTimeInterval(3000))
         #expect(kept.position == first)
         try await store.sweepStreams(now: start.addingTimeInterval(3601))
         let later = start.addingTimeInterval(3601)
@@ -96,7 +100,8 @@ import Testing
         let users = try await userRepository(engine)
         let account = TelegramAccount(telegramID: 7_340_981_265, username: "ann", displayName: "Ann", photoURL: nil)
         let first = try await users.user(forTelegram: account)
-        let again = try await users.user(forTelegram: TelegramAccount(telegramID: 7_340_981_265, username: "ann2", displayName: "Ann B", photoURL: "https://x/y.jpg"))
+        let again = try await users.user(
+            forTelegram: TelegramAccount(telegramID: 7_340_981_265, username: "ann2", displayName: "Ann B", photoURL: "https://x/y.jpg"))
         #expect(first == again)
         #expect(!first.id.contains("7340981265"), "the user id does not reveal the Telegram id")
         let other = try await users.user(forTelegram: TelegramAccount(telegramID: 43, username: nil, displayName: "Bo", photoURL: nil))
@@ -111,7 +116,8 @@ import Testing
 @Suite struct PostgresStreamTests {
     @Test func concurrentAppendsFromSeveralPoolsGetConsecutiveOffsets() async throws {
         let first = try await TestPostgres.freshDatabase()
-        let stores = try [PostgresHistoryStore(pool: first, durable: false)]
+        let stores =
+            try [PostgresHistoryStore(pool: first, durable: false)]
             + (0..<2).map { _ in PostgresHistoryStore(pool: try PostgresPool(location: first.location, size: 3), durable: false) }
         let options = {
             var options = NamespaceOptions(name: "room")

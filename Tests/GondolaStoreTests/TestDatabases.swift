@@ -45,7 +45,10 @@ func historyStores(_ engine: Engine) async throws -> (store: any AppendableHisto
     case .postgres:
         let pool = try await freshPool()
         let location = pool.location
-        return (PostgresHistoryStore(pool: pool, durable: true), { PostgresHistoryStore(pool: try PostgresPool(location: location, size: 2), durable: true) })
+        return (
+            PostgresHistoryStore(pool: pool, durable: true),
+            { PostgresHistoryStore(pool: try PostgresPool(location: location, size: 2), durable: true) }
+        )
     }
 }
 

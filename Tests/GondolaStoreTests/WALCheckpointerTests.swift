@@ -1,6 +1,6 @@
 import Foundation
-import GondolaStore
 import GRDB
+import GondolaStore
 import GondolaTestSupport
 import Testing
 
@@ -8,8 +8,9 @@ import Testing
     /// One small transaction (a page or two of WAL), like a chat batch.
     func commit(_ database: GondolaDatabase, _ n: Int) throws {
         try database.pool.write { db in
-            try db.execute(sql: #"INSERT INTO publication (channel, "offset", data, created_at_ms) VALUES (?, ?, ?, 0)"#,
-                           arguments: ["chat:\(n % 50)", n, Data(repeating: UInt8(n % 256), count: 600)])
+            try db.execute(
+                sql: #"INSERT INTO publication (channel, "offset", data, created_at_ms) VALUES (?, ?, ?, 0)"#,
+                arguments: ["chat:\(n % 50)", n, Data(repeating: UInt8(n % 256), count: 600)])
         }
     }
 
@@ -88,8 +89,10 @@ import Testing
 
     @Test func theWriterBoundsTheLogWhenTheCheckpointerIsBehind() throws {
         // Neither checkpointer wakes: one log grows with every commit, the other stops at the writer's limit.
-        let unbounded = try GondolaDatabase(path: temporaryDatabasePath(), checkpoints: .init(backgroundFrames: 1 << 30, catchUpFrames: 16, writerFrames: 1 << 30))
-        let bounded = try GondolaDatabase(path: temporaryDatabasePath(), checkpoints: .init(backgroundFrames: 1 << 30, catchUpFrames: 16, writerFrames: 256))
+        let unbounded = try GondolaDatabase(
+            path: temporaryDatabasePath(), checkpoints: .init(backgroundFrames: 1 << 30, catchUpFrames: 16, writerFrames: 1 << 30))
+        let bounded = try GondolaDatabase(
+            path: temporaryDatabasePath(), checkpoints: .init(backgroundFrames: 1 << 30, catchUpFrames: 16, writerFrames: 256))
         for n in 0..<2000 {
             try commit(unbounded, n)
             try commit(bounded, n)

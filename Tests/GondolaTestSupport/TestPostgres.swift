@@ -53,4 +53,3 @@ public enum TestPostgres {
         return url
     }
 }
-

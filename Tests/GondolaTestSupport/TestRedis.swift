@@ -34,13 +34,18 @@ public final class TestRedis: @unchecked Sendable {
     /// because the tests of other targets can keep the two cores busy at the start).
     public func start() async throws {
         guard let server = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first(where: FileManager.default.isExecutableFile) else {
-            throw TestRedisError( "redis-server is not installed (Scripts/setup installs it)")
+            throw TestRedisError("redis-server is not installed (Scripts/setup installs it)")
         }
-        pid = try TestProcess.spawn([server, "--bind", "127.0.0.1", "--port", "\(port)", "--save", "", "--appendonly", "no",
-                                     "--dir", folder], output: folder + "/redis.log", errors: folder + "/redis.log")
+        pid = try TestProcess.spawn(
+            [
+                server, "--bind", "127.0.0.1", "--port", "\(port)", "--save", "", "--appendonly", "no",
+                "--dir", folder,
+            ], output: folder + "/redis.log", errors: folder + "/redis.log")
         do {
             try await eventually("redis-server on port \(port)", within: .seconds(60), every: .milliseconds(20)) {
-                guard let connection = try? await RedisConnection.connect(to: address, on: MultiThreadedEventLoopGroup.singleton) else { return false }
+                guard let connection = try? await RedisConnection.connect(to: address, on: MultiThreadedEventLoopGroup.singleton) else {
+                    return false
+                }
                 connection.close()
                 return true
             }
@@ -63,7 +68,9 @@ public final class TestRedis: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
         return Int(UInt16(bigEndian: address.sin_port))
@@ -75,4 +82,3 @@ public struct TestRedisError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
-

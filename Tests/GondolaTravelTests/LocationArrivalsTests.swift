@@ -4,6 +4,7 @@ import GondolaGeo
 import GondolaHub
 import GondolaProtocol
 import Testing
+
 @testable import GondolaTravel
 
 /// What `location.update` records before the live map takes it: the rate limit, the
@@ -17,14 +18,17 @@ import Testing
         LivePosition(point: origin.offset(north: north, east: 0), ts: ts)
     }
 
-    static func admit(_ arrivals: inout LocationArrivals, _ user: String, _ north: Double, after seconds: Double = 0,
-                      region: String = "r1", choice: MapChoice = .street, previous: ((MapChoice) -> Void)? = nil) -> LocationArrivals.Admission? {
-        arrivals.admit(user, position(north), receivedAt: Int64(north), now: start + .seconds(seconds),
-                       bucket: { TokenBucket(rate: 2, burst: 2, now: start) },
-                       decide: { previousChoice in
-                           previous?(previousChoice)
-                           return (choice, region)
-                       })
+    static func admit(
+        _ arrivals: inout LocationArrivals, _ user: String, _ north: Double, after seconds: Double = 0,
+        region: String = "r1", choice: MapChoice = .street, previous: ((MapChoice) -> Void)? = nil
+    ) -> LocationArrivals.Admission? {
+        arrivals.admit(
+            user, position(north), receivedAt: Int64(north), now: start + .seconds(seconds),
+            bucket: { TokenBucket(rate: 2, burst: 2, now: start) },
+            decide: { previousChoice in
+                previous?(previousChoice)
+                return (choice, region)
+            })
     }
 
     @Test func anEmptyBucketRefusesAndRecordsNothing() {
@@ -58,8 +62,10 @@ import Testing
         var arrivals = LocationArrivals()
         let first = try #require(Self.admit(&arrivals, "ann", 1, region: "resort:demo", choice: .mountain("demo")))
         #expect(first.previous == .street && first.choice == .mountain("demo") && first.regionChanged)
-        let second = try #require(Self.admit(&arrivals, "ann", 2, after: 1, region: "resort:demo", choice: .mountain("demo"),
-                                             previous: { #expect($0 == .mountain("demo")) }))
+        let second = try #require(
+            Self.admit(
+                &arrivals, "ann", 2, after: 1, region: "resort:demo", choice: .mountain("demo"),
+                previous: { #expect($0 == .mountain("demo")) }))
         #expect(!second.regionChanged && second.region == "resort:demo")
         arrivals.record(replica: .init(user: "ann", position: Self.position(3), receivedAt: 3, region: "cell:1:2"))
         let back = try #require(Self.admit(&arrivals, "ann", 4, after: 2, region: "resort:demo", choice: .mountain("demo")))

@@ -2,6 +2,7 @@ import GondolaGeo
 import GondolaHub
 import GondolaProtocol
 import Testing
+
 @testable import GondolaTravel
 
 /// The pieces of the location path on their own: reading an update, naming position
@@ -13,8 +14,11 @@ import Testing
     // MARK: LocationUpdate
 
     @Test func anUpdateKeepsEveryFieldAndDefaultsTsToNow() throws {
-        let full = try LocationUpdate.position(from: ["lat": 45.3, "lon": 6.58, "alt": 1790, "accuracy": 5, "heading": 90, "speed": 3.5,
-                                                      "ts": .int(Self.now - 1000)], now: Self.now)
+        let full = try LocationUpdate.position(
+            from: [
+                "lat": 45.3, "lon": 6.58, "alt": 1790, "accuracy": 5, "heading": 90, "speed": 3.5,
+                "ts": .int(Self.now - 1000),
+            ], now: Self.now)
         #expect(full.point == GeoPoint(lat: 45.3, lon: 6.58, alt: 1790))
         #expect(full.accuracy == 5 && full.heading == 90 && full.speed == 3.5 && full.ts == Self.now - 1000)
         let bare = try LocationUpdate.position(from: ["lat": -10, "lon": 170], now: Self.now)
@@ -37,7 +41,8 @@ import Testing
     @Test func aTsFarFromTheServerClockIsRefused() {
         let late = Self.now + LocationUpdate.clockTolerance + 1
         #expect(throws: HubError.self) { try LocationUpdate.position(from: ["lat": 45, "lon": 6, "ts": .int(late)], now: Self.now) }
-        #expect((try? LocationUpdate.position(from: ["lat": 45, "lon": 6, "ts": .int(Self.now + LocationUpdate.clockTolerance)], now: Self.now)) != nil)
+        #expect(
+            (try? LocationUpdate.position(from: ["lat": 45, "lon": 6, "ts": .int(Self.now + LocationUpdate.clockTolerance)], now: Self.now)) != nil)
     }
 
     // MARK: PositionChannel
@@ -122,16 +127,20 @@ import Testing
         full.heading = 90.5
         full.speed = 3
         let positions = TravelJSON.positions([("ann", full), ("bob", LivePosition(point: GeoPoint(lat: 1.5, lon: -2.25), ts: 7))], removed: ["cy"])
-        #expect(positions.description == #"{"positions":[{"user":"ann","lat":45.3,"lon":6.58,"alt":1790,"accuracy":5,"heading":90.5,"speed":3,"ts":42},"#
-            + #"{"user":"bob","lat":1.5,"lon":-2.25,"ts":7}],"removed":["cy"]}"#)
+        #expect(
+            positions.description == #"{"positions":[{"user":"ann","lat":45.3,"lon":6.58,"alt":1790,"accuracy":5,"heading":90.5,"speed":3,"ts":42},"#
+                + #"{"user":"bob","lat":1.5,"lon":-2.25,"ts":7}],"removed":["cy"]}"#)
         #expect(TravelJSON.positions([]).description == #"{"positions":[]}"#)
 
         let enter = ProximityEvent(kind: .enter, subject: 1, point: GeoPoint(lat: 45, lon: 6, alt: 1000.26), distance: 12.345)
         let leave = ProximityEvent(kind: .leave, subject: 2, point: nil, distance: 530)
-        let frame = TravelJSON.nearbyFrame([.init(subject: .init(user: "ann", point: enter.point), kind: .enter, distance: enter.distance, ts: 9),
-                                            .init(subject: .init(user: "bo\"b", point: leave.point), kind: .leave, distance: leave.distance, ts: nil)])
-        #expect(frame.description == #"{"events":[{"type":"enter","user":"ann","lat":45,"lon":6,"alt":1000.3,"distance":12.3,"ts":9},"#
-            + #"{"type":"leave","user":"bo\"b","distance":530}]}"#)
+        let frame = TravelJSON.nearbyFrame([
+            .init(subject: .init(user: "ann", point: enter.point), kind: .enter, distance: enter.distance, ts: 9),
+            .init(subject: .init(user: "bo\"b", point: leave.point), kind: .leave, distance: leave.distance, ts: nil),
+        ])
+        #expect(
+            frame.description == #"{"events":[{"type":"enter","user":"ann","lat":45,"lon":6,"alt":1000.3,"distance":12.3,"ts":9},"#
+                + #"{"type":"leave","user":"bo\"b","distance":530}]}"#)
         // Every frame is valid JSON.
         for raw in [positions, frame] { _ = try JSONParser.parse(raw.bytes) }
     }
@@ -141,12 +150,15 @@ import Testing
     @Test(arguments: [UInt64(1), 2, 3])
     func metresAreWrittenAsTheirRoundedNumber(seed: UInt64) {
         var random = SeededRandom(seed: seed)
-        let edges: [Double] = [0, -0.0, 0.04, -0.04, 0.05, -0.05, 0.95, -0.95, 1, -1, 530, 12.345, -499.96, 8848.86, 999_999_999_999.9,
-                               1e13, -1e13, 4e15, .infinity, -.infinity, .nan]
+        let edges: [Double] = [
+            0, -0.0, 0.04, -0.04, 0.05, -0.05, 0.95, -0.95, 1, -1, 530, 12.345, -499.96, 8848.86, 999_999_999_999.9,
+            1e13, -1e13, 4e15, .infinity, -.infinity, .nan,
+        ]
         let scales: [Double] = [1, 10, 1_000, 100_000, 1e9]
         let values = edges + (0..<3_000).map { _ in Double.random(in: -1...1, using: &random) * scales.randomElement(using: &random)! }
         for value in values {
-            var fast = JSONWriter(), plain = JSONWriter()
+            var fast = JSONWriter()
+            var plain = JSONWriter()
             TravelJSON.writeMetres(value, to: &fast)
             plain.writeNumber(TravelJSON.roundedMetres(value))
             #expect(fast.bytes == plain.bytes, "\(value) (seed \(seed))")
@@ -162,20 +174,29 @@ import Testing
         let latest = GeoPoint(lat: 45.5, lon: 6.5, alt: 2000)
         live.subjects[Int(ann)] = TravelJSON.NeighbourSubject(user: "ann", point: latest)
         let earlier = GeoPoint(lat: 45.25, lon: 6.75, alt: 1500)
-        let events = [ProximityEvent(kind: .move, subject: ann, point: latest, distance: 10),
-                      ProximityEvent(kind: .leave, subject: ann, point: earlier, distance: 20),
-                      ProximityEvent(kind: .leave, subject: ann, point: nil, distance: 30)]
+        let events = [
+            ProximityEvent(kind: .move, subject: ann, point: latest, distance: 10),
+            ProximityEvent(kind: .leave, subject: ann, point: earlier, distance: 20),
+            ProximityEvent(kind: .leave, subject: ann, point: nil, distance: 30),
+        ]
         let frame = LocationService.StagedFrame(nearby: .nearby(user: "bob"), events, live: live)
-        #expect(frame.data.description == #"{"events":[{"type":"move","user":"ann","lat":45.5,"lon":6.5,"alt":2000,"distance":10},"#
-            + #"{"type":"leave","user":"ann","lat":45.25,"lon":6.75,"alt":1500,"distance":20},{"type":"leave","user":"ann","distance":30}]}"#)
+        #expect(
+            frame.data.description == #"{"events":[{"type":"move","user":"ann","lat":45.5,"lon":6.5,"alt":2000,"distance":10},"#
+                + #"{"type":"leave","user":"ann","lat":45.25,"lon":6.75,"alt":1500,"distance":20},{"type":"leave","user":"ann","distance":30}]}"#)
     }
 
     @Test func aNearbySnapshotListsUsersNearestFirstWithTheirTs() {
-        let neighbours = [Neighbour(id: Int32(0), point: GeoPoint(lat: 45, lon: 6), distance: 3.04), Neighbour(id: Int32(1), point: GeoPoint(lat: 45.001, lon: 6), distance: 111.2)]
+        let neighbours = [
+            Neighbour(id: Int32(0), point: GeoPoint(lat: 45, lon: 6), distance: 3.04),
+            Neighbour(id: Int32(1), point: GeoPoint(lat: 45.001, lon: 6), distance: 111.2),
+        ]
         var slots = UserSlots()
         _ = slots.slot(for: "ann")
         _ = slots.slot(for: "bob")
         let snapshot = TravelJSON.nearbySnapshot(neighbours, slots: slots) { $0 == 0 ? 5 : nil }
-        #expect(snapshot.description == #"{"users":[{"user":"ann","lat":45,"lon":6,"alt":null,"distance":3,"ts":5},{"user":"bob","lat":45.001,"lon":6,"alt":null,"distance":111.2}]}"#)
+        #expect(
+            snapshot.description
+                == #"{"users":[{"user":"ann","lat":45,"lon":6,"alt":null,"distance":3,"ts":5},{"user":"bob","lat":45.001,"lon":6,"alt":null,"distance":111.2}]}"#
+        )
     }
 }

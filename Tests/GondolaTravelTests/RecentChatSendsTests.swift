@@ -3,6 +3,7 @@ import GondolaProtocol
 import GondolaStore
 import GondolaTestSupport
 import Testing
+
 @testable import GondolaTravel
 
 @Suite struct RecentChatSendsTests {
@@ -39,7 +40,8 @@ import Testing
     func storedSendsAreReadBackPerChatNewestWithinTheWindow(engine: Engine) async throws {
         let repository = try await travelRepositories(engine).chats
         for chat in ["a", "b", "quiet"] {
-            _ = try await repository.create(Chat(id: chat, kind: .group, title: chat, trip: nil, members: ["alice"], createdAt: 0), pairKey: nil, createdBy: "alice")
+            _ = try await repository.create(
+                Chat(id: chat, kind: .group, title: chat, trip: nil, members: ["alice"], createdAt: 0), pairKey: nil, createdBy: "alice")
         }
         var messages: [(chat: String, message: ChatMessageData, data: RawJSON)] = []
         for n in 0..<20 {
@@ -56,7 +58,10 @@ import Testing
         #expect(entries.last?.offset == 10 && entries.first?.offset == 8)
         // A send the repository is told about is answered from its stored row, not written again.
         let retry = try await repository.append([messages[19]], storedOffset: { $0 == entries.last?.key ? 10 : nil }) { _, _ in }
-        guard case let .stored(stored)? = retry.first else { Issue.record("not answered from the stored row: \(retry)"); return }
+        guard case let .stored(stored)? = retry.first else {
+            Issue.record("not answered from the stored row: \(retry)")
+            return
+        }
         #expect(stored.offset == 10 && stored.ts == 1900)
         #expect(try await repository.position(of: "b")?.offset == 10)
     }

@@ -1,12 +1,15 @@
 import GondolaGeo
-@testable import GondolaTravel
 import Testing
+
+@testable import GondolaTravel
 
 /// `TravelRegions`: which region a position travels in, and which regions a watcher follows.
 @Suite struct TravelRegionsTests {
     /// A resort whose boundary is the square from (45.00, 6.00) to (45.02, 6.03).
     static let regions: TravelRegions = {
-        let corners = [GeoPoint(lat: 45.00, lon: 6.00), GeoPoint(lat: 45.00, lon: 6.03), GeoPoint(lat: 45.02, lon: 6.03), GeoPoint(lat: 45.02, lon: 6.00)]
+        let corners = [
+            GeoPoint(lat: 45.00, lon: 6.00), GeoPoint(lat: 45.00, lon: 6.03), GeoPoint(lat: 45.02, lon: 6.03), GeoPoint(lat: 45.02, lon: 6.00),
+        ]
         let resort = ResortArea(id: "summit", boundary: [Polygon(outline: corners + [corners[0]])], baseElevation: 1_500)
         return TravelRegions(selector: MapSelector(resorts: [resort]))
     }()

@@ -3,8 +3,9 @@ import GondolaPostgres
 import GondolaProtocol
 import GondolaStore
 import GondolaTestSupport
-@testable import GondolaTravel
 import Testing
+
+@testable import GondolaTravel
 
 /// The travel repositories of `engine` on empty storage; PostgreSQL ones publish nothing.
 func travelRepositories(_ engine: Engine) async throws -> (directory: any TravelRepository, chats: any ChatRepository, events: any EventRepository) {
@@ -69,15 +70,18 @@ func travelRepositories(_ engine: Engine) async throws -> (directory: any Travel
     func messagesAreNumberedPagedCountedAndMarkedRead(engine: Engine) async throws {
         let chats = try await travelRepositories(engine).chats
         for id in ["g", "h"] {
-            _ = try await chats.create(Chat(id: id, kind: .group, title: id, trip: nil, members: ["ann", "bob"], createdAt: 0), pairKey: nil, createdBy: "ann")
+            _ = try await chats.create(
+                Chat(id: id, kind: .group, title: id, trip: nil, members: ["ann", "bob"], createdAt: 0), pairKey: nil, createdBy: "ann")
         }
         func send(_ n: Int, _ chat: String, from: String) -> (chat: String, message: ChatMessageData, data: RawJSON) {
             let message = ChatMessageData(id: "m\(n)", from: from, name: from, text: "text \(n)", ts: Int64(n), clientMessageID: "c\(n)")
             return (chat, message, RawJSON(message.json))
         }
         var tops: [String: UInt64] = [:]
-        let results = try await chats.append([send(1, "g", from: "ann"), send(2, "h", from: "bob"), send(3, "g", from: "bob"), send(4, "g", from: "bob")],
-                                       storedOffset: { _ in nil }) { chat, top in tops[chat] = top }
+        let results = try await chats.append(
+            [send(1, "g", from: "ann"), send(2, "h", from: "bob"), send(3, "g", from: "bob"), send(4, "g", from: "bob")],
+            storedOffset: { _ in nil }
+        ) { chat, top in tops[chat] = top }
         #expect(tops == ["g": 0, "h": 0])
         let offsets = results.map { result -> UInt64 in if case let .appended(position) = result { position.offset } else { 0 } }
         #expect(offsets == [1, 1, 2, 3])
@@ -95,7 +99,10 @@ func travelRepositories(_ engine: Engine) async throws -> (directory: any Travel
         if engine == .postgres {
             // A retry reaching another node (whose memory does not know the send) answers the stored copy.
             let retry = try await chats.append([send(3, "g", from: "bob")], storedOffset: { _ in nil }) { _, _ in }
-            guard case let .stored(copy)? = retry.first else { Issue.record("retry written again: \(retry)"); return }
+            guard case let .stored(copy)? = retry.first else {
+                Issue.record("retry written again: \(retry)")
+                return
+            }
             #expect(copy.offset == 2 && copy.data == send(3, "g", from: "bob").data)
             #expect(try await chats.position(of: "g")?.offset == 3)
         }
@@ -104,10 +111,12 @@ func travelRepositories(_ engine: Engine) async throws -> (directory: any Travel
     @Test(arguments: Engine.allCases)
     func eventsKeepInviteesAndTheirAnswers(engine: Engine) async throws {
         let events = try await travelRepositories(engine).events
-        let picnic = TravelEvent(id: "e1", creator: "ann", title: "Picnic", description: "Bring bread", startsAt: 2_000, endsAt: nil,
-                                 place: EventPlace(name: "Top station", lat: 47.1, lon: 11.2), trip: nil, audience: "selected", createdAt: 1)
-        let race = TravelEvent(id: "e2", creator: "bob", title: "Race", description: "", startsAt: 1_000, endsAt: 1_500, place: nil,
-                               trip: "t1", audience: "trip", createdAt: 2)
+        let picnic = TravelEvent(
+            id: "e1", creator: "ann", title: "Picnic", description: "Bring bread", startsAt: 2_000, endsAt: nil,
+            place: EventPlace(name: "Top station", lat: 47.1, lon: 11.2), trip: nil, audience: "selected", createdAt: 1)
+        let race = TravelEvent(
+            id: "e2", creator: "bob", title: "Race", description: "", startsAt: 1_000, endsAt: 1_500, place: nil,
+            trip: "t1", audience: "trip", createdAt: 2)
         try await events.create(picnic, invitees: ["bob", "carl"])
         try await events.create(race, invitees: ["ann"])
         #expect(try await events.event("e1") == picnic)

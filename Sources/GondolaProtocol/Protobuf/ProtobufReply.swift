@@ -18,8 +18,9 @@ extension ConnectResult {
     }
 
     init(protobuf result: Centrifugal_Centrifuge_Protocol_ConnectResult) throws(ProtocolDecodingError) {
-        self.init(client: result.client, version: result.version, expires: result.expires, ttl: result.ttl,
-                  ping: result.ping, pong: result.pong, node: result.node)
+        self.init(
+            client: result.client, version: result.version, expires: result.expires, ttl: result.ttl,
+            ping: result.ping, pong: result.pong, node: result.node)
         data = try RawJSON.fromProtobuf(result.data, field: "connect.data")
         for (channel, subscription) in result.subs { subs[channel] = try SubscribeResult(protobuf: subscription) }
         session = result.session
@@ -81,16 +82,21 @@ extension Reply {
         } else if reply.hasPresenceStats {
             body = .presenceStats(PresenceStats(numClients: reply.presenceStats.numClients, numUsers: reply.presenceStats.numUsers))
         } else if reply.hasHistory {
-            body = .history(HistoryResult(
-                publications: try reply.history.publications.map { (publication) throws(ProtocolDecodingError) in try Publication(protobuf: publication) },
-                epoch: reply.history.epoch, offset: reply.history.offset))
+            body = .history(
+                HistoryResult(
+                    publications: try reply.history.publications.map { (publication) throws(ProtocolDecodingError) in
+                        try Publication(protobuf: publication)
+                    },
+                    epoch: reply.history.epoch, offset: reply.history.offset))
         } else if reply.hasPing {
             body = .ping
         } else if reply.hasRpc {
             body = .rpc(data: try RawJSON.fromProtobuf(reply.rpc.data, field: "rpc.data"))
         } else if reply.hasRefresh {
-            body = .refresh(RefreshResult(client: reply.refresh.client, version: reply.refresh.version,
-                                          expires: reply.refresh.expires, ttl: reply.refresh.ttl))
+            body = .refresh(
+                RefreshResult(
+                    client: reply.refresh.client, version: reply.refresh.version,
+                    expires: reply.refresh.expires, ttl: reply.refresh.ttl))
         } else if reply.hasSubRefresh {
             body = .subRefresh(SubRefreshResult(expires: reply.subRefresh.expires, ttl: reply.subRefresh.ttl))
         } else {
