@@ -208,6 +208,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -326,34 +327,49 @@ let package = Package(
         ),
         .testTarget(name: "GondolaGeoTests", dependencies: ["GondolaGeo"]),
         .testTarget(name: "GondolaOSMTests", dependencies: ["GondolaOSM", "GondolaGeo"]),
-        .testTarget(name: "GondolaRedisTests", dependencies: ["GondolaRedis", "GondolaRESP", "GondolaGeo", "GondolaTestSupport", "GondolaCluster", "GondolaHub", "GondolaProtocol",
-                                                                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "GondolaDomainTests", dependencies: ["GondolaDomain", "GondolaHub", "GondolaTestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "GondolaRedisTests",
+            dependencies: [
+                "GondolaRedis", "GondolaRESP", "GondolaGeo", "GondolaTestSupport", "GondolaCluster", "GondolaHub", "GondolaProtocol",
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "GondolaDomainTests",
+            dependencies: ["GondolaDomain", "GondolaHub", "GondolaTestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "GondolaLoadTests", dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol", "GondolaTestSupport"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(
             name: "GondolaHubTests",
-            dependencies: ["GondolaHub", "GondolaCluster", "GondolaRedis", "GondolaTestSupport", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "NIOPosix", package: "swift-nio"),
-                           .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "GondolaHub", "GondolaCluster", "GondolaRedis", "GondolaTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "GondolaStoreTests",
-            dependencies: ["GondolaStore", "GondolaPostgres", "GondolaHub", "GondolaProtocol", "GondolaTestSupport",
-                           .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: [
+                "GondolaStore", "GondolaPostgres", "GondolaHub", "GondolaProtocol", "GondolaTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         .testTarget(
             name: "GondolaTravelTests",
-            dependencies: ["GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
-                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: [
+                "GondolaTravel", "GondolaGeo", "GondolaHub", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             resources: [.copy("Fixtures")]
         ),
-        .target(name: "GondolaTestSupport", dependencies: ["GondolaPostgres", "GondolaRedis", .product(name: "NIOPosix", package: "swift-nio")],
-                path: "Tests/GondolaTestSupport"),
+        .target(
+            name: "GondolaTestSupport", dependencies: ["GondolaPostgres", "GondolaRedis", .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/GondolaTestSupport"),
         .testTarget(
             name: "GondolaCrashTests",
-            dependencies: ["GondolaCrash", "GondolaServices", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
-                           .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "GondolaCrash", "GondolaServices", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "GondolaFormsTests",
@@ -369,9 +385,11 @@ let package = Package(
         ),
         .testTarget(
             name: "GondolaRentalsTests",
-            dependencies: ["GondolaRentals", "GondolaGeo", "GondolaHub", "GondolaServices", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
-                           .product(name: "GRDB", package: "GRDB.swift"),
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "GondolaRentals", "GondolaGeo", "GondolaHub", "GondolaServices", "GondolaStore", "GondolaPostgres", "GondolaTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "GondolaServicesTests", dependencies: ["GondolaServices", "GondolaTestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(

@@ -4,7 +4,8 @@ import GondolaProtocol
 import GondolaStore
 import Hummingbird
 
-/// Sign-in: Telegram's Login Widget and, for demos and load tests, a development login.
+/// The development sign-in for demos and load tests (`dev_login`); the travel domain adds
+/// Telegram's Login Widget.
 struct AuthEndpoints: Sendable {
     let configuration: ServerConfiguration
     let tokens: ConnectionTokens
@@ -12,33 +13,7 @@ struct AuthEndpoints: Sendable {
     static let bodyLimit = 16 * 1024
 
     func addRoutes(to router: HTTPRouter) {
-        router.post("/api/auth/telegram") { request, _ in await telegram(request) }
         router.post("/api/auth/dev") { request, _ in await dev(request) }
-    }
-
-    private func telegram(_ request: Request) async -> Response {
-        guard !configuration.telegramBotToken.isEmpty else {
-            return JSONResponse.error(.serviceUnavailable, code: 108, "Telegram login is not configured (telegram_bot_token)")
-        }
-        let payload: JSON
-        switch await JSONResponse.object(of: request, limit: Self.bodyLimit) {
-        case let .success(json): payload = json
-        case let .failure(error): return error.response
-        }
-        let account: TelegramAccount
-        do {
-            account = try TelegramLogin(botToken: configuration.telegramBotToken).verify(payload)
-        } catch .badHash, .expired {
-            return JSONResponse.error(.unauthorized, code: 101, "Telegram login refused: the hash does not match or auth_date is older than 24 hours")
-        } catch {
-            return JSONResponse.error(.badRequest, code: 107, "Telegram login data: \(error)")
-        }
-        do {
-            let user = try await users.user(forTelegram: account)
-            return try await tokenResponse(for: user)
-        } catch {
-            return JSONResponse.error(.internalServerError, code: 100, "could not sign in: \(error)")
-        }
     }
 
     private func dev(_ request: Request) async -> Response {

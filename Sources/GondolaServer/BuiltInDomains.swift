@@ -7,15 +7,14 @@ import GondolaServices
 import GondolaTravel
 
 /// Every domain this server can run, one registration line each, given the
-/// configuration (a domain's own keys reach it as `DomainSettings`; travel's predate
-/// them and are the server's) and the outbound notifiers. `domains` in the configuration picks
+/// configuration (a domain's own keys reach it as `DomainSettings`) and the outbound notifiers. `domains` in the configuration picks
 /// which of them are installed; the schemas of all of them are kept.
 enum BuiltInDomains {
     static func all(_ configuration: ServerConfiguration, telegram: any TelegramNotifier) -> [any Domain] {
         [
             TravelDomain(
-                resortsFolder: configuration.resorts, settings: configuration.locationSettings, telegram: telegram,
-                telegramWebhookSecret: configuration.telegramWebhookSecret),
+                settings: configuration.domainSettings, telegram: telegram, telegramBotToken: configuration.telegramBotToken,
+                devLogin: configuration.devLogin),
             CrashDomain(settings: configuration.domainSettings),
             RentalsDomain(settings: configuration.domainSettings, listenURL: "http://\(configuration.listenHost):\(configuration.listenPort)"),
             FormsDomain(settings: configuration.domainSettings),

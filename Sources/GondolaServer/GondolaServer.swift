@@ -175,10 +175,9 @@ public final class GondolaServer: Sendable {
         addOperationalRoutes(to: router, api: api)
     }
 
-    /// Sign-in and the host page: served on the public listener.
+    /// The development sign-in: served on the public listener (the domains add their own pages).
     private func addClientRoutes(to router: HTTPRouter) {
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
-        HostPage(configuration: configuration).addRoutes(to: router)
     }
 
     /// Health, metrics and the server API (`api`): on the internal listener when

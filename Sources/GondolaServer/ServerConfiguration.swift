@@ -63,7 +63,6 @@ public struct ServerConfiguration: Sendable {
     public var apiKey = ""
     public var devLogin = false
     public var telegramBotToken = ""
-    public var telegramWebhookSecret = ""
     public var maxFrameBytes = 65536
     /// Offer permessage-deflate on the WebSocket endpoint.
     public var webSocketCompression = false
@@ -79,19 +78,6 @@ public struct ServerConfiguration: Sendable {
     /// stream of its own each way); without it, each message is compressed on its own and a
     /// publication once per event loop for all its subscribers (`WebSocketCompression`).
     public var webSocketCompressionContextTakeover = false
-    /// Folder of resort files for the travel domain's maps.
-    public var resorts = "resorts/"
-    public var locationInterval: Duration = .milliseconds(250)
-    public var locationTTL: Duration = .seconds(600)
-    public var locationRate = 5
-    /// The host page's files (served at `/host/`).
-    public var hostPage = "web/host"
-    /// Where Leaflet's files are (Debian's libjs-leaflet), served at `/host/vendor/leaflet/`.
-    public var leafletPath = "/usr/share/javascript/leaflet"
-    /// A street tile layer for the host page's map (`https://…/{z}/{x}/{y}.png`); none when empty.
-    public var mapTilesURL = ""
-    /// The Telegram bot whose Login Widget the host page shows; none when empty.
-    public var telegramBotUsername = ""
     /// How long tokens minted by the sign-in endpoints stay valid.
     public var signInTokenTTL: Duration = .seconds(24 * 3600)
     public var hub = HubConfiguration()
@@ -143,15 +129,6 @@ public struct ServerConfiguration: Sendable {
             keys.previousHMACSecretUntil = until
         }
         return keys
-    }
-
-    /// The travel domain's location settings.
-    var locationSettings: LocationSettings {
-        var settings = LocationSettings()
-        settings.interval = locationInterval
-        settings.ttl = locationTTL
-        settings.rate = locationRate
-        return settings
     }
 
     /// Whether `database` is a PostgreSQL URL: the node joins the cluster of that database.
@@ -208,14 +185,13 @@ public enum ConfigurationLoader {
             "token_jwks_public_endpoint", "token_user_id_claim", "token_hmac_secret_previous", "token_hmac_secret_previous_until",
             "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "dev_login",
             "telegram_bot_token",
-            "telegram_webhook_secret", "ping_interval", "pong_timeout", "client_queue_max_bytes",
+            "ping_interval", "pong_timeout", "client_queue_max_bytes",
             "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level",
             "websocket_compression_window_bits", "websocket_compression_memory_level", "websocket_compression_context_takeover",
             "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "user_personal_single_connection",
             "client_user_connection_limit", "client_connection_limit", "client_connection_rate_limit", "channel_max_length",
-            "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "resorts", "location_interval", "location_ttl",
-            "location_rate", "command_rate", "command_burst", "namespaces", "domains", "host_page", "leaflet_path", "map_tiles_url",
-            "telegram_bot_username", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl",
+            "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "command_rate", "command_burst", "namespaces",
+            "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
         ] + BuiltInDomains.settingKeys + ProxyKind.allCases.flatMap { ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout"] }
 
@@ -366,7 +342,6 @@ public enum ConfigurationLoader {
         case "api_key": configuration.apiKey = try field.string()
         case "dev_login": configuration.devLogin = try field.bool()
         case "telegram_bot_token": configuration.telegramBotToken = try field.string()
-        case "telegram_webhook_secret": configuration.telegramWebhookSecret = try field.string()
         case "ping_interval": configuration.hub.pingInterval = try field.duration(allowZero: true)
         case "pong_timeout": configuration.hub.pongTimeout = try field.duration(allowZero: false)
         case "client_queue_max_bytes": configuration.hub.clientQueueMaxBytes = try field.integer(min: 1024)
@@ -396,24 +371,6 @@ public enum ConfigurationLoader {
         case "internal_listen":
             let (host, port) = try field.hostAndPort()
             configuration.internalListen = (host, port)
-        case "resorts": configuration.resorts = try field.nonEmptyString()
-        case "host_page": configuration.hostPage = try field.nonEmptyString()
-        case "leaflet_path": configuration.leafletPath = try field.nonEmptyString()
-        case "map_tiles_url":
-            let url = try field.string()
-            guard url.isEmpty || ((url.hasPrefix("https://") || url.hasPrefix("http://")) && ["{z}", "{x}", "{y}"].allSatisfy(url.contains)) else {
-                throw field.error("expected an http(s) tile URL with {z}, {x} and {y}, got '\(url)'")
-            }
-            configuration.mapTilesURL = url
-        case "telegram_bot_username":
-            let name = try field.string()
-            guard name.isEmpty || name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
-                throw field.error("expected a bot's username (letters, digits, _), got '\(name)'")
-            }
-            configuration.telegramBotUsername = name
-        case "location_interval": configuration.locationInterval = try field.duration(allowZero: false)
-        case "location_ttl": configuration.locationTTL = try field.duration(allowZero: false)
-        case "location_rate": configuration.locationRate = try field.integer(min: 1)
         case "command_rate": configuration.hub.commandRate = Double(try field.integer(min: 1))
         case "command_burst": configuration.hub.commandBurst = Double(try field.integer(min: 1))
         case "namespaces":
@@ -618,20 +575,6 @@ struct ValueReader {
         guard let parsed else { throw error("expected a duration like 250ms, 25s, 10m or 1h, got \(value.text)") }
         guard allowZero || parsed > .zero else { throw error("must be greater than zero") }
         return parsed
-    }
-}
-
-/// Durations written as a number and a unit: `250ms`, `25s`, `10m`, `1h`.
-public enum DurationText {
-    public static func parse(_ text: String) -> Duration? {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            let number = text.dropLast(suffix.count)
-            if suffix == "s", number.hasSuffix("m") { continue }
-            guard let value = Double(number), value >= 0, value.isFinite else { return nil }
-            return .milliseconds(Int64((value * scale * 1000).rounded()))
-        }
-        return nil
     }
 }
 

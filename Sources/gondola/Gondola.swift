@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GondolaDomain
 import GondolaGeo
 import GondolaHub
 import GondolaOSM
@@ -211,12 +212,14 @@ struct ImportResort: AsyncParsableCommand {
         if let name, name.isEmpty || name.count > 200 { throw ValidationError("--name must be 1 to 200 characters") }
         let folder: String
         do {
-            folder = try ConfigurationLoader.load(
+            let configuration = try ConfigurationLoader.load(
                 file: options.config, environment: ProcessInfo.processInfo.environment,
-                flags: options.flags
-            ).resorts
-        } catch {
+                flags: options.flags)
+            folder = try TravelSettings(configuration.domainSettings).resortsFolder
+        } catch let error as ConfigurationError {
             throw ValidationError(error.description)
+        } catch {
+            throw ValidationError("\(error)")
         }
         guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read '\(file)'") }
         let started = ContinuousClock.now

@@ -204,8 +204,8 @@ func startTravelServer(telegram: (any TelegramNotifier)? = nil, _ adjust: (inout
     -> RunningServer
 {
     var configuration = RunningServer.configuration()
-    configuration.locationInterval = .milliseconds(50)
-    configuration.locationRate = 1000
+    configuration.domainSettings.values["location_interval"] = .string("50ms")
+    configuration.domainSettings.values["location_rate"] = .int(1000)
     configuration.hub.commandRate = 10_000
     configuration.hub.commandBurst = 10_000
     adjust(&configuration)

@@ -173,7 +173,7 @@ import Testing
     }
 
     @Test func locationRateLimitAnswers111AndTheConnectionStaysUsable() async throws {
-        let server = try await startTravelServer { $0.locationRate = 1 }
+        let server = try await startTravelServer { $0.domainSettings.values["location_rate"] = .int(1) }
         let client = try await server.client("rita")
         var codes: [UInt32] = []
         for _ in 0..<8 {

@@ -1,0 +1,13 @@
+/// Durations written as a number and a unit: `250ms`, `25s`, `10m`, `1h`.
+public enum DurationText {
+    public static func parse(_ text: String) -> Duration? {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            let number = text.dropLast(suffix.count)
+            if suffix == "s", number.hasSuffix("m") { continue }
+            guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+            return .milliseconds(Int64((value * scale * 1000).rounded()))
+        }
+        return nil
+    }
+}
