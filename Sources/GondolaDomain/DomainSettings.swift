@@ -33,15 +33,8 @@ public struct DomainSettings: Sendable {
     /// `key` as a duration (`250ms`, `25s`, `10m`, `1h`, or a number of seconds), greater
     /// than zero, or `fallback`.
     public func duration(_ key: String, default fallback: Duration) throws(DomainSetupError) -> Duration {
-        let parsed: Duration?
-        switch values[key] {
-        case nil: return fallback
-        case let .int(seconds)?: parsed = seconds > 0 ? .seconds(seconds) : nil
-        case let .double(seconds)?: parsed = seconds > 0 ? .milliseconds(Int64(seconds * 1000)) : nil
-        case let .string(text)?: parsed = DurationText.parse(text).flatMap { $0 > .zero ? $0 : nil }
-        case let value?: throw DomainSetupError("'\(key)' expected a duration like 250ms, 25s, 10m or 1h, got \(value.kindName)")
-        }
-        guard let parsed else {
+        guard let value = values[key] else { return fallback }
+        guard let parsed = DurationText.value(of: value), parsed > .zero else {
             throw DomainSetupError("'\(key)' expected a duration greater than zero like 250ms, 25s, 10m or 1h, got \(values[key]!.text)")
         }
         return parsed

@@ -1,3 +1,5 @@
+import GondolaProtocol
+
 /// Durations written as a number and a unit: `250ms`, `25s`, `10m`, `1h`.
 public enum DurationText {
     public static func parse(_ text: String) -> Duration? {
@@ -9,5 +11,16 @@ public enum DurationText {
             return .milliseconds(Int64((value * scale * 1000).rounded()))
         }
         return nil
+    }
+
+    /// A duration as a configuration value holds it: text (`parse`), or a number of seconds;
+    /// nil for anything else or a negative number.
+    public static func value(of json: JSON) -> Duration? {
+        switch json {
+        case let .int(seconds): seconds >= 0 ? .seconds(seconds) : nil
+        case let .double(seconds): seconds >= 0 ? .milliseconds(Int64(seconds * 1000)) : nil
+        case let .string(text): parse(text)
+        default: nil
+        }
     }
 }

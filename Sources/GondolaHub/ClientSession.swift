@@ -224,14 +224,16 @@ public final class ClientSession: Sendable {
         // Without a proxy, a call costs no extra lookup.
         case let .rpc(method, data) where node.proxy?.rpcRoute(method) != nil && !node.rpc.serves(method):
             reply(Reply(id: command.id, .rpc(data: try await proxyRPC(method, data))))
-        case let .rpc(method, _) where user?.isEmpty != false:
-            throw HubError.permissionDenied("anonymous connections call RPC methods through the RPC proxy only, not \(method)")
         case let .rpc(method, data):
+            let user = user ?? ""
+            guard !user.isEmpty else {
+                throw HubError.permissionDenied("anonymous connections call RPC methods through the RPC proxy only, not \(method)")
+            }
             let answer = RPCAnswer { [weak self] result in self?.reply(Reply(id: command.id, .rpc(data: result))) }
             let started = ContinuousClock.now
             defer { node.metrics.rpcDuration.recordSeconds((ContinuousClock.now - started).timeInterval) }
             do {
-                let result = try await node.rpc.call(method, context: RPCContext(user: user ?? "", client: id, answer: answer), data: data)
+                let result = try await node.rpc.call(method, context: RPCContext(user: user, client: id, answer: answer), data: data)
                 if answer.claim() { reply(Reply(id: command.id, .rpc(data: result))) }
             } catch {
                 // A reply sent early stands; otherwise the error is the reply.

@@ -21,8 +21,9 @@ final class ConnectionAdmission: Sendable {
 
     private let origins: OriginCheck
     private let connectionLimit: Int
-    /// `client_connection_rate_limit`'s bucket; nil without the limit.
-    private let bucket: Mutex<TokenBucket?>
+    /// `client_connection_rate_limit` (0: none) and its bucket.
+    private let rateLimit: Int
+    private let bucket: Mutex<TokenBucket>
     private let limits: KeyedCounters
     private let originsRefused: Counter
     private let logger: Logger
@@ -33,9 +34,8 @@ final class ConnectionAdmission: Sendable {
     init(origins: OriginCheck, connectionLimit: Int, connectionRateLimit: Int, metrics: any MetricsFactory, logger: Logger) {
         self.origins = origins
         self.connectionLimit = connectionLimit
-        self.bucket = Mutex(
-            connectionRateLimit > 0
-                ? TokenBucket(rate: Double(connectionRateLimit), burst: Double(connectionRateLimit), now: .now) : nil)
+        self.rateLimit = connectionRateLimit
+        self.bucket = Mutex(TokenBucket(rate: Double(connectionRateLimit), burst: Double(connectionRateLimit), now: .now))
         self.limits = KeyedCounters(label: "gondola_limit_reached_total", dimension: "limit", factory: metrics)
         self.originsRefused = Counter(label: "gondola_origin_refused_total", factory: metrics)
         self.logger = logger
@@ -55,9 +55,9 @@ final class ConnectionAdmission: Sendable {
                 status: .serviceUnavailable, code: 106,
                 message: "limit exceeded: this node holds client_connection_limit (\(connectionLimit)) connections")
         }
-        if let rate = bucket.withLock({ bucket -> Double? in bucket?.take(now: .now) == false ? bucket?.rate : nil }) {
+        if rateLimit > 0, !bucket.withLock({ $0.take(now: .now) }) {
             limits.increment("client_connection_rate_limit")
-            log("client_connection_rate_limit", "connection refused: client_connection_rate_limit reached", ["limit": "\(Int(rate))"])
+            log("client_connection_rate_limit", "connection refused: client_connection_rate_limit reached", ["limit": "\(rateLimit)"])
             return Refusal(
                 status: .serviceUnavailable, code: 111, message: "too many requests: more new connections a second than client_connection_rate_limit")
         }

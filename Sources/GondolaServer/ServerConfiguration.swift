@@ -565,14 +565,7 @@ struct ValueReader {
     }
 
     func duration(allowZero: Bool) throws(ConfigurationError) -> Duration {
-        let parsed: Duration?
-        switch value {
-        case let .int(seconds): parsed = seconds >= 0 ? .seconds(seconds) : nil
-        case let .double(seconds): parsed = seconds >= 0 ? .milliseconds(Int64(seconds * 1000)) : nil
-        case let .string(text): parsed = DurationText.parse(text)
-        default: parsed = nil
-        }
-        guard let parsed else { throw error("expected a duration like 250ms, 25s, 10m or 1h, got \(value.text)") }
+        guard let parsed = DurationText.value(of: value) else { throw error("expected a duration like 250ms, 25s, 10m or 1h, got \(value.text)") }
         guard allowZero || parsed > .zero else { throw error("must be greater than zero") }
         return parsed
     }
