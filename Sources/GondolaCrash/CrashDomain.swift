@@ -58,7 +58,7 @@ public struct CrashDomain: Domain {
         return InstalledDomain(
             service: crashes,
             registrations: registrations,
-            serverMethods: ["crash_detected": { body throws(HubError) in try await CrashServerAPI.detected(body, crashes: crashes) }],
+            serverMethods: CrashServerAPI.methods(crashes),
             routes: { router in photos.addRoutes(to: router) },
             background: { await crashes.textCalls.run() })
     }
@@ -84,17 +84,37 @@ extension CrashDomain {
 
 /// The crash domain's server API methods.
 enum CrashServerAPI {
-    /// `crash_detected {user, lat, lon, ts, phone?}`: a telematics backend saw a crash; it
-    /// is recorded for the user, who is told on `personal:#<user>` and by SMS (to `phone`,
-    /// else to the number the user gave with `crash.phone`). The answer says whether a text
-    /// was queued (`queued`, `no_phone`, or `failed` when the queue is full); the gateway is
-    /// called after the answer, and a text that fails does not undo the crash.
-    static func detected(_ body: JSON, crashes: CrashService) async throws(HubError) -> JSON {
-        let fields = try RequestFields(body)
-        let user = try fields.string("user", maxLength: 128)
-        let phone = try fields.optionalString("phone", maxLength: 16).map { (phone) throws(HubError) in try CrashRPC.phone(phone) }
-        let crash = try await crashes.create(owner: user, source: .detected, place: try CrashRPC.place(fields), occurredAt: try CrashRPC.time(fields))
-        let sms = await crashes.notifyDetected(crash, phone: phone)
-        return CrashJSON.crash(crash, photos: []).adding("sms", sms)
+    static func methods(_ crashes: CrashService) -> ServerAPIMethods {
+        var api = ServerAPIMethods()
+        api.register(
+            "crash_detected", DetectedCrash.self,
+            answer:
+                "the crash with `\"sms\":{\"status\":\"queued\",\"to\"}` (`\"no_phone\"` without a number, `\"failed\"` when the text queue is full); pushes `{\"type\":\"crash.detected\",\"crash\",\"link\"}` on `personal:#<user>` and texts the deep link (`crash_link_template`, default `crashassistant://crash/{id}`) to `phone` or the user's `crash.phone` number through `sms_webhook_url` (`POST {\"to\",\"text\"}` with `Authorization: Bearer <sms_webhook_token>`), in the background after the answer (10 s per attempt, 3 attempts; see \"Calls to outside services\"); without a gateway the text is logged. A text that fails does not undo the crash"
+        ) { request throws(HubError) in
+            let crash = try await crashes.create(owner: request.user, source: .detected, place: request.place, occurredAt: request.occurredAt)
+            let sms = await crashes.notifyDetected(crash, phone: request.phone)
+            return CrashJSON.crash(crash, photos: []).adding("sms", sms)
+        }
+        return api
+    }
+}
+
+/// `crash_detected`: a telematics backend saw a crash of `user`; it is recorded for the
+/// user, who is told on `personal:#<user>` and by SMS (to `phone`, else to the number the
+/// user gave with `crash.phone`).
+struct DetectedCrash: RequestContract {
+    static let fields: [FieldContract] =
+        [.required("user", .string, "at most 128 characters")] + CrashMoment.fields + [
+            .optional("phone", .string, "E.164")
+        ]
+    let user: String
+    let phone: String?
+    let place: CrashPlace?
+    let occurredAt: Int64?
+
+    init(_ fields: RequestFields) throws(HubError) {
+        user = try fields.string("user", maxLength: 128)
+        phone = try fields.optionalString("phone", maxLength: 16).map { (phone) throws(HubError) in try CrashRPC.phone(phone) }
+        (place, occurredAt) = (try CrashMoment.place(fields), try CrashMoment.time(fields))
     }
 }

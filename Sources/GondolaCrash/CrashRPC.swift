@@ -8,60 +8,70 @@ struct CrashRPC: Sendable {
     let crashes: CrashService
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("crash.start") { context, data in
-            let fields = try RequestFields(data)
-            let crash = try await crashes.create(
-                owner: context.user, source: .manual, place: try Self.place(fields),
-                occurredAt: try Self.time(fields))
+        registrations.register(
+            "crash.start", CrashMoment.self,
+            answer: "a new draft (`source: \"manual\"`); `lat` and `lon` together; `ts` in Unix ms from 2000 to a day ahead"
+        ) { context, request in
+            let crash = try await crashes.create(owner: context.user, source: .manual, place: request.place, occurredAt: request.occurredAt)
             return CrashJSON.crash(crash, photos: [])
         }
-        registrations.register("crash.update") { context, data in
-            let fields = try RequestFields(data)
-            let id = try fields.string("crash", maxLength: 64)
-            let injured =
-                fields.has("injured")
-                ? try InjuredParty.selection(try fields.stringArray("injured", maxCount: InjuredParty.allCases.count, maxLength: 32))
-                : nil
-            let note = try fields.optionalString("note", maxLength: CrashService.maxNoteLength, allowEmpty: true)
-            guard injured != nil || note != nil else { throw HubError.badRequest("crash.update: give injured, note or both") }
-            let (crash, photos) = try await crashes.update(id, by: context.user, injured: injured, note: note)
+        registrations.register(
+            "crash.update", CrashUpdate.self,
+            answer:
+                "the crash; `injured` ⊆ `myself`, `my_passengers`, `other_driver`, `other_driver_passengers`, `no_one`, `unsure`, where `no_one` and `unsure` stand alone (107 naming the field); note ≤ 2,000 characters"
+        ) { context, request in
+            let (crash, photos) = try await crashes.update(request.crash, by: context.user, injured: request.injured, note: request.note)
             return CrashJSON.crash(crash, photos: photos)
         }
-        registrations.register("crash.list") { context, _ in
+        registrations.register(
+            "crash.list", NoFields.self, answer: "`{\"crashes\":[…]}`: drafts first, then reports, newest first, each with `counts`"
+        ) {
+            context, _ in
             ["crashes": .array(try await crashes.crashes(of: context.user).map { CrashJSON.summary($0.crash, photoCount: $0.photos) })]
         }
-        registrations.register("crash.get") { context, data in
-            let crash = try await crashes.owned(try RequestFields(data).string("crash", maxLength: 64), by: context.user)
+        registrations.register(
+            "crash.get", CrashReference.self,
+            answer:
+                "the crash with its photos by section (`license_insurance`, `licence_plate`, `other_vehicle_damage`, `your_vehicle_damage`, `crash_scene`)"
+        ) { context, request in
+            let crash = try await crashes.owned(request.crash, by: context.user)
             return CrashJSON.crash(crash, photos: try await crashes.photos(of: crash))
         }
-        registrations.register("crash.discard") { context, data in
-            let id = try RequestFields(data).string("crash", maxLength: 64)
-            try await crashes.discard(id, by: context.user)
-            return ["crash": .string(id), "discarded": true]
+        registrations.register(
+            "crash.discard", CrashReference.self,
+            answer: "`{\"crash\",\"discarded\":true}`; drafts only (a crash with a report: 108); rows and files are deleted"
+        ) { context, request in
+            try await crashes.discard(request.crash, by: context.user)
+            return ["crash": .string(request.crash), "discarded": true]
         }
-        registrations.register("crash.report") { context, data in
-            let id = try RequestFields(data).string("crash", maxLength: 64)
-            let crash = try await crashes.report(id, by: context.user)
+        registrations.register(
+            "crash.report", CrashReference.self,
+            answer:
+                "the crash with `report`, the PDF's path; 108 until injuries, a note or a photo has been given; renders the PDF (crash time and place, injuries, note, each section with its photos)"
+        ) { context, request in
+            let crash = try await crashes.report(request.crash, by: context.user)
             return CrashJSON.crash(crash, photos: try await crashes.photos(of: crash))
                 .adding("report", .string(CrashHTTPPaths.report(crash.id)))
         }
-        registrations.register("crash.share") { context, data in
-            let fields = try RequestFields(data)
-            let id = try fields.string("crash", maxLength: 64)
-            let ttl = try fields.optionalInteger("ttl", in: 1...(CrashService.maxShareTTL / 1000)).map { $0 * 1000 }
-            let (token, expiresAt) = try await crashes.share(id, by: context.user, ttl: ttl)
-            return ["crash": .string(id), "url": .string(CrashHTTPPaths.shared(token)), "expires_at": .int(expiresAt)]
+        registrations.register(
+            "crash.share", CrashShare.self,
+            answer:
+                "`{\"crash\",\"url\",\"expires_at\"}`: a link (default 7 days, at most 90; `ttl` in seconds) under which anyone can download the report; a new share revokes the previous link"
+        ) { context, request in
+            let (token, expiresAt) = try await crashes.share(request.crash, by: context.user, ttl: request.ttl)
+            return ["crash": .string(request.crash), "url": .string(CrashHTTPPaths.shared(token)), "expires_at": .int(expiresAt)]
         }
-        registrations.register("crash.phone") { context, data in
-            let given = try RequestFields(data).string("phone", maxLength: 16, allowEmpty: true)
-            let phone = given.isEmpty ? nil : try Self.phone(given)
-            try await crashes.setPhone(phone, of: context.user)
-            return ["phone": phone.map { .string($0) } ?? .null]
+        registrations.register(
+            "crash.phone", CrashPhone.self, answer: "`{\"phone\"}`: the number in E.164 (`+` and 7–15 digits); an empty one clears it"
+        ) {
+            context, request in
+            try await crashes.setPhone(request.phone, of: context.user)
+            return ["phone": request.phone.map { .string($0) } ?? .null]
         }
-        registrations.register("crash.unshare") { context, data in
-            let id = try RequestFields(data).string("crash", maxLength: 64)
-            try await crashes.unshare(id, by: context.user)
-            return ["crash": .string(id), "shared": false]
+        registrations.register("crash.unshare", CrashReference.self, answer: "`{\"crash\",\"shared\":false}`; the shared link stops working") {
+            context, request in
+            try await crashes.unshare(request.crash, by: context.user)
+            return ["crash": .string(request.crash), "shared": false]
         }
     }
 
@@ -75,6 +85,21 @@ struct CrashRPC: Sendable {
         }
         return text
     }
+}
+
+/// `crash.start`: where and when a crash happened, both optional: `{lat?, lon?, ts?}`.
+struct CrashMoment: RequestContract {
+    static let fields: [FieldContract] = [
+        .optional("lat", .number, "-90 to 90, with lon"), .optional("lon", .number, "-180 to 180, with lat"),
+        .optional("ts", .integer, "Unix ms from 2000 to a day ahead"),
+    ]
+    let place: CrashPlace?
+    let occurredAt: Int64?
+
+    init(_ fields: RequestFields) throws(HubError) {
+        place = try Self.place(fields)
+        occurredAt = try Self.time(fields)
+    }
 
     /// `lat` and `lon` together, or neither.
     static func place(_ fields: RequestFields) throws(HubError) -> CrashPlace? {
@@ -85,5 +110,54 @@ struct CrashRPC: Sendable {
     /// `ts` in Unix milliseconds, from 2000 to a day ahead of now.
     static func time(_ fields: RequestFields) throws(HubError) -> Int64? {
         try fields.optionalInteger("ts", in: 946_684_800_000...(unixMilliseconds() + 86_400_000))
+    }
+}
+
+/// `{crash}`: one of the caller's crashes.
+struct CrashReference: RequestContract {
+    static let fields: [FieldContract] = [.required("crash", .string)]
+    let crash: String
+    init(_ fields: RequestFields) throws(HubError) { crash = try fields.string("crash", maxLength: 64) }
+}
+
+/// `crash.update`: `{crash, injured?, note?}`, at least one of the last two.
+struct CrashUpdate: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("crash", .string), .optional("injured", .stringArray, "who was hurt"), .optional("note", .string, "at most 2,000 characters"),
+    ]
+    let crash: String
+    let injured: [InjuredParty]?
+    let note: String?
+
+    init(_ fields: RequestFields) throws(HubError) {
+        crash = try fields.string("crash", maxLength: 64)
+        injured =
+            fields.has("injured")
+            ? try InjuredParty.selection(try fields.stringArray("injured", maxCount: InjuredParty.allCases.count, maxLength: 32))
+            : nil
+        note = try fields.optionalString("note", maxLength: CrashService.maxNoteLength, allowEmpty: true)
+        guard injured != nil || note != nil else { throw .badRequest("crash.update: give injured, note or both") }
+    }
+}
+
+/// `crash.share`: `{crash, ttl?}`, the link's lifetime in seconds.
+struct CrashShare: RequestContract {
+    static let fields: [FieldContract] = [.required("crash", .string), .optional("ttl", .integer, "seconds, at most 90 days; default 7 days")]
+    let crash: String
+    /// In milliseconds.
+    let ttl: Int64?
+    init(_ fields: RequestFields) throws(HubError) {
+        crash = try fields.string("crash", maxLength: 64)
+        ttl = try fields.optionalInteger("ttl", in: 1...(CrashService.maxShareTTL / 1000)).map { $0 * 1000 }
+    }
+}
+
+/// `crash.phone`: `{phone}`, a number in E.164 or empty to clear it.
+struct CrashPhone: RequestContract {
+    static let fields: [FieldContract] = [.required("phone", .string, "E.164, or empty to clear")]
+    let phone: String?
+    init(_ fields: RequestFields) throws(HubError) {
+        let given = try fields.string("phone", maxLength: 16, allowEmpty: true)
+        phone = given.isEmpty ? nil : try CrashRPC.phone(given)
     }
 }

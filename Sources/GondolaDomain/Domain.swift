@@ -88,22 +88,19 @@ public struct DomainContext: Sendable {
 
 /// What an installed domain adds: to the node (`registrations`) and to the server.
 public struct InstalledDomain: Sendable {
-    /// A server API method (`POST /api/<name>` with the API key): the request's JSON
-    /// object in, the `result` object out.
-    public typealias ServerMethod = @Sendable (JSON) async throws(HubError) -> JSON
-
     /// The domain's main service, for embedding programs (`GondolaServer.service(_:)`).
     public let service: any Sendable
     /// The RPC methods, namespaces, replica handlers and connect hooks for the node.
     public let registrations: NodeRegistrations
-    public let serverMethods: [String: ServerMethod]
+    /// Its server API methods (`POST /api/<name>` with the API key).
+    public let serverMethods: ServerAPIMethods
     /// Adds the domain's HTTP routes.
     public let routes: @Sendable (HTTPRouter) -> Void
     /// Runs until cancelled while the server runs.
     public let background: (@Sendable () async -> Void)?
 
     public init(
-        service: any Sendable, registrations: NodeRegistrations = NodeRegistrations(), serverMethods: [String: ServerMethod] = [:],
+        service: any Sendable, registrations: NodeRegistrations = NodeRegistrations(), serverMethods: ServerAPIMethods = ServerAPIMethods(),
         routes: @escaping @Sendable (HTTPRouter) -> Void = { _ in },
         background: (@Sendable () async -> Void)? = nil
     ) {

@@ -37,7 +37,10 @@ public final class AssessmentService: Sendable {
 
     /// Reads the assessments again when another node of a cluster changed one, and when the node (re)gains the bus.
     func follow(in registrations: inout NodeRegistrations) {
-        registrations.reloadOnChange(topic: Self.catalogTopic, through: catalogReads) { [weak self] in await self?.reloadLogged() }
+        registrations.reloadOnChange(
+            topic: Self.catalogTopic, fields: [.required("assessment", .string, "the stored assessment's id")],
+            effect: "reads every assessment again from the shared database", through: catalogReads
+        ) { [weak self] in await self?.reloadLogged() }
     }
 
     /// Reads every assessment from the repository.
@@ -56,8 +59,7 @@ public final class AssessmentService: Sendable {
 
     /// Stores an assessment (replacing one with the same id; answers to questions it no
     /// longer has are left out of the flow and of submissions).
-    func put(_ json: JSON) async throws(HubError) -> Assessment {
-        let assessment = try Assessment.parse(json)
+    func put(_ assessment: Assessment, body json: JSON) async throws(HubError) -> Assessment {
         try await databaseWrite { try await repository.put(id: assessment.id, body: json.text, now: unixMilliseconds()) }
         assessments.withLock { $0[assessment.id] = assessment }
         node.replicate(topic: Self.catalogTopic, ["assessment": .string(assessment.id)])

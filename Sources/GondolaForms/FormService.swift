@@ -42,7 +42,11 @@ public final class FormService: Sendable {
 
     /// Reads the catalog again when another node of a cluster changed it, and when the node (re)gains the bus.
     func follow(in registrations: inout NodeRegistrations) {
-        registrations.reloadOnChange(topic: Self.catalogTopic, through: catalogReads) { [weak self] in await self?.reloadCatalogLogged() }
+        registrations.reloadOnChange(
+            topic: Self.catalogTopic,
+            fields: [.optional("schema", .string, "a stored schema's id; or"), .optional("code_table", .string, "a stored code table's name")],
+            effect: "reads the schemas and code tables again from the shared database", through: catalogReads
+        ) { [weak self] in await self?.reloadCatalogLogged() }
     }
 
     /// Reads every code table and schema version from the repository.
@@ -68,8 +72,7 @@ public final class FormService: Sendable {
     // MARK: Schemas and code tables
 
     /// Stores a code table (replacing one of the same name).
-    func putCodeTable(_ json: JSON) async throws(HubError) -> CodeTable {
-        let table = try CodeTable.parse(try RequestFields(json))
+    func putCodeTable(_ table: CodeTable) async throws(HubError) -> CodeTable {
         try await databaseWrite { try await repository.putCodeTable(name: table.name, body: table.json.text) }
         codeTables.put(table)
         node.replicate(topic: Self.catalogTopic, ["code_table": .string(table.name)])

@@ -64,42 +64,112 @@ extension FormsDomain {
     }
 }
 
-/// The forms domain's server API methods: `form_schema_put` (the body is the schema),
-/// `form_code_table_put` (`{name, values: [{code, label}]}`), `assessment_put` (the body
-/// is the assessment), `assessment_assign {user, assessment}` and
-/// `assessment_submissions {user?, assessment?}`.
+/// The forms domain's server API methods: `form_schema_put`, `form_code_table_put`,
+/// `assessment_put`, `assessment_assign` and `assessment_submissions`.
 enum FormsServerAPI {
-    static func methods(_ forms: FormService, _ assessments: AssessmentService) -> [String: InstalledDomain.ServerMethod] {
-        [
-            "form_schema_put": { body throws(HubError) in
-                let schema = try await forms.putSchema(body)
-                return ["schema": .string(schema.id), "version": .int(Int64(schema.version))]
-            },
-            "form_code_table_put": { body throws(HubError) in try await forms.putCodeTable(body).json },
-            "assessment_put": { body throws(HubError) in
-                let assessment = try await assessments.put(body)
-                return ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))]
-            },
-            "assessment_assign": { body throws(HubError) in
-                let fields = try RequestFields(body)
-                return try await assessments.assign(try fields.string("assessment", maxLength: 64), to: try fields.string("user", maxLength: 64))
-            },
-            "assessment_submissions": { body throws(HubError) in
-                let fields = try RequestFields(body)
-                return [
-                    "submissions": .array(
-                        try await assessments.submissions(
-                            user: try fields.optionalString("user", maxLength: 64),
-                            assessment: try fields.optionalString("assessment", maxLength: 64)))
-                ]
-            },
-        ]
+    static func methods(_ forms: FormService, _ assessments: AssessmentService) -> ServerAPIMethods {
+        var api = ServerAPIMethods()
+        api.register("form_schema_put", SchemaDocument.self, answer: "`{\"schema\",\"version\"}`: a changed schema becomes a new version") {
+            request throws(HubError) in
+            let schema = try await forms.putSchema(request.json)
+            return ["schema": .string(schema.id), "version": .int(Int64(schema.version))]
+        }
+        api.register("form_code_table_put", CodeTableDocument.self, answer: "the stored table, as `form.code_table` answers it") {
+            request throws(HubError) in
+            try await forms.putCodeTable(request.table).json
+        }
+        api.register("assessment_put", AssessmentDocument.self, answer: "`{\"assessment\",\"questions\"}`: its id and number of questions") {
+            request throws(HubError) in
+            let assessment = try await assessments.put(request.assessment, body: request.json)
+            return ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))]
+        }
+        api.register(
+            "assessment_assign", AssessmentAssignment.self,
+            answer:
+                "`{\"user\",\"assessment\",\"progress\"}`; assigning a submitted one starts it over; the user is told on `personal:#<user>`"
+        ) { request throws(HubError) in
+            try await assessments.assign(request.assessment, to: request.user)
+        }
+        api.register("assessment_submissions", SubmissionQuery.self, answer: "`{\"submissions\":[…]}`, newest first, at most 500") {
+            request throws(HubError) in
+            ["submissions": .array(try await assessments.submissions(user: request.user, assessment: request.assessment))]
+        }
+        return api
+    }
+}
+
+/// `form_schema_put`: the body is the schema, `{id, title, sections: [{key, title, fields}]}`;
+/// the fields are checked by `FormField` (see the forms page).
+struct SchemaDocument: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("id", .string, "letters, digits, `_`, `-`"), .required("title", .string, "1–200 characters"),
+        .required(
+            "sections", .objectArray, "1 to 20",
+            members: [.required("key", .string), .required("title", .string), .required("fields", .objectArray, "the section's fields")]),
+    ]
+    /// The schema as given (checked when it is stored, against the code tables).
+    let json: JSON
+    init(_ fields: RequestFields) { json = fields.json }
+}
+
+/// `form_code_table_put`: `{name, values: [{code, label}]}`.
+struct CodeTableDocument: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("name", .string, "letters, digits, `_`, `-`"),
+        .required("values", .objectArray, "1 to 1,000, codes unique", members: [.required("code", .string), .required("label", .string)]),
+    ]
+    let table: CodeTable
+    init(_ fields: RequestFields) throws(HubError) { table = try CodeTable.parse(fields) }
+}
+
+/// `assessment_put`: the body is the assessment, `{id, title, display_name, questions}`.
+struct AssessmentDocument: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("id", .string), .required("title", .string), .required("display_name", .string),
+        .required(
+            "questions", .objectArray, "ids unique",
+            members: [
+                .required("id", .string), .required("title", .string),
+                .required(
+                    "options", .objectArray, "values unique within the question",
+                    members: [.required("title", .string), .required("value", .any, "a number or a string")]),
+            ]),
+    ]
+    let assessment: Assessment
+    /// The body as given, which is stored.
+    let json: JSON
+    init(_ fields: RequestFields) throws(HubError) {
+        json = fields.json
+        assessment = try Assessment.parse(json)
+    }
+}
+
+/// `assessment_assign`: `{user, assessment}`.
+struct AssessmentAssignment: RequestContract {
+    static let fields: [FieldContract] = [.required("user", .string), .required("assessment", .string)]
+    let user: String
+    let assessment: String
+    init(_ fields: RequestFields) throws(HubError) {
+        assessment = try fields.string("assessment", maxLength: 64)
+        user = try fields.string("user", maxLength: 64)
+    }
+}
+
+/// `assessment_submissions`: `{user?, assessment?}`.
+struct SubmissionQuery: RequestContract {
+    static let fields: [FieldContract] = [.optional("user", .string), .optional("assessment", .string)]
+    let user: String?
+    let assessment: String?
+    init(_ fields: RequestFields) throws(HubError) {
+        user = try fields.optionalString("user", maxLength: 64)
+        assessment = try fields.optionalString("assessment", maxLength: 64)
     }
 }
 
 /// The forms folder read at start: `code-tables.json` (`{"tables": [...]}`), every other
 /// `*.json` a schema (stored as a new version when it changed), `assessments/*.json`.
-/// A missing folder loads nothing; a bad file stops the start naming it.
+/// A missing folder loads nothing; a bad file (a member its contract does not list too)
+/// stops the start naming it.
 struct FormsFolder {
     let path: String
 
@@ -108,16 +178,23 @@ struct FormsFolder {
         if files.contains("code-tables.json") {
             let tables = try read("code-tables.json")
             guard case let .array(list)? = tables["tables"] else { throw DomainSetupError("\(path)/code-tables.json: expected {\"tables\": [...]}") }
-            for table in list { try await apply("code-tables.json") { () throws(HubError) in _ = try await forms.putCodeTable(table) } }
+            for table in list {
+                try await apply("code-tables.json") { () throws(HubError) in
+                    _ = try await forms.putCodeTable(try CodeTableDocument.decode(table).table)
+                }
+            }
         }
         for file in files where file != "code-tables.json" {
             let schema = try read(file)
-            try await apply(file) { () throws(HubError) in _ = try await forms.putSchema(schema) }
+            try await apply(file) { () throws(HubError) in _ = try await forms.putSchema(try SchemaDocument.decode(schema).json) }
         }
         let folder = path + "/assessments"
         for file in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter({ $0.hasSuffix(".json") }).sorted() {
             let assessment = try read("assessments/" + file)
-            try await apply("assessments/" + file) { () throws(HubError) in _ = try await assessments.put(assessment) }
+            try await apply("assessments/" + file) { () throws(HubError) in
+                let document = try AssessmentDocument.decode(assessment)
+                _ = try await assessments.put(document.assessment, body: document.json)
+            }
         }
     }
 

@@ -10,7 +10,9 @@ struct FormsRPC: Sendable {
     let assessments: AssessmentService
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("form.schemas") { _, _ in
+        registrations.register("form.schemas", NoFields.self, answer: "`{\"schemas\":[{\"id\",\"version\",\"title\"}]}`, the latest version of each")
+        {
+            _, _ in
             var list: [JSON] = []
             for id in forms.schemaIDs {
                 let schema = try await forms.schema(id)
@@ -18,66 +20,151 @@ struct FormsRPC: Sendable {
             }
             return ["schemas": .array(list)]
         }
-        registrations.register("form.schema") { _, data in
-            let fields = try RequestFields(data)
-            let version = try fields.optionalInteger("version", in: 1...1_000_000).map { Int($0) }
-            let schema = try await forms.schema(try fields.string("schema", maxLength: 64), version: version)
+        registrations.register("form.schema", SchemaReference.self, answer: "`{\"version\",\"schema\"}`; the latest version without `version`") {
+            _, request in
+            let schema = try await forms.schema(request.schema, version: request.version)
             return ["version": .int(Int64(schema.version)), "schema": schema.json]
         }
-        registrations.register("form.code_table") { _, data in
-            let name = try RequestFields(data).string("name", maxLength: 64)
-            guard let table = try await forms.codeTables.table(name) else { throw HubError.badRequest("name: no code table '\(name)'") }
+        registrations.register("form.code_table", CodeTableReference.self, answer: "`{\"name\",\"values\":[{\"code\",\"label\"}]}`") { _, request in
+            guard let table = try await forms.codeTables.table(request.name) else {
+                throw HubError.badRequest("name: no code table '\(request.name)'")
+            }
             return table.json
         }
-        registrations.register("form.create") { context, data in
-            let (doc, schema) = try await forms.create(schema: try RequestFields(data).string("schema", maxLength: 64), by: context.user)
+        registrations.register("form.create", SchemaReference.self, answer: "a draft of the schema's latest version, owned by the caller") {
+            context, request in
+            let (doc, schema) = try await forms.create(schema: request.schema, by: context.user)
             return FormJSON.doc(doc, schema: schema, values: [:], shared: [])
         }
-        registrations.register("form.get") { context, data in
-            try await forms.get(try RequestFields(data).string("doc", maxLength: 64), by: context.user)
+        registrations.register(
+            "form.get", DocReference.self, answer: "the document with `version`, `values`, `field_versions`, `visible`, `missing`, `shared_with`"
+        ) { context, request in
+            try await forms.get(request.doc, by: context.user)
         }
-        registrations.register("form.list") { context, _ in
+        registrations.register("form.list", NoFields.self, answer: "`{\"forms\":[…]}`: the caller's and shared documents, newest first, at most 100")
+        {
+            context, _ in
             ["forms": .array(try await forms.list(of: context.user).map(FormJSON.summary))]
         }
-        registrations.register("form.set") { context, data in
-            let fields = try RequestFields(data)
-            guard let value = fields.members.last(where: { $0.key == "value" })?.value else {
-                throw HubError.badRequest("value is required (null clears the field)")
-            }
-            let plain: JSON = if case let .raw(raw) = value { raw.value } else { value }
-            return try await forms.set(
-                try fields.string("doc", maxLength: 64), key: try fields.string("key", maxLength: 64), value: plain,
-                baseVersion: try fields.integer("base_version", in: 0...Int64.max), by: context.user)
+        registrations.register(
+            "form.set", FieldChange.self,
+            answer:
+                "the change as pushed on `form:<doc>` (`value`, `version`, `by`, `shown`, `hidden`); 108 on a conflict, 107 for a value that does not fit"
+        ) { context, request in
+            try await forms.set(request.doc, key: request.key, value: request.value, baseVersion: request.baseVersion, by: context.user)
         }
-        registrations.register("form.submit") { context, data in
-            try await forms.submit(try RequestFields(data).string("doc", maxLength: 64), by: context.user)
+        registrations.register(
+            "form.submit", DocReference.self,
+            answer: "`{\"type\":\"submitted\",\"version\",\"submission\"}`; 107 listing required fields still missing"
+        ) { context, request in
+            try await forms.submit(request.doc, by: context.user)
         }
-        registrations.register("form.discard") { context, data in
-            let id = try RequestFields(data).string("doc", maxLength: 64)
-            try await forms.discard(id, by: context.user)
-            return ["doc": .string(id), "discarded": true]
+        registrations.register("form.discard", DocReference.self, answer: "`{\"doc\",\"discarded\":true}`; the owner only, drafts only") {
+            context, request in
+            try await forms.discard(request.doc, by: context.user)
+            return ["doc": .string(request.doc), "discarded": true]
         }
-        registrations.register("form.share") { context, data in
-            let fields = try RequestFields(data)
-            let id = try fields.string("doc", maxLength: 64)
-            let shared = try await forms.share(id, with: try fields.string("user", maxLength: 64), by: context.user)
-            return ["doc": .string(id), "shared_with": .array(shared.map(JSON.string))]
+        registrations.register("form.share", DocShare.self, answer: "`{\"doc\",\"shared_with\"}`; the owner only; at most 50 users") {
+            context, request in
+            let shared = try await forms.share(request.doc, with: request.user, by: context.user)
+            return ["doc": .string(request.doc), "shared_with": .array(shared.map(JSON.string))]
         }
-        registrations.register("assessment.flow") { context, _ in
+        registrations.register("assessment.flow", NoFields.self, answer: "`{\"total\",\"answered\",\"assessments\":[…],\"questions\":[…]}`") {
+            context, _ in
             try await assessments.flow(of: context.user)
         }
-        registrations.register("assessment.answer") { context, data in
-            let fields = try RequestFields(data)
-            guard let value = fields.value("value"), value.isScalarAnswer else {
-                throw HubError.badRequest("value: expected an option's value (a number or a string)")
-            }
-            return try await assessments.answer(
-                try fields.string("assessment", maxLength: 64), question: try fields.string("question", maxLength: 64),
-                value: value, by: context.user)
+        registrations.register(
+            "assessment.answer", AssessmentAnswer.self, answer: "the answer with `progress`; also pushed on `personal:#<user>`"
+        ) { context, request in
+            try await assessments.answer(request.assessment, question: request.question, value: request.value, by: context.user)
         }
-        registrations.register("assessment.submit") { context, data in
-            try await assessments.submit(try RequestFields(data).string("assessment", maxLength: 64), by: context.user)
+        registrations.register(
+            "assessment.submit", AssessmentReference.self, answer: "`{\"submission\",\"progress\"}`; 107 listing unanswered questions"
+        ) { context, request in
+            try await assessments.submit(request.assessment, by: context.user)
         }
+    }
+}
+
+/// `form.schema` and `form.create`: `{schema, version?}` (`form.create` takes the latest).
+struct SchemaReference: RequestContract {
+    static let fields: [FieldContract] = [.required("schema", .string), .optional("version", .integer, "1 or more; the latest when absent")]
+    let schema: String
+    let version: Int?
+    init(_ fields: RequestFields) throws(HubError) {
+        version = try fields.optionalInteger("version", in: 1...1_000_000).map { Int($0) }
+        schema = try fields.string("schema", maxLength: 64)
+    }
+}
+
+/// `form.code_table`: `{name}`.
+struct CodeTableReference: RequestContract {
+    static let fields: [FieldContract] = [.required("name", .string)]
+    let name: String
+    init(_ fields: RequestFields) throws(HubError) { name = try fields.string("name", maxLength: 64) }
+}
+
+/// `{doc}`: one form document.
+struct DocReference: RequestContract {
+    static let fields: [FieldContract] = [.required("doc", .string)]
+    let doc: String
+    init(_ fields: RequestFields) throws(HubError) { doc = try fields.string("doc", maxLength: 64) }
+}
+
+/// `form.set`: `{doc, key, value, base_version}`; `value: null` clears the field.
+struct FieldChange: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("doc", .string), .required("key", .string), .required("value", .any, "fits the field's type; null clears it"),
+        .required("base_version", .integer, "the field's version the change is based on"),
+    ]
+    let doc: String
+    let key: String
+    let value: JSON
+    let baseVersion: Int64
+    init(_ fields: RequestFields) throws(HubError) {
+        guard let value = fields.members.last(where: { $0.key == "value" })?.value else {
+            throw .badRequest("value is required (null clears the field)")
+        }
+        self.value = if case let .raw(raw) = value { raw.value } else { value }
+        doc = try fields.string("doc", maxLength: 64)
+        key = try fields.string("key", maxLength: 64)
+        baseVersion = try fields.integer("base_version", in: 0...Int64.max)
+    }
+}
+
+/// `form.share`: `{doc, user}`.
+struct DocShare: RequestContract {
+    static let fields: [FieldContract] = [.required("doc", .string), .required("user", .string)]
+    let doc: String
+    let user: String
+    init(_ fields: RequestFields) throws(HubError) {
+        doc = try fields.string("doc", maxLength: 64)
+        user = try fields.string("user", maxLength: 64)
+    }
+}
+
+/// `{assessment}`.
+struct AssessmentReference: RequestContract {
+    static let fields: [FieldContract] = [.required("assessment", .string)]
+    let assessment: String
+    init(_ fields: RequestFields) throws(HubError) { assessment = try fields.string("assessment", maxLength: 64) }
+}
+
+/// `assessment.answer`: `{assessment, question, value}`, an option's value.
+struct AssessmentAnswer: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("assessment", .string), .required("question", .string), .required("value", .any, "an option's value, a number or a string"),
+    ]
+    let assessment: String
+    let question: String
+    let value: JSON
+    init(_ fields: RequestFields) throws(HubError) {
+        guard let value = fields.value("value"), value.isScalarAnswer else {
+            throw .badRequest("value: expected an option's value (a number or a string)")
+        }
+        self.value = value
+        assessment = try fields.string("assessment", maxLength: 64)
+        question = try fields.string("question", maxLength: 64)
     }
 }
 

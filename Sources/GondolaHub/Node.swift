@@ -58,6 +58,8 @@ public final class Node: Sendable {
     private let providers = Mutex(Providers())
     /// Who installed each RPC method, namespace, channel and replica topic.
     private let claims: Mutex<NameClaims>
+    /// The contracts of what was installed.
+    private let contracts = Mutex(MethodCatalog())
 
     /// Namespaces and single channels handed to domain services.
     private struct Providers {
@@ -113,13 +115,16 @@ public final class Node: Sendable {
         self.logger = logger
         self.uid = uid
         var own = NodeRegistrations()
-        own.register("server.time") { _, _ in
+        own.register("server.time", NoFields.self, answer: "`{\"ts\"}`: the server's clock in Unix milliseconds") { _, _ in
             ["ts": .int(Int64(Date().timeIntervalSince1970 * 1000))]
         }
-        self.claims = Mutex(NameClaims(kind: "", hubNames: own.claimedNames))
-        apply(own)
+        self.claims = Mutex(NameClaims(hubNames: own.claimedNames))
+        apply(own, by: NameClaims.hub)
         broker.attach(self)
     }
+
+    /// The contracts of the RPC methods, provided namespaces and replica topics installed so far.
+    public var catalog: MethodCatalog { contracts.withLock { $0 } }
 
     /// Whether this node is part of a cluster (other nodes hear what it publishes and replicates).
     public var isClustered: Bool { cluster != nil }
@@ -143,11 +148,12 @@ public final class Node: Sendable {
             try claimed.claim(registrations.claimedNames, by: owner)
             claims = claimed
         }
-        apply(registrations)
+        apply(registrations, by: owner)
     }
 
-    private func apply(_ registrations: NodeRegistrations) {
+    private func apply(_ registrations: NodeRegistrations, by owner: String) {
         for method in registrations.methods { rpc.register(method.name, method.handler) }
+        contracts.withLock { $0.add(registrations, by: owner) }
         providers.withLock { providers in
             for entry in registrations.provided {
                 switch entry.provision {

@@ -7,9 +7,11 @@ import GondolaProtocol
 /// domain or by the hub, then applies it with `Node.install`. Nothing here touches the
 /// node until then.
 public struct NodeRegistrations: Sendable {
-    /// An RPC method and its handler.
+    /// An RPC method: its contract (request members, answer) and its handler.
     public struct Method: Sendable {
         public let name: String
+        public let fields: [FieldContract]
+        public let answer: String
         let handler: RPCHandler
     }
 
@@ -20,9 +22,11 @@ public struct NodeRegistrations: Sendable {
         let provider: any ChannelProvider
     }
 
-    /// What applies the other nodes' changes of one topic.
+    /// What applies the other nodes' changes of one topic, with the payload's contract.
     public struct ReplicaHandler: Sendable {
         public let topic: String
+        public let fields: [FieldContract]
+        public let effect: String
         let apply: @Sendable (JSON) -> Void
     }
 
@@ -34,9 +38,16 @@ public struct NodeRegistrations: Sendable {
 
     public init() {}
 
-    /// Adds the RPC method `method` (the `rpc` command's name).
-    public mutating func register(_ method: String, _ handler: @escaping RPCHandler) {
-        methods.append(Method(name: method, handler: handler))
+    /// Adds the RPC method `method` (the `rpc` command's name): its `data` is decoded as
+    /// `request` (unknown members refused with 107 naming them) and handed to `handler`;
+    /// `answer` describes what it answers, for the catalog and the API pages.
+    public mutating func register<Request: RequestContract>(
+        _ method: String, _ request: Request.Type, answer: String, _ handler: @escaping @Sendable (RPCContext, Request) async throws -> JSON
+    ) {
+        methods.append(
+            Method(name: method, fields: Request.fields, answer: answer) { context, data in
+                try await handler(context, try Request.decode(data))
+            })
     }
 
     /// Hands the namespace `options.name` to `provider`, in place of any configured
@@ -51,9 +62,12 @@ public struct NodeRegistrations: Sendable {
         provided.append(Provided(provision: .channel(channel), options: options, provider: provider))
     }
 
-    /// What applies the other nodes' changes of `topic` (see `Node.replicate`).
-    public mutating func onReplica(topic: String, _ apply: @escaping @Sendable (JSON) -> Void) {
-        replicaHandlers.append(ReplicaHandler(topic: topic, apply: apply))
+    /// What applies the other nodes' changes of `topic` (see `Node.replicate`): the payload's
+    /// members and what applying it does, for the catalog, and the handler.
+    public mutating func onReplica(
+        topic: String, fields: [FieldContract], effect: String, _ apply: @escaping @Sendable (JSON) -> Void
+    ) {
+        replicaHandlers.append(ReplicaHandler(topic: topic, fields: fields, effect: effect, apply: apply))
     }
 
     /// What reloads an in-memory view from the shared database each time the node
@@ -71,20 +85,23 @@ public struct NodeRegistrations: Sendable {
 }
 
 extension NodeRegistrations {
-    /// Every name these registrations claim, as a start error names it ("RPC method 'x'",
-    /// "namespace 'chat'", "channel 'announcements'", "replica topic 'fleet'"), repeats kept.
-    var claimedNames: [String] {
-        methods.map { "RPC method '\($0.name)'" } + provided.map(\.provision.description)
-            + replicaHandlers.map { "replica topic '\($0.topic)'" }
+    /// Every name these registrations claim (RPC method 'x', namespace 'chat', channel
+    /// 'announcements', replica topic 'fleet'), repeats kept.
+    var claimedNames: [ClaimedName] {
+        methods.map { ClaimedName("RPC method", $0.name) } + provided.map(\.provision.claimedName)
+            + replicaHandlers.map { ClaimedName("replica topic", $0.topic) }
     }
 }
 
 extension Node.Provision: CustomStringConvertible {
-    /// "namespace 'chat'", "channel 'announcements'".
-    public var description: String {
+    /// The name it claims: namespace 'chat', channel 'announcements'.
+    var claimedName: ClaimedName {
         switch self {
-        case let .namespace(name): "namespace '\(name)'"
-        case let .channel(name): "channel '\(name)'"
+        case let .namespace(name): ClaimedName("namespace", name)
+        case let .channel(name): ClaimedName("channel", name)
         }
     }
+
+    /// "namespace 'chat'", "channel 'announcements'".
+    public var description: String { claimedName.description }
 }

@@ -40,10 +40,10 @@ public final class DeviceService: Sendable {
         try await stored { try await repository.devices(of: user) }
     }
 
-    /// The settings of `user` with the members `fields` gives changed, stored when it gives any.
-    func updateSettings(of user: String, with fields: RequestFields) async throws(HubError) -> NotificationSettings {
+    /// The settings of `user` with what `change` gives changed, stored when it changes any.
+    func updateSettings(of user: String, with change: SettingsChange) async throws(HubError) -> NotificationSettings {
         let current = try await settings(of: user)
-        let updated = try current.updated(by: fields)
+        let updated = current.updated(by: change)
         if updated != current { try await stored { try await repository.setSettings(updated, of: user) } }
         return updated
     }

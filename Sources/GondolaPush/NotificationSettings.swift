@@ -18,18 +18,46 @@ public struct NotificationSettings: Sendable, Equatable {
         ["chats": .bool(chats), "broadcasts": .bool(broadcasts), "invites": .bool(invites), "quiet_hours": quietHours?.json ?? .null]
     }
 
-    /// These settings with the members `fields` gives changed (`quiet_hours: null` clears them).
-    func updated(by fields: RequestFields) throws(HubError) -> NotificationSettings {
+    /// These settings with what `change` gives changed.
+    func updated(by change: SettingsChange) -> NotificationSettings {
         var settings = self
-        if fields.has("chats") { settings.chats = try fields.bool("chats") }
-        if fields.has("broadcasts") { settings.broadcasts = try fields.bool("broadcasts") }
-        if fields.has("invites") { settings.invites = try fields.bool("invites") }
-        if fields.has("quiet_hours") {
-            settings.quietHours = try QuietHours(try fields.object("quiet_hours"))
-        } else if fields.members.contains(where: { $0.key == "quiet_hours" }) {
-            settings.quietHours = nil  // given as null
-        }
+        if let chats = change.chats { settings.chats = chats }
+        if let broadcasts = change.broadcasts { settings.broadcasts = broadcasts }
+        if let invites = change.invites { settings.invites = invites }
+        if let quietHours = change.quietHours { settings.quietHours = quietHours }
         return settings
+    }
+}
+
+/// `notifications.settings`: the settings to change, each left as it is when absent;
+/// `quiet_hours: null` clears the quiet hours.
+struct SettingsChange: RequestContract {
+    static let fields: [FieldContract] = [
+        .optional("chats", .boolean), .optional("broadcasts", .boolean), .optional("invites", .boolean),
+        .optional(
+            "quiet_hours", .object, "null clears them",
+            members: [
+                .required("start", .string, "HH:MM"), .required("end", .string, "HH:MM, not equal to start"),
+                .optional("utc_offset_minutes", .integer, "-720 to 840"),
+            ]),
+    ]
+    let chats: Bool?
+    let broadcasts: Bool?
+    let invites: Bool?
+    /// nil: keep them; `.some(nil)`: clear them.
+    let quietHours: QuietHours??
+
+    init(_ fields: RequestFields) throws(HubError) {
+        chats = fields.has("chats") ? try fields.bool("chats") : nil
+        broadcasts = fields.has("broadcasts") ? try fields.bool("broadcasts") : nil
+        invites = fields.has("invites") ? try fields.bool("invites") : nil
+        if fields.has("quiet_hours") {
+            quietHours = .some(try QuietHours(try fields.object("quiet_hours")))
+        } else if fields.members.contains(where: { $0.key == "quiet_hours" }) {
+            quietHours = .some(nil)  // given as null
+        } else {
+            quietHours = nil
+        }
     }
 }
 

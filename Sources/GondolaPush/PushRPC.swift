@@ -8,24 +8,44 @@ struct PushRPC: Sendable {
     let devices: DeviceService
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("device.register") { context, data in
-            let fields = try RequestFields(data)
-            let platform = try fields.choice("platform", PushPlatform.self)
+        registrations.register("device.register", DeviceRegistration.self, answer: "`{\"token\",\"platform\",\"devices\"}` (the user's device count)")
+        {
+            context, request in
             let device = try await devices.register(
-                token: try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound), platform: platform,
-                app: try fields.optionalString("app", maxLength: 255), locale: try Self.locale(fields), by: context.user)
+                token: request.token, platform: request.platform, app: request.app, locale: request.locale, by: context.user)
             return [
-                "token": .string(device.token), "platform": .string(platform.rawValue),
+                "token": .string(device.token), "platform": .string(request.platform.rawValue),
                 "devices": .int(Int64(try await devices.devices(of: context.user).count)),
             ]
         }
-        registrations.register("device.unregister") { context, data in
-            let token = try RequestFields(data).string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)
-            return ["unregistered": .bool(try await devices.unregister(token: token, by: context.user))]
+        registrations.register(
+            "device.unregister", DeviceReference.self, answer: "`{\"unregistered\":bool}`; false for a token that is not the caller's"
+        ) { context, request in
+            ["unregistered": .bool(try await devices.unregister(token: request.token, by: context.user))]
         }
-        registrations.register("notifications.settings") { context, data in
-            try await devices.updateSettings(of: context.user, with: try RequestFields(data ?? [:])).json
+        registrations.register("notifications.settings", SettingsChange.self, answer: "the whole settings after the change") { context, change in
+            try await devices.updateSettings(of: context.user, with: change).json
         }
+    }
+}
+
+/// `device.register`: a device's token for its push service.
+struct DeviceRegistration: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("platform", .string, "`apns` or `fcm`"), .required("token", .string, "the service's token shape"),
+        .optional("app", .string, "the app's bundle or package id, at most 255 characters"),
+        .optional("locale", .string, "a language tag such as `fr` or `de-CH`"),
+    ]
+    let platform: PushPlatform
+    let token: String
+    let app: String?
+    let locale: String?
+
+    init(_ fields: RequestFields) throws(HubError) {
+        platform = try fields.choice("platform", PushPlatform.self)
+        token = try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)
+        app = try fields.optionalString("app", maxLength: 255)
+        locale = try Self.locale(fields)
     }
 
     /// A BCP 47 language tag's shape: letters, digits and hyphens, starting with a letter.
@@ -36,4 +56,11 @@ struct PushRPC: Sendable {
         }
         return locale
     }
+}
+
+/// `device.unregister`: `{token}`.
+struct DeviceReference: RequestContract {
+    static let fields: [FieldContract] = [.required("token", .string)]
+    let token: String
+    init(_ fields: RequestFields) throws(HubError) { token = try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound) }
 }

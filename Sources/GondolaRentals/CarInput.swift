@@ -9,6 +9,14 @@ import GondolaProtocol
 enum CarInput {
     static let maxImportCount = 2_000
 
+    /// A car's members, as the server API's contracts list them.
+    static let fields: [FieldContract] = [
+        .required("id", .string, "letters, digits, - and _, at most 64"), .required("make", .string, "1–60 characters"),
+        .required("model", .string, "1–60 characters"), .required("year", .integer, "1900 to next year"), .required("seats", .integer, "1–9"),
+        .required("price_per_day_cents", .integer, "1–10,000,000"), .required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180"),
+        .optional("image_url", .string, "an http(s) URL, at most 500 characters"),
+    ]
+
     static func car(_ json: JSON, at time: Int64) throws(HubError) -> Car {
         let fields = try RequestFields(json)
         let id = try fields.string("id", maxLength: 64)

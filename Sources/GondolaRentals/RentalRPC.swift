@@ -13,51 +13,62 @@ struct RentalRPC: Sendable {
     static let maxCells = 64
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("cars.near") { _, data in
-            let fields = try RequestFields(data)
-            let center = GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
-            let radius = try fields.optionalNumber("radius", in: 1...Self.maxRadius) ?? 2_000
-            let limit = Int(try fields.optionalInteger("limit", in: 1...Self.maxNear) ?? 20)
-            let maxPrice = try fields.optionalInteger("max_price", in: 0...Int64.max)
-            let found = rentals.near(center, radius: radius, limit: limit, maxPrice: maxPrice)
+        registrations.register(
+            "cars.near", NearbyCars.self,
+            answer:
+                "`{\"cars\":[{…,\"cell\",\"distance_m\"}]}`, nearest first; available cars only (no planned or active rental), from the in-memory spatial index (GondolaGeo's `MovingPointIndex`, not a table scan); `radius` 1–50,000 m (default 2,000), `limit` 1–200 (20), `max_price` in cents"
+        ) { _, request in
+            let found = rentals.near(request.center, radius: request.radius, limit: request.limit, maxPrice: request.maxPrice)
             return ["cars": .array(found.map { $0.car.json.adding("distance_m", .double(($0.distance * 10).rounded() / 10)) })]
         }
-        registrations.register("cars.in_box") { _, data in
-            let (cars, truncated) = rentals.inBox(try Self.box(try RequestFields(data)), limit: Self.maxInBox)
+        registrations.register(
+            "cars.in_box", CarBox.self,
+            answer: "`{\"cars\":[…],\"truncated\"}`: at most 1,000 cars (`truncated` says when there were more); west < east, south < north"
+        ) { _, request in
+            let (cars, truncated) = rentals.inBox(request.box, limit: Self.maxInBox)
             return ["cars": .array(cars.map(\.json)), "truncated": .bool(truncated)]
         }
-        registrations.register("cars.cells") { _, data in
-            guard let cells = CarCell.covering(try Self.box(try RequestFields(data)), limit: Self.maxCells) else {
+        registrations.register(
+            "cars.cells", CarBox.self,
+            answer:
+                "`{\"channels\":[\"cars:<x>.<y>\",…]}` covering the box, at most 64. Cells are Web-Mercator tiles at zoom 15 (about 1.2 km at the equator, 0.8 km in the Alps), numbered as map clients number them; a subscribe reply carries at most 2,000 cars of its cell. Any signed-in user may subscribe; the channels keep no history — after a reconnect, subscribing again answers the cell as it is"
+        ) { _, request in
+            guard let cells = CarCell.covering(request.box, limit: Self.maxCells) else {
                 throw HubError.badRequest("bbox: covers more than \(Self.maxCells) cells of zoom \(CarCell.zoom); zoom in")
             }
             return ["channels": .array(cells.map { .string($0.channel) })]
         }
-        registrations.register("rental.plan") { context, data in
-            let fields = try RequestFields(data)
-            let rental = try await rentals.plan(
-                car: try fields.string("car", maxLength: 64),
-                startsAt: try fields.integer("starts_at", in: 0...Int64(1) << 50), by: context.user)
-            return ["rental": rental.json]
+        registrations.register(
+            "rental.plan", RentalPlan.self,
+            answer:
+                "`{\"rental\":{\"id\",\"state\":\"planned\",…}}`; `starts_at` (Unix ms) after now and within 90 days; the car must be free: a car has at most one planned or active rental (108 naming its state) — a unique index on open rentals per car decides between simultaneous requests, so exactly one wins (tested with 24 clients in Swift and 16 SDK clients); a user has at most 3 open rentals (106)"
+        ) { context, request in
+            ["rental": try await rentals.plan(car: request.car, startsAt: request.startsAt, by: context.user).json]
         }
-        registrations.register("rental.start") { context, data in
-            let fields = try RequestFields(data)
-            switch (fields.has("rental"), fields.has("car")) {
-            case (true, false): return ["rental": try await rentals.start(rental: try fields.string("rental", maxLength: 64), by: context.user).json]
-            case (false, true): return ["rental": try await rentals.start(car: try fields.string("car", maxLength: 64), by: context.user).json]
-            default: throw HubError.badRequest("rental.start: give rental (a planned one) or car (to start now), not both")
+        registrations.register(
+            "rental.start", RentalStart.self,
+            answer: "`{\"rental\"}`; a planned rental of yours from `starts_at` on (108 before), or a free car now; not both (107)"
+        ) { context, request in
+            switch request.target {
+            case let .planned(rental): ["rental": try await rentals.start(rental: rental, by: context.user).json]
+            case let .car(car): ["rental": try await rentals.start(car: car, by: context.user).json]
             }
         }
-        registrations.register("rental.stop") { context, data in
-            let fields = try RequestFields(data)
-            let rental = try await rentals.stop(
-                rental: try fields.string("rental", maxLength: 64), lat: try fields.number("lat", in: -90...90),
-                lon: try fields.number("lon", in: -180...180), by: context.user)
-            return ["rental": rental.json]
+        registrations.register(
+            "rental.stop", RentalStop.self,
+            answer:
+                "`{\"rental\":{…,\"state\":\"finished\",\"days\",\"amount_cents\",\"end\"}}`; an active rental of yours: the end is now, the days are whole days rounded up (at least one), the amount is days × the price per day recorded when the rental was made (paid in advance: recorded, no payment provider); the car is free again at `lat`, `lon`"
+        ) { context, request in
+            ["rental": try await rentals.stop(rental: request.rental, lat: request.lat, lon: request.lon, by: context.user).json]
         }
-        registrations.register("rental.cancel") { context, data in
-            ["rental": try await rentals.cancel(rental: try RequestFields(data).string("rental", maxLength: 64), by: context.user).json]
+        registrations.register(
+            "rental.cancel", RentalReference.self,
+            answer:
+                "`{\"rental\"}`; a planned rental of yours; the car is free again. A planned rental not started within a day of its `starts_at` is cancelled by the hub (checked every minute) and its user told as for any cancellation, so a no-show does not hold the car"
+        ) { context, request in
+            ["rental": try await rentals.cancel(rental: request.rental, by: context.user).json]
         }
-        registrations.register("rental.list") { context, _ in
+        registrations.register("rental.list", NoFields.self, answer: "`{\"planned\":[…],\"active\":[…],\"past\":[the last 50]}`") { context, _ in
             let all = try await rentals.rentals(of: context.user)
             return [
                 "planned": .array(all.filter { $0.state == .planned }.map(\.json)),
@@ -66,9 +77,34 @@ struct RentalRPC: Sendable {
             ]
         }
     }
+}
 
-    /// `bbox: [west, south, east, north]` in degrees (GeoJSON's order), west below east.
-    static func box(_ fields: RequestFields) throws(HubError) -> BoundingBox {
+/// `cars.near`: `{lat, lon, radius?, limit?, max_price?}`.
+struct NearbyCars: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180"), .optional("radius", .number, "1–50,000 m, default 2,000"),
+        .optional("limit", .integer, "1–200, default 20"), .optional("max_price", .integer, "cents per day"),
+    ]
+    let center: GeoPoint
+    let radius: Double
+    let limit: Int
+    let maxPrice: Int64?
+
+    init(_ fields: RequestFields) throws(HubError) {
+        center = GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
+        radius = try fields.optionalNumber("radius", in: 1...RentalRPC.maxRadius) ?? 2_000
+        limit = Int(try fields.optionalInteger("limit", in: 1...RentalRPC.maxNear) ?? 20)
+        maxPrice = try fields.optionalInteger("max_price", in: 0...Int64.max)
+    }
+}
+
+/// `cars.in_box` and `cars.cells`: `{bbox: [west, south, east, north]}` in degrees
+/// (GeoJSON's order), west below east.
+struct CarBox: RequestContract {
+    static let fields: [FieldContract] = [.required("bbox", .numberArray, "[west, south, east, north] in degrees")]
+    let box: BoundingBox
+
+    init(_ fields: RequestFields) throws(HubError) {
         guard case let .array(items)? = fields.value("bbox"), items.count == 4 else {
             throw .badRequest("bbox: expected [west, south, east, north]")
         }
@@ -86,6 +122,56 @@ struct RentalRPC: Sendable {
         else {
             throw .badRequest("bbox: expected west < east in [-180, 180] and south < north in [-90, 90], got [\(west), \(south), \(east), \(north)]")
         }
-        return BoundingBox(minLat: south, minLon: west, maxLat: north, maxLon: east)
+        box = BoundingBox(minLat: south, minLon: west, maxLat: north, maxLon: east)
     }
+}
+
+/// `rental.plan`: `{car, starts_at}`.
+struct RentalPlan: RequestContract {
+    static let fields: [FieldContract] = [.required("car", .string), .required("starts_at", .integer, "Unix ms, after now, within 90 days")]
+    let car: String
+    let startsAt: Int64
+    init(_ fields: RequestFields) throws(HubError) {
+        car = try fields.string("car", maxLength: 64)
+        startsAt = try fields.integer("starts_at", in: 0...Int64(1) << 50)
+    }
+}
+
+/// `rental.start`: `{rental}` (a planned one) or `{car}` (to start now).
+struct RentalStart: RequestContract {
+    enum Target {
+        case planned(String)
+        case car(String)
+    }
+    static let fields: [FieldContract] = [.optional("rental", .string, "a planned rental; or"), .optional("car", .string, "a free car")]
+    let target: Target
+    init(_ fields: RequestFields) throws(HubError) {
+        switch (fields.has("rental"), fields.has("car")) {
+        case (true, false): target = .planned(try fields.string("rental", maxLength: 64))
+        case (false, true): target = .car(try fields.string("car", maxLength: 64))
+        default: throw .badRequest("rental.start: give rental (a planned one) or car (to start now), not both")
+        }
+    }
+}
+
+/// `rental.stop`: `{rental, lat, lon}`, where the car is left.
+struct RentalStop: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("rental", .string), .required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180"),
+    ]
+    let rental: String
+    let lat: Double
+    let lon: Double
+    init(_ fields: RequestFields) throws(HubError) {
+        rental = try fields.string("rental", maxLength: 64)
+        lat = try fields.number("lat", in: -90...90)
+        lon = try fields.number("lon", in: -180...180)
+    }
+}
+
+/// `{rental}`.
+struct RentalReference: RequestContract {
+    static let fields: [FieldContract] = [.required("rental", .string)]
+    let rental: String
+    init(_ fields: RequestFields) throws(HubError) { rental = try fields.string("rental", maxLength: 64) }
 }

@@ -60,7 +60,10 @@ public final class RentalService: Sendable {
     /// Follows the other nodes of a cluster: their fleet changes are read again here,
     /// and the whole fleet when the node (re)gains the bus.
     func follow(in registrations: inout NodeRegistrations) {
-        registrations.onReplica(topic: Self.fleetTopic) { [weak self] payload in
+        registrations.onReplica(
+            topic: Self.fleetTopic, fields: [.required("cars", .stringArray, "ids of the cars that changed")],
+            effect: "reads those cars and their open rentals again from the shared database"
+        ) { [weak self] payload in
             guard let service = self else { return }
             service.replicaReads.submit { [weak service] in await service?.applyReplica(payload) }
         }

@@ -111,25 +111,43 @@ public struct RentalsDomain: Domain {
     }
 }
 
-/// The rentals domain's server API methods: `car_upsert {id, make, model, year, seats,
-/// price_per_day_cents, lat, lon, image_url?}`, `car_remove {id}` and
-/// `car_import {cars: [...]}` (at most 2,000 per call, all or none).
+/// The rentals domain's server API methods: `car_upsert`, `car_remove` and `car_import`.
 enum RentalsServerAPI {
-    static func methods(_ rentals: RentalService) -> [String: InstalledDomain.ServerMethod] {
-        [
-            "car_upsert": { body throws(HubError) in
-                let car = try CarInput.car(body, at: unixMilliseconds())
-                try await rentals.upsert([car])
-                return ["car": car.json]
-            },
-            "car_remove": { body throws(HubError) in
-                let id = try RequestFields(body).string("id", maxLength: 64)
-                try await rentals.remove(id)
-                return ["removed": .string(id)]
-            },
-            "car_import": { body throws(HubError) in
-                ["imported": .int(Int64(try await rentals.upsert(try CarInput.cars(body, at: unixMilliseconds()))))]
-            },
-        ]
+    static func methods(_ rentals: RentalService) -> ServerAPIMethods {
+        var api = ServerAPIMethods()
+        api.register("car_upsert", CarUpsert.self, answer: "`{\"car\"}`; adds the car or changes it (see the car's members above)") {
+            request throws(HubError) in
+            try await rentals.upsert([request.car])
+            return ["car": request.car.json]
+        }
+        api.register("car_import", CarImport.self, answer: "`{\"imported\"}`; the batch is stored whole or not at all") { request throws(HubError) in
+            ["imported": .int(Int64(try await rentals.upsert(request.cars)))]
+        }
+        api.register("car_remove", CarRemoval.self, answer: "`{\"removed\"}`; 108 while the car has an open rental") { request throws(HubError) in
+            try await rentals.remove(request.id)
+            return ["removed": .string(request.id)]
+        }
+        return api
     }
+}
+
+/// `car_upsert`: one car.
+struct CarUpsert: RequestContract {
+    static let fields = CarInput.fields
+    let car: Car
+    init(_ fields: RequestFields) throws(HubError) { car = try CarInput.car(fields.json, at: unixMilliseconds()) }
+}
+
+/// `car_import`: `{cars: [...]}`, 1 to 2,000 cars with unique ids.
+struct CarImport: RequestContract {
+    static let fields: [FieldContract] = [.required("cars", .objectArray, "1 to 2,000 cars, ids unique", members: CarInput.fields)]
+    let cars: [Car]
+    init(_ fields: RequestFields) throws(HubError) { cars = try CarInput.cars(fields.json, at: unixMilliseconds()) }
+}
+
+/// `car_remove`: `{id}`.
+struct CarRemoval: RequestContract {
+    static let fields: [FieldContract] = [.required("id", .string)]
+    let id: String
+    init(_ fields: RequestFields) throws(HubError) { id = try fields.string("id", maxLength: 64) }
 }

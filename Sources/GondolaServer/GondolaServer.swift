@@ -136,7 +136,7 @@ public final class GondolaServer: Sendable {
                 throw ConfigurationError("\(domain.name): \(error)")
             }
             try claim { () throws(NameClaimError) in
-                try apiNames.claim(domainInstalled.serverMethods.keys.sorted(), by: domain.name)
+                try apiNames.claim(domainInstalled.serverMethods.names.sorted(), kind: "server API method", by: domain.name)
                 try node.install(domainInstalled.registrations, by: domain.name)
             }
             installed.append((domain.name, domainInstalled))
@@ -158,7 +158,7 @@ public final class GondolaServer: Sendable {
     private func claimRoutes() throws(ConfigurationError) {
         var routes = NameClaims(kind: "route", hubNames: Self.routeNames { addOwnRoutes(to: $0, api: ServerAPI(node: node)) })
         for (name, domain) in domains {
-            try Self.claim { () throws(NameClaimError) in try routes.claim(Self.routeNames(domain.routes), by: name) }
+            try Self.claim { () throws(NameClaimError) in try routes.claim(Self.routeNames(domain.routes), kind: "route", by: name) }
         }
     }
 
@@ -195,11 +195,7 @@ public final class GondolaServer: Sendable {
     /// The server API with every installed domain's methods.
     private func serverAPI() -> ServerAPI {
         var api = ServerAPI(node: node)
-        for (_, domain) in domains {
-            for (name, method) in domain.serverMethods {
-                api.register(name) { params throws(HubError) in try await method(params.json) }
-            }
-        }
+        for (name, domain) in domains { api.add(domain.serverMethods, owner: name) }
         return api
     }
 
@@ -214,8 +210,14 @@ public final class GondolaServer: Sendable {
     }
 
     /// The server API's method names: the hub's own and the installed domains'.
-    public var serverAPIMethodNames: Set<String> {
-        domains.reduce(ServerAPI(node: node).names) { $0.union($1.installed.serverMethods.keys) }
+    public var serverAPIMethodNames: Set<String> { serverAPI().names }
+
+    /// Every contract the server serves: the node's RPC methods, provided namespaces and
+    /// replica topics, and the server API's methods (`gondola catalog` prints it).
+    public var catalog: MethodCatalog {
+        var catalog = node.catalog
+        for method in serverAPI().contracts { catalog.add(method) }
+        return catalog
     }
 
     /// The main service of an installed domain (for example `TravelService`), or nil

@@ -2,83 +2,100 @@ import Foundation
 @_spi(Engine) import GondolaHub
 import GondolaProtocol
 
-/// The Centrifugo-compatible server API (`POST /api/<method>`): each method takes
-/// the request's JSON object and answers the `result` object, or throws a `HubError`
-/// that becomes `{"error":{...}}`.
+/// The Centrifugo-compatible server API (`POST /api/<method>`): each method decodes the
+/// request's JSON object as its request type (unknown members refused with 107 naming
+/// them) and answers the `result` object, or throws a `HubError` that becomes `{"error":{...}}`.
 public struct ServerAPI: Sendable {
-    /// A server API method's implementation.
-    public typealias Method = @Sendable (APIParameters) async throws(HubError) -> JSON
-
-    private var methods: [String: Method] = [:]
+    private var methods: [String: ServerAPIMethods.Method] = [:]
+    /// The contracts of every method, the hub's and the domains'.
+    public private(set) var contracts: [MethodContract] = []
 
     public init(node: Node) {
-        register("publish") { params async throws(HubError) in
-            let position = try await node.publish(channel: try params.string("channel"), data: try params.data())
-            return Self.positionJSON(position)
+        add(Self.hubMethods(node), owner: NameClaims.hub)
+    }
+
+    /// The hub's own methods, as Centrifugo names them.
+    private static func hubMethods(_ node: Node) -> ServerAPIMethods {
+        var api = ServerAPIMethods()
+        api.register(
+            "publish", PublishRequest.self, answer: "`{\"offset\",\"epoch\"}` of the publication in the channel's stream; `{}` without history"
+        ) {
+            request async throws(HubError) in
+            positionJSON(try await node.publish(channel: request.channel, data: request.data))
         }
-        register("broadcast") { params async throws(HubError) in
-            let channels = try params.stringArray("channels")
-            let data = try params.data()
+        api.register(
+            "broadcast", BroadcastRequest.self,
+            answer: "`{\"responses\":[{\"result\":{\"offset\",\"epoch\"}}|{\"error\":{\"code\",\"message\"}}]}`, one per channel in order"
+        ) { request async throws(HubError) in
             var responses: [JSON] = []
-            for channel in channels {
+            for channel in request.channels {
                 do throws(HubError) {
-                    let position = try await node.publish(channel: channel, data: data)
-                    responses.append(["result": Self.positionJSON(position)])
+                    responses.append(["result": positionJSON(try await node.publish(channel: channel, data: request.data))])
                 } catch {
-                    responses.append(["error": Self.errorJSON(error.protocolError)])
+                    responses.append(["error": errorJSON(error.protocolError)])
                 }
             }
             return ["responses": .array(responses)]
         }
-        register("presence") { params throws(HubError) in
-            let clients = try await node.presence(channel: try params.string("channel"))
+        api.register("presence", ChannelRequest.self, answer: "`{\"presence\":{\"<client>\":{\"client\",\"user\",\"conn_info\",\"chan_info\"}}}`") {
+            request throws(HubError) in
+            let clients = try await node.presence(channel: request.channel)
             return ["presence": .object(clients.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value.json) })]
         }
-        register("presence_stats") { params throws(HubError) in
-            try await node.presenceStats(channel: try params.string("channel")).json
+        api.register("presence_stats", ChannelRequest.self, answer: "`{\"num_clients\",\"num_users\"}`") { request throws(HubError) in
+            try await node.presenceStats(channel: request.channel).json
         }
-        register("history") { params throws(HubError) in
-            let since = try params.optionalObject("since").map { (since) throws(HubError) in
-                StreamPosition(offset: UInt64(try since.integer("offset", default: 0)), epoch: try since.string("epoch", default: ""))
-            }
-            let result = try await node.history(
-                channel: try params.string("channel"), limit: try params.integer("limit", default: 0),
-                since: since, reverse: try params.bool("reverse"))
-            return result.json
+        api.register(
+            "history", APIHistoryRequest.self,
+            answer: "`{\"publications\":[{\"data\",\"offset\",\"info\"?}],\"offset\",\"epoch\"}`; 112 with a `since` from another epoch"
+        ) { request throws(HubError) in
+            try await node.history(channel: request.channel, limit: request.limit, since: request.since, reverse: request.reverse).json
         }
-        register("history_remove") { params throws(HubError) in
-            try await node.removeHistory(channel: try params.string("channel"))
+        api.register("history_remove", ChannelRequest.self, answer: "`{}`") { request throws(HubError) in
+            try await node.removeHistory(channel: request.channel)
             return [:]
         }
-        register("subscribe") { params throws(HubError) in
-            // The body's `info` and `data` arrive as they were written (kept raw), so the subscription gets their bytes.
-            try await node.subscribe(user: try params.string("user"), channel: try params.string("channel"), options: RawJSON(params.json))
+        api.register("subscribe", APISubscribeRequest.self, answer: "`{}`; every connection of the user on every node is subscribed") {
+            request throws(HubError) in
+            try await node.subscribe(user: request.user, channel: request.channel, options: request.options)
             return [:]
         }
-        register("unsubscribe") { params throws(HubError) in
-            try await node.unsubscribe(user: try params.string("user"), channel: try params.string("channel"))
+        api.register("unsubscribe", UserChannelRequest.self, answer: "`{}`; every connection of the user on every node is unsubscribed") {
+            request throws(HubError) in
+            try await node.unsubscribe(user: request.user, channel: request.channel)
             return [:]
         }
-        register("disconnect") { params throws(HubError) in
-            try await node.disconnect(user: try params.string("user"))
+        api.register(
+            "disconnect", UserRequest.self, answer: "`{}`; every connection of the user on every node is closed with 3000-range `force_disconnect`"
+        ) {
+            request throws(HubError) in
+            try await node.disconnect(user: request.user)
             return [:]
         }
-        register("channels") { params throws(HubError) in
-            let pattern = try params.string("pattern", default: "")
-            let matching = node.channels().filter { pattern.isEmpty || Glob.matches(pattern, $0.key) }
+        api.register(
+            "channels", ChannelsRequest.self, answer: "`{\"channels\":{\"<channel>\":{\"num_clients\"}}}`: the channels with subscribers on this node"
+        ) {
+            request throws(HubError) in
+            let matching = node.channels().filter { request.pattern.isEmpty || Glob.matches(request.pattern, $0.key) }
             return ["channels": .object(matching.sorted { $0.key < $1.key }.map { (key: $0.key, value: ["num_clients": .int(Int64($0.value))]) })]
         }
-        register("info") { _ throws(HubError) in
+        api.register(
+            "info", NoFields.self,
+            answer:
+                "`{\"nodes\":[{\"uid\",\"name\",\"version\",\"num_clients\",\"num_users\",\"num_channels\",\"num_subs\",\"uptime\"}]}`, every node of a cluster"
+        ) { _ throws(HubError) in
             let nodes =
                 try await node.cluster?.nodes()
                 ?? [ClusterNodeInfo(uid: node.uid, name: node.configuration.nodeName, version: node.version, stats: node.stats)]
-            return ["nodes": .array(nodes.map(Self.nodeJSON))]
+            return ["nodes": .array(nodes.map(nodeJSON))]
         }
+        return api
     }
 
-    /// Adds a method (domain administration adds its own).
-    public mutating func register(_ name: String, _ method: @escaping Method) {
-        methods[name] = method
+    /// Adds methods (a domain's administration) owned by `owner`.
+    public mutating func add(_ table: ServerAPIMethods, owner: String) {
+        for method in table.methods { methods[method.name] = method }
+        contracts += table.contracts(owner: owner)
     }
 
     /// The names of the methods it answers.
@@ -88,7 +105,7 @@ public struct ServerAPI: Sendable {
     public func call(_ name: String, body: JSON) async -> JSON? {
         guard let method = methods[name] else { return nil }
         do {
-            return ["result": try await method(try APIParameters(body))]
+            return ["result": try await method.call(body)]
         } catch {
             return ["error": Self.errorJSON(error.protocolError)]
         }
@@ -113,47 +130,41 @@ public struct ServerAPI: Sendable {
     }
 }
 
-/// The parameters of a server API call, read with errors (107) that name the
-/// field (see `RequestFields`), with the server API's defaults for absent ones.
-public struct APIParameters: Sendable {
-    public let json: JSON
-    private let fields: RequestFields
+/// `{channel}`.
+struct ChannelRequest: RequestContract {
+    static let fields: [FieldContract] = [.required("channel", .string)]
+    let channel: String
+    init(_ fields: RequestFields) throws(HubError) { channel = try fields.string("channel", maxLength: .max) }
+}
 
-    init(_ json: JSON) throws(HubError) {
-        self.json = json
-        fields = try RequestFields(json)
+/// `{user}`.
+struct UserRequest: RequestContract {
+    static let fields: [FieldContract] = [.required("user", .string)]
+    let user: String
+    init(_ fields: RequestFields) throws(HubError) { user = try fields.string("user", maxLength: .max) }
+}
+
+/// `{user, channel}`.
+struct UserChannelRequest: RequestContract {
+    static let fields: [FieldContract] = [.required("user", .string), .required("channel", .string)]
+    let user: String
+    let channel: String
+    init(_ fields: RequestFields) throws(HubError) {
+        user = try fields.string("user", maxLength: .max)
+        channel = try fields.string("channel", maxLength: .max)
     }
+}
 
-    public func string(_ key: String) throws(HubError) -> String {
-        try fields.string(key, maxLength: .max)
-    }
+/// What to publish: `data`, any JSON value kept as it was written, or else `b64data`, any
+/// bytes in base64 (Centrifugo's way to publish binary through the HTTP API).
+enum PublishedData {
+    static let fields: [FieldContract] = [
+        .optional("data", .any, "kept byte for byte; `data` or `b64data` is required"),
+        .optional("b64data", .string, "base64 of the bytes to publish, when `data` is absent"),
+    ]
 
-    public func string(_ key: String, default fallback: String) throws(HubError) -> String {
-        try fields.optionalString(key, maxLength: .max, allowEmpty: true) ?? fallback
-    }
-
-    public func integer(_ key: String, default fallback: Int) throws(HubError) -> Int {
-        try fields.optionalInteger(key, in: Int64(Int.min)...Int64(Int.max)).map { Int($0) } ?? fallback
-    }
-
-    public func bool(_ key: String) throws(HubError) -> Bool {
-        fields.has(key) ? try fields.bool(key) : false
-    }
-
-    public func stringArray(_ key: String) throws(HubError) -> [String] {
-        let values = try fields.stringArray(key, maxCount: .max, maxLength: .max)
-        guard !values.isEmpty else { throw .badRequest("\(key) must name at least one item") }
-        return values
-    }
-
-    public func optionalObject(_ key: String) throws(HubError) -> APIParameters? {
-        try fields.optionalObject(key).map { (object) throws(HubError) in try APIParameters(object.json) }
-    }
-
-    /// What to publish: `data`, any JSON value kept as it was written, or else `b64data`,
-    /// any bytes in base64 (Centrifugo's way to publish binary through the HTTP API).
-    public func data() throws(HubError) -> Payload {
-        if let value = json["data"] {
+    static func read(_ fields: RequestFields) throws(HubError) -> Payload {
+        if let value = fields.json["data"] {
             if case let .raw(raw) = value { return Payload(raw) }
             return Payload(value)
         }
@@ -163,4 +174,82 @@ public struct APIParameters: Sendable {
         }
         throw .badRequest("data is required")
     }
+}
+
+/// `publish`: `{channel, data | b64data}`.
+struct PublishRequest: RequestContract {
+    static let fields: [FieldContract] = [.required("channel", .string)] + PublishedData.fields
+    let channel: String
+    let data: Payload
+    init(_ fields: RequestFields) throws(HubError) {
+        channel = try fields.string("channel", maxLength: .max)
+        data = try PublishedData.read(fields)
+    }
+}
+
+/// `broadcast`: `{channels, data | b64data}`.
+struct BroadcastRequest: RequestContract {
+    static let fields: [FieldContract] = [.required("channels", .stringArray, "at least one")] + PublishedData.fields
+    let channels: [String]
+    let data: Payload
+    init(_ fields: RequestFields) throws(HubError) {
+        channels = try fields.stringArray("channels", maxCount: .max, maxLength: .max)
+        guard !channels.isEmpty else { throw .badRequest("channels must name at least one item") }
+        data = try PublishedData.read(fields)
+    }
+}
+
+/// `history`: `{channel, limit?, since?, reverse?}`.
+struct APIHistoryRequest: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("channel", .string), .optional("limit", .integer, "0: the stream's position only; -1: all"),
+        .optional("since", .object, "the position to read after", members: [.optional("offset", .integer), .optional("epoch", .string)]),
+        .optional("reverse", .boolean, "newest first"),
+    ]
+    let channel: String
+    let limit: Int
+    let since: StreamPosition?
+    let reverse: Bool
+    init(_ fields: RequestFields) throws(HubError) {
+        channel = try fields.string("channel", maxLength: .max)
+        limit = Int(try fields.optionalInteger("limit", in: Int64(Int.min)...Int64(Int.max)) ?? 0)
+        since = try fields.optionalObject("since").map { (since) throws(HubError) in
+            StreamPosition(
+                offset: UInt64(try since.optionalInteger("offset", in: 0...Int64.max) ?? 0),
+                epoch: try since.optionalString("epoch", maxLength: .max, allowEmpty: true) ?? "")
+        }
+        reverse = fields.has("reverse") ? try fields.bool("reverse") : false
+    }
+}
+
+/// `subscribe`: the user, the channel and the subscription's options as Centrifugo takes them.
+struct APISubscribeRequest: RequestContract {
+    private static let override: [FieldContract] = ["presence", "join_leave", "force_push_join_leave", "force_recovery", "force_positioning"].map {
+        .optional($0, .object, "`{\"value\": bool}`", members: [.required("value", .boolean)])
+    }
+    static let fields: [FieldContract] = [
+        .required("user", .string), .required("channel", .string),
+        .optional("client", .string, "only this connection of the user"),
+        .optional("info", .any, "channel info of the subscription, kept byte for byte"), .optional("b64info", .string, "base64 of JSON info"),
+        .optional("data", .any, "sent to the client with the subscription, kept byte for byte"),
+        .optional("b64data", .string, "base64 of JSON data"),
+        .optional("override", .object, "namespace options for this subscription", members: override),
+        .optional("recover_since", .object, "recover from this position", members: [.optional("offset", .integer), .optional("epoch", .string)]),
+    ]
+    let user: String
+    let channel: String
+    /// The body as it arrived (`info` and `data` raw), which the node checks and passes on.
+    let options: RawJSON
+    init(_ fields: RequestFields) throws(HubError) {
+        user = try fields.string("user", maxLength: .max)
+        channel = try fields.string("channel", maxLength: .max)
+        options = RawJSON(fields.json)
+    }
+}
+
+/// `channels`: `{pattern?}`, a glob over the channel names.
+struct ChannelsRequest: RequestContract {
+    static let fields: [FieldContract] = [.optional("pattern", .string, "`*` and `?` globs; all channels when empty")]
+    let pattern: String
+    init(_ fields: RequestFields) throws(HubError) { pattern = try fields.optionalString("pattern", maxLength: .max, allowEmpty: true) ?? "" }
 }

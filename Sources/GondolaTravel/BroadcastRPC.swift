@@ -12,18 +12,18 @@ struct BroadcastRPC: Sendable {
     let notices: NoticeBoard
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("broadcast.send") { context, data in
-            let fields = try RequestFields(data)
-            let text = try fields.text("text", maxLength: ChatService.maxTextLength)
+        registrations.register(
+            "broadcast.send", BroadcastMessage.self,
+            answer:
+                "`{\"channel\",\"id\",\"offset\",\"epoch\",\"ts\"}`: published on `trip:<id>` (hosts of the trip) or `announcements` (staff); anyone else 103"
+        ) { context, request in
+            let text = request.text
             let channel: String
             let type: String
             let audience: Notice.Audience
             var tripName = ""
-            switch (fields.has("trip"), fields.has("scope")) {
-            case (true, true):
-                throw HubError.badRequest("give either trip or scope, not both")
-            case (true, false):
-                let trip = try fields.string("trip", maxLength: 64)
+            switch request.audience {
+            case let .trip(trip):
                 try await directory.refresh(users: [context.user], trips: [trip])
                 guard try await directory.role(of: context.user, in: trip) == .host else {
                     throw HubError.permissionDenied("only hosts of trip \(trip) may broadcast to it")
@@ -31,13 +31,10 @@ struct BroadcastRPC: Sendable {
                 (channel, type) = (TripChannel.channel(of: trip), "broadcast")
                 audience = .users(directory.members(of: trip).keys.filter { $0 != context.user }.sorted())
                 tripName = directory.cachedTrip(trip)?.name ?? trip
-            case (false, true):
-                guard try fields.string("scope", maxLength: 16) == "all" else { throw HubError.badRequest("scope must be \"all\"") }
+            case .everyone:
                 guard try await directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
                 (channel, type) = (AnnouncementsChannel.channel, "announcement")
                 audience = .everyone
-            case (false, false):
-                throw HubError.badRequest("trip or scope is required")
             }
             let id = RandomID.make("b")
             let ts = unixMilliseconds()
@@ -57,6 +54,32 @@ struct BroadcastRPC: Sendable {
                 "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch),
                 "ts": .int(ts),
             ]
+        }
+    }
+}
+
+/// `broadcast.send`: `{text, trip}` to a trip, or `{text, scope: "all"}` to everyone.
+struct BroadcastMessage: RequestContract {
+    enum Audience {
+        case trip(String)
+        case everyone
+    }
+    static let fields: [FieldContract] = [
+        .required("text", .string, "1–4,000 characters, not blank"), .optional("trip", .string, "a trip the caller hosts; or"),
+        .optional("scope", .string, "`all`: an announcement (staff only)"),
+    ]
+    let text: String
+    let audience: Audience
+
+    init(_ fields: RequestFields) throws(HubError) {
+        text = try fields.text("text", maxLength: ChatService.maxTextLength)
+        switch (fields.has("trip"), fields.has("scope")) {
+        case (true, true): throw .badRequest("give either trip or scope, not both")
+        case (true, false): audience = .trip(try fields.string("trip", maxLength: 64))
+        case (false, true):
+            guard try fields.string("scope", maxLength: 16) == "all" else { throw .badRequest("scope must be \"all\"") }
+            audience = .everyone
+        case (false, false): throw .badRequest("trip or scope is required")
         }
     }
 }

@@ -7,27 +7,33 @@ struct ChatRPC: Sendable {
     let directory: Directory
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("chat.create") { context, data in
-            let fields = try RequestFields(data)
-            let members = try fields.stringArray("members", maxCount: ChatService.maxGroupMembers, maxLength: 64)
-            let title = try fields.optionalText("title", maxLength: ChatService.maxTitleLength)
-            let chat = try await chats.create(by: context.user, members: members, title: title)
+        registrations.register(
+            "chat.create", ChatCreation.self,
+            answer:
+                "`{\"chat\":{\"id\",\"kind\",\"title\",\"trip\",\"channel\",\"members\"},\"channel\"}`; one other member and no title: the pair's direct chat (the existing one when there is one), else a group chat; every member must be a friend or trip-mate (103 naming them)"
+        ) { context, request in
+            let chat = try await chats.create(by: context.user, members: request.members, title: request.title)
             return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
         }
-        registrations.register("chat.send") { context, data in
-            let fields = try RequestFields(data)
-            let chat = try fields.string("chat", maxLength: 80)
-            let text = try fields.text("text", maxLength: ChatService.maxTextLength)
-            let clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
+        registrations.register(
+            "chat.send", ChatMessage.self,
+            answer:
+                "the stored message with its `offset`; text 1–4,000 characters, not blank; stored in SQLite before the answer; the same `client_message_id` again (within 10 minutes, also after a restart) answers the stored message with `\"repeated\":true` and publishes nothing"
+        ) { context, request in
             // With a waiting client the reply leaves from the writer's thread right after the
             // commit, and what is returned here is dropped: build the answer only once.
-            let (message, repeated) = try await chats.send(by: context.user, to: chat, text: text, clientMessageID: clientMessageID) {
-                message, repeated in
+            let (message, repeated) = try await chats.send(
+                by: context.user, to: request.chat, text: request.text, clientMessageID: request.clientMessageID
+            ) { message, repeated in
                 context.answer?(Self.sendAnswer(message, repeated: repeated))
             }
             return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
         }
-        registrations.register("chat.list") { context, _ in
+        registrations.register(
+            "chat.list", NoFields.self,
+            answer:
+                "`{\"chats\":[{…,\"last_message\",\"unread\",\"read_offset\"}]}`, newest activity first; unread counts others' messages after the read marker"
+        ) { context, _ in
             let list = try await chats.chats(of: context.user)
             let summaries = try await chats.summaries(of: list, for: context.user)
             let entries = list.map { chat in (chat: chat, summary: summaries[chat.id]) }
@@ -42,18 +48,16 @@ struct ChatRPC: Sendable {
                     })
             ]
         }
-        registrations.register("chat.read") { context, data in
-            let fields = try RequestFields(data)
-            let chat = try fields.string("chat", maxLength: 80)
-            let offset = try fields.integer("offset", in: 0...Int64.max)
-            return ["read_offset": .int(Int64(try await chats.markRead(chat, user: context.user, offset: UInt64(offset))))]
+        registrations.register(
+            "chat.read", ReadMarker.self, answer: "`{\"read_offset\"}`; the marker only moves forward; beyond the newest message → 107"
+        ) { context, request in
+            ["read_offset": .int(Int64(try await chats.markRead(request.chat, user: context.user, offset: request.offset)))]
         }
-        registrations.register("chat.history") { context, data in
-            let fields = try RequestFields(data)
-            let chat = try fields.string("chat", maxLength: 80)
-            let before = try fields.optionalInteger("before", in: 1...Int64.max).map(UInt64.init)
-            let limit = Int(try fields.optionalInteger("limit", in: 1...Int64(ChatService.maxHistoryPage)) ?? Int64(ChatService.defaultHistoryPage))
-            let (messages, more) = try await chats.history(of: chat, user: context.user, before: before, limit: limit)
+        registrations.register(
+            "chat.history", HistoryPage.self,
+            answer: "`{\"messages\":[…],\"more\"}`: up to `limit` (default 50, max 100) messages before offset `before`, oldest first"
+        ) { context, request in
+            let (messages, more) = try await chats.history(of: request.chat, user: context.user, before: request.before, limit: request.limit)
             return ["messages": .array(messages.map(Self.messageJSON)), "more": .bool(more)]
         }
     }
@@ -79,5 +83,61 @@ struct ChatRPC: Sendable {
     static func messageJSON(_ message: StoredChatMessage) -> JSON {
         guard case let .object(members) = message.data.value else { return ["offset": .int(Int64(message.offset))] }
         return .object([("offset", .int(Int64(message.offset)))] + members)
+    }
+}
+
+/// `chat.create`: `{members, title?}`.
+struct ChatCreation: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("members", .stringArray, "the other members, friends or trip-mates"), .optional("title", .string, "a group chat's title"),
+    ]
+    let members: [String]
+    let title: String?
+    init(_ fields: RequestFields) throws(HubError) {
+        members = try fields.stringArray("members", maxCount: ChatService.maxGroupMembers, maxLength: 64)
+        title = try fields.optionalText("title", maxLength: ChatService.maxTitleLength)
+    }
+}
+
+/// `chat.send`: `{chat, text, client_message_id}`.
+struct ChatMessage: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("chat", .string), .required("text", .string, "1–4,000 characters, not blank"),
+        .required("client_message_id", .string, "the sender's id of the message; a retry sends the same"),
+    ]
+    let chat: String
+    let text: String
+    let clientMessageID: String
+    init(_ fields: RequestFields) throws(HubError) {
+        chat = try fields.string("chat", maxLength: 80)
+        text = try fields.text("text", maxLength: ChatService.maxTextLength)
+        clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
+    }
+}
+
+/// `chat.read`: `{chat, offset}`.
+struct ReadMarker: RequestContract {
+    static let fields: [FieldContract] = [.required("chat", .string), .required("offset", .integer, "the newest message read")]
+    let chat: String
+    let offset: UInt64
+    init(_ fields: RequestFields) throws(HubError) {
+        chat = try fields.string("chat", maxLength: 80)
+        offset = UInt64(try fields.integer("offset", in: 0...Int64.max))
+    }
+}
+
+/// `chat.history`: `{chat, before?, limit?}`.
+struct HistoryPage: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("chat", .string), .optional("before", .integer, "an offset; the newest messages when absent"),
+        .optional("limit", .integer, "1–100, default 50"),
+    ]
+    let chat: String
+    let before: UInt64?
+    let limit: Int
+    init(_ fields: RequestFields) throws(HubError) {
+        chat = try fields.string("chat", maxLength: 80)
+        before = try fields.optionalInteger("before", in: 1...Int64.max).map(UInt64.init)
+        limit = Int(try fields.optionalInteger("limit", in: 1...Int64(ChatService.maxHistoryPage)) ?? Int64(ChatService.defaultHistoryPage))
     }
 }

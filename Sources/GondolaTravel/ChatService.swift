@@ -214,6 +214,12 @@ public final class ChatService: Sendable {
 }
 
 extension Chat {
+    /// The members of `replica`, as the catalog prints the replica topic's payload.
+    static let replicaFields: [FieldContract] = [
+        .required("id", .string), .required("kind", .string, "direct, group or trip"), .optional("title", .string),
+        .optional("trip", .string, "the trip of a trip chat"), .required("members", .stringArray), .required("created", .integer, "Unix ms"),
+    ]
+
     /// The chat as other nodes read it from the bus.
     var replica: JSON {
         [

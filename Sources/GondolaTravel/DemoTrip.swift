@@ -49,7 +49,7 @@ public struct DemoTrip: Sendable {
                 let point = walkers[index].walker.advance(in: resort.graph, seconds: 1)
                 var data: [(key: String, value: JSON)] = [("lat", .double(point.lat)), ("lon", .double(point.lon))]
                 if let alt = point.alt { data.append(("alt", .double(alt))) }
-                _ = try? travel.locations.update(user: walkers[index].user, data: .object(data))
+                _ = try? travel.locations.update(user: walkers[index].user, LocationUpdate.decode(.object(data), now: unixMilliseconds()))
             }
             try? await Task.sleep(for: .seconds(1))
         }

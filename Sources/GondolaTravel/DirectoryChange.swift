@@ -51,6 +51,17 @@ enum DirectoryChange: Sendable, Equatable {
         }
     }
 
+    /// The members of `json`, as the catalog prints the replica topic's payload.
+    static let fields: [FieldContract] = [
+        .required("k", .string, "the kind: known, profile, visibility, staff, trip, member, request, unfriend"),
+        .optional("u", .string, "the user (the asking one for request and unfriend)"),
+        .optional("t", .string, "the trip of member; the other user of request and unfriend"),
+        .optional("v", .any, "the visibility, the staff flag or the member's role"), .optional("id", .string, "the trip's id"),
+        .optional("name", .string, "the profile's or the trip's name"), .optional("bio", .string), .optional("avatar", .string),
+        .optional("links", .object, "platform → URL"), .optional("resort", .string), .optional("starts", .integer, "Unix ms"),
+        .optional("ends", .integer, "Unix ms"), .optional("hosts", .stringArray),
+    ]
+
     /// Reads a change written by `json`; nil for anything else.
     init?(json: JSON) {
         guard let change = try? Self.read(RequestFields(json)) else { return nil }

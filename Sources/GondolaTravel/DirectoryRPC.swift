@@ -18,30 +18,31 @@ struct DirectoryRPC: Sendable {
     static let maxHostsPerTrip = 100
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("profile.get") { context, data in
-            let fields = try RequestFields(data)
-            let user = try fields.optionalString("user", maxLength: 64) ?? context.user
+        registrations.register(
+            "profile.get", ProfileReference.self,
+            answer:
+                "`{\"user\",\"name\",\"bio\",\"avatar_url\",\"links\"}` — never Telegram details; the caller's own profile also has `\"staff\"`"
+        ) { context, request in
+            let user = request.user ?? context.user
             if user == context.user { try await directory.ensureKnown(user) }
             guard let profile = try await directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
             // Only the user's own profile says whether they are staff.
             return await user == context.user
                 ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
         }
-        registrations.register("profile.update") { context, data in
-            let fields = try RequestFields(data)
+        registrations.register(
+            "profile.update", ProfileChange.self,
+            answer: "the profile; name 1–64 characters, bio ≤ 500, http(s) URLs, ≤ 10 links"
+        ) { context, change in
             try await directory.ensureKnown(context.user)
             var profile = try await directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
-            if let name = try fields.optionalText("name", maxLength: Self.maxNameLength) { profile.name = name }
-            if let bio = try fields.optionalString("bio", maxLength: Self.maxBioLength, allowEmpty: true) { profile.bio = bio }
-            if let avatar = try fields.optionalString("avatar_url", maxLength: Self.maxURLLength, allowEmpty: true) {
-                guard avatar.isEmpty || Self.isWebURL(avatar) else { throw HubError.badRequest("avatar_url must be an http(s) URL") }
-                profile.avatarURL = avatar.isEmpty ? nil : avatar
-            }
-            if let links = try fields.optionalObject("links") { profile.links = try Self.links(links) }
+            change.apply(to: &profile)
             try await directory.save(profile)
             return Self.profileJSON(profile)
         }
-        registrations.register("trip.list") { context, _ in
+        registrations.register(
+            "trip.list", NoFields.self, answer: "`{\"trips\":[{\"id\",\"name\",\"resort\",\"starts_at\",\"ends_at\",\"role\",\"running\"}]}`"
+        ) { context, _ in
             try await directory.refresh(users: [context.user])
             let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
             let now = unixMilliseconds()
@@ -55,8 +56,10 @@ struct DirectoryRPC: Sendable {
                     })
             ]
         }
-        registrations.register("trip.members") { context, data in
-            let trip = try RequestFields(data).string("trip", maxLength: 64)
+        registrations.register(
+            "trip.members", TripReference.self, answer: "`{\"members\":[{\"user\",\"name\",\"role\"}]}`, members only (103 otherwise)"
+        ) { context, request in
+            let trip = request.trip
             try await directory.refresh(users: [context.user], trips: [trip])
             guard try await directory.role(of: context.user, in: trip) != nil else {
                 throw HubError.permissionDenied("trip.members is for members of trip \(trip)")
@@ -65,8 +68,11 @@ struct DirectoryRPC: Sendable {
                 .sorted { ($0.role == .host ? 0 : 1, $0.name, $0.user) < ($1.role == .host ? 0 : 1, $1.name, $1.user) }
             return ["members": .array(members.map { ["user": .string($0.user), "name": .string($0.name), "role": .string($0.role.rawValue)] })]
         }
-        registrations.register("friend.add") { context, data in
-            let other = try await otherUser(data, context)
+        registrations.register(
+            "friend.add", UserReference.self,
+            answer: "`{\"friends\":bool,\"source\":\"trip\"|\"mutual\"|null}`; the other side is told on `personal:`"
+        ) { context, request in
+            let other = try await otherUser(request, context)
             if let source = try await directory.friendSource(context.user, other) {
                 return ["friends": true, "source": .string(source.rawValue)]
             }
@@ -81,14 +87,20 @@ struct DirectoryRPC: Sendable {
             if friends { locations.relationsChanged([context.user, other]) }
             return ["friends": .bool(friends), "source": friends ? "mutual" : .null]
         }
-        registrations.register("friend.remove") { context, data in
-            let other = try await otherUser(data, context)
+        registrations.register(
+            "friend.remove", UserReference.self,
+            answer: "`{\"friends\":bool,\"source\"}`: trip-mates stay friends (`source: \"trip\"`); the requests both ways are withdrawn"
+        ) { context, request in
+            let other = try await otherUser(request, context)
             try await directory.unfriend(context.user, other)
             locations.relationsChanged([context.user, other])
             let source = try await directory.friendSource(context.user, other)
             return ["friends": .bool(source != nil), "source": source.map { .string($0.rawValue) } ?? .null]
         }
-        registrations.register("friend.list") { context, _ in
+        registrations.register(
+            "friend.list", NoFields.self,
+            answer: "`{\"friends\":[{\"user\",\"name\",\"source\"}],\"requests\":[{\"user\",\"name\"}]}`; trip-mates are friends"
+        ) { context, _ in
             try await directory.refresh(users: [context.user])
             let friends = directory.friends(of: context.user)
                 .map { (user: $0.user, source: $0.source, name: directory.name(of: $0.user)) }
@@ -101,66 +113,39 @@ struct DirectoryRPC: Sendable {
         }
     }
 
-    private func otherUser(_ data: JSON?, _ context: RPCContext) async throws(HubError) -> String {
-        let other = try RequestFields(data).string("user", maxLength: 64)
-        guard other != context.user else { throw .badRequest("user must be someone else") }
-        guard try await directory.profile(of: other) != nil else { throw .badRequest("user: unknown user '\(other)'") }
-        return other
+    private func otherUser(_ request: UserReference, _ context: RPCContext) async throws(HubError) -> String {
+        guard request.user != context.user else { throw .badRequest("user must be someone else") }
+        guard try await directory.profile(of: request.user) != nil else { throw .badRequest("user: unknown user '\(request.user)'") }
+        return request.user
     }
 
     // MARK: Server API
 
-    /// The administration methods for the server API, by name.
-    var adminMethods: [(name: String, method: @Sendable (JSON) async throws(HubError) -> JSON)] {
-        [
-            (
-                "trip_create",
-                { body throws(HubError) in
-                    let fields = try RequestFields(body)
-                    let name = try fields.string("name", maxLength: 100)
-                    let resort = try fields.optionalString("resort", maxLength: 64)
-                    if let resort, resorts.resort(resort) == nil { throw HubError.badRequest("resort: unknown resort '\(resort)'") }
-                    let startsAt = try fields.integer("starts_at", in: 0...4_102_444_800_000)
-                    let endsAt = try fields.integer("ends_at", in: 0...4_102_444_800_000)
-                    guard endsAt >= startsAt else { throw HubError.badRequest("ends_at must not be before starts_at") }
-                    let hosts = try fields.stringArray("hosts", maxCount: Self.maxHostsPerTrip, maxLength: 64)
-                    guard !hosts.isEmpty else { throw HubError.badRequest("hosts must name at least one user") }
-                    for (index, host) in hosts.enumerated() where !UserID.isValid(host) {
-                        throw HubError.badRequest("hosts[\(index)] is not a valid user id")
-                    }
-                    let trip = Trip(
-                        id: RandomID.make("t", hexDigits: 12),
-                        name: name, resort: resort, startsAt: startsAt, endsAt: endsAt)
-                    try await directory.createTrip(trip, hosts: hosts)
-                    locations.relationsChanged(hosts)
-                    return ["trip": .object(Self.tripFields(trip))]
-                }
-            ),
-            (
-                "trip_add_member",
-                { body throws(HubError) in
-                    let fields = try RequestFields(body)
-                    let trip = try fields.string("trip", maxLength: 64)
-                    guard try await directory.trip(trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(trip)'") }
-                    let user = try fields.string("user", maxLength: 64)
-                    guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
-                    let role = try fields.choice("role", TripRole.self)
-                    try await directory.addMember(trip: trip, user: user, role: role)
-                    locations.relationsChanged(Array(directory.members(of: trip).keys))
-                    return [:]
-                }
-            ),
-            (
-                "user_set_staff",
-                { body throws(HubError) in
-                    let fields = try RequestFields(body)
-                    let user = try fields.string("user", maxLength: 64)
-                    guard UserID.isValid(user) else { throw HubError.badRequest("user is not a valid user id") }
-                    try await directory.setStaff(user, try fields.bool("staff"))
-                    return [:]
-                }
-            ),
-        ]
+    /// The administration methods for the server API.
+    var adminMethods: ServerAPIMethods {
+        var api = ServerAPIMethods()
+        api.register(
+            "trip_create", TripCreation.self, answer: "`{\"trip\":{\"id\",\"name\",\"resort\",\"starts_at\",\"ends_at\"}}`; times in Unix ms"
+        ) { [directory, locations, resorts] request throws(HubError) in
+            if let resort = request.resort, resorts.resort(resort) == nil { throw HubError.badRequest("resort: unknown resort '\(resort)'") }
+            let trip = Trip(
+                id: RandomID.make("t", hexDigits: 12), name: request.name, resort: request.resort, startsAt: request.startsAt, endsAt: request.endsAt)
+            try await directory.createTrip(trip, hosts: request.hosts)
+            locations.relationsChanged(request.hosts)
+            return ["trip": .object(Self.tripFields(trip))]
+        }
+        api.register("trip_add_member", TripMembership.self, answer: "`{}`; the user is created when missing") {
+            [directory, locations] request throws(HubError) in
+            guard try await directory.trip(request.trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(request.trip)'") }
+            try await directory.addMember(trip: request.trip, user: request.user, role: request.role)
+            locations.relationsChanged(Array(directory.members(of: request.trip).keys))
+            return [:]
+        }
+        api.register("user_set_staff", StaffChange.self, answer: "`{}`; staff may send announcements") { [directory] request throws(HubError) in
+            try await directory.setStaff(request.user, request.staff)
+            return [:]
+        }
+        return api
     }
 
     // MARK: JSON
@@ -198,5 +183,117 @@ struct DirectoryRPC: Sendable {
             links[key] = url
         }
         return links
+    }
+}
+
+/// `profile.get`: `{user?}`, the caller when absent.
+struct ProfileReference: RequestContract {
+    static let fields: [FieldContract] = [.optional("user", .string, "the caller when absent")]
+    let user: String?
+    init(_ fields: RequestFields) throws(HubError) { user = try fields.optionalString("user", maxLength: 64) }
+}
+
+/// `profile.update`: the members to change, each kept when absent; an empty
+/// `avatar_url` removes the picture.
+struct ProfileChange: RequestContract {
+    static let fields: [FieldContract] = [
+        .optional("name", .string, "1–64 characters, not blank"), .optional("bio", .string, "at most 500 characters"),
+        .optional("avatar_url", .string, "an http(s) URL, at most 512 characters; empty removes it"),
+        .optional("links", .object, "platform (`[a-z0-9_]`, up to 32) → http(s) URL, at most 10; replaces them all"),
+    ]
+    let name: String?
+    let bio: String?
+    /// nil: keep it; `.some(nil)`: remove it.
+    let avatarURL: String??
+    let links: [String: String]?
+
+    init(_ fields: RequestFields) throws(HubError) {
+        name = try fields.optionalText("name", maxLength: DirectoryRPC.maxNameLength)
+        bio = try fields.optionalString("bio", maxLength: DirectoryRPC.maxBioLength, allowEmpty: true)
+        if let avatar = try fields.optionalString("avatar_url", maxLength: DirectoryRPC.maxURLLength, allowEmpty: true) {
+            guard avatar.isEmpty || DirectoryRPC.isWebURL(avatar) else { throw .badRequest("avatar_url must be an http(s) URL") }
+            avatarURL = .some(avatar.isEmpty ? nil : avatar)
+        } else {
+            avatarURL = nil
+        }
+        links = try fields.optionalObject("links").map { (links) throws(HubError) in try DirectoryRPC.links(links) }
+    }
+
+    func apply(to profile: inout Profile) {
+        if let name { profile.name = name }
+        if let bio { profile.bio = bio }
+        if let avatarURL { profile.avatarURL = avatarURL }
+        if let links { profile.links = links }
+    }
+}
+
+/// `{trip}`.
+struct TripReference: RequestContract {
+    static let fields: [FieldContract] = [.required("trip", .string)]
+    let trip: String
+    init(_ fields: RequestFields) throws(HubError) { trip = try fields.string("trip", maxLength: 64) }
+}
+
+/// `{user}`: another user.
+struct UserReference: RequestContract {
+    static let fields: [FieldContract] = [.required("user", .string, "someone else")]
+    let user: String
+    init(_ fields: RequestFields) throws(HubError) { user = try fields.string("user", maxLength: 64) }
+}
+
+/// `trip_create`: `{name, starts_at, ends_at, resort?, hosts}`.
+struct TripCreation: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("name", .string, "at most 100 characters"), .optional("resort", .string, "a resort of the catalog"),
+        .required("starts_at", .integer, "Unix ms"), .required("ends_at", .integer, "Unix ms, not before starts_at"),
+        .required("hosts", .stringArray, "1 to 100 user ids; created when missing"),
+    ]
+    let name: String
+    let resort: String?
+    let startsAt: Int64
+    let endsAt: Int64
+    let hosts: [String]
+
+    init(_ fields: RequestFields) throws(HubError) {
+        name = try fields.string("name", maxLength: 100)
+        resort = try fields.optionalString("resort", maxLength: 64)
+        startsAt = try fields.integer("starts_at", in: 0...4_102_444_800_000)
+        endsAt = try fields.integer("ends_at", in: 0...4_102_444_800_000)
+        guard endsAt >= startsAt else { throw .badRequest("ends_at must not be before starts_at") }
+        hosts = try fields.stringArray("hosts", maxCount: DirectoryRPC.maxHostsPerTrip, maxLength: 64)
+        guard !hosts.isEmpty else { throw .badRequest("hosts must name at least one user") }
+        for (index, host) in hosts.enumerated() where !UserID.isValid(host) {
+            throw .badRequest("hosts[\(index)] is not a valid user id")
+        }
+    }
+}
+
+/// `trip_add_member`: `{trip, user, role}`.
+struct TripMembership: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("trip", .string), .required("user", .string, "created when missing"), .required("role", .string, "`host` or `traveller`"),
+    ]
+    let trip: String
+    let user: String
+    let role: TripRole
+
+    init(_ fields: RequestFields) throws(HubError) {
+        trip = try fields.string("trip", maxLength: 64)
+        user = try fields.string("user", maxLength: 64)
+        guard UserID.isValid(user) else { throw .badRequest("user is not a valid user id") }
+        role = try fields.choice("role", TripRole.self)
+    }
+}
+
+/// `user_set_staff`: `{user, staff}`.
+struct StaffChange: RequestContract {
+    static let fields: [FieldContract] = [.required("user", .string), .required("staff", .boolean)]
+    let user: String
+    let staff: Bool
+
+    init(_ fields: RequestFields) throws(HubError) {
+        user = try fields.string("user", maxLength: 64)
+        guard UserID.isValid(user) else { throw .badRequest("user is not a valid user id") }
+        staff = try fields.bool("staff")
     }
 }

@@ -14,23 +14,24 @@ struct EventRPC: Sendable {
     static let maxLateness: Int64 = 3_600_000
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("event.create") { context, data in
-            let fields = try RequestFields(data)
-            let event = try Self.event(fields, creator: context.user)
-            let audience = try Self.audience(try fields.object("audience"))
-            let (created, invitees) = try await events.create(event, audience: audience)
+        registrations.register(
+            "event.create", EventCreation.self,
+            answer:
+                "the event with `invitees` and `counts`; audience `{kind:\"nearby\",radius?}` (travellers within the radius of your current position whom you may see; 108 without a position), `{kind:\"friends\"}`, `{kind:\"selected\",users}` (friends or trip-mates only), `{kind:\"trip\"}` (needs `trip`, yours); at most 500 invitees; title ≤ 120, description ≤ 2,000 characters; `starts_at` from an hour ago to a year ahead, `ends_at` after it and within 14 days"
+        ) { context, request in
+            let (created, invitees) = try await events.create(request.event(creator: context.user), audience: request.audience)
             return EventJSON.event(created, directory: directory)
                 .adding("invitees", .array(invitees.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }))
                 .adding("counts", EventJSON.counts(RSVPCounts(pending: invitees.count)))
         }
-        registrations.register("event.rsvp") { context, data in
-            let fields = try RequestFields(data)
-            let id = try fields.string("event", maxLength: 64)
-            let response = try fields.choice("response", RSVP.self)
-            let (_, counts) = try await events.respond(context.user, to: id, response)
-            return ["event": .string(id), "response": .string(response.rawValue), "counts": EventJSON.counts(counts)]
+        registrations.register("event.rsvp", EventResponse.self, answer: "`{\"event\",\"response\",\"counts\"}`; invitees only, changeable") {
+            context, request in
+            let (_, counts) = try await events.respond(context.user, to: request.event, request.response)
+            return ["event": .string(request.event), "response": .string(request.response.rawValue), "counts": EventJSON.counts(counts)]
         }
-        registrations.register("event.list") { context, _ in
+        registrations.register(
+            "event.list", NoFields.self, answer: "`{\"events\":[{…,\"role\":\"creator\"|\"invitee\",\"my_response\"}]}`, soonest first"
+        ) { context, _ in
             [
                 "events": .array(
                     try await events.events(of: context.user).map { entry in
@@ -40,9 +41,9 @@ struct EventRPC: Sendable {
                     })
             ]
         }
-        registrations.register("event.get") { context, data in
-            let id = try RequestFields(data).string("event", maxLength: 64)
-            let (event, responses) = try await events.visibleEvent(id, to: context.user)
+        registrations.register("event.get", EventReference.self, answer: "the event with `responses` and `counts`; creator and invitees only") {
+            context, request in
+            let (event, responses) = try await events.visibleEvent(request.event, to: context.user)
             return EventJSON.event(event, directory: directory)
                 .adding(
                     "responses",
@@ -57,24 +58,55 @@ struct EventRPC: Sendable {
                 .adding("counts", EventJSON.counts(RSVPCounts(responses)))
         }
     }
+}
 
-    /// The event described by `event.create`'s fields, checked: title, description, times in order, place.
-    static func event(_ fields: RequestFields, creator: String) throws(HubError) -> TravelEvent {
-        let title = try fields.text("title", maxLength: EventService.maxTitleLength)
-        let description = try fields.optionalString("description", maxLength: EventService.maxDescriptionLength, allowEmpty: true) ?? ""
+/// `event.create`: the event (title, description, times in order, place, trip) and whom to invite.
+struct EventCreation: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("title", .string, "1–120 characters, not blank"), .optional("description", .string, "at most 2,000 characters"),
+        .required("starts_at", .integer, "Unix ms, from an hour ago to a year ahead"),
+        .optional("ends_at", .integer, "Unix ms, after starts_at, within 14 days of it"),
+        .optional(
+            "place", .object, "`{name?, lat, lon}`",
+            members: [.optional("name", .string, "at most 100 characters"), .required("lat", .number), .required("lon", .number)]),
+        .optional("trip", .string, "the trip it belongs to"),
+        .required(
+            "audience", .object, "`{kind, radius?, users?}`",
+            members: [
+                .required("kind", .string, "`nearby`, `friends`, `selected` or `trip`"), .optional("radius", .number, "metres, for nearby"),
+                .optional("users", .stringArray, "for selected, at most 500"),
+            ]),
+    ]
+    let title: String
+    let description: String
+    let startsAt: Int64
+    let endsAt: Int64?
+    let place: EventPlace?
+    let trip: String?
+    let audience: EventAudience
+    let createdAt: Int64
+
+    init(_ fields: RequestFields) throws(HubError) {
+        title = try fields.text("title", maxLength: EventService.maxTitleLength)
+        description = try fields.optionalString("description", maxLength: EventService.maxDescriptionLength, allowEmpty: true) ?? ""
         let now = unixMilliseconds()
-        let startsAt = try fields.integer("starts_at", in: (now - maxLateness)...(now + maxLeadTime))
-        let endsAt = try fields.optionalInteger("ends_at", in: (startsAt + 1)...(startsAt + maxDuration))
-        var place: EventPlace?
-        if let fields = try fields.optionalObject("place") {
-            place = EventPlace(
+        startsAt = try fields.integer("starts_at", in: (now - EventRPC.maxLateness)...(now + EventRPC.maxLeadTime))
+        endsAt = try fields.optionalInteger("ends_at", in: (startsAt + 1)...(startsAt + EventRPC.maxDuration))
+        place = try fields.optionalObject("place").map { (fields) throws(HubError) in
+            EventPlace(
                 name: try fields.optionalString("name", maxLength: 100), lat: try fields.number("lat", in: -90...90),
                 lon: try fields.number("lon", in: -180...180))
         }
-        let trip = try fields.optionalString("trip", maxLength: 64)
-        return TravelEvent(
+        trip = try fields.optionalString("trip", maxLength: 64)
+        audience = try Self.audience(try fields.object("audience"))
+        createdAt = now
+    }
+
+    /// The event as `creator` creates it, with a new id.
+    func event(creator: String) -> TravelEvent {
+        TravelEvent(
             id: RandomID.make("e"), creator: creator, title: title, description: description, startsAt: startsAt,
-            endsAt: endsAt, place: place, trip: trip, audience: "", createdAt: now)
+            endsAt: endsAt, place: place, trip: trip, audience: "", createdAt: createdAt)
     }
 
     /// `{kind:"nearby",radius?}`, `{kind:"friends"}`, `{kind:"selected",users}` or `{kind:"trip"}`.
@@ -86,5 +118,23 @@ struct EventRPC: Sendable {
         case .selected: return .selected(try fields.stringArray("users", maxCount: EventService.maxInvitees, maxLength: 64))
         case .trip: return .trip
         }
+    }
+}
+
+/// `{event}`.
+struct EventReference: RequestContract {
+    static let fields: [FieldContract] = [.required("event", .string)]
+    let event: String
+    init(_ fields: RequestFields) throws(HubError) { event = try fields.string("event", maxLength: 64) }
+}
+
+/// `event.rsvp`: `{event, response}`.
+struct EventResponse: RequestContract {
+    static let fields: [FieldContract] = [.required("event", .string), .required("response", .string, "`going`, `maybe` or `declined`")]
+    let event: String
+    let response: RSVP
+    init(_ fields: RequestFields) throws(HubError) {
+        event = try fields.string("event", maxLength: 64)
+        response = try fields.choice("response", RSVP.self)
     }
 }

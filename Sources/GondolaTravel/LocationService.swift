@@ -95,9 +95,9 @@ public final class LocationService: Sendable {
 
     /// Records a position and answers the map the app should show. Takes only the
     /// arrivals' lock, never `live` (see `LocationArrivals`).
-    func update(user: String, data: JSON?) throws(HubError) -> JSON {
-        let now = unixMilliseconds()
-        var position = try LocationUpdate.position(from: data, now: now)
+    func update(user: String, _ update: LocationUpdate) throws(HubError) -> JSON {
+        let now = update.receivedAt
+        var position = update.position
         if position.point.alt == nil { position.point.alt = resorts.selector.altitude(of: position.point) }
         let point = position.point
         let admission = try arrivals.withLock { arrivals throws(HubError) -> LocationArrivals.Admission in
@@ -114,9 +114,10 @@ public final class LocationService: Sendable {
             let region = admission.region
             if admission.regionChanged {
                 // Every node learns where the traveller went, so that nodes watching them follow the region.
-                node.replicate(topic: Self.regionTopic, Self.replica(user: user, position, receivedAt: now, region: region))
+                node.replicate(topic: Self.regionTopic, PositionReplica(user: user, position: position, receivedAt: now, region: region).json)
             } else {
-                node.replicate(topic: Self.replicaTopic, region: region, Self.replica(user: user, position, receivedAt: now, region: region))
+                node.replicate(
+                    topic: Self.replicaTopic, region: region, PositionReplica(user: user, position: position, receivedAt: now, region: region).json)
             }
             return admission
         }
@@ -309,24 +310,12 @@ public final class LocationService: Sendable {
     /// The topic of a position that moved its traveller to another region, sent to every node.
     static let regionTopic = "travel.region"
 
-    private static func replica(user: String, _ position: LivePosition, receivedAt: Int64, region: String) -> JSON {
-        var members: [(key: String, value: JSON)] = [
-            ("u", .string(user)), ("lat", .double(position.point.lat)), ("lon", .double(position.point.lon)), ("ts", .int(position.ts)),
-            ("r", .int(receivedAt)), ("g", .string(region)),
-        ]
-        if let alt = position.point.alt { members.append(("alt", .double(alt))) }
-        if let accuracy = position.accuracy { members.append(("acc", .double(accuracy))) }
-        if let heading = position.heading { members.append(("hdg", .double(heading))) }
-        if let speed = position.speed { members.append(("spd", .double(speed))) }
-        return .object(members)
-    }
-
     /// Records a position another node received (its rate limit and map choice stay there), and its region.
     func apply(replica json: JSON) {
-        guard let fields = try? RequestFields(json), let (user, position, receivedAt) = try? Self.read(replica: fields),
-            let region = try? fields.string("g", maxLength: .max)
-        else { return }
-        arrivals.withLock { $0.record(replica: .init(user: user, position: position, receivedAt: receivedAt, region: region)) }
+        guard let replica = try? PositionReplica(json) else { return }
+        arrivals.withLock {
+            $0.record(replica: .init(user: replica.user, position: replica.position, receivedAt: replica.receivedAt, region: replica.region))
+        }
     }
 
     /// Chooses the regions this node follows (once per interval): around each of its
@@ -346,16 +335,6 @@ public final class LocationService: Sendable {
             if let region = live.regions[member] { followed.insert(region) }
         }
         node.follow(regions: followed)
-    }
-
-    private static func read(replica fields: RequestFields) throws(HubError) -> (String, LivePosition, Int64) {
-        let real = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
-        let position = LivePosition(
-            point: GeoPoint(
-                lat: try fields.number("lat", in: real), lon: try fields.number("lon", in: real), alt: try fields.optionalNumber("alt", in: real)),
-            accuracy: try fields.optionalNumber("acc", in: real), heading: try fields.optionalNumber("hdg", in: real),
-            speed: try fields.optionalNumber("spd", in: real), ts: try fields.integer("ts", in: .min ... .max))
-        return (try fields.string("u", maxLength: .max), position, try fields.integer("r", in: .min ... .max))
     }
 
     /// Follows a directory change another node made.

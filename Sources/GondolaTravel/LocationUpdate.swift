@@ -1,15 +1,32 @@
+import GondolaDomain
 import GondolaGeo
 import GondolaHub
 import GondolaProtocol
 
-/// Reads a `location.update` call's data, checked field by field.
-enum LocationUpdate {
+/// A `location.update` call: the traveller's position, checked field by field (errors,
+/// 107, name the field), and when it arrived.
+struct LocationUpdate: RequestContract {
     /// How far a position's `ts` may be from the server clock.
     static let clockTolerance: Int64 = 5 * 60 * 1000
 
-    /// The position in `data`; `now` is the server's Unix ms. Errors (107) name the field.
-    static func position(from data: JSON?, now: Int64) throws(HubError) -> LivePosition {
-        let fields = try RequestFields(data)
+    static let fields: [FieldContract] = [
+        .required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180"),
+        .optional("ts", .integer, "Unix ms within 5 minutes of `server.time`; the arrival time when absent"),
+        .optional("alt", .number, "metres, -500 to 9,000; from the resort's elevation grid when absent"),
+        .optional("accuracy", .number, "metres, 0 to 100,000"), .optional("heading", .number, "degrees, 0 to 360"),
+        .optional("speed", .number, "m/s, 0 to 350"),
+    ]
+
+    let position: LivePosition
+    /// The server's Unix ms when the call was read.
+    let receivedAt: Int64
+
+    init(_ fields: RequestFields) throws(HubError) {
+        try self.init(fields, now: unixMilliseconds())
+    }
+
+    /// The position in `fields`; `now` is the server's Unix ms.
+    init(_ fields: RequestFields, now: Int64) throws(HubError) {
         let lat = try fields.number("lat", in: -90...90)
         let lon = try fields.number("lon", in: -180...180)
         let alt = try fields.optionalNumber("alt", in: -500...9000)
@@ -18,11 +35,19 @@ enum LocationUpdate {
         let speed = try fields.optionalNumber("speed", in: 0...350)
         var ts = now
         if let given = try fields.optionalInteger("ts", in: 0...(Int64.max / 2)) {
-            guard abs(given - now) <= clockTolerance else {
+            guard abs(given - now) <= Self.clockTolerance else {
                 throw .badRequest("ts must be within 5 minutes of the server time \(now) (see server.time), got \(given)")
             }
             ts = given
         }
-        return LivePosition(point: GeoPoint(lat: lat, lon: lon, alt: alt), accuracy: accuracy, heading: heading, speed: speed, ts: ts)
+        position = LivePosition(point: GeoPoint(lat: lat, lon: lon, alt: alt), accuracy: accuracy, heading: heading, speed: speed, ts: ts)
+        receivedAt = now
+    }
+
+    /// Decodes `data` as the RPC does (unknown members refused), with the clock at `now`.
+    static func decode(_ data: JSON?, now: Int64) throws(HubError) -> LocationUpdate {
+        let fields = try RequestFields(data)
+        try fields.refuseUnknown(Self.fields)
+        return try LocationUpdate(fields, now: now)
     }
 }

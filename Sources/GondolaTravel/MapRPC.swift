@@ -11,46 +11,58 @@ struct MapRPC: Sendable {
     static let routeReach = 2000.0
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("location.update") { context, data in
-            try locations.update(user: context.user, data: data)
+        registrations.register(
+            "location.update", LocationUpdate.self,
+            answer:
+                "`{\"map\":{\"mode\":\"mountain\"|\"street\",\"resort\"}}`; each field checked (107 naming it), `ts` within 5 minutes of `server.time`, at most `location_rate` per second (111)"
+        ) { context, update in
+            try locations.update(user: context.user, update)
         }
-        registrations.register("location.visibility") { context, data in
-            let mode = try RequestFields(data).choice("mode", Visibility.self)
-            try await locations.setVisibility(user: context.user, mode)
-            return ["mode": .string(mode.rawValue)]
+        registrations.register("location.visibility", VisibilityChange.self, answer: "`{\"mode\"}`; applies from the next frame") {
+            context, request in
+            try await locations.setVisibility(user: context.user, request.mode)
+            return ["mode": .string(request.mode.rawValue)]
         }
-        registrations.register("map.resorts") { _, _ in
+        registrations.register(
+            "map.resorts", NoFields.self,
+            answer: "`{\"resorts\":[{\"id\",\"name\",\"center\":{\"lat\",\"lon\"},\"bbox\":[minLon,minLat,maxLon,maxLat]}]}`"
+        ) { _, _ in
             ["resorts": .array(resorts.resorts.map(resorts.summary))]
         }
-        registrations.register("map.resort") { _, data in
-            let id = try RequestFields(data).string("id", maxLength: 64)
-            guard let document = resorts.mapDocument(id) else { throw HubError.badRequest("id: unknown resort '\(id)'") }
+        registrations.register(
+            "map.resort", ResortReference.self,
+            answer:
+                "GeoJSON FeatureCollection: boundary, base, lifts and pistes with `kind`, `name`, `difficulty` (lifts: `lift`; `null` for an unrated piste), `color`, `pattern` (`solid`, `dashed`, `dotted`), `length`; piste areas as `Polygon`s with `kind: \"piste_area\"`; the `resort` member has `id`, `name`, `bbox`, `difficulty_colors` and, for imported resorts, `attribution`"
+        ) { _, request in
+            guard let document = resorts.mapDocument(request.id) else { throw HubError.badRequest("id: unknown resort '\(request.id)'") }
             return .raw(document)
         }
-        registrations.register("map.elevation") { _, data in
-            let point = try Self.point(RequestFields(data))
+        registrations.register("map.elevation", MapPoint.self, answer: "`{\"lat\",\"lon\",\"elevation\"}`; 108 outside every grid") { _, request in
+            let point = request.point
             guard let elevation = resorts.selector.elevation.lazy.compactMap({ $0.elevation(at: point) }).first else {
                 throw HubError.notAvailable("no elevation data at \(point.lat), \(point.lon)")
             }
             return ["lat": .double(point.lat), "lon": .double(point.lon), "elevation": TravelJSON.metres(elevation)]
         }
-        registrations.register("map.route") { context, data in
-            let fields = try RequestFields(data)
-            let to = try located(fields.object("to"))
+        registrations.register(
+            "map.route", RouteRequest.self,
+            answer:
+                "`{\"legs\":[{\"kind\",\"name\",\"difficulty\",\"color\",\"pattern\",\"coordinates\",\"distance\",\"duration\"}],\"distance\",\"duration\",\"ascent\",\"descent\"}`; `from` defaults to the caller's last position; `max_difficulty` is one of `novice` … `extreme` (unrated pistes only without it); 108 with a reason when there is no route"
+        ) { context, request in
+            let to = located(request.to)
             let from: GeoPoint
-            if let given = try fields.optionalObject("from") {
-                from = try located(given)
+            if let given = request.from {
+                from = located(given)
             } else if let last = locations.lastPosition(of: context.user) {
                 from = last
             } else {
                 throw HubError.badRequest("from is required until a position was sent with location.update")
             }
-            let maxDifficulty: Difficulty = fields.has("max_difficulty") ? try fields.choice("max_difficulty", Difficulty.self) : .hardest
             guard let resort = nearestResort(to: from, and: to) else {
                 throw HubError.notAvailable("no resort within \(Int(Self.routeReach)) m of both ends")
             }
-            guard let route = resort.graph.route(from: from, to: to, maxDifficulty: maxDifficulty) else {
-                throw HubError.notAvailable("no route in \(resort.name) to that point with pistes up to \(maxDifficulty.rawValue)")
+            guard let route = resort.graph.route(from: from, to: to, maxDifficulty: request.maxDifficulty) else {
+                throw HubError.notAvailable("no route in \(resort.name) to that point with pistes up to \(request.maxDifficulty.rawValue)")
             }
             return ResortCatalog.routeJSON(route, colors: resort.graph.colors)
         }
@@ -68,13 +80,50 @@ struct MapRPC: Sendable {
     }
 
     /// A point of a route, with its altitude from the elevation grids (walking legs are costed by climb).
-    private func located(_ fields: RequestFields) throws(HubError) -> GeoPoint {
-        var point = try Self.point(fields)
+    private func located(_ point: GeoPoint) -> GeoPoint {
+        var point = point
         point.alt = resorts.selector.altitude(of: point)
         return point
     }
+}
 
-    static func point(_ fields: RequestFields) throws(HubError) -> GeoPoint {
-        GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
+/// `location.visibility`: `{mode}`.
+struct VisibilityChange: RequestContract {
+    static let fields: [FieldContract] = [.required("mode", .string, "`everyone`, `friends` or `nobody`")]
+    let mode: Visibility
+    init(_ fields: RequestFields) throws(HubError) { mode = try fields.choice("mode", Visibility.self) }
+}
+
+/// `map.resort`: `{id}`.
+struct ResortReference: RequestContract {
+    static let fields: [FieldContract] = [.required("id", .string)]
+    let id: String
+    init(_ fields: RequestFields) throws(HubError) { id = try fields.string("id", maxLength: 64) }
+}
+
+/// `{lat, lon}`: a point (`map.elevation`, and the ends of `map.route`).
+struct MapPoint: RequestContract {
+    static let fields: [FieldContract] = [.required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180")]
+    let point: GeoPoint
+    init(_ fields: RequestFields) throws(HubError) {
+        point = GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
+    }
+}
+
+/// `map.route`: `{to, from?, max_difficulty?}`.
+struct RouteRequest: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("to", .object, "`{lat, lon}`", members: MapPoint.fields),
+        .optional("from", .object, "`{lat, lon}`; the caller's last position when absent", members: MapPoint.fields),
+        .optional("max_difficulty", .string, "`novice` … `extreme`; unrated pistes only without it"),
+    ]
+    let to: GeoPoint
+    let from: GeoPoint?
+    let maxDifficulty: Difficulty
+
+    init(_ fields: RequestFields) throws(HubError) {
+        to = try MapPoint(fields.object("to")).point
+        from = try fields.optionalObject("from").map { (from) throws(HubError) in try MapPoint(from).point }
+        maxDifficulty = fields.has("max_difficulty") ? try fields.choice("max_difficulty", Difficulty.self) : .hardest
     }
 }

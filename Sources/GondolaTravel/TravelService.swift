@@ -88,16 +88,26 @@ public final class TravelService: Sendable {
     /// Applies what the other nodes of a cluster replicate, and reloads the in-memory
     /// views when the node (re)gains the bus. Alone, a node hears nothing.
     private func followCluster(in registrations: inout NodeRegistrations) {
-        registrations.onReplica(topic: Directory.replicaTopic) { [directory, locations, logger] json in
+        registrations.onReplica(
+            topic: Directory.replicaTopic, fields: DirectoryChange.fields, effect: "applies the directory change to the in-memory directory"
+        ) { [directory, locations, logger] json in
             guard let change = DirectoryChange(json: json) else {
                 return logger.error("directory change not understood", metadata: ["change": "\(json.text.prefix(200))"])
             }
             directory.apply(change)
             locations.directoryChanged(change)
         }
-        registrations.onReplica(topic: ChatService.replicaTopic) { [chats] json in chats.apply(replica: json) }
-        registrations.onReplica(topic: LocationService.replicaTopic) { [locations] json in locations.apply(replica: json) }
-        registrations.onReplica(topic: LocationService.regionTopic) { [locations] json in locations.apply(replica: json) }
+        registrations.onReplica(topic: ChatService.replicaTopic, fields: Chat.replicaFields, effect: "adds the new chat to the chats in memory") {
+            [chats] json in chats.apply(replica: json)
+        }
+        registrations.onReplica(
+            topic: LocationService.replicaTopic, fields: PositionReplica.fields,
+            effect: "records the position on nodes that follow its region (a regional event)"
+        ) { [locations] json in locations.apply(replica: json) }
+        registrations.onReplica(
+            topic: LocationService.regionTopic, fields: PositionReplica.fields,
+            effect: "records the position and the traveller's new region on every node"
+        ) { [locations] json in locations.apply(replica: json) }
         registrations.onResynchronize { [directory, chats, locations, logger] in
             do {
                 try await directory.reload()
@@ -110,11 +120,8 @@ public final class TravelService: Sendable {
     }
 
     /// Server API methods for trip and staff administration.
-    public var adminMethods: [String: @Sendable (JSON) async throws(HubError) -> JSON] {
-        Dictionary(uniqueKeysWithValues: directoryRPC.adminMethods.map { ($0.name, $0.method) })
-    }
+    public var adminMethods: ServerAPIMethods { directoryRPC.adminMethods }
 
-    /// Publishes position frames and expires stale positions until cancelled.
     /// Publishes position frames, expires stale positions and makes the Telegram calls
     /// until cancelled.
     public func run() async {

@@ -239,7 +239,7 @@ import Testing
         let applied = [Applied(), Applied()]
         for (node, record) in zip(nodes, applied) {
             var registrations = NodeRegistrations()
-            registrations.onReplica(topic: "position") { json in
+            registrations.onReplica(topic: "position", fields: [], effect: "") { json in
                 if case let .int(value)? = json["n"] { record.values.withLock { $0.append(value) } }
             }
             try node.install(registrations, by: "test")

@@ -156,15 +156,15 @@ import Testing
 
         func install(in context: DomainContext) async throws -> InstalledDomain {
             var registrations = NodeRegistrations()
-            for method in rpcMethods { registrations.register(method) { _, _ in ["from": .string(name)] } }
+            for method in rpcMethods { registrations.register(method, NoFields.self, answer: "") { _, _ in ["from": .string(name)] } }
             for namespace in provided { registrations.provide(NamespaceOptions(name: namespace), by: OpenChannel()) }
-            for topic in replicaTopics { registrations.onReplica(topic: topic) { _ in } }
+            for topic in replicaTopics { registrations.onReplica(topic: topic, fields: [], effect: "") { _ in } }
+            var serverMethods = ServerAPIMethods()
+            for method in apiMethods {
+                serverMethods.register(method, NoFields.self, answer: "") { [name] _ throws(HubError) in ["from": .string(name)] }
+            }
             return InstalledDomain(
-                service: name, registrations: registrations,
-                serverMethods: Dictionary(
-                    uniqueKeysWithValues: apiMethods.map { method in
-                        (method, { @Sendable _ throws(HubError) in ["from": .string(name)] } as InstalledDomain.ServerMethod)
-                    }),
+                service: name, registrations: registrations, serverMethods: serverMethods,
                 routes: { [routes, name] router in
                     for path in routes { router.get(RouterPath(path)) { _, _ in name } }
                 })

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GondolaDomain
 import GondolaGeo
 import GondolaHub
 import GondolaProtocol
@@ -80,7 +81,7 @@ import Testing
         let answered = DispatchSemaphore(value: 0)
         service.withLive { _ in
             Thread.detachNewThread {
-                _ = try? service.update(user: "ann", data: ["lat": 45.3, "lon": 6.58, "alt": 1800])
+                _ = try? service.update(user: "ann", LocationUpdate.decode(["lat": 45.3, "lon": 6.58, "alt": 1800], now: unixMilliseconds()))
                 answered.signal()
             }
             #expect(answered.wait(timeout: .now() + 10) == .success, "the update waited for the live map")

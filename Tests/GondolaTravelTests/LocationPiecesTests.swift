@@ -14,14 +14,15 @@ import Testing
     // MARK: LocationUpdate
 
     @Test func anUpdateKeepsEveryFieldAndDefaultsTsToNow() throws {
-        let full = try LocationUpdate.position(
-            from: [
+        let full = try LocationUpdate.decode(
+            [
                 "lat": 45.3, "lon": 6.58, "alt": 1790, "accuracy": 5, "heading": 90, "speed": 3.5,
                 "ts": .int(Self.now - 1000),
-            ], now: Self.now)
+            ], now: Self.now
+        ).position
         #expect(full.point == GeoPoint(lat: 45.3, lon: 6.58, alt: 1790))
         #expect(full.accuracy == 5 && full.heading == 90 && full.speed == 3.5 && full.ts == Self.now - 1000)
-        let bare = try LocationUpdate.position(from: ["lat": -10, "lon": 170], now: Self.now)
+        let bare = try LocationUpdate.decode(["lat": -10, "lon": 170], now: Self.now).position
         #expect(bare.ts == Self.now && bare.point.alt == nil && bare.accuracy == nil)
     }
 
@@ -33,16 +34,17 @@ import Testing
         (#"{"lat":45,"lon":6.5,"speed":"fast"}"#, "speed must be a number, got string"),
         (#"{"lat":45,"lon":6.5,"ts":1.5}"#, "ts must be an integer, got number"),
         (#"[45,6.5]"#, "data must be an object, got array"),
+        (#"{"lat":45,"lon":6.5,"altitude":1800,"bearing":3}"#, "unknown fields 'altitude', 'bearing'"),
     ])
     func aBadUpdateNamesItsField(data: String, message: String) throws {
-        #expect(throws: HubError.badRequest(message)) { try LocationUpdate.position(from: try JSONParser.parse(Array(data.utf8)), now: Self.now) }
+        #expect(throws: HubError.badRequest(message)) { try LocationUpdate.decode(try JSONParser.parse(Array(data.utf8)), now: Self.now).position }
     }
 
     @Test func aTsFarFromTheServerClockIsRefused() {
         let late = Self.now + LocationUpdate.clockTolerance + 1
-        #expect(throws: HubError.self) { try LocationUpdate.position(from: ["lat": 45, "lon": 6, "ts": .int(late)], now: Self.now) }
+        #expect(throws: HubError.self) { try LocationUpdate.decode(["lat": 45, "lon": 6, "ts": .int(late)], now: Self.now).position }
         #expect(
-            (try? LocationUpdate.position(from: ["lat": 45, "lon": 6, "ts": .int(Self.now + LocationUpdate.clockTolerance)], now: Self.now)) != nil)
+            (try? LocationUpdate.decode(["lat": 45, "lon": 6, "ts": .int(Self.now + LocationUpdate.clockTolerance)], now: Self.now).position) != nil)
     }
 
     // MARK: PositionChannel
