@@ -2,7 +2,7 @@
 import asyncio
 
 import pytest
-from cent import (BroadcastRequest, ChannelsRequest, Client as ApiClient, CentApiResponseError, CentUnauthorizedError,
+from cent import (BatchRequest, BroadcastRequest, ChannelsRequest, Client as ApiClient, CentApiResponseError, CentUnauthorizedError,
                   DisconnectRequest, HistoryRemoveRequest, HistoryRequest, InfoRequest, PresenceRequest,
                   PresenceStatsRequest, PublishRequest, StreamPosition, UnsubscribeRequest)
 from centrifuge import ClientState
@@ -27,6 +27,22 @@ def test_publish_history_and_remove(api):
     assert newest.publications[0].offset == second.offset
     api.history_remove(HistoryRemoveRequest(channel="room:api"))
     assert api.history(HistoryRequest(channel="room:api", limit=10)).publications == []
+
+
+def test_batch_answers_each_command_in_order(api):
+    result = api.batch(BatchRequest(requests=[
+        PublishRequest(channel="room:batch-cent", data={"n": 1}),
+        PublishRequest(channel="room:batch-cent", data={"n": 2}),
+        HistoryRequest(channel="room:batch-cent", limit=10),
+    ]))
+    first, second, history = result.replies
+    assert second.offset == first.offset + 1
+    assert [p.data["n"] for p in history.publications][-2:] == [1, 2]
+    parallel = api.batch(BatchRequest(requests=[PublishRequest(channel=f"room:batch-p{n % 4}", data={"n": n}) for n in range(40)],
+                                      parallel=True))
+    for channel in range(4):
+        offsets = [reply.offset for reply in parallel.replies[channel::4]]
+        assert sorted(offsets) == list(range(1, 11)), (channel, offsets)
 
 
 def test_broadcast_reports_each_channel(api):

@@ -19,16 +19,23 @@ public enum JSONResponse {
 
     /// The request body parsed as a JSON object, or a 400 (413 when too large) response
     /// naming what is wrong.
-    public static func object(of request: Request, limit: Int, keepingRaw rawMembers: Set<String> = []) async -> Result<JSON, ResponseError> {
-        await JSONBody.object(of: request, limit: limit, keepingRaw: rawMembers).mapError { ResponseError(error($0.status, code: 107, $0.message)) }
+    public static func object(
+        of request: Request, limit: Int, keepingRaw rawMembers: Set<String> = [], atDepth depth: Int = 1
+    ) async -> Result<JSON, ResponseError> {
+        await JSONBody.object(of: request, limit: limit, keepingRaw: rawMembers, atDepth: depth).mapError {
+            ResponseError(error($0.status, code: 107, $0.message))
+        }
     }
 }
 
 /// Reads a request body that must be one JSON object.
 public enum JSONBody {
-    /// The body as one JSON object; its top-level members named in `rawMembers` are kept as
-    /// they were written (`JSON.raw`: payloads passed on byte for byte).
-    public static func object(of request: Request, limit: Int, keepingRaw rawMembers: Set<String> = []) async -> Result<JSON, JSONBodyError> {
+    /// The body as one JSON object; its members named in `rawMembers`, in the objects at
+    /// nesting `depth` (1: the body's own members), are kept as they were written
+    /// (`JSON.raw`: payloads passed on byte for byte).
+    public static func object(
+        of request: Request, limit: Int, keepingRaw rawMembers: Set<String> = [], atDepth depth: Int = 1
+    ) async -> Result<JSON, JSONBodyError> {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: limit)
@@ -40,7 +47,7 @@ public enum JSONBody {
         }
         let json: JSON
         do {
-            json = try JSONParser.parse(buffer.readableBytesView, keepingRaw: rawMembers, atDepth: 1)
+            json = try JSONParser.parse(buffer.readableBytesView, keepingRaw: rawMembers, atDepth: depth)
         } catch {
             return .failure(JSONBodyError(status: .badRequest, message: "body is not valid JSON: \(error)"))
         }

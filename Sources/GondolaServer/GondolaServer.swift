@@ -351,7 +351,9 @@ struct ServerAPIEndpoint: Sendable {
                 return JSONResponse.error(.unauthorized, code: 101, "missing or wrong X-API-Key")
             }
             let body: JSON
-            switch await JSONResponse.object(of: request, limit: Self.bodyLimit, keepingRaw: ["data", "info"]) {
+            // A batch's requests sit at depth 4: body, `commands`, the command, the method's request.
+            let depth = method == "batch" ? 4 : 1
+            switch await JSONResponse.object(of: request, limit: Self.bodyLimit, keepingRaw: ["data", "info"], atDepth: depth) {
             case let .success(json): body = json
             case let .failure(error): return error.response
             }

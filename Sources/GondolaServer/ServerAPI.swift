@@ -6,9 +6,9 @@ import GondolaProtocol
 /// request's JSON object as its request type (unknown members refused with 107 naming
 /// them) and answers the `result` object, or throws a `HubError` that becomes `{"error":{...}}`.
 public struct ServerAPI: Sendable {
-    private var methods: [String: ServerAPIMethods.Method] = [:]
-    /// The contracts of every method, the hub's and the domains'.
-    public private(set) var contracts: [MethodContract] = []
+    private(set) var methods: [String: ServerAPIMethods.Method] = [:]
+    /// The contracts of every method, the hub's and the domains' (`batch` among them).
+    public private(set) var contracts: [MethodContract] = [Self.batchContract]
 
     public init(node: Node) {
         add(Self.hubMethods(node), owner: NameClaims.hub)
@@ -99,10 +99,12 @@ public struct ServerAPI: Sendable {
     }
 
     /// The names of the methods it answers.
-    public var names: Set<String> { Set(methods.keys) }
+    public var names: Set<String> { Set(methods.keys).union([Self.batchContract.name]) }
 
-    /// Runs `name` with `body`; the answer is the JSON the endpoint returns.
+    /// Runs `name` with `body`; the answer is the JSON the endpoint returns: `{"result": …}`
+    /// or `{"error": …}`, and `batch`'s `{"replies": […]}`.
     public func call(_ name: String, body: JSON) async -> JSON? {
+        if name == Self.batchContract.name { return await batch(body) }
         guard let method = methods[name] else { return nil }
         do {
             return ["result": try await method.call(body)]
