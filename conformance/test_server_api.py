@@ -2,12 +2,12 @@
 import asyncio
 
 import pytest
-from cent import (BatchRequest, BroadcastRequest, ChannelsRequest, Client as ApiClient, CentApiResponseError, CentUnauthorizedError,
+from cent import (BatchRequest, BroadcastRequest, Disconnect, ChannelsRequest, Client as ApiClient, CentApiResponseError, CentUnauthorizedError,
                   DisconnectRequest, HistoryRemoveRequest, HistoryRequest, InfoRequest, PresenceRequest,
                   PresenceStatsRequest, PublishRequest, StreamPosition, UnsubscribeRequest)
 from centrifuge import ClientState
 
-from helpers import Events, SubEvents, connected_client
+from helpers import Events, SubEvents, call, connected_client
 
 
 @pytest.fixture
@@ -86,5 +86,38 @@ def test_info_presence_channels_unsubscribe_disconnect(api, server, codec):
         disconnected = await events.wait("disconnected")
         assert disconnected[0].code == 3503
         assert client.state == ClientState.DISCONNECTED
+
+    asyncio.run(scenario())
+
+
+def test_targeted_unsubscribe_and_disconnect_reach_only_their_connections(api, server, codec):
+    async def scenario():
+        user, channel = f"erin-{codec.name}", f"room:aim-{codec.name}"
+        clients = [await connected_client(server, user, codec) for _ in range(3)]
+        ids = [events.of("connected")[0].client for _, events in clients]
+        subscriptions = []
+        for client, _ in clients:
+            recorded = Events()
+            await client.new_subscription(channel, SubEvents(recorded)).subscribe()
+            await recorded.wait("subscribed")
+            subscriptions.append(recorded)
+
+        api.unsubscribe(UnsubscribeRequest(user=user, channel=channel, client=ids[1]))
+        assert (await subscriptions[1].wait("unsubscribed"))[0].code == 2000
+        api.publish(PublishRequest(channel=channel, data={"n": 1}))
+        await subscriptions[0].wait("publication")
+        await subscriptions[2].wait("publication")
+
+        api.disconnect(DisconnectRequest(user=user, client=ids[1], disconnect=Disconnect(code=4501, reason="moved to another desk")))
+        closed = (await clients[1][1].wait("disconnected"))[0]
+        assert (closed.code, closed.reason) == (4501, "moved to another desk")
+        assert subscriptions[1].of("publication") == [], "the unsubscribed connection got nothing"
+
+        api.disconnect(DisconnectRequest(user=user, whitelist=[ids[0]]))
+        assert (await clients[2][1].wait("disconnected"))[0].code == 3503
+        assert clients[0][0].state == ClientState.CONNECTED
+        assert "ts" in await call(clients[0][0], codec, "server.time", {}), "the whitelisted connection still answers"
+        for client, _ in clients:
+            await client.disconnect()
 
     asyncio.run(scenario())

@@ -10,7 +10,8 @@ import GondolaProtocol
 /// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info}` (a
 /// binary payload as `"b":"<base64>"` instead of `"d"`) for a
 /// publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
-/// `"c"` for an unsubscribe, `"x"` with `"u"` for a disconnect, `"d"` with `"k"` (topic),
+/// `"c"` (and `"cl"`, the one client) for an unsubscribe, `"x"` with `"u"`, `"c"` (close code), `"r"`
+/// (reason), `"k"` (clients kept) and `"cl"` (the one client) for a disconnect, `"d"` with `"k"` (topic),
 /// `"n"` (origin node) and `"d"` (payload) for a domain's change, `"r"` with those and `"g"`
 /// (region) for a regional one.
 enum BusCodec {
@@ -32,14 +33,17 @@ enum BusCodec {
             json = .object(members)
         case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
         case let .leave(channel, info): json = ["t": "l", "c": .string(channel), "i": info.json]
-        case let .unsubscribe(user, channel): json = ["t": "u", "u": .string(user), "c": .string(channel)]
+        case let .unsubscribe(user, channel, client):
+            let event: JSON = ["t": "u", "u": .string(user), "c": .string(channel)]
+            json = client.map { event.adding("cl", .string($0)) } ?? event
         // The options travel as a string, so their info and data keep their bytes.
         case let .subscribe(user, channel, options):
             json = ["t": "s", "u": .string(user), "c": .string(channel), "o": .string(String(decoding: options.bytes, as: UTF8.self))]
-        case let .disconnect(user, code, keeping):
-            json = [
+        case let .disconnect(user, code, keeping, client):
+            let event: JSON = [
                 "t": "x", "u": .string(user), "c": .int(Int64(code.code)), "r": .string(code.reason), "k": .array(keeping.sorted().map(JSON.string)),
             ]
+            json = client.map { event.adding("cl", .string($0)) } ?? event
         case let .domain(topic, origin, payload): json = ["t": "d", "k": .string(topic), "n": .string(origin), "d": payload]
         case let .regional(region, topic, origin, payload):
             json = ["t": "r", "g": .string(region), "k": .string(topic), "n": .string(origin), "d": payload]
@@ -127,6 +131,12 @@ enum BusCodec {
             guard case let .string(value)? = json[key] else { throw BusCodecError("event without \(key): \(json.text.prefix(200))") }
             return value
         }
+        /// A member older nodes do not write: nil when absent.
+        func optionalString(_ key: String) throws -> String? {
+            guard let value = json[key] else { return nil }
+            guard case let .string(text) = value else { throw BusCodecError("event's \(key) is not a string: \(json.text.prefix(200))") }
+            return text
+        }
         func info() throws -> ClientInfo {
             guard let info = json["i"] else { throw BusCodecError("event without info") }
             return try ClientInfo(json: info)
@@ -146,7 +156,7 @@ enum BusCodec {
             return .publication(channel: try string("c"), Publication(offset: offset, data: data, info: json["i"] == nil ? nil : try info()))
         case "j": return .join(channel: try string("c"), try info())
         case "l": return .leave(channel: try string("c"), try info())
-        case "u": return .unsubscribe(user: try string("u"), channel: try string("c"))
+        case "u": return .unsubscribe(user: try string("u"), channel: try string("c"), client: try optionalString("cl"))
         case "s": return .subscribe(user: try string("u"), channel: try string("c"), options: try RawJSON(validating: Array(try string("o").utf8)))
         case "x":
             // Events from a node before codes travelled carry the user alone: a force disconnect.
@@ -155,7 +165,9 @@ enum BusCodec {
             }
             let keeping: [String] =
                 if case let .array(clients)? = json["k"] { clients.compactMap { if case let .string(id) = $0 { id } else { nil } } } else { [] }
-            return .disconnect(user: try string("u"), code: DisconnectCode(code: closeCode, reason: try string("r")), keeping: Set(keeping))
+            return .disconnect(
+                user: try string("u"), code: DisconnectCode(code: closeCode, reason: try string("r")), keeping: Set(keeping),
+                client: try optionalString("cl"))
         case "d":
             guard let payload = json["d"] else { throw BusCodecError("domain event without payload") }
             return .domain(topic: try string("k"), origin: try string("n"), payload: payload)

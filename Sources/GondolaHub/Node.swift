@@ -597,9 +597,9 @@ public final class Node: Sendable {
 
     /// Unsubscribes every connection of `user` from `channel` (on every node of a
     /// cluster), telling them with an unsubscribe push.
-    public func unsubscribe(user: String, channel: String) async throws(HubError) {
+    public func unsubscribe(user: String, channel: String, client: String? = nil) async throws(HubError) {
         _ = try channelName(channel)
-        try await broker.send(.unsubscribe(user: user, channel: channel))
+        try await broker.send(.unsubscribe(user: user, channel: channel, client: client))
     }
 
     /// Subscribes every connection of `user` (on every node of a cluster; only connection
@@ -612,11 +612,13 @@ public final class Node: Sendable {
         try await broker.send(.subscribe(user: user, channel: channel, options: options))
     }
 
-    /// Closes every connection of `user` (on every node of a cluster, with 3000-range
-    /// `force_disconnect`).
-    public func disconnect(user: String, code: DisconnectCode = .forceDisconnect) async throws(HubError) {
-        if code == .forceDisconnect { return try await broker.send(.disconnect(user: user, code: code, keeping: [])) }
-        for session in registry.sessions(of: user) { session.close(code) }
+    /// Closes the connections of `user` on every node of a cluster with `code` (3503
+    /// force disconnect unless told otherwise): only `client` when it names one, and none
+    /// that `keeping` names (the server API's `disconnect` with its `whitelist`).
+    public func disconnect(
+        user: String, client: String? = nil, keeping: Set<String> = [], code: DisconnectCode = .forceDisconnect
+    ) async throws(HubError) {
+        try await broker.send(.disconnect(user: user, code: code, keeping: keeping, client: client))
     }
 
     /// Single-connection mode (`user_personal_single_connection`): closes every other
@@ -643,8 +645,8 @@ public final class Node: Sendable {
             table.pushJoinLeave(Push(channel: channel, .join(info)), on: channel)
         case let .leave(channel, info):
             table.pushJoinLeave(Push(channel: channel, .leave(info)), on: channel)
-        case let .unsubscribe(user, channel):
-            for session in registry.sessions(of: user) { session.serverUnsubscribe(channel) }
+        case let .unsubscribe(user, channel, client):
+            for session in registry.sessions(of: user) where client == nil || client == session.id { session.serverUnsubscribe(channel) }
         case let .subscribe(user, channel, options):
             guard let subscription = try? ServerSubscription(options) else {
                 return logger.error("server subscribe options not understood", metadata: ["channel": "\(channel)"])
@@ -652,8 +654,8 @@ public final class Node: Sendable {
             for session in registry.sessions(of: user) where subscription.client == nil || subscription.client == session.id {
                 Task { await session.serverSubscribe(channel, subscription) }
             }
-        case let .disconnect(user, code, keeping):
-            for session in registry.sessions(of: user) where !keeping.contains(session.id) {
+        case let .disconnect(user, code, keeping, client):
+            for session in registry.sessions(of: user) where !keeping.contains(session.id) && (client == nil || client == session.id) {
                 if code == .connectionLimit {
                     metrics.limitReached("user_personal_single_connection")
                     logger.info(

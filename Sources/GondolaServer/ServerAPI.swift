@@ -60,16 +60,19 @@ public struct ServerAPI: Sendable {
             try await node.subscribe(user: request.user, channel: request.channel, options: request.options)
             return [:]
         }
-        api.register("unsubscribe", UserChannelRequest.self, answer: "`{}`; every connection of the user on every node is unsubscribed") {
-            request throws(HubError) in
-            try await node.unsubscribe(user: request.user, channel: request.channel)
+        api.register(
+            "unsubscribe", APIUnsubscribeRequest.self,
+            answer: "`{}`; every connection of the user on every node is unsubscribed, or only `client`"
+        ) { request throws(HubError) in
+            try await node.unsubscribe(user: request.user, channel: request.channel, client: request.client)
             return [:]
         }
         api.register(
-            "disconnect", UserRequest.self, answer: "`{}`; every connection of the user on every node is closed with 3000-range `force_disconnect`"
-        ) {
-            request throws(HubError) in
-            try await node.disconnect(user: request.user)
+            "disconnect", APIDisconnectRequest.self,
+            answer:
+                "`{}`; every connection of the user on every node (or only `client`, and never those `whitelist` names) is closed with `disconnect`'s code and reason, 3503 `force disconnect` without one"
+        ) { request throws(HubError) in
+            try await node.disconnect(user: request.user, client: request.client, keeping: request.whitelist, code: request.code)
             return [:]
         }
         api.register(
@@ -139,21 +142,55 @@ struct ChannelRequest: RequestContract {
     init(_ fields: RequestFields) throws(HubError) { channel = try fields.string("channel", maxLength: .max) }
 }
 
-/// `{user}`.
-struct UserRequest: RequestContract {
-    static let fields: [FieldContract] = [.required("user", .string)]
-    let user: String
-    init(_ fields: RequestFields) throws(HubError) { user = try fields.string("user", maxLength: .max) }
-}
-
-/// `{user, channel}`.
-struct UserChannelRequest: RequestContract {
-    static let fields: [FieldContract] = [.required("user", .string), .required("channel", .string)]
+/// `unsubscribe`: `{user, channel, client?}`.
+struct APIUnsubscribeRequest: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("user", .string), .required("channel", .string), .optional("client", .string, "only this connection of the user"),
+    ]
     let user: String
     let channel: String
+    let client: String?
     init(_ fields: RequestFields) throws(HubError) {
         user = try fields.string("user", maxLength: .max)
         channel = try fields.string("channel", maxLength: .max)
+        client = try fields.optionalString("client", maxLength: 1024)
+    }
+}
+
+/// `disconnect`: `{user, client?, whitelist?, disconnect?: {code, reason}}`.
+struct APIDisconnectRequest: RequestContract {
+    /// Longest close reason: what fits a WebSocket close frame (125 bytes) after its code.
+    static let maxReasonBytes = 123
+
+    static let fields: [FieldContract] = [
+        .required("user", .string), .optional("client", .string, "only this connection of the user"),
+        .optional("whitelist", .stringArray, "connections (client ids) left open"),
+        .optional(
+            "disconnect", .object, "the close code and reason; 3503 `force disconnect` when absent",
+            members: [
+                .required("code", .integer, "3000–4999: below 3500 and from 4000 to 4499 the SDK reconnects"),
+                .optional("reason", .string, "at most 123 bytes"),
+            ]),
+    ]
+    let user: String
+    let client: String?
+    let whitelist: Set<String>
+    let code: DisconnectCode
+
+    init(_ fields: RequestFields) throws(HubError) {
+        user = try fields.string("user", maxLength: .max)
+        client = try fields.optionalString("client", maxLength: 1024)
+        whitelist = fields.has("whitelist") ? Set(try fields.stringArray("whitelist", maxCount: .max, maxLength: 1024)) : []
+        guard let disconnect = try fields.optionalObject("disconnect") else {
+            code = .forceDisconnect
+            return
+        }
+        let number = try disconnect.integer("code", in: 3000...4999)
+        let reason = try disconnect.optionalString("reason", maxLength: .max, allowEmpty: true) ?? ""
+        guard reason.utf8.count <= Self.maxReasonBytes else {
+            throw .badRequest("disconnect.reason is \(reason.utf8.count) bytes, more than \(Self.maxReasonBytes)")
+        }
+        code = DisconnectCode(code: UInt16(number), reason: reason)
     }
 }
 

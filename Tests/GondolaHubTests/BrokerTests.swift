@@ -188,6 +188,46 @@ import Testing
         await stop()
     }
 
+    /// The server API's unsubscribe and disconnect aimed at one connection (`client`), or
+    /// sparing some (`whitelist`), with a code and reason of the caller's: they cross the
+    /// engine and reach exactly the connections they name, on whichever node they are.
+    @Test(arguments: BrokerEngine.allCases)
+    func targetedUnsubscribesAndDisconnectsReachOnlyTheirConnections(engine: BrokerEngine) async throws {
+        let (nodes, stop) = try await Self.nodes(engine, count: engine == .memory ? 1 : 2)
+        let other = nodes[nodes.count - 1]
+        var kept = try await TestClient.connected(nodes[0], user: "ann")
+        var aimed = try await TestClient.connected(other, user: "ann")
+        var spared = try await TestClient.connected(other, user: "ann")
+        _ = try await kept.call(.subscribe(SubscribeRequest(channel: "room:aim")))
+        _ = try await aimed.call(.subscribe(SubscribeRequest(channel: "room:aim")))
+        _ = try await spared.call(.subscribe(SubscribeRequest(channel: "room:aim")))
+        try await nodes[0].unsubscribe(user: "ann", channel: "room:aim", client: aimed.session.id)
+        var unsubscribed = false
+        while !unsubscribed {
+            if case let .push(push) = try await aimed.next(timeout: .seconds(10)), case .unsubscribe = push.body { unsubscribed = true }
+        }
+        try await nodes[0].publish(channel: "room:aim", data: Payload(RawJSON(["n": 1])))
+        #expect(try await Self.publications(kept, count: 1).count == 1)
+        #expect(try await Self.publications(spared, count: 1).count == 1)
+        try await nodes[0].disconnect(user: "ann", client: aimed.session.id, code: DisconnectCode(code: 4001, reason: "moved to another desk"))
+        var afterUnsubscribe: [ServerMessage] = []
+        var aimedClose: DisconnectCode?
+        while aimedClose == nil {
+            do {
+                afterUnsubscribe.append(try await aimed.next(timeout: .seconds(10)))
+            } catch let closed as Closed {
+                aimedClose = closed.code
+            }
+        }
+        #expect(aimedClose == DisconnectCode(code: 4001, reason: "moved to another desk"))
+        #expect(afterUnsubscribe.allSatisfy { $0.publication == nil }, "the unsubscribed connection got no publication: \(afterUnsubscribe)")
+        try await nodes[0].disconnect(user: "ann", keeping: [kept.session.id])
+        #expect(try await spared.closeCode() == .forceDisconnect)
+        let reply = try await kept.call(.presenceStats(channel: "room:aim"))
+        if case .error = reply.body { Issue.record("the whitelisted connection stays: \(reply)") }
+        await stop()
+    }
+
     @Test(arguments: BrokerEngine.allCases)
     func binaryAndSpelledPayloadsPassByteForByte(engine: BrokerEngine) async throws {
         let (node, stop) = try await Self.node(engine)

@@ -56,6 +56,10 @@ import Testing
             sent.append(.publication(channel: "bin", Publication(data: Payload(received: [0, 255, 10, 13]))))
             let big = JSON.string(String(repeating: "x", count: 200_000))
             sent.append(.domain(topic: "fleet", origin: "a", payload: ["blob": big]))
+            // The server API's targeted events keep their client, whitelist, code and reason.
+            sent.append(.disconnect(user: "w", code: DisconnectCode(code: 4001, reason: "moved"), keeping: ["c2"], client: "c3"))
+            sent.append(.unsubscribe(user: "w", channel: "ch", client: "c3"))
+            sent.append(.unsubscribe(user: "w", channel: "ch"))
             for event in sent { try await a.publish([event]) }
             try await eventually { atB.events.withLock { $0.count } == sent.count && atA.events.withLock { $0.count } == sent.count }
             #expect(atB.events.withLock { $0 } == sent)

@@ -42,6 +42,17 @@ import Testing
         #expect(nested["error"]?["message"]?.stringValue == "bad request: unknown field 'since.era'", "\(nested.text)")
         let history = try await server.api("history", ["channel": "room:a", "limit": -1])
         #expect(history["publications"] == nil || history["publications"] == .array([]), "nothing was published: \(history.text)")
+        let long = String(repeating: "é", count: 62)
+        for (body, message) in [
+            (#"{"user":"ann","disconnect":{"code":2999,"reason":"x"}}"#, "disconnect.code must be between 3000 and 4999, got 2999"),
+            (#"{"user":"ann","disconnect":{"code":4001,"reason":"\#(long)"}}"#, "disconnect.reason is 124 bytes, more than 123"),
+            (#"{"user":"ann","session":"s1"}"#, "unknown field 'session'"),
+        ] {
+            let (_, answer) = try await server.post("/api/disconnect", body: body)
+            #expect(
+                answer["error"]?["code"]?.doubleValue == 107 && answer["error"]?["message"]?.stringValue == "bad request: \(message)",
+                "\(answer.text)")
+        }
         let published = try await server.api("publish", ["channel": "room:a", "data": ["n": 1]])
         #expect(published["offset"]?.doubleValue == 1)
         try await server.stop()
