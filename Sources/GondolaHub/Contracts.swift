@@ -49,9 +49,14 @@ extension RequestContract {
     /// Reads `data` (an absent one reads as `{}`): unknown members are refused first, at
     /// every level the contract describes, then the type reads the rest.
     public static func decode(_ data: JSON?) throws(HubError) -> Self {
+        try Self(try checkedFields(data))
+    }
+
+    /// `data`'s members, once every member the contract does not list was refused.
+    public static func checkedFields(_ data: JSON?) throws(HubError) -> RequestFields {
         let fields = try RequestFields(data)
         try fields.refuseUnknown(Self.fields)
-        return try Self(fields)
+        return fields
     }
 }
 

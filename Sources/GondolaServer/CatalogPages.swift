@@ -86,7 +86,7 @@ public struct CatalogPages: Sendable {
 
     /// Text fit for a table cell: `|` escaped, on one line.
     private static func cell(_ text: String) -> String {
-        text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\\\\|", with: "\\|")
+        text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "|", with: "\\|")
     }
 }
 

@@ -46,8 +46,6 @@ struct LocationUpdate: RequestContract {
 
     /// Decodes `data` as the RPC does (unknown members refused), with the clock at `now`.
     static func decode(_ data: JSON?, now: Int64) throws(HubError) -> LocationUpdate {
-        let fields = try RequestFields(data)
-        try fields.refuseUnknown(Self.fields)
-        return try LocationUpdate(fields, now: now)
+        try LocationUpdate(try checkedFields(data), now: now)
     }
 }
