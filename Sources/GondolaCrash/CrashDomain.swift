@@ -87,13 +87,13 @@ enum CrashServerAPI {
     static func methods(_ crashes: CrashService) -> ServerAPIMethods {
         var api = ServerAPIMethods()
         api.register(
-            "crash_detected", DetectedCrash.self,
-            answer:
-                "the crash with `\"sms\":{\"status\":\"queued\",\"to\"}` (`\"no_phone\"` without a number, `\"failed\"` when the text queue is full); pushes `{\"type\":\"crash.detected\",\"crash\",\"link\"}` on `personal:#<user>` and texts the deep link (`crash_link_template`, default `crashassistant://crash/{id}`) to `phone` or the user's `crash.phone` number through `sms_webhook_url` (`POST {\"to\",\"text\"}` with `Authorization: Bearer <sms_webhook_token>`), in the background after the answer (10 s per attempt, 3 attempts; see \"Calls to outside services\"); without a gateway the text is logged. A text that fails does not undo the crash"
+            "crash_detected", DetectedCrash.self, CrashAnswer.self,
+            rules:
+                "pushes `{\"type\":\"crash.detected\",\"crash\",\"link\"}` on `personal:#<user>` and texts the deep link (`crash_link_template`, default `crashassistant://crash/{id}`) to `phone` or the user's `crash.phone` number through `sms_webhook_url` (`POST {\"to\",\"text\"}` with `Authorization: Bearer <sms_webhook_token>`), in the background after the answer (10 s per attempt, 3 attempts; see \"Calls to outside services\"); without a gateway the text is logged. A text that fails does not undo the crash"
         ) { request throws(HubError) in
             let crash = try await crashes.create(owner: request.user, source: .detected, place: request.place, occurredAt: request.occurredAt)
             let sms = await crashes.notifyDetected(crash, phone: request.phone)
-            return CrashJSON.crash(crash, photos: []).adding("sms", sms)
+            return CrashAnswer(crash: crash, photos: [], sms: sms)
         }
         return api
     }

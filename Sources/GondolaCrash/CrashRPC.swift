@@ -9,69 +9,58 @@ struct CrashRPC: Sendable {
 
     func register(in registrations: inout NodeRegistrations) {
         registrations.register(
-            "crash.start", CrashMoment.self,
-            answer: "a new draft (`source: \"manual\"`); `lat` and `lon` together; `ts` in Unix ms from 2000 to a day ahead"
+            "crash.start", CrashMoment.self, CrashAnswer.self, rules: "a new draft (`source: \"manual\"`); `lat` and `lon` together"
         ) { context, request in
             let crash = try await crashes.create(owner: context.user, source: .manual, place: request.place, occurredAt: request.occurredAt)
-            return CrashJSON.crash(crash, photos: [])
+            return CrashAnswer(crash: crash, photos: [])
         }
         registrations.register(
-            "crash.update", CrashUpdate.self,
-            answer:
-                "the crash; `injured` ⊆ `myself`, `my_passengers`, `other_driver`, `other_driver_passengers`, `no_one`, `unsure`, where `no_one` and `unsure` stand alone (107 naming the field); note ≤ 2,000 characters"
+            "crash.update", CrashUpdate.self, CrashAnswer.self,
+            rules:
+                "`injured` ⊆ `myself`, `my_passengers`, `other_driver`, `other_driver_passengers`, `no_one`, `unsure`, where `no_one` and `unsure` stand alone (107 naming the field)"
         ) { context, request in
             let (crash, photos) = try await crashes.update(request.crash, by: context.user, injured: request.injured, note: request.note)
-            return CrashJSON.crash(crash, photos: photos)
+            return CrashAnswer(crash: crash, photos: photos)
+        }
+        registrations.register("crash.list", NoFields.self, CrashList.self, rules: "") { context, _ in
+            CrashList(crashes: try await crashes.crashes(of: context.user))
         }
         registrations.register(
-            "crash.list", NoFields.self, answer: "`{\"crashes\":[…]}`: drafts first, then reports, newest first, each with `counts`"
-        ) {
-            context, _ in
-            ["crashes": .array(try await crashes.crashes(of: context.user).map { CrashJSON.summary($0.crash, photoCount: $0.photos) })]
-        }
-        registrations.register(
-            "crash.get", CrashReference.self,
-            answer:
-                "the crash with its photos by section (`license_insurance`, `licence_plate`, `other_vehicle_damage`, `your_vehicle_damage`, `crash_scene`)"
+            "crash.get", CrashReference.self, CrashAnswer.self,
+            rules: "photos by section: `license_insurance`, `licence_plate`, `other_vehicle_damage`, `your_vehicle_damage`, `crash_scene`"
         ) { context, request in
             let crash = try await crashes.owned(request.crash, by: context.user)
-            return CrashJSON.crash(crash, photos: try await crashes.photos(of: crash))
+            return CrashAnswer(crash: crash, photos: try await crashes.photos(of: crash))
         }
         registrations.register(
-            "crash.discard", CrashReference.self,
-            answer: "`{\"crash\",\"discarded\":true}`; drafts only (a crash with a report: 108); rows and files are deleted"
+            "crash.discard", CrashReference.self, CrashChange.self, rules: "drafts only (a crash with a report: 108); rows and files are deleted"
         ) { context, request in
             try await crashes.discard(request.crash, by: context.user)
-            return ["crash": .string(request.crash), "discarded": true]
+            return CrashChange(crash: request.crash, member: "discarded", value: true)
         }
         registrations.register(
-            "crash.report", CrashReference.self,
-            answer:
-                "the crash with `report`, the PDF's path; 108 until injuries, a note or a photo has been given; renders the PDF (crash time and place, injuries, note, each section with its photos)"
+            "crash.report", CrashReference.self, CrashAnswer.self,
+            rules:
+                "108 until injuries, a note or a photo has been given; renders the PDF (crash time and place, injuries, note, each section with its photos)"
         ) { context, request in
             let crash = try await crashes.report(request.crash, by: context.user)
-            return CrashJSON.crash(crash, photos: try await crashes.photos(of: crash))
-                .adding("report", .string(CrashHTTPPaths.report(crash.id)))
+            return CrashAnswer(crash: crash, photos: try await crashes.photos(of: crash), report: CrashHTTPPaths.report(crash.id))
         }
         registrations.register(
-            "crash.share", CrashShare.self,
-            answer:
-                "`{\"crash\",\"url\",\"expires_at\"}`: a link (default 7 days, at most 90; `ttl` in seconds) under which anyone can download the report; a new share revokes the previous link"
+            "crash.share", CrashShare.self, CrashLink.self,
+            rules: "anyone may download the report there (default 7 days, at most 90; `ttl` in seconds); a new share revokes the previous link"
         ) { context, request in
             let (token, expiresAt) = try await crashes.share(request.crash, by: context.user, ttl: request.ttl)
-            return ["crash": .string(request.crash), "url": .string(CrashHTTPPaths.shared(token)), "expires_at": .int(expiresAt)]
+            return CrashLink(crash: request.crash, url: CrashHTTPPaths.shared(token), expiresAt: expiresAt)
         }
-        registrations.register(
-            "crash.phone", CrashPhone.self, answer: "`{\"phone\"}`: the number in E.164 (`+` and 7–15 digits); an empty one clears it"
-        ) {
-            context, request in
+        registrations.register("crash.phone", CrashPhone.self, CrashPhoneAnswer.self, rules: "an empty number clears it") { context, request in
             try await crashes.setPhone(request.phone, of: context.user)
-            return ["phone": request.phone.map { .string($0) } ?? .null]
+            return CrashPhoneAnswer(phone: request.phone)
         }
-        registrations.register("crash.unshare", CrashReference.self, answer: "`{\"crash\",\"shared\":false}`; the shared link stops working") {
+        registrations.register("crash.unshare", CrashReference.self, CrashChange.self, rules: "the shared link stops working") {
             context, request in
             try await crashes.unshare(request.crash, by: context.user)
-            return ["crash": .string(request.crash), "shared": false]
+            return CrashChange(crash: request.crash, member: "shared", value: false)
         }
     }
 

@@ -69,30 +69,28 @@ extension FormsDomain {
 enum FormsServerAPI {
     static func methods(_ forms: FormService, _ assessments: AssessmentService) -> ServerAPIMethods {
         var api = ServerAPIMethods()
-        api.register("form_schema_put", SchemaDocument.self, answer: "`{\"schema\",\"version\"}`: a changed schema becomes a new version") {
-            request throws(HubError) in
+        api.register("form_schema_put", SchemaDocument.self, SchemaStored.self, rules: "") { request throws(HubError) in
             let schema = try await forms.putSchema(request.json)
-            return ["schema": .string(schema.id), "version": .int(Int64(schema.version))]
+            return SchemaStored(json: ["schema": .string(schema.id), "version": .int(Int64(schema.version))])
         }
-        api.register("form_code_table_put", CodeTableDocument.self, answer: "the stored table, as `form.code_table` answers it") {
+        api.register("form_code_table_put", CodeTableDocument.self, CodeTableAnswer.self, rules: "the stored table, as `form.code_table` answers it")
+        {
             request throws(HubError) in
-            try await forms.putCodeTable(request.table).json
+            CodeTableAnswer(json: try await forms.putCodeTable(request.table).json)
         }
-        api.register("assessment_put", AssessmentDocument.self, answer: "`{\"assessment\",\"questions\"}`: its id and number of questions") {
+        api.register("assessment_put", AssessmentDocument.self, AssessmentStored.self, rules: "its id and number of questions") {
             request throws(HubError) in
             let assessment = try await assessments.put(request.assessment, body: request.json)
-            return ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))]
+            return AssessmentStored(json: ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))])
         }
         api.register(
-            "assessment_assign", AssessmentAssignment.self,
-            answer:
-                "`{\"user\",\"assessment\",\"progress\"}`; assigning a submitted one starts it over; the user is told on `personal:#<user>`"
+            "assessment_assign", AssessmentAssignment.self, AssessmentAssigned.self,
+            rules: "assigning a submitted one starts it over; the user is told on `personal:#<user>`"
         ) { request throws(HubError) in
-            try await assessments.assign(request.assessment, to: request.user)
+            AssessmentAssigned(json: try await assessments.assign(request.assessment, to: request.user))
         }
-        api.register("assessment_submissions", SubmissionQuery.self, answer: "`{\"submissions\":[…]}`, newest first, at most 500") {
-            request throws(HubError) in
-            ["submissions": .array(try await assessments.submissions(user: request.user, assessment: request.assessment))]
+        api.register("assessment_submissions", SubmissionQuery.self, SubmissionList.self, rules: "") { request throws(HubError) in
+            SubmissionList(json: ["submissions": .array(try await assessments.submissions(user: request.user, assessment: request.assessment))])
         }
         return api
     }

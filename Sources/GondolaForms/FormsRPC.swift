@@ -10,78 +10,67 @@ struct FormsRPC: Sendable {
     let assessments: AssessmentService
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("form.schemas", NoFields.self, answer: "`{\"schemas\":[{\"id\",\"version\",\"title\"}]}`, the latest version of each")
-        {
-            _, _ in
+        registrations.register("form.schemas", NoFields.self, SchemaList.self, rules: "") { _, _ in
             var list: [JSON] = []
             for id in forms.schemaIDs {
                 let schema = try await forms.schema(id)
                 list.append(["id": .string(id), "version": .int(Int64(schema.version)), "title": .string(schema.title)])
             }
-            return ["schemas": .array(list)]
+            return SchemaList(json: ["schemas": .array(list)])
         }
-        registrations.register("form.schema", SchemaReference.self, answer: "`{\"version\",\"schema\"}`; the latest version without `version`") {
+        registrations.register("form.schema", SchemaReference.self, SchemaAnswer.self, rules: "the latest version without `version`") {
             _, request in
             let schema = try await forms.schema(request.schema, version: request.version)
-            return ["version": .int(Int64(schema.version)), "schema": schema.json]
+            return SchemaAnswer(json: ["version": .int(Int64(schema.version)), "schema": schema.json])
         }
-        registrations.register("form.code_table", CodeTableReference.self, answer: "`{\"name\",\"values\":[{\"code\",\"label\"}]}`") { _, request in
+        registrations.register("form.code_table", CodeTableReference.self, CodeTableAnswer.self, rules: "") { _, request in
             guard let table = try await forms.codeTables.table(request.name) else {
                 throw HubError.badRequest("name: no code table '\(request.name)'")
             }
-            return table.json
+            return CodeTableAnswer(json: table.json)
         }
-        registrations.register("form.create", SchemaReference.self, answer: "a draft of the schema's latest version, owned by the caller") {
-            context, request in
+        registrations.register(
+            "form.create", SchemaReference.self, FormDocumentAnswer.self, rules: "a draft of the schema's latest version, owned by the caller"
+        ) { context, request in
             let (doc, schema) = try await forms.create(schema: request.schema, by: context.user)
-            return FormJSON.doc(doc, schema: schema, values: [:], shared: [])
+            return FormDocumentAnswer(json: FormJSON.doc(doc, schema: schema, values: [:], shared: []))
+        }
+        registrations.register("form.get", DocReference.self, FormDocumentAnswer.self, rules: "") { context, request in
+            FormDocumentAnswer(json: try await forms.get(request.doc, by: context.user))
+        }
+        registrations.register("form.list", NoFields.self, FormList.self, rules: "") { context, _ in
+            FormList(json: ["forms": .array(try await forms.list(of: context.user).map(FormJSON.summary))])
         }
         registrations.register(
-            "form.get", DocReference.self, answer: "the document with `version`, `values`, `field_versions`, `visible`, `missing`, `shared_with`"
+            "form.set", FieldChange.self, FieldChanged.self,
+            rules: "the change as pushed on `form:<doc>`; 108 on a conflict, 107 for a value that does not fit"
         ) { context, request in
-            try await forms.get(request.doc, by: context.user)
+            FieldChanged(
+                json: try await forms.set(request.doc, key: request.key, value: request.value, baseVersion: request.baseVersion, by: context.user))
         }
-        registrations.register("form.list", NoFields.self, answer: "`{\"forms\":[…]}`: the caller's and shared documents, newest first, at most 100")
-        {
-            context, _ in
-            ["forms": .array(try await forms.list(of: context.user).map(FormJSON.summary))]
-        }
-        registrations.register(
-            "form.set", FieldChange.self,
-            answer:
-                "the change as pushed on `form:<doc>` (`value`, `version`, `by`, `shown`, `hidden`); 108 on a conflict, 107 for a value that does not fit"
-        ) { context, request in
-            try await forms.set(request.doc, key: request.key, value: request.value, baseVersion: request.baseVersion, by: context.user)
-        }
-        registrations.register(
-            "form.submit", DocReference.self,
-            answer: "`{\"type\":\"submitted\",\"version\",\"submission\"}`; 107 listing required fields still missing"
-        ) { context, request in
-            try await forms.submit(request.doc, by: context.user)
-        }
-        registrations.register("form.discard", DocReference.self, answer: "`{\"doc\",\"discarded\":true}`; the owner only, drafts only") {
+        registrations.register("form.submit", DocReference.self, FormSubmitted.self, rules: "107 listing required fields still missing") {
             context, request in
+            FormSubmitted(json: try await forms.submit(request.doc, by: context.user))
+        }
+        registrations.register("form.discard", DocReference.self, FormChange.self, rules: "the owner only, drafts only") { context, request in
             try await forms.discard(request.doc, by: context.user)
-            return ["doc": .string(request.doc), "discarded": true]
+            return FormChange(json: ["doc": .string(request.doc), "discarded": true])
         }
-        registrations.register("form.share", DocShare.self, answer: "`{\"doc\",\"shared_with\"}`; the owner only; at most 50 users") {
-            context, request in
+        registrations.register("form.share", DocShare.self, FormChange.self, rules: "the owner only; at most 50 users") { context, request in
             let shared = try await forms.share(request.doc, with: request.user, by: context.user)
-            return ["doc": .string(request.doc), "shared_with": .array(shared.map(JSON.string))]
+            return FormChange(json: ["doc": .string(request.doc), "shared_with": .array(shared.map(JSON.string))])
         }
-        registrations.register("assessment.flow", NoFields.self, answer: "`{\"total\",\"answered\",\"assessments\":[…],\"questions\":[…]}`") {
-            context, _ in
-            try await assessments.flow(of: context.user)
+        registrations.register("assessment.flow", NoFields.self, AssessmentFlow.self, rules: "") { context, _ in
+            AssessmentFlow(json: try await assessments.flow(of: context.user))
         }
-        registrations.register(
-            "assessment.answer", AssessmentAnswer.self, answer: "the answer with `progress`; also pushed on `personal:#<user>`"
-        ) { context, request in
-            try await assessments.answer(request.assessment, question: request.question, value: request.value, by: context.user)
+        registrations.register("assessment.answer", AssessmentAnswer.self, AssessmentAnswered.self, rules: "also pushed on `personal:#<user>`") {
+            context, request in
+            AssessmentAnswered(
+                json: try await assessments.answer(request.assessment, question: request.question, value: request.value, by: context.user))
         }
-        registrations.register(
-            "assessment.submit", AssessmentReference.self, answer: "`{\"submission\",\"progress\"}`; 107 listing unanswered questions"
-        ) { context, request in
-            try await assessments.submit(request.assessment, by: context.user)
+        registrations.register("assessment.submit", AssessmentReference.self, AssessmentSubmitted.self, rules: "107 listing unanswered questions") {
+            context, request in
+            AssessmentSubmitted(json: try await assessments.submit(request.assessment, by: context.user))
         }
     }
 }

@@ -60,6 +60,55 @@ extension RequestContract {
     }
 }
 
+/// The answer of an RPC method or a server API method: a named type holding what the
+/// method answers, whose members the catalog lists and whose `json` the caller receives.
+public protocol ResponseContract: Sendable {
+    /// The answer's members, with their kinds and rules.
+    static var fields: [FieldContract] { get }
+
+    /// The answer as the caller receives it.
+    var json: JSON { get }
+
+    /// Whether `json` must hold exactly the declared members (false for free-form answers).
+    static var declaresAllMembers: Bool { get }
+}
+
+extension ResponseContract {
+    public static var declaresAllMembers: Bool { true }
+}
+
+extension ResponseContract {
+    /// The answer checked against its declared members (debug builds, that is the tests): a
+    /// member the type does not list, or a required one missing, stops the test run naming it.
+    var checkedJSON: JSON {
+        let json = self.json
+        #if DEBUG
+            if Self.declaresAllMembers, case let .object(members) = json {
+                let keys = Set(members.map(\.key))
+                let undeclared = keys.subtracting(Self.fields.map(\.name))
+                let missing = Self.fields.filter { $0.required && !keys.contains($0.name) }.map(\.name)
+                assert(
+                    undeclared.isEmpty && missing.isEmpty,
+                    "\(Self.self): undeclared \(undeclared.sorted()), missing \(missing) in \(json.text.prefix(300))")
+            }
+        #endif
+        return json
+    }
+}
+
+/// An answer built as JSON by the domain's writers (shared with what it publishes), named
+/// and described by its type.
+public protocol JSONAnswer: ResponseContract {
+    init(json: JSON)
+}
+
+/// An answer without members: `{}`.
+public struct EmptyAnswer: ResponseContract {
+    public static let fields: [FieldContract] = []
+    public init() {}
+    public var json: JSON { [:] }
+}
+
 /// A request without members (`trip.list`, `info`): any member is refused.
 public struct NoFields: RequestContract {
     public static let fields: [FieldContract] = []
@@ -82,14 +131,17 @@ public struct MethodContract: Sendable {
     /// Who registered it: `the hub`, or a domain's name.
     public let owner: String
     public let fields: [FieldContract]
+    /// The answer's members (its response type's).
+    public let answerFields: [FieldContract]
     /// The answer's shape and the rules of the call, as the API pages print them.
     public let answer: String
 
-    public init(name: String, surface: MethodSurface, owner: String, fields: [FieldContract], answer: String) {
+    public init(name: String, surface: MethodSurface, owner: String, fields: [FieldContract], answerFields: [FieldContract] = [], answer: String) {
         self.name = name
         self.surface = surface
         self.owner = owner
         self.fields = fields
+        self.answerFields = answerFields
         self.answer = answer
     }
 }
@@ -142,6 +194,7 @@ public struct ServerAPIMethods: Sendable {
     public struct Method: Sendable {
         public let name: String
         public let fields: [FieldContract]
+        public let answerFields: [FieldContract]
         public let answer: String
         public let call: @Sendable (JSON) async throws(HubError) -> JSON
     }
@@ -151,14 +204,24 @@ public struct ServerAPIMethods: Sendable {
     public init() {}
 
     /// Adds `name`, whose body is decoded as `request` (unknown members refused with 107
-    /// naming them); `answer` describes its `result`, for the catalog and the API pages.
-    public mutating func register<Request: RequestContract>(
-        _ name: String, _ request: Request.Type, answer: String, _ body: @escaping @Sendable (Request) async throws(HubError) -> JSON
+    /// naming them) and whose `body` answers a `response`; `rules` describes the call for
+    /// the catalog and the API pages.
+    public mutating func register<Request: RequestContract, Response: ResponseContract>(
+        _ name: String, _ request: Request.Type, _ response: Response.Type, rules: String,
+        _ body: @escaping @Sendable (Request) async throws(HubError) -> Response
     ) {
         methods.append(
-            Method(name: name, fields: Request.fields, answer: answer) { json throws(HubError) in
-                try await body(try Request.decode(json))
+            Method(name: name, fields: Request.fields, answerFields: Response.fields, answer: rules) { json throws(HubError) in
+                try await body(try Request.decode(json)).checkedJSON
             })
+    }
+
+    /// Adds `name`, whose `body` builds its `response` as JSON with the domain's writers.
+    public mutating func register<Request: RequestContract, Response: JSONAnswer>(
+        _ name: String, _ request: Request.Type, _ response: Response.Type, rules: String,
+        _ body: @escaping @Sendable (Request) async throws(HubError) -> JSON
+    ) {
+        register(name, request, response, rules: rules) { (request) throws(HubError) in Response(json: try await body(request)) }
     }
 
     /// The names of the methods.
@@ -166,6 +229,15 @@ public struct ServerAPIMethods: Sendable {
 
     /// The contracts, owned by `owner`.
     public func contracts(owner: String) -> [MethodContract] {
-        methods.map { MethodContract(name: $0.name, surface: .serverAPI, owner: owner, fields: $0.fields, answer: $0.answer) }
+        methods.map {
+            MethodContract(name: $0.name, surface: .serverAPI, owner: owner, fields: $0.fields, answerFields: $0.answerFields, answer: $0.answer)
+        }
     }
+}
+
+/// `server.time`'s answer: the server's clock.
+public struct ServerTime: ResponseContract {
+    public static let fields: [FieldContract] = [.required("ts", .integer, "Unix milliseconds")]
+    public let milliseconds: Int64
+    public var json: JSON { ["ts": .int(milliseconds)] }
 }

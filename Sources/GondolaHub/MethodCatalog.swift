@@ -21,7 +21,7 @@ public struct MethodCatalog: Sendable {
     /// Adds what `owner` registered on a node.
     mutating func add(_ registrations: NodeRegistrations, by owner: String) {
         methods += registrations.methods.map {
-            MethodContract(name: $0.name, surface: .rpc, owner: owner, fields: $0.fields, answer: $0.answer)
+            MethodContract(name: $0.name, surface: .rpc, owner: owner, fields: $0.fields, answerFields: $0.answerFields, answer: $0.answer)
         }
         namespaces += registrations.provided.map { ProvidedNamespace(provision: $0.provision, owner: owner, options: $0.options) }
         replicaTopics += registrations.replicaHandlers.map {
@@ -46,7 +46,7 @@ public struct MethodCatalog: Sendable {
                 methods.sorted { ($0.surface.rawValue, $0.name) < ($1.surface.rawValue, $1.name) }.map { method in
                     [
                         "name": .string(method.name), "surface": .string(method.surface.rawValue), "owner": .string(method.owner),
-                        "fields": Self.json(method.fields), "answer": .string(method.answer),
+                        "fields": Self.json(method.fields), "answer_fields": Self.json(method.answerFields), "answer": .string(method.answer),
                     ]
                 }),
             "namespaces": .array(namespaces.sorted { $0.provision.description < $1.provision.description }.map(Self.json)),

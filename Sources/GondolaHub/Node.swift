@@ -115,8 +115,8 @@ public final class Node: Sendable {
         self.logger = logger
         self.uid = uid
         var own = NodeRegistrations()
-        own.register("server.time", NoFields.self, answer: "`{\"ts\"}`: the server's clock in Unix milliseconds") { _, _ in
-            ["ts": .int(Int64(Date().timeIntervalSince1970 * 1000))]
+        own.register("server.time", NoFields.self, ServerTime.self, rules: "for clients to measure their clock's offset") { _, _ in
+            ServerTime(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         }
         self.claims = Mutex(NameClaims(hubNames: own.claimedNames))
         apply(own, by: NameClaims.hub)

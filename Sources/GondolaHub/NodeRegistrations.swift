@@ -11,6 +11,7 @@ public struct NodeRegistrations: Sendable {
     public struct Method: Sendable {
         public let name: String
         public let fields: [FieldContract]
+        public let answerFields: [FieldContract]
         public let answer: String
         let handler: RPCHandler
     }
@@ -38,15 +39,25 @@ public struct NodeRegistrations: Sendable {
 
     public init() {}
 
-    /// Adds the RPC method `method` (the `rpc` command's name): its `data` is decoded as
-    /// `request` (unknown members refused with 107 naming them) and handed to `handler`;
-    /// `answer` describes what it answers, for the catalog and the API pages.
-    public mutating func register<Request: RequestContract>(
-        _ method: String, _ request: Request.Type, answer: String, _ handler: @escaping @Sendable (RPCContext, Request) async throws -> JSON
+    /// Adds the RPC method `method` whose `handler` builds its `response` as JSON with the
+    /// domain's writers; otherwise as `register(_:_:_:rules:_:)`.
+    public mutating func register<Request: RequestContract, Response: JSONAnswer>(
+        _ method: String, _ request: Request.Type, _ response: Response.Type, rules: String,
+        _ handler: @escaping @Sendable (RPCContext, Request) async throws -> JSON
+    ) {
+        register(method, request, response, rules: rules) { context, request in Response(json: try await handler(context, request)) }
+    }
+
+    /// Adds the RPC method `method`: its `data` is decoded as `request` (unknown members
+    /// refused with 107 naming them), `handler` answers a `response`, and `rules` describes
+    /// the call for the catalog and the API pages.
+    public mutating func register<Request: RequestContract, Response: ResponseContract>(
+        _ method: String, _ request: Request.Type, _ response: Response.Type, rules: String,
+        _ handler: @escaping @Sendable (RPCContext, Request) async throws -> Response
     ) {
         methods.append(
-            Method(name: method, fields: Request.fields, answer: answer) { context, data in
-                try await handler(context, try Request.decode(data))
+            Method(name: method, fields: Request.fields, answerFields: Response.fields, answer: rules) { context, data in
+                try await handler(context, try Request.decode(data)).checkedJSON
             })
     }
 

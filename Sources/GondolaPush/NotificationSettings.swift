@@ -3,7 +3,7 @@ import GondolaProtocol
 
 /// What a user wants pushed to their phones: each kind of news on or off, and quiet
 /// hours during which notifications arrive without sound.
-public struct NotificationSettings: Sendable, Equatable {
+public struct NotificationSettings: Sendable, Equatable, ResponseContract {
     /// Chat messages.
     public var chats = true
     /// A trip's broadcasts and announcements, and the other domains' notices to everyone.
@@ -14,7 +14,13 @@ public struct NotificationSettings: Sendable, Equatable {
 
     public init() {}
 
-    var json: JSON {
+    /// The settings as `notifications.settings` answers them.
+    public static let fields: [FieldContract] = [
+        .required("chats", .boolean), .required("broadcasts", .boolean), .required("invites", .boolean),
+        .required("quiet_hours", .object, "`{start, end, utc_offset_minutes}` or null"),
+    ]
+
+    public var json: JSON {
         ["chats": .bool(chats), "broadcasts": .bool(broadcasts), "invites": .bool(invites), "quiet_hours": quietHours?.json ?? .null]
     }
 

@@ -8,25 +8,39 @@ struct PushRPC: Sendable {
     let devices: DeviceService
 
     func register(in registrations: inout NodeRegistrations) {
-        registrations.register("device.register", DeviceRegistration.self, answer: "`{\"token\",\"platform\",\"devices\"}` (the user's device count)")
-        {
-            context, request in
+        registrations.register("device.register", DeviceRegistration.self, DeviceRegistered.self, rules: "") { context, request in
             let device = try await devices.register(
                 token: request.token, platform: request.platform, app: request.app, locale: request.locale, by: context.user)
-            return [
-                "token": .string(device.token), "platform": .string(request.platform.rawValue),
-                "devices": .int(Int64(try await devices.devices(of: context.user).count)),
-            ]
+            return DeviceRegistered(token: device.token, platform: request.platform, devices: try await devices.devices(of: context.user).count)
+        }
+        registrations.register("device.unregister", DeviceReference.self, DeviceUnregistered.self, rules: "") { context, request in
+            DeviceUnregistered(unregistered: try await devices.unregister(token: request.token, by: context.user))
         }
         registrations.register(
-            "device.unregister", DeviceReference.self, answer: "`{\"unregistered\":bool}`; false for a token that is not the caller's"
-        ) { context, request in
-            ["unregistered": .bool(try await devices.unregister(token: request.token, by: context.user))]
-        }
-        registrations.register("notifications.settings", SettingsChange.self, answer: "the whole settings after the change") { context, change in
-            try await devices.updateSettings(of: context.user, with: change).json
+            "notifications.settings", SettingsChange.self, NotificationSettings.self, rules: "the whole settings after the change"
+        ) { context, change in
+            try await devices.updateSettings(of: context.user, with: change)
         }
     }
+}
+
+/// `device.register`'s answer: the stored token and how many devices the user has.
+struct DeviceRegistered: ResponseContract {
+    static let fields: [FieldContract] = [
+        .required("token", .string, "as stored (APNs tokens lower-cased)"), .required("platform", .string),
+        .required("devices", .integer, "the user's device count"),
+    ]
+    let token: String
+    let platform: PushPlatform
+    let devices: Int
+    var json: JSON { ["token": .string(token), "platform": .string(platform.rawValue), "devices": .int(Int64(devices))] }
+}
+
+/// `device.unregister`'s answer.
+struct DeviceUnregistered: ResponseContract {
+    static let fields: [FieldContract] = [.required("unregistered", .boolean, "false for a token that is not the caller's")]
+    let unregistered: Bool
+    var json: JSON { ["unregistered": .bool(unregistered)] }
 }
 
 /// `device.register`: a device's token for its push service.

@@ -14,67 +14,59 @@ struct RentalRPC: Sendable {
 
     func register(in registrations: inout NodeRegistrations) {
         registrations.register(
-            "cars.near", NearbyCars.self,
-            answer:
-                "`{\"cars\":[{…,\"cell\",\"distance_m\"}]}`, nearest first; available cars only (no planned or active rental), from the in-memory spatial index (GondolaGeo's `MovingPointIndex`, not a table scan); `radius` 1–50,000 m (default 2,000), `limit` 1–200 (20), `max_price` in cents"
+            "cars.near", NearbyCars.self, NearbyCarsAnswer.self,
+            rules:
+                "available cars only (no planned or active rental), from the in-memory spatial index (GondolaGeo's `MovingPointIndex`, not a table scan)"
         ) { _, request in
-            let found = rentals.near(request.center, radius: request.radius, limit: request.limit, maxPrice: request.maxPrice)
-            return ["cars": .array(found.map { $0.car.json.adding("distance_m", .double(($0.distance * 10).rounded() / 10)) })]
+            NearbyCarsAnswer(found: rentals.near(request.center, radius: request.radius, limit: request.limit, maxPrice: request.maxPrice))
         }
-        registrations.register(
-            "cars.in_box", CarBox.self,
-            answer: "`{\"cars\":[…],\"truncated\"}`: at most 1,000 cars (`truncated` says when there were more); west < east, south < north"
-        ) { _, request in
+        registrations.register("cars.in_box", CarBox.self, CarsInBoxAnswer.self, rules: "at most 1,000 cars; west < east, south < north") {
+            _, request in
             let (cars, truncated) = rentals.inBox(request.box, limit: Self.maxInBox)
-            return ["cars": .array(cars.map(\.json)), "truncated": .bool(truncated)]
+            return CarsInBoxAnswer(cars: cars, truncated: truncated)
         }
         registrations.register(
-            "cars.cells", CarBox.self,
-            answer:
-                "`{\"channels\":[\"cars:<x>.<y>\",…]}` covering the box, at most 64. Cells are Web-Mercator tiles at zoom 15 (about 1.2 km at the equator, 0.8 km in the Alps), numbered as map clients number them; a subscribe reply carries at most 2,000 cars of its cell. Any signed-in user may subscribe; the channels keep no history — after a reconnect, subscribing again answers the cell as it is"
+            "cars.cells", CarBox.self, CarCellsAnswer.self,
+            rules:
+                "Cells are Web-Mercator tiles at zoom 15 (about 1.2 km at the equator, 0.8 km in the Alps), numbered as map clients number them; a subscribe reply carries at most 2,000 cars of its cell. Any signed-in user may subscribe; the channels keep no history — after a reconnect, subscribing again answers the cell as it is"
         ) { _, request in
             guard let cells = CarCell.covering(request.box, limit: Self.maxCells) else {
                 throw HubError.badRequest("bbox: covers more than \(Self.maxCells) cells of zoom \(CarCell.zoom); zoom in")
             }
-            return ["channels": .array(cells.map { .string($0.channel) })]
+            return CarCellsAnswer(cells: cells)
         }
         registrations.register(
-            "rental.plan", RentalPlan.self,
-            answer:
-                "`{\"rental\":{\"id\",\"state\":\"planned\",…}}`; `starts_at` (Unix ms) after now and within 90 days; the car must be free: a car has at most one planned or active rental (108 naming its state) — a unique index on open rentals per car decides between simultaneous requests, so exactly one wins (tested with 24 clients in Swift and 16 SDK clients); a user has at most 3 open rentals (106)"
+            "rental.plan", RentalPlan.self, RentalAnswer.self,
+            rules:
+                "the car must be free: a car has at most one planned or active rental (108 naming its state) — a unique index on open rentals per car decides between simultaneous requests, so exactly one wins (tested with 24 clients in Swift and 16 SDK clients); a user has at most 3 open rentals (106)"
         ) { context, request in
-            ["rental": try await rentals.plan(car: request.car, startsAt: request.startsAt, by: context.user).json]
+            RentalAnswer(rental: try await rentals.plan(car: request.car, startsAt: request.startsAt, by: context.user))
         }
         registrations.register(
-            "rental.start", RentalStart.self,
-            answer: "`{\"rental\"}`; a planned rental of yours from `starts_at` on (108 before), or a free car now; not both (107)"
+            "rental.start", RentalStart.self, RentalAnswer.self,
+            rules: "a planned rental of yours from `starts_at` on (108 before), or a free car now; not both (107)"
         ) { context, request in
             switch request.target {
-            case let .planned(rental): ["rental": try await rentals.start(rental: rental, by: context.user).json]
-            case let .car(car): ["rental": try await rentals.start(car: car, by: context.user).json]
+            case let .planned(rental): RentalAnswer(rental: try await rentals.start(rental: rental, by: context.user))
+            case let .car(car): RentalAnswer(rental: try await rentals.start(car: car, by: context.user))
             }
         }
         registrations.register(
-            "rental.stop", RentalStop.self,
-            answer:
-                "`{\"rental\":{…,\"state\":\"finished\",\"days\",\"amount_cents\",\"end\"}}`; an active rental of yours: the end is now, the days are whole days rounded up (at least one), the amount is days × the price per day recorded when the rental was made (paid in advance: recorded, no payment provider); the car is free again at `lat`, `lon`"
+            "rental.stop", RentalStop.self, RentalAnswer.self,
+            rules:
+                "an active rental of yours: the end is now, the days are whole days rounded up (at least one), the amount is days × the price per day recorded when the rental was made (paid in advance: recorded, no payment provider); the car is free again at `lat`, `lon`"
         ) { context, request in
-            ["rental": try await rentals.stop(rental: request.rental, lat: request.lat, lon: request.lon, by: context.user).json]
+            RentalAnswer(rental: try await rentals.stop(rental: request.rental, lat: request.lat, lon: request.lon, by: context.user))
         }
         registrations.register(
-            "rental.cancel", RentalReference.self,
-            answer:
-                "`{\"rental\"}`; a planned rental of yours; the car is free again. A planned rental not started within a day of its `starts_at` is cancelled by the hub (checked every minute) and its user told as for any cancellation, so a no-show does not hold the car"
+            "rental.cancel", RentalReference.self, RentalAnswer.self,
+            rules:
+                "a planned rental of yours; the car is free again. A planned rental not started within a day of its `starts_at` is cancelled by the hub (checked every minute) and its user told as for any cancellation, so a no-show does not hold the car"
         ) { context, request in
-            ["rental": try await rentals.cancel(rental: request.rental, by: context.user).json]
+            RentalAnswer(rental: try await rentals.cancel(rental: request.rental, by: context.user))
         }
-        registrations.register("rental.list", NoFields.self, answer: "`{\"planned\":[…],\"active\":[…],\"past\":[the last 50]}`") { context, _ in
-            let all = try await rentals.rentals(of: context.user)
-            return [
-                "planned": .array(all.filter { $0.state == .planned }.map(\.json)),
-                "active": .array(all.filter { $0.state == .active }.map(\.json)),
-                "past": .array(all.filter { !$0.state.isOpen }.map(\.json)),
-            ]
+        registrations.register("rental.list", NoFields.self, RentalList.self, rules: "") { context, _ in
+            RentalList(rentals: try await rentals.rentals(of: context.user))
         }
     }
 }
@@ -174,4 +166,57 @@ struct RentalReference: RequestContract {
     static let fields: [FieldContract] = [.required("rental", .string)]
     let rental: String
     init(_ fields: RequestFields) throws(HubError) { rental = try fields.string("rental", maxLength: 64) }
+}
+
+/// A car as answers carry it: `{id, make, model, year, seats, price_per_day_cents, lat, lon, cell, image_url?}`.
+let carMembers = "`{id, make, model, year, seats, price_per_day_cents, lat, lon, cell, image_url?}`"
+
+/// `cars.near`'s answer: the nearest available cars with their distance.
+struct NearbyCarsAnswer: ResponseContract {
+    static let fields: [FieldContract] = [.required("cars", .objectArray, "nearest first; each \(carMembers) and `distance_m`")]
+    let found: [(car: Car, distance: Double)]
+    var json: JSON { ["cars": .array(found.map { $0.car.json.adding("distance_m", .double(($0.distance * 10).rounded() / 10)) })] }
+}
+
+/// `cars.in_box`'s answer.
+struct CarsInBoxAnswer: ResponseContract {
+    static let fields: [FieldContract] = [
+        .required("cars", .objectArray, "each \(carMembers)"), .required("truncated", .boolean, "there were more than 1,000"),
+    ]
+    let cars: [Car]
+    let truncated: Bool
+    var json: JSON { ["cars": .array(cars.map(\.json)), "truncated": .bool(truncated)] }
+}
+
+/// `cars.cells`' answer: the channels of the cells covering the box.
+struct CarCellsAnswer: ResponseContract {
+    static let fields: [FieldContract] = [.required("channels", .stringArray, "`cars:<x>.<y>`, at most 64")]
+    let cells: [CarCell]
+    var json: JSON { ["channels": .array(cells.map { .string($0.channel) })] }
+}
+
+/// One rental: what `rental.plan`, `start`, `stop` and `cancel` answer.
+struct RentalAnswer: ResponseContract {
+    static let fields: [FieldContract] = [
+        .required(
+            "rental", .object,
+            "`{id, car, state, starts_at, price_per_day_cents, created_at, updated_at, …}`; a finished one adds `days`, `amount_cents`, `end`")
+    ]
+    let rental: Rental
+    var json: JSON { ["rental": rental.json] }
+}
+
+/// `rental.list`'s answer.
+struct RentalList: ResponseContract {
+    static let fields: [FieldContract] = [
+        .required("planned", .objectArray), .required("active", .objectArray), .required("past", .objectArray, "the last 50"),
+    ]
+    let rentals: [Rental]
+    var json: JSON {
+        [
+            "planned": .array(rentals.filter { $0.state == .planned }.map(\.json)),
+            "active": .array(rentals.filter { $0.state == .active }.map(\.json)),
+            "past": .array(rentals.filter { !$0.state.isOpen }.map(\.json)),
+        ]
+    }
 }

@@ -115,20 +115,41 @@ public struct RentalsDomain: Domain {
 enum RentalsServerAPI {
     static func methods(_ rentals: RentalService) -> ServerAPIMethods {
         var api = ServerAPIMethods()
-        api.register("car_upsert", CarUpsert.self, answer: "`{\"car\"}`; adds the car or changes it (see the car's members above)") {
+        api.register("car_upsert", CarUpsert.self, CarStored.self, rules: "adds the car or changes it (see the car's members above)") {
             request throws(HubError) in
             try await rentals.upsert([request.car])
-            return ["car": request.car.json]
+            return CarStored(car: request.car)
         }
-        api.register("car_import", CarImport.self, answer: "`{\"imported\"}`; the batch is stored whole or not at all") { request throws(HubError) in
-            ["imported": .int(Int64(try await rentals.upsert(request.cars)))]
+        api.register("car_import", CarImport.self, CarsImported.self, rules: "the batch is stored whole or not at all") { request throws(HubError) in
+            CarsImported(count: try await rentals.upsert(request.cars))
         }
-        api.register("car_remove", CarRemoval.self, answer: "`{\"removed\"}`; 108 while the car has an open rental") { request throws(HubError) in
+        api.register("car_remove", CarRemoval.self, CarRemoved.self, rules: "108 while the car has an open rental") { request throws(HubError) in
             try await rentals.remove(request.id)
-            return ["removed": .string(request.id)]
+            return CarRemoved(id: request.id)
         }
         return api
     }
+}
+
+/// `car_upsert`'s answer: the car as stored.
+struct CarStored: ResponseContract {
+    static let fields: [FieldContract] = [.required("car", .object, carMembers)]
+    let car: Car
+    var json: JSON { ["car": car.json] }
+}
+
+/// `car_import`'s answer.
+struct CarsImported: ResponseContract {
+    static let fields: [FieldContract] = [.required("imported", .integer, "cars stored")]
+    let count: Int
+    var json: JSON { ["imported": .int(Int64(count))] }
+}
+
+/// `car_remove`'s answer.
+struct CarRemoved: ResponseContract {
+    static let fields: [FieldContract] = [.required("removed", .string, "the car's id")]
+    let id: String
+    var json: JSON { ["removed": .string(id)] }
 }
 
 /// `car_upsert`: one car.

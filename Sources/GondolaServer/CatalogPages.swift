@@ -67,8 +67,14 @@ public struct CatalogPages: Sendable {
         return ["| method | data | answer and rules |", "| --- | --- | --- |"]
             + ordered.map { method in
                 let name = "`\(method.name)`" + (method.surface == .serverAPI ? " (server API)" : "")
-                return "| \(name) | \(Self.cell(Self.describe(method.fields, prefix: ""))) | \(Self.cell(method.answer)) |"
+                return "| \(name) | \(Self.cell(Self.describe(method.fields, prefix: ""))) | \(Self.cell(Self.answer(of: method))) |"
             }
+    }
+
+    /// The answer cell: the response type's members, one per line, then the rules.
+    static func answer(of method: MethodContract) -> String {
+        let members = method.answerFields.isEmpty ? "`{}`" : describe(method.answerFields, prefix: "")
+        return members + (method.answer.isEmpty ? "" : "<br>" + method.answer)
     }
 
     /// One line per member: `` `to.lat` number, required: -90 to 90 ``; "—" without members.

@@ -17,80 +17,65 @@ public struct ServerAPI: Sendable {
     /// The hub's own methods, as Centrifugo names them.
     private static func hubMethods(_ node: Node) -> ServerAPIMethods {
         var api = ServerAPIMethods()
-        api.register(
-            "publish", PublishRequest.self, answer: "`{\"offset\",\"epoch\"}` of the publication in the channel's stream; `{}` without history"
-        ) {
+        api.register("publish", PublishRequest.self, PublishAnswer.self, rules: "`{}` for a channel without history") {
             request async throws(HubError) in
-            positionJSON(try await node.publish(channel: request.channel, data: request.data))
+            PublishAnswer(position: try await node.publish(channel: request.channel, data: request.data))
         }
-        api.register(
-            "broadcast", BroadcastRequest.self,
-            answer: "`{\"responses\":[{\"result\":{\"offset\",\"epoch\"}}|{\"error\":{\"code\",\"message\"}}]}`, one per channel in order"
-        ) { request async throws(HubError) in
-            var responses: [JSON] = []
+        api.register("broadcast", BroadcastRequest.self, BroadcastAnswer.self, rules: "each channel is published to on its own") {
+            request async throws(HubError) in
+            var outcomes: [Result<StreamPosition?, HubError>] = []
             for channel in request.channels {
                 do throws(HubError) {
-                    responses.append(["result": positionJSON(try await node.publish(channel: channel, data: request.data))])
+                    outcomes.append(.success(try await node.publish(channel: channel, data: request.data)))
                 } catch {
-                    responses.append(["error": errorJSON(error.protocolError)])
+                    outcomes.append(.failure(error))
                 }
             }
-            return ["responses": .array(responses)]
+            return BroadcastAnswer(outcomes: outcomes)
         }
-        api.register("presence", ChannelRequest.self, answer: "`{\"presence\":{\"<client>\":{\"client\",\"user\",\"conn_info\",\"chan_info\"}}}`") {
+        api.register("presence", ChannelRequest.self, PresenceAnswer.self, rules: "") { request throws(HubError) in
+            PresenceAnswer(clients: try await node.presence(channel: request.channel))
+        }
+        api.register("presence_stats", ChannelRequest.self, PresenceStatsAnswer.self, rules: "") { request throws(HubError) in
+            PresenceStatsAnswer(stats: try await node.presenceStats(channel: request.channel))
+        }
+        api.register("history", APIHistoryRequest.self, HistoryAnswer.self, rules: "112 with a `since` from another epoch") {
             request throws(HubError) in
-            let clients = try await node.presence(channel: request.channel)
-            return ["presence": .object(clients.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value.json) })]
+            HistoryAnswer(
+                result: try await node.history(channel: request.channel, limit: request.limit, since: request.since, reverse: request.reverse))
         }
-        api.register("presence_stats", ChannelRequest.self, answer: "`{\"num_clients\",\"num_users\"}`") { request throws(HubError) in
-            try await node.presenceStats(channel: request.channel).json
-        }
-        api.register(
-            "history", APIHistoryRequest.self,
-            answer: "`{\"publications\":[{\"data\",\"offset\",\"info\"?}],\"offset\",\"epoch\"}`; 112 with a `since` from another epoch"
-        ) { request throws(HubError) in
-            try await node.history(channel: request.channel, limit: request.limit, since: request.since, reverse: request.reverse).json
-        }
-        api.register("history_remove", ChannelRequest.self, answer: "`{}`") { request throws(HubError) in
+        api.register("history_remove", ChannelRequest.self, EmptyAnswer.self, rules: "") { request throws(HubError) in
             try await node.removeHistory(channel: request.channel)
-            return [:]
+            return EmptyAnswer()
         }
-        api.register("subscribe", APISubscribeRequest.self, answer: "`{}`; every connection of the user on every node is subscribed") {
+        api.register("subscribe", APISubscribeRequest.self, EmptyAnswer.self, rules: "every connection of the user on every node is subscribed") {
             request throws(HubError) in
             try await node.subscribe(user: request.user, channel: request.channel, options: request.options)
-            return [:]
+            return EmptyAnswer()
         }
         api.register(
-            "unsubscribe", APIUnsubscribeRequest.self,
-            answer: "`{}`; every connection of the user on every node is unsubscribed, or only `client`"
+            "unsubscribe", APIUnsubscribeRequest.self, EmptyAnswer.self,
+            rules: "every connection of the user on every node is unsubscribed, or only `client`"
         ) { request throws(HubError) in
             try await node.unsubscribe(user: request.user, channel: request.channel, client: request.client)
-            return [:]
+            return EmptyAnswer()
         }
         api.register(
-            "disconnect", APIDisconnectRequest.self,
-            answer:
-                "`{}`; every connection of the user on every node (or only `client`, and never those `whitelist` names) is closed with `disconnect`'s code and reason, 3503 `force disconnect` without one"
+            "disconnect", APIDisconnectRequest.self, EmptyAnswer.self,
+            rules:
+                "every connection of the user on every node (or only `client`, and never those `whitelist` names) is closed with `disconnect`'s code and reason, 3503 `force disconnect` without one"
         ) { request throws(HubError) in
             try await node.disconnect(user: request.user, client: request.client, keeping: request.whitelist, code: request.code)
-            return [:]
+            return EmptyAnswer()
         }
-        api.register(
-            "channels", ChannelsRequest.self, answer: "`{\"channels\":{\"<channel>\":{\"num_clients\"}}}`: the channels with subscribers on this node"
-        ) {
+        api.register("channels", ChannelsRequest.self, ChannelsAnswer.self, rules: "the channels with subscribers on this node") {
             request throws(HubError) in
-            let matching = node.channels().filter { request.pattern.isEmpty || Glob.matches(request.pattern, $0.key) }
-            return ["channels": .object(matching.sorted { $0.key < $1.key }.map { (key: $0.key, value: ["num_clients": .int(Int64($0.value))]) })]
+            ChannelsAnswer(counts: node.channels().filter { request.pattern.isEmpty || Glob.matches(request.pattern, $0.key) })
         }
-        api.register(
-            "info", NoFields.self,
-            answer:
-                "`{\"nodes\":[{\"uid\",\"name\",\"version\",\"num_clients\",\"num_users\",\"num_channels\",\"num_subs\",\"uptime\"}]}`, every node of a cluster"
-        ) { _ throws(HubError) in
-            let nodes =
-                try await node.cluster?.nodes()
-                ?? [ClusterNodeInfo(uid: node.uid, name: node.configuration.nodeName, version: node.version, stats: node.stats)]
-            return ["nodes": .array(nodes.map(nodeJSON))]
+        api.register("info", NoFields.self, InfoAnswer.self, rules: "") { _ throws(HubError) in
+            InfoAnswer(
+                nodes: try await node.cluster?.nodes()
+                    ?? [ClusterNodeInfo(uid: node.uid, name: node.configuration.nodeName, version: node.version, stats: node.stats)])
         }
         return api
     }
@@ -116,23 +101,10 @@ public struct ServerAPI: Sendable {
         }
     }
 
-    private static func nodeJSON(_ node: ClusterNodeInfo) -> JSON {
-        [
-            "uid": .string(node.uid), "name": .string(node.name), "version": .string(node.version),
-            "num_clients": .int(Int64(node.stats.clients)), "num_users": .int(Int64(node.stats.users)),
-            "num_channels": .int(Int64(node.stats.channels)), "num_subs": .int(Int64(node.stats.subscriptions)),
-            "uptime": .int(Int64(node.stats.uptimeSeconds)),
-        ]
-    }
-
     static func errorJSON(_ error: ProtocolError) -> JSON {
         ["code": .int(Int64(error.code)), "message": .string(error.message)]
     }
 
-    private static func positionJSON(_ position: StreamPosition?) -> JSON {
-        guard let position else { return [:] }
-        return ["offset": .int(Int64(position.offset)), "epoch": .string(position.epoch)]
-    }
 }
 
 /// `{channel}`.

@@ -13,8 +13,9 @@ extension ServerAPI {
 
     static let batchContract = MethodContract(
         name: "batch", surface: .serverAPI, owner: NameClaims.hub, fields: BatchRequest.fields,
+        answerFields: [.required("replies", .objectArray, "one per command in order: `{\"<method>\": result}` or `{\"error\": {code, message}}`")],
         answer:
-            "`{\"replies\":[{\"<method>\":{…}}|{\"error\":{\"code\",\"message\"}}]}` at the top level, one per command in order; a command fails alone (unknown method 104, bad request 107, `batch` inside a batch 104); `parallel` runs up to 1,024 commands at once"
+            "at the top level, not under `result`; a command fails alone (unknown method 104, bad request 107, `batch` inside a batch 104); `parallel` runs up to 1,024 commands at once"
     )
 
     func batch(_ body: JSON) async -> JSON {

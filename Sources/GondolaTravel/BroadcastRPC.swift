@@ -13,8 +13,8 @@ struct BroadcastRPC: Sendable {
 
     func register(in registrations: inout NodeRegistrations) {
         registrations.register(
-            "broadcast.send", BroadcastMessage.self,
-            answer:
+            "broadcast.send", BroadcastMessage.self, BroadcastSent.self,
+            rules:
                 "`{\"channel\",\"id\",\"offset\",\"epoch\",\"ts\"}`: published on `trip:<id>` (hosts of the trip) or `announcements` (staff); anyone else 103"
         ) { context, request in
             let text = request.text

@@ -8,16 +8,16 @@ struct ChatRPC: Sendable {
 
     func register(in registrations: inout NodeRegistrations) {
         registrations.register(
-            "chat.create", ChatCreation.self,
-            answer:
+            "chat.create", ChatCreation.self, ChatCreated.self,
+            rules:
                 "`{\"chat\":{\"id\",\"kind\",\"title\",\"trip\",\"channel\",\"members\"},\"channel\"}`; one other member and no title: the pair's direct chat (the existing one when there is one), else a group chat; every member must be a friend or trip-mate (103 naming them)"
         ) { context, request in
             let chat = try await chats.create(by: context.user, members: request.members, title: request.title)
             return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
         }
         registrations.register(
-            "chat.send", ChatMessage.self,
-            answer:
+            "chat.send", ChatMessage.self, ChatMessageAnswer.self,
+            rules:
                 "the stored message with its `offset`; text 1–4,000 characters, not blank; stored in SQLite before the answer; the same `client_message_id` again (within 10 minutes, also after a restart) answers the stored message with `\"repeated\":true` and publishes nothing"
         ) { context, request in
             // With a waiting client the reply leaves from the writer's thread right after the
@@ -30,8 +30,8 @@ struct ChatRPC: Sendable {
             return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
         }
         registrations.register(
-            "chat.list", NoFields.self,
-            answer:
+            "chat.list", NoFields.self, ChatList.self,
+            rules:
                 "`{\"chats\":[{…,\"last_message\",\"unread\",\"read_offset\"}]}`, newest activity first; unread counts others' messages after the read marker"
         ) { context, _ in
             let list = try await chats.chats(of: context.user)
@@ -49,13 +49,14 @@ struct ChatRPC: Sendable {
             ]
         }
         registrations.register(
-            "chat.read", ReadMarker.self, answer: "`{\"read_offset\"}`; the marker only moves forward; beyond the newest message → 107"
+            "chat.read", ReadMarker.self, ReadMarkerAnswer.self,
+            rules: "`{\"read_offset\"}`; the marker only moves forward; beyond the newest message → 107"
         ) { context, request in
             ["read_offset": .int(Int64(try await chats.markRead(request.chat, user: context.user, offset: request.offset)))]
         }
         registrations.register(
-            "chat.history", HistoryPage.self,
-            answer: "`{\"messages\":[…],\"more\"}`: up to `limit` (default 50, max 100) messages before offset `before`, oldest first"
+            "chat.history", HistoryPage.self, ChatHistory.self,
+            rules: "`{\"messages\":[…],\"more\"}`: up to `limit` (default 50, max 100) messages before offset `before`, oldest first"
         ) { context, request in
             let (messages, more) = try await chats.history(of: request.chat, user: context.user, before: request.before, limit: request.limit)
             return ["messages": .array(messages.map(Self.messageJSON)), "more": .bool(more)]

@@ -19,8 +19,8 @@ struct DirectoryRPC: Sendable {
 
     func register(in registrations: inout NodeRegistrations) {
         registrations.register(
-            "profile.get", ProfileReference.self,
-            answer:
+            "profile.get", ProfileReference.self, ProfileAnswer.self,
+            rules:
                 "`{\"user\",\"name\",\"bio\",\"avatar_url\",\"links\"}` — never Telegram details; the caller's own profile also has `\"staff\"`"
         ) { context, request in
             let user = request.user ?? context.user
@@ -31,8 +31,8 @@ struct DirectoryRPC: Sendable {
                 ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
         }
         registrations.register(
-            "profile.update", ProfileChange.self,
-            answer: "the profile; name 1–64 characters, bio ≤ 500, http(s) URLs, ≤ 10 links"
+            "profile.update", ProfileChange.self, ProfileAnswer.self,
+            rules: "the profile; name 1–64 characters, bio ≤ 500, http(s) URLs, ≤ 10 links"
         ) { context, change in
             try await directory.ensureKnown(context.user)
             var profile = try await directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
@@ -41,7 +41,8 @@ struct DirectoryRPC: Sendable {
             return Self.profileJSON(profile)
         }
         registrations.register(
-            "trip.list", NoFields.self, answer: "`{\"trips\":[{\"id\",\"name\",\"resort\",\"starts_at\",\"ends_at\",\"role\",\"running\"}]}`"
+            "trip.list", NoFields.self, TripList.self,
+            rules: "`{\"trips\":[{\"id\",\"name\",\"resort\",\"starts_at\",\"ends_at\",\"role\",\"running\"}]}`"
         ) { context, _ in
             try await directory.refresh(users: [context.user])
             let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
@@ -57,7 +58,8 @@ struct DirectoryRPC: Sendable {
             ]
         }
         registrations.register(
-            "trip.members", TripReference.self, answer: "`{\"members\":[{\"user\",\"name\",\"role\"}]}`, members only (103 otherwise)"
+            "trip.members", TripReference.self, TripMembers.self,
+            rules: "`{\"members\":[{\"user\",\"name\",\"role\"}]}`, members only (103 otherwise)"
         ) { context, request in
             let trip = request.trip
             try await directory.refresh(users: [context.user], trips: [trip])
@@ -69,8 +71,8 @@ struct DirectoryRPC: Sendable {
             return ["members": .array(members.map { ["user": .string($0.user), "name": .string($0.name), "role": .string($0.role.rawValue)] })]
         }
         registrations.register(
-            "friend.add", UserReference.self,
-            answer: "`{\"friends\":bool,\"source\":\"trip\"|\"mutual\"|null}`; the other side is told on `personal:`"
+            "friend.add", UserReference.self, Friendship.self,
+            rules: "`{\"friends\":bool,\"source\":\"trip\"|\"mutual\"|null}`; the other side is told on `personal:`"
         ) { context, request in
             let other = try await otherUser(request, context)
             if let source = try await directory.friendSource(context.user, other) {
@@ -88,8 +90,8 @@ struct DirectoryRPC: Sendable {
             return ["friends": .bool(friends), "source": friends ? "mutual" : .null]
         }
         registrations.register(
-            "friend.remove", UserReference.self,
-            answer: "`{\"friends\":bool,\"source\"}`: trip-mates stay friends (`source: \"trip\"`); the requests both ways are withdrawn"
+            "friend.remove", UserReference.self, Friendship.self,
+            rules: "`{\"friends\":bool,\"source\"}`: trip-mates stay friends (`source: \"trip\"`); the requests both ways are withdrawn"
         ) { context, request in
             let other = try await otherUser(request, context)
             try await directory.unfriend(context.user, other)
@@ -98,8 +100,8 @@ struct DirectoryRPC: Sendable {
             return ["friends": .bool(source != nil), "source": source.map { .string($0.rawValue) } ?? .null]
         }
         registrations.register(
-            "friend.list", NoFields.self,
-            answer: "`{\"friends\":[{\"user\",\"name\",\"source\"}],\"requests\":[{\"user\",\"name\"}]}`; trip-mates are friends"
+            "friend.list", NoFields.self, FriendList.self,
+            rules: "`{\"friends\":[{\"user\",\"name\",\"source\"}],\"requests\":[{\"user\",\"name\"}]}`; trip-mates are friends"
         ) { context, _ in
             try await directory.refresh(users: [context.user])
             let friends = directory.friends(of: context.user)
@@ -125,25 +127,26 @@ struct DirectoryRPC: Sendable {
     var adminMethods: ServerAPIMethods {
         var api = ServerAPIMethods()
         api.register(
-            "trip_create", TripCreation.self, answer: "`{\"trip\":{\"id\",\"name\",\"resort\",\"starts_at\",\"ends_at\"}}`; times in Unix ms"
+            "trip_create", TripCreation.self, TripCreated.self, rules: "times in Unix ms"
         ) { [directory, locations, resorts] request throws(HubError) in
             if let resort = request.resort, resorts.resort(resort) == nil { throw HubError.badRequest("resort: unknown resort '\(resort)'") }
             let trip = Trip(
                 id: RandomID.make("t", hexDigits: 12), name: request.name, resort: request.resort, startsAt: request.startsAt, endsAt: request.endsAt)
             try await directory.createTrip(trip, hosts: request.hosts)
             locations.relationsChanged(request.hosts)
-            return ["trip": .object(Self.tripFields(trip))]
+            return TripCreated(json: ["trip": .object(Self.tripFields(trip))])
         }
-        api.register("trip_add_member", TripMembership.self, answer: "`{}`; the user is created when missing") {
+        api.register("trip_add_member", TripMembership.self, EmptyAnswer.self, rules: "the user is created when missing") {
             [directory, locations] request throws(HubError) in
             guard try await directory.trip(request.trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(request.trip)'") }
             try await directory.addMember(trip: request.trip, user: request.user, role: request.role)
             locations.relationsChanged(Array(directory.members(of: request.trip).keys))
-            return [:]
+            return EmptyAnswer()
         }
-        api.register("user_set_staff", StaffChange.self, answer: "`{}`; staff may send announcements") { [directory] request throws(HubError) in
+        api.register("user_set_staff", StaffChange.self, EmptyAnswer.self, rules: "staff may send announcements") {
+            [directory] request throws(HubError) in
             try await directory.setStaff(request.user, request.staff)
-            return [:]
+            return EmptyAnswer()
         }
         return api
     }

@@ -15,8 +15,8 @@ struct EventRPC: Sendable {
 
     func register(in registrations: inout NodeRegistrations) {
         registrations.register(
-            "event.create", EventCreation.self,
-            answer:
+            "event.create", EventCreation.self, EventAnswer.self,
+            rules:
                 "the event with `invitees` and `counts`; audience `{kind:\"nearby\",radius?}` (travellers within the radius of your current position whom you may see; 108 without a position), `{kind:\"friends\"}`, `{kind:\"selected\",users}` (friends or trip-mates only), `{kind:\"trip\"}` (needs `trip`, yours); at most 500 invitees; title ≤ 120, description ≤ 2,000 characters; `starts_at` from an hour ago to a year ahead, `ends_at` after it and within 14 days"
         ) { context, request in
             let (created, invitees) = try await events.create(request.event(creator: context.user), audience: request.audience)
@@ -24,13 +24,15 @@ struct EventRPC: Sendable {
                 .adding("invitees", .array(invitees.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }))
                 .adding("counts", EventJSON.counts(RSVPCounts(pending: invitees.count)))
         }
-        registrations.register("event.rsvp", EventResponse.self, answer: "`{\"event\",\"response\",\"counts\"}`; invitees only, changeable") {
+        registrations.register(
+            "event.rsvp", EventResponse.self, RSVPAnswer.self, rules: "`{\"event\",\"response\",\"counts\"}`; invitees only, changeable"
+        ) {
             context, request in
             let (_, counts) = try await events.respond(context.user, to: request.event, request.response)
             return ["event": .string(request.event), "response": .string(request.response.rawValue), "counts": EventJSON.counts(counts)]
         }
         registrations.register(
-            "event.list", NoFields.self, answer: "`{\"events\":[{…,\"role\":\"creator\"|\"invitee\",\"my_response\"}]}`, soonest first"
+            "event.list", NoFields.self, EventList.self, rules: "`{\"events\":[{…,\"role\":\"creator\"|\"invitee\",\"my_response\"}]}`, soonest first"
         ) { context, _ in
             [
                 "events": .array(
@@ -41,7 +43,9 @@ struct EventRPC: Sendable {
                     })
             ]
         }
-        registrations.register("event.get", EventReference.self, answer: "the event with `responses` and `counts`; creator and invitees only") {
+        registrations.register(
+            "event.get", EventReference.self, EventAnswer.self, rules: "the event with `responses` and `counts`; creator and invitees only"
+        ) {
             context, request in
             let (event, responses) = try await events.visibleEvent(request.event, to: context.user)
             return EventJSON.event(event, directory: directory)

@@ -12,32 +12,36 @@ struct MapRPC: Sendable {
 
     func register(in registrations: inout NodeRegistrations) {
         registrations.register(
-            "location.update", LocationUpdate.self,
-            answer:
+            "location.update", LocationUpdate.self, MapChoiceAnswer.self,
+            rules:
                 "`{\"map\":{\"mode\":\"mountain\"|\"street\",\"resort\"}}`; each field checked (107 naming it), `ts` within 5 minutes of `server.time`, at most `location_rate` per second (111)"
         ) { context, update in
             try locations.update(user: context.user, update)
         }
-        registrations.register("location.visibility", VisibilityChange.self, answer: "`{\"mode\"}`; applies from the next frame") {
+        registrations.register(
+            "location.visibility", VisibilityChange.self, VisibilityAnswer.self, rules: "`{\"mode\"}`; applies from the next frame"
+        ) {
             context, request in
             try await locations.setVisibility(user: context.user, request.mode)
             return ["mode": .string(request.mode.rawValue)]
         }
         registrations.register(
-            "map.resorts", NoFields.self,
-            answer: "`{\"resorts\":[{\"id\",\"name\",\"center\":{\"lat\",\"lon\"},\"bbox\":[minLon,minLat,maxLon,maxLat]}]}`"
+            "map.resorts", NoFields.self, ResortList.self,
+            rules: "`{\"resorts\":[{\"id\",\"name\",\"center\":{\"lat\",\"lon\"},\"bbox\":[minLon,minLat,maxLon,maxLat]}]}`"
         ) { _, _ in
             ["resorts": .array(resorts.resorts.map(resorts.summary))]
         }
         registrations.register(
-            "map.resort", ResortReference.self,
-            answer:
+            "map.resort", ResortReference.self, ResortMap.self,
+            rules:
                 "GeoJSON FeatureCollection: boundary, base, lifts and pistes with `kind`, `name`, `difficulty` (lifts: `lift`; `null` for an unrated piste), `color`, `pattern` (`solid`, `dashed`, `dotted`), `length`; piste areas as `Polygon`s with `kind: \"piste_area\"`; the `resort` member has `id`, `name`, `bbox`, `difficulty_colors` and, for imported resorts, `attribution`"
         ) { _, request in
             guard let document = resorts.mapDocument(request.id) else { throw HubError.badRequest("id: unknown resort '\(request.id)'") }
             return .raw(document)
         }
-        registrations.register("map.elevation", MapPoint.self, answer: "`{\"lat\",\"lon\",\"elevation\"}`; 108 outside every grid") { _, request in
+        registrations.register(
+            "map.elevation", MapPoint.self, ElevationAnswer.self, rules: "`{\"lat\",\"lon\",\"elevation\"}`; 108 outside every grid"
+        ) { _, request in
             let point = request.point
             guard let elevation = resorts.selector.elevation.lazy.compactMap({ $0.elevation(at: point) }).first else {
                 throw HubError.notAvailable("no elevation data at \(point.lat), \(point.lon)")
@@ -45,8 +49,8 @@ struct MapRPC: Sendable {
             return ["lat": .double(point.lat), "lon": .double(point.lon), "elevation": TravelJSON.metres(elevation)]
         }
         registrations.register(
-            "map.route", RouteRequest.self,
-            answer:
+            "map.route", RouteRequest.self, RouteAnswer.self,
+            rules:
                 "`{\"legs\":[{\"kind\",\"name\",\"difficulty\",\"color\",\"pattern\",\"coordinates\",\"distance\",\"duration\"}],\"distance\",\"duration\",\"ascent\",\"descent\"}`; `from` defaults to the caller's last position; `max_difficulty` is one of `novice` … `extreme` (unrated pistes only without it); 108 with a reason when there is no route"
         ) { context, request in
             let to = located(request.to)

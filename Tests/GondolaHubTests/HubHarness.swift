@@ -155,3 +155,10 @@ extension ServerMessage {
         return nil
     }
 }
+
+/// A test method's answer: any JSON, without declared members.
+struct TestAnswer: JSONAnswer {
+    static let fields: [FieldContract] = []
+    static let declaresAllMembers = false
+    let json: JSON
+}

@@ -20,7 +20,7 @@ import Testing
         let node = try await makeNode()
         let replicated = Mutex<[JSON]>([])
         var registrations = NodeRegistrations()
-        registrations.register("shop.list", NoFields.self, answer: "") { _, _ in ["items": []] }
+        registrations.register("shop.list", NoFields.self, TestAnswer.self, rules: "") { _, _ in ["items": []] }
         registrations.provide(NamespaceOptions(name: "shop"), by: OpenChannel())
         registrations.onReplica(topic: "stock", fields: [], effect: "") { json in replicated.withLock { $0.append(json) } }
         try node.install(registrations, by: "shop")
@@ -36,8 +36,8 @@ import Testing
 
         func add(to registrations: inout NodeRegistrations) {
             switch self {
-            case .method: registrations.register("shop.list", NoFields.self, answer: "") { _, _ in nil }
-            case .hubMethod: registrations.register("server.time", NoFields.self, answer: "") { _, _ in nil }
+            case .method: registrations.register("shop.list", NoFields.self, TestAnswer.self, rules: "") { _, _ in nil }
+            case .hubMethod: registrations.register("server.time", NoFields.self, TestAnswer.self, rules: "") { _, _ in nil }
             case .namespace: registrations.provide(NamespaceOptions(name: "shop"), by: OpenChannel())
             case .replicaTopic: registrations.onReplica(topic: "stock", fields: [], effect: "") { _ in }
             case .channelTwice:
@@ -61,12 +61,12 @@ import Testing
     func aNameClaimedAgainAddsNothing(_ conflict: Conflict) async throws {
         let node = try await makeNode()
         var shop = NodeRegistrations()
-        shop.register("shop.list", NoFields.self, answer: "") { _, _ in ["items": []] }
+        shop.register("shop.list", NoFields.self, TestAnswer.self, rules: "") { _, _ in ["items": []] }
         shop.provide(NamespaceOptions(name: "shop"), by: OpenChannel())
         shop.onReplica(topic: "stock", fields: [], effect: "") { _ in }
         try node.install(shop, by: "shop")
         var copy = NodeRegistrations()
-        copy.register("copy.only", NoFields.self, answer: "") { _, _ in nil }
+        copy.register("copy.only", NoFields.self, TestAnswer.self, rules: "") { _, _ in nil }
         copy.provide(NamespaceOptions(name: "copy"), by: OpenChannel())
         conflict.add(to: &copy)
         do {

@@ -156,12 +156,12 @@ import Testing
 
         func install(in context: DomainContext) async throws -> InstalledDomain {
             var registrations = NodeRegistrations()
-            for method in rpcMethods { registrations.register(method, NoFields.self, answer: "") { _, _ in ["from": .string(name)] } }
+            for method in rpcMethods { registrations.register(method, NoFields.self, TestAnswer.self, rules: "") { _, _ in ["from": .string(name)] } }
             for namespace in provided { registrations.provide(NamespaceOptions(name: namespace), by: OpenChannel()) }
             for topic in replicaTopics { registrations.onReplica(topic: topic, fields: [], effect: "") { _ in } }
             var serverMethods = ServerAPIMethods()
             for method in apiMethods {
-                serverMethods.register(method, NoFields.self, answer: "") { [name] _ throws(HubError) in ["from": .string(name)] }
+                serverMethods.register(method, NoFields.self, TestAnswer.self, rules: "") { [name] _ throws(HubError) in ["from": .string(name)] }
             }
             return InstalledDomain(
                 service: name, registrations: registrations, serverMethods: serverMethods,

@@ -258,3 +258,10 @@ final class HeldRequests: Sendable {
         for continuation in waiting { continuation.resume() }
     }
 }
+
+/// A test method's answer: any JSON, without declared members.
+struct TestAnswer: JSONAnswer {
+    static let fields: [FieldContract] = []
+    static let declaresAllMembers = false
+    let json: JSON
+}
