@@ -52,13 +52,15 @@ public struct CrashDomain: Domain {
             metrics: context.metrics, logger: context.logger)
         try await crashes.sweepFiles()
         var registrations = NodeRegistrations()
-        CrashRPC(crashes: crashes).register(in: &registrations)
+        crashes.registerRPC(in: &registrations)
         registrations.provide(CrashChannel.options, by: CrashChannel(crashes: crashes))
+        var serverMethods = ServerAPIMethods()
+        crashes.registerServerAPI(in: &serverMethods)
         let photos = CrashPhotoEndpoints(crashes: crashes, authentication: context.authentication)
         return InstalledDomain(
             service: crashes,
             registrations: registrations,
-            serverMethods: CrashServerAPI.methods(crashes),
+            serverMethods: serverMethods,
             routes: { router in photos.addRoutes(to: router) },
             background: { await crashes.textCalls.run() })
     }
@@ -83,19 +85,20 @@ extension CrashDomain {
 }
 
 /// The crash domain's server API methods.
-enum CrashServerAPI {
-    static func methods(_ crashes: CrashService) -> ServerAPIMethods {
-        var api = ServerAPIMethods()
+extension CrashService {
+    func registerServerAPI(in api: inout ServerAPIMethods) {
         api.register(
             "crash_detected", DetectedCrash.self, CrashAnswer.self,
             rules:
-                "pushes `{\"type\":\"crash.detected\",\"crash\",\"link\"}` on `personal:#<user>` and texts the deep link (`crash_link_template`, default `crashassistant://crash/{id}`) to `phone` or the user's `crash.phone` number through `sms_webhook_url` (`POST {\"to\",\"text\"}` with `Authorization: Bearer <sms_webhook_token>`), in the background after the answer (10 s per attempt, 3 attempts; see \"Calls to outside services\"); without a gateway the text is logged. A text that fails does not undo the crash"
-        ) { request throws(HubError) in
-            let crash = try await crashes.create(owner: request.user, source: .detected, place: request.place, occurredAt: request.occurredAt)
-            let sms = await crashes.notifyDetected(crash, phone: request.phone)
-            return CrashAnswer(crash: crash, photos: [], sms: sms)
-        }
-        return api
+                "pushes `{\"type\":\"crash.detected\",\"crash\",\"link\"}` on `personal:#<user>` and texts the deep link (`crash_link_template`, default `crashassistant://crash/{id}`) to `phone` or the user's `crash.phone` number through `sms_webhook_url` (`POST {\"to\",\"text\"}` with `Authorization: Bearer <sms_webhook_token>`), in the background after the answer (10 s per attempt, 3 attempts; see \"Calls to outside services\"); without a gateway the text is logged. A text that fails does not undo the crash",
+            crashDetected)
+    }
+
+    /// Answers `crash_detected`.
+    func crashDetected(_ request: DetectedCrash) async throws(HubError) -> CrashAnswer {
+        let crash = try await create(owner: request.user, source: .detected, place: request.place, occurredAt: request.occurredAt)
+        let sms = await notifyDetected(crash, phone: request.phone)
+        return CrashAnswer(crash: crash, photos: [], sms: sms)
     }
 }
 
@@ -114,7 +117,7 @@ struct DetectedCrash: RequestContract {
 
     init(_ fields: RequestFields) throws(HubError) {
         user = try fields.string("user", maxLength: 128)
-        phone = try fields.optionalString("phone", maxLength: 16).map { (phone) throws(HubError) in try CrashRPC.phone(phone) }
+        phone = try fields.optionalString("phone", maxLength: 16).map { (phone) throws(HubError) in try CrashService.phone(phone) }
         (place, occurredAt) = (try CrashMoment.place(fields), try CrashMoment.time(fields))
     }
 }

@@ -4,64 +4,86 @@ import GondolaProtocol
 
 /// The `crash.*` RPC methods: `start`, `update`, `list`, `get`, `discard`, `report`,
 /// `share`, `unshare`, `phone`.
-struct CrashRPC: Sendable {
-    let crashes: CrashService
-
-    func register(in registrations: inout NodeRegistrations) {
+extension CrashService {
+    func registerRPC(in registrations: inout NodeRegistrations) {
         registrations.register(
-            "crash.start", CrashMoment.self, CrashAnswer.self, rules: "a new draft (`source: \"manual\"`); `lat` and `lon` together"
-        ) { context, request in
-            let crash = try await crashes.create(owner: context.user, source: .manual, place: request.place, occurredAt: request.occurredAt)
-            return CrashAnswer(crash: crash, photos: [])
-        }
+            "crash.start", CrashMoment.self, CrashAnswer.self, rules: "a new draft (`source: \"manual\"`); `lat` and `lon` together", crashStart)
         registrations.register(
             "crash.update", CrashUpdate.self, CrashAnswer.self,
             rules:
-                "`injured` ⊆ `myself`, `my_passengers`, `other_driver`, `other_driver_passengers`, `no_one`, `unsure`, where `no_one` and `unsure` stand alone (107 naming the field)"
-        ) { context, request in
-            let (crash, photos) = try await crashes.update(request.crash, by: context.user, injured: request.injured, note: request.note)
-            return CrashAnswer(crash: crash, photos: photos)
-        }
-        registrations.register("crash.list", NoFields.self, CrashList.self, rules: "") { context, _ in
-            CrashList(crashes: try await crashes.crashes(of: context.user))
-        }
+                "`injured` ⊆ `myself`, `my_passengers`, `other_driver`, `other_driver_passengers`, `no_one`, `unsure`, where `no_one` and `unsure` stand alone (107 naming the field)",
+            crashUpdate)
+        registrations.register("crash.list", NoFields.self, CrashList.self, rules: "", crashList)
         registrations.register(
             "crash.get", CrashReference.self, CrashAnswer.self,
-            rules: "photos by section: `license_insurance`, `licence_plate`, `other_vehicle_damage`, `your_vehicle_damage`, `crash_scene`"
-        ) { context, request in
-            let crash = try await crashes.owned(request.crash, by: context.user)
-            return CrashAnswer(crash: crash, photos: try await crashes.photos(of: crash))
-        }
+            rules: "photos by section: `license_insurance`, `licence_plate`, `other_vehicle_damage`, `your_vehicle_damage`, `crash_scene`", crashGet)
         registrations.register(
-            "crash.discard", CrashReference.self, CrashChange.self, rules: "drafts only (a crash with a report: 108); rows and files are deleted"
-        ) { context, request in
-            try await crashes.discard(request.crash, by: context.user)
-            return CrashChange(crash: request.crash, member: "discarded", value: true)
-        }
+            "crash.discard", CrashReference.self, CrashChange.self, rules: "drafts only (a crash with a report: 108); rows and files are deleted",
+            crashDiscard)
         registrations.register(
             "crash.report", CrashReference.self, CrashAnswer.self,
             rules:
-                "108 until injuries, a note or a photo has been given; renders the PDF (crash time and place, injuries, note, each section with its photos)"
-        ) { context, request in
-            let crash = try await crashes.report(request.crash, by: context.user)
-            return CrashAnswer(crash: crash, photos: try await crashes.photos(of: crash), report: CrashHTTPPaths.report(crash.id))
-        }
+                "108 until injuries, a note or a photo has been given; renders the PDF (crash time and place, injuries, note, each section with its photos)",
+            crashReport)
         registrations.register(
             "crash.share", CrashShare.self, CrashLink.self,
-            rules: "anyone may download the report there (default 7 days, at most 90; `ttl` in seconds); a new share revokes the previous link"
-        ) { context, request in
-            let (token, expiresAt) = try await crashes.share(request.crash, by: context.user, ttl: request.ttl)
-            return CrashLink(crash: request.crash, url: CrashHTTPPaths.shared(token), expiresAt: expiresAt)
-        }
-        registrations.register("crash.phone", CrashPhone.self, CrashPhoneAnswer.self, rules: "an empty number clears it") { context, request in
-            try await crashes.setPhone(request.phone, of: context.user)
-            return CrashPhoneAnswer(phone: request.phone)
-        }
-        registrations.register("crash.unshare", CrashReference.self, CrashChange.self, rules: "the shared link stops working") {
-            context, request in
-            try await crashes.unshare(request.crash, by: context.user)
-            return CrashChange(crash: request.crash, member: "shared", value: false)
-        }
+            rules: "anyone may download the report there (default 7 days, at most 90; `ttl` in seconds); a new share revokes the previous link",
+            crashShare)
+        registrations.register("crash.phone", CrashPhone.self, CrashPhoneAnswer.self, rules: "an empty number clears it", crashPhone)
+        registrations.register("crash.unshare", CrashReference.self, CrashChange.self, rules: "the shared link stops working", crashUnshare)
+    }
+
+    /// Answers `crash.start`.
+    func crashStart(_ context: RPCContext, _ request: CrashMoment) async throws -> CrashAnswer {
+        let crash = try await create(owner: context.user, source: .manual, place: request.place, occurredAt: request.occurredAt)
+        return CrashAnswer(crash: crash, photos: [])
+    }
+
+    /// Answers `crash.update`.
+    func crashUpdate(_ context: RPCContext, _ request: CrashUpdate) async throws -> CrashAnswer {
+        let (crash, photos) = try await update(request.crash, by: context.user, injured: request.injured, note: request.note)
+        return CrashAnswer(crash: crash, photos: photos)
+    }
+
+    /// Answers `crash.list`.
+    func crashList(_ context: RPCContext, _: NoFields) async throws -> CrashList {
+        CrashList(crashes: try await crashes(of: context.user))
+    }
+
+    /// Answers `crash.get`.
+    func crashGet(_ context: RPCContext, _ request: CrashReference) async throws -> CrashAnswer {
+        let crash = try await owned(request.crash, by: context.user)
+        return CrashAnswer(crash: crash, photos: try await photos(of: crash))
+    }
+
+    /// Answers `crash.discard`.
+    func crashDiscard(_ context: RPCContext, _ request: CrashReference) async throws -> CrashChange {
+        try await discard(request.crash, by: context.user)
+        return CrashChange(crash: request.crash, member: "discarded", value: true)
+    }
+
+    /// Answers `crash.report`.
+    func crashReport(_ context: RPCContext, _ request: CrashReference) async throws -> CrashAnswer {
+        let crash = try await report(request.crash, by: context.user)
+        return CrashAnswer(crash: crash, photos: try await photos(of: crash), report: CrashHTTPPaths.report(crash.id))
+    }
+
+    /// Answers `crash.share`.
+    func crashShare(_ context: RPCContext, _ request: CrashShare) async throws -> CrashLink {
+        let (token, expiresAt) = try await share(request.crash, by: context.user, ttl: request.ttl)
+        return CrashLink(crash: request.crash, url: CrashHTTPPaths.shared(token), expiresAt: expiresAt)
+    }
+
+    /// Answers `crash.phone`.
+    func crashPhone(_ context: RPCContext, _ request: CrashPhone) async throws -> CrashPhoneAnswer {
+        try await setPhone(request.phone, of: context.user)
+        return CrashPhoneAnswer(phone: request.phone)
+    }
+
+    /// Answers `crash.unshare`.
+    func crashUnshare(_ context: RPCContext, _ request: CrashReference) async throws -> CrashChange {
+        try await unshare(request.crash, by: context.user)
+        return CrashChange(crash: request.crash, member: "shared", value: false)
     }
 
     /// A phone number in E.164 form: `+`, then 7 to 15 digits not starting with 0.
@@ -147,6 +169,6 @@ struct CrashPhone: RequestContract {
     let phone: String?
     init(_ fields: RequestFields) throws(HubError) {
         let given = try fields.string("phone", maxLength: 16, allowEmpty: true)
-        phone = given.isEmpty ? nil : try CrashRPC.phone(given)
+        phone = given.isEmpty ? nil : try CrashService.phone(given)
     }
 }

@@ -49,9 +49,13 @@ public struct FormsDomain: Domain {
         var registrations = NodeRegistrations()
         forms.follow(in: &registrations)
         assessments.follow(in: &registrations)
-        FormsRPC(forms: forms, assessments: assessments).register(in: &registrations)
+        forms.registerRPC(in: &registrations)
+        assessments.registerRPC(in: &registrations)
         registrations.provide(FormChannel.options, by: FormChannel(forms: forms))
-        return InstalledDomain(service: forms, registrations: registrations, serverMethods: FormsServerAPI.methods(forms, assessments))
+        var serverMethods = ServerAPIMethods()
+        forms.registerServerAPI(in: &serverMethods)
+        assessments.registerServerAPI(in: &serverMethods)
+        return InstalledDomain(service: forms, registrations: registrations, serverMethods: serverMethods)
     }
 }
 
@@ -64,35 +68,51 @@ extension FormsDomain {
     }
 }
 
-/// The forms domain's server API methods: `form_schema_put`, `form_code_table_put`,
-/// `assessment_put`, `assessment_assign` and `assessment_submissions`.
-enum FormsServerAPI {
-    static func methods(_ forms: FormService, _ assessments: AssessmentService) -> ServerAPIMethods {
-        var api = ServerAPIMethods()
-        api.register("form_schema_put", SchemaDocument.self, SchemaStored.self, rules: "") { request throws(HubError) in
-            let schema = try await forms.putSchema(request.json)
-            return SchemaStored(json: ["schema": .string(schema.id), "version": .int(Int64(schema.version))])
-        }
-        api.register("form_code_table_put", CodeTableDocument.self, CodeTableAnswer.self, rules: "the stored table, as `form.code_table` answers it")
-        {
-            request throws(HubError) in
-            CodeTableAnswer(json: try await forms.putCodeTable(request.table).json)
-        }
-        api.register("assessment_put", AssessmentDocument.self, AssessmentStored.self, rules: "its id and number of questions") {
-            request throws(HubError) in
-            let assessment = try await assessments.put(request.assessment, body: request.json)
-            return AssessmentStored(json: ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))])
-        }
+/// The forms server API methods: `form_schema_put`, `form_code_table_put`.
+extension FormService {
+    func registerServerAPI(in api: inout ServerAPIMethods) {
+        api.register("form_schema_put", SchemaDocument.self, SchemaStored.self, rules: "", formSchemaPut)
+        api.register(
+            "form_code_table_put", CodeTableDocument.self, CodeTableAnswer.self, rules: "the stored table, as `form.code_table` answers it",
+            formCodeTablePut)
+    }
+
+    /// Answers `form_schema_put`.
+    func formSchemaPut(_ request: SchemaDocument) async throws(HubError) -> SchemaStored {
+        let schema = try await putSchema(request.json)
+        return SchemaStored(json: ["schema": .string(schema.id), "version": .int(Int64(schema.version))])
+    }
+
+    /// Answers `form_code_table_put`.
+    func formCodeTablePut(_ request: CodeTableDocument) async throws(HubError) -> CodeTableAnswer {
+        CodeTableAnswer(json: try await putCodeTable(request.table).json)
+    }
+}
+
+/// The assessment server API methods: `assessment_put`, `assessment_assign`, `assessment_submissions`.
+extension AssessmentService {
+    func registerServerAPI(in api: inout ServerAPIMethods) {
+        api.register("assessment_put", AssessmentDocument.self, AssessmentStored.self, rules: "its id and number of questions", assessmentPut)
         api.register(
             "assessment_assign", AssessmentAssignment.self, AssessmentAssigned.self,
-            rules: "assigning a submitted one starts it over; the user is told on `personal:#<user>`"
-        ) { request throws(HubError) in
-            AssessmentAssigned(json: try await assessments.assign(request.assessment, to: request.user))
-        }
-        api.register("assessment_submissions", SubmissionQuery.self, SubmissionList.self, rules: "") { request throws(HubError) in
-            SubmissionList(json: ["submissions": .array(try await assessments.submissions(user: request.user, assessment: request.assessment))])
-        }
-        return api
+            rules: "assigning a submitted one starts it over; the user is told on `personal:#<user>`", assessmentAssign)
+        api.register("assessment_submissions", SubmissionQuery.self, SubmissionList.self, rules: "", assessmentSubmissions)
+    }
+
+    /// Answers `assessment_put`.
+    func assessmentPut(_ request: AssessmentDocument) async throws(HubError) -> AssessmentStored {
+        let assessment = try await put(request.assessment, body: request.json)
+        return AssessmentStored(json: ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))])
+    }
+
+    /// Answers `assessment_assign`.
+    func assessmentAssign(_ request: AssessmentAssignment) async throws(HubError) -> AssessmentAssigned {
+        AssessmentAssigned(json: try await assign(request.assessment, to: request.user))
+    }
+
+    /// Answers `assessment_submissions`.
+    func assessmentSubmissions(_ request: SubmissionQuery) async throws(HubError) -> SubmissionList {
+        SubmissionList(json: ["submissions": .array(try await submissions(user: request.user, assessment: request.assessment))])
     }
 }
 

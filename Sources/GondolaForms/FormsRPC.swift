@@ -2,76 +2,114 @@ import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 
-/// The RPC methods of forms and assessments: `form.schemas`, `form.schema`,
-/// `form.code_table`, `form.create`, `form.get`, `form.list`, `form.set`, `form.submit`,
-/// `form.discard`, `form.share`, `assessment.flow`, `assessment.answer`, `assessment.submit`.
-struct FormsRPC: Sendable {
-    let forms: FormService
-    let assessments: AssessmentService
-
-    func register(in registrations: inout NodeRegistrations) {
-        registrations.register("form.schemas", NoFields.self, SchemaList.self, rules: "") { _, _ in
-            var list: [JSON] = []
-            for id in forms.schemaIDs {
-                let schema = try await forms.schema(id)
-                list.append(["id": .string(id), "version": .int(Int64(schema.version)), "title": .string(schema.title)])
-            }
-            return SchemaList(json: ["schemas": .array(list)])
-        }
-        registrations.register("form.schema", SchemaReference.self, SchemaAnswer.self, rules: "the latest version without `version`") {
-            _, request in
-            let schema = try await forms.schema(request.schema, version: request.version)
-            return SchemaAnswer(json: ["version": .int(Int64(schema.version)), "schema": schema.json])
-        }
-        registrations.register("form.code_table", CodeTableReference.self, CodeTableAnswer.self, rules: "") { _, request in
-            guard let table = try await forms.codeTables.table(request.name) else {
-                throw HubError.badRequest("name: no code table '\(request.name)'")
-            }
-            return CodeTableAnswer(json: table.json)
-        }
+/// The forms RPC methods: `form.schemas`, `form.schema`, `form.code_table`, `form.create`,
+/// `form.get`, `form.list`, `form.set`, `form.submit`, `form.discard`, `form.share`.
+extension FormService {
+    func registerRPC(in registrations: inout NodeRegistrations) {
+        registrations.register("form.schemas", NoFields.self, SchemaList.self, rules: "", formSchemas)
+        registrations.register("form.schema", SchemaReference.self, SchemaAnswer.self, rules: "the latest version without `version`", formSchema)
+        registrations.register("form.code_table", CodeTableReference.self, CodeTableAnswer.self, rules: "", formCodeTable)
         registrations.register(
-            "form.create", SchemaReference.self, FormDocumentAnswer.self, rules: "a draft of the schema's latest version, owned by the caller"
-        ) { context, request in
-            let (doc, schema) = try await forms.create(schema: request.schema, by: context.user)
-            return FormDocumentAnswer(json: FormJSON.doc(doc, schema: schema, values: [:], shared: []))
-        }
-        registrations.register("form.get", DocReference.self, FormDocumentAnswer.self, rules: "") { context, request in
-            FormDocumentAnswer(json: try await forms.get(request.doc, by: context.user))
-        }
-        registrations.register("form.list", NoFields.self, FormList.self, rules: "") { context, _ in
-            FormList(json: ["forms": .array(try await forms.list(of: context.user).map(FormJSON.summary))])
-        }
+            "form.create", SchemaReference.self, FormDocumentAnswer.self, rules: "a draft of the schema's latest version, owned by the caller",
+            formCreate)
+        registrations.register("form.get", DocReference.self, FormDocumentAnswer.self, rules: "", formGet)
+        registrations.register("form.list", NoFields.self, FormList.self, rules: "", formList)
         registrations.register(
             "form.set", FieldChange.self, FieldChanged.self,
-            rules: "the change as pushed on `form:<doc>`; 108 on a conflict, 107 for a value that does not fit"
-        ) { context, request in
-            FieldChanged(
-                json: try await forms.set(request.doc, key: request.key, value: request.value, baseVersion: request.baseVersion, by: context.user))
+            rules: "the change as pushed on `form:<doc>`; 108 on a conflict, 107 for a value that does not fit", formSet)
+        registrations.register("form.submit", DocReference.self, FormSubmitted.self, rules: "107 listing required fields still missing", formSubmit)
+        registrations.register("form.discard", DocReference.self, FormChange.self, rules: "the owner only, drafts only", formDiscard)
+        registrations.register("form.share", DocShare.self, FormChange.self, rules: "the owner only; at most 50 users", formShare)
+    }
+
+    /// Answers `form.schemas`.
+    func formSchemas(_: RPCContext, _: NoFields) async throws -> SchemaList {
+        var list: [JSON] = []
+        for id in schemaIDs {
+            let schema = try await schema(id)
+            list.append(["id": .string(id), "version": .int(Int64(schema.version)), "title": .string(schema.title)])
         }
-        registrations.register("form.submit", DocReference.self, FormSubmitted.self, rules: "107 listing required fields still missing") {
-            context, request in
-            FormSubmitted(json: try await forms.submit(request.doc, by: context.user))
+        return SchemaList(json: ["schemas": .array(list)])
+    }
+
+    /// Answers `form.schema`.
+    func formSchema(_: RPCContext, _ request: SchemaReference) async throws -> SchemaAnswer {
+        let schema = try await schema(request.schema, version: request.version)
+        return SchemaAnswer(json: ["version": .int(Int64(schema.version)), "schema": schema.json])
+    }
+
+    /// Answers `form.code_table`.
+    func formCodeTable(_: RPCContext, _ request: CodeTableReference) async throws -> CodeTableAnswer {
+        guard let table = try await codeTables.table(request.name) else {
+            throw HubError.badRequest("name: no code table '\(request.name)'")
         }
-        registrations.register("form.discard", DocReference.self, FormChange.self, rules: "the owner only, drafts only") { context, request in
-            try await forms.discard(request.doc, by: context.user)
-            return FormChange(json: ["doc": .string(request.doc), "discarded": true])
-        }
-        registrations.register("form.share", DocShare.self, FormChange.self, rules: "the owner only; at most 50 users") { context, request in
-            let shared = try await forms.share(request.doc, with: request.user, by: context.user)
-            return FormChange(json: ["doc": .string(request.doc), "shared_with": .array(shared.map(JSON.string))])
-        }
-        registrations.register("assessment.flow", NoFields.self, AssessmentFlow.self, rules: "") { context, _ in
-            AssessmentFlow(json: try await assessments.flow(of: context.user))
-        }
-        registrations.register("assessment.answer", AssessmentAnswer.self, AssessmentAnswered.self, rules: "also pushed on `personal:#<user>`") {
-            context, request in
-            AssessmentAnswered(
-                json: try await assessments.answer(request.assessment, question: request.question, value: request.value, by: context.user))
-        }
-        registrations.register("assessment.submit", AssessmentReference.self, AssessmentSubmitted.self, rules: "107 listing unanswered questions") {
-            context, request in
-            AssessmentSubmitted(json: try await assessments.submit(request.assessment, by: context.user))
-        }
+        return CodeTableAnswer(json: table.json)
+    }
+
+    /// Answers `form.create`.
+    func formCreate(_ context: RPCContext, _ request: SchemaReference) async throws -> FormDocumentAnswer {
+        let (doc, schema) = try await create(schema: request.schema, by: context.user)
+        return FormDocumentAnswer(json: FormJSON.doc(doc, schema: schema, values: [:], shared: []))
+    }
+
+    /// Answers `form.get`.
+    func formGet(_ context: RPCContext, _ request: DocReference) async throws -> FormDocumentAnswer {
+        FormDocumentAnswer(json: try await get(request.doc, by: context.user))
+    }
+
+    /// Answers `form.list`.
+    func formList(_ context: RPCContext, _: NoFields) async throws -> FormList {
+        FormList(json: ["forms": .array(try await list(of: context.user).map(FormJSON.summary))])
+    }
+
+    /// Answers `form.set`.
+    func formSet(_ context: RPCContext, _ request: FieldChange) async throws -> FieldChanged {
+        FieldChanged(
+            json: try await set(request.doc, key: request.key, value: request.value, baseVersion: request.baseVersion, by: context.user))
+    }
+
+    /// Answers `form.submit`.
+    func formSubmit(_ context: RPCContext, _ request: DocReference) async throws -> FormSubmitted {
+        FormSubmitted(json: try await submit(request.doc, by: context.user))
+    }
+
+    /// Answers `form.discard`.
+    func formDiscard(_ context: RPCContext, _ request: DocReference) async throws -> FormChange {
+        try await discard(request.doc, by: context.user)
+        return FormChange(json: ["doc": .string(request.doc), "discarded": true])
+    }
+
+    /// Answers `form.share`.
+    func formShare(_ context: RPCContext, _ request: DocShare) async throws -> FormChange {
+        let shared = try await share(request.doc, with: request.user, by: context.user)
+        return FormChange(json: ["doc": .string(request.doc), "shared_with": .array(shared.map(JSON.string))])
+    }
+}
+
+/// The assessment RPC methods: `assessment.flow`, `assessment.answer`, `assessment.submit`.
+extension AssessmentService {
+    func registerRPC(in registrations: inout NodeRegistrations) {
+        registrations.register("assessment.flow", NoFields.self, AssessmentFlow.self, rules: "", assessmentFlow)
+        registrations.register(
+            "assessment.answer", AssessmentAnswer.self, AssessmentAnswered.self, rules: "also pushed on `personal:#<user>`", assessmentAnswer)
+        registrations.register(
+            "assessment.submit", AssessmentReference.self, AssessmentSubmitted.self, rules: "107 listing unanswered questions", assessmentSubmit)
+    }
+
+    /// Answers `assessment.flow`.
+    func assessmentFlow(_ context: RPCContext, _: NoFields) async throws -> AssessmentFlow {
+        AssessmentFlow(json: try await flow(of: context.user))
+    }
+
+    /// Answers `assessment.answer`.
+    func assessmentAnswer(_ context: RPCContext, _ request: AssessmentAnswer) async throws -> AssessmentAnswered {
+        AssessmentAnswered(
+            json: try await answer(request.assessment, question: request.question, value: request.value, by: context.user))
+    }
+
+    /// Answers `assessment.submit`.
+    func assessmentSubmit(_ context: RPCContext, _ request: AssessmentReference) async throws -> AssessmentSubmitted {
+        AssessmentSubmitted(json: try await submit(request.assessment, by: context.user))
     }
 }
 

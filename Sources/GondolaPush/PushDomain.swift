@@ -36,7 +36,7 @@ public struct PushDomain: Domain {
             }
         let devices = DeviceService(repository: repository, logger: context.logger)
         var registrations = NodeRegistrations()
-        PushRPC(devices: devices).register(in: &registrations)
+        devices.registerRPC(in: &registrations)
         let client = configuration.isEmpty ? nil : HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration.httpClient)
         let senders: [PushPlatform: any PushSender]
         do {

@@ -4,23 +4,30 @@ import GondolaProtocol
 /// The RPC methods of push notifications: `device.register {platform, token, app?, locale?}`,
 /// `device.unregister {token}` and `notifications.settings {chats?, broadcasts?, invites?,
 /// quiet_hours?}` (no members: the settings as they are).
-struct PushRPC: Sendable {
-    let devices: DeviceService
-
-    func register(in registrations: inout NodeRegistrations) {
-        registrations.register("device.register", DeviceRegistration.self, DeviceRegistered.self, rules: "") { context, request in
-            let device = try await devices.register(
-                token: request.token, platform: request.platform, app: request.app, locale: request.locale, by: context.user)
-            return DeviceRegistered(token: device.token, platform: request.platform, devices: try await devices.devices(of: context.user).count)
-        }
-        registrations.register("device.unregister", DeviceReference.self, DeviceUnregistered.self, rules: "") { context, request in
-            DeviceUnregistered(unregistered: try await devices.unregister(token: request.token, by: context.user))
-        }
+extension DeviceService {
+    func registerRPC(in registrations: inout NodeRegistrations) {
+        registrations.register("device.register", DeviceRegistration.self, DeviceRegistered.self, rules: "", deviceRegister)
+        registrations.register("device.unregister", DeviceReference.self, DeviceUnregistered.self, rules: "", deviceUnregister)
         registrations.register(
-            "notifications.settings", SettingsChange.self, NotificationSettings.self, rules: "the whole settings after the change"
-        ) { context, change in
-            try await devices.updateSettings(of: context.user, with: change)
-        }
+            "notifications.settings", SettingsChange.self, NotificationSettings.self, rules: "the whole settings after the change",
+            notificationsSettings)
+    }
+
+    /// Answers `device.register`.
+    func deviceRegister(_ context: RPCContext, _ request: DeviceRegistration) async throws -> DeviceRegistered {
+        let device = try await register(
+            token: request.token, platform: request.platform, app: request.app, locale: request.locale, by: context.user)
+        return DeviceRegistered(token: device.token, platform: request.platform, devices: try await devices(of: context.user).count)
+    }
+
+    /// Answers `device.unregister`.
+    func deviceUnregister(_ context: RPCContext, _ request: DeviceReference) async throws -> DeviceUnregistered {
+        DeviceUnregistered(unregistered: try await unregister(token: request.token, by: context.user))
+    }
+
+    /// Answers `notifications.settings`.
+    func notificationsSettings(_ context: RPCContext, _ change: SettingsChange) async throws -> NotificationSettings {
+        try await updateSettings(of: context.user, with: change)
     }
 }
 

@@ -5,69 +5,90 @@ import GondolaProtocol
 
 /// The RPC methods of the car map and rentals: `cars.near`, `cars.in_box`, `cars.cells`,
 /// `rental.plan`, `rental.start`, `rental.stop`, `rental.cancel`, `rental.list`.
-struct RentalRPC: Sendable {
-    let rentals: RentalService
+extension RentalService {
     static let maxRadius = 50_000.0
     static let maxNear: Int64 = 200
     static let maxInBox = 1_000
     static let maxCells = 64
 
-    func register(in registrations: inout NodeRegistrations) {
+    func registerRPC(in registrations: inout NodeRegistrations) {
         registrations.register(
             "cars.near", NearbyCars.self, NearbyCarsAnswer.self,
             rules:
-                "available cars only (no planned or active rental), from the in-memory spatial index (GondolaGeo's `MovingPointIndex`, not a table scan)"
-        ) { _, request in
-            NearbyCarsAnswer(found: rentals.near(request.center, radius: request.radius, limit: request.limit, maxPrice: request.maxPrice))
-        }
-        registrations.register("cars.in_box", CarBox.self, CarsInBoxAnswer.self, rules: "at most 1,000 cars; west < east, south < north") {
-            _, request in
-            let (cars, truncated) = rentals.inBox(request.box, limit: Self.maxInBox)
-            return CarsInBoxAnswer(cars: cars, truncated: truncated)
-        }
+                "available cars only (no planned or active rental), from the in-memory spatial index (GondolaGeo's `MovingPointIndex`, not a table scan)",
+            carsNear)
+        registrations.register("cars.in_box", CarBox.self, CarsInBoxAnswer.self, rules: "at most 1,000 cars; west < east, south < north", carsInBox)
         registrations.register(
             "cars.cells", CarBox.self, CarCellsAnswer.self,
             rules:
-                "Cells are Web-Mercator tiles at zoom 15 (about 1.2 km at the equator, 0.8 km in the Alps), numbered as map clients number them; a subscribe reply carries at most 2,000 cars of its cell. Any signed-in user may subscribe; the channels keep no history — after a reconnect, subscribing again answers the cell as it is"
-        ) { _, request in
-            guard let cells = CarCell.covering(request.box, limit: Self.maxCells) else {
-                throw HubError.badRequest("bbox: covers more than \(Self.maxCells) cells of zoom \(CarCell.zoom); zoom in")
-            }
-            return CarCellsAnswer(cells: cells)
-        }
+                "Cells are Web-Mercator tiles at zoom 15 (about 1.2 km at the equator, 0.8 km in the Alps), numbered as map clients number them; a subscribe reply carries at most 2,000 cars of its cell. Any signed-in user may subscribe; the channels keep no history — after a reconnect, subscribing again answers the cell as it is",
+            carsCells)
         registrations.register(
             "rental.plan", RentalPlan.self, RentalAnswer.self,
             rules:
-                "the car must be free: a car has at most one planned or active rental (108 naming its state) — a unique index on open rentals per car decides between simultaneous requests, so exactly one wins (tested with 24 clients in Swift and 16 SDK clients); a user has at most 3 open rentals (106)"
-        ) { context, request in
-            RentalAnswer(rental: try await rentals.plan(car: request.car, startsAt: request.startsAt, by: context.user))
-        }
+                "the car must be free: a car has at most one planned or active rental (108 naming its state) — a unique index on open rentals per car decides between simultaneous requests, so exactly one wins (tested with 24 clients in Swift and 16 SDK clients); a user has at most 3 open rentals (106)",
+            rentalPlan)
         registrations.register(
             "rental.start", RentalStart.self, RentalAnswer.self,
-            rules: "a planned rental of yours from `starts_at` on (108 before), or a free car now; not both (107)"
-        ) { context, request in
-            switch request.target {
-            case let .planned(rental): RentalAnswer(rental: try await rentals.start(rental: rental, by: context.user))
-            case let .car(car): RentalAnswer(rental: try await rentals.start(car: car, by: context.user))
-            }
-        }
+            rules: "a planned rental of yours from `starts_at` on (108 before), or a free car now; not both (107)", rentalStart)
         registrations.register(
             "rental.stop", RentalStop.self, RentalAnswer.self,
             rules:
-                "an active rental of yours: the end is now, the days are whole days rounded up (at least one), the amount is days × the price per day recorded when the rental was made (paid in advance: recorded, no payment provider); the car is free again at `lat`, `lon`"
-        ) { context, request in
-            RentalAnswer(rental: try await rentals.stop(rental: request.rental, lat: request.lat, lon: request.lon, by: context.user))
-        }
+                "an active rental of yours: the end is now, the days are whole days rounded up (at least one), the amount is days × the price per day recorded when the rental was made (paid in advance: recorded, no payment provider); the car is free again at `lat`, `lon`",
+            rentalStop)
         registrations.register(
             "rental.cancel", RentalReference.self, RentalAnswer.self,
             rules:
-                "a planned rental of yours; the car is free again. A planned rental not started within a day of its `starts_at` is cancelled by the hub (checked every minute) and its user told as for any cancellation, so a no-show does not hold the car"
-        ) { context, request in
-            RentalAnswer(rental: try await rentals.cancel(rental: request.rental, by: context.user))
+                "a planned rental of yours; the car is free again. A planned rental not started within a day of its `starts_at` is cancelled by the hub (checked every minute) and its user told as for any cancellation, so a no-show does not hold the car",
+            rentalCancel)
+        registrations.register("rental.list", NoFields.self, RentalList.self, rules: "", rentalList)
+    }
+
+    /// Answers `cars.near`.
+    func carsNear(_: RPCContext, _ request: NearbyCars) async throws -> NearbyCarsAnswer {
+        NearbyCarsAnswer(found: near(request.center, radius: request.radius, limit: request.limit, maxPrice: request.maxPrice))
+    }
+
+    /// Answers `cars.in_box`.
+    func carsInBox(_: RPCContext, _ request: CarBox) async throws -> CarsInBoxAnswer {
+        let (cars, truncated) = inBox(request.box, limit: Self.maxInBox)
+        return CarsInBoxAnswer(cars: cars, truncated: truncated)
+    }
+
+    /// Answers `cars.cells`.
+    func carsCells(_: RPCContext, _ request: CarBox) async throws -> CarCellsAnswer {
+        guard let cells = CarCell.covering(request.box, limit: Self.maxCells) else {
+            throw HubError.badRequest("bbox: covers more than \(Self.maxCells) cells of zoom \(CarCell.zoom); zoom in")
         }
-        registrations.register("rental.list", NoFields.self, RentalList.self, rules: "") { context, _ in
-            RentalList(rentals: try await rentals.rentals(of: context.user))
+        return CarCellsAnswer(cells: cells)
+    }
+
+    /// Answers `rental.plan`.
+    func rentalPlan(_ context: RPCContext, _ request: RentalPlan) async throws -> RentalAnswer {
+        RentalAnswer(rental: try await plan(car: request.car, startsAt: request.startsAt, by: context.user))
+    }
+
+    /// Answers `rental.start`.
+    func rentalStart(_ context: RPCContext, _ request: RentalStart) async throws -> RentalAnswer {
+        switch request.target {
+        case let .planned(rental): RentalAnswer(rental: try await start(rental: rental, by: context.user))
+        case let .car(car): RentalAnswer(rental: try await start(car: car, by: context.user))
         }
+    }
+
+    /// Answers `rental.stop`.
+    func rentalStop(_ context: RPCContext, _ request: RentalStop) async throws -> RentalAnswer {
+        RentalAnswer(rental: try await stop(rental: request.rental, lat: request.lat, lon: request.lon, by: context.user))
+    }
+
+    /// Answers `rental.cancel`.
+    func rentalCancel(_ context: RPCContext, _ request: RentalReference) async throws -> RentalAnswer {
+        RentalAnswer(rental: try await cancel(rental: request.rental, by: context.user))
+    }
+
+    /// Answers `rental.list`.
+    func rentalList(_ context: RPCContext, _: NoFields) async throws -> RentalList {
+        RentalList(rentals: try await rentals(of: context.user))
     }
 }
 
@@ -84,8 +105,8 @@ struct NearbyCars: RequestContract {
 
     init(_ fields: RequestFields) throws(HubError) {
         center = GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
-        radius = try fields.optionalNumber("radius", in: 1...RentalRPC.maxRadius) ?? 2_000
-        limit = Int(try fields.optionalInteger("limit", in: 1...RentalRPC.maxNear) ?? 20)
+        radius = try fields.optionalNumber("radius", in: 1...RentalService.maxRadius) ?? 2_000
+        limit = Int(try fields.optionalInteger("limit", in: 1...RentalService.maxNear) ?? 20)
         maxPrice = try fields.optionalInteger("max_price", in: 0...Int64.max)
     }
 }

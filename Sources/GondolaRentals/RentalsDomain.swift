@@ -76,14 +76,16 @@ public struct RentalsDomain: Domain {
         }
         var registrations = NodeRegistrations()
         rentals.follow(in: &registrations)
-        RentalRPC(rentals: rentals).register(in: &registrations)
+        rentals.registerRPC(in: &registrations)
+        var serverMethods = ServerAPIMethods()
+        rentals.registerServerAPI(in: &serverMethods)
         registrations.provide(CarChannel.options, by: CarChannel(rentals: rentals))
         let endpoints = AccountEndpoints(
             accounts: accounts, signIn: context.signIn, authentication: context.authentication, activatedURL: activatedURL)
         return InstalledDomain(
             service: rentals,
             registrations: registrations,
-            serverMethods: RentalsServerAPI.methods(rentals),
+            serverMethods: serverMethods,
             routes: { router in endpoints.addRoutes(to: router) },
             background: {
                 await withTaskGroup(of: Void.self) { group in
@@ -112,22 +114,28 @@ public struct RentalsDomain: Domain {
 }
 
 /// The rentals domain's server API methods: `car_upsert`, `car_remove` and `car_import`.
-enum RentalsServerAPI {
-    static func methods(_ rentals: RentalService) -> ServerAPIMethods {
-        var api = ServerAPIMethods()
-        api.register("car_upsert", CarUpsert.self, CarStored.self, rules: "adds the car or changes it (see the car's members above)") {
-            request throws(HubError) in
-            try await rentals.upsert([request.car])
-            return CarStored(car: request.car)
-        }
-        api.register("car_import", CarImport.self, CarsImported.self, rules: "the batch is stored whole or not at all") { request throws(HubError) in
-            CarsImported(count: try await rentals.upsert(request.cars))
-        }
-        api.register("car_remove", CarRemoval.self, CarRemoved.self, rules: "108 while the car has an open rental") { request throws(HubError) in
-            try await rentals.remove(request.id)
-            return CarRemoved(id: request.id)
-        }
-        return api
+extension RentalService {
+    func registerServerAPI(in api: inout ServerAPIMethods) {
+        api.register("car_upsert", CarUpsert.self, CarStored.self, rules: "adds the car or changes it (see the car's members above)", carUpsert)
+        api.register("car_import", CarImport.self, CarsImported.self, rules: "the batch is stored whole or not at all", carImport)
+        api.register("car_remove", CarRemoval.self, CarRemoved.self, rules: "108 while the car has an open rental", carRemove)
+    }
+
+    /// Answers `car_upsert`.
+    func carUpsert(_ request: CarUpsert) async throws(HubError) -> CarStored {
+        try await upsert([request.car])
+        return CarStored(car: request.car)
+    }
+
+    /// Answers `car_import`.
+    func carImport(_ request: CarImport) async throws(HubError) -> CarsImported {
+        CarsImported(count: try await upsert(request.cars))
+    }
+
+    /// Answers `car_remove`.
+    func carRemove(_ request: CarRemoval) async throws(HubError) -> CarRemoved {
+        try await remove(request.id)
+        return CarRemoved(id: request.id)
     }
 }
 

@@ -17,66 +17,25 @@ public struct ServerAPI: Sendable {
     /// The hub's own methods, as Centrifugo names them.
     private static func hubMethods(_ node: Node) -> ServerAPIMethods {
         var api = ServerAPIMethods()
-        api.register("publish", PublishRequest.self, PublishAnswer.self, rules: "`{}` for a channel without history") {
-            request async throws(HubError) in
-            PublishAnswer(position: try await node.publish(channel: request.channel, data: request.data))
-        }
-        api.register("broadcast", BroadcastRequest.self, BroadcastAnswer.self, rules: "each channel is published to on its own") {
-            request async throws(HubError) in
-            var outcomes: [Result<StreamPosition?, HubError>] = []
-            for channel in request.channels {
-                do throws(HubError) {
-                    outcomes.append(.success(try await node.publish(channel: channel, data: request.data)))
-                } catch {
-                    outcomes.append(.failure(error))
-                }
-            }
-            return BroadcastAnswer(outcomes: outcomes)
-        }
-        api.register("presence", ChannelRequest.self, PresenceAnswer.self, rules: "") { request throws(HubError) in
-            PresenceAnswer(clients: try await node.presence(channel: request.channel))
-        }
-        api.register("presence_stats", ChannelRequest.self, PresenceStatsAnswer.self, rules: "") { request throws(HubError) in
-            PresenceStatsAnswer(stats: try await node.presenceStats(channel: request.channel))
-        }
-        api.register("history", APIHistoryRequest.self, HistoryAnswer.self, rules: "112 with a `since` from another epoch") {
-            request throws(HubError) in
-            HistoryAnswer(
-                result: try await node.history(channel: request.channel, limit: request.limit, since: request.since, reverse: request.reverse))
-        }
-        api.register("history_remove", ChannelRequest.self, EmptyAnswer.self, rules: "") { request throws(HubError) in
-            try await node.removeHistory(channel: request.channel)
-            return EmptyAnswer()
-        }
-        api.register("subscribe", APISubscribeRequest.self, EmptyAnswer.self, rules: "every connection of the user on every node is subscribed") {
-            request throws(HubError) in
-            try await node.subscribe(user: request.user, channel: request.channel, options: request.options)
-            return EmptyAnswer()
-        }
+        api.register("publish", PublishRequest.self, PublishAnswer.self, rules: "`{}` for a channel without history", node.publish(_:))
+        api.register("broadcast", BroadcastRequest.self, BroadcastAnswer.self, rules: "each channel is published to on its own", node.broadcast(_:))
+        api.register("presence", ChannelRequest.self, PresenceAnswer.self, rules: "", node.presence(_:))
+        api.register("presence_stats", ChannelRequest.self, PresenceStatsAnswer.self, rules: "", node.presenceStats(_:))
+        api.register("history", APIHistoryRequest.self, HistoryAnswer.self, rules: "112 with a `since` from another epoch", node.history(_:))
+        api.register("history_remove", ChannelRequest.self, EmptyAnswer.self, rules: "", node.historyRemove(_:))
+        api.register(
+            "subscribe", APISubscribeRequest.self, EmptyAnswer.self, rules: "every connection of the user on every node is subscribed",
+            node.subscribe(_:))
         api.register(
             "unsubscribe", APIUnsubscribeRequest.self, EmptyAnswer.self,
-            rules: "every connection of the user on every node is unsubscribed, or only `client`"
-        ) { request throws(HubError) in
-            try await node.unsubscribe(user: request.user, channel: request.channel, client: request.client)
-            return EmptyAnswer()
-        }
+            rules: "every connection of the user on every node is unsubscribed, or only `client`", node.unsubscribe(_:))
         api.register(
             "disconnect", APIDisconnectRequest.self, EmptyAnswer.self,
             rules:
-                "every connection of the user on every node (or only `client`, and never those `whitelist` names) is closed with `disconnect`'s code and reason, 3503 `force disconnect` without one"
-        ) { request throws(HubError) in
-            try await node.disconnect(user: request.user, client: request.client, keeping: request.whitelist, code: request.code)
-            return EmptyAnswer()
-        }
-        api.register("channels", ChannelsRequest.self, ChannelsAnswer.self, rules: "the channels with subscribers on this node") {
-            request throws(HubError) in
-            ChannelsAnswer(counts: node.channels().filter { request.pattern.isEmpty || Glob.matches(request.pattern, $0.key) })
-        }
-        api.register("info", NoFields.self, InfoAnswer.self, rules: "") { _ throws(HubError) in
-            InfoAnswer(
-                nodes: try await node.cluster?.nodes()
-                    ?? [ClusterNodeInfo(uid: node.uid, name: node.configuration.nodeName, version: node.version, stats: node.stats)])
-        }
+                "every connection of the user on every node (or only `client`, and never those `whitelist` names) is closed with `disconnect`'s code and reason, 3503 `force disconnect` without one",
+            node.disconnect(_:))
+        api.register("channels", ChannelsRequest.self, ChannelsAnswer.self, rules: "the channels with subscribers on this node", node.channels(_:))
+        api.register("info", NoFields.self, InfoAnswer.self, rules: "", node.info(_:))
         return api
     }
 
@@ -263,4 +222,77 @@ struct ChannelsRequest: RequestContract {
     static let fields: [FieldContract] = [.optional("pattern", .string, "`*` and `?` globs; all channels when empty")]
     let pattern: String
     init(_ fields: RequestFields) throws(HubError) { pattern = try fields.optionalString("pattern", maxLength: .max, allowEmpty: true) ?? "" }
+}
+
+/// The hub's server API methods as methods of the node they act on.
+extension Node {
+    /// Answers `publish`.
+    func publish(_ request: PublishRequest) async throws(HubError) -> PublishAnswer {
+        PublishAnswer(position: try await publish(channel: request.channel, data: request.data))
+    }
+
+    /// Answers `broadcast`.
+    func broadcast(_ request: BroadcastRequest) async throws(HubError) -> BroadcastAnswer {
+        var outcomes: [Result<StreamPosition?, HubError>] = []
+        for channel in request.channels {
+            do throws(HubError) {
+                outcomes.append(.success(try await publish(channel: channel, data: request.data)))
+            } catch {
+                outcomes.append(.failure(error))
+            }
+        }
+        return BroadcastAnswer(outcomes: outcomes)
+    }
+
+    /// Answers `presence`.
+    func presence(_ request: ChannelRequest) async throws(HubError) -> PresenceAnswer {
+        PresenceAnswer(clients: try await presence(channel: request.channel))
+    }
+
+    /// Answers `presence_stats`.
+    func presenceStats(_ request: ChannelRequest) async throws(HubError) -> PresenceStatsAnswer {
+        PresenceStatsAnswer(stats: try await presenceStats(channel: request.channel))
+    }
+
+    /// Answers `history`.
+    func history(_ request: APIHistoryRequest) async throws(HubError) -> HistoryAnswer {
+        HistoryAnswer(
+            result: try await history(channel: request.channel, limit: request.limit, since: request.since, reverse: request.reverse))
+    }
+
+    /// Answers `history_remove`.
+    func historyRemove(_ request: ChannelRequest) async throws(HubError) -> EmptyAnswer {
+        try await removeHistory(channel: request.channel)
+        return EmptyAnswer()
+    }
+
+    /// Answers `subscribe`.
+    func subscribe(_ request: APISubscribeRequest) async throws(HubError) -> EmptyAnswer {
+        try await subscribe(user: request.user, channel: request.channel, options: request.options)
+        return EmptyAnswer()
+    }
+
+    /// Answers `unsubscribe`.
+    func unsubscribe(_ request: APIUnsubscribeRequest) async throws(HubError) -> EmptyAnswer {
+        try await unsubscribe(user: request.user, channel: request.channel, client: request.client)
+        return EmptyAnswer()
+    }
+
+    /// Answers `disconnect`.
+    func disconnect(_ request: APIDisconnectRequest) async throws(HubError) -> EmptyAnswer {
+        try await disconnect(user: request.user, client: request.client, keeping: request.whitelist, code: request.code)
+        return EmptyAnswer()
+    }
+
+    /// Answers `channels`.
+    func channels(_ request: ChannelsRequest) async throws(HubError) -> ChannelsAnswer {
+        ChannelsAnswer(counts: channels().filter { request.pattern.isEmpty || Glob.matches(request.pattern, $0.key) })
+    }
+
+    /// Answers `info`.
+    func info(_: NoFields) async throws(HubError) -> InfoAnswer {
+        InfoAnswer(
+            nodes: try await cluster?.nodes()
+                ?? [ClusterNodeInfo(uid: uid, name: configuration.nodeName, version: version, stats: stats)])
+    }
 }

@@ -6,55 +6,57 @@ import GondolaProtocol
 /// (`trip:<id>`), or a staff member's announcement to every user
 /// (`announcements`). Both channels keep a durable stream, so a traveller who was
 /// offline gets what they missed when their SDK recovers.
-struct BroadcastRPC: Sendable {
+struct BroadcastService: Sendable {
     let node: Node
     let directory: Directory
     let notices: NoticeBoard
 
-    func register(in registrations: inout NodeRegistrations) {
+    func registerRPC(in registrations: inout NodeRegistrations) {
         registrations.register(
             "broadcast.send", BroadcastMessage.self, BroadcastSent.self,
             rules:
-                "`{\"channel\",\"id\",\"offset\",\"epoch\",\"ts\"}`: published on `trip:<id>` (hosts of the trip) or `announcements` (staff); anyone else 103"
-        ) { context, request in
-            let text = request.text
-            let channel: String
-            let type: String
-            let audience: Notice.Audience
-            var tripName = ""
-            switch request.audience {
-            case let .trip(trip):
-                try await directory.refresh(users: [context.user], trips: [trip])
-                guard try await directory.role(of: context.user, in: trip) == .host else {
-                    throw HubError.permissionDenied("only hosts of trip \(trip) may broadcast to it")
-                }
-                (channel, type) = (TripChannel.channel(of: trip), "broadcast")
-                audience = .users(directory.members(of: trip).keys.filter { $0 != context.user }.sorted())
-                tripName = directory.cachedTrip(trip)?.name ?? trip
-            case .everyone:
-                guard try await directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
-                (channel, type) = (AnnouncementsChannel.channel, "announcement")
-                audience = .everyone
+                "published on `trip:<id>` (hosts of the trip) or `announcements` (staff); anyone else 103", broadcastSend)
+    }
+
+    /// Answers `broadcast.send`.
+    func broadcastSend(_ context: RPCContext, _ request: BroadcastMessage) async throws -> JSON {
+        let text = request.text
+        let channel: String
+        let type: String
+        let audience: Notice.Audience
+        var tripName = ""
+        switch request.audience {
+        case let .trip(trip):
+            try await directory.refresh(users: [context.user], trips: [trip])
+            guard try await directory.role(of: context.user, in: trip) == .host else {
+                throw HubError.permissionDenied("only hosts of trip \(trip) may broadcast to it")
             }
-            let id = RandomID.make("b")
-            let ts = unixMilliseconds()
-            let message: JSON = [
-                "type": .string(type), "id": .string(id), "from": .string(context.user), "name": .string(directory.name(of: context.user)),
-                "text": .string(text), "ts": .int(ts),
-            ]
-            guard let position = try await node.publish(channel: channel, data: Payload(message)) else {
-                throw HubError.internalError("\(channel) keeps no stream")
-            }
-            notices.post(
-                Notice(
-                    audience: audience, channel: channel, category: .broadcast, text: type == "broadcast" ? "trip.broadcast" : "announcement",
-                    values: ["sender": directory.name(of: context.user), "text": text, "trip": tripName],
-                    link: ["screen": type, "channel": channel, "id": id], at: ts))
-            return [
-                "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch),
-                "ts": .int(ts),
-            ]
+            (channel, type) = (TripChannel.channel(of: trip), "broadcast")
+            audience = .users(directory.members(of: trip).keys.filter { $0 != context.user }.sorted())
+            tripName = directory.cachedTrip(trip)?.name ?? trip
+        case .everyone:
+            guard try await directory.isStaff(context.user) else { throw HubError.permissionDenied("only staff may send announcements") }
+            (channel, type) = (AnnouncementsChannel.channel, "announcement")
+            audience = .everyone
         }
+        let id = RandomID.make("b")
+        let ts = unixMilliseconds()
+        let message: JSON = [
+            "type": .string(type), "id": .string(id), "from": .string(context.user), "name": .string(directory.name(of: context.user)),
+            "text": .string(text), "ts": .int(ts),
+        ]
+        guard let position = try await node.publish(channel: channel, data: Payload(message)) else {
+            throw HubError.internalError("\(channel) keeps no stream")
+        }
+        notices.post(
+            Notice(
+                audience: audience, channel: channel, category: .broadcast, text: type == "broadcast" ? "trip.broadcast" : "announcement",
+                values: ["sender": directory.name(of: context.user), "text": text, "trip": tripName],
+                link: ["screen": type, "channel": channel, "id": id], at: ts))
+        return [
+            "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch),
+            "ts": .int(ts),
+        ]
     }
 }
 

@@ -2,65 +2,74 @@ import GondolaHub
 import GondolaProtocol
 
 /// The `chat.*` RPC methods: `create`, `send`, `list`, `read`, `history`.
-struct ChatRPC: Sendable {
-    let chats: ChatService
-    let directory: Directory
-
-    func register(in registrations: inout NodeRegistrations) {
+extension ChatService {
+    func registerRPC(in registrations: inout NodeRegistrations) {
         registrations.register(
             "chat.create", ChatCreation.self, ChatCreated.self,
             rules:
-                "`{\"chat\":{\"id\",\"kind\",\"title\",\"trip\",\"channel\",\"members\"},\"channel\"}`; one other member and no title: the pair's direct chat (the existing one when there is one), else a group chat; every member must be a friend or trip-mate (103 naming them)"
-        ) { context, request in
-            let chat = try await chats.create(by: context.user, members: request.members, title: request.title)
-            return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
-        }
+                "one other member and no title: the pair's direct chat (the existing one when there is one), else a group chat; every member must be a friend or trip-mate (103 naming them)",
+            chatCreate)
         registrations.register(
             "chat.send", ChatMessage.self, ChatMessageAnswer.self,
             rules:
-                "the stored message with its `offset`; text 1–4,000 characters, not blank; stored in SQLite before the answer; the same `client_message_id` again (within 10 minutes, also after a restart) answers the stored message with `\"repeated\":true` and publishes nothing"
-        ) { context, request in
-            // With a waiting client the reply leaves from the writer's thread right after the
-            // commit, and what is returned here is dropped: build the answer only once.
-            let (message, repeated) = try await chats.send(
-                by: context.user, to: request.chat, text: request.text, clientMessageID: request.clientMessageID
-            ) { message, repeated in
-                context.answer?(Self.sendAnswer(message, repeated: repeated))
-            }
-            return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
-        }
+                "text 1–4,000 characters, not blank; stored in SQLite before the answer; the same `client_message_id` again (within 10 minutes, also after a restart) answers the stored message with `\"repeated\":true` and publishes nothing",
+            chatSend)
         registrations.register(
             "chat.list", NoFields.self, ChatList.self,
             rules:
-                "`{\"chats\":[{…,\"last_message\",\"unread\",\"read_offset\"}]}`, newest activity first; unread counts others' messages after the read marker"
-        ) { context, _ in
-            let list = try await chats.chats(of: context.user)
-            let summaries = try await chats.summaries(of: list, for: context.user)
-            let entries = list.map { chat in (chat: chat, summary: summaries[chat.id]) }
-                .sorted { ($0.summary?.last?.ts ?? $0.chat.createdAt, $0.chat.id) > ($1.summary?.last?.ts ?? $1.chat.createdAt, $1.chat.id) }
-            return [
-                "chats": .array(
-                    entries.map { entry in
-                        var json = chatJSON(entry.chat)
-                        json = json.adding("last_message", entry.summary?.last.map(Self.messageJSON) ?? .null)
-                        json = json.adding("unread", .int(Int64(entry.summary?.unread ?? 0)))
-                        return json.adding("read_offset", .int(Int64(entry.summary?.read ?? 0)))
-                    })
-            ]
-        }
+                "newest activity first; unread counts others' messages after the read marker", chatList)
         registrations.register(
             "chat.read", ReadMarker.self, ReadMarkerAnswer.self,
-            rules: "`{\"read_offset\"}`; the marker only moves forward; beyond the newest message → 107"
-        ) { context, request in
-            ["read_offset": .int(Int64(try await chats.markRead(request.chat, user: context.user, offset: request.offset)))]
-        }
+            rules: "the marker only moves forward; beyond the newest message → 107", chatRead)
         registrations.register(
             "chat.history", HistoryPage.self, ChatHistory.self,
-            rules: "`{\"messages\":[…],\"more\"}`: up to `limit` (default 50, max 100) messages before offset `before`, oldest first"
-        ) { context, request in
-            let (messages, more) = try await chats.history(of: request.chat, user: context.user, before: request.before, limit: request.limit)
-            return ["messages": .array(messages.map(Self.messageJSON)), "more": .bool(more)]
+            rules: "up to `limit` (default 50, max 100) messages before offset `before`, oldest first", chatHistory)
+    }
+
+    /// Answers `chat.create`.
+    func chatCreate(_ context: RPCContext, _ request: ChatCreation) async throws -> JSON {
+        let chat = try await create(by: context.user, members: request.members, title: request.title)
+        return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
+    }
+
+    /// Answers `chat.send`.
+    func chatSend(_ context: RPCContext, _ request: ChatMessage) async throws -> JSON {
+        // With a waiting client the reply leaves from the writer's thread right after the
+        // commit, and what is returned here is dropped: build the answer only once.
+        let (message, repeated) = try await send(
+            by: context.user, to: request.chat, text: request.text, clientMessageID: request.clientMessageID
+        ) { message, repeated in
+            context.answer?(Self.sendAnswer(message, repeated: repeated))
         }
+        return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
+    }
+
+    /// Answers `chat.list`.
+    func chatList(_ context: RPCContext, _: NoFields) async throws -> JSON {
+        let list = try await chats(of: context.user)
+        let summaries = try await summaries(of: list, for: context.user)
+        let entries = list.map { chat in (chat: chat, summary: summaries[chat.id]) }
+            .sorted { ($0.summary?.last?.ts ?? $0.chat.createdAt, $0.chat.id) > ($1.summary?.last?.ts ?? $1.chat.createdAt, $1.chat.id) }
+        return [
+            "chats": .array(
+                entries.map { entry in
+                    var json = chatJSON(entry.chat)
+                    json = json.adding("last_message", entry.summary?.last.map(Self.messageJSON) ?? .null)
+                    json = json.adding("unread", .int(Int64(entry.summary?.unread ?? 0)))
+                    return json.adding("read_offset", .int(Int64(entry.summary?.read ?? 0)))
+                })
+        ]
+    }
+
+    /// Answers `chat.read`.
+    func chatRead(_ context: RPCContext, _ request: ReadMarker) async throws -> JSON {
+        ["read_offset": .int(Int64(try await markRead(request.chat, user: context.user, offset: request.offset)))]
+    }
+
+    /// Answers `chat.history`.
+    func chatHistory(_ context: RPCContext, _ request: HistoryPage) async throws -> JSON {
+        let (messages, more) = try await history(of: request.chat, user: context.user, before: request.before, limit: request.limit)
+        return ["messages": .array(messages.map(Self.messageJSON)), "more": .bool(more)]
     }
 
     /// `{"id","kind","title","trip","channel","members":[{"user","name"}]}`; a trip chat lists the trip's members.

@@ -5,7 +5,7 @@ import GondolaProtocol
 
 /// The `profile.*`, `trip.*` and `friend.*` RPC methods and the travel server API
 /// methods (`trip_create`, `trip_add_member`, `user_set_staff`).
-struct DirectoryRPC: Sendable {
+struct DirectoryService: Sendable {
     let directory: Directory
     let locations: LocationService
     let resorts: ResortCatalog
@@ -17,102 +17,116 @@ struct DirectoryRPC: Sendable {
     static let maxLinks = 10
     static let maxHostsPerTrip = 100
 
-    func register(in registrations: inout NodeRegistrations) {
+    func registerRPC(in registrations: inout NodeRegistrations) {
         registrations.register(
             "profile.get", ProfileReference.self, ProfileAnswer.self,
             rules:
-                "`{\"user\",\"name\",\"bio\",\"avatar_url\",\"links\"}` — never Telegram details; the caller's own profile also has `\"staff\"`"
-        ) { context, request in
-            let user = request.user ?? context.user
-            if user == context.user { try await directory.ensureKnown(user) }
-            guard let profile = try await directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
-            // Only the user's own profile says whether they are staff.
-            return await user == context.user
-                ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
-        }
+                "never Telegram details; `staff` on the caller's own profile only", profileGet)
         registrations.register(
             "profile.update", ProfileChange.self, ProfileAnswer.self,
-            rules: "the profile; name 1–64 characters, bio ≤ 500, http(s) URLs, ≤ 10 links"
-        ) { context, change in
-            try await directory.ensureKnown(context.user)
-            var profile = try await directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
-            change.apply(to: &profile)
-            try await directory.save(profile)
-            return Self.profileJSON(profile)
-        }
+            rules: "name 1–64 characters, bio ≤ 500, http(s) URLs, ≤ 10 links", profileUpdate)
         registrations.register(
             "trip.list", NoFields.self, TripList.self,
-            rules: "`{\"trips\":[{\"id\",\"name\",\"resort\",\"starts_at\",\"ends_at\",\"role\",\"running\"}]}`"
-        ) { context, _ in
-            try await directory.refresh(users: [context.user])
-            let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
-            let now = unixMilliseconds()
-            return [
-                "trips": .array(
-                    trips.map { trip, role in
-                        var json = Self.tripFields(trip)
-                        json.append(("role", .string(role.rawValue)))
-                        json.append(("running", .bool(trip.isRunning(at: now))))
-                        return .object(json)
-                    })
-            ]
-        }
+            rules: "the caller's trips as host or traveller", tripList)
         registrations.register(
             "trip.members", TripReference.self, TripMembers.self,
-            rules: "`{\"members\":[{\"user\",\"name\",\"role\"}]}`, members only (103 otherwise)"
-        ) { context, request in
-            let trip = request.trip
-            try await directory.refresh(users: [context.user], trips: [trip])
-            guard try await directory.role(of: context.user, in: trip) != nil else {
-                throw HubError.permissionDenied("trip.members is for members of trip \(trip)")
-            }
-            let members = directory.members(of: trip).map { (user: $0.key, role: $0.value, name: directory.name(of: $0.key)) }
-                .sorted { ($0.role == .host ? 0 : 1, $0.name, $0.user) < ($1.role == .host ? 0 : 1, $1.name, $1.user) }
-            return ["members": .array(members.map { ["user": .string($0.user), "name": .string($0.name), "role": .string($0.role.rawValue)] })]
-        }
+            rules: "members only (103 otherwise)", tripMembers)
         registrations.register(
             "friend.add", UserReference.self, Friendship.self,
-            rules: "`{\"friends\":bool,\"source\":\"trip\"|\"mutual\"|null}`; the other side is told on `personal:`"
-        ) { context, request in
-            let other = try await otherUser(request, context)
-            if let source = try await directory.friendSource(context.user, other) {
-                return ["friends": true, "source": .string(source.rawValue)]
-            }
-            try await directory.ensureKnown(context.user)
-            let friends = try await directory.request(from: context.user, to: other)
-            notify(
-                other,
-                [
-                    "type": "friend_request", "from": ["user": .string(context.user), "name": .string(directory.name(of: context.user))],
-                    "friends": .bool(friends),
-                ])
-            if friends { locations.relationsChanged([context.user, other]) }
-            return ["friends": .bool(friends), "source": friends ? "mutual" : .null]
-        }
+            rules: "the other side is told on `personal:`", friendAdd)
         registrations.register(
             "friend.remove", UserReference.self, Friendship.self,
-            rules: "`{\"friends\":bool,\"source\"}`: trip-mates stay friends (`source: \"trip\"`); the requests both ways are withdrawn"
-        ) { context, request in
-            let other = try await otherUser(request, context)
-            try await directory.unfriend(context.user, other)
-            locations.relationsChanged([context.user, other])
-            let source = try await directory.friendSource(context.user, other)
-            return ["friends": .bool(source != nil), "source": source.map { .string($0.rawValue) } ?? .null]
-        }
+            rules: "trip-mates stay friends (`source: \"trip\"`); the requests both ways are withdrawn", friendRemove)
         registrations.register(
             "friend.list", NoFields.self, FriendList.self,
-            rules: "`{\"friends\":[{\"user\",\"name\",\"source\"}],\"requests\":[{\"user\",\"name\"}]}`; trip-mates are friends"
-        ) { context, _ in
-            try await directory.refresh(users: [context.user])
-            let friends = directory.friends(of: context.user)
-                .map { (user: $0.user, source: $0.source, name: directory.name(of: $0.user)) }
-                .sorted { ($0.name, $0.user) < ($1.name, $1.user) }
-            let requests = directory.pendingRequests(to: context.user)
-            return [
-                "friends": .array(friends.map { ["user": .string($0.user), "name": .string($0.name), "source": .string($0.source.rawValue)] }),
-                "requests": .array(requests.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }),
-            ]
+            rules: "", friendList)
+    }
+
+    /// Answers `profile.get`.
+    func profileGet(_ context: RPCContext, _ request: ProfileReference) async throws -> JSON {
+        let user = request.user ?? context.user
+        if user == context.user { try await directory.ensureKnown(user) }
+        guard let profile = try await directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
+        // Only the user's own profile says whether they are staff.
+        return await user == context.user
+            ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
+    }
+
+    /// Answers `profile.update`.
+    func profileUpdate(_ context: RPCContext, _ change: ProfileChange) async throws -> JSON {
+        try await directory.ensureKnown(context.user)
+        var profile = try await directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
+        change.apply(to: &profile)
+        try await directory.save(profile)
+        return Self.profileJSON(profile)
+    }
+
+    /// Answers `trip.list`.
+    func tripList(_ context: RPCContext, _: NoFields) async throws -> JSON {
+        try await directory.refresh(users: [context.user])
+        let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
+        let now = unixMilliseconds()
+        return [
+            "trips": .array(
+                trips.map { trip, role in
+                    var json = Self.tripFields(trip)
+                    json.append(("role", .string(role.rawValue)))
+                    json.append(("running", .bool(trip.isRunning(at: now))))
+                    return .object(json)
+                })
+        ]
+    }
+
+    /// Answers `trip.members`.
+    func tripMembers(_ context: RPCContext, _ request: TripReference) async throws -> JSON {
+        let trip = request.trip
+        try await directory.refresh(users: [context.user], trips: [trip])
+        guard try await directory.role(of: context.user, in: trip) != nil else {
+            throw HubError.permissionDenied("trip.members is for members of trip \(trip)")
         }
+        let members = directory.members(of: trip).map { (user: $0.key, role: $0.value, name: directory.name(of: $0.key)) }
+            .sorted { ($0.role == .host ? 0 : 1, $0.name, $0.user) < ($1.role == .host ? 0 : 1, $1.name, $1.user) }
+        return ["members": .array(members.map { ["user": .string($0.user), "name": .string($0.name), "role": .string($0.role.rawValue)] })]
+    }
+
+    /// Answers `friend.add`.
+    func friendAdd(_ context: RPCContext, _ request: UserReference) async throws -> JSON {
+        let other = try await otherUser(request, context)
+        if let source = try await directory.friendSource(context.user, other) {
+            return ["friends": true, "source": .string(source.rawValue)]
+        }
+        try await directory.ensureKnown(context.user)
+        let friends = try await directory.request(from: context.user, to: other)
+        notify(
+            other,
+            [
+                "type": "friend_request", "from": ["user": .string(context.user), "name": .string(directory.name(of: context.user))],
+                "friends": .bool(friends),
+            ])
+        if friends { locations.relationsChanged([context.user, other]) }
+        return ["friends": .bool(friends), "source": friends ? "mutual" : .null]
+    }
+
+    /// Answers `friend.remove`.
+    func friendRemove(_ context: RPCContext, _ request: UserReference) async throws -> JSON {
+        let other = try await otherUser(request, context)
+        try await directory.unfriend(context.user, other)
+        locations.relationsChanged([context.user, other])
+        let source = try await directory.friendSource(context.user, other)
+        return ["friends": .bool(source != nil), "source": source.map { .string($0.rawValue) } ?? .null]
+    }
+
+    /// Answers `friend.list`.
+    func friendList(_ context: RPCContext, _: NoFields) async throws -> JSON {
+        try await directory.refresh(users: [context.user])
+        let friends = directory.friends(of: context.user)
+            .map { (user: $0.user, source: $0.source, name: directory.name(of: $0.user)) }
+            .sorted { ($0.name, $0.user) < ($1.name, $1.user) }
+        let requests = directory.pendingRequests(to: context.user)
+        return [
+            "friends": .array(friends.map { ["user": .string($0.user), "name": .string($0.name), "source": .string($0.source.rawValue)] }),
+            "requests": .array(requests.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }),
+        ]
     }
 
     private func otherUser(_ request: UserReference, _ context: RPCContext) async throws(HubError) -> String {
@@ -124,31 +138,34 @@ struct DirectoryRPC: Sendable {
     // MARK: Server API
 
     /// The administration methods for the server API.
-    var adminMethods: ServerAPIMethods {
-        var api = ServerAPIMethods()
-        api.register(
-            "trip_create", TripCreation.self, TripCreated.self, rules: "times in Unix ms"
-        ) { [directory, locations, resorts] request throws(HubError) in
-            if let resort = request.resort, resorts.resort(resort) == nil { throw HubError.badRequest("resort: unknown resort '\(resort)'") }
-            let trip = Trip(
-                id: RandomID.make("t", hexDigits: 12), name: request.name, resort: request.resort, startsAt: request.startsAt, endsAt: request.endsAt)
-            try await directory.createTrip(trip, hosts: request.hosts)
-            locations.relationsChanged(request.hosts)
-            return TripCreated(json: ["trip": .object(Self.tripFields(trip))])
-        }
-        api.register("trip_add_member", TripMembership.self, EmptyAnswer.self, rules: "the user is created when missing") {
-            [directory, locations] request throws(HubError) in
-            guard try await directory.trip(request.trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(request.trip)'") }
-            try await directory.addMember(trip: request.trip, user: request.user, role: request.role)
-            locations.relationsChanged(Array(directory.members(of: request.trip).keys))
-            return EmptyAnswer()
-        }
-        api.register("user_set_staff", StaffChange.self, EmptyAnswer.self, rules: "staff may send announcements") {
-            [directory] request throws(HubError) in
-            try await directory.setStaff(request.user, request.staff)
-            return EmptyAnswer()
-        }
-        return api
+    func registerServerAPI(in api: inout ServerAPIMethods) {
+        api.register("trip_create", TripCreation.self, TripCreated.self, rules: "times in Unix ms", tripCreate)
+        api.register("trip_add_member", TripMembership.self, EmptyAnswer.self, rules: "the user is created when missing", tripAddMember)
+        api.register("user_set_staff", StaffChange.self, EmptyAnswer.self, rules: "staff may send announcements", userSetStaff)
+    }
+
+    /// Answers `trip_create`.
+    func tripCreate(_ request: TripCreation) async throws(HubError) -> TripCreated {
+        if let resort = request.resort, resorts.resort(resort) == nil { throw HubError.badRequest("resort: unknown resort '\(resort)'") }
+        let trip = Trip(
+            id: RandomID.make("t", hexDigits: 12), name: request.name, resort: request.resort, startsAt: request.startsAt, endsAt: request.endsAt)
+        try await directory.createTrip(trip, hosts: request.hosts)
+        locations.relationsChanged(request.hosts)
+        return TripCreated(json: ["trip": .object(Self.tripFields(trip))])
+    }
+
+    /// Answers `trip_add_member`.
+    func tripAddMember(_ request: TripMembership) async throws(HubError) -> EmptyAnswer {
+        guard try await directory.trip(request.trip) != nil else { throw HubError.badRequest("trip: unknown trip '\(request.trip)'") }
+        try await directory.addMember(trip: request.trip, user: request.user, role: request.role)
+        locations.relationsChanged(Array(directory.members(of: request.trip).keys))
+        return EmptyAnswer()
+    }
+
+    /// Answers `user_set_staff`.
+    func userSetStaff(_ request: StaffChange) async throws(HubError) -> EmptyAnswer {
+        try await directory.setStaff(request.user, request.staff)
+        return EmptyAnswer()
     }
 
     // MARK: JSON
@@ -211,15 +228,15 @@ struct ProfileChange: RequestContract {
     let links: [String: String]?
 
     init(_ fields: RequestFields) throws(HubError) {
-        name = try fields.optionalText("name", maxLength: DirectoryRPC.maxNameLength)
-        bio = try fields.optionalString("bio", maxLength: DirectoryRPC.maxBioLength, allowEmpty: true)
-        if let avatar = try fields.optionalString("avatar_url", maxLength: DirectoryRPC.maxURLLength, allowEmpty: true) {
-            guard avatar.isEmpty || DirectoryRPC.isWebURL(avatar) else { throw .badRequest("avatar_url must be an http(s) URL") }
+        name = try fields.optionalText("name", maxLength: DirectoryService.maxNameLength)
+        bio = try fields.optionalString("bio", maxLength: DirectoryService.maxBioLength, allowEmpty: true)
+        if let avatar = try fields.optionalString("avatar_url", maxLength: DirectoryService.maxURLLength, allowEmpty: true) {
+            guard avatar.isEmpty || DirectoryService.isWebURL(avatar) else { throw .badRequest("avatar_url must be an http(s) URL") }
             avatarURL = .some(avatar.isEmpty ? nil : avatar)
         } else {
             avatarURL = nil
         }
-        links = try fields.optionalObject("links").map { (links) throws(HubError) in try DirectoryRPC.links(links) }
+        links = try fields.optionalObject("links").map { (links) throws(HubError) in try DirectoryService.links(links) }
     }
 
     func apply(to profile: inout Profile) {
@@ -263,7 +280,7 @@ struct TripCreation: RequestContract {
         startsAt = try fields.integer("starts_at", in: 0...4_102_444_800_000)
         endsAt = try fields.integer("ends_at", in: 0...4_102_444_800_000)
         guard endsAt >= startsAt else { throw .badRequest("ends_at must not be before starts_at") }
-        hosts = try fields.stringArray("hosts", maxCount: DirectoryRPC.maxHostsPerTrip, maxLength: 64)
+        hosts = try fields.stringArray("hosts", maxCount: DirectoryService.maxHostsPerTrip, maxLength: 64)
         guard !hosts.isEmpty else { throw .badRequest("hosts must name at least one user") }
         for (index, host) in hosts.enumerated() where !UserID.isValid(host) {
             throw .badRequest("hosts[\(index)] is not a valid user id")

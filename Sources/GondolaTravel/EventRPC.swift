@@ -3,64 +3,68 @@ import GondolaHub
 import GondolaProtocol
 
 /// The `event.*` RPC methods: `create`, `rsvp`, `list`, `get`.
-struct EventRPC: Sendable {
-    let events: EventService
-    let directory: Directory
-
+extension EventService {
     /// How far ahead an event may start, and how long it may last.
     static let maxLeadTime: Int64 = 366 * 86_400_000
     static let maxDuration: Int64 = 14 * 86_400_000
     /// An event may start at most this long ago (created late, while it runs).
     static let maxLateness: Int64 = 3_600_000
 
-    func register(in registrations: inout NodeRegistrations) {
+    func registerRPC(in registrations: inout NodeRegistrations) {
         registrations.register(
             "event.create", EventCreation.self, EventAnswer.self,
             rules:
-                "the event with `invitees` and `counts`; audience `{kind:\"nearby\",radius?}` (travellers within the radius of your current position whom you may see; 108 without a position), `{kind:\"friends\"}`, `{kind:\"selected\",users}` (friends or trip-mates only), `{kind:\"trip\"}` (needs `trip`, yours); at most 500 invitees; title ≤ 120, description ≤ 2,000 characters; `starts_at` from an hour ago to a year ahead, `ends_at` after it and within 14 days"
-        ) { context, request in
-            let (created, invitees) = try await events.create(request.event(creator: context.user), audience: request.audience)
-            return EventJSON.event(created, directory: directory)
-                .adding("invitees", .array(invitees.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }))
-                .adding("counts", EventJSON.counts(RSVPCounts(pending: invitees.count)))
-        }
+                "audience `{kind:\"nearby\",radius?}` (travellers within the radius of your current position whom you may see; 108 without a position), `{kind:\"friends\"}`, `{kind:\"selected\",users}` (friends or trip-mates only), `{kind:\"trip\"}` (needs `trip`, yours); at most 500 invitees; title ≤ 120, description ≤ 2,000 characters; `starts_at` from an hour ago to a year ahead, `ends_at` after it and within 14 days",
+            eventCreate)
         registrations.register(
-            "event.rsvp", EventResponse.self, RSVPAnswer.self, rules: "`{\"event\",\"response\",\"counts\"}`; invitees only, changeable"
-        ) {
-            context, request in
-            let (_, counts) = try await events.respond(context.user, to: request.event, request.response)
-            return ["event": .string(request.event), "response": .string(request.response.rawValue), "counts": EventJSON.counts(counts)]
-        }
+            "event.rsvp", EventResponse.self, RSVPAnswer.self, rules: "invitees only, changeable", eventRsvp)
         registrations.register(
-            "event.list", NoFields.self, EventList.self, rules: "`{\"events\":[{…,\"role\":\"creator\"|\"invitee\",\"my_response\"}]}`, soonest first"
-        ) { context, _ in
-            [
-                "events": .array(
-                    try await events.events(of: context.user).map { entry in
-                        EventJSON.event(entry.event, directory: directory)
-                            .adding("role", entry.event.creator == context.user ? "creator" : "invitee")
-                            .adding("my_response", entry.response.map { .string($0.rawValue) } ?? .null)
+            "event.list", NoFields.self, EventList.self, rules: "the events the caller created or is invited to", eventList)
+        registrations.register(
+            "event.get", EventReference.self, EventAnswer.self, rules: "creator and invitees only", eventGet)
+    }
+
+    /// Answers `event.create`.
+    func eventCreate(_ context: RPCContext, _ request: EventCreation) async throws -> JSON {
+        let (created, invitees) = try await create(request.event(creator: context.user), audience: request.audience)
+        return EventJSON.event(created, directory: directory)
+            .adding("invitees", .array(invitees.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }))
+            .adding("counts", EventJSON.counts(RSVPCounts(pending: invitees.count)))
+    }
+
+    /// Answers `event.rsvp`.
+    func eventRsvp(_ context: RPCContext, _ request: EventResponse) async throws -> JSON {
+        let (_, counts) = try await respond(context.user, to: request.event, request.response)
+        return ["event": .string(request.event), "response": .string(request.response.rawValue), "counts": EventJSON.counts(counts)]
+    }
+
+    /// Answers `event.list`.
+    func eventList(_ context: RPCContext, _: NoFields) async throws -> JSON {
+        [
+            "events": .array(
+                try await events(of: context.user).map { entry in
+                    EventJSON.event(entry.event, directory: directory)
+                        .adding("role", entry.event.creator == context.user ? "creator" : "invitee")
+                        .adding("my_response", entry.response.map { .string($0.rawValue) } ?? .null)
+                })
+        ]
+    }
+
+    /// Answers `event.get`.
+    func eventGet(_ context: RPCContext, _ request: EventReference) async throws -> JSON {
+        let (event, responses) = try await visibleEvent(request.event, to: context.user)
+        return EventJSON.event(event, directory: directory)
+            .adding(
+                "responses",
+                .array(
+                    responses.map { entry in
+                        [
+                            "user": .string(entry.user), "name": .string(directory.name(of: entry.user)),
+                            "response": entry.response.map { .string($0.rawValue) } ?? .null,
+                        ]
                     })
-            ]
-        }
-        registrations.register(
-            "event.get", EventReference.self, EventAnswer.self, rules: "the event with `responses` and `counts`; creator and invitees only"
-        ) {
-            context, request in
-            let (event, responses) = try await events.visibleEvent(request.event, to: context.user)
-            return EventJSON.event(event, directory: directory)
-                .adding(
-                    "responses",
-                    .array(
-                        responses.map { entry in
-                            [
-                                "user": .string(entry.user), "name": .string(directory.name(of: entry.user)),
-                                "response": entry.response.map { .string($0.rawValue) } ?? .null,
-                            ]
-                        })
-                )
-                .adding("counts", EventJSON.counts(RSVPCounts(responses)))
-        }
+            )
+            .adding("counts", EventJSON.counts(RSVPCounts(responses)))
     }
 }
 
@@ -94,8 +98,8 @@ struct EventCreation: RequestContract {
         title = try fields.text("title", maxLength: EventService.maxTitleLength)
         description = try fields.optionalString("description", maxLength: EventService.maxDescriptionLength, allowEmpty: true) ?? ""
         let now = unixMilliseconds()
-        startsAt = try fields.integer("starts_at", in: (now - EventRPC.maxLateness)...(now + EventRPC.maxLeadTime))
-        endsAt = try fields.optionalInteger("ends_at", in: (startsAt + 1)...(startsAt + EventRPC.maxDuration))
+        startsAt = try fields.integer("starts_at", in: (now - EventService.maxLateness)...(now + EventService.maxLeadTime))
+        endsAt = try fields.optionalInteger("ends_at", in: (startsAt + 1)...(startsAt + EventService.maxDuration))
         place = try fields.optionalObject("place").map { (fields) throws(HubError) in
             EventPlace(
                 name: try fields.optionalString("name", maxLength: 100), lat: try fields.number("lat", in: -90...90),

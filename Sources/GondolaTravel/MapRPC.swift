@@ -2,74 +2,68 @@ import GondolaGeo
 import GondolaHub
 import GondolaProtocol
 
-/// The `location.*` and `map.*` RPC methods.
-struct MapRPC: Sendable {
+/// The `map.*` RPC methods: the resorts, their maps, elevation and routes.
+struct MapService: Sendable {
     let locations: LocationService
     let resorts: ResortCatalog
 
     /// How far outside a resort's boundary a route may start or end.
     static let routeReach = 2000.0
 
-    func register(in registrations: inout NodeRegistrations) {
-        registrations.register(
-            "location.update", LocationUpdate.self, MapChoiceAnswer.self,
-            rules:
-                "`{\"map\":{\"mode\":\"mountain\"|\"street\",\"resort\"}}`; each field checked (107 naming it), `ts` within 5 minutes of `server.time`, at most `location_rate` per second (111)"
-        ) { context, update in
-            try locations.update(user: context.user, update)
-        }
-        registrations.register(
-            "location.visibility", VisibilityChange.self, VisibilityAnswer.self, rules: "`{\"mode\"}`; applies from the next frame"
-        ) {
-            context, request in
-            try await locations.setVisibility(user: context.user, request.mode)
-            return ["mode": .string(request.mode.rawValue)]
-        }
+    func registerRPC(in registrations: inout NodeRegistrations) {
         registrations.register(
             "map.resorts", NoFields.self, ResortList.self,
-            rules: "`{\"resorts\":[{\"id\",\"name\",\"center\":{\"lat\",\"lon\"},\"bbox\":[minLon,minLat,maxLon,maxLat]}]}`"
-        ) { _, _ in
-            ["resorts": .array(resorts.resorts.map(resorts.summary))]
-        }
+            rules: "every resort the hub loaded", mapResorts)
         registrations.register(
             "map.resort", ResortReference.self, ResortMap.self,
-            rules:
-                "GeoJSON FeatureCollection: boundary, base, lifts and pistes with `kind`, `name`, `difficulty` (lifts: `lift`; `null` for an unrated piste), `color`, `pattern` (`solid`, `dashed`, `dotted`), `length`; piste areas as `Polygon`s with `kind: \"piste_area\"`; the `resort` member has `id`, `name`, `bbox`, `difficulty_colors` and, for imported resorts, `attribution`"
-        ) { _, request in
-            guard let document = resorts.mapDocument(request.id) else { throw HubError.badRequest("id: unknown resort '\(request.id)'") }
-            return .raw(document)
-        }
+            rules: "107 for an unknown resort", mapResort)
         registrations.register(
-            "map.elevation", MapPoint.self, ElevationAnswer.self, rules: "`{\"lat\",\"lon\",\"elevation\"}`; 108 outside every grid"
-        ) { _, request in
-            let point = request.point
-            guard let elevation = resorts.selector.elevation.lazy.compactMap({ $0.elevation(at: point) }).first else {
-                throw HubError.notAvailable("no elevation data at \(point.lat), \(point.lon)")
-            }
-            return ["lat": .double(point.lat), "lon": .double(point.lon), "elevation": TravelJSON.metres(elevation)]
-        }
+            "map.elevation", MapPoint.self, ElevationAnswer.self, rules: "108 outside every grid", mapElevation)
         registrations.register(
             "map.route", RouteRequest.self, RouteAnswer.self,
             rules:
-                "`{\"legs\":[{\"kind\",\"name\",\"difficulty\",\"color\",\"pattern\",\"coordinates\",\"distance\",\"duration\"}],\"distance\",\"duration\",\"ascent\",\"descent\"}`; `from` defaults to the caller's last position; `max_difficulty` is one of `novice` … `extreme` (unrated pistes only without it); 108 with a reason when there is no route"
-        ) { context, request in
-            let to = located(request.to)
-            let from: GeoPoint
-            if let given = request.from {
-                from = located(given)
-            } else if let last = locations.lastPosition(of: context.user) {
-                from = last
-            } else {
-                throw HubError.badRequest("from is required until a position was sent with location.update")
-            }
-            guard let resort = nearestResort(to: from, and: to) else {
-                throw HubError.notAvailable("no resort within \(Int(Self.routeReach)) m of both ends")
-            }
-            guard let route = resort.graph.route(from: from, to: to, maxDifficulty: request.maxDifficulty) else {
-                throw HubError.notAvailable("no route in \(resort.name) to that point with pistes up to \(request.maxDifficulty.rawValue)")
-            }
-            return ResortCatalog.routeJSON(route, colors: resort.graph.colors)
+                "`from` defaults to the caller's last position; `max_difficulty` is one of `novice` … `extreme` (unrated pistes only without it); 108 with a reason when there is no route",
+            mapRoute)
+    }
+
+    /// Answers `map.resorts`.
+    func mapResorts(_: RPCContext, _: NoFields) async throws -> JSON {
+        ["resorts": .array(resorts.resorts.map(resorts.summary))]
+    }
+
+    /// Answers `map.resort`.
+    func mapResort(_: RPCContext, _ request: ResortReference) async throws -> JSON {
+        guard let document = resorts.mapDocument(request.id) else { throw HubError.badRequest("id: unknown resort '\(request.id)'") }
+        return .raw(document)
+    }
+
+    /// Answers `map.elevation`.
+    func mapElevation(_: RPCContext, _ request: MapPoint) async throws -> JSON {
+        let point = request.point
+        guard let elevation = resorts.selector.elevation.lazy.compactMap({ $0.elevation(at: point) }).first else {
+            throw HubError.notAvailable("no elevation data at \(point.lat), \(point.lon)")
         }
+        return ["lat": .double(point.lat), "lon": .double(point.lon), "elevation": TravelJSON.metres(elevation)]
+    }
+
+    /// Answers `map.route`.
+    func mapRoute(_ context: RPCContext, _ request: RouteRequest) async throws -> JSON {
+        let to = located(request.to)
+        let from: GeoPoint
+        if let given = request.from {
+            from = located(given)
+        } else if let last = locations.lastPosition(of: context.user) {
+            from = last
+        } else {
+            throw HubError.badRequest("from is required until a position was sent with location.update")
+        }
+        guard let resort = nearestResort(to: from, and: to) else {
+            throw HubError.notAvailable("no resort within \(Int(Self.routeReach)) m of both ends")
+        }
+        guard let route = resort.graph.route(from: from, to: to, maxDifficulty: request.maxDifficulty) else {
+            throw HubError.notAvailable("no route in \(resort.name) to that point with pistes up to \(request.maxDifficulty.rawValue)")
+        }
+        return ResortCatalog.routeJSON(route, colors: resort.graph.colors)
     }
 
     /// The resort whose boundary is closest to both ends, if both are within reach of it.
@@ -129,5 +123,29 @@ struct RouteRequest: RequestContract {
         to = try MapPoint(fields.object("to")).point
         from = try fields.optionalObject("from").map { (from) throws(HubError) in try MapPoint(from).point }
         maxDifficulty = fields.has("max_difficulty") ? try fields.choice("max_difficulty", Difficulty.self) : .hardest
+    }
+}
+
+/// The `location.*` RPC methods.
+extension LocationService {
+    func registerRPC(in registrations: inout NodeRegistrations) {
+        registrations.register(
+            "location.update", LocationUpdate.self, MapChoiceAnswer.self,
+            rules:
+                "each field checked (107 naming it), `ts` within 5 minutes of `server.time`, at most `location_rate` per second (111)", locationUpdate
+        )
+        registrations.register(
+            "location.visibility", VisibilityChange.self, VisibilityAnswer.self, rules: "applies from the next frame", locationVisibility)
+    }
+
+    /// Answers `location.update`.
+    func locationUpdate(_ context: RPCContext, _ update: LocationUpdate) async throws -> JSON {
+        try self.update(user: context.user, update)
+    }
+
+    /// Answers `location.visibility`.
+    func locationVisibility(_ context: RPCContext, _ request: VisibilityChange) async throws -> JSON {
+        try await setVisibility(user: context.user, request.mode)
+        return ["mode": .string(request.mode.rawValue)]
     }
 }

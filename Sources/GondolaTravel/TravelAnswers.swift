@@ -15,7 +15,11 @@ struct TripList: JSONAnswer {
     static let fields: [FieldContract] = [
         .required(
             "trips", .objectArray, "soonest first",
-            members: ["id", "name", "resort", "starts_at", "ends_at", "role", "running"].map { .required($0, $0 == "running" ? .boolean : .string) })
+            members: [
+                .required("id", .string), .required("name", .string), .required("resort", .string, "null without one"),
+                .required("starts_at", .integer, "Unix ms"), .required("ends_at", .integer, "Unix ms"),
+                .required("role", .string, "`host` or `traveller`"), .required("running", .boolean, "whether it is under way now"),
+            ])
     ]
     let json: JSON
 }
@@ -66,7 +70,12 @@ struct ResortList: JSONAnswer {
 /// `map.resort`'s answer: the resort's map as a GeoJSON FeatureCollection.
 struct ResortMap: JSONAnswer {
     static let fields: [FieldContract] = [
-        .required("type", .string, "`FeatureCollection`"), .required("features", .objectArray), .required("resort", .object),
+        .required("type", .string, "`FeatureCollection`"),
+        .required(
+            "features", .objectArray,
+            "boundary, base, lifts and pistes with `kind`, `name`, `difficulty` (lifts: `lift`; `null` for an unrated piste), `color`, `pattern` (`solid`, `dashed`, `dotted`), `length`; piste areas as `Polygon`s with `kind: \"piste_area\"`"
+        ),
+        .required("resort", .object, "`id`, `name`, `bbox`, `difficulty_colors` and, for imported resorts, `attribution`"),
     ]
     let json: JSON
 }

@@ -20,7 +20,9 @@ public final class TravelService: Sendable {
     /// The Telegram Bot API calls (invitations, button answers), made in the background.
     public let telegramCalls: OutboundCalls
     let node: Node
-    let directoryRPC: DirectoryRPC
+    let directoryService: DirectoryService
+    let maps: MapService
+    let broadcasts: BroadcastService
     let notices: NoticeBoard
     let logger: Logger
 
@@ -47,9 +49,11 @@ public final class TravelService: Sendable {
             node.replicate(topic: Directory.replicaTopic, change.json)
         }
         locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings)
-        directoryRPC = DirectoryRPC(directory: directory, locations: locations, resorts: resorts) { [node] user, push in
+        directoryService = DirectoryService(directory: directory, locations: locations, resorts: resorts) { [node] user, push in
             node.tell(user, push)
         }
+        maps = MapService(locations: locations, resorts: resorts)
+        broadcasts = BroadcastService(node: node, directory: directory, notices: notices)
         chats = try await ChatService(node: node, directory: directory, repository: repositories.chats, notices: notices)
         events = EventService(
             node: node, directory: directory, locations: locations, repository: repositories.events,
@@ -61,11 +65,12 @@ public final class TravelService: Sendable {
     /// and the connect hook that records each signed-in user.
     public var registrations: NodeRegistrations {
         var registrations = NodeRegistrations()
-        directoryRPC.register(in: &registrations)
-        MapRPC(locations: locations, resorts: resorts).register(in: &registrations)
-        ChatRPC(chats: chats, directory: directory).register(in: &registrations)
-        BroadcastRPC(node: node, directory: directory, notices: notices).register(in: &registrations)
-        EventRPC(events: events, directory: directory).register(in: &registrations)
+        directoryService.registerRPC(in: &registrations)
+        locations.registerRPC(in: &registrations)
+        maps.registerRPC(in: &registrations)
+        chats.registerRPC(in: &registrations)
+        broadcasts.registerRPC(in: &registrations)
+        events.registerRPC(in: &registrations)
         TravelNamespaces.provide(in: &registrations, locations: locations, directory: directory, chats: chats, events: events)
         followCluster(in: &registrations)
         registrations.onConnect { [directory, logger] credentials in
@@ -79,10 +84,10 @@ public final class TravelService: Sendable {
     }
 
     /// The name a connection token's `info` gives its user (`{"name": ...}`), when it is a
-    /// usable display name (a non-empty text of at most `DirectoryRPC.maxNameLength`).
+    /// usable display name (a non-empty text of at most `DirectoryService.maxNameLength`).
     static func displayName(in info: RawJSON?) -> String? {
         guard let info else { return nil }
-        return try? RequestFields(info.value).optionalText("name", maxLength: DirectoryRPC.maxNameLength)
+        return try? RequestFields(info.value).optionalText("name", maxLength: DirectoryService.maxNameLength)
     }
 
     /// Applies what the other nodes of a cluster replicate, and reloads the in-memory
@@ -120,7 +125,11 @@ public final class TravelService: Sendable {
     }
 
     /// Server API methods for trip and staff administration.
-    public var adminMethods: ServerAPIMethods { directoryRPC.adminMethods }
+    public var adminMethods: ServerAPIMethods {
+        var api = ServerAPIMethods()
+        directoryService.registerServerAPI(in: &api)
+        return api
+    }
 
     /// Publishes position frames, expires stale positions and makes the Telegram calls
     /// until cancelled.
