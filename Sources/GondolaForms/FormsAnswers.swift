@@ -47,8 +47,8 @@ struct FormList: JSONAnswer {
 /// `form.set`'s answer: the change as pushed on `form:<doc>`.
 struct FieldChanged: JSONAnswer {
     static let fields: [FieldContract] = [
-        .required("type", .string, "`value`"), .required("doc", .string), .required("key", .string), .required("value", .any), .required("version", .integer),
-        .required("by", .string), .required("shown", .stringArray), .required("hidden", .stringArray),
+        .required("type", .string, "`value`"), .required("doc", .string), .required("key", .string), .required("value", .any),
+        .required("version", .integer), .required("by", .string), .required("shown", .stringArray), .required("hidden", .stringArray),
     ]
     let json: JSON
 }
