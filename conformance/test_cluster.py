@@ -190,6 +190,26 @@ async def test_history_and_recovery_through_another_node(cluster, codec):
     await second.disconnect()
 
 
+async def test_publication_tags_and_skip_history_across_nodes(cluster, codec):
+    channel = f"room:cluster-options-{codec.name}"
+    reader, _ = await client_on(cluster.nodes[1], f"tag-reader-{codec.name}", codec)
+    _, events = await subscribed(reader, channel)
+    api = cluster.nodes[0].api()
+    first = api.publish(PublishRequest(channel=channel, data={"n": 1}, tags={"kind": "lift"}))
+    skipped = api.publish(PublishRequest(channel=channel, data={"n": 2}, skip_history=True))
+    assert first.offset >= 1 and skipped.offset == 0
+    publications = [ctx.pub for ctx in await events.wait("publication", 2, timeout=10)]
+    assert [(codec.into(p.data)["n"], p.tags, p.offset) for p in publications] == [(1, {"kind": "lift"}, first.offset), (2, {}, 0)]
+    history = cluster.nodes[2].api().history(HistoryRequest(channel=channel, limit=-1))
+    assert [(p.data["n"], p.tags) for p in history.publications] == [(1, {"kind": "lift"})]
+    # The cluster engines keep no idempotency keys or versions yet: refused by name, nothing published.
+    for option in ({"idempotency_key": "k"}, {"version": 3}):
+        answer = post(f"{cluster.nodes[0].api_url}/publish", {"channel": channel, "data": {"n": 3}, **option}, {"X-API-Key": API_KEY})
+        assert answer["error"]["code"] == 108 and next(iter(option)) in answer["error"]["message"], answer
+    assert len(events.of("publication")) == 2
+    await reader.disconnect()
+
+
 async def test_server_api_acts_on_every_node(cluster, codec):
     channel = f"room:cluster-admin-{codec.name}"
     user = f"managed-{codec.name}"

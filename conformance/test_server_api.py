@@ -7,7 +7,8 @@ from cent import (BatchRequest, BroadcastRequest, Disconnect, ChannelsRequest, C
                   PresenceStatsRequest, PublishRequest, StreamPosition, UnsubscribeRequest)
 from centrifuge import ClientState
 
-from helpers import Events, SubEvents, call, connected_client
+from helpers import Events, SubEvents, call, connected_client, post, server_api
+from conftest import API_KEY
 
 
 @pytest.fixture
@@ -119,5 +120,46 @@ def test_targeted_unsubscribe_and_disconnect_reach_only_their_connections(api, s
         assert "ts" in await call(clients[0][0], codec, "server.time", {}), "the whitelisted connection still answers"
         for client, _ in clients:
             await client.disconnect()
+
+    asyncio.run(scenario())
+
+
+def test_publish_options_as_centrifugo_honours_them(api, server, codec):
+    async def scenario():
+        channel = f"room:options-{codec.name}"
+        client, _ = await connected_client(server, f"fay-{codec.name}", codec)
+        recorded = Events()
+        await client.new_subscription(channel, SubEvents(recorded)).subscribe()
+        await recorded.wait("subscribed")
+
+        first = api.publish(PublishRequest(channel=channel, data={"n": 1}, tags={"kind": "lift", "zone": "Ω"}, idempotency_key="order-1"))
+        retry = api.publish(PublishRequest(channel=channel, data={"n": 1}, tags={"kind": "lift", "zone": "Ω"}, idempotency_key="order-1"))
+        assert (retry.offset, retry.epoch) == (first.offset, first.epoch), "a retry answers the first result"
+        skipped = api.publish(PublishRequest(channel=channel, data={"n": 2}, skip_history=True))
+        assert skipped.offset == 0, "no stream position without history"
+        versioned = server_api(server, "publish", {"channel": channel, "data": {"n": 3}, "version": 7, "version_epoch": "e"})
+        older = server_api(server, "publish", {"channel": channel, "data": {"n": 4}, "version": 6, "version_epoch": "e"})
+        assert versioned["offset"] == first.offset + 1 and older == versioned, "the older version is skipped"
+        broadcast = api.broadcast(BroadcastRequest(channels=[channel], data={"n": 5}, tags={"kind": "piste"}))
+        assert broadcast.responses[0].result.offset == versioned["offset"] + 1
+
+        publications = [ctx.pub for ctx in await recorded.wait("publication", count=4)]
+        assert [codec.into(p.data)["n"] for p in publications] == [1, 2, 3, 5], "one publication per key and version"
+        assert [p.tags for p in publications] == [{"kind": "lift", "zone": "Ω"}, {}, {}, {"kind": "piste"}]
+        assert publications[1].offset == 0, "the skipped publication has no offset"
+        history = api.history(HistoryRequest(channel=channel, limit=-1))
+        assert [p.data["n"] for p in history.publications] == [1, 3, 5]
+        assert history.publications[0].tags == {"kind": "lift", "zone": "Ω"}
+
+        for body, message in [
+            ({"channel": channel, "data": 1, "skip_histroy": True}, "bad request: unknown field 'skip_histroy'"),
+            ({"channel": channel, "data": 1, "tags": {"kind": 3}}, "bad request: tags.kind must be a string"),
+            ({"channel": channel, "data": 1, "idempotency_key": "k" * 257}, "bad request: idempotency_key is 257 characters, more than 256"),
+            ({"channel": "lobby:v", "data": 1, "version": 1}, "bad request: version needs the channel's stream: namespace 'lobby' keeps no history"),
+        ]:
+            answer = post(f"{server.api_url}/publish", body, {"X-API-Key": API_KEY})
+            assert answer["error"] == {"code": 107, "message": message}, answer
+        assert len(recorded.of("publication")) == 4, "refused publications published nothing"
+        await client.disconnect()
 
     asyncio.run(scenario())

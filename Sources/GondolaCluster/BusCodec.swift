@@ -7,8 +7,8 @@ import GondolaProtocol
 /// A notification is `{"n":<node uid>,"s":<sequence>,"e":[event…]}`, or, for an
 /// event too large for a notification (8,000 bytes), `{"n":…,"s":…,"r":<row id>}`
 /// naming the row of `cluster_bus_payload` that holds the events array. Each event
-/// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info}` (a
-/// binary payload as `"b":"<base64>"` instead of `"d"`) for a
+/// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info,"g":{tags}}`
+/// (a binary payload as `"b":"<base64>"` instead of `"d"`; `"i"` and `"g"` only when present) for a
 /// publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
 /// `"c"` (and `"cl"`, the one client) for an unsubscribe, `"x"` with `"u"`, `"c"` (close code), `"r"`
 /// (reason), `"k"` (clients kept) and `"cl"` (the one client) for a disconnect, `"d"` with `"k"` (topic),
@@ -30,6 +30,7 @@ enum BusCodec {
             members.append(
                 data.isJSON ? ("d", .string(String(decoding: data.bytes, as: UTF8.self))) : ("b", .string(Data(data.bytes).base64EncodedString())))
             if let info = publication.info { members.append(("i", info.json)) }
+            if !publication.tags.isEmpty { members.append(("g", PublicationTags.json(publication.tags))) }
             json = .object(members)
         case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
         case let .leave(channel, info): json = ["t": "l", "c": .string(channel), "i": info.json]
@@ -153,7 +154,9 @@ enum BusCodec {
             }
             var offset: UInt64 = 0
             if case let .int(value)? = json["o"] { offset = UInt64(value) }
-            return .publication(channel: try string("c"), Publication(offset: offset, data: data, info: json["i"] == nil ? nil : try info()))
+            let tags = try json["g"].map { (tags) throws in try PublicationTags.read(tags) } ?? [:]
+            return .publication(
+                channel: try string("c"), Publication(offset: offset, data: data, info: json["i"] == nil ? nil : try info(), tags: tags))
         case "j": return .join(channel: try string("c"), try info())
         case "l": return .leave(channel: try string("c"), try info())
         case "u": return .unsubscribe(user: try string("u"), channel: try string("c"), client: try optionalString("cl"))

@@ -71,9 +71,10 @@ import Synchronization
     // MARK: ClusterLink
 
     public func publish(
-        _ publication: Publication, to channel: String, options: NamespaceOptions,
+        _ publication: Publication, to channel: String, options: NamespaceOptions, publishing: PublishOptions,
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
+        if let refusal = publishing.refusal(byEngine: "postgres") { return completion(.failure(refusal)) }
         writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
     }
 

@@ -129,9 +129,10 @@ import Synchronization
     // MARK: ClusterLink
 
     public func publish(
-        _ publication: Publication, to channel: String, options: NamespaceOptions,
+        _ publication: Publication, to channel: String, options: NamespaceOptions, publishing: PublishOptions,
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
+        if let refusal = publishing.refusal(byEngine: "redis") { return completion(.failure(refusal)) }
         if options.keepsHistory && options.historyDurable {
             return postgresBus.writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
         }

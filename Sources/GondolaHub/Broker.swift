@@ -31,10 +31,13 @@ import GondolaProtocol
 
     /// Appends the publication to the channel's stream when `options` keeps one and
     /// delivers it to every node; `completion` hears its position (nil without a stream)
-    /// once it is stored and on its way, or why it was refused. Publications to one
-    /// channel are delivered in offset order; no thread waits for another.
+    /// once it is stored and on its way, or why it was refused. `publishing` holds the
+    /// idempotency key and version the engine checks first (the node already turned
+    /// `skipHistory` into `options`): a repeated key or a skipped version answers a
+    /// position and delivers nothing. Publications to one channel are delivered in
+    /// offset order; no thread waits for another.
     func publish(
-        _ publication: Publication, to channel: String, options: NamespaceOptions,
+        _ publication: Publication, to channel: String, options: NamespaceOptions, publishing: PublishOptions,
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void)
 
     /// Delivers an event (join, leave, a server-side unsubscribe or disconnect, a

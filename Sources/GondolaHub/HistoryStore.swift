@@ -31,20 +31,40 @@ public protocol HistoryStore: Sendable {
 /// implementation only has to be safe across channels.
 public protocol LocalHistoryStore: HistoryStore {
     /// Appends `publication` to the channel's stream (creating the stream if needed),
-    /// trims it to the namespace's size and TTL, and returns it with its offset.
-    func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition)
+    /// trims it to the namespace's size and TTL, and returns it with its offset; with a
+    /// `version` the stream skips (see `StreamVersion.isSkipped`) it answers its position.
+    func append(
+        _ publication: Publication, to channel: String, options: NamespaceOptions, version: StreamVersion?, now: Date
+    ) throws -> StreamAppend
 
     /// Drops the streams (offset and epoch) whose namespace's `history_meta_ttl` has
     /// passed since their last publication; a failure is the store's to log.
     func sweep(now: Date)
 }
 
+/// What a stream made of a publication: appended at a position, or skipped for its
+/// version, with the stream's position.
+public enum StreamAppend: Sendable, Equatable {
+    case appended(Publication, StreamPosition)
+    case skipped(StreamPosition)
+}
+
 extension LocalHistoryStore {
+    /// Appends without a version: never skipped.
+    public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition) {
+        switch try append(publication, to: channel, options: options, version: nil, now: now) {
+        case let .appended(stored, position): (stored, position)
+        case .skipped: preconditionFailure("a publication without a version is never skipped")
+        }
+    }
+
     /// `append` as the hub answers it: a refusal the store states (`HubError`) as it is,
     /// any other failure as an internal error naming it.
-    func appending(_ publication: Publication, to channel: String, options: NamespaceOptions) throws(HubError) -> (Publication, StreamPosition) {
+    func appending(
+        _ publication: Publication, to channel: String, options: NamespaceOptions, version: StreamVersion?
+    ) throws(HubError) -> StreamAppend {
         do {
-            return try append(publication, to: channel, options: options, now: Date())
+            return try append(publication, to: channel, options: options, version: version, now: Date())
         } catch let refused as HubError {
             throw refused
         } catch {
@@ -63,6 +83,8 @@ public final class MemoryHistoryStore: LocalHistoryStore {
     private struct Stream {
         var epoch: String
         var top: UInt64 = 0
+        /// The version of the latest versioned publication.
+        var version: StreamVersion?
         var entries: [(publication: Publication, at: Date)] = []
         /// When the stream's offset and epoch are dropped: `history_meta_ttl` after its last publication.
         var metaExpiresAt: Date
@@ -72,9 +94,15 @@ public final class MemoryHistoryStore: LocalHistoryStore {
 
     public init() {}
 
-    public func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) -> (Publication, StreamPosition) {
+    public func append(
+        _ publication: Publication, to channel: String, options: NamespaceOptions, version: StreamVersion?, now: Date
+    ) -> StreamAppend {
         streams.withLock { streams in
             var stream = streams[channel] ?? Stream(epoch: Epoch.make(), metaExpiresAt: now)
+            if let version {
+                if version.isSkipped(after: stream.version) { return .skipped(StreamPosition(offset: stream.top, epoch: stream.epoch)) }
+                stream.version = version
+            }
             stream.top += 1
             var stored = publication
             stored.offset = stream.top
@@ -82,7 +110,7 @@ public final class MemoryHistoryStore: LocalHistoryStore {
             stream.metaExpiresAt = now.addingTimeInterval(options.historyMetaTTL.timeInterval)
             Self.trim(&stream, options: options, now: now)
             streams[channel] = stream
-            return (stored, StreamPosition(offset: stream.top, epoch: stream.epoch))
+            return .appended(stored, StreamPosition(offset: stream.top, epoch: stream.epoch))
         }
     }
 

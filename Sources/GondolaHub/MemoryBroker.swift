@@ -13,6 +13,8 @@ import Synchronization
     /// Whether durable streams have a store of their own (else they are `volatile`'s).
     private let durableIsSeparate: Bool
     private let locks = ChannelLocks()
+    /// What `publish` answered for each idempotency key, for Centrifugo's five minutes.
+    private let idempotentResults = IdempotentResults()
     private let delivery = Mutex(WeakDelivery())
 
     /// - Parameter durableHistory: where `history_durable` namespaces keep their streams;
@@ -28,17 +30,25 @@ import Synchronization
     }
 
     public func publish(
-        _ publication: Publication, to channel: String, options: NamespaceOptions,
+        _ publication: Publication, to channel: String, options: NamespaceOptions, publishing: PublishOptions,
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
         let outcome = Result { () throws(HubError) -> StreamPosition? in
             try locks.withLock(channel) { () throws(HubError) -> StreamPosition? in
+                let now = ContinuousClock.now
+                if let key = publishing.idempotencyKey, let earlier = idempotentResults.result(channel: channel, key: key, now: now) {
+                    return earlier
+                }
                 var publication = publication
                 var position: StreamPosition?
                 if options.keepsHistory {
-                    (publication, position) = try store(for: options).appending(publication, to: channel, options: options)
+                    switch try store(for: options).appending(publication, to: channel, options: options, version: publishing.streamVersion) {
+                    case let .appended(stored, at): (publication, position) = (stored, at)
+                    case let .skipped(top): return top
+                    }
                 }
                 deliver(.publication(channel: channel, publication))
+                if let key = publishing.idempotencyKey { idempotentResults.remember(position, channel: channel, key: key, now: now) }
                 return position
             }
         }

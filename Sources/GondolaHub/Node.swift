@@ -465,17 +465,28 @@ public final class Node: Sendable {
     /// alone, the publication is stored and sent (and `completion` called) before this
     /// returns; in a cluster `completion` runs once the bus committed it. Publications to
     /// one channel keep the order of the calls.
+    ///
+    /// `tags` travel with the publication (and stay with it in the stream); `publishing`
+    /// adds Centrifugo's per-publication options: `skipHistory` leaves the stream out, an
+    /// idempotency key or a version is the engine's to check. A version needs the stream:
+    /// without one it is refused (107).
     public func publish(
-        channel: String, data: Payload, info: ClientInfo? = nil,
+        channel: String, data: Payload, info: ClientInfo? = nil, tags: [String: String] = [:], publishing: PublishOptions = PublishOptions(),
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
-        let options: NamespaceOptions
+        var options: NamespaceOptions
         do {
             options = try publishableNamespace(of: channel)
         } catch {
             return completion(.failure(error))
         }
-        let publication = Publication(data: data, info: info)
+        if publishing.skipHistory { options.historySize = 0 }
+        if publishing.version > 0, !options.keepsHistory {
+            let namespace = options.name.isEmpty ? "the default namespace" : "namespace '\(options.name)'"
+            let reason = publishing.skipHistory ? "skip_history leaves it out" : "\(namespace) keeps no history"
+            return completion(.failure(.badRequest("version needs the channel's stream: \(reason)")))
+        }
+        let publication = Publication(data: data, info: info, tags: tags)
         // A store that failed is logged here, once for every path; refusals are the caller's to report.
         let answer: @Sendable (Result<StreamPosition?, HubError>) -> Void = { [logger] result in
             if case let .failure(.internalError(reason)) = result {
@@ -483,14 +494,16 @@ public final class Node: Sendable {
             }
             completion(result)
         }
-        broker.publish(publication, to: channel, options: options, completion: answer)
+        broker.publish(publication, to: channel, options: options, publishing: publishing, completion: answer)
     }
 
     /// `publish` awaited: the position once the publication is stored and sent.
     @discardableResult
-    public func publish(channel: String, data: Payload, info: ClientInfo? = nil) async throws(HubError) -> StreamPosition? {
+    public func publish(
+        channel: String, data: Payload, info: ClientInfo? = nil, tags: [String: String] = [:], publishing: PublishOptions = PublishOptions()
+    ) async throws(HubError) -> StreamPosition? {
         try await withCheckedContinuation { continuation in
-            publish(channel: channel, data: data, info: info) { continuation.resume(returning: $0) }
+            publish(channel: channel, data: data, info: info, tags: tags, publishing: publishing) { continuation.resume(returning: $0) }
         }.get()
     }
 

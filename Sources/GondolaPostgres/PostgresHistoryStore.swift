@@ -44,6 +44,7 @@ public final class PostgresHistoryStore: HistoryStore {
         var channels: [String] = []
         var data: [ByteBuffer] = []
         var info: [ByteBuffer] = []
+        var tags: [ByteBuffer] = []
         var keep: [Int64] = []
         var oldest: [Int64] = []
         var metaExpiry: [Int64] = []
@@ -51,14 +52,15 @@ public final class PostgresHistoryStore: HistoryStore {
             channels.append(append.channel)
             data.append(ByteBuffer(bytes: append.publication.data.bytes))
             info.append(ByteBuffer(bytes: append.publication.info?.json.bytes ?? []))
+            tags.append(ByteBuffer(bytes: append.publication.tags.isEmpty ? [] : PublicationTags.json(append.publication.tags).bytes))
             keep.append(Int64(append.options.historySize))
             oldest.append(nowMillis - Int64(append.options.historyTTL.timeInterval * 1000))
             metaExpiry.append(Self.metaExpiry(append.options, nowMillis: nowMillis))
         }
         let query: PostgresQuery = """
             WITH input AS (
-                SELECT * FROM unnest(\(channels)::text[], \(data)::bytea[], \(info)::bytea[], \(keep)::int8[], \(oldest)::int8[], \(metaExpiry)::int8[])
-                    WITH ORDINALITY AS t(channel, data, info, keep, oldest, meta, ord)
+                SELECT * FROM unnest(\(channels)::text[], \(data)::bytea[], \(info)::bytea[], \(tags)::bytea[], \(keep)::int8[], \(oldest)::int8[],
+                    \(metaExpiry)::int8[]) WITH ORDINALITY AS t(channel, data, info, tags, keep, oldest, meta, ord)
             ), counts AS (
                 SELECT channel, count(*) AS n, max(keep) AS keep, max(oldest) AS oldest, max(meta) AS meta FROM input GROUP BY channel
             ), bumped AS (
@@ -68,12 +70,12 @@ public final class PostgresHistoryStore: HistoryStore {
                     meta_expires_ms = excluded.meta_expires_ms
                 RETURNING channel, epoch, top_offset
             ), numbered AS (
-                SELECT i.ord, i.channel, i.data, i.info, b.epoch, b.top_offset - c.keep AS floor,
+                SELECT i.ord, i.channel, i.data, i.info, i.tags, b.epoch, b.top_offset - c.keep AS floor,
                        b.top_offset - c.n + row_number() OVER (PARTITION BY i.channel ORDER BY i.ord) AS off
                 FROM input i JOIN bumped b USING (channel) JOIN counts c USING (channel)
             ), stored AS (
-                INSERT INTO \(unescaped: prefix)publication (channel, "offset", data, info, created_at_ms)
-                SELECT channel, off, data, NULLIF(info, ''::bytea), \(nowMillis) FROM numbered WHERE off > floor
+                INSERT INTO \(unescaped: prefix)publication (channel, "offset", data, info, tags, created_at_ms)
+                SELECT channel, off, data, NULLIF(info, ''::bytea), NULLIF(tags, ''::bytea), \(nowMillis) FROM numbered WHERE off > floor
             ), trimmed AS (
                 DELETE FROM \(unescaped: prefix)publication p USING bumped b JOIN counts c USING (channel)
                 WHERE p.channel = b.channel AND (p."offset" <= b.top_offset - c.keep OR p.created_at_ms <= c.oldest)
@@ -100,8 +102,8 @@ public final class PostgresHistoryStore: HistoryStore {
                 SELECT epoch, top_offset FROM created
                 UNION ALL SELECT epoch, top_offset FROM \(unescaped: prefix)stream WHERE channel = \(channel)
             )
-            SELECT position.epoch, position.top_offset, p."offset", p.data, p.info FROM position LEFT JOIN LATERAL (
-                SELECT "offset", data, info FROM \(unescaped: prefix)publication
+            SELECT position.epoch, position.top_offset, p."offset", p.data, p.info, p.tags FROM position LEFT JOIN LATERAL (
+                SELECT "offset", data, info, tags FROM \(unescaped: prefix)publication
                 WHERE channel = \(channel) AND "offset" > \(Int64(after ?? 0)) AND "offset" <= position.top_offset AND created_at_ms > \(oldest)
                 ORDER BY "offset" \(unescaped: reverse ? "DESC" : "ASC") LIMIT \(Int64(limit))
             ) p ON true
@@ -110,14 +112,15 @@ public final class PostgresHistoryStore: HistoryStore {
         var position: StreamPosition?
         var publications: [Publication] = []
         for row in rows {
-            let (epoch, top, offset, data, info) = try row.decode((String, Int64, Int64?, ByteBuffer?, ByteBuffer?).self)
+            let (epoch, top, offset, data, info, tags) = try row.decode((String, Int64, Int64?, ByteBuffer?, ByteBuffer?, ByteBuffer?).self)
             position = StreamPosition(offset: UInt64(top), epoch: epoch)
             guard let offset, let data else { continue }
             publications.append(
                 Publication(
                     offset: UInt64(offset),
                     data: Payload(received: Array(buffer: data)),
-                    info: try info.map { try ClientInfo(json: JSONParser.parse(Array(buffer: $0))) }))
+                    info: try info.map { try ClientInfo(json: JSONParser.parse(Array(buffer: $0))) },
+                    tags: try tags.map { try PublicationTags.read(Array(buffer: $0)) } ?? [:]))
         }
         guard let position else { throw PostgresStoreError("stream \(channel) has no position row") }
         return StreamSlice(publications: publications, position: position)

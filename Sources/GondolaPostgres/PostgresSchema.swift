@@ -34,6 +34,8 @@ public enum PostgresSchema {
                     "UPDATE \(prefix)stream SET meta_expires_ms = last_append_ms + \(Int64(NamespaceOptions.defaultHistoryMetaTTL.components.seconds) * 1000)",
                 ]
             })
+        // Publication tags: a JSON object of strings, NULL without tags.
+        migrator.register("v3-publication-tags", ["", "volatile_"].map { "ALTER TABLE \($0)publication ADD COLUMN tags BYTEA" })
         return migrator
     }
 

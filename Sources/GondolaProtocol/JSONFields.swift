@@ -201,7 +201,8 @@ extension JSONFields {
         try optionalString(key, maxLength: .max, allowEmpty: true) ?? ""
     }
 
-    func protobufBool(_ key: String) throws(Failure) -> Bool {
+    /// A boolean, false when absent or null.
+    public func protobufBool(_ key: String) throws(Failure) -> Bool {
         guard let value = value(key) else { return false }
         return try bool(value, key)
     }
@@ -220,7 +221,8 @@ extension JSONFields {
         Int32(try protobufInteger(key, in: Int64(Int32.min)...Int64(Int32.max)))
     }
 
-    func uint64(_ key: String) throws(Failure) -> UInt64 {
+    /// An unsigned 64-bit integer (up to `Int64.max`), a number or a decimal string.
+    public func uint64(_ key: String) throws(Failure) -> UInt64 {
         UInt64(try protobufInteger(key, in: 0...Int64.max))
     }
 
@@ -236,7 +238,7 @@ extension JSONFields {
     }
 
     /// A JSON object whose members all decode with `decode` (given the value and its path).
-    func map<T>(_ key: String, _ decode: (JSON, String) throws(Failure) -> T) throws(Failure) -> [String: T] {
+    public func map<T>(_ key: String, _ decode: (JSON, String) throws(Failure) -> T) throws(Failure) -> [String: T] {
         guard let fields = try optionalObject(key) else { return [:] }
         var result: [String: T] = [:]
         for member in fields.members where !member.value.isNull {
@@ -245,7 +247,8 @@ extension JSONFields {
         return result
     }
 
-    func stringMap(_ key: String) throws(Failure) -> [String: String] {
+    /// A JSON object of strings.
+    public func stringMap(_ key: String) throws(Failure) -> [String: String] {
         try map(key) { (value, path) throws(Failure) in
             guard case let .string(text) = value else { throw .invalidField("\(path) must be a string") }
             return text

@@ -146,26 +146,64 @@ enum PublishedData {
     }
 }
 
-/// `publish`: `{channel, data | b64data}`.
-struct PublishRequest: RequestContract {
-    static let fields: [FieldContract] = [.required("channel", .string)] + PublishedData.fields
-    let channel: String
-    let data: Payload
+/// The options `publish` and `broadcast` share besides the data, as Centrifugo names them.
+struct PublicationOptions {
+    /// Longest idempotency key: it is kept for five minutes.
+    static let maxIdempotencyKeyLength = 256
+
+    static let fields: [FieldContract] = [
+        .optional("skip_history", .boolean, "not appended to the stream: delivered without an offset, answered `{}`"),
+        .optional("tags", .object, "string → string: delivered with the publication and kept in its stream"),
+        .optional(
+            "idempotency_key", .string,
+            "at most 256 characters: the same key on the channel within 5 minutes answers the first result and publishes nothing; a node alone (the cluster engines refuse it, 108)"
+        ),
+        .optional(
+            "version", .integer,
+            "1 or more: not above the stream's latest version (in `version_epoch`) the publication is skipped and the stream's position answered; needs the channel's stream (107 without one); a node alone (108 in a cluster)"
+        ),
+        .optional("version_epoch", .string, "the epoch of `version`, at most 64 characters: a new one starts the versions over"),
+    ]
+
+    let tags: [String: String]
+    let publishing: PublishOptions
+
     init(_ fields: RequestFields) throws(HubError) {
-        channel = try fields.string("channel", maxLength: .max)
-        data = try PublishedData.read(fields)
+        tags = try fields.stringMap("tags")
+        publishing = PublishOptions(
+            skipHistory: try fields.protobufBool("skip_history"),
+            idempotencyKey: try fields.optionalString("idempotency_key", maxLength: Self.maxIdempotencyKeyLength, allowEmpty: true)
+                .flatMap { $0.isEmpty ? nil : $0 },
+            version: try fields.uint64("version"),
+            versionEpoch: try fields.optionalString("version_epoch", maxLength: 64, allowEmpty: true) ?? "")
     }
 }
 
-/// `broadcast`: `{channels, data | b64data}`.
+/// `publish`: `{channel, data | b64data}` and the publication options.
+struct PublishRequest: RequestContract {
+    static let fields: [FieldContract] = [.required("channel", .string)] + PublishedData.fields + PublicationOptions.fields
+    let channel: String
+    let data: Payload
+    let options: PublicationOptions
+    init(_ fields: RequestFields) throws(HubError) {
+        channel = try fields.string("channel", maxLength: .max)
+        data = try PublishedData.read(fields)
+        options = try PublicationOptions(fields)
+    }
+}
+
+/// `broadcast`: `{channels, data | b64data}` and the publication options, applied on each channel.
 struct BroadcastRequest: RequestContract {
-    static let fields: [FieldContract] = [.required("channels", .stringArray, "at least one")] + PublishedData.fields
+    static let fields: [FieldContract] =
+        [.required("channels", .stringArray, "at least one")] + PublishedData.fields + PublicationOptions.fields
     let channels: [String]
     let data: Payload
+    let options: PublicationOptions
     init(_ fields: RequestFields) throws(HubError) {
         channels = try fields.stringArray("channels", maxCount: .max, maxLength: .max)
         guard !channels.isEmpty else { throw .badRequest("channels must name at least one item") }
         data = try PublishedData.read(fields)
+        options = try PublicationOptions(fields)
     }
 }
 
@@ -228,7 +266,9 @@ struct ChannelsRequest: RequestContract {
 extension Node {
     /// Answers `publish`.
     func publish(_ request: PublishRequest) async throws(HubError) -> PublishAnswer {
-        PublishAnswer(position: try await publish(channel: request.channel, data: request.data))
+        PublishAnswer(
+            position: try await publish(
+                channel: request.channel, data: request.data, tags: request.options.tags, publishing: request.options.publishing))
     }
 
     /// Answers `broadcast`.
@@ -236,7 +276,9 @@ extension Node {
         var outcomes: [Result<StreamPosition?, HubError>] = []
         for channel in request.channels {
             do throws(HubError) {
-                outcomes.append(.success(try await publish(channel: channel, data: request.data)))
+                outcomes.append(
+                    .success(
+                        try await publish(channel: channel, data: request.data, tags: request.options.tags, publishing: request.options.publishing)))
             } catch {
                 outcomes.append(.failure(error))
             }

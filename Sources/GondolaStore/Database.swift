@@ -86,6 +86,16 @@ public final class GondolaDatabase: Sendable {
         migrator.registerMigration("v2-stream-meta-expiry") { db in
             try db.execute(sql: "ALTER TABLE stream ADD COLUMN meta_expires_at_ms INTEGER")
         }
+        // Publication tags (a JSON object of strings, NULL without tags) and the version of a
+        // stream's latest versioned publication (`publish`'s `version`, 0 for none).
+        migrator.registerMigration("v3-publication-tags-stream-version") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE publication ADD COLUMN tags BLOB;
+                    ALTER TABLE stream ADD COLUMN top_version INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE stream ADD COLUMN top_version_epoch TEXT NOT NULL DEFAULT '';
+                    """)
+        }
         return migrator
     }
 }

@@ -171,11 +171,11 @@ import Testing
         return options
     }
 
-    @Test func trimsBySizeAndTTLButKeepsPosition() {
+    @Test func trimsBySizeAndTTLButKeepsPosition() throws {
         let store = MemoryHistoryStore()
         let start = Date()
         for n in 0..<5 {
-            _ = store.append(Publication(data: Payload(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n)))
+            _ = try store.append(Publication(data: Payload(.int(Int64(n)))), to: "c", options: options, now: start.addingTimeInterval(Double(n)))
         }
         let bySize = store.read(channel: "c", after: nil, limit: 100, reverse: false, options: options, now: start.addingTimeInterval(5))
         #expect(bySize.publications.map(\.offset) == [3, 4, 5])
@@ -185,17 +185,17 @@ import Testing
         #expect(empty.publications.isEmpty && empty.position.offset == 5 && empty.position.epoch == bySize.position.epoch)
     }
 
-    @Test func idleStreamsAreSweptAndGetANewEpoch() {
+    @Test func idleStreamsAreSweptAndGetANewEpoch() throws {
         let store = MemoryHistoryStore()
         var options = options
         options.historyMetaTTL = .seconds(60)
         let start = Date()
-        let (_, first) = store.append(Publication(data: Payload(1)), to: "c", options: options, now: start)
+        let (_, first) = try store.append(Publication(data: Payload(1)), to: "c", options: options, now: start)
         store.sweep(now: start.addingTimeInterval(30))
         #expect(store.streamCount == 1)
         store.sweep(now: start.addingTimeInterval(61))
         #expect(store.streamCount == 0)
-        let (_, second) = store.append(Publication(data: Payload(1)), to: "c", options: options, now: start.addingTimeInterval(62))
+        let (_, second) = try store.append(Publication(data: Payload(1)), to: "c", options: options, now: start.addingTimeInterval(62))
         #expect(second.offset == 1 && second.epoch != first.epoch)
     }
 }
@@ -325,12 +325,14 @@ import Testing
             (started, startedContinuation) = AsyncStream.makeStream()
         }
 
-        func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) throws -> (Publication, StreamPosition) {
+        func append(
+            _ publication: Publication, to channel: String, options: NamespaceOptions, version: StreamVersion?, now: Date
+        ) throws -> StreamAppend {
             if channel == slowChannel {
                 startedContinuation.yield()
                 gate.wait()
             }
-            return inner.append(publication, to: channel, options: options, now: now)
+            return inner.append(publication, to: channel, options: options, version: version, now: now)
         }
 
         func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) throws -> StreamSlice {
@@ -394,8 +396,10 @@ import Testing
 
         func arm() { armed.withLock { $0 = true } }
 
-        func append(_ publication: Publication, to channel: String, options: NamespaceOptions, now: Date) -> (Publication, StreamPosition) {
-            inner.append(publication, to: channel, options: options, now: now)
+        func append(
+            _ publication: Publication, to channel: String, options: NamespaceOptions, version: StreamVersion?, now: Date
+        ) -> StreamAppend {
+            inner.append(publication, to: channel, options: options, version: version, now: now)
         }
 
         func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async -> StreamSlice {

@@ -34,7 +34,11 @@ import Testing
     @Test func theCatalogListsTheHubsAndTheDomainsContracts() async throws {
         let catalog = try await GondolaServer.builtInCatalog()
         let publish = try #require(catalog.method("publish", on: .serverAPI))
-        #expect(publish.owner == "the hub" && publish.fields.map(\.name) == ["channel", "data", "b64data"])
+        #expect(
+            publish.owner == "the hub"
+                && publish.fields.map(\.name) == [
+                    "channel", "data", "b64data", "skip_history", "tags", "idempotency_key", "version", "version_epoch",
+                ])
         let send = try #require(catalog.method("chat.send", on: .rpc))
         #expect(send.owner == "travel" && send.fields.filter(\.required).map(\.name) == ["chat", "text", "client_message_id"])
         #expect(catalog.method("trip_create", on: .serverAPI)?.owner == "travel")

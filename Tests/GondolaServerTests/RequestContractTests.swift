@@ -35,9 +35,9 @@ import Testing
 
     @Test func anUnknownServerAPIMemberIsRefusedNamingItAndPublishesNothing() async throws {
         let server = try await RunningServer.start()
-        let (_, refused) = try await server.post("/api/publish", body: #"{"channel":"room:a","data":{"n":1},"skip_history":true}"#)
+        let (_, refused) = try await server.post("/api/publish", body: #"{"channel":"room:a","data":{"n":1},"skip_histroy":true}"#)
         #expect(refused["error"]?["code"]?.doubleValue == 107)
-        #expect(refused["error"]?["message"]?.stringValue == "bad request: unknown field 'skip_history'", "\(refused.text)")
+        #expect(refused["error"]?["message"]?.stringValue == "bad request: unknown field 'skip_histroy'", "\(refused.text)")
         let (_, nested) = try await server.post("/api/history", body: #"{"channel":"room:a","since":{"offset":0,"epoch":"","era":1}}"#)
         #expect(nested["error"]?["message"]?.stringValue == "bad request: unknown field 'since.era'", "\(nested.text)")
         let history = try await server.api("history", ["channel": "room:a", "limit": -1])

@@ -23,16 +23,38 @@ import Testing
         var position = StreamPosition(offset: 0, epoch: "")
         for n in 1...5 {
             (_, position) = try await first.append(
-                Publication(data: Payload(["n": .int(Int64(n))]), info: info), to: "chat:1", options: options, now: now)
+                Publication(data: Payload(["n": .int(Int64(n))]), info: info, tags: ["n": "\(n)", "kind": "test"]), to: "chat:1",
+                options: options, now: now)
         }
         let reopened = try reopen()
         let slice = try await reopened.read(channel: "chat:1", after: nil, limit: 10, reverse: false, options: options, now: now)
         #expect(slice.position == position)
         #expect(slice.publications.map(\.offset) == [3, 4, 5])
         #expect(slice.publications.first?.info == info)
+        #expect(slice.publications.map(\.tags) == (3...5).map { ["n": "\($0)", "kind": "test"] }, "tags are kept")
         #expect(slice.publications.last?.data == Payload(["n": 5]))
         let (next, _) = try await reopened.append(Publication(data: Payload(6)), to: "chat:1", options: options, now: now)
         #expect(next.offset == 6)
+    }
+
+    /// A stream's latest version is kept in the file: after a restart an older version is still skipped.
+    @Test func theLatestVersionSurvivesReopening() throws {
+        let path = temporaryDatabasePath()
+        let now = Date()
+        let first = SQLiteHistoryStore(database: try GondolaDatabase(path: path))
+        let appended = try first.append(
+            Publication(data: Payload(1)), to: "chat:v", options: options, version: StreamVersion(version: 5, epoch: "a"), now: now)
+        guard case let .appended(_, position) = appended else {
+            Issue.record("version 5 was skipped")
+            return
+        }
+        let reopened = SQLiteHistoryStore(database: try GondolaDatabase(path: path))
+        let older = try reopened.append(
+            Publication(data: Payload(2)), to: "chat:v", options: options, version: StreamVersion(version: 4, epoch: "a"), now: now)
+        #expect(older == .skipped(position))
+        let newEpoch = try reopened.append(
+            Publication(data: Payload(3)), to: "chat:v", options: options, version: StreamVersion(version: 1, epoch: "b"), now: now)
+        #expect(newEpoch == .appended(Publication(offset: 2, data: Payload(3)), StreamPosition(offset: 2, epoch: position.epoch)))
     }
 
     @Test(arguments: Engine.allCases) func payloadsAreStoredAndReadBackByteForByte(engine: Engine) async throws {

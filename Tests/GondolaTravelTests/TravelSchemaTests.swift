@@ -44,7 +44,7 @@ func temporaryDatabasePath() -> String {
         #expect(
             migrations == [
                 "v1-streams-users", "v2-travel", "v3-chat", "v4-events", "v5-chat-top-from-messages", "v6-chat-recent-sends",
-                "v2-stream-meta-expiry",
+                "v2-stream-meta-expiry", "v3-publication-tags-stream-version",
             ])
         #expect(messages == ["m1", "m2"])
         #expect(invitees == ["going"])
@@ -62,6 +62,10 @@ func temporaryDatabasePath() -> String {
             var migrator = DatabaseMigrator()
             migrator.registerMigration("v1-streams-users") { db in
                 try db.execute(sql: "CREATE TABLE stream (channel TEXT PRIMARY KEY NOT NULL, epoch TEXT NOT NULL, top_offset INTEGER NOT NULL)")
+                try db.execute(
+                    sql:
+                        #"CREATE TABLE publication (channel TEXT NOT NULL, "offset" INTEGER NOT NULL, data BLOB NOT NULL, info BLOB, created_at_ms INTEGER NOT NULL, PRIMARY KEY (channel, "offset")) WITHOUT ROWID"#
+                )
                 try db.execute(
                     sql:
                         "CREATE TABLE user (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, telegram_id INTEGER UNIQUE, telegram_username TEXT, photo_url TEXT, created_at_ms INTEGER NOT NULL)"

@@ -1,0 +1,117 @@
+import GondolaProtocol
+import Synchronization
+
+/// How one publication is published beyond its data and tags: Centrifugo's per-publication
+/// options of the server API's `publish` and `broadcast`.
+public struct PublishOptions: Sendable, Equatable {
+    /// Not appended to the channel's stream even where its namespace keeps one: the
+    /// publication reaches the subscribers without an offset, and the answer has no position.
+    public var skipHistory: Bool
+    /// A publication to the same channel with the same key within
+    /// `IdempotentResults.lifetime` answers this one's position and publishes nothing.
+    public var idempotencyKey: String?
+    /// The publication's version (0: none): a version not above the stream's latest one is
+    /// skipped, answered with the stream's position, when `versionEpoch` is empty or the
+    /// latest version's epoch.
+    public var version: UInt64
+    /// The epoch of `version`: a new epoch starts the versions over.
+    public var versionEpoch: String
+
+    public init(skipHistory: Bool = false, idempotencyKey: String? = nil, version: UInt64 = 0, versionEpoch: String = "") {
+        self.skipHistory = skipHistory
+        self.idempotencyKey = idempotencyKey
+        self.version = version
+        self.versionEpoch = versionEpoch
+    }
+
+    /// Why an engine that keeps neither idempotency keys nor versions (the cluster
+    /// engines, for now) refuses these options, nil when none is asked for.
+    public func refusal(byEngine engine: String) -> HubError? {
+        let asked = [idempotencyKey == nil ? nil : "idempotency_key", version == 0 ? nil : "version"].compactMap { $0 }
+        guard !asked.isEmpty else { return nil }
+        return .notAvailable("\(asked.joined(separator: " and ")) not available with the \(engine) engine (a node alone only)")
+    }
+
+    /// The version condition a stream checks before appending, nil without a version.
+    public var streamVersion: StreamVersion? {
+        version > 0 ? StreamVersion(version: version, epoch: versionEpoch) : nil
+    }
+}
+
+/// A publication's version and its epoch, kept with the channel's stream: the latest
+/// appended one is what the next versioned publication is compared with.
+public struct StreamVersion: Sendable, Equatable {
+    public var version: UInt64
+    public var epoch: String
+
+    public init(version: UInt64, epoch: String) {
+        self.version = version
+        self.epoch = epoch
+    }
+
+    /// Whether a stream whose latest version is `latest` skips this one: not newer, in
+    /// the same epoch (an empty epoch matches any).
+    public func isSkipped(after latest: StreamVersion?) -> Bool {
+        guard let latest else { return false }
+        return (epoch.isEmpty || epoch == latest.epoch) && version <= latest.version
+    }
+}
+
+/// The positions `publish` answered for idempotency keys, per channel, for
+/// `lifetime` (Centrifugo's five minutes): a retry within it gets the first answer.
+/// At most `limit` keys are kept; past it the oldest is forgotten before its time
+/// (all keys live equally long, so the oldest is the next to expire anyway).
+final class IdempotentResults: Sendable {
+    static let lifetime = Duration.seconds(300)
+    static let limit = 100_000
+
+    private struct State {
+        var positions: [String: StreamPosition?] = [:]
+        /// Keys in the order they were stored, with when each expires.
+        var order: [(key: String, expires: ContinuousClock.Instant)] = []
+        /// Index in `order` of its oldest key still kept.
+        var head = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// The position answered for `key` on `channel` within its lifetime, if any (`.some(nil)`:
+    /// published without a stream).
+    func result(channel: String, key: String, now: ContinuousClock.Instant) -> StreamPosition?? {
+        state.withLock { state in
+            Self.expire(&state, now: now)
+            return state.positions[Self.entry(channel, key)]
+        }
+    }
+
+    /// Keeps the answer for `key` on `channel`.
+    func remember(_ position: StreamPosition?, channel: String, key: String, now: ContinuousClock.Instant) {
+        state.withLock { state in
+            Self.expire(&state, now: now)
+            let entry = Self.entry(channel, key)
+            if state.positions.updateValue(position, forKey: entry) == nil {
+                state.order.append((entry, now + Self.lifetime))
+            }
+            while state.positions.count > Self.limit { Self.dropOldest(&state) }
+        }
+    }
+
+    /// How many keys are kept.
+    var count: Int { state.withLock { $0.positions.count } }
+
+    private static func entry(_ channel: String, _ key: String) -> String { "\(channel)\u{0}\(key)" }
+
+    private static func expire(_ state: inout State, now: ContinuousClock.Instant) {
+        while state.head < state.order.count, state.order[state.head].expires <= now { dropOldest(&state) }
+    }
+
+    private static func dropOldest(_ state: inout State) {
+        state.positions[state.order[state.head].key] = nil
+        state.head += 1
+        // Compact once the dropped prefix is most of the array.
+        if state.head > 1024, state.head * 2 > state.order.count {
+            state.order.removeFirst(state.head)
+            state.head = 0
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import GondolaProtocol
+import GondolaTestSupport
+import Testing
+
+@_spi(Engine) @testable import GondolaHub
+
+/// Centrifugo's per-publication options on every engine: tags and `skip_history`
+/// everywhere; idempotency keys and versions on a node alone, refused by name by the
+/// cluster engines, which keep neither yet.
+@Suite struct PublishOptionsTests {
+    typealias Engine = BrokerTests.BrokerEngine
+
+    @Test(arguments: Engine.allCases)
+    func tagsReachSubscribersAndStayInTheStream(engine: Engine) async throws {
+        let (node, stop) = try await BrokerTests.node(engine)
+        var client = try await TestClient.connected(node, user: "ann")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:tags")))
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "ledger:tags")))
+        let tags = ["kind": "lift", "resort": "Zermatt ⛷"]
+        for channel in ["room:tags", "ledger:tags"] {
+            try await node.publish(channel: channel, data: Payload(["n": 1]), tags: tags)
+        }
+        let received = try await BrokerTests.publications(client, count: 2)
+        #expect(received.map(\.tags) == [tags, tags])
+        for channel in ["room:tags", "ledger:tags"] {
+            let stored = try await node.history(channel: channel, limit: -1, since: nil, reverse: false).publications
+            #expect(stored.map(\.tags) == [tags], "\(channel) keeps the tags")
+        }
+        await stop()
+    }
+
+    @Test(arguments: Engine.allCases)
+    func skipHistoryDeliversWithoutAnOffsetAndLeavesTheStream(engine: Engine) async throws {
+        let (node, stop) = try await BrokerTests.node(engine)
+        var client = try await TestClient.connected(node, user: "bo")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:skip")))
+        let first = try await node.publish(channel: "room:skip", data: Payload(1))
+        let skipped = try await node.publish(channel: "room:skip", data: Payload(2), publishing: PublishOptions(skipHistory: true))
+        let third = try await node.publish(channel: "room:skip", data: Payload(3))
+        #expect(first?.offset == 1 && skipped == nil && third?.offset == 2)
+        let received = try await BrokerTests.publications(client, count: 3)
+        #expect(received.map(\.offset) == [1, 0, 2])
+        #expect(received.map(\.data) == [Payload(1), Payload(2), Payload(3)])
+        let stored = try await node.history(channel: "room:skip", limit: -1, since: nil, reverse: false).publications
+        #expect(stored.map(\.data) == [Payload(1), Payload(3)])
+        await stop()
+    }
+
+    @Test func aRepeatedIdempotencyKeyAnswersTheFirstResultAndPublishesNothing() async throws {
+        let (node, stop) = try await BrokerTests.node(.memory)
+        var client = try await TestClient.connected(node, user: "cy")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:once")))
+        let keyed = PublishOptions(idempotencyKey: "order-17")
+        let first = try await node.publish(channel: "room:once", data: Payload(["n": 1]), publishing: keyed)
+        let retry = try await node.publish(channel: "room:once", data: Payload(["n": 2]), publishing: keyed)
+        #expect(first != nil && retry == first, "the retry answers the first position")
+        // The same key on another channel, and another key, publish.
+        let elsewhere = try await node.publish(channel: "room:twice", data: Payload(1), publishing: keyed)
+        let other = try await node.publish(channel: "room:once", data: Payload(["n": 3]), publishing: PublishOptions(idempotencyKey: "order-18"))
+        #expect(elsewhere?.offset == 1 && other?.offset == 2)
+        // Without a stream the key is kept all the same.
+        let noStream = PublishOptions(skipHistory: true, idempotencyKey: "plain")
+        #expect(try await node.publish(channel: "room:once", data: Payload(4), publishing: noStream) == nil)
+        #expect(try await node.publish(channel: "room:once", data: Payload(5), publishing: noStream) == nil)
+        let received = try await BrokerTests.publications(client, count: 3)
+        #expect(received.map(\.data) == [Payload(["n": 1]), Payload(["n": 3]), Payload(4)], "each key published once")
+        let stored = try await node.history(channel: "room:once", limit: -1, since: nil, reverse: false).publications
+        #expect(stored.map(\.data) == [Payload(["n": 1]), Payload(["n": 3])])
+        await stop()
+    }
+
+    @Test func anOlderVersionIsSkippedWithinItsEpoch() async throws {
+        let (node, stop) = try await BrokerTests.node(.memory)
+        var client = try await TestClient.connected(node, user: "di")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:score")))
+        func publish(_ n: Int, version: UInt64, epoch: String = "") async throws -> StreamPosition? {
+            try await node.publish(
+                channel: "room:score", data: Payload(.int(Int64(n))), publishing: PublishOptions(version: version, versionEpoch: epoch))
+        }
+        #expect(try await publish(1, version: 5)?.offset == 1)
+        #expect(try await publish(2, version: 5)?.offset == 1, "the same version is skipped: the stream's position answers")
+        #expect(try await publish(3, version: 4)?.offset == 1, "an older one too")
+        #expect(try await publish(4, version: 6)?.offset == 2)
+        #expect(try await publish(5, version: 1, epoch: "match-2")?.offset == 3, "another epoch starts the versions over")
+        #expect(try await publish(6, version: 1, epoch: "match-2")?.offset == 3)
+        #expect(try await publish(7, version: 2)?.offset == 4, "no epoch: compared with the latest version whatever its epoch")
+        let received = try await BrokerTests.publications(client, count: 4)
+        #expect(received.map(\.data) == [1, 4, 5, 7].map { Payload(.int($0)) })
+        await stop()
+    }
+
+    @Test func aVersionWithoutAStreamIsRefused() async throws {
+        let (node, stop) = try await BrokerTests.node(.memory)
+        await #expect(throws: HubError.badRequest("version needs the channel's stream: skip_history leaves it out")) {
+            try await node.publish(channel: "room:v", data: Payload(1), publishing: PublishOptions(skipHistory: true, version: 1))
+        }
+        await #expect(throws: HubError.badRequest("version needs the channel's stream: the default namespace keeps no history")) {
+            try await node.publish(channel: "plain", data: Payload(1), publishing: PublishOptions(version: 1))
+        }
+        #expect(try await node.publish(channel: "room:v", data: Payload(1), publishing: PublishOptions(version: 1))?.offset == 1)
+        await stop()
+    }
+
+    @Test(arguments: [Engine.postgres, .redis])
+    func clusterEnginesRefuseKeysAndVersionsByName(engine: Engine) async throws {
+        let (node, stop) = try await BrokerTests.node(engine)
+        await #expect(throws: HubError.notAvailable("idempotency_key not available with the \(engine) engine (a node alone only)")) {
+            try await node.publish(channel: "room:c", data: Payload(1), publishing: PublishOptions(idempotencyKey: "k"))
+        }
+        await #expect(throws: HubError.notAvailable("idempotency_key and version not available with the \(engine) engine (a node alone only)")) {
+            try await node.publish(channel: "room:c", data: Payload(1), publishing: PublishOptions(idempotencyKey: "k", version: 2))
+        }
+        let position = try await node.history(channel: "room:c", limit: 0, since: nil, reverse: false)
+        #expect(position.offset == 0, "nothing was published")
+        #expect(try await node.publish(channel: "room:c", data: Payload(1))?.offset == 1, "and the node goes on publishing")
+        await stop()
+    }
+
+    @Test func idempotentResultsExpireAndStayWithinTheirLimit() {
+        let results = IdempotentResults()
+        let start = ContinuousClock.now
+        let position = StreamPosition(offset: 3, epoch: "e")
+        results.remember(position, channel: "a", key: "k", now: start)
+        results.remember(nil, channel: "a", key: "plain", now: start)
+        #expect(results.result(channel: "a", key: "k", now: start + .seconds(299)) == .some(position))
+        #expect(results.result(channel: "a", key: "plain", now: start + .seconds(299)) == .some(nil))
+        #expect(results.result(channel: "b", key: "k", now: start) == nil, "keys are per channel")
+        #expect(results.result(channel: "a", key: "k", now: start + IdempotentResults.lifetime) == nil, "forgotten after five minutes")
+        for n in 0..<(IdempotentResults.limit + 10) { results.remember(position, channel: "c", key: "\(n)", now: start + .seconds(400)) }
+        #expect(results.count == IdempotentResults.limit)
+        #expect(results.result(channel: "c", key: "0", now: start + .seconds(400)) == nil, "the oldest went first")
+        #expect(results.result(channel: "c", key: "\(IdempotentResults.limit + 9)", now: start + .seconds(400)) == .some(position))
+    }
+}
