@@ -3,6 +3,7 @@ without a token, answers RPC methods no domain serves, and rules subscribes and 
 a namespace with proxy_subscribe and proxy_publish; every kind of answer (result, custom
 error, disconnect, a slow or dead backend) reaches the SDK as Centrifugo's would."""
 import asyncio
+import base64
 import json
 import tempfile
 import threading
@@ -87,8 +88,11 @@ class Backend:
         return {"result": {"data": {"method": body["method"], "user": body["user"], "echo": body.get("data")}}}
 
     async def billing(self, body, headers):
-        """A second backend service, the named proxy 'billing' that RPC methods `billing.*` go to."""
-        return {"result": {"data": {"from": "billing", "method": body["method"]}}}
+        """A second backend service, the named proxy 'billing' that RPC methods `billing.*` go to; it
+        takes Centrifugo's binary encoding: payloads come and go as base64 in `b64data`."""
+        sent = json.loads(base64.b64decode(body["b64data"])) if "b64data" in body else None
+        answer = json.dumps({"from": "billing", "method": body["method"], "sent": sent}).encode()
+        return {"result": {"b64data": base64.b64encode(answer).decode()}}
 
     async def subscribe(self, body, headers):
         if body["channel"].endswith(":closed"):
@@ -114,7 +118,7 @@ def proxied():
         "proxy_rpc_endpoint": backend.url("rpc"), "proxy_subscribe_endpoint": backend.url("subscribe"),
         "proxy_publish_endpoint": backend.url("publish"), "proxy_http_headers": ["Cookie", "X-App"],
         "proxy_refresh_endpoint": backend.url("refresh"), "proxy_sub_refresh_endpoint": backend.url("sub_refresh"),
-        "proxies": [{"name": "billing", "endpoint": backend.url("billing"), "timeout": "1s"}],
+        "proxies": [{"name": "billing", "endpoint": backend.url("billing"), "timeout": "1s", "binary_encoding": True}],
         "rpc_proxies": [{"prefix": "billing.", "proxy": "billing"}],
         "namespaces": CONFIG["namespaces"] + [{"name": "proxied", "proxy_subscribe": True, "proxy_publish": True}],
     }
@@ -184,8 +188,13 @@ async def test_rpc_methods_no_domain_serves_go_to_the_backend(proxied, codec):
         await client.rpc("backend.fail", codec.out({}))
     assert error.value.code == 1002 and "backend said no" in error.value.message
     # Methods of the prefix `billing.` go to the named proxy of that service.
-    routed = await client.rpc("billing.charge", codec.out({}))
-    assert codec.into(routed.data) == {"from": "billing", "method": "billing.charge"}
+    routed = await client.rpc("billing.charge", codec.out({"cents": 250}))
+    assert codec.into(routed.data) == {"from": "billing", "method": "billing.charge", "sent": {"cents": 250}}
+    # `encoding` is the proxy's mode whatever the client speaks: json with `data`, binary with `b64data`.
+    echo = [r[1] for r in backend.requests if r[0] == "rpc" and r[1]["method"] == "backend.echo"][-1]
+    assert (echo["encoding"], echo["protocol"], echo["data"], "b64data" in echo) == ("json", codec.name, {"n": 1}, False)
+    billed = [r[1] for r in backend.requests if r[0] == "billing"][-1]
+    assert (billed["encoding"], "data" in billed) == ("binary", False)
     # The hub's own methods stay its own.
     assert isinstance(codec.into((await client.rpc("server.time", codec.out({}))).data)["ts"], int)
     assert not [r for r in backend.requests if r[0] == "rpc" and r[1]["method"] == "server.time"]

@@ -36,6 +36,9 @@ public protocol ProxyTransport: Sendable {
     /// Whether an endpoint is configured for `route`.
     func handles(_ route: ProxyRoute) -> Bool
 
+    /// Whether `route`'s endpoint takes every payload as `b64data` (`encoding: "binary"`).
+    func binaryEncoding(_ route: ProxyRoute) -> Bool
+
     /// POSTs `body` to `route`'s endpoint with the client's forwarded `headers`; answers the
     /// response's JSON. A backend that is down, slow past the timeout, or answers something
     /// other than a JSON object with status 200 is an `internalError` (100, which SDKs retry).
@@ -75,17 +78,22 @@ struct BackendProxy: Sendable {
     }
 
     /// Asks the backend and answers the `result` object; its `error` is thrown as the error
-    /// the client gets, its `disconnect` as the code the connection is closed with.
-    func ask(_ route: ProxyRoute, _ caller: Caller, _ members: [(key: String, value: JSON)]) async throws -> JSONFields<HubError> {
+    /// the client gets, its `disconnect` as the code the connection is closed with. `data`
+    /// is the client's payload, sent as the route's encoding says (see `payload`).
+    func ask(
+        _ route: ProxyRoute, _ caller: Caller, _ members: [(key: String, value: JSON)], data: Payload? = nil
+    ) async throws -> JSONFields<HubError> {
         let kind = route.kind
+        let binary = transport.binaryEncoding(route)
         var body: [(key: String, value: JSON)] = [
             ("client", .string(caller.client)), ("transport", "websocket"),
             ("protocol", .string(caller.encoding == .json ? "json" : "protobuf")),
-            ("encoding", .string(caller.encoding == .json ? "json" : "binary")),
+            ("encoding", .string(binary ? "binary" : "json")),
         ]
         if kind != .connect { body.append(("user", .string(caller.user))) }
         if let meta = caller.meta { body.append(("meta", .raw(meta))) }
-        let answer = try await transport.post(route, body: .object(body + members), headers: caller.headers)
+        let payload = Self.payload(data, binary: binary)
+        let answer = try await transport.post(route, body: .object(body + members + payload), headers: caller.headers)
         let read: Answer
         do {
             read = try Self.read(answer, of: kind)
@@ -135,10 +143,12 @@ struct BackendProxy: Sendable {
         }
     }
 
-    /// A payload for a request: `data` when it is JSON, else `b64data`.
-    static func payload(_ data: Payload?) -> [(key: String, value: JSON)] {
+    /// A payload for a request: `b64data` with the binary encoding, else `data` as it was
+    /// written; a payload that is not JSON (a Protobuf client's bytes) cannot be `data`, so it
+    /// goes as `b64data` either way.
+    static func payload(_ data: Payload?, binary: Bool) -> [(key: String, value: JSON)] {
         guard let data else { return [] }
-        if data.isJSON { return [("data", .raw(RawJSON(trusted: data.bytes)))] }
+        if data.isJSON && !binary { return [("data", .raw(RawJSON(trusted: data.bytes)))] }
         return [("b64data", .string(Data(data.bytes).base64EncodedString()))]
     }
 }

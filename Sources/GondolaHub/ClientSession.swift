@@ -551,9 +551,8 @@ public final class ClientSession: Sendable {
     /// A connect without a token: the backend's answer names the user, as a token's claims
     /// would (`user`, `expire_at`, `info`, `meta`, `subs`/`channels`), and the reply's `data`.
     private func proxyConnect(_ request: ConnectRequest, _ proxy: BackendProxy) async throws -> (Credentials, RawJSON?) {
-        var members: [(key: String, value: JSON)] = [("name", .string(request.name)), ("version", .string(request.version))]
-        if let data = request.data { members.append(("data", .raw(data))) }
-        let result = try await proxy.ask(ProxyRoute(.connect), proxyCaller(user: ""), members)
+        let members: [(key: String, value: JSON)] = [("name", .string(request.name)), ("version", .string(request.version))]
+        let result = try await proxy.ask(ProxyRoute(.connect), proxyCaller(user: ""), members, data: request.data.map(Payload.init))
         do throws(HubError) {
             let user = try result.string("user", maxLength: 1024)
             return (try ConnectionTokens.credentials(of: user, result), try ConnectionTokens.json(result, raw: "data", base64: "b64data"))
@@ -565,25 +564,23 @@ public final class ClientSession: Sendable {
 
     /// An RPC no domain serves: the backend's `result.data` is the reply.
     private func proxyRPC(_ method: String, _ data: JSON?) async throws -> RawJSON? {
-        var members: [(key: String, value: JSON)] = [("method", .string(method))]
-        if let data { members.append(("data", .raw(RawJSON(data)))) }
         guard let proxy = node.proxy, let route = proxy.rpcRoute(method) else { throw HubError.methodNotFound(method) }
-        let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), members)
+        let result = try await proxy.ask(
+            route, proxyCaller(user: user ?? ""), [("method", .string(method))], data: data.map { Payload(RawJSON($0)) })
         return try ConnectionTokens.json(result, raw: "data", base64: "b64data")
     }
 
     /// A subscribe the backend decides: its answer grants what a subscription token would
     /// (`info`, `data`, `override`, `expire_at`).
     private func proxySubscribe(_ request: SubscribeRequest, _ proxy: BackendProxy, _ route: ProxyRoute) async throws -> SubscriptionGrant {
-        var members: [(key: String, value: JSON)] = [("channel", .string(request.channel))]
-        if let data = request.data { members.append(("data", .raw(data))) }
-        let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), members)
+        let result = try await proxy.ask(
+            route, proxyCaller(user: user ?? ""), [("channel", .string(request.channel))], data: request.data.map(Payload.init))
         return try ConnectionTokens.grant(result, expiresAt: try ConnectionTokens.expiry(result))
     }
 
     /// A publish the backend decides: it may refuse it, or answer `data`/`b64data` to publish instead.
     private func proxyPublish(_ channel: String, _ data: Payload, _ proxy: BackendProxy, _ route: ProxyRoute) async throws -> Payload {
-        let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), [("channel", .string(channel))] + BackendProxy.payload(data))
+        let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), [("channel", .string(channel))], data: data)
         if let replaced = result.raw("data") { return Payload(replaced) }
         if let encoded = try result.optionalString("b64data", maxLength: 1 << 20) {
             guard let bytes = Data(base64Encoded: encoded) else {

@@ -12,10 +12,14 @@ import Synchronization
 public struct ProxyEndpoint: Sendable, Equatable {
     public var url: String
     public var timeout: Duration
+    /// Centrifugo's `binary_encoding`: requests say `encoding: "binary"` and carry every
+    /// payload as `b64data`.
+    public var binaryEncoding: Bool
 
-    public init(url: String, timeout: Duration = .seconds(1)) {
+    public init(url: String, timeout: Duration = .seconds(1), binaryEncoding: Bool = false) {
         self.url = url
         self.timeout = timeout
+        self.binaryEncoding = binaryEncoding
     }
 }
 
@@ -54,6 +58,8 @@ final class HTTPProxyTransport: ProxyTransport {
     }
 
     func handles(_ route: ProxyRoute) -> Bool { endpoint(route) != nil }
+
+    func binaryEncoding(_ route: ProxyRoute) -> Bool { endpoint(route)?.binaryEncoding ?? false }
 
     func post(_ route: ProxyRoute, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
         let kind = route.kind

@@ -193,7 +193,10 @@ public enum ConfigurationLoader {
             "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "command_rate", "command_burst", "namespaces",
             "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
-        ] + BuiltInDomains.settingKeys + ProxyKind.allCases.flatMap { ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout"] }
+        ] + BuiltInDomains.settingKeys
+        + ProxyKind.allCases.flatMap {
+            ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout", "proxy_\($0.rawValue)_binary_encoding"]
+        }
 
     /// Loads and validates; the error names the key, the source and the bad value.
     public static func load(file: String?, environment: [String: String], flags: [String: String]) throws(ConfigurationError) -> ServerConfiguration {
@@ -312,7 +315,7 @@ public enum ConfigurationLoader {
         case "token_issuer": configuration.tokenIssuer = try field.nonEmptyString()
         case "proxy_http_headers": configuration.proxyHTTPHeaders = try field.list(of: "header names")
         case "proxies":
-            for (index, entry) in try field.objects(keys: ["name", "endpoint", "timeout"]).enumerated() {
+            for (index, entry) in try field.objects(keys: ["name", "endpoint", "timeout", "binary_encoding"]).enumerated() {
                 let name = try entry.string("name", path: "proxies[\(index)]")
                 let url = try entry.string("endpoint", path: "proxies[\(index)]")
                 guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
@@ -321,6 +324,9 @@ public enum ConfigurationLoader {
                 var endpoint = ProxyEndpoint(url: url)
                 if let timeout = entry.members["timeout"] {
                     endpoint.timeout = try ValueReader(key: "proxies[\(index)].timeout", value: timeout, source: source).duration(allowZero: false)
+                }
+                if let binary = entry.members["binary_encoding"] {
+                    endpoint.binaryEncoding = try ValueReader(key: "proxies[\(index)].binary_encoding", value: binary, source: source).bool()
                 }
                 configuration.namedProxies[name] = endpoint
             }
@@ -335,10 +341,13 @@ public enum ConfigurationLoader {
         case _ where key.hasPrefix("proxy_") && key.hasSuffix("_endpoint"):
             let url = try field.nonEmptyString()
             guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw field.error("expected an http(s) URL, got '\(url)'") }
-            configuration.proxyEndpoints[try Self.proxyKind(key, field), default: ProxyEndpoint(url: url)].url = url
+            configuration.proxyEndpoints[try Self.proxyKind(key, "_endpoint", field), default: ProxyEndpoint(url: url)].url = url
         case _ where key.hasPrefix("proxy_") && key.hasSuffix("_timeout"):
-            configuration.proxyEndpoints[try Self.proxyKind(key, field), default: ProxyEndpoint(url: "")].timeout = try field.duration(
+            configuration.proxyEndpoints[try Self.proxyKind(key, "_timeout", field), default: ProxyEndpoint(url: "")].timeout = try field.duration(
                 allowZero: false)
+        case _ where key.hasPrefix("proxy_") && key.hasSuffix("_binary_encoding"):
+            configuration.proxyEndpoints[try Self.proxyKind(key, "_binary_encoding", field), default: ProxyEndpoint(url: "")].binaryEncoding =
+                try field.bool()
         case "api_key": configuration.apiKey = try field.string()
         case "dev_login": configuration.devLogin = try field.bool()
         case "telegram_bot_token": configuration.telegramBotToken = try field.string()
@@ -398,9 +407,9 @@ public enum ConfigurationLoader {
         }
     }
 
-    /// The kind a `proxy_<kind>_endpoint` or `proxy_<kind>_timeout` key names.
-    private static func proxyKind(_ key: String, _ field: ValueReader) throws(ConfigurationError) -> ProxyKind {
-        let name = key.dropFirst("proxy_".count).split(separator: "_").dropLast().joined(separator: "_")
+    /// The kind a `proxy_<kind><suffix>` key names (`_endpoint`, `_timeout`, `_binary_encoding`).
+    private static func proxyKind(_ key: String, _ suffix: String, _ field: ValueReader) throws(ConfigurationError) -> ProxyKind {
+        let name = String(key.dropFirst("proxy_".count).dropLast(suffix.count))
         guard let kind = ProxyKind(rawValue: name) else { throw ConfigurationError("\(field.source): unknown key '\(key)'") }
         return kind
     }

@@ -16,13 +16,18 @@ import Testing
         let bodies = Mutex<[(ProxyKind, JSON)]>([])
         /// The named proxy of each request, nil for a kind's own endpoint.
         let names = Mutex<[String?]>([])
+        /// Whether every endpoint takes `binary_encoding`.
+        let binary: Bool
 
-        init(_ answer: JSON, _ answers: [ProxyKind: JSON] = [:]) {
+        init(_ answer: JSON, _ answers: [ProxyKind: JSON] = [:], binary: Bool = false) {
             self.answer = Mutex(answer)
             self.answers = Mutex(answers)
+            self.binary = binary
         }
 
         func handles(_ route: ProxyRoute) -> Bool { true }
+
+        func binaryEncoding(_ route: ProxyRoute) -> Bool { binary }
 
         func post(_ route: ProxyRoute, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
             bodies.withLock { $0.append((route.kind, body)) }
@@ -54,6 +59,27 @@ import Testing
         let (kind, body) = try #require(backend.bodies.withLock { $0.last })
         #expect(kind == .rpc && body["method"] == "app.thing" && body["user"] == "alice" && body["data"] == ["n": 1])
         #expect(try await alice.call(.ping).body == .ping, "the connection goes on")
+    }
+
+    /// `encoding` names the proxy's mode, not the client's: `json` with `data` as the client
+    /// wrote it (Protobuf clients included), or, with `binary_encoding`, `binary` with every
+    /// payload as `b64data`; `protocol` names the client's encoding.
+    @Test(arguments: [false, true])
+    func theEncodingIsTheProxysAndPayloadsFollowIt(binary: Bool) async throws {
+        let backend = CannedBackend(["result": [:]], binary: binary)
+        let node = try await Self.node(backend)
+        for encoding in [ProtocolEncoding.json, .protobuf] {
+            var client = try await TestClient.connected(node, user: "alice", encoding: encoding)
+            _ = try await client.call(.rpc(method: "app.thing", data: ["n": 1]))
+            let (_, body) = try #require(backend.bodies.withLock { $0.last })
+            #expect(body["encoding"] == (binary ? "binary" : "json"))
+            #expect(body["protocol"] == (encoding == .json ? "json" : "protobuf"))
+            if binary {
+                #expect(body["data"] == nil && body["b64data"] == .string(Data(#"{"n":1}"#.utf8).base64EncodedString()), "\(body.text)")
+            } else {
+                #expect(body["data"] == ["n": 1] && body["b64data"] == nil, "\(body.text)")
+            }
+        }
     }
 
     @Test func aDisconnectAnswerClosesWithItsCode() async throws {

@@ -335,6 +335,8 @@ import Testing
         (#"{"proxy_rpc_endpoint":"ftp://backend"}"#, "'proxy_rpc_endpoint' expected an http(s) URL, got 'ftp://backend'"),
         (#"{"proxies":[{"name":"a","endpoint":"ftp://x"}]}"#, "proxies[0].endpoint expected an http(s) URL"),
         (#"{"proxies":[{"name":"a","endpoint":"http://x","retries":1}]}"#, "unknown key 'proxies[0].retries'"),
+        (#"{"proxies":[{"name":"a","endpoint":"http://x","binary_encoding":"yes"}]}"#, "'proxies[0].binary_encoding' expected true or false"),
+        (#"{"proxy_rpc_binary_encoding":1}"#, "'proxy_rpc_binary_encoding' expected true or false"),
         (#"{"rpc_proxies":[{"prefix":"billing."}]}"#, "rpc_proxies[0].proxy is required"),
         (#"{"allowed_origins":["https://a b.example"]}"#, "'allowed_origins' 'https://a b.example' is not an origin pattern"),
         (#"{"internal_listen":"9000"}"#, "'internal_listen' expected host:port, got '9000'"),
@@ -376,14 +378,19 @@ import Testing
     @Test func proxiesByNameAreReadAndTheNamesTheyAreGivenChecked() throws {
         let file = try write(
             #"""
-            {"proxies": [{"name": "billing", "endpoint": "http://127.0.0.1:9/billing", "timeout": "2s"}],
+            {"proxies": [{"name": "billing", "endpoint": "http://127.0.0.1:9/billing", "timeout": "2s", "binary_encoding": true}],
              "rpc_proxies": [{"prefix": "billing.", "proxy": "billing"}], "proxy_rpc_endpoint": "http://127.0.0.1:9/rpc",
-             "proxy_rpc_timeout": "300ms", "proxy_http_headers": "Cookie, X-App",
+             "proxy_rpc_timeout": "300ms", "proxy_http_headers": "Cookie, X-App", "proxy_sub_refresh_binary_encoding": true,
              "namespaces": [{"name": "shop", "subscribe_proxy_name": "billing", "proxy_publish": true}]}
             """#)
         let configuration = try ConfigurationLoader.load(file: file, environment: [:], flags: [:])
-        #expect(configuration.namedProxies == ["billing": ProxyEndpoint(url: "http://127.0.0.1:9/billing", timeout: .seconds(2))])
-        #expect(configuration.proxyEndpoints == [.rpc: ProxyEndpoint(url: "http://127.0.0.1:9/rpc", timeout: .milliseconds(300))])
+        #expect(
+            configuration.namedProxies == ["billing": ProxyEndpoint(url: "http://127.0.0.1:9/billing", timeout: .seconds(2), binaryEncoding: true)])
+        #expect(
+            configuration.proxyEndpoints == [
+                .rpc: ProxyEndpoint(url: "http://127.0.0.1:9/rpc", timeout: .milliseconds(300)),
+                .subRefresh: ProxyEndpoint(url: "", binaryEncoding: true),
+            ])
         #expect(configuration.hub.rpcProxies == [RPCProxyRoute(prefix: "billing.", proxy: "billing")])
         #expect(configuration.proxyHTTPHeaders == ["Cookie", "X-App"])
         #expect(configuration.hub.namespaces["shop"]?.subscribeProxyName == "billing" && configuration.hub.namespaces["shop"]?.proxyPublish == true)
