@@ -1,5 +1,6 @@
 """The server API through the official cent client."""
 import asyncio
+import json
 
 import pytest
 from cent import (BatchRequest, BroadcastRequest, Disconnect, ChannelsRequest, Client as ApiClient, CentApiResponseError, CentUnauthorizedError,
@@ -163,3 +164,14 @@ def test_publish_options_as_centrifugo_honours_them(api, server, codec):
         await client.disconnect()
 
     asyncio.run(scenario())
+
+
+def test_transport_error_mode_answers_http_statuses(server):
+    import urllib.error
+    headers = {"X-API-Key": API_KEY, "X-Centrifugo-Error-Mode": "transport"}
+    for body, status, code in [({"channel": "nowhere:x", "data": 1}, 404, 102), ({"channel": "room:x", "data": 1, "colour": 1}, 400, 107)]:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            post(f"{server.api_url}/publish", body, headers)
+        assert refused.value.code == status
+        assert json.loads(refused.value.read())["code"] == code
+    assert "offset" in post(f"{server.api_url}/publish", {"channel": "room:x", "data": 1}, headers)["result"]

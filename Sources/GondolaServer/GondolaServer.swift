@@ -189,7 +189,7 @@ public final class GondolaServer: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer, engine: cluster?.health))))
         }
-        ServerAPIEndpoint(api: api, apiKey: configuration.apiKey).addRoutes(to: router)
+        ServerAPIEndpoint(api: api, apiKey: configuration.apiKey, transportErrors: configuration.apiTransportErrors).addRoutes(to: router)
     }
 
     /// The server API with every installed domain's methods.
@@ -338,10 +338,14 @@ struct HubService: Service {
     }
 }
 
-/// `POST /api/<method>` with the `X-API-Key` header.
+/// `POST /api/<method>` with the `X-API-Key` header. A method's error answers `200` with
+/// `{"error": {...}}`, or, in Centrifugo's transport error mode (`transportErrors`, or the
+/// request's `X-Centrifugo-Error-Mode: transport`), the HTTP status `status(ofError:)` maps
+/// its code to, with the error object as the body; `batch` answers its replies either way.
 struct ServerAPIEndpoint: Sendable {
     let api: ServerAPI
     let apiKey: String
+    let transportErrors: Bool
     static let bodyLimit = 1 << 20
 
     func addRoutes(to router: HTTPRouter) {
@@ -360,7 +364,23 @@ struct ServerAPIEndpoint: Sendable {
             guard let answer = await api.call(method, body: body) else {
                 return JSONResponse.error(.notFound, code: 104, "unknown server API method '\(method)'")
             }
+            if transportErrors || request.headers[.init("X-Centrifugo-Error-Mode")!] == "transport", let error = answer["error"],
+                case let .int(code)? = error["code"]
+            {
+                return JSONResponse.make(error, status: Self.status(ofError: code))
+            }
             return JSONResponse.make(answer)
+        }
+    }
+
+    /// The HTTP status of an error code in the transport error mode, as Centrifugo maps them.
+    static func status(ofError code: Int64) -> HTTPResponse.Status {
+        switch code {
+        case 102, 104: .notFound
+        case 107, 108: .badRequest
+        case 112: .rangeNotSatisfiable
+        case 113: .conflict
+        default: .internalServerError
         }
     }
 }

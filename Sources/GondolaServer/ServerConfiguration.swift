@@ -61,6 +61,9 @@ public struct ServerConfiguration: Sendable {
     public var tokenAudience = ""
     public var tokenIssuer = ""
     public var apiKey = ""
+    /// `http_api_error_mode: transport`: every server API error answers with an HTTP status
+    /// (Centrifugo's transport error mode), not only for callers that ask for it.
+    public var apiTransportErrors = false
     public var devLogin = false
     public var telegramBotToken = ""
     public var maxFrameBytes = 65536
@@ -183,7 +186,8 @@ public enum ConfigurationLoader {
         [
             "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
             "token_jwks_public_endpoint", "token_user_id_claim", "token_hmac_secret_previous", "token_hmac_secret_previous_until",
-            "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "dev_login",
+            "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "http_api_error_mode",
+            "dev_login",
             "telegram_bot_token",
             "ping_interval", "pong_timeout", "client_queue_max_bytes",
             "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level",
@@ -349,6 +353,12 @@ public enum ConfigurationLoader {
             configuration.proxyEndpoints[try Self.proxyKind(key, "_binary_encoding", field), default: ProxyEndpoint(url: "")].binaryEncoding =
                 try field.bool()
         case "api_key": configuration.apiKey = try field.string()
+        case "http_api_error_mode":
+            switch try field.string() {
+            case "transport": configuration.apiTransportErrors = true
+            case "custom": configuration.apiTransportErrors = false
+            case let other: throw field.error("expected 'transport' or 'custom', got '\(other)'")
+            }
         case "dev_login": configuration.devLogin = try field.bool()
         case "telegram_bot_token": configuration.telegramBotToken = try field.string()
         case "ping_interval": configuration.hub.pingInterval = try field.duration(allowZero: true)
