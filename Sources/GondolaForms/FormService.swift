@@ -192,7 +192,7 @@ public final class FormService: Sendable {
                 "type": "value", "doc": .string(id), "key": .string(key), "value": stored, "version": .int(version), "by": .string(user),
                 "shown": .array(order(after.subtracting(before))), "hidden": .array(order(before.subtracting(after))),
             ]
-            publish(id, change)
+            await publish(id, change)
             return change
         }
     }
@@ -216,7 +216,7 @@ public final class FormService: Sendable {
             let version = doc.version + 1
             try await databaseWrite { try await repository.submit(id, submission: submission, version: version, now: unixMilliseconds()) }
             let change: JSON = ["type": "submitted", "doc": .string(id), "version": .int(version), "submission": submission]
-            publish(id, change)
+            await publish(id, change)
             return change
         }
     }
@@ -228,7 +228,7 @@ public final class FormService: Sendable {
             guard doc.owner == user else { throw .permissionDenied("only the owner of form \(id) may discard it") }
             guard doc.state == "draft" else { throw .notAvailable("form \(id) is submitted and is kept") }
             try await databaseWrite { try await repository.delete(id) }
-            publish(id, ["type": "discarded", "doc": .string(id)])
+            await publish(id, ["type": "discarded", "doc": .string(id)])
         }
     }
 
@@ -242,7 +242,7 @@ public final class FormService: Sendable {
             throw .limitExceeded("a form is shared with at most \(Self.maxSharesPerDoc) users")
         }
         try await databaseWrite { try await repository.share(id, with: other) }
-        publish(id, ["type": "shared", "doc": .string(id), "user": .string(other)])
+        await publish(id, ["type": "shared", "doc": .string(id), "user": .string(other)])
         return try await databaseRead { try await repository.sharedUsers(of: id) }
     }
 
@@ -251,8 +251,16 @@ public final class FormService: Sendable {
         try await editLocks.withLock(doc, body)
     }
 
-    private func publish(_ doc: String, _ data: JSON) {
-        node.publishInBackground(channel: Self.channelPrefix + doc, data: Payload(data))
+    /// Publishes a committed change on the document's channel and waits until it is in the
+    /// channel's stream: called under the document's lock, which is the cluster's, so the
+    /// changes of any node are stored and pushed in version order. A failure is logged
+    /// (editors catch up with `form.get`).
+    private func publish(_ doc: String, _ data: JSON) async {
+        do {
+            try await node.publish(channel: Self.channelPrefix + doc, data: Payload(data))
+        } catch {
+            logger.error("form change not published", metadata: ["doc": "\(doc)", "error": "\(error)"])
+        }
     }
 }
 
