@@ -24,6 +24,8 @@ public final class ClientSession: Sendable {
         var refreshedByProxy = false
         /// Proxy refreshes under way: the connection's (nil key) and subscriptions'.
         var proxyRefreshing: Set<String?> = []
+        /// The `connect`'s emulated headers that `proxy_emulated_headers` lets through.
+        var emulatedHeaders: [(name: String, value: String)] = []
         var closed = false
         let openedAt: ContinuousClock.Instant
         var lastSeen: ContinuousClock.Instant
@@ -259,6 +261,11 @@ public final class ClientSession: Sendable {
         }
         let credentials: Credentials
         var connectData: RawJSON?
+        let allowed = node.configuration.proxyEmulatedHeaders
+        if !allowed.isEmpty {
+            let emulated = request.headers.filter { allowed.contains($0.key.lowercased()) }.sorted { $0.key < $1.key }
+            state.withLock { $0.emulatedHeaders = emulated.map { (name: $0.key, value: $0.value) } }
+        }
         if request.token.isEmpty, let proxy = node.proxy, proxy.route(.connect) != nil {
             (credentials, connectData) = try await proxyConnect(request, proxy)
             if proxy.route(.refresh) != nil { state.withLock { $0.refreshedByProxy = true } }
@@ -545,7 +552,11 @@ public final class ClientSession: Sendable {
 
     /// Who this client is, for a proxy request.
     private func proxyCaller(user: String) -> BackendProxy.Caller {
-        BackendProxy.Caller(client: id, user: user, encoding: encoding, meta: state.withLock { $0.credentials?.meta }, headers: forwardedHeaders)
+        let (meta, emulated) = state.withLock { ($0.credentials?.meta, $0.emulatedHeaders) }
+        // A header the upgrade request carried wins over the client's emulated one.
+        let transport = Set(forwardedHeaders.map { $0.name.lowercased() })
+        let headers = emulated.filter { !transport.contains($0.name.lowercased()) } + forwardedHeaders
+        return BackendProxy.Caller(client: id, user: user, encoding: encoding, meta: meta, headers: headers)
     }
 
     /// A connect without a token: the backend's answer names the user, as a token's claims

@@ -42,6 +42,10 @@ public struct HubConfiguration: Sendable {
     public var userPersonalChannelNamespace = "personal"
     /// RPC method prefixes sent to a named proxy (`rpc_proxies`), the longest match first.
     public var rpcProxies: [RPCProxyRoute] = []
+    /// Header names (lower-cased) of a `connect`'s emulated `headers` that go with the
+    /// connection's proxy requests (`proxy_emulated_headers`); the client controls their
+    /// values, so only names the backend checks for itself belong here.
+    public var proxyEmulatedHeaders: Set<String> = []
 
     public init() {}
 

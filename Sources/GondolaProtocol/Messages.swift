@@ -122,12 +122,16 @@ public struct ConnectRequest: Sendable, Equatable {
     public var name: String = ""
     public var version: String = ""
     public var subs: [String: SubscribeRequest] = [:]
+    /// Headers the SDK emulates (browsers cannot set a WebSocket's headers): for the proxy
+    /// requests, where the configuration lets them through.
+    public var headers: [String: String] = [:]
 
-    public init(token: String = "", data: RawJSON? = nil, name: String = "", version: String = "") {
+    public init(token: String = "", data: RawJSON? = nil, name: String = "", version: String = "", headers: [String: String] = [:]) {
         self.token = token
         self.data = data
         self.name = name
         self.version = version
+        self.headers = headers
     }
 
     public var json: JSON {
@@ -137,11 +141,13 @@ public struct ConnectRequest: Sendable, Equatable {
         object.add("name", name)
         object.add("version", version)
         object.add("subs", map: subs.mapValues(\.json))
+        object.add("headers", map: headers.mapValues { .string($0) })
         return object.json
     }
 
     public init(json: JSON) throws(ProtocolDecodingError) {
         let fields = try ProtocolFields(json, path: "connect")
+        headers = try fields.stringMap("headers")
         token = try fields.protobufString("token")
         data = fields.raw("data")
         name = try fields.protobufString("name")

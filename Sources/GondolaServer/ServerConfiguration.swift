@@ -186,7 +186,8 @@ public enum ConfigurationLoader {
         [
             "listen", "database", "token_hmac_secret", "token_rsa_public_key_file", "token_ecdsa_public_key_file", "token_jwks_file",
             "token_jwks_public_endpoint", "token_user_id_claim", "token_hmac_secret_previous", "token_hmac_secret_previous_until",
-            "token_audience", "token_issuer", "proxy_http_headers", "proxy_max_in_flight", "proxies", "rpc_proxies", "api_key", "http_api_error_mode",
+            "token_audience", "token_issuer", "proxy_http_headers", "proxy_emulated_headers", "proxy_max_in_flight", "proxies", "rpc_proxies",
+            "api_key", "http_api_error_mode",
             "dev_login",
             "telegram_bot_token",
             "ping_interval", "pong_timeout", "client_queue_max_bytes",
@@ -318,6 +319,7 @@ public enum ConfigurationLoader {
         case "token_audience": configuration.tokenAudience = try field.nonEmptyString()
         case "token_issuer": configuration.tokenIssuer = try field.nonEmptyString()
         case "proxy_http_headers": configuration.proxyHTTPHeaders = try field.list(of: "header names")
+        case "proxy_emulated_headers": configuration.hub.proxyEmulatedHeaders = Set(try field.list(of: "header names").map { $0.lowercased() })
         case "proxies":
             for (index, entry) in try field.objects(keys: ["name", "endpoint", "timeout", "binary_encoding"]).enumerated() {
                 let name = try entry.string("name", path: "proxies[\(index)]")

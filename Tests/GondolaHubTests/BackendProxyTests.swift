@@ -18,6 +18,8 @@ import Testing
         let names = Mutex<[String?]>([])
         /// Whether every endpoint takes `binary_encoding`.
         let binary: Bool
+        /// The headers each request went with, as `name: value`.
+        let sentHeaders = Mutex<[[String]]>([])
 
         init(_ answer: JSON, _ answers: [ProxyKind: JSON] = [:], binary: Bool = false) {
             self.answer = Mutex(answer)
@@ -31,6 +33,7 @@ import Testing
 
         func post(_ route: ProxyRoute, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
             bodies.withLock { $0.append((route.kind, body)) }
+            sentHeaders.withLock { $0.append(headers.map { "\($0.name): \($0.value)" }) }
             names.withLock { $0.append(route.name) }
             return answers.withLock { $0[route.kind] } ?? answer.withLock { $0 }
         }
@@ -80,6 +83,25 @@ import Testing
                 #expect(body["data"] == ["n": 1] && body["b64data"] == nil, "\(body.text)")
             }
         }
+    }
+
+    /// A browser's SDK sends its headers in `connect` (it cannot set a WebSocket's): those
+    /// `proxy_emulated_headers` names go with every proxy request of the connection, the
+    /// upgrade's own forwarded header wins over an emulated one, and the rest are dropped.
+    @Test func emulatedHeadersReachTheBackendOnlyWhenListed() async throws {
+        let backend = CannedBackend(["result": ["user": "bob"]], [.rpc: ["result": [:]]])
+        let configuration = testConfiguration { $0.proxyEmulatedHeaders = ["x-app-token", "authorization"] }
+        let node = Node(configuration: configuration, tokens: try await ConnectionTokens(secret: testSecret), proxy: backend)
+        let session = node.accept(forwardedHeaders: [(name: "Authorization", value: "Bearer from-upgrade")])
+        var client = TestClient(node: node, session: session)
+        let headers = ["X-App-Token": "signed-by-app", "Authorization": "Bearer forged", "X-Trusted": "forged"]
+        guard case .connect = try await client.call(.connect(ConnectRequest(headers: headers))).body else {
+            Issue.record("connect failed")
+            return
+        }
+        _ = try await client.call(.rpc(method: "app.thing", data: nil))
+        let expected = ["X-App-Token: signed-by-app", "Authorization: Bearer from-upgrade"]
+        #expect(backend.sentHeaders.withLock { $0 } == [expected, expected], "the connect and the RPC request")
     }
 
     @Test func aDisconnectAnswerClosesWithItsCode() async throws {

@@ -51,6 +51,12 @@ struct TestClient {
         self.session = node.accept(encoding: encoding)
     }
 
+    /// A client on a session the test accepted itself (with forwarded headers, say).
+    init(node: Node, session: ClientSession) {
+        self.node = node
+        self.session = session
+    }
+
     static func connected(_ node: Node, user: String, info: JSON? = nil, encoding: ProtocolEncoding = .json) async throws -> TestClient {
         var client = TestClient(node: node, encoding: encoding)
         let token = try await ConnectionTokens(secret: testSecret).mint(user: user, info: info)

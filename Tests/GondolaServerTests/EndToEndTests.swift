@@ -380,7 +380,7 @@ import Testing
             #"""
             {"proxies": [{"name": "billing", "endpoint": "http://127.0.0.1:9/billing", "timeout": "2s", "binary_encoding": true}],
              "rpc_proxies": [{"prefix": "billing.", "proxy": "billing"}], "proxy_rpc_endpoint": "http://127.0.0.1:9/rpc",
-             "proxy_rpc_timeout": "300ms", "proxy_http_headers": "Cookie, X-App", "proxy_sub_refresh_binary_encoding": true,
+             "proxy_rpc_timeout": "300ms", "proxy_http_headers": "Cookie, X-App", "proxy_sub_refresh_binary_encoding": true, "proxy_emulated_headers": ["X-App-Token"],
              "namespaces": [{"name": "shop", "subscribe_proxy_name": "billing", "proxy_publish": true}]}
             """#)
         let configuration = try ConfigurationLoader.load(file: file, environment: [:], flags: [:])
@@ -393,6 +393,7 @@ import Testing
             ])
         #expect(configuration.hub.rpcProxies == [RPCProxyRoute(prefix: "billing.", proxy: "billing")])
         #expect(configuration.proxyHTTPHeaders == ["Cookie", "X-App"])
+        #expect(configuration.hub.proxyEmulatedHeaders == ["x-app-token"])
         #expect(configuration.hub.namespaces["shop"]?.subscribeProxyName == "billing" && configuration.hub.namespaces["shop"]?.proxyPublish == true)
         try configuration.checkProxyNames()
         let unknown = try ConfigurationLoader.load(

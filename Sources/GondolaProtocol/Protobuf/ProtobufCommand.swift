@@ -70,7 +70,8 @@ extension Command {
         case "connect":
             let connect = message.connect
             var request = ConnectRequest(
-                token: connect.token, data: try payload(connect.data, "connect.data"), name: connect.name, version: connect.version)
+                token: connect.token, data: try payload(connect.data, "connect.data"), name: connect.name, version: connect.version,
+                headers: connect.headers)
             for (channel, subscription) in connect.subs {
                 request.subs[channel] = try SubscribeRequest(protobuf: subscription, channel: channel)
             }
@@ -108,6 +109,7 @@ extension Command {
             connect.name = request.name
             connect.version = request.version
             connect.subs = request.subs.mapValues(\.protobuf)
+            connect.headers = request.headers
             command.connect = connect
         case let .subscribe(request): command.subscribe = request.protobuf
         case let .unsubscribe(channel): command.unsubscribe.channel = channel
