@@ -146,7 +146,7 @@ struct BackendProxy: Sendable {
     /// A payload for a request: `b64data` with the binary encoding, else `data` as it was
     /// written; a payload that is not JSON (a Protobuf client's bytes) cannot be `data`, so it
     /// goes as `b64data` either way.
-    static func payload(_ data: Payload?, binary: Bool) -> [(key: String, value: JSON)] {
+    private static func payload(_ data: Payload?, binary: Bool) -> [(key: String, value: JSON)] {
         guard let data else { return [] }
         if data.isJSON && !binary { return [("data", .raw(RawJSON(trusted: data.bytes)))] }
         return [("b64data", .string(Data(data.bytes).base64EncodedString()))]

@@ -24,8 +24,9 @@ public final class ClientSession: Sendable {
         var refreshedByProxy = false
         /// Proxy refreshes under way: the connection's (nil key) and subscriptions'.
         var proxyRefreshing: Set<String?> = []
-        /// The `connect`'s emulated headers that `proxy_emulated_headers` lets through.
-        var emulatedHeaders: [(name: String, value: String)] = []
+        /// The headers of the connection's proxy requests: the `connect`'s emulated ones that
+        /// `proxy_emulated_headers` lets through, then the upgrade's forwarded ones.
+        var proxyHeaders: [(name: String, value: String)]
         var closed = false
         let openedAt: ContinuousClock.Instant
         var lastSeen: ContinuousClock.Instant
@@ -48,7 +49,7 @@ public final class ClientSession: Sendable {
         let now = ContinuousClock.now
         self.state = Mutex(
             State(
-                openedAt: now, lastSeen: now, nextPingAt: now + configuration.pingInterval,
+                proxyHeaders: forwardedHeaders, openedAt: now, lastSeen: now, nextPingAt: now + configuration.pingInterval,
                 bucket: TokenBucket(rate: configuration.commandRate, burst: configuration.commandBurst, now: now)))
     }
 
@@ -263,8 +264,11 @@ public final class ClientSession: Sendable {
         var connectData: RawJSON?
         let allowed = node.configuration.proxyEmulatedHeaders
         if !allowed.isEmpty {
-            let emulated = request.headers.filter { allowed.contains($0.key.lowercased()) }.sorted { $0.key < $1.key }
-            state.withLock { $0.emulatedHeaders = emulated.map { (name: $0.key, value: $0.value) } }
+            // A header the upgrade request carried wins over the client's emulated one.
+            let transport = Set(forwardedHeaders.map { $0.name.lowercased() })
+            let emulated = request.headers.filter { allowed.contains($0.key.lowercased()) && !transport.contains($0.key.lowercased()) }
+                .sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+            state.withLock { $0.proxyHeaders = emulated + forwardedHeaders }
         }
         if request.token.isEmpty, let proxy = node.proxy, proxy.route(.connect) != nil {
             (credentials, connectData) = try await proxyConnect(request, proxy)
@@ -552,10 +556,7 @@ public final class ClientSession: Sendable {
 
     /// Who this client is, for a proxy request.
     private func proxyCaller(user: String) -> BackendProxy.Caller {
-        let (meta, emulated) = state.withLock { ($0.credentials?.meta, $0.emulatedHeaders) }
-        // A header the upgrade request carried wins over the client's emulated one.
-        let transport = Set(forwardedHeaders.map { $0.name.lowercased() })
-        let headers = emulated.filter { !transport.contains($0.name.lowercased()) } + forwardedHeaders
+        let (meta, headers) = state.withLock { ($0.credentials?.meta, $0.proxyHeaders) }
         return BackendProxy.Caller(client: id, user: user, encoding: encoding, meta: meta, headers: headers)
     }
 

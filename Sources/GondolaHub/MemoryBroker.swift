@@ -35,8 +35,7 @@ import Synchronization
     ) {
         let outcome = Result { () throws(HubError) -> StreamPosition? in
             try locks.withLock(channel) { () throws(HubError) -> StreamPosition? in
-                let now = ContinuousClock.now
-                if let key = publishing.idempotencyKey, let earlier = idempotentResults.result(channel: channel, key: key, now: now) {
+                if let key = publishing.idempotencyKey, let earlier = idempotentResults.result(channel: channel, key: key, now: .now) {
                     return earlier
                 }
                 var publication = publication
@@ -48,7 +47,7 @@ import Synchronization
                     }
                 }
                 deliver(.publication(channel: channel, publication))
-                if let key = publishing.idempotencyKey { idempotentResults.remember(position, channel: channel, key: key, now: now) }
+                if let key = publishing.idempotencyKey { idempotentResults.remember(position, channel: channel, key: key, now: .now) }
                 return position
             }
         }

@@ -65,53 +65,24 @@ final class IdempotentResults: Sendable {
     static let lifetime = Duration.seconds(300)
     static let limit = 100_000
 
-    private struct State {
-        var positions: [String: StreamPosition?] = [:]
-        /// Keys in the order they were stored, with when each expires.
-        var order: [(key: String, expires: ContinuousClock.Instant)] = []
-        /// Index in `order` of its oldest key still kept.
-        var head = 0
-    }
-
-    private let state = Mutex(State())
+    private let results = Mutex(RecentMemo<String, StreamPosition?, ContinuousClock.Instant>(maxEntries: limit))
 
     /// The position answered for `key` on `channel` within its lifetime, if any (`.some(nil)`:
     /// published without a stream).
     func result(channel: String, key: String, now: ContinuousClock.Instant) -> StreamPosition?? {
-        state.withLock { state in
-            Self.expire(&state, now: now)
-            return state.positions[Self.entry(channel, key)]
+        results.withLock { results in
+            results.forget(now: now)
+            return results.value(of: Self.entry(channel, key))
         }
     }
 
     /// Keeps the answer for `key` on `channel`.
     func remember(_ position: StreamPosition?, channel: String, key: String, now: ContinuousClock.Instant) {
-        state.withLock { state in
-            Self.expire(&state, now: now)
-            let entry = Self.entry(channel, key)
-            if state.positions.updateValue(position, forKey: entry) == nil {
-                state.order.append((entry, now + Self.lifetime))
-            }
-            while state.positions.count > Self.limit { Self.dropOldest(&state) }
-        }
+        results.withLock { $0.remember(position, for: Self.entry(channel, key), until: now + Self.lifetime, now: now) }
     }
 
     /// How many keys are kept.
-    var count: Int { state.withLock { $0.positions.count } }
+    var count: Int { results.withLock { $0.count } }
 
     private static func entry(_ channel: String, _ key: String) -> String { "\(channel)\u{0}\(key)" }
-
-    private static func expire(_ state: inout State, now: ContinuousClock.Instant) {
-        while state.head < state.order.count, state.order[state.head].expires <= now { dropOldest(&state) }
-    }
-
-    private static func dropOldest(_ state: inout State) {
-        state.positions[state.order[state.head].key] = nil
-        state.head += 1
-        // Compact once the dropped prefix is most of the array.
-        if state.head > 1024, state.head * 2 > state.order.count {
-            state.order.removeFirst(state.head)
-            state.head = 0
-        }
-    }
 }

@@ -1,3 +1,5 @@
+import GondolaHub
+
 /// The chat sends of the last minutes by sender and `client_message_id`, with the
 /// offset each was stored at: a retry of a send whose reply was lost finds its
 /// message here and is answered with it instead of being stored twice.
@@ -27,40 +29,29 @@ struct RecentChatSends {
     }
 
     let limits: Limits
-    private var offsets: [ChatMessageKey: UInt64] = [:]
-    /// Every remembered send, oldest first from `head` on.
-    private var order: [Entry] = []
-    private var head = 0
+    /// Each remembered send's offset, until a send older than the window: a send of `ts` is
+    /// due at `ts + window + 1`, so one exactly `window` old is still remembered.
+    private var offsets: RecentMemo<ChatMessageKey, UInt64, Int64>
 
     /// Remembers `entries` (oldest first), keeping the newest that the limits allow at `now`.
     init(limits: Limits = Limits(), entries: [Entry] = [], now: Int64) {
         self.limits = limits
+        offsets = RecentMemo(maxEntries: limits.maxEntries)
         for entry in entries { remember(entry, now: now) }
     }
 
     var count: Int { offsets.count }
 
     /// The offset `key` was stored at, if it is remembered.
-    func offset(of key: ChatMessageKey) -> UInt64? { offsets[key] }
+    func offset(of key: ChatMessageKey) -> UInt64? { offsets.value(of: key) }
 
     /// Remembers a stored send and forgets what the limits no longer allow at `now`.
     mutating func remember(_ entry: Entry, now: Int64) {
-        offsets[entry.key] = entry.offset
-        order.append(entry)
-        forget(now: now)
+        offsets.remember(entry.offset, for: entry.key, until: entry.ts + limits.windowMilliseconds + 1, now: now)
     }
 
     /// Forgets sends older than the window at `now` and the oldest beyond `maxEntries`.
     mutating func forget(now: Int64) {
-        while head < order.count, order.count - head > limits.maxEntries || order[head].ts < now - limits.windowMilliseconds {
-            let oldest = order[head]
-            // A key stored again after it was forgotten maps to its newer offset: keep that one.
-            if offsets[oldest.key] == oldest.offset { offsets[oldest.key] = nil }
-            head += 1
-        }
-        if head > 1024, head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
-        }
+        offsets.forget(now: now)
     }
 }
