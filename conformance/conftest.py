@@ -30,8 +30,11 @@ CONFIG = {
         {"name": "room", "history_size": 50, "history_ttl": "300s", "presence": True, "join_leave": True,
          "allow_subscribe_for_client": True, "allow_publish_for_subscriber": True,
          "allow_history_for_subscriber": True, "allow_presence_for_subscriber": True},
-        {"name": "frames", "history_size": 50, "history_ttl": "300s", "allowed_delta_types": ["fossil"],
+        {"name": "frames", "history_size": 50, "history_ttl": "300s", "allowed_delta_types": ["fossil"], "delta_publish": True,
          "allow_subscribe_for_client": True, "allow_history_for_subscriber": True},
+        # Deltas only for the publications that ask for one (`delta` in publish).
+        {"name": "patches", "history_size": 50, "history_ttl": "300s", "allowed_delta_types": ["fossil"],
+         "allow_subscribe_for_client": True},
         {"name": "lobby", "presence": True, "join_leave": True, "force_push_join_leave": True,
          "allow_subscribe_for_client": True, "allow_publish_for_subscriber": True},
         # Closed to clients: only a subscription token opens it.

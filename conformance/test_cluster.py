@@ -20,7 +20,7 @@ import jwt
 import pytest
 from cent import (Client as ApiClient, DisconnectRequest, HistoryRequest, InfoRequest, PresenceRequest,
                   PresenceStatsRequest, PublishRequest, UnsubscribeRequest)
-from centrifuge import Client, ClientState, StreamPosition
+from centrifuge import Client, ClientState, DeltaType, StreamPosition
 
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint
 from helpers import ClientEvents, Events, SubEvents, call, chat_history, metric_becomes, post, server_api, trip_mates
@@ -207,6 +207,21 @@ async def test_publication_tags_and_skip_history_across_nodes(cluster, codec):
         answer = post(f"{cluster.nodes[0].api_url}/publish", {"channel": channel, "data": {"n": 3}, **option}, {"X-API-Key": API_KEY})
         assert answer["error"]["code"] == 108 and next(iter(option)) in answer["error"]["message"], answer
     assert len(events.of("publication")) == 2
+    await reader.disconnect()
+
+
+async def test_deltas_cross_nodes_as_published(cluster, codec):
+    """`delta` travels with the publication: a node delivers as a delta exactly what was
+    published with it through another node."""
+    channel = f"patches:cluster-{codec.name}"
+    reader, _ = await client_on(cluster.nodes[1], f"delta-reader-{codec.name}", codec)
+    _, events = await subscribed(reader, channel, delta=DeltaType.FOSSIL)
+    frames = [{"positions": [{"user": f"t{i}", "lat": 45.3 + i / 1000 + n / 100000, "lon": 6.58} for i in range(8)]} for n in range(4)]
+    for frame, delta in zip(frames, [True, True, False, True]):
+        server_api(cluster.nodes[0], "publish", {"channel": channel, "data": frame, "delta": delta})
+    publications = [ctx.pub for ctx in await events.wait("publication", 4, timeout=10)]
+    assert [codec.into(p.data) for p in publications] == frames
+    assert [p.delta for p in publications] == [False, True, False, True]
     await reader.disconnect()
 
 

@@ -4,7 +4,7 @@ from cent import Client as ApiClient, PublishRequest
 from centrifuge import DeltaType
 
 from conftest import API_KEY
-from helpers import Events, SubEvents, connected_client
+from helpers import Events, SubEvents, connected_client, server_api
 
 
 def frame(n):
@@ -65,4 +65,20 @@ async def test_a_namespace_without_deltas_negotiates_none(server, codec):
     received = await events.wait("publication", 3)
     assert [codec.into(p.pub.data) for p in received] == [frame(n) for n in range(3)]
     assert not any(p.pub.delta for p in received)
+    await client.disconnect()
+
+
+async def test_only_publications_published_with_delta_go_as_deltas(server, codec):
+    """Without the namespace's delta_publish, `delta` in publish decides, publication by
+    publication; every publication is the base of the next delta."""
+    channel = f"patches:mixed-{codec.name}"
+    client, events, _ = await subscribe(server, f"patches-{codec.name}", codec, channel, delta=DeltaType.FOSSIL)
+    asked = [True, True, False, True, None, True]
+    for n, delta in enumerate(asked):
+        options = {} if delta is None else {"delta": delta}
+        server_api(server, "publish", {"channel": channel, "data": frame(n), **options})
+    received = await events.wait("publication", len(asked))
+    assert [codec.into(p.pub.data) for p in received] == [frame(n) for n in range(len(asked))]
+    # The first has no base; the others are deltas exactly when asked.
+    assert [p.pub.delta for p in received] == [False, True, False, True, False, True]
     await client.disconnect()

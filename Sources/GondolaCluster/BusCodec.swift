@@ -7,9 +7,9 @@ import GondolaProtocol
 /// A notification is `{"n":<node uid>,"s":<sequence>,"e":[event…]}`, or, for an
 /// event too large for a notification (8,000 bytes), `{"n":…,"s":…,"r":<row id>}`
 /// naming the row of `cluster_bus_payload` that holds the events array. Each event
-/// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info,"g":{tags}}`
-/// (a binary payload as `"b":"<base64>"` instead of `"d"`; `"i"` and `"g"` only when present) for a
-/// publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
+/// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info,"g":{tags},"f":true}`
+/// (a binary payload as `"b":"<base64>"` instead of `"d"`; `"i"` and `"g"` only when present, `"f"`
+/// only when the publication may go as a delta) for a publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
 /// `"c"` (and `"cl"`, the one client) for an unsubscribe, `"x"` with `"u"`, `"c"` (close code), `"r"`
 /// (reason), `"k"` (clients kept) and `"cl"` (the one client) for a disconnect, `"d"` with `"k"` (topic),
 /// `"n"` (origin node) and `"d"` (payload) for a domain's change, `"r"` with those and `"g"`
@@ -31,6 +31,7 @@ enum BusCodec {
                 data.isJSON ? ("d", .string(String(decoding: data.bytes, as: UTF8.self))) : ("b", .string(Data(data.bytes).base64EncodedString())))
             if let info = publication.info { members.append(("i", info.json)) }
             if !publication.tags.isEmpty { members.append(("g", PublicationTags.json(publication.tags))) }
+            if publication.useDelta { members.append(("f", true)) }
             json = .object(members)
         case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
         case let .leave(channel, info): json = ["t": "l", "c": .string(channel), "i": info.json]
@@ -156,7 +157,8 @@ enum BusCodec {
             if case let .int(value)? = json["o"] { offset = UInt64(value) }
             let tags = try json["g"].map { (tags) throws in try PublicationTags.read(tags) } ?? [:]
             return .publication(
-                channel: try string("c"), Publication(offset: offset, data: data, info: json["i"] == nil ? nil : try info(), tags: tags))
+                channel: try string("c"),
+                Publication(offset: offset, data: data, info: json["i"] == nil ? nil : try info(), tags: tags, useDelta: json["f"] == .bool(true)))
         case "j": return .join(channel: try string("c"), try info())
         case "l": return .leave(channel: try string("c"), try info())
         case "u": return .unsubscribe(user: try string("u"), channel: try string("c"), client: try optionalString("cl"))

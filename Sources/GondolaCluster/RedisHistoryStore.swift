@@ -112,6 +112,7 @@ public final class RedisHistoryStore: HistoryStore {
                 throw HubError.internalError("a stream entry of \(channel) is not a publication")
             }
             publication.offset = offset
+            publication.useDelta = false
             publications.append(publication)
         }
         return StreamSlice(publications: publications, position: StreamPosition(offset: UInt64(top), epoch: epoch))

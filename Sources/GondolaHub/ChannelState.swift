@@ -146,9 +146,10 @@ struct ChannelState {
         return plain.count + deliverToDeltaReceivers(publication, on: channel, whole: &whole, skipping: covered)
     }
 
-    /// The delta subscribers' part of `deliver`: the delta against `previousData` to
-    /// those holding it, the whole publication to the others; in JSON the data goes as
-    /// a string either way (the form a delta subscription's SDK parses).
+    /// The delta subscribers' part of `deliver`: for a publication that may go as a delta
+    /// (`useDelta`), the delta against `previousData` to those holding it; the whole
+    /// publication to the others. In JSON the data goes as a string either way (the form
+    /// a delta subscription's SDK parses). Every publication becomes the next base.
     private mutating func deliverToDeltaReceivers(
         _ publication: Publication, on channel: String, whole: inout EncodedPush,
         skipping covered: [String: UInt64]
@@ -163,7 +164,7 @@ struct ChannelState {
         for index in deltaReceivers.indices where covered[deltaReceivers.keys[index]] == nil {
             let queue = deltaReceivers.values[index].queue
             sent += 1
-            if deltaReceivers.values[index].hasBase, let base, base.isJSON, publication.data.isJSON {
+            if publication.useDelta, deltaReceivers.values[index].hasBase, let base, base.isJSON, publication.data.isJSON {
                 if !deltaComputed {
                     deltaPush = Self.deltaPush(of: publication, from: base, on: channel)
                     deltaComputed = true

@@ -106,7 +106,9 @@ public final class MemoryHistoryStore: LocalHistoryStore {
             stream.top += 1
             var stored = publication
             stored.offset = stream.top
-            stream.entries.append((stored, now))
+            var kept = stored
+            kept.useDelta = false
+            stream.entries.append((kept, now))
             stream.metaExpiresAt = now.addingTimeInterval(options.historyMetaTTL.timeInterval)
             Self.trim(&stream, options: options, now: now)
             streams[channel] = stream

@@ -37,6 +37,10 @@ public struct NamespaceOptions: Sendable, Equatable {
     /// The delta formats a subscription may ask for (Centrifugo's `allowed_delta_types`);
     /// a subscription asking for another gets whole publications.
     public var allowedDeltaTypes: Set<DeltaType> = []
+    /// Every publication of the namespace may go as a delta to the subscriptions that
+    /// negotiated one (Centrifugo's `delta_publish`); without it only those published
+    /// with `delta` do.
+    public var deltaPublish: Bool = false
     /// A subscribe without a token asks the app's backend (the subscribe proxy) instead of
     /// `allowSubscribeForClient`.
     public var proxySubscribe: Bool = false

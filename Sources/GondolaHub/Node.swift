@@ -486,7 +486,7 @@ public final class Node: Sendable {
             let reason = publishing.skipHistory ? "skip_history leaves it out" : "\(namespace) keeps no history"
             return completion(.failure(.badRequest("version needs the channel's stream: \(reason)")))
         }
-        let publication = Publication(data: data, info: info, tags: tags)
+        let publication = Publication(data: data, info: info, tags: tags, useDelta: publishing.delta || options.deltaPublish)
         // A store that failed is logged here, once for every path; refusals are the caller's to report.
         let answer: @Sendable (Result<StreamPosition?, HubError>) -> Void = { [logger] result in
             if case let .failure(.internalError(reason)) = result {
@@ -534,7 +534,7 @@ public final class Node: Sendable {
     /// built the name itself, so it is not parsed again.
     public func publishLocally(channel: String, providedIn namespace: NamespaceOptions, data: RawJSON) {
         precondition(!namespace.keepsHistory, "\(namespace.name) keeps a stream")
-        fanOut(Publication(data: Payload(data), info: nil), on: channel)
+        fanOut(Publication(data: Payload(data), info: nil, useDelta: namespace.deltaPublish), on: channel)
     }
 
     /// The store of a provided namespace that keeps its own streams.

@@ -16,12 +16,16 @@ public struct PublishOptions: Sendable, Equatable {
     public var version: UInt64
     /// The epoch of `version`: a new epoch starts the versions over.
     public var versionEpoch: String
+    /// Subscriptions that negotiated deltas may get the publication as a delta (the
+    /// namespace's `deltaPublish` asks it of every publication).
+    public var delta: Bool
 
-    public init(skipHistory: Bool = false, idempotencyKey: String? = nil, version: UInt64 = 0, versionEpoch: String = "") {
+    public init(skipHistory: Bool = false, idempotencyKey: String? = nil, version: UInt64 = 0, versionEpoch: String = "", delta: Bool = false) {
         self.skipHistory = skipHistory
         self.idempotencyKey = idempotencyKey
         self.version = version
         self.versionEpoch = versionEpoch
+        self.delta = delta
     }
 
     /// Why an engine that keeps neither idempotency keys nor versions (the cluster

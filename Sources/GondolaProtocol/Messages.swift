@@ -52,13 +52,21 @@ public struct Publication: Sendable, Equatable {
     /// To a subscription that negotiated delta, `data` is the payload as text: a JSON string
     /// in the JSON encoding, its bytes in Protobuf (see `FossilDelta`).
     public var delta: Bool
+    /// Whether subscriptions that negotiated deltas may get this publication as a delta
+    /// from the channel's previous one (Centrifugo's per-publication `delta`, or its
+    /// namespace's `delta_publish`); without it they get it whole. It travels between
+    /// nodes with the publication, never to a client, and is not kept in a stream.
+    public var useDelta: Bool
 
-    public init(offset: UInt64 = 0, data: Payload, info: ClientInfo? = nil, tags: [String: String] = [:], delta: Bool = false) {
+    public init(
+        offset: UInt64 = 0, data: Payload, info: ClientInfo? = nil, tags: [String: String] = [:], delta: Bool = false, useDelta: Bool = false
+    ) {
         self.offset = offset
         self.data = data
         self.info = info
         self.tags = tags
         self.delta = delta
+        self.useDelta = useDelta
     }
 
     public var json: JSON {

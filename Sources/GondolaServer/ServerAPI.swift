@@ -163,6 +163,10 @@ struct PublicationOptions {
             "1 or more: not above the stream's latest version (in `version_epoch`) the publication is skipped and the stream's position answered; needs the channel's stream (107 without one); a node alone (108 in a cluster)"
         ),
         .optional("version_epoch", .string, "the epoch of `version`, at most 64 characters: a new one starts the versions over"),
+        .optional(
+            "delta", .boolean,
+            "subscriptions that negotiated fossil deltas may get it as a delta from the channel's previous publication (always so in a namespace with `delta_publish`)"
+        ),
     ]
 
     let tags: [String: String]
@@ -175,7 +179,8 @@ struct PublicationOptions {
             idempotencyKey: try fields.optionalString("idempotency_key", maxLength: Self.maxIdempotencyKeyLength, allowEmpty: true)
                 .flatMap { $0.isEmpty ? nil : $0 },
             version: try fields.uint64("version"),
-            versionEpoch: try fields.optionalString("version_epoch", maxLength: 64, allowEmpty: true) ?? "")
+            versionEpoch: try fields.optionalString("version_epoch", maxLength: 64, allowEmpty: true) ?? "",
+            delta: try fields.protobufBool("delta"))
     }
 }
 

@@ -455,6 +455,7 @@ public enum ConfigurationLoader {
             case "allow_presence_for_anonymous": options.allowPresenceForAnonymous = try field.bool()
             case "history_meta_ttl": options.historyMetaTTL = try field.duration(allowZero: false)
             case "allowed_delta_types": options.allowedDeltaTypes = try field.deltaTypes()
+            case "delta_publish": options.deltaPublish = try field.bool()
             case "proxy_subscribe": options.proxySubscribe = try field.bool()
             case "proxy_publish": options.proxyPublish = try field.bool()
             case "subscribe_proxy_name": options.subscribeProxyName = try field.nonEmptyString()

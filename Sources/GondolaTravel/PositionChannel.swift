@@ -13,10 +13,11 @@ enum PositionChannel: Hashable, Sendable {
     static let locationsNamespace = framesNamespace("locations")
 
     /// A namespace of position frames: each repeats most of the previous frame's
-    /// bytes, so subscriptions may take them as fossil deltas.
+    /// bytes, so subscriptions may take every one as a fossil delta.
     private static func framesNamespace(_ name: String) -> NamespaceOptions {
         var options = NamespaceOptions(name: name)
         options.allowedDeltaTypes = [.fossil]
+        options.deltaPublish = true
         return options
     }
 

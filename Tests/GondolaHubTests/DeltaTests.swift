@@ -8,10 +8,13 @@ import Testing
 /// as deltas that give every publication back exactly, in both encodings, with
 /// recovery whole and subscribers without deltas unaffected.
 @Suite struct DeltaSubscriptionTests {
-    /// A node whose `room` namespace (history, recovery) allows fossil deltas and whose
-    /// default namespace does not.
-    func deltaNode() async throws -> Node {
-        try await makeNode { $0.namespaces["room"]?.allowedDeltaTypes = [.fossil] }
+    /// A node whose `room` namespace (history, recovery) allows fossil deltas and sends
+    /// every publication as one (`deltaPublish`), and whose default namespace allows none.
+    func deltaNode(deltaPublish: Bool = true) async throws -> Node {
+        try await makeNode {
+            $0.namespaces["room"]?.allowedDeltaTypes = [.fossil]
+            $0.namespaces["room"]?.deltaPublish = deltaPublish
+        }
     }
 
     /// Position-frame-like publications: one of eight travellers moves from one frame
@@ -91,6 +94,23 @@ import Testing
         let whole = try await publications(plain, count: frames.count)
         #expect(whole.map(\.data) == frames)
         #expect(whole.allSatisfy { !$0.delta })
+    }
+
+    /// Without `deltaPublish` a publication goes as a delta only when published with
+    /// `delta`; every publication, whole or not, is the base of the next delta.
+    @Test(arguments: ProtocolEncoding.allCases)
+    func onlyPublicationsPublishedWithDeltaGoAsDeltas(encoding: ProtocolEncoding) async throws {
+        let node = try await deltaNode(deltaPublish: false)
+        var client = try await TestClient.connected(node, user: "alice", encoding: encoding)
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:asked", delta: "fossil")))
+        let frames = Self.frames(count: 6)
+        let asked = [true, true, false, true, false, true]
+        for (frame, delta) in zip(frames, asked) {
+            try await node.publish(channel: "room:asked", data: frame, publishing: PublishOptions(delta: delta))
+        }
+        let received = try await publications(client, count: frames.count)
+        #expect(received.map(\.delta) == [false, true, false, true, false, true])
+        #expect(try Self.rebuild(received, encoding: encoding) == frames.map(\.bytes))
     }
 
     @Test func aLateSubscriberStartsWholeWhileOthersKeepTakingDeltas() async throws {

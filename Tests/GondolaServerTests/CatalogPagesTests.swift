@@ -37,7 +37,7 @@ import Testing
         #expect(
             publish.owner == "the hub"
                 && publish.fields.map(\.name) == [
-                    "channel", "data", "b64data", "skip_history", "tags", "idempotency_key", "version", "version_epoch",
+                    "channel", "data", "b64data", "skip_history", "tags", "idempotency_key", "version", "version_epoch", "delta",
                 ])
         let send = try #require(catalog.method("chat.send", on: .rpc))
         #expect(send.owner == "travel" && send.fields.filter(\.required).map(\.name) == ["chat", "text", "client_message_id"])

@@ -287,7 +287,7 @@ import Testing
 
     @Test func fileThenEnvironmentThenFlags() throws {
         let file = try write(
-            #"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"websocket_compression":true,"websocket_compression_min_bytes":64,"websocket_compression_window_bits":12,"websocket_compression_memory_level":5,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true,"allowed_delta_types":["fossil"]}]}"#
+            #"{"listen":"127.0.0.1:9000","ping_interval":"10s","max_frame_bytes":1024,"command_rate":5000,"command_burst":6000,"websocket_compression":true,"websocket_compression_min_bytes":64,"websocket_compression_window_bits":12,"websocket_compression_memory_level":5,"namespaces":[{"name":"room","history_size":5,"history_ttl":"1m","presence":true,"allow_publish_for_client":true,"allowed_delta_types":["fossil"],"delta_publish":true}]}"#
         )
         let configuration = try ConfigurationLoader.load(
             file: file, environment: ["GONDOLA_PING_INTERVAL": "5s", "HOME": "/root", "GONDOLA_DEV_LOGIN": "true"],
@@ -305,6 +305,7 @@ import Testing
         #expect(configuration.hub.namespaces["room"]?.allowPublishForClient == true)
         #expect(configuration.hub.namespaces["room"]?.allowedDeltaTypes == [.fossil])
         #expect(configuration.hub.namespaces[""]?.allowedDeltaTypes == [])
+        #expect(configuration.hub.namespaces["room"]?.deltaPublish == true && configuration.hub.namespaces[""]?.deltaPublish == false)
     }
 
     @Test(arguments: [
