@@ -190,7 +190,7 @@ async def test_history_and_recovery_through_another_node(cluster, codec):
     await second.disconnect()
 
 
-async def test_publication_tags_and_skip_history_across_nodes(cluster, codec):
+async def test_publication_options_across_nodes(cluster, codec):
     channel = f"room:cluster-options-{codec.name}"
     reader, _ = await client_on(cluster.nodes[1], f"tag-reader-{codec.name}", codec)
     _, events = await subscribed(reader, channel)
@@ -202,11 +202,16 @@ async def test_publication_tags_and_skip_history_across_nodes(cluster, codec):
     assert [(codec.into(p.data)["n"], p.tags, p.offset) for p in publications] == [(1, {"kind": "lift"}, first.offset), (2, {}, 0)]
     history = cluster.nodes[2].api().history(HistoryRequest(channel=channel, limit=-1))
     assert [(p.data["n"], p.tags) for p in history.publications] == [(1, {"kind": "lift"})]
-    # The cluster engines keep no idempotency keys or versions yet: refused by name, nothing published.
-    for option in ({"idempotency_key": "k"}, {"version": 3}):
-        answer = post(f"{cluster.nodes[0].api_url}/publish", {"channel": channel, "data": {"n": 3}, **option}, {"X-API-Key": API_KEY})
-        assert answer["error"]["code"] == 108 and next(iter(option)) in answer["error"]["message"], answer
-    assert len(events.of("publication")) == 2
+    # An idempotency key retried through each node publishes once; an older version through
+    # another node is skipped. The publication after them shows nothing else came.
+    keyed = [server_api(node, "publish", {"channel": channel, "data": {"n": 3}, "idempotency_key": "order-3"}) for node in cluster.nodes]
+    assert keyed[0]["offset"] == first.offset + 1 and keyed.count(keyed[0]) == NODES, keyed
+    versioned = server_api(cluster.nodes[1], "publish", {"channel": channel, "data": {"n": 4}, "version": 7})
+    older = server_api(cluster.nodes[2], "publish", {"channel": channel, "data": {"n": 5}, "version": 6})
+    assert older == versioned and versioned["offset"] == first.offset + 2, (versioned, older)
+    api.publish(PublishRequest(channel=channel, data={"n": 6}))
+    publications = [ctx.pub for ctx in await events.wait("publication", 5, timeout=10)]
+    assert [codec.into(p.data)["n"] for p in publications] == [1, 2, 3, 4, 6]
     await reader.disconnect()
 
 

@@ -20,7 +20,7 @@ final class BusWriter: Sendable {
     /// One item for the bus and who hears its outcome.
     struct Request: Sendable {
         enum Item: Sendable {
-            case publication(channel: String, Publication, NamespaceOptions)
+            case publication(channel: String, Publication, NamespaceOptions, PublishOptions)
             case event(ClusterEvent)
         }
 
@@ -102,35 +102,47 @@ final class BusWriter: Sendable {
     }
 
     /// Writes one batch; one outcome per request, all failures when the transaction fails.
+    /// Idempotency keys and versions are checked first (`PublishChecks`), when any is asked
+    /// for: what they answer is neither appended nor sent.
     private func write(_ batch: [Request]) async -> [Result<StreamPosition?, HubError>] {
         do {
-            let (positions, notifications) = try await pool.transaction { connection in
-                let positions = try await appendStreams(batch, on: connection)
-                let notifications = try await notify(batch, positions: positions, on: connection)
-                return (positions, notifications)
+            let (answers, notifications) = try await pool.transaction { connection in
+                let now = Date()
+                let stores = [durable, volatile]
+                let checks =
+                    PublishChecks.needed(batch) ? try await PublishChecks(batch, stores: stores, on: connection, now: now, logger: logger) : nil
+                let writing = batch.indices.map { index in
+                    guard let checks, case .write = checks.fates[index] else { return checks == nil }
+                    return true
+                }
+                let positions = try await appendStreams(batch, writing: writing, on: connection, now: now)
+                let notifications = try await notify(batch, writing: writing, positions: positions, on: connection)
+                guard let checks else { return (positions, notifications) }
+                let answers = checks.answers(batch, written: positions)
+                try await checks.record(answers: answers, stores: stores, on: connection, logger: logger)
+                return (answers, notifications)
             }
             counters.withLock {
                 $0.batches += 1
                 $0.items += batch.count
                 $0.notifications += notifications
             }
-            return positions.map { .success($0) }
+            return answers.map { .success($0) }
         } catch {
             logger.error("cluster bus write failed", metadata: ["items": "\(batch.count)", "error": "\(String(reflecting: error))"])
             return Array(repeating: .failure(.internalError("cluster bus write failed: \(error)")), count: batch.count)
         }
     }
 
-    /// Appends the publications of channels that keep a stream (durable ones first,
-    /// then volatile ones: every transaction locks streams in the same order).
-    private func appendStreams(_ batch: [Request], on connection: PostgresConnection) async throws -> [StreamPosition?] {
+    /// Appends the publications being written to the channels that keep a stream (durable
+    /// ones first, then volatile ones: every transaction locks streams in the same order).
+    private func appendStreams(_ batch: [Request], writing: [Bool], on connection: PostgresConnection, now: Date) async throws -> [StreamPosition?] {
         var positions = [StreamPosition?](repeating: nil, count: batch.count)
-        let now = Date()
         for store in [durable, volatile] {
             var indexes: [Int] = []
             var appends: [PostgresHistoryStore.Append] = []
-            for (index, request) in batch.enumerated() {
-                guard case let .publication(channel, publication, options) = request.item, options.keepsHistory,
+            for (index, request) in batch.enumerated() where writing[index] {
+                guard case let .publication(channel, publication, options, _) = request.item, options.keepsHistory,
                     options.historyDurable == store.durable
                 else { continue }
                 indexes.append(index)
@@ -143,13 +155,14 @@ final class BusWriter: Sendable {
         return positions
     }
 
-    /// Sends the batch's events, publications with their stored offsets.
-    private func notify(_ batch: [Request], positions: [StreamPosition?], on connection: PostgresConnection) async throws -> Int {
-        let events = zip(batch, positions).map { request, position -> ClusterEvent in
-            switch request.item {
-            case let .publication(channel, publication, _):
+    /// Sends the batch's events and the publications being written, with their stored offsets.
+    private func notify(_ batch: [Request], writing: [Bool], positions: [StreamPosition?], on connection: PostgresConnection) async throws -> Int {
+        let events = batch.indices.compactMap { index -> ClusterEvent? in
+            guard writing[index] else { return nil }
+            switch batch[index].item {
+            case let .publication(channel, publication, _, _):
                 var stored = publication
-                stored.offset = position?.offset ?? 0
+                stored.offset = positions[index]?.offset ?? 0
                 return .publication(channel: channel, stored)
             case let .event(other): return other
             }

@@ -1,7 +1,7 @@
 import GondolaPostgres
 
-/// The cluster's own tables: the nodes and their heartbeats, presence entries, and
-/// the bus payloads too large for a notification.
+/// The cluster's own tables: the nodes and their heartbeats, presence entries, the bus
+/// payloads too large for a notification, and the answers of idempotency keys.
 enum ClusterSchema {
     static func register(in migrator: inout PostgresMigrator) {
         migrator.register(
@@ -37,6 +37,22 @@ enum ClusterSchema {
                     created_at_ms BIGINT NOT NULL
                 )
                 """,
+            ])
+        // The positions publications with an idempotency key answered, for `BusWriter`'s
+        // checks: `offset` NULL for a publication without a stream (or one in flight).
+        migrator.register(
+            "v2-publish-results",
+            [
+                """
+                CREATE TABLE cluster_publish_result (
+                    channel TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    "offset" BIGINT,
+                    epoch TEXT,
+                    expires_ms BIGINT NOT NULL,
+                    PRIMARY KEY (channel, key)
+                )
+                """
             ])
     }
 }

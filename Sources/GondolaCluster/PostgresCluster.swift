@@ -74,8 +74,7 @@ import Synchronization
         _ publication: Publication, to channel: String, options: NamespaceOptions, publishing: PublishOptions,
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
-        if let refusal = publishing.refusal(byEngine: "postgres") { return completion(.failure(refusal)) }
-        writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
+        writer.submit(.init(item: .publication(channel: channel, publication, options, publishing), completion: completion))
     }
 
     public func notify(_ events: [ClusterEvent], on connection: PostgresConnection) async throws {
@@ -207,7 +206,7 @@ import Synchronization
     }
 
     /// Deletes what dead nodes left and old bus payloads; every minute also the streams
-    /// past their `history_meta_ttl`.
+    /// past their `history_meta_ttl` and the idempotency keys past their lifetime.
     private func sweep(streams: Bool) async throws {
         let dead = millisecondsAgo(settings.nodeTimeout)
         try await pool.query(
@@ -216,6 +215,7 @@ import Synchronization
         try await bus.sweepPayloads(retention: settings.payloadRetention)
         if streams {
             for store in streamStores { try await store.sweep(now: Date()) }
+            try await PublishChecks.sweep(pool: pool, now: Date())
         }
     }
 

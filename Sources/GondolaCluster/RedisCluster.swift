@@ -36,6 +36,8 @@ import Synchronization
         let bus: RedisBus
         let history: RedisHistoryStore
         let presence: RedisPresence
+        /// `RedisIdempotency.publishOnceSource` on this shard.
+        let publishOnce: RedisScript
     }
 
     public let pool: PostgresPool
@@ -76,7 +78,8 @@ import Synchronization
             let bus = RedisBus(address: address, group: group, nodeUID: nodeUID, logger: logger)
             return Shard(
                 bus: bus, history: RedisHistoryStore(redis: bus),
-                presence: RedisPresence(redis: bus, ttl: settings.presenceTTL))
+                presence: RedisPresence(redis: bus, ttl: settings.presenceTTL),
+                publishOnce: RedisScript(redis: bus, source: RedisIdempotency.publishOnceSource))
         }
         redisReady = addresses.map { _ in ReadyGate() }
         volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
@@ -132,20 +135,46 @@ import Synchronization
         _ publication: Publication, to channel: String, options: NamespaceOptions, publishing: PublishOptions,
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
-        if let refusal = publishing.refusal(byEngine: "redis") { return completion(.failure(refusal)) }
         if options.keepsHistory && options.historyDurable {
-            return postgresBus.writer.submit(.init(item: .publication(channel: channel, publication, options), completion: completion))
+            let request = BusWriter.Request(item: .publication(channel: channel, publication, options, publishing), completion: completion)
+            return postgresBus.writer.submit(request)
         }
         let shard = shard(for: channel)
         guard options.keepsHistory else {
-            return shard.bus.publish([.publication(channel: channel, publication)]) { completion($0.map { nil }) }
+            guard let key = publishing.idempotencyKey else {
+                return shard.bus.publish([.publication(channel: channel, publication)]) { completion($0.map { nil }) }
+            }
+            return publishOnce(publication, to: channel, key: key, on: shard, completion: completion)
         }
         let message = BusCodec.splitAtOffset(node: nodeUID, sequence: shard.bus.nextSequence(), channel: channel, publication)
         shard.history.append(
             publication, to: channel, options: options, now: Date(),
-            announcing: .init(busChannel: RedisBus.channel, prefix: message.prefix, suffix: message.suffix)
+            announcing: .init(busChannel: RedisBus.channel, prefix: message.prefix, suffix: message.suffix), publishing: publishing
         ) { result in
-            completion(result.map { $0 })
+            completion(
+                result.map {
+                    switch $0 {
+                    case let .appended(_, position), let .skipped(position): position
+                    }
+                })
+        }
+    }
+
+    /// Publishes a publication without a stream unless its idempotency key was used on
+    /// the channel within `RedisIdempotency.lifetimeSeconds` (then nothing is published);
+    /// either way it answers no position. The script runs on the shard's publisher
+    /// connection, after what this node sent it before.
+    private func publishOnce(
+        _ publication: Publication, to channel: String, key: String, on shard: Shard,
+        completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
+    ) {
+        let message = BusCodec.envelope(
+            node: nodeUID, sequence: shard.bus.nextSequence(), events: [BusCodec.encode(.publication(channel: channel, publication))])
+        shard.publishOnce.run(
+            keys: [RedisIdempotency.key(channel: channel, key: key)],
+            arguments: [RedisArgument.number(RedisIdempotency.lifetimeSeconds), RedisBus.channel, Array(message.utf8)]
+        ) { result in
+            completion(result.mapError { HubError($0, in: "cluster bus") }.map { _ in nil })
         }
     }
 
@@ -250,6 +279,7 @@ import Synchronization
                 if beats % 60 == 0 {
                     try await postgresBus.sweepPayloads(retention: settings.payloadRetention)
                     try await durableStore.sweep(now: Date())
+                    try await PublishChecks.sweep(pool: pool, now: Date())
                 }
             } catch {
                 logger.warning("cluster heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])

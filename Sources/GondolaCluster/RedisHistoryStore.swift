@@ -52,36 +52,49 @@ public final class RedisHistoryStore: HistoryStore {
         _ publication: Publication, to channel: String, options: NamespaceOptions, now: Date,
         announcing announcement: Announcement?
     ) async throws(HubError) -> (Publication, StreamPosition) {
-        let position = try await withCheckedContinuation { continuation in
+        let outcome = try await withCheckedContinuation { continuation in
             append(publication, to: channel, options: options, now: now, announcing: announcement) { continuation.resume(returning: $0) }
         }.get()
-        var stored = publication
-        stored.offset = position.offset
+        guard case let .appended(stored, position) = outcome else { preconditionFailure("an append without a key or a version is never skipped") }
         return (stored, position)
     }
 
     /// `append` that sends the script at once (in the order of the calls) and tells
-    /// `completion` the stream's new position.
+    /// `completion` what the stream made of the publication. With `publishing`'s
+    /// idempotency key the same script answers the key's earlier position (kept
+    /// `RedisIdempotency.lifetime`) and appends nothing; with its version, a version the
+    /// stream skips answers the stream's position: in both cases nothing is announced.
     func append(
         _ publication: Publication, to channel: String, options: NamespaceOptions, now: Date, announcing announcement: Announcement?,
-        completion: @escaping @Sendable (Result<StreamPosition, HubError>) -> Void
+        publishing: PublishOptions = PublishOptions(),
+        completion: @escaping @Sendable (Result<StreamAppend, HubError>) -> Void
     ) {
         var stored = publication
         stored.offset = 0
+        stored.useDelta = false
         let entry = BusCodec.encode(.publication(channel: channel, stored))
         var arguments = [
             entry, RedisArgument.number(Int64(max(options.historySize, 1))), RedisArgument.number(RedisArgument.seconds(options.historyTTL)),
             Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)),
             RedisArgument.number(RedisArgument.milliseconds(now)),
+            RedisArgument.number(Int64(clamping: publishing.version)), Array(publishing.versionEpoch.utf8),
+            RedisArgument.number(RedisIdempotency.lifetimeSeconds),
         ]
         if let announcement { arguments += [announcement.busChannel, announcement.prefix, announcement.suffix] }
-        appendScript.run(keys: Self.keys(channel), arguments: arguments) { result in
+        let keys = Self.keys(channel) + (publishing.idempotencyKey.map { [RedisIdempotency.key(channel: channel, key: $0)] } ?? [])
+        appendScript.run(keys: keys, arguments: arguments) { result in
             completion(
                 result.mapError { HubError($0, in: "stream store") }.flatMap { answer in
-                    guard let items = answer.elements, items.count == 2, let offset = items[0].integer, let epoch = items[1].string else {
+                    guard let items = answer.elements, items.count == 3, let offset = items[0].integer, let epoch = items[1].string,
+                        let skipped = items[2].integer
+                    else {
                         return .failure(.internalError("the append script answered \(answer)"))
                     }
-                    return .success(StreamPosition(offset: UInt64(offset), epoch: epoch))
+                    let position = StreamPosition(offset: UInt64(offset), epoch: epoch)
+                    if skipped != 0 { return .success(.skipped(position)) }
+                    var appended = publication
+                    appended.offset = position.offset
+                    return .success(.appended(appended, position))
                 })
         }
     }
@@ -126,20 +139,39 @@ public final class RedisHistoryStore: HistoryStore {
         try await RedisScript.answering(script, keys: keys, arguments: arguments, what: "stream store")
     }
 
-    /// KEYS: stream, meta. ARGV: entry, size, TTL s (0: none), epoch if new, idle limit s, now ms,
-    /// and optionally bus channel, message prefix, message suffix (published with the offset between).
+    /// KEYS: stream, meta, and the idempotency key's result when there is one. ARGV: entry,
+    /// size, TTL s (0: none), epoch if new, idle limit s, now ms, version (0: none), its
+    /// epoch, the result's lifetime s, and optionally bus channel, message prefix, message
+    /// suffix (published with the offset between). Answers {offset, epoch, skipped}: a key
+    /// already answered gives its position back, a version not above the stream's latest
+    /// one (in the same epoch, or any when empty) the stream's; neither appends.
     static let appendSource = """
+        if KEYS[3] then
+          local earlier = redis.call('GET', KEYS[3])
+          if earlier then
+            local separator = string.find(earlier, ':', 1, true)
+            return {tonumber(string.sub(earlier, 1, separator - 1)), string.sub(earlier, separator + 1), 1}
+          end
+        end
         local epoch = redis.call('HGET', KEYS[2], 'e')
         if not epoch then
           epoch = ARGV[4]
           redis.call('HSET', KEYS[2], 'e', epoch)
         end
+        if ARGV[7] ~= '0' then
+          local latest = redis.call('HMGET', KEYS[2], 'v', 've')
+          if latest[1] and (ARGV[8] == '' or ARGV[8] == latest[2]) and tonumber(ARGV[7]) <= tonumber(latest[1]) then
+            return {tonumber(redis.call('HGET', KEYS[2], 'o') or '0'), epoch, 1}
+          end
+          redis.call('HSET', KEYS[2], 'v', ARGV[7], 've', ARGV[8])
+        end
         local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
         redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], offset .. '-1', 'd', ARGV[1], 't', ARGV[6])
         if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
         redis.call('EXPIRE', KEYS[2], ARGV[5])
-        if ARGV[7] then redis.call('PUBLISH', ARGV[7], ARGV[8] .. offset .. ARGV[9]) end
-        return {offset, epoch}
+        if ARGV[10] then redis.call('PUBLISH', ARGV[10], ARGV[11] .. offset .. ARGV[12]) end
+        if KEYS[3] then redis.call('SET', KEYS[3], offset .. ':' .. epoch, 'EX', ARGV[9]) end
+        return {offset, epoch, 0}
         """
 
     /// KEYS: stream, meta. ARGV: epoch if new, idle limit s, mode (forward, reverse, none),

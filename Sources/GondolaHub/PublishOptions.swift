@@ -28,14 +28,6 @@ public struct PublishOptions: Sendable, Equatable {
         self.delta = delta
     }
 
-    /// Why an engine that keeps neither idempotency keys nor versions (the cluster
-    /// engines, for now) refuses these options, nil when none is asked for.
-    public func refusal(byEngine engine: String) -> HubError? {
-        let asked = [idempotencyKey == nil ? nil : "idempotency_key", version == 0 ? nil : "version"].compactMap { $0 }
-        guard !asked.isEmpty else { return nil }
-        return .notAvailable("\(asked.joined(separator: " and ")) not available with the \(engine) engine (a node alone only)")
-    }
-
     /// The version condition a stream checks before appending, nil without a version.
     public var streamVersion: StreamVersion? {
         version > 0 ? StreamVersion(version: version, epoch: versionEpoch) : nil

@@ -90,6 +90,52 @@ public final class PostgresHistoryStore: HistoryStore {
         }
     }
 
+    /// A stream's row as `lock` finds it: its position and latest version.
+    public struct LockedStream: Sendable {
+        public let position: StreamPosition
+        public let version: StreamVersion?
+    }
+
+    /// Takes the row locks of the streams of `channels` (created empty when missing) in
+    /// channel order, as `append` does, on `connection` inside the caller's transaction,
+    /// and answers each stream's position and latest version.
+    public func lock(_ channels: [String: NamespaceOptions], on connection: PostgresConnection, now: Date) async throws -> [String: LockedStream] {
+        let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
+        let names = Array(channels.keys)
+        let metaExpiry = names.map { Self.metaExpiry(channels[$0]!, nowMillis: nowMillis) }
+        let rows = try await connection.query(
+            """
+            INSERT INTO \(unescaped: prefix)stream AS s (channel, epoch, top_offset, last_append_ms, meta_expires_ms)
+            SELECT channel, \(Epoch.make()), 0, \(nowMillis), meta FROM unnest(\(names)::text[], \(metaExpiry)::int8[]) AS t(channel, meta)
+            ORDER BY channel
+            ON CONFLICT (channel) DO UPDATE SET top_offset = s.top_offset
+            RETURNING channel, epoch, top_offset, version, version_epoch
+            """, logger: pool.logger
+        ).get()
+        var locked: [String: LockedStream] = [:]
+        for row in rows {
+            let (channel, epoch, top, version, versionEpoch) = try row.decode((String, String, Int64, Int64?, String?).self)
+            locked[channel] = LockedStream(
+                position: StreamPosition(offset: UInt64(top), epoch: epoch),
+                version: version.map { StreamVersion(version: UInt64($0), epoch: versionEpoch ?? "") })
+        }
+        return locked
+    }
+
+    /// Keeps each stream's latest version, on `connection` inside the transaction that locked them.
+    public func setVersions(_ versions: [String: StreamVersion], on connection: PostgresConnection) async throws {
+        guard !versions.isEmpty else { return }
+        let channels = Array(versions.keys)
+        let numbers = channels.map { Int64(clamping: versions[$0]!.version) }
+        let epochs = channels.map { versions[$0]!.epoch }
+        _ = try await connection.query(
+            """
+            UPDATE \(unescaped: prefix)stream s SET version = t.version, version_epoch = t.epoch
+            FROM unnest(\(channels)::text[], \(numbers)::int8[], \(epochs)::text[]) AS t(channel, version, epoch) WHERE s.channel = t.channel
+            """, logger: pool.logger
+        ).get()
+    }
+
     public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
         let oldest = nowMillis - Int64(options.historyTTL.timeInterval * 1000)

@@ -36,6 +36,9 @@ public enum PostgresSchema {
             })
         // Publication tags: a JSON object of strings, NULL without tags.
         migrator.register("v3-publication-tags", ["", "volatile_"].map { "ALTER TABLE \($0)publication ADD COLUMN tags BYTEA" })
+        // A stream's latest version (`version` of publish), NULL before its first versioned publication.
+        migrator.register(
+            "v4-stream-version", ["", "volatile_"].map { "ALTER TABLE \($0)stream ADD COLUMN version BIGINT, ADD COLUMN version_epoch TEXT" })
         return migrator
     }
 

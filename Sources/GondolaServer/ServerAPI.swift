@@ -156,11 +156,11 @@ struct PublicationOptions {
         .optional("tags", .object, "string → string: delivered with the publication and kept in its stream"),
         .optional(
             "idempotency_key", .string,
-            "at most 256 characters: the same key on the channel within 5 minutes answers the first result and publishes nothing; a node alone (the cluster engines refuse it, 108)"
+            "at most 256 characters: the same key on the channel within 5 minutes answers the first result and publishes nothing, on every engine (a cluster's nodes share the keys)"
         ),
         .optional(
             "version", .integer,
-            "1 or more: not above the stream's latest version (in `version_epoch`) the publication is skipped and the stream's position answered; needs the channel's stream (107 without one); a node alone (108 in a cluster)"
+            "1 or more: not above the stream's latest version (in `version_epoch`) the publication is skipped and the stream's position answered; needs the channel's stream (107 without one)"
         ),
         .optional("version_epoch", .string, "the epoch of `version`, at most 64 characters: a new one starts the versions over"),
         .optional(

@@ -5,9 +5,9 @@ import Testing
 
 @_spi(Engine) @testable import GondolaHub
 
-/// Centrifugo's per-publication options on every engine: tags and `skip_history`
-/// everywhere; idempotency keys and versions on a node alone, refused by name by the
-/// cluster engines, which keep neither yet.
+/// Centrifugo's per-publication options on every engine: tags, `skip_history`,
+/// idempotency keys and versions, on a node alone and in a cluster (the keys shared by
+/// the nodes).
 @Suite struct PublishOptionsTests {
     typealias Engine = BrokerTests.BrokerEngine
 
@@ -47,36 +47,42 @@ import Testing
         await stop()
     }
 
-    @Test func aRepeatedIdempotencyKeyAnswersTheFirstResultAndPublishesNothing() async throws {
-        let (node, stop) = try await BrokerTests.node(.memory)
+    /// In `room` (volatile streams: Redis's append script, PostgreSQL's volatile tables) and
+    /// `ledger` (durable streams: PostgreSQL on both cluster engines).
+    @Test(arguments: BrokerTests.BrokerEngine.allCases, ["room", "ledger"])
+    func aRepeatedIdempotencyKeyAnswersTheFirstResultAndPublishesNothing(engine: Engine, namespace: String) async throws {
+        let (node, stop) = try await BrokerTests.node(engine)
         var client = try await TestClient.connected(node, user: "cy")
-        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:once")))
+        let (once, twice) = ("\(namespace):once", "\(namespace):twice")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: once)))
         let keyed = PublishOptions(idempotencyKey: "order-17")
-        let first = try await node.publish(channel: "room:once", data: Payload(["n": 1]), publishing: keyed)
-        let retry = try await node.publish(channel: "room:once", data: Payload(["n": 2]), publishing: keyed)
+        let first = try await node.publish(channel: once, data: Payload(["n": 1]), publishing: keyed)
+        let retry = try await node.publish(channel: once, data: Payload(["n": 2]), publishing: keyed)
         #expect(first != nil && retry == first, "the retry answers the first position")
         // The same key on another channel, and another key, publish.
-        let elsewhere = try await node.publish(channel: "room:twice", data: Payload(1), publishing: keyed)
-        let other = try await node.publish(channel: "room:once", data: Payload(["n": 3]), publishing: PublishOptions(idempotencyKey: "order-18"))
+        let elsewhere = try await node.publish(channel: twice, data: Payload(1), publishing: keyed)
+        let other = try await node.publish(channel: once, data: Payload(["n": 3]), publishing: PublishOptions(idempotencyKey: "order-18"))
         #expect(elsewhere?.offset == 1 && other?.offset == 2)
         // Without a stream the key is kept all the same.
         let noStream = PublishOptions(skipHistory: true, idempotencyKey: "plain")
-        #expect(try await node.publish(channel: "room:once", data: Payload(4), publishing: noStream) == nil)
-        #expect(try await node.publish(channel: "room:once", data: Payload(5), publishing: noStream) == nil)
+        #expect(try await node.publish(channel: once, data: Payload(4), publishing: noStream) == nil)
+        #expect(try await node.publish(channel: once, data: Payload(5), publishing: noStream) == nil)
         let received = try await BrokerTests.publications(client, count: 3)
         #expect(received.map(\.data) == [Payload(["n": 1]), Payload(["n": 3]), Payload(4)], "each key published once")
-        let stored = try await node.history(channel: "room:once", limit: -1, since: nil, reverse: false).publications
+        let stored = try await node.history(channel: once, limit: -1, since: nil, reverse: false).publications
         #expect(stored.map(\.data) == [Payload(["n": 1]), Payload(["n": 3])])
         await stop()
     }
 
-    @Test func anOlderVersionIsSkippedWithinItsEpoch() async throws {
-        let (node, stop) = try await BrokerTests.node(.memory)
+    @Test(arguments: BrokerTests.BrokerEngine.allCases, ["room", "ledger"])
+    func anOlderVersionIsSkippedWithinItsEpoch(engine: Engine, namespace: String) async throws {
+        let (node, stop) = try await BrokerTests.node(engine)
         var client = try await TestClient.connected(node, user: "di")
-        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:score")))
+        let channel = "\(namespace):score"
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: channel)))
         func publish(_ n: Int, version: UInt64, epoch: String = "") async throws -> StreamPosition? {
             try await node.publish(
-                channel: "room:score", data: Payload(.int(Int64(n))), publishing: PublishOptions(version: version, versionEpoch: epoch))
+                channel: channel, data: Payload(.int(Int64(n))), publishing: PublishOptions(version: version, versionEpoch: epoch))
         }
         #expect(try await publish(1, version: 5)?.offset == 1)
         #expect(try await publish(2, version: 5)?.offset == 1, "the same version is skipped: the stream's position answers")
@@ -87,6 +93,31 @@ import Testing
         #expect(try await publish(7, version: 2)?.offset == 4, "no epoch: compared with the latest version whatever its epoch")
         let received = try await BrokerTests.publications(client, count: 4)
         #expect(received.map(\.data) == [1, 4, 5, 7].map { Payload(.int($0)) })
+        await stop()
+    }
+
+    /// Versions published at once (one bus batch on PostgreSQL) are decided in their
+    /// order, each against the one before it.
+    @Test(arguments: Engine.allCases)
+    func versionsPublishedAtOnceAreDecidedInOrder(engine: Engine) async throws {
+        let (node, stop) = try await BrokerTests.node(engine)
+        var client = try await TestClient.connected(node, user: "ed")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:batch")))
+        let versions: [UInt64] = [3, 1, 4, 4, 2, 5]
+        let (answers, answered) = AsyncStream.makeStream(of: (Int, Result<StreamPosition?, HubError>).self)
+        // Not awaited one by one: every publish is handed to the engine before the first is answered.
+        for (index, version) in versions.enumerated() {
+            node.publish(channel: "room:batch", data: Payload(.int(Int64(version))), publishing: PublishOptions(version: version)) {
+                answered.yield((index, $0))
+            }
+        }
+        var offsets: [Int: UInt64] = [:]
+        for await (index, answer) in answers {
+            offsets[index] = try answer.get()?.offset
+            if offsets.count == versions.count { break }
+        }
+        let received = try await BrokerTests.publications(client, count: 3)
+        #expect(received.map(\.data) == [3, 4, 5].map { Payload(.int($0)) })
         await stop()
     }
 
@@ -102,18 +133,27 @@ import Testing
         await stop()
     }
 
-    @Test(arguments: [Engine.postgres, .redis])
-    func clusterEnginesRefuseKeysAndVersionsByName(engine: Engine) async throws {
-        let (node, stop) = try await BrokerTests.node(engine)
-        await #expect(throws: HubError.notAvailable("idempotency_key not available with the \(engine) engine (a node alone only)")) {
-            try await node.publish(channel: "room:c", data: Payload(1), publishing: PublishOptions(idempotencyKey: "k"))
+    /// Two nodes publishing with one key at the same time publish it once: PostgreSQL
+    /// claims the key in the bus's transaction, Redis in the shard's script.
+    @Test(arguments: [BrokerTests.BrokerEngine.postgres, .redis], ["room:race", "ledger:race", "plain-race"])
+    func aKeyUsedByTwoNodesAtOnceIsPublishedOnce(engine: Engine, channel: String) async throws {
+        let (nodes, stop) = try await BrokerTests.nodes(engine, count: 2)
+        var client = try await TestClient.connected(nodes[0], user: "fay")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: channel)))
+        let answers = try await withThrowingTaskGroup(of: StreamPosition?.self) { group in
+            for index in 0..<10 {
+                group.addTask {
+                    try await nodes[index % 2].publish(
+                        channel: channel, data: Payload(.int(Int64(index))), publishing: PublishOptions(idempotencyKey: "k"))
+                }
+            }
+            return try await group.reduce(into: [StreamPosition?]()) { $0.append($1) }
         }
-        await #expect(throws: HubError.notAvailable("idempotency_key and version not available with the \(engine) engine (a node alone only)")) {
-            try await node.publish(channel: "room:c", data: Payload(1), publishing: PublishOptions(idempotencyKey: "k", version: 2))
-        }
-        let position = try await node.history(channel: "room:c", limit: 0, since: nil, reverse: false)
-        #expect(position.offset == 0, "nothing was published")
-        #expect(try await node.publish(channel: "room:c", data: Payload(1))?.offset == 1, "and the node goes on publishing")
+        #expect(Set(answers.map { $0?.offset }).count == 1, "every attempt answers the same position: \(answers)")
+        // Published after every keyed attempt was answered, so it arrives after any of them.
+        try await nodes[1].publish(channel: channel, data: Payload("end"))
+        let received = try await BrokerTests.publications(client, count: 2)
+        #expect(received.last?.data == Payload("end"), "one keyed publication, then the end: \(received.map(\.data))")
         await stop()
     }
 
