@@ -18,7 +18,7 @@ import urllib.request
 
 import jwt
 import pytest
-from cent import (Client as ApiClient, DisconnectRequest, HistoryRequest, InfoRequest, PresenceRequest,
+from cent import (Client as ApiClient, Disconnect, DisconnectRequest, HistoryRequest, InfoRequest, PresenceRequest,
                   PresenceStatsRequest, PublishRequest, UnsubscribeRequest)
 from centrifuge import Client, ClientState, DeltaType, StreamPosition
 
@@ -240,9 +240,20 @@ async def test_server_api_acts_on_every_node(cluster, codec):
     assert len({n.uid for n in info.nodes}) == NODES
     cluster.nodes[2].api().unsubscribe(UnsubscribeRequest(user=user, channel=channel))
     assert (await sub_events.wait("unsubscribed", timeout=10))[0].code == 2000
-    cluster.nodes[1].api().disconnect(DisconnectRequest(user=user))
-    assert (await client_events.wait("disconnected", timeout=10))[0].code == 3503
-    assert client.state == ClientState.DISCONNECTED
+    # Aimed at one connection through another node: a refresh that expires it (3005, and the
+    # SDK reconnects), then a disconnect with the caller's code; a second connection is spared.
+    spared, spared_events = await client_on(cluster.nodes[1], user, codec)
+    client_id = client_events.of("connected")[0].client
+    server_api(cluster.nodes[2], "refresh", {"user": user, "client": client_id, "expired": True})
+    assert (await client_events.wait("connecting", 2, timeout=10))[1].code == 3005
+    await client_events.wait("connected", 2, timeout=10)
+    client_id = client_events.of("connected")[1].client
+    cluster.nodes[1].api().disconnect(DisconnectRequest(user=user, client=client_id, disconnect=Disconnect(code=4501, reason="moved")))
+    closed = (await client_events.wait("disconnected", timeout=10))[0]
+    assert (closed.code, closed.reason) == (4501, "moved")
+    assert client.state == ClientState.DISCONNECTED and spared.state == ClientState.CONNECTED
+    cluster.nodes[0].api().disconnect(DisconnectRequest(user=user))
+    assert (await spared_events.wait("disconnected", timeout=10))[0].code == 3503
 
 
 async def test_killed_node_clients_recover_elsewhere_with_every_acknowledged_publication(cluster, codec):

@@ -11,7 +11,8 @@ import GondolaProtocol
 /// (a binary payload as `"b":"<base64>"` instead of `"d"`; `"i"` and `"g"` only when present, `"f"`
 /// only when the publication may go as a delta) for a publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
 /// `"c"` (and `"cl"`, the one client) for an unsubscribe, `"x"` with `"u"`, `"c"` (close code), `"r"`
-/// (reason), `"k"` (clients kept) and `"cl"` (the one client) for a disconnect, `"d"` with `"k"` (topic),
+/// (reason), `"k"` (clients kept) and `"cl"` (the one client) for a disconnect, `"h"` with `"u"`, `"cl"`,
+/// `"e"` (expired), `"a"` (expire at, Unix seconds) and `"i"` (info as text) for a refresh, `"d"` with `"k"` (topic),
 /// `"n"` (origin node) and `"d"` (payload) for a domain's change, `"r"` with those and `"g"`
 /// (region) for a regional one.
 enum BusCodec {
@@ -46,6 +47,13 @@ enum BusCodec {
                 "t": "x", "u": .string(user), "c": .int(Int64(code.code)), "r": .string(code.reason), "k": .array(keeping.sorted().map(JSON.string)),
             ]
             json = client.map { event.adding("cl", .string($0)) } ?? event
+        case let .refresh(user, client, refresh):
+            var event: JSON = ["t": "h", "u": .string(user), "e": .bool(refresh.expired)]
+            if let client { event = event.adding("cl", .string(client)) }
+            if let end = refresh.expireAt { event = event.adding("a", .int(Int64(end.timeIntervalSince1970))) }
+            // Info travels as a string, so its bytes are kept.
+            if let info = refresh.info { event = event.adding("i", .string(String(decoding: info.bytes, as: UTF8.self))) }
+            json = event
         case let .domain(topic, origin, payload): json = ["t": "d", "k": .string(topic), "n": .string(origin), "d": payload]
         case let .regional(region, topic, origin, payload):
             json = ["t": "r", "g": .string(region), "k": .string(topic), "n": .string(origin), "d": payload]
@@ -173,6 +181,11 @@ enum BusCodec {
             return .disconnect(
                 user: try string("u"), code: DisconnectCode(code: closeCode, reason: try string("r")), keeping: Set(keeping),
                 client: try optionalString("cl"))
+        case "h":
+            var refresh = ConnectionRefresh(expired: json["e"] == .bool(true))
+            if case let .int(seconds)? = json["a"] { refresh.expireAt = Date(timeIntervalSince1970: Double(seconds)) }
+            if let info = try optionalString("i") { refresh.info = try RawJSON(validating: Array(info.utf8)) }
+            return .refresh(user: try string("u"), client: try optionalString("cl"), refresh)
         case "d":
             guard let payload = json["d"] else { throw BusCodecError("domain event without payload") }
             return .domain(topic: try string("k"), origin: try string("n"), payload: payload)

@@ -123,7 +123,7 @@ import Synchronization
         case let .publication(channel, _), let .join(channel, _), let .leave(channel, _),
             let .unsubscribe(_, channel, _), let .subscribe(_, channel, _):
             channel
-        case let .disconnect(user, _, _, _): user
+        case let .disconnect(user, _, _, _), let .refresh(user, _, _): user
         case let .domain(topic, _, _): topic
         case let .regional(region, _, _, _): region
         }

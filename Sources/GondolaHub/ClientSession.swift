@@ -735,6 +735,21 @@ public final class ClientSession: Sendable {
         for channel in refreshes { Task { await proxyRefresh(channel) } }
     }
 
+    /// Applies the server API's `refresh`: closes the connection with 3005 when it is
+    /// expired (or its new end is past), else sets its end and info and tells the client
+    /// with a refresh push.
+    func serverRefresh(_ refresh: ConnectionRefresh) {
+        let ttl = Self.ttl(until: refresh.expireAt)
+        if refresh.expired || refresh.expireAt.map({ $0 <= Date() }) == true {
+            return close(.expired)
+        }
+        state.withLock { state in
+            state.credentials?.expiresAt = refresh.expireAt
+            if let info = refresh.info { state.credentials?.info = info }
+        }
+        queue.enqueue(Push(channel: "", .refresh(expires: ttl != nil, ttl: ttl ?? 0)))
+    }
+
     /// Proxy refreshes of this connection or its subscriptions waiting on the backend.
     var proxyRefreshesUnderWay: Int { state.withLock { $0.proxyRefreshing.count } }
 

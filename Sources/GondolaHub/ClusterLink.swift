@@ -20,6 +20,8 @@ public enum ClusterEvent: Sendable, Equatable {
     /// the clients `keeping` names (the server API's disconnect and its whitelist; a new
     /// connection in single-connection mode keeps itself).
     case disconnect(user: String, code: DisconnectCode, keeping: Set<String>, client: String? = nil)
+    /// The server API prolonged or ended the user's connections (only `client` when it names one).
+    case refresh(user: String, client: String?, ConnectionRefresh)
     /// A domain's change for the other nodes' in-memory views (see `Node.replicate`);
     /// `origin` is the sending node's uid, which ignores its own.
     case domain(topic: String, origin: String, payload: JSON)

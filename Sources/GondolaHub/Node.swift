@@ -618,11 +618,20 @@ public final class Node: Sendable {
     /// Subscribes every connection of `user` (on every node of a cluster; only connection
     /// `client` when the options name one) to `channel`, server-side: each is told with a
     /// subscribe push. `options` is the server API's request (`ServerSubscription`): a bad
-    /// one answers 107, an unknown channel 102, and nothing is sent.
+    /// one (an `expire_at` already past among them) answers 107, an unknown channel 102, and
+    /// nothing is sent.
     public func subscribe(user: String, channel: String, options: RawJSON) async throws(HubError) {
         _ = try resolve(channel)
-        _ = try ServerSubscription(options)
+        if let end = try ServerSubscription(options).grant.expiresAt, end <= Date() {
+            throw .badRequest("expire_at \(Int64(end.timeIntervalSince1970)) is in the past")
+        }
         try await broker.send(.subscribe(user: user, channel: channel, options: options))
+    }
+
+    /// Prolongs or ends the connections of `user` on every node of a cluster (only `client`
+    /// when it names one), as the server API's `refresh` asks (see `ConnectionRefresh`).
+    public func refresh(user: String, client: String? = nil, _ refresh: ConnectionRefresh) async throws(HubError) {
+        try await broker.send(.refresh(user: user, client: client, refresh))
     }
 
     /// Closes the connections of `user` on every node of a cluster with `code` (3503
@@ -676,6 +685,8 @@ public final class Node: Sendable {
                 }
                 session.close(code)
             }
+        case let .refresh(user, client, refresh):
+            for session in registry.sessions(of: user) where client == nil || client == session.id { session.serverRefresh(refresh) }
         case let .domain(topic, origin, payload):
             guard origin != uid else { return }
             replication.apply(topic: topic, payload)

@@ -485,7 +485,9 @@ enum Base64URL {
 /// What the server API's `subscribe` asks for besides the user and the channel: `client`
 /// (only that connection), `info`/`b64info` (the subscription's `chan_info`),
 /// `data`/`b64data` (sent in the subscribe push), `override` as in subscription tokens,
-/// and `recover_since` (`{offset, epoch}`: publications after it are recovered).
+/// `expire_at` (Unix seconds when the subscription ends, told in the push's `ttl`; past it,
+/// and a grace of `pongTimeout`, the connection is unsubscribed with 2501), and
+/// `recover_since` (`{offset, epoch}`: publications after it are recovered).
 public struct ServerSubscription: Sendable {
     public var client: String?
     public var grant: SubscriptionGrant
@@ -502,7 +504,10 @@ public struct ServerSubscription: Sendable {
         do throws(TokenError) {
             let fields = try JSONFields<TokenError>(json)
             client = try fields.optionalString("client", maxLength: 1024)
-            grant = try ConnectionTokens.grant(fields)
+            let expireAt = try fields.optionalInteger("expire_at", in: 0...Int64(1e12)).flatMap {
+                $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0))
+            }
+            grant = try ConnectionTokens.grant(fields, expiresAt: expireAt)
             recoverSince = try fields.optionalObject("recover_since").map { since throws(TokenError) in
                 StreamPosition(
                     offset: UInt64(try since.optionalInteger("offset", in: 0...Int64.max) ?? 0),

@@ -9,6 +9,9 @@ public struct Push: Sendable, Equatable {
         case message(data: RawJSON)
         case subscribe(SubscribeResult)
         case disconnect(DisconnectCode)
+        /// The connection was prolonged by the server (the server API's `refresh`): whether
+        /// it expires, and in how many seconds.
+        case refresh(expires: Bool, ttl: UInt32)
     }
 
     public var channel: String
@@ -39,6 +42,11 @@ public struct Push: Sendable, Equatable {
             body.add("reason", disconnect.reason)
             body.add("reconnect", disconnect.reconnect)
             push.add("disconnect", body.json)
+        case let .refresh(expires, ttl):
+            var body = JSONObjectBuilder()
+            body.add("expires", expires)
+            body.add("ttl", ttl)
+            push.add("refresh", body.json)
         }
         return .object([(key: "push", value: push.json)])
     }
@@ -86,6 +94,8 @@ public struct Push: Sendable, Equatable {
         } else if let value = try fields.optionalObject("disconnect") {
             let code = try value.protobufInteger("code", in: 0...Int64(UInt16.max))
             body = .disconnect(DisconnectCode(code: UInt16(code), reason: try value.protobufString("reason")))
+        } else if let value = try fields.optionalObject("refresh") {
+            body = .refresh(expires: try value.protobufBool("expires"), ttl: try value.uint32("ttl"))
         } else {
             throw ProtocolDecodingError("push carries no known body")
         }

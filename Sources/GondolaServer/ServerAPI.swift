@@ -34,6 +34,11 @@ public struct ServerAPI: Sendable {
             rules:
                 "every connection of the user on every node (or only `client`, and never those `whitelist` names) is closed with `disconnect`'s code and reason, 3503 `force disconnect` without one",
             node.disconnect(_:))
+        api.register(
+            "refresh", APIRefreshRequest.self, EmptyAnswer.self,
+            rules:
+                "every connection of the user on every node (or only `client`): `expired` or an `expire_at` already past closes it with 3005, else it expires at `expire_at` (never without one) and is told with a refresh push",
+            node.refresh(_:))
         api.register("channels", ChannelsRequest.self, ChannelsAnswer.self, rules: "the channels with subscribers on this node", node.channels(_:))
         api.register("info", NoFields.self, InfoAnswer.self, rules: "", node.info(_:))
         return api
@@ -122,6 +127,24 @@ struct APIDisconnectRequest: RequestContract {
             throw .badRequest("disconnect.reason is \(reason.utf8.count) bytes, more than \(Self.maxReasonBytes)")
         }
         code = DisconnectCode(code: UInt16(number), reason: reason)
+    }
+}
+
+/// `refresh`: `{user, client?, expired?, expire_at?, info? | b64info?}`.
+struct APIRefreshRequest: RequestContract {
+    static let fields: [FieldContract] = [
+        .required("user", .string), .optional("client", .string, "only this connection of the user"),
+        .optional("expired", .boolean, "closes the connections with 3005 `expired` (the SDK reconnects and asks for a new token)"),
+        .optional("expire_at", .integer, "Unix seconds when the connections expire; 0 or absent: never"),
+        .optional("info", .any, "the connections' new info, kept byte for byte"), .optional("b64info", .string, "base64 of JSON info"),
+    ]
+    let user: String
+    let client: String?
+    let refresh: ConnectionRefresh
+    init(_ fields: RequestFields) throws(HubError) {
+        user = try fields.string("user", maxLength: .max)
+        client = try fields.optionalString("client", maxLength: 1024)
+        refresh = try ConnectionRefresh(request: fields)
     }
 }
 
@@ -248,6 +271,7 @@ struct APISubscribeRequest: RequestContract {
         .optional("b64data", .string, "base64 of JSON data"),
         .optional("override", .object, "namespace options for this subscription", members: override),
         .optional("recover_since", .object, "recover from this position", members: [.optional("offset", .integer), .optional("epoch", .string)]),
+        .optional("expire_at", .integer, "Unix seconds when the subscription ends (unsubscribed with 2501); 0 or absent: never"),
     ]
     let user: String
     let channel: String
@@ -328,6 +352,12 @@ extension Node {
     /// Answers `disconnect`.
     func disconnect(_ request: APIDisconnectRequest) async throws(HubError) -> EmptyAnswer {
         try await disconnect(user: request.user, client: request.client, keeping: request.whitelist, code: request.code)
+        return EmptyAnswer()
+    }
+
+    /// Answers `refresh`.
+    func refresh(_ request: APIRefreshRequest) async throws(HubError) -> EmptyAnswer {
+        try await refresh(user: request.user, client: request.client, request.refresh)
         return EmptyAnswer()
     }
 

@@ -228,6 +228,35 @@ import Testing
         await stop()
     }
 
+    /// The server API's refresh, aimed at one connection on whichever node it is: a new
+    /// end is told with a refresh push and the info changes; `expired` or an end already
+    /// past closes with 3005; a user's other connections are untouched.
+    @Test(arguments: BrokerEngine.allCases)
+    func refreshProlongsOrEndsOnlyTheConnectionsItNames(engine: BrokerEngine) async throws {
+        let (nodes, stop) = try await Self.nodes(engine, count: engine == .memory ? 1 : 2)
+        let other = nodes[nodes.count - 1]
+        var aimed = try await TestClient.connected(other, user: "bea")
+        var spared = try await TestClient.connected(nodes[0], user: "bea")
+        let end = Date().addingTimeInterval(600)
+        let info = try RawJSON(validating: Array(#"{"seat" : 12.50}"#.utf8))
+        try await nodes[0].refresh(user: "bea", client: aimed.session.id, ConnectionRefresh(expireAt: end, info: info))
+        var pushed: Push?
+        while pushed == nil {
+            if case let .push(push) = try await aimed.next(timeout: .seconds(10)), case .refresh = push.body { pushed = push }
+        }
+        guard case let .refresh(expires, ttl)? = pushed?.body else { return }
+        #expect(expires && (590...600).contains(ttl), "ttl \(ttl)")
+        _ = try await aimed.call(.subscribe(SubscribeRequest(channel: "room:seat")))
+        let presence = try await other.presence(channel: "room:seat")
+        #expect(presence[aimed.session.id]?.connInfo?.bytes == info.bytes, "the new info, byte for byte")
+
+        try await nodes[0].refresh(user: "bea", client: aimed.session.id, ConnectionRefresh(expireAt: Date().addingTimeInterval(-5)))
+        #expect(try await aimed.closeCode() == .expired)
+        try await other.refresh(user: "bea", ConnectionRefresh(expired: true))
+        #expect(try await spared.closeCode() == .expired)
+        await stop()
+    }
+
     @Test(arguments: BrokerEngine.allCases)
     func binaryAndSpelledPayloadsPassByteForByte(engine: BrokerEngine) async throws {
         let (node, stop) = try await Self.node(engine)

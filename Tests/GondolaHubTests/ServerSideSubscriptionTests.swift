@@ -118,4 +118,31 @@ import Testing
         #expect(try await phone.call(.ping).body == .ping)
         #expect(phone.session.subscriptions == ["locked:ops"])
     }
+
+    /// `expire_at` of the server API's subscribe: the push tells the subscription's ttl,
+    /// and once it is over (with the grace of `pongTimeout`) the connection is unsubscribed
+    /// with 2501; a past `expire_at` is refused before anything is sent.
+    @Test func aServerSideSubscriptionEndsAtItsExpireAt() async throws {
+        let node = try await makeNode()
+        var client = try await TestClient.connected(node, user: "alice")
+        let end = Int(Date().timeIntervalSince1970) + 120
+        await #expect(throws: HubError.badRequest("expire_at \(end - 240) is in the past")) {
+            try await node.subscribe(user: "alice", channel: "locked:shift", options: RawJSON(trusted: Array(#"{"expire_at":\#(end - 240)}"#.utf8)))
+        }
+        try await node.subscribe(user: "alice", channel: "locked:shift", options: RawJSON(trusted: Array(#"{"expire_at":\#(end)}"#.utf8)))
+        guard case let .push(push) = try await client.next(), case let .subscribe(result) = push.body else {
+            Issue.record("no subscribe push")
+            return
+        }
+        #expect(result.expires && (110...120).contains(result.ttl), "ttl \(result.ttl)")
+        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(end - 1)))
+        #expect(client.session.subscriptions == ["locked:shift"])
+        client.session.tick(now: .now, date: Date(timeIntervalSince1970: Double(end) + node.configuration.pongTimeout.timeInterval + 1))
+        guard case let .push(ended) = try await client.next(), case let .unsubscribe(code, _) = ended.body else {
+            Issue.record("no unsubscribe push")
+            return
+        }
+        #expect(ended.channel == "locked:shift" && code == UnsubscribeCode.expired)
+        #expect(client.session.subscriptions.isEmpty)
+    }
 }

@@ -128,6 +128,9 @@ extension Push {
             push.disconnect.code = UInt32(disconnect.code)
             push.disconnect.reason = disconnect.reason
             push.disconnect.reconnect = disconnect.reconnect
+        case let .refresh(expires, ttl):
+            push.refresh.expires = expires
+            push.refresh.ttl = ttl
         }
         var reply = PBReply()
         reply.push = push
@@ -159,6 +162,8 @@ extension Push {
                 throw ProtocolDecodingError("disconnect code \(push.disconnect.code) is out of range")
             }
             body = .disconnect(DisconnectCode(code: UInt16(push.disconnect.code), reason: push.disconnect.reason))
+        } else if push.hasRefresh {
+            body = .refresh(expires: push.refresh.expires, ttl: push.refresh.ttl)
         } else {
             throw ProtocolDecodingError("push carries no known body")
         }
