@@ -10,6 +10,7 @@ import collections
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import tempfile
@@ -18,7 +19,7 @@ import urllib.request
 
 import jwt
 import pytest
-from cent import (Client as ApiClient, Disconnect, DisconnectRequest, HistoryRequest, InfoRequest, PresenceRequest,
+from cent import (ChannelsRequest, Client as ApiClient, Disconnect, DisconnectRequest, HistoryRequest, InfoRequest, PresenceRequest,
                   PresenceStatsRequest, PublishRequest, UnsubscribeRequest)
 from centrifuge import Client, ClientState, DeltaType, StreamPosition
 
@@ -36,6 +37,8 @@ NODE_CONFIG = {key: value for key, value in CONFIG.items() if key not in ("token
 NODE_CONFIG["cluster_node_timeout"] = "3s"
 # Redis presence entries of a killed node expire after this (the PostgreSQL engine drops them with the node).
 NODE_CONFIG["cluster_presence_ttl"] = "3s"
+# How long `channels` waits for the other nodes (a stopped node is named after this).
+NODE_CONFIG["cluster_survey_timeout"] = "500ms"
 REDIS_SHARDS = 2
 
 
@@ -228,6 +231,34 @@ async def test_deltas_cross_nodes_as_published(cluster, codec):
     assert [codec.into(p.data) for p in publications] == frames
     assert [p.delta for p in publications] == [False, True, False, True]
     await reader.disconnect()
+
+
+async def test_channels_come_from_every_node_and_a_stopped_one_is_named(cluster, codec):
+    prefix = f"room:cluster-channels-{codec.name}"
+    clients = []
+    for node in cluster.nodes:
+        client, _ = await client_on(node, f"lister{node.index}-{codec.name}", codec)
+        await subscribed(client, f"{prefix}-{node.index}")
+        await subscribed(client, f"{prefix}-all")
+        clients.append(client)
+    expected = {f"{prefix}-all": NODES, **{f"{prefix}-{node.index}": 1 for node in cluster.nodes}}
+    listed = cluster.nodes[0].api().channels(ChannelsRequest(pattern=f"{prefix}-*"))
+    assert {name: info.num_clients for name, info in listed.channels.items()} == expected
+    # A stopped node stays in the registry for cluster_node_timeout: it is named, not waited on.
+    stopped = cluster.nodes[NODES - 1]
+    with open(os.path.join(cluster.folder, f"node-{stopped.index}.pid")) as pidfile:
+        pid = int(pidfile.read())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        listed = server_api(cluster.nodes[0], "channels", {"pattern": f"{prefix}-*"})
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert listed["unanswered_nodes"] == [f"node-{stopped.index}"]
+    del expected[f"{prefix}-{stopped.index}"]
+    expected[f"{prefix}-all"] = NODES - 1
+    assert {name: info["num_clients"] for name, info in listed["channels"].items()} == expected
+    for client in clients:
+        await client.disconnect()
 
 
 async def test_server_api_acts_on_every_node(cluster, codec):

@@ -65,6 +65,9 @@ public struct ClusterNodeInfo: Sendable, Equatable {
 
     /// Every live node with its last reported figures.
     func nodes() async throws(HubError) -> [ClusterNodeInfo]
+
+    /// This node's uid in the cluster's registry (what `nodes()` lists it as).
+    var nodeUID: String { get }
 }
 
 @_spi(Engine) extension ClusterLink {

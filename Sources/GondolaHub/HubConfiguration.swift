@@ -30,6 +30,10 @@ public struct HubConfiguration: Sendable {
     public var commandBurst: Double = 200
     /// Consecutive error replies after which the connection is closed with 3509.
     public var maxConsecutiveErrors: Int = 20
+    /// How long a node waits for the other nodes of a cluster to answer a survey (the
+    /// server API's `channels`, `cluster_survey_timeout`); those that did not are named in
+    /// the answer.
+    public var surveyTimeout: Duration = .seconds(2)
     /// Publications of a channel that one `history` call or one recovery may return.
     public var maxHistoryPerRequest: Int = 1000
     /// Namespaces by name; "" is the default namespace, closed unless configured.

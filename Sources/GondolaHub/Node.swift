@@ -52,6 +52,8 @@ public final class Node: Sendable {
     let table = ChannelTable()
     let registry = SessionRegistry()
     private let replication = Replication()
+    /// This node's questions to the other nodes, waiting for their answers.
+    let surveys = Surveys()
     private let startedAt = ContinuousClock.now
     private let messageHandler = Mutex<(@Sendable (RPCContext, RawJSON?) async -> Void)?>(nil)
     private let connectHooks = Mutex<[@Sendable (Credentials) async -> Void]>([])
@@ -689,7 +691,11 @@ public final class Node: Sendable {
             for session in registry.sessions(of: user) where client == nil || client == session.id { session.serverRefresh(refresh) }
         case let .domain(topic, origin, payload):
             guard origin != uid else { return }
-            replication.apply(topic: topic, payload)
+            switch topic {
+            case Surveys.askTopic: answerSurvey(payload)
+            case Surveys.answerTopic: surveys.receive(payload)
+            default: replication.apply(topic: topic, payload)
+            }
         case let .regional(region, topic, origin, payload):
             guard origin != uid else { return }
             switch replication.apply(topic: topic, region: region, payload) {

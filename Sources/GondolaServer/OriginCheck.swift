@@ -1,3 +1,5 @@
+import GondolaHub
+
 /// Which web pages may open a client connection (`allowed_origins`), checked on every
 /// upgrade as Centrifugo checks it: a request without an `Origin` header (a native app, an
 /// SDK, a server) passes; with no pattern configured only the server's own origin passes

@@ -39,7 +39,11 @@ public struct ServerAPI: Sendable {
             rules:
                 "every connection of the user on every node (or only `client`): `expired` or an `expire_at` already past closes it with 3005, else it expires at `expire_at` (never without one) and is told with a refresh push",
             node.refresh(_:))
-        api.register("channels", ChannelsRequest.self, ChannelsAnswer.self, rules: "the channels with subscribers on this node", node.channels(_:))
+        api.register(
+            "channels", ChannelsRequest.self, ChannelsAnswer.self,
+            rules:
+                "the channels with subscribers on every node; in a cluster each other node is asked over the engine and waited for at most `cluster_survey_timeout`",
+            node.channels(_:))
         api.register("info", NoFields.self, InfoAnswer.self, rules: "", node.info(_:))
         return api
     }
@@ -363,7 +367,7 @@ extension Node {
 
     /// Answers `channels`.
     func channels(_ request: ChannelsRequest) async throws(HubError) -> ChannelsAnswer {
-        ChannelsAnswer(counts: channels().filter { request.pattern.isEmpty || Glob.matches(request.pattern, $0.key) })
+        ChannelsAnswer(channels: try await channels(matching: request.pattern))
     }
 
     /// Answers `info`.

@@ -61,10 +61,15 @@ struct HistoryAnswer: ResponseContract {
 
 /// `channels`' answer: the channels with subscribers on this node.
 struct ChannelsAnswer: ResponseContract {
-    static let fields: [FieldContract] = [.required("channels", .object, "channel → `{num_clients}`")]
-    let counts: [String: Int]
+    static let fields: [FieldContract] = [
+        .required("channels", .object, "channel → `{num_clients}`, summed over the nodes that answered"),
+        .optional("unanswered_nodes", .stringArray, "the nodes that did not answer in time (their subscribers are not counted); absent when all did"),
+    ]
+    let channels: ClusterChannels
     var json: JSON {
-        ["channels": .object(counts.sorted { $0.key < $1.key }.map { (key: $0.key, value: ["num_clients": .int(Int64($0.value))]) })]
+        let counts = channels.counts.sorted { $0.key < $1.key }.map { (key: $0.key, value: ["num_clients": .int(Int64($0.value))] as JSON) }
+        guard !channels.unanswered.isEmpty else { return ["channels": .object(counts)] }
+        return ["channels": .object(counts), "unanswered_nodes": .array(channels.unanswered.map(JSON.string))]
     }
 }
 

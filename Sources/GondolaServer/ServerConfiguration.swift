@@ -197,7 +197,7 @@ public enum ConfigurationLoader {
             "client_user_connection_limit", "client_connection_limit", "client_connection_rate_limit", "channel_max_length",
             "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "command_rate", "command_burst", "namespaces",
             "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl",
-            "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch",
+            "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout",
         ] + BuiltInDomains.settingKeys
         + ProxyKind.allCases.flatMap {
             ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout", "proxy_\($0.rawValue)_binary_encoding"]
@@ -291,6 +291,10 @@ public enum ConfigurationLoader {
             guard ttl >= .seconds(3) else { throw field.error("must be at least 3s (entries are added again every third of it), got \(ttl)") }
             configuration.cluster.presenceTTL = ttl
         case "cluster_bus_linger": configuration.cluster.busLinger = try field.duration(allowZero: true)
+        case "cluster_survey_timeout":
+            let timeout = try field.duration(allowZero: false)
+            guard timeout <= .seconds(30) else { throw field.error("must be at most 30s (a server API call waits this long), got \(timeout)") }
+            configuration.hub.surveyTimeout = timeout
         case "cluster_bus_max_batch":
             configuration.cluster.busMaxBatch = try field.integer(min: 1, max: 10_000)
         case "token_hmac_secret":

@@ -29,10 +29,12 @@ import Testing
     }
 
     /// `count` nodes sharing `engine` (one PostgreSQL database, and for Redis two
-    /// servers), and what stops them; a node alone (`memory`) only as one.
-    static func nodes(_ engine: BrokerEngine, count: Int, _ adjust: (inout HubConfiguration) -> Void = { _ in }) async throws
-        -> ([Node], stop: @Sendable () async -> Void)
-    {
+    /// servers), and what stops them; a node alone (`memory`) only as one. `silent` more
+    /// cluster members join the registry and the bus without a node behind them: they
+    /// never answer anything.
+    static func nodes(
+        _ engine: BrokerEngine, count: Int, silent: Int = 0, _ adjust: (inout HubConfiguration) -> Void = { _ in }
+    ) async throws -> ([Node], stop: @Sendable () async -> Void) {
         let configuration = testConfiguration { configuration in
             configuration.namespaces["room"]?.historySize = 1_000
             var ledger = NamespaceOptions(name: "ledger")
@@ -56,14 +58,14 @@ import Testing
             for server in servers { try await server.start() }
             var nodes: [Node] = []
             var running: [Task<Void, Never>] = []
-            for _ in 0..<count {
+            for index in 0..<(count + silent) {
                 let cluster: any ClusterNodeLink =
                     engine == .redis
                     ? RedisCluster(
                         pool: pool, addresses: servers.map(\.address), nodeUID: UUID().uuidString.lowercased(),
                         group: MultiThreadedEventLoopGroup.singleton, logger: logger)
                     : PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
-                nodes.append(Node(configuration: configuration, tokens: tokens, cluster: cluster))
+                if index < count { nodes.append(Node(configuration: configuration, tokens: tokens, cluster: cluster)) }
                 running.append(Task { await cluster.run() })
                 await cluster.ready()
             }
@@ -254,6 +256,34 @@ import Testing
         #expect(try await aimed.closeCode() == .expired)
         try await other.refresh(user: "bea", ConnectionRefresh(expired: true))
         #expect(try await spared.closeCode() == .expired)
+        await stop()
+    }
+
+    /// The server API's `channels` asks every other node over the engine and sums their
+    /// subscribers; a member that never answers is named once the survey's timeout is
+    /// over, and the others' channels are there all the same.
+    @Test(arguments: BrokerEngine.allCases)
+    func channelsAreCountedOnEveryNodeAndASilentOneIsNamed(engine: BrokerEngine) async throws {
+        let clustered = engine != .memory
+        let (nodes, stop) = try await Self.nodes(engine, count: clustered ? 2 : 1, silent: clustered ? 1 : 0) {
+            $0.surveyTimeout = .milliseconds(500)
+        }
+        var clients: [TestClient] = []
+        for (index, node) in nodes.enumerated() {
+            for user in ["cy", "dot"] {
+                var client = try await TestClient.connected(node, user: user)
+                _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:lobby")))
+                _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:node-\(index)")))
+                clients.append(client)
+            }
+        }
+        let all = try await nodes[0].channels(matching: "")
+        var expected = ["room:lobby": 2 * nodes.count]
+        for index in nodes.indices { expected["room:node-\(index)"] = 2 }
+        #expect(all.counts == expected)
+        #expect(all.unanswered.count == (clustered ? 1 : 0), "the silent member: \(all.unanswered)")
+        let matching = try await nodes[nodes.count - 1].channels(matching: "room:node-*")
+        #expect(matching.counts == expected.filter { $0.key.hasPrefix("room:node-") })
         await stop()
     }
 

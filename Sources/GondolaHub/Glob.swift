@@ -1,8 +1,8 @@
 /// Glob patterns as Centrifugo matches channel and origin patterns: `*` stands for any
 /// run of characters (none included) and `?` for one; every other character for itself.
-enum Glob {
+public enum Glob {
     /// Whether `text` matches `pattern` whole.
-    static func matches(_ pattern: String, _ text: String) -> Bool {
+    public static func matches(_ pattern: String, _ text: String) -> Bool {
         let pattern = Array(pattern.unicodeScalars)
         let text = Array(text.unicodeScalars)
         var p = 0
