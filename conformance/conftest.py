@@ -27,7 +27,7 @@ CONFIG = {
     "pong_timeout": "2s",
     "max_frame_bytes": 8192,
     "namespaces": [
-        {"name": "room", "history_size": 50, "history_ttl": "300s", "presence": True, "join_leave": True,
+        {"name": "room", "history_size": 50, "history_ttl": "300s", "presence": True, "join_leave": True, "allow_tags_filter": True,
          "allow_subscribe_for_client": True, "allow_publish_for_subscriber": True,
          "allow_history_for_subscriber": True, "allow_presence_for_subscriber": True},
         {"name": "frames", "history_size": 50, "history_ttl": "300s", "allowed_delta_types": ["fossil"], "delta_publish": True,

@@ -4,7 +4,8 @@ import GondolaProtocol
 /// Presence is derived from it. Subscribers that take publications as they are sit
 /// in `queues`, a contiguous array the fan-out walks without copying records;
 /// subscribers that negotiated fossil deltas are kept apart with whether they hold
-/// the channel's previous publication (their delta base). Every call happens under
+/// the channel's previous publication (their delta base), and so are those with a tags
+/// filter. Every call happens under
 /// the channel's own lock (`ChannelSlot`), which orders the channel's publications.
 struct ChannelState {
     struct Subscriber {
@@ -13,6 +14,8 @@ struct ChannelState {
         let joinLeave: Bool
         /// The subscription negotiated fossil deltas.
         let delta: Bool
+        /// Only publications whose tags match it reach the subscriber (never with `delta`).
+        let tagsFilter: TagsFilter?
         /// Whether the subscription is in the channel's presence and announces its join and
         /// leave: the namespace's options, or what a subscription token overrode.
         let presence: Bool
@@ -44,6 +47,9 @@ struct ChannelState {
     private var position: [String: Int] = [:]
     /// Subscribers with fossil deltas, by client id.
     private var deltaReceivers: [String: DeltaReceiver] = [:]
+    /// Subscribers with a tags filter, by client id: each publication is matched against
+    /// each filter (the plain subscribers pay nothing for them).
+    private var filteredReceivers: [String: (queue: OutboundQueue, filter: TagsFilter)] = [:]
     /// The data of the channel's last publication, kept while it has delta
     /// subscribers: the base of the next delta. One publication's data per channel.
     private var previousData: Payload?
@@ -84,6 +90,8 @@ struct ChannelState {
         if let floor, floor > 0 { floors[id] = (floor, .now + Self.floorLifetime) }
         if subscriber.delta {
             deltaReceivers[id] = DeltaReceiver(queue: subscriber.session.queue, hasBase: false)
+        } else if let filter = subscriber.tagsFilter {
+            filteredReceivers[id] = (subscriber.session.queue, filter)
         } else {
             position[id] = queues.count
             queues.append(subscriber.session.queue)
@@ -99,6 +107,8 @@ struct ChannelState {
         if removed.delta {
             deltaReceivers[id] = nil
             if deltaReceivers.isEmpty { previousData = nil }
+        } else if removed.tagsFilter != nil {
+            filteredReceivers[id] = nil
         } else if let index = position.removeValue(forKey: id) {
             let last = queues.count - 1
             if index != last {
@@ -121,7 +131,7 @@ struct ChannelState {
         let covered = coveredSubscribers(at: publication.offset)
         var whole = EncodedPush(Push(channel: channel, .publication(publication)))
         let plain = covered.isEmpty ? queues : zip(owners, queues).compactMap { covered[$0.0] == nil ? $0.1 : nil }
-        if plain.count + deltaReceivers.count <= 1 {
+        if plain.count + deltaReceivers.count + filteredReceivers.count <= 1 {
             return enqueue(publication, on: channel, whole: &whole, plain: plain, skipping: covered)
         }
         return OutboundQueue.deferringSignals { enqueue(publication, on: channel, whole: &whole, plain: plain, skipping: covered) }
@@ -137,13 +147,19 @@ struct ChannelState {
         }
     }
 
-    /// The plain subscribers get the whole push, then the delta subscribers theirs.
+    /// The plain subscribers get the whole push, then those whose tags filter matches, then
+    /// the delta subscribers theirs.
     private mutating func enqueue(
         _ publication: Publication, on channel: String, whole: inout EncodedPush, plain: [OutboundQueue],
         skipping covered: [String: UInt64]
     ) -> Int {
         for queue in plain { queue.enqueue(whole.bytes(for: queue.encoding)) }
-        return plain.count + deliverToDeltaReceivers(publication, on: channel, whole: &whole, skipping: covered)
+        var filtered = 0
+        for (id, receiver) in filteredReceivers where covered[id] == nil && receiver.filter.matches(publication.tags) {
+            receiver.queue.enqueue(whole.bytes(for: receiver.queue.encoding))
+            filtered += 1
+        }
+        return plain.count + filtered + deliverToDeltaReceivers(publication, on: channel, whole: &whole, skipping: covered)
     }
 
     /// The delta subscribers' part of `deliver`: for a publication that may go as a delta

@@ -411,6 +411,18 @@ public final class ClientSession: Sendable {
     /// else the namespace must be open to clients, or `grant` or the server must have
     /// granted it), the connection's limit, then presence and the stream position. The
     /// channel stays pending (it counts against the limit) until `activate` or a failure.
+    /// Refuses (107) a tags filter the namespace does not allow (`allow_tags_filter`), one
+    /// `TagsFilter.problem` names, or one beside a delta: a delta's base is the channel's
+    /// previous publication, which a filter may have kept from the subscriber.
+    private static func check(_ filter: TagsFilter, of request: SubscribeRequest, in options: NamespaceOptions) throws(HubError) {
+        guard options.allowTagsFilter else {
+            let namespace = options.name.isEmpty ? "the default namespace" : "namespace '\(options.name)'"
+            throw .badRequest("subscribe.tf: \(namespace) does not allow tags filters (allow_tags_filter)")
+        }
+        if let problem = filter.problem { throw .badRequest("subscribe.\(problem)") }
+        guard request.delta.isEmpty else { throw .badRequest("subscribe.tf cannot be used with delta") }
+    }
+
     private func admitSubscription(
         _ request: SubscribeRequest, grant: SubscriptionGrant?,
         grantedByServer: Bool
@@ -420,6 +432,7 @@ public final class ClientSession: Sendable {
         if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
             throw HubError.badRequest("subscribe.delta '\(request.delta)' is not a delta type (known: \(DeltaType.knownNames))")
         }
+        if let filter = request.tagsFilter { try Self.check(filter, of: request, in: namespaceOptions) }
         let user = user ?? ""
         let provider = node.provider(of: name)
         if let allowed = name.allowedUsers {

@@ -41,6 +41,9 @@ public struct NamespaceOptions: Sendable, Equatable {
     /// negotiated one (Centrifugo's `delta_publish`); without it only those published
     /// with `delta` do.
     public var deltaPublish: Bool = false
+    /// Subscriptions may ask for a tags filter (`tf`; Centrifugo's `allow_tags_filter`):
+    /// only publications whose tags match it reach them.
+    public var allowTagsFilter: Bool = false
     /// A subscribe without a token asks the app's backend (the subscribe proxy) instead of
     /// `allowSubscribeForClient`.
     public var proxySubscribe: Bool = false

@@ -271,6 +271,8 @@ public final class Node: Sendable {
         let options: NamespaceOptions
         /// The subscriber gets join and leave pushes.
         let hearsJoinLeave: Bool
+        /// Only publications whose tags match it reach the subscriber.
+        let tagsFilter: TagsFilter?
     }
 
     /// Records presence and reads the stream's position (and the publications to
@@ -299,9 +301,10 @@ public final class Node: Sendable {
             result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
             // Recovered publications come whole; a JSON delta subscription takes data as text.
             if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
+            if let filter = request.tagsFilter { result.publications = result.publications.filter { filter.matches($0.tags) } }
             return PreparedSubscription(
                 channel: channel, result: result, info: info, options: options,
-                hearsJoinLeave: request.joinLeave || options.forcePushJoinLeave)
+                hearsJoinLeave: request.joinLeave || options.forcePushJoinLeave, tagsFilter: request.tagsFilter)
         } catch {
             abandonSubscription(session, to: channel)
             if presenceAdded { try? await presenceManager.removePresence(channel: channel, client: info.client) }
@@ -335,15 +338,16 @@ public final class Node: Sendable {
                 let covered = options.keepsHistory ? reply.offset : 0
                 var floor = covered
                 for publication in pending.publications where publication.offset == 0 || publication.offset > covered {
+                    floor = max(floor, publication.offset)
+                    if let filter = prepared.tagsFilter, !filter.matches(publication.tags) { continue }
                     let sent = reply.delta && session.encoding == .json ? publication.withDataAsText : publication
                     session.queue.enqueue(Push(channel: channel, .publication(sent)))
-                    floor = max(floor, publication.offset)
                 }
                 // The broker may still deliver publications up to the offset the subscriber has.
                 state.add(
                     .init(
                         session: session, info: prepared.info, joinLeave: prepared.hearsJoinLeave, delta: reply.delta,
-                        presence: options.presence, announcesJoinLeave: options.joinLeave),
+                        tagsFilter: prepared.tagsFilter, presence: options.presence, announcesJoinLeave: options.joinLeave),
                     floor: options.keepsHistory ? floor : nil)
             }
         } catch {

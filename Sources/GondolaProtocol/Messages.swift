@@ -235,6 +235,8 @@ public struct SubscribeRequest: Sendable, Equatable {
     public var flag: Int64 = 0
     /// The delta format asked for (`fossil`), empty for whole publications.
     public var delta: String = ""
+    /// Only publications whose tags match it are sent (`tf`); nil: all.
+    public var tagsFilter: TagsFilter?
 
     /// Flag bit asking the server to reject a subscribe whose recovery is impossible.
     public static let rejectUnrecoveredFlag: Int64 = 2
@@ -268,6 +270,7 @@ public struct SubscribeRequest: Sendable, Equatable {
         object.add("join_leave", joinLeave)
         object.add("flag", flag)
         object.add("delta", delta)
+        object.add("tf", tagsFilter?.json)
         return object.json
     }
 
@@ -284,6 +287,7 @@ public struct SubscribeRequest: Sendable, Equatable {
         joinLeave = try fields.protobufBool("join_leave")
         flag = try fields.protobufInteger("flag", in: 0...Int64.max)
         delta = try fields.protobufString("delta")
+        tagsFilter = try fields.value("tf").map { (filter) throws(ProtocolDecodingError) in try TagsFilter(json: filter, path: "\(path).tf") }
     }
 }
 

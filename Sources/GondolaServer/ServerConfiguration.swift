@@ -460,6 +460,7 @@ public enum ConfigurationLoader {
             case "history_meta_ttl": options.historyMetaTTL = try field.duration(allowZero: false)
             case "allowed_delta_types": options.allowedDeltaTypes = try field.deltaTypes()
             case "delta_publish": options.deltaPublish = try field.bool()
+            case "allow_tags_filter": options.allowTagsFilter = try field.bool()
             case "proxy_subscribe": options.proxySubscribe = try field.bool()
             case "proxy_publish": options.proxyPublish = try field.bool()
             case "subscribe_proxy_name": options.subscribeProxyName = try field.nonEmptyString()

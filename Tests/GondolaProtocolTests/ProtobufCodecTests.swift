@@ -15,6 +15,12 @@ import Testing
             channel: "chat:1", recover: true, epoch: "abc", offset: 41, data: RawJSON(["radius": 500]),
             positioned: true, recoverable: true, joinLeave: true, flag: SubscribeRequest.rejectUnrecoveredFlag, delta: "fossil")
         subscribe.token = "sub-token"
+        var filtered = SubscribeRequest(channel: "quotes:1")
+        filtered.tagsFilter = TagsFilter(
+            op: "and",
+            nodes: [
+                TagsFilter(key: "ticker", cmp: "in", vals: ["AAPL", "MSFT"]), TagsFilter(op: "not", nodes: [TagsFilter(key: "halted", cmp: "ex")]),
+            ])
         return [
             Command(id: 1, .connect(connect)),
             Command(id: 2, .subscribe(subscribe)),
@@ -31,6 +37,7 @@ import Testing
             Command(id: 12, .refresh(token: "t.o.k")),
             Command(id: 13, .subRefresh(channel: "news:1", token: "s.u.b")),
             Command(id: 0, .pong),
+            Command(id: 14, .subscribe(filtered)),
         ]
     }
 
@@ -96,6 +103,7 @@ import Testing
             Push(channel: "", .message(data: payload)),
             Push(channel: "room:a", .subscribe(subscribed)),
             Push(channel: "", .disconnect(.forceDisconnect)),
+            Push(channel: "", .refresh(expires: true, ttl: 600)),
             Push(channel: "nearby:#a", .publication(Publication(offset: 6, data: Payload(.string(Self.delta)), delta: true))),
         ]
     }

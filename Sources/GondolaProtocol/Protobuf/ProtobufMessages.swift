@@ -12,6 +12,7 @@ typealias PBPush = Centrifugal_Centrifuge_Protocol_Push
 typealias PBClientInfo = Centrifugal_Centrifuge_Protocol_ClientInfo
 typealias PBPublication = Centrifugal_Centrifuge_Protocol_Publication
 typealias PBSubscribeRequest = Centrifugal_Centrifuge_Protocol_SubscribeRequest
+typealias PBFilterNode = Centrifugal_Centrifuge_Protocol_FilterNode
 typealias PBSubscribeResult = Centrifugal_Centrifuge_Protocol_SubscribeResult
 typealias PBStreamPosition = Centrifugal_Centrifuge_Protocol_StreamPosition
 
@@ -122,6 +123,7 @@ extension SubscribeRequest {
         request.joinLeave = joinLeave
         request.flag = flag
         request.delta = delta
+        if let tagsFilter { request.tf = tagsFilter.protobuf }
         return request
     }
 
@@ -138,6 +140,28 @@ extension SubscribeRequest {
             data: data, positioned: request.positioned, recoverable: request.recoverable, joinLeave: request.joinLeave,
             flag: max(0, request.flag), delta: request.delta)
         token = request.token
+        if request.hasTf { tagsFilter = try TagsFilter(protobuf: request.tf) }
+    }
+}
+
+extension TagsFilter {
+    var protobuf: PBFilterNode {
+        var node = PBFilterNode()
+        node.op = op
+        node.key = key
+        node.cmp = cmp
+        node.val = val
+        node.vals = vals
+        node.nodes = nodes.map(\.protobuf)
+        return node
+    }
+
+    /// Throws for a filter deeper than `maxDepth` (what the decoder read is bounded by the frame).
+    init(protobuf node: PBFilterNode, depth: Int = 1) throws(PayloadError) {
+        guard depth <= Self.maxDepth else { throw PayloadError("subscribe.tf is more than \(Self.maxDepth) levels deep") }
+        self.init(
+            op: node.op, key: node.key, cmp: node.cmp, val: node.val, vals: node.vals,
+            nodes: try node.nodes.map { (child) throws(PayloadError) in try TagsFilter(protobuf: child, depth: depth + 1) })
     }
 }
 

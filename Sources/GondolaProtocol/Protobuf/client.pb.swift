@@ -781,7 +781,7 @@ nonisolated struct Centrifugal_Centrifuge_Protocol_SubscribeRequest: @unchecked 
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-/// A filter on publication tags (accepted, not applied by Gondola).
+/// A filter on publication tags (see TagsFilter).
 nonisolated struct Centrifugal_Centrifuge_Protocol_FilterNode: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
