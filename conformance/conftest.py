@@ -133,7 +133,9 @@ def launch(folder, extra_args=(), port=None, settings=None, resorts=RESORTS):
 
 @pytest.fixture(scope="session")
 def server():
-    process, instance = launch(tempfile.mkdtemp(prefix="gondola-conformance-"))
+    grpc_port = free_port()
+    process, instance = launch(tempfile.mkdtemp(prefix="gondola-conformance-"), settings={"grpc_api_listen": f"127.0.0.1:{grpc_port}"})
+    instance.grpc_address = f"127.0.0.1:{grpc_port}"
     yield instance
     process.terminate()
     try:

@@ -60,7 +60,11 @@ class Cluster:
         self.folder = folder
         self.engine = engine
         self.nodes = [Node(i + 1, base_port + i) for i in range(NODES)]
-        self.env = dict(os.environ, CLUSTER_BINARY=GONDOLA, GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY)
+        grpc_base = consecutive_free_ports(NODES)
+        for node in self.nodes:
+            node.grpc_address = f"127.0.0.1:{grpc_base + node.index - 1}"
+        self.env = dict(os.environ, CLUSTER_BINARY=GONDOLA, GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY,
+                        CLUSTER_GRPC_PORT=str(grpc_base))
 
     def script(self, *args):
         subprocess.run([SCRIPT, *args, "--folder", self.folder], env=self.env, check=True, timeout=120)
@@ -259,6 +263,22 @@ async def test_channels_come_from_every_node_and_a_stopped_one_is_named(cluster,
     assert {name: info["num_clients"] for name, info in listed["channels"].items()} == expected
     for client in clients:
         await client.disconnect()
+
+
+async def test_the_grpc_api_acts_on_every_node(cluster, codec):
+    from grpc_api import call, pb, stub
+    user, channel = f"grpc-cluster-{codec.name}", f"room:grpc-cluster-{codec.name}"
+    client, events = await client_on(cluster.nodes[0], user, codec)
+    spared, spared_events = await client_on(cluster.nodes[1], user, codec)
+    await subscribed(client, channel)
+    api = stub(cluster.nodes[2].grpc_address)
+    assert call(api, "Channels", pb.ChannelsRequest(pattern=channel)).result.channels[channel].num_clients == 1
+    assert sorted(n.name for n in call(api, "Info", pb.InfoRequest()).result.nodes) == [f"node-{i}" for i in range(1, NODES + 1)]
+    client_id = events.of("connected")[0].client
+    call(api, "Disconnect", pb.DisconnectRequest(user=user, client=client_id, disconnect=pb.Disconnect(code=4501, reason="moved")))
+    closed = (await events.wait("disconnected", timeout=10))[0]
+    assert (closed.code, closed.reason) == (4501, "moved") and spared.state == ClientState.CONNECTED
+    await spared.disconnect()
 
 
 async def test_server_api_acts_on_every_node(cluster, codec):

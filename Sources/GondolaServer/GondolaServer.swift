@@ -275,9 +275,12 @@ public final class GondolaServer: Sendable {
     /// ends once their connections are closed (at most a few seconds).
     public func run(
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
-        let group = serviceGroup(signals: [.sigterm, .sigint], onServerRunning: onServerRunning, onInternalServerRunning: onInternalServerRunning)
+        let group = serviceGroup(
+            signals: [.sigterm, .sigint], onServerRunning: onServerRunning, onInternalServerRunning: onInternalServerRunning,
+            onGRPCServerRunning: onGRPCServerRunning)
         try await group.run()
     }
 
@@ -288,7 +291,8 @@ public final class GondolaServer: Sendable {
     /// the background loops end last, so frames and pings go on while clients leave.
     public func serviceGroup(
         signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void,
-        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> ServiceGroup {
         var background = [BackgroundService(name: "maintenance") { [node] in await node.runMaintenance() }]
         if let cluster { background.append(BackgroundService(name: "cluster") { await cluster.run() }) }
@@ -299,6 +303,10 @@ public final class GondolaServer: Sendable {
         var services = background.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
         if let (host, port) = configuration.internalListen {
             services.append(.init(service: internalApplication(host: host, port: port, onServerRunning: onInternalServerRunning)))
+        }
+        if let (host, port) = configuration.grpcAPIListen {
+            let key = configuration.grpcAPIKey.isEmpty ? configuration.apiKey : configuration.grpcAPIKey
+            services.append(.init(service: GRPCAPIService(api: serverAPI(), key: key, host: host, port: port, onServerRunning: onGRPCServerRunning)))
         }
         services += [.init(service: application(onServerRunning: onServerRunning)), .init(service: HubService(server: self))]
         return ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: signals, logger: logger))

@@ -14,6 +14,11 @@ public struct ServerConfiguration: Sendable {
     /// The internal listener (`internal_listen`): when set, the server API, metrics and
     /// health are served there only, and the public listener serves client transports and pages.
     public var internalListen: (host: String, port: Int)?
+    /// The GRPC server API's listener (`grpc_api_listen`), off when nil.
+    public var grpcAPIListen: (host: String, port: Int)?
+    /// The key GRPC calls present as `authorization: apikey <key>` (`grpc_api_key`); the
+    /// HTTP API's `api_key` when empty.
+    public var grpcAPIKey = ""
     /// Which `Origin`s may open a client connection from a browser (`allowed_origins`); by
     /// default only the server's own (the host page).
     public var allowedOrigins = OriginCheck()
@@ -195,7 +200,8 @@ public enum ConfigurationLoader {
             "websocket_compression_window_bits", "websocket_compression_memory_level", "websocket_compression_context_takeover",
             "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "user_personal_single_connection",
             "client_user_connection_limit", "client_connection_limit", "client_connection_rate_limit", "channel_max_length",
-            "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "command_rate", "command_burst", "namespaces",
+            "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "grpc_api_listen", "grpc_api_key", "command_rate",
+            "command_burst", "namespaces",
             "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout",
         ] + BuiltInDomains.settingKeys
@@ -396,6 +402,10 @@ public enum ConfigurationLoader {
         case "internal_listen":
             let (host, port) = try field.hostAndPort()
             configuration.internalListen = (host, port)
+        case "grpc_api_listen":
+            let (host, port) = try field.hostAndPort()
+            configuration.grpcAPIListen = (host, port)
+        case "grpc_api_key": configuration.grpcAPIKey = try field.string()
         case "command_rate": configuration.hub.commandRate = Double(try field.integer(min: 1))
         case "command_burst": configuration.hub.commandBurst = Double(try field.integer(min: 1))
         case "namespaces":

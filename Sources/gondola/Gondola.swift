@@ -127,6 +127,10 @@ struct Serve: AsyncParsableCommand {
             onInternalServerRunning: { port in
                 print("gondola internal listener on http://\(configuration.internalListen?.host ?? ""):\(port) (server API, metrics, health)")
                 fflush(nil)
+            },
+            onGRPCServerRunning: { port in
+                print("gondola GRPC server API on \(configuration.grpcAPIListen?.host ?? ""):\(port) (centrifugal.centrifugo.api.CentrifugoApi)")
+                fflush(nil)
             })
     }
 

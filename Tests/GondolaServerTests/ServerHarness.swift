@@ -60,7 +60,8 @@ final class RunningServer: Sendable {
     static func start(
         _ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil,
         additionalDomains: [any Domain] = [],
-        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> RunningServer {
         var logger = Logger(label: "gondola-test")
         logger.logLevel = .warning
@@ -68,7 +69,7 @@ final class RunningServer: Sendable {
         let ports = AsyncStream.makeStream(of: Int.self)
         let group = server.serviceGroup(
             signals: [], onServerRunning: { port in ports.continuation.yield(port) },
-            onInternalServerRunning: onInternalServerRunning)
+            onInternalServerRunning: onInternalServerRunning, onGRPCServerRunning: onGRPCServerRunning)
         let task = Task { try await group.run() }
         var iterator = ports.stream.makeAsyncIterator()
         guard let port = await iterator.next() else { throw HarnessError("server did not start") }

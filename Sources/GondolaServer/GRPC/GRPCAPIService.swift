@@ -1,0 +1,55 @@
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import GondolaDomain
+import ServiceLifecycle
+
+/// The GRPC server API's listener (`grpc_api_listen`): HTTP/2 without TLS, every call
+/// checked for the key (`APIKeyCheck`) before `GRPCServerAPI` answers it. A request is at
+/// most `ServerAPIEndpoint.bodyLimit` bytes (larger: RESOURCE_EXHAUSTED), a connection runs
+/// at most `maxConcurrentCalls` calls at once (HTTP/2 refuses more streams until one ends).
+/// It stops taking calls on a graceful shutdown and ends once those under way are answered.
+struct GRPCAPIService: Service {
+    static let maxConcurrentCalls = 1_024
+
+    let server: GRPCServer<HTTP2ServerTransport.Posix>
+    let transport: HTTP2ServerTransport.Posix
+    let onServerRunning: @Sendable (Int) async -> Void
+
+    init(api: ServerAPI, key: String, host: String, port: Int, onServerRunning: @escaping @Sendable (Int) async -> Void) {
+        let config = HTTP2ServerTransport.Posix.Config.defaults { config in
+            config.rpc.maxRequestPayloadSize = ServerAPIEndpoint.bodyLimit
+            config.http2.maxConcurrentStreams = Self.maxConcurrentCalls
+        }
+        transport = HTTP2ServerTransport.Posix(address: .ipv4(host: host, port: port), transportSecurity: .plaintext, config: config)
+        server = GRPCServer(transport: transport, services: [GRPCServerAPI(api: api)], interceptors: [APIKeyCheck(key: key)])
+        self.onServerRunning = onServerRunning
+    }
+
+    func run() async throws {
+        try await withGracefulShutdownHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await server.serve() }
+                if let port = try await transport.listeningAddress.ipv4?.port { await onServerRunning(port) }
+            }
+        } onGracefulShutdown: {
+            server.beginGracefulShutdown()
+        }
+    }
+}
+
+/// Refuses a call without `authorization: apikey <key>` in its metadata (Centrifugo's GRPC
+/// API key) with UNAUTHENTICATED, before its request is read.
+struct APIKeyCheck: ServerInterceptor {
+    let key: String
+
+    func intercept<Input: Sendable, Output: Sendable>(
+        request: StreamingServerRequest<Input>, context: ServerContext,
+        next: @Sendable (StreamingServerRequest<Input>, ServerContext) async throws -> StreamingServerResponse<Output>
+    ) async throws -> StreamingServerResponse<Output> {
+        let expected = "apikey " + key
+        guard request.metadata[stringValues: "authorization"].contains(where: { ConstantTime.equal($0, expected) }) else {
+            throw RPCError(code: .unauthenticated, message: "the call needs metadata authorization: apikey <grpc_api_key>")
+        }
+        return try await next(request, context)
+    }
+}
