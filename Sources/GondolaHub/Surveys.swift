@@ -22,6 +22,8 @@ final class Surveys: Sendable {
         var expected: Set<String>
         var answers: [String: JSON] = [:]
         let continuation: CheckedContinuation<Outcome?, Never>
+        /// Ends the survey at its timeout; cancelled when every answer came first.
+        var timer: Task<Void, Never>?
     }
 
     private let waiting = Mutex<[String: Waiting]>([:])
@@ -38,10 +40,17 @@ final class Surveys: Sendable {
             }
             guard accepted else { return continuation.resume(returning: nil) }
             send()
-            Task {
+            let timer = Task {
                 try? await Task.sleep(for: timeout)
                 self.finish(id)
             }
+            // An answer may have finished the survey already: then the timer is not needed.
+            let finished = waiting.withLock { waiting in
+                guard waiting[id] != nil else { return true }
+                waiting[id]?.timer = timer
+                return false
+            }
+            if finished { timer.cancel() }
         }
         guard let outcome else { throw .notAvailable("\(Self.maxWaiting) cluster surveys are already waiting for answers") }
         return outcome
@@ -61,6 +70,7 @@ final class Surveys: Sendable {
 
     private func finish(_ id: String) {
         guard let done = waiting.withLock({ $0.removeValue(forKey: id) }) else { return }
+        done.timer?.cancel()
         done.continuation.resume(returning: Outcome(answers: done.answers, unanswered: done.expected.subtracting(done.answers.keys)))
     }
 }
