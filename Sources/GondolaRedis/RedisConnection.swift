@@ -22,7 +22,8 @@ public final class RedisConnection: RedisCommands {
         self.address = address
     }
 
-    /// Connects and switches to RESP3; throws `unavailable` when the server cannot be reached.
+    /// Connects and switches to RESP3 within `connectTimeout` (the TCP connection, and again
+    /// the handshake); throws `unavailable` when the server cannot be reached.
     public static func connect(
         to address: RedisAddress, on group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(2),
         maxPending: Int = defaultMaxPending,
@@ -45,6 +46,11 @@ public final class RedisConnection: RedisCommands {
             throw .unavailable("cannot connect to \(address): \(error)")
         }
         let connection = RedisConnection(channel: channel, address: address)
+        // A server that accepted the connection but does not answer (one being killed or
+        // started) must not hold the caller: past the timeout the connection is closed,
+        // which fails the handshake, and the caller tries again.
+        let handshakeTimeout = channel.eventLoop.scheduleTask(in: connectTimeout) { connection.close() }
+        defer { handshakeTimeout.cancel() }
         do throws(RedisError) {
             let hello = try await connection.send(["HELLO", "3"])
             guard case .map = hello else { throw RedisError.unexpectedReply("HELLO 3 answered \(hello)") }
