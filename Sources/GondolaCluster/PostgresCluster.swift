@@ -101,14 +101,16 @@ import Synchronization
         }
     }
 
+    /// The channel's presence entries of live nodes; this node's own always count, whatever
+    /// its registry row says (its first heartbeat may not be written yet, or be late under load).
     public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
         let cutoff = millisecondsAgo(settings.nodeTimeout)
         return try await run("presence") {
             var clients: [String: ClientInfo] = [:]
             let rows = try await pool.query(
                 """
-                SELECT p.client, p.info FROM cluster_presence p JOIN cluster_node n ON n.uid = p.node
-                WHERE p.channel = \(channel) AND n.seen_at_ms > \(cutoff)
+                SELECT p.client, p.info FROM cluster_presence p LEFT JOIN cluster_node n ON n.uid = p.node
+                WHERE p.channel = \(channel) AND (p.node = \(nodeUID) OR n.seen_at_ms > \(cutoff))
                 """)
             for row in rows {
                 let (client, info) = try row.decode((String, ByteBuffer).self)
