@@ -1,24 +1,48 @@
-/// A named area: one or more polygons with holes (GeoJSON `Polygon` or `MultiPolygon`).
+/// A named area: one or more polygons with holes (GeoJSON `Polygon` or `MultiPolygon`), or
+/// a circle (a centre and a radius in metres).
 public struct Geofence<ID: Hashable & Sendable>: Sendable {
+    /// What a fence covers.
+    public enum Area: Sendable, Hashable {
+        case polygons([Polygon])
+        case circle(center: GeoPoint, radius: Double)
+    }
+
     public let id: ID
-    public let polygons: [Polygon]
+    public let area: Area
     public let bounds: BoundingBox
 
     public init(id: ID, polygons: [Polygon]) {
         precondition(!polygons.isEmpty, "a fence needs a polygon")
         self.id = id
-        self.polygons = polygons
-        let boxes = polygons.map(\.bounds)
-        bounds = BoundingBox(
-            minLat: boxes.map(\.minLat).min()!, minLon: boxes.map(\.minLon).min()!,
-            maxLat: boxes.map(\.maxLat).max()!, maxLon: boxes.map(\.maxLon).max()!)
+        area = .polygons(polygons)
+        bounds = BoundingBox(covering: polygons)
     }
 
-    public func contains(_ point: GeoPoint) -> Bool { polygons.contains { $0.contains(point) } }
+    public init(id: ID, center: GeoPoint, radius: Double) {
+        precondition(radius > 0, "a circle needs a radius")
+        self.id = id
+        area = .circle(center: center, radius: radius)
+        bounds = BoundingBox(around: center, radius: radius)
+    }
 
-    /// Metres from `point` to the nearest boundary edge of any polygon.
+    /// The fence's polygons; none for a circle.
+    public var polygons: [Polygon] {
+        if case let .polygons(polygons) = area { polygons } else { [] }
+    }
+
+    public func contains(_ point: GeoPoint) -> Bool {
+        switch area {
+        case let .polygons(polygons): polygons.contains { $0.contains(point) }
+        case let .circle(center, radius): Geodesy.distance(center, point) <= radius
+        }
+    }
+
+    /// Metres from `point` to the nearest boundary edge of any polygon, or to the circle.
     public func distanceToBoundary(_ point: GeoPoint) -> Double {
-        polygons.map { $0.distanceToBoundary(point) }.min()!
+        switch area {
+        case let .polygons(polygons): polygons.map { $0.distanceToBoundary(point) }.min()!
+        case let .circle(center, radius): abs(Geodesy.distance(center, point) - radius)
+        }
     }
 }
 
@@ -33,7 +57,9 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     /// How far from a fence `candidates(near:)` still finds it, in metres.
     public let reach: Double
     public let maxCellsPerFence = 4096
-    private var fences: [Geofence<ID>] = []
+    /// Fences by number; a removed fence's slot is nil until a new fence takes it.
+    private var fences: [Geofence<ID>?] = []
+    private var freeNumbers: [Int32] = []
     private var numberOf: [ID: Int32] = [:]
     private var cells: [Int64: [Int32]] = [:]
     private var large: [Int32] = []
@@ -48,25 +74,51 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
         self.reach = reach
     }
 
-    public var count: Int { fences.count }
+    /// Fences in the index (removed ones not counted).
+    public var count: Int { numberOf.count }
 
+    /// Adds a fence; a fence with the same id is replaced.
     public mutating func insert(_ fence: Geofence<ID>) {
-        let number = Int32(fences.count)
-        fences.append(fence)
+        remove(fence.id)
+        let number: Int32
+        if let free = freeNumbers.popLast() {
+            number = free
+            fences[Int(free)] = fence
+        } else {
+            number = Int32(fences.count)
+            fences.append(fence)
+        }
         numberOf[fence.id] = number
+        let keys = cellKeys(of: fence)
+        guard !keys.isEmpty else {
+            large.append(number)
+            return
+        }
+        for key in keys { cells[key, default: []].append(number) }
+    }
+
+    /// The cells `fence`'s box (widened by `reach`) covers; none when they are more than
+    /// `maxCellsPerFence` (the fence is then checked on every lookup).
+    private func cellKeys(of fence: Geofence<ID>) -> [Int64] {
         let box = reach > 0 ? fence.bounds.widened(by: reach) : fence.bounds
         let rows = row(box.minLat)...row(box.maxLat)
         let columnRanges = box.longitudeRanges.map { column($0.lowerBound)...column($0.upperBound) }
         let total = columnRanges.reduce(0) { $0 + Int64($1.count) } * Int64(rows.count)
-        guard total <= maxCellsPerFence else {
-            large.append(number)
-            return
+        guard total <= maxCellsPerFence else { return [] }
+        return rows.flatMap { r in columnRanges.flatMap { range in range.map { r * columns + $0 } } }
+    }
+
+    /// Takes a fence out: lookups no longer find it. Its cells are cleaned at once (a
+    /// fence covers at most `maxCellsPerFence` of them) and its slot goes to the next fence.
+    public mutating func remove(_ id: ID) {
+        guard let number = numberOf.removeValue(forKey: id), let fence = fences[Int(number)] else { return }
+        large.removeAll { $0 == number }
+        for key in cellKeys(of: fence) {
+            cells[key]?.removeAll { $0 == number }
+            if cells[key]?.isEmpty == true { cells[key] = nil }
         }
-        for r in rows {
-            for range in columnRanges {
-                for c in range { cells[r * columns + c, default: []].append(number) }
-            }
-        }
+        fences[Int(number)] = nil
+        freeNumbers.append(number)
     }
 
     /// Ids of the fences containing `point`.
@@ -75,17 +127,17 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// The fences that may contain `point` or lie within `reach` metres of it (their
-    /// widened box holds it), in the order they were inserted: a superset, each still to
+    /// widened box holds it), in the order of their slots: a superset, each still to
     /// be tested against its polygons. A point far from every fence costs one cell lookup.
     public func candidates(near point: GeoPoint) -> [Geofence<ID>] {
         let listed = cells[row(point.lat) * columns + column(point.lon)] ?? []
         guard !listed.isEmpty || !large.isEmpty else { return [] }
         let numbers = large.isEmpty ? listed : (listed + large).sorted()
-        return numbers.map { fences[Int($0)] }
+        return numbers.compactMap { fences[Int($0)] }
     }
 
     /// The fence with `id`, if inserted.
-    public func fence(_ id: ID) -> Geofence<ID>? { numberOf[id].map { fences[Int($0)] } }
+    public func fence(_ id: ID) -> Geofence<ID>? { numberOf[id].flatMap { fences[Int($0)] } }
 
     private func row(_ lat: Double) -> Int64 { Int64(((lat + 90) / cellDegrees).rounded(.down)) }
 
