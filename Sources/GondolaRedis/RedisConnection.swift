@@ -48,11 +48,20 @@ public final class RedisConnection: RedisCommands {
         let connection = RedisConnection(channel: channel, address: address)
         // A server that accepted the connection but does not answer (one being killed or
         // started) must not hold the caller: past the timeout the connection is closed,
-        // which fails the handshake, and the caller tries again.
-        let handshakeTimeout = channel.eventLoop.scheduleTask(in: connectTimeout) { connection.close() }
+        // which fails the handshake, and the caller tries again. The answer and the timeout
+        // both run on the connection's event loop, so an answer that came first always wins.
+        let answered = NIOLockedValueBox(false)
+        let handshakeTimeout = channel.eventLoop.scheduleTask(in: connectTimeout) {
+            if !answered.withLockedValue({ $0 }) { connection.close() }
+        }
         defer { handshakeTimeout.cancel() }
         do throws(RedisError) {
-            let hello = try await connection.send(["HELLO", "3"])
+            let hello = try await withCheckedContinuation { continuation in
+                connection.send(bytes: [Array("HELLO".utf8), Array("3".utf8)]) { result in
+                    answered.withLockedValue { $0 = true }
+                    continuation.resume(returning: result)
+                }
+            }.get()
             guard case .map = hello else { throw RedisError.unexpectedReply("HELLO 3 answered \(hello)") }
         } catch {
             connection.close()
@@ -73,6 +82,11 @@ public final class RedisConnection: RedisCommands {
     public func send(batch: [RedisCommand]) {
         let channel = channel
         let write = {
+            // A closed channel has no handler left to answer: its commands fail here.
+            guard channel.isActive else {
+                for command in batch { command.completion(.failure(.connectionLost("the connection is closed"))) }
+                return
+            }
             for command in batch {
                 let promise = channel.eventLoop.makePromise(of: RESPValue.self)
                 channel.write(RESPChannelHandler.Command(arguments: command.arguments, promise: promise), promise: nil)
