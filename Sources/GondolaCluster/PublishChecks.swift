@@ -57,7 +57,7 @@ struct PublishChecks {
         var first: [String: Int] = [:]
         for (index, request) in batch.enumerated() {
             guard case let .publication(channel, _, _, publishing) = request.item, let key = publishing.idempotencyKey else { continue }
-            let entry = "\(channel)\u{0}\(key)"
+            let entry = PublishOptions.keyEntry(channel: channel, key: key)
             if let earlier = first[entry] {
                 fates[index] = .sameAs(earlier)
             } else {
@@ -82,10 +82,10 @@ struct PublishChecks {
         var taken = Set<String>()
         for row in claimed {
             let (channel, key) = try row.decode((String, String).self)
-            taken.insert("\(channel)\u{0}\(key)")
+            taken.insert(PublishOptions.keyEntry(channel: channel, key: key))
         }
-        let answered = claims.filter { !taken.contains("\($0.channel)\u{0}\($0.key)") }
-        claims.removeAll { !taken.contains("\($0.channel)\u{0}\($0.key)") }
+        let answered = claims.filter { !taken.contains(PublishOptions.keyEntry(channel: $0.channel, key: $0.key)) }
+        claims.removeAll { !taken.contains(PublishOptions.keyEntry(channel: $0.channel, key: $0.key)) }
         guard !answered.isEmpty else { return }
         let rows = try await connection.query(
             """
@@ -96,10 +96,10 @@ struct PublishChecks {
         var positions: [String: StreamPosition?] = [:]
         for row in rows {
             let (channel, key, offset, epoch) = try row.decode((String, String, Int64?, String?).self)
-            positions["\(channel)\u{0}\(key)"] = offset.map { StreamPosition(offset: UInt64($0), epoch: epoch ?? "") }
+            positions[PublishOptions.keyEntry(channel: channel, key: key)] = offset.map { StreamPosition(offset: UInt64($0), epoch: epoch ?? "") }
         }
         for claim in answered {
-            fates[claim.index] = .answered(positions["\(claim.channel)\u{0}\(claim.key)"] ?? nil)
+            fates[claim.index] = .answered(positions[PublishOptions.keyEntry(channel: claim.channel, key: claim.key)] ?? nil)
         }
     }
 

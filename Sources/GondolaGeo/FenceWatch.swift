@@ -8,7 +8,7 @@ public enum FenceEventKind: String, Sendable, Hashable, CaseIterable {
 /// `radius` metres of it), the events it reports and the objects it concerns.
 public struct FenceRule<ObjectID: Hashable & Sendable, FenceID: Hashable & Sendable>: Sendable {
     public enum Shape: Sendable {
-        case fixed(Geofence<FenceID>)
+        case fixed(Geofence<FenceID>.Area)
         /// The circle of `radius` metres around `anchor`'s latest position; the anchor
         /// itself is never in it.
         case roaming(anchor: ObjectID, radius: Double)
@@ -99,7 +99,7 @@ public struct FenceWatch<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
         remove(rule.id)
         rules[rule.id] = rule
         switch rule.shape {
-        case let .fixed(fence): index.insert(Geofence(id: rule.id, area: fence.area))
+        case let .fixed(area): index.insert(Geofence(id: rule.id, area: area))
         case let .roaming(anchor, _): roamingByAnchor[anchor, default: []].insert(rule.id)
         }
     }
@@ -157,7 +157,8 @@ public struct FenceWatch<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
     /// a roaming fence whose anchor has no position yet.
     private func signedDistance(of point: GeoPoint, to rule: FenceRule<ObjectID, FenceID>) -> Double? {
         switch rule.shape {
-        case let .fixed(fence):
+        case .fixed:
+            guard let fence = index.fence(rule.id) else { return nil }
             let edge = fence.distanceToBoundary(point)
             return fence.contains(point) ? -edge : edge
         case let .roaming(anchor, radius):
@@ -203,7 +204,7 @@ public struct FenceWatch<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
 }
 
 extension Geofence {
-    /// The same area under another id.
+    /// A fence of `area` under `id`.
     init(id: ID, area: Area) {
         switch area {
         case let .polygons(polygons): self.init(id: id, polygons: polygons)

@@ -28,6 +28,9 @@ public struct PublishOptions: Sendable, Equatable {
         self.delta = delta
     }
 
+    /// How an engine keys an idempotency key: per channel (a NUL cannot appear in a channel name).
+    public static func keyEntry(channel: String, key: String) -> String { "\(channel)\u{0}\(key)" }
+
     /// The version condition a stream checks before appending, nil without a version.
     public var streamVersion: StreamVersion? {
         version > 0 ? StreamVersion(version: version, epoch: versionEpoch) : nil
@@ -68,17 +71,15 @@ final class IdempotentResults: Sendable {
     func result(channel: String, key: String, now: ContinuousClock.Instant) -> StreamPosition?? {
         results.withLock { results in
             results.forget(now: now)
-            return results.value(of: Self.entry(channel, key))
+            return results.value(of: PublishOptions.keyEntry(channel: channel, key: key))
         }
     }
 
     /// Keeps the answer for `key` on `channel`.
     func remember(_ position: StreamPosition?, channel: String, key: String, now: ContinuousClock.Instant) {
-        results.withLock { $0.remember(position, for: Self.entry(channel, key), until: now + Self.lifetime, now: now) }
+        results.withLock { $0.remember(position, for: PublishOptions.keyEntry(channel: channel, key: key), until: now + Self.lifetime, now: now) }
     }
 
     /// How many keys are kept.
     var count: Int { results.withLock { $0.count } }
-
-    private static func entry(_ channel: String, _ key: String) -> String { "\(channel)\u{0}\(key)" }
 }

@@ -83,7 +83,7 @@ import Testing
                 ? Geofence(id: id, center: center, radius: Double.random(in: 30...400, using: &random))
                 : Geofence(id: id, polygons: [Polygon(outline: Self.square(center, Double.random(in: 50...600, using: &random)))])
             fences.append(fence)
-            watch.add(FenceRule(id: id, shape: .fixed(fence)))
+            watch.add(FenceRule(id: id, shape: .fixed(fence.area)))
         }
         var positions = (0..<25).map { _ in random.point(near: Self.base, metres: 3_000) }
         var bruteInside = [Set<Int>](repeating: [], count: positions.count)
@@ -113,7 +113,7 @@ import Testing
 
     @Test func jitterAtAnEdgeIsOneCrossing() {
         var watch = FenceWatch<String, String>(margin: 25)
-        watch.add(FenceRule(id: "meet", shape: .fixed(Geofence(id: "meet", center: Self.base, radius: 100))))
+        watch.add(FenceRule(id: "meet", shape: .fixed(Geofence(id: "meet", center: Self.base, radius: 100).area)))
         var events: [FenceEvent<String, String>] = []
         var random = SeededRandom(seed: 11)
         for step in 0..<200 {
@@ -127,7 +127,7 @@ import Testing
 
     @Test func aPositionOlderThanTheLatestIsIgnored() {
         var watch = FenceWatch<String, String>(margin: 25)
-        watch.add(FenceRule(id: "zone", shape: .fixed(Geofence(id: "zone", center: Self.base, radius: 100))))
+        watch.add(FenceRule(id: "zone", shape: .fixed(Geofence(id: "zone", center: Self.base, radius: 100).area)))
         #expect(watch.update("bo", to: Self.base, at: 1_000).map(\.kind) == [.enter])
         // A position from before, far outside, arrives late: nothing happens.
         #expect(watch.update("bo", to: Self.base.offset(north: 1_000, east: 0), at: 500).isEmpty)
@@ -138,7 +138,7 @@ import Testing
     @Test func dwellEventsComeOncePerStayAndAbsence() {
         var watch = FenceWatch<String, String>(margin: 25)
         let fence = Geofence(id: "lift", center: Self.base, radius: 100)
-        watch.add(FenceRule(id: "lift", shape: .fixed(fence), detects: [.enter, .exit, .inside, .outside], dwellMilliseconds: 60_000))
+        watch.add(FenceRule(id: "lift", shape: .fixed(fence.area), detects: [.enter, .exit, .inside, .outside], dwellMilliseconds: 60_000))
         var kinds: [FenceEventKind] = []
         for second in stride(from: 0, through: 180, by: 30) {
             kinds += watch.update("cy", to: Self.base, at: Int64(second) * 1_000).map(\.kind)
