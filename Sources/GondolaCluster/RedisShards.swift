@@ -1,3 +1,5 @@
+import GondolaHub
+
 /// Which of several Redis servers holds a channel: Jump consistent hash (Lamping and
 /// Veach) of the name's 64-bit FNV-1a hash — the scheme Centrifugo uses for its Redis
 /// shards — so a channel always lands on the same shard, and going from n to n + 1
@@ -6,11 +8,7 @@ enum RedisShards {
     /// The shard (0..<count) of `key`.
     static func index(of key: String, count: Int) -> Int {
         guard count > 1 else { return 0 }
-        var hash: UInt64 = 14_695_981_039_346_656_037
-        for byte in key.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 1_099_511_628_211
-        }
+        var hash = StableHash.fnv1a(key)
         var bucket: Int64 = -1
         var next: Int64 = 0
         while next < Int64(count) {

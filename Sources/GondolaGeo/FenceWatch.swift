@@ -121,6 +121,11 @@ public struct FenceWatch<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
         Set(objects[object]?.presence.compactMap { $0.value.inside ? $0.key : nil } ?? [])
     }
 
+    /// The latest position of `object`, and its time.
+    public func position(of object: ObjectID) -> (point: GeoPoint, milliseconds: Int64)? {
+        objects[object].map { ($0.point, $0.milliseconds) }
+    }
+
     /// Moves `object` to `point` at `milliseconds` and returns the events it causes, its
     /// own and, when it anchors roaming fences, those of the objects around it.
     public mutating func update(_ object: ObjectID, to point: GeoPoint, at milliseconds: Int64) -> [FenceEvent<ObjectID, FenceID>] {

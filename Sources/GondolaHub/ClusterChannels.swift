@@ -34,6 +34,14 @@ extension Node {
         return ClusterChannels(counts: counts, unanswered: unanswered.sorted())
     }
 
+    /// The uids of the cluster's live nodes (this one among them), as the engine's registry
+    /// lists them; alone, this node's.
+    public func liveNodeUIDs() async throws(HubError) -> [String] {
+        guard let cluster else { return [uid] }
+        let listed = try await cluster.nodes().map(\.uid)
+        return listed.contains(uid) ? listed : listed + [uid]
+    }
+
     /// Answers another node's survey: its channels matching the survey's pattern, signed
     /// with its uid in the cluster's registry.
     func answerSurvey(_ question: JSON) {

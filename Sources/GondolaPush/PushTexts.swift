@@ -35,6 +35,10 @@ enum PushTexts {
             "crash.detected": Entry(one: ("Are you all right?", "A crash was detected. Open the app to complete or discard the report."), many: nil),
             "rental.starting": Entry(one: ("Your rental starts soon", "{car} is yours from {start}"), many: nil),
             "assessment.assigned": Entry(one: ("New questionnaire", "{title}"), many: nil),
+            "fence.enter": Entry(one: ("{fence}", "{name} entered {fence}"), many: nil),
+            "fence.exit": Entry(one: ("{fence}", "{name} left {fence}"), many: nil),
+            "fence.inside": Entry(one: ("{fence}", "{name} is still in {fence}"), many: nil),
+            "fence.outside": Entry(one: ("{fence}", "{name} is still away from {fence}"), many: nil),
         ],
         "fr": [
             "chat.message": Entry(one: ("{sender}", "{text}"), many: ("{sender}", "{count} nouveaux messages · {text}")),
@@ -49,6 +53,10 @@ enum PushTexts {
                 many: nil),
             "rental.starting": Entry(one: ("Votre location commence bientôt", "{car} est à vous dès {start}"), many: nil),
             "assessment.assigned": Entry(one: ("Nouveau questionnaire", "{title}"), many: nil),
+            "fence.enter": Entry(one: ("{fence}", "{name} est entré·e dans {fence}"), many: nil),
+            "fence.exit": Entry(one: ("{fence}", "{name} a quitté {fence}"), many: nil),
+            "fence.inside": Entry(one: ("{fence}", "{name} est toujours dans {fence}"), many: nil),
+            "fence.outside": Entry(one: ("{fence}", "{name} est toujours loin de {fence}"), many: nil),
         ],
         "de": [
             "chat.message": Entry(one: ("{sender}", "{text}"), many: ("{sender}", "{count} neue Nachrichten · {text}")),
@@ -63,6 +71,10 @@ enum PushTexts {
                 many: nil),
             "rental.starting": Entry(one: ("Deine Miete beginnt bald", "{car} gehört dir ab {start}"), many: nil),
             "assessment.assigned": Entry(one: ("Neuer Fragebogen", "{title}"), many: nil),
+            "fence.enter": Entry(one: ("{fence}", "{name} hat {fence} betreten"), many: nil),
+            "fence.exit": Entry(one: ("{fence}", "{name} hat {fence} verlassen"), many: nil),
+            "fence.inside": Entry(one: ("{fence}", "{name} ist noch in {fence}"), many: nil),
+            "fence.outside": Entry(one: ("{fence}", "{name} ist noch außerhalb von {fence}"), many: nil),
         ],
     ]
 

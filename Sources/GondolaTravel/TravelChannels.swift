@@ -5,7 +5,7 @@ import GondolaProtocol
 /// The travel domain's built-in namespaces (docs/api/travel.md) and who may subscribe.
 public enum TravelNamespaces {
     /// Namespace names the configuration may not redefine.
-    public static let names: Set<String> = ["nearby", "friends", "locations", "chat", "trip", "event"]
+    public static let names: Set<String> = ["nearby", "friends", "locations", "chat", "trip", "event", "fences"]
 
     /// Hands each namespace to its provider.
     static func provide(
@@ -17,6 +17,7 @@ public enum TravelNamespaces {
         registrations.provide(PositionChannel.locationsNamespace, by: TripLocationsChannel(locations: locations, directory: directory))
         registrations.provide(ChatChannel.options, by: ChatChannel(chats: chats))
         registrations.provide(TripChannel.options, by: TripChannel(directory: directory))
+        registrations.provide(FenceEventsChannel.options, by: FenceEventsChannel(directory: directory))
         registrations.provide(channel: AnnouncementsChannel.channel, AnnouncementsChannel.options, by: AnnouncementsChannel())
         registrations.provide(NamespaceOptions(name: "event"), by: EventChannel(events: events))
     }

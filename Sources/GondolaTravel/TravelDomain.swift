@@ -50,7 +50,7 @@ public struct TravelDomain: Domain {
         }
         let travel = try await TravelService(
             node: context.node, storage: context.storage, resorts: resorts, settings: settings.location,
-            telegram: telegram, notices: context.notices, metrics: context.metrics, logger: context.logger)
+            telegram: telegram, notices: context.notices, fenceWebhooks: settings.fenceWebhooks, metrics: context.metrics, logger: context.logger)
         let webhook = TelegramWebhookEndpoint(secret: settings.telegramWebhookSecret, webhook: travel.telegramWebhook)
         let login = TelegramLoginEndpoint(botToken: telegramBotToken, users: Self.users(context.storage), signIn: context.signIn)
         let page = HostPage(settings: settings.hostPage, devLogin: devLogin, telegramLogin: !telegramBotToken.isEmpty)

@@ -91,5 +91,24 @@ enum TravelPostgresSchema {
                 """,
                 "CREATE INDEX event_invitee_user ON event_invitee(user_id)",
             ])
+        migrator.register(
+            "travel-v2-fences",
+            [
+                """
+                CREATE TABLE trip_fence (
+                    id TEXT PRIMARY KEY, trip_id TEXT NOT NULL, definition TEXT NOT NULL, created_by TEXT NOT NULL, created_at_ms BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX trip_fence_trip ON trip_fence(trip_id)",
+                "CREATE TABLE trip_fence_webhook (trip_id TEXT PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL)",
+                """
+                CREATE TABLE fence_webhook_outbox (
+                    id TEXT PRIMARY KEY, trip_id TEXT NOT NULL, body BYTEA NOT NULL, created_at_ms BIGINT NOT NULL,
+                    next_attempt_at_ms BIGINT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
+                    delivered_at_ms BIGINT, given_up_at_ms BIGINT
+                )
+                """,
+                "CREATE INDEX fence_webhook_outbox_due ON fence_webhook_outbox(next_attempt_at_ms) WHERE delivered_at_ms IS NULL AND given_up_at_ms IS NULL",
+            ])
     }
 }

@@ -106,5 +106,36 @@ enum TravelSchema {
             // chat's newest messages at start): the index put a random B-tree leaf in every commit.
             try db.execute(sql: "DROP INDEX chat_message_client")
         }
+        migrator.registerMigration("v7-fences") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE trip_fence (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        trip_id TEXT NOT NULL,
+                        definition TEXT NOT NULL,
+                        created_by TEXT NOT NULL,
+                        created_at_ms INTEGER NOT NULL
+                    );
+                    CREATE INDEX trip_fence_trip ON trip_fence(trip_id);
+                    CREATE TABLE trip_fence_webhook (
+                        trip_id TEXT PRIMARY KEY NOT NULL,
+                        url TEXT NOT NULL,
+                        secret TEXT NOT NULL
+                    );
+                    CREATE TABLE fence_webhook_outbox (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        trip_id TEXT NOT NULL,
+                        body BLOB NOT NULL,
+                        created_at_ms INTEGER NOT NULL,
+                        next_attempt_at_ms INTEGER NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        last_error TEXT,
+                        delivered_at_ms INTEGER,
+                        given_up_at_ms INTEGER
+                    );
+                    CREATE INDEX fence_webhook_outbox_due ON fence_webhook_outbox(next_attempt_at_ms)
+                        WHERE delivered_at_ms IS NULL AND given_up_at_ms IS NULL;
+                    """)
+        }
     }
 }

@@ -15,6 +15,7 @@ public final class TravelService: Sendable {
     public let locations: LocationService
     public let chats: ChatService
     public let events: EventService
+    let fences: FenceService
     /// Handles the Telegram bot's webhook updates (RSVP buttons).
     public let telegramWebhook: TelegramWebhook
     /// The Telegram Bot API calls (invitations, button answers), made in the background.
@@ -32,12 +33,14 @@ public final class TravelService: Sendable {
     /// - Parameters:
     ///   - telegram: sends invitations and button answers through the Telegram bot, in the
     ///     background (`telegramCalls`): no request waits on the Bot API.
-    ///   - notices: where chat messages, broadcasts, invitations and answers are posted for
-    ///     the phones of users who are not connected.
+    ///   - notices: where chat messages, broadcasts, invitations, answers and fence events are
+    ///     posted for the phones of users who are not connected.
+    ///   - fenceWebhooks: how fence events are posted to the trips' webhooks.
     public init(
         node: Node, storage: DomainStorage, resorts: ResortCatalog, settings: LocationSettings,
         telegram: any TelegramNotifier = NoTelegramBot(), notices: NoticeBoard = NoticeBoard(),
-        metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger = Logger(label: "gondola.travel")
+        fenceWebhooks: FenceWebhookPolicy = FenceWebhookPolicy(), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+        logger: Logger = Logger(label: "gondola.travel")
     ) async throws {
         let repositories = TravelRepositories(storage)
         telegramCalls = OutboundCalls(service: "telegram", metrics: metrics, logger: logger)
@@ -48,7 +51,10 @@ public final class TravelService: Sendable {
         directory = try await Directory(repository: repositories.directory) { [node] change in
             node.replicate(topic: Directory.replicaTopic, change.json)
         }
-        locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings)
+        fences = try await FenceService(
+            node: node, directory: directory, repository: repositories.fences, notices: notices, webhookPolicy: fenceWebhooks,
+            metrics: metrics, logger: logger)
+        locations = LocationService(node: node, directory: directory, resorts: resorts, settings: settings, fences: fences)
         directoryService = DirectoryService(directory: directory, locations: locations, resorts: resorts) { [node] user, push in
             node.tell(user, push)
         }
@@ -71,6 +77,7 @@ public final class TravelService: Sendable {
         chats.registerRPC(in: &registrations)
         broadcasts.registerRPC(in: &registrations)
         events.registerRPC(in: &registrations)
+        fences.registerRPC(in: &registrations)
         TravelNamespaces.provide(in: &registrations, locations: locations, directory: directory, chats: chats, events: events)
         followCluster(in: &registrations)
         registrations.onConnect { [directory, logger] credentials in
@@ -113,10 +120,23 @@ public final class TravelService: Sendable {
             topic: LocationService.regionTopic, fields: PositionReplica.fields,
             effect: "records the position and the traveller's new region on every node"
         ) { [locations] json in locations.apply(replica: json) }
-        registrations.onResynchronize { [directory, chats, locations, logger] in
+        registrations.onReplica(
+            topic: FenceService.replicaTopic, fields: [.required("trip", .string)], effect: "reads the trip's fences again"
+        ) { [fences, logger] json in
+            guard case let .string(trip)? = json["trip"] else { return }
+            Task {
+                do {
+                    try await fences.reload(trip: trip)
+                } catch {
+                    logger.error("reading a trip's fences failed", metadata: ["trip": "\(trip)", "error": "\(error)"])
+                }
+            }
+        }
+        registrations.onResynchronize { [directory, chats, locations, fences, logger] in
             do {
                 try await directory.reload()
                 try await chats.reload()
+                try await fences.reload()
                 locations.directoryReloaded()
             } catch {
                 logger.error("travel reload failed", metadata: ["error": "\(error)"])
@@ -124,10 +144,11 @@ public final class TravelService: Sendable {
         }
     }
 
-    /// Server API methods for trip and staff administration.
+    /// Server API methods for trip, fence and staff administration.
     public var adminMethods: ServerAPIMethods {
         var api = ServerAPIMethods()
         directoryService.registerServerAPI(in: &api)
+        fences.registerServerAPI(in: &api)
         return api
     }
 
@@ -137,6 +158,7 @@ public final class TravelService: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.locations.run() }
             group.addTask { await self.telegramCalls.run() }
+            group.addTask { await self.fences.run() }
         }
     }
 }
@@ -146,6 +168,7 @@ struct TravelRepositories {
     let directory: any TravelRepository
     let chats: any ChatRepository
     let events: any EventRepository
+    let fences: any FenceRepository
 
     init(_ storage: DomainStorage) {
         switch storage {
@@ -153,10 +176,12 @@ struct TravelRepositories {
             directory = SQLiteTravelRepository(database: database)
             chats = SQLiteChatRepository(database: database)
             events = SQLiteEventRepository(database: database)
+            fences = SQLiteFenceRepository(database: database)
         case let .postgres(pool, bus):
             directory = PostgresTravelRepository(pool: pool)
             chats = PostgresChatRepository(pool: pool, bus: bus)
             events = PostgresEventRepository(pool: pool)
+            fences = PostgresFenceRepository(pool: pool)
         }
     }
 }

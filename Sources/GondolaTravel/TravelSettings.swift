@@ -1,13 +1,13 @@
 import GondolaDomain
 
 /// The travel domain's configuration keys (`Domain.settingKeys`) and what they say: the
-/// resort files, the live-location timings, the Telegram bot's webhook secret and the host
-/// page. A bad value stops the start naming its key.
+/// resort files, the live-location timings, the Telegram bot's webhook secret, the host
+/// page and the fence webhooks' timing. A bad value stops the start naming its key.
 public struct TravelSettings: Sendable {
     /// The keys the travel domain reads.
     public static let keys = [
         "resorts", "location_interval", "location_ttl", "location_rate", "telegram_webhook_secret", "host_page", "leaflet_path",
-        "map_tiles_url", "telegram_bot_username",
+        "map_tiles_url", "telegram_bot_username", "fence_webhook_timeout", "fence_webhook_retry_base", "fence_webhook_max_attempts",
     ]
 
     /// The folder of resort files for the maps.
@@ -16,6 +16,8 @@ public struct TravelSettings: Sendable {
     /// What the bot's webhook calls must carry (none: every call is refused).
     public var telegramWebhookSecret = ""
     public var hostPage = HostPageSettings()
+    /// How the trips' fence webhooks are posted and retried.
+    var fenceWebhooks = FenceWebhookPolicy()
 
     public init() {}
 
@@ -25,6 +27,9 @@ public struct TravelSettings: Sendable {
         location.interval = try settings.duration("location_interval", default: location.interval)
         location.ttl = try settings.duration("location_ttl", default: location.ttl)
         location.rate = try settings.integer("location_rate", default: location.rate, in: 1...1_000_000)
+        fenceWebhooks.timeout = try settings.duration("fence_webhook_timeout", default: fenceWebhooks.timeout)
+        fenceWebhooks.retryBase = try settings.duration("fence_webhook_retry_base", default: fenceWebhooks.retryBase)
+        fenceWebhooks.maxAttempts = try settings.integer("fence_webhook_max_attempts", default: fenceWebhooks.maxAttempts, in: 1...100)
         telegramWebhookSecret = try settings.string("telegram_webhook_secret", default: "")
         hostPage.folder = try Self.nonEmpty(settings, "host_page", default: hostPage.folder)
         hostPage.leafletPath = try Self.nonEmpty(settings, "leaflet_path", default: hostPage.leafletPath)

@@ -1,0 +1,292 @@
+import CoreMetrics
+import GondolaDomain
+import GondolaGeo
+import GondolaHub
+import GondolaProtocol
+import Logging
+import Synchronization
+
+/// One fence event as it leaves the spatial core: the trip, the fence and where the
+/// member was.
+struct TripFenceEvent: Sendable, Equatable {
+    let trip: String
+    let fence: String
+    let fenceName: String
+    let kind: FenceEventKind
+    let user: String
+    let point: GeoPoint
+    let milliseconds: Int64
+    /// The fence concerns every traveller (no list): the trip's hosts are left out.
+    let travellersOnly: Bool
+
+    /// The same for every node that computes it from the same position, so the engine's
+    /// idempotency check and the webhook outbox keep one of each.
+    var id: String {
+        let hash = StableHash.fnv1a("\(trip)\u{0}\(fence)\u{0}\(user)\u{0}\(kind.rawValue)\u{0}\(milliseconds)")
+        return "fe" + String(hash, radix: 16)
+    }
+}
+
+/// The hosts' fences of every trip, watched against the positions of the trip's members
+/// (`FenceWatch`: an index of fences, hysteresis at the edges, stale positions ignored),
+/// and where their events go.
+///
+/// Every node keeps every trip's fences and feeds them every position it receives; only
+/// the trip's owner reports events: the live node chosen by rendezvous hashing of the trip
+/// over the cluster's nodes (refreshed every `ownersRefresh`), which follows the regions of
+/// the trip's members so that it receives all their positions. Two nodes that briefly both
+/// think they own a trip (a node joined or left) compute the same event with the same id,
+/// which the engine's idempotency check and the webhook outbox keep once.
+///
+/// An event goes to the trip's durable `fences:<trip>` channel (hosts subscribe and recover
+/// it), to the member's `personal:#<user>`, as a notice to the hosts (a push for those not
+/// subscribed), and to the trip's webhook (`FenceWebhooks`). Observing a position takes
+/// only this service's lock and returns; delivery runs in `run()`.
+///
+/// Limits: `maxFencesPerTrip` fences per trip (`fence.create` answers 107 beyond); each
+/// trip reports at most `eventsPerSecond` events a second (bursts of `eventBurst`), more
+/// are dropped, counted (`gondola_fence_events_total{outcome="dropped"}`) and logged at
+/// most once a second per trip — the watch still follows the members, so the next
+/// crossing is reported; at most `maxQueuedEvents` events wait for delivery, newer ones
+/// are dropped and counted alike.
+final class FenceService: Sendable {
+    static let maxFencesPerTrip = 100
+    static let eventsPerSecond = 20.0
+    static let eventBurst = 100.0
+    static let maxQueuedEvents = 10_000
+    static let ownersRefresh: Duration = .seconds(2)
+    /// The topic that tells the other nodes a trip's fences changed.
+    static let replicaTopic = "travel.fences"
+
+    /// A trip's fences and what the core knows of its members.
+    struct WatchedTrip {
+        var watch = FenceWatch<String, String>()
+        var fences: [String: TripFence] = [:]
+        var bucket = TokenBucket(rate: FenceService.eventsPerSecond, burst: FenceService.eventBurst, now: .now)
+        var droppedLoggedAt: ContinuousClock.Instant?
+    }
+
+    struct State {
+        var trips: [String: WatchedTrip] = [:]
+        /// The live nodes' uids; the trips' owners are chosen among them.
+        var nodes: [String]
+    }
+
+    let node: Node
+    let directory: Directory
+    let repository: any FenceRepository
+    let notices: NoticeBoard
+    let webhooks: FenceWebhooks
+    let logger: Logger
+    private let state: Mutex<State>
+    private let outgoing: AsyncStream<[TripFenceEvent]>
+    private let outgoingQueue: AsyncStream<[TripFenceEvent]>.Continuation
+    private let reported: Counter
+    private let dropped: Counter
+
+    init(
+        node: Node, directory: Directory, repository: any FenceRepository, notices: NoticeBoard,
+        webhookPolicy: FenceWebhookPolicy = FenceWebhookPolicy(), metrics: any MetricsFactory, logger: Logger
+    ) async throws {
+        self.node = node
+        self.directory = directory
+        self.repository = repository
+        self.notices = notices
+        self.logger = logger
+        webhooks = FenceWebhooks(repository: repository, policy: webhookPolicy, metrics: metrics, logger: logger)
+        state = Mutex(State(nodes: [node.uid]))
+        (outgoing, outgoingQueue) = AsyncStream.makeStream(of: [TripFenceEvent].self, bufferingPolicy: .bufferingOldest(Self.maxQueuedEvents))
+        reported = Counter(label: "gondola_fence_events_total", dimensions: [("outcome", "reported")], factory: metrics)
+        dropped = Counter(label: "gondola_fence_events_total", dimensions: [("outcome", "dropped")], factory: metrics)
+        try await reload()
+    }
+
+    // MARK: Fences
+
+    /// Reads every trip's fences again (at start, and when the node regains the bus).
+    func reload() async throws {
+        let fences = try await repository.allFences()
+        state.withLock { state in
+            let grouped = Dictionary(grouping: fences, by: \.trip)
+            for trip in Set(state.trips.keys).union(grouped.keys) { Self.set(grouped[trip] ?? [], of: trip, in: &state) }
+        }
+    }
+
+    /// Reads one trip's fences again (after a change here or on another node).
+    func reload(trip: String) async throws {
+        let fences = try await repository.fences(of: trip)
+        state.withLock { Self.set(fences, of: trip, in: &$0) }
+    }
+
+    /// Makes `fences` the trip's: new ones watched, removed ones dropped, members' states kept.
+    private static func set(_ fences: [TripFence], of trip: String, in state: inout State) {
+        guard !fences.isEmpty else {
+            state.trips[trip] = nil
+            return
+        }
+        var watched = state.trips[trip] ?? WatchedTrip()
+        for id in watched.fences.keys where !fences.contains(where: { $0.id == id }) { watched.watch.remove(id) }
+        for fence in fences where watched.fences[fence.id] != fence { watched.watch.add(fence.rule) }
+        watched.fences = Dictionary(uniqueKeysWithValues: fences.map { ($0.id, $0) })
+        state.trips[trip] = watched
+    }
+
+    /// The fences of `trip` this node watches.
+    func fences(of trip: String) -> [TripFence] {
+        state.withLock { $0.trips[trip].map { Array($0.fences.values) } ?? [] }.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+    }
+
+    /// Tells every node that `trip`'s fences changed.
+    func changed(trip: String) {
+        node.replicate(topic: Self.replicaTopic, ["trip": .string(trip)])
+    }
+
+    // MARK: Positions
+
+    /// Feeds a member's position to the fences of their trips; the events of the trips this
+    /// node owns go to delivery. Takes only this service's lock.
+    func observe(user: String, position: LivePosition) {
+        let trips = directory.trips(of: user)
+        guard !trips.isEmpty else { return }
+        let now = ContinuousClock.now
+        let batches = state.withLock { state -> [[TripFenceEvent]] in
+            var batches: [[TripFenceEvent]] = []
+            for (trip, _) in trips where state.trips[trip.id] != nil {
+                let owned = StableHash.owner(of: trip.id, among: state.nodes) == node.uid
+                var watched = state.trips[trip.id]!
+                let events = watched.watch.update(user, to: position.point, at: position.ts)
+                if owned, !events.isEmpty {
+                    var batch: [TripFenceEvent] = []
+                    for event in events {
+                        guard let fence = watched.fences[event.fence], let point = watched.watch.position(of: event.object)?.point else { continue }
+                        batch.append(
+                            TripFenceEvent(
+                                trip: trip.id, fence: fence.id, fenceName: fence.name, kind: event.kind, user: event.object, point: point,
+                                milliseconds: event.milliseconds, travellersOnly: fence.users == nil))
+                    }
+                    batches.append(admitted(batch, by: &watched, now: now))
+                }
+                state.trips[trip.id] = watched
+            }
+            return batches
+        }
+        for batch in batches {
+            let members = batch.first.map { directory.members(of: $0.trip) } ?? [:]
+            let concerned = batch.filter { !$0.travellersOnly || members[$0.user] == .traveller }
+            guard !concerned.isEmpty else { continue }
+            reported.increment(by: concerned.count)
+            if case .dropped = outgoingQueue.yield(concerned) { drop(concerned.count, trip: concerned[0].trip, reason: "delivery queue full") }
+        }
+    }
+
+    /// The events of `batch` the trip's rate admits; the others are dropped.
+    private func admitted(_ batch: [TripFenceEvent], by watched: inout WatchedTrip, now: ContinuousClock.Instant) -> [TripFenceEvent] {
+        var admitted: [TripFenceEvent] = []
+        for event in batch {
+            if watched.bucket.take(now: now) {
+                admitted.append(event)
+                continue
+            }
+            dropped.increment()
+            if watched.droppedLoggedAt.map({ now - $0 >= .seconds(1) }) ?? true {
+                watched.droppedLoggedAt = now
+                logger.warning(
+                    "fence events over the trip's rate dropped", metadata: ["trip": "\(event.trip)", "rate": "\(Self.eventsPerSecond)/s"])
+            }
+        }
+        return admitted
+    }
+
+    private func drop(_ count: Int, trip: String, reason: String) {
+        dropped.increment(by: count)
+        logger.warning("fence events dropped", metadata: ["trip": "\(trip)", "count": "\(count)", "reason": "\(reason)"])
+    }
+
+    /// The members of the trips this node owns that have fences: the node follows their
+    /// regions, so that it receives all their positions.
+    func ownedMembers() -> Set<String> {
+        let trips = state.withLock { state in state.trips.keys.filter { StableHash.owner(of: $0, among: state.nodes) == node.uid } }
+        return Set(trips.flatMap { directory.members(of: $0).keys })
+    }
+
+    // MARK: Delivery
+
+    /// Delivers events, posts webhooks and refreshes the trips' owners until cancelled.
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.webhooks.run() }
+            group.addTask { await self.refreshOwners() }
+            group.addTask {
+                for await batch in self.outgoing { await self.deliver(batch) }
+            }
+        }
+    }
+
+    private func refreshOwners() async {
+        guard node.isClustered else { return }
+        while !Task.isCancelled {
+            do {
+                let nodes = try await node.liveNodeUIDs()
+                state.withLock { $0.nodes = nodes }
+            } catch {
+                // The last list stays: a node never stops reporting because the registry did not answer.
+                logger.warning("fence owners: cannot list the live nodes", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: Self.ownersRefresh)
+        }
+    }
+
+    /// Sends `batch` (one trip's events of one position) where events go.
+    func deliver(_ batch: [TripFenceEvent]) async {
+        guard let trip = batch.first?.trip else { return }
+        let hosts = directory.members(of: trip).filter { $0.value == .host }.keys.sorted()
+        let channel = FenceEventsChannel.channel(of: trip)
+        var queued: [QueuedFenceEvent] = []
+        for event in batch {
+            let json = json(of: event)
+            do {
+                try await node.publish(channel: channel, data: Payload(json), publishing: PublishOptions(idempotencyKey: event.id))
+            } catch {
+                logger.error("fence event not published", metadata: ["channel": "\(channel)", "event": "\(event.id)", "error": "\(error)"])
+            }
+            node.tell(event.user, json)
+            notices.post(
+                Notice(
+                    audience: .users(hosts), channel: channel, category: .update, text: "fence.\(event.kind.rawValue)",
+                    values: ["fence": event.fenceName, "name": directory.name(of: event.user)],
+                    link: ["screen": "fences", "trip": trip, "fence": event.fence, "id": event.id], at: event.milliseconds))
+            queued.append(QueuedFenceEvent(id: event.id, trip: trip, body: json.bytes, attempts: 0))
+        }
+        await webhooks.queue(queued, of: trip)
+    }
+
+    /// An event as every receiver gets it.
+    func json(of event: TripFenceEvent) -> JSON {
+        [
+            "type": "fence", "id": .string(event.id), "event": .string(event.kind.rawValue), "trip": .string(event.trip),
+            "fence": .string(event.fence), "fence_name": .string(event.fenceName), "user": .string(event.user),
+            "name": .string(directory.name(of: event.user)), "lat": .double(event.point.lat), "lon": .double(event.point.lon),
+            "ts": .int(event.milliseconds),
+        ]
+    }
+}
+
+/// `fences:<tripId>`: the trip's fence events, for its hosts; a durable stream of the last
+/// 1,000 for 30 days.
+struct FenceEventsChannel: ChannelProvider {
+    let directory: Directory
+
+    static let options = NamespaceOptions.durableStream("fences", size: 1_000, ttl: .seconds(30 * 86_400))
+
+    static func channel(of trip: String) -> String { "fences:\(trip)" }
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
+        let trip = subscription.channel.key
+        guard try await directory.role(of: subscription.user, in: trip) == .host else {
+            throw .permissionDenied("\(subscription.channel.raw) is for the hosts of trip \(trip)")
+        }
+        try attach(nil)
+    }
+
+    func vacated(channel: ChannelName) {}
+}
