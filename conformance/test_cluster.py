@@ -3,7 +3,7 @@ PostgreSQL bus, and Redis (two shards; tables still in PostgreSQL), where a shar
 stopped and started again while clients stay connected. On both:
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
-a car rental worked on through several nodes, a broadcast's push notifications sent by three nodes' workers
+a car rental worked on through several nodes, a fence crossing reported once, a broadcast's push notifications sent by three nodes' workers
 (each once), every write read at once through another node, payloads (binary and spelled JSON) byte for byte across nodes, and a node killed with -9 while a client is subscribed through it and while a client sends chat
 messages."""
 import collections
@@ -609,6 +609,51 @@ async def near_ids_contains(client, codec, car):
 
 async def near_ids_lacks(client, codec, car):
     return car not in await near_ids(client, codec)
+
+
+async def test_a_fence_crossing_is_reported_once_whichever_nodes_carry_the_positions(cluster, codec):
+    """A traveller's positions reach the cluster through two nodes (two phones), out of order
+    too; the host on the third hears each crossing once."""
+    host, traveller = f"cl-fence-h-{codec.name}", f"cl-fence-t-{codec.name}"
+    trip = trip_mates(cluster.nodes[0], host, traveller)
+    center = (45.32, 6.61)
+    fence = server_api(cluster.nodes[0], "fence_create",
+                       {"trip": trip, "name": "Meeting point", "circle": {"lat": center[0], "lon": center[1], "radius": 200}})["fence"]
+    # Every node watches the fence once the change reached it, and agrees on the trip's owner once it
+    # has read the registry since the last node started.
+    deadline = time.time() + 10
+    while True:
+        lists = [server_api(node, "fence_list", {"trip": trip}) for node in cluster.nodes]
+        if all(answer["fences"] == [fence] for answer in lists) and len({answer["owner"] for answer in lists}) == 1:
+            break
+        assert time.time() < deadline, f"the nodes do not agree on the fences: {lists}"
+        await asyncio.sleep(0.05)
+    hana, _ = await client_on(cluster.nodes[2], host, codec)
+    sub, events = await subscribed(hana, f"fences:{trip}")
+    phones = [(await client_on(cluster.nodes[i], traveller, codec))[0] for i in (0, 1)]
+    start = int(time.time() * 1000)
+
+    async def at(phone, metres, step):
+        await call(phones[phone], codec, "location.update",
+                   {"lat": center[0] + metres / 111_195, "lon": center[1], "ts": start + step * 1000})
+
+    # Outside, inside (phone 2), a late position from before (phone 1, ignored), jitter at the edge, outside, inside.
+    await at(0, 450, 0)
+    await at(1, 100, 2)
+    await at(0, 600, 1)
+    await at(0, 217, 3)
+    await at(1, 700, 4)
+    await at(0, 50, 5)
+    publications = await events.wait("publication", count=3, timeout=15)
+    assert [codec.into(p.pub.data)["event"] for p in publications] == ["enter", "exit", "enter"]
+    assert [codec.into(p.pub.data)["ts"] for p in publications] == [start + 2000, start + 4000, start + 5000]
+    # A last crossing shows nothing more was published in between.
+    await at(1, 900, 6)
+    publications = await events.wait("publication", count=4, timeout=15)
+    assert [codec.into(p.pub.data)["event"] for p in publications] == ["enter", "exit", "enter", "exit"]
+    assert len({p.pub.offset for p in publications}) == 4
+    for client in [hana, *phones]:
+        await client.disconnect()
 
 
 async def test_a_broadcasts_notifications_are_sent_once_by_the_nodes_workers(cluster, codec):

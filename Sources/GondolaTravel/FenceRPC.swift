@@ -86,7 +86,7 @@ extension FenceService {
     }
 
     func list(_ trip: String) -> FenceList {
-        FenceList(json: ["fences": .array(fences(of: trip).map(\.json))])
+        FenceList(json: ["fences": .array(fences(of: trip).map(\.json)), "owner": owner(of: trip).map(JSON.string) ?? .null])
     }
 
     func delete(_ request: FenceDeletion) async throws(HubError) {
@@ -167,6 +167,9 @@ struct FenceAnswer: JSONAnswer {
 
 /// `fence.list`'s answer.
 struct FenceList: JSONAnswer {
-    static let fields: [FieldContract] = [.required("fences", .objectArray, "as `fence.create` answers each")]
+    static let fields: [FieldContract] = [
+        .required("fences", .objectArray, "as `fence.create` answers each"),
+        .required("owner", .string, "the uid of the node that reports the trip's events, as this node sees it"),
+    ]
     let json: JSON
 }

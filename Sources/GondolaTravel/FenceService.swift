@@ -16,8 +16,6 @@ struct TripFenceEvent: Sendable, Equatable {
     let user: String
     let point: GeoPoint
     let milliseconds: Int64
-    /// The fence concerns every traveller (no list): the trip's hosts are left out.
-    let travellersOnly: Bool
 
     /// The same for every node that computes it from the same position, so the engine's
     /// idempotency check and the webhook outbox keep one of each.
@@ -31,12 +29,15 @@ struct TripFenceEvent: Sendable, Equatable {
 /// (`FenceWatch`: an index of fences, hysteresis at the edges, stale positions ignored),
 /// and where their events go.
 ///
-/// Every node keeps every trip's fences and feeds them every position it receives; only
-/// the trip's owner reports events: the live node chosen by rendezvous hashing of the trip
-/// over the cluster's nodes (refreshed every `ownersRefresh`), which follows the regions of
-/// the trip's members so that it receives all their positions. Two nodes that briefly both
-/// think they own a trip (a node joined or left) compute the same event with the same id,
-/// which the engine's idempotency check and the webhook outbox keep once.
+/// Every node keeps every trip's fences and judges every position of their members: the
+/// node that admits a position sends it to every other node (`positionTopic`, only for
+/// members of fenced trips), so all nodes hold the same state. Only the trip's owner
+/// reports events: the live node chosen by rendezvous hashing of the trip over the
+/// cluster's nodes (refreshed every `ownersRefresh`). Two nodes that briefly both think
+/// they own a trip (a node joined or left) compute the same event with the same id, which
+/// the engine's idempotency check and the webhook outbox keep once (their order in the
+/// channel may then differ from their times); a new owner carries on from the state it
+/// already holds.
 ///
 /// An event goes to the trip's durable `fences:<trip>` channel (hosts subscribe and recover
 /// it), to the member's `personal:#<user>`, as a notice to the hosts (a push for those not
@@ -57,6 +58,8 @@ final class FenceService: Sendable {
     static let ownersRefresh: Duration = .seconds(2)
     /// The topic that tells the other nodes a trip's fences changed.
     static let replicaTopic = "travel.fences"
+    /// The topic of the positions of fenced trips' members, sent to every node.
+    static let positionTopic = "travel.fence.position"
 
     /// A trip's fences and what the core knows of its members.
     struct WatchedTrip {
@@ -99,6 +102,7 @@ final class FenceService: Sendable {
         reported = Counter(label: "gondola_fence_events_total", dimensions: [("outcome", "reported")], factory: metrics)
         dropped = Counter(label: "gondola_fence_events_total", dimensions: [("outcome", "dropped")], factory: metrics)
         try await reload()
+        await refreshOwnersOnce()
     }
 
     // MARK: Fences
@@ -136,6 +140,11 @@ final class FenceService: Sendable {
         state.withLock { $0.trips[trip].map { Array($0.fences.values) } ?? [] }.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
     }
 
+    /// The node that reports `trip`'s events, as this node sees the cluster.
+    func owner(of trip: String) -> String? {
+        state.withLock { StableHash.owner(of: trip, among: $0.nodes) }
+    }
+
     /// Tells every node that `trip`'s fences changed.
     func changed(trip: String) {
         node.replicate(topic: Self.replicaTopic, ["trip": .string(trip)])
@@ -143,40 +152,63 @@ final class FenceService: Sendable {
 
     // MARK: Positions
 
+    /// A position this node admitted: judged here and, when the user is a member of a fenced
+    /// trip, sent to every other node.
+    func record(user: String, position: LivePosition, receivedAt: Int64, region: String) {
+        guard observe(user: user, position: position) else { return }
+        node.replicate(topic: Self.positionTopic, PositionReplica(user: user, position: position, receivedAt: receivedAt, region: region).json)
+    }
+
+    /// A position another node admitted and sent.
+    func apply(replica json: JSON) {
+        guard let replica = try? PositionReplica(json) else { return }
+        observe(user: replica.user, position: replica.position)
+    }
+
     /// Feeds a member's position to the fences of their trips; the events of the trips this
-    /// node owns go to delivery. Takes only this service's lock.
-    func observe(user: String, position: LivePosition) {
+    /// node owns go to delivery, handed over under this service's lock so that they leave in
+    /// the order they were judged. Takes only this service's lock (and the directory's,
+    /// inside it). Answers whether the user is a member of a fenced trip.
+    @discardableResult
+    func observe(user: String, position: LivePosition) -> Bool {
         let trips = directory.trips(of: user)
-        guard !trips.isEmpty else { return }
+        guard !trips.isEmpty else { return false }
         let now = ContinuousClock.now
-        let batches = state.withLock { state -> [[TripFenceEvent]] in
-            var batches: [[TripFenceEvent]] = []
+        return state.withLock { state in
+            var fenced = false
             for (trip, _) in trips where state.trips[trip.id] != nil {
+                fenced = true
                 let owned = StableHash.owner(of: trip.id, among: state.nodes) == node.uid
-                var watched = state.trips[trip.id]!
-                let events = watched.watch.update(user, to: position.point, at: position.ts)
-                if owned, !events.isEmpty {
-                    var batch: [TripFenceEvent] = []
-                    for event in events {
-                        guard let fence = watched.fences[event.fence], let point = watched.watch.position(of: event.object)?.point else { continue }
-                        batch.append(
-                            TripFenceEvent(
-                                trip: trip.id, fence: fence.id, fenceName: fence.name, kind: event.kind, user: event.object, point: point,
-                                milliseconds: event.milliseconds, travellersOnly: fence.users == nil))
-                    }
-                    batches.append(admitted(batch, by: &watched, now: now))
-                }
-                state.trips[trip.id] = watched
+                // Changed in place: a copy of the trip's watch would copy its whole index.
+                let batch = judge(user, position, trip: trip.id, owned: owned, in: &state.trips[trip.id]!, now: now)
+                guard !batch.isEmpty else { continue }
+                reported.increment(by: batch.count)
+                if case .dropped = outgoingQueue.yield(batch) { drop(batch.count, trip: trip.id, reason: "delivery queue full") }
             }
-            return batches
+            return fenced
         }
-        for batch in batches {
-            let members = batch.first.map { directory.members(of: $0.trip) } ?? [:]
-            let concerned = batch.filter { !$0.travellersOnly || members[$0.user] == .traveller }
-            guard !concerned.isEmpty else { continue }
-            reported.increment(by: concerned.count)
-            if case .dropped = outgoingQueue.yield(concerned) { drop(concerned.count, trip: concerned[0].trip, reason: "delivery queue full") }
+    }
+
+    /// Moves `user` in one trip's watch; answers the events to report when this node owns
+    /// the trip: those that concern the member, within the trip's rate.
+    private func judge(
+        _ user: String, _ position: LivePosition, trip: String, owned: Bool, in watched: inout WatchedTrip, now: ContinuousClock.Instant
+    ) -> [TripFenceEvent] {
+        let events = watched.watch.update(user, to: position.point, at: position.ts)
+        guard owned, !events.isEmpty else { return [] }
+        let members = directory.members(of: trip)
+        var batch: [TripFenceEvent] = []
+        for event in events {
+            guard let fence = watched.fences[event.fence], let point = watched.watch.position(of: event.object)?.point,
+                // A fence for every traveller leaves the trip's hosts out.
+                fence.users != nil || members[event.object] == .traveller
+            else { continue }
+            batch.append(
+                TripFenceEvent(
+                    trip: trip, fence: fence.id, fenceName: fence.name, kind: event.kind, user: event.object, point: point,
+                    milliseconds: event.milliseconds))
         }
+        return admitted(batch, by: &watched, now: now)
     }
 
     /// The events of `batch` the trip's rate admits; the others are dropped.
@@ -202,13 +234,6 @@ final class FenceService: Sendable {
         logger.warning("fence events dropped", metadata: ["trip": "\(trip)", "count": "\(count)", "reason": "\(reason)"])
     }
 
-    /// The members of the trips this node owns that have fences: the node follows their
-    /// regions, so that it receives all their positions.
-    func ownedMembers() -> Set<String> {
-        let trips = state.withLock { state in state.trips.keys.filter { StableHash.owner(of: $0, among: state.nodes) == node.uid } }
-        return Set(trips.flatMap { directory.members(of: $0).keys })
-    }
-
     // MARK: Delivery
 
     /// Delivers events, posts webhooks and refreshes the trips' owners until cancelled.
@@ -225,14 +250,20 @@ final class FenceService: Sendable {
     private func refreshOwners() async {
         guard node.isClustered else { return }
         while !Task.isCancelled {
-            do {
-                let nodes = try await node.liveNodeUIDs()
-                state.withLock { $0.nodes = nodes }
-            } catch {
-                // The last list stays: a node never stops reporting because the registry did not answer.
-                logger.warning("fence owners: cannot list the live nodes", metadata: ["error": "\(error)"])
-            }
             try? await Task.sleep(for: Self.ownersRefresh)
+            await refreshOwnersOnce()
+        }
+    }
+
+    /// Reads the live nodes from the engine's registry; on failure the last list stays (a
+    /// node never stops reporting because the registry did not answer).
+    private func refreshOwnersOnce() async {
+        guard node.isClustered else { return }
+        do {
+            let nodes = try await node.liveNodeUIDs()
+            state.withLock { $0.nodes = nodes }
+        } catch {
+            logger.warning("fence owners: cannot list the live nodes", metadata: ["error": "\(error)"])
         }
     }
 

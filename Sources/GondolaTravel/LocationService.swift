@@ -76,7 +76,7 @@ public final class LocationService: Sendable {
     let resorts: ResortCatalog
     let settings: LocationSettings
     let regions: TravelRegions
-    /// The trips' fences, fed every position this node records.
+    /// The trips' fences, fed every position this node admits.
     let fences: FenceService?
     private let live: Mutex<Live>
     /// What updates record without `live`; when both are held, `live` is taken first.
@@ -124,7 +124,7 @@ public final class LocationService: Sendable {
             }
             return admission
         }
-        fences?.observe(user: user, position: position)
+        fences?.record(user: user, position: position, receivedAt: now, region: admission.region)
         if admission.choice != admission.previous { node.tell(user, TravelJSON.map(admission.choice, type: "map")) }
         return ["map": TravelJSON.map(admission.choice)]
     }
@@ -320,12 +320,10 @@ public final class LocationService: Sendable {
         arrivals.withLock {
             $0.record(replica: .init(user: replica.user, position: replica.position, receivedAt: replica.receivedAt, region: replica.region))
         }
-        fences?.observe(user: replica.user, position: replica.position)
     }
 
     /// Chooses the regions this node follows (once per interval): around each of its
-    /// nearby watchers, where the members of its friends and trip channels are, and where
-    /// the members of the fenced trips it owns are (`FenceService`).
+    /// nearby watchers, and where the members of its friends and trip channels are.
     /// Positions from other regions are not applied here (the engine may not even bring
     /// them), so a watcher that moves into a region sees its travellers from their
     /// next update on.
@@ -340,9 +338,7 @@ public final class LocationService: Sendable {
         for member in live.channels.allMembers {
             if let region = live.regions[member] { followed.insert(region) }
         }
-        for user in fences?.ownedMembers() ?? [] {
-            if let slot = live.slots.existingSlot(for: user), let region = live.regions[slot] { followed.insert(region) }
-        }
+
         node.follow(regions: followed)
     }
 

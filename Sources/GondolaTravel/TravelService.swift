@@ -132,6 +132,10 @@ public final class TravelService: Sendable {
                 }
             }
         }
+        registrations.onReplica(
+            topic: FenceService.positionTopic, fields: PositionReplica.fields,
+            effect: "judges the position against the fences of the traveller's trips on every node"
+        ) { [fences] json in fences.apply(replica: json) }
         registrations.onResynchronize { [directory, chats, locations, fences, logger] in
             do {
                 try await directory.reload()
