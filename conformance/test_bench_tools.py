@@ -22,4 +22,4 @@ def test_slots_needs_one_workload(extra, message):
 def test_an_unknown_workload_is_named():
     answer = subprocess.run([BENCH_GEO, "--only", "glacier"], capture_output=True, text=True, timeout=30)
     assert answer.returncode != 0
-    assert "--only must be country, resort, roaming, maps or libspatialindex, got 'glacier'" in answer.stderr
+    assert "--only must be country, resort, roaming, maps, fences or libspatialindex, got 'glacier'" in answer.stderr

@@ -33,7 +33,7 @@ public struct FenceRule<ObjectID: Hashable & Sendable, FenceID: Hashable & Senda
         self.concerns = concerns
     }
 
-    func concerns(_ object: ObjectID) -> Bool {
+    @inlinable func concerns(_ object: ObjectID) -> Bool {
         if case let .roaming(anchor, _) = shape, anchor == object { return false }
         return concerns?.contains(object) ?? true
     }
@@ -46,6 +46,13 @@ public struct FenceEvent<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
     public let object: ObjectID
     public let fence: FenceID
     public let milliseconds: Int64
+
+    @inlinable init(kind: FenceEventKind, object: ObjectID, fence: FenceID, milliseconds: Int64) {
+        self.kind = kind
+        self.object = object
+        self.fence = fence
+        self.milliseconds = milliseconds
+    }
 }
 
 /// Tile38-style detection for moving objects against many fences: fixed fences sit in a
@@ -63,30 +70,42 @@ public struct FenceEvent<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
 /// state is kept for the fences it is in or has a pending `outside` for, nothing else.
 public struct FenceWatch<ObjectID: Hashable & Sendable, FenceID: Hashable & Sendable>: Sendable {
     public let margin: Double
-    private var index: GeofenceIndex<FenceID>
-    private var rules: [FenceID: FenceRule<ObjectID, FenceID>] = [:]
+    @usableFromInline var index: GeofenceIndex<FenceID>
+    @usableFromInline var rules: [FenceID: FenceRule<ObjectID, FenceID>] = [:]
     /// Roaming fences by anchor.
-    private var roamingByAnchor: [ObjectID: Set<FenceID>] = [:]
-    private var objects: [ObjectID: ObjectState] = [:]
+    @usableFromInline var roamingByAnchor: [ObjectID: Set<FenceID>] = [:]
+    @usableFromInline var objects: [ObjectID: ObjectState] = [:]
     /// Positions ignored because they were older than their object's latest.
-    public private(set) var stalePositions = 0
+    public var stalePositions: Int { staleCount }
+    @usableFromInline var staleCount = 0
 
     /// Where an object is and what it is in.
-    private struct ObjectState {
-        var point: GeoPoint
-        var milliseconds: Int64
-        var presence: [FenceID: Presence] = [:]
+    @usableFromInline struct ObjectState: Sendable {
+        @usableFromInline var point: GeoPoint
+        @usableFromInline var milliseconds: Int64
+        @usableFromInline var presence: [FenceID: Presence] = [:]
+
+        @inlinable init(point: GeoPoint, milliseconds: Int64) {
+            self.point = point
+            self.milliseconds = milliseconds
+        }
     }
 
     /// An object in a fence (`inside`), or away after leaving it, since when, and whether
     /// the dwell event of this stay or absence was reported.
-    private struct Presence {
-        var inside: Bool
-        var since: Int64
-        var reported: Bool
+    @usableFromInline struct Presence: Sendable {
+        @usableFromInline var inside: Bool
+        @usableFromInline var since: Int64
+        @usableFromInline var reported: Bool
+
+        @inlinable init(inside: Bool, since: Int64, reported: Bool) {
+            self.inside = inside
+            self.since = since
+            self.reported = reported
+        }
     }
 
-    public init(margin: Double = 25, cellDegrees: Double = 0.01) {
+    public init(margin: Double = 25, cellDegrees: Double = 0.0025) {
         self.margin = margin
         index = GeofenceIndex(cellDegrees: cellDegrees, reach: margin)
     }
@@ -128,76 +147,92 @@ public struct FenceWatch<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
 
     /// Moves `object` to `point` at `milliseconds` and returns the events it causes, its
     /// own and, when it anchors roaming fences, those of the objects around it.
+    @inlinable
     public mutating func update(_ object: ObjectID, to point: GeoPoint, at milliseconds: Int64) -> [FenceEvent<ObjectID, FenceID>] {
         if let known = objects[object], milliseconds < known.milliseconds {
-            stalePositions += 1
+            staleCount += 1
             return []
         }
-        var state = objects[object] ?? ObjectState(point: point, milliseconds: milliseconds)
+        var state = objects.removeValue(forKey: object) ?? ObjectState(point: point, milliseconds: milliseconds)
         state.point = point
         state.milliseconds = milliseconds
-        var judged = Set(index.candidates(near: point).map(\.id))
-        judged.formUnion(state.presence.keys)
-        for (anchor, fences) in roamingByAnchor where anchor != object { judged.formUnion(fences) }
         var events: [FenceEvent<ObjectID, FenceID>] = []
-        for id in judged {
-            guard let rule = rules[id], rule.concerns(object), let distance = signedDistance(of: point, to: rule) else { continue }
-            judge(object, &state, rule: rule, distance: distance, milliseconds: milliseconds, into: &events)
+        // The fixed fences whose widened box holds the point, then those the object is still
+        // in (or away from) that the point's cell does not list, then the roaming fences.
+        let candidates = index.candidates(near: point)
+        for fence in candidates {
+            let wasInside = state.presence[fence.id]?.inside
+            // Outside the box of a fence it was not in: nothing can happen.
+            if wasInside == nil, !fence.bounds.contains(point) { continue }
+            guard let rule = rules[fence.id], rule.concerns(object) else { continue }
+            judge(object, &state, rule: rule, inside: isInside(point, fence, wasInside: wasInside ?? false), at: milliseconds, into: &events)
+        }
+        if !state.presence.isEmpty {
+            for id in Array(state.presence.keys) where !candidates.contains(where: { $0.id == id }) {
+                guard let rule = rules[id], case .fixed = rule.shape, let fence = index.fence(id) else { continue }
+                judge(
+                    object, &state, rule: rule, inside: isInside(point, fence, wasInside: state.presence[id]?.inside ?? false), at: milliseconds,
+                    into: &events)
+            }
+        }
+        for (anchor, fences) in roamingByAnchor where anchor != object {
+            guard let anchorPoint = objects[anchor]?.point else { continue }
+            for id in fences {
+                guard let rule = rules[id], rule.concerns(object), case let .roaming(_, radius) = rule.shape else { continue }
+                let wasInside = state.presence[id]?.inside ?? false
+                let distance = Geodesy.distance(point, anchorPoint) - radius
+                judge(object, &state, rule: rule, inside: distance <= 0 || (wasInside && distance <= margin), at: milliseconds, into: &events)
+            }
         }
         objects[object] = state
         // The anchor moved: the objects its roaming fences concern are judged against its new position.
         for id in roamingByAnchor[object] ?? [] {
             guard let rule = rules[id], case let .roaming(_, radius) = rule.shape else { continue }
-            for other in objects.keys where rule.concerns(other) {
+            for other in Array(objects.keys) where rule.concerns(other) {
                 guard var otherState = objects[other] else { continue }
+                let wasInside = otherState.presence[id]?.inside ?? false
                 let distance = Geodesy.distance(point, otherState.point) - radius
-                judge(other, &otherState, rule: rule, distance: distance, milliseconds: milliseconds, into: &events)
+                judge(other, &otherState, rule: rule, inside: distance <= 0 || (wasInside && distance <= margin), at: milliseconds, into: &events)
                 objects[other] = otherState
             }
         }
         return events
     }
 
-    /// Metres from `point` to the fence's edge: negative inside, positive outside; nil for
-    /// a roaming fence whose anchor has no position yet.
-    private func signedDistance(of point: GeoPoint, to rule: FenceRule<ObjectID, FenceID>) -> Double? {
-        switch rule.shape {
-        case .fixed:
-            guard let fence = index.fence(rule.id) else { return nil }
-            let edge = fence.distanceToBoundary(point)
-            return fence.contains(point) ? -edge : edge
-        case let .roaming(anchor, radius):
-            return objects[anchor].map { Geodesy.distance(point, $0.point) - radius }
-        }
+    /// Whether `point` counts as inside a fixed fence: inside it, or, for an object that
+    /// was in it, outside by at most `margin` metres. The distance to the edge is measured
+    /// only in that last case, and only when the point is within the margin of the box.
+    @inlinable
+    func isInside(_ point: GeoPoint, _ fence: Geofence<FenceID>, wasInside: Bool) -> Bool {
+        if fence.bounds.contains(point) && fence.contains(point) { return true }
+        guard wasInside, fence.bounds.widened(by: margin).contains(point) else { return false }
+        return fence.distanceToBoundary(point) <= margin
     }
 
-    /// Applies one object's distance to one fence's edge: the crossing (with the margin
-    /// for leaving) and the dwell events, into `events`.
-    private func judge(
-        _ object: ObjectID, _ state: inout ObjectState, rule: FenceRule<ObjectID, FenceID>, distance: Double, milliseconds: Int64,
+    /// Applies whether an object is inside one fence: the crossing and the dwell events,
+    /// into `events`.
+    @inlinable
+    func judge(
+        _ object: ObjectID, _ state: inout ObjectState, rule: FenceRule<ObjectID, FenceID>, inside: Bool, at milliseconds: Int64,
         into events: inout [FenceEvent<ObjectID, FenceID>]
     ) {
-        func report(_ kind: FenceEventKind) {
-            if rule.detects.contains(kind) { events.append(FenceEvent(kind: kind, object: object, fence: rule.id, milliseconds: milliseconds)) }
-        }
         let previous = state.presence[rule.id]
         let wasInside = previous?.inside ?? false
-        let inside = distance <= 0 || (wasInside && distance <= margin)
         switch (wasInside, inside) {
         case (false, true):
-            report(.enter)
+            if rule.detects.contains(.enter) { events.append(FenceEvent(kind: .enter, object: object, fence: rule.id, milliseconds: milliseconds)) }
             state.presence[rule.id] = Presence(inside: true, since: milliseconds, reported: false)
         case (true, false):
-            report(.exit)
+            if rule.detects.contains(.exit) { events.append(FenceEvent(kind: .exit, object: object, fence: rule.id, milliseconds: milliseconds)) }
             // An absence is followed only for a fence that reports `outside`.
             state.presence[rule.id] = rule.detects.contains(.outside) ? Presence(inside: false, since: milliseconds, reported: false) : nil
         default: break
         }
-        guard var presence = state.presence[rule.id], !presence.reported, milliseconds - presence.since >= rule.dwellMilliseconds,
-            rule.detects.contains(presence.inside ? .inside : .outside)
-        else { return }
+        guard var presence = state.presence[rule.id], !presence.reported, milliseconds - presence.since >= rule.dwellMilliseconds else { return }
+        let kind: FenceEventKind = presence.inside ? .inside : .outside
+        guard rule.detects.contains(kind) else { return }
         presence.reported = true
-        report(presence.inside ? .inside : .outside)
+        events.append(FenceEvent(kind: kind, object: object, fence: rule.id, milliseconds: milliseconds))
         // A reported absence is over for the watch: nothing more to follow.
         state.presence[rule.id] = presence.inside ? presence : nil
     }

@@ -30,7 +30,7 @@ public struct Geofence<ID: Hashable & Sendable>: Sendable {
         if case let .polygons(polygons) = area { polygons } else { [] }
     }
 
-    public func contains(_ point: GeoPoint) -> Bool {
+    @inlinable public func contains(_ point: GeoPoint) -> Bool {
         switch area {
         case let .polygons(polygons): polygons.contains { $0.contains(point) }
         case let .circle(center, radius): Geodesy.distance(center, point) <= radius
@@ -38,7 +38,7 @@ public struct Geofence<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Metres from `point` to the nearest boundary edge of any polygon, or to the circle.
-    public func distanceToBoundary(_ point: GeoPoint) -> Double {
+    @inlinable public func distanceToBoundary(_ point: GeoPoint) -> Double {
         switch area {
         case let .polygons(polygons): polygons.map { $0.distanceToBoundary(point) }.min()!
         case let .circle(center, radius): abs(Geodesy.distance(center, point) - radius)
@@ -58,12 +58,12 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     public let reach: Double
     public let maxCellsPerFence = 4096
     /// Fences by number; a removed fence's slot is nil until a new fence takes it.
-    private var fences: [Geofence<ID>?] = []
+    @usableFromInline var fences: [Geofence<ID>?] = []
     private var freeNumbers: [Int32] = []
-    private var numberOf: [ID: Int32] = [:]
-    private var cells: [Int64: [Int32]] = [:]
-    private var large: [Int32] = []
-    private let columns: Int64
+    @usableFromInline var numberOf: [ID: Int32] = [:]
+    @usableFromInline var cells: [Int64: [Int32]] = [:]
+    @usableFromInline var large: [Int32] = []
+    @usableFromInline let columns: Int64
 
     public init(cellDegrees: Double = 0.01, reach: Double = 0) {
         precondition(cellDegrees > 0, "cellDegrees must be positive")
@@ -122,14 +122,21 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// Ids of the fences containing `point`.
-    public func containing(_ point: GeoPoint) -> [ID] {
-        candidates(near: point).compactMap { $0.bounds.contains(point) && $0.contains(point) ? $0.id : nil }
+    @inlinable public func containing(_ point: GeoPoint) -> [ID] {
+        var found: [ID] = []
+        func test(_ number: Int32) {
+            guard let fence = fences[Int(number)], fence.bounds.contains(point), fence.contains(point) else { return }
+            found.append(fence.id)
+        }
+        if let listed = cells[row(point.lat) * columns + column(point.lon)] { for number in listed { test(number) } }
+        for number in large { test(number) }
+        return found
     }
 
     /// The fences that may contain `point` or lie within `reach` metres of it (their
     /// widened box holds it), in the order of their slots: a superset, each still to
     /// be tested against its polygons. A point far from every fence costs one cell lookup.
-    public func candidates(near point: GeoPoint) -> [Geofence<ID>] {
+    @inlinable public func candidates(near point: GeoPoint) -> [Geofence<ID>] {
         let listed = cells[row(point.lat) * columns + column(point.lon)] ?? []
         guard !listed.isEmpty || !large.isEmpty else { return [] }
         let numbers = large.isEmpty ? listed : (listed + large).sorted()
@@ -137,11 +144,11 @@ public struct GeofenceIndex<ID: Hashable & Sendable>: Sendable {
     }
 
     /// The fence with `id`, if inserted.
-    public func fence(_ id: ID) -> Geofence<ID>? { numberOf[id].flatMap { fences[Int($0)] } }
+    @inlinable public func fence(_ id: ID) -> Geofence<ID>? { numberOf[id].flatMap { fences[Int($0)] } }
 
-    private func row(_ lat: Double) -> Int64 { Int64(((lat + 90) / cellDegrees).rounded(.down)) }
+    @inlinable func row(_ lat: Double) -> Int64 { Int64(((lat + 90) / cellDegrees).rounded(.down)) }
 
-    private func column(_ lon: Double) -> Int64 {
+    @inlinable func column(_ lon: Double) -> Int64 {
         let column = Int64(((lon + 180) / cellDegrees).rounded(.down))
         return column >= columns ? columns - 1 : column
     }

@@ -20,9 +20,11 @@ struct GeoBenchmark: ParsableCommand {
     @Option(help: "Redis server (host:port) to compare with; its GEOSEARCH is skipped without it.") var redis: String?
     @Option(help: "libpq connection string of a PostgreSQL server with PostGIS; skipped without it.") var postgres: String?
     @Option(help: "Markdown file the table is appended to.") var markdown: String?
+    @Option(help: "Point-in-fence checks among 10,000 fences (SQLite and PostGIS run a tenth).") var fenceChecks = 1_000_000
+    @Option(help: "Position updates judged against the fences, per fence count.") var fenceUpdates = 1_000_000
     @Option(
         help:
-            "Time only GondolaGeo on one workload: country, resort, roaming or maps (for profiling and cell sizing), or only sweep libspatialindex (libspatialindex)."
+            "Time only GondolaGeo on one workload: country, resort, roaming, maps or fences (for profiling and cell sizing), or only sweep libspatialindex (libspatialindex)."
     ) var only: String?
     @Flag(help: "With --only country or resort, time the grid keyed by the ids as slots (gondola-grid) instead of MovingPointIndex.") var slots =
         false
@@ -47,6 +49,15 @@ struct GeoBenchmark: ParsableCommand {
             print(String(format: "roaming: %.0f updates/s", roaming.perSecond))
             return
         }
+        if only == "fences" {
+            let rows =
+                try ["| workload | implementation | operations | ops/s | median µs | p99 µs |", "| --- | --- | --- | --- | --- | --- |"]
+                + FenceBenchmark(checks: fenceChecks, updates: fenceUpdates, postgres: postgres).run()
+            let table = rows.joined(separator: "\n")
+            print(table)
+            if let markdown { append("\n" + table + "\n", to: markdown) }
+            return
+        }
         if only == "maps" {
             for row in mapSelectionRows() { print(row) }
             return
@@ -60,7 +71,7 @@ struct GeoBenchmark: ParsableCommand {
         }
         if let only {
             guard let workload = [country, resort].first(where: { $0.name == only }) else {
-                throw ValidationError("--only must be country, resort, roaming, maps or libspatialindex, got '\(only)'")
+                throw ValidationError("--only must be country, resort, roaming, maps, fences or libspatialindex, got '\(only)'")
             }
             let cell = only == "country" ? countryCell : resortCell
             if slots { timeAlone(GondolaGridIndex(cellMetres: cell), on: workload) } else { timeAlone(GondolaIndex(cellMetres: cell), on: workload) }
@@ -125,6 +136,7 @@ struct GeoBenchmark: ParsableCommand {
         rows.append(String(format: "| roaming | 100,000 watchers of 500 m, frames every tick | %d | %.0f | | |", roaming.updates, roaming.perSecond))
         let fences = fenceLookups()
         rows.append(String(format: "| fences | 10,000 polygons, point lookups | %d | %.0f | | |", fences.lookups, fences.perSecond))
+        rows += try FenceBenchmark(checks: fenceChecks, updates: fenceUpdates, postgres: postgres).run()
         rows += mapSelectionRows()
 
         let table =
@@ -138,16 +150,17 @@ struct GeoBenchmark: ParsableCommand {
         let resortSummary = String(
             format: "geo-resort: gondola %.0f, gondola-grid %.0f, sqlite-rtree %.0f, libspatialindex %.0f",
             resortRates["gondola"]!, resortRates["gondola-grid"]!, resortRates["sqlite-rtree"]!, resortRates["libspatialindex"]!)
-        if let markdown {
-            let text = "\n" + table + "\n\n" + summary + "  \n" + resortSummary + "\n"
-            if let handle = FileHandle(forWritingAtPath: markdown) {
-                handle.seekToEndOfFile()
-                handle.write(Data(text.utf8))
-                handle.closeFile()
-            }
-        }
+        if let markdown { append("\n" + table + "\n\n" + summary + "  \n" + resortSummary + "\n", to: markdown) }
         print(summary)
         print(resortSummary)
+    }
+
+    /// Appends `text` to the Markdown file at `path`.
+    func append(_ text: String, to path: String) {
+        guard let handle = FileHandle(forWritingAtPath: path) else { return }
+        handle.seekToEndOfFile()
+        handle.write(Data(text.utf8))
+        handle.closeFile()
     }
 
     /// Times `index` alone on `workload` and prints its median and rate (`--only`).

@@ -131,7 +131,7 @@ struct RedisGeoIndex: BenchmarkedIndex {
 /// statements — an UPDATE, then ST_DWithin ordered by `<->` with the workload's limit.
 struct PostGISIndex: BenchmarkedIndex {
     let name = "postgis"
-    private let connection: Connection
+    private let connection: LibPQConnection
     private static let point = "ST_Transform(ST_SetSRID(ST_MakePoint($1, $2), 4326), 32632)"
 
     /// Connects with `conninfo`, creates the table with `points` (ids are their positions),
@@ -140,7 +140,7 @@ struct PostGISIndex: BenchmarkedIndex {
         guard let raw = PQconnectdb(conninfo), PQstatus(raw) == CONNECTION_OK else {
             throw BenchmarkError("postgis: cannot connect with '\(conninfo)'")
         }
-        connection = Connection(raw)
+        connection = LibPQConnection(raw)
         try connection.execute(
             """
             SET client_min_messages = warning; SET synchronous_commit = off;
@@ -208,65 +208,65 @@ struct PostGISIndex: BenchmarkedIndex {
         }
         return answer
     }
+}
 
-    /// Owns the libpq connection and closes it with the last copy of the index.
-    private final class Connection {
-        let raw: OpaquePointer
-        init(_ raw: OpaquePointer) { self.raw = raw }
-        deinit { PQfinish(raw) }
+/// A libpq connection for the benchmark's PostGIS work, closed with its last reference.
+final class LibPQConnection {
+    let raw: OpaquePointer
+    init(_ raw: OpaquePointer) { self.raw = raw }
+    deinit { PQfinish(raw) }
 
-        private var lastError: String { String(cString: PQerrorMessage(raw)) }
+    private var lastError: String { String(cString: PQerrorMessage(raw)) }
 
-        /// Runs `sql`; when it ends in COPY FROM STDIN, sends `rows` as the copied data.
-        func execute(_ sql: String, copying rows: [String] = []) throws {
-            var result = PQexec(raw, sql)
-            while let current = result {
-                defer { PQclear(current) }
-                switch PQresultStatus(current) {
-                case PGRES_COMMAND_OK, PGRES_TUPLES_OK: break
-                case PGRES_COPY_IN:
-                    for start in stride(from: 0, to: rows.count, by: 10_000) {
-                        let chunk = rows[start..<min(start + 10_000, rows.count)].joined()
-                        guard PQputCopyData(raw, chunk, Int32(chunk.utf8.count)) == 1 else {
-                            throw BenchmarkError("postgis: COPY failed: \(lastError)")
-                        }
+    /// Runs `sql`; when it ends in COPY FROM STDIN, sends `rows` as the copied data.
+    func execute(_ sql: String, copying rows: [String] = []) throws {
+        var result = PQexec(raw, sql)
+        while let current = result {
+            defer { PQclear(current) }
+            switch PQresultStatus(current) {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK: break
+            case PGRES_COPY_IN:
+                for start in stride(from: 0, to: rows.count, by: 10_000) {
+                    let chunk = rows[start..<min(start + 10_000, rows.count)].joined()
+                    guard PQputCopyData(raw, chunk, Int32(chunk.utf8.count)) == 1 else {
+                        throw BenchmarkError("postgis: COPY failed: \(lastError)")
                     }
-                    guard PQputCopyEnd(raw, nil) == 1 else { throw BenchmarkError("postgis: COPY failed: \(lastError)") }
-                default: throw BenchmarkError("postgis: \(lastError)")
                 }
-                result = PQgetResult(raw)
+                guard PQputCopyEnd(raw, nil) == 1 else { throw BenchmarkError("postgis: COPY failed: \(lastError)") }
+            default: throw BenchmarkError("postgis: \(lastError)")
             }
+            result = PQgetResult(raw)
         }
+    }
 
-        func prepare(_ name: String, _ sql: String) throws {
-            let result = PQprepare(raw, name, sql, 0, nil)
-            defer { PQclear(result) }
-            guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw BenchmarkError("postgis: preparing \(name): \(lastError)") }
-        }
+    func prepare(_ name: String, _ sql: String) throws {
+        let result = PQprepare(raw, name, sql, 0, nil)
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw BenchmarkError("postgis: preparing \(name): \(lastError)") }
+    }
 
-        /// Executes prepared statement `name` with text parameters.
-        func run(_ name: String, _ parameters: [String], _ body: (OpaquePointer) -> Void) {
-            let result = withTextParameters(parameters) { PQexecPrepared(raw, name, Int32(parameters.count), $0, nil, nil, 0) }
-            defer { PQclear(result) }
-            guard let result, [PGRES_COMMAND_OK, PGRES_TUPLES_OK].contains(PQresultStatus(result)) else {
-                fatalError("postgis: \(name): \(lastError)")
-            }
-            body(result)
+    /// Executes prepared statement `name` with text parameters.
+    func run(_ name: String, _ parameters: [String], _ body: (OpaquePointer) -> Void) {
+        let result = withTextParameters(parameters) { PQexecPrepared(raw, name, Int32(parameters.count), $0, nil, nil, 0) }
+        defer { PQclear(result) }
+        guard let result, [PGRES_COMMAND_OK, PGRES_TUPLES_OK].contains(PQresultStatus(result)) else {
+            fatalError("postgis: \(name): \(lastError)")
         }
+        body(result)
+    }
 
-        /// Runs one parameterised query.
-        func query(_ sql: String, _ parameters: [String], _ body: (OpaquePointer) -> Void) throws {
-            let result = withTextParameters(parameters) { PQexecParams(raw, sql, Int32(parameters.count), nil, $0, nil, nil, 0) }
-            defer { PQclear(result) }
-            guard let result, PQresultStatus(result) == PGRES_TUPLES_OK else { throw BenchmarkError("postgis: \(lastError)") }
-            body(result)
-        }
+    /// Runs one parameterised query.
+    func query(_ sql: String, _ parameters: [String], _ body: (OpaquePointer) -> Void) throws {
+        let result = withTextParameters(parameters) { PQexecParams(raw, sql, Int32(parameters.count), nil, $0, nil, nil, 0) }
+        defer { PQclear(result) }
+        guard let result, PQresultStatus(result) == PGRES_TUPLES_OK else { throw BenchmarkError("postgis: \(lastError)") }
+        body(result)
+    }
 
-        private func withTextParameters<T>(_ parameters: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
-            let pointers = parameters.map { UnsafePointer(strdup($0)) }
-            defer { pointers.forEach { free(UnsafeMutableRawPointer(mutating: $0)) } }
-            return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
-        }
+    private func withTextParameters<T>(_ parameters: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+        let pointers = parameters.map { UnsafePointer(strdup($0)) }
+        defer { pointers.forEach { free(UnsafeMutableRawPointer(mutating: $0)) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }
 
