@@ -1,7 +1,8 @@
 """The host page in a real browser (Playwright driving Debian's chromium) against `gondola serve
 --demo`: dev sign-in as the demo host, the demo travellers moving on the map, a broadcast reaching
 an SDK client, the trip chat both ways, an RSVP changing the count on the page, a server restart
-the page reconnects from, a phone-sized viewport, and an expired token landing on sign-in."""
+the page reconnects from, a phone-sized viewport, an expired token landing on sign-in, and fences drawn
+on the map with their events shown live."""
 import asyncio
 import os
 import shutil
@@ -175,3 +176,71 @@ async def test_the_page_says_when_leaflet_is_missing(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+async def test_a_host_draws_fences_and_sees_their_events_live(demo):
+    """The host draws a circle and a polygon (its corners clicked clockwise: the page turns the
+    ring to GeoJSON's winding) on a trip's map, a traveller's positions cross the circle, and the
+    event shows on the page live; a fence is deleted from the page."""
+    server, folder, port, state = demo
+    now = int(time.time() * 1000)
+    trip = server_api(server, "trip_create", {"name": "Fence trip", "resort": "demo", "starts_at": now - 3_600_000,
+                                              "ends_at": now + 3_600_000, "hosts": ["demo-host"]})["trip"]["id"]
+    server_api(server, "trip_add_member", {"trip": trip, "user": "fence-walker", "role": "traveller"})
+    walker = await sdk_client(server, "fence-walker")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+        await page.goto(f"http://127.0.0.1:{port}/host/")
+        await page.get_by_label("User id").fill("demo-host")
+        await page.get_by_role("button", name="Sign in").click()
+        await page.locator(f'button[data-trip="{trip}"]').click()
+        await expect(page.locator("#connection")).to_have_text("live")
+        await expect(page.locator("#legend")).to_contain_text("Lift")
+        box = await page.locator("#map").bounding_box()
+        cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+        # A circle: its centre, then a point of its edge.
+        await page.get_by_label("Fence name").fill("Meeting point")
+        await page.get_by_role("button", name="Draw circle").click()
+        await page.mouse.click(cx, cy)
+        await page.mouse.click(cx + 60, cy)
+        await expect(page.locator("#fences li")).to_have_count(1)
+        circle = server_api(server, "fence_list", {"trip": trip})["fences"][0]
+        assert circle["name"] == "Meeting point" and circle["circle"]["radius"] > 1
+
+        # A polygon clicked clockwise on the screen is stored counterclockwise.
+        await page.get_by_label("Fence name").fill("Car park")
+        await page.get_by_role("button", name="Draw polygon").click()
+        for dx, dy in [(-220, -160), (-120, -160), (-120, -80), (-220, -80)]:
+            await page.mouse.click(cx + dx, cy + dy)
+        await page.get_by_role("button", name="Finish polygon").click()
+        await expect(page.locator("#fences li")).to_have_count(2)
+        fences = server_api(server, "fence_list", {"trip": trip})["fences"]
+        ring = fences[1]["geometry"]["coordinates"][0]
+        assert len(ring) == 5 and ring[0] == ring[-1]
+        area = sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(ring, ring[1:]))
+        assert area > 0, ring
+
+        # The traveller walks into the circle: the event shows live.
+        lat, lon, radius = circle["circle"]["lat"], circle["circle"]["lon"], circle["circle"]["radius"]
+        await walker.rpc("location.update", {"lat": lat + 3 * radius / 111_195, "lon": lon, "ts": now})
+        await walker.rpc("location.update", {"lat": lat, "lon": lon, "ts": now + 1000})
+        entered = page.locator('#fence-events li[data-kind="enter"]')
+        await expect(entered).to_contain_text("fence-walker entered Meeting point")
+        os.makedirs(SCREENSHOTS, exist_ok=True)
+        await page.screenshot(path=os.path.join(SCREENSHOTS, "host-fences.png"))
+
+        # A polygon of two corners is not sent; a fence is deleted from the page.
+        await page.get_by_label("Fence name").fill("Too thin")
+        await page.get_by_role("button", name="Draw polygon").click()
+        await page.mouse.click(cx + 150, cy + 100)
+        await page.mouse.click(cx + 200, cy + 100)
+        await page.get_by_role("button", name="Finish polygon").click()
+        await expect(page.locator("#fence-hint")).to_have_text("A polygon needs at least 3 corners.")
+        await page.get_by_role("button", name="Cancel").click()
+        await page.get_by_role("button", name="Delete Car park").click()
+        await expect(page.locator("#fences li")).to_have_count(1)
+        assert [f["name"] for f in server_api(server, "fence_list", {"trip": trip})["fences"]] == ["Meeting point"]
+        await browser.close()
+    await walker.disconnect()

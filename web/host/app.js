@@ -1,6 +1,7 @@
 // The host page: sign-in, the trips the user hosts, and a trip's live view (map, travellers,
-// broadcasts, announcements, chat, events), all through the hub's WebSocket.
+// fences and their events, broadcasts, announcements, chat, events), all through the hub's WebSocket.
 import { CentrifugeClient } from "./centrifuge.js";
+import { FencePanel } from "./fences.js";
 import { ResortMap } from "./map.js";
 
 const $ = (id) => document.getElementById(id);
@@ -109,6 +110,7 @@ async function openTrip(chosen) {
     notice(`The resort map is not available: ${error.message}`);
   }
   watchTravellers();
+  watchFences();
   watchMessages();
   watchEvents();
   trip.ageTimer = setInterval(renderTravellers, 5000);
@@ -119,6 +121,7 @@ function closeTrip() {
   clearInterval(trip.ageTimer);
   clearInterval(trip.eventTimer);
   for (const channel of trip.channels) client?.unsubscribe(channel);
+  trip.fences?.close();
   trip.map?.remove();
   trip = null;
 }
@@ -170,6 +173,21 @@ function ago(ms) {
   if (seconds < 60) return `${seconds} s ago`;
   if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
   return `${Math.round(seconds / 3600)} h ago`;
+}
+
+// MARK: fences
+
+function watchFences() {
+  $("fences").replaceChildren();
+  $("fence-events").replaceChildren();
+  trip.fences = new FencePanel({
+    client, map: trip.map.map, trip: trip.id, subscribe, name, notice,
+    elements: {
+      name: $("fence-name"), circle: $("draw-circle"), polygon: $("draw-polygon"), finish: $("finish-polygon"),
+      cancel: $("cancel-drawing"), hint: $("fence-hint"), list: $("fences"), events: $("fence-events"),
+    },
+  });
+  trip.fences.load().catch((error) => notice(`Fences: ${error.message}`));
 }
 
 // MARK: broadcasts, announcements, chat
