@@ -55,24 +55,16 @@ struct SQLiteMailQueue: MailQueue {
 
     func claimDue(now: Int64, limit: Int, lease: Int64) throws -> [QueuedMail] {
         try database.pool.write { db in
-            let due = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, recipient, sender, subject, text_body, html_body, attempts FROM mail_outbox
-                    WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= ?
-                    ORDER BY next_attempt_at_ms LIMIT ?
-                    """, arguments: [now, limit]
+            try OutboxClaims.claimDue(
+                in: db, table: "mail_outbox", columns: "recipient, sender, subject, text_body, html_body, attempts",
+                pending: "sent_at_ms IS NULL AND given_up_at_ms IS NULL", now: now, limit: limit, lease: lease
             ).map { row in
                 QueuedMail(
                     id: row["id"],
                     message: MailMessage(
-                        from: row["sender"], to: row["recipient"], subject: row["subject"],
-                        text: row["text_body"], html: row["html_body"]), attempts: row["attempts"])
+                        from: row["sender"], to: row["recipient"], subject: row["subject"], text: row["text_body"], html: row["html_body"]),
+                    attempts: row["attempts"])
             }
-            for mail in due {
-                try db.execute(sql: "UPDATE mail_outbox SET next_attempt_at_ms = ? WHERE id = ?", arguments: [now + lease, mail.id])
-            }
-            return due
         }
     }
 

@@ -28,9 +28,7 @@ struct BroadcastService: Sendable {
         switch request.audience {
         case let .trip(trip):
             try await directory.refresh(users: [context.user], trips: [trip])
-            guard try await directory.role(of: context.user, in: trip) == .host else {
-                throw HubError.permissionDenied("only hosts of trip \(trip) may broadcast to it")
-            }
+            try await directory.requireHost(context.user, of: trip, "only hosts of trip \(trip) may broadcast to it")
             (channel, type) = (TripChannel.channel(of: trip), "broadcast")
             audience = .users(directory.members(of: trip).keys.filter { $0 != context.user }.sorted())
             tripName = directory.cachedTrip(trip)?.name ?? trip

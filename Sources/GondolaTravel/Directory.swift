@@ -237,6 +237,11 @@ public final class Directory: Sendable {
         state.withLock { $0.tripMembers[trip] ?? [:] }
     }
 
+    /// Refuses (103, `refusal`) unless `user` hosts `trip`.
+    public func requireHost(_ user: String, of trip: String, _ refusal: @autoclosure () -> String) async throws(HubError) {
+        guard try await role(of: user, in: trip) == .host else { throw .permissionDenied(refusal()) }
+    }
+
     /// The role of `user` in `trip`; when this node knows none, the trip's members are
     /// read from the database first.
     public func role(of user: String, in trip: String) async throws(HubError) -> TripRole? {

@@ -55,7 +55,7 @@ extension FenceService {
     }
 
     private func requireHost(_ user: String, of trip: String) async throws(HubError) {
-        guard try await directory.role(of: user, in: trip) == .host else { throw .permissionDenied("only hosts of trip \(trip) manage its fences") }
+        try await directory.requireHost(user, of: trip, "only hosts of trip \(trip) manage its fences")
     }
 
     private func requireTrip(_ trip: String) async throws(HubError) {

@@ -141,19 +141,12 @@ struct SQLiteFenceRepository: FenceRepository {
 
     func claimDue(now: Int64, limit: Int, lease: Int64) throws -> [QueuedFenceEvent] {
         try database.pool.write { db in
-            let due = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, trip_id, body, attempts FROM fence_webhook_outbox
-                    WHERE \(Self.pendingCondition) AND next_attempt_at_ms <= ? ORDER BY next_attempt_at_ms, id LIMIT ?
-                    """, arguments: [now, limit]
+            try OutboxClaims.claimDue(
+                in: db, table: "fence_webhook_outbox", columns: "trip_id, body, attempts", pending: Self.pendingCondition, now: now,
+                limit: limit, lease: lease
             ).map { row in
                 QueuedFenceEvent(id: row["id"], trip: row["trip_id"], body: [UInt8](row["body"] as Data), attempts: row["attempts"])
             }
-            for event in due {
-                try db.execute(sql: "UPDATE fence_webhook_outbox SET next_attempt_at_ms = ? WHERE id = ?", arguments: [now + lease, event.id])
-            }
-            return due
         }
     }
 

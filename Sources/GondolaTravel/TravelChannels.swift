@@ -65,9 +65,7 @@ struct TripLocationsChannel: ChannelProvider {
 
     func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
         let trip = subscription.channel.key
-        guard try await directory.role(of: subscription.user, in: trip) == .host else {
-            throw .permissionDenied("\(subscription.channel.raw) is for the hosts of trip \(trip)")
-        }
+        try await directory.requireHost(subscription.user, of: trip, "\(subscription.channel.raw) is for the hosts of trip \(trip)")
         try locations.openLocations(trip: trip, attach: attach)
     }
 
@@ -112,6 +110,24 @@ struct TripChannel: ChannelProvider {
         guard try await directory.role(of: subscription.user, in: trip) != nil else {
             throw .permissionDenied("\(subscription.channel.raw) is for members of trip \(trip)")
         }
+        try attach(nil)
+    }
+
+    func vacated(channel: ChannelName) {}
+}
+
+/// `fences:<tripId>`: the trip's fence events, for its hosts; a durable stream of the last
+/// 1,000 for 30 days.
+struct FenceEventsChannel: ChannelProvider {
+    let directory: Directory
+
+    static let options = NamespaceOptions.durableStream("fences", size: 1_000, ttl: .seconds(30 * 86_400))
+
+    static func channel(of trip: String) -> String { "fences:\(trip)" }
+
+    func subscribe(_ subscription: ProvidedSubscription, attach: (RawJSON?) throws(HubError) -> Void) async throws(HubError) {
+        let trip = subscription.channel.key
+        try await directory.requireHost(subscription.user, of: trip, "\(subscription.channel.raw) is for the hosts of trip \(trip)")
         try attach(nil)
     }
 

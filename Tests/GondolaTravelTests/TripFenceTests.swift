@@ -26,7 +26,10 @@ import Testing
             "coordinates": .array([.array([Self.square(0.01), Self.square(0.002, clockwise: true)]), .array([Self.square(0.001)])]),
         ]
         let definition = try FenceDefinition.decode(Self.request(geometry))
-        guard case let .polygons(polygons, kept) = definition.shape else { Issue.record("not polygons"); return }
+        guard case let .polygons(polygons, kept) = definition.shape else {
+            Issue.record("not polygons")
+            return
+        }
         #expect(polygons.count == 2 && kept == geometry)
         let fence = Geofence(id: 0, polygons: polygons)
         #expect(fence.contains(GeoPoint(lat: 45.3 + 0.005, lon: 6.6)))
