@@ -71,6 +71,9 @@ final class FenceService: Sendable {
 
     struct State {
         var trips: [String: WatchedTrip] = [:]
+        /// The number of the latest read of each trip's fences applied: a read that started
+        /// before it never overwrites it.
+        var appliedReads: [String: Int] = [:]
         /// The live nodes' uids; the trips' owners are chosen among them.
         var nodes: [String]
     }
@@ -82,6 +85,10 @@ final class FenceService: Sendable {
     let webhooks: FenceWebhooks
     let logger: Logger
     private let state: Mutex<State>
+    /// Numbers the reads of fences in the order they start.
+    private let reads = Atomic<Int>(0)
+    /// Whether any trip has fences: positions skip the directory when none has.
+    private let anyFences = Atomic<Bool>(false)
     private let outgoing: AsyncStream<[TripFenceEvent]>
     private let outgoingQueue: AsyncStream<[TripFenceEvent]>.Continuation
     private let reported: Counter
@@ -109,21 +116,27 @@ final class FenceService: Sendable {
 
     /// Reads every trip's fences again (at start, and when the node regains the bus).
     func reload() async throws {
+        let read = reads.add(1, ordering: .relaxed).newValue
         let fences = try await repository.allFences()
         state.withLock { state in
             let grouped = Dictionary(grouping: fences, by: \.trip)
-            for trip in Set(state.trips.keys).union(grouped.keys) { Self.set(grouped[trip] ?? [], of: trip, in: &state) }
+            for trip in Set(state.trips.keys).union(grouped.keys) { set(grouped[trip] ?? [], of: trip, read: read, in: &state) }
         }
     }
 
     /// Reads one trip's fences again (after a change here or on another node).
     func reload(trip: String) async throws {
+        let read = reads.add(1, ordering: .relaxed).newValue
         let fences = try await repository.fences(of: trip)
-        state.withLock { Self.set(fences, of: trip, in: &$0) }
+        state.withLock { set(fences, of: trip, read: read, in: &$0) }
     }
 
-    /// Makes `fences` the trip's: new ones watched, removed ones dropped, members' states kept.
-    private static func set(_ fences: [TripFence], of trip: String, in state: inout State) {
+    /// Makes `fences` (from read number `read`) the trip's, unless a later read was applied:
+    /// new ones watched, removed ones dropped, members' states kept.
+    private func set(_ fences: [TripFence], of trip: String, read: Int, in state: inout State) {
+        guard read > state.appliedReads[trip, default: 0] else { return }
+        state.appliedReads[trip] = read
+        defer { anyFences.store(!state.trips.isEmpty, ordering: .relaxed) }
         guard !fences.isEmpty else {
             state.trips[trip] = nil
             return
@@ -171,6 +184,7 @@ final class FenceService: Sendable {
     /// inside it). Answers whether the user is a member of a fenced trip.
     @discardableResult
     func observe(user: String, position: LivePosition) -> Bool {
+        guard anyFences.load(ordering: .relaxed) else { return false }
         let trips = directory.trips(of: user)
         guard !trips.isEmpty else { return false }
         let now = ContinuousClock.now
