@@ -99,6 +99,36 @@ import Testing
         try await standIn.stop()
     }
 
+    @Test func aFenceEventReachesTheOfflineHostsPhoneAndNotTheWatchingHosts() async throws {
+        let (standIn, server) = try await Self.start()
+        let trip = try await server.createTrip(hosts: ["hana", "hugo"], travellers: ["alice"])
+        let hana = try await server.client("hana")
+        let hugo = try await server.client("hugo")
+        let alice = try await server.client("alice")
+        try await Self.register(hana, apns: 1)
+        try await Self.register(hugo, apns: 2, locale: "de-AT")
+        try await hana.subscribe("fences:\(trip)")
+        await hugo.close()
+        _ = try await hana.rpc(
+            "fence.create", ["trip": .string(trip), "name": "Meeting point", "circle": ["lat": 45.3, "lon": 6.58, "radius": 200]])
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        _ = try await alice.rpc("location.update", ["lat": 45.31, "lon": 6.58, "ts": .int(now)])
+        _ = try await alice.rpc("location.update", ["lat": 45.3, "lon": 6.58, "ts": .int(now + 1000)])
+        let push = try #require(server.server.service(PushService.self))
+        try await eventually("the offline host's notification, the outbox drained") {
+            guard standIn.accepted.count >= 1 else { return false }
+            return try await push.pendingCount() == 0
+        }
+        #expect(standIn.accepted.map(\.token) == [Self.apnsToken(2)], "hana watches fences:\(trip) live")
+        let apns = try #require(standIn.accepted.first)
+        #expect(Self.member(apns.body, "aps", "alert", "title") == "Meeting point")
+        #expect(Self.member(apns.body, "aps", "alert", "body") == "alice hat Meeting point betreten")  // German, as hugo's device asked
+        #expect(Self.member(apns.body, "link", "screen") == "fences")
+        for client in [hana, alice] { await client.close() }
+        try await server.stop()
+        try await standIn.stop()
+    }
+
     @Test func aServicesNotificationsShareOneConnectionWithinItsStreamLimitUntilItSaysGoAway() async throws {
         let (standIn, server) = try await Self.start()
         let travellers = (0..<12).map { "traveller\($0)" }
