@@ -3,17 +3,21 @@ PostgreSQL bus, and Redis (two shards; tables still in PostgreSQL), where a shar
 stopped and started again while clients stay connected. On both:
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
-a car rental worked on through several nodes, a fence crossing reported once, a broadcast's push notifications sent by three nodes' workers
+a car rental worked on through several nodes, a fence crossing reported once (and posted once to its webhook by the three nodes' outbox workers), a broadcast's push notifications sent by three nodes' workers
 (each once), every write read at once through another node, payloads (binary and spelled JSON) byte for byte across nodes, and a node killed with -9 while a client is subscribed through it and while a client sends chat
 messages."""
 import collections
 import asyncio
+import hashlib
+import hmac
+import http.server
 import json
 import os
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -68,6 +72,41 @@ class Cluster:
 
     def script(self, *args):
         subprocess.run([SCRIPT, *args, "--folder", self.folder], env=self.env, check=True, timeout=120)
+
+
+class WebhookStandIn:
+    """A fence webhook receiver on loopback: records each call's event id, signature and body."""
+
+    def __init__(self):
+        calls = self.calls = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                calls.append((self.headers["X-Gondola-Event"], self.headers["X-Gondola-Signature"], body))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def ids(self):
+        return [call[0] for call in self.calls]
+
+    def verified(self, secret):
+        for _, signature, body in self.calls:
+            parts = dict(part.split("=", 1) for part in signature.split(","))
+            expected = hmac.new(secret.encode(), f"{parts['t']}.".encode() + body, hashlib.sha256).hexdigest()
+            if not hmac.compare_digest(expected, parts["v1"]):
+                return False
+        return True
+
+    def stop(self):
+        self.server.shutdown()
 
 
 def consecutive_free_ports(count):
@@ -612,11 +651,14 @@ async def near_ids_lacks(client, codec, car):
 
 
 async def test_a_fence_crossing_is_reported_once_whichever_nodes_carry_the_positions(cluster, codec):
-    """A traveller's positions reach the cluster through two nodes (two phones), out of order
-    too; the host on the third hears each crossing once."""
+    """A traveller's positions reach the cluster through two nodes (two phones), a late one among
+    them; the host on the third hears each crossing once, and the three nodes' outbox workers post
+    each event to the trip's webhook once."""
     host, traveller = f"cl-fence-h-{codec.name}", f"cl-fence-t-{codec.name}"
     trip = trip_mates(cluster.nodes[0], host, traveller)
     center = (45.32, 6.61)
+    hook = WebhookStandIn()
+    server_api(cluster.nodes[1], "fence_webhook_set", {"trip": trip, "url": hook.url, "secret": "cluster-fence-secret"})
     fence = server_api(cluster.nodes[0], "fence_create",
                        {"trip": trip, "name": "Meeting point", "circle": {"lat": center[0], "lon": center[1], "radius": 200}})["fence"]
     # Every node watches the fence once the change reached it, and agrees on the trip's owner once it
@@ -637,21 +679,34 @@ async def test_a_fence_crossing_is_reported_once_whichever_nodes_carry_the_posit
         await call(phones[phone], codec, "location.update",
                    {"lat": center[0] + metres / 111_195, "lon": center[1], "ts": start + step * 1000})
 
-    # Outside, inside (phone 2), a late position from before (phone 1, ignored), jitter at the edge, outside, inside.
+    async def crossing(count):
+        return [(codec.into(p.pub.data)["event"], codec.into(p.pub.data)["ts"] - start)
+                for p in await events.wait("publication", count=count, timeout=15)]
+
+    # The two phones' positions reach the trip's owner over two nodes, so they may arrive in another order
+    # than they were sent; each step waits for the crossing before the next. Outside, then inside (phone 2).
     await at(0, 450, 0)
     await at(1, 100, 2)
+    assert await crossing(1) == [("enter", 2000)]
+    # A late position from before (phone 1: ignored), jitter 17 m outside the edge, then outside.
     await at(0, 600, 1)
     await at(0, 217, 3)
     await at(1, 700, 4)
+    assert await crossing(2) == [("enter", 2000), ("exit", 4000)]
     await at(0, 50, 5)
-    publications = await events.wait("publication", count=3, timeout=15)
-    assert [codec.into(p.pub.data)["event"] for p in publications] == ["enter", "exit", "enter"]
-    assert [codec.into(p.pub.data)["ts"] for p in publications] == [start + 2000, start + 4000, start + 5000]
-    # A last crossing shows nothing more was published in between.
+    assert await crossing(3) == [("enter", 2000), ("exit", 4000), ("enter", 5000)]
     await at(1, 900, 6)
-    publications = await events.wait("publication", count=4, timeout=15)
-    assert [codec.into(p.pub.data)["event"] for p in publications] == ["enter", "exit", "enter", "exit"]
+    assert await crossing(4) == [("enter", 2000), ("exit", 4000), ("enter", 5000), ("exit", 6000)]
+    publications = events.of("publication")
     assert len({p.pub.offset for p in publications}) == 4
+    # The three nodes' outbox workers post each event once, signed.
+    ids = [codec.into(p.pub.data)["id"] for p in publications]
+    deadline = time.time() + 20
+    while sorted(hook.ids()) != sorted(ids):
+        assert time.time() < deadline, f"the webhook got {hook.ids()}, expected {ids}"
+        await asyncio.sleep(0.1)
+    assert hook.verified("cluster-fence-secret")
+    hook.stop()
     for client in [hana, *phones]:
         await client.disconnect()
 

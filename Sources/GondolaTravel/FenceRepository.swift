@@ -4,6 +4,7 @@ import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import GondolaStore
+import NIOCore
 import PostgresNIO
 
 /// Where a trip's fence events are posted over HTTP (Tile38's hooks): the URL and the
@@ -243,7 +244,7 @@ struct PostgresFenceRepository: FenceRepository {
                 try await pool.run(
                     """
                     INSERT INTO fence_webhook_outbox (id, trip_id, body, created_at_ms, next_attempt_at_ms)
-                    VALUES (\(event.id), \(event.trip), \(event.body), \(now), \(now)) ON CONFLICT (id) DO NOTHING
+                    VALUES (\(event.id), \(event.trip), \(ByteBuffer(bytes: event.body)), \(now), \(now)) ON CONFLICT (id) DO NOTHING
                     """, on: connection)
             }
         }
@@ -269,8 +270,8 @@ struct PostgresFenceRepository: FenceRepository {
             SELECT id, trip_id, body, attempts FROM claimed ORDER BY due_at, id
             """
         ).map { row in
-            let (id, trip, body, attempts) = try row.decode((String, String, [UInt8], Int32).self)
-            return QueuedFenceEvent(id: id, trip: trip, body: body, attempts: Int(attempts))
+            let (id, trip, body, attempts) = try row.decode((String, String, ByteBuffer, Int32).self)
+            return QueuedFenceEvent(id: id, trip: trip, body: Array(body.readableBytesView), attempts: Int(attempts))
         }
     }
 

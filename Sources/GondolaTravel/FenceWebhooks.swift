@@ -85,7 +85,7 @@ final class FenceWebhooks: Sendable {
             logger.error("fence webhook outbox full: events not queued", metadata: ["trip": "\(trip)", "limit": "\(policy.maxPending)"])
         } catch {
             dropped.increment(by: events.count)
-            logger.error("fence webhook outbox: cannot queue", metadata: ["trip": "\(trip)", "error": "\(error)"])
+            logger.error("fence webhook outbox: cannot queue", metadata: ["trip": "\(trip)", "error": "\(String(reflecting: error))"])
         }
     }
 
@@ -103,7 +103,7 @@ final class FenceWebhooks: Sendable {
             do {
                 due = try await repository.claimDue(now: now, limit: policy.batchSize, lease: policy.lease.milliseconds)
             } catch {
-                logger.error("fence webhook outbox: cannot read", metadata: ["error": "\(error)"])
+                logger.error("fence webhook outbox: cannot read", metadata: ["error": "\(String(reflecting: error))"])
                 return count
             }
             // Each trip's events go in order; different trips' at once.
