@@ -56,7 +56,7 @@ struct SQLiteMailQueue: MailQueue {
     func claimDue(now: Int64, limit: Int, lease: Int64) throws -> [QueuedMail] {
         try database.pool.write { db in
             try OutboxClaims.claimDue(
-                in: db, table: "mail_outbox", columns: "recipient, sender, subject, text_body, html_body, attempts",
+                in: db, table: "mail_outbox", columns: ["recipient", "sender", "subject", "text_body", "html_body", "attempts"],
                 pending: "sent_at_ms IS NULL AND given_up_at_ms IS NULL", now: now, limit: limit, lease: lease
             ).map { row in
                 QueuedMail(
@@ -116,18 +116,9 @@ struct PostgresMailQueue: MailQueue {
     }
 
     func claimDue(now: Int64, limit: Int, lease: Int64) async throws -> [QueuedMail] {
-        try await pool.query(
-            """
-            WITH due AS (
-                SELECT id, next_attempt_at_ms AS due_at FROM mail_outbox
-                WHERE sent_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
-                ORDER BY next_attempt_at_ms LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED
-            ), claimed AS (
-                UPDATE mail_outbox m SET next_attempt_at_ms = \(now + lease) FROM due WHERE m.id = due.id
-                RETURNING m.id, m.recipient, m.sender, m.subject, m.text_body, m.html_body, m.attempts, due.due_at
-            )
-            SELECT id, recipient, sender, subject, text_body, html_body, attempts FROM claimed ORDER BY due_at, id
-            """
+        try await PostgresOutboxClaims.claimDue(
+            on: pool, table: "mail_outbox", columns: ["recipient", "sender", "subject", "text_body", "html_body", "attempts"],
+            pending: "sent_at_ms IS NULL AND given_up_at_ms IS NULL", now: now, limit: limit, lease: lease
         ).map { row in
             let (id, recipient, sender, subject, text, html, attempts) =
                 try row.decode((String, String, String, String, String, String, Int32).self)

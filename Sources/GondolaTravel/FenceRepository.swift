@@ -60,11 +60,12 @@ extension TripFence {
     }
 }
 
+/// The webhook outbox's events not yet delivered nor given up, as SQL.
+private let pendingFenceEvents = "delivered_at_ms IS NULL AND given_up_at_ms IS NULL"
+
 /// The fence tables in SQLite.
 struct SQLiteFenceRepository: FenceRepository {
     let database: GondolaDatabase
-
-    private static let pendingCondition = "delivered_at_ms IS NULL AND given_up_at_ms IS NULL"
 
     func create(_ fence: TripFence, limit: Int) throws -> Bool {
         try database.pool.write { db in
@@ -124,7 +125,7 @@ struct SQLiteFenceRepository: FenceRepository {
 
     func enqueue(_ events: [QueuedFenceEvent], limit: Int, now: Int64) throws {
         try database.pool.write { db in
-            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM fence_webhook_outbox WHERE \(Self.pendingCondition)") ?? 0
+            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM fence_webhook_outbox WHERE \(pendingFenceEvents)") ?? 0
             guard pending + events.count <= limit else { throw FenceWebhooks.Full() }
             for event in events {
                 try db.execute(
@@ -137,13 +138,13 @@ struct SQLiteFenceRepository: FenceRepository {
     }
 
     func pendingCount() throws -> Int {
-        try database.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM fence_webhook_outbox WHERE \(Self.pendingCondition)") ?? 0 }
+        try database.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM fence_webhook_outbox WHERE \(pendingFenceEvents)") ?? 0 }
     }
 
     func claimDue(now: Int64, limit: Int, lease: Int64) throws -> [QueuedFenceEvent] {
         try database.pool.write { db in
             try OutboxClaims.claimDue(
-                in: db, table: "fence_webhook_outbox", columns: "trip_id, body, attempts", pending: Self.pendingCondition, now: now,
+                in: db, table: "fence_webhook_outbox", columns: ["trip_id", "body", "attempts"], pending: pendingFenceEvents, now: now,
                 limit: limit, lease: lease
             ).map { row in
                 QueuedFenceEvent(id: row["id"], trip: row["trip_id"], body: [UInt8](row["body"] as Data), attempts: row["attempts"])
@@ -237,7 +238,7 @@ struct PostgresFenceRepository: FenceRepository {
         try await pool.transaction { connection in
             let pending =
                 try await pool.run(
-                    "SELECT COUNT(*) FROM fence_webhook_outbox WHERE delivered_at_ms IS NULL AND given_up_at_ms IS NULL", on: connection
+                    "SELECT COUNT(*) FROM fence_webhook_outbox WHERE \(unescaped: pendingFenceEvents)", on: connection
                 ).first?.decode(Int64.self) ?? 0
             guard Int(pending) + events.count <= limit else { throw FenceWebhooks.Full() }
             for event in events {
@@ -252,23 +253,14 @@ struct PostgresFenceRepository: FenceRepository {
 
     func pendingCount() async throws -> Int {
         Int(
-            try await pool.query("SELECT COUNT(*) FROM fence_webhook_outbox WHERE delivered_at_ms IS NULL AND given_up_at_ms IS NULL").first?
+            try await pool.query("SELECT COUNT(*) FROM fence_webhook_outbox WHERE \(unescaped: pendingFenceEvents)").first?
                 .decode(Int64.self) ?? 0)
     }
 
     func claimDue(now: Int64, limit: Int, lease: Int64) async throws -> [QueuedFenceEvent] {
-        try await pool.query(
-            """
-            WITH due AS (
-                SELECT id, next_attempt_at_ms AS due_at FROM fence_webhook_outbox
-                WHERE delivered_at_ms IS NULL AND given_up_at_ms IS NULL AND next_attempt_at_ms <= \(now)
-                ORDER BY next_attempt_at_ms, id LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED
-            ), claimed AS (
-                UPDATE fence_webhook_outbox o SET next_attempt_at_ms = \(now + lease) FROM due WHERE o.id = due.id
-                RETURNING o.id, o.trip_id, o.body, o.attempts, due.due_at
-            )
-            SELECT id, trip_id, body, attempts FROM claimed ORDER BY due_at, id
-            """
+        try await PostgresOutboxClaims.claimDue(
+            on: pool, table: "fence_webhook_outbox", columns: ["trip_id", "body", "attempts"],
+            pending: pendingFenceEvents, now: now, limit: limit, lease: lease
         ).map { row in
             let (id, trip, body, attempts) = try row.decode((String, String, ByteBuffer, Int32).self)
             return QueuedFenceEvent(id: id, trip: trip, body: Array(body.readableBytesView), attempts: Int(attempts))

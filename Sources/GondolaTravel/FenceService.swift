@@ -288,7 +288,8 @@ final class FenceService: Sendable {
         let channel = FenceEventsChannel.channel(of: trip)
         var queued: [QueuedFenceEvent] = []
         for event in batch {
-            let json = json(of: event)
+            let name = directory.name(of: event.user)
+            let json = json(of: event, name: name)
             do {
                 try await node.publish(channel: channel, data: Payload(json), publishing: PublishOptions(idempotencyKey: event.id))
             } catch {
@@ -298,19 +299,19 @@ final class FenceService: Sendable {
             notices.post(
                 Notice(
                     audience: .users(hosts), channel: channel, category: .update, text: "fence.\(event.kind.rawValue)",
-                    values: ["fence": event.fenceName, "name": directory.name(of: event.user)],
+                    values: ["fence": event.fenceName, "name": name],
                     link: ["screen": "fences", "trip": trip, "fence": event.fence, "id": event.id], at: event.milliseconds))
             queued.append(QueuedFenceEvent(id: event.id, trip: trip, body: json.bytes, attempts: 0))
         }
         await webhooks.queue(queued, of: trip)
     }
 
-    /// An event as every receiver gets it.
-    func json(of event: TripFenceEvent) -> JSON {
+    /// An event as every receiver gets it, with the member's display `name`.
+    func json(of event: TripFenceEvent, name: String) -> JSON {
         [
             "type": "fence", "id": .string(event.id), "event": .string(event.kind.rawValue), "trip": .string(event.trip),
             "fence": .string(event.fence), "fence_name": .string(event.fenceName), "user": .string(event.user),
-            "name": .string(directory.name(of: event.user)), "lat": .double(event.point.lat), "lon": .double(event.point.lon),
+            "name": .string(name), "lat": .double(event.point.lat), "lon": .double(event.point.lon),
             "ts": .int(event.milliseconds),
         ]
     }

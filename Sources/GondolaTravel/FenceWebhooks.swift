@@ -109,11 +109,7 @@ final class FenceWebhooks: Sendable {
             // Each trip's events go in order; different trips' at once.
             await withTaskGroup(of: Int.self) { group in
                 for events in Dictionary(grouping: due, by: \.trip).values {
-                    group.addTask {
-                        var delivered = 0
-                        for event in events where await self.deliver(event) { delivered += 1 }
-                        return delivered
-                    }
+                    group.addTask { await self.deliver(events) }
                 }
                 for await delivered in group { count += delivered }
             }
@@ -127,9 +123,27 @@ final class FenceWebhooks: Sendable {
         return count
     }
 
-    private func deliver(_ event: QueuedFenceEvent) async -> Bool {
+    /// Posts one trip's due events in order, its webhook read once; answers how many were
+    /// delivered. When the webhook cannot be read, the events are tried again once their
+    /// claim lapses.
+    private func deliver(_ events: [QueuedFenceEvent]) async -> Int {
+        guard let trip = events.first?.trip else { return 0 }
+        let webhook: FenceWebhook?
         do {
-            guard let webhook = try await repository.webhook(of: event.trip) else {
+            webhook = try await repository.webhook(of: trip)
+        } catch {
+            logger.error(
+                "fence webhook outbox: cannot read the trip's webhook", metadata: ["trip": "\(trip)", "error": "\(String(reflecting: error))"])
+            return 0
+        }
+        var delivered = 0
+        for event in events where await deliver(event, to: webhook) { delivered += 1 }
+        return delivered
+    }
+
+    private func deliver(_ event: QueuedFenceEvent, to webhook: FenceWebhook?) async -> Bool {
+        do {
+            guard let webhook else {
                 try await repository.markFailed(
                     event.id, attempts: event.attempts, error: "the trip has no webhook any more", next: 0, givenUpAt: unixMilliseconds())
                 return false
