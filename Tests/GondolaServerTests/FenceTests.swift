@@ -130,6 +130,24 @@ import Testing
         #expect(await alice.rpcErrorCode("fence.list", ["trip": .string(trip)]) == 103)
         await #expect(throws: RPCFailure.self) { try await alice.subscribe("fences:\(trip)") }
 
+        // The server API refuses alike, and a webhook needs an http(s) URL and a secret of 16 characters.
+        let apiCases: [(String, JSON, String)] = [
+            ("fence_create", Self.circle("t-nowhere"), "unknown trip"),
+            ("fence_create", Self.circle(trip).adding("users", ["alice", "zoe"]), "'zoe' is not a member"),
+            ("fence_list", ["trip": "t-nowhere"], "unknown trip"),
+            ("fence_webhook_set", ["trip": .string(trip), "url": "ftp://example.org/hook", "secret": "sixteen-chars-ok"], "not an http(s) URL"),
+            ("fence_webhook_set", ["trip": .string(trip), "url": "https://example.org/hook", "secret": "short"], "at least 16 characters"),
+            ("fence_webhook_set", ["trip": .string(trip), "url": "https://example.org/hook"], "secret is required"),
+        ]
+        for (method, body, words) in apiCases {
+            do {
+                _ = try await server.api(method, body)
+                Issue.record("\(method) accepted \(body.text)")
+            } catch let failure as RPCFailure {
+                #expect(failure.code == 107 && failure.message.contains(words), "\(method) \(body.text): \(failure)")
+            }
+        }
+
         // The limit: 100 fences per trip, through the server API.
         for index in 0..<100 { _ = try await server.api("fence_create", Self.circle(trip, name: "Fence \(index)")) }
         do {
