@@ -13,6 +13,11 @@ public final class ClientSession: Sendable {
     let node: Node
     /// The upgrade request's headers that go with proxy requests.
     private let forwardedHeaders: [(name: String, value: String)]
+    /// How the connection carries the protocol.
+    public let transport: SessionTransport
+    /// The secret that addresses this session in `/emulation` requests (the connect
+    /// result's `session`); empty on a WebSocket.
+    public let key: String
 
     private struct State {
         var credentials: Credentials?
@@ -39,9 +44,13 @@ public final class ClientSession: Sendable {
 
     private let state: Mutex<State>
 
-    init(node: Node, encoding: ProtocolEncoding, forwardedHeaders: [(name: String, value: String)] = []) {
+    init(
+        node: Node, encoding: ProtocolEncoding, transport: SessionTransport = .bidirectional, forwardedHeaders: [(name: String, value: String)] = []
+    ) {
         self.node = node
         self.forwardedHeaders = forwardedHeaders
+        self.transport = transport
+        self.key = transport == .bidirectional ? "" : RandomID.make("", hexDigits: 32)
         self.id = UUID().uuidString.lowercased()
         let configuration = node.configuration
         self.queue = OutboundQueue(
@@ -130,6 +139,34 @@ public final class ClientSession: Sendable {
                 "client": "\(id)", "user": "\(user ?? "")", "encoding": "\(encoding.rawValue)", "reason": "\(reason)",
             ])
         close(DisconnectCode.badRequest.with(reason: "bad request: \(reason)"))
+    }
+
+    /// Connects a unidirectional connection with the connect request its transport read
+    /// (the client sends nothing else): the result arrives as a connect push, and an error
+    /// closes the connection with the disconnect Centrifugo gives it (3005 for an expired
+    /// token, 3013 for too many requests, 3507 for permission denied, else 3004).
+    public func connect(unidirectional request: ConnectRequest) async {
+        state.withLock { $0.lastSeen = .now }
+        node.metrics.commands.increment()
+        do {
+            try await connect(id: 0, request)
+        } catch let disconnect as DisconnectCode {
+            close(disconnect)
+        } catch let error as HubError {
+            close(Self.unidirectionalDisconnect(for: error.protocolError))
+        } catch {
+            close(.internalError)
+        }
+    }
+
+    /// The disconnect that ends a unidirectional connection whose connect failed with `error`.
+    static func unidirectionalDisconnect(for error: ProtocolError) -> DisconnectCode {
+        switch error.code {
+        case ProtocolError.expired.code, ProtocolError.tokenExpired.code: .expired
+        case ProtocolError.tooManyRequests.code: .tooManyRequests
+        case ProtocolError.permissionDenied.code: .permissionDenied
+        default: .internalError
+        }
     }
 
     private func handle(_ command: Command) async {
@@ -305,10 +342,11 @@ public final class ClientSession: Sendable {
         if !credentials.user.isEmpty { await node.connected(credentials) }
         let configuration = node.configuration
         var result = ConnectResult(client: id, version: node.version, node: node.uid)
+        result.session = key
         result.data = connectData
         if configuration.pingInterval > .zero {
             result.ping = UInt32(max(1, configuration.pingInterval.components.seconds))
-            result.pong = true
+            result.pong = transport != .unidirectional
         }
         if !state.withLock({ $0.refreshedByProxy }), let ttl = Self.ttl(until: credentials.expiresAt) {
             result.expires = true
@@ -316,7 +354,11 @@ public final class ClientSession: Sendable {
         }
         try await subscribeServerSide(credentials, recovering: request.subs) { subscriptions in
             result.subs = subscriptions
-            reply(Reply(id: replyID, .connect(result)))
+            if transport == .unidirectional {
+                queue.enqueue(Push(channel: "", .connect(result)))
+            } else {
+                reply(Reply(id: replyID, .connect(result)))
+            }
         }
         if configuration.userPersonalSingleConnection, !credentials.user.isEmpty {
             node.keepSingleConnection(of: credentials.user, client: id)
@@ -678,7 +720,7 @@ public final class ClientSession: Sendable {
     /// The transport is gone (the client closed it or the writer stopped):
     /// the session leaves its channels and the node.
     public func transportClosed() {
-        queue.close(DisconnectCode(code: 1000, reason: "closed"))
+        queue.close(.transportClosed)
         finish()
     }
 
@@ -714,7 +756,7 @@ public final class ClientSession: Sendable {
             if let expiry = credentials.expiresAt, date.timeIntervalSince(expiry) > configuration.pongTimeout.timeInterval {
                 return .close(.expired)
             }
-            if let sent = state.pingSentAt, state.lastSeen < sent, now - sent > configuration.pongTimeout {
+            if transport != .unidirectional, let sent = state.pingSentAt, state.lastSeen < sent, now - sent > configuration.pongTimeout {
                 return .close(.noPong)
             }
             if configuration.pingInterval > .zero, now >= state.nextPingAt {

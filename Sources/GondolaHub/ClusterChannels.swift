@@ -60,7 +60,7 @@ extension Node {
     }
 
     /// Posts an event no caller waits on; a refusal is logged naming `what`.
-    private func post(_ event: ClusterEvent, what: String) {
+    func post(_ event: ClusterEvent, what: String) {
         broker.post(event) { [logger] result in
             if case let .failure(error) = result { logger.error("\(what) not sent", metadata: ["error": "\(error)"]) }
         }

@@ -51,6 +51,8 @@ public final class Node: Sendable {
     @_spi(Engine) public let cluster: (any ClusterLink)?
     let table = ChannelTable()
     let registry = SessionRegistry()
+    /// The sessions `/emulation` requests address.
+    let emulated = EmulatedSessions()
     private let replication = Replication()
     /// This node's questions to the other nodes, waiting for their answers.
     let surveys = Surveys()
@@ -174,12 +176,19 @@ public final class Node: Sendable {
 
     // MARK: Sessions
 
-    /// A new session for a connection that was just opened, speaking `encoding`;
-    /// `forwardedHeaders` (those of its upgrade request the configuration forwards) go
-    /// with its proxy requests. While shutting down the session is closed with 3001 at once.
-    public func accept(encoding: ProtocolEncoding = .json, forwardedHeaders: [(name: String, value: String)] = []) -> ClientSession {
-        let session = ClientSession(node: self, encoding: encoding, forwardedHeaders: forwardedHeaders)
-        if !registry.add(session) { session.close(.shutdown) }
+    /// A new session for a connection that was just opened, speaking `encoding` over
+    /// `transport`; `forwardedHeaders` (those of its opening request the configuration
+    /// forwards) go with its proxy requests. While shutting down the session is closed with
+    /// 3001 at once.
+    public func accept(
+        encoding: ProtocolEncoding = .json, transport: SessionTransport = .bidirectional, forwardedHeaders: [(name: String, value: String)] = []
+    ) -> ClientSession {
+        let session = ClientSession(node: self, encoding: encoding, transport: transport, forwardedHeaders: forwardedHeaders)
+        guard registry.add(session) else {
+            session.close(.shutdown)
+            return session
+        }
+        if transport == .emulation { emulated.add(session) }
         return session
     }
 
@@ -200,6 +209,7 @@ public final class Node: Sendable {
             removeSubscriberInBackground(session, from: channel)
         }
         registry.remove(session, user: user)
+        if session.transport == .emulation { emulated.remove(session) }
     }
 
     // MARK: Channels
@@ -697,6 +707,7 @@ public final class Node: Sendable {
             guard origin != uid else { return }
             switch topic {
             case Surveys.askTopic: answerSurvey(payload)
+            case Emulation.topic: answerEmulation(payload)
             case Surveys.answerTopic: surveys.receive(payload)
             default: replication.apply(topic: topic, payload)
             }

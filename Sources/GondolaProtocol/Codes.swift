@@ -65,6 +65,8 @@ public struct DisconnectCode: Error, Sendable, Equatable, CustomStringConvertibl
 
     public func with(reason: String) -> DisconnectCode { DisconnectCode(code: code, reason: reason) }
 
+    /// Not sent: the transport ended (the client went away), so the session closes without telling it.
+    public static let transportClosed = DisconnectCode(code: 1000, reason: "closed")
     public static let shutdown = DisconnectCode(code: 3001, reason: "shutdown")
     public static let internalError = DisconnectCode(code: 3004, reason: "internal server error")
     public static let expired = DisconnectCode(code: 3005, reason: "connection expired")

@@ -12,6 +12,9 @@ public struct Push: Sendable, Equatable {
         /// The connection was prolonged by the server (the server API's `refresh`): whether
         /// it expires, and in how many seconds.
         case refresh(expires: Bool, ttl: UInt32)
+        /// The connect result of a unidirectional connection, which sends no connect command
+        /// to reply to.
+        case connect(ConnectResult)
     }
 
     public var channel: String
@@ -47,6 +50,7 @@ public struct Push: Sendable, Equatable {
             body.add("expires", expires)
             body.add("ttl", ttl)
             push.add("refresh", body.json)
+        case let .connect(result): push.add("connect", result.json)
         }
         return .object([(key: "push", value: push.json)])
     }
@@ -96,6 +100,8 @@ public struct Push: Sendable, Equatable {
             body = .disconnect(DisconnectCode(code: UInt16(code), reason: try value.protobufString("reason")))
         } else if let value = try fields.optionalObject("refresh") {
             body = .refresh(expires: try value.protobufBool("expires"), ttl: try value.uint32("ttl"))
+        } else if let value = fields.value("connect") {
+            body = .connect(try ConnectResult(json: value))
         } else {
             throw ProtocolDecodingError("push carries no known body")
         }

@@ -43,11 +43,13 @@ final class ConnectionAdmission: Sendable {
 
     /// Why the upgrade `head` may not go on while `open` connections are open, or nil.
     func refusal(for head: HTTPRequestHead, open: Int) -> Refusal? {
-        if let reason = origins.refusal(origin: head.headers.first(name: "origin"), host: head.headers.first(name: "host")) {
-            originsRefused.increment()
-            log("origin", "connection refused: origin not allowed", ["reason": "\(reason)"])
-            return Refusal(status: .forbidden, code: 103, message: "permission denied: \(reason)")
-        }
+        refusal(origin: head.headers.first(name: "origin"), host: head.headers.first(name: "host"), open: open)
+    }
+
+    /// Why a connection from a page of `origin` to this server reached as `host` may not
+    /// open while `open` connections are open, or nil.
+    func refusal(origin: String?, host: String?, open: Int) -> Refusal? {
+        if let refusal = originRefusal(origin: origin, host: host) { return refusal }
         if connectionLimit > 0, open >= connectionLimit {
             limits.increment("client_connection_limit")
             log("client_connection_limit", "connection refused: client_connection_limit reached", ["limit": "\(connectionLimit)"])
@@ -62,6 +64,15 @@ final class ConnectionAdmission: Sendable {
                 status: .serviceUnavailable, code: 111, message: "too many requests: more new connections a second than client_connection_rate_limit")
         }
         return nil
+    }
+
+    /// Why a page of `origin` may not reach this server as `host` (403), or nil: asked
+    /// before a connection opens and of every `/emulation` request.
+    func originRefusal(origin: String?, host: String?) -> Refusal? {
+        guard let reason = origins.refusal(origin: origin, host: host) else { return nil }
+        originsRefused.increment()
+        log("origin", "connection refused: origin not allowed", ["reason": "\(reason)"])
+        return Refusal(status: .forbidden, code: 103, message: "permission denied: \(reason)")
     }
 
     private func log(_ kind: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {

@@ -32,6 +32,8 @@ public final class GondolaServer: Sendable {
     let metrics: ServerMetrics
     let logger: Logger
     private let connections = OpenConnections()
+    /// The origin check and connection limits every client transport asks before a session opens.
+    private let admission: ConnectionAdmission
 
     /// Opens the database with every built-in domain's schema, builds the hub and
     /// installs the domains `domains` enables (all when unset). The configuration
@@ -55,6 +57,9 @@ public final class GondolaServer: Sendable {
         let known = builtIn + additionalDomains
         let enabled = builtIn.filter { configuration.domains?.contains($0.name) ?? true } + additionalDomains
         self.metrics = ServerMetrics()
+        self.admission = ConnectionAdmission(
+            origins: configuration.allowedOrigins, connectionLimit: configuration.clientConnectionLimit,
+            connectionRateLimit: configuration.clientConnectionRateLimit, metrics: metrics.factory, logger: logger)
         (self.tokens, self.jwks) = try await Self.tokens(configuration, metrics: metrics, logger: logger)
         let endpoints = configuration.proxyEndpoints.filter { !$0.value.url.isEmpty }
         try configuration.checkProxyNames()
@@ -175,10 +180,18 @@ public final class GondolaServer: Sendable {
         addOperationalRoutes(to: router, api: api)
     }
 
-    /// The development sign-in: served on the public listener (the domains add their own pages).
+    /// The client transports served as plain HTTP and the development sign-in: on the
+    /// public listener (the domains add their own pages).
     private func addClientRoutes(to router: HTTPRouter) {
+        HTTPTransports(
+            node: node, admission: admission, connections: connections, forwardedHeaderNames: forwardedHeaderNames,
+            enabled: configuration.transports
+        ).addRoutes(to: router)
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
     }
+
+    /// The opening request's headers that go with a session's proxy requests (`proxy_http_headers`).
+    private var forwardedHeaderNames: Set<String> { Set(configuration.proxyHTTPHeaders.map { $0.lowercased() }) }
 
     /// Health, metrics and the server API (`api`): on the internal listener when
     /// `internal_listen` is set, else on the public one.
@@ -242,13 +255,10 @@ public final class GondolaServer: Sendable {
                 memoryLevel: configuration.webSocketCompressionMemoryLevel,
                 contextTakeover: configuration.webSocketCompressionContextTakeover)
             : nil
-        let admission = ConnectionAdmission(
-            origins: configuration.allowedOrigins, connectionLimit: configuration.clientConnectionLimit,
-            connectionRateLimit: configuration.clientConnectionRateLimit, metrics: metrics.factory, logger: logger)
         var webSocket = WebSocketEndpoint(
             node: node, maxFrameBytes: configuration.maxFrameBytes, compression: compression, connections: connections,
-            admission: admission)
-        webSocket.forwardedHeaderNames = Set(configuration.proxyHTTPHeaders.map { $0.lowercased() })
+            admission: admission, unidirectional: configuration.transports.uniWebSocket)
+        webSocket.forwardedHeaderNames = forwardedHeaderNames
         let endpoint = webSocket
         return Application(
             router: router,

@@ -86,6 +86,10 @@ public struct ServerConfiguration: Sendable {
     /// stream of its own each way); without it, each message is compressed on its own and a
     /// publication once per event loop for all its subscribers (`WebSocketCompression`).
     public var webSocketCompressionContextTakeover = false
+    /// The client transports served besides the WebSocket (`ClientTransports`): HTTP-streaming
+    /// and SSE with `/emulation` (on by default, the fallbacks of centrifuge-js), and the
+    /// unidirectional ones (off by default, as in Centrifugo).
+    public var transports = ClientTransports()
     /// How long tokens minted by the sign-in endpoints stay valid.
     public var signInTokenTTL: Duration = .seconds(24 * 3600)
     public var hub = HubConfiguration()
@@ -198,6 +202,7 @@ public enum ConfigurationLoader {
             "ping_interval", "pong_timeout", "client_queue_max_bytes",
             "max_frame_bytes", "websocket_compression", "websocket_compression_min_bytes", "websocket_compression_level",
             "websocket_compression_window_bits", "websocket_compression_memory_level", "websocket_compression_context_takeover",
+            "http_stream", "sse", "uni_websocket", "uni_sse", "uni_http_stream",
             "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "user_personal_single_connection",
             "client_user_connection_limit", "client_connection_limit", "client_connection_rate_limit", "channel_max_length",
             "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "grpc_api_listen", "grpc_api_key", "command_rate",
@@ -383,6 +388,11 @@ public enum ConfigurationLoader {
         case "websocket_compression_window_bits": configuration.webSocketCompressionWindowBits = try field.integer(min: 9, max: 15)
         case "websocket_compression_memory_level": configuration.webSocketCompressionMemoryLevel = try field.integer(min: 1, max: 9)
         case "websocket_compression_context_takeover": configuration.webSocketCompressionContextTakeover = try field.bool()
+        case "http_stream": configuration.transports.httpStream = try field.bool()
+        case "sse": configuration.transports.sse = try field.bool()
+        case "uni_websocket": configuration.transports.uniWebSocket = try field.bool()
+        case "uni_sse": configuration.transports.uniSSE = try field.bool()
+        case "uni_http_stream": configuration.transports.uniHTTPStream = try field.bool()
         case "max_channels_per_client": configuration.hub.maxChannelsPerClient = try field.integer(min: 1)
         case "user_subscribe_to_personal": configuration.hub.userSubscribeToPersonal = try field.bool()
         case "user_personal_channel_namespace": configuration.hub.userPersonalChannelNamespace = try field.string()

@@ -10,11 +10,18 @@ import NIOHTTP1
 import NIOHTTPTypesHTTP1
 import Synchronization
 
-/// The client endpoint, `/connection/websocket`: decides an upgrade request's handshake
-/// (encoding, subprotocol, compression) and, once NIO has upgraded the connection,
-/// installs the handlers that serve its session from then on.
+/// The WebSocket client endpoints, `/connection/websocket` and (when `uni_websocket` is on)
+/// `/connection/uni_websocket`: decides an upgrade request's handshake (encoding,
+/// subprotocol, compression) and, once NIO has upgraded the connection, installs the
+/// handlers that serve its session from then on.
+///
+/// A unidirectional WebSocket speaks JSON: its connect request comes in the `cf_connect`
+/// query parameter or as the client's first message, the connect result arrives as a push,
+/// later messages from the client are ignored, and the server's close is preceded by a
+/// disconnect push, as Centrifugo's `uni_websocket` does.
 struct WebSocketEndpoint: Sendable {
     static let path = "/connection/websocket"
+    static let unidirectionalPath = "/connection/uni_websocket"
 
     let node: Node
     /// Largest message a session accepts (`max_frame_bytes`).
@@ -26,6 +33,8 @@ struct WebSocketEndpoint: Sendable {
     var forwardedHeaderNames: Set<String> = []
     /// The origin check and the node's connection limits, asked before an upgrade.
     let admission: ConnectionAdmission
+    /// Whether `unidirectionalPath` is served.
+    let unidirectional: Bool
 
     /// Frames (and inflated messages) up to this size reach the session, which closes with
     /// 3501 and a message naming the size; larger ones are refused by the WebSocket layer (1009).
@@ -37,6 +46,9 @@ struct WebSocketEndpoint: Sendable {
         let compression: DeflateAgreement?
         let responseHeaders: HTTPHeaders
         let forwardedHeaders: [(name: String, value: String)]
+        /// Set on the unidirectional endpoint: the connect request of `cf_connect`, or nil
+        /// when the client sends it as its first message.
+        var unidirectional: ConnectRequest??
     }
 
     /// The handshake for `head`, or why the upgrade is refused: a path that is not this
@@ -44,12 +56,22 @@ struct WebSocketEndpoint: Sendable {
     /// a cluster the answer waits until the node has joined the bus.
     func handshake(for head: HTTPRequestHead, on channel: any Channel) -> EventLoopFuture<Result<Handshake, ConnectionAdmission.Refusal>> {
         let uri = URI(head.uri)
-        guard uri.path == Self.path else {
+        let isUnidirectional = unidirectional && uri.path == Self.unidirectionalPath
+        guard uri.path == Self.path || isUnidirectional else {
             let message = "no WebSocket endpoint at \(head.uri); connect to \(Self.path)"
             return channel.eventLoop.makeSucceededFuture(.failure(.init(status: .notFound, code: 104, message: message)))
         }
         if let refusal = admission.refusal(for: head, open: connections.value) {
             return channel.eventLoop.makeSucceededFuture(.failure(refusal))
+        }
+        var connectRequest: ConnectRequest?
+        if isUnidirectional, let parameter = uri.queryParameters[Substring(HTTPTransports.connectParameter)], !parameter.isEmpty {
+            do {
+                connectRequest = try HTTPTransports.connectRequest(Array(parameter.utf8))
+            } catch {
+                return channel.eventLoop.makeSucceededFuture(
+                    .failure(.init(status: .badRequest, code: 107, message: "bad \(HTTPTransports.connectParameter): not a connect request")))
+            }
         }
         let fields = HTTPFields(head.headers, splitCookie: false)
         var responseHeaders = HTTPHeaders()
@@ -62,7 +84,10 @@ struct WebSocketEndpoint: Sendable {
         }
         let encoding = Result { () throws(ProtocolDecodingError) in try WebSocketEncoding.of(uri: uri, headers: fields) }
         let forwarded = forwardedHeaderNames.isEmpty ? [] : head.headers.filter { forwardedHeaderNames.contains($0.name.lowercased()) }
-        let handshake = Handshake(encoding: encoding, compression: deflate?.agreement, responseHeaders: responseHeaders, forwardedHeaders: forwarded)
+        var handshake = Handshake(
+            encoding: isUnidirectional ? .success(.json) : encoding, compression: deflate?.agreement, responseHeaders: responseHeaders,
+            forwardedHeaders: forwarded)
+        if isUnidirectional { handshake.unidirectional = .some(connectRequest) }
         guard let cluster = node.cluster else { return channel.eventLoop.makeSucceededFuture(.success(handshake)) }
         let promise = channel.eventLoop.makePromise(of: Result<Handshake, ConnectionAdmission.Refusal>.self)
         promise.completeWithTask {
@@ -80,7 +105,9 @@ struct WebSocketEndpoint: Sendable {
         let session: ClientSession
         switch handshake.encoding {
         case let .success(encoding):
-            session = node.accept(encoding: encoding, forwardedHeaders: handshake.forwardedHeaders)
+            session = node.accept(
+                encoding: encoding, transport: handshake.unidirectional == nil ? .bidirectional : .unidirectional,
+                forwardedHeaders: handshake.forwardedHeaders)
         case let .failure(error):
             session = node.accept()
             session.closeForBadRequest(error.message)
@@ -89,15 +116,19 @@ struct WebSocketEndpoint: Sendable {
         let handler = WebSocketSessionHandler(
             session: session, maxMessageBytes: maxFrameBytes, maxInflatedBytes: maxWebSocketFrame,
             inflater: agreement.flatMap { FrameInflater(agreement: $0, loop: channel.eventLoop) }, eventLoop: channel.eventLoop,
-            executor: EventLoopTaskExecutor(channel.eventLoop), connections: connections)
+            executor: EventLoopTaskExecutor(channel.eventLoop), connections: connections,
+            unidirectional: handshake.unidirectional.map { $0 == nil ? .awaitingRequest : .connecting })
         try channel.pipeline.syncOperations.addHandler(handler)
         let outgoing = agreement.flatMap { agreement in compression?.outgoing(agreement, on: channel.eventLoop) }
         ChannelFrameWriter.install(session.queue, on: channel, compression: outgoing) { code in handler.outboundFinished(code) }
         connections.opened(closing: channel.closeFuture)
+        if case let .some(.some(request)) = handshake.unidirectional {
+            Task(executorPreference: EventLoopTaskExecutor(channel.eventLoop)) { await session.connect(unidirectional: request) }
+        }
     }
 }
 
-/// How many WebSocket connections are open (for the graceful shutdown's wait) and how
+/// How many client connections (WebSockets and HTTP streams) are open (for the graceful shutdown's wait) and how
 /// many of them have a task handling their messages at the moment (none when all are idle).
 final class OpenConnections: Sendable {
     private let open = Atomic<Int>(0)

@@ -52,6 +52,14 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var receivedClose = false
     private var readHeld = false
     private var closeTimer: Scheduled<Void>?
+    /// On a unidirectional connection: whether its connect request is still to come.
+    private var unidirectional: UnidirectionalState?
+
+    /// Where a unidirectional connection stands: only its first message is read, as its connect request.
+    enum UnidirectionalState {
+        case awaitingRequest
+        case connecting
+    }
 
     /// Messages waiting for the session, and whether a task is handling them.
     private struct Inbox {
@@ -76,9 +84,10 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     init(
         session: ClientSession, maxMessageBytes: Int, maxInflatedBytes: Int, inflater: FrameInflater?,
-        eventLoop: any EventLoop, executor: any TaskExecutor, connections: OpenConnections
+        eventLoop: any EventLoop, executor: any TaskExecutor, connections: OpenConnections, unidirectional: UnidirectionalState? = nil
     ) {
         self.session = session
+        self.unidirectional = unidirectional
         self.eventLoop = eventLoop
         self.connections = connections
         self.maxMessageBytes = maxMessageBytes
@@ -152,7 +161,25 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
             }
             if message.bytes.readableBytes > maxMessageBytes { return oversized(message.bytes.readableBytes) }
         }
-        deliver(Array(message.bytes.readableBytesView))
+        switch unidirectional {
+        case nil: deliver(Array(message.bytes.readableBytesView))
+        case .awaitingRequest: connectUnidirectionally(Array(message.bytes.readableBytesView))
+        case .connecting: break  // a unidirectional client sends nothing after its connect request
+        }
+    }
+
+    /// Connects a unidirectional session with the connect request of its first message; one
+    /// that is not a connect request closes it with 3501.
+    private func connectUnidirectionally(_ message: [UInt8]) {
+        unidirectional = .connecting
+        let request: ConnectRequest
+        do {
+            request = try HTTPTransports.connectRequest(message)
+        } catch {
+            return session.closeForBadRequest("the first message of a unidirectional connection must be a connect request")
+        }
+        let session = session
+        Task(executorPreference: executor) { await session.connect(unidirectional: request) }
     }
 
     private func oversized(_ bytes: Int) {
@@ -241,6 +268,10 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// channel went away first. Called on the event loop by the `ChannelFrameWriter`.
     func outboundFinished(_ code: DisconnectCode?) {
         guard let code, let context else { return }
+        if unidirectional != nil, code.code >= 3000 {
+            let push = session.encoding.encode(Push(channel: "", .disconnect(code)))
+            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: push))), promise: nil)
+        }
         if code.code >= 3000 {
             sendClose(code: code.code, reason: code.reason, context: context)
         } else {

@@ -17,6 +17,38 @@ extension ConnectResult {
         return result
     }
 
+    /// The result as a unidirectional connection's connect push carries it.
+    var protobufPush: Centrifugal_Centrifuge_Protocol_Connect {
+        let result = protobuf
+        var push = Centrifugal_Centrifuge_Protocol_Connect()
+        push.client = result.client
+        push.version = result.version
+        push.expires = result.expires
+        push.ttl = result.ttl
+        push.data = result.data
+        push.subs = result.subs
+        push.ping = result.ping
+        push.pong = result.pong
+        push.session = result.session
+        push.node = result.node
+        return push
+    }
+
+    init(protobuf push: Centrifugal_Centrifuge_Protocol_Connect) throws(ProtocolDecodingError) {
+        var result = Centrifugal_Centrifuge_Protocol_ConnectResult()
+        result.client = push.client
+        result.version = push.version
+        result.expires = push.expires
+        result.ttl = push.ttl
+        result.data = push.data
+        result.subs = push.subs
+        result.ping = push.ping
+        result.pong = push.pong
+        result.session = push.session
+        result.node = push.node
+        try self.init(protobuf: result)
+    }
+
     init(protobuf result: Centrifugal_Centrifuge_Protocol_ConnectResult) throws(ProtocolDecodingError) {
         self.init(
             client: result.client, version: result.version, expires: result.expires, ttl: result.ttl,
@@ -131,6 +163,7 @@ extension Push {
         case let .refresh(expires, ttl):
             push.refresh.expires = expires
             push.refresh.ttl = ttl
+        case let .connect(result): push.connect = result.protobufPush
         }
         var reply = PBReply()
         reply.push = push
@@ -164,6 +197,8 @@ extension Push {
             body = .disconnect(DisconnectCode(code: UInt16(push.disconnect.code), reason: push.disconnect.reason))
         } else if push.hasRefresh {
             body = .refresh(expires: push.refresh.expires, ttl: push.refresh.ttl)
+        } else if push.hasConnect {
+            body = .connect(try ConnectResult(protobuf: push.connect))
         } else {
             throw ProtocolDecodingError("push carries no known body")
         }
