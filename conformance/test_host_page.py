@@ -2,9 +2,11 @@
 --demo`: dev sign-in as the demo host, the demo travellers moving on the map, a broadcast reaching
 an SDK client, the trip chat both ways, an RSVP changing the count on the page, a server restart
 the page reconnects from, a phone-sized viewport, an expired token landing on sign-in, and fences drawn
-on the map with their events shown live."""
+on the map with their events shown live, and the page falling back to HTTP-streaming, then SSE, when
+WebSocket is unavailable to it (a broadcast out, the chat in, a restart survived on the fallback)."""
 import asyncio
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -143,6 +145,45 @@ async def test_host_page_follows_the_demo_trip(demo):
         await browser.close()
     await anna.disconnect()
     await host.disconnect()
+
+
+@pytest.mark.parametrize("blocked", [["websocket"], ["websocket", "http_stream"]])
+async def test_without_websocket_the_page_falls_back_and_stays_live(demo, blocked):
+    """WebSocket removed from the page (as behind a proxy that breaks it), and in the second run the
+    HTTP stream refused too: the page connects over the next transport by itself, sends a broadcast,
+    receives the chat, and reconnects over the same transport after a server restart."""
+    server, folder, port, state = demo
+    expected = "sse" if "http_stream" in blocked else "http_stream"
+    anna = await sdk_client(server, "demo-anna")
+    broadcasts = Events()
+    await anna.new_subscription("trip:demo", SubEvents(broadcasts)).subscribe()
+    await broadcasts.wait("subscribed")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+        await page.add_init_script("delete window.WebSocket")
+        if "http_stream" in blocked:
+            await page.route("**/connection/http_stream", lambda route: route.abort("connectionrefused"))
+        await sign_in(page, port)
+        await expect(page.locator("#connection")).to_have_attribute("title", re.compile(f"over {expected}$"))
+        await expect(page.locator(".leaflet-marker-icon[data-user]")).to_have_count(4, timeout=15000)
+        await wait_for_move(page, "demo-anna")
+
+        await page.get_by_label("Message to everyone on the trip").fill(f"Over {expected}")
+        await page.get_by_role("button", name="Send broadcast").click()
+        assert (await broadcasts.wait("publication"))[0].pub.data["text"] == f"Over {expected}"
+        await anna.rpc("chat.send", {"chat": "trip-demo", "text": f"Heard over {expected}", "client_message_id": f"anna-{expected}"})
+        await expect(page.locator("#chat")).to_contain_text(f"Heard over {expected}")
+
+        state["process"].terminate()
+        state["process"].wait(timeout=10)
+        await expect(page.locator("#connection")).not_to_have_text("live", timeout=10000)
+        state["process"], _ = launch(folder, ["--demo"], port=port)
+        await expect(page.locator("#connection")).to_have_text("live", timeout=30000)
+        await expect(page.locator("#connection")).to_have_attribute("title", re.compile(f"over {expected}$"))
+        await wait_for_move(page, "demo-ben")
+        await browser.close()
+    await anna.disconnect()
 
 
 async def test_an_expired_token_lands_on_sign_in_with_the_reason(demo):

@@ -8,6 +8,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOWebSocket
+import ServiceLifecycle
 
 /// Each accepted connection of the server's one port: HTTP/1.1 served by Hummingbird's
 /// router, or, for an upgrade request to the WebSocket endpoint, a WebSocket served by
@@ -19,7 +20,8 @@ import NIOWebSocket
 /// endpoint's admission refuses (origin, connection limits) 403 or 503. A request that
 /// asks to upgrade after an earlier request on the same connection (which NIO's upgrade
 /// cannot see) is redirected to the same address with `Connection: close`, so that the
-/// client retries on a new connection, as hummingbird-websocket does.
+/// client retries on a new connection, as hummingbird-websocket does. At a graceful
+/// shutdown a connection still waiting for its first request is closed.
 struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
     /// What a connection became once its first request was read.
     enum Outcome: Sendable {
@@ -95,7 +97,14 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
 
     func handle(value: Value, logger: Logger) async {
         do {
-            switch try await value.outcome.get() {
+            // A connection that has not sent its first request (a browser opens spare ones
+            // ahead of need) is closed at a graceful shutdown rather than waited for.
+            let outcome = try await withGracefulShutdownHandler {
+                try await value.outcome.get()
+            } onGracefulShutdown: {
+                value.channel.close(promise: nil)
+            }
+            switch outcome {
             case .webSocket:
                 return
             case let .http(http):

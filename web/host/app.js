@@ -1,6 +1,7 @@
 // The host page: sign-in, the trips the user hosts, and a trip's live view (map, travellers,
-// fences and their events, broadcasts, announcements, chat, events), all through the hub's WebSocket.
+// fences and their events, broadcasts, announcements, chat, events), all through the hub's WebSocket (or its HTTP fallbacks).
 import { CentrifugeClient } from "./centrifuge.js";
+import { transportsFor } from "./transports.js";
 import { FencePanel } from "./fences.js";
 import { ResortMap } from "./map.js";
 
@@ -56,8 +57,7 @@ async function exchange(path, body) {
 }
 
 function start(token) {
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  client = new CentrifugeClient(`${scheme}://${location.host}/connection/websocket`, token);
+  client = new CentrifugeClient(transportsFor(location), token);
   client.addEventListener("state", ({ detail }) => {
     $("connection").dataset.state = detail.state;
     $("connection").textContent = detail.state === "connected" ? "live" : detail.state;

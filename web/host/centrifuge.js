@@ -1,15 +1,19 @@
 // A small client of the Centrifuge protocol (v2, JSON encoding) for the host page:
 // connect with a token, RPC, subscriptions that recover what they missed (offset and
 // epoch) after a drop or a server restart, answers to server pings, and reconnection
-// with exponential back-off and jitter. Events: "state" ({state, reason}) and
-// "unauthorized" ({reason}) when the token is refused or expired (no reconnect then).
+// with exponential back-off and jitter. It reaches the hub through the first of its
+// transports that opens (transports.js: WebSocket, then HTTP-streaming, then SSE) and
+// stays on the one that worked. Events: "state" ({state, reason}) and "unauthorized"
+// ({reason}) when the token is refused or expired (no reconnect then).
 
 const REFUSED_TOKEN = new Set([101, 109]);
 
 export class CentrifugeClient extends EventTarget {
-  constructor(url, token, { minDelay = 500, maxDelay = 15000, timeout = 10000 } = {}) {
+  constructor(transports, token, { minDelay = 500, maxDelay = 15000, timeout = 10000 } = {}) {
     super();
-    this.url = url;
+    this.transports = transports;
+    this.transportIndex = 0;
+    this.transportWorked = false;
     this.token = token;
     this.minDelay = minDelay;
     this.maxDelay = maxDelay;
@@ -30,7 +34,7 @@ export class CentrifugeClient extends EventTarget {
   disconnect() {
     this.closedByUser = true;
     clearTimeout(this.retryTimer);
-    if (this.socket) this.socket.close(1000, "bye");
+    if (this.transport) this.transport.close();
     this.setState("disconnected", "closed by the page");
   }
 
@@ -41,20 +45,32 @@ export class CentrifugeClient extends EventTarget {
 
   open() {
     this.setState("connecting", this.attempts ? `attempt ${this.attempts + 1}` : "");
-    const socket = new WebSocket(this.url);
-    this.socket = socket;
-    socket.onopen = () => this.handshake();
-    socket.onmessage = (event) => this.receive(event.data);
-    socket.onclose = (event) => {
-      if (this.socket !== socket) return;
-      this.failPending(`connection closed (${event.code})`);
-      if (this.closedByUser) return;
-      if (event.code >= 3500 && event.code < 4000) {
-        this.setState("disconnected", event.reason || `closed with ${event.code}`);
-        return;
-      }
-      this.scheduleReconnect(event.reason || `closed with ${event.code}`);
-    };
+    const transport = this.transports[this.transportIndex]();
+    this.transport = transport;
+    this.lastDisconnect = null;
+    const id = this.nextId++;
+    const connected = this.expect(id);
+    transport.start(JSON.stringify({ id, connect: { token: this.token, name: "gondola-host-page" } }), {
+      onMessage: (text) => {
+        if (this.transport === transport) this.receive(text);
+      },
+      onClose: ({ reason, code }) => {
+        if (this.transport === transport) this.transportClosed(transport, reason, code || this.lastDisconnect?.code || 0);
+      },
+    });
+    this.handshake(connected, transport);
+  }
+
+  transportClosed(transport, reason, code) {
+    this.failPending(`connection closed (${reason})`);
+    if (this.closedByUser) return;
+    if (code >= 3500 && code < 4000) {
+      this.setState("disconnected", this.lastDisconnect?.reason || reason);
+      return;
+    }
+    // A transport that never carried anything before any worked: try the next one.
+    if (!transport.opened && !this.transportWorked) this.transportIndex = (this.transportIndex + 1) % this.transports.length;
+    this.scheduleReconnect(reason);
   }
 
   scheduleReconnect(reason) {
@@ -65,36 +81,48 @@ export class CentrifugeClient extends EventTarget {
     this.retryTimer = setTimeout(() => this.open(), delay);
   }
 
-  async handshake() {
+  async handshake(connected, transport) {
     try {
-      const reply = await this.send({ connect: { token: this.token, name: "gondola-host-page" } });
+      const reply = await connected;
+      transport.bind(reply);
+      this.transportWorked = true;
       this.attempts = 0;
-      this.setState("connected", `client ${reply.client}`);
+      this.setState("connected", `client ${reply.client} over ${transport.name}`);
       for (const subscription of this.subscriptions.values()) subscription.resubscribe();
     } catch (error) {
       if (REFUSED_TOKEN.has(error.code)) {
         this.closedByUser = true;
-        this.socket.close(1000, "token refused");
+        transport.close();
         this.setState("disconnected", error.message);
         this.dispatchEvent(new CustomEvent("unauthorized", { detail: { reason: error.message, code: error.code } }));
       }
     }
   }
 
-  send(command) {
-    const id = this.nextId++;
+  /** Waits for the reply to command `id`, for at most the timeout. */
+  expect(id) {
     return new Promise((resolve, reject) => {
-      if (!this.socket || this.socket.readyState !== WebSocket.OPEN) {
-        reject(Object.assign(new Error("not connected"), { code: 0 }));
-        return;
-      }
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(Object.assign(new Error("no reply in time"), { code: 0 }));
       }, this.timeout);
       this.pending.set(id, { resolve, reject, timer });
-      this.socket.send(JSON.stringify({ id, ...command }));
     });
+  }
+
+  send(command) {
+    if (this.state !== "connected") return Promise.reject(Object.assign(new Error("not connected"), { code: 0 }));
+    const id = this.nextId++;
+    const reply = this.expect(id);
+    try {
+      this.transport.send(JSON.stringify({ id, ...command }));
+    } catch (error) {
+      const waiting = this.pending.get(id);
+      this.pending.delete(id);
+      clearTimeout(waiting.timer);
+      return Promise.reject(Object.assign(new Error(error.message), { code: 0 }));
+    }
+    return reply;
   }
 
   failPending(reason) {
@@ -110,7 +138,11 @@ export class CentrifugeClient extends EventTarget {
       if (!line.trim()) continue;
       const message = JSON.parse(line);
       if (Object.keys(message).length === 0) {
-        this.socket.send("{}"); // a server ping: pong
+        try {
+          this.transport.send("{}"); // a server ping: pong
+        } catch {
+          // the transport is closing; its close reconnects
+        }
         continue;
       }
       if (message.id) {
@@ -132,6 +164,7 @@ export class CentrifugeClient extends EventTarget {
 
   dispatchPush(push) {
     if (push.disconnect) {
+      this.lastDisconnect = push.disconnect;
       this.failPending(push.disconnect.reason);
       return;
     }
