@@ -4,10 +4,12 @@ stopped and started again while clients stay connected. On both:
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
 a car rental worked on through several nodes, a fence crossing reported once (and posted once to its webhook by the three nodes' outbox workers), a broadcast's push notifications sent by three nodes' workers
-(each once), every write read at once through another node, payloads (binary and spelled JSON) byte for byte across nodes, and a node killed with -9 while a client is subscribed through it and while a client sends chat
+(each once), every write read at once through another node, an HTTP stream's and an SSE stream's commands
+posted to /emulation of nodes that do not hold the session, payloads (binary and spelled JSON) byte for byte across nodes, and a node killed with -9 while a client is subscribed through it and while a client sends chat
 messages."""
 import collections
 import asyncio
+import base64
 import hashlib
 import hmac
 import http.server
@@ -28,6 +30,7 @@ from cent import (ChannelsRequest, Client as ApiClient, Disconnect, DisconnectRe
 from centrifuge import Client, ClientState, DeltaType, StreamPosition
 
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint
+from http_transports import HTTPStream, emulate
 from helpers import ClientEvents, Events, SubEvents, call, chat_history, metric_becomes, post, server_api, trip_mates
 from switching_proxy import SwitchingProxy
 from test_crash import fixture, http as crash_http, poppler
@@ -804,6 +807,54 @@ async def test_a_write_through_one_node_is_read_at_once_through_every_other(clus
         await call(renter, codec, "rental.stop", {"rental": rental["id"], "lat": 47.2661, "lon": 11.3991})
         for client in (member, creator, staff, newcomer, asker, renter):
             await client.disconnect()
+
+
+def base_url(node):
+    return f"http://127.0.0.1:{node.port}"
+
+
+def publication_data(message, protobuf):
+    data = message["push"]["pub"]["data"]
+    return json.loads(base64.b64decode(data)) if protobuf else data
+
+
+@pytest.mark.parametrize("sse", [False, True], ids=["http_stream", "sse"])
+async def test_emulation_requests_reach_the_session_through_any_node(cluster, codec, sse):
+    """A stream opened on the first node; its commands posted to the second and third nodes'
+    /emulation reach the session over the engine, in order, and their replies come on the stream;
+    an unknown session or node is answered 404 naming it, and once the stream is gone its session is too."""
+    if sse and codec.protobuf:
+        pytest.skip("SSE carries JSON only")
+    holder, second, third = cluster.nodes
+    tag = f"{codec.name}-{'sse' if sse else 'stream'}"
+    channel = f"room:emulated-{tag}"
+    stream = await HTTPStream.open(base_url(holder), [{"id": 1, "connect": {"token": holder.token(f"emu-{tag}")}}],
+                                   protobuf=codec.protobuf, sse=sse)
+    connect = await stream.connected()
+    assert connect["node"] and len(connect["session"]) == 32
+    status, _ = await emulate(base_url(second), stream.node, stream.session,
+                              [{"id": 2, "subscribe": {"channel": channel}}, {"id": 3, "presence_stats": {"channel": channel}}],
+                              codec.protobuf)
+    assert status == 204
+    replies = await stream.until(lambda message: message.get("id") == 3)
+    assert [reply["id"] for reply in replies] == [2, 3] and "subscribe" in replies[0]
+    assert replies[1]["presence_stats"]["num_clients"] == 1
+    server_api(third, "publish", {"channel": channel, "data": {"via": "third"}})
+    messages = await stream.until(lambda message: "pub" in message.get("push", {}))
+    assert publication_data(messages[-1], codec.protobuf) == {"via": "third"}
+    status, _ = await emulate(base_url(third), stream.node, stream.session, [{"id": 4, "rpc": {"method": "server.time"}}], codec.protobuf)
+    assert status == 204
+    assert "rpc" in (await stream.until(lambda message: message.get("id") == 4))[-1]
+
+    status, body = await emulate(base_url(second), stream.node, "not-a-session", [{}], codec.protobuf)
+    assert status == 404 and "no open session" in body
+    status, body = await emulate(base_url(third), "no-such-node", stream.session, [{}], codec.protobuf)
+    assert status == 404 and "no-such-node" in body
+    await stream.close()
+
+    async def gone():
+        return (await emulate(base_url(second), stream.node, stream.session, [{}], codec.protobuf))[0] == 404
+    await until(gone)
 
 
 async def test_payloads_cross_nodes_byte_for_byte(cluster):
