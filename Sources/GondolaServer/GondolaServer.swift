@@ -286,11 +286,12 @@ public final class GondolaServer: Sendable {
     public func run(
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onUniGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let group = serviceGroup(
             signals: [.sigterm, .sigint], onServerRunning: onServerRunning, onInternalServerRunning: onInternalServerRunning,
-            onGRPCServerRunning: onGRPCServerRunning)
+            onGRPCServerRunning: onGRPCServerRunning, onUniGRPCServerRunning: onUniGRPCServerRunning)
         try await group.run()
     }
 
@@ -302,7 +303,8 @@ public final class GondolaServer: Sendable {
     public func serviceGroup(
         signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void,
         onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onUniGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> ServiceGroup {
         var background = [BackgroundService(name: "maintenance") { [node] in await node.runMaintenance() }]
         if let cluster { background.append(BackgroundService(name: "cluster") { await cluster.run() }) }
@@ -316,7 +318,18 @@ public final class GondolaServer: Sendable {
         }
         if let (host, port) = configuration.grpcAPIListen {
             let key = configuration.grpcAPIKey.isEmpty ? configuration.apiKey : configuration.grpcAPIKey
-            services.append(.init(service: GRPCAPIService(api: serverAPI(), key: key, host: host, port: port, onServerRunning: onGRPCServerRunning)))
+            let api = GRPCListener(
+                services: [GRPCServerAPI(api: serverAPI())], interceptors: [APIKeyCheck(key: key)], maxRequestBytes: ServerAPIEndpoint.bodyLimit,
+                host: host, port: port, onServerRunning: onGRPCServerRunning)
+            services.append(.init(service: api))
+        }
+        if let (host, port) = configuration.uniGRPCListen {
+            let stream = UniGRPCService(node: node, admission: admission, connections: connections)
+            services.append(
+                .init(
+                    service: GRPCListener(
+                        services: [stream], maxRequestBytes: HTTPTransports.maxRequestBytes, host: host, port: port,
+                        onServerRunning: onUniGRPCServerRunning)))
         }
         services += [.init(service: application(onServerRunning: onServerRunning)), .init(service: HubService(server: self))]
         return ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: signals, logger: logger))

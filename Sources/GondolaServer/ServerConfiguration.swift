@@ -16,6 +16,8 @@ public struct ServerConfiguration: Sendable {
     public var internalListen: (host: String, port: Int)?
     /// The GRPC server API's listener (`grpc_api_listen`), off when nil.
     public var grpcAPIListen: (host: String, port: Int)?
+    /// The unidirectional GRPC client stream's listener (`uni_grpc_listen`), off when nil.
+    public var uniGRPCListen: (host: String, port: Int)?
     /// The key GRPC calls present as `authorization: apikey <key>` (`grpc_api_key`); the
     /// HTTP API's `api_key` when empty.
     public var grpcAPIKey = ""
@@ -205,7 +207,8 @@ public enum ConfigurationLoader {
             "http_stream", "sse", "uni_websocket", "uni_sse", "uni_http_stream",
             "max_channels_per_client", "user_subscribe_to_personal", "user_personal_channel_namespace", "user_personal_single_connection",
             "client_user_connection_limit", "client_connection_limit", "client_connection_rate_limit", "channel_max_length",
-            "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "grpc_api_listen", "grpc_api_key", "command_rate",
+            "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "grpc_api_listen", "grpc_api_key", "uni_grpc_listen",
+            "command_rate",
             "command_burst", "namespaces",
             "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout",
@@ -416,6 +419,9 @@ public enum ConfigurationLoader {
             let (host, port) = try field.hostAndPort()
             configuration.grpcAPIListen = (host, port)
         case "grpc_api_key": configuration.grpcAPIKey = try field.string()
+        case "uni_grpc_listen":
+            let (host, port) = try field.hostAndPort()
+            configuration.uniGRPCListen = (host, port)
         case "command_rate": configuration.hub.commandRate = Double(try field.integer(min: 1))
         case "command_burst": configuration.hub.commandBurst = Double(try field.integer(min: 1))
         case "namespaces":

@@ -139,9 +139,14 @@ final class OpenConnections: Sendable {
 
     /// Counts a connection until `closed` completes.
     func opened(closing closed: EventLoopFuture<Void>) {
-        open.add(1, ordering: .relaxed)
-        closed.whenComplete { [self] _ in open.subtract(1, ordering: .relaxed) }
+        opened()
+        closed.whenComplete { [self] _ in self.closed() }
     }
+
+    /// Counts a connection until `closed()` is called for it.
+    func opened() { open.add(1, ordering: .relaxed) }
+
+    func closed() { open.subtract(1, ordering: .relaxed) }
 
     /// A connection's message task started (+1) or ended (-1).
     func handling(by change: Int) {

@@ -131,6 +131,12 @@ struct Serve: AsyncParsableCommand {
             onGRPCServerRunning: { port in
                 print("gondola GRPC server API on \(configuration.grpcAPIListen?.host ?? ""):\(port) (centrifugal.centrifugo.api.CentrifugoApi)")
                 fflush(nil)
+            },
+            onUniGRPCServerRunning: { port in
+                print(
+                    "gondola unidirectional GRPC stream on \(configuration.uniGRPCListen?.host ?? ""):\(port) (centrifugal.centrifugo.unistream.CentrifugoUniStream)"
+                )
+                fflush(nil)
             })
     }
 

@@ -61,7 +61,8 @@ final class RunningServer: Sendable {
         _ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil,
         additionalDomains: [any Domain] = [],
         onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onUniGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> RunningServer {
         var logger = Logger(label: "gondola-test")
         logger.logLevel = .warning
@@ -69,7 +70,8 @@ final class RunningServer: Sendable {
         let ports = AsyncStream.makeStream(of: Int.self)
         let group = server.serviceGroup(
             signals: [], onServerRunning: { port in ports.continuation.yield(port) },
-            onInternalServerRunning: onInternalServerRunning, onGRPCServerRunning: onGRPCServerRunning)
+            onInternalServerRunning: onInternalServerRunning, onGRPCServerRunning: onGRPCServerRunning,
+            onUniGRPCServerRunning: onUniGRPCServerRunning)
         let task = Task { try await group.run() }
         var iterator = ports.stream.makeAsyncIterator()
         guard let port = await iterator.next() else { throw HarnessError("server did not start") }

@@ -49,7 +49,7 @@ extension Command {
         }
     }
 
-    private static func payload(_ data: Data, _ field: String) throws(PayloadError) -> RawJSON? {
+    static func payload(_ data: Data, _ field: String) throws(PayloadError) -> RawJSON? {
         do {
             return try RawJSON.fromProtobuf(data, field: field)
         } catch {
@@ -68,14 +68,7 @@ extension Command {
     private static func method(of message: PBCommand, named name: String) throws -> Method {
         switch name {
         case "connect":
-            let connect = message.connect
-            var request = ConnectRequest(
-                token: connect.token, data: try payload(connect.data, "connect.data"), name: connect.name, version: connect.version,
-                headers: connect.headers)
-            for (channel, subscription) in connect.subs {
-                request.subs[channel] = try SubscribeRequest(protobuf: subscription, channel: channel)
-            }
-            return .connect(request)
+            return .connect(try ConnectRequest(protobuf: message.connect))
         case "subscribe": return .subscribe(try SubscribeRequest(protobuf: message.subscribe))
         case "unsubscribe": return .unsubscribe(channel: message.unsubscribe.channel)
         case "publish":
@@ -137,5 +130,46 @@ extension Command {
         case .pong: break
         }
         return command.serializedByteArray
+    }
+}
+
+extension ConnectRequest {
+    /// Reads a Protobuf `ConnectRequest` message alone, as a unidirectional GRPC stream's
+    /// request carries it (Centrifugo's `unistream.ConnectRequest` has the same field numbers).
+    public init(protobuf bytes: some Collection<UInt8>) throws(ProtocolDecodingError) {
+        let message: Centrifugal_Centrifuge_Protocol_ConnectRequest
+        do {
+            message = try Centrifugal_Centrifuge_Protocol_ConnectRequest(serializedBytes: Array(bytes))
+        } catch {
+            throw ProtocolDecodingError("not a Protobuf ConnectRequest: \(error)")
+        }
+        do {
+            try self.init(protobuf: message)
+        } catch let error as ProtocolDecodingError {
+            throw error
+        } catch {
+            throw ProtocolDecodingError("\(error)")
+        }
+    }
+
+    /// The request as a Protobuf `ConnectRequest` message alone (a unidirectional GRPC client's request).
+    public var protobufBytes: [UInt8] {
+        var message = Centrifugal_Centrifuge_Protocol_ConnectRequest()
+        message.token = token
+        message.data = data.protobufData
+        message.name = name
+        message.version = version
+        message.subs = subs.mapValues(\.protobuf)
+        message.headers = headers
+        return message.serializedByteArray
+    }
+
+    init(protobuf connect: Centrifugal_Centrifuge_Protocol_ConnectRequest) throws {
+        self.init(
+            token: connect.token, data: try Command.payload(connect.data, "connect.data"), name: connect.name, version: connect.version,
+            headers: connect.headers)
+        for (channel, subscription) in connect.subs {
+            subs[channel] = try SubscribeRequest(protobuf: subscription, channel: channel)
+        }
     }
 }

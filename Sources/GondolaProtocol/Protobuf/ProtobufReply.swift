@@ -140,6 +140,27 @@ extension Reply {
 extension Push {
     /// The push as a Protobuf Reply message (without its length prefix).
     var protobufBytes: [UInt8] {
+        var reply = PBReply()
+        reply.push = protobufMessage
+        return reply.serializedByteArray
+    }
+
+    /// The push as a Protobuf `Push` message alone, as a unidirectional GRPC stream sends it
+    /// (Centrifugo's `unistream.Push` has the same field numbers).
+    public var protobufPushBytes: [UInt8] { protobufMessage.serializedByteArray }
+
+    /// Reads a Protobuf `Push` message alone.
+    public init(protobufPush bytes: some Collection<UInt8>) throws(ProtocolDecodingError) {
+        let push: PBPush
+        do {
+            push = try PBPush(serializedBytes: Array(bytes))
+        } catch {
+            throw ProtocolDecodingError("not a Protobuf Push: \(error)")
+        }
+        try self.init(protobuf: push)
+    }
+
+    private var protobufMessage: PBPush {
         var push = PBPush()
         push.channel = channel
         switch body {
@@ -165,9 +186,7 @@ extension Push {
             push.refresh.ttl = ttl
         case let .connect(result): push.connect = result.protobufPush
         }
-        var reply = PBReply()
-        reply.push = push
-        return reply.serializedByteArray
+        return push
     }
 
     init(protobuf push: PBPush) throws(ProtocolDecodingError) {

@@ -3,25 +3,29 @@ import GRPCNIOTransportHTTP2
 import GondolaDomain
 import ServiceLifecycle
 
-/// The GRPC server API's listener (`grpc_api_listen`): HTTP/2 without TLS, every call
-/// checked for the key (`APIKeyCheck`) before `GRPCServerAPI` answers it. A request is at
-/// most `ServerAPIEndpoint.bodyLimit` bytes (larger: RESOURCE_EXHAUSTED), a connection runs
-/// at most `maxConcurrentCalls` calls at once (HTTP/2 refuses more streams until one ends).
-/// It stops taking calls on a graceful shutdown and ends once those under way are answered.
-struct GRPCAPIService: Service {
+/// A GRPC listener: HTTP/2 without TLS. The GRPC server API's (`grpc_api_listen`) checks
+/// every call for the key (`APIKeyCheck`) before `GRPCServerAPI` answers it; the
+/// unidirectional client stream's (`uni_grpc_listen`) serves `UniGRPCService`. A request is
+/// at most `maxRequestBytes` (larger: RESOURCE_EXHAUSTED), a connection runs at most
+/// `maxConcurrentCalls` calls at once (HTTP/2 refuses more streams until one ends). It
+/// stops taking calls on a graceful shutdown and ends once those under way are answered.
+struct GRPCListener: Service {
     static let maxConcurrentCalls = 1_024
 
     let server: GRPCServer<HTTP2ServerTransport.Posix>
     let transport: HTTP2ServerTransport.Posix
     let onServerRunning: @Sendable (Int) async -> Void
 
-    init(api: ServerAPI, key: String, host: String, port: Int, onServerRunning: @escaping @Sendable (Int) async -> Void) {
+    init(
+        services: [any RegistrableRPCService], interceptors: [any ServerInterceptor] = [], maxRequestBytes: Int, host: String, port: Int,
+        onServerRunning: @escaping @Sendable (Int) async -> Void
+    ) {
         let config = HTTP2ServerTransport.Posix.Config.defaults { config in
-            config.rpc.maxRequestPayloadSize = ServerAPIEndpoint.bodyLimit
+            config.rpc.maxRequestPayloadSize = maxRequestBytes
             config.http2.maxConcurrentStreams = Self.maxConcurrentCalls
         }
         transport = HTTP2ServerTransport.Posix(address: .ipv4(host: host, port: port), transportSecurity: .plaintext, config: config)
-        server = GRPCServer(transport: transport, services: [GRPCServerAPI(api: api)], interceptors: [APIKeyCheck(key: key)])
+        server = GRPCServer(transport: transport, services: services, interceptors: interceptors)
         self.onServerRunning = onServerRunning
     }
 
