@@ -1,5 +1,4 @@
 import Foundation
-import GondolaGeo
 import GondolaHub
 import GondolaProtocol
 import GondolaServer
@@ -285,18 +284,7 @@ import Testing
         // Opens its stream, then never reads: a tiny receive buffer fills at once.
         let silent = try await RawHTTPStream(port: server.port, path: "/connection/http_stream", body: connect, receiveBuffer: 4096)
         try await eventually("both subscribers on room:big") { node.channels()["room:big"] == 2 }
-        var random = SeededRandom(seed: 57)
-        let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789")
-        for index in 0..<2000 {
-            let payload = Payload(.string(String((0..<4000).map { _ in letters.randomElement(using: &random)! })))
-            _ = try await node.publish(channel: "room:big", data: payload)
-            try await eventually("the healthy client within 8 publications", within: .seconds(20), every: .milliseconds(1)) {
-                healthy.publications("room:big").count >= index - 8
-            }
-        }
-        try await eventually("the silent stream dropped", within: .seconds(20)) { node.channels()["room:big"] == 1 }
-        try await eventually("all 2000 publications", within: .seconds(20)) { healthy.publications("room:big").count == 2000 }
-        #expect(try await healthy.rpc("server.time")["ts"] != nil)
+        try await StalledClientTests.floodUntilTheSilentOneIsDropped(node: node, healthy: healthy)
         withExtendedLifetime(silent) {}
         try await server.stop()
     }

@@ -27,6 +27,14 @@ import Testing
         try silent.sendText(Array((#"{"id":1,"connect":{"token":"\#(token)"}}"# + "\n" + #"{"id":2,"subscribe":{"channel":"room:big"}}"#).utf8))
         try await eventually("both subscribers on room:big") { node.channels()["room:big"] == 2 }
 
+        try await Self.floodUntilTheSilentOneIsDropped(node: node, healthy: healthy)
+        withExtendedLifetime(silent) {}
+    }
+
+    /// Publishes 8 MiB to `room:big`, paced by `healthy`, and checks that the one other
+    /// subscriber, which reads nothing, is dropped while `healthy` gets every publication and
+    /// is still served.
+    static func floodUntilTheSilentOneIsDropped(node: Node, healthy: LiveClient) async throws {
         // 8 MiB for each subscriber: more than the silent client's queue and socket buffers hold
         // (random text, which deflate cannot shrink much; seeded, the bytes are the same every run).
         var random = SeededRandom(seed: 33)
@@ -44,6 +52,5 @@ import Testing
         // The healthy client got every publication, in order, and is still served.
         try await eventually("all 2000 publications", within: .seconds(20)) { healthy.publications("room:big").count == 2000 }
         #expect(try await healthy.rpc("server.time")["ts"] != nil)
-        withExtendedLifetime(silent) {}
     }
 }
