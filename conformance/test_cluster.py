@@ -1,6 +1,6 @@
 """Three nodes (started by Scripts/cluster) with the official SDKs, once on each engine: the
 PostgreSQL bus, and Redis (two shards; tables still in PostgreSQL), where a shard is also
-stopped and started again while clients stay connected. On both:
+stopped and started again while clients stay connected (every shard needs a password). On both:
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
 a car rental worked on through several nodes, a fence crossing reported once (and posted once to its webhook by the three nodes' outbox workers), a broadcast's push notifications sent by three nodes' workers
@@ -27,7 +27,7 @@ import jwt
 import pytest
 from cent import (ChannelsRequest, Client as ApiClient, Disconnect, DisconnectRequest, HistoryRequest, InfoRequest, PresenceRequest,
                   PresenceStatsRequest, PublishRequest, UnsubscribeRequest)
-from centrifuge import Client, ClientState, DeltaType, StreamPosition
+from centrifuge import Client, ClientState, DeltaType, ReplyError, StreamPosition, SubscriptionState
 
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint
 from http_transports import HTTPStream, emulate
@@ -47,6 +47,7 @@ NODE_CONFIG["cluster_presence_ttl"] = "3s"
 # How long `channels` waits for the other nodes (a stopped node is named after this).
 NODE_CONFIG["cluster_survey_timeout"] = "500ms"
 REDIS_SHARDS = 2
+REDIS_PASSWORD = "cluster-redis-secret"
 
 
 class Node(Endpoint):
@@ -141,8 +142,9 @@ def cluster(request):
     instance = Cluster(folder, consecutive_free_ports(NODES), request.param)
     instance.standin_folder = standin_folder
     try:
+        # Redis as production runs it: every shard needs a password (the nodes reach them as redis://:…@host:port).
         instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build",
-                        "--engine", instance.engine, "--redis-shards", str(REDIS_SHARDS))
+                        "--engine", instance.engine, "--redis-shards", str(REDIS_SHARDS), "--redis-password", REDIS_PASSWORD)
         yield instance
     finally:
         instance.script("stop")
@@ -901,15 +903,16 @@ async def health_becomes(node, status, timeout=15):
     return current
 
 
-async def test_a_stopped_redis_shard_answers_108_for_its_channels_while_the_rest_goes_on(cluster, codec):
+async def test_a_stopped_redis_shard_answers_a_temporary_error_and_the_sdk_subscribes_once_it_is_back(cluster, codec):
     if cluster.engine != "redis":
         pytest.skip("a Redis shard's outage concerns the Redis engine")
     names = [f"room:shard-{codec.name}-{n}" for n in range(40)]
     on_first = next(name for name in names if redis_shard_of(name, REDIS_SHARDS) == 0)
     on_second = next(name for name in names if redis_shard_of(name, REDIS_SHARDS) == 1)
+    on_first_late = [name for name in names if redis_shard_of(name, REDIS_SHARDS) == 0][1]
     node = cluster.nodes[0]
     client, client_events = await client_on(node, f"shard-watcher-{codec.name}", codec)
-    _, first_events = await subscribed(client, on_first, recoverable=True)
+    first_sub, first_events = await subscribed(client, on_first, recoverable=True)
     _, second_events = await subscribed(client, on_second, recoverable=True)
     api = node.api()
     api.publish(PublishRequest(channel=on_first, data={"n": 1}))
@@ -919,11 +922,23 @@ async def test_a_stopped_redis_shard_answers_108_for_its_channels_while_the_rest
     try:
         degraded = await health_becomes(node, "degraded")
         assert [part["up"] for part in degraded["parts"]] == [True, False, True], "PostgreSQL's bus, shard 1 down, shard 2 up"
-        # The other shard's channels go on; the stopped shard's answer 108 at once, and nothing is delivered.
+        # The other shard's channels go on; the stopped shard's answer a temporary error (100) at once,
+        # and nothing is delivered.
         api.publish(PublishRequest(channel=on_second, data={"n": 2}))
         await second_events.wait("publication", 1, timeout=10)
         refused = post(f"{node.api_url}/publish", {"channel": on_first, "data": {"n": 3}}, {"X-API-Key": API_KEY})
-        assert refused["error"]["code"] == 108, refused
+        assert refused["error"]["code"] == 100 and "Redis" in refused["error"]["message"], refused
+        # A subscription asked for during the outage is refused with that temporary error, which the SDK retries.
+        late_events = Events()
+        late = client.new_subscription(on_first_late, SubEvents(late_events), recoverable=True)
+        await late.subscribe()
+        await late_events.wait("sub_error", 1, timeout=10)
+        assert late_events.of("sub_error")[0].error.temporary
+        # The server's failures never count toward the consecutive-errors limit (3509): 25 of them in a row.
+        for n in range(25):
+            with pytest.raises(ReplyError) as publish_error:
+                await first_sub.publish(codec.out({"refused": n}))
+            assert publish_error.value.code == 100 and publish_error.value.temporary
         assert client.state == ClientState.CONNECTED, "clients stay connected through the outage"
     finally:
         cluster.script("redis-start", "1")
@@ -935,5 +950,8 @@ async def test_a_stopped_redis_shard_answers_108_for_its_channels_while_the_rest
     api.publish(PublishRequest(channel=on_first, data={"n": 4}))
     received = await first_events.wait("publication", 2, timeout=10)
     assert codec.into(received[-1].pub.data) == {"n": 4}
-    assert len(first_events.of("publication")) == 2, "the refused publication was never delivered"
+    assert len(first_events.of("publication")) == 2, "the refused publications were never delivered"
+    # The subscription asked for during the outage went through once the shard was back.
+    await late_events.wait("subscribed", 1, timeout=20)
+    assert late.state == SubscriptionState.SUBSCRIBED
     await client.disconnect()

@@ -317,13 +317,14 @@ final class RedisScript: Sendable {
 extension HubError {
     /// A Redis failure as the hub answers it, for a part of the engine (`what`): Redis
     /// down, the connection lost (the command may have run, so a publish retried after
-    /// it may be stored twice) or too many commands waiting is `notAvailable`, anything
-    /// else an internal error.
+    /// it may be stored twice) or too many commands waiting is `unavailable` (temporary:
+    /// the SDKs retry), anything else an internal error. What a client is told names the
+    /// part, not the server's address or the socket's error (the engine's health and logs do).
     init(_ error: RedisError, in what: String) {
         switch error {
-        case let .unavailable(reason): self = .notAvailable("the \(what) (Redis) is unavailable: \(reason)")
-        case let .connectionLost(reason): self = .notAvailable("the \(what) (Redis) is unavailable: the connection was lost (\(reason))")
-        case let .overloaded(limit): self = .notAvailable("the \(what) (Redis) has \(limit) commands waiting for answers")
+        case .unavailable: self = .unavailable("the \(what) (Redis) is unavailable")
+        case .connectionLost: self = .unavailable("the \(what) (Redis) is unavailable: the connection was lost")
+        case let .overloaded(limit): self = .unavailable("the \(what) (Redis) has \(limit) commands waiting for answers")
         default: self = .internalError("the \(what) (Redis) failed: \(error)")
         }
     }

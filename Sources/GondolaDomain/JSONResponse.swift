@@ -98,6 +98,7 @@ extension JSONResponse {
         case .limitExceeded, .alreadySubscribed, .notAvailable: status = .conflict
         case .tooManyRequests: status = .tooManyRequests
         case .unrecoverablePosition, .internalError: status = .internalServerError
+        case .unavailable: status = .serviceUnavailable
         case .application: status = .badRequest
         }
         let reply = error.protocolError

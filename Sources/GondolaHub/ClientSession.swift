@@ -211,9 +211,17 @@ public final class ClientSession: Sendable {
         return allowed
     }
 
+    /// Queues a reply; an error that is the client's own counts toward
+    /// `max_consecutive_errors` (3509 at the limit). A temporary error — the server's fault
+    /// (its engine or storage failing) or the rate limit's — is never counted, so an outage
+    /// does not close the clients it makes fail.
     private func reply(_ reply: Reply) {
         if case let .error(error) = reply.body {
             node.metrics.error(error.code)
+            guard !error.temporary else {
+                queue.enqueue(reply)
+                return
+            }
             let tooMany = state.withLock { state in
                 state.consecutiveErrors += 1
                 return state.consecutiveErrors >= node.configuration.maxConsecutiveErrors

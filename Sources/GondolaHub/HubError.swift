@@ -14,6 +14,10 @@ public enum HubError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooManyRequests
     case unrecoverablePosition
     case internalError(String)
+    /// A part the hub relies on (the engine, a Redis shard, the database) failed or cannot be
+    /// reached for now: 100 with the reason, marked temporary so that the SDKs retry, as
+    /// Centrifugo answers a broker's failure.
+    case unavailable(String)
     /// An error the app's backend chose (its proxy answer's `error`), sent as it is.
     case application(ProtocolError)
 
@@ -32,6 +36,7 @@ public enum HubError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooManyRequests: return .tooManyRequests
         case .unrecoverablePosition: return .unrecoverablePosition
         case .internalError: return .internalError
+        case let .unavailable(reason): return ProtocolError.internalError.with(message: "internal server error: \(reason)")
         case let .application(error): return error
         }
     }

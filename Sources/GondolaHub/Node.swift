@@ -505,8 +505,10 @@ public final class Node: Sendable {
         let publication = Publication(data: data, info: info, tags: tags, useDelta: publishing.delta || options.deltaPublish)
         // A store that failed is logged here, once for every path; refusals are the caller's to report.
         let answer: @Sendable (Result<StreamPosition?, HubError>) -> Void = { [logger] result in
-            if case let .failure(.internalError(reason)) = result {
+            switch result {
+            case let .failure(.internalError(reason)), let .failure(.unavailable(reason)):
                 logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(reason)"])
+            default: break
             }
             completion(result)
         }
@@ -528,8 +530,10 @@ public final class Node: Sendable {
     public func publishInBackground(channel: String, data: Payload) {
         publish(channel: channel, data: data) { [logger] result in
             guard case let .failure(error) = result else { return }
-            if case .internalError = error { return }
-            logger.error("publish refused", metadata: ["channel": "\(channel)", "error": "\(error)"])
+            switch error {
+            case .internalError, .unavailable: return  // logged where the store failed
+            default: logger.error("publish refused", metadata: ["channel": "\(channel)", "error": "\(error)"])
+            }
         }
     }
 

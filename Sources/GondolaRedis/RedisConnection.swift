@@ -3,7 +3,8 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
-/// One connection to a Redis server, speaking RESP3 (`HELLO 3` at connect).
+/// One connection to a Redis server, speaking RESP3 (`HELLO 3` at connect, with `AUTH` when
+/// the address has a password, then `SELECT` when it names a database other than 0).
 /// Commands are pipelined: each is written at once and answers are matched in the
 /// order the server sends them, at most `maxPending` waiting (more are refused with
 /// `RedisError.overloaded`). Out-of-band pushes (Pub/Sub messages) go to `pushes`,
@@ -56,13 +57,27 @@ public final class RedisConnection: RedisCommands {
         }
         defer { handshakeTimeout.cancel() }
         do throws(RedisError) {
-            let hello = try await withCheckedContinuation { continuation in
-                connection.send(bytes: [Array("HELLO".utf8), Array("3".utf8)]) { result in
-                    answered.withLockedValue { $0 = true }
-                    continuation.resume(returning: result)
-                }
-            }.get()
+            var helloCommand = [Array("HELLO".utf8), Array("3".utf8)]
+            if let password = address.password {
+                helloCommand += [Array("AUTH".utf8), Array((address.username ?? "default").utf8), Array(password.utf8)]
+            }
+            let handshake = helloCommand
+            let hello: RESPValue
+            do throws(RedisError) {
+                hello = try await withCheckedContinuation { continuation in
+                    connection.send(bytes: handshake) { result in
+                        answered.withLockedValue { $0 = true }
+                        continuation.resume(returning: result)
+                    }
+                }.get()
+            } catch let .server(message) {
+                // NOAUTH (a password is needed), WRONGPASS, or a server older than RESP3.
+                throw RedisError.unavailable("\(address) refused the handshake: \(message)")
+            }
             guard case .map = hello else { throw RedisError.unexpectedReply("HELLO 3 answered \(hello)") }
+            if address.database != 0 {
+                _ = try await connection.send(["SELECT", "\(address.database)"])
+            }
         } catch {
             connection.close()
             throw error

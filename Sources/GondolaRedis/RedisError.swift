@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why a Redis command did not get its answer.
 public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The server answered with an error (`ERR …`, `NOSCRIPT …`, a script's `error_reply`).
@@ -29,25 +31,71 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
 public struct RedisAddress: Sendable, Hashable, CustomStringConvertible {
     public let host: String
     public let port: Int
+    /// The ACL user to authenticate as; nil with a password alone is Redis's `default` user.
+    public let username: String?
+    /// The password (`requirepass`, or the ACL user's); nil: no authentication.
+    public let password: String?
+    /// The logical database the connection selects (`SELECT`); 0 is Redis's default.
+    public let database: Int
 
-    public init(host: String, port: Int) {
+    public init(host: String, port: Int, username: String? = nil, password: String? = nil, database: Int = 0) {
         self.host = host
         self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
     }
 
-    /// Parses `host:port`, `host`, or `redis://host:port`; nil when the port is not a number in 1...65535.
+    /// Parses `host:port`, `host`, or a URL `redis://[[user]:password@]host[:port][/db]` (user
+    /// and password percent-encoded); nil when the port is not a number in 1...65535 or the
+    /// database not one in 0...15 (Redis's default number of databases).
     public init?(_ text: String) {
         var rest = Substring(text)
-        if rest.hasPrefix("redis://") { rest = rest.dropFirst("redis://".count) }
+        var username: String?
+        var password: String?
+        var database = 0
+        if rest.hasPrefix("redis://") {
+            rest = rest.dropFirst("redis://".count)
+            if let at = rest.lastIndex(of: "@") {
+                let credentials = rest[..<at]
+                rest = rest[rest.index(after: at)...]
+                if let colon = credentials.firstIndex(of: ":") {
+                    let user = credentials[..<colon]
+                    username = user.isEmpty ? nil : String(user).removingPercentEncoding
+                    password = String(credentials[credentials.index(after: colon)...]).removingPercentEncoding
+                    guard password != nil, user.isEmpty || username != nil else { return nil }
+                } else {
+                    guard let user = String(credentials).removingPercentEncoding, !user.isEmpty else { return nil }
+                    username = user
+                }
+            }
+            if let slash = rest.firstIndex(of: "/") {
+                let path = rest[rest.index(after: slash)...].drop { $0 == "/" }
+                rest = rest[..<slash]
+                if !path.isEmpty {
+                    guard let number = Int(path), (0...15).contains(number) else { return nil }
+                    database = number
+                }
+            }
+        }
         while rest.hasSuffix("/") { rest = rest.dropLast() }
         guard !rest.isEmpty else { return nil }
         if let colon = rest.lastIndex(of: ":") {
             guard let port = Int(rest[rest.index(after: colon)...]), (1...65535).contains(port), colon > rest.startIndex else { return nil }
-            self.init(host: String(rest[..<colon]), port: port)
+            self.init(host: String(rest[..<colon]), port: port, username: username, password: password, database: database)
         } else {
-            self.init(host: String(rest), port: 6379)
+            self.init(host: String(rest), port: 6379, username: username, password: password, database: database)
         }
     }
 
-    public var description: String { "\(host):\(port)" }
+    /// `text` with the password of a `redis://` URL replaced by `***`, for messages about it.
+    public static func redacted(_ text: String) -> String {
+        guard text.hasPrefix("redis://"), let at = text.lastIndex(of: "@") else { return text }
+        let credentials = text[text.index(text.startIndex, offsetBy: "redis://".count)..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return text }
+        return "redis://" + credentials[..<colon] + ":***" + text[at...]
+    }
+
+    /// `host:port` (and `/db` when not 0): what logs and `/health` show, never the credentials.
+    public var description: String { database == 0 ? "\(host):\(port)" : "\(host):\(port)/\(database)" }
 }

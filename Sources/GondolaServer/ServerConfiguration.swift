@@ -291,10 +291,14 @@ public enum ConfigurationLoader {
             }
             configuration.engineName = name
         case "redis_addresses":
-            let entries = try field.list(of: "Redis addresses (host:port)")
+            let entries = try field.list(of: "Redis addresses (host:port or redis://user:password@host:port/db)")
             guard !entries.isEmpty else { throw field.error("must name at least one Redis server") }
             configuration.redisAddresses = try entries.map { (entry) throws(ConfigurationError) in
-                guard let address = RedisAddress(entry) else { throw field.error("'\(entry)' is not host:port with a port in 1...65535") }
+                guard let address = RedisAddress(entry) else {
+                    throw field.error(
+                        "'\(RedisAddress.redacted(entry))' is not host:port or redis://[[user]:password@]host[:port][/db] (port 1...65535, db 0...15)"
+                    )
+                }
                 return address
             }
             guard Set(configuration.redisAddresses).count == configuration.redisAddresses.count else {

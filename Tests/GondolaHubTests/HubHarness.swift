@@ -149,10 +149,12 @@ struct HarnessError: Error, CustomStringConvertible {
 }
 
 extension Reply {
-    var errorCode: UInt32? {
-        if case let .error(error) = body { return error.code }
+    var error: ProtocolError? {
+        if case let .error(error) = body { return error }
         return nil
     }
+
+    var errorCode: UInt32? { error?.code }
 }
 
 extension ServerMessage {

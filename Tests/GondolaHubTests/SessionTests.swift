@@ -390,6 +390,22 @@ import Testing
         #expect(try await client.closeCode().code == 3509)
     }
 
+    /// The server's own failures (an engine or store that is down: 100, temporary) are answered
+    /// as such and never close the client, however many come in a row; the client's errors still do.
+    @Test func temporaryErrorsNeverCountTowardTheConsecutiveErrorsLimit() async throws {
+        let node = try await makeNode { $0.maxConsecutiveErrors = 3 }
+        node.rpc.register("engine.down") { _, _ in throw HubError.unavailable("the stream store (Redis) is unavailable: connection refused") }
+        var client = try await TestClient.connected(node, user: "alice")
+        for _ in 0..<10 {
+            let error = try #require(try await client.call(.rpc(method: "engine.down", data: nil)).error)
+            #expect(error.code == 100 && error.temporary && error.message.contains("Redis"))
+        }
+        #expect(try await client.call(.rpc(method: "nope", data: nil)).errorCode == 104)
+        #expect(try await client.call(.rpc(method: "nope", data: nil)).errorCode == 104)
+        _ = await client.send(.rpc(method: "nope", data: nil))
+        #expect(try await client.closeCode().code == 3509)
+    }
+
     @Test func slowConsumerIsClosed3008AndOthersKeepReceiving() async throws {
         let node = try await makeNode { $0.clientQueueMaxBytes = 4096 }
         var slow = try await TestClient.connected(node, user: "slow")

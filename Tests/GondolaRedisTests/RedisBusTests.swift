@@ -79,7 +79,7 @@ import Testing
             await #expect {
                 try await a.publish([.disconnect(user: "u", code: .forceDisconnect, keeping: [])])
             } throws: { error in
-                guard case let .notAvailable(message) = error as? HubError else { return false }
+                guard case let .unavailable(message) = error as? HubError else { return false }
                 return message.hasPrefix("the cluster bus (Redis) is unavailable")
             }
             try await redis.start()

@@ -136,7 +136,7 @@ import Testing
                 await #expect {
                     _ = try await store.append(Self.publication("2"), to: "o", options: options, now: Date())
                 } throws: { error in
-                    guard case let .notAvailable(message) = error as? HubError else { return false }
+                    guard case let .unavailable(message) = error as? HubError else { return false }
                     return message.hasPrefix("the stream store (Redis) is unavailable")
                 }
                 #expect(ContinuousClock.now - started < .seconds(1))

@@ -40,8 +40,8 @@ import Testing
                 await #expect {
                     try await presence.addPresence(channel: "room", info: ClientInfo(user: "u", client: "c"))
                 } throws: { error in
-                    guard case let .notAvailable(message) = error as? HubError else { return false }
-                    return message.hasPrefix("the presence (Redis) is unavailable: ")
+                    guard case let .unavailable(message) = error as? HubError else { return false }
+                    return message.hasPrefix("the presence (Redis) is unavailable")
                 }
                 try await redis.start()
             }

@@ -3,16 +3,30 @@ import GondolaRedis
 import NIOPosix
 
 /// A private `redis-server` (Debian's, installed by Scripts/setup) on a loopback port,
-/// without persistence; `stop` and `start` again on the same port play an outage.
+/// without persistence, that needs a password as production servers do (`address` carries
+/// it); `stop` and `start` again on the same port play an outage.
 public final class TestRedis: @unchecked Sendable {
     public let port: Int
     public let folder: String
+    /// What `redis-server` is started with beyond the port and persistence (`--requirepass`, `--user`).
+    private let arguments: [String]
+    /// The address the test's own connections use (with the credentials the server needs).
+    private let adminAddress: RedisAddress
     private var pid: pid_t?
 
-    public var address: RedisAddress { RedisAddress(host: "127.0.0.1", port: port) }
+    /// The password every test server needs unless its arguments say otherwise.
+    public static let password = "test-redis-secret"
 
-    public init() throws {
+    /// Where the tests' clients connect, with the server's password.
+    public var address: RedisAddress { adminAddress }
+
+    /// A server that needs `TestRedis.password`; or, given `arguments`, one started with them
+    /// added, whose `password` (and `username`) is what `address` then carries.
+    public init(arguments: [String]? = nil, username: String? = nil, password: String? = nil) throws {
+        self.arguments = arguments ?? ["--requirepass", Self.password]
         port = Self.freePort()
+        adminAddress = RedisAddress(
+            host: "127.0.0.1", port: port, username: username, password: arguments == nil ? Self.password : password)
         folder = NSTemporaryDirectory() + "gondola-redis-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
@@ -40,10 +54,10 @@ public final class TestRedis: @unchecked Sendable {
             [
                 server, "--bind", "127.0.0.1", "--port", "\(port)", "--save", "", "--appendonly", "no",
                 "--dir", folder,
-            ], output: folder + "/redis.log", errors: folder + "/redis.log")
+            ] + arguments, output: folder + "/redis.log", errors: folder + "/redis.log")
         do {
             try await eventually("redis-server on port \(port)", within: .seconds(60), every: .milliseconds(20)) {
-                guard let connection = try? await RedisConnection.connect(to: address, on: MultiThreadedEventLoopGroup.singleton) else {
+                guard let connection = try? await RedisConnection.connect(to: adminAddress, on: MultiThreadedEventLoopGroup.singleton) else {
                     return false
                 }
                 connection.close()
