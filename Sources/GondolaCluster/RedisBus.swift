@@ -115,7 +115,7 @@ public final class RedisBus: RedisCommands {
     /// Whether the node hears the bus now.
     public var receiving: Bool { state.withLock { $0.subscriberUp } && subscriber.isUp }
 
-    /// Publishes events; `notAvailable` while Redis is down.
+    /// Publishes events; `unavailable` (the temporary 100) while Redis is down.
     public func publish(_ events: [ClusterEvent]) async throws(HubError) {
         try await withCheckedContinuation { continuation in
             publish(events) { continuation.resume(returning: $0) }
@@ -123,7 +123,7 @@ public final class RedisBus: RedisCommands {
     }
 
     /// Publishes events after everything sent before them, on the bus channel or
-    /// another (a region's); `completion` hears `notAvailable` while Redis is down.
+    /// another (a region's); `completion` hears `unavailable` while Redis is down.
     public func publish(
         _ events: [ClusterEvent], on channel: [UInt8] = RedisBus.channel,
         completion: @escaping @Sendable (Result<Void, HubError>) -> Void

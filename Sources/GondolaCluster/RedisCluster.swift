@@ -20,12 +20,13 @@ import Synchronization
 ///   their region's own Redis channel, which only the nodes following it listen on.
 /// - What must reach the nodes only once committed stays on PostgreSQL's bus
 ///   (`PostgresBus`): publications of `history_durable` namespaces, whose streams are
-///   in PostgreSQL, and events a repository sends inside its transaction.
+///   in PostgreSQL (with those that skip the stream, to keep the channel's order), and
+///   events a repository sends inside its transaction.
 /// - Presence entries expire after `presenceTTL` unless their node adds them again;
 ///   node heartbeats live on the first shard.
 ///
 /// While a shard is down its channels' publishes, presence and history answer
-/// `notAvailable` (108) at once; clients stay connected. When its bus subscription is
+/// `unavailable` (the temporary 100) at once; clients stay connected. When its bus subscription is
 /// back, the node's clients are closed with 3010 so that they reconnect and recover
 /// what they missed (or learn that a restarted Redis lost it).
 @_spi(Engine) public final class RedisCluster: ClusterNodeLink {
@@ -97,7 +98,7 @@ import Synchronization
 
     /// Returns once the node receives PostgreSQL's bus and has received every shard's
     /// bus at least once: an outage of Redis after the start does not hold up new
-    /// connections (their commands on the shard that is down answer 108).
+    /// connections (their commands on the shard that is down answer the temporary 100).
     public func ready() async {
         await postgresReady.opened()
         for gate in redisReady { await gate.opened() }
@@ -135,7 +136,9 @@ import Synchronization
         _ publication: Publication, to channel: String, options: NamespaceOptions, publishing: PublishOptions,
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
-        if options.keepsHistory && options.historyDurable {
+        // Every publication of a durable namespace, one that skips the stream too, takes the
+        // PostgreSQL bus, so that a channel's publications reach the nodes in the order they were made.
+        if options.historyDurable {
             let request = BusWriter.Request(item: .publication(channel: channel, publication, options, publishing), completion: completion)
             return postgresBus.writer.submit(request)
         }

@@ -256,7 +256,7 @@ final class RedisScript: Sendable {
     }
 
     /// Runs `script` for a part of the engine (`what`), its failures as the hub answers them:
-    /// Redis down or the connection lost is `notAvailable`, anything else an internal error.
+    /// Redis down or the connection lost is `unavailable`, anything else an internal error.
     static func answering(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]], what: String) async throws(HubError) -> RESPValue {
         do {
             return try await script.run(keys: keys, arguments: arguments)
