@@ -111,7 +111,8 @@ def launch(folder, extra_args=(), port=None, settings=None, resorts=RESORTS):
     again in the same folder and port is a restart."""
     port = port or free_port()
     config_path = os.path.join(folder, "gondola.json")
-    config = dict(CONFIG, listen=f"127.0.0.1:{port}", database=os.path.join(folder, "gondola.sqlite"), **(settings or {}))
+    config = dict(CONFIG, listen=f"127.0.0.1:{port}", database=os.path.join(folder, "gondola.sqlite"))
+    config.update(settings or {})
     with open(config_path, "w") as f:
         json.dump(config, f)
     log = open(os.path.join(folder, "server.log"), "a")
