@@ -1,6 +1,6 @@
 """Three nodes (started by Scripts/cluster) with the official SDKs, once on each engine: the
 PostgreSQL bus, and Redis (two shards; tables still in PostgreSQL), where a shard is also
-stopped and started again while clients stay connected (every shard needs a password). On both:
+stopped and started again while clients stay connected (every shard needs a password and TLS). On both:
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
 a car rental worked on through several nodes, a fence crossing reported once (and posted once to its webhook by the three nodes' outbox workers), a broadcast's push notifications sent by three nodes' workers
@@ -142,9 +142,11 @@ def cluster(request):
     instance = Cluster(folder, consecutive_free_ports(NODES), request.param)
     instance.standin_folder = standin_folder
     try:
-        # Redis as production runs it: every shard needs a password (the nodes reach them as redis://:…@host:port).
+        # Redis as production runs it: every shard needs a password and a TLS client certificate
+        # (the nodes reach them as rediss://:…@host:port with the cluster's CA and client certificate).
         instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build",
-                        "--engine", instance.engine, "--redis-shards", str(REDIS_SHARDS), "--redis-password", REDIS_PASSWORD)
+                        "--engine", instance.engine, "--redis-shards", str(REDIS_SHARDS), "--redis-password", REDIS_PASSWORD,
+                        "--redis-tls")
         yield instance
     finally:
         instance.script("stop")

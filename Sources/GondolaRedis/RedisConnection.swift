@@ -2,9 +2,11 @@ import GondolaRESP
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// One connection to a Redis server, speaking RESP3 (`HELLO 3` at connect, with `AUTH` when
-/// the address has a password, then `SELECT` when it names a database other than 0).
+/// the address has a password, then `SELECT` when it names a database other than 0), over
+/// TLS (swift-nio-ssl) when the address asks for it.
 /// Commands are pipelined: each is written at once and answers are matched in the
 /// order the server sends them, at most `maxPending` waiting (more are refused with
 /// `RedisError.overloaded`). Out-of-band pushes (Pub/Sub messages) go to `pushes`,
@@ -31,6 +33,13 @@ public final class RedisConnection: RedisCommands {
         pushes: @escaping @Sendable (RESPValue) -> Void = { _ in },
         closed: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(RedisError) -> RedisConnection {
+        let tls: NIOSSLContext?
+        do {
+            tls = try address.tls.map(Self.context)
+        } catch {
+            throw .unavailable("cannot set up TLS for \(address): \(error)")
+        }
+        let serverName = address.tls?.serverName ?? (address.host.first?.isNumber == true || address.host.contains(":") ? nil : address.host)
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)
@@ -38,6 +47,9 @@ public final class RedisConnection: RedisCommands {
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        if let tls {
+                            try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                        }
                         try channel.pipeline.syncOperations.addHandler(
                             RESPChannelHandler(maxPending: maxPending, pushes: pushes, closed: closed))
                     }
@@ -73,6 +85,9 @@ public final class RedisConnection: RedisCommands {
             } catch let .server(message) {
                 // NOAUTH (a password is needed), WRONGPASS, or a server older than RESP3.
                 throw RedisError.unavailable("\(address) refused the handshake: \(message)")
+            } catch let .connectionLost(reason) {
+                // A TLS handshake that failed (a certificate refused either way), or a server going away.
+                throw RedisError.unavailable("\(address) closed the connection during the handshake: \(reason)")
             }
             guard case .map = hello else { throw RedisError.unexpectedReply("HELLO 3 answered \(hello)") }
             if address.database != 0 {
@@ -83,6 +98,20 @@ public final class RedisConnection: RedisCommands {
             throw error
         }
         return connection
+    }
+
+    /// The TLS client context of `tls`: its CA (else the system's roots) and client identity.
+    /// The server's certificate is checked against the host (an IP address as well).
+    static func context(_ tls: RedisTLS) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let caFile = tls.caFile {
+            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+        }
+        if let certificateFile = tls.certificateFile, let keyFile = tls.keyFile {
+            configuration.certificateChain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { .certificate($0) }
+            configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
+        }
+        return try NIOSSLContext(configuration: configuration)
     }
 
     /// Writes a command now (commands sent one after another by a caller reach the

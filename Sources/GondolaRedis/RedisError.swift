@@ -37,23 +37,32 @@ public struct RedisAddress: Sendable, Hashable, CustomStringConvertible {
     public let password: String?
     /// The logical database the connection selects (`SELECT`); 0 is Redis's default.
     public let database: Int
+    /// How the connection is encrypted (`rediss://`); nil: plain TCP.
+    public var tls: RedisTLS?
 
-    public init(host: String, port: Int, username: String? = nil, password: String? = nil, database: Int = 0) {
+    public init(host: String, port: Int, username: String? = nil, password: String? = nil, database: Int = 0, tls: RedisTLS? = nil) {
         self.host = host
         self.port = port
         self.username = username
         self.password = password
         self.database = database
+        self.tls = tls
     }
 
     /// Parses `host:port`, `host`, or a URL `redis://[[user]:password@]host[:port][/db]` (user
-    /// and password percent-encoded); nil when the port is not a number in 1...65535 or the
-    /// database not one in 0...15 (Redis's default number of databases).
+    /// and password percent-encoded; `rediss://` for TLS, with the system's trust roots until
+    /// `tls` says otherwise); nil when the port is not a number in 1...65535 or the database
+    /// not one in 0...15 (Redis's default number of databases).
     public init?(_ text: String) {
         var rest = Substring(text)
         var username: String?
         var password: String?
         var database = 0
+        var tls: RedisTLS?
+        if rest.hasPrefix("rediss://") {
+            rest = "redis://" + rest.dropFirst("rediss://".count)
+            tls = RedisTLS()
+        }
         if rest.hasPrefix("redis://") {
             rest = rest.dropFirst("redis://".count)
             if let at = rest.lastIndex(of: "@") {
@@ -82,20 +91,41 @@ public struct RedisAddress: Sendable, Hashable, CustomStringConvertible {
         guard !rest.isEmpty else { return nil }
         if let colon = rest.lastIndex(of: ":") {
             guard let port = Int(rest[rest.index(after: colon)...]), (1...65535).contains(port), colon > rest.startIndex else { return nil }
-            self.init(host: String(rest[..<colon]), port: port, username: username, password: password, database: database)
+            self.init(host: String(rest[..<colon]), port: port, username: username, password: password, database: database, tls: tls)
         } else {
-            self.init(host: String(rest), port: 6379, username: username, password: password, database: database)
+            self.init(host: String(rest), port: 6379, username: username, password: password, database: database, tls: tls)
         }
     }
 
     /// `text` with the password of a `redis://` URL replaced by `***`, for messages about it.
     public static func redacted(_ text: String) -> String {
-        guard text.hasPrefix("redis://"), let at = text.lastIndex(of: "@") else { return text }
-        let credentials = text[text.index(text.startIndex, offsetBy: "redis://".count)..<at]
+        guard let scheme = ["redis://", "rediss://"].first(where: text.hasPrefix), let at = text.lastIndex(of: "@") else { return text }
+        let credentials = text[text.index(text.startIndex, offsetBy: scheme.count)..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return text }
-        return "redis://" + credentials[..<colon] + ":***" + text[at...]
+        return scheme + credentials[..<colon] + ":***" + text[at...]
     }
 
-    /// `host:port` (and `/db` when not 0): what logs and `/health` show, never the credentials.
-    public var description: String { database == 0 ? "\(host):\(port)" : "\(host):\(port)/\(database)" }
+    /// `host:port` (and `/db` when not 0, ` (TLS)` when encrypted): what logs and `/health`
+    /// show, never the credentials.
+    public var description: String {
+        (database == 0 ? "\(host):\(port)" : "\(host):\(port)/\(database)") + (tls == nil ? "" : " (TLS)")
+    }
+}
+
+/// A TLS connection's trust and identity, as files: the CA that signed the server's
+/// certificate (the system's trust roots when nil), and the client's certificate and key for
+/// a server that asks for one (`tls-auth-clients yes`). The server's certificate must name
+/// the host the address connects to (or `serverName`).
+public struct RedisTLS: Sendable, Hashable {
+    public var caFile: String?
+    public var certificateFile: String?
+    public var keyFile: String?
+    public var serverName: String?
+
+    public init(caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil, serverName: String? = nil) {
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.serverName = serverName
+    }
 }

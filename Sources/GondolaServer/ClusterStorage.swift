@@ -30,7 +30,7 @@ enum ClusterStorage {
             return PostgresCluster(pool: pool, nodeUID: nodeUID, settings: configuration.cluster, logger: logger)
         }
         return RedisCluster(
-            pool: pool, addresses: configuration.redisAddresses, nodeUID: nodeUID, settings: configuration.cluster,
+            pool: pool, addresses: configuration.redisServers, nodeUID: nodeUID, settings: configuration.cluster,
             group: MultiThreadedEventLoopGroup.singleton, logger: logger)
     }
 }

@@ -40,6 +40,17 @@ public struct ServerConfiguration: Sendable {
     public var engineName: EngineName?
     /// The Redis servers of the `redis` engine, one shard each.
     public var redisAddresses = [RedisAddress(host: "127.0.0.1", port: 6379)]
+    /// The trust and identity of the `rediss://` addresses (`redis_tls_*`).
+    public var redisTLS = RedisTLS()
+
+    /// `redisAddresses` with `redisTLS` on those that use TLS.
+    public var redisServers: [RedisAddress] {
+        redisAddresses.map { address in
+            var server = address
+            if server.tls != nil { server.tls = redisTLS }
+            return server
+        }
+    }
     public var tokenHMACSecret = ""
     /// PEM files of the public keys that verify RS256/384/512 and ES256/384/512 tokens; empty: none.
     public var tokenRSAPublicKeyFile = ""
@@ -210,7 +221,9 @@ public enum ConfigurationLoader {
             "allow_anonymous_connect_without_token", "allowed_origins", "internal_listen", "grpc_api_listen", "grpc_api_key", "uni_grpc_listen",
             "command_rate",
             "command_burst", "namespaces",
-            "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "cluster_presence_ttl",
+            "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "redis_tls_ca_file", "redis_tls_cert_file",
+            "redis_tls_key_file",
+            "redis_tls_server_name", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout",
         ] + BuiltInDomains.settingKeys
         + ProxyKind.allCases.flatMap {
@@ -304,6 +317,10 @@ public enum ConfigurationLoader {
             guard Set(configuration.redisAddresses).count == configuration.redisAddresses.count else {
                 throw field.error("names a server twice: \(entries.joined(separator: ", "))")
             }
+        case "redis_tls_ca_file": configuration.redisTLS.caFile = try field.readableFile()
+        case "redis_tls_cert_file": configuration.redisTLS.certificateFile = try field.readableFile()
+        case "redis_tls_key_file": configuration.redisTLS.keyFile = try field.readableFile()
+        case "redis_tls_server_name": configuration.redisTLS.serverName = try field.string()
         case "cluster_presence_ttl":
             let ttl = try field.duration(allowZero: false)
             guard ttl >= .seconds(3) else { throw field.error("must be at least 3s (entries are added again every third of it), got \(ttl)") }
@@ -517,6 +534,13 @@ struct ValueReader {
     func string() throws(ConfigurationError) -> String {
         guard case let .string(text) = value else { throw error("expected a string, got \(value.kindName)") }
         return text
+    }
+
+    /// The path of a file this process can read.
+    func readableFile() throws(ConfigurationError) -> String {
+        let path = try string()
+        guard FileManager.default.isReadableFile(atPath: path) else { throw error("names '\(path)', which is not a readable file") }
+        return path
     }
 
     /// An array of objects with only `keys` as members (a JSON text from the environment or a flag).

@@ -17,6 +17,38 @@ import Testing
             #expect(RedisAddress(bad) == nil, "\(bad)")
         }
         #expect(RedisAddress.redacted("redis://u:secret@h:1/2") == "redis://u:***@h:1/2")
+        let encrypted = try #require(RedisAddress("rediss://:pw@redis.example.com:6380"))
+        #expect(encrypted.tls == RedisTLS() && encrypted.description == "redis.example.com:6380 (TLS)")
+        #expect(RedisAddress.redacted("rediss://:pw@h") == "rediss://:***@h")
+    }
+
+    /// A server that speaks TLS only and asks for a client certificate: a client with the CA
+    /// and its certificate is served; one without the certificate, or trusting another CA, is refused.
+    @Test func aTLSConnectionChecksTheServerAndShowsItsOwnCertificate() async throws {
+        let certificates = try TestCertificates()
+        let redis = try TestRedis(certificates: certificates)
+        try await redis.start()
+        defer { Task { try? await redis.stop() } }
+        let group = MultiThreadedEventLoopGroup.singleton
+        let connection = try await RedisConnection.connect(to: redis.address, on: group)
+        #expect(try await connection.send(["SET", "k", "over-tls"]) == .simpleString("OK"))
+        #expect(try await connection.send(["GET", "k"]) == .bulkString(Array("over-tls".utf8)))
+        connection.close()
+        var withoutCertificate = redis.address
+        withoutCertificate.tls = RedisTLS(caFile: certificates.caFile)
+        var otherCA = redis.address
+        otherCA.tls?.caFile = certificates.otherCAFile
+        var plain = redis.address
+        plain.tls = nil
+        for address in [withoutCertificate, otherCA, plain] {
+            do {
+                let refused = try await RedisConnection.connect(to: address, on: group, connectTimeout: .seconds(2))
+                refused.close()
+                Issue.record("connected with \(String(describing: address.tls))")
+            } catch {
+                #expect("\(error)".contains("127.0.0.1:\(redis.port)"), "\(error)")
+            }
+        }
     }
 
     @Test func aConnectionAuthenticatesAndSelectsItsDatabase() async throws {
@@ -45,7 +77,7 @@ import Testing
                 let connection = try await RedisConnection.connect(to: address, on: group)
                 connection.close()
                 Issue.record("connected to a server that needs a password with \(address)")
-            } catch let error as RedisError {
+            } catch {
                 #expect(!"\(error)".contains("wrong") && "\(error)".contains("127.0.0.1:\(redis.port)"), "\(error)")
             }
         }

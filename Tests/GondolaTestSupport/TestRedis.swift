@@ -3,8 +3,9 @@ import GondolaRedis
 import NIOPosix
 
 /// A private `redis-server` (Debian's, installed by Scripts/setup) on a loopback port,
-/// without persistence, that needs a password as production servers do (`address` carries
-/// it); `stop` and `start` again on the same port play an outage.
+/// without persistence, that needs a password and speaks TLS only, with a client certificate,
+/// as managed servers do (`address` carries what a client needs); `stop` and `start` again on
+/// the same port play an outage.
 public final class TestRedis: @unchecked Sendable {
     public let port: Int
     public let folder: String
@@ -16,17 +17,32 @@ public final class TestRedis: @unchecked Sendable {
 
     /// The password every test server needs unless its arguments say otherwise.
     public static let password = "test-redis-secret"
+    /// The certificates of every test server that speaks TLS, made once for the test process.
+    public static let certificates = Result { try TestCertificates() }
 
     /// Where the tests' clients connect, with the server's password.
     public var address: RedisAddress { adminAddress }
 
-    /// A server that needs `TestRedis.password`; or, given `arguments`, one started with them
-    /// added, whose `password` (and `username`) is what `address` then carries.
-    public init(arguments: [String]? = nil, username: String? = nil, password: String? = nil) throws {
-        self.arguments = arguments ?? ["--requirepass", Self.password]
+    /// A server that needs `TestRedis.password` over TLS with `TestRedis.certificates`; or,
+    /// given `arguments`, one started with them added, whose `password` (and `username`) is
+    /// what `address` then carries, over plain TCP unless `certificates` are given: then it
+    /// speaks TLS only (its certificate from them) and asks clients for one signed by their CA.
+    public init(arguments: [String]? = nil, username: String? = nil, password: String? = nil, certificates: TestCertificates? = nil) throws {
         port = Self.freePort()
+        let certificates = try certificates ?? (arguments == nil ? Self.certificates.get() : nil)
+        var arguments = arguments ?? ["--requirepass", Self.password]
+        var tls: RedisTLS?
+        if let certificates {
+            arguments += [
+                "--port", "0", "--tls-port", "\(port)", "--tls-cert-file", certificates.serverCertificateFile,
+                "--tls-key-file", certificates.serverKeyFile, "--tls-ca-cert-file", certificates.caFile, "--tls-auth-clients", "yes",
+            ]
+            tls = RedisTLS(
+                caFile: certificates.caFile, certificateFile: certificates.clientCertificateFile, keyFile: certificates.clientKeyFile)
+        }
+        self.arguments = arguments
         adminAddress = RedisAddress(
-            host: "127.0.0.1", port: port, username: username, password: arguments == nil ? Self.password : password)
+            host: "127.0.0.1", port: port, username: username, password: password ?? Self.password, tls: tls)
         folder = NSTemporaryDirectory() + "gondola-redis-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
