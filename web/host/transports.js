@@ -11,8 +11,8 @@ export function transportsFor(location) {
   const base = `${location.protocol}//${location.host}`;
   return [
     () => new WebSocketTransport(`${secure ? "wss" : "ws"}://${location.host}/connection/websocket`),
-    () => new HTTPStreamTransport(`${base}/connection/http_stream`, `${base}/emulation`),
-    () => new SSETransport(`${base}/connection/sse`, `${base}/emulation`),
+    () => new HTTPStreamTransport("http_stream", `${base}/connection/http_stream`, `${base}/emulation`),
+    () => new SSETransport("sse", `${base}/connection/sse`, `${base}/emulation`),
   ];
 }
 
@@ -56,7 +56,9 @@ class WebSocketTransport {
 
 // Commands after the connect go to /emulation, addressed to the session on its node.
 class EmulatedTransport {
-  constructor(emulationURL) {
+  constructor(name, url, emulationURL) {
+    this.name = name;
+    this.url = url;
     this.emulationURL = emulationURL;
     this.opened = false;
     this.session = "";
@@ -86,12 +88,6 @@ class EmulatedTransport {
 }
 
 class HTTPStreamTransport extends EmulatedTransport {
-  constructor(url, emulationURL) {
-    super(emulationURL);
-    this.name = "http_stream";
-    this.url = url;
-  }
-
   start(connectCommand, { onMessage, onClose }) {
     this.abort = new AbortController();
     fetch(this.url, {
@@ -129,12 +125,6 @@ class HTTPStreamTransport extends EmulatedTransport {
 }
 
 class SSETransport extends EmulatedTransport {
-  constructor(url, emulationURL) {
-    super(emulationURL);
-    this.name = "sse";
-    this.url = url;
-  }
-
   start(connectCommand, { onMessage, onClose }) {
     if (typeof EventSource === "undefined") {
       this.finish(onClose, "EventSource is not available");
