@@ -8,7 +8,7 @@ import NIOCore
 import Synchronization
 
 /// The cluster bus over Redis Pub/Sub: every node publishes its events to one Redis
-/// channel and subscribes to it, on a connection of its own so that no command
+/// channel (`RedisKeys.bus`) and subscribes to it, on a connection of its own so that no command
 /// delays a delivery. A message is the bus's envelope (`{"n":node,"s":sequence,"e":[…]}`,
 /// see `BusCodec`); Redis has no size limit to work around, so events of any size
 /// travel inline.
@@ -25,10 +25,9 @@ import Synchronization
 /// are up, `listening` is called (`again` after an outage, so that the node can make
 /// its clients recover what they may have missed).
 public final class RedisBus: RedisCommands {
-    /// The Redis channel every node publishes to and listens on.
-    public static let channel = Array("gondola:bus".utf8)
-
     public let nodeUID: String
+    /// The names of the bus channel and the regions' channels.
+    public let keys: RedisKeys
     public let publisher: RedisClient
     let subscriber: RedisClient
     private let sequence = Atomic<UInt64>(0)
@@ -61,8 +60,9 @@ public final class RedisBus: RedisCommands {
     }
 
     /// A bus for node `nodeUID` on the Redis server at `address`.
-    public init(address: RedisAddress, group: any EventLoopGroup, nodeUID: String, logger: Logger) {
+    public init(address: RedisAddress, group: any EventLoopGroup, nodeUID: String, keys: RedisKeys = RedisKeys(), logger: Logger) {
         self.nodeUID = nodeUID
+        self.keys = keys
         self.logger = logger
         let state = self.state
         func changed(publisher: Bool) -> @Sendable (RedisClient.State) -> Void {
@@ -107,7 +107,7 @@ public final class RedisBus: RedisCommands {
             state.deliver = deliver
             state.listening = listening
         }
-        try await subscriber.subscribe(Self.channel)
+        try await subscriber.subscribe(keys.bus)
         subscriber.start()
         publisher.start()
     }
@@ -125,20 +125,15 @@ public final class RedisBus: RedisCommands {
     /// Publishes events after everything sent before them, on the bus channel or
     /// another (a region's); `completion` hears `unavailable` while Redis is down.
     public func publish(
-        _ events: [ClusterEvent], on channel: [UInt8] = RedisBus.channel,
+        _ events: [ClusterEvent], on channel: [UInt8]? = nil,
         completion: @escaping @Sendable (Result<Void, HubError>) -> Void
     ) {
-        enqueue(.events(channel, events.map(BusCodec.encode), completion))
-    }
-
-    /// The Redis channel of a region's events.
-    public static func channel(ofRegion region: String) -> [UInt8] {
-        Array("gondola:region:\(region)".utf8)
+        enqueue(.events(channel ?? keys.bus, events.map(BusCodec.encode), completion))
     }
 
     /// Listens on the channels of `added` regions from now on, and no longer on those of `removed`.
     public func follow(adding added: Set<String>, removing removed: Set<String>) {
-        subscriber.changeSubscriptions(subscribe: added.map(Self.channel(ofRegion:)), unsubscribe: removed.map(Self.channel(ofRegion:)))
+        subscriber.changeSubscriptions(subscribe: added.map(keys.region), unsubscribe: removed.map(keys.region))
     }
 
     /// Sends a command on the publisher connection after everything sent before it
@@ -203,7 +198,7 @@ public final class RedisBus: RedisCommands {
             return outbox.items
         }
         var batch: [RedisCommand] = []
-        var target = Self.channel
+        var target = keys.bus
         var events: [[UInt8]] = []
         var bytes = 0
         var waiting: [@Sendable (Result<Void, HubError>) -> Void] = []

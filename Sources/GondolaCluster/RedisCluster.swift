@@ -44,6 +44,8 @@ import Synchronization
     public let pool: PostgresPool
     public let nodeUID: String
     public let settings: ClusterSettings
+    /// The names of the engine's keys and Pub/Sub channels, under the configured prefix.
+    public let keys: RedisKeys
     public let durableHistory: any HistoryStore
     /// The durable streams' store, swept every minute for streams past their `history_meta_ttl`.
     private let durableStore: PostgresHistoryStore
@@ -62,29 +64,31 @@ import Synchronization
     private let startedAt = Date()
 
     /// A link for the node `nodeUID` over the Redis servers at `addresses` (one or
-    /// more shards) and `pool`, migrated with `PostgresCluster.register(in:)`.
+    /// more shards, every name under `keys`' prefix) and `pool`, migrated with
+    /// `PostgresCluster.register(in:)`.
     public init(
         pool: PostgresPool, addresses: [RedisAddress], nodeUID: String, settings: ClusterSettings = .init(),
-        group: any EventLoopGroup, logger: Logger
+        keys: RedisKeys = RedisKeys(), group: any EventLoopGroup, logger: Logger
     ) {
         precondition(!addresses.isEmpty, "the Redis engine needs at least one server")
         self.pool = pool
         self.nodeUID = nodeUID
         self.settings = settings
+        self.keys = keys
         self.logger = logger
         let durable = PostgresHistoryStore(pool: pool, durable: true)
         durableHistory = durable
         durableStore = durable
         shards = addresses.map { address in
-            let bus = RedisBus(address: address, group: group, nodeUID: nodeUID, logger: logger)
+            let bus = RedisBus(address: address, group: group, nodeUID: nodeUID, keys: keys, logger: logger)
             return Shard(
-                bus: bus, history: RedisHistoryStore(redis: bus),
-                presence: RedisPresence(redis: bus, ttl: settings.presenceTTL),
+                bus: bus, history: RedisHistoryStore(redis: bus, keys: keys),
+                presence: RedisPresence(redis: bus, ttl: settings.presenceTTL, keys: keys),
                 publishOnce: RedisScript(redis: bus, source: RedisIdempotency.publishOnceSource))
         }
         redisReady = addresses.map { _ in ReadyGate() }
         volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
-        registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout)
+        registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout, keys: keys)
         postgresBus = PostgresBus(
             pool: pool, durable: durable, volatile: PostgresHistoryStore(pool: pool, durable: false), nodeUID: nodeUID,
             maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
@@ -152,7 +156,7 @@ import Synchronization
         let message = BusCodec.splitAtOffset(node: nodeUID, sequence: shard.bus.nextSequence(), channel: channel, publication)
         shard.history.append(
             publication, to: channel, options: options, now: Date(),
-            announcing: .init(busChannel: RedisBus.channel, prefix: message.prefix, suffix: message.suffix), publishing: publishing
+            announcing: .init(busChannel: keys.bus, prefix: message.prefix, suffix: message.suffix), publishing: publishing
         ) { result in
             completion(
                 result.map {
@@ -174,8 +178,8 @@ import Synchronization
         let message = BusCodec.envelope(
             node: nodeUID, sequence: shard.bus.nextSequence(), events: [BusCodec.encode(.publication(channel: channel, publication))])
         shard.publishOnce.run(
-            keys: [RedisIdempotency.key(channel: channel, key: key)],
-            arguments: [RedisArgument.number(RedisIdempotency.lifetimeSeconds), RedisBus.channel, Array(message.utf8)]
+            keys: [keys.idempotency(channel: channel, key: key)],
+            arguments: [RedisArgument.number(RedisIdempotency.lifetimeSeconds), keys.bus, Array(message.utf8)]
         ) { result in
             completion(result.mapError { HubError($0, in: "cluster bus") }.map { _ in nil })
         }
@@ -184,7 +188,7 @@ import Synchronization
     public func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
         let bus = shard(for: Self.routingKey(of: event)).bus
         guard case let .regional(region, _, _, _) = event else { return bus.publish([event], completion: completion) }
-        bus.publish([event], on: RedisBus.channel(ofRegion: region), completion: completion)
+        bus.publish([event], on: keys.region(region), completion: completion)
     }
 
     /// Listens on the Redis channels of `regions` (each on its shard) and no longer on the others'.

@@ -14,21 +14,18 @@ import Synchronization
 /// namespace's TTL is not read; the whole stream expires a TTL after its last
 /// publication, and its offset and epoch the namespace's `history_meta_ttl` after it.
 ///
-/// Keys are `gondola:{<channel>}:stream` and `gondola:{<channel>}:meta`; the braces
-/// keep both in one slot of a Redis Cluster.
+/// Keys are `RedisKeys.stream`: `<prefix>:{<channel>}:stream` and `<prefix>:{<channel>}:meta`.
 public final class RedisHistoryStore: HistoryStore {
     public let redis: any RedisCommands
+    public let keys: RedisKeys
     private let appendScript: RedisScript
     private let readScript: RedisScript
 
-    public init(redis: any RedisCommands) {
+    public init(redis: any RedisCommands, keys: RedisKeys = RedisKeys()) {
         self.redis = redis
+        self.keys = keys
         appendScript = RedisScript(redis: redis, source: Self.appendSource)
         readScript = RedisScript(redis: redis, source: Self.readSource)
-    }
-
-    static func keys(_ channel: String) -> [[UInt8]] {
-        [Array("gondola:{\(channel)}:stream".utf8), Array("gondola:{\(channel)}:meta".utf8)]
     }
 
     /// Appends `publication` to the channel's stream; answers it with its offset and the stream's position.
@@ -81,8 +78,8 @@ public final class RedisHistoryStore: HistoryStore {
             RedisArgument.number(RedisIdempotency.lifetimeSeconds),
         ]
         if let announcement { arguments += [announcement.busChannel, announcement.prefix, announcement.suffix] }
-        let keys = Self.keys(channel) + (publishing.idempotencyKey.map { [RedisIdempotency.key(channel: channel, key: $0)] } ?? [])
-        appendScript.run(keys: keys, arguments: arguments) { result in
+        let scriptKeys = keys.stream(channel) + (publishing.idempotencyKey.map { [keys.idempotency(channel: channel, key: $0)] } ?? [])
+        appendScript.run(keys: scriptKeys, arguments: arguments) { result in
             completion(
                 result.mapError { HubError($0, in: "stream store") }.flatMap { answer in
                     guard let items = answer.elements, items.count == 3, let offset = items[0].integer, let epoch = items[1].string,
@@ -103,7 +100,7 @@ public final class RedisHistoryStore: HistoryStore {
         let oldest = options.historyTTL > .zero ? RedisArgument.milliseconds(now) - Int64(options.historyTTL.components.seconds * 1000) : 0
         let mode = limit == 0 ? "none" : reverse ? "reverse" : "forward"
         let answer = try await run(
-            readScript, keys: Self.keys(channel),
+            readScript, keys: keys.stream(channel),
             arguments: [
                 Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)), Array(mode.utf8),
                 RedisArgument.number(Int64(after ?? 0)), RedisArgument.number(Int64(limit < 0 ? Int(Int32.max) : limit)),
@@ -132,7 +129,7 @@ public final class RedisHistoryStore: HistoryStore {
     }
 
     public func removeHistory(channel: String) async throws {
-        _ = try await redis.send(bytes: [Array("DEL".utf8), Self.keys(channel)[0]])
+        _ = try await redis.send(bytes: [Array("DEL".utf8), keys.stream(channel)[0]])
     }
 
     private func run(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]]) async throws(HubError) -> RESPValue {

@@ -2,17 +2,13 @@ import GondolaProtocol
 import GondolaRedis
 
 /// Idempotency keys of publications on the Redis engine, kept on the channel's shard:
-/// `gondola:{<channel>}:result:<key>` holds the position the first publication with the
+/// `RedisKeys.idempotency`, `<prefix>:{<channel>}:result:<key>`, holds the position the first publication with the
 /// key answered (`offset:epoch`, empty without a stream) for `lifetime`, Centrifugo's
 /// five minutes, and expires then (Redis keeps no more keys than five minutes of
 /// publications bring). Streams check keys in their append script; publications without
 /// a stream in `publishOnce`.
 enum RedisIdempotency {
     static let lifetimeSeconds: Int64 = 300
-
-    static func key(channel: String, key: String) -> [UInt8] {
-        Array("gondola:{\(channel)}:result:\(key)".utf8)
-    }
 
     /// KEYS: the key's result. ARGV: lifetime s, bus channel, message. Publishes the
     /// message unless the key was taken within its lifetime; answers 1 when published.

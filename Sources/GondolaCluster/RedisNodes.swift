@@ -9,18 +9,19 @@ import GondolaRedis
 /// sorted set. A node without a heartbeat for `nodeTimeout` is not listed; one
 /// silent for twelve times that is deleted by the next reader.
 ///
-/// Keys are `gondola:nodes` (uid → JSON) and `gondola:nodes-seen` (uid → last heartbeat, ms).
+/// Keys are `RedisKeys.nodes`: `<prefix>:nodes` (uid → JSON) and `<prefix>:nodes-seen` (uid → last heartbeat, ms).
 public final class RedisNodes: Sendable {
     public let redis: any RedisCommands
     public let nodeTimeout: Duration
     private let beatScript: RedisScript
     private let listScript: RedisScript
     private let leaveScript: RedisScript
-    static let keys = [Array("gondola:nodes".utf8), Array("gondola:nodes-seen".utf8)]
+    private let keys: [[UInt8]]
 
-    public init(redis: any RedisCommands, nodeTimeout: Duration = .seconds(5)) {
+    public init(redis: any RedisCommands, nodeTimeout: Duration = .seconds(5), keys: RedisKeys = RedisKeys()) {
         self.redis = redis
         self.nodeTimeout = nodeTimeout
+        self.keys = keys.nodes
         beatScript = RedisScript(redis: redis, source: Self.beatSource)
         listScript = RedisScript(redis: redis, source: Self.listSource)
         leaveScript = RedisScript(redis: redis, source: Self.leaveSource)
@@ -35,7 +36,7 @@ public final class RedisNodes: Sendable {
             "channels": .int(Int64(stats.channels)), "subscriptions": .int(Int64(stats.subscriptions)),
         ]
         _ = try await RedisScript.answering(
-            beatScript, keys: Self.keys,
+            beatScript, keys: keys,
             arguments: [
                 Array(node.uid.utf8), entry.bytes, RedisArgument.number(RedisArgument.milliseconds(now)),
             ], what: "node registry")
@@ -46,7 +47,7 @@ public final class RedisNodes: Sendable {
         let nowMilliseconds = RedisArgument.milliseconds(now)
         let timeout = Int64(nodeTimeout.components.seconds * 1000)
         let answer = try await RedisScript.answering(
-            listScript, keys: Self.keys,
+            listScript, keys: keys,
             arguments: [
                 RedisArgument.number(nowMilliseconds - timeout), RedisArgument.number(nowMilliseconds - 12 * timeout),
             ], what: "node registry")
@@ -72,7 +73,7 @@ public final class RedisNodes: Sendable {
 
     /// Removes the node (a graceful stop).
     public func leave(uid: String) async throws(HubError) {
-        _ = try await RedisScript.answering(leaveScript, keys: Self.keys, arguments: [Array(uid.utf8)], what: "node registry")
+        _ = try await RedisScript.answering(leaveScript, keys: keys, arguments: [Array(uid.utf8)], what: "node registry")
     }
 
     /// KEYS: entries, seen. ARGV: uid, entry, now (ms).

@@ -11,25 +11,23 @@ import GondolaRedis
 /// cut off) expire with it, and readers drop expired entries as they read. Each call
 /// is one Lua script, so hash and set never disagree.
 ///
-/// Keys are `gondola:{<channel>}:presence` and `gondola:{<channel>}:presence-expiry`.
+/// Keys are `RedisKeys.presence`: `<prefix>:{<channel>}:presence` and `<prefix>:{<channel>}:presence-expiry`.
 @_spi(Engine) public final class RedisPresence: PresenceManager {
     public let redis: any RedisCommands
     /// How long an entry lasts without being added again.
     public let ttl: Duration
+    public let keys: RedisKeys
     private let addScript: RedisScript
     private let removeScript: RedisScript
     private let readScript: RedisScript
 
-    public init(redis: any RedisCommands, ttl: Duration = .seconds(60)) {
+    public init(redis: any RedisCommands, ttl: Duration = .seconds(60), keys: RedisKeys = RedisKeys()) {
         self.redis = redis
         self.ttl = ttl
+        self.keys = keys
         addScript = RedisScript(redis: redis, source: Self.addSource)
         removeScript = RedisScript(redis: redis, source: Self.removeSource)
         readScript = RedisScript(redis: redis, source: Self.readSource)
-    }
-
-    static func keys(_ channel: String) -> [[UInt8]] {
-        [Array("gondola:{\(channel)}:presence".utf8), Array("gondola:{\(channel)}:presence-expiry".utf8)]
     }
 
     public func addPresence(channel: String, info: ClientInfo) async throws(HubError) {
@@ -40,14 +38,14 @@ import GondolaRedis
     public func addPresence(channel: String, info: ClientInfo, now: Date) async throws(HubError) {
         let expires = RedisArgument.milliseconds(now) + Int64(ttl.components.seconds * 1000)
         _ = try await RedisScript.answering(
-            addScript, keys: Self.keys(channel),
+            addScript, keys: keys.presence(channel),
             arguments: [
                 Array(info.client.utf8), info.json.bytes, RedisArgument.number(expires), RedisArgument.number(RedisArgument.seconds(ttl)),
             ], what: "presence")
     }
 
     public func removePresence(channel: String, client: String) async throws(HubError) {
-        _ = try await RedisScript.answering(removeScript, keys: Self.keys(channel), arguments: [Array(client.utf8)], what: "presence")
+        _ = try await RedisScript.answering(removeScript, keys: keys.presence(channel), arguments: [Array(client.utf8)], what: "presence")
     }
 
     public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
@@ -57,7 +55,7 @@ import GondolaRedis
     /// The channel's entries that have not expired at `now`.
     public func presence(channel: String, now: Date) async throws(HubError) -> [String: ClientInfo] {
         let answer = try await RedisScript.answering(
-            readScript, keys: Self.keys(channel),
+            readScript, keys: keys.presence(channel),
             arguments: [RedisArgument.number(RedisArgument.milliseconds(now))], what: "presence")
         guard let items = answer.elements, items.count % 2 == 0 else { throw .internalError("the presence script answered \(answer)") }
         var entries: [String: ClientInfo] = [:]

@@ -31,6 +31,6 @@ enum ClusterStorage {
         }
         return RedisCluster(
             pool: pool, addresses: configuration.redisServers, nodeUID: nodeUID, settings: configuration.cluster,
-            group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+            keys: configuration.redisKeys, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
     }
 }

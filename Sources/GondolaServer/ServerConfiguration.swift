@@ -42,6 +42,8 @@ public struct ServerConfiguration: Sendable {
     public var redisAddresses = [RedisAddress(host: "127.0.0.1", port: 6379)]
     /// The trust and identity of the `rediss://` addresses (`redis_tls_*`).
     public var redisTLS = RedisTLS()
+    /// The names the `redis` engine keeps in Redis, under `redis_prefix`.
+    public var redisKeys = RedisKeys()
 
     /// `redisAddresses` with `redisTLS` on those that use TLS.
     public var redisServers: [RedisAddress] {
@@ -223,7 +225,7 @@ public enum ConfigurationLoader {
             "command_burst", "namespaces",
             "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "redis_tls_ca_file", "redis_tls_cert_file",
             "redis_tls_key_file",
-            "redis_tls_server_name", "cluster_presence_ttl",
+            "redis_tls_server_name", "redis_prefix", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout",
         ] + BuiltInDomains.settingKeys
         + ProxyKind.allCases.flatMap {
@@ -321,6 +323,12 @@ public enum ConfigurationLoader {
         case "redis_tls_cert_file": configuration.redisTLS.certificateFile = try field.readableFile()
         case "redis_tls_key_file": configuration.redisTLS.keyFile = try field.readableFile()
         case "redis_tls_server_name": configuration.redisTLS.serverName = try field.string()
+        case "redis_prefix":
+            let prefix = try field.string()
+            guard !prefix.isEmpty, !prefix.contains(where: { $0 == "{" || $0 == "}" || $0.isWhitespace }) else {
+                throw field.error("must be a non-empty name without braces or spaces (a channel's keys are <prefix>:{<channel>}:…), got '\(prefix)'")
+            }
+            configuration.redisKeys = RedisKeys(prefix: prefix)
         case "cluster_presence_ttl":
             let ttl = try field.duration(allowZero: false)
             guard ttl >= .seconds(3) else { throw field.error("must be at least 3s (entries are added again every third of it), got \(ttl)") }

@@ -19,9 +19,10 @@ import Testing
         let resumptions = Atomic<Int>(0)
     }
 
-    static func bus(_ redis: TestRedis, node: String) async throws -> (RedisBus, Received) {
+    static func bus(_ redis: TestRedis, node: String, keys: RedisKeys = RedisKeys()) async throws -> (RedisBus, Received) {
         let received = Received()
-        let bus = RedisBus(address: redis.address, group: MultiThreadedEventLoopGroup.singleton, nodeUID: node, logger: Logger(label: "test"))
+        let bus = RedisBus(
+            address: redis.address, group: MultiThreadedEventLoopGroup.singleton, nodeUID: node, keys: keys, logger: Logger(label: "test"))
         try await bus.start(
             deliver: { events in received.events.withLock { $0 += events } },
             listening: { again in if again { received.resumptions.add(1, ordering: .relaxed) } })
@@ -88,6 +89,34 @@ import Testing
             #expect(a.receiving && b.receiving && a.publisher.isUp)
             try await a.publish([.disconnect(user: "v", code: .connectionLimit, keeping: ["c1"])])
             try await eventually { atB.events.withLock { $0 } == [.disconnect(user: "v", code: .connectionLimit, keeping: ["c1"])] }
+        }
+    }
+
+    /// Two clusters under different `redis_prefix`es share one server: each hears only its own
+    /// bus, and each keeps its streams and presence under its own names.
+    @Test func clustersUnderDifferentPrefixesShareAServerWithoutHearingEachOther() async throws {
+        try await TestRedis.with { redis in
+            let (east, atEast) = try await Self.bus(redis, node: "e", keys: RedisKeys(prefix: "east"))
+            let (west, atWest) = try await Self.bus(redis, node: "w", keys: RedisKeys(prefix: "west"))
+            defer {
+                east.stop()
+                west.stop()
+            }
+            let eastEvent = ClusterEvent.unsubscribe(user: "u", channel: "news")
+            let westEvent = ClusterEvent.unsubscribe(user: "u", channel: "sports")
+            try await east.publish([eastEvent])
+            // Redis writes both messages to any subscriber in the order it ran the publishes,
+            // so once west hears its own, it would have heard east's first.
+            try await west.publish([westEvent])
+            try await eventually { atWest.events.withLock { $0 } == [westEvent] && atEast.events.withLock { $0 } == [eastEvent] }
+
+            let publication = Publication(data: Payload(received: Array("x".utf8)))
+            _ = try await RedisHistoryStore(redis: east, keys: east.keys).append(
+                publication, to: "news", options: RedisHistoryStoreTests.options(), now: Date())
+            try await RedisPresence(redis: west, keys: west.keys).addPresence(
+                channel: "news", info: ClientInfo(user: "u", client: "c", connInfo: nil, chanInfo: nil))
+            let names = try await east.publisher.send(["KEYS", "*"]).elements?.compactMap(\.string).sorted()
+            #expect(names == ["east:{news}:meta", "east:{news}:stream", "west:{news}:presence", "west:{news}:presence-expiry"])
         }
     }
 }

@@ -35,4 +35,15 @@ import Testing
             }
         }
     }
+
+    @Test func aPrefixNamesEveryKeyAndOneThatWouldBreakTheSlotsIsRefused() throws {
+        let configuration = try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_REDIS_PREFIX": "trips-eu"], flags: [:])
+        #expect(configuration.redisKeys.bus == Array("trips-eu:bus".utf8))
+        #expect(try ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).redisKeys.prefix == "gondola")
+        for bad in ["a{b}", "two words"] {
+            #expect(throws: ConfigurationError.self) {
+                try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_REDIS_PREFIX": bad], flags: [:])
+            }
+        }
+    }
 }
