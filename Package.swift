@@ -371,7 +371,8 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .target(
-            name: "GondolaTestSupport", dependencies: ["GondolaPostgres", "GondolaRedis", .product(name: "NIOPosix", package: "swift-nio")],
+            name: "GondolaTestSupport",
+            dependencies: ["GondolaPostgres", "GondolaRedis", "GondolaRESP", .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/GondolaTestSupport"),
         .testTarget(
             name: "GondolaCrashTests",

@@ -1,6 +1,7 @@
 """Three nodes (started by Scripts/cluster) with the official SDKs, once on each engine: the
-PostgreSQL bus, and Redis (two shards; tables still in PostgreSQL), where a shard is also
-stopped and started again while clients stay connected (every shard needs a password and TLS). On both:
+PostgreSQL bus, Redis (two shards; tables still in PostgreSQL), where a shard is also
+stopped and started again while clients stay connected (every shard needs a password and TLS), and
+Redis behind Sentinel, where a shard's master is killed under publishing and its replica takes over. On all:
 publications, presence, join/leave, history and recovery across nodes, the server API
 acting cluster-wide, chats and nearby between travellers on different nodes, a crash, a form and
 a car rental worked on through several nodes, a fence crossing reported once (and posted once to its webhook by the three nodes' outbox workers), a broadcast's push notifications sent by three nodes' workers
@@ -130,7 +131,7 @@ def consecutive_free_ports(count):
     raise RuntimeError("no consecutive free ports")
 
 
-@pytest.fixture(scope="module", params=["postgres", "redis"])
+@pytest.fixture(scope="module", params=["postgres", "redis", "sentinel"])
 def cluster(request):
     folder = tempfile.mkdtemp(prefix="gondola-cluster-")
     os.chmod(folder, 0o755)  # PostgreSQL runs as the postgres user and must reach its folder.
@@ -143,10 +144,11 @@ def cluster(request):
     instance.standin_folder = standin_folder
     try:
         # Redis as production runs it: every shard needs a password and a TLS client certificate
-        # (the nodes reach them as rediss://:…@host:port with the cluster's CA and client certificate).
+        # (the nodes reach them as rediss://:…@host:port with the cluster's CA and client certificate);
+        # "sentinel" is the same behind Sentinel: each shard a master with a replica, three Sentinels.
+        engine = ["--engine", "redis", "--redis-sentinel"] if instance.engine == "sentinel" else ["--engine", instance.engine]
         instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build",
-                        "--engine", instance.engine, "--redis-shards", str(REDIS_SHARDS), "--redis-password", REDIS_PASSWORD,
-                        "--redis-tls")
+                        *engine, "--redis-shards", str(REDIS_SHARDS), "--redis-password", REDIS_PASSWORD, "--redis-tls")
         yield instance
     finally:
         instance.script("stop")
@@ -956,4 +958,71 @@ async def test_a_stopped_redis_shard_answers_a_temporary_error_and_the_sdk_subsc
     # The subscription asked for during the outage went through once the shard was back.
     await late_events.wait("subscribed", 1, timeout=20)
     assert late.state == SubscriptionState.SUBSCRIBED
+    await client.disconnect()
+
+
+async def test_a_killed_sentinel_master_fails_over_and_sdk_subscriptions_come_back(cluster, codec):
+    """kill -9 of a shard's master while the server API publishes to one of its channels: publishes are
+    refused with the temporary 100 until the Sentinels promote the replica, then accepted again. The SDK
+    client stays connected and is asked to reconnect once the node hears the new master; it is told it
+    could not recover (the stream goes on in a new epoch: asynchronous replication may have lost entries
+    the old master acknowledged), and receives everything published from then on, in order."""
+    if cluster.engine != "sentinel":
+        pytest.skip("a failover concerns Redis behind Sentinel")
+    names = [f"room:failover-{codec.name}-{n}" for n in range(40)]
+    channel = next(name for name in names if redis_shard_of(name, REDIS_SHARDS) == 0)
+    node = cluster.nodes[0]
+    client, _ = await client_on(node, f"failover-watcher-{codec.name}", codec)
+    _, events = await subscribed(client, channel, recoverable=True)
+    api = node.api()
+
+    acknowledged, refused = [], []  # (n, when acknowledged); (n, error code, error)
+    state = {"killed_at": None, "back_after": None}
+
+    def publish_for(seconds):
+        deadline = time.time() + seconds
+        n = 0
+        while time.time() < deadline and n < 1000:
+            try:
+                api.publish(PublishRequest(channel=channel, data={"n": n}))
+                acknowledged.append((n, time.time()))
+                if state["killed_at"] and state["back_after"] is None and refused:
+                    state["back_after"] = time.time() - state["killed_at"]
+            except Exception as error:  # cent raises on the error answer: the outage's temporary 100
+                refused.append((n, getattr(error, "code", None), str(error)))
+            n += 1
+            time.sleep(0.02)
+
+    publishing = asyncio.ensure_future(asyncio.to_thread(publish_for, 15.0))
+    await events.wait("publication", 20, timeout=10)
+    state["killed_at"] = time.time()
+    cluster.script("redis-stop", "1")
+    try:
+        deadline = time.time() + 30
+        while state["back_after"] is None:
+            assert time.time() < deadline, f"publishing did not work again within 30 s; refused: {refused[-3:]}"
+            await asyncio.sleep(0.05)
+        resubscribed = await events.wait("subscribed", 2, timeout=30)
+        resubscribed_at = time.time()
+        await publishing
+    finally:
+        # The killed server comes back as the new master's replica, ready for the next failover.
+        cluster.script("redis-start", "1")
+    print(f"\nSentinel failover: publishing accepted again {state['back_after']:.2f} s after kill -9 of the master; "
+          f"{len(refused)} publishes refused meanwhile (temporary 100); the subscription came back "
+          f"{'recovered' if resubscribed[1].recovered else 'not recovered (a new epoch)'}")
+    assert refused and all(code == 100 for _, code, _ in refused), refused[:3]
+    assert resubscribed[1].was_recovering and not resubscribed[1].recovered
+    assert client.state == ClientState.CONNECTED
+    # Everything acknowledged after the client was subscribed again reaches it, once and in order.
+    later = [n for n, at in acknowledged if at > resubscribed_at]
+    deadline = time.time() + 10
+    while not set(later) <= {codec.into(p.pub.data)["n"] for p in events.of("publication")}:
+        assert time.time() < deadline, "publications acknowledged after the resubscription were not received"
+        await asyncio.sleep(0.05)
+    received = [codec.into(p.pub.data)["n"] for p in events.of("publication")]
+    assert later and received == sorted(set(received)), "in order, none twice"
+    # The new master's stream ends with the last acknowledged publications, in their order.
+    history = api.history(HistoryRequest(channel=channel, limit=10, reverse=True)).publications
+    assert [p.data["n"] for p in reversed(history)] == [n for n, _ in acknowledged[-10:]]
     await client.disconnect()

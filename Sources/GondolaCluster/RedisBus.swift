@@ -59,8 +59,8 @@ public final class RedisBus: RedisCommands {
         func withLock<T>(_ body: (inout State) -> T) -> T { mutex.withLock { body(&$0) } }
     }
 
-    /// A bus for node `nodeUID` on the Redis server at `address`.
-    public init(address: RedisAddress, group: any EventLoopGroup, nodeUID: String, keys: RedisKeys = RedisKeys(), logger: Logger) {
+    /// A bus for node `nodeUID` on the Redis server `server` (an address, or a master behind Sentinel).
+    public init(server: RedisServer, group: any EventLoopGroup, nodeUID: String, keys: RedisKeys = RedisKeys(), logger: Logger) {
         self.nodeUID = nodeUID
         self.keys = keys
         self.logger = logger
@@ -75,15 +75,15 @@ public final class RedisBus: RedisCommands {
                     logger.error(
                         "cluster bus (Redis) lost",
                         metadata: [
-                            "address": "\(address)", "connection": "\(publisher ? "publisher" : "subscriber")", "reason": "\(reason)",
+                            "server": "\(server)", "connection": "\(publisher ? "publisher" : "subscriber")", "reason": "\(reason)",
                         ])
                 }
                 listening?(again)
             }
         }
-        publisher = RedisClient(address: address, group: group, stateChanged: changed(publisher: true))
+        publisher = RedisClient(server: server, group: group, stateChanged: changed(publisher: true))
         subscriber = RedisClient(
-            address: address, group: group,
+            server: server, group: group,
             stateChanged: changed(publisher: false),
             messages: { _, payload in
                 let deliver = state.withLock { $0.deliver }

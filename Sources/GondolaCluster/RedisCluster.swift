@@ -63,14 +63,14 @@ import Synchronization
     private let followed = Mutex<Set<String>>([])
     private let startedAt = Date()
 
-    /// A link for the node `nodeUID` over the Redis servers at `addresses` (one or
-    /// more shards, every name under `keys`' prefix) and `pool`, migrated with
+    /// A link for the node `nodeUID` over the Redis `servers` (one or more shards, each an
+    /// address or a master behind Sentinel; every name under `keys`' prefix) and `pool`, migrated with
     /// `PostgresCluster.register(in:)`.
     public init(
-        pool: PostgresPool, addresses: [RedisAddress], nodeUID: String, settings: ClusterSettings = .init(),
+        pool: PostgresPool, servers: [RedisServer], nodeUID: String, settings: ClusterSettings = .init(),
         keys: RedisKeys = RedisKeys(), group: any EventLoopGroup, logger: Logger
     ) {
-        precondition(!addresses.isEmpty, "the Redis engine needs at least one server")
+        precondition(!servers.isEmpty, "the Redis engine needs at least one server")
         self.pool = pool
         self.nodeUID = nodeUID
         self.settings = settings
@@ -79,14 +79,14 @@ import Synchronization
         let durable = PostgresHistoryStore(pool: pool, durable: true)
         durableHistory = durable
         durableStore = durable
-        shards = addresses.map { address in
-            let bus = RedisBus(address: address, group: group, nodeUID: nodeUID, keys: keys, logger: logger)
+        shards = servers.map { server in
+            let bus = RedisBus(server: server, group: group, nodeUID: nodeUID, keys: keys, logger: logger)
             return Shard(
                 bus: bus, history: RedisHistoryStore(redis: bus, keys: keys),
                 presence: RedisPresence(redis: bus, ttl: settings.presenceTTL, keys: keys),
                 publishOnce: RedisScript(redis: bus, source: RedisIdempotency.publishOnceSource))
         }
-        redisReady = addresses.map { _ in ReadyGate() }
+        redisReady = servers.map { _ in ReadyGate() }
         volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
         registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout, keys: keys)
         postgresBus = PostgresBus(
@@ -114,7 +114,7 @@ import Synchronization
             engine: "redis",
             parts: [.init(name: "postgres bus", up: postgresReady.isOpen)]
                 + shards.map { shard in
-                    .init(name: "redis \(shard.bus.publisher.address)", up: shard.bus.receiving && shard.bus.publisher.isUp)
+                    .init(name: "redis \(shard.bus.publisher.server)", up: shard.bus.receiving && shard.bus.publisher.isUp)
                 })
     }
 
@@ -243,7 +243,7 @@ import Synchronization
                 },
                 listening: { [logger, redisReady] again in
                     guard again else { return redisReady[index].open() }
-                    logger.notice("cluster bus (Redis) receiving again", metadata: ["address": "\(shard.bus.publisher.address)"])
+                    logger.notice("cluster bus (Redis) receiving again", metadata: ["server": "\(shard.bus.publisher.server)"])
                     self.attachedNode?.reconnectAll(reason: "cluster bus reconnected")
                     Task { await self.attachedNode?.resynchronize() }
                 })

@@ -150,11 +150,7 @@ public final class RedisHistoryStore: HistoryStore {
             return {tonumber(string.sub(earlier, 1, separator - 1)), string.sub(earlier, separator + 1), 1}
           end
         end
-        local epoch = redis.call('HGET', KEYS[2], 'e')
-        if not epoch then
-          epoch = ARGV[4]
-          redis.call('HSET', KEYS[2], 'e', epoch)
-        end
+        local epoch = \(RedisLua.epochOfThisServer(new: "ARGV[4]"))
         if ARGV[7] ~= '0' then
           local latest = redis.call('HMGET', KEYS[2], 'v', 've')
           if latest[1] and (ARGV[8] == '' or ARGV[8] == latest[2]) and tonumber(ARGV[7]) <= tonumber(latest[1]) then
@@ -174,12 +170,8 @@ public final class RedisHistoryStore: HistoryStore {
     /// KEYS: stream, meta. ARGV: epoch if new, idle limit s, mode (forward, reverse, none),
     /// after (offset), limit, oldest time kept (ms, 0: all). Answers {top, epoch, entries}.
     static let readSource = """
-        local epoch = redis.call('HGET', KEYS[2], 'e')
-        if not epoch then
-          epoch = ARGV[1]
-          redis.call('HSET', KEYS[2], 'e', epoch)
-          redis.call('EXPIRE', KEYS[2], ARGV[2])
-        end
+        local epoch, started = \(RedisLua.epochOfThisServer(new: "ARGV[1]"))
+        if started then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
         local top = redis.call('HGET', KEYS[2], 'o') or '0'
         local limit = tonumber(ARGV[5])
         local oldest = tonumber(ARGV[6])
@@ -217,9 +209,29 @@ enum RedisArgument {
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 }
 
-/// Lua shared by the scripts that keep a hash (KEYS[1]) beside a sorted set of its
-/// members' times (KEYS[2]): presence entries and node heartbeats.
+/// Lua shared by the engine's scripts: a stream's epoch, and the hash (KEYS[1]) beside a sorted
+/// set of its members' times (KEYS[2]) that presence entries and node heartbeats keep.
 enum RedisLua {
+    /// A Lua expression answering the epoch of the stream whose meta hash is KEYS[2], and
+    /// whether it starts now: `newEpoch` when the hash has none, or when its epoch was begun
+    /// on another server's history. That history is the server's replication id
+    /// (`master_replid`), which changes when a replica is promoted and when a server restarts:
+    /// replication is asynchronous (and `appendfsync everysec` keeps up to a second unwritten),
+    /// so the new master may lack entries that were acknowledged and delivered, and would hand
+    /// their offsets to new publications. A new epoch tells recovering clients they cannot
+    /// recover instead. The hash keeps the epoch as `e` and the replication id as `r`.
+    static func epochOfThisServer(new newEpoch: String) -> String {
+        """
+        (function()
+          local history = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or ''
+          local meta = redis.call('HMGET', KEYS[2], 'e', 'r')
+          if meta[1] and meta[2] == history then return meta[1], false end
+          redis.call('HSET', KEYS[2], 'e', \(newEpoch), 'r', history)
+          return \(newEpoch), true
+        end)()
+        """
+    }
+
     /// Removes member ARGV[1] from both keys, and answers 1.
     static let removeMember = """
         redis.call('HDEL', KEYS[1], ARGV[1])

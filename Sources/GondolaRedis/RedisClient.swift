@@ -10,6 +10,11 @@ import Synchronization
 /// `subscribe` are subscribed again on every new connection, and their messages go
 /// to `messages`: a client used for Pub/Sub should not also carry commands, so that
 /// a slow command never delays a delivery.
+///
+/// Behind Sentinel (`RedisServer.sentinel`) every connection goes to the master the
+/// Sentinels name at that moment and is used once `ROLE` confirms it; the client also
+/// listens to a Sentinel's `+switch-master` and drops its connection when the master
+/// changes, so that it follows a failover even when the old master is still reachable.
 public final class RedisClient: RedisCommands {
     /// What the client tells its owner.
     public enum State: Sendable, Equatable {
@@ -17,27 +22,41 @@ public final class RedisClient: RedisCommands {
         case down(String)
     }
 
-    public let address: RedisAddress
+    public let server: RedisServer
     let group: any EventLoopGroup
     let maxBackoff: Duration
     private let stateChanged: @Sendable (State) -> Void
     private let messages: @Sendable (_ channel: [UInt8], _ payload: [UInt8]) -> Void
     private let shared = Mutex(Shared())
-    private let runner = Mutex<Task<Void, Never>?>(nil)
+    private let runners = Mutex<[Task<Void, Never>]>([])
 
     private struct Shared {
         var connection: RedisConnection?
+        /// The connection to a Sentinel that tells of failovers (behind Sentinel).
+        var sentinelWatch: RedisConnection?
+        /// The wait before the next attempt to connect, which a failover cuts short.
+        var backoffWait: Task<Void, Never>?
         var downReason = "not connected yet"
         var subscriptions: Set<[UInt8]> = []
         var stopped = false
     }
 
-    public init(
+    /// A client of the server at `address`.
+    public convenience init(
         address: RedisAddress, group: any EventLoopGroup, maxBackoff: Duration = .seconds(2),
         stateChanged: @escaping @Sendable (State) -> Void = { _ in },
         messages: @escaping @Sendable (_ channel: [UInt8], _ payload: [UInt8]) -> Void = { _, _ in }
     ) {
-        self.address = address
+        self.init(server: .address(address), group: group, maxBackoff: maxBackoff, stateChanged: stateChanged, messages: messages)
+    }
+
+    /// A client of `server`: an address, or a master behind Sentinel.
+    public init(
+        server: RedisServer, group: any EventLoopGroup, maxBackoff: Duration = .seconds(2),
+        stateChanged: @escaping @Sendable (State) -> Void = { _ in },
+        messages: @escaping @Sendable (_ channel: [UInt8], _ payload: [UInt8]) -> Void = { _, _ in }
+    ) {
+        self.server = server
         self.group = group
         self.maxBackoff = maxBackoff
         self.stateChanged = stateChanged
@@ -46,20 +65,21 @@ public final class RedisClient: RedisCommands {
 
     /// Starts connecting (and reconnecting whenever the connection is lost).
     public func start() {
-        runner.withLock { task in
-            guard task == nil else { return }
-            task = Task { await self.keepConnected() }
+        runners.withLock { tasks in
+            guard tasks.isEmpty else { return }
+            tasks.append(Task { await self.keepConnected() })
+            if case let .sentinel(sentinel) = server { tasks.append(Task { await self.followFailovers(of: sentinel) }) }
         }
     }
 
     /// Closes the connection and stops reconnecting.
     public func stop() {
-        let connection = shared.withLock { shared in
+        let connections = shared.withLock { shared in
             shared.stopped = true
-            return shared.connection
+            return [shared.connection, shared.sentinelWatch]
         }
-        runner.withLock { $0?.cancel() }
-        connection?.close()
+        runners.withLock { tasks in for task in tasks { task.cancel() } }
+        for connection in connections { connection?.close() }
     }
 
     /// Whether a connection is up now.
@@ -127,7 +147,12 @@ public final class RedisClient: RedisCommands {
         var backoff = Duration.milliseconds(50)
         while !Task.isCancelled, !shared.withLock({ $0.stopped }) {
             let lost = AsyncStream<String>.makeStream()
-            do {
+            do throws(RedisError) {
+                let address: RedisAddress
+                switch server {
+                case let .address(fixed): address = fixed
+                case let .sentinel(sentinel): address = try await sentinel.resolve(on: group)
+                }
                 let connection = try await RedisConnection.connect(
                     to: address, on: group,
                     pushes: { [messages] push in Self.deliver(push, to: messages) },
@@ -135,6 +160,14 @@ public final class RedisClient: RedisCommands {
                         lost.continuation.yield(reason)
                         lost.continuation.finish()
                     })
+                if case .sentinel = server {
+                    do throws(RedisError) {
+                        try await RedisSentinel.confirmMaster(connection)
+                    } catch {
+                        connection.close()
+                        throw error
+                    }
+                }
                 let channels = shared.withLock { shared in
                     shared.connection = connection
                     return shared.subscriptions
@@ -157,6 +190,50 @@ public final class RedisClient: RedisCommands {
                     shared.connection = nil
                     shared.downReason = reason
                 }
+                let wait = Task { [backoff] in _ = try? await Task.sleep(for: backoff) }
+                shared.withLock { $0.backoffWait = wait }
+                await wait.value
+                backoff = min(backoff * 2, maxBackoff)
+            }
+        }
+    }
+
+    /// Listens to one Sentinel after another for `+switch-master`, and drops the connection
+    /// when it names this master (or cuts short the wait before the next attempt), so that the
+    /// next connection goes to the new master at once.
+    private func followFailovers(of sentinel: RedisSentinel) async {
+        var turn = 0
+        var backoff = Duration.milliseconds(50)
+        while !Task.isCancelled, !shared.withLock({ $0.stopped }) {
+            let address = sentinel.sentinels[turn % sentinel.sentinels.count]
+            turn += 1
+            let lost = AsyncStream<Void>.makeStream()
+            do throws(RedisError) {
+                let watch = try await RedisConnection.connect(
+                    to: address, on: group,
+                    pushes: { [weak self] push in
+                        guard let items = push.elements, items.count == 3, items[0].string == "message", let payload = items[2].bytes,
+                            sentinel.isSwitch(payload)
+                        else { return }
+                        let (connection, wait) = self?.shared.withLock { ($0.connection, $0.backoffWait) } ?? (nil, nil)
+                        connection?.close()
+                        wait?.cancel()
+                    },
+                    closed: { _ in lost.continuation.finish() })
+                let stopped = shared.withLock { shared in
+                    shared.sentinelWatch = watch
+                    return shared.stopped
+                }
+                if stopped { watch.close() }
+                do throws(RedisError) {
+                    _ = try await watch.send(["SUBSCRIBE", "+switch-master"])
+                } catch {
+                    watch.close()
+                    throw error
+                }
+                backoff = .milliseconds(50)
+                for await _ in lost.stream {}
+            } catch {
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, maxBackoff)
             }

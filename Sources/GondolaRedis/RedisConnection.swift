@@ -39,7 +39,9 @@ public final class RedisConnection: RedisCommands {
         } catch {
             throw .unavailable("cannot set up TLS for \(address): \(error)")
         }
-        let serverName = address.tls?.serverName ?? (address.host.first?.isNumber == true || address.host.contains(":") ? nil : address.host)
+        // A host name is checked against the certificate and sent as SNI; an IP address is only checked.
+        let isIPAddress = (try? SocketAddress(ipAddress: address.host, port: 0)) != nil
+        let serverName = address.tls?.serverName ?? (isIPAddress ? nil : address.host)
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)

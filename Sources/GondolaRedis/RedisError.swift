@@ -97,6 +97,14 @@ public struct RedisAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether `text` (as `init` reads it) gives a port.
+    public static func namesPort(_ text: String) -> Bool {
+        var rest = Substring(text)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        return rest.prefix { $0 != "/" }.contains(":")
+    }
+
     /// `text` with the password of a `redis://` URL replaced by `***`, for messages about it.
     public static func redacted(_ text: String) -> String {
         guard let scheme = ["redis://", "rediss://"].first(where: text.hasPrefix), let at = text.lastIndex(of: "@") else { return text }

@@ -30,7 +30,7 @@ enum ClusterStorage {
             return PostgresCluster(pool: pool, nodeUID: nodeUID, settings: configuration.cluster, logger: logger)
         }
         return RedisCluster(
-            pool: pool, addresses: configuration.redisServers, nodeUID: nodeUID, settings: configuration.cluster,
+            pool: pool, servers: configuration.redisServers, nodeUID: nodeUID, settings: configuration.cluster,
             keys: configuration.redisKeys, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
     }
 }

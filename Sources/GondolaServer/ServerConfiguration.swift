@@ -45,12 +45,37 @@ public struct ServerConfiguration: Sendable {
     /// The names the `redis` engine keeps in Redis, under `redis_prefix`.
     public var redisKeys = RedisKeys()
 
-    /// `redisAddresses` with `redisTLS` on those that use TLS.
-    public var redisServers: [RedisAddress] {
-        redisAddresses.map { address in
+    /// Redis Sentinel (`redis_sentinel_addresses`): the Sentinels to ask; empty: no Sentinel.
+    public var redisSentinels: [RedisAddress] = []
+    /// Redis Sentinel (`redis_sentinel_master_name`): the masters, one shard each; `host` is
+    /// the name the Sentinels know it by.
+    public var redisSentinelMasters: [RedisAddress] = []
+    /// Whether `redis_addresses` was given (it cannot be with Sentinel, which names the servers).
+    fileprivate(set) var redisAddressesGiven = false
+
+    /// The shards of the `redis` engine: each Sentinel master, or else each of `redisAddresses`,
+    /// with `redisTLS` on those that use TLS.
+    public var redisServers: [RedisServer] {
+        func applyingTLS(_ address: RedisAddress) -> RedisAddress {
             var server = address
             if server.tls != nil { server.tls = redisTLS }
             return server
+        }
+        guard !redisSentinels.isEmpty else { return redisAddresses.map { .address(applyingTLS($0)) } }
+        let sentinels = redisSentinels.map(applyingTLS)
+        return redisSentinelMasters.map { .sentinel(RedisSentinel(sentinels: sentinels, master: applyingTLS($0))) }
+    }
+
+    /// Refuses a Sentinel setup that is half there, or that also names fixed servers.
+    func checkRedisSentinel() throws(ConfigurationError) {
+        switch (redisSentinels.isEmpty, redisSentinelMasters.isEmpty) {
+        case (false, true):
+            throw ConfigurationError("redis_sentinel_addresses needs redis_sentinel_master_name (the masters to ask the Sentinels for)")
+        case (true, false):
+            throw ConfigurationError("redis_sentinel_master_name needs redis_sentinel_addresses (the Sentinels that know the masters)")
+        case (false, false) where redisAddressesGiven:
+            throw ConfigurationError("redis_addresses cannot be used with redis_sentinel_addresses: the Sentinels name the servers")
+        default: break
         }
     }
     public var tokenHMACSecret = ""
@@ -225,7 +250,7 @@ public enum ConfigurationLoader {
             "command_burst", "namespaces",
             "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "redis_tls_ca_file", "redis_tls_cert_file",
             "redis_tls_key_file",
-            "redis_tls_server_name", "redis_prefix", "cluster_presence_ttl",
+            "redis_tls_server_name", "redis_prefix", "redis_sentinel_addresses", "redis_sentinel_master_name", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout",
         ] + BuiltInDomains.settingKeys
         + ProxyKind.allCases.flatMap {
@@ -263,6 +288,7 @@ public enum ConfigurationLoader {
             try apply(key, try textValue(key, value, source: "flag \(flag)"), to: &configuration, source: "flag \(flag)")
         }
         _ = try configuration.engine()
+        try configuration.checkRedisSentinel()
         return configuration
     }
 
@@ -318,6 +344,30 @@ public enum ConfigurationLoader {
             }
             guard Set(configuration.redisAddresses).count == configuration.redisAddresses.count else {
                 throw field.error("names a server twice: \(entries.joined(separator: ", "))")
+            }
+            configuration.redisAddressesGiven = true
+        case "redis_sentinel_addresses":
+            let entries = try field.list(of: "Sentinel addresses (host:port or redis://user:password@host:port)")
+            guard !entries.isEmpty else { throw field.error("must name at least one Sentinel") }
+            configuration.redisSentinels = try entries.map { (entry) throws(ConfigurationError) in
+                guard let address = RedisAddress(entry), address.database == 0 else {
+                    throw field.error("'\(RedisAddress.redacted(entry))' is not host:port or redis://[[user]:password@]host[:port] (port 1...65535)")
+                }
+                return address
+            }
+        case "redis_sentinel_master_name":
+            let entries = try field.list(of: "master names (name or redis://user:password@name/db)")
+            guard !entries.isEmpty else { throw field.error("must name at least one master") }
+            configuration.redisSentinelMasters = try entries.map { (entry) throws(ConfigurationError) in
+                guard let master = RedisAddress(entry), !RedisAddress.namesPort(entry) else {
+                    throw field.error(
+                        "'\(RedisAddress.redacted(entry))' is not a master name or redis://[[user]:password@]name[/db] (no port: the Sentinels give it)"
+                    )
+                }
+                return master
+            }
+            guard Set(configuration.redisSentinelMasters.map(\.host)).count == configuration.redisSentinelMasters.count else {
+                throw field.error("names a master twice: \(entries.map(RedisAddress.redacted).joined(separator: ", "))")
             }
         case "redis_tls_ca_file": configuration.redisTLS.caFile = try field.readableFile()
         case "redis_tls_cert_file": configuration.redisTLS.certificateFile = try field.readableFile()

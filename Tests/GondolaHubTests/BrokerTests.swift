@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Engine) import GondolaCluster
 import GondolaProtocol
+import GondolaRedis
 import GondolaTestSupport
 import Logging
 import NIOPosix
@@ -10,13 +11,14 @@ import Testing
 @_spi(Engine) @testable import GondolaHub
 
 /// The engine seam (`Broker`, `PresenceManager`), one suite for every engine: the
-/// memory broker of a node alone, the PostgreSQL cluster link, and the Redis link on
-/// two Redis servers (shards; each test's channels spread over both). Each test
+/// memory broker of a node alone, the PostgreSQL cluster link, the Redis link on
+/// two Redis servers (shards; each test's channels spread over both), and the Redis link
+/// on a master found through Sentinel (`TestSentinel`: a replica and three Sentinels). Each test
 /// drives a node on the engine as clients would, so delivery through `Node.receive` is
 /// part of what is checked.
 @Suite struct BrokerTests {
     enum BrokerEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
-        case memory, postgres, redis
+        case memory, postgres, redis, sentinel
         var testDescription: String { rawValue }
     }
 
@@ -50,19 +52,28 @@ import Testing
         case .memory:
             precondition(count == 1, "a node alone")
             return ([Node(configuration: configuration, tokens: tokens)], {})
-        case .postgres, .redis:
+        case .postgres, .redis, .sentinel:
             let pool = try await TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
             var logger = Logger(label: "broker-tests")
             logger.logLevel = .warning
             let servers = engine == .redis ? [try TestRedis(), try TestRedis()] : []
-            for server in servers { try await server.start() }
+            let sentinel = engine == .sentinel ? try TestSentinel() : nil
+            do {
+                for server in servers { try await server.start() }
+                try await sentinel?.start()
+            } catch {
+                for server in servers { try? await server.stop() }
+                await sentinel?.stop()
+                throw error
+            }
+            let redisServers: [RedisServer] = sentinel.map { [$0.server] } ?? servers.map { .address($0.address) }
             var nodes: [Node] = []
             var running: [Task<Void, Never>] = []
             for index in 0..<(count + silent) {
                 let cluster: any ClusterNodeLink =
-                    engine == .redis
+                    engine != .postgres
                     ? RedisCluster(
-                        pool: pool, addresses: servers.map(\.address), nodeUID: UUID().uuidString.lowercased(),
+                        pool: pool, servers: redisServers, nodeUID: UUID().uuidString.lowercased(),
                         group: MultiThreadedEventLoopGroup.singleton, logger: logger)
                     : PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
                 if index < count { nodes.append(Node(configuration: configuration, tokens: tokens, cluster: cluster)) }
@@ -76,6 +87,7 @@ import Testing
                     for task in tasks { task.cancel() }
                     for task in tasks { await task.value }
                     for server in servers { try? await server.stop() }
+                    await sentinel?.stop()
                 }
             )
         }
@@ -332,7 +344,7 @@ import Testing
     /// PostgreSQL bus brings them to every node and the others drop them; on Redis
     /// each region is a Pub/Sub channel that only its followers listen on. The sender
     /// never applies its own.
-    @Test(arguments: [BrokerEngine.postgres, .redis])
+    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel])
     func regionalEventsReachOnlyTheNodesFollowingTheirRegion(engine: BrokerEngine) async throws {
         let (nodes, stop) = try await Self.nodes(engine, count: 2)
         let applied = [Applied(), Applied()]

@@ -22,7 +22,7 @@ import Testing
     static func bus(_ redis: TestRedis, node: String, keys: RedisKeys = RedisKeys()) async throws -> (RedisBus, Received) {
         let received = Received()
         let bus = RedisBus(
-            address: redis.address, group: MultiThreadedEventLoopGroup.singleton, nodeUID: node, keys: keys, logger: Logger(label: "test"))
+            server: .address(redis.address), group: MultiThreadedEventLoopGroup.singleton, nodeUID: node, keys: keys, logger: Logger(label: "test"))
         try await bus.start(
             deliver: { events in received.events.withLock { $0 += events } },
             listening: { again in if again { received.resumptions.add(1, ordering: .relaxed) } })

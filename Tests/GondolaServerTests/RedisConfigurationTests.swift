@@ -16,7 +16,10 @@ import Testing
                 "GONDOLA_REDIS_ADDRESSES": "rediss://:pw@10.0.0.5:6380,redis://10.0.0.6:6379/2", "GONDOLA_REDIS_TLS_CA_FILE": ca,
                 "GONDOLA_REDIS_TLS_SERVER_NAME": "redis.internal",
             ], flags: [:])
-        let servers = configuration.redisServers
+        let servers = configuration.redisServers.map { server in
+            guard case let .address(address) = server else { preconditionFailure("no Sentinel was configured") }
+            return address
+        }
         #expect(servers.map(\.description) == ["10.0.0.5:6380 (TLS)", "10.0.0.6:6379/2"])
         #expect(servers[0].tls == RedisTLS(caFile: ca, serverName: "redis.internal") && servers[0].password == "pw")
         #expect(servers[1].tls == nil)
@@ -43,6 +46,47 @@ import Testing
         for bad in ["a{b}", "two words"] {
             #expect(throws: ConfigurationError.self) {
                 try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_REDIS_PREFIX": bad], flags: [:])
+            }
+        }
+    }
+
+    @Test func sentinelMastersAreShardsFoundThroughTheSentinels() throws {
+        let configuration = try ConfigurationLoader.load(
+            file: nil,
+            environment: [
+                "GONDOLA_REDIS_SENTINEL_ADDRESSES": "redis://:sentinel-pw@10.0.0.7:26379,10.0.0.8:26379",
+                "GONDOLA_REDIS_SENTINEL_MASTER_NAME": "rediss://:pw@trips-a/2,trips-b",
+            ], flags: [:])
+        guard case let .sentinel(first) = configuration.redisServers[0], case let .sentinel(second) = configuration.redisServers[1] else {
+            Issue.record("not Sentinel: \(configuration.redisServers)")
+            return
+        }
+        #expect(configuration.redisServers.count == 2)
+        #expect(first.sentinels.map(\.description) == ["10.0.0.7:26379", "10.0.0.8:26379"] && first.sentinels[0].password == "sentinel-pw")
+        #expect(first.masterName == "trips-a" && first.master.password == "pw" && first.master.database == 2 && first.master.tls != nil)
+        #expect(second.masterName == "trips-b" && second.master.password == nil && second.master.tls == nil)
+        #expect(configuration.redisServers.map(\.description) == ["trips-a via Sentinel /2 (TLS)", "trips-b via Sentinel"])
+    }
+
+    @Test func aSentinelSetupThatIsHalfThereOrNamesServersTooIsRefused() {
+        for (environment, expected) in [
+            (["GONDOLA_REDIS_SENTINEL_ADDRESSES": "10.0.0.7:26379"], "needs redis_sentinel_master_name"),
+            (["GONDOLA_REDIS_SENTINEL_MASTER_NAME": "trips"], "needs redis_sentinel_addresses"),
+            (
+                [
+                    "GONDOLA_REDIS_SENTINEL_ADDRESSES": "10.0.0.7:26379", "GONDOLA_REDIS_SENTINEL_MASTER_NAME": "trips",
+                    "GONDOLA_REDIS_ADDRESSES": "10.0.0.5:6379",
+                ],
+                "cannot be used with redis_sentinel_addresses"
+            ),
+            (["GONDOLA_REDIS_SENTINEL_ADDRESSES": "10.0.0.7:26379", "GONDOLA_REDIS_SENTINEL_MASTER_NAME": "redis://:s3cret@trips:6379"], "no port"),
+            (["GONDOLA_REDIS_SENTINEL_ADDRESSES": "10.0.0.7:26379", "GONDOLA_REDIS_SENTINEL_MASTER_NAME": "trips,trips"], "names a master twice"),
+        ] {
+            do {
+                _ = try ConfigurationLoader.load(file: nil, environment: environment, flags: [:])
+                Issue.record("\(environment) was accepted")
+            } catch {
+                #expect("\(error)".contains(expected) && !"\(error)".contains("s3cret"), "\(error)")
             }
         }
     }

@@ -36,7 +36,9 @@ public struct TestCertificates: Sendable {
     }
 
     private func openssl(_ arguments: [String]) throws {
-        let (status, _) = try TestProcess.run(["/usr/bin/openssl"] + arguments)
-        guard status == 0 else { throw TestRedisError("openssl \(arguments.prefix(2).joined(separator: " ")) failed with \(status)") }
+        let (status, _) = try TestProcess.run(["/usr/bin/openssl"] + arguments, errors: folder + "/openssl.log")
+        guard status == 0 else {
+            throw TestRedisError("openssl \(arguments.prefix(2).joined(separator: " ")) failed with \(status); see \(folder)/openssl.log")
+        }
     }
 }

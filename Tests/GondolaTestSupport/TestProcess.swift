@@ -70,10 +70,10 @@ public enum TestProcess {
     }
 
     /// Runs a program to its end; answers its exit status and what it printed on its standard output.
-    public static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    public static func run(_ arguments: [String], errors: String? = nil) throws -> (status: Int32, output: String) {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-test-output-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let status = wait(try spawn(arguments, output: path))
+        let status = wait(try spawn(arguments, output: path, errors: errors))
         return (status, String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self))
     }
 }

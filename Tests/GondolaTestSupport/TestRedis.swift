@@ -1,6 +1,7 @@
 import Foundation
 import GondolaRedis
 import NIOPosix
+import Synchronization
 
 /// A private `redis-server` (Debian's, installed by Scripts/setup) on a loopback port,
 /// without persistence, that needs a password and speaks TLS only, with a client certificate,
@@ -92,7 +93,18 @@ public final class TestRedis: @unchecked Sendable {
         self.pid = nil
     }
 
+    /// A loopback port free now and never handed out before in this process (tests running at
+    /// the same time each get their own, even before they bind them).
     public static func freePort() -> Int {
+        while true {
+            let port = unusedPort()
+            if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+        }
+    }
+
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    private static func unusedPort() -> Int {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
         var address = sockaddr_in()

@@ -1,0 +1,78 @@
+import GondolaRESP
+import NIOCore
+
+/// Where a client finds the Redis server it works with: one fixed address, or the master that
+/// a group of Sentinels names (and names anew after a failover).
+public enum RedisServer: Sendable, Hashable, CustomStringConvertible {
+    case address(RedisAddress)
+    case sentinel(RedisSentinel)
+
+    /// What logs, `/health` and metrics call it: the address, or the master's name (which
+    /// stays the same across failovers); never the credentials.
+    public var description: String {
+        switch self {
+        case let .address(address): address.description
+        case let .sentinel(sentinel): sentinel.description
+        }
+    }
+}
+
+/// A master monitored by Redis Sentinel: the `sentinels` to ask (each with its own password,
+/// if any) and the `master`'s name, credentials, database and TLS. The master's host is its
+/// name as the Sentinels know it, resolved to an address before every connection; a
+/// connection is only used once `ROLE` says it reached a master, so a client never writes to a
+/// replica that a failover demoted.
+public struct RedisSentinel: Sendable, Hashable, CustomStringConvertible {
+    public let sentinels: [RedisAddress]
+    /// The master: `host` is its name; `port` is unused (the Sentinels give it).
+    public var master: RedisAddress
+
+    public init(sentinels: [RedisAddress], master: RedisAddress) {
+        precondition(!sentinels.isEmpty, "a Sentinel setup needs at least one Sentinel")
+        self.sentinels = sentinels
+        self.master = master
+    }
+
+    public var masterName: String { master.host }
+
+    public var description: String {
+        "\(masterName) via Sentinel" + (master.database == 0 ? "" : " /\(master.database)") + (master.tls == nil ? "" : " (TLS)")
+    }
+
+    /// The master's address now: the first Sentinel that answers names it (`SENTINEL
+    /// get-master-addr-by-name`), with the master's credentials and TLS; throws `unavailable`
+    /// with every Sentinel's reason when none does.
+    public func resolve(on group: any EventLoopGroup, timeout: TimeAmount = .seconds(1)) async throws(RedisError) -> RedisAddress {
+        var reasons: [String] = []
+        for sentinel in sentinels {
+            do throws(RedisError) {
+                let connection = try await RedisConnection.connect(to: sentinel, on: group, connectTimeout: timeout)
+                defer { connection.close() }
+                let answer = try await connection.send(["SENTINEL", "get-master-addr-by-name", masterName])
+                guard let parts = answer.elements, parts.count == 2, let host = parts[0].string, let port = parts[1].string.flatMap({ Int($0) })
+                else {
+                    reasons.append("\(sentinel) does not know a master named '\(masterName)'")
+                    continue
+                }
+                return RedisAddress(
+                    host: host, port: port, username: master.username, password: master.password, database: master.database, tls: master.tls)
+            } catch {
+                reasons.append("\(sentinel): \(error)")
+            }
+        }
+        throw .unavailable("no Sentinel names the master '\(masterName)': \(reasons.joined(separator: "; "))")
+    }
+
+    /// Checks that `connection` reached a master (`ROLE`); throws `unavailable` when it reached a replica.
+    static func confirmMaster(_ connection: RedisConnection) async throws(RedisError) {
+        let role = try await connection.send(["ROLE"])
+        guard let kind = role.elements?.first?.string, kind == "master" else {
+            throw .unavailable("\(connection.address) is not the master (ROLE answered \(role.elements?.first?.string ?? "\(role)"))")
+        }
+    }
+
+    /// Whether a Sentinel's `+switch-master` message (`<name> <old ip> <old port> <new ip> <new port>`) is about this master.
+    func isSwitch(_ payload: [UInt8]) -> Bool {
+        payload.split(separator: UInt8(ascii: " "), maxSplits: 1).first.map { Array($0) } == Array(masterName.utf8)
+    }
+}
