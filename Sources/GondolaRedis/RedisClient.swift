@@ -198,9 +198,9 @@ public final class RedisClient: RedisCommands {
         }
     }
 
-    /// Listens to one Sentinel after another for `+switch-master`, and drops the connection
-    /// when it names this master (or cuts short the wait before the next attempt), so that the
-    /// next connection goes to the new master at once.
+    /// Listens to one Sentinel after another for `+switch-master`, and when it names a new
+    /// address for this master drops a connection to another one (and cuts short the wait before
+    /// the next attempt), so that the next connection goes to the new master at once.
     private func followFailovers(of sentinel: RedisSentinel) async {
         var turn = 0
         var backoff = Duration.milliseconds(50)
@@ -213,10 +213,13 @@ public final class RedisClient: RedisCommands {
                     to: address, on: group,
                     pushes: { [weak self] push in
                         guard let items = push.elements, items.count == 3, items[0].string == "message", let payload = items[2].bytes,
-                            sentinel.isSwitch(payload)
+                            let master = sentinel.switchedTo(payload)
                         else { return }
                         let (connection, wait) = self?.shared.withLock { ($0.connection, $0.backoffWait) } ?? (nil, nil)
-                        connection?.close()
+                        // A connection that already reached the new master (another Sentinel named it first) stays.
+                        if let connection, connection.address.host != master.host || connection.address.port != master.port {
+                            connection.close()
+                        }
                         wait?.cancel()
                     },
                     closed: { _ in lost.continuation.finish() })

@@ -71,8 +71,11 @@ public struct RedisSentinel: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Whether a Sentinel's `+switch-master` message (`<name> <old ip> <old port> <new ip> <new port>`) is about this master.
-    func isSwitch(_ payload: [UInt8]) -> Bool {
-        payload.split(separator: UInt8(ascii: " "), maxSplits: 1).first.map { Array($0) } == Array(masterName.utf8)
+    /// The new master's host and port when a Sentinel's `+switch-master` message (`<name> <old
+    /// ip> <old port> <new ip> <new port>`) is about this master; nil otherwise.
+    func switchedTo(_ payload: [UInt8]) -> (host: String, port: Int)? {
+        let words = String(decoding: payload, as: UTF8.self).split(separator: " ")
+        guard words.count == 5, words[0] == masterName, let port = Int(words[4]) else { return nil }
+        return (String(words[3]), port)
     }
 }
