@@ -163,8 +163,10 @@ def cluster_bus(arguments):
         published = report["figures"]["published_per_second"]
         total = combined_cpu(report, path)
         per_publication = f"{total / 100 / published * 1e6:.0f}" if total is not None and published > 0 else "–"
+        nodes = report.get("server")
+        nodes_per_publication = f"{nodes['cpuPercent'] / 100 / published * 1e6:.0f}" if nodes and published > 0 else "–"
         print(f"| {engine} | {channel} | {published:.0f} | {report['figures']['delivered_per_second']:.0f} | {latency(report, 'delivery')} "
-              f"| {cpu(report.get('server'))} | {percent(engine_percent(path))} | {per_publication} | {errors(report)} |")
+              f"| {cpu(report.get('server'))} | {percent(engine_percent(path))} | {per_publication} | {nodes_per_publication} | {errors(report)} |")
 
 
 def cluster_regions(arguments):

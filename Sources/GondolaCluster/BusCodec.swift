@@ -2,7 +2,8 @@ import Foundation
 @_spi(Engine) import GondolaHub
 import GondolaProtocol
 
-/// How cluster events are written into PostgreSQL notifications and read back.
+/// How cluster events are written into PostgreSQL notifications and read back (the Redis
+/// bus carries `BinaryBusMessage`s, which hold other events in this form).
 ///
 /// A notification is `{"n":<node uid>,"s":<sequence>,"e":[event…]}`, or, for an
 /// event too large for a notification (8,000 bytes), `{"n":…,"s":…,"r":<row id>}`
@@ -24,7 +25,6 @@ enum BusCodec {
         switch event {
         case let .publication(channel, publication):
             let data = publication.data
-            // The offset comes right after the type, so that `splitAtOffset` can leave a gap for it.
             var members: [(key: String, value: JSON)] = [("t", "p")]
             if publication.offset > 0 { members.append(("o", .int(Int64(publication.offset)))) }
             members.append(("c", .string(channel)))
@@ -67,22 +67,6 @@ enum BusCodec {
         bytes += eventsArray(events)
         bytes.append(UInt8(ascii: "}"))
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// A message carrying one publication whose offset is not known yet: the bytes
-    /// before and after the offset's digits. The script that appends the publication
-    /// to its stream joins `prefix`, the offset and `suffix`, and publishes the result.
-    static func splitAtOffset(node: String, sequence: UInt64, channel: String, _ publication: Publication) -> (prefix: [UInt8], suffix: [UInt8]) {
-        var unnumbered = publication
-        unnumbered.offset = 0
-        let head = Array(#"{"t":"p","#.utf8)
-        let event = encode(.publication(channel: channel, unnumbered))
-        precondition(event.starts(with: head), "a publication's event starts with its type")
-        let envelope = Array(envelope(node: node, sequence: sequence, events: [head + Array(#""o":0}"#.utf8)]).utf8)
-        // The envelope ends with `0}]}`: the offset's place, then the event's and the envelope's ends.
-        let prefix = Array(envelope.dropLast(4))
-        let suffix = Array(",".utf8) + event.dropFirst(head.count) + Array("]}".utf8)
-        return (prefix, suffix)
     }
 
     /// A notification naming a `cluster_bus_payload` row.

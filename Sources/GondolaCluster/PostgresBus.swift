@@ -75,7 +75,7 @@ final class PostgresBus: Sendable {
             return
         }
         guard let node else { return }
-        for event in events { node.deliver(event) }
+        node.deliver(events)
     }
 
     /// Deletes bus payload rows older than `retention`.

@@ -9,9 +9,9 @@ import Synchronization
 
 /// The cluster bus over Redis Pub/Sub: every node publishes its events to one Redis
 /// channel (`RedisKeys.bus`) and subscribes to it, on a connection of its own so that no command
-/// delays a delivery. A message is the bus's envelope (`{"n":node,"s":sequence,"e":[…]}`,
-/// see `BusCodec`); Redis has no size limit to work around, so events of any size
-/// travel inline.
+/// delays a delivery. A message is `BinaryBusMessage`'s (a header naming the node and the
+/// message's number, then the events, payloads as their bytes); Redis has no size limit to
+/// work around, so events of any size travel inline.
 ///
 /// What the node sends on the publisher connection — its messages and the commands of
 /// the streams and presence on the same server (`send`) — waits in one outbox: the
@@ -88,8 +88,7 @@ public final class RedisBus: RedisCommands {
             messages: { _, payload in
                 let deliver = state.withLock { $0.deliver }
                 do {
-                    guard case let .events(events) = try BusCodec.decodeNotification(bytes: payload) else { return }
-                    deliver?(events)
+                    deliver?(try BinaryBusMessage.decode(payload))
                 } catch {
                     logger.error("cluster bus (Redis) message not understood", metadata: ["error": "\(error)"])
                 }
@@ -128,7 +127,7 @@ public final class RedisBus: RedisCommands {
         _ events: [ClusterEvent], on channel: [UInt8]? = nil,
         completion: @escaping @Sendable (Result<Void, HubError>) -> Void
     ) {
-        enqueue(.events(channel ?? keys.bus, events.map(BusCodec.encode), completion))
+        enqueue(.events(channel ?? keys.bus, events.map(BinaryBusMessage.encode), completion))
     }
 
     /// Listens on the channels of `added` regions from now on, and no longer on those of `removed`.
@@ -204,10 +203,10 @@ public final class RedisBus: RedisCommands {
         var waiting: [@Sendable (Result<Void, HubError>) -> Void] = []
         func closeMessage() {
             guard !events.isEmpty else { return }
-            let message = BusCodec.envelope(node: nodeUID, sequence: nextSequence(), events: events)
+            let message = BinaryBusMessage.message(node: nodeUID, sequence: nextSequence(), events: events)
             let completions = waiting
             batch.append(
-                RedisCommand(arguments: [Array("PUBLISH".utf8), target, Array(message.utf8)]) { result in
+                RedisCommand(arguments: [Array("PUBLISH".utf8), target, message]) { result in
                     let outcome = result.map { _ in }.mapError { HubError($0, in: "cluster bus") }
                     for completion in completions { completion(outcome) }
                 })

@@ -153,10 +153,10 @@ import Synchronization
             }
             return publishOnce(publication, to: channel, key: key, on: shard, completion: completion)
         }
-        let message = BusCodec.splitAtOffset(node: nodeUID, sequence: shard.bus.nextSequence(), channel: channel, publication)
+        let header = BinaryBusMessage.header(node: nodeUID, sequence: shard.bus.nextSequence())
         shard.history.append(
-            publication, to: channel, options: options, now: Date(),
-            announcing: .init(busChannel: keys.bus, prefix: message.prefix, suffix: message.suffix), publishing: publishing
+            publication, to: channel, options: options, now: Date(), announcing: .init(busChannel: keys.bus, header: header),
+            publishing: publishing
         ) { result in
             completion(
                 result.map {
@@ -175,11 +175,11 @@ import Synchronization
         _ publication: Publication, to channel: String, key: String, on shard: Shard,
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
-        let message = BusCodec.envelope(
-            node: nodeUID, sequence: shard.bus.nextSequence(), events: [BusCodec.encode(.publication(channel: channel, publication))])
+        let message = BinaryBusMessage.message(
+            node: nodeUID, sequence: shard.bus.nextSequence(), events: [BinaryBusMessage.encode(.publication(channel: channel, publication))])
         shard.publishOnce.run(
             keys: [keys.idempotency(channel: channel, key: key)],
-            arguments: [RedisArgument.number(RedisIdempotency.lifetimeSeconds), keys.bus, Array(message.utf8)]
+            arguments: [RedisArgument.number(RedisIdempotency.lifetimeSeconds), keys.bus, message]
         ) { result in
             completion(result.mapError { HubError($0, in: "cluster bus") }.map { _ in nil })
         }
@@ -239,7 +239,7 @@ import Synchronization
             try? await shard.bus.start(
                 deliver: { events in
                     guard let node = self.attachedNode else { return }
-                    for event in events { node.deliver(event) }
+                    node.deliver(events)
                 },
                 listening: { [logger, redisReady] again in
                     guard again else { return redisReady[index].open() }

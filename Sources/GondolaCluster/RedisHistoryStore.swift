@@ -10,7 +10,7 @@ import Synchronization
 /// offsets) and a hash holding its top offset and epoch. An append is one Lua
 /// script, atomic on the server: it takes the next offset, adds the entry (trimmed
 /// to the namespace's size) and sets the expiries. Publications keep their bytes:
-/// they are stored as the bus encodes them. A publication older than the
+/// they are stored as `BinaryBusMessage` publication events. A publication older than the
 /// namespace's TTL is not read; the whole stream expires a TTL after its last
 /// publication, and its offset and epoch the namespace's `history_meta_ttl` after it.
 ///
@@ -36,12 +36,11 @@ public final class RedisHistoryStore: HistoryStore {
     }
 
     /// A bus message to publish in the same script as the append, so that the bus
-    /// carries a channel's publications in offset order: the message is `prefix`, the
-    /// offset and `suffix` (see `BusCodec.splitAtOffset`).
+    /// carries a channel's publications in offset order: the script writes the message as
+    /// `header` and the entry with the offset it took in place (see `BinaryBusMessage`).
     struct Announcement {
         let busChannel: [UInt8]
-        let prefix: [UInt8]
-        let suffix: [UInt8]
+        let header: [UInt8]
     }
 
     /// Appends `publication` and, with an announcement, publishes it on the bus in the same atomic script.
@@ -69,7 +68,7 @@ public final class RedisHistoryStore: HistoryStore {
         var stored = publication
         stored.offset = 0
         stored.useDelta = false
-        let entry = BusCodec.encode(.publication(channel: channel, stored))
+        let entry = BinaryBusMessage.publicationEvent(channel: channel, stored, offset: 0)
         var arguments = [
             entry, RedisArgument.number(Int64(max(options.historySize, 1))), RedisArgument.number(RedisArgument.seconds(options.historyTTL)),
             Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)),
@@ -77,7 +76,7 @@ public final class RedisHistoryStore: HistoryStore {
             RedisArgument.number(Int64(clamping: publishing.version)), Array(publishing.versionEpoch.utf8),
             RedisArgument.number(RedisIdempotency.lifetimeSeconds),
         ]
-        if let announcement { arguments += [announcement.busChannel, announcement.prefix, announcement.suffix] }
+        if let announcement { arguments += [announcement.busChannel, announcement.header] }
         let scriptKeys = keys.stream(channel) + (publishing.idempotencyKey.map { [keys.idempotency(channel: channel, key: $0)] } ?? [])
         appendScript.run(keys: scriptKeys, arguments: arguments) { result in
             completion(
@@ -118,7 +117,7 @@ public final class RedisHistoryStore: HistoryStore {
             else {
                 throw HubError.internalError("a stream entry of \(channel) is not one Gondola wrote: \(entry)")
             }
-            guard case var .publication(_, publication) = try BusCodec.decodeEvent(bytes) else {
+            guard case var .publication(_, publication) = try BinaryBusMessage.decodeEntry(bytes) else {
                 throw HubError.internalError("a stream entry of \(channel) is not a publication")
             }
             publication.offset = offset
@@ -138,8 +137,9 @@ public final class RedisHistoryStore: HistoryStore {
 
     /// KEYS: stream, meta, and the idempotency key's result when there is one. ARGV: entry,
     /// size, TTL s (0: none), epoch if new, idle limit s, now ms, version (0: none), its
-    /// epoch, the result's lifetime s, and optionally bus channel, message prefix, message
-    /// suffix (published with the offset between). Answers {offset, epoch, skipped}: a key
+    /// epoch, the result's lifetime s, and optionally bus channel and message header (the
+    /// message is the header, then the entry, a `BinaryBusMessage` publication event, with the
+    /// offset's digits in place of its empty ones). Answers {offset, epoch, skipped}: a key
     /// already answered gives its position back, a version not above the stream's latest
     /// one (in the same epoch, or any when empty) the stream's; neither appends.
     static let appendSource = """
@@ -162,7 +162,10 @@ public final class RedisHistoryStore: HistoryStore {
         redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], offset .. '-1', 'd', ARGV[1], 't', ARGV[6])
         if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
         redis.call('EXPIRE', KEYS[2], ARGV[5])
-        if ARGV[10] then redis.call('PUBLISH', ARGV[10], ARGV[11] .. offset .. ARGV[12]) end
+        if ARGV[10] then
+          local digits = tostring(offset)
+          redis.call('PUBLISH', ARGV[10], ARGV[11] .. 'p' .. string.char(#digits) .. digits .. string.sub(ARGV[1], 3))
+        end
         if KEYS[3] then redis.call('SET', KEYS[3], offset .. ':' .. epoch, 'EX', ARGV[9]) end
         return {offset, epoch, 0}
         """

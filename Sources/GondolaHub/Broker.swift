@@ -7,6 +7,9 @@ import GondolaProtocol
 @_spi(Engine) public protocol EngineDelivery: AnyObject, Sendable {
     /// A publication or event from the bus, this node's own included, in commit order.
     func deliver(_ event: ClusterEvent)
+    /// The events of one bus message, in order: what they bring each subscriber goes out
+    /// together (one write per connection), as a node alone sends a burst of publications.
+    func deliver(_ events: [ClusterEvent])
     /// The engine may have missed events (its bus connection dropped and came back):
     /// every client reconnects and recovers.
     func reconnectAll(reason: String)

@@ -805,6 +805,11 @@ public final class Node: Sendable {
 @_spi(Engine) extension Node: EngineDelivery {
     public func deliver(_ event: ClusterEvent) { receive(event) }
 
+    public func deliver(_ events: [ClusterEvent]) {
+        guard events.count > 1 else { return events.forEach(receive) }
+        OutboundQueue.deferringSignals { events.forEach(receive) }
+    }
+
     /// Closes every connection with a code that makes clients reconnect (to this or
     /// another node) and recover: used when this node may have missed bus events.
     public func reconnectAll(reason: String) {

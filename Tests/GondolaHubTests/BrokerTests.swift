@@ -250,7 +250,7 @@ import Testing
         let (nodes, stop) = try await Self.nodes(engine, count: engine == .memory ? 1 : 2)
         let other = nodes[nodes.count - 1]
         var aimed = try await TestClient.connected(other, user: "bea")
-        var spared = try await TestClient.connected(nodes[0], user: "bea")
+        let spared = try await TestClient.connected(nodes[0], user: "bea")
         let end = Date().addingTimeInterval(600)
         let info = try RawJSON(validating: Array(#"{"seat" : 12.50}"#.utf8))
         try await nodes[0].refresh(user: "bea", client: aimed.session.id, ConnectionRefresh(expireAt: end, info: info))
