@@ -65,10 +65,9 @@ public final class RedisHistoryStore: HistoryStore {
         publishing: PublishOptions = PublishOptions(),
         completion: @escaping @Sendable (Result<StreamAppend, HubError>) -> Void
     ) {
-        var stored = publication
-        stored.offset = 0
-        stored.useDelta = false
-        let entry = BinaryBusMessage.publicationEvent(channel: channel, stored, offset: 0)
+        // The entry keeps the publication's delta flag, which the script's bus message carries
+        // (a read of the stream clears it).
+        let entry = BinaryBusMessage.publicationEvent(channel: channel, publication, offset: 0)
         var arguments = [
             entry, RedisArgument.number(Int64(max(options.historySize, 1))), RedisArgument.number(RedisArgument.seconds(options.historyTTL)),
             Array(Epoch.make().utf8), RedisArgument.number(RedisArgument.seconds(options.historyMetaTTL)),
