@@ -311,6 +311,24 @@ import Testing
         await stop()
     }
 
+    /// `delta` travels with a publication through the engine: a node delivers as a delta exactly
+    /// what another node published with it (a stream's bus message is made of its entry, which
+    /// keeps the flag).
+    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel])
+    func publicationsPublishedWithDeltaGoAsDeltasOnAnotherNode(engine: BrokerEngine) async throws {
+        let (nodes, stop) = try await Self.nodes(engine, count: 2) { $0.namespaces["room"]?.allowedDeltaTypes = [.fossil] }
+        var client = try await TestClient.connected(nodes[1], user: "ann")
+        _ = try await client.call(.subscribe(SubscribeRequest(channel: "room:deltas", delta: "fossil")))
+        let frames = DeltaSubscriptionTests.frames(count: 4)
+        for (frame, delta) in zip(frames, [true, true, false, true]) {
+            try await nodes[0].publish(channel: "room:deltas", data: frame, publishing: PublishOptions(delta: delta))
+        }
+        let received = try await Self.publications(client, count: 4)
+        #expect(received.map(\.delta) == [false, true, false, true])
+        #expect(try DeltaSubscriptionTests.rebuild(received, encoding: .json) == frames.map(\.bytes))
+        await stop()
+    }
+
     /// A durable namespace keeps its stream where the node keeps data (SQLite alone,
     /// PostgreSQL in a cluster, with Redis carrying only the live bus), beside a volatile
     /// one: each stream numbers its own publications and both reach the subscriber.
