@@ -148,11 +148,7 @@ public final class RedisClient: RedisCommands {
         while !Task.isCancelled, !shared.withLock({ $0.stopped }) {
             let lost = AsyncStream<String>.makeStream()
             do throws(RedisError) {
-                let address: RedisAddress
-                switch server {
-                case let .address(fixed): address = fixed
-                case let .sentinel(sentinel): address = try await sentinel.resolve(on: group)
-                }
+                let address = try await server.currentAddress(on: group)
                 let connection = try await RedisConnection.connect(
                     to: address, on: group,
                     pushes: { [messages] push in Self.deliver(push, to: messages) },
@@ -212,15 +208,16 @@ public final class RedisClient: RedisCommands {
                 let watch = try await RedisConnection.connect(
                     to: address, on: group,
                     pushes: { [weak self] push in
-                        guard let items = push.elements, items.count == 3, items[0].string == "message", let payload = items[2].bytes,
-                            let master = sentinel.switchedTo(payload)
-                        else { return }
-                        let (connection, wait) = self?.shared.withLock { ($0.connection, $0.backoffWait) } ?? (nil, nil)
-                        // A connection that already reached the new master (another Sentinel named it first) stays.
-                        if let connection, connection.address.host != master.host || connection.address.port != master.port {
-                            connection.close()
+                        let client = self
+                        Self.deliver(push) { _, payload in
+                            guard let master = sentinel.switchedTo(payload) else { return }
+                            let (connection, wait) = client?.shared.withLock { ($0.connection, $0.backoffWait) } ?? (nil, nil)
+                            // A connection that already reached the new master (another Sentinel named it first) stays.
+                            if let connection, connection.address.host != master.host || connection.address.port != master.port {
+                                connection.close()
+                            }
+                            wait?.cancel()
                         }
-                        wait?.cancel()
                     },
                     closed: { _ in lost.continuation.finish() })
                 let stopped = shared.withLock { shared in

@@ -7,6 +7,14 @@ public enum RedisServer: Sendable, Hashable, CustomStringConvertible {
     case address(RedisAddress)
     case sentinel(RedisSentinel)
 
+    /// The address to connect to now: the fixed one, or the master the Sentinels name.
+    func currentAddress(on group: any EventLoopGroup) async throws(RedisError) -> RedisAddress {
+        switch self {
+        case let .address(address): address
+        case let .sentinel(sentinel): try await sentinel.resolve(on: group)
+        }
+    }
+
     /// What logs, `/health` and metrics call it: the address, or the master's name (which
     /// stays the same across failovers); never the credentials.
     public var description: String {
