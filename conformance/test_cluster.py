@@ -11,6 +11,7 @@ messages."""
 import collections
 import asyncio
 import base64
+import binascii
 import hashlib
 import hmac
 import http.server
@@ -48,6 +49,10 @@ NODE_CONFIG["cluster_presence_ttl"] = "3s"
 # How long `channels` waits for the other nodes (a stopped node is named after this).
 NODE_CONFIG["cluster_survey_timeout"] = "500ms"
 REDIS_SHARDS = 2
+# A Redis Cluster needs three masters to fail one over (a majority votes); the nodes spread the
+# channels over redis_cluster_partitions (16 by default), each partition in a slot of its own.
+REDIS_CLUSTER_MASTERS = 3
+REDIS_CLUSTER_PARTITIONS = 16
 REDIS_PASSWORD = "cluster-redis-secret"
 
 
@@ -131,7 +136,7 @@ def consecutive_free_ports(count):
     raise RuntimeError("no consecutive free ports")
 
 
-@pytest.fixture(scope="module", params=["postgres", "redis", "sentinel"])
+@pytest.fixture(scope="module", params=["postgres", "redis", "sentinel", "rediscluster"])
 def cluster(request):
     folder = tempfile.mkdtemp(prefix="gondola-cluster-")
     os.chmod(folder, 0o755)  # PostgreSQL runs as the postgres user and must reach its folder.
@@ -145,10 +150,13 @@ def cluster(request):
     try:
         # Redis as production runs it: every shard needs a password and a TLS client certificate
         # (the nodes reach them as rediss://:…@host:port with the cluster's CA and client certificate);
-        # "sentinel" is the same behind Sentinel: each shard a master with a replica, three Sentinels.
-        engine = ["--engine", "redis", "--redis-sentinel"] if instance.engine == "sentinel" else ["--engine", instance.engine]
+        # "sentinel" is the same behind Sentinel: each shard a master with a replica, three Sentinels;
+        # "rediscluster" a Redis Cluster of three masters, each with a replica.
+        engine = {"sentinel": ["--engine", "redis", "--redis-sentinel"], "rediscluster": ["--engine", "redis", "--redis-cluster"]}.get(
+            instance.engine, ["--engine", instance.engine])
+        shards = REDIS_CLUSTER_MASTERS if instance.engine == "rediscluster" else REDIS_SHARDS
         instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build",
-                        *engine, "--redis-shards", str(REDIS_SHARDS), "--redis-password", REDIS_PASSWORD, "--redis-tls")
+                        *engine, "--redis-shards", str(shards), "--redis-password", REDIS_PASSWORD, "--redis-tls")
         yield instance
     finally:
         instance.script("stop")
@@ -894,6 +902,38 @@ def redis_shard_of(channel, count):
     return bucket
 
 
+def redis_slot(key):
+    """A Redis Cluster key's slot: CRC16/XMODEM (binascii's crc_hqx from 0) of its hash tag, modulo 16384."""
+    data = key.encode()
+    start = data.find(b"{")
+    if start >= 0:
+        end = data.find(b"}", start + 1)
+        if end > start + 1:
+            data = data[start + 1:end]
+    return binascii.crc_hqx(data, 0) % 16384
+
+
+def redis_cluster_partition_tags(count):
+    """The partitions' hash tags, as Gondola picks them: the first number whose slot falls in each of `count` even ranges."""
+    tags, candidate = [None] * count, 0
+    while None in tags:
+        index = redis_slot(str(candidate)) * count // 16384
+        if tags[index] is None:
+            tags[index] = str(candidate)
+        candidate += 1
+    return tags
+
+
+def redis_master_of(channel, engine):
+    """The shard (0-based) whose master serves a channel: its shard, or on a Redis Cluster the master whose
+    range of slots (as Scripts/cluster splits them) holds its partition's slot."""
+    if engine != "rediscluster":
+        return redis_shard_of(channel, REDIS_SHARDS)
+    tag = redis_cluster_partition_tags(REDIS_CLUSTER_PARTITIONS)[redis_shard_of(channel, REDIS_CLUSTER_PARTITIONS)]
+    slot = redis_slot("{" + tag + "}")
+    return next(k for k in range(REDIS_CLUSTER_MASTERS) if k * 16384 // REDIS_CLUSTER_MASTERS <= slot < (k + 1) * 16384 // REDIS_CLUSTER_MASTERS)
+
+
 def health(node):
     with urllib.request.urlopen(f"http://127.0.0.1:{node.port}/health", timeout=5) as response:
         return json.loads(response.read())
@@ -963,16 +1003,16 @@ async def test_a_stopped_redis_shard_answers_a_temporary_error_and_the_sdk_subsc
     await client.disconnect()
 
 
-async def test_a_killed_sentinel_master_fails_over_and_sdk_subscriptions_come_back(cluster, codec):
+async def test_a_killed_master_fails_over_and_sdk_subscriptions_come_back(cluster, codec):
     """kill -9 of a shard's master while the server API publishes to one of its channels: publishes are
-    refused with the temporary 100 until the Sentinels promote the replica, then accepted again. The SDK
+    refused with the temporary 100 until the Sentinels (or the Redis Cluster) promote the replica, then accepted again. The SDK
     client stays connected and is asked to reconnect once the node hears the new master; it is told it
     could not recover (the stream goes on in a new epoch: asynchronous replication may have lost entries
     the old master acknowledged), and receives everything published from then on, in order."""
-    if cluster.engine != "sentinel":
-        pytest.skip("a failover concerns Redis behind Sentinel")
+    if cluster.engine not in ("sentinel", "rediscluster"):
+        pytest.skip("a failover concerns Redis behind Sentinel and Redis Cluster")
     names = [f"room:failover-{codec.name}-{n}" for n in range(40)]
-    channel = next(name for name in names if redis_shard_of(name, REDIS_SHARDS) == 0)
+    channel = next(name for name in names if redis_master_of(name, cluster.engine) == 0)
     node = cluster.nodes[0]
     client, _ = await client_on(node, f"failover-watcher-{codec.name}", codec)
     _, events = await subscribed(client, channel, recoverable=True)
@@ -1010,7 +1050,7 @@ async def test_a_killed_sentinel_master_fails_over_and_sdk_subscriptions_come_ba
     finally:
         # The killed server comes back as the new master's replica, ready for the next failover.
         cluster.script("redis-start", "1")
-    print(f"\nSentinel failover: publishing accepted again {state['back_after']:.2f} s after kill -9 of the master; "
+    print(f"\n{cluster.engine} failover: publishing accepted again {state['back_after']:.2f} s after kill -9 of the master; "
           f"{len(refused)} publishes refused meanwhile (temporary 100); the subscription came back "
           f"{'recovered' if resubscribed[1].recovered else 'not recovered (a new epoch)'}")
     assert refused and all(code == 100 for _, code, _ in refused), refused[:3]

@@ -9,7 +9,8 @@ import Synchronization
 
 /// The cluster bus over Redis Pub/Sub: every node publishes its events to one Redis
 /// channel (`RedisKeys.bus`) and subscribes to it, on a connection of its own so that no command
-/// delays a delivery. A message is `BinaryBusMessage`'s (a header naming the node and the
+/// delays a delivery. On a Redis Cluster slot the channel is a shard channel of that slot
+/// (`SPUBLISH`, `SSUBSCRIBE`), which only the slot's nodes carry. A message is `BinaryBusMessage`'s (a header naming the node and the
 /// message's number, then the events, payloads as their bytes); Redis has no size limit to
 /// work around, so events of any size travel inline.
 ///
@@ -59,10 +60,11 @@ public final class RedisBus: RedisCommands {
         func withLock<T>(_ body: (inout State) -> T) -> T { mutex.withLock { body(&$0) } }
     }
 
-    /// A bus for node `nodeUID` on the Redis server `server` (an address, or a master behind Sentinel).
+    /// A bus for node `nodeUID` on the Redis server `server` (an address, a master behind
+    /// Sentinel, or a Redis Cluster slot, whose hash tag every name then carries).
     public init(server: RedisServer, group: any EventLoopGroup, nodeUID: String, keys: RedisKeys = RedisKeys(), logger: Logger) {
         self.nodeUID = nodeUID
-        self.keys = keys
+        self.keys = keys.inSlot(of: server.hashTag)
         self.logger = logger
         let state = self.state
         func changed(publisher: Bool) -> @Sendable (RedisClient.State) -> Void {
@@ -206,7 +208,7 @@ public final class RedisBus: RedisCommands {
             let message = BinaryBusMessage.message(node: nodeUID, sequence: nextSequence(), events: events)
             let completions = waiting
             batch.append(
-                RedisCommand(arguments: [Array("PUBLISH".utf8), target, message]) { result in
+                RedisCommand(arguments: [Array(keys.publishCommand.utf8), target, message]) { result in
                     let outcome = result.map { _ in }.mapError { HubError($0, in: "cluster bus") }
                     for completion in completions { completion(outcome) }
                 })

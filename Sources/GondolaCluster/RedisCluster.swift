@@ -12,7 +12,9 @@ import Synchronization
 /// domains' tables still in the shared PostgreSQL database.
 ///
 /// - Each channel lives on one Redis server, the shard its name hashes to
-///   (`RedisShards`): its bus messages, its volatile stream and its presence. A
+///   (`RedisShards`): its bus messages, its volatile stream and its presence. On a Redis
+///   Cluster the shards are partitions, each a slot (`RedisServer.cluster`) whose hash tag
+///   every one of its names carries, served by whichever master holds the slot. A
 ///   publication to a channel with a stream is appended and published by one script,
 ///   so the bus carries a channel's publications in offset order.
 /// - Events without a channel go to the shard of their user (a disconnect) or topic
@@ -82,13 +84,13 @@ import Synchronization
         shards = servers.map { server in
             let bus = RedisBus(server: server, group: group, nodeUID: nodeUID, keys: keys, logger: logger)
             return Shard(
-                bus: bus, history: RedisHistoryStore(redis: bus, keys: keys),
-                presence: RedisPresence(redis: bus, ttl: settings.presenceTTL, keys: keys),
-                publishOnce: RedisScript(redis: bus, source: RedisIdempotency.publishOnceSource))
+                bus: bus, history: RedisHistoryStore(redis: bus, keys: bus.keys),
+                presence: RedisPresence(redis: bus, ttl: settings.presenceTTL, keys: bus.keys),
+                publishOnce: RedisScript(redis: bus, source: RedisIdempotency.publishOnceSource(publishing: bus.keys.publishCommand)))
         }
         redisReady = servers.map { _ in ReadyGate() }
         volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
-        registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout, keys: keys)
+        registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout, keys: shards[0].bus.keys)
         postgresBus = PostgresBus(
             pool: pool, durable: durable, volatile: PostgresHistoryStore(pool: pool, durable: false), nodeUID: nodeUID,
             maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
@@ -155,7 +157,7 @@ import Synchronization
         }
         let header = BinaryBusMessage.header(node: nodeUID, sequence: shard.bus.nextSequence())
         shard.history.append(
-            publication, to: channel, options: options, now: Date(), announcing: .init(busChannel: keys.bus, header: header),
+            publication, to: channel, options: options, now: Date(), announcing: .init(busChannel: shard.bus.keys.bus, header: header),
             publishing: publishing
         ) { result in
             completion(
@@ -178,8 +180,8 @@ import Synchronization
         let message = BinaryBusMessage.message(
             node: nodeUID, sequence: shard.bus.nextSequence(), events: [BinaryBusMessage.encode(.publication(channel: channel, publication))])
         shard.publishOnce.run(
-            keys: [keys.idempotency(channel: channel, key: key)],
-            arguments: [RedisArgument.number(RedisIdempotency.lifetimeSeconds), keys.bus, message]
+            keys: [shard.bus.keys.idempotency(channel: channel, key: key)],
+            arguments: [RedisArgument.number(RedisIdempotency.lifetimeSeconds), shard.bus.keys.bus, message]
         ) { result in
             completion(result.mapError { HubError($0, in: "cluster bus") }.map { _ in nil })
         }
@@ -188,7 +190,7 @@ import Synchronization
     public func post(_ event: ClusterEvent, completion: @escaping @Sendable (Result<Void, HubError>) -> Void) {
         let bus = shard(for: Self.routingKey(of: event)).bus
         guard case let .regional(region, _, _, _) = event else { return bus.publish([event], completion: completion) }
-        bus.publish([event], on: keys.region(region), completion: completion)
+        bus.publish([event], on: bus.keys.region(region), completion: completion)
     }
 
     /// Listens on the Redis channels of `regions` (each on its shard) and no longer on the others'.

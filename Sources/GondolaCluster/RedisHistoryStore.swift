@@ -14,7 +14,8 @@ import Synchronization
 /// namespace's TTL is not read; the whole stream expires a TTL after its last
 /// publication, and its offset and epoch the namespace's `history_meta_ttl` after it.
 ///
-/// Keys are `RedisKeys.stream`: `<prefix>:{<channel>}:stream` and `<prefix>:{<channel>}:meta`.
+/// Keys are `RedisKeys.stream`: `<prefix>:{<channel>}:stream` and `<prefix>:{<channel>}:meta`
+/// (on a Redis Cluster, in its partition's slot: `<prefix>:{<tag>}:<channel>:stream`).
 public final class RedisHistoryStore: HistoryStore {
     public let redis: any RedisCommands
     public let keys: RedisKeys
@@ -24,7 +25,7 @@ public final class RedisHistoryStore: HistoryStore {
     public init(redis: any RedisCommands, keys: RedisKeys = RedisKeys()) {
         self.redis = redis
         self.keys = keys
-        appendScript = RedisScript(redis: redis, source: Self.appendSource)
+        appendScript = RedisScript(redis: redis, source: Self.appendSource(publishing: keys.publishCommand))
         readScript = RedisScript(redis: redis, source: Self.readSource)
     }
 
@@ -140,8 +141,10 @@ public final class RedisHistoryStore: HistoryStore {
     /// message is the header, then the entry, a `BinaryBusMessage` publication event, with the
     /// offset's digits in place of its empty ones). Answers {offset, epoch, skipped}: a key
     /// already answered gives its position back, a version not above the stream's latest
-    /// one (in the same epoch, or any when empty) the stream's; neither appends.
-    static let appendSource = """
+    /// one (in the same epoch, or any when empty) the stream's; neither appends. The message is
+    /// published with `command` (`RedisKeys.publishCommand`).
+    static func appendSource(publishing command: String) -> String {
+        """
         if KEYS[3] then
           local earlier = redis.call('GET', KEYS[3])
           if earlier then
@@ -163,11 +166,12 @@ public final class RedisHistoryStore: HistoryStore {
         redis.call('EXPIRE', KEYS[2], ARGV[5])
         if ARGV[10] then
           local digits = tostring(offset)
-          redis.call('PUBLISH', ARGV[10], ARGV[11] .. 'p' .. string.char(#digits) .. digits .. string.sub(ARGV[1], 3))
+          redis.call('\(command)', ARGV[10], ARGV[11] .. 'p' .. string.char(#digits) .. digits .. string.sub(ARGV[1], 3))
         end
         if KEYS[3] then redis.call('SET', KEYS[3], offset .. ':' .. epoch, 'EX', ARGV[9]) end
         return {offset, epoch, 0}
         """
+    }
 
     /// KEYS: stream, meta. ARGV: epoch if new, idle limit s, mode (forward, reverse, none),
     /// after (offset), limit, oldest time kept (ms, 0: all). Answers {top, epoch, entries}.

@@ -11,12 +11,15 @@ enum RedisIdempotency {
     static let lifetimeSeconds: Int64 = 300
 
     /// KEYS: the key's result. ARGV: lifetime s, bus channel, message. Publishes the
-    /// message unless the key was taken within its lifetime; answers 1 when published.
-    static let publishOnceSource = """
+    /// message with `command` (`RedisKeys.publishCommand`) unless the key was taken within its
+    /// lifetime; answers 1 when published.
+    static func publishOnceSource(publishing command: String) -> String {
+        """
         if redis.call('SET', KEYS[1], '', 'NX', 'EX', ARGV[1]) then
-          redis.call('PUBLISH', ARGV[2], ARGV[3])
+          redis.call('\(command)', ARGV[2], ARGV[3])
           return 1
         end
         return 0
         """
+    }
 }

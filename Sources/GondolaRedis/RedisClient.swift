@@ -15,6 +15,15 @@ import Synchronization
 /// Sentinels name at that moment and is used once `ROLE` confirms it; the client also
 /// listens to a Sentinel's `+switch-master` and drops its connection when the master
 /// changes, so that it follows a failover even when the old master is still reachable.
+///
+/// On a Redis Cluster slot (`RedisServer.cluster`) every connection goes to the master that
+/// serves the slot now, and Pub/Sub takes shard channels. When the cluster answers `MOVED`
+/// (the slot went to another node) the command fails with `unavailable` and the client
+/// reconnects to the new master; `ASK` (the slot is being moved and the key is already on
+/// the new node) sends the command there after `ASKING`, in the order such answers came;
+/// `TRYAGAIN` and `CLUSTERDOWN` fail with `unavailable`. A shard channel's subscription that
+/// the server ends by itself (its slot moved) makes the client reconnect, and subscribe again
+/// on the slot's new master.
 public final class RedisClient: RedisCommands {
     /// What the client tells its owner.
     public enum State: Sendable, Equatable {
@@ -39,7 +48,13 @@ public final class RedisClient: RedisCommands {
         var downReason = "not connected yet"
         var subscriptions: Set<[UInt8]> = []
         var stopped = false
+        /// Commands a Redis Cluster node sent elsewhere with `ASK`, in order (on a cluster slot).
+        var asked: AsyncStream<(RedisCommand, RedisAddress)>.Continuation?
     }
+
+    /// How Pub/Sub (un)subscriptions are written: shard channels on a Redis Cluster slot.
+    private var subscribeVerb: [UInt8] { Array((server.shardedPubSub ? "SSUBSCRIBE" : "SUBSCRIBE").utf8) }
+    private var unsubscribeVerb: [UInt8] { Array((server.shardedPubSub ? "SUNSUBSCRIBE" : "UNSUBSCRIBE").utf8) }
 
     /// A client of the server at `address`.
     public convenience init(
@@ -69,6 +84,7 @@ public final class RedisClient: RedisCommands {
             guard tasks.isEmpty else { return }
             tasks.append(Task { await self.keepConnected() })
             if case let .sentinel(sentinel) = server { tasks.append(Task { await self.followFailovers(of: sentinel) }) }
+            if case .cluster = server { tasks.append(Task { await self.sendAsked() }) }
         }
     }
 
@@ -76,6 +92,7 @@ public final class RedisClient: RedisCommands {
     public func stop() {
         let connections = shared.withLock { shared in
             shared.stopped = true
+            shared.asked?.finish()
             return [shared.connection, shared.sentinelWatch]
         }
         runners.withLock { tasks in for task in tasks { task.cancel() } }
@@ -99,7 +116,56 @@ public final class RedisClient: RedisCommands {
             for command in batch { command.completion(.failure(.unavailable(reason))) }
             return
         }
-        connection.send(batch: batch)
+        guard case .cluster = server else { return connection.send(batch: batch) }
+        connection.send(batch: batch.map { following($0, on: connection) })
+    }
+
+    /// `command` with its answer checked for Redis Cluster's redirections first (see the type's documentation).
+    private func following(_ command: RedisCommand, on connection: RedisConnection) -> RedisCommand {
+        let server = server
+        return RedisCommand(arguments: command.arguments) { [weak self] result in
+            guard case let .failure(.server(message)) = result else { return command.completion(result) }
+            guard let (ask, target) = RedisClusterSlot.redirection(message, from: connection.address) else {
+                let temporary = message.hasPrefix("TRYAGAIN") || message.hasPrefix("CLUSTERDOWN")
+                return command.completion(temporary ? .failure(.unavailable("\(server): \(message)")) : result)
+            }
+            guard ask else {
+                // The slot moved: reconnect (after the answers already read) to its master now.
+                connection.execute { connection.close() }
+                return command.completion(.failure(.unavailable("\(server) moved: \(message)")))
+            }
+            let client = self
+            if case .enqueued? = client?.shared.withLock({ $0.asked })?.yield((command, target)) { return }
+            command.completion(.failure(.unavailable("\(server) is being moved (\(message)) and 10000 commands wait to follow it")))
+        }
+    }
+
+    /// Sends the commands a cluster node answered with `ASK` to the node it named, each after
+    /// `ASKING`, in the order the answers came; one connection to the node is kept while
+    /// commands keep being sent there.
+    private func sendAsked() async {
+        let (stream, continuation) = AsyncStream<(RedisCommand, RedisAddress)>.makeStream(bufferingPolicy: .bufferingOldest(10_000))
+        shared.withLock { $0.asked = continuation }
+        var target: RedisConnection?
+        for await (command, address) in stream {
+            if let current = target, !current.isActive || current.address != address {
+                current.close()
+                target = nil
+            }
+            if target == nil {
+                do throws(RedisError) {
+                    target = try await RedisConnection.connect(to: address, on: group)
+                } catch {
+                    command.completion(.failure(.unavailable("\(server) is being moved to \(address), which did not answer: \(error)")))
+                    continue
+                }
+            }
+            target?.send(batch: [
+                RedisCommand(arguments: [Array("ASKING".utf8)]) { _ in },
+                RedisCommand(arguments: command.arguments, completion: command.completion),
+            ])
+        }
+        target?.close()
     }
 
     /// Runs `body` on the current connection's event loop, or at once when there is none.
@@ -130,8 +196,8 @@ public final class RedisClient: RedisCommands {
         guard let connection, connection.isActive else { return }
         let ignore: @Sendable (Result<RESPValue, RedisError>) -> Void = { _ in }
         connection.send(
-            batch: added.map { RedisCommand(arguments: [Array("SUBSCRIBE".utf8), $0], completion: ignore) }
-                + removed.map { RedisCommand(arguments: [Array("UNSUBSCRIBE".utf8), $0], completion: ignore) })
+            batch: added.map { RedisCommand(arguments: [subscribeVerb, $0], completion: ignore) }
+                + removed.map { RedisCommand(arguments: [unsubscribeVerb, $0], completion: ignore) })
     }
 
     private func change(_ channel: [UInt8], subscribed: Bool) async throws(RedisError) {
@@ -140,7 +206,7 @@ public final class RedisClient: RedisCommands {
             return shared.connection
         }
         guard let connection, connection.isActive else { return }
-        _ = try await connection.send(bytes: [Array((subscribed ? "SUBSCRIBE" : "UNSUBSCRIBE").utf8), channel])
+        _ = try await connection.send(bytes: [subscribed ? subscribeVerb : unsubscribeVerb, channel])
     }
 
     private func keepConnected() async {
@@ -151,7 +217,12 @@ public final class RedisClient: RedisCommands {
                 let address = try await server.currentAddress(on: group)
                 let connection = try await RedisConnection.connect(
                     to: address, on: group,
-                    pushes: { [messages] push in Self.deliver(push, to: messages) },
+                    pushes: { [weak self, messages] push in
+                        // A shard channel's subscription the server ended itself: its slot moved; reconnect to follow it.
+                        guard push.elements?.first?.string == "sunsubscribe" else { return Self.deliver(push, to: messages) }
+                        let client = self
+                        client?.shared.withLock { $0.connection }?.close()
+                    },
                     closed: { reason in
                         lost.continuation.yield(reason)
                         lost.continuation.finish()
@@ -168,7 +239,7 @@ public final class RedisClient: RedisCommands {
                     shared.connection = connection
                     return shared.subscriptions
                 }
-                for channel in channels { _ = try await connection.send(bytes: [Array("SUBSCRIBE".utf8), channel]) }
+                for channel in channels { _ = try await connection.send(bytes: [subscribeVerb, channel]) }
                 backoff = .milliseconds(50)
                 stateChanged(.up)
                 var reason = "closed"
@@ -240,9 +311,10 @@ public final class RedisClient: RedisCommands {
         }
     }
 
-    /// Hands a Pub/Sub `message` push to `messages`; other pushes (subscribe confirmations) are not deliveries.
+    /// Hands a Pub/Sub `message` (or shard channel's `smessage`) push to `messages`; other pushes
+    /// (subscribe confirmations) are not deliveries.
     static func deliver(_ push: RESPValue, to messages: @Sendable ([UInt8], [UInt8]) -> Void) {
-        guard let items = push.elements, items.count == 3, items[0].string == "message",
+        guard let items = push.elements, items.count == 3, items[0].string == "message" || items[0].string == "smessage",
             let channel = items[1].bytes, let payload = items[2].bytes
         else { return }
         messages(channel, payload)

@@ -1,19 +1,31 @@
 import GondolaRESP
 import NIOCore
 
-/// Where a client finds the Redis server it works with: one fixed address, or the master that
-/// a group of Sentinels names (and names anew after a failover).
+/// Where a client finds the Redis server it works with: one fixed address, the master that
+/// a group of Sentinels names (and names anew after a failover), or the master of a Redis
+/// Cluster that serves one hash slot now (and another after a failover or a resharding).
 public enum RedisServer: Sendable, Hashable, CustomStringConvertible {
     case address(RedisAddress)
     case sentinel(RedisSentinel)
+    case cluster(RedisClusterSlot)
 
     /// The address to connect to now: the fixed one, or the master the Sentinels name.
     func currentAddress(on group: any EventLoopGroup) async throws(RedisError) -> RedisAddress {
         switch self {
         case let .address(address): address
         case let .sentinel(sentinel): try await sentinel.resolve(on: group)
+        case let .cluster(slot): try await slot.resolve(on: group)
         }
     }
+
+    /// The hash tag every key and shard channel on this server carries: a Redis Cluster slot's; nil otherwise.
+    public var hashTag: String? {
+        if case let .cluster(slot) = self { slot.tag } else { nil }
+    }
+
+    /// Whether Pub/Sub takes Redis Cluster's shard channels (`SSUBSCRIBE`, `SPUBLISH`), which
+    /// reach only the nodes serving the channel's slot, instead of channels every node hears.
+    public var shardedPubSub: Bool { hashTag != nil }
 
     /// What logs, `/health` and metrics call it: the address, or the master's name (which
     /// stays the same across failovers); never the credentials.
@@ -21,6 +33,7 @@ public enum RedisServer: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case let .address(address): address.description
         case let .sentinel(sentinel): sentinel.description
+        case let .cluster(slot): slot.description
         }
     }
 }
@@ -62,8 +75,7 @@ public struct RedisSentinel: Sendable, Hashable, CustomStringConvertible {
                     reasons.append("\(sentinel) does not know a master named '\(masterName)'")
                     continue
                 }
-                return RedisAddress(
-                    host: host, port: port, username: master.username, password: master.password, database: master.database, tls: master.tls)
+                return master.moved(to: host, port: port)
             } catch {
                 reasons.append("\(sentinel): \(error)")
             }

@@ -50,24 +50,33 @@ public struct ServerConfiguration: Sendable {
     /// Redis Sentinel (`redis_sentinel_master_name`): the masters, one shard each; `host` is
     /// the name the Sentinels know it by.
     public var redisSentinelMasters: [RedisAddress] = []
-    /// Whether `redis_addresses` was given (it cannot be with Sentinel, which names the servers).
+    /// Redis Cluster (`redis_cluster_addresses`): nodes to ask for the cluster's slots; empty: no Redis Cluster.
+    public var redisClusterSeeds: [RedisAddress] = []
+    /// Redis Cluster (`redis_cluster_partitions`): how many partitions the channels spread over,
+    /// each in one slot with its own shard channel; every node of a Gondola cluster needs the same.
+    public var redisClusterPartitions = 16
+    /// Whether `redis_addresses` was given (it cannot be with Sentinel or Redis Cluster, which name the servers).
     fileprivate(set) var redisAddressesGiven = false
 
-    /// The shards of the `redis` engine: each Sentinel master, or else each of `redisAddresses`,
-    /// with `redisTLS` on those that use TLS.
+    /// The shards of the `redis` engine: the partitions of a Redis Cluster, each Sentinel
+    /// master, or else each of `redisAddresses`, with `redisTLS` on those that use TLS.
     public var redisServers: [RedisServer] {
         func applyingTLS(_ address: RedisAddress) -> RedisAddress {
             var server = address
             if server.tls != nil { server.tls = redisTLS }
             return server
         }
+        if !redisClusterSeeds.isEmpty {
+            let seeds = redisClusterSeeds.map(applyingTLS)
+            return RedisSlot.evenTags(count: redisClusterPartitions).map { .cluster(RedisClusterSlot(seeds: seeds, tag: $0)) }
+        }
         guard !redisSentinels.isEmpty else { return redisAddresses.map { .address(applyingTLS($0)) } }
         let sentinels = redisSentinels.map(applyingTLS)
         return redisSentinelMasters.map { .sentinel(RedisSentinel(sentinels: sentinels, master: applyingTLS($0))) }
     }
 
-    /// Refuses a Sentinel setup that is half there, or that also names fixed servers.
-    func checkRedisSentinel() throws(ConfigurationError) {
+    /// Refuses a Sentinel setup that is half there, and more than one way of naming the servers.
+    func checkRedisServers() throws(ConfigurationError) {
         switch (redisSentinels.isEmpty, redisSentinelMasters.isEmpty) {
         case (false, true):
             throw ConfigurationError("redis_sentinel_addresses needs redis_sentinel_master_name (the masters to ask the Sentinels for)")
@@ -76,6 +85,13 @@ public struct ServerConfiguration: Sendable {
         case (false, false) where redisAddressesGiven:
             throw ConfigurationError("redis_addresses cannot be used with redis_sentinel_addresses: the Sentinels name the servers")
         default: break
+        }
+        guard !redisClusterSeeds.isEmpty else { return }
+        if redisAddressesGiven {
+            throw ConfigurationError("redis_addresses cannot be used with redis_cluster_addresses: the cluster names its nodes")
+        }
+        if !redisSentinels.isEmpty {
+            throw ConfigurationError("redis_sentinel_addresses cannot be used with redis_cluster_addresses: a Redis Cluster fails over by itself")
         }
     }
     public var tokenHMACSecret = ""
@@ -250,7 +266,8 @@ public enum ConfigurationLoader {
             "command_burst", "namespaces",
             "domains", "node_name", "data_folder", "database_pool_size", "engine", "redis_addresses", "redis_tls_ca_file", "redis_tls_cert_file",
             "redis_tls_key_file",
-            "redis_tls_server_name", "redis_prefix", "redis_sentinel_addresses", "redis_sentinel_master_name", "cluster_presence_ttl",
+            "redis_tls_server_name", "redis_prefix", "redis_sentinel_addresses", "redis_sentinel_master_name", "redis_cluster_addresses",
+            "redis_cluster_partitions", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout",
         ] + BuiltInDomains.settingKeys
         + ProxyKind.allCases.flatMap {
@@ -288,7 +305,7 @@ public enum ConfigurationLoader {
             try apply(key, try textValue(key, value, source: "flag \(flag)"), to: &configuration, source: "flag \(flag)")
         }
         _ = try configuration.engine()
-        try configuration.checkRedisSentinel()
+        try configuration.checkRedisServers()
         return configuration
     }
 
@@ -369,6 +386,19 @@ public enum ConfigurationLoader {
             guard Set(configuration.redisSentinelMasters.map(\.host)).count == configuration.redisSentinelMasters.count else {
                 throw field.error("names a master twice: \(entries.map(RedisAddress.redacted).joined(separator: ", "))")
             }
+        case "redis_cluster_addresses":
+            let entries = try field.list(of: "Redis Cluster node addresses (host:port or redis://user:password@host:port)")
+            guard !entries.isEmpty else { throw field.error("must name at least one node of the Redis Cluster") }
+            configuration.redisClusterSeeds = try entries.map { (entry) throws(ConfigurationError) in
+                guard let address = RedisAddress(entry), address.database == 0 else {
+                    throw field.error(
+                        "'\(RedisAddress.redacted(entry))' is not host:port or redis://[[user]:password@]host[:port] (port 1...65535; a Redis Cluster has only database 0)"
+                    )
+                }
+                return address
+            }
+        case "redis_cluster_partitions":
+            configuration.redisClusterPartitions = try field.integer(min: 1, max: 1_024)
         case "redis_tls_ca_file": configuration.redisTLS.caFile = try field.readableFile()
         case "redis_tls_cert_file": configuration.redisTLS.certificateFile = try field.readableFile()
         case "redis_tls_key_file": configuration.redisTLS.keyFile = try field.readableFile()

@@ -13,12 +13,13 @@ import Testing
 /// The engine seam (`Broker`, `PresenceManager`), one suite for every engine: the
 /// memory broker of a node alone, the PostgreSQL cluster link, the Redis link on
 /// two Redis servers (shards; each test's channels spread over both), and the Redis link
-/// on a master found through Sentinel (`TestSentinel`: a replica and three Sentinels). Each test
+/// on a master found through Sentinel (`TestSentinel`: a replica and three Sentinels), and the
+/// Redis link on a Redis Cluster of three masters (`TestRedisCluster`; sixteen partitions). Each test
 /// drives a node on the engine as clients would, so delivery through `Node.receive` is
 /// part of what is checked.
 @Suite struct BrokerTests {
     enum BrokerEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
-        case memory, postgres, redis, sentinel
+        case memory, postgres, redis, sentinel, redisCluster
         var testDescription: String { rawValue }
     }
 
@@ -52,21 +53,27 @@ import Testing
         case .memory:
             precondition(count == 1, "a node alone")
             return ([Node(configuration: configuration, tokens: tokens)], {})
-        case .postgres, .redis, .sentinel:
+        case .postgres, .redis, .sentinel, .redisCluster:
             let pool = try await TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
             var logger = Logger(label: "broker-tests")
             logger.logLevel = .warning
             let servers = engine == .redis ? [try TestRedis(), try TestRedis()] : []
             let sentinel = engine == .sentinel ? try TestSentinel() : nil
+            let redisCluster = engine == .redisCluster ? try TestRedisCluster() : nil
             do {
                 for server in servers { try await server.start() }
                 try await sentinel?.start()
+                try await redisCluster?.start()
             } catch {
                 for server in servers { try? await server.stop() }
                 await sentinel?.stop()
+                await redisCluster?.stop()
                 throw error
             }
-            let redisServers: [RedisServer] = sentinel.map { [$0.server] } ?? servers.map { .address($0.address) }
+            let redisServers: [RedisServer] =
+                if let sentinel { [sentinel.server] } else if let redisCluster {
+                    RedisSlot.evenTags(count: 16).map { .cluster(RedisClusterSlot(seeds: redisCluster.seeds, tag: $0)) }
+                } else { servers.map { .address($0.address) } }
             var nodes: [Node] = []
             var running: [Task<Void, Never>] = []
             for index in 0..<(count + silent) {
@@ -88,6 +95,7 @@ import Testing
                     for task in tasks { await task.value }
                     for server in servers { try? await server.stop() }
                     await sentinel?.stop()
+                    await redisCluster?.stop()
                 }
             )
         }
@@ -314,7 +322,7 @@ import Testing
     /// `delta` travels with a publication through the engine: a node delivers as a delta exactly
     /// what another node published with it (a stream's bus message is made of its entry, which
     /// keeps the flag).
-    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel])
+    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel, .redisCluster])
     func publicationsPublishedWithDeltaGoAsDeltasOnAnotherNode(engine: BrokerEngine) async throws {
         let (nodes, stop) = try await Self.nodes(engine, count: 2) { $0.namespaces["room"]?.allowedDeltaTypes = [.fossil] }
         var client = try await TestClient.connected(nodes[1], user: "ann")
@@ -362,7 +370,7 @@ import Testing
     /// PostgreSQL bus brings them to every node and the others drop them; on Redis
     /// each region is a Pub/Sub channel that only its followers listen on. The sender
     /// never applies its own.
-    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel])
+    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel, .redisCluster])
     func regionalEventsReachOnlyTheNodesFollowingTheirRegion(engine: BrokerEngine) async throws {
         let (nodes, stop) = try await Self.nodes(engine, count: 2)
         let applied = [Applied(), Applied()]

@@ -90,4 +90,43 @@ import Testing
             }
         }
     }
+
+    @Test func aRedisClusterIsPartitionsEachInASlotOfItsOwn() throws {
+        let configuration = try ConfigurationLoader.load(
+            file: nil,
+            environment: [
+                "GONDOLA_REDIS_CLUSTER_ADDRESSES": "rediss://:pw@10.0.0.9:7000,10.0.0.10:7000", "GONDOLA_REDIS_CLUSTER_PARTITIONS": "4",
+            ], flags: [:])
+        let slots = configuration.redisServers.compactMap { server -> RedisClusterSlot? in
+            guard case let .cluster(slot) = server else { return nil }
+            return slot
+        }
+        #expect(slots.count == 4 && slots.map(\.tag) == RedisSlot.evenTags(count: 4))
+        #expect(slots[0].seeds.map(\.description) == ["10.0.0.9:7000 (TLS)", "10.0.0.10:7000"] && slots[0].seeds[0].password == "pw")
+        #expect(slots.map { $0.slot * 4 / RedisSlot.count } == [0, 1, 2, 3])
+        #expect(try ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).redisClusterPartitions == 16)
+    }
+
+    @Test func aRedisClusterWithOtherServersADatabaseOrBadPartitionsIsRefused() {
+        for (environment, expected) in [
+            (["GONDOLA_REDIS_CLUSTER_ADDRESSES": "10.0.0.9:7000", "GONDOLA_REDIS_ADDRESSES": "10.0.0.5:6379"], "cannot be used with redis_cluster"),
+            (
+                [
+                    "GONDOLA_REDIS_CLUSTER_ADDRESSES": "10.0.0.9:7000", "GONDOLA_REDIS_SENTINEL_ADDRESSES": "10.0.0.7:26379",
+                    "GONDOLA_REDIS_SENTINEL_MASTER_NAME": "trips",
+                ],
+                "cannot be used with redis_cluster_addresses"
+            ),
+            (["GONDOLA_REDIS_CLUSTER_ADDRESSES": "redis://:s3cret@10.0.0.9:7000/3"], "only database 0"),
+            (["GONDOLA_REDIS_CLUSTER_ADDRESSES": "10.0.0.9:7000", "GONDOLA_REDIS_CLUSTER_PARTITIONS": "0"], "redis_cluster_partitions"),
+            (["GONDOLA_REDIS_CLUSTER_ADDRESSES": "10.0.0.9:7000", "GONDOLA_REDIS_CLUSTER_PARTITIONS": "2000"], "redis_cluster_partitions"),
+        ] {
+            do {
+                _ = try ConfigurationLoader.load(file: nil, environment: environment, flags: [:])
+                Issue.record("\(environment) was accepted")
+            } catch {
+                #expect("\(error)".contains(expected) && !"\(error)".contains("s3cret"), "\(error)")
+            }
+        }
+    }
 }
