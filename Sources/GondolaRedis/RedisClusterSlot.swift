@@ -25,22 +25,14 @@ public struct RedisClusterSlot: Sendable, Hashable, CustomStringConvertible {
     /// with the seeds' credentials and TLS; throws `unavailable` with every seed's reason when
     /// none does (each unreachable, or the slot served by no node).
     public func resolve(on group: any EventLoopGroup, timeout: TimeAmount = .seconds(1)) async throws(RedisError) -> RedisAddress {
-        var reasons: [String] = []
-        for seed in seeds {
-            do throws(RedisError) {
-                let connection = try await RedisConnection.connect(to: seed, on: group, connectTimeout: timeout)
-                defer { connection.close() }
-                let ranges = try await connection.send(["CLUSTER", "SLOTS"])
-                guard let (host, port) = Self.master(of: slot, in: ranges) else {
-                    reasons.append("\(seed) names no master for slot \(slot)")
-                    continue
-                }
-                return seed.moved(to: host.isEmpty ? seed.host : host, port: port)
-            } catch {
-                reasons.append("\(seed): \(error)")
+        try await RedisConnection.askInTurn(
+            seeds, on: group, timeout: timeout, whatFor: "no node of the Redis Cluster names the master of slot \(slot)"
+        ) { seed, connection throws(RedisError) in
+            guard let (host, port) = Self.master(of: slot, in: try await connection.send(["CLUSTER", "SLOTS"])) else {
+                return .failure("\(seed) names no master for slot \(slot)")
             }
+            return .success(seed.moved(to: host.isEmpty ? seed.host : host, port: port))
         }
-        throw .unavailable("no node of the Redis Cluster names the master of slot \(slot): \(reasons.joined(separator: "; "))")
     }
 
     /// The master of `slot` in a `CLUSTER SLOTS` answer (ranges of `[first, last, [host, port, id, …], replicas…]`).

@@ -274,3 +274,35 @@ final class RESPChannelHandler: ChannelDuplexHandler {
 
     private var notified = false
 }
+
+extension RedisConnection {
+    /// Asks the servers at `addresses` in turn, each on a connection of its own closed after
+    /// `question`, until one gives an answer; throws `unavailable` (`whatFor`, then every server's
+    /// reason: its refusal, or why it could not be asked) when none does.
+    static func askInTurn<Answer>(
+        _ addresses: [RedisAddress], on group: any EventLoopGroup, timeout: TimeAmount, whatFor: String,
+        _ question: (RedisAddress, RedisConnection) async throws(RedisError) -> Result<Answer, Refusal>
+    ) async throws(RedisError) -> Answer {
+        var reasons: [String] = []
+        for address in addresses {
+            do throws(RedisError) {
+                let connection = try await connect(to: address, on: group, connectTimeout: timeout)
+                defer { connection.close() }
+                switch try await question(address, connection) {
+                case let .success(answer): return answer
+                case let .failure(refusal): reasons.append(refusal.reason)
+                }
+            } catch {
+                reasons.append("\(address): \(error)")
+            }
+        }
+        throw .unavailable("\(whatFor): \(reasons.joined(separator: "; "))")
+    }
+
+    /// Why a server asked by `askInTurn` gave no answer.
+    struct Refusal: Error, ExpressibleByStringInterpolation {
+        let reason: String
+        init(stringLiteral reason: String) { self.reason = reason }
+        init(stringInterpolation: DefaultStringInterpolation) { reason = String(stringInterpolation: stringInterpolation) }
+    }
+}

@@ -64,23 +64,13 @@ public struct RedisSentinel: Sendable, Hashable, CustomStringConvertible {
     /// get-master-addr-by-name`), with the master's credentials and TLS; throws `unavailable`
     /// with every Sentinel's reason when none does.
     public func resolve(on group: any EventLoopGroup, timeout: TimeAmount = .seconds(1)) async throws(RedisError) -> RedisAddress {
-        var reasons: [String] = []
-        for sentinel in sentinels {
-            do throws(RedisError) {
-                let connection = try await RedisConnection.connect(to: sentinel, on: group, connectTimeout: timeout)
-                defer { connection.close() }
-                let answer = try await connection.send(["SENTINEL", "get-master-addr-by-name", masterName])
-                guard let parts = answer.elements, parts.count == 2, let host = parts[0].string, let port = parts[1].string.flatMap({ Int($0) })
-                else {
-                    reasons.append("\(sentinel) does not know a master named '\(masterName)'")
-                    continue
-                }
-                return master.moved(to: host, port: port)
-            } catch {
-                reasons.append("\(sentinel): \(error)")
-            }
+        try await RedisConnection.askInTurn(sentinels, on: group, timeout: timeout, whatFor: "no Sentinel names the master '\(masterName)'") {
+            sentinel, connection throws(RedisError) in
+            let answer = try await connection.send(["SENTINEL", "get-master-addr-by-name", masterName])
+            guard let parts = answer.elements, parts.count == 2, let host = parts[0].string, let port = parts[1].string.flatMap({ Int($0) })
+            else { return .failure("\(sentinel) does not know a master named '\(masterName)'") }
+            return .success(master.moved(to: host, port: port))
         }
-        throw .unavailable("no Sentinel names the master '\(masterName)': \(reasons.joined(separator: "; "))")
     }
 
     /// Checks that `connection` reached a master (`ROLE`); throws `unavailable` when it reached a replica.
