@@ -3,10 +3,10 @@ import GondolaPostgres
 
 /// What a cluster node runs, whichever engine carries its bus: the link to the
 /// other nodes over the PostgreSQL database they share (`PostgresCluster`), or over
-/// Redis with the tables in that database (`RedisCluster`).
+/// Redis with the tables in that database or without one (`RedisCluster`).
 @_spi(Engine) public protocol ClusterNodeLink: ClusterLink, TransactionalBus {
-    /// The shared database, where the domains keep their tables.
-    var pool: PostgresPool { get }
+    /// The shared database, where the domains keep their tables; nil on Redis alone.
+    var sharedDatabase: PostgresPool? { get }
     /// Receives the bus and keeps the node's heartbeat until cancelled.
     func run() async
     /// The engine's parts and whether each works now, for `/health` and `/metrics`.

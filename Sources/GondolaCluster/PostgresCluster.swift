@@ -18,6 +18,7 @@ import Synchronization
 ///   are deleted by the next live node's sweep.
 @_spi(Engine) public final class PostgresCluster: ClusterNodeLink {
     public let pool: PostgresPool
+    public var sharedDatabase: PostgresPool? { pool }
     public let nodeUID: String
     public let settings: ClusterSettings
     public let durableHistory: any HistoryStore

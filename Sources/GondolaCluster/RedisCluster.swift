@@ -9,7 +9,8 @@ import PostgresNIO
 import Synchronization
 
 /// A node's link to the other nodes over Redis (the `redis` engine), with the
-/// domains' tables still in the shared PostgreSQL database.
+/// domains' tables still in the shared PostgreSQL database; or, for a hub with no domain, on
+/// Redis alone (no PostgreSQL at all: `pool` is nil).
 ///
 /// - Each channel lives on one Redis server, the shard its name hashes to
 ///   (`RedisShards`): its bus messages, its volatile stream and its presence. On a Redis
@@ -26,6 +27,9 @@ import Synchronization
 ///   events a repository sends inside its transaction.
 /// - Presence entries expire after `presenceTTL` unless their node adds them again;
 ///   node heartbeats live on the first shard.
+/// - On Redis alone there is no PostgreSQL bus: every publication takes Redis, and
+///   `history_durable` namespaces (which the configuration refuses then) keep their streams
+///   in Redis like the others.
 ///
 /// While a shard is down its channels' publishes, presence and history answer
 /// `unavailable` (the temporary 100) at once; clients stay connected. When its bus subscription is
@@ -43,18 +47,17 @@ import Synchronization
         let publishOnce: RedisScript
     }
 
-    public let pool: PostgresPool
+    public var sharedDatabase: PostgresPool? { postgres?.pool }
     public let nodeUID: String
     public let settings: ClusterSettings
     /// The names of the engine's keys and Pub/Sub channels, under the configured prefix.
     public let keys: RedisKeys
-    public let durableHistory: any HistoryStore
-    /// The durable streams' store, swept every minute for streams past their `history_meta_ttl`.
-    private let durableStore: PostgresHistoryStore
+    public var durableHistory: any HistoryStore { postgres?.durableStore ?? volatileHistory }
     public let volatileHistory: any HistoryStore
     let shards: [Shard]
     let registry: RedisNodes
-    let postgresBus: PostgresBus
+    /// What the node keeps in PostgreSQL, when it has a database.
+    private let postgres: PostgresSide?
     private let logger: Logger
     private let delivery = Mutex(WeakDelivery())
     private let postgresReady = ReadyGate()
@@ -65,22 +68,34 @@ import Synchronization
     private let followed = Mutex<Set<String>>([])
     private let startedAt = Date()
 
+    /// The part of the engine on PostgreSQL: the durable streams (swept every minute for
+    /// streams past their `history_meta_ttl`) and the bus of what must be committed first.
+    private struct PostgresSide {
+        let pool: PostgresPool
+        let durableStore: PostgresHistoryStore
+        let bus: PostgresBus
+    }
+
     /// A link for the node `nodeUID` over the Redis `servers` (one or more shards, each an
-    /// address or a master behind Sentinel; every name under `keys`' prefix) and `pool`, migrated with
-    /// `PostgresCluster.register(in:)`.
+    /// address, a master behind Sentinel or a Redis Cluster slot; every name under `keys`'
+    /// prefix) and `pool`, migrated with `PostgresCluster.register(in:)` (nil: on Redis alone).
     public init(
-        pool: PostgresPool, servers: [RedisServer], nodeUID: String, settings: ClusterSettings = .init(),
+        pool: PostgresPool?, servers: [RedisServer], nodeUID: String, settings: ClusterSettings = .init(),
         keys: RedisKeys = RedisKeys(), group: any EventLoopGroup, logger: Logger
     ) {
         precondition(!servers.isEmpty, "the Redis engine needs at least one server")
-        self.pool = pool
         self.nodeUID = nodeUID
         self.settings = settings
         self.keys = keys
         self.logger = logger
-        let durable = PostgresHistoryStore(pool: pool, durable: true)
-        durableHistory = durable
-        durableStore = durable
+        postgres = pool.map { pool in
+            let durable = PostgresHistoryStore(pool: pool, durable: true)
+            return PostgresSide(
+                pool: pool, durableStore: durable,
+                bus: PostgresBus(
+                    pool: pool, durable: durable, volatile: PostgresHistoryStore(pool: pool, durable: false), nodeUID: nodeUID,
+                    maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger))
+        }
         shards = servers.map { server in
             let bus = RedisBus(server: server, group: group, nodeUID: nodeUID, keys: keys, logger: logger)
             return Shard(
@@ -91,9 +106,6 @@ import Synchronization
         redisReady = servers.map { _ in ReadyGate() }
         volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
         registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout, keys: shards[0].bus.keys)
-        postgresBus = PostgresBus(
-            pool: pool, durable: durable, volatile: PostgresHistoryStore(pool: pool, durable: false), nodeUID: nodeUID,
-            maxBatch: settings.busMaxBatch, linger: settings.busLinger, logger: logger)
     }
 
     public func attach(_ delivery: any EngineDelivery) {
@@ -106,7 +118,7 @@ import Synchronization
     /// bus at least once: an outage of Redis after the start does not hold up new
     /// connections (their commands on the shard that is down answer the temporary 100).
     public func ready() async {
-        await postgresReady.opened()
+        if postgres != nil { await postgresReady.opened() }
         for gate in redisReady { await gate.opened() }
     }
 
@@ -114,7 +126,7 @@ import Synchronization
     public var health: EngineHealth {
         EngineHealth(
             engine: "redis",
-            parts: [.init(name: "postgres bus", up: postgresReady.isOpen)]
+            parts: (postgres == nil ? [] : [.init(name: "postgres bus", up: postgresReady.isOpen)])
                 + shards.map { shard in
                     .init(name: "redis \(shard.bus.publisher.server)", up: shard.bus.receiving && shard.bus.publisher.isUp)
                 })
@@ -144,9 +156,9 @@ import Synchronization
     ) {
         // Every publication of a durable namespace, one that skips the stream too, takes the
         // PostgreSQL bus, so that a channel's publications reach the nodes in the order they were made.
-        if options.historyDurable {
+        if options.historyDurable, let postgres {
             let request = BusWriter.Request(item: .publication(channel: channel, publication, options, publishing), completion: completion)
-            return postgresBus.writer.submit(request)
+            return postgres.bus.writer.submit(request)
         }
         let shard = shard(for: channel)
         guard options.keepsHistory else {
@@ -206,8 +218,10 @@ import Synchronization
         }
     }
 
+    /// Sends events inside a repository's transaction; there is none on Redis alone (no domain runs there).
     public func notify(_ events: [ClusterEvent], on connection: PostgresConnection) async throws {
-        try await postgresBus.writer.notify(events, on: connection)
+        guard let postgres else { throw HubError.notAvailable("a cluster on Redis alone has no PostgreSQL transaction to send events in") }
+        try await postgres.bus.writer.notify(events, on: connection)
     }
 
     public func addPresence(channel: String, info: ClientInfo) async throws(HubError) {
@@ -251,17 +265,17 @@ import Synchronization
                 })
         }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.receivePostgres() }
+            if let postgres { group.addTask { await self.receive(postgres.bus) } }
             group.addTask { await self.keepHeartbeat() }
             group.addTask { await self.keepPresence() }
             await group.waitForAll()
         }
         await leave()
         for shard in shards { shard.bus.stop() }
-        await pool.close()
+        await postgres?.pool.close()
     }
 
-    private func receivePostgres() async {
+    private func receive(_ postgresBus: PostgresBus) async {
         await postgresBus.receive(
             into: { self.attachedNode },
             listening: { [postgresReady] again in
@@ -285,10 +299,10 @@ import Synchronization
                 try await registry.beat(
                     ClusterNodeInfo(uid: nodeUID, name: entry.name, version: entry.version, stats: entry.stats),
                     startedAt: startedAt, now: Date())
-                if beats % 60 == 0 {
-                    try await postgresBus.sweepPayloads(retention: settings.payloadRetention)
-                    try await durableStore.sweep(now: Date())
-                    try await PublishChecks.sweep(pool: pool, now: Date())
+                if beats % 60 == 0, let postgres {
+                    try await postgres.bus.sweepPayloads(retention: settings.payloadRetention)
+                    try await postgres.durableStore.sweep(now: Date())
+                    try await PublishChecks.sweep(pool: postgres.pool, now: Date())
                 }
             } catch {
                 logger.warning("cluster heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])

@@ -9,7 +9,8 @@ import Hummingbird
 struct AuthEndpoints: Sendable {
     let configuration: ServerConfiguration
     let tokens: ConnectionTokens
-    let users: any UserRepository
+    /// Where signed-in users are kept; nil on Redis alone, where `dev_login` is refused.
+    let users: (any UserRepository)?
     static let bodyLimit = 16 * 1024
 
     func addRoutes(to router: HTTPRouter) {
@@ -17,7 +18,7 @@ struct AuthEndpoints: Sendable {
     }
 
     private func dev(_ request: Request) async -> Response {
-        guard configuration.devLogin else {
+        guard configuration.devLogin, let users else {
             return JSONResponse.error(.notFound, code: 104, "not found")
         }
         let payload: JSON

@@ -6,10 +6,15 @@ import NIOPosix
 
 /// Opens the cluster mode's PostgreSQL database: the pool, the schema (core,
 /// cluster and every built-in domain's tables, migrated once by whichever node starts
-/// first) and the link of the configured engine (PostgreSQL's bus, or Redis).
+/// first) and the link of the configured engine (PostgreSQL's bus, or Redis); on Redis
+/// alone, only the link.
 enum ClusterStorage {
     static func open(_ configuration: ServerConfiguration, domains: [any Domain], nodeUID: String, logger: Logger) async throws -> any ClusterNodeLink
     {
+        guard configuration.usesPostgres else {
+            // Redis alone: a hub with no domain (`ServerConfiguration.checkRedisOnly`).
+            return redisLink(configuration, pool: nil, nodeUID: nodeUID, logger: logger)
+        }
         let location: PostgresLocation
         do {
             location = try PostgresLocation(url: configuration.database)
@@ -29,7 +34,12 @@ enum ClusterStorage {
         guard try configuration.engine() == .redis else {
             return PostgresCluster(pool: pool, nodeUID: nodeUID, settings: configuration.cluster, logger: logger)
         }
-        return RedisCluster(
+        return redisLink(configuration, pool: pool, nodeUID: nodeUID, logger: logger)
+    }
+
+    /// The `redis` engine's link, with the tables in `pool` or on Redis alone.
+    private static func redisLink(_ configuration: ServerConfiguration, pool: PostgresPool?, nodeUID: String, logger: Logger) -> RedisCluster {
+        RedisCluster(
             pool: pool, servers: configuration.redisServers, nodeUID: nodeUID, settings: configuration.cluster,
             keys: configuration.redisKeys, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
     }

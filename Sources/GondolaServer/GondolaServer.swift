@@ -23,7 +23,8 @@ public final class GondolaServer: Sendable {
     public let database: GondolaDatabase?
     /// The link to the other nodes in cluster mode.
     @_spi(Engine) public let cluster: (any ClusterNodeLink)?
-    public let users: any UserRepository
+    /// Where the development sign-in keeps users; nil on Redis alone (no database).
+    public let users: (any UserRepository)?
     /// The installed domains by name, in registration order.
     let domains: [(name: String, installed: InstalledDomain)]
     let tokens: ConnectionTokens
@@ -71,17 +72,22 @@ public final class GondolaServer: Sendable {
                 metrics: metrics.factory, logger: logger)
         let uid = UUID().uuidString.lowercased()
         _ = try configuration.engine()
-        let storage: DomainStorage
+        let storage: DomainStorage?
         if configuration.isCluster {
             let cluster = try await ClusterStorage.open(configuration, domains: known, nodeUID: uid, logger: logger)
-            storage = .postgres(cluster.pool, bus: cluster)
+            storage = cluster.sharedDatabase.map { .postgres($0, bus: cluster) }
             self.database = nil
             self.cluster = cluster
-            self.users = PostgresUserRepository(pool: cluster.pool)
+            self.users = cluster.sharedDatabase.map { PostgresUserRepository(pool: $0) }
             self.node = Node(
                 configuration: configuration.hub, tokens: tokens, proxy: proxy, cluster: cluster, uid: uid, metricsFactory: metrics.factory,
                 logger: logger)
-            logger.info("cluster node", metadata: ["uid": "\(uid)", "database": "\(cluster.pool.location)", "engine": "\(cluster.health.engine)"])
+            logger.info(
+                "cluster node",
+                metadata: [
+                    "uid": "\(uid)", "database": "\(cluster.sharedDatabase.map { "\($0.location)" } ?? "none (Redis alone)")",
+                    "engine": "\(cluster.health.engine)",
+                ])
         } else {
             let database = try GondolaDatabase(path: configuration.database) { migrator in
                 for domain in known { domain.registerMigrations(in: &migrator) }
@@ -120,12 +126,14 @@ public final class GondolaServer: Sendable {
     }
 
     private static func install(
-        _ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage,
+        _ enabled: [any Domain], configuration: ServerConfiguration, node: Node, storage: DomainStorage?,
         tokens: ConnectionTokens, metrics: any MetricsFactory,
         logger: Logger
     ) async throws -> [(name: String, installed: InstalledDomain)] {
         try Self.claim { () throws(NameClaimError) in try node.install(PersonalChannel.registrations, by: NameClaims.hub) }
         guard !enabled.isEmpty else { return [] }
+        // Only a cluster on Redis alone has no storage, and its configuration enables no domain.
+        guard let storage else { throw ConfigurationError("the domains \(enabled.map(\.name)) need a database") }
         let context = DomainContext(
             node: node, storage: storage, authentication: BearerAuthentication(tokens: tokens),
             links: SignedLinks(secret: configuration.tokenHMACSecret),

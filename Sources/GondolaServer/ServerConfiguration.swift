@@ -199,8 +199,12 @@ public struct ServerConfiguration: Sendable {
         return keys
     }
 
-    /// Whether `database` is a PostgreSQL URL: the node joins the cluster of that database.
-    public var isCluster: Bool { PostgresLocation.isURL(database) }
+    /// Whether `database` is a PostgreSQL URL: the node keeps its tables there, shared with the other nodes.
+    public var usesPostgres: Bool { PostgresLocation.isURL(database) }
+
+    /// Whether the node is one of a cluster: on a PostgreSQL database, or on Redis alone
+    /// (`engine: redis` without a PostgreSQL database: a bare hub, checked by `checkRedisOnly`).
+    public var isCluster: Bool { usesPostgres || engineName == .redis }
 
     /// The engines `engine` can name.
     public enum EngineName: String, Sendable, CaseIterable {
@@ -208,22 +212,43 @@ public struct ServerConfiguration: Sendable {
         case memory
         /// A cluster on its PostgreSQL database: bus, streams and presence in it.
         case postgres
-        /// A cluster on Redis (`redis_addresses`), tables in its PostgreSQL database.
+        /// A cluster on Redis (`redis_addresses`), tables in its PostgreSQL database; or, with
+        /// none, on Redis alone (a hub with no domain).
         case redis
     }
 
     /// The engine `engine` names, or the one `database` implies (memory for SQLite,
     /// postgres for PostgreSQL); an engine that does not suit `database` is refused.
     public func engine() throws(ConfigurationError) -> EngineName {
-        let name = engineName ?? (isCluster ? .postgres : .memory)
-        switch (name, isCluster) {
+        let name = engineName ?? (usesPostgres ? .postgres : .memory)
+        switch (name, usesPostgres) {
         case (.memory, true):
             throw ConfigurationError(
                 "engine 'memory' keeps a node alone and needs a SQLite database; database is a PostgreSQL URL (use engine 'postgres' or 'redis')")
-        case (.postgres, false), (.redis, false):
-            throw ConfigurationError("engine '\(name.rawValue)' runs a cluster and needs database to be a postgres:// URL, got '\(database)'")
+        case (.postgres, false):
+            throw ConfigurationError("engine 'postgres' runs a cluster and needs database to be a postgres:// URL, got '\(database)'")
+        case (.redis, false):
+            try checkRedisOnly()
+            return name
         default: return name
         }
+    }
+
+    /// Refuses what a cluster on Redis alone cannot keep: every domain keeps its tables in
+    /// PostgreSQL, `history_durable` streams are committed there, and `dev_login` signs in the
+    /// users kept there.
+    func checkRedisOnly() throws(ConfigurationError) {
+        let needPostgres = "a cluster on Redis alone (engine 'redis' without a postgres:// database) runs a hub with no domain"
+        let enabled = BuiltInDomains.names.filter { domains?.contains($0) ?? true }
+        if !enabled.isEmpty {
+            throw ConfigurationError(
+                "\(needPostgres): set domains to [] or database to a postgres:// URL (the domains keep their tables there); enabled now: \(enabled.joined(separator: ", "))"
+            )
+        }
+        if let durable = hub.namespaces.filter({ $0.value.historyDurable }).keys.sorted().first {
+            throw ConfigurationError("\(needPostgres): namespace '\(durable)' has history_durable, whose streams are committed in PostgreSQL")
+        }
+        if devLogin { throw ConfigurationError("\(needPostgres): dev_login signs in users kept in PostgreSQL") }
     }
 
     /// The folder where generated secrets are kept: `data_folder`, else the SQLite

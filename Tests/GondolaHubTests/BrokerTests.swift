@@ -14,12 +14,13 @@ import Testing
 /// memory broker of a node alone, the PostgreSQL cluster link, the Redis link on
 /// two Redis servers (shards; each test's channels spread over both), and the Redis link
 /// on a master found through Sentinel (`TestSentinel`: a replica and three Sentinels), and the
-/// Redis link on a Redis Cluster of three masters (`TestRedisCluster`; sixteen partitions). Each test
+/// Redis link on a Redis Cluster of three masters (`TestRedisCluster`; sixteen partitions), and the
+/// Redis link on Redis alone (two shards, no PostgreSQL: a hub with no domain). Each test
 /// drives a node on the engine as clients would, so delivery through `Node.receive` is
 /// part of what is checked.
 @Suite struct BrokerTests {
     enum BrokerEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
-        case memory, postgres, redis, sentinel, redisCluster
+        case memory, postgres, redis, sentinel, redisCluster, redisAlone
         var testDescription: String { rawValue }
     }
 
@@ -53,11 +54,11 @@ import Testing
         case .memory:
             precondition(count == 1, "a node alone")
             return ([Node(configuration: configuration, tokens: tokens)], {})
-        case .postgres, .redis, .sentinel, .redisCluster:
-            let pool = try await TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
+        case .postgres, .redis, .sentinel, .redisCluster, .redisAlone:
+            let pool = engine == .redisAlone ? nil : try await TestPostgres.freshDatabase { PostgresCluster.register(in: &$0) }
             var logger = Logger(label: "broker-tests")
             logger.logLevel = .warning
-            let servers = engine == .redis ? [try TestRedis(), try TestRedis()] : []
+            let servers = engine == .redis || engine == .redisAlone ? [try TestRedis(), try TestRedis()] : []
             let sentinel = engine == .sentinel ? try TestSentinel() : nil
             let redisCluster = engine == .redisCluster ? try TestRedisCluster() : nil
             do {
@@ -82,7 +83,7 @@ import Testing
                     ? RedisCluster(
                         pool: pool, servers: redisServers, nodeUID: UUID().uuidString.lowercased(),
                         group: MultiThreadedEventLoopGroup.singleton, logger: logger)
-                    : PostgresCluster(pool: pool, nodeUID: UUID().uuidString.lowercased(), logger: logger)
+                    : PostgresCluster(pool: pool!, nodeUID: UUID().uuidString.lowercased(), logger: logger)
                 if index < count { nodes.append(Node(configuration: configuration, tokens: tokens, cluster: cluster)) }
                 running.append(Task { await cluster.run() })
                 await cluster.ready()
@@ -322,7 +323,7 @@ import Testing
     /// `delta` travels with a publication through the engine: a node delivers as a delta exactly
     /// what another node published with it (a stream's bus message is made of its entry, which
     /// keeps the flag).
-    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel, .redisCluster])
+    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel, .redisCluster, .redisAlone])
     func publicationsPublishedWithDeltaGoAsDeltasOnAnotherNode(engine: BrokerEngine) async throws {
         let (nodes, stop) = try await Self.nodes(engine, count: 2) { $0.namespaces["room"]?.allowedDeltaTypes = [.fossil] }
         var client = try await TestClient.connected(nodes[1], user: "ann")
@@ -370,7 +371,7 @@ import Testing
     /// PostgreSQL bus brings them to every node and the others drop them; on Redis
     /// each region is a Pub/Sub channel that only its followers listen on. The sender
     /// never applies its own.
-    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel, .redisCluster])
+    @Test(arguments: [BrokerEngine.postgres, .redis, .sentinel, .redisCluster, .redisAlone])
     func regionalEventsReachOnlyTheNodesFollowingTheirRegion(engine: BrokerEngine) async throws {
         let (nodes, stop) = try await Self.nodes(engine, count: 2)
         let applied = [Applied(), Applied()]

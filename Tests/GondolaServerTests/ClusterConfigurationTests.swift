@@ -44,11 +44,21 @@ import Testing
         #expect(try redis.engine() == .redis)
         #expect(redis.redisAddresses.map(\.description) == ["10.0.0.5:6379", "10.0.0.6:6380"])
         #expect(redis.cluster.presenceTTL == .seconds(30))
+        // Redis alone: a hub with no domain, no PostgreSQL database.
+        let alone = try ConfigurationLoader.load(file: nil, environment: ["GONDOLA_ENGINE": "redis", "GONDOLA_DOMAINS": ""], flags: [:])
+        #expect(try alone.engine() == .redis && alone.isCluster && !alone.usesPostgres)
     }
 
     @Test(arguments: [
         (["GONDOLA_ENGINE": "kafka"], "expected one of memory, postgres, redis, got 'kafka'"),
-        (["GONDOLA_ENGINE": "redis"], "engine 'redis' runs a cluster and needs database to be a postgres:// URL"),
+        (["GONDOLA_ENGINE": "postgres"], "engine 'postgres' runs a cluster and needs database to be a postgres:// URL"),
+        (["GONDOLA_ENGINE": "redis"], "set domains to [] or database to a postgres:// URL (the domains keep their tables there); enabled now: "),
+        (["GONDOLA_ENGINE": "redis", "GONDOLA_DOMAINS": "crash"], "enabled now: crash"),
+        (["GONDOLA_ENGINE": "redis", "GONDOLA_DOMAINS": "", "GONDOLA_DEV_LOGIN": "true"], "dev_login signs in users kept in PostgreSQL"),
+        (
+            ["GONDOLA_ENGINE": "redis", "GONDOLA_DOMAINS": "", "GONDOLA_NAMESPACES": #"[{"name": "ledger", "history_durable": true}]"#],
+            "namespace 'ledger' has history_durable"
+        ),
         (["GONDOLA_ENGINE": "memory", "GONDOLA_DATABASE": "postgres://gondola@db/hub"], "engine 'memory' keeps a node alone"),
         (["GONDOLA_REDIS_ADDRESSES": "10.0.0.5:99999"], "'10.0.0.5:99999' is not host:port"),
         (["GONDOLA_REDIS_ADDRESSES": " , "], "must name at least one Redis server"),

@@ -191,7 +191,7 @@ final class RecordingTelegram: TelegramNotifier {
     @Test func telegramButtonsAnswerLikeRSVPAndEverythingElseChangesNothing() async throws {
         let telegram = RecordingTelegram()
         let server = try await startTravelServer(telegram: telegram) { $0.domainSettings.values["telegram_webhook_secret"] = "hook-secret" }
-        let linked = try await server.server.users.user(
+        let linked = try await try #require(server.server.users).user(
             forTelegram: TelegramAccount(telegramID: 5_550_001, username: "tg_tom", displayName: "Tom", photoURL: nil))
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", linked.id])
         let alice = try await server.client("alice")
@@ -239,7 +239,7 @@ final class RecordingTelegram: TelegramNotifier {
     @Test func aBotAPIThatDoesNotAnswerDelaysNoWebhookAndNoInvitation() async throws {
         let telegram = HangingTelegram()
         let server = try await startTravelServer(telegram: telegram) { $0.domainSettings.values["telegram_webhook_secret"] = "hook-secret" }
-        let linked = try await server.server.users.user(
+        let linked = try await try #require(server.server.users).user(
             forTelegram: TelegramAccount(telegramID: 5_550_002, username: "tg_tia", displayName: "Tia", photoURL: nil))
         let trip = try await server.createTrip(hosts: ["hana"], travellers: ["alice", linked.id])
         let alice = try await server.client("alice")
