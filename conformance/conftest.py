@@ -8,12 +8,32 @@ import time
 import urllib.request
 
 import pytest
+import shutil
 
 GONDOLA = os.environ.get("CONFORMANCE_GONDOLA_BINARY", os.path.join(os.path.dirname(__file__), "..", ".build", "debug", "gondola"))
 RESORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resorts")
 FLEETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fleets")
 FORMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "forms")
 HOST_PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "web", "host")
+def pytest_configure(config):
+    """Every folder the tests make (servers' data, logs, clusters) goes in one folder of the run,
+    searchable by the postgres user that the clusters' PostgreSQL runs as."""
+    run_folder = tempfile.mkdtemp(prefix="gondola-conformance-run-")
+    os.chmod(run_folder, 0o755)
+    tempfile.tempdir = config.gondola_run_folder = run_folder
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A passing run leaves nothing behind; a failing one keeps its folders (the servers' logs) and says where."""
+    run_folder = getattr(session.config, "gondola_run_folder", None)
+    if run_folder is None:
+        return
+    if exitstatus == 0:
+        shutil.rmtree(run_folder, ignore_errors=True)
+    else:
+        print(f"\nconformance: the servers' folders and logs of this run are kept in {run_folder}")
+
+
 SECRET = "conformance-secret-of-at-least-32-bytes"
 API_KEY = "conformance-api-key"
 

@@ -48,6 +48,12 @@ public final class TestRedis: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
 
+    /// The server's folder (its log) goes with the last reference to it: a test leaves nothing behind.
+    deinit {
+        if let pid { kill(pid, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
     /// Runs `body` with a started server, and kills the server afterwards, also when `body` throws.
     public static func with(_ body: (TestRedis) async throws -> Void) async throws {
         let redis = try TestRedis()
@@ -81,7 +87,8 @@ public final class TestRedis: @unchecked Sendable {
                 return true
             }
         } catch {
-            throw TestRedisError("redis-server on port \(port) did not answer within 60 s; see \(folder)/redis.log")
+            let log = (try? String(contentsOfFile: folder + "/redis.log", encoding: .utf8)) ?? ""
+            throw TestRedisError("redis-server on port \(port) did not answer within 60 s; its log ends:\n\(log.suffix(2_000))")
         }
     }
 

@@ -31,6 +31,12 @@ public final class TestSentinel: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
 
+    /// The Sentinels' folder (configurations and logs) goes with the last reference to the group.
+    deinit {
+        for pid in sentinelPIDs { kill(pid, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
     /// The Sentinels, as the engine reaches them (with their password).
     public var sentinels: [RedisAddress] {
         sentinelPorts.map { RedisAddress(host: "127.0.0.1", port: $0, password: Self.sentinelPassword, tls: master.address.tls) }
