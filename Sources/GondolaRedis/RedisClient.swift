@@ -5,7 +5,8 @@ import Synchronization
 
 /// A connection to one Redis server that comes back by itself. While it is down,
 /// commands fail at once with `RedisError.unavailable` instead of waiting; the
-/// client reconnects with a backoff from 50 ms doubling to `maxBackoff`, and tells
+/// client reconnects with a backoff from 50 ms doubling to `maxBackoff` (half a second at
+/// most on a Redis Cluster slot, whose failovers no one announces), and tells
 /// `stateChanged` when it goes down and when it is back. Channels subscribed with
 /// `subscribe` are subscribed again on every new connection, and their messages go
 /// to `messages`: a client used for Pub/Sub should not also carry commands, so that
@@ -73,7 +74,9 @@ public final class RedisClient: RedisCommands {
     ) {
         self.server = server
         self.group = group
-        self.maxBackoff = maxBackoff
+        // A Redis Cluster tells its clients nothing of a failover: a slot's client asks the seeds
+        // for the slot's master again at least every half second while it cannot reach it.
+        self.maxBackoff = server.hashTag == nil ? maxBackoff : min(maxBackoff, .milliseconds(500))
         self.stateChanged = stateChanged
         self.messages = messages
     }

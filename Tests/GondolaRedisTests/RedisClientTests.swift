@@ -45,8 +45,9 @@ import Testing
     func overload(_ redis: TestRedis) async throws {
         let connection = try await RedisConnection.connect(to: redis.address, on: group, maxPending: 4)
         defer { connection.close() }
-        // A blocking pop holds the connection's answers back; four more wait behind it, the fifth is refused.
-        async let blocked = connection.send(["BLPOP", "nothing", "2"])
+        // A blocking pop holds the connection's answers back (until the observer pushes what it waits
+        // for); four more wait behind it, the fifth is refused.
+        async let blocked = connection.send(["BLPOP", "nothing", "0"])
         let observer = try await RedisConnection.connect(to: redis.address, on: group)
         defer { observer.close() }
         try await eventually { (try await observer.send(["INFO", "clients"]).string ?? "").contains("blocked_clients:1") }
@@ -61,10 +62,17 @@ import Testing
                     }
                 }
             }
-            return await tasks.reduce(into: [RedisError?]()) { $0.append($1) }
+            var results: [RedisError?] = []
+            for await result in tasks {
+                results.append(result)
+                // The refused one answers at once; the others wait behind the pop until it is released.
+                if results.count == 1 { _ = try? await observer.send(["LPUSH", "nothing", "released"]) }
+            }
+            return results
         }
+        #expect(results.first == .some(.overloaded(limit: 4)))
         #expect(results.compactMap { $0 } == [.overloaded(limit: 4)])
-        #expect(try await blocked == .null)
+        #expect(try await blocked.elements?.last?.string == "released")
     }
 
     @Test func pubSubAndAnOutage() async throws {
