@@ -98,29 +98,38 @@ public final class MemoryHistoryStore: LocalHistoryStore {
         _ publication: Publication, to channel: String, options: NamespaceOptions, version: StreamVersion?, now: Date
     ) -> StreamAppend {
         streams.withLock { streams in
-            var stream = streams[channel] ?? Stream(epoch: Epoch.make(), metaExpiresAt: now)
-            if let version {
-                if version.isSkipped(after: stream.version) { return .skipped(StreamPosition(offset: stream.top, epoch: stream.epoch)) }
-                stream.version = version
-            }
-            stream.top += 1
-            var stored = publication
-            stored.offset = stream.top
-            var kept = stored
-            kept.useDelta = false
-            stream.entries.append((kept, now))
-            stream.metaExpiresAt = now.addingTimeInterval(options.historyMetaTTL.timeInterval)
-            Self.trim(&stream, options: options, now: now)
-            streams[channel] = stream
-            return .appended(stored, StreamPosition(offset: stream.top, epoch: stream.epoch))
+            // The stream is changed where the dictionary keeps it: a copy taken out and put back
+            // would copy its entries on every append.
+            if streams[channel] == nil { streams[channel] = Stream(epoch: Epoch.make(), metaExpiresAt: now) }
+            return Self.append(publication, to: &streams[channel]!, options: options, version: version, now: now)
         }
+    }
+
+    private static func append(
+        _ publication: Publication, to stream: inout Stream, options: NamespaceOptions, version: StreamVersion?, now: Date
+    ) -> StreamAppend {
+        if let version {
+            if version.isSkipped(after: stream.version) { return .skipped(StreamPosition(offset: stream.top, epoch: stream.epoch)) }
+            stream.version = version
+        }
+        stream.top += 1
+        var stored = publication
+        stored.offset = stream.top
+        var kept = stored
+        kept.useDelta = false
+        stream.entries.append((kept, now))
+        stream.metaExpiresAt = now.addingTimeInterval(options.historyMetaTTL.timeInterval)
+        trim(&stream, options: options, now: now)
+        return .appended(stored, StreamPosition(offset: stream.top, epoch: stream.epoch))
     }
 
     public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) -> StreamSlice {
         streams.withLock { streams in
-            var stream = streams[channel] ?? Stream(epoch: Epoch.make(), metaExpiresAt: now.addingTimeInterval(options.historyMetaTTL.timeInterval))
-            Self.trim(&stream, options: options, now: now)
-            streams[channel] = stream
+            if streams[channel] == nil {
+                streams[channel] = Stream(epoch: Epoch.make(), metaExpiresAt: now.addingTimeInterval(options.historyMetaTTL.timeInterval))
+            }
+            Self.trim(&streams[channel]!, options: options, now: now)
+            let stream = streams[channel]!
             let after = after ?? 0
             let matching = stream.entries.lazy.map(\.publication).filter { $0.offset > after }
             let publications = reverse ? Array(matching.reversed().prefix(limit)) : Array(matching.prefix(limit))
