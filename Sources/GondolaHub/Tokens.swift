@@ -315,11 +315,28 @@ public struct ConnectionTokens: Sendable {
         return Dictionary(channels.map { ($0, SubscriptionGrant()) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// A signed token for `user`, valid for `ttl` when given.
-    public func mint(user: String, ttl: Duration? = nil, info: JSON? = nil, now: Date = Date()) async throws -> String {
-        let expiry = ttl.map { now.addingTimeInterval($0.timeInterval) }
-        let claims = MintedClaims(sub: SubjectClaim(value: user), exp: expiry.map { ExpirationClaim(value: $0) }, info: info)
-        return try await keysByAlgorithm["HS256"]!.sign(claims)
+    /// A signed connection token (HS256) for `user`, valid for `ttl` when given, with `info`
+    /// and the server-side subscriptions `channels` when given.
+    public func mint(user: String, ttl: Duration? = nil, info: JSON? = nil, channels: [String]? = nil, now: Date = Date()) async throws
+        -> String
+    {
+        try await sign(MintedClaims(sub: SubjectClaim(value: user), exp: Self.expiration(ttl, now: now), info: info, channels: channels))
+    }
+
+    /// A signed subscription token (HS256) for `user` on `channel`, valid for `ttl` when given, with `info`.
+    public func mintSubscription(user: String, channel: String, ttl: Duration? = nil, info: JSON? = nil, now: Date = Date()) async throws
+        -> String
+    {
+        try await sign(MintedClaims(sub: SubjectClaim(value: user), exp: Self.expiration(ttl, now: now), info: info, channel: channel))
+    }
+
+    private func sign(_ claims: MintedClaims) async throws -> String {
+        try await keysByAlgorithm["HS256"]!.sign(claims)
+    }
+
+    private static func expiration(_ ttl: Duration?, now: Date) -> ExpirationClaim? {
+        // Whole seconds, as JWT libraries write `exp`.
+        ttl.map { ExpirationClaim(value: Date(timeIntervalSince1970: (now.timeIntervalSince1970 + $0.timeInterval).rounded(.down))) }
     }
 
     // MARK: Subscription tokens
@@ -469,6 +486,10 @@ private struct MintedClaims: JWTPayload {
     var sub: SubjectClaim
     var exp: ExpirationClaim?
     var info: JSON?
+    /// A connection token's server-side subscriptions.
+    var channels: [String]?
+    /// A subscription token's channel.
+    var channel: String?
 
     func verify(using algorithm: some JWTAlgorithm) throws {}
 }

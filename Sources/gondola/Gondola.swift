@@ -14,7 +14,7 @@ import Logging
 struct Gondola: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Gondola: a real-time location and messaging hub speaking the Centrifuge protocol.",
-        subcommands: [Serve.self, Token.self, ImportCars.self, ImportResort.self, Catalog.self],
+        subcommands: [Serve.self, Token.self, GenToken.self, GenSubToken.self, CheckToken.self, ImportCars.self, ImportResort.self, Catalog.self],
         defaultSubcommand: Serve.self)
 }
 

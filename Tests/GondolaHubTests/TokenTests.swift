@@ -22,6 +22,22 @@ import _CryptoExtras
         return signingInput + "." + base64URL(try sign(Data(signingInput.utf8)))
     }
 
+    @Test func mintedTokensCarryTheirClaimsBackToTheVerifier() async throws {
+        let tokens = try await ConnectionTokens(secret: "s3cret-s3cret-s3cret-s3cret-s3cret")
+        let now = Date(timeIntervalSince1970: 1_800_000_000.7)
+        let connection = try await tokens.mint(user: "gus", ttl: .seconds(60), info: ["seat": 4], channels: ["news", "room:a"], now: now)
+        let credentials = try await tokens.verify(connection, now: now)
+        #expect(credentials.user == "gus" && credentials.info?.value["seat"] == 4)
+        #expect(Set(credentials.subscriptions.keys) == ["news", "room:a"])
+        #expect(credentials.expiresAt == Date(timeIntervalSince1970: 1_800_000_060))  // whole seconds
+        let subscription = try await tokens.mintSubscription(user: "gus", channel: "vip:a", ttl: .seconds(60), info: ["seat": 5], now: now)
+        let grant = try await tokens.verifySubscription(subscription, channel: "vip:a", user: "gus", client: "c1", now: now)
+        #expect(grant.info?.value["seat"] == 5)
+        await #expect(throws: TokenError.self) {
+            _ = try await tokens.verifySubscription(subscription, channel: "vip:b", user: "gus", client: "c1", now: now)
+        }
+    }
+
     @Test func acceptsAHandMadeHS256Token() async throws {
         let tokens = try await ConnectionTokens(secret: "s3cret-s3cret-s3cret-s3cret-s3cret")
         let exp = Int(Date().timeIntervalSince1970) + 3600
