@@ -29,6 +29,8 @@ public final class RedisBus: RedisCommands {
     public let nodeUID: String
     /// The names of the bus channel and the regions' channels.
     public let keys: RedisKeys
+    /// `PUBLISH`, or `SPUBLISH` on a Redis Cluster slot, as the bytes each message is sent with.
+    private let publishCommand: [UInt8]
     public let publisher: RedisClient
     let subscriber: RedisClient
     private let sequence = Atomic<UInt64>(0)
@@ -65,6 +67,7 @@ public final class RedisBus: RedisCommands {
     public init(server: RedisServer, group: any EventLoopGroup, nodeUID: String, keys: RedisKeys = RedisKeys(), logger: Logger) {
         self.nodeUID = nodeUID
         self.keys = keys.inSlot(of: server.hashTag)
+        publishCommand = Array(self.keys.publishCommand.utf8)
         self.logger = logger
         let state = self.state
         func changed(publisher: Bool) -> @Sendable (RedisClient.State) -> Void {
@@ -208,7 +211,7 @@ public final class RedisBus: RedisCommands {
             let message = BinaryBusMessage.message(node: nodeUID, sequence: nextSequence(), events: events)
             let completions = waiting
             batch.append(
-                RedisCommand(arguments: [Array(keys.publishCommand.utf8), target, message]) { result in
+                RedisCommand(arguments: [publishCommand, target, message]) { result in
                     let outcome = result.map { _ in }.mapError { HubError($0, in: "cluster bus") }
                     for completion in completions { completion(outcome) }
                 })

@@ -52,7 +52,8 @@ import Synchronization
     public let settings: ClusterSettings
     /// The names of the engine's keys and Pub/Sub channels, under the configured prefix.
     public let keys: RedisKeys
-    public var durableHistory: any HistoryStore { postgres?.durableStore ?? volatileHistory }
+    /// The durable streams' store; on Redis alone the volatile one (the configuration refuses durable namespaces there).
+    public let durableHistory: any HistoryStore
     public let volatileHistory: any HistoryStore
     let shards: [Shard]
     let registry: RedisNodes
@@ -105,6 +106,7 @@ import Synchronization
         }
         redisReady = servers.map { _ in ReadyGate() }
         volatileHistory = ShardedHistoryStore(shards: shards.map(\.history))
+        durableHistory = postgres?.durableStore ?? volatileHistory
         registry = RedisNodes(redis: shards[0].bus, nodeTimeout: settings.nodeTimeout, keys: shards[0].bus.keys)
     }
 

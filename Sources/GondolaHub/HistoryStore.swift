@@ -100,8 +100,9 @@ public final class MemoryHistoryStore: LocalHistoryStore {
         streams.withLock { streams in
             // The stream is changed where the dictionary keeps it: a copy taken out and put back
             // would copy its entries on every append.
-            if streams[channel] == nil { streams[channel] = Stream(epoch: Epoch.make(), metaExpiresAt: now) }
-            return Self.append(publication, to: &streams[channel]!, options: options, version: version, now: now)
+            Self.append(
+                publication, to: &streams[channel, default: Stream(epoch: Epoch.make(), metaExpiresAt: now)], options: options, version: version,
+                now: now)
         }
     }
 
@@ -125,10 +126,8 @@ public final class MemoryHistoryStore: LocalHistoryStore {
 
     public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) -> StreamSlice {
         streams.withLock { streams in
-            if streams[channel] == nil {
-                streams[channel] = Stream(epoch: Epoch.make(), metaExpiresAt: now.addingTimeInterval(options.historyMetaTTL.timeInterval))
-            }
-            Self.trim(&streams[channel]!, options: options, now: now)
+            let fresh = { Stream(epoch: Epoch.make(), metaExpiresAt: now.addingTimeInterval(options.historyMetaTTL.timeInterval)) }
+            Self.trim(&streams[channel, default: fresh()], options: options, now: now)
             let stream = streams[channel]!
             let after = after ?? 0
             let matching = stream.entries.lazy.map(\.publication).filter { $0.offset > after }

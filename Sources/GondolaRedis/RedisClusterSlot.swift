@@ -36,7 +36,7 @@ public struct RedisClusterSlot: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The master of `slot` in a `CLUSTER SLOTS` answer (ranges of `[first, last, [host, port, id, …], replicas…]`).
-    static func master(of slot: Int, in answer: RESPValue) -> (host: String, port: Int)? {
+    public static func master(of slot: Int, in answer: RESPValue) -> (host: String, port: Int)? {
         for range in answer.elements ?? [] {
             guard let parts = range.elements, parts.count >= 3, let first = parts[0].integer, let last = parts[1].integer,
                 (Int(first)...Int(last)).contains(slot), let node = parts[2].elements, node.count >= 2,

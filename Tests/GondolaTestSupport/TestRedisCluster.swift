@@ -73,18 +73,13 @@ public final class TestRedisCluster: @unchecked Sendable {
         for master in masters { try? await master.stop() }
     }
 
-    /// The master that serves `slot` now, as every node agrees.
+    /// The master that serves `slot` now, as the first node says (`CLUSTER SLOTS`, read as clients read it).
     public func owner(of slot: Int) async throws -> TestRedis {
-        for master in masters {
-            let ranges = try await command(master.address, ["CLUSTER", "SLOTS"])
-            for range in ranges.elements ?? [] {
-                guard let parts = range.elements, let first = parts[0].integer, let last = parts[1].integer,
-                    (Int(first)...Int(last)).contains(slot), let port = parts[2].elements?[1].integer
-                else { continue }
-                if let owner = masters.first(where: { $0.port == Int(port) }) { return owner }
-            }
+        let ranges = try await command(masters[0].address, ["CLUSTER", "SLOTS"])
+        guard let (_, port) = RedisClusterSlot.master(of: slot, in: ranges), let owner = masters.first(where: { $0.port == port }) else {
+            throw TestRedisError("no node serves slot \(slot)")
         }
-        throw TestRedisError("no node serves slot \(slot)")
+        return owner
     }
 
     /// Moves `slot` to `target`: marks it importing there and migrating at its owner, then,
@@ -101,15 +96,17 @@ public final class TestRedisCluster: @unchecked Sendable {
         while true {
             let keys = try await command(source.address, ["CLUSTER", "GETKEYSINSLOT", "\(slot)", "100"]).elements?.compactMap(\.string) ?? []
             if keys.isEmpty { break }
-            _ = try await command(
-                source.address, ["MIGRATE", "127.0.0.1", "\(target.port)", "", "0", "5000", "AUTH", TestRedis.password, "KEYS"] + keys)
+            try await migrate(keys, from: source, to: target)
         }
         for master in masters { _ = try await command(master.address, ["CLUSTER", "SETSLOT", "\(slot)", "NODE", targetID]) }
     }
 
     /// Moves the keys of `slot` that `keys` names (a part of them, during a move) from its owner to `target`.
     public func migrate(_ keys: [String], of slot: Int, to target: TestRedis) async throws {
-        let source = try await owner(of: slot)
+        try await migrate(keys, from: try await owner(of: slot), to: target)
+    }
+
+    private func migrate(_ keys: [String], from source: TestRedis, to target: TestRedis) async throws {
         _ = try await command(
             source.address, ["MIGRATE", "127.0.0.1", "\(target.port)", "", "0", "5000", "AUTH", TestRedis.password, "KEYS"] + keys)
     }
