@@ -65,3 +65,16 @@ def test_checktoken_says_whose_a_token_is_and_why_one_is_refused():
     assert refused.returncode == 1 and "token refused: the token has expired" in refused.stderr, refused
     bad_ttl = cli("gentoken", "-u", "ivo", "-t", "soon")
     assert bad_ttl.returncode != 0 and "--ttl 'soon' is not seconds or a duration" in bad_ttl.stderr, bad_ttl
+
+
+def test_bad_arguments_are_refused_naming_them():
+    for arguments, named in [
+        (("gentoken", "-u", "ivo", "--info", "{oops"), "--info is not JSON"),
+        (("gentoken", "-u", ""), "--user must not be empty"),
+        (("gensubtoken", "-u", "ivo", "-s", ""), "--channel must not be empty"),
+        (("gentoken", "-u", "ivo", "--ttl=-5"), "--ttl '-5' is not seconds or a duration"),
+    ]:
+        refused = cli(*arguments)
+        assert refused.returncode != 0 and named in refused.stderr and not refused.stdout, (arguments, refused)
+    garbage = cli("checktoken", "not-a-token")
+    assert garbage.returncode == 1 and "token refused: " in garbage.stderr, garbage
