@@ -100,29 +100,35 @@ public final class TestRedis: @unchecked Sendable {
         self.pid = nil
     }
 
-    /// A loopback port free now and never handed out before in this process (tests running at
-    /// the same time each get their own, even before they bind them).
+    /// A loopback port free now and not handed out again by this process until its 12,768
+    /// ports have all been (tests running at the same time each get their own, even before
+    /// they bind them). It is taken below the
+    /// kernel's range for outgoing connections (32768 and up), so that none of the many
+    /// connections the tests open takes it before the server binds it.
     public static func freePort() -> Int {
-        while true {
-            let port = unusedPort()
-            if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+        nextPort.withLock { next in
+            while true {
+                let port = next
+                next = next + 1 < ports.upperBound ? next + 1 : ports.lowerBound
+                if canBind(port) { return port }
+            }
         }
     }
 
-    private static let handedOut = Mutex<Set<Int>>([])
+    /// The ports handed out, in turn from a start that differs between processes.
+    private static let ports = 20_000..<32_768
+    private static let nextPort = Mutex(ports.lowerBound + Int(getpid()) * 97 % ports.count)
 
-    private static func unusedPort() -> Int {
+    private static func canBind(_ port: Int) -> Bool {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
+        return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+        } == 0
     }
 }
 
