@@ -113,6 +113,9 @@ class Server(Endpoint):
         super().__init__(port)
         self.folder = folder
         self.config_path = os.path.join(folder, "gondola.json")
+        # Where /health answers: the internal listener when the configuration has one, with TLS when it serves TLS.
+        self.health_port = port
+        self.health_tls = None
 
     def token(self, user, ttl=None):
         args = [GONDOLA, "token", "--user", user, "--config", self.config_path, "--database", os.path.join(self.folder, "gondola.sqlite")]
@@ -121,11 +124,12 @@ class Server(Endpoint):
         return subprocess.run(args, check=True, capture_output=True, text=True, timeout=30).stdout.strip()
 
     def healthy(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as response:
+        scheme = "https" if self.health_tls else "http"
+        with urllib.request.urlopen(f"{scheme}://127.0.0.1:{self.health_port}/health", timeout=5, context=self.health_tls) as response:
             return response.status == 200 and json.loads(response.read())["status"] == "ok"
 
 
-def launch(folder, extra_args=(), port=None, settings=None, resorts=RESORTS):
+def launch(folder, extra_args=(), port=None, settings=None, resorts=RESORTS, **serving):
     """Writes a configuration (with `settings` added) into `folder`, starts `gondola serve` (with `extra_args`,
     reading the resorts in `resorts`) on `port` (a free one when None) and waits until it is healthy. Launching
     again in the same folder and port is a restart."""
@@ -135,10 +139,19 @@ def launch(folder, extra_args=(), port=None, settings=None, resorts=RESORTS):
     config.update(settings or {})
     with open(config_path, "w") as f:
         json.dump(config, f)
+    return serve(folder, config_path, port, extra_args, resorts, **serving)
+
+
+def serve(folder, config_path, port, extra_args=(), resorts=RESORTS, health_port=None, health_tls=None):
+    """Starts `gondola serve --config config_path` (the file listening on `port`, and answering /health on
+    `health_port` when it has an internal listener, over TLS trusted by the `health_tls` SSL context when
+    that listener serves TLS), logging into `folder`, and waits until it is healthy."""
     log = open(os.path.join(folder, "server.log"), "a")
     process = subprocess.Popen([GONDOLA, "serve", "--config", config_path, "--resorts", resorts, *extra_args], stdout=log, stderr=subprocess.STDOUT)
     log.close()
     instance = Server(folder, port)
+    instance.health_port = health_port or port
+    instance.health_tls = health_tls
     deadline = time.time() + 30
     while True:
         try:

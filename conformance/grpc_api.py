@@ -21,9 +21,11 @@ import api_pb2_grpc as pb_grpc  # noqa: E402
 METADATA = [("authorization", f"apikey {API_KEY}")]
 
 
-def stub(address):
-    """A CentrifugoApi client on `address`, once its listener answers."""
-    channel = grpc.insecure_channel(address)
+def stub(address, root_certificates=None):
+    """A CentrifugoApi client on `address`, once its listener answers; over TLS trusting `root_certificates`
+    (PEM bytes) when they are given."""
+    channel = (grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates)) if root_certificates
+               else grpc.insecure_channel(address))
     grpc.channel_ready_future(channel).result(timeout=15)
     return pb_grpc.CentrifugoApiStub(channel)
 

@@ -31,7 +31,8 @@ public struct CrashDomain: Domain {
         CrashPostgresSchema.register(in: &migrator)
     }
 
-    public func install(in context: DomainContext) async throws -> InstalledDomain {
+    /// The settings' values, checked.
+    private func values() throws(DomainSetupError) -> (smsWebhookURL: String, smsWebhookToken: String, linkTemplate: String) {
         let smsWebhookURL = try settings.string("sms_webhook_url", default: "")
         guard smsWebhookURL.isEmpty || smsWebhookURL.hasPrefix("http://") || smsWebhookURL.hasPrefix("https://") else {
             throw DomainSetupError("'sms_webhook_url' expected an http(s) URL, got '\(smsWebhookURL)'")
@@ -41,6 +42,13 @@ public struct CrashDomain: Domain {
         guard linkTemplate.contains("{id}") else {
             throw DomainSetupError("'crash_link_template' must contain {id}, got '\(linkTemplate)'")
         }
+        return (smsWebhookURL, smsWebhookToken, linkTemplate)
+    }
+
+    public func checkSettings() throws(DomainSetupError) { _ = try values() }
+
+    public func install(in context: DomainContext) async throws -> InstalledDomain {
+        let (smsWebhookURL, smsWebhookToken, linkTemplate) = try values()
         let (repository, files) = try Self.storage(context)
         let texts: any TextMessageSender =
             smsWebhookURL.isEmpty

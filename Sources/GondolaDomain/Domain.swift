@@ -33,6 +33,10 @@ public protocol Domain: Sendable {
     /// `install` then gets `DomainStorage.postgres` and keeps its data there.
     func registerPostgresMigrations(in migrator: inout PostgresMigrator)
 
+    /// Checks the values of the domain's settings as `install` reads them, opening nothing
+    /// (`gondola checkconfig`, and the configuration's loading); the error names the key.
+    func checkSettings() throws(DomainSetupError)
+
     /// Builds the domain's services on the opened database and returns what they add to
     /// the node and the server.
     func install(in context: DomainContext) async throws -> InstalledDomain
@@ -40,6 +44,7 @@ public protocol Domain: Sendable {
 
 extension Domain {
     public var settingKeys: [String] { [] }
+    public func checkSettings() throws(DomainSetupError) {}
     public func registerPostgresMigrations(in migrator: inout PostgresMigrator) {}
 }
 
@@ -67,7 +72,8 @@ public struct DomainContext: Sendable {
     public let notices: NoticeBoard
     /// Where domains' counters, gauges and timers go (the server's `/metrics`).
     public let metrics: any MetricsFactory
-    public let logger: Logger
+    /// The domain's logger, set for each domain by the server (its lines carry the domain's name).
+    public var logger: Logger
 
     public init(
         node: Node, storage: DomainStorage, authentication: BearerAuthentication, links: SignedLinks, signIn: SignInTokens,

@@ -25,7 +25,7 @@ public struct DomainSettings: Sendable {
         case let value?: throw DomainSetupError("'\(key)' expected a whole number, got \(value.kindName)")
         }
         guard let number, range.contains(number) else {
-            throw DomainSetupError("'\(key)' expected a whole number from \(range.lowerBound) to \(range.upperBound), got \(values[key]!)")
+            throw DomainSetupError("'\(key)' expected a whole number from \(range.lowerBound) to \(range.upperBound), got \(values[key]!.text)")
         }
         return number
     }

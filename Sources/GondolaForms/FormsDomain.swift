@@ -29,6 +29,8 @@ public struct FormsDomain: Domain {
         FormsPostgresSchema.register(in: &migrator)
     }
 
+    public func checkSettings() throws(DomainSetupError) { _ = try settings.string("forms", default: "forms") }
+
     public func install(in context: DomainContext) async throws -> InstalledDomain {
         let folder = try settings.string("forms", default: "forms")
         let (formRepository, assessmentRepository) = Self.repositories(context.storage)

@@ -27,6 +27,8 @@ public struct PushDomain: Domain {
         PushSchema.register(in: &migrator)
     }
 
+    public func checkSettings() throws(DomainSetupError) { _ = try PushConfiguration(settings) }
+
     public func install(in context: DomainContext) async throws -> InstalledDomain {
         let configuration = try PushConfiguration(settings)
         let (repository, queue): (any DeviceRepository, any PushQueue) =

@@ -39,38 +39,52 @@ public struct RentalsDomain: Domain {
         RentalsPostgresSchema.register(in: &migrator)
     }
 
-    public func install(in context: DomainContext) async throws -> InstalledDomain {
-        let storage = Self.repositories(context.storage)
+    /// The settings' values, checked (the SMTP URL parsed; nothing opened).
+    private func checkedSettings() throws(DomainSetupError) -> RentalsSettings {
         let cost = try settings.integer("bcrypt_cost", default: 12, in: 4...31)
         let linkBase = try settings.string("account_link_base", default: "automagic://")
         guard linkBase.contains(":") else { throw DomainSetupError("'account_link_base' expected a URL start like automagic:// , got '\(linkBase)'") }
-        let publicURL = try Self.httpURL("public_url", try settings.string("public_url", default: listenURL))
-        let activatedURL = try Self.httpURL("account_activated_url", try settings.string("account_activated_url", default: ""))
-        let sender = try settings.string("mail_from", default: "Automagic <no-reply@automagic.local>")
-        let route: MailRoute
         let smtpURL = try settings.string("smtp_url", default: "")
+        let smtp: SMTPMailer?
         do {
-            route = smtpURL.isEmpty ? .folder(try MailFolder(folder: context.dataFolder + "/mail")) : .smtp(try SMTPMailer(url: smtpURL))
+            smtp = smtpURL.isEmpty ? nil : try SMTPMailer(url: smtpURL)
         } catch {
             throw DomainSetupError("mail: \(error)")
         }
-        let fleets = try settings.string("fleets", default: "fleets")
-        let areasFile = try settings.string("rental_service_areas", default: "")
-        let defaultAreas = fleets + "/service-areas.geojson"
+        return RentalsSettings(
+            cost: cost, linkBase: linkBase, publicURL: try Self.httpURL("public_url", try settings.string("public_url", default: listenURL)),
+            activatedURL: try Self.httpURL("account_activated_url", try settings.string("account_activated_url", default: "")),
+            sender: try settings.string("mail_from", default: "Automagic <no-reply@automagic.local>"), smtp: smtp,
+            fleets: try settings.string("fleets", default: "fleets"), areasFile: try settings.string("rental_service_areas", default: ""))
+    }
+
+    public func checkSettings() throws(DomainSetupError) { _ = try checkedSettings() }
+
+    public func install(in context: DomainContext) async throws -> InstalledDomain {
+        let storage = Self.repositories(context.storage)
+        let values = try checkedSettings()
+        let route: MailRoute
+        do {
+            route = try values.smtp.map { .smtp($0) } ?? .folder(try MailFolder(folder: context.dataFolder + "/mail"))
+        } catch {
+            throw DomainSetupError("mail: \(error)")
+        }
+        let defaultAreas = values.fleets + "/service-areas.geojson"
         let areas =
-            !areasFile.isEmpty
-            ? try ServiceAreas.load(areasFile)
+            !values.areasFile.isEmpty
+            ? try ServiceAreas.load(values.areasFile)
             : FileManager.default.fileExists(atPath: defaultAreas) ? try ServiceAreas.load(defaultAreas) : .none
 
         let outbox = MailOutbox(queue: storage.mails, route: route, logger: context.logger)
         let accounts = AccountService(
-            repository: storage.accounts, hasher: PasswordHasher(cost: UInt8(cost)),
-            mails: try AccountMails(sender: sender, linkBase: linkBase, publicURL: publicURL), outbox: outbox, logger: context.logger)
+            repository: storage.accounts, hasher: PasswordHasher(cost: UInt8(values.cost)),
+            mails: try AccountMails(sender: values.sender, linkBase: values.linkBase, publicURL: values.publicURL), outbox: outbox,
+            logger: context.logger)
         let rentals: RentalService
         do {
             rentals = try await RentalService(
                 node: context.node, repository: storage.rentals, areas: areas,
-                fleetsFolder: fleets, notices: context.notices, logger: context.logger)
+                fleetsFolder: values.fleets, notices: context.notices, logger: context.logger)
         } catch {
             throw DomainSetupError("cannot load the cars and rentals: \(error)")
         }
@@ -81,7 +95,7 @@ public struct RentalsDomain: Domain {
         rentals.registerServerAPI(in: &serverMethods)
         registrations.provide(CarChannel.options, by: CarChannel(rentals: rentals))
         let endpoints = AccountEndpoints(
-            accounts: accounts, signIn: context.signIn, authentication: context.authentication, activatedURL: activatedURL)
+            accounts: accounts, signIn: context.signIn, authentication: context.authentication, activatedURL: values.activatedURL)
         return InstalledDomain(
             service: rentals,
             registrations: registrations,
@@ -179,4 +193,17 @@ struct CarRemoval: RequestContract {
     static let fields: [FieldContract] = [.required("id", .string)]
     let id: String
     init(_ fields: RequestFields) throws(HubError) { id = try fields.string("id", maxLength: 64) }
+}
+
+/// The rentals domain's settings, as its keys give them.
+struct RentalsSettings {
+    let cost: Int
+    let linkBase: String
+    let publicURL: String
+    let activatedURL: String
+    let sender: String
+    /// The SMTP server mails go to; nil: `.eml` files in the data folder.
+    let smtp: SMTPMailer?
+    let fleets: String
+    let areasFile: String
 }

@@ -22,6 +22,20 @@ enum BuiltInDomains {
         ]
     }
 
+    /// The domains `domains` enables (every one when it is not set).
+    static func enabled(by configuration: ServerConfiguration) -> [any Domain] {
+        all(configuration, telegram: NoTelegramBot()).filter { configuration.domains?.contains($0.name) ?? true }
+    }
+
+    /// Checks `domain`'s settings; the error names the domain and the key.
+    static func checkSettings(of domain: any Domain) throws(ConfigurationError) {
+        do throws(DomainSetupError) {
+            try domain.checkSettings()
+        } catch {
+            throw ConfigurationError("\(domain.name): \(error)")
+        }
+    }
+
     /// The domains' names, for validating `domains`.
     static var names: [String] { all(ServerConfiguration(), telegram: NoTelegramBot()).map(\.name) }
 

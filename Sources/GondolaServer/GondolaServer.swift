@@ -1,4 +1,5 @@
 import Foundation
+import GRPCNIOTransportHTTP2
 @_spi(Engine) import GondolaCluster
 import GondolaDomain
 @_spi(Engine) import GondolaHub
@@ -9,9 +10,11 @@ import GondolaStore
 import GondolaTravel
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import Metrics
 import NIOCore
+import NIOSSL
 import ServiceLifecycle
 import UnixSignals
 
@@ -31,10 +34,19 @@ public final class GondolaServer: Sendable {
     /// The JWKS URL's keys, fetched by a background service, when one is configured.
     let jwks: JWKSEndpoint?
     let metrics: ServerMetrics
+    /// The logger given, from which each component's is made (`LogSettings`).
+    private let rootLogger: Logger
+    /// The server's own lines: start, stop, drain.
     let logger: Logger
     private let connections = OpenConnections()
     /// The origin check and connection limits every client transport asks before a session opens.
     private let admission: ConnectionAdmission
+    /// The certificates of the listeners that serve TLS, read again at `tls_reload_interval`.
+    private let certificates: ListenerCertificates
+    /// The TLS configuration of each HTTP listener that serves TLS.
+    private let tlsConfigurations: [TLSListener: TLSConfiguration]
+    /// The TLS of each GRPC listener that serves TLS.
+    private let grpcSecurity: [TLSListener: HTTP2ServerTransport.Posix.TransportSecurity]
 
     /// Opens the database with every built-in domain's schema, builds the hub and
     /// installs the domains `domains` enables (all when unset). The configuration
@@ -51,7 +63,9 @@ public final class GondolaServer: Sendable {
     ) async throws {
         precondition(!configuration.tokenHMACSecret.isEmpty && !configuration.apiKey.isEmpty, "secrets must be set")
         self.configuration = configuration
-        self.logger = logger
+        self.rootLogger = logger
+        self.logger = logger.component("server", configuration.logging)
+        let log = { (component: String) in logger.component(component, configuration.logging) }
         let notifier = telegram ?? (configuration.telegramBotToken.isEmpty ? NoTelegramBot() : TelegramBotAPI(token: configuration.telegramBotToken))
         // Every domain's schema is kept whether it is enabled or not; additional domains are always enabled.
         let builtIn = BuiltInDomains.all(configuration, telegram: notifier)
@@ -60,8 +74,17 @@ public final class GondolaServer: Sendable {
         self.metrics = ServerMetrics()
         self.admission = ConnectionAdmission(
             origins: configuration.allowedOrigins, connectionLimit: configuration.clientConnectionLimit,
-            connectionRateLimit: configuration.clientConnectionRateLimit, metrics: metrics.factory, logger: logger)
-        (self.tokens, self.jwks) = try await Self.tokens(configuration, metrics: metrics, logger: logger)
+            connectionRateLimit: configuration.clientConnectionRateLimit, metrics: metrics.factory, logger: log("connections"))
+        (self.tokens, self.jwks) = try await Self.tokens(configuration, metrics: metrics, logger: log("tokens"))
+        try configuration.checkTLS()
+        let certificates = try ListenerCertificates(configuration.tls, refreshInterval: configuration.tlsReloadInterval, logger: log("http"))
+        self.certificates = certificates
+        self.tlsConfigurations = try [TLSListener.main, .internal].reduce(into: [:]) { (all, listener) throws(ConfigurationError) in
+            all[listener] = try certificates.serverConfiguration(for: listener)
+        }
+        self.grpcSecurity = try [TLSListener.grpcAPI, .uniGRPC].reduce(into: [:]) { (all, listener) throws(ConfigurationError) in
+            all[listener] = try certificates.grpcSecurity(for: listener)
+        }
         let endpoints = configuration.proxyEndpoints.filter { !$0.value.url.isEmpty }
         try configuration.checkProxyNames()
         let proxy =
@@ -69,20 +92,20 @@ public final class GondolaServer: Sendable {
             ? nil
             : HTTPProxyTransport(
                 endpoints: endpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight,
-                metrics: metrics.factory, logger: logger)
+                metrics: metrics.factory, logger: log("proxy"))
         let uid = UUID().uuidString.lowercased()
         _ = try configuration.engine()
         let storage: DomainStorage?
         if configuration.isCluster {
-            let cluster = try await ClusterStorage.open(configuration, domains: known, nodeUID: uid, logger: logger)
+            let cluster = try await ClusterStorage.open(configuration, domains: known, nodeUID: uid, logger: log("cluster"))
             storage = cluster.sharedDatabase.map { .postgres($0, bus: cluster) }
             self.database = nil
             self.cluster = cluster
             self.users = cluster.sharedDatabase.map { PostgresUserRepository(pool: $0) }
             self.node = Node(
                 configuration: configuration.hub, tokens: tokens, proxy: proxy, cluster: cluster, uid: uid, metricsFactory: metrics.factory,
-                logger: logger)
-            logger.info(
+                logger: log("hub"))
+            self.logger.info(
                 "cluster node",
                 metadata: [
                     "uid": "\(uid)", "database": "\(cluster.sharedDatabase.map { "\($0.location)" } ?? "none (Redis alone)")",
@@ -99,7 +122,7 @@ public final class GondolaServer: Sendable {
             self.node = Node(
                 configuration: configuration.hub, tokens: tokens, proxy: proxy,
                 durableHistory: SQLiteHistoryStore(database: database), uid: uid,
-                metricsFactory: metrics.factory, logger: logger)
+                metricsFactory: metrics.factory, logger: log("hub"))
         }
         self.domains = try await Self.install(
             enabled, configuration: configuration, node: node, storage: storage, tokens: tokens,
@@ -134,7 +157,7 @@ public final class GondolaServer: Sendable {
         guard !enabled.isEmpty else { return [] }
         // Only a cluster on Redis alone has no storage, and its configuration enables no domain.
         guard let storage else { throw ConfigurationError("the domains \(enabled.map(\.name)) need a database") }
-        let context = DomainContext(
+        var context = DomainContext(
             node: node, storage: storage, authentication: BearerAuthentication(tokens: tokens),
             links: SignedLinks(secret: configuration.tokenHMACSecret),
             signIn: SignInTokens(tokens: tokens, ttl: configuration.signInTokenTTL), dataFolder: configuration.dataFolder,
@@ -143,6 +166,7 @@ public final class GondolaServer: Sendable {
         var apiNames = NameClaims(kind: "server API method", hubNames: ServerAPI(node: node).names)
         for domain in enabled {
             let domainInstalled: InstalledDomain
+            context.logger = logger.component(domain.name, configuration.logging)
             do {
                 domainInstalled = try await domain.install(in: context)
             } catch let error as DomainSetupError {
@@ -270,11 +294,17 @@ public final class GondolaServer: Sendable {
         let endpoint = webSocket
         return Application(
             router: router,
-            server: HTTPServerBuilder { responder in HubChildChannel(responder: responder, endpoint: endpoint) },
+            server: HTTPServerBuilder { [tls = tlsConfigurations[.main]] responder in
+                let channel = HubChildChannel(responder: responder, endpoint: endpoint, secure: tls != nil)
+                return try tls.map { try TLSChannel(channel, tlsConfiguration: $0) } ?? channel
+            },
             configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "gondola"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
-            logger: logger)
+            logger: httpLogger)
     }
+
+    /// What the HTTP listeners log with.
+    private var httpLogger: Logger { rootLogger.component("http", configuration.logging) }
 
     /// The internal HTTP application on `internal_listen`: health, metrics and the server
     /// API, nothing a client uses; `onServerRunning` gets the bound port.
@@ -285,8 +315,13 @@ public final class GondolaServer: Sendable {
         let router = HTTPRouter(context: HTTPRequestContext.self)
         addOperationalRoutes(to: router, api: serverAPI())
         return Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "gondola"),
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) }, logger: logger)
+            router: router,
+            server: HTTPServerBuilder { [tls = tlsConfigurations[.internal]] responder in
+                let channel = HTTP1Channel(responder: responder)
+                return try tls.map { try TLSChannel(channel, tlsConfiguration: $0) } ?? channel
+            },
+            configuration: .init(address: .hostname(host, port: port), serverName: "gondola"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) }, logger: httpLogger)
     }
 
     /// Runs until SIGTERM or SIGINT, then drains: clients get 3001 and the process
@@ -321,6 +356,7 @@ public final class GondolaServer: Sendable {
             if let work = domain.installed.background { background.append(BackgroundService(name: domain.name, work: work)) }
         }
         var services = background.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
+        services += certificates.services.map { .init(service: $0, successTerminationBehavior: .ignore) }
         if let (host, port) = configuration.internalListen {
             services.append(.init(service: internalApplication(host: host, port: port, onServerRunning: onInternalServerRunning)))
         }
@@ -328,7 +364,7 @@ public final class GondolaServer: Sendable {
             let key = configuration.grpcAPIKey.isEmpty ? configuration.apiKey : configuration.grpcAPIKey
             let api = GRPCListener(
                 services: [GRPCServerAPI(api: serverAPI())], interceptors: [APIKeyCheck(key: key)], maxRequestBytes: ServerAPIEndpoint.bodyLimit,
-                host: host, port: port, onServerRunning: onGRPCServerRunning)
+                host: host, port: port, security: grpcSecurity[.grpcAPI] ?? .plaintext, onServerRunning: onGRPCServerRunning)
             services.append(.init(service: api))
         }
         if let (host, port) = configuration.uniGRPCListen {
@@ -337,7 +373,7 @@ public final class GondolaServer: Sendable {
                 .init(
                     service: GRPCListener(
                         services: [stream], maxRequestBytes: HTTPTransports.maxRequestBytes, host: host, port: port,
-                        onServerRunning: onUniGRPCServerRunning)))
+                        security: grpcSecurity[.uniGRPC] ?? .plaintext, onServerRunning: onUniGRPCServerRunning)))
         }
         services += [.init(service: application(onServerRunning: onServerRunning)), .init(service: HubService(server: self))]
         return ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: signals, logger: logger))

@@ -37,8 +37,10 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
 
     let responder: HTTPChannelHandler.Responder
     let endpoint: WebSocketEndpoint
+    /// Whether the connection came through TLS, which the requests' scheme says.
+    let secure: Bool
 
-    init(responder: @escaping HTTPChannelHandler.Responder, endpoint: WebSocketEndpoint) {
+    init(responder: @escaping HTTPChannelHandler.Responder, endpoint: WebSocketEndpoint, secure: Bool = false) {
         self.responder = { request, writer, channel in
             guard request.headers[.upgrade]?.lowercased() == "websocket" else {
                 return try await responder(request, writer, channel)
@@ -48,6 +50,7 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
             throw ChannelError.outputClosed
         }
         self.endpoint = endpoint
+        self.secure = secure
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -79,7 +82,7 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
                 upgraders: [upgrader],
                 notUpgradingCompletionHandler: { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: secure))
                         try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))
                         let http = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                             wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))

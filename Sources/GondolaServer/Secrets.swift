@@ -13,11 +13,16 @@ public enum GeneratedSecrets {
             if !trimmed.isEmpty { return (trimmed, false) }
         }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let value = SymmetricKey(size: .bits256).withUnsafeBytes { bytes in
-            bytes.map { String(format: "%02x", $0) }.joined()
-        }
+        let value = randomHex()
         FileManager.default.createFile(atPath: path, contents: Data((value + "\n").utf8), attributes: [.posixPermissions: 0o600])
         return (value, true)
+    }
+
+    /// A new secret: 32 random bytes as hex.
+    static func randomHex() -> String {
+        SymmetricKey(size: .bits256).withUnsafeBytes { bytes in
+            bytes.map { String(format: "%02x", $0) }.joined()
+        }
     }
 
     /// Fills in the token secret and API key from the data folder when the configuration lacks them.

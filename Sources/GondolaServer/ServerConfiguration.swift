@@ -6,6 +6,7 @@ import GondolaPostgres
 import GondolaProtocol
 import GondolaRedis
 import GondolaTravel
+import Logging
 
 /// Everything `gondola serve` can be told, by the names of the configuration file.
 public struct ServerConfiguration: Sendable {
@@ -153,8 +154,36 @@ public struct ServerConfiguration: Sendable {
     public var domainSettings = DomainSettings()
     /// The domains to install (`BuiltInDomains`); nil installs every one.
     public var domains: Set<String>?
+    /// `log_format`, `log_level`, `log_levels`.
+    public var logging = LogSettings()
+    /// The listeners that serve TLS, with their certificate and key files.
+    public var tls: [TLSListener: TLSFiles] = [:]
+    /// How often the listeners' certificate files are read again.
+    public var tlsReloadInterval = Duration.seconds(60)
 
     public init() {}
+
+    /// Stops the start when a listener's TLS names a certificate without its key (or the other
+    /// way round), is set for a listener that is not configured, or has files that do not load.
+    public func checkTLS() throws(ConfigurationError) {
+        for listener in TLSListener.allCases {
+            guard let pair = tls[listener] else { continue }
+            guard !pair.certificateFile.isEmpty, !pair.privateKeyFile.isEmpty else {
+                throw ConfigurationError("'\(listener.certificateKey)' and '\(listener.privateKeyKey)' go together; only one is set")
+            }
+            let listening: Bool =
+                switch listener {
+                case .main: true
+                case .internal: internalListen != nil
+                case .grpcAPI: grpcAPIListen != nil
+                case .uniGRPC: uniGRPCListen != nil
+                }
+            guard listening else {
+                throw ConfigurationError("'\(listener.certificateKey)' is set but '\(listener.keyPrefix)listen' is not: there is no such listener")
+            }
+            try ListenerCertificates.check(listener, pair)
+        }
+    }
 
     /// Stops the start when a namespace or an RPC prefix names a proxy `proxies` does not have.
     public func checkProxyNames() throws(ConfigurationError) {
@@ -259,6 +288,13 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
+/// What reading a configuration found: the configuration as far as it could be read, and
+/// each problem (none when it loads).
+public struct ConfigurationCheck: Sendable {
+    public let configuration: ServerConfiguration
+    public let problems: [ConfigurationError]
+}
+
 /// A configuration value that cannot be used, naming the key and the value.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public let description: String
@@ -293,45 +329,74 @@ public enum ConfigurationLoader {
             "redis_tls_key_file",
             "redis_tls_server_name", "redis_prefix", "redis_sentinel_addresses", "redis_sentinel_master_name", "redis_cluster_addresses",
             "redis_cluster_partitions", "cluster_presence_ttl",
-            "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout",
-        ] + BuiltInDomains.settingKeys
+            "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout", "log_level", "log_format",
+            "log_levels", "tls_reload_interval",
+        ] + TLSListener.allCases.flatMap { [$0.certificateKey, $0.privateKeyKey] } + BuiltInDomains.settingKeys
         + ProxyKind.allCases.flatMap {
             ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout", "proxy_\($0.rawValue)_binary_encoding"]
         }
 
-    /// Loads and validates; the error names the key, the source and the bad value.
+    /// Loads and validates; the error names every bad key with its source (a file's line,
+    /// an environment variable or a flag) and the bad value, one per line.
     public static func load(file: String?, environment: [String: String], flags: [String: String]) throws(ConfigurationError) -> ServerConfiguration {
+        let checked = check(file: file, environment: environment, flags: flags)
+        guard checked.problems.isEmpty else { throw ConfigurationError(checked.problems.map(\.description).joined(separator: "\n")) }
+        return checked.configuration
+    }
+
+    /// Reads the file (JSON, YAML or TOML, by its extension), then `GONDOLA_*` variables, then
+    /// flags, each overriding the one before, and checks what they say together. Every key is
+    /// read even after one fails, so that one run names every problem; the checks across keys
+    /// (the engine, the Redis servers, proxy names, token key files, the enabled domains'
+    /// settings) run once each key reads.
+    public static func check(file: String?, environment: [String: String], flags: [String: String]) -> ConfigurationCheck {
         var configuration = ServerConfiguration()
+        var problems: [ConfigurationError] = []
+        func attempt(_ step: (inout ServerConfiguration) throws(ConfigurationError) -> Void) {
+            do throws(ConfigurationError) {
+                try step(&configuration)
+            } catch {
+                problems.append(error)
+            }
+        }
         if let file {
-            let bytes: [UInt8]
-            do {
-                bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+            do throws(ConfigurationError) {
+                let document = try ConfigurationDocument(path: file)
+                for member in document.members {
+                    attempt { (configuration) throws(ConfigurationError) in
+                        try apply(member.key, member.value, to: &configuration, source: document.source(of: member))
+                    }
+                }
             } catch {
-                throw ConfigurationError("cannot read config file \(file): \(error.localizedDescription)")
-            }
-            let json: JSON
-            do {
-                json = try JSONParser.parse(bytes)
-            } catch {
-                throw ConfigurationError("config file \(file) is not valid JSON: \(error)")
-            }
-            guard case let .object(members) = json else { throw ConfigurationError("config file \(file) must hold a JSON object") }
-            for member in members {
-                try apply(member.key, member.value, to: &configuration, source: "config file \(file)")
+                problems.append(error)
             }
         }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("GONDOLA_") {
             let key = String(name.dropFirst("GONDOLA_".count)).lowercased()
-            try apply(
-                key, try textValue(key, value, source: "environment variable \(name)"), to: &configuration, source: "environment variable \(name)")
+            attempt { (configuration) throws(ConfigurationError) in
+                let source = "environment variable \(name)"
+                try apply(key, try textValue(key, value, source: source), to: &configuration, source: source)
+            }
         }
         for (key, value) in flags.sorted(by: { $0.key < $1.key }) {
             let flag = "--" + key.replacingOccurrences(of: "_", with: "-")
-            try apply(key, try textValue(key, value, source: "flag \(flag)"), to: &configuration, source: "flag \(flag)")
+            attempt { (configuration) throws(ConfigurationError) in
+                try apply(key, try textValue(key, value, source: "flag \(flag)"), to: &configuration, source: "flag \(flag)")
+            }
         }
-        _ = try configuration.engine()
-        try configuration.checkRedisServers()
-        return configuration
+        if problems.isEmpty {
+            attempt { (configuration) throws(ConfigurationError) in
+                _ = try configuration.engine()
+                try configuration.checkRedisServers()
+            }
+            attempt { (configuration) throws(ConfigurationError) in try configuration.checkProxyNames() }
+            attempt { (configuration) throws(ConfigurationError) in try configuration.checkTLS() }
+            attempt { (configuration) throws(ConfigurationError) in _ = try configuration.tokenKeys() }
+            for domain in BuiltInDomains.enabled(by: configuration) {
+                attempt { _ throws(ConfigurationError) in try BuiltInDomains.checkSettings(of: domain) }
+            }
+        }
+        return ConfigurationCheck(configuration: configuration, problems: problems)
     }
 
     private static func textValue(_ key: String, _ text: String, source: String) throws(ConfigurationError) -> JSON {
@@ -553,6 +618,32 @@ public enum ConfigurationLoader {
             let (host, port) = try field.hostAndPort()
             configuration.grpcAPIListen = (host, port)
         case "grpc_api_key": configuration.grpcAPIKey = try field.string()
+        case _ where TLSListener.allCases.contains(where: { $0.certificateKey == key }):
+            let listener = TLSListener.allCases.first { $0.certificateKey == key }!
+            configuration.tls[listener, default: TLSFiles()].certificateFile = try field.readableFile()
+        case _ where TLSListener.allCases.contains(where: { $0.privateKeyKey == key }):
+            let listener = TLSListener.allCases.first { $0.privateKeyKey == key }!
+            configuration.tls[listener, default: TLSFiles()].privateKeyFile = try field.readableFile()
+        case "tls_reload_interval":
+            let interval = try field.duration(allowZero: false)
+            guard interval >= .seconds(1) else { throw field.error("must be at least 1s, got \(interval)") }
+            configuration.tlsReloadInterval = interval
+        case "log_level": configuration.logging.level = try field.logLevel()
+        case "log_format":
+            let text = try field.string()
+            guard let format = LogSettings.Format(rawValue: text) else {
+                throw field.error("expected one of \(LogSettings.Format.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+            }
+            configuration.logging.format = format
+        case "log_levels":
+            var levels: [String: Logger.Level] = [:]
+            for (component, level) in try field.pairs(of: "component levels such as hub=debug") {
+                guard LogSettings.components.contains(component) else {
+                    throw field.error("names no component '\(component)' (components: \(LogSettings.components.joined(separator: ", ")))")
+                }
+                levels[component] = try ValueReader(key: "log_levels.\(component)", value: level, source: source).logLevel()
+            }
+            configuration.logging.componentLevels = levels
         case "uni_grpc_listen":
             let (host, port) = try field.hostAndPort()
             configuration.uniGRPCListen = (host, port)
@@ -715,6 +806,29 @@ struct ValueReader {
             if let date = try? Date(text, strategy: .iso8601) { return date }
             throw error("expected an RFC 3339 date such as 2026-12-31T00:00:00Z or Unix seconds, got '\(text)'")
         default: throw error("expected an RFC 3339 date or Unix seconds, got \(value.text)")
+        }
+    }
+
+    /// A swift-log level by name (`trace` … `critical`).
+    func logLevel() throws(ConfigurationError) -> Logger.Level {
+        let text = try string()
+        guard let level = Logger.Level(rawValue: text) else {
+            throw error("expected one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+        }
+        return level
+    }
+
+    /// An object's members, or (from the environment or a flag) `name=value` pairs separated by commas.
+    func pairs(of what: String) throws(ConfigurationError) -> [(String, JSON)] {
+        switch value {
+        case let .object(members): return members.map { ($0.key, $0.value) }
+        case let .string(text):
+            return try text.split(separator: ",").map { (pair) throws(ConfigurationError) in
+                let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2, !parts[0].isEmpty else { throw error("expected \(what), got '\(pair)'") }
+                return (parts[0], .string(parts[1]))
+            }
+        default: throw error("expected an object of \(what) or name=value pairs, got \(value.kindName)")
         }
     }
 

@@ -37,6 +37,8 @@ public struct TravelDomain: Domain {
         TravelPostgresSchema.register(in: &migrator)
     }
 
+    public func checkSettings() throws(DomainSetupError) { _ = try TravelSettings(settings) }
+
     public func install(in context: DomainContext) async throws -> InstalledDomain {
         let settings = try TravelSettings(self.settings)
         let resorts: ResortCatalog

@@ -14,13 +14,16 @@ import Logging
 struct Gondola: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Gondola: a real-time location and messaging hub speaking the Centrifuge protocol.",
-        subcommands: [Serve.self, Token.self, GenToken.self, GenSubToken.self, CheckToken.self, ImportCars.self, ImportResort.self, Catalog.self],
+        subcommands: [
+            Serve.self, Token.self, GenToken.self, GenSubToken.self, CheckToken.self, CheckConfig.self, GenConfig.self, ImportCars.self,
+            ImportResort.self, Catalog.self,
+        ],
         defaultSubcommand: Serve.self)
 }
 
 /// Options shared by every command that reads the server configuration.
 struct ConfigurationOptions: ParsableArguments {
-    @Option(help: "JSON configuration file.") var config: String?
+    @Option(help: "Configuration file: .json, .yaml, .yml or .toml.") var config: String?
     @Option(help: "host:port to listen on (default 127.0.0.1:8000).") var listen: String?
     @Option(name: .customLong("internal-listen"), help: "host:port of the internal listener (server API, metrics, health).") var internalListen:
         String?
@@ -58,6 +61,13 @@ struct ConfigurationOptions: ParsableArguments {
 
     /// The validated configuration with generated secrets filled in; prints which were generated.
     func load() throws -> ServerConfiguration {
+        let (configuration, generated) = try loadGenerating()
+        for path in generated { FileHandle.standardError.write(Data("gondola: generated \(path)\n".utf8)) }
+        return configuration
+    }
+
+    /// The validated configuration with generated secrets filled in, and the paths of the secrets generated now.
+    func loadGenerating() throws -> (ServerConfiguration, generated: [String]) {
         var configuration: ServerConfiguration
         do {
             configuration = try ConfigurationLoader.load(file: config, environment: ProcessInfo.processInfo.environment, flags: flags)
@@ -65,10 +75,7 @@ struct ConfigurationOptions: ParsableArguments {
             throw ValidationError(error.description)
         }
         let generated = try GeneratedSecrets.complete(&configuration)
-        for name in generated {
-            FileHandle.standardError.write(Data("gondola: generated \(name) in \(configuration.dataFolder)/\(name)\n".utf8))
-        }
-        return configuration
+        return (configuration, generated.map { "\(configuration.dataFolder)/\($0)" })
     }
 }
 
@@ -80,14 +87,12 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Demo mode: a running trip on the demo resort whose travellers move, the demo car fleet, and dev_login on.") var demo = false
 
     func run() async throws {
-        var loaded = try options.load()
+        var (loaded, generated) = try options.loadGenerating()
         if demo { loaded.devLogin = true }
         let configuration = loaded
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-            return handler
-        }
+        configuration.logging.bootstrap()
+        let logger = Logger(label: "gondola").component("server", configuration.logging)
+        for path in generated { logger.notice("generated a secret", metadata: ["path": "\(path)"]) }
         let server = try await GondolaServer(configuration: configuration)
         var demoTravellers: Task<Void, Never>?
         if demo {
@@ -119,17 +124,23 @@ struct Serve: AsyncParsableCommand {
         try await server.run(
             onServerRunning: { port in
                 let address = "\(configuration.listenHost):\(port)"
-                print("gondola listening on http://\(address) (WebSocket ws://\(address)/connection/websocket), database \(configuration.database)")
+                let (http, ws) = configuration.tls[.main] == nil ? ("http", "ws") : ("https", "wss")
+                print(
+                    "gondola listening on \(http)://\(address) (WebSocket \(ws)://\(address)/connection/websocket), database \(configuration.database)"
+                )
                 print("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
                 if demo, server.service(TravelService.self) != nil { print(Self.demoHelp(address: address)) }
                 fflush(nil)
             },
             onInternalServerRunning: { port in
-                print("gondola internal listener on http://\(configuration.internalListen?.host ?? ""):\(port) (server API, metrics, health)")
+                let http = configuration.tls[.internal] == nil ? "http" : "https"
+                print("gondola internal listener on \(http)://\(configuration.internalListen?.host ?? ""):\(port) (server API, metrics, health)")
                 fflush(nil)
             },
             onGRPCServerRunning: { port in
-                print("gondola GRPC server API on \(configuration.grpcAPIListen?.host ?? ""):\(port) (centrifugal.centrifugo.api.CentrifugoApi)")
+                let tls = configuration.tls[.grpcAPI] == nil ? "" : " with TLS"
+                print(
+                    "gondola GRPC server API on \(configuration.grpcAPIListen?.host ?? ""):\(port)\(tls) (centrifugal.centrifugo.api.CentrifugoApi)")
                 fflush(nil)
             },
             onUniGRPCServerRunning: { port in

@@ -3,7 +3,7 @@ import GRPCNIOTransportHTTP2
 import GondolaDomain
 import ServiceLifecycle
 
-/// A GRPC listener: HTTP/2 without TLS. The GRPC server API's (`grpc_api_listen`) checks
+/// A GRPC listener: HTTP/2, with TLS when the listener has a certificate (`security`). The GRPC server API's (`grpc_api_listen`) checks
 /// every call for the key (`APIKeyCheck`) before `GRPCServerAPI` answers it; the
 /// unidirectional client stream's (`uni_grpc_listen`) serves `UniGRPCService`. A request is
 /// at most `maxRequestBytes` (larger: RESOURCE_EXHAUSTED), a connection runs at most
@@ -18,13 +18,13 @@ struct GRPCListener: Service {
 
     init(
         services: [any RegistrableRPCService], interceptors: [any ServerInterceptor] = [], maxRequestBytes: Int, host: String, port: Int,
-        onServerRunning: @escaping @Sendable (Int) async -> Void
+        security: HTTP2ServerTransport.Posix.TransportSecurity = .plaintext, onServerRunning: @escaping @Sendable (Int) async -> Void
     ) {
         let config = HTTP2ServerTransport.Posix.Config.defaults { config in
             config.rpc.maxRequestPayloadSize = maxRequestBytes
             config.http2.maxConcurrentStreams = Self.maxConcurrentCalls
         }
-        transport = HTTP2ServerTransport.Posix(address: .ipv4(host: host, port: port), transportSecurity: .plaintext, config: config)
+        transport = HTTP2ServerTransport.Posix(address: .ipv4(host: host, port: port), transportSecurity: security, config: config)
         server = GRPCServer(transport: transport, services: services, interceptors: interceptors)
         self.onServerRunning = onServerRunning
     }
