@@ -49,8 +49,8 @@ public protocol ProxyTransport: Sendable {
 /// (`{"result": {...}}`, `{"error": {"code", "message"}}` or `{"disconnect": {"code", "reason"}}`).
 struct BackendProxy: Sendable {
     let transport: any ProxyTransport
-    /// RPC method prefixes and the named proxy each goes to.
-    let rpcRoutes: [RPCProxyRoute]
+    /// RPC method prefixes and the named proxy each goes to, as the configuration in force has them.
+    let rpcRoutes: @Sendable () -> [RPCProxyRoute]
     let logger: Logger
 
     /// Who asks: the fields every proxy request carries.
@@ -73,7 +73,7 @@ struct BackendProxy: Sendable {
     /// The route of an RPC method no domain serves: the named proxy of its longest matching
     /// prefix, else `proxy_rpc_endpoint`.
     func rpcRoute(_ method: String) -> ProxyRoute? {
-        let prefix = rpcRoutes.filter { method.hasPrefix($0.prefix) }.max { $0.prefix.count < $1.prefix.count }
+        let prefix = rpcRoutes().filter { method.hasPrefix($0.prefix) }.max { $0.prefix.count < $1.prefix.count }
         return route(.rpc, named: prefix?.proxy)
     }
 

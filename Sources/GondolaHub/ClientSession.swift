@@ -25,6 +25,9 @@ public final class ClientSession: Sendable {
         var pendingSubscriptions: Set<String> = []
         /// What the subscription tokens of subscribed channels granted (their expiry and `chan_info`).
         var grants: [String: SubscriptionGrant] = [:]
+        /// Channels subscribed only because their namespace lets clients subscribe (no token,
+        /// proxy or server granted them): a reload that closes the namespace ends them.
+        var openedByNamespaceRule: Set<String> = []
         /// The connection's end is prolonged by the refresh proxy, not by the client.
         var refreshedByProxy = false
         /// Proxy refreshes under way: the connection's (nil key) and subscriptions'.
@@ -453,7 +456,7 @@ public final class ClientSession: Sendable {
             grant?.refreshedByProxy = proxy.route(.subRefresh, named: options.subRefreshProxyName) != nil
         }
         let prepared = try await admitSubscription(request, grant: grant, grantedByServer: false)
-        try await activate(prepared, grant: grant) { result in queue.enqueue(Reply(id: replyID, .subscribe(result))) }
+        try await activate(prepared, grant: grant, byNamespaceRule: grant == nil) { result in queue.enqueue(Reply(id: replyID, .subscribe(result))) }
     }
 
     /// Admits a subscription and prepares it (the first half): the channel and its namespace,
@@ -541,7 +544,7 @@ public final class ClientSession: Sendable {
 
     /// The second half: the subscription goes live once `sendReply` has queued its answer.
     private func activate(
-        _ prepared: Node.PreparedSubscription, grant: SubscriptionGrant?,
+        _ prepared: Node.PreparedSubscription, grant: SubscriptionGrant?, byNamespaceRule: Bool = false,
         sendReply: (SubscribeResult) -> Void
     ) async throws {
         let channel = prepared.channel
@@ -554,6 +557,7 @@ public final class ClientSession: Sendable {
                 guard !state.closed else { return false }
                 state.subscriptions.insert(channel)
                 state.grants[channel] = grant
+                if byNamespaceRule { state.openedByNamespaceRule.insert(channel) }
                 return true
             }
             sendReply(result)
@@ -700,6 +704,7 @@ public final class ClientSession: Sendable {
     private func unsubscribeLocally(_ channel: String) async {
         let removed = state.withLock { state in
             state.grants[channel] = nil
+            state.openedByNamespaceRule.remove(channel)
             return state.subscriptions.remove(channel) != nil
         }
         if removed { await node.removeSubscriber(self, from: channel) }
@@ -709,11 +714,36 @@ public final class ClientSession: Sendable {
     func serverUnsubscribe(_ channel: String, code: UInt32 = UnsubscribeCode.server, reason: String = "server unsubscribe") {
         let removed = state.withLock { state in
             state.grants[channel] = nil
+            state.openedByNamespaceRule.remove(channel)
             return state.subscriptions.remove(channel) != nil
         }
         guard removed else { return }
         node.removeSubscriberInBackground(self, from: channel)
         queue.enqueue(Push(channel: channel, .unsubscribe(code: code, reason: reason)))
+    }
+
+    /// Ends, as a server unsubscribe (2000), each subscription the node's namespaces no longer
+    /// allow after a reload: its namespace is gone, or it was opened only by a namespace rule
+    /// (`allow_subscribe_for_client`, `allow_subscribe_for_anonymous`) that is now off.
+    /// Subscriptions a token, a proxy or the server granted keep going. Answers how many ended.
+    func endDisallowedSubscriptions() -> Int {
+        let (channels, byRule) = state.withLock { ($0.subscriptions, $0.openedByNamespaceRule) }
+        let anonymous = (user ?? "").isEmpty
+        var ended = 0
+        for channel in channels.sorted() {
+            let reason: String
+            if let (name, options) = try? node.resolve(channel) {
+                guard byRule.contains(channel), name.allowedUsers == nil, node.provider(of: name) == nil,
+                    !options.allowSubscribeForClient || (anonymous && !options.allowSubscribeForAnonymous)
+                else { continue }
+                reason = "permission denied"
+            } else {
+                reason = "unknown channel"
+            }
+            serverUnsubscribe(channel, reason: reason)
+            ended += 1
+        }
+        return ended
     }
 
     // MARK: Lifecycle

@@ -32,7 +32,9 @@ public struct NodeStats: Sendable, Equatable {
 /// (`Replication`) and the RPC table (`RPCRouter`). The engine sees the node only as an
 /// `EngineDelivery`, held weakly. The server is a thin transport around it.
 public final class Node: Sendable {
-    public let configuration: HubConfiguration
+    /// The namespaces, limits and timings in force; `reconfigure` replaces them.
+    public var configuration: HubConfiguration { currentConfiguration.value }
+    private let currentConfiguration: SharedConfiguration
     public let rpc = RPCRouter()
     /// Unique id of this run of the node.
     public let uid: String
@@ -108,9 +110,10 @@ public final class Node: Sendable {
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         logger: Logger = Logger(label: "gondola.hub")
     ) {
-        self.configuration = configuration
+        let shared = SharedConfiguration(configuration)
+        self.currentConfiguration = shared
         self.tokens = tokens
-        self.proxy = proxy.map { BackendProxy(transport: $0, rpcRoutes: configuration.rpcProxies, logger: logger) }
+        self.proxy = proxy.map { BackendProxy(transport: $0, rpcRoutes: { shared.value.rpcProxies }, logger: logger) }
         self.cluster = cluster
         let alone = MemoryBroker(durableHistory: durableHistory)
         self.broker = cluster ?? alone
@@ -236,6 +239,16 @@ public final class Node: Sendable {
         if let provided = providers.withLock({ $0.entry(for: name)?.options }) { return (name, provided) }
         guard let options = configuration.namespace(name.namespace) else { throw .unknownChannel(channel) }
         return (name, options)
+    }
+
+    /// Puts `newer` in force (a configuration reload): connections keep going, new commands
+    /// follow its namespaces and limits, and every subscription its namespaces no longer
+    /// allow is ended with the unsubscribe code 2000, as a server unsubscribe. The node's
+    /// name stays. Answers how many subscriptions were ended.
+    @discardableResult
+    public func reconfigure(_ newer: HubConfiguration) -> Int {
+        currentConfiguration.replace(with: newer)
+        return registry.all.reduce(0) { $0 + $1.endDisallowedSubscriptions() }
     }
 
     /// Whether `channel` has a subscriber on this node.
@@ -823,4 +836,22 @@ public final class Node: Sendable {
     public func localPresence(of channel: String) -> [String: ClientInfo] { table.presence(of: channel) }
 
     public var registryEntry: ClusterNodeInfo { ClusterNodeInfo(uid: uid, name: configuration.nodeName, version: version, stats: stats) }
+}
+
+/// The node's configuration, shared with what reads it live (the backend proxy's RPC routes).
+final class SharedConfiguration: Sendable {
+    private let current: Mutex<HubConfiguration>
+
+    init(_ configuration: HubConfiguration) { current = Mutex(configuration) }
+
+    var value: HubConfiguration { current.withLock { $0 } }
+
+    /// Puts `newer` in force, keeping the node's name.
+    func replace(with newer: HubConfiguration) {
+        current.withLock { current in
+            let name = current.nodeName
+            current = newer
+            current.nodeName = name
+        }
+    }
 }

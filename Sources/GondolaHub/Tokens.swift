@@ -1,6 +1,7 @@
 import Foundation
 import GondolaProtocol
 import JWTKit
+import Synchronization
 
 /// Who a verified connection token says the client is.
 public struct Credentials: Sendable, Equatable {
@@ -186,30 +187,50 @@ public struct ConnectionTokens: Sendable {
     /// Members whose JSON passes on as it was signed: `info`, `data` and `meta` are never rewritten.
     private static let rawClaims: Set<String> = ["info", "data", "meta"]
 
-    /// One key collection per accepted `alg`, each with that key as its default.
-    private let keysByAlgorithm: [String: JWTKeyCollection]
-    private let jwks: JWTKeyCollection?
-    /// The `kid`s of the JWKS: a token naming another is refused (the key collection would
-    /// otherwise fall back to its first key).
-    private let jwksKeyIDs: Set<String>
-    private let audience: String?
-    private let issuer: String?
-    private let userIDClaim: String
-    /// The previous HMAC secret's keys by algorithm, and until when they verify.
-    private let previousHMAC: (keys: [String: JWTKeyCollection], until: Date)?
-    private let remoteKeySet: (any RemoteKeySet)?
+    /// What tokens are verified with. Copies of this value share it, so that `adopt` changes
+    /// the keys of every holder at once (a configuration reload).
+    private struct Keys: Sendable {
+        /// One key collection per accepted `alg`, each with that key as its default.
+        var keysByAlgorithm: [String: JWTKeyCollection] = [:]
+        var jwks: JWTKeyCollection?
+        /// The `kid`s of the JWKS: a token naming another is refused (the key collection would
+        /// otherwise fall back to its first key).
+        var jwksKeyIDs: Set<String> = []
+        var audience: String?
+        var issuer: String?
+        var userIDClaim = "sub"
+        /// The previous HMAC secret's keys by algorithm, and until when they verify.
+        var previousHMAC: (keys: [String: JWTKeyCollection], until: Date)?
+        var remoteKeySet: (any RemoteKeySet)?
+    }
+
+    /// The keys in use, shared by every copy.
+    private final class SharedKeys: Sendable {
+        let keys: Mutex<Keys>
+        init(_ keys: Keys) { self.keys = Mutex(keys) }
+    }
+
+    private let shared: SharedKeys
+    private var current: Keys { shared.keys.withLock { $0 } }
+    private var keysByAlgorithm: [String: JWTKeyCollection] { current.keysByAlgorithm }
+    private var jwks: JWTKeyCollection? { current.jwks }
+    private var jwksKeyIDs: Set<String> { current.jwksKeyIDs }
+    private var audience: String? { current.audience }
+    private var issuer: String? { current.issuer }
+    private var userIDClaim: String { current.userIDClaim }
+    private var previousHMAC: (keys: [String: JWTKeyCollection], until: Date)? { current.previousHMAC }
+    private var remoteKeySet: (any RemoteKeySet)? { current.remoteKeySet }
+
+    /// From now on, verifies and signs with `newer`'s keys, here and in every copy of this value.
+    public func adopt(_ newer: ConnectionTokens) {
+        let keys = newer.current
+        shared.keys.withLock { $0 = keys }
+    }
 
     /// HMAC tokens only, with `secret`.
     public init(secret: String) async throws(WeakSecretError) {
         guard secret.utf8.count >= Self.minimumSecretBytes else { throw WeakSecretError(length: secret.utf8.count) }
-        keysByAlgorithm = await Self.hmacKeys(secret)
-        jwks = nil
-        jwksKeyIDs = []
-        audience = nil
-        issuer = nil
-        userIDClaim = "sub"
-        previousHMAC = nil
-        remoteKeySet = nil
+        shared = SharedKeys(Keys(keysByAlgorithm: await Self.hmacKeys(secret)))
     }
 
     /// Every key `keys` configures.
@@ -217,6 +238,7 @@ public struct ConnectionTokens: Sendable {
         guard keys.hmacSecret.utf8.count >= Self.minimumSecretBytes else {
             throw TokenKeyError(description: WeakSecretError(length: keys.hmacSecret.utf8.count).description)
         }
+        var loaded = Keys()
         var byAlgorithm = await Self.hmacKeys(keys.hmacSecret)
         if let pem = keys.rsaPublicKeyPEM {
             let key: Insecure.RSA.PublicKey
@@ -233,31 +255,27 @@ public struct ConnectionTokens: Sendable {
             let (name, collection) = try await Self.ecdsaKeys(pem)
             byAlgorithm[name] = collection
         }
-        keysByAlgorithm = byAlgorithm
+        loaded.keysByAlgorithm = byAlgorithm
         if let json = keys.jwksJSON {
             do {
                 let parsed = try await RemoteKeys(jwksJSON: json)
-                jwks = parsed.keys
-                jwksKeyIDs = parsed.ids
+                loaded.jwks = parsed.keys
+                loaded.jwksKeyIDs = parsed.ids
             } catch {
                 throw TokenKeyError(description: "token_jwks_file: not a JSON Web Key Set (\(error))")
             }
-        } else {
-            jwks = nil
-            jwksKeyIDs = []
         }
-        audience = keys.audience
-        issuer = keys.issuer
-        userIDClaim = keys.userIDClaim
+        loaded.audience = keys.audience
+        loaded.issuer = keys.issuer
+        loaded.userIDClaim = keys.userIDClaim
         if let previous = keys.previousHMACSecret, let until = keys.previousHMACSecretUntil {
             guard previous.utf8.count >= Self.minimumSecretBytes else {
                 throw TokenKeyError(description: "token_hmac_secret_previous: " + WeakSecretError(length: previous.utf8.count).description)
             }
-            previousHMAC = (await Self.hmacKeys(previous), until)
-        } else {
-            previousHMAC = nil
+            loaded.previousHMAC = (await Self.hmacKeys(previous), until)
         }
-        remoteKeySet = keys.remoteKeySet
+        loaded.remoteKeySet = keys.remoteKeySet
+        shared = SharedKeys(loaded)
     }
 
     /// HS256 always; HS384 and HS512 when the secret is at least as long as their hash

@@ -19,10 +19,18 @@ final class ConnectionAdmission: Sendable {
         let message: String
     }
 
-    private let origins: OriginCheck
-    private let connectionLimit: Int
-    /// `client_connection_rate_limit` (0: none) and its bucket.
-    private let rateLimit: Int
+    /// The rules in force; `reconfigure` replaces them.
+    private struct Rules: Sendable {
+        var origins: OriginCheck
+        var connectionLimit: Int
+        /// `client_connection_rate_limit` (0: none).
+        var rateLimit: Int
+    }
+
+    private let rules: Mutex<Rules>
+    private var origins: OriginCheck { rules.withLock { $0.origins } }
+    private var connectionLimit: Int { rules.withLock { $0.connectionLimit } }
+    private var rateLimit: Int { rules.withLock { $0.rateLimit } }
     private let bucket: Mutex<TokenBucket>
     private let limits: KeyedCounters
     private let originsRefused: Counter
@@ -32,13 +40,22 @@ final class ConnectionAdmission: Sendable {
     static let logInterval = Duration.seconds(3)
 
     init(origins: OriginCheck, connectionLimit: Int, connectionRateLimit: Int, metrics: any MetricsFactory, logger: Logger) {
-        self.origins = origins
-        self.connectionLimit = connectionLimit
-        self.rateLimit = connectionRateLimit
+        self.rules = Mutex(Rules(origins: origins, connectionLimit: connectionLimit, rateLimit: connectionRateLimit))
         self.bucket = Mutex(TokenBucket(rate: Double(connectionRateLimit), burst: Double(connectionRateLimit), now: .now))
         self.limits = KeyedCounters(label: "gondola_limit_reached_total", dimension: "limit", factory: metrics)
         self.originsRefused = Counter(label: "gondola_origin_refused_total", factory: metrics)
         self.logger = logger
+    }
+
+    /// Puts new rules in force (a configuration reload); connections already open stay.
+    func reconfigure(origins: OriginCheck, connectionLimit: Int, connectionRateLimit: Int) {
+        let changedRate = rules.withLock { rules in
+            defer { rules = Rules(origins: origins, connectionLimit: connectionLimit, rateLimit: connectionRateLimit) }
+            return rules.rateLimit != connectionRateLimit
+        }
+        if changedRate {
+            bucket.withLock { $0 = TokenBucket(rate: Double(connectionRateLimit), burst: Double(connectionRateLimit), now: .now) }
+        }
     }
 
     /// Why the upgrade `head` may not go on while `open` connections are open, or nil.

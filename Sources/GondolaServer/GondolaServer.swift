@@ -40,7 +40,9 @@ public final class GondolaServer: Sendable {
     let logger: Logger
     private let connections = OpenConnections()
     /// The origin check and connection limits every client transport asks before a session opens.
-    private let admission: ConnectionAdmission
+    let admission: ConnectionAdmission
+    /// Carries proxy requests to the app's backend; a reload replaces its endpoints.
+    let proxyTransport: HTTPProxyTransport
     /// The certificates of the listeners that serve TLS, read again at `tls_reload_interval`.
     private let certificates: ListenerCertificates
     /// The TLS configuration of each HTTP listener that serves TLS.
@@ -85,14 +87,12 @@ public final class GondolaServer: Sendable {
         self.grpcSecurity = try [TLSListener.grpcAPI, .uniGRPC].reduce(into: [:]) { (all, listener) throws(ConfigurationError) in
             all[listener] = try certificates.grpcSecurity(for: listener)
         }
-        let endpoints = configuration.proxyEndpoints.filter { !$0.value.url.isEmpty }
         try configuration.checkProxyNames()
-        let proxy =
-            endpoints.isEmpty && configuration.namedProxies.isEmpty
-            ? nil
-            : HTTPProxyTransport(
-                endpoints: endpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight,
-                metrics: metrics.factory, logger: log("proxy"))
+        // Made even with no endpoint, so that a reload can add some.
+        let proxy = HTTPProxyTransport(
+            endpoints: configuration.liveProxyEndpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight,
+            metrics: metrics.factory, logger: log("proxy"))
+        self.proxyTransport = proxy
         let uid = UUID().uuidString.lowercased()
         _ = try configuration.engine()
         let storage: DomainStorage?
@@ -327,15 +327,27 @@ public final class GondolaServer: Sendable {
     /// Runs until SIGTERM or SIGINT, then drains: clients get 3001 and the process
     /// ends once their connections are closed (at most a few seconds).
     public func run(
+        reloading: ConfigurationSource? = nil,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onUniGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let group = serviceGroup(
-            signals: [.sigterm, .sigint], onServerRunning: onServerRunning, onInternalServerRunning: onInternalServerRunning,
+            signals: [.sigterm, .sigint], reloading: reloading, onServerRunning: onServerRunning, onInternalServerRunning: onInternalServerRunning,
             onGRPCServerRunning: onGRPCServerRunning, onUniGRPCServerRunning: onUniGRPCServerRunning)
         try await group.run()
+    }
+
+    /// Where a reload reads the configuration again (SIGHUP), and what the running one was given.
+    public struct ConfigurationSource: Sendable {
+        public let load: @Sendable () -> ConfigurationCheck
+        public let initial: ConfigurationCheck
+
+        public init(load: @escaping @Sendable () -> ConfigurationCheck, initial: ConfigurationCheck) {
+            self.load = load
+            self.initial = initial
+        }
     }
 
     /// The services of a running server: the background loops (the hub's
@@ -344,7 +356,7 @@ public final class GondolaServer: Sendable {
     /// reverse: the hub closes its clients first, the HTTP server stops next, and
     /// the background loops end last, so frames and pings go on while clients leave.
     public func serviceGroup(
-        signals: [UnixSignal], onServerRunning: @escaping @Sendable (Int) async -> Void,
+        signals: [UnixSignal], reloading: ConfigurationSource? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void,
         onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onUniGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -357,6 +369,10 @@ public final class GondolaServer: Sendable {
         }
         var services = background.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
         services += certificates.services.map { .init(service: $0, successTerminationBehavior: .ignore) }
+        if let reloading {
+            let reload = HangupReload(server: self, load: reloading.load, initial: reloading.initial, logger: logger)
+            services.append(.init(service: reload, successTerminationBehavior: .ignore))
+        }
         if let (host, port) = configuration.internalListen {
             services.append(.init(service: internalApplication(host: host, port: port, onServerRunning: onInternalServerRunning)))
         }

@@ -31,9 +31,15 @@ public struct ProxyEndpoint: Sendable, Equatable {
 /// (`gondola_proxy_requests_total{kind, outcome}`: `answered`, `failed`, `refused`) and
 /// timed (`gondola_proxy_request_seconds{kind}`).
 final class HTTPProxyTransport: ProxyTransport {
-    let endpoints: [ProxyKind: ProxyEndpoint]
-    let named: [String: ProxyEndpoint]
-    let maxInFlight: Int
+    /// The endpoints in force; `reconfigure` replaces them.
+    private struct Routes: Sendable {
+        var endpoints: [ProxyKind: ProxyEndpoint]
+        var named: [String: ProxyEndpoint]
+        var maxInFlight: Int
+    }
+
+    private let routes: Mutex<Routes>
+    private var maxInFlight: Int { routes.withLock { $0.maxInFlight } }
     let logger: Logger
     let metrics: any MetricsFactory
     private let inFlight = Atomic<Int>(0)
@@ -42,11 +48,15 @@ final class HTTPProxyTransport: ProxyTransport {
         endpoints: [ProxyKind: ProxyEndpoint], named: [String: ProxyEndpoint] = [:], maxInFlight: Int = 1_000,
         metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
     ) {
-        self.endpoints = endpoints
-        self.named = named
-        self.maxInFlight = maxInFlight
+        self.routes = Mutex(Routes(endpoints: endpoints, named: named, maxInFlight: maxInFlight))
         self.metrics = metrics
         self.logger = logger
+    }
+
+    /// Puts new endpoints in force (a configuration reload): requests already sent finish
+    /// with the endpoint they went to.
+    func reconfigure(endpoints: [ProxyKind: ProxyEndpoint], named: [String: ProxyEndpoint], maxInFlight: Int) {
+        routes.withLock { $0 = Routes(endpoints: endpoints, named: named, maxInFlight: maxInFlight) }
     }
 
     private func count(_ kind: ProxyKind, _ outcome: String) {
@@ -54,7 +64,7 @@ final class HTTPProxyTransport: ProxyTransport {
     }
 
     private func endpoint(_ route: ProxyRoute) -> ProxyEndpoint? {
-        route.name.map { named[$0] } ?? endpoints[route.kind]
+        routes.withLock { routes in route.name.map { routes.named[$0] } ?? routes.endpoints[route.kind] }
     }
 
     func handles(_ route: ProxyRoute) -> Bool { endpoint(route) != nil }
@@ -64,6 +74,7 @@ final class HTTPProxyTransport: ProxyTransport {
     func post(_ route: ProxyRoute, body: JSON, headers: [(name: String, value: String)]) async throws(HubError) -> JSON {
         let kind = route.kind
         guard let endpoint = endpoint(route) else { throw .internalError("no \(kind.rawValue) proxy endpoint") }
+        let maxInFlight = maxInFlight
         guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= maxInFlight else {
             inFlight.wrappingSubtract(1, ordering: .relaxed)
             count(kind, "refused")

@@ -42,3 +42,19 @@ public enum GeneratedSecrets {
         return created
     }
 }
+
+extension ConfigurationCheck {
+    /// This check with the secrets it leaves out filled in from the data folder, as the start
+    /// does (generating any that is missing there); a problem when they cannot be kept.
+    public func withGeneratedSecrets() -> ConfigurationCheck {
+        guard problems.isEmpty else { return self }
+        var completed = configuration
+        do {
+            _ = try GeneratedSecrets.complete(&completed)
+        } catch {
+            return ConfigurationCheck(
+                configuration: configuration, problems: [ConfigurationError("cannot keep the generated secrets: \(error)")], values: values)
+        }
+        return ConfigurationCheck(configuration: completed, problems: [], values: values)
+    }
+}

@@ -46,7 +46,8 @@ struct PresenceAnswer: ResponseContract {
 struct PresenceStatsAnswer: ResponseContract {
     static let fields: [FieldContract] = [.required("num_clients", .integer), .required("num_users", .integer)]
     let stats: PresenceStats
-    var json: JSON { stats.json }
+    /// Both counts even when zero (the client protocol's encoding leaves zeros out).
+    var json: JSON { ["num_clients": .int(Int64(stats.numClients)), "num_users": .int(Int64(stats.numUsers))] }
 }
 
 /// `history`'s answer: the publications asked for and the stream's position.

@@ -228,6 +228,9 @@ public struct ServerConfiguration: Sendable {
         return keys
     }
 
+    /// The proxy kinds with an endpoint URL.
+    var liveProxyEndpoints: [ProxyKind: ProxyEndpoint] { proxyEndpoints.filter { !$0.value.url.isEmpty } }
+
     /// Whether `database` is a PostgreSQL URL: the node keeps its tables there, shared with the other nodes.
     public var usesPostgres: Bool { PostgresLocation.isURL(database) }
 
@@ -293,6 +296,9 @@ public struct ServerConfiguration: Sendable {
 public struct ConfigurationCheck: Sendable {
     public let configuration: ServerConfiguration
     public let problems: [ConfigurationError]
+    /// Each key given, with the value its last source gave (a file's JSON, YAML or TOML
+    /// value; a variable's or flag's text): what a reload compares to tell what changed.
+    public let values: [String: JSON]
 }
 
 /// A configuration value that cannot be used, naming the key and the value.
@@ -332,9 +338,12 @@ public enum ConfigurationLoader {
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout", "log_level", "log_format",
             "log_levels", "tls_reload_interval",
         ] + TLSListener.allCases.flatMap { [$0.certificateKey, $0.privateKeyKey] } + BuiltInDomains.settingKeys
-        + ProxyKind.allCases.flatMap {
-            ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout", "proxy_\($0.rawValue)_binary_encoding"]
-        }
+        + proxyKindKeys
+
+    /// `proxy_<kind>_endpoint`, `_timeout` and `_binary_encoding` of every proxy kind.
+    static let proxyKindKeys = ProxyKind.allCases.flatMap {
+        ["proxy_\($0.rawValue)_endpoint", "proxy_\($0.rawValue)_timeout", "proxy_\($0.rawValue)_binary_encoding"]
+    }
 
     /// Loads and validates; the error names every bad key with its source (a file's line,
     /// an environment variable or a flag) and the bad value, one per line.
@@ -352,6 +361,7 @@ public enum ConfigurationLoader {
     public static func check(file: String?, environment: [String: String], flags: [String: String]) -> ConfigurationCheck {
         var configuration = ServerConfiguration()
         var problems: [ConfigurationError] = []
+        var values: [String: JSON] = [:]
         func attempt(_ step: (inout ServerConfiguration) throws(ConfigurationError) -> Void) {
             do throws(ConfigurationError) {
                 try step(&configuration)
@@ -363,6 +373,7 @@ public enum ConfigurationLoader {
             do throws(ConfigurationError) {
                 let document = try ConfigurationDocument(path: file)
                 for member in document.members {
+                    values[member.key] = member.value
                     attempt { (configuration) throws(ConfigurationError) in
                         try apply(member.key, member.value, to: &configuration, source: document.source(of: member))
                     }
@@ -373,6 +384,7 @@ public enum ConfigurationLoader {
         }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("GONDOLA_") {
             let key = String(name.dropFirst("GONDOLA_".count)).lowercased()
+            values[key] = .string(value)
             attempt { (configuration) throws(ConfigurationError) in
                 let source = "environment variable \(name)"
                 try apply(key, try textValue(key, value, source: source), to: &configuration, source: source)
@@ -380,6 +392,7 @@ public enum ConfigurationLoader {
         }
         for (key, value) in flags.sorted(by: { $0.key < $1.key }) {
             let flag = "--" + key.replacingOccurrences(of: "_", with: "-")
+            values[key] = .string(value)
             attempt { (configuration) throws(ConfigurationError) in
                 try apply(key, try textValue(key, value, source: "flag \(flag)"), to: &configuration, source: "flag \(flag)")
             }
@@ -396,7 +409,7 @@ public enum ConfigurationLoader {
                 attempt { _ throws(ConfigurationError) in try BuiltInDomains.checkSettings(of: domain) }
             }
         }
-        return ConfigurationCheck(configuration: configuration, problems: problems)
+        return ConfigurationCheck(configuration: configuration, problems: problems, values: values)
     }
 
     private static func textValue(_ key: String, _ text: String, source: String) throws(ConfigurationError) -> JSON {

@@ -66,6 +66,12 @@ struct ConfigurationOptions: ParsableArguments {
         return configuration
     }
 
+    /// The configuration read again as `serve` read it, with the secrets it generated at its
+    /// start filled in, for a reload (SIGHUP).
+    func checkForReload() -> ConfigurationCheck {
+        ConfigurationLoader.check(file: config, environment: ProcessInfo.processInfo.environment, flags: flags).withGeneratedSecrets()
+    }
+
     /// The validated configuration with generated secrets filled in, and the paths of the secrets generated now.
     func loadGenerating() throws -> (ServerConfiguration, generated: [String]) {
         var configuration: ServerConfiguration
@@ -121,7 +127,9 @@ struct Serve: AsyncParsableCommand {
             }
         }
         defer { demoTravellers?.cancel() }
+        let reloading = GondolaServer.ConfigurationSource(load: { [options] in options.checkForReload() }, initial: options.checkForReload())
         try await server.run(
+            reloading: reloading,
             onServerRunning: { port in
                 let address = "\(configuration.listenHost):\(port)"
                 let (http, ws) = configuration.tls[.main] == nil ? ("http", "ws") : ("https", "wss")
