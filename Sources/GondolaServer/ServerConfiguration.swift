@@ -356,8 +356,8 @@ public enum ConfigurationLoader {
     /// Reads the file (JSON, YAML or TOML, by its extension), then `GONDOLA_*` variables, then
     /// flags, each overriding the one before, and checks what they say together. Every key is
     /// read even after one fails, so that one run names every problem; the checks across keys
-    /// (the engine, the Redis servers, proxy names, token key files, the enabled domains'
-    /// settings) run once each key reads.
+    /// (the engine, the Redis servers, proxy names, TLS certificates, token key files, the
+    /// enabled domains' settings) run once each key reads.
     public static func check(file: String?, environment: [String: String], flags: [String: String]) -> ConfigurationCheck {
         var configuration = ServerConfiguration()
         var problems: [ConfigurationError] = []
