@@ -13,9 +13,10 @@ import time
 
 import jwt
 import websockets
+from centrifuge import Client, ClientState
 
 from conftest import SECRET, launch
-from helpers import server_api
+from helpers import ClientEvents, Events, SubEvents, server_api
 
 CONNECTIONS = 1000
 NEW_SECRET = "a-second-secret-of-at-least-thirty-two-bytes"
@@ -175,6 +176,33 @@ def test_a_config_file_secret_rotation_keeps_tokens_of_the_previous_secret_until
             return reply is not None and "connect" in reply
         assert asyncio.run(connects(old_token))
         assert asyncio.run(connects(jwt.encode({"sub": "ana"}, NEW_SECRET, algorithm="HS256")))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def test_the_sdk_is_told_2000_and_stays_connected_when_a_reload_closes_its_namespace(codec):
+    folder = tempfile.mkdtemp(prefix="gondola-reload-sdk-")
+    process, server = launch(folder)
+    try:
+        events, sub_events = Events(), Events()
+        client = Client(server.ws_url, events=ClientEvents(events), token=server.token("sia"), **codec.kwargs)
+        await client.connect()
+        subscription = client.new_subscription(f"room:sdk-{codec.name}", events=SubEvents(sub_events))
+        await subscription.subscribe()
+        await sub_events.wait("subscribed")
+        config = json.load(open(server.config_path))
+        config["namespaces"] = [n for n in config["namespaces"] if n["name"] != "room"] + [{"name": "news", "allow_subscribe_for_client": True}]
+        json.dump(config, open(server.config_path, "w"))
+        process.send_signal(signal.SIGHUP)
+        unsubscribed = await sub_events.wait("unsubscribed", timeout=15)
+        assert unsubscribed[0].code == 2000
+        news_events = Events()
+        news = client.new_subscription(f"news:sdk-{codec.name}", events=SubEvents(news_events))
+        await news.subscribe()
+        await news_events.wait("subscribed")
+        assert not events.of("disconnected") and client.state == ClientState.CONNECTED
+        await client.disconnect()
     finally:
         process.terminate()
         process.wait(timeout=30)

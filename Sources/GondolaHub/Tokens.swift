@@ -211,15 +211,8 @@ public struct ConnectionTokens: Sendable {
     }
 
     private let shared: SharedKeys
+    /// The keys in use, taken once per token so that one check sees one set of keys.
     private var current: Keys { shared.keys.withLock { $0 } }
-    private var keysByAlgorithm: [String: JWTKeyCollection] { current.keysByAlgorithm }
-    private var jwks: JWTKeyCollection? { current.jwks }
-    private var jwksKeyIDs: Set<String> { current.jwksKeyIDs }
-    private var audience: String? { current.audience }
-    private var issuer: String? { current.issuer }
-    private var userIDClaim: String { current.userIDClaim }
-    private var previousHMAC: (keys: [String: JWTKeyCollection], until: Date)? { current.previousHMAC }
-    private var remoteKeySet: (any RemoteKeySet)? { current.remoteKeySet }
 
     /// From now on, verifies and signs with `newer`'s keys, here and in every copy of this value.
     public func adopt(_ newer: ConnectionTokens) {
@@ -302,9 +295,10 @@ public struct ConnectionTokens: Sendable {
     /// Checks the signature and claims of a connection token: `sub` (required), `exp`,
     /// `nbf`, `iat`, `jti`, `aud`/`iss` when configured, `info` or `b64info`, `meta`, `expire_at`.
     public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> Credentials {
-        let claims = try await verifiedClaims(token, now: now)
-        let user = try claims.optionalString(userIDClaim, maxLength: 1024) ?? ""
-        guard !user.isEmpty else { throw .invalid("token has no \(userIDClaim)") }
+        let keys = current
+        let claims = try await verifiedClaims(token, with: keys, now: now)
+        let user = try claims.optionalString(keys.userIDClaim, maxLength: 1024) ?? ""
+        guard !user.isEmpty else { throw .invalid("token has no \(keys.userIDClaim)") }
         return try Self.credentials(of: user, claims)
     }
 
@@ -349,7 +343,7 @@ public struct ConnectionTokens: Sendable {
     }
 
     private func sign(_ claims: MintedClaims) async throws -> String {
-        try await keysByAlgorithm["HS256"]!.sign(claims)
+        try await current.keysByAlgorithm["HS256"]!.sign(claims)
     }
 
     private static func expiration(_ ttl: Duration?, now: Date) -> ExpirationClaim? {
@@ -368,8 +362,9 @@ public struct ConnectionTokens: Sendable {
         _ token: String, channel: String, user: String, client: String,
         now: Date = Date()
     ) async throws(TokenError) -> SubscriptionGrant {
-        let claims = try await verifiedClaims(token, now: now)
-        let subject = try claims.optionalString(userIDClaim, maxLength: 1024) ?? ""
+        let keys = current
+        let claims = try await verifiedClaims(token, with: keys, now: now)
+        let subject = try claims.optionalString(keys.userIDClaim, maxLength: 1024) ?? ""
         guard subject == user else { throw .invalid("subscription token is for user '\(subject)', the connection is '\(user)'") }
         let tokenChannel = try claims.string("channel", maxLength: 1024)
         guard tokenChannel == channel else { throw .invalid("subscription token is for channel '\(tokenChannel)', not '\(channel)'") }
@@ -381,25 +376,25 @@ public struct ConnectionTokens: Sendable {
 
     // MARK: Claims
 
-    /// The claims of `token` once its signature, time window, audience and issuer are checked.
-    private func verifiedClaims(_ token: String, now: Date) async throws(TokenError) -> JSONFields<TokenError> {
+    /// The claims of `token` once its signature (with `keys`), time window, audience and issuer are checked.
+    private func verifiedClaims(_ token: String, with keys: Keys, now: Date) async throws(TokenError) -> JSONFields<TokenError> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .invalid("token is not a JWT (three base64url parts)") }
         let header = try Self.object(parts[0], what: "header")
         let algorithm = try header.string("alg", maxLength: 16)
         let keyID = try header.optionalString("kid", maxLength: 256)
-        let keys: JWTKeyCollection
-        if let keyID, jwks != nil || remoteKeySet != nil {
-            keys = try keySet(naming: keyID)
-        } else if let configured = keysByAlgorithm[algorithm] {
-            keys = configured
+        let collection: JWTKeyCollection
+        if let keyID, keys.jwks != nil || keys.remoteKeySet != nil {
+            collection = try Self.keySet(naming: keyID, in: keys)
+        } else if let configured = keys.keysByAlgorithm[algorithm] {
+            collection = configured
         } else {
             throw .invalid("token algorithm \(algorithm) has no configured key")
         }
         do {
-            _ = try await keys.verify(token, as: SignedClaims.self)
+            _ = try await collection.verify(token, as: SignedClaims.self)
         } catch {
-            guard let previous = previousHMAC, now < previous.until, let older = previous.keys[algorithm],
+            guard let previous = keys.previousHMAC, now < previous.until, let older = previous.keys[algorithm],
                 (try? await older.verify(token, as: SignedClaims.self)) != nil
             else {
                 throw .invalid("token signature does not verify with the server's \(algorithm) key")
@@ -411,7 +406,7 @@ public struct ConnectionTokens: Sendable {
         if let notBefore = try claims.optionalNumber("nbf", in: 0...1e12), notBefore > seconds { throw .expired }
         _ = try claims.optionalNumber("iat", in: 0...1e12)
         _ = try claims.optionalString("jti", maxLength: 1024)
-        if let audience {
+        if let audience = keys.audience {
             let audiences: [String] =
                 switch claims.value("aud") {
                 case .string(let one)?: [one]
@@ -420,7 +415,7 @@ public struct ConnectionTokens: Sendable {
                 }
             guard audiences.contains(audience) else { throw .invalid("token aud does not include '\(audience)'") }
         }
-        if let issuer {
+        if let issuer = keys.issuer {
             let tokenIssuer = try claims.optionalString("iss", maxLength: 1024)
             guard tokenIssuer == issuer else { throw .invalid("token iss is not '\(issuer)'") }
         }
@@ -430,9 +425,9 @@ public struct ConnectionTokens: Sendable {
     /// The key set holding `keyID`: the JWKS file's, else the set fetched from the JWKS
     /// URL. A `kid` the fetched set lacks asks for a newer set and answers `keyUnavailable`
     /// while one is on its way (or none was ever fetched); past the fetch rate it is unknown.
-    private func keySet(naming keyID: String) throws(TokenError) -> JWTKeyCollection {
-        if let jwks, jwksKeyIDs.contains(keyID) { return jwks }
-        guard let remoteKeySet else { throw .invalid("token kid '\(keyID)' is not in the JWKS") }
+    private static func keySet(naming keyID: String, in keys: Keys) throws(TokenError) -> JWTKeyCollection {
+        if let jwks = keys.jwks, keys.jwksKeyIDs.contains(keyID) { return jwks }
+        guard let remoteKeySet = keys.remoteKeySet else { throw .invalid("token kid '\(keyID)' is not in the JWKS") }
         let current = remoteKeySet.current
         if let current, current.ids.contains(keyID) { return current.keys }
         if remoteKeySet.refresh(missing: keyID) || current == nil {

@@ -28,9 +28,6 @@ final class ConnectionAdmission: Sendable {
     }
 
     private let rules: Mutex<Rules>
-    private var origins: OriginCheck { rules.withLock { $0.origins } }
-    private var connectionLimit: Int { rules.withLock { $0.connectionLimit } }
-    private var rateLimit: Int { rules.withLock { $0.rateLimit } }
     private let bucket: Mutex<TokenBucket>
     private let limits: KeyedCounters
     private let originsRefused: Counter
@@ -66,7 +63,9 @@ final class ConnectionAdmission: Sendable {
     /// Why a connection from a page of `origin` to this server reached as `host` may not
     /// open while `open` connections are open, or nil.
     func refusal(origin: String?, host: String?, open: Int) -> Refusal? {
-        if let refusal = originRefusal(origin: origin, host: host) { return refusal }
+        let rules = rules.withLock { $0 }
+        if let refusal = originRefusal(origin: origin, host: host, rules.origins) { return refusal }
+        let (connectionLimit, rateLimit) = (rules.connectionLimit, rules.rateLimit)
         if connectionLimit > 0, open >= connectionLimit {
             limits.increment("client_connection_limit")
             log("client_connection_limit", "connection refused: client_connection_limit reached", ["limit": "\(connectionLimit)"])
@@ -86,6 +85,10 @@ final class ConnectionAdmission: Sendable {
     /// Why a page of `origin` may not reach this server as `host` (403), or nil: asked
     /// before a connection opens and of every `/emulation` request.
     func originRefusal(origin: String?, host: String?) -> Refusal? {
+        originRefusal(origin: origin, host: host, rules.withLock { $0.origins })
+    }
+
+    private func originRefusal(origin: String?, host: String?, _ origins: OriginCheck) -> Refusal? {
         guard let reason = origins.refusal(origin: origin, host: host) else { return nil }
         originsRefused.increment()
         log("origin", "connection refused: origin not allowed", ["reason": "\(reason)"])

@@ -78,7 +78,8 @@ public final class GondolaServer: Sendable {
             origins: configuration.allowedOrigins, connectionLimit: configuration.clientConnectionLimit,
             connectionRateLimit: configuration.clientConnectionRateLimit, metrics: metrics.factory, logger: log("connections"))
         (self.tokens, self.jwks) = try await Self.tokens(configuration, metrics: metrics, logger: log("tokens"))
-        try configuration.checkTLS()
+        // The files are read once, by the certificates' reloaders.
+        try configuration.checkTLSListeners()
         let certificates = try ListenerCertificates(configuration.tls, refreshInterval: configuration.tlsReloadInterval, logger: log("http"))
         self.certificates = certificates
         self.tlsConfigurations = try [TLSListener.main, .internal].reduce(into: [:]) { (all, listener) throws(ConfigurationError) in

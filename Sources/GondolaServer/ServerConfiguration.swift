@@ -166,6 +166,12 @@ public struct ServerConfiguration: Sendable {
     /// Stops the start when a listener's TLS names a certificate without its key (or the other
     /// way round), is set for a listener that is not configured, or has files that do not load.
     public func checkTLS() throws(ConfigurationError) {
+        try checkTLSListeners()
+        for (listener, pair) in tls { try ListenerCertificates.check(listener, pair) }
+    }
+
+    /// The part of `checkTLS` that reads no file: whole pairs, for listeners that exist.
+    func checkTLSListeners() throws(ConfigurationError) {
         for listener in TLSListener.allCases {
             guard let pair = tls[listener] else { continue }
             guard !pair.certificateFile.isEmpty, !pair.privateKeyFile.isEmpty else {
@@ -181,7 +187,6 @@ public struct ServerConfiguration: Sendable {
             guard listening else {
                 throw ConfigurationError("'\(listener.certificateKey)' is set but '\(listener.keyPrefix)listen' is not: there is no such listener")
             }
-            try ListenerCertificates.check(listener, pair)
         }
     }
 
@@ -423,6 +428,14 @@ public enum ConfigurationLoader {
 
     private static func apply(_ key: String, _ value: JSON, to configuration: inout ServerConfiguration, source: String) throws(ConfigurationError) {
         let field = ValueReader(key: key, value: value, source: source)
+        if let listener = TLSListener.allCases.first(where: { $0.certificateKey == key }) {
+            configuration.tls[listener, default: TLSFiles()].certificateFile = try field.readableFile()
+            return
+        }
+        if let listener = TLSListener.allCases.first(where: { $0.privateKeyKey == key }) {
+            configuration.tls[listener, default: TLSFiles()].privateKeyFile = try field.readableFile()
+            return
+        }
         switch key {
         case "listen":
             (configuration.listenHost, configuration.listenPort) = try field.hostAndPort()
@@ -631,12 +644,6 @@ public enum ConfigurationLoader {
             let (host, port) = try field.hostAndPort()
             configuration.grpcAPIListen = (host, port)
         case "grpc_api_key": configuration.grpcAPIKey = try field.string()
-        case _ where TLSListener.allCases.contains(where: { $0.certificateKey == key }):
-            let listener = TLSListener.allCases.first { $0.certificateKey == key }!
-            configuration.tls[listener, default: TLSFiles()].certificateFile = try field.readableFile()
-        case _ where TLSListener.allCases.contains(where: { $0.privateKeyKey == key }):
-            let listener = TLSListener.allCases.first { $0.privateKeyKey == key }!
-            configuration.tls[listener, default: TLSFiles()].privateKeyFile = try field.readableFile()
         case "tls_reload_interval":
             let interval = try field.duration(allowZero: false)
             guard interval >= .seconds(1) else { throw field.error("must be at least 1s, got \(interval)") }
