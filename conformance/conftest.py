@@ -1,14 +1,17 @@
 """Starts a real `gondola serve` on 127.0.0.1 for the conformance tests."""
 import json
 import os
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 
 import pytest
 import shutil
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Scripts", "lib"))
+from free_ports import consecutive_free_ports  # noqa: E402  (Scripts/lib, shared with Scripts/cluster)
 
 GONDOLA = os.environ.get("CONFORMANCE_GONDOLA_BINARY", os.path.join(os.path.dirname(__file__), "..", ".build", "debug", "gondola"))
 RESORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resorts")
@@ -94,9 +97,8 @@ def codec(request):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port for a server about to start (see Scripts/lib/free_ports.py)."""
+    return consecutive_free_ports(1)
 
 
 class Endpoint:

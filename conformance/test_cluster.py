@@ -18,7 +18,6 @@ import http.server
 import json
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -31,7 +30,7 @@ from cent import (ChannelsRequest, Client as ApiClient, Disconnect, DisconnectRe
                   PresenceStatsRequest, PublishRequest, UnsubscribeRequest)
 from centrifuge import Client, ClientState, DeltaType, ReplyError, StreamPosition, SubscriptionState
 
-from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint
+from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint, consecutive_free_ports
 from http_transports import HTTPStream, emulate
 from helpers import ClientEvents, Events, SubEvents, call, chat_history, metric_becomes, post, server_api, trip_mates
 from switching_proxy import SwitchingProxy
@@ -70,11 +69,12 @@ class Node(Endpoint):
 
 
 class Cluster:
-    def __init__(self, folder, base_port, engine):
+    def __init__(self, folder, engine):
         self.folder = folder
         self.engine = engine
+        base_port = consecutive_free_ports(2 * NODES)  # the nodes' ports, then their GRPC server API's
         self.nodes = [Node(i + 1, base_port + i) for i in range(NODES)]
-        grpc_base = consecutive_free_ports(NODES)
+        grpc_base = base_port + NODES
         for node in self.nodes:
             node.grpc_address = f"127.0.0.1:{grpc_base + node.index - 1}"
         self.env = dict(os.environ, CLUSTER_BINARY=GONDOLA, GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY,
@@ -119,23 +119,6 @@ class WebhookStandIn:
         self.server.shutdown()
 
 
-def consecutive_free_ports(count):
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count > 65000:
-            continue
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no consecutive free ports")
-
-
 @pytest.fixture(scope="module", params=["postgres", "redis", "sentinel", "rediscluster"])
 def cluster(request):
     folder = tempfile.mkdtemp(prefix="gondola-cluster-")
@@ -145,7 +128,7 @@ def cluster(request):
     standin, _, push_settings = start_standin(standin_folder)
     with open(config, "w") as f:
         json.dump(dict(NODE_CONFIG, **push_settings), f)
-    instance = Cluster(folder, consecutive_free_ports(NODES), request.param)
+    instance = Cluster(folder, request.param)
     instance.standin_folder = standin_folder
     try:
         # Redis as production runs it: every shard needs a password and a TLS client certificate
@@ -985,15 +968,17 @@ async def test_a_stopped_redis_shard_answers_a_temporary_error_and_the_sdk_subsc
             assert publish_error.value.code == 100 and publish_error.value.temporary
         assert client.state == ClientState.CONNECTED, "clients stay connected through the outage"
     finally:
-        cluster.script("redis-start", "1")
+        await asyncio.to_thread(cluster.script, "redis-start", "1")
         started_at = time.time()
     await health_becomes(node, "ok")
-    # Back: the node asks its clients to reconnect and recover; the restarted Redis kept no stream, so
-    # the subscription is told it could not recover (a new epoch) instead of being handed a wrong one.
+    # Back: the node asks the subscribers of the shard's channels to subscribe again and recover (2500); the
+    # restarted Redis kept no stream, so the subscription is told it could not recover (a new epoch) instead
+    # of being handed a wrong one. The other shard's subscription and the connection are left alone.
     resubscribed = await first_events.wait("subscribed", 2, timeout=20)
     await late_events.wait("subscribed", 1, timeout=20)
     print(f"\nRedis shard back: every subscription subscribed again {time.time() - started_at:.2f} s after the shard answered")
     assert resubscribed[1].was_recovering and not resubscribed[1].recovered
+    assert len(second_events.of("subscribed")) == 1 and not client_events.of("disconnected")
     api.publish(PublishRequest(channel=on_first, data={"n": 4}))
     received = await first_events.wait("publication", 2, timeout=10)
     assert codec.into(received[-1].pub.data) == {"n": 4}
@@ -1006,19 +991,20 @@ async def test_a_stopped_redis_shard_answers_a_temporary_error_and_the_sdk_subsc
 async def test_a_killed_master_fails_over_and_sdk_subscriptions_come_back(cluster, codec):
     """kill -9 of a shard's master while the server API publishes to one of its channels: publishes are
     refused with the temporary 100 until the Sentinels (or the Redis Cluster) promote the replica, then accepted again. The SDK
-    client stays connected and is asked to reconnect once the node hears the new master; it is told it
-    could not recover (the stream goes on in a new epoch: asynchronous replication may have lost entries
-    the old master acknowledged), and receives everything published from then on, in order."""
+    client stays connected (never disconnected): once its node hears the new master the subscription is
+    ended with 2500 (insufficient state) and the SDK subscribes again; it is told it could not recover
+    (the stream goes on in a new epoch: asynchronous replication may have lost entries the old master
+    acknowledged), and receives everything published from then on, in order."""
     if cluster.engine not in ("sentinel", "rediscluster"):
         pytest.skip("a failover concerns Redis behind Sentinel and Redis Cluster")
     names = [f"room:failover-{codec.name}-{n}" for n in range(40)]
     channel = next(name for name in names if redis_master_of(name, cluster.engine) == 0)
     node = cluster.nodes[0]
-    client, _ = await client_on(node, f"failover-watcher-{codec.name}", codec)
+    client, client_events = await client_on(node, f"failover-watcher-{codec.name}", codec)
     _, events = await subscribed(client, channel, recoverable=True)
     api = node.api()
 
-    acknowledged, refused = [], []  # (n, when acknowledged); (n, error code, error)
+    acknowledged, refused = [], []  # (n, its stream position); (n, error code, error)
     state = {"killed_at": None, "back_after": None}
 
     def publish_for(seconds):
@@ -1026,8 +1012,8 @@ async def test_a_killed_master_fails_over_and_sdk_subscriptions_come_back(cluste
         n = 0
         while time.time() < deadline and n < 1000:
             try:
-                api.publish(PublishRequest(channel=channel, data={"n": n}))
-                acknowledged.append((n, time.time()))
+                result = api.publish(PublishRequest(channel=channel, data={"n": n}))
+                acknowledged.append((n, (result.epoch, result.offset)))
                 if state["killed_at"] and state["back_after"] is None and refused:
                     state["back_after"] = time.time() - state["killed_at"]
             except Exception as error:  # cent raises on the error answer: the outage's temporary 100
@@ -1045,26 +1031,30 @@ async def test_a_killed_master_fails_over_and_sdk_subscriptions_come_back(cluste
             assert time.time() < deadline, f"publishing did not work again within 30 s; refused: {refused[-3:]}"
             await asyncio.sleep(0.05)
         resubscribed = await events.wait("subscribed", 2, timeout=30)
-        resubscribed_at = time.time()
         await publishing
+        assert client.state == ClientState.CONNECTED and not client_events.of("disconnected"), "the connection stayed up"
     finally:
-        # The killed server comes back as the new master's replica, ready for the next failover.
-        cluster.script("redis-start", "1")
+        # The killed server comes back as the new master's replica, ready for the next failover (in a
+        # thread, so that the client keeps answering the node's pings meanwhile).
+        await asyncio.to_thread(cluster.script, "redis-start", "1")
     print(f"\n{cluster.engine} failover: publishing accepted again {state['back_after']:.2f} s after kill -9 of the master; "
           f"{len(refused)} publishes refused meanwhile (temporary 100); the subscription came back "
           f"{'recovered' if resubscribed[1].recovered else 'not recovered (a new epoch)'}")
     assert refused and all(code == 100 for _, code, _ in refused), refused[:3]
     assert resubscribed[1].was_recovering and not resubscribed[1].recovered
-    assert client.state == ClientState.CONNECTED
-    # Everything acknowledged after the client was subscribed again reaches it, once and in order.
-    later = [n for n, at in acknowledged if at > resubscribed_at]
+    assert {ctx.code for ctx in events.of("subscribing")[1:]} == {2500}, "the node asked the subscription to recover"
+    # Everything acknowledged past the position the new subscription started from (the new epoch's top
+    # when it was read) reaches it, once and in order.
+    since = resubscribed[1].stream_position
+    later = [n for n, (epoch, offset) in acknowledged if epoch == since.epoch and offset > since.offset]
     deadline = time.time() + 10
-    while not set(later) <= {codec.into(p.pub.data)["n"] for p in events.of("publication")}:
-        assert time.time() < deadline, "publications acknowledged after the resubscription were not received"
+    while missing := sorted(set(later) - {codec.into(p.pub.data)["n"] for p in events.of("publication")}):
+        assert time.time() < deadline, f"publications acknowledged past the resubscription's position were not received: {missing}"
         await asyncio.sleep(0.05)
     received = [codec.into(p.pub.data)["n"] for p in events.of("publication")]
     assert later and received == sorted(set(received)), "in order, none twice"
     # The new master's stream ends with the last acknowledged publications, in their order.
     history = api.history(HistoryRequest(channel=channel, limit=10, reverse=True)).publications
     assert [p.data["n"] for p in reversed(history)] == [n for n, _ in acknowledged[-10:]]
+    assert [p.offset for p in reversed(history)] == [offset for _, (_, offset) in acknowledged[-10:]]
     await client.disconnect()

@@ -14,7 +14,7 @@ from centrifuge import StreamPosition
 
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET
 from helpers import Events, SubEvents
-from test_cluster import REDIS_PASSWORD, Cluster, client_on, consecutive_free_ports, health, subscribed, NODES
+from test_cluster import REDIS_PASSWORD, Cluster, client_on, health, subscribed, NODES
 
 SHARDS = 2
 
@@ -26,7 +26,7 @@ def alone():
     with open(config, "w") as f:
         json.dump({"ping_interval": "2s", "pong_timeout": "2s", "namespaces": CONFIG["namespaces"], "cluster_presence_ttl": "3s",
                    "cluster_node_timeout": "3s"}, f)
-    instance = Cluster(folder, consecutive_free_ports(NODES), "redis")
+    instance = Cluster(folder, "redis")
     try:
         instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build", "--engine", "redis",
                         "--no-postgres", "--redis-shards", str(SHARDS), "--redis-password", REDIS_PASSWORD, "--redis-tls")

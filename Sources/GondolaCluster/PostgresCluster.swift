@@ -169,7 +169,7 @@ import Synchronization
             into: { self.attachedNode },
             listening: { [gate, logger] again in
                 if again {
-                    self.attachedNode?.reconnectAll(reason: "cluster bus reconnected")
+                    self.attachedNode?.streamsInterrupted { _ in true }
                     logger.notice("cluster bus receiving again")
                 }
                 // Domains reload what they keep in memory before the first event is applied:

@@ -33,8 +33,10 @@ import Synchronization
 ///
 /// While a shard is down its channels' publishes, presence and history answer
 /// `unavailable` (the temporary 100) at once; clients stay connected. When its bus subscription is
-/// back, the node's clients are closed with 3010 so that they reconnect and recover
-/// what they missed (or learn that a restarted Redis lost it).
+/// back, the subscribers of the channels that hash to it are told to recover (`Node.streamsInterrupted`:
+/// an unsubscribe of code 2500, or 3010 for a server-side subscription), and get what they
+/// missed or learn that a restarted Redis lost it; the subscribers of other shards' channels
+/// notice nothing.
 @_spi(Engine) public final class RedisCluster: ClusterNodeLink {
     /// One Redis server: its bus (the publisher connection also carries every command,
     /// so this node's scripts and messages reach the server in the order it sent them),
@@ -259,10 +261,10 @@ import Synchronization
                     guard let node = self.attachedNode else { return }
                     node.deliver(events)
                 },
-                listening: { [logger, redisReady] again in
+                listening: { [logger, redisReady, count = shards.count] again in
                     guard again else { return redisReady[index].open() }
                     logger.notice("cluster bus (Redis) receiving again", metadata: ["server": "\(shard.bus.publisher.server)"])
-                    self.attachedNode?.reconnectAll(reason: "cluster bus reconnected")
+                    self.attachedNode?.streamsInterrupted { RedisShards.index(of: $0, count: count) == index }
                     Task { await self.attachedNode?.resynchronize() }
                 })
         }
@@ -281,7 +283,7 @@ import Synchronization
         await postgresBus.receive(
             into: { self.attachedNode },
             listening: { [postgresReady] again in
-                if again { self.attachedNode?.reconnectAll(reason: "cluster bus reconnected") }
+                if again { self.attachedNode?.streamsInterrupted { _ in true } }
                 await self.attachedNode?.resynchronize()
                 postgresReady.open()
             },

@@ -10,9 +10,9 @@ import GondolaProtocol
     /// The events of one bus message, in order: what they bring each subscriber goes out
     /// together (one write per connection), as a node alone sends a burst of publications.
     func deliver(_ events: [ClusterEvent])
-    /// The engine may have missed events (its bus connection dropped and came back):
-    /// every client reconnects and recovers.
-    func reconnectAll(reason: String)
+    /// The engine may have missed the publications of the channels `affected` accepts (the
+    /// part of its bus that carries them dropped and came back): their subscribers recover.
+    func streamsInterrupted(where affected: @Sendable (String) -> Bool)
     /// The engine receives the bus again (and at start): the domains reload what they keep in memory.
     func resynchronize() async
     /// The channel's subscribers on this node that are in its presence (a node alone keeps presence nowhere else).

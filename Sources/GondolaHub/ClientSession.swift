@@ -28,6 +28,9 @@ public final class ClientSession: Sendable {
         /// Channels subscribed only because their namespace lets clients subscribe (no token,
         /// proxy or server granted them): a reload that closes the namespace ends them.
         var openedByNamespaceRule: Set<String> = []
+        /// Channels the server subscribed the connection to (its token's or proxy's `subs`, its
+        /// personal channel, the server API): the client cannot subscribe to them again itself.
+        var serverSide: Set<String> = []
         /// The connection's end is prolonged by the refresh proxy, not by the client.
         var refreshedByProxy = false
         /// Proxy refreshes under way: the connection's (nil key) and subscriptions'.
@@ -43,6 +46,14 @@ public final class ClientSession: Sendable {
         var bucket: TokenBucket
         var rejectedInARow = 0
         var consecutiveErrors = 0
+
+        /// Forgets the subscription to `channel` and what came with it; answers whether there was one.
+        mutating func forget(_ channel: String) -> Bool {
+            grants[channel] = nil
+            openedByNamespaceRule.remove(channel)
+            serverSide.remove(channel)
+            return subscriptions.remove(channel) != nil
+        }
     }
 
     private let state: Mutex<State>
@@ -544,7 +555,7 @@ public final class ClientSession: Sendable {
 
     /// The second half: the subscription goes live once `sendReply` has queued its answer.
     private func activate(
-        _ prepared: Node.PreparedSubscription, grant: SubscriptionGrant?, byNamespaceRule: Bool = false,
+        _ prepared: Node.PreparedSubscription, grant: SubscriptionGrant?, byNamespaceRule: Bool = false, serverSide: Bool = false,
         sendReply: (SubscribeResult) -> Void
     ) async throws {
         let channel = prepared.channel
@@ -558,6 +569,7 @@ public final class ClientSession: Sendable {
                 state.subscriptions.insert(channel)
                 state.grants[channel] = grant
                 if byNamespaceRule { state.openedByNamespaceRule.insert(channel) }
+                if serverSide { state.serverSide.insert(channel) }
                 return true
             }
             sendReply(result)
@@ -593,7 +605,7 @@ public final class ClientSession: Sendable {
         sendReply(Dictionary(uniqueKeysWithValues: prepared.map { ($0.0.channel, $0.0.result) }))
         for (subscription, grant) in prepared {
             do {
-                try await activate(subscription, grant: grant) { _ in }
+                try await activate(subscription, grant: grant, serverSide: true) { _ in }
             } catch {
                 // The connect reply announced it: the client is told it is gone and subscribes again.
                 queue.enqueue(Push(channel: subscription.channel, .unsubscribe(code: UnsubscribeCode.insufficientState, reason: "\(error)")))
@@ -613,7 +625,9 @@ public final class ClientSession: Sendable {
         }
         do {
             let prepared = try await admitSubscription(request, grant: subscription.grant, grantedByServer: true)
-            try await activate(prepared, grant: subscription.grant) { result in queue.enqueue(Push(channel: channel, .subscribe(result))) }
+            try await activate(prepared, grant: subscription.grant, serverSide: true) { result in
+                queue.enqueue(Push(channel: channel, .subscribe(result)))
+            }
         } catch {
             node.logger.notice("server subscribe refused", metadata: ["client": "\(id)", "channel": "\(channel)", "error": "\(error)"])
         }
@@ -702,21 +716,13 @@ public final class ClientSession: Sendable {
     }
 
     private func unsubscribeLocally(_ channel: String) async {
-        let removed = state.withLock { state in
-            state.grants[channel] = nil
-            state.openedByNamespaceRule.remove(channel)
-            return state.subscriptions.remove(channel) != nil
-        }
+        let removed = state.withLock { $0.forget(channel) }
         if removed { await node.removeSubscriber(self, from: channel) }
     }
 
     /// The server removes a subscription and tells the client with an unsubscribe push.
     func serverUnsubscribe(_ channel: String, code: UInt32 = UnsubscribeCode.server, reason: String = "server unsubscribe") {
-        let removed = state.withLock { state in
-            state.grants[channel] = nil
-            state.openedByNamespaceRule.remove(channel)
-            return state.subscriptions.remove(channel) != nil
-        }
+        let removed = state.withLock { $0.forget(channel) }
         guard removed else { return }
         node.removeSubscriberInBackground(self, from: channel)
         queue.enqueue(Push(channel: channel, .unsubscribe(code: code, reason: reason)))
@@ -744,6 +750,30 @@ public final class ClientSession: Sendable {
             ended += 1
         }
         return ended
+    }
+
+    /// What `recoverStreams` did to a connection.
+    enum StreamRecovery: Equatable {
+        case untouched
+        /// This many client-side subscriptions ended with 2500; the client subscribes to them again.
+        case resubscribing(Int)
+        /// A server-side subscription was affected: the connection closed with 3010.
+        case reconnecting
+    }
+
+    /// The node may have missed publications of the channels `affected` accepts: each such
+    /// subscription ends so that the client recovers it (see `Node.streamsInterrupted`).
+    func recoverStreams(where affected: (String) -> Bool) -> StreamRecovery {
+        let (channels, serverSide) = state.withLock { state in (state.subscriptions.filter(affected), state.serverSide) }
+        guard !channels.isEmpty else { return .untouched }
+        guard channels.isDisjoint(with: serverSide) else {
+            close(.insufficientState)
+            return .reconnecting
+        }
+        for channel in channels.sorted() {
+            serverUnsubscribe(channel, code: UnsubscribeCode.insufficientState, reason: "insufficient state")
+        }
+        return .resubscribing(channels.count)
     }
 
     // MARK: Lifecycle

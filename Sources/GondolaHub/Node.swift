@@ -823,10 +823,25 @@ public final class Node: Sendable {
         OutboundQueue.deferringSignals { events.forEach(receive) }
     }
 
-    /// Closes every connection with a code that makes clients reconnect (to this or
-    /// another node) and recover: used when this node may have missed bus events.
-    public func reconnectAll(reason: String) {
-        for session in registry.all { session.close(DisconnectCode(code: 3010, reason: reason)) }
+    /// Makes the subscribers of the channels `affected` accepts recover, as centrifuge does on
+    /// an insufficient state: a subscription the client made ends with an unsubscribe of code
+    /// 2500, after which the SDK subscribes again from its position; a connection with such a
+    /// channel among its server-side subscriptions closes with 3010 and reconnects. Clients of
+    /// other channels notice nothing.
+    public func streamsInterrupted(where affected: @Sendable (String) -> Bool) {
+        var resubscribed = 0
+        var reconnected = 0
+        for session in registry.all {
+            switch session.recoverStreams(where: affected) {
+            case .untouched: break
+            case let .resubscribing(count): resubscribed += count
+            case .reconnecting: reconnected += 1
+            }
+        }
+        guard resubscribed + reconnected > 0 else { return }
+        logger.notice(
+            "subscribers asked to recover after a bus outage",
+            metadata: ["subscriptions": "\(resubscribed)", "connections": "\(reconnected)"])
     }
 
     /// Runs every domain's reload: the engine receives the bus again (and at start).
