@@ -158,12 +158,13 @@ public final class ClientSession: Sendable {
     /// Connects a unidirectional connection with the connect request its transport read
     /// (the client sends nothing else): the result arrives as a connect push, and an error
     /// closes the connection with the disconnect Centrifugo gives it (3005 for an expired
-    /// token, 3013 for too many requests, 3507 for permission denied, else 3004).
-    public func connect(unidirectional request: ConnectRequest) async {
+    /// token, 3013 for too many requests, 3507 for permission denied, else 3004). `trusted`
+    /// credentials, which the server made itself (the admin page's), take the token's place.
+    public func connect(unidirectional request: ConnectRequest, as trusted: Credentials? = nil) async {
         state.withLock { $0.lastSeen = .now }
         node.metrics.commands.increment()
         do {
-            try await connect(id: 0, request)
+            try await connect(id: 0, request, as: trusted)
         } catch let disconnect as DisconnectCode {
             close(disconnect)
         } catch let error as HubError {
@@ -315,7 +316,7 @@ public final class ClientSession: Sendable {
         }
     }
 
-    private func connect(id replyID: UInt32, _ request: ConnectRequest) async throws {
+    private func connect(id replyID: UInt32, _ request: ConnectRequest, as trusted: Credentials? = nil) async throws {
         guard state.withLock({ $0.credentials == nil }) else {
             throw DisconnectCode.badRequest.with(reason: "bad request: already connected")
         }
@@ -329,7 +330,9 @@ public final class ClientSession: Sendable {
                 .sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
             state.withLock { $0.proxyHeaders = emulated + forwardedHeaders }
         }
-        if request.token.isEmpty, let proxy = node.proxy, proxy.route(.connect) != nil {
+        if let trusted {
+            credentials = trusted
+        } else if request.token.isEmpty, let proxy = node.proxy, proxy.route(.connect) != nil {
             (credentials, connectData) = try await proxyConnect(request, proxy)
             if proxy.route(.refresh) != nil { state.withLock { $0.refreshedByProxy = true } }
         } else if request.token.isEmpty {

@@ -89,6 +89,7 @@ public final class GondolaServer: Sendable {
             all[listener] = try certificates.grpcSecurity(for: listener)
         }
         try configuration.checkProxyNames()
+        try configuration.admin.check()
         // Made even with no endpoint, so that a reload can add some.
         let proxy = HTTPProxyTransport(
             endpoints: configuration.liveProxyEndpoints, named: configuration.namedProxies, maxInFlight: configuration.proxyMaxInFlight,
@@ -238,6 +239,14 @@ public final class GondolaServer: Sendable {
         ServerAPIEndpoint(api: api, apiKey: configuration.apiKey, transportErrors: configuration.apiTransportErrors).addRoutes(to: router)
     }
 
+    /// The admin page and its endpoints when `admin` is on, on the listener `onInternal` names:
+    /// the internal one when there is one (unless `admin_external`), else the public one.
+    private func addAdminRoutes(to router: HTTPRouter, onInternal: Bool) {
+        let admin = configuration.admin
+        guard admin.enabled, onInternal == (configuration.internalListen != nil && !admin.external) else { return }
+        AdminEndpoints(settings: admin, api: serverAPI(), node: node, connections: connections, logger: httpLogger).addRoutes(to: router)
+    }
+
     /// The server API with every installed domain's methods.
     private func serverAPI() -> ServerAPI {
         var api = ServerAPI(node: node)
@@ -279,6 +288,7 @@ public final class GondolaServer: Sendable {
         for (_, domain) in domains { domain.routes(router) }
         addClientRoutes(to: router)
         if configuration.internalListen == nil { addOperationalRoutes(to: router, api: serverAPI()) }
+        addAdminRoutes(to: router, onInternal: false)
 
         let compression =
             configuration.webSocketCompression
@@ -315,6 +325,7 @@ public final class GondolaServer: Sendable {
     ) -> some ApplicationProtocol {
         let router = HTTPRouter(context: HTTPRequestContext.self)
         addOperationalRoutes(to: router, api: serverAPI())
+        addAdminRoutes(to: router, onInternal: true)
         return Application(
             router: router,
             server: HTTPServerBuilder { [tls = tlsConfigurations[.internal]] responder in
@@ -436,16 +447,37 @@ struct HubService: Service {
 /// its code to, with the error object as the body; `batch` answers its replies either way.
 struct ServerAPIEndpoint: Sendable {
     let api: ServerAPI
-    let apiKey: String
     let transportErrors: Bool
+    /// Where the methods are (`/api` for the server API, `/admin/api` for the admin page).
+    var prefix = "/api"
+    /// The refusal of a request its caller may not make, nil when it may.
+    let authorize: @Sendable (Request) -> Response?
     static let bodyLimit = 1 << 20
 
-    func addRoutes(to router: HTTPRouter) {
-        router.post("/api/:method") { request, context in
-            let method = context.parameters.get("method") ?? ""
+    /// The server API of callers with `apiKey` in their `X-API-Key` header.
+    init(api: ServerAPI, apiKey: String, transportErrors: Bool) {
+        self.api = api
+        self.transportErrors = transportErrors
+        self.authorize = { request in
             guard let given = request.headers[.init("X-API-Key")!], ConstantTime.equal(given, apiKey) else {
                 return JSONResponse.error(.unauthorized, code: 101, "missing or wrong X-API-Key")
             }
+            return nil
+        }
+    }
+
+    /// The server API under `prefix` for callers `authorize` lets in.
+    init(api: ServerAPI, prefix: String, authorize: @escaping @Sendable (Request) -> Response?) {
+        self.api = api
+        self.transportErrors = false
+        self.prefix = prefix
+        self.authorize = authorize
+    }
+
+    func addRoutes(to router: HTTPRouter) {
+        router.post(RouterPath("\(prefix)/:method")) { request, context in
+            let method = context.parameters.get("method") ?? ""
+            if let refusal = authorize(request) { return refusal }
             let body: JSON
             // A batch's requests sit at depth 4: body, `commands`, the command, the method's request.
             let depth = method == "batch" ? 4 : 1

@@ -192,6 +192,16 @@ struct HTTPTransports: Sendable {
         let forwarded = forwardedHeaderNames.isEmpty ? [] : request.headers.filter { forwardedHeaderNames.contains($0.name.canonicalName) }
         let session = node.accept(
             encoding: encoding, transport: transport, forwardedHeaders: forwarded.map { (name: $0.name.canonicalName, value: $0.value) })
+        return cors(Self.stream(session, on: context, connections: connections, encoding: encoding, framing: framing, start: start), request)
+    }
+
+    /// The response that streams `session`'s frames over the request's connection; `start` hands
+    /// the session what the request carried once the response's head is out. The connection
+    /// counts among the open ones until it ends.
+    static func stream(
+        _ session: ClientSession, on context: HTTPRequestContext, connections: OpenConnections, encoding: ProtocolEncoding,
+        framing: StreamFraming, start: @escaping @Sendable (ClientSession) async -> Void
+    ) -> Response {
         let channel = context.channel
         channel.closeFuture.whenComplete { _ in session.transportClosed() }
         let ended = channel.eventLoop.makePromise(of: Void.self)
@@ -206,7 +216,7 @@ struct HTTPTransports: Sendable {
             let stream = SessionStream(session: session, framing: framing, channel: channel)
             try await stream.run(writer: &writer, start: start)
         }
-        return cors(Response(status: .ok, headers: headers, body: body), request)
+        return Response(status: .ok, headers: headers, body: body)
     }
 
     // MARK: Emulation

@@ -160,6 +160,8 @@ public struct ServerConfiguration: Sendable {
     public var tls: [TLSListener: TLSFiles] = [:]
     /// How often the listeners' certificate files are read again.
     public var tlsReloadInterval = Duration.seconds(60)
+    /// The admin page (`admin`, `admin_password`, …).
+    public var admin = AdminSettings()
 
     public init() {}
 
@@ -342,7 +344,7 @@ public enum ConfigurationLoader {
             "redis_cluster_partitions", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout", "log_level", "log_format",
             "log_levels", "tls_reload_interval",
-        ] + TLSListener.allCases.flatMap { [$0.certificateKey, $0.privateKeyKey] } + BuiltInDomains.settingKeys
+        ] + AdminSettings.keys + TLSListener.allCases.flatMap { [$0.certificateKey, $0.privateKeyKey] } + BuiltInDomains.settingKeys
         + proxyKindKeys
 
     /// `proxy_<kind>_endpoint`, `_timeout` and `_binary_encoding` of every proxy kind.
@@ -409,6 +411,7 @@ public enum ConfigurationLoader {
             }
             attempt { (configuration) throws(ConfigurationError) in try configuration.checkProxyNames() }
             attempt { (configuration) throws(ConfigurationError) in try configuration.checkTLS() }
+            attempt { (configuration) throws(ConfigurationError) in try configuration.admin.check() }
             attempt { (configuration) throws(ConfigurationError) in _ = try configuration.tokenKeys() }
             for domain in BuiltInDomains.enabled(by: configuration) {
                 attempt { _ throws(ConfigurationError) in try BuiltInDomains.checkSettings(of: domain) }
@@ -598,6 +601,15 @@ public enum ConfigurationLoader {
             configuration.proxyEndpoints[try Self.proxyKind(key, "_binary_encoding", field), default: ProxyEndpoint(url: "")].binaryEncoding =
                 try field.bool()
         case "api_key": configuration.apiKey = try field.string()
+        case "admin": configuration.admin.enabled = try field.bool()
+        case "admin_password": configuration.admin.password = try field.string()
+        case "admin_secret": configuration.admin.secret = try field.string()
+        case "admin_web_path": configuration.admin.webPath = try field.string()
+        case "admin_external": configuration.admin.external = try field.bool()
+        case "admin_insecure":
+            guard try !field.bool() else {
+                throw field.error("is not supported: the admin page always needs 'admin_password' and 'admin_secret'")
+            }
         case "http_api_error_mode":
             switch try field.string() {
             case "transport": configuration.apiTransportErrors = true
