@@ -111,7 +111,7 @@ struct AdminEndpoints: Sendable {
     }
 }
 
-/// The admin page's tokens: `<expiry>.<HMAC-SHA256 of it>` (base64url) with `admin_secret`,
+/// The admin page's tokens: `<expiry>.<HMAC-SHA256 of it>` (hex) with `admin_secret`,
 /// valid for `lifetime`. Changing the secret ends every token.
 struct AdminTokens: Sendable {
     let key: SymmetricKey
@@ -136,8 +136,7 @@ struct AdminTokens: Sendable {
     }
 
     private func signature(of text: String) -> String {
-        Data(HMAC<SHA256>.authenticationCode(for: Data(("gondola-admin." + text).utf8), using: key)).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        HMAC<SHA256>.authenticationCode(for: Data(("gondola-admin." + text).utf8), using: key).map { String(format: "%02x", $0) }.joined()
     }
 }
 

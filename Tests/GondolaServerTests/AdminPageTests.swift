@@ -90,6 +90,30 @@ import Testing
         try await server.stop()
     }
 
+    /// Each bad request gets its status and error, and the page goes on serving.
+    @Test func badRequestsAreRefusedPreciselyAndTheServerGoesOn() async throws {
+        let server = try await RunningServer.start(Self.withAdmin())
+        let noPassword = try await server.post("/admin/auth", body: #"{"name":"x"}"#, apiKey: nil)
+        #expect(noPassword.0 == 400 && noPassword.1["error"]?["code"] == .int(107), "\(noPassword.1.text)")
+        let tooLarge = try await server.post("/admin/auth", body: String(repeating: "p", count: 5000), apiKey: nil)
+        #expect(tooLarge.0 == 413, "\(tooLarge.1.text)")
+        let (_, signedIn) = try await server.post("/admin/auth", body: #"{"password":"pw"}"#, apiKey: nil)
+        guard case let .string(token)? = signedIn["token"] else {
+            Issue.record("no token: \(signedIn.text)")
+            return
+        }
+        let authorization = ["Authorization": "token \(token)"]
+        let notJSON = try await server.post("/admin/api/publish", body: "{not json", apiKey: nil, headers: authorization)
+        #expect(notJSON.0 == 400 && notJSON.1["error"]?["code"] == .int(107), "\(notJSON.1.text)")
+        let unknown = try await server.post("/admin/api/nope", body: "{}", apiKey: nil, headers: authorization)
+        #expect(unknown.0 == 404 && unknown.1["error"]?["code"] == .int(104), "\(unknown.1.text)")
+        let (watchStatus, watchAnswer) = try await server.get("/admin/watch?channel=nowhere:x&token=\(token)")
+        #expect(watchStatus == 404 && watchAnswer.contains(#""code":102"#), "\(watchAnswer)")
+        let (status, info) = try await server.post("/admin/api/info", body: "{}", apiKey: nil, headers: authorization)
+        #expect(status == 200 && info["result"]?["nodes"] != nil, "the page goes on after each refusal: \(info.text)")
+        try await server.stop()
+    }
+
     @Test func signInsAreThrottled() {
         let throttle = LoginThrottle()
         let now = ContinuousClock.now
