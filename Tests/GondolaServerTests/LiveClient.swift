@@ -13,8 +13,14 @@ import Synchronization
 /// A connected WebSocket client that stays open: commands are sent one by one and
 /// their replies awaited by id; publications are collected per channel.
 final class LiveClient: Sendable {
+    /// A command waiting for its reply, and the timer that gives up on it.
+    struct Waiter {
+        let continuation: CheckedContinuation<Reply, Error>
+        let timer: Task<Void, Never>
+    }
+
     struct State {
-        var replies: [UInt32: Reply] = [:]
+        var waiting: [UInt32: Waiter] = [:]
         var publications: [String: [JSON]] = [:]
         var payloads: [String: [Payload]] = [:]
         var offsets: [String: [UInt64]] = [:]
@@ -24,6 +30,24 @@ final class LiveClient: Sendable {
 
     final class Box: Sendable {
         let state = Mutex(State())
+
+        /// Fails the command `id` with `error` if it is still waiting.
+        func giveUp(on id: UInt32, error: any Error) {
+            state.withLock { $0.waiting.removeValue(forKey: id) }?.continuation.resume(throwing: error)
+        }
+
+        /// Marks the connection closed and fails every command still waiting.
+        func closeWaiters() {
+            let waiters = state.withLock { state in
+                state.closed = true
+                defer { state.waiting = [:] }
+                return Array(state.waiting)
+            }
+            for (id, waiter) in waiters {
+                waiter.timer.cancel()
+                waiter.continuation.resume(throwing: HarnessError("connection closed before reply \(id)"))
+            }
+        }
     }
 
     private let box = Box()
@@ -48,7 +72,7 @@ final class LiveClient: Sendable {
             _ = try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 22, extensions: extensions), logger: logger) {
                 inbound, writer, _ in
                 let reader = Task {
-                    defer { box.state.withLock { $0.closed = true } }
+                    defer { box.closeWaiters() }
                     for try await message in inbound.messages(maxSize: 1 << 24) {
                         let frame: [UInt8]
                         switch message {
@@ -59,10 +83,12 @@ final class LiveClient: Sendable {
                         // The server's pings are answered, as the SDKs do, so that a client idle for
                         // longer than the ping interval stays connected.
                         if messages.contains(.ping) { continuation.yield(encoding.encode(Command(id: 0, .pong))) }
-                        box.state.withLock { state in
+                        let answered = box.state.withLock { state in
+                            var answered: [(Waiter, Reply)] = []
                             for message in messages {
                                 switch message {
-                                case let .reply(reply): state.replies[reply.id] = reply
+                                case let .reply(reply):
+                                    if let waiter = state.waiting.removeValue(forKey: reply.id) { answered.append((waiter, reply)) }
                                 case let .push(push):
                                     if case let .publication(publication) = push.body {
                                         state.publications[push.channel, default: []].append(publication.data.value)
@@ -72,6 +98,11 @@ final class LiveClient: Sendable {
                                 default: continue
                                 }
                             }
+                            return answered
+                        }
+                        for (waiter, reply) in answered {
+                            waiter.timer.cancel()
+                            waiter.continuation.resume(returning: reply)
                         }
                     }
                 }
@@ -101,20 +132,28 @@ final class LiveClient: Sendable {
         return client
     }
 
-    /// Sends a command and waits (up to 10 s) for its reply.
+    /// Sends a command and waits for its reply, which resumes the caller as it arrives;
+    /// gives up after 15 s or when the connection closes first.
     func call(_ method: Command.Method) async throws -> Reply {
-        let id = box.state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
+        let limit = Duration.seconds(15)
+        return try await withCheckedThrowingContinuation { continuation in
+            let registered = box.state.withLock { state -> UInt32? in
+                guard !state.closed else { return nil }
+                let id = state.nextID
+                state.nextID += 1
+                let timer = Task { [box] in
+                    guard (try? await Task.sleep(for: limit)) != nil else { return }
+                    box.giveUp(on: id, error: HarnessError("no reply to command \(id) within \(limit)"))
+                }
+                state.waiting[id] = Waiter(continuation: continuation, timer: timer)
+                return id
+            }
+            guard let id = registered else {
+                continuation.resume(throwing: HarnessError("the connection is closed"))
+                return
+            }
+            outbound.yield(encoding.encode(Command(id: id, method)))
         }
-        outbound.yield(encoding.encode(Command(id: id, method)))
-        var reply: Reply?
-        try await eventually("the reply to command \(id)", within: .seconds(10), every: .milliseconds(2)) {
-            reply = box.state.withLock { $0.replies.removeValue(forKey: id) }
-            if reply == nil, box.state.withLock({ $0.closed }) { throw HarnessError("connection closed before reply \(id)") }
-            return reply != nil
-        }
-        return reply!
     }
 
     /// Calls an RPC method; answers its result data or throws the error reply.
