@@ -144,12 +144,14 @@ def launch(folder, extra_args=(), port=None, settings=None, resorts=RESORTS, **s
     return serve(folder, config_path, port, extra_args, resorts, **serving)
 
 
-def serve(folder, config_path, port, extra_args=(), resorts=RESORTS, health_port=None, health_tls=None):
+def serve(folder, config_path, port, extra_args=(), resorts=RESORTS, health_port=None, health_tls=None, env=None):
     """Starts `gondola serve --config config_path` (the file listening on `port`, and answering /health on
     `health_port` when it has an internal listener, over TLS trusted by the `health_tls` SSL context when
-    that listener serves TLS), logging into `folder`, and waits until it is healthy."""
+    that listener serves TLS) in `env` (this process's environment when None), logging into `folder`, and
+    waits until it is healthy."""
     log = open(os.path.join(folder, "server.log"), "a")
-    process = subprocess.Popen([GONDOLA, "serve", "--config", config_path, "--resorts", resorts, *extra_args], stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([GONDOLA, "serve", "--config", config_path, "--resorts", resorts, *extra_args], stdout=log, stderr=subprocess.STDOUT,
+                               env=env)
     log.close()
     instance = Server(folder, port)
     instance.health_port = health_port or port

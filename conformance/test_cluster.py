@@ -14,13 +14,12 @@ import base64
 import binascii
 import hashlib
 import hmac
-import http.server
 import json
 import os
+import secrets
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.request
 
@@ -33,6 +32,8 @@ from centrifuge import Client, ClientState, DeltaType, ReplyError, StreamPositio
 from conftest import API_KEY, CONFIG, GONDOLA, SECRET, Codec, Endpoint, consecutive_free_ports
 from http_transports import HTTPStream, emulate
 from helpers import ClientEvents, Events, SubEvents, call, chat_history, metric_becomes, post, server_api, trip_mates
+from http_standin import QuietHandler, serve
+from otlp_receiver import OTLPReceiver
 from switching_proxy import SwitchingProxy
 from test_crash import fixture, http as crash_http, poppler
 from test_payloads import BINARY, SPELLED, post_text
@@ -47,6 +48,9 @@ NODE_CONFIG["cluster_node_timeout"] = "3s"
 NODE_CONFIG["cluster_presence_ttl"] = "3s"
 # How long `channels` waits for the other nodes (a stopped node is named after this).
 NODE_CONFIG["cluster_survey_timeout"] = "500ms"
+# Every node traces, the server API too, and exports its spans to the fixture's OTLP receiver.
+NODE_CONFIG["opentelemetry"] = True
+NODE_CONFIG["opentelemetry_api"] = True
 REDIS_SHARDS = 2
 # A Redis Cluster needs three masters to fail one over (a majority votes); the nodes spread the
 # channels over redis_cluster_partitions (16 by default), each partition in a slot of its own.
@@ -69,16 +73,17 @@ class Node(Endpoint):
 
 
 class Cluster:
-    def __init__(self, folder, engine):
+    def __init__(self, folder, engine, traces):
         self.folder = folder
         self.engine = engine
+        self.traces = traces
         base_port = consecutive_free_ports(2 * NODES)  # the nodes' ports, then their GRPC server API's
         self.nodes = [Node(i + 1, base_port + i) for i in range(NODES)]
         grpc_base = base_port + NODES
         for node in self.nodes:
             node.grpc_address = f"127.0.0.1:{grpc_base + node.index - 1}"
         self.env = dict(os.environ, CLUSTER_BINARY=GONDOLA, GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY,
-                        CLUSTER_GRPC_PORT=str(grpc_base))
+                        CLUSTER_GRPC_PORT=str(grpc_base), **traces.env())
 
     def script(self, *args):
         subprocess.run([SCRIPT, *args, "--folder", self.folder], env=self.env, check=True, timeout=120)
@@ -90,19 +95,15 @@ class WebhookStandIn:
     def __init__(self):
         calls = self.calls = []
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 calls.append((self.headers["X-Gondola-Event"], self.headers["X-Gondola-Signature"], body))
                 self.send_response(204)
                 self.end_headers()
 
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = serve(Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def ids(self):
         return [call[0] for call in self.calls]
@@ -128,7 +129,8 @@ def cluster(request):
     standin, _, push_settings = start_standin(standin_folder)
     with open(config, "w") as f:
         json.dump(dict(NODE_CONFIG, **push_settings), f)
-    instance = Cluster(folder, request.param)
+    traces = OTLPReceiver()
+    instance = Cluster(folder, request.param, traces)
     instance.standin_folder = standin_folder
     try:
         # Redis as production runs it: every shard needs a password and a TLS client certificate
@@ -143,6 +145,7 @@ def cluster(request):
         yield instance
     finally:
         instance.script("stop")
+        traces.stop()
         standin.terminate()
         standin.wait(timeout=10)
 
@@ -181,6 +184,40 @@ async def test_publications_reach_every_node_in_offset_order(cluster, codec):
     epochs = {(await sub.history(limit=0)).epoch for sub, _ in subs}
     assert len(epochs) == 1
     for client, _ in clients + [(writer, None)]:
+        await client.disconnect()
+
+
+async def test_a_server_api_publication_is_one_trace_across_the_nodes(cluster, codec):
+    """The trace a server API request carries (its traceparent) goes with the publication over the
+    engine's bus: the node that took the request has its API span and the publish span under it, and
+    every node that delivers the publication a deliver span whose parent is that publish span."""
+    channel = f"room:cluster-trace-{codec.name}"
+    clients = [await client_on(node, f"traced{node.index}", codec) for node in cluster.nodes]
+    subs = [await subscribed(client, channel) for client, _ in clients]
+    trace_id, caller_span = secrets.token_hex(16), secrets.token_hex(8)
+    answer = post(f"{cluster.nodes[0].api_url}/publish", {"channel": channel, "data": {"traced": True}},
+                  {"X-API-Key": API_KEY, "traceparent": f"00-{trace_id}-{caller_span}-01"})
+    assert "error" not in answer, answer
+    for _, events in subs:
+        await events.wait("publication", 1, timeout=10)
+    node_names = {f"node-{node.index}" for node in cluster.nodes}
+
+    def complete(spans):
+        delivered = {span["attributes"].get("gondola.node") for span in spans if span["name"] == "deliver"}
+        return any(span["name"] == "api.publish" for span in spans) and node_names <= delivered
+
+    spans = await cluster.traces.spans_of(trace_id, complete, "API span and a delivery on every node")
+    api = next(span for span in spans if span["name"] == "api.publish")
+    assert (api["parent"], api["kind"]) == (caller_span, 2)  # a server span under the caller's
+    publish = next(span for span in spans if span["name"] == "publish")
+    assert publish["parent"] == api["span"]
+    assert publish["attributes"]["messaging.destination.name"] == channel
+    deliveries = [span for span in spans if span["name"] == "deliver"]
+    assert {span["parent"] for span in deliveries} == {publish["span"]}
+    assert {span["attributes"]["messaging.destination.name"] for span in deliveries} == {channel}
+    # Each subscriber's node queued the publication for its subscriber.
+    assert all(span["attributes"]["gondola.messages_sent"] >= 1 for span in deliveries)
+    for client, _ in clients:
         await client.disconnect()
 
 

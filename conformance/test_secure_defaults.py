@@ -5,12 +5,10 @@ and gets in once a rotated JWKS key has been fetched. The host page, served by t
 keeps connecting under the default rule: test_host_page.py drives it."""
 import asyncio
 import base64
-import http.server
 import json
 import os
 import shutil
 import tempfile
-import threading
 import time
 
 import jwt
@@ -21,6 +19,7 @@ from playwright.async_api import async_playwright
 
 from conftest import free_port, launch
 from helpers import ClientEvents, Events, metric
+from http_standin import QuietHandler, serve
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -40,21 +39,13 @@ class LocalSite:
     every GET with what `answer()` gives: a content type and the body."""
 
     def __init__(self, answer):
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 content_type, body = answer()
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.answer(body, content_type)
 
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = serve(Handler)
         self.origin = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self):
         self.httpd.shutdown()

@@ -13,7 +13,8 @@ import GondolaProtocol
 ///   which lets the stream script put the offset it took in place; the channel and the data
 ///   (each a 4-byte little-endian length and the bytes), a byte saying whether the data is
 ///   binary, the publication's info and its tags as JSON (4-byte length, 0 when absent), and a
-///   flags byte (1: may go as a delta);
+///   flags byte (1: may go as a delta; 2: its W3C `traceparent` follows, as a 4-byte length and
+///   the bytes, written only by a node that traces);
 /// - `j`, any other event: a 4-byte length and the event as `BusCodec` writes it (these are
 ///   rare: joins, leaves, disconnects, domain changes).
 ///
@@ -60,7 +61,9 @@ enum BinaryBusMessage {
         bytes.append(publication.data.isJSON ? 0 : 1)
         appendField(publication.info.map { $0.json.bytes } ?? [], to: &bytes)
         appendField(publication.tags.isEmpty ? [] : PublicationTags.json(publication.tags).bytes, to: &bytes)
-        bytes.append(publication.useDelta ? 1 : 0)
+        let traceParent = publication.traceParent.map { Array($0.utf8) }
+        bytes.append((publication.useDelta ? 1 : 0) | (traceParent == nil ? 0 : 2))
+        if let traceParent { appendField(traceParent, to: &bytes) }
         return bytes
     }
 
@@ -137,11 +140,13 @@ enum BinaryBusMessage {
                 let info = try field()
                 let tags = try field()
                 let flags = try byte()
+                let traceParent = flags & 2 == 2 ? String(decoding: try field(), as: UTF8.self) : nil
                 return .publication(
                     channel: channel,
                     Publication(
                         offset: offset, data: payload, info: info.isEmpty ? nil : try ClientInfo(json: BusCodec.parse(Array(info))),
-                        tags: tags.isEmpty ? [:] : try PublicationTags.read(BusCodec.parse(Array(tags))), useDelta: flags & 1 == 1))
+                        tags: tags.isEmpty ? [:] : try PublicationTags.read(BusCodec.parse(Array(tags))), useDelta: flags & 1 == 1,
+                        traceParent: traceParent))
             case UInt8(ascii: "j"):
                 return try BusCodec.decodeEvent(Array(try field()))
             case let kind:

@@ -10,7 +10,7 @@ import GondolaProtocol
 /// naming the row of `cluster_bus_payload` that holds the events array. Each event
 /// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info,"g":{tags},"f":true}`
 /// (a binary payload as `"b":"<base64>"` instead of `"d"`; `"i"` and `"g"` only when present, `"f"`
-/// only when the publication may go as a delta) for a publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
+/// only when the publication may go as a delta, `"tp"` its W3C `traceparent` when the publishing node traces) for a publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
 /// `"c"` (and `"cl"`, the one client) for an unsubscribe, `"x"` with `"u"`, `"c"` (close code), `"r"`
 /// (reason), `"k"` (clients kept) and `"cl"` (the one client) for a disconnect, `"h"` with `"u"`, `"cl"`,
 /// `"e"` (expired), `"a"` (expire at, Unix seconds) and `"i"` (info as text) for a refresh, `"d"` with `"k"` (topic),
@@ -33,6 +33,7 @@ enum BusCodec {
             if let info = publication.info { members.append(("i", info.json)) }
             if !publication.tags.isEmpty { members.append(("g", PublicationTags.json(publication.tags))) }
             if publication.useDelta { members.append(("f", true)) }
+            if let traceParent = publication.traceParent { members.append(("tp", .string(traceParent))) }
             json = .object(members)
         case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
         case let .leave(channel, info): json = ["t": "l", "c": .string(channel), "i": info.json]
@@ -150,7 +151,9 @@ enum BusCodec {
             let tags = try json["g"].map { (tags) throws in try PublicationTags.read(tags) } ?? [:]
             return .publication(
                 channel: try string("c"),
-                Publication(offset: offset, data: data, info: json["i"] == nil ? nil : try info(), tags: tags, useDelta: json["f"] == .bool(true)))
+                Publication(
+                    offset: offset, data: data, info: json["i"] == nil ? nil : try info(), tags: tags, useDelta: json["f"] == .bool(true),
+                    traceParent: try optionalString("tp")))
         case "j": return .join(channel: try string("c"), try info())
         case "l": return .leave(channel: try string("c"), try info())
         case "u": return .unsubscribe(user: try string("u"), channel: try string("c"), client: try optionalString("cl"))

@@ -66,8 +66,8 @@ public final class RedisHistoryStore: HistoryStore {
         publishing: PublishOptions = PublishOptions(),
         completion: @escaping @Sendable (Result<StreamAppend, HubError>) -> Void
     ) {
-        // The entry keeps the publication's delta flag, which the script's bus message carries
-        // (a read of the stream clears it).
+        // The entry keeps the publication's delta flag and trace parent, which the script's bus
+        // message carries (a read of the stream clears them).
         let entry = BinaryBusMessage.publicationEvent(channel: channel, publication, offset: 0)
         var arguments = [
             entry, RedisArgument.number(Int64(max(options.historySize, 1))), RedisArgument.number(RedisArgument.seconds(options.historyTTL)),
@@ -122,6 +122,7 @@ public final class RedisHistoryStore: HistoryStore {
             }
             publication.offset = offset
             publication.useDelta = false
+            publication.traceParent = nil
             publications.append(publication)
         }
         return StreamSlice(publications: publications, position: StreamPosition(offset: UInt64(top), epoch: epoch))

@@ -51,6 +51,8 @@ struct BackendProxy: Sendable {
     let transport: any ProxyTransport
     /// RPC method prefixes and the named proxy each goes to, as the configuration in force has them.
     let rpcRoutes: @Sendable () -> [RPCProxyRoute]
+    /// Each request is a span (`proxy.<kind>`), the parent of the HTTP call's.
+    let tracing: HubTracing
     let logger: Logger
 
     /// Who asks: the fields every proxy request carries.
@@ -82,6 +84,16 @@ struct BackendProxy: Sendable {
     /// is the client's payload, sent as the route's encoding says (see `payload`).
     func ask(
         _ route: ProxyRoute, _ caller: Caller, _ members: [(key: String, value: JSON)], data: Payload? = nil
+    ) async throws -> JSONFields<HubError> {
+        try await tracing.span(
+            "proxy.\(route.kind.rawValue)", kind: .client,
+            attributes: ["gondola.proxy": .string(route.name ?? ""), "gondola.client": .string(caller.client)]
+        ) { _ in try await exchange(route, caller, members, data: data) }
+    }
+
+    /// `ask`'s work: the request's body, the post and the reading of the answer.
+    private func exchange(
+        _ route: ProxyRoute, _ caller: Caller, _ members: [(key: String, value: JSON)], data: Payload?
     ) async throws -> JSONFields<HubError> {
         let kind = route.kind
         let binary = transport.binaryEncoding(route)

@@ -1,6 +1,7 @@
 import Foundation
 import GondolaProtocol
 import Synchronization
+import Tracing
 
 /// One client connection's protocol state: authentication, subscriptions, rate
 /// limit, keepalive. The transport feeds it frames with `handle(frame:)` (one at a
@@ -195,7 +196,7 @@ public final class ClientSession: Sendable {
         node.metrics.commands.increment()
         guard admit(command) else { return }
         do {
-            try await execute(command)
+            try await traced(command)
             state.withLock { $0.consecutiveErrors = 0 }
         } catch let disconnect as DisconnectCode {
             close(disconnect)
@@ -204,6 +205,29 @@ public final class ClientSession: Sendable {
         } catch {
             reply(Reply(id: command.id, .error(.internalError)))
         }
+    }
+
+    /// `execute` in a span when the node traces and the command does work worth one (a
+    /// connect, subscribe, publish, RPC or refresh, each of which may also call the proxy).
+    private func traced(_ command: Command) async throws {
+        guard node.tracing.isOn else { return try await execute(command) }
+        let name: String
+        var attributes: SpanAttributes = ["gondola.client": .string(id)]
+        switch command.method {
+        case .connect: name = "client.connect"
+        case let .subscribe(request):
+            name = "client.subscribe"
+            attributes["messaging.destination.name"] = request.channel
+        case let .publish(channel, _):
+            name = "client.publish"
+            attributes["messaging.destination.name"] = channel
+        case let .rpc(method, _):
+            name = "client.rpc"
+            attributes["rpc.method"] = method
+        case .refresh, .subRefresh: name = "client.refresh"
+        default: return try await execute(command)
+        }
+        try await node.tracing.span(name, kind: .server, parent: .topLevel, attributes: attributes) { _ in try await execute(command) }
     }
 
     /// Applies the command rate limit: a command over it gets 111; a client that

@@ -44,6 +44,8 @@ public final class Node: Sendable {
     let proxy: BackendProxy?
     let metrics: HubMetrics
     let logger: Logger
+    /// The spans of this node's publications, deliveries, client commands and proxy calls.
+    public let tracing: HubTracing
     /// Keeps the streams and carries publications and events to every node.
     let broker: any Broker
     /// Who is subscribed where, for namespaces that keep presence.
@@ -84,6 +86,7 @@ public final class Node: Sendable {
     ///     RPC methods no domain serves, `proxy_subscribe` and `proxy_publish` namespaces).
     ///   - uid: this run's id.
     ///   - metricsFactory: where counters and timers go (Prometheus in the server).
+    ///   - tracing: where spans go (off unless the server runs with `opentelemetry`).
     public convenience init(
         configuration: HubConfiguration,
         tokens: ConnectionTokens,
@@ -91,11 +94,12 @@ public final class Node: Sendable {
         durableHistory: (any LocalHistoryStore)? = nil,
         uid: String = UUID().uuidString.lowercased(),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        tracing: HubTracing = .off,
         logger: Logger = Logger(label: "gondola.hub")
     ) {
         self.init(
             configuration: configuration, tokens: tokens, proxy: proxy, durableHistory: durableHistory, cluster: nil, uid: uid,
-            metricsFactory: metricsFactory, logger: logger)
+            metricsFactory: metricsFactory, tracing: tracing, logger: logger)
     }
 
     /// A node on `cluster`, the link to the other nodes, which is then its broker and
@@ -108,12 +112,14 @@ public final class Node: Sendable {
         cluster: (any ClusterLink)?,
         uid: String = UUID().uuidString.lowercased(),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        tracing: HubTracing = .off,
         logger: Logger = Logger(label: "gondola.hub")
     ) {
         let shared = SharedConfiguration(configuration)
         self.currentConfiguration = shared
         self.tokens = tokens
-        self.proxy = proxy.map { BackendProxy(transport: $0, rpcRoutes: { shared.value.rpcProxies }, logger: logger) }
+        self.tracing = tracing
+        self.proxy = proxy.map { BackendProxy(transport: $0, rpcRoutes: { shared.value.rpcProxies }, tracing: tracing, logger: logger) }
         self.cluster = cluster
         let alone = MemoryBroker(durableHistory: durableHistory)
         self.broker = cluster ?? alone
@@ -515,13 +521,21 @@ public final class Node: Sendable {
             let reason = publishing.skipHistory ? "skip_history leaves it out" : "\(namespace) keeps no history"
             return completion(.failure(.badRequest("version needs the channel's stream: \(reason)")))
         }
-        let publication = Publication(data: data, info: info, tags: tags, useDelta: publishing.delta || options.deltaPublish)
+        var publication = Publication(data: data, info: info, tags: tags, useDelta: publishing.delta || options.deltaPublish)
+        // Traced, the publication carries its span's context to the nodes that deliver it.
+        let span = tracing.start("publish", kind: .producer, attributes: ["messaging.destination.name": .string(channel)])
+        if let span { publication.traceParent = tracing.traceParent(of: span.context) }
         // A store that failed is logged here, once for every path; refusals are the caller's to report.
         let answer: @Sendable (Result<StreamPosition?, HubError>) -> Void = { [logger] result in
             switch result {
             case let .failure(.internalError(reason)), let .failure(.unavailable(reason)):
                 logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(reason)"])
             default: break
+            }
+            if let span {
+                if case let .failure(error) = result { HubTracing.fail(span, "\(error)") }
+                if case let .success(position?) = result { span.attributes["gondola.offset"] = Int64(clamping: position.offset) }
+                span.end()
             }
             completion(result)
         }
@@ -585,10 +599,27 @@ public final class Node: Sendable {
         count(sent: table.deliver(publication, on: channel, whileLocked: whileLocked))
     }
 
-    /// Sends a publication to the subscribers the channel has on this node, if any.
-    private func fanOut(_ publication: Publication, on channel: String) {
+    /// Sends a publication to the subscribers the channel has on this node, if any; answers
+    /// the messages queued.
+    @discardableResult
+    private func fanOut(_ publication: Publication, on channel: String) -> Int {
         metrics.publications.increment()
-        count(sent: table.fanOut(publication, on: channel))
+        let sent = table.fanOut(publication, on: channel)
+        count(sent: sent)
+        return sent
+    }
+
+    /// `fanOut` in a span continuing the publisher's trace, when the publication carries one.
+    private func deliver(_ publication: Publication, on channel: String) {
+        guard let traceParent = publication.traceParent, tracing.isOn else {
+            fanOut(publication, on: channel)
+            return
+        }
+        let span = tracing.start(
+            "deliver", kind: .consumer, parent: tracing.context(traceParent: traceParent),
+            attributes: ["messaging.destination.name": .string(channel), "gondola.node": .string(configuration.nodeName)])
+        span?.attributes["gondola.messages_sent"] = fanOut(publication, on: channel)
+        span?.end()
     }
 
     private func count(sent messages: Int) {
@@ -695,7 +726,7 @@ public final class Node: Sendable {
     func receive(_ event: ClusterEvent) {
         switch event {
         case let .publication(channel, publication):
-            fanOut(publication, on: channel)
+            deliver(publication, on: channel)
         case let .join(channel, info):
             table.pushJoinLeave(Push(channel: channel, .join(info)), on: channel)
         case let .leave(channel, info):

@@ -57,9 +57,14 @@ public struct Publication: Sendable, Equatable {
     /// namespace's `delta_publish`); without it they get it whole. It travels between
     /// nodes with the publication, never to a client, and is not kept in a stream.
     public var useDelta: Bool
+    /// The W3C `traceparent` of the span that published it, when the server traces
+    /// (`opentelemetry`): the node that delivers it continues that trace. Like `useDelta` it
+    /// travels between nodes, never to a client, and is not kept in a stream.
+    public var traceParent: String?
 
     public init(
-        offset: UInt64 = 0, data: Payload, info: ClientInfo? = nil, tags: [String: String] = [:], delta: Bool = false, useDelta: Bool = false
+        offset: UInt64 = 0, data: Payload, info: ClientInfo? = nil, tags: [String: String] = [:], delta: Bool = false, useDelta: Bool = false,
+        traceParent: String? = nil
     ) {
         self.offset = offset
         self.data = data
@@ -67,6 +72,7 @@ public struct Publication: Sendable, Equatable {
         self.tags = tags
         self.delta = delta
         self.useDelta = useDelta
+        self.traceParent = traceParent
     }
 
     public var json: JSON {

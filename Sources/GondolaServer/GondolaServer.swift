@@ -34,6 +34,8 @@ public final class GondolaServer: Sendable {
     /// The JWKS URL's keys, fetched by a background service, when one is configured.
     let jwks: JWKSEndpoint?
     let metrics: ServerMetrics
+    /// Where spans go, with `opentelemetry`.
+    let telemetry: Telemetry?
     /// The logger given, from which each component's is made (`LogSettings`).
     private let rootLogger: Logger
     /// The server's own lines: start, stop, drain.
@@ -59,12 +61,18 @@ public final class GondolaServer: Sendable {
     /// domains (or a domain and the hub) claim — an RPC method, namespace, channel, replica
     /// topic, server API method or route — stops the start with a `ConfigurationError`
     /// naming both, before any of the second domain's registrations reach the node.
+    ///
+    /// With `opentelemetry` the server's spans go to `telemetry`, else to an OTLP exporter the
+    /// `OTEL_*` variables configure; without it `telemetry` is not used.
     public init(
         configuration: ServerConfiguration, telegram: (any TelegramNotifier)? = nil, additionalDomains: [any Domain] = [],
-        logger: Logger = Logger(label: "gondola")
+        telemetry: Telemetry? = nil, logger: Logger = Logger(label: "gondola")
     ) async throws {
         precondition(!configuration.tokenHMACSecret.isEmpty && !configuration.apiKey.isEmpty, "secrets must be set")
         self.configuration = configuration
+        try configuration.checkTelemetry()
+        self.telemetry = configuration.opentelemetry ? try telemetry ?? Telemetry.fromEnvironment() : nil
+        let tracing = HubTracing(tracer: self.telemetry?.tracer)
         self.rootLogger = logger
         self.logger = logger.component("server", configuration.logging)
         let log = { (component: String) in logger.component(component, configuration.logging) }
@@ -106,7 +114,7 @@ public final class GondolaServer: Sendable {
             self.users = cluster.sharedDatabase.map { PostgresUserRepository(pool: $0) }
             self.node = Node(
                 configuration: configuration.hub, tokens: tokens, proxy: proxy, cluster: cluster, uid: uid, metricsFactory: metrics.factory,
-                logger: log("hub"))
+                tracing: tracing, logger: log("hub"))
             self.logger.info(
                 "cluster node",
                 metadata: [
@@ -124,7 +132,7 @@ public final class GondolaServer: Sendable {
             self.node = Node(
                 configuration: configuration.hub, tokens: tokens, proxy: proxy,
                 durableHistory: SQLiteHistoryStore(database: database), uid: uid,
-                metricsFactory: metrics.factory, logger: log("hub"))
+                metricsFactory: metrics.factory, tracing: tracing, logger: log("hub"))
         }
         self.domains = try await Self.install(
             enabled, configuration: configuration, node: node, storage: storage, tokens: tokens,
@@ -249,7 +257,7 @@ public final class GondolaServer: Sendable {
 
     /// The server API with every installed domain's methods.
     private func serverAPI() -> ServerAPI {
-        var api = ServerAPI(node: node)
+        var api = ServerAPI(node: node, tracing: configuration.opentelemetryAPI ? node.tracing : .off)
         for (name, domain) in domains { api.add(domain.serverMethods, owner: name) }
         return api
     }
@@ -379,7 +387,9 @@ public final class GondolaServer: Sendable {
         for domain in domains {
             if let work = domain.installed.background { background.append(BackgroundService(name: domain.name, work: work)) }
         }
-        var services = background.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
+        // The exporter comes first, so that it stops last and sends the spans of the shutdown.
+        var services = telemetry.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0.exporter)] } ?? []
+        services += background.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
         services += certificates.services.map { .init(service: $0, successTerminationBehavior: .ignore) }
         if let reloading {
             let reload = HangupReload(server: self, load: reloading.load, initial: reloading.initial, logger: logger)
@@ -391,7 +401,8 @@ public final class GondolaServer: Sendable {
         if let (host, port) = configuration.grpcAPIListen {
             let key = configuration.grpcAPIKey.isEmpty ? configuration.apiKey : configuration.grpcAPIKey
             let api = GRPCListener(
-                services: [GRPCServerAPI(api: serverAPI())], interceptors: [APIKeyCheck(key: key)], maxRequestBytes: ServerAPIEndpoint.bodyLimit,
+                services: [GRPCServerAPI(api: serverAPI())],
+                interceptors: [APIKeyCheck(key: key), TraceContextPropagation(tracing: node.tracing)], maxRequestBytes: ServerAPIEndpoint.bodyLimit,
                 host: host, port: port, security: grpcSecurity[.grpcAPI] ?? .plaintext, onServerRunning: onGRPCServerRunning)
             services.append(.init(service: api))
         }
@@ -485,7 +496,7 @@ struct ServerAPIEndpoint: Sendable {
             case let .success(json): body = json
             case let .failure(error): return error.response
             }
-            guard let answer = await api.call(method, body: body) else {
+            guard let answer = await api.call(method, body: body, traceParent: request.headers[.init(HubTracing.traceParentHeader)!]) else {
                 return JSONResponse.error(.notFound, code: 104, "unknown server API method '\(method)'")
             }
             if transportErrors || request.headers[.init("X-Centrifugo-Error-Mode")!] == "transport", let error = answer["error"],

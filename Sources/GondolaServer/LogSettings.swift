@@ -1,6 +1,7 @@
 import Foundation
 import GondolaProtocol
 import Logging
+import OTel
 
 /// How the hub logs: text or JSON lines on standard error, a level, and a level of its own for
 /// any component (`log_format`, `log_level`, `log_levels`).
@@ -23,18 +24,20 @@ public struct LogSettings: Sendable {
 
     public init() {}
 
-    /// Sends the process's logs to standard error in `format`, at `level`.
-    public func bootstrap() {
+    /// Sends the process's logs to standard error in `format`, at `level`. Traced, a line logged
+    /// within a span carries its `trace_id` and `span_id`, which find the request's trace.
+    public func bootstrap(traced: Bool = false) {
         let (format, level) = (format, level)
-        LoggingSystem.bootstrap { label in
-            var handler: any LogHandler =
-                switch format {
-                case .text: StreamLogHandler.standardError(label: label)
-                case .json: JSONLineLogHandler(label: label)
-                }
-            handler.logLevel = level
-            return handler
-        }
+        LoggingSystem.bootstrap(
+            { label, metadataProvider in
+                var handler: any LogHandler =
+                    switch format {
+                    case .text: StreamLogHandler.standardError(label: label, metadataProvider: metadataProvider)
+                    case .json: JSONLineLogHandler(label: label, metadataProvider: metadataProvider)
+                    }
+                handler.logLevel = level
+                return handler
+            }, metadataProvider: traced ? OTel.makeLoggingMetadataProvider() : nil)
     }
 }
 
@@ -58,7 +61,10 @@ struct JSONLineLogHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var metadataProvider: Logger.MetadataProvider?
 
-    init(label: String) { self.label = label }
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+    }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }

@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Engine) import GondolaHub
 import GondolaProtocol
+import Tracing
 
 /// The Centrifugo-compatible server API (`POST /api/<method>`): each method decodes the
 /// request's JSON object as its request type (unknown members refused with 107 naming
@@ -9,8 +10,11 @@ public struct ServerAPI: Sendable {
     private(set) var methods: [String: ServerAPIMethods.Method] = [:]
     /// The contracts of every method, the hub's and the domains' (`batch` among them).
     public private(set) var contracts: [MethodContract] = [Self.batchContract]
+    /// Each call is a span (`api.<method>`) when the server traces its API (`opentelemetry_api`).
+    let tracing: HubTracing
 
-    public init(node: Node) {
+    public init(node: Node, tracing: HubTracing = .off) {
+        self.tracing = tracing
         add(Self.hubMethods(node), owner: NameClaims.hub)
     }
 
@@ -58,8 +62,20 @@ public struct ServerAPI: Sendable {
     public var names: Set<String> { Set(methods.keys).union([Self.batchContract.name]) }
 
     /// Runs `name` with `body`; the answer is the JSON the endpoint returns: `{"result": …}`
-    /// or `{"error": …}`, and `batch`'s `{"replies": […]}`.
-    public func call(_ name: String, body: JSON) async -> JSON? {
+    /// or `{"error": …}`, and `batch`'s `{"replies": […]}`. Traced, the call's span continues
+    /// the caller's trace: `traceParent` (the request's W3C `traceparent` header), else the
+    /// task's context (which the GRPC API sets from the call's metadata).
+    public func call(_ name: String, body: JSON, traceParent: String? = nil) async -> JSON? {
+        guard tracing.isOn else { return await run(name, body: body) }
+        let parent = traceParent.map { tracing.context(traceParent: $0) } ?? .current ?? .topLevel
+        return await tracing.span("api.\(name)", kind: .server, parent: parent, attributes: ["rpc.method": .string(name)]) { span in
+            let answer = await run(name, body: body)
+            if case let .string(message)? = answer?["error"]?["message"] { HubTracing.fail(span, message) }
+            return answer
+        }
+    }
+
+    private func run(_ name: String, body: JSON) async -> JSON? {
         if name == Self.batchContract.name { return await batch(body) }
         guard let method = methods[name] else { return nil }
         do {

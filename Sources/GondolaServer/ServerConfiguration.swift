@@ -162,8 +162,22 @@ public struct ServerConfiguration: Sendable {
     public var tlsReloadInterval = Duration.seconds(60)
     /// The admin page (`admin`, `admin_password`, …).
     public var admin = AdminSettings()
+    /// Export OpenTelemetry spans (`opentelemetry`) over OTLP, as the `OTEL_*` variables say
+    /// (`Telemetry`): publications and their delivery on every node, client commands, proxy and
+    /// outbound calls.
+    public var opentelemetry = false
+    /// Also trace the server API (`opentelemetry_api`), continuing a request's `traceparent`;
+    /// needs `opentelemetry`.
+    public var opentelemetryAPI = false
 
     public init() {}
+
+    /// Stops the start when the server API is to be traced without tracing.
+    public func checkTelemetry() throws(ConfigurationError) {
+        guard !opentelemetryAPI || opentelemetry else {
+            throw ConfigurationError("'opentelemetry_api' needs 'opentelemetry' (the server API's spans are exported with the others)")
+        }
+    }
 
     /// Stops the start when a listener's TLS names a certificate without its key (or the other
     /// way round), is set for a listener that is not configured, or has files that do not load.
@@ -343,7 +357,7 @@ public enum ConfigurationLoader {
             "redis_tls_server_name", "redis_prefix", "redis_sentinel_addresses", "redis_sentinel_master_name", "redis_cluster_addresses",
             "redis_cluster_partitions", "cluster_presence_ttl",
             "cluster_node_timeout", "cluster_bus_linger", "cluster_bus_max_batch", "cluster_survey_timeout", "log_level", "log_format",
-            "log_levels", "tls_reload_interval",
+            "log_levels", "tls_reload_interval", "opentelemetry", "opentelemetry_api",
         ] + AdminSettings.keys + TLSListener.allCases.flatMap { [$0.certificateKey, $0.privateKeyKey] } + BuiltInDomains.settingKeys
         + proxyKindKeys
 
@@ -412,6 +426,7 @@ public enum ConfigurationLoader {
             attempt { (configuration) throws(ConfigurationError) in try configuration.checkProxyNames() }
             attempt { (configuration) throws(ConfigurationError) in try configuration.checkTLS() }
             attempt { (configuration) throws(ConfigurationError) in try configuration.admin.check() }
+            attempt { (configuration) throws(ConfigurationError) in try configuration.checkTelemetry() }
             attempt { (configuration) throws(ConfigurationError) in _ = try configuration.tokenKeys() }
             for domain in BuiltInDomains.enabled(by: configuration) {
                 attempt { _ throws(ConfigurationError) in try BuiltInDomains.checkSettings(of: domain) }
@@ -601,6 +616,8 @@ public enum ConfigurationLoader {
             configuration.proxyEndpoints[try Self.proxyKind(key, "_binary_encoding", field), default: ProxyEndpoint(url: "")].binaryEncoding =
                 try field.bool()
         case "api_key": configuration.apiKey = try field.string()
+        case "opentelemetry": configuration.opentelemetry = try field.bool()
+        case "opentelemetry_api": configuration.opentelemetryAPI = try field.bool()
         case "admin": configuration.admin.enabled = try field.bool()
         case "admin_password": configuration.admin.password = try field.string()
         case "admin_secret": configuration.admin.secret = try field.string()

@@ -96,10 +96,14 @@ struct Serve: AsyncParsableCommand {
         var (loaded, generated) = try options.loadGenerating()
         if demo { loaded.devLogin = true }
         let configuration = loaded
-        configuration.logging.bootstrap()
+        try configuration.checkTelemetry()
+        // Traced, the tracer is the process's before anything calls out, so that outbound HTTP calls are spans too.
+        let telemetry = configuration.opentelemetry ? try Telemetry.fromEnvironment() : nil
+        telemetry?.bootstrapProcess()
+        configuration.logging.bootstrap(traced: telemetry != nil)
         let logger = Logger(label: "gondola").component("server", configuration.logging)
         for path in generated { logger.notice("generated a secret", metadata: ["path": "\(path)"]) }
-        let server = try await GondolaServer(configuration: configuration)
+        let server = try await GondolaServer(configuration: configuration, telemetry: telemetry)
         var demoTravellers: Task<Void, Never>?
         if demo {
             let travel = server.service(TravelService.self)

@@ -6,7 +6,7 @@ import Testing
 @_spi(Engine) @testable import GondolaCluster
 
 /// The Redis bus's binary messages: every kind of event comes back as sent, a payload as its
-/// bytes (binary, or JSON as spelled), info byte for byte; a message cut short or of another
+/// bytes (binary, or JSON as spelled), info byte for byte, a publication's trace parent with it; a message cut short or of another
 /// version is refused; a JSON message and a JSON stream entry (from a node that writes them)
 /// are still read.
 @Suite struct BinaryBusMessageTests {
@@ -19,6 +19,10 @@ import Testing
         .publication(
             channel: "binary", Publication(data: Payload(received: [0, 0xB5, 255, 10, 13, 0x7B]), info: info, tags: ["k": "v"], useDelta: true)),
         .publication(channel: "ünïcode ✓", Publication(offset: 7, data: Payload(received: []))),
+        .publication(
+            channel: "traced",
+            Publication(
+                offset: 8, data: Payload(received: [1]), useDelta: true, traceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")),
         .join(channel: "room:a", info),
         .leave(channel: "room:a", info),
         .unsubscribe(user: "ann", channel: "room:a", client: "c1"),
@@ -31,7 +35,7 @@ import Testing
         #expect(message.first == BinaryBusMessage.marker)
         let decoded = try BinaryBusMessage.decode(message)
         #expect(decoded == Self.events)
-        guard case let .publication(_, spelled) = decoded[0], case let .join(_, info) = decoded[3] else {
+        guard case let .publication(_, spelled) = decoded[0], case let .join(_, info) = decoded[4] else {
             Issue.record("not the events sent")
             return
         }

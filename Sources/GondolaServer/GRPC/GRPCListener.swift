@@ -1,7 +1,9 @@
 import GRPCCore
 import GRPCNIOTransportHTTP2
 import GondolaDomain
+import GondolaHub
 import ServiceLifecycle
+import Tracing
 
 /// A GRPC listener: HTTP/2, with TLS when the listener has a certificate (`security`). The GRPC server API's (`grpc_api_listen`) checks
 /// every call for the key (`APIKeyCheck`) before `GRPCServerAPI` answers it; the
@@ -55,5 +57,21 @@ struct APIKeyCheck: ServerInterceptor {
             throw RPCError(code: .unauthenticated, message: "the call needs metadata authorization: apikey <grpc_api_key>")
         }
         return try await next(request, context)
+    }
+}
+
+/// Continues the caller's trace: a call's `traceparent` metadata (W3C Trace Context) becomes
+/// the task's context, which the server API's span takes as its parent.
+struct TraceContextPropagation: ServerInterceptor {
+    let tracing: HubTracing
+
+    func intercept<Input: Sendable, Output: Sendable>(
+        request: StreamingServerRequest<Input>, context: ServerContext,
+        next: @Sendable (StreamingServerRequest<Input>, ServerContext) async throws -> StreamingServerResponse<Output>
+    ) async throws -> StreamingServerResponse<Output> {
+        guard let traceParent = request.metadata[stringValues: HubTracing.traceParentHeader].first(where: { _ in true }) else {
+            return try await next(request, context)
+        }
+        return try await InstrumentationContext.withValue(tracing.context(traceParent: traceParent)) { try await next(request, context) }
     }
 }
