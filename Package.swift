@@ -356,7 +356,10 @@ let package = Package(
             ]),
         .testTarget(
             name: "GondolaDomainTests",
-            dependencies: ["GondolaDomain", "GondolaHub", "GondolaTestSupport", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "GondolaDomain", "GondolaHub", "GondolaStore", "GondolaPostgres", "GondolaProtocol", "GondolaTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "GondolaLoadTests", dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol", "GondolaTestSupport"]),
         .testTarget(name: "GondolaProtocolTests", dependencies: ["GondolaProtocol"]),
         .testTarget(

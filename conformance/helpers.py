@@ -34,6 +34,15 @@ def metric(server, sample):
     return None
 
 
+def eventually(condition, what, timeout=30):
+    """Waits until `condition()` holds; fails naming `what` after `timeout` seconds. For tests with no
+    SDK client on the event loop (it sleeps the thread between checks)."""
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, what
+        time.sleep(0.05)
+
+
 async def metric_becomes(server, sample, wanted, timeout=30):
     """Waits until `sample` on `server` reads `wanted`."""
     deadline = time.time() + timeout

@@ -1,6 +1,7 @@
 """Crash reports with the official SDK and plain HTTP: the whole flow from a detected crash
-to a shared PDF, every bad input (followed by a healthy client), and a kill -9 during
-uploads that leaves no row without its file and no file without its row."""
+to a shared PDF, every bad input (followed by a healthy client), a kill -9 during
+uploads that leaves no row without its file and no file without its row, and a crash text
+waiting for the SMS gateway at a kill -9 sent by the restarted process."""
 import asyncio
 import json
 import os
@@ -17,7 +18,8 @@ import pytest
 from centrifuge import ReplyError
 
 from conftest import launch
-from helpers import Events, SubEvents, connected_client, server_api
+from helpers import Events, SubEvents, connected_client, eventually, server_api
+from http_standin import QuietHandler, serve
 from test_bad_input import assert_healthy
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "GondolaServicesTests", "Fixtures")
@@ -207,3 +209,53 @@ async def test_kill_9_during_uploads_leaves_rows_and_files_in_step(codec):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+class SMSGateway:
+    """The SMS gateway's webhook: refuses (503) until `accepting`, then takes each text; records both."""
+
+    def __init__(self):
+        self.accepting = False
+        self.refused = []
+        self.texts = []
+        gateway = self
+
+        class Handler(QuietHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not gateway.accepting:
+                    gateway.refused.append(body)
+                    return self.answer(b'{"error":"down"}', status=503)
+                gateway.texts.append((self.headers["Authorization"], body))
+                self.answer(b'{"ok":true}')
+
+        self.server = serve(Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/sms"
+
+
+def test_a_text_waiting_at_a_kill_9_is_sent_after_the_restart():
+    """A crash text the gateway refused waits in the durable queue: the process killed with -9 before
+    its next attempt, the restarted one sends it, once."""
+    gateway = SMSGateway()
+    folder = tempfile.mkdtemp(prefix="gondola-crash-sms-kill-")
+    settings = {"sms_webhook_url": gateway.url, "sms_webhook_token": "gateway-token"}
+    process, server = launch(folder, settings=settings)
+    try:
+        detected = server_api(server, "crash_detected", {"user": "texted", "phone": "+41791234567"})
+        assert detected["sms"] == {"status": "queued", "to": "+41791234567"}
+        eventually(lambda: gateway.refused, "the text's first attempt")
+        process.kill()
+        process.wait(timeout=10)
+        gateway.accepting = True
+        process, server = launch(folder, port=server.port, settings=settings)
+        eventually(lambda: gateway.texts, "the text sent by the restarted process")
+        authorization, text = gateway.texts[0]
+        assert authorization == "Bearer gateway-token"
+        assert text == {"to": "+41791234567", "text": f"We detected a crash. Collect what happened with Crash Assistant: crashassistant://crash/{detected['id']}"}
+        with sqlite3.connect(os.path.join(folder, "gondola.sqlite")) as db:
+            eventually(lambda: db.execute("SELECT COUNT(*) FROM outbound_call").fetchone()[0] == 0, "the sent text forgotten")
+        assert len(gateway.texts) == 1
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        gateway.server.shutdown()

@@ -16,7 +16,7 @@ import websockets
 from centrifuge import Client, ClientState
 
 from conftest import SECRET, launch
-from helpers import ClientEvents, Events, SubEvents, server_api
+from helpers import ClientEvents, Events, SubEvents, eventually, server_api
 
 CONNECTIONS = 1000
 NEW_SECRET = "a-second-secret-of-at-least-thirty-two-bytes"
@@ -75,13 +75,6 @@ async def open_client(url, token, channel=None):
         subscribed = await client.command({"subscribe": {"channel": channel}})
         assert "subscribe" in subscribed, subscribed
     return client, reply
-
-
-def eventually(condition, what, timeout=30):
-    deadline = time.time() + timeout
-    while not condition():
-        assert time.time() < deadline, what
-        time.sleep(0.05)
 
 
 async def test_sighup_changes_namespaces_and_secrets_while_a_thousand_connections_stay():

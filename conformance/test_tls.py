@@ -10,7 +10,6 @@ import os
 import ssl
 import subprocess
 import tempfile
-import time
 import urllib.request
 
 import websockets
@@ -21,6 +20,7 @@ from cryptography.x509.oid import NameOID
 
 import grpc_api
 from conftest import API_KEY, GONDOLA, free_port, launch
+from helpers import eventually
 
 NOW = datetime.datetime.now(datetime.timezone.utc)
 
@@ -63,13 +63,6 @@ def served_serial(port, context):
     """The serial of the certificate a new TLS handshake on `port` presents."""
     with context.wrap_socket(__import__("socket").create_connection(("127.0.0.1", port), timeout=10), server_hostname="localhost") as tls:
         return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number
-
-
-def eventually(condition, what, timeout=20):
-    deadline = time.time() + timeout
-    while not condition():
-        assert time.time() < deadline, what
-        time.sleep(0.1)
 
 
 def api(port, context, method, body):

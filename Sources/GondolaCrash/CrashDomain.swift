@@ -56,7 +56,7 @@ public struct CrashDomain: Domain {
             : WebhookTextMessages(url: smsWebhookURL, token: smsWebhookToken)
         let crashes = CrashService(
             node: context.node, repository: repository, files: files,
-            links: context.links, texts: texts, linkTemplate: linkTemplate, notices: context.notices,
+            links: context.links, texts: texts, outboundCalls: context.storage.outboundCalls, linkTemplate: linkTemplate, notices: context.notices,
             metrics: context.metrics, logger: context.logger)
         try await crashes.sweepFiles()
         var registrations = NodeRegistrations()
@@ -98,7 +98,7 @@ extension CrashService {
         api.register(
             "crash_detected", DetectedCrash.self, CrashAnswer.self,
             rules:
-                "pushes `{\"type\":\"crash.detected\",\"crash\",\"link\"}` on `personal:#<user>` and texts the deep link (`crash_link_template`, default `crashassistant://crash/{id}`) to `phone` or the user's `crash.phone` number through `sms_webhook_url` (`POST {\"to\",\"text\"}` with `Authorization: Bearer <sms_webhook_token>`), in the background after the answer (10 s per attempt, 3 attempts; see \"Calls to outside services\"); without a gateway the text is logged. A text that fails does not undo the crash",
+                "pushes `{\"type\":\"crash.detected\",\"crash\",\"link\"}` on `personal:#<user>` and texts the deep link (`crash_link_template`, default `crashassistant://crash/{id}`) to `phone` or the user's `crash.phone` number through `sms_webhook_url` (`POST {\"to\",\"text\"}` with `Authorization: Bearer <sms_webhook_token>`), in the background after the answer from a durable queue that outlives a restart (10 s per attempt, up to 8 attempts; see \"Calls to outside services\"); without a gateway the text is logged. A text that fails does not undo the crash",
             crashDetected)
     }
 

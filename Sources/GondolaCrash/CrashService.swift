@@ -22,8 +22,7 @@ public final class CrashService: Sendable {
     let repository: any CrashRepository
     let files: any CrashFiles
     let links: SignedLinks
-    let texts: any TextMessageSender
-    /// Where crash texts wait for the gateway: no request waits on it.
+    /// Where crash texts (`{"to", "text"}`) wait for the gateway, durably: no request waits on it.
     let textCalls: OutboundCalls
     /// The deep link of a crash text; `{id}` becomes the crash id.
     let linkTemplate: String
@@ -37,15 +36,17 @@ public final class CrashService: Sendable {
 
     init(
         node: Node, repository: any CrashRepository, files: any CrashFiles, links: SignedLinks, texts: any TextMessageSender,
-        linkTemplate: String, notices: NoticeBoard = NoticeBoard(), metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
+        outboundCalls: any OutboundCallStore, linkTemplate: String, notices: NoticeBoard = NoticeBoard(),
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
     ) {
-        self.textCalls = OutboundCalls(service: "sms", metrics: metrics, logger: logger)
+        self.textCalls = OutboundCalls(service: "sms", store: outboundCalls, metrics: metrics, logger: logger) { text in
+            try await texts.send(to: try text.callString("to"), text: try text.callString("text"))
+        }
         self.notices = notices
         self.node = node
         self.repository = repository
         self.files = files
         self.links = links
-        self.texts = texts
         self.linkTemplate = linkTemplate
         self.logger = logger
     }
@@ -195,8 +196,8 @@ public final class CrashService: Sendable {
 
 extension CrashService {
     /// Tells the owner of a detected crash on `personal:#<owner>` and by SMS with a deep
-    /// link; answers whether a text was queued (the gateway is called in the background,
-    /// `textCalls`, with its timeout, retries and metrics).
+    /// link; answers whether a text was queued (the gateway is called in the background from
+    /// the durable queue `textCalls`, with its timeout, retries and metrics).
     func notifyDetected(_ crash: Crash, phone given: String?) async -> JSON {
         let link = linkTemplate.replacingOccurrences(of: "{id}", with: crash.id)
         node.tell(crash.owner, ["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0), "link": .string(link)])
@@ -212,7 +213,7 @@ extension CrashService {
         }
         guard let phone = given ?? stored else { return ["status": "no_phone"] }
         let text = "We detected a crash. Collect what happened with Crash Assistant: \(link)"
-        guard textCalls.submit("crash \(crash.id)", { [texts] in try await texts.send(to: phone, text: text) }) else {
+        guard await textCalls.submit("crash \(crash.id)", ["to": .string(phone), "text": .string(text)]) else {
             return ["status": "failed", "to": .string(phone), "error": "the text queue is full"]
         }
         return ["status": "queued", "to": .string(phone)]

@@ -173,4 +173,7 @@ extension Duration {
     public var timeInterval: TimeInterval {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
+
+    /// The duration in whole milliseconds.
+    public var milliseconds: Int64 { Int64(self / .milliseconds(1)) }
 }

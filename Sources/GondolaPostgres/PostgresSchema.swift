@@ -1,6 +1,6 @@
 import GondolaHub
 
-/// The core tables in PostgreSQL: channel streams (durable and volatile) and users.
+/// The core tables in PostgreSQL: channel streams (durable and volatile), users and the outbound calls' queue.
 /// Domains and the cluster register theirs after these.
 public enum PostgresSchema {
     /// A migrator holding the core steps.
@@ -39,6 +39,23 @@ public enum PostgresSchema {
         // A stream's latest version (`version` of publish), NULL before its first versioned publication.
         migrator.register(
             "v4-stream-version", ["", "volatile_"].map { "ALTER TABLE \($0)stream ADD COLUMN version BIGINT, ADD COLUMN version_epoch TEXT" })
+        // The durable queue of calls to outside services (the domains' `OutboundCalls`).
+        migrator.register(
+            "v5-outbound-calls",
+            [
+                """
+                CREATE TABLE outbound_call (
+                    id TEXT PRIMARY KEY,
+                    service TEXT NOT NULL,
+                    label TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    created_at_ms BIGINT NOT NULL,
+                    next_attempt_at_ms BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX outbound_call_due ON outbound_call (service, next_attempt_at_ms)",
+            ])
         return migrator
     }
 

@@ -52,7 +52,7 @@ public final class GondolaDatabase: Sendable {
         try? pool.close()
     }
 
-    /// The core schema: durable streams and users. Domains add theirs after it.
+    /// The core schema: durable streams, users and the outbound calls' queue. Domains add theirs after it.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-streams-users") { db in
@@ -94,6 +94,22 @@ public final class GondolaDatabase: Sendable {
                     ALTER TABLE publication ADD COLUMN tags BLOB;
                     ALTER TABLE stream ADD COLUMN top_version INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE stream ADD COLUMN top_version_epoch TEXT NOT NULL DEFAULT '';
+                    """)
+        }
+        // The durable queue of calls to outside services (the domains' `OutboundCalls`).
+        migrator.registerMigration("v4-outbound-calls") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE outbound_call (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        service TEXT NOT NULL,
+                        label TEXT NOT NULL,
+                        payload TEXT NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        created_at_ms INTEGER NOT NULL,
+                        next_attempt_at_ms INTEGER NOT NULL
+                    );
+                    CREATE INDEX outbound_call_due ON outbound_call (service, next_attempt_at_ms);
                     """)
         }
         return migrator

@@ -39,14 +39,13 @@ public final class EventService: Sendable {
     let directory: Directory
     let locations: LocationService
     let repository: any EventRepository
-    let telegram: any TelegramNotifier
     /// Where the Telegram sends are queued (the request does not wait for them).
     let telegramCalls: OutboundCalls
     let notices: NoticeBoard
     let logger: Logger
 
     init(
-        node: Node, directory: Directory, locations: LocationService, repository: any EventRepository, telegram: any TelegramNotifier,
+        node: Node, directory: Directory, locations: LocationService, repository: any EventRepository,
         telegramCalls: OutboundCalls, notices: NoticeBoard = NoticeBoard(), logger: Logger
     ) {
         self.telegramCalls = telegramCalls
@@ -55,7 +54,6 @@ public final class EventService: Sendable {
         self.directory = directory
         self.locations = locations
         self.repository = repository
-        self.telegram = telegram
         self.logger = logger
     }
 
@@ -125,7 +123,7 @@ public final class EventService: Sendable {
         guard !chats.isEmpty else { return }
         let invitation = TelegramMessage.invitation(to: event, creatorName: directory.name(of: event.creator))
         for (user, chat) in chats.sorted(by: { $0.key < $1.key }) {
-            telegramCalls.submit("invitation to \(event.id) for \(user)") { [telegram] in try await telegram.send(invitation, to: chat) }
+            await telegramCalls.submit("invitation to \(event.id) for \(user)", TelegramCalls.message(invitation, to: chat))
         }
     }
 

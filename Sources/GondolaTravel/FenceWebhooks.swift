@@ -199,8 +199,3 @@ final class FenceWebhooks: Sendable {
         var description: String { "the webhook answered \(status)" }
     }
 }
-
-extension Duration {
-    /// The duration in whole milliseconds.
-    var milliseconds: Int64 { Int64(self / .milliseconds(1)) }
-}

@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaHub
 import GondolaProtocol
 import GondolaServices
@@ -19,7 +20,6 @@ public struct TelegramWebhook: Sendable {
     }
 
     let events: EventService
-    let telegram: any TelegramNotifier
     let calls: OutboundCalls
     let logger: Logger
 
@@ -58,7 +58,7 @@ public struct TelegramWebhook: Sendable {
             (reply, outcome) = ("This invitation is not yours or no longer exists", .ignored("rsvp refused: \(error)"))
         }
         if case let .string(id)? = query["id"] {
-            calls.submit("answerCallbackQuery") { [telegram] in try await telegram.answerCallback(id: id, text: reply) }
+            await calls.submit("answerCallbackQuery", TelegramCalls.answer(callback: id, text: reply))
         }
         return outcome
     }

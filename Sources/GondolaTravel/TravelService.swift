@@ -43,7 +43,9 @@ public final class TravelService: Sendable {
         logger: Logger = Logger(label: "gondola.travel")
     ) async throws {
         let repositories = TravelRepositories(storage)
-        telegramCalls = OutboundCalls(service: "telegram", metrics: metrics, logger: logger)
+        telegramCalls = OutboundCalls(service: "telegram", store: storage.outboundCalls, metrics: metrics, logger: logger) { call in
+            try await TelegramCalls.perform(call, with: telegram)
+        }
         self.node = node
         self.resorts = resorts
         self.notices = notices
@@ -63,8 +65,8 @@ public final class TravelService: Sendable {
         chats = try await ChatService(node: node, directory: directory, repository: repositories.chats, notices: notices)
         events = EventService(
             node: node, directory: directory, locations: locations, repository: repositories.events,
-            telegram: telegram, telegramCalls: telegramCalls, notices: notices, logger: logger)
-        telegramWebhook = TelegramWebhook(events: events, telegram: telegram, calls: telegramCalls, logger: logger)
+            telegramCalls: telegramCalls, notices: notices, logger: logger)
+        telegramWebhook = TelegramWebhook(events: events, calls: telegramCalls, logger: logger)
     }
 
     /// The RPC methods, the built-in namespaces, what follows the other nodes of a cluster,
