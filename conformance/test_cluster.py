@@ -73,7 +73,10 @@ class Node(Endpoint):
 
 
 class Cluster:
-    def __init__(self, folder, engine, traces):
+    """The nodes Scripts/cluster starts in `folder` on `engine`; with `traces` (an OTLPReceiver) every
+    node exports its spans there."""
+
+    def __init__(self, folder, engine, traces=None):
         self.folder = folder
         self.engine = engine
         self.traces = traces
@@ -83,7 +86,7 @@ class Cluster:
         for node in self.nodes:
             node.grpc_address = f"127.0.0.1:{grpc_base + node.index - 1}"
         self.env = dict(os.environ, CLUSTER_BINARY=GONDOLA, GONDOLA_TOKEN_HMAC_SECRET=SECRET, GONDOLA_API_KEY=API_KEY,
-                        CLUSTER_GRPC_PORT=str(grpc_base), **traces.env())
+                        CLUSTER_GRPC_PORT=str(grpc_base), **(traces.env() if traces else {}))
 
     def script(self, *args):
         subprocess.run([SCRIPT, *args, "--folder", self.folder], env=self.env, check=True, timeout=120)
