@@ -118,21 +118,20 @@ public final class OutboundCalls: Sendable {
         await wakeups.run(every: .seconds(1)) { await makeDue() }
     }
 
-    /// Makes every call due now, `concurrency` at a time; answers how many were sent.
+    /// Makes every call due at `now`, `concurrency` at a time; answers how many were sent.
     @discardableResult
-    func makeDue() async -> Int {
+    func makeDue(now: Int64 = unixMilliseconds()) async -> Int {
         var count = 0
         while !Task.isCancelled {
             let due: [QueuedCall]
             do {
-                due = try await store.claimDue(
-                    service: service, now: unixMilliseconds(), limit: policy.concurrency, lease: policy.lease.milliseconds)
+                due = try await store.claimDue(service: service, now: now, limit: policy.concurrency, lease: policy.lease.milliseconds)
             } catch {
                 logger.error("outbound queue cannot be read", metadata: ["service": "\(service)", "error": "\(error)"])
                 return count
             }
             await withTaskGroup(of: Bool.self) { group in
-                for call in due { group.addTask { await self.make(call) } }
+                for call in due { group.addTask { await self.make(call, at: now) } }
                 for await made in group where made { count += 1 }
             }
             if due.count < policy.concurrency { return count }
@@ -140,8 +139,9 @@ public final class OutboundCalls: Sendable {
         return count
     }
 
-    /// One attempt at `call`; then the queue forgets it (sent, or given up) or schedules the next.
-    private func make(_ call: QueuedCall) async -> Bool {
+    /// One attempt at `call`, in the round of `now`; then the queue forgets it (sent, or given
+    /// up) or schedules the next attempt after the back-off, counted from when this one failed.
+    private func make(_ call: QueuedCall, at now: Int64) async -> Bool {
         let tried = call.attempts + 1
         do {
             try await Self.attempt({ [perform] in try await perform(call.payload) }, within: policy.timeout)
@@ -160,7 +160,8 @@ public final class OutboundCalls: Sendable {
             }
             retried.increment()
             let base = policy.retryBase.milliseconds
-            let next = unixMilliseconds() + RetryBackOff.delay(attempt: tried, base: base, cap: max(base, policy.retryCap.milliseconds))
+            let failedAt = max(now, unixMilliseconds())
+            let next = failedAt + RetryBackOff.delay(attempt: tried, base: base, cap: max(base, policy.retryCap.milliseconds))
             do {
                 try await store.retry(call.id, attempts: tried, at: next)
             } catch {

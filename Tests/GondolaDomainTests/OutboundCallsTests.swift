@@ -60,13 +60,9 @@ import Testing
         return (store, service, calls)
     }
 
-    /// Runs `calls`' worker until `done` holds.
-    static func work(_ calls: OutboundCalls, until what: String, _ done: @escaping @Sendable () -> Bool) async throws {
-        try await eventually(what, within: .seconds(15)) {
-            await calls.makeDue()
-            return done()
-        }
-    }
+    /// An hour, the step of the rounds the tests run at times of their choosing (`makeDue(now:)`),
+    /// past any back-off or claim.
+    static let hour: Int64 = 3_600_000
 
     @Test(arguments: Engine.allCases)
     func callsWaitingAtAStopAreMadeByTheNextProcess(engine: Engine) async throws {
@@ -79,25 +75,35 @@ import Testing
         // The next process: a new queue on the same storage, the service back.
         let up = Service(down: false)
         let second = Self.queue(on: store, up)
-        try await Self.work(second, until: "the three calls made") { up.takenNumbers == [1, 2, 3] }
-        #expect(await second.makeDue() == 0 && up.takenNumbers == [1, 2, 3], "each call made once, then forgotten")
+        let later = unixMilliseconds() + Self.hour
+        #expect(await second.makeDue(now: later) == 3)
+        #expect(up.takenNumbers == [1, 2, 3])
+        #expect(await second.makeDue(now: later + Self.hour) == 0 && up.takenNumbers == [1, 2, 3], "each call made once, then forgotten")
     }
 
     @Test(arguments: Engine.allCases)
     func aCallClaimedByAWorkerThatStoppedIsMadeOnceItsClaimLapses(engine: Engine) async throws {
         let (store, service, calls) = try await Self.oneCall(engine, down: false)
-        // A worker claimed it for 300 ms and stopped before answering.
-        let claimed = try await store.claimDue(service: "sms", now: unixMilliseconds(), limit: 10, lease: 300)
+        // A worker claimed it for a minute and stopped before answering.
+        let claimedAt = unixMilliseconds()
+        let claimed = try await store.claimDue(service: "sms", now: claimedAt, limit: 10, lease: 60_000)
         #expect(claimed.map(\.label) == ["text"])
-        #expect(await calls.makeDue() == 0, "not while the claim holds")
-        try await Self.work(calls, until: "the call made after its claim") { service.takenNumbers == [7] }
+        #expect(await calls.makeDue(now: claimedAt + 59_999) == 0, "not while the claim holds")
+        #expect(await calls.makeDue(now: claimedAt + 60_000) == 1, "made once it lapsed")
+        #expect(service.takenNumbers == [7])
     }
 
     @Test(arguments: Engine.allCases)
     func aFailingCallIsRetriedThenGivenUp(engine: Engine) async throws {
         let (store, service, calls) = try await Self.oneCall(engine, down: true)
-        try await Self.work(calls, until: "three attempts") { service.attempts.load(ordering: .relaxed) == 3 }
-        let far = unixMilliseconds() + 86_400_000
+        var now = unixMilliseconds()
+        for attempt in 1...3 {
+            #expect(await calls.makeDue(now: now) == 0)
+            #expect(service.attempts.load(ordering: .relaxed) == attempt, "one attempt a round")
+            #expect(await calls.makeDue(now: now) == 0 && service.attempts.load(ordering: .relaxed) == attempt, "none before its back-off")
+            now += Self.hour
+        }
+        let far = now + 86_400_000
         #expect(try await store.claimDue(service: "sms", now: far, limit: 10, lease: 1).isEmpty, "given up and forgotten")
         #expect(service.attempts.load(ordering: .relaxed) == 3)
     }

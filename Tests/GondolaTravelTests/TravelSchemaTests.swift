@@ -44,7 +44,7 @@ func temporaryDatabasePath() -> String {
         #expect(
             migrations == [
                 "v1-streams-users", "v2-travel", "v3-chat", "v4-events", "v5-chat-top-from-messages", "v6-chat-recent-sends",
-                "v2-stream-meta-expiry", "v3-publication-tags-stream-version", "v7-fences",
+                "v2-stream-meta-expiry", "v3-publication-tags-stream-version", "v4-outbound-calls", "v7-fences",
             ])
         #expect(messages == ["m1", "m2"])
         #expect(invitees == ["going"])
