@@ -25,7 +25,6 @@ def attribute_value(value):
 class OTLPReceiver:
     def __init__(self):
         self.spans = []
-        self.requests = 0
         lock = self.lock = threading.Lock()
         receiver = self
 
@@ -45,7 +44,6 @@ class OTLPReceiver:
                             })
                 with lock:
                     receiver.spans += spans
-                    receiver.requests += 1
                 self.answer(b"{}")
 
         self.server = serve(Handler)

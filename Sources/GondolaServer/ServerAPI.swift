@@ -67,7 +67,7 @@ public struct ServerAPI: Sendable {
     /// task's context (which the GRPC API sets from the call's metadata).
     public func call(_ name: String, body: JSON, traceParent: String? = nil) async -> JSON? {
         guard tracing.isOn else { return await run(name, body: body) }
-        let parent = traceParent.map { tracing.context(traceParent: $0) } ?? .current ?? .topLevel
+        let parent = traceParent.map { tracing.context(traceParent: $0) }
         return await tracing.span("api.\(name)", kind: .server, parent: parent, attributes: ["rpc.method": .string(name)]) { span in
             let answer = await run(name, body: body)
             if case let .string(message)? = answer?["error"]?["message"] { HubTracing.fail(span, message) }

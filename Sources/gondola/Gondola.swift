@@ -96,7 +96,6 @@ struct Serve: AsyncParsableCommand {
         var (loaded, generated) = try options.loadGenerating()
         if demo { loaded.devLogin = true }
         let configuration = loaded
-        try configuration.checkTelemetry()
         // Traced, the tracer is the process's before anything calls out, so that outbound HTTP calls are spans too.
         let telemetry = configuration.opentelemetry ? try Telemetry.fromEnvironment() : nil
         telemetry?.bootstrapProcess()
