@@ -1,8 +1,9 @@
 """OpenTelemetry tracing (`opentelemetry`, `opentelemetry_api`), exported over OTLP as the standard
 OTEL_* variables say to a receiver the tests start: a client's RPC through the proxy is one trace
 down to the backend's request (its traceparent header), a log line written within a span names
-the span's trace, the GRPC server API continues the caller's trace from its metadata, and without
-`opentelemetry_api` the server API makes no span of its own. (A publication's trace across the
+the span's trace, the GRPC server API continues the caller's trace from its metadata, a malformed
+`traceparent` is ignored (the call answered, its span the start of a trace, other clients served), and
+without `opentelemetry_api` the server API makes no span of its own. (A publication's trace across the
 nodes of a cluster is in test_cluster.py.)"""
 import json
 import os
@@ -136,3 +137,24 @@ def test_opentelemetry_api_needs_opentelemetry(tmp_path):
     checked = subprocess.run([GONDOLA, "checkconfig", "--config", str(config)], capture_output=True, text=True, timeout=30)
     assert checked.returncode != 0
     assert "'opentelemetry_api' needs 'opentelemetry'" in checked.stdout + checked.stderr
+
+
+async def test_a_traceparent_that_is_not_one_starts_a_trace_of_its_own_and_others_are_served(traced, codec):
+    """W3C Trace Context has a malformed `traceparent` ignored: the call is answered as any other and its
+    span starts a trace; a client and a well-formed call right after are served as usual."""
+    server, receiver, _ = traced
+    channel = f"room:traced-bad-parent-{codec.name}"
+    for bad in ["not-a-trace-parent", "00-" + "z" * 32 + "-" + "1" * 16 + "-01", "00-" + "0" * 32 + "-" + "0" * 16 + "-01", "x" * 4000]:
+        answer = post(f"{server.api_url}/publish", {"channel": channel, "data": {"bad": bad[:10]}}, {"X-API-Key": API_KEY, "traceparent": bad})
+        assert "error" not in answer, (bad, answer)
+    spans = await receiver.spans_where(lambda span: span["name"] == "publish" and span["attributes"].get("messaging.destination.name") == channel,
+                                       lambda spans: len(spans) == 4, f"four publish spans of {channel}")
+    api_spans = [s for s in receiver.all_spans() if s["name"] == "api.publish" and s["span"] in {p["parent"] for p in spans}]
+    assert len(api_spans) == 4 and all(span["parent"] == "" for span in api_spans), api_spans
+    client, _ = await connected_client(server, "tracer", codec)
+    assert codec.into((await client.rpc("tracing.echo.after-bad", codec.out({"n": 2}))).data) == {"n": 2}
+    await client.disconnect()
+    trace_id, caller_span = secrets.token_hex(16), secrets.token_hex(8)
+    post(f"{server.api_url}/publish", {"channel": channel, "data": {}}, {"X-API-Key": API_KEY, "traceparent": f"00-{trace_id}-{caller_span}-01"})
+    spans = await receiver.spans_of(trace_id, lambda spans: any(s["name"] == "api.publish" for s in spans), "the well-formed call's span")
+    assert by_name(spans, "api.publish")["parent"] == caller_span
