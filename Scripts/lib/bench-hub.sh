@@ -7,6 +7,10 @@
 #                                    sets $port, $secret and $server (its pid)
 #   stop_hub                         stops the hub started last
 #   machine_heading TITLE            prints "## TITLE, <date> — <cores> cores (<cpu>), <memory> GiB"
+#   raise_open_files N               raises this shell's open-file limit (soft, and hard when needed:
+#                                    root only) to N for the processes it starts next
+#   wait_for_line FILE TEXT SECONDS  waits until FILE has a line containing TEXT; fails after SECONDS
+#   wait_for_port PORT               waits until something listens on 127.0.0.1:PORT; fails after 10 s
 
 start_hub() {
   local work=$1 log=$2 extra=$3
@@ -36,4 +40,35 @@ machine_heading() {
   local cpu
   cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   echo "## $1, $(date -u +%Y-%m-%d) — $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB"
+}
+
+raise_open_files() {
+  local want=$1 hard
+  hard=$(ulimit -Hn)
+  if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then
+    if ! ulimit -Hn "$want" 2>/dev/null; then
+      echo "this run needs $want open files; the hard limit is $hard and this user may not raise it (raising it takes root with CAP_SYS_RESOURCE)" >&2
+      return 1
+    fi
+  fi
+  ulimit -n "$want"
+}
+
+wait_for_line() {
+  local file=$1 text=$2 seconds=$3
+  for _ in $(seq 1 $((seconds * 10))); do
+    grep -q -- "$text" "$file" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "no line with '$text' in $file after $seconds s" >&2
+  return 1
+}
+
+wait_for_port() {
+  for _ in $(seq 1 100); do
+    (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on port $1" >&2
+  return 1
 }

@@ -11,6 +11,10 @@
                                                         BASE-nodeI.metrics (gondola_regional_events_total lines)
   report-table.py bandwidth FILE...          one row per traveller run of Scripts/bench-bandwidth; ratios
                                              against the first (plain JSON)
+  report-table.py storm NAME#SIGNAL#LIMIT#BASE...  one row per run of Scripts/bench-storm: BASE.json (the report),
+                                                   BASE.peaks.json (Scripts/lib/process-peaks.py), BASE.down (seconds)
+  report-table.py scale SERVER#FILE[#PRESENCE]...  one row per server of Scripts/bench-scale; PRESENCE is
+                                                   Scripts/lib/bench-api-calls.py's output
 """
 import json
 import sys
@@ -226,6 +230,38 @@ def rss_per_connection(report):
     return "–" if value is None else f"{value:.0f}"
 
 
+def scale(arguments):
+    def milliseconds(summary, field, digits):
+        return "–" if not summary else f"{summary[field]:.{digits}f}"
+
+    for argument in arguments:
+        server_name, path, *rest = argument.split("#")
+        report = load(path)
+        figures = report["figures"]
+        presence = load(rest[0]) if rest else None
+        last = report["latencies"].get("last_delivery")
+        print(f"| {server_name} | {report['connected']}/{report['connections']} | {figures.get('ready_per_second', 0):.0f} "
+              f"| {rss_per_connection(report)} | {milliseconds(last, 'p50', 0)} | {milliseconds(last, 'max', 0)} "
+              f"| {micros(cpu_per_delivery(report))} | {figures.get('delivered_share', 0) * 100:.1f}% "
+              f"| {milliseconds(presence, 'p50_ms', 2)} | {milliseconds(presence, 'p99_ms', 2)} "
+              f"| {milliseconds(presence, 'cpu_us_per_call', 0)} | {errors(report)} |")
+
+
+def storm(arguments):
+    for argument in arguments:
+        _, signal, limit, base = argument.split("#")
+        report, peaks = load(base + ".json"), load(base + ".peaks.json")
+        figures = report["figures"]
+        down = open(base + ".down").read().strip()
+        seconds = (lambda field: "not reached" if figures[field] < 0 else f"{figures[field]:.1f}")
+        print(f"| SIG{signal} | {'none' if limit == '0' else f'{int(limit):,}/s'} | {figures['clients_dropped']:.0f} | {down} "
+              f"| {seconds('back_99_seconds')} | {seconds('back_100_seconds')} | {figures['told_recovered']:.0f} | {figures['told_not_recovered']:.0f} "
+              f"| {figures['acknowledged_publications']:.0f} | {figures['missing_acknowledged']:.0f} | {figures['duplicate_deliveries']:.0f} "
+              f"| {peaks['peak_cpu_percent']:.0f}% | {peaks['mean_cpu_percent']:.0f}% | {peaks['peak_rss_mib']:.0f} "
+              f"| {latency(report, 'delivery')} | {sum(report['connectionErrors'].values())} |")
+
+
 if __name__ == "__main__":
     {"travellers": travellers, "chat": chat, "peers": peers, "cluster": cluster, "cluster-travellers": cluster_travellers,
-     "cluster-bus": cluster_bus, "cluster-regions": cluster_regions, "bandwidth": bandwidth}[sys.argv[1]](sys.argv[2:])
+     "cluster-bus": cluster_bus, "cluster-regions": cluster_regions, "bandwidth": bandwidth, "scale": scale,
+     "storm": storm}[sys.argv[1]](sys.argv[2:])

@@ -1,5 +1,7 @@
+#define _GNU_SOURCE
 #include "load_socket.h"
 
+#include <dlfcn.h>
 #include <libwebsockets.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -7,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <uv.h>
 
 typedef struct ls_message {
@@ -43,6 +46,25 @@ struct ls_pool {
     lws_sorted_usec_list_t tick;
     atomic_int stopping;
 };
+
+/* Set on the loop thread while ls_connect opens a connection from a source address. */
+static __thread int binding_source_address;
+
+/* libwebsockets binds a client socket to its source address with port 0 before connecting,
+   and Linux then picks the port at bind time, searching past every port bound so far: with
+   thousands of connections each bind costs milliseconds of the kernel's time. The option
+   IP_BIND_ADDRESS_NO_PORT leaves the choice to connect(), which only needs the whole address
+   pair to be unique. The dynamic linker takes this bind over libc's for libwebsockets too; it
+   adds the option only to the binds ls_connect causes, and otherwise is libc's bind. */
+int bind(int fd, const struct sockaddr *address, socklen_t length) {
+    static int (*libc_bind)(int, const struct sockaddr *, socklen_t);
+    if (!libc_bind) libc_bind = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "bind");
+    if (binding_source_address && address && address->sa_family == AF_INET && ((const struct sockaddr_in *)address)->sin_port == 0) {
+        int on = 1;
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
+    }
+    return libc_bind(fd, address, length);
+}
 
 static void free_queue(ls_connection *connection) {
     ls_message *message = connection->head;
@@ -190,6 +212,11 @@ static const struct lws_extension deflate_extensions[] = {
     {NULL, NULL, NULL},
 };
 
+/* No libwebsockets-level idle checks: the protocols spoken have their own pings, and each
+   check's timer is rescheduled on every message received, an insertion into one sorted list
+   of every connection's timers. */
+static const lws_retry_bo_t no_idle_checks = {NULL, 0, 0, 0, 0, 0};
+
 static void on_wake(uv_async_t *handle) {
     ls_pool *pool = handle->data;
     if (atomic_load(&pool->stopping)) uv_stop(&pool->loop);
@@ -206,6 +233,13 @@ ls_pool *ls_pool_create(ls_limits limits, ls_handlers handlers, char *error, siz
     if (limits.max_connections < 1 || limits.tick_microseconds < 100 || limits.max_message_bytes < 1024 ||
         limits.max_queued_bytes < 1024) {
         snprintf(error, error_capacity, "limits out of range");
+        return NULL;
+    }
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+        files.rlim_cur < (rlim_t)limits.max_connections + 64) {
+        snprintf(error, error_capacity, "the open-file limit (%llu) is below the %d connections and 64 more descriptors this run needs",
+                 (unsigned long long)files.rlim_cur, limits.max_connections);
         return NULL;
     }
     ls_pool *pool = calloc(1, sizeof *pool);
@@ -241,8 +275,10 @@ ls_pool *ls_pool_create(ls_limits limits, ls_handlers handlers, char *error, siz
     info.user = pool;
     info.options = LWS_SERVER_OPTION_LIBUV;
     info.foreign_loops = foreign_loops;
-    info.fd_limit_per_thread = (unsigned int)limits.max_connections + 64;
+    /* No fd_limit_per_thread: below the open-file limit it would make libwebsockets find a
+       socket's connection by scanning its whole table instead of indexing it by descriptor. */
     info.count_threads = 1;
+    info.retry_and_idle_policy = &no_idle_checks;
     pool->context = lws_create_context(&info);
     if (!pool->context) {
         uv_close((uv_handle_t *)&pool->wake, NULL);
@@ -250,8 +286,7 @@ ls_pool *ls_pool_create(ls_limits limits, ls_handlers handlers, char *error, siz
         uv_loop_close(&pool->loop);
         free(connections);
         free(pool);
-        snprintf(error, error_capacity, "libwebsockets could not create its context (open-file limit too low for %d connections?)",
-                 limits.max_connections);
+        snprintf(error, error_capacity, "libwebsockets could not create its context for %d connections", limits.max_connections);
         return NULL;
     }
     return pool;
@@ -287,7 +322,8 @@ void ls_pool_destroy(ls_pool *pool) {
     free(pool);
 }
 
-int ls_connect(ls_pool *pool, int connection, const char *host, int port, const char *path, const char *subprotocol) {
+int ls_connect(ls_pool *pool, int connection, const char *host, int port, const char *path, const char *subprotocol,
+               const char *source_address) {
     if (connection < 0 || connection >= pool->limits.max_connections) return -1;
     ls_connection *slot = &pool->connections[connection];
     if (slot->state != LS_IDLE) return -1;
@@ -301,11 +337,17 @@ int ls_connect(ls_pool *pool, int connection, const char *host, int port, const 
     /* No Origin header: a phone's SDK sends none, and a browser's would name a page. */
     info.origin = NULL;
     info.protocol = subprotocol;
+    /* libwebsockets binds the socket to this address (port 0) before connect(). */
+    info.iface = source_address;
+    info.retry_and_idle_policy = &no_idle_checks;
     info.local_protocol_name = "gondola-load";
     info.opaque_user_data = slot;
     info.pwsi = &slot->wsi;
     slot->state = LS_CONNECTING;
-    if (!lws_client_connect_via_info(&info)) {
+    binding_source_address = source_address != NULL;
+    struct lws *started = lws_client_connect_via_info(&info);
+    binding_source_address = 0;
+    if (!started) {
         /* The error callback has already run when lws gives up at once. */
         if (slot->state == LS_CONNECTING) finish(pool, slot, "connect failed: could not start");
     }

@@ -17,6 +17,8 @@ import GondolaProtocol
     func resynchronize() async
     /// The channel's subscribers on this node that are in its presence (a node alone keeps presence nowhere else).
     func localPresence(of channel: String) -> [String: ClientInfo]
+    /// How many of the channel's subscribers on this node are in its presence, and how many distinct users they are.
+    func localPresenceStats(of channel: String) -> PresenceStats
     /// This node's name, version and figures, for the cluster's registry (`uid` is this run's).
     var registryEntry: ClusterNodeInfo { get }
 }
@@ -91,4 +93,14 @@ import GondolaProtocol
     func removePresence(channel: String, client: String) async throws(HubError)
     /// The channel's subscribers, by client id.
     func presence(channel: String) async throws(HubError) -> [String: ClientInfo]
+    /// How many clients and distinct users the channel's presence holds.
+    func presenceStats(channel: String) async throws(HubError) -> PresenceStats
+}
+
+extension PresenceManager {
+    /// Counted from the whole presence, for engines that keep nothing else.
+    public func presenceStats(channel: String) async throws(HubError) -> PresenceStats {
+        let clients = try await presence(channel: channel)
+        return PresenceStats(numClients: UInt32(clients.count), numUsers: UInt32(Set(clients.values.map(\.user)).count))
+    }
 }

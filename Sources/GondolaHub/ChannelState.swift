@@ -30,6 +30,10 @@ struct ChannelState {
     }
 
     private(set) var subscribers: [String: Subscriber] = [:]
+    /// The subscribers in the channel's presence, and how many of them each user has: kept
+    /// as subscribers come and go, so presence stats never copy the presence.
+    private var presenceClients = 0
+    private var presenceUsers: [String: Int] = [:]
     /// Subscribers whose subscribe reply covered the stream up to an offset, by client
     /// id, until a later publication arrives: the broker may still deliver publications
     /// up to that offset (appended before the reply was read, delivered after), which
@@ -73,6 +77,8 @@ struct ChannelState {
 
     var isEmpty: Bool { subscribers.isEmpty && pending.isEmpty }
 
+    var presenceStats: PresenceStats { PresenceStats(numClients: UInt32(presenceClients), numUsers: UInt32(presenceUsers.count)) }
+
     /// Starts keeping what the channel delivers for the subscription `id` sets up.
     mutating func addPending(_ id: String) {
         pending[id] = PendingSubscription()
@@ -87,6 +93,10 @@ struct ChannelState {
         let id = subscriber.session.id
         _ = remove(id)
         subscribers[id] = subscriber
+        if subscriber.presence {
+            presenceClients += 1
+            presenceUsers[subscriber.info.user, default: 0] += 1
+        }
         if let floor, floor > 0 { floors[id] = (floor, .now + Self.floorLifetime) }
         if subscriber.delta {
             deltaReceivers[id] = DeltaReceiver(queue: subscriber.session.queue, hasBase: false)
@@ -103,6 +113,10 @@ struct ChannelState {
     mutating func remove(_ id: String) -> Subscriber? {
         pending[id] = nil
         guard let removed = subscribers.removeValue(forKey: id) else { return nil }
+        if removed.presence {
+            presenceClients -= 1
+            if presenceUsers[removed.info.user] == 1 { presenceUsers[removed.info.user] = nil } else { presenceUsers[removed.info.user]! -= 1 }
+        }
         floors[id] = nil
         if removed.delta {
             deltaReceivers[id] = nil

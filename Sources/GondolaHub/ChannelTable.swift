@@ -90,6 +90,11 @@ final class ChannelTable: Sendable {
         withChannel(channel, create: false) { $0.subscribers.filter(\.value.presence).mapValues(\.info) } ?? [:]
     }
 
+    /// How many of the channel's subscribers on this node are in its presence, and how many distinct users.
+    func presenceStats(of channel: String) -> PresenceStats {
+        withChannel(channel, create: false) { $0.presenceStats } ?? PresenceStats(numClients: 0, numUsers: 0)
+    }
+
     /// Starts keeping what `channel` delivers for the subscription of `session` being set up.
     func beginPending(_ session: ClientSession, on channel: String) {
         withChannel(channel, create: true) { $0.addPending(session.id) }

@@ -93,6 +93,11 @@ import Synchronization
     public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
         delivery.withLock { $0.target }?.localPresence(of: channel) ?? [:]
     }
+
+    /// The node's channel keeps the counts as subscribers come and go: no copy of its presence.
+    public func presenceStats(channel: String) async throws(HubError) -> PresenceStats {
+        delivery.withLock { $0.target }?.localPresenceStats(of: channel) ?? PresenceStats(numClients: 0, numUsers: 0)
+    }
 }
 
 /// A lock per channel, made when a channel is first used and dropped when no caller

@@ -665,8 +665,9 @@ public final class Node: Sendable {
 
     /// How many clients and distinct users are subscribed to a channel.
     public func presenceStats(channel: String) async throws(HubError) -> PresenceStats {
-        let clients = try await presence(channel: channel)
-        return PresenceStats(numClients: UInt32(clients.count), numUsers: UInt32(Set(clients.values.map(\.user)).count))
+        let (_, options) = try resolve(channel)
+        guard options.presence else { throw .notAvailable("namespace of \(channel) has no presence") }
+        return try await presenceManager.presenceStats(channel: channel)
     }
 
     /// Channels with at least one subscriber on this node and their subscriber counts.
@@ -880,6 +881,8 @@ public final class Node: Sendable {
 
     /// The channel's subscribers on this node that are in its presence, by client id.
     public func localPresence(of channel: String) -> [String: ClientInfo] { table.presence(of: channel) }
+
+    public func localPresenceStats(of channel: String) -> PresenceStats { table.presenceStats(of: channel) }
 
     public var registryEntry: ClusterNodeInfo { ClusterNodeInfo(uid: uid, name: configuration.nodeName, version: version, stats: stats) }
 }

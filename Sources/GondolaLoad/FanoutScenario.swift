@@ -60,6 +60,13 @@ public final class FanoutScenario: LoadScenario {
     public private(set) var delivered = 0
     /// Publications sent during the measured period, and deliveries of them.
     private var measuredPublished = 0, measuredDelivered = 0
+    /// Per publication not yet received by every subscriber (keyed by its send stamp):
+    /// the deliveries so far. When the last subscriber has it, the time since the send is
+    /// recorded as `last_delivery`; one still short after `LoadStats.highestLatency` is
+    /// dropped and counted in `incompletePublications`, so this holds at most a minute of publications.
+    private var deliveriesOf: [Int64: Int] = [:]
+    private var incompletePublications = 0
+    private var nextPrune: Int64 = 0
 
     static let stampMarker = Array(#"{"t":"#.utf8)
     /// Most publications one tick may send, so a late tick cannot flood the publisher's queue.
@@ -98,6 +105,7 @@ public final class FanoutScenario: LoadScenario {
     public func measuringStarted() {
         measuredPublished = 0
         measuredDelivered = 0
+        incompletePublications = 0
     }
 
     /// Publications and deliveries per second in the measured period, and the share of
@@ -108,6 +116,7 @@ public final class FanoutScenario: LoadScenario {
             "published_per_second": Double(measuredPublished) / seconds,
             "delivered_per_second": Double(measuredDelivered) / seconds,
             "delivered_share": measuredPublished == 0 ? 0 : Double(measuredDelivered) / Double(measuredPublished * subscribers),
+            "incomplete_publications": Double(incompletePublications),
         ]
     }
 
@@ -216,9 +225,28 @@ public final class FanoutScenario: LoadScenario {
         delivered += 1
         measuredDelivered += 1
         io.stats.record(mainLatency, nanoseconds: now - stamp)
+        guard let count = deliveriesOf[stamp] else { return }
+        if count + 1 == subscribers {
+            deliveriesOf[stamp] = nil
+            io.stats.record("last_delivery", nanoseconds: now - stamp)
+        } else {
+            deliveriesOf[stamp] = count + 1
+        }
+    }
+
+    /// Drops, once a second, the publications some subscriber has still not received after
+    /// the longest latency recorded.
+    private func pruneIncomplete(now: Int64) {
+        guard now >= nextPrune else { return }
+        nextPrune = now + 1_000_000_000
+        let oldest = now - Int64(LoadStats.highestLatency)
+        let stale = deliveriesOf.keys.filter { $0 < oldest }
+        for stamp in stale { deliveriesOf[stamp] = nil }
+        incompletePublications += stale.count
     }
 
     public func tick(now: Int64, sending: Bool, _ io: LoadIO) {
+        pruneIncomplete(now: now)
         guard sending else { return }
         for publisher in 0..<publishers where ready[subscribers + publisher] { publish(publisher, now: now, io) }
     }
@@ -238,7 +266,9 @@ public final class FanoutScenario: LoadScenario {
         }
         guard due > 0 else { return }
         for _ in 0..<due {
-            let payload = Self.payload(stamp: MonotonicClock.nanoseconds(), size: payloadBytes)
+            let stamp = MonotonicClock.nanoseconds()
+            deliveriesOf[stamp] = 0
+            let payload = Self.payload(stamp: stamp, size: payloadBytes)
             switch kind {
             case .gondola:
                 publisherIDs[index] = publisherIDs[index] == UInt32.max ? 10 : publisherIDs[index] + 1

@@ -92,8 +92,8 @@ public struct LoadSettings: Sendable {
     public var warmUp: Duration = .seconds(5)
     /// The measured period.
     public var duration: Duration = .seconds(60)
-    /// Wait before a dropped connection is opened again.
-    public var reconnectDelay: Duration = .seconds(1)
+    /// When a dropped connection is opened again.
+    public var reconnect = ReconnectPolicy.fixed(.seconds(1))
     /// Print a progress line every second.
     public var progress = true
     /// Process id of the server, for its CPU and memory.
@@ -101,13 +101,20 @@ public struct LoadSettings: Sendable {
     public var serverPIDs: [Int32] = []
     /// Every connection offers permessage-deflate.
     public var offerCompression = false
+    /// Most connections whose handshake is under way at once; more wait their turn in order.
+    /// libwebsockets keeps each pending handshake's timeout in one sorted list of timers, so
+    /// thousands at once would cost the client time quadratic in their number.
+    public var maxHandshakes = 512
+    /// Local addresses the connections are opened from, connection i from address i mod
+    /// their number (each address has its own ephemeral ports); empty: the kernel picks.
+    public var sourceAddresses: [String] = []
 
     public init() {}
 }
 
 /// Runs a scenario on a `SocketPool`: ramps connections up, waits for them to be
 /// ready, warms up, measures, and reports. Dropped connections are reopened after
-/// `reconnectDelay` until the run ends. Every phase is bounded in time.
+/// the `reconnect` policy's delay until the run ends. Every phase is bounded in time.
 public final class LoadDriver: SocketPoolHandler {
     enum Phase { case connecting, warmingUp, measuring, finished }
 
@@ -121,10 +128,22 @@ public final class LoadDriver: SocketPoolHandler {
     private var nextSecond: Int64 = 0
     private var opening = 0
     private var isOpen: [Bool]
-    private var reconnectAt: [Int: Int64] = [:]
+    /// Connections due to open, first or again, waiting for a handshake slot (`head` is the next).
+    private var openQueue: [(connection: Int, again: Bool)] = []
+    private var openQueueHead = 0
+    /// Connections whose handshake is under way, and how many.
+    private var handshaking: [Bool]
+    private var handshakes = 0
+    /// Connections waiting to be opened again, by the millisecond (monotonic) they are due,
+    /// and the next millisecond to look at: a tick opens what is due without scanning the rest.
+    private var reconnectDue: [Int64: [Int]] = [:]
+    private var reconnectCursor: Int64
+    private var reconnectSchedule: ReconnectSchedule
     private var measureStart: (time: Int64, server: ProcessUsage?, client: ProcessUsage?)?
     private var report: LoadReport?
     private var rssBeforeConnecting: Double?
+    /// Seconds from the start until every connection was ready (or the ready timeout), and how many were.
+    private var readiness: (seconds: Double, ready: Int)?
     /// Per connection while measuring: socket bytes received when the measurement
     /// started, and message bytes (inflated) received since.
     private var wireBytesAtStart: [UInt64]
@@ -134,8 +153,11 @@ public final class LoadDriver: SocketPoolHandler {
         self.scenario = scenario
         self.settings = settings
         isOpen = Array(repeating: false, count: scenario.connectionCount)
+        handshaking = Array(repeating: false, count: scenario.connectionCount)
         wireBytesAtStart = Array(repeating: 0, count: scenario.connectionCount)
         messageBytes = Array(repeating: 0, count: scenario.connectionCount)
+        reconnectSchedule = ReconnectSchedule(policy: settings.reconnect, connections: scenario.connectionCount)
+        reconnectCursor = MonotonicClock.nanoseconds() / 1_000_000
         rssBeforeConnecting = ProcessUsage(pids: settings.serverPIDs)?.rssMiB
         var limits = SocketPool.Limits(maxConnections: scenario.connectionCount)
         limits.offerCompression = settings.offerCompression
@@ -156,6 +178,8 @@ public final class LoadDriver: SocketPoolHandler {
 
     public func opened(_ connection: Int) {
         isOpen[connection] = true
+        handshakeEnded(connection)
+        reconnectSchedule.succeeded(connection)
         io.stats.opened()
         scenario.opened(connection, io)
     }
@@ -169,10 +193,12 @@ public final class LoadDriver: SocketPoolHandler {
     public func closed(_ connection: Int, code: Int, cause: String) {
         let wasOpen = isOpen[connection]
         isOpen[connection] = false
+        handshakeEnded(connection)
         scenario.closed(connection)
         guard phase != .finished else { return }
         io.stats.closed(cause: code == 0 ? cause : "\(cause) (\(code))", wasOpen: wasOpen)
-        reconnectAt[connection] = MonotonicClock.nanoseconds() + settings.reconnectDelay.nanoseconds
+        let due = (MonotonicClock.nanoseconds() + reconnectSchedule.delay(after: connection)) / 1_000_000
+        reconnectDue[max(due, reconnectCursor), default: []].append(connection)
     }
 
     public func tick() {
@@ -181,6 +207,7 @@ public final class LoadDriver: SocketPoolHandler {
         switch phase {
         case .connecting:
             if scenario.readyCount == scenario.connectionCount || now - phaseStartedAt > settings.readyTimeout.nanoseconds {
+                readiness = (Double(now - startedAt) / 1e9, scenario.readyCount)
                 if settings.progress {
                     print("ready: \(scenario.readyCount)/\(scenario.connectionCount) connections after \(seconds(now - startedAt)) s")
                 }
@@ -212,20 +239,51 @@ public final class LoadDriver: SocketPoolHandler {
         phaseStartedAt = now
     }
 
-    /// Opens connections at the ramp rate, then those waiting to reconnect.
+    /// Queues the connections due at the ramp rate and those due to reconnect, then opens
+    /// queued ones while fewer than `maxHandshakes` handshakes are under way.
     private func openDueConnections(now: Int64) {
         let due = min(scenario.connectionCount, Int(Double(now - startedAt) / 1e9 * settings.rampPerSecond) + 1)
         while opening < due {
-            let (url, subprotocol) = scenario.address(of: opening)
-            if !pool.connect(opening, to: url, subprotocol: subprotocol) { io.stats.errorReply("could not start a connection") }
+            openQueue.append((opening, false))
             opening += 1
         }
-        guard !reconnectAt.isEmpty, phase != .finished else { return }
-        for (connection, at) in reconnectAt where at <= now {
-            reconnectAt[connection] = nil
-            let (url, subprotocol) = scenario.address(of: connection)
-            if pool.connect(connection, to: url, subprotocol: subprotocol) { io.stats.reconnected() }
+        guard phase != .finished else { return }
+        let millisecond = now / 1_000_000
+        while reconnectCursor <= millisecond {
+            for connection in reconnectDue.removeValue(forKey: reconnectCursor) ?? [] { openQueue.append((connection, true)) }
+            reconnectCursor += 1
         }
+        while handshakes < settings.maxHandshakes, openQueueHead < openQueue.count {
+            let (connection, again) = openQueue[openQueueHead]
+            openQueueHead += 1
+            if open(connection) {
+                if again { io.stats.reconnected() }
+            } else if !again {
+                io.stats.errorReply("could not start a connection")
+            }
+        }
+        if openQueueHead == openQueue.count {
+            openQueue.removeAll(keepingCapacity: true)
+            openQueueHead = 0
+        }
+    }
+
+    /// Starts opening `connection` to the scenario's address, from its source address. A
+    /// handshake slot is taken first: a connection that fails at once gives it back in `closed`.
+    private func open(_ connection: Int) -> Bool {
+        let (url, subprotocol) = scenario.address(of: connection)
+        let sources = settings.sourceAddresses
+        handshaking[connection] = true
+        handshakes += 1
+        let started = pool.connect(connection, to: url, subprotocol: subprotocol, from: sources.isEmpty ? nil : sources[connection % sources.count])
+        if !started { handshakeEnded(connection) }
+        return started
+    }
+
+    private func handshakeEnded(_ connection: Int) {
+        guard handshaking[connection] else { return }
+        handshaking[connection] = false
+        handshakes -= 1
     }
 
     private func finish(now: Int64) {
@@ -248,7 +306,8 @@ public final class LoadDriver: SocketPoolHandler {
             connections: scenario.connectionCount, connected: stats.connected,
             messagesIn: stats.messagesIn, messagesOut: stats.messagesOut,
             messagesInPerSecond: Double(stats.messagesIn) / max(elapsed, 1e-9), messagesOutPerSecond: Double(stats.messagesOut) / max(elapsed, 1e-9),
-            figures: scenario.figures(measuredSeconds: elapsed).merging(bytesFigures(over: elapsed)) { $1 }, latencies: stats.summaries,
+            figures: scenario.figures(measuredSeconds: elapsed).merging(bytesFigures(over: elapsed)) { $1 }.merging(readinessFigures) { $1 },
+            latencies: stats.summaries,
             connectionErrors: stats.connectionErrors, errorReplies: stats.errorReplies,
             reconnects: stats.reconnects, server: serverFigures,
             client: client.map {
@@ -258,6 +317,13 @@ public final class LoadDriver: SocketPoolHandler {
             },
             timeline: stats.timeline)
         pool.stop()
+    }
+
+    /// `ready_seconds`: from the first connection until all were ready (subscribed);
+    /// `ready_per_second`: connections made ready per second over that time.
+    private var readinessFigures: [String: Double] {
+        guard let readiness else { return [:] }
+        return ["ready_seconds": readiness.seconds, "ready_per_second": Double(readiness.ready) / max(readiness.seconds, 1e-9)]
     }
 
     /// Received bytes per client-hour of each kind, on the wire (`wire_bytes_per_<kind>_hour`)

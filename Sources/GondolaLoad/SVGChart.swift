@@ -5,34 +5,51 @@ import Foundation
 public enum SVGChart {
     static let width = 800.0, panelHeight = 220.0, left = 70.0, right = 20.0, top = 40.0, gap = 60.0
 
+    /// One line of a panel: its name, colour and points (x, y).
+    public typealias Series = (name: String, color: String, points: [(Double, Double)])
+
     /// The chart of `report`'s timeline.
     public static func render(_ report: LoadReport) -> String {
         let samples = report.timeline
-        let seconds = Double(max(1, samples.last?.second ?? 1))
+        return render(
+            title: "\(report.scenario) against \(report.target)", xLabel: "seconds",
+            panels: [
+                (
+                    "latency (ms)",
+                    [
+                        ("p50", "#1f77b4", samples.map { (Double($0.second), $0.p50) }),
+                        ("p99", "#d62728", samples.map { (Double($0.second), $0.p99) }),
+                    ]
+                ),
+                (
+                    "messages per second",
+                    [
+                        ("in", "#2ca02c", samples.map { (Double($0.second), Double($0.messagesIn)) }),
+                        ("out", "#ff7f0e", samples.map { (Double($0.second), Double($0.messagesOut)) }),
+                    ]
+                ),
+            ])
+    }
+
+    /// Panels stacked above each other, sharing the x axis (from 0 to the largest x).
+    public static func render(title: String, xLabel: String, panels: [(title: String, series: [Series])]) -> String {
+        let xMax = max(1, panels.flatMap { $0.series.flatMap { $0.points.map(\.0) } }.max() ?? 1)
+        let bottom = top + Double(panels.count) * (panelHeight + gap) - gap
         var svg = [
-            #"<svg xmlns="http://www.w3.org/2000/svg" width="\#(Int(width))" height="\#(Int(top + 2 * panelHeight + gap + 40))" font-family="sans-serif" font-size="12">"#,
+            #"<svg xmlns="http://www.w3.org/2000/svg" width="\#(Int(width))" height="\#(Int(bottom + 40))" font-family="sans-serif" font-size="12">"#,
             #"<rect width="100%" height="100%" fill="white"/>"#,
-            #"<text x="\#(left)" y="20" font-size="14">\#(escape("\(report.scenario) against \(report.target)"))</text>"#,
+            #"<text x="\#(left)" y="20" font-size="14">\#(escape(title))</text>"#,
         ]
-        svg += panel(
-            title: "latency (ms)", y: top, seconds: seconds,
-            series: [
-                ("p50", "#1f77b4", samples.map { (Double($0.second), $0.p50) }),
-                ("p99", "#d62728", samples.map { (Double($0.second), $0.p99) }),
-            ])
-        svg += panel(
-            title: "messages per second", y: top + panelHeight + gap, seconds: seconds,
-            series: [
-                ("in", "#2ca02c", samples.map { (Double($0.second), Double($0.messagesIn)) }),
-                ("out", "#ff7f0e", samples.map { (Double($0.second), Double($0.messagesOut)) }),
-            ])
-        svg.append(#"<text x="\#(left + (width - left - right) / 2)" y="\#(top + 2 * panelHeight + gap + 30)" text-anchor="middle">seconds</text>"#)
+        for (index, entry) in panels.enumerated() {
+            svg += panel(title: entry.title, y: top + Double(index) * (panelHeight + gap), seconds: xMax, series: entry.series)
+        }
+        svg.append(#"<text x="\#(left + (width - left - right) / 2)" y="\#(bottom + 30)" text-anchor="middle">\#(escape(xLabel))</text>"#)
         svg.append("</svg>")
         return svg.joined(separator: "\n") + "\n"
     }
 
     /// One panel: axes, five horizontal grid lines with values, one polyline per series and a legend.
-    static func panel(title: String, y: Double, seconds: Double, series: [(name: String, color: String, points: [(Double, Double)])]) -> [String] {
+    static func panel(title: String, y: Double, seconds: Double, series: [Series]) -> [String] {
         let plotWidth = width - left - right
         let highest = niceCeiling(series.flatMap { $0.points.map(\.1) }.max() ?? 1)
         var lines = [

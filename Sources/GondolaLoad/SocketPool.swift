@@ -87,16 +87,23 @@ public final class SocketPool: @unchecked Sendable {
     /// Ends the loop; safe from any thread.
     public func stop() { ls_pool_stop(pool) }
 
-    /// Opens `connection` to `url` (ws://host:port/path only).
-    public func connect(_ connection: Int, to url: WebSocketURL, subprotocol: String? = nil) -> Bool {
-        url.host.withCString { host in
-            url.path.withCString { path in
-                if let subprotocol {
-                    return subprotocol.withCString { ls_connect(pool, Int32(connection), host, Int32(url.port), path, $0) == 0 }
+    /// Opens `connection` to `url` (ws://host:port/path only), from `sourceAddress` (a local
+    /// IPv4 address) when given, else from whatever address the kernel picks.
+    public func connect(_ connection: Int, to url: WebSocketURL, subprotocol: String? = nil, from sourceAddress: String? = nil) -> Bool {
+        withOptionalCString(subprotocol) { subprotocol in
+            withOptionalCString(sourceAddress) { source in
+                url.host.withCString { host in
+                    url.path.withCString { path in
+                        ls_connect(pool, Int32(connection), host, Int32(url.port), path, subprotocol, source) == 0
+                    }
                 }
-                return ls_connect(pool, Int32(connection), host, Int32(url.port), path, nil) == 0
             }
         }
+    }
+
+    private func withOptionalCString<Result>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+        guard let text else { return body(nil) }
+        return text.withCString(body)
     }
 
     /// Queues one message on an open connection.

@@ -11,7 +11,7 @@ struct GondolaLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gondola-load",
         abstract: "Load generator for Gondola (and NATS/MQTT for comparison) on one libwebsockets event loop.",
-        subcommands: [Travellers.self, Chat.self, Fanout.self]
+        subcommands: [Travellers.self, Chat.self, Fanout.self, Storm.self, Chart.self]
     )
 }
 
@@ -39,6 +39,18 @@ struct RunOptions: ParsableArguments {
             "Offer permessage-deflate on every connection (used when the server enables it; the server must compress every message — websocket_compression_min_bytes 0 — as libwebsockets' client spins on an uncompressed one)."
     )
     var compression = false
+    @Option(
+        name: .customLong("source-addresses"),
+        help:
+            "Open the connections from this many loopback addresses, 127.0.0.1 and up (connection i from the (i mod N)th), for servers on loopback: each address has its own ephemeral ports, about 28,000 with Linux's default range."
+    )
+    var sourceAddresses: Int = 0
+    @Option(
+        name: .customLong("max-handshakes"),
+        help:
+            "Most connections with a handshake under way at once; more wait their turn (libwebsockets' cost per pending handshake grows with their number)."
+    )
+    var maxHandshakes: Int = 512
 
     func settings() throws -> LoadSettings {
         var settings = LoadSettings()
@@ -55,6 +67,10 @@ struct RunOptions: ParsableArguments {
         settings.serverPIDs = serverPID
         settings.progress = !quiet
         settings.offerCompression = compression
+        guard (0...254).contains(sourceAddresses) else { throw LoadError("--source-addresses must be 0...254, got \(sourceAddresses)") }
+        settings.sourceAddresses = (0..<sourceAddresses).map { "127.0.0.\($0 + 1)" }
+        guard (1...100_000).contains(maxHandshakes) else { throw LoadError("--max-handshakes must be 1...100000, got \(maxHandshakes)") }
+        settings.maxHandshakes = maxHandshakes
         return settings
     }
 
@@ -209,7 +225,7 @@ struct Fanout: AsyncParsableCommand {
         let kind: FanoutTarget = try LoadArguments.choice(target, option: "--target")
         let encoding = try protocolEncoding.chosen()
         guard kind == .gondola || encoding == .json else { throw LoadError("--encoding applies to --target gondola only, got --target \(target)") }
-        guard (1...50_000).contains(subscribers) else { throw LoadError("--subscribers must be 1...50000, got \(subscribers)") }
+        guard (1...200_000).contains(subscribers) else { throw LoadError("--subscribers must be 1...200000, got \(subscribers)") }
         guard (32...65_536).contains(size) else { throw LoadError("--size must be 32...65536 bytes, got \(size)") }
         let publishRate: PublishRate
         if rate == "max" {
@@ -239,5 +255,108 @@ struct Fanout: AsyncParsableCommand {
                 "window": "\(window)", "size": "\(size)",
                 "channel": channel, "duration": run.duration, "encoding": protocolEncoding.encoding,
             ])
+    }
+}
+
+struct Storm: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Clients subscribed with recovery while the server API publishes: restart or kill the server meanwhile and read how they came back and whether any acknowledged publication is missing."
+    )
+
+    @Option(help: "WebSocket URL of the hub; repeat it for the nodes of a cluster (a client that loses its node moves to the next).")
+    var url: [String] = ["ws://127.0.0.1:8000/connection/websocket"]
+    @Option(help: "Number of clients.") var clients: Int = 20_000
+    @Option(help: "Number of channels (client i subscribes to channel i mod N).") var channels: Int = 300
+    @Option(help: "The channels' namespace: it needs history_size, history_ttl and history_durable.") var namespace: String = "storm"
+    @Option(name: .customLong("publish-rate"), help: "Server API publications per second, over all channels.") var publishRate: String = "200/s"
+    @Option(help: "Server API calls in flight at once.") var publishers: Int = 4
+    @Option(help: "Publishing stops this long before the end, for the clients to catch up before the audit.") var settle: String = "10s"
+    @Option(name: .customLong("reconnect-min"), help: "The SDK back-off's least delay (centrifuge-js: 500ms).") var reconnectMin: String = "500ms"
+    @Option(name: .customLong("reconnect-max"), help: "The SDK back-off's longest delay (centrifuge-js: 20s).") var reconnectMax: String = "20s"
+    @Option(help: "Seed of the back-off's jitter (printed; default: from the clock).") var seed: UInt64?
+    @Option(help: "The hub's token secret (tokens are minted here); without it, dev login is used.") var secret: String?
+    @Option(name: .customLong("api-key"), help: "The hub's server API key.") var apiKey: String
+    @OptionGroup var run: RunOptions
+
+    func run() async throws {
+        var options = StormOptions()
+        guard (1...200_000).contains(clients) else { throw LoadError("--clients must be 1...200000, got \(clients)") }
+        guard (1...1000).contains(publishers) else { throw LoadError("--publishers must be 1...1000, got \(publishers)") }
+        options.clients = clients
+        options.channels = channels
+        options.namespace = namespace
+        options.publishers = publishers
+        options.publishRate = try LoadArguments.rate(publishRate, option: "--publish-rate")
+        guard options.publishRate >= Double(publishers) / 60, options.publishRate <= 100_000 else {
+            throw LoadError("--publish-rate must be \(publishers)/min...100000/s, got '\(publishRate)'")
+        }
+        options.settle = try LoadArguments.duration(settle, option: "--settle")
+        var settings = try run.settings()
+        options.duration = settings.duration
+        let low = try LoadArguments.duration(reconnectMin, option: "--reconnect-min")
+        let high = try LoadArguments.duration(reconnectMax, option: "--reconnect-max")
+        guard low > .zero, low <= high, high <= .seconds(300) else {
+            throw LoadError("--reconnect-min must be more than 0 and at most --reconnect-max, which is at most 5m")
+        }
+        let jitterSeed = seed ?? UInt64(truncatingIfNeeded: MonotonicClock.nanoseconds())
+        print("back-off seed: \(jitterSeed)")
+        settings.reconnect = .backoff(min: low, max: high, seed: jitterSeed)
+        let addresses = try url.map(WebSocketURL.init)
+        print("minting \(clients) tokens…")
+        let tokens = try await TokenSource(secret: secret, hub: addresses[0]).tokens(for: (0..<clients).map { "storm\($0)" })
+        let scenario = try StormScenario(
+            urls: addresses, options: options, tokens: tokens, apis: addresses.map { ServerAPIClient(base: $0.httpBase, key: apiKey) })
+        try await run.execute(
+            scenario, settings: settings,
+            described: [
+                "clients": "\(clients)", "channels": "\(channels)", "nodes": "\(addresses.count)", "publish_rate": publishRate,
+                "settle": settle, "duration": run.duration, "reconnect_min": reconnectMin, "reconnect_max": reconnectMax,
+                "seed": "\(jitterSeed)",
+            ])
+    }
+}
+
+struct Chart: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Draws columns of a CSV file (a header line, then numbers) as stacked SVG panels against one column.")
+
+    @Option(help: "The CSV file.") var csv: String
+    @Option(help: "The column along the x axis.") var x: String
+    @Option(help: "A panel: 'TITLE=COLUMN,COLUMN…'; repeat it for more panels, drawn top to bottom.") var panel: [String]
+    @Option(help: "The chart's title.") var title: String
+    @Option(help: "Where to write the SVG.") var svg: String
+
+    static let colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
+
+    func run() throws {
+        let text: String
+        do { text = try String(contentsOfFile: csv, encoding: .utf8) } catch { throw LoadError("--csv \(csv): \(error.localizedDescription)") }
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        guard let header = lines.first else { throw LoadError("--csv \(csv) is empty") }
+        func column(_ name: String) throws -> [Double] {
+            guard let index = header.firstIndex(of: name) else {
+                throw LoadError("--csv \(csv) has no column '\(name)' (it has \(header.joined(separator: ", ")))")
+            }
+            return try lines.dropFirst().enumerated().map { row, fields in
+                guard index < fields.count, let value = Double(fields[index]) else {
+                    throw LoadError("--csv \(csv), line \(row + 2): '\(name)' is not a number")
+                }
+                return value
+            }
+        }
+        let xs = try column(x)
+        var panels: [(title: String, series: [SVGChart.Series])] = []
+        for entry in panel {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[1].isEmpty else { throw LoadError("--panel must be 'TITLE=COLUMN,COLUMN…', got '\(entry)'") }
+            let names = parts[1].split(separator: ",").map(String.init)
+            let series = try names.enumerated().map { index, name in
+                (name: name, color: Self.colors[index % Self.colors.count], points: Array(zip(xs, try column(name))))
+            }
+            panels.append((parts[0], series))
+        }
+        guard !panels.isEmpty else { throw LoadError("at least one --panel is needed") }
+        try SVGChart.render(title: title, xLabel: x, panels: panels).write(toFile: svg, atomically: true, encoding: .utf8)
     }
 }

@@ -219,6 +219,31 @@ import Testing
         #expect(try await alice.call(.presenceStats(channel: "room:p")).body == .presenceStats(PresenceStats(numClients: 1, numUsers: 1)))
     }
 
+    @Test func presenceStatsCountConnectionsAndDistinctUsersAsTheyComeAndGo() async throws {
+        let node = try await makeNode()
+        var first = try await TestClient.connected(node, user: "alice")
+        var second = try await TestClient.connected(node, user: "alice")
+        var bob = try await TestClient.connected(node, user: "bob")
+        _ = try await first.call(.subscribe(SubscribeRequest(channel: "room:s")))
+        _ = try await second.call(.subscribe(SubscribeRequest(channel: "room:s")))
+        _ = try await bob.call(.subscribe(SubscribeRequest(channel: "room:s")))
+        func stats() async throws -> PresenceStats { try await node.presenceStats(channel: "room:s") }
+        #expect(try await stats() == PresenceStats(numClients: 3, numUsers: 2))
+        let presence = try await node.presence(channel: "room:s")
+        #expect(presence.count == 3 && Set(presence.values.map(\.user)).count == 2, "the counts agree with the presence itself")
+        _ = try await first.call(.unsubscribe(channel: "room:s"))
+        #expect(try await stats() == PresenceStats(numClients: 2, numUsers: 2), "alice still has a connection in it")
+        _ = try await first.call(.subscribe(SubscribeRequest(channel: "room:s")))
+        _ = try await first.call(.subscribe(SubscribeRequest(channel: "room:s")))
+        #expect(try await stats() == PresenceStats(numClients: 3, numUsers: 2), "a second subscribe of the same channel is refused, not counted")
+        second.session.transportClosed()
+        _ = try await first.call(.unsubscribe(channel: "room:s"))
+        #expect(try await stats() == PresenceStats(numClients: 1, numUsers: 1))
+        _ = try await bob.call(.unsubscribe(channel: "room:s"))
+        #expect(try await stats() == PresenceStats(numClients: 0, numUsers: 0))
+        await #expect(throws: HubError.self) { try await node.presenceStats(channel: "plain") }
+    }
+
     @Test func forcePushJoinLeaveReachesSubscribersThatDidNotAsk() async throws {
         let node = try await makeNode { $0.namespaces["room"]?.forcePushJoinLeave = true }
         var alice = try await TestClient.connected(node, user: "alice")

@@ -52,9 +52,12 @@ void ls_pool_stop(ls_pool *pool);
 void ls_pool_destroy(ls_pool *pool);
 
 /// Loop thread only. Opens connection `connection` to ws://host:port/path, asking for
-/// `subprotocol` when it is not NULL. Answers 0, or -1 when the index is out of range
-/// or still in use.
-int ls_connect(ls_pool *pool, int connection, const char *host, int port, const char *path, const char *subprotocol);
+/// `subprotocol` when it is not NULL, from the local IPv4 address `source_address` when it
+/// is not NULL (its socket is bound to that address before connecting, so each source
+/// address has its own range of ephemeral ports). Answers 0, or -1 when the index is out
+/// of range or still in use.
+int ls_connect(ls_pool *pool, int connection, const char *host, int port, const char *path, const char *subprotocol,
+               const char *source_address);
 /// Loop thread only. Queues one message (copied). Answers 0, -1 when the connection
 /// is not open, -2 when its queue would pass max_queued_bytes (nothing is queued).
 int ls_send(ls_pool *pool, int connection, const uint8_t *data, size_t length, int binary);
