@@ -254,11 +254,16 @@ def storm(arguments):
         figures = report["figures"]
         down = open(base + ".down").read().strip()
         seconds = (lambda field: "not reached" if figures[field] < 0 else f"{figures[field]:.1f}")
-        print(f"| SIG{signal} | {'none' if limit == '0' else f'{int(limit):,}/s'} | {figures['clients_dropped']:.0f} | {down} "
+        # The outage's second: the first with connections lost; the storm's worst second after it.
+        timeline = report["timeline"]
+        start = next((index for index, sample in enumerate(timeline) if sample["errors"] > 0 and index > 0
+                      and sample["connected"] < timeline[index - 1]["connected"]), None)
+        worst = max((sample["p99"] for sample in timeline[start:start + 30]), default=None) if start is not None else None
+        print(f"| {signal} | {'none' if limit == '0' else f'{int(limit):,}/s'} | {figures['clients_dropped']:.0f} | {down} "
               f"| {seconds('back_99_seconds')} | {seconds('back_100_seconds')} | {figures['told_recovered']:.0f} | {figures['told_not_recovered']:.0f} "
               f"| {figures['acknowledged_publications']:.0f} | {figures['missing_acknowledged']:.0f} | {figures['duplicate_deliveries']:.0f} "
               f"| {peaks['peak_cpu_percent']:.0f}% | {peaks['mean_cpu_percent']:.0f}% | {peaks['peak_rss_mib']:.0f} "
-              f"| {latency(report, 'delivery')} | {sum(report['connectionErrors'].values())} |")
+              f"| {latency(report, 'delivery')} | {'–' if worst is None else f'{worst:.0f}'} | {sum(report['connectionErrors'].values())} |")
 
 
 if __name__ == "__main__":

@@ -358,9 +358,9 @@ public final class LoadDriver: SocketPoolHandler {
             }
         print(
             String(
-                format: "[%4ds %@] connected %d, ready %d, in %d/s, out %d/s, %@ p99 %.1f ms (so far %.1f ms), errors %d",
-                sample.second, label, sample.connected, scenario.readyCount, sample.messagesIn, sample.messagesOut,
-                scenario.mainLatency, sample.p99, io.stats.mainP99, sample.errors))
+                format: "[%4ds %@] connected %d, ready %d, handshaking %d, waiting %d, in %d/s, out %d/s, %@ p99 %.1f ms (so far %.1f ms), errors %d",
+                sample.second, label, sample.connected, scenario.readyCount, handshakes, openQueue.count - openQueueHead, sample.messagesIn,
+                sample.messagesOut, scenario.mainLatency, sample.p99, io.stats.mainP99, sample.errors))
         fflush(nil)
     }
 

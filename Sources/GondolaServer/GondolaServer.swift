@@ -317,7 +317,9 @@ public final class GondolaServer: Sendable {
                 let channel = HubChildChannel(responder: responder, endpoint: endpoint, secure: tls != nil)
                 return try tls.map { try TLSChannel(channel, tlsConfiguration: $0) } ?? channel
             },
-            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "gondola"),
+            configuration: .init(
+                address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "gondola",
+                backlog: ListenBacklog.system),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: httpLogger)
     }

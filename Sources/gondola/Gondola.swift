@@ -102,6 +102,14 @@ struct Serve: AsyncParsableCommand {
         configuration.logging.bootstrap(traced: telemetry != nil)
         let logger = Logger(label: "gondola").component("server", configuration.logging)
         for path in generated { logger.notice("generated a secret", metadata: ["path": "\(path)"]) }
+        if let files = OpenFileLimit.raiseToHardLimit() {
+            logger.info("open-file limit", metadata: ["soft": "\(files.soft)", "hard": "\(files.hard)"])
+            if configuration.clientConnectionLimit > 0, files.soft < UInt64(configuration.clientConnectionLimit) + 1024 {
+                logger.warning(
+                    "client_connection_limit is above what the open-file limit allows",
+                    metadata: ["client_connection_limit": "\(configuration.clientConnectionLimit)", "open_file_limit": "\(files.soft)"])
+            }
+        }
         let server = try await GondolaServer(configuration: configuration, telemetry: telemetry)
         var demoTravellers: Task<Void, Never>?
         if demo {

@@ -24,21 +24,40 @@ import Testing
         _ scenario: String, _ arguments: [String], on server: RunningServer, for duration: Duration, warmUp: Duration,
         compression: Bool = false
     ) async throws -> LoadReport {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-load-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let command =
-            [loadCommand, scenario, "--url", "ws://127.0.0.1:\(server.port)/connection/websocket"] + arguments + [
-                "--duration", "\(duration.components.seconds)s", "--warm-up", "\(warmUp.components.seconds)s", "--ready-timeout", "30s",
-                "--quiet", "--json", folder + "/report.json",
-            ] + (compression ? ["--compression"] : [])
-        let pid = try TestProcess.spawn(command, output: folder + "/output.txt", errors: folder + "/output.txt")
-        let status = try await TestProcess.exit(of: pid, within: duration + warmUp + .seconds(90))
-        guard status == 0, let report = FileManager.default.contents(atPath: folder + "/report.json") else {
-            let output = String(decoding: FileManager.default.contents(atPath: folder + "/output.txt") ?? Data(), as: UTF8.self)
-            throw HarnessError("gondola-load \(scenario) ended with status \(status): \(output)")
+        let load = try LoadRun(scenario, arguments, port: server.port, for: duration, warmUp: warmUp, compression: compression)
+        return try await load.report()
+    }
+
+    /// One gondola-load process: started with the run's options, its JSON report read when it ends.
+    struct LoadRun {
+        let scenario: String
+        let folder: String
+        let pid: pid_t
+        let limit: Duration
+
+        init(_ scenario: String, _ arguments: [String], port: Int, for duration: Duration, warmUp: Duration, compression: Bool = false) throws {
+            self.scenario = scenario
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-load-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let command =
+                [loadCommand, scenario, "--url", "ws://127.0.0.1:\(port)/connection/websocket"] + arguments + [
+                    "--duration", "\(duration.components.seconds)s", "--warm-up", "\(warmUp.components.seconds)s", "--ready-timeout", "30s",
+                    "--quiet", "--json", folder + "/report.json",
+                ] + (compression ? ["--compression"] : [])
+            pid = try TestProcess.spawn(command, output: folder + "/output.txt", errors: folder + "/output.txt")
+            limit = duration + warmUp + .seconds(90)
         }
-        return try JSONDecoder().decode(LoadReport.self, from: report)
+
+        /// Waits for the process to end and answers its report.
+        func report() async throws -> LoadReport {
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let status = try await TestProcess.exit(of: pid, within: limit)
+            guard status == 0, let report = FileManager.default.contents(atPath: folder + "/report.json") else {
+                let output = String(decoding: FileManager.default.contents(atPath: folder + "/output.txt") ?? Data(), as: UTF8.self)
+                throw HarnessError("gondola-load \(scenario) ended with status \(status): \(output)")
+            }
+            return try JSONDecoder().decode(LoadReport.self, from: report)
+        }
     }
 
     /// The options every gondola-load run against the test server takes.
@@ -170,5 +189,47 @@ import Testing
         let published = (report.figures["published_per_second"] ?? 0) * 3
         #expect(published > 0 && Double(report.latencies["delivery"]?.count ?? 0) >= published * 20 * 0.8)
         try await server.stop()
+    }
+
+    /// A reconnect storm through a restart of the hub on the same port and database: every
+    /// client comes back, is told its durable stream was recovered, and no publication the
+    /// server API acknowledged is missing from any client's stream.
+    @Test func aStormThroughARestartLosesNoAcknowledgedPublication() async throws {
+        let seed = UInt64.random(in: 1...UInt64(UInt32.max))
+        var configuration = RunningServer.configuration()
+        var storm = NamespaceOptions(name: "storm")
+        storm.historySize = 1000
+        storm.historyTTL = .seconds(600)
+        storm.historyDurable = true
+        storm.allowSubscribeForClient = true
+        configuration.hub.namespaces["storm"] = storm
+        let first = try await RunningServer.start(configuration)
+        let load = try LoadRun(
+            "storm",
+            Self.serverKeys + Self.apiKey + [
+                "--clients", "200", "--channels", "10", "--publish-rate", "40/s", "--publishers", "2", "--settle", "8s",
+                "--reconnect-min", "100ms", "--reconnect-max", "1s", "--seed", "\(seed)",
+            ], port: first.port, for: .seconds(24), warmUp: .seconds(1))
+        // The outage comes once publications flow: channel storm:0 has a few.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let (_, answer) = try await first.post("/api/history", body: #"{"channel": "storm:0", "limit": 0}"#)
+            if case let .int(offset)? = answer["result"]?["offset"], offset >= 10 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await first.stop()
+        configuration.listenPort = first.port
+        let second = try await RunningServer.start(configuration)
+        let report = try await load.report()
+        try await second.stop()
+
+        let figures = report.figures
+        #expect(figures["clients_dropped"] == 200, "seed \(seed)")
+        #expect(figures["clients_not_back"] == 0 && figures["back_100_seconds"]! >= 0, "seed \(seed)")
+        #expect(figures["told_recovered"]! >= 200 && figures["told_not_recovered"] == 0, "seed \(seed): \(figures)")
+        #expect(figures["epoch_changes"] == 0, "the durable streams kept their epoch, seed \(seed)")
+        #expect(figures["acknowledged_publications"]! > 100, "seed \(seed)")
+        #expect(figures["missing_acknowledged"] == 0 && figures["skipped_after_told_not_recovered"] == 0, "seed \(seed): \(figures)")
+        #expect(report.errorReplies.isEmpty, "seed \(seed): \(report.errorReplies)")
     }
 }
