@@ -7,8 +7,10 @@
   soak.py report --samples samples.csv --timeline load.csv --out minutes.csv --skip 5
       adds to each sample the worst per-second location p99 of its minute (from gondola-load's
       timeline), writes the merged CSV for the chart, and prints one JSON object: the resident
-      memory's least-squares slope after the first SKIP samples (MiB per hour, and per hour as a
-      share of its mean), the descriptors and threads first and last, the queue bytes' and WAL
+      memory's least-squares slope after the first SKIP samples and over the run's second half
+      (MiB per hour, and per hour as a share of its mean; caches that fill over the first
+      half-hour, such as SQLite's page caches as the database grows and the chat sends kept ten
+      minutes, show in the first and not in the second), the descriptors and threads first and last, the queue bytes' and WAL
       frames' maxima, and the minutes' p99 range."""
 import argparse
 import csv
@@ -98,11 +100,13 @@ def report(arguments):
     rss = [(int(row["minute"]) / 60, float(row["rss_mib"])) for row in steady]
     mean_rss = sum(y for _, y in rss) / len(rss) if rss else 0.0
     per_hour = slope(rss)
+    second_half = rss[len(rss) // 2:]
     p99s = [worst[int(row["minute"])] for row in steady if int(row["minute"]) in worst]
     print(json.dumps({
         "minutes": len(samples), "steady_minutes": len(steady),
         "rss_first_mib": float(samples[0]["rss_mib"]), "rss_last_mib": float(samples[-1]["rss_mib"]),
         "rss_slope_mib_per_hour": round(per_hour, 2), "rss_slope_share_per_hour": round(per_hour / mean_rss, 4) if mean_rss else 0.0,
+        "rss_slope_second_half_mib_per_hour": round(slope(second_half), 2),
         "fds_first": int(samples[0]["fds"]), "fds_last": int(samples[-1]["fds"]),
         "threads_first": int(samples[0]["threads"]), "threads_last": int(samples[-1]["threads"]),
         "queue_bytes_max": max(int(row["queue_bytes"]) for row in samples),

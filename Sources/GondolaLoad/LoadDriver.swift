@@ -262,8 +262,13 @@ public final class LoadDriver: SocketPoolHandler {
                 io.stats.errorReply("could not start a connection")
             }
         }
+        // Each connection waits in the queue at most once (it is queued only when idle), so what
+        // it holds past `openQueueHead` is at most the connection count; the opened part is dropped.
         if openQueueHead == openQueue.count {
             openQueue.removeAll(keepingCapacity: true)
+            openQueueHead = 0
+        } else if openQueueHead >= 4096, openQueueHead * 2 >= openQueue.count {
+            openQueue.removeFirst(openQueueHead)
             openQueueHead = 0
         }
     }
