@@ -330,7 +330,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "gondola-load",
-            dependencies: ["GondolaLoad", "GondolaGeo", "GondolaProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "GondolaLoad", "GondolaGeo", "GondolaHub", "GondolaProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CHaru", providers: [.apt(["libhpdf-dev"])]),

@@ -1,5 +1,5 @@
-"""What the Python benchmark drivers share: connection tokens signed with the hub's secret and a
-process's CPU time."""
+"""What the Python benchmark drivers share: connection tokens signed with the hub's secret, and a
+process's CPU time and /proc status fields."""
 import base64
 import hashlib
 import hmac
@@ -21,3 +21,11 @@ def cpu_seconds(pid):
     """User and system CPU seconds of process `pid` so far."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_kib(pid, field):
+    """A field of /proc/PID/status counted in kB (VmRSS, RssAnon …), or a count (Threads); 0 when absent."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0

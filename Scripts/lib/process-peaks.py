@@ -8,14 +8,7 @@ import argparse
 import json
 import time
 
-from bench_common import cpu_seconds
-
-
-def rss_mib(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+from bench_common import cpu_seconds, status_kib
 
 
 def main():
@@ -33,7 +26,7 @@ def main():
         time.sleep(0.2)
         try:
             now, cpu = time.monotonic(), cpu_seconds(arguments.pid)
-            peak_rss = max(peak_rss, rss_mib(arguments.pid))
+            peak_rss = max(peak_rss, status_kib(arguments.pid, "VmRSS") / 1024)
         except (FileNotFoundError, ProcessLookupError):
             break
         window.append((now, cpu))

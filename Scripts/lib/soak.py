@@ -21,16 +21,9 @@ import sys
 import time
 import urllib.request
 
-from bench_common import cpu_seconds
+from bench_common import cpu_seconds, status_kib
 
 COLUMNS = ["minute", "rss_mib", "fds", "threads", "cpu_percent", "queue_bytes", "wal_frames", "connections"]
-
-
-def status(pid, field):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 def metric(text, name):
@@ -63,8 +56,8 @@ def sample(arguments):
             minute += 1
             now, cpu = time.monotonic(), cpu_seconds(arguments.pid)
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{arguments.port}/metrics", timeout=10).read().decode()
-            writer.writerow([minute, round(status(arguments.pid, "VmRSS") / 1024, 1), len(os.listdir(f"/proc/{arguments.pid}/fd")),
-                             status(arguments.pid, "Threads"), round((cpu - last_cpu) / (now - last_time) * 100, 1),
+            writer.writerow([minute, round(status_kib(arguments.pid, "VmRSS") / 1024, 1), len(os.listdir(f"/proc/{arguments.pid}/fd")),
+                             status_kib(arguments.pid, "Threads"), round((cpu - last_cpu) / (now - last_time) * 100, 1),
                              int(metric(metrics, "gondola_queue_bytes")), int(metric(metrics, "gondola_sqlite_wal_frames")),
                              int(metric(metrics, "gondola_connections"))])
             handle.flush()

@@ -658,15 +658,19 @@ public final class Node: Sendable {
 
     /// Who is subscribed to a channel, by client id (on every node of a cluster).
     public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
+        try requirePresence(channel)
+        return try await presenceManager.presence(channel: channel)
+    }
+
+    /// Refuses a channel that is not valid, or whose namespace keeps no presence.
+    private func requirePresence(_ channel: String) throws(HubError) {
         let (_, options) = try resolve(channel)
         guard options.presence else { throw .notAvailable("namespace of \(channel) has no presence") }
-        return try await presenceManager.presence(channel: channel)
     }
 
     /// How many clients and distinct users are subscribed to a channel.
     public func presenceStats(channel: String) async throws(HubError) -> PresenceStats {
-        let (_, options) = try resolve(channel)
-        guard options.presence else { throw .notAvailable("namespace of \(channel) has no presence") }
+        try requirePresence(channel)
         return try await presenceManager.presenceStats(channel: channel)
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GondolaGeo
+import GondolaHub
 import GondolaLoad
 import GondolaProtocol
 
@@ -76,7 +77,7 @@ struct RunOptions: ParsableArguments {
 
     /// Runs `scenario` and prints and writes its report.
     func execute(_ scenario: LoadScenario, settings: LoadSettings, described: [String: String]) async throws {
-        raiseOpenFileLimit()
+        OpenFileLimit.raiseToHardLimit()
         let driver = try LoadDriver(scenario: scenario, settings: settings)
         var report = await driver.run()
         report.settings = described
@@ -84,14 +85,6 @@ struct RunOptions: ParsableArguments {
         if let json { try report.json().write(to: URL(fileURLWithPath: json)) }
         if let csv { try report.csv.write(toFile: csv, atomically: true, encoding: .utf8) }
         if let svg { try SVGChart.render(report).write(toFile: svg, atomically: true, encoding: .utf8) }
-    }
-
-    /// Each connection is a descriptor: take the hard limit.
-    func raiseOpenFileLimit() {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 }
 

@@ -2,8 +2,8 @@
     import Glibc
 #endif
 
-/// The process's open-file limit, which bounds the connections a node holds: each is a file
-/// descriptor. `gondola serve` raises the soft limit to the hard one at start, as Go programs
+/// The process's open-file limit, which bounds the connections a process holds: each is a file
+/// descriptor. `gondola serve` (and `gondola-load`) raise the soft limit to the hard one at start, as Go programs
 /// such as Centrifugo do, so a shell's usual soft limit of 1,024 does not stop a node at about a
 /// thousand connections. The hard limit stays where the system put it (the Debian unit sets it to
 /// 1,048,576); a node past it refuses new connections, and NIO pauses accepting for a moment.

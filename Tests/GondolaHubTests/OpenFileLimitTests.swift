@@ -1,6 +1,6 @@
 import Testing
 
-@testable import GondolaServer
+@testable import GondolaHub
 
 #if canImport(Glibc)
     import Glibc
