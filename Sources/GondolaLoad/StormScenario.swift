@@ -20,6 +20,15 @@ public struct StormOptions: Sendable {
     public var duration: Duration = .seconds(60)
 
     public init() {}
+
+    /// Refuses options that cannot make a storm, naming the option.
+    public func check() throws {
+        guard (1...200_000).contains(clients) else { throw LoadError("--clients must be 1...200000, got \(clients)") }
+        guard (1...clients).contains(channels) else {
+            throw LoadError("--channels must be 1...\(clients) (at most one per client), got \(channels)")
+        }
+        guard settle < duration else { throw LoadError("--settle must be shorter than --duration") }
+    }
 }
 
 /// A reconnect storm: clients subscribed with recovery to a few hundred channels (client
@@ -65,12 +74,8 @@ public final class StormScenario: LoadScenario {
 
     public init(urls: [WebSocketURL], options: StormOptions, tokens: [String], apis: [ServerAPIClient]) throws {
         guard !urls.isEmpty, urls.count == apis.count else { throw LoadError("the storm needs one server API per --url") }
-        guard (1...200_000).contains(options.clients) else { throw LoadError("--clients must be 1...200000, got \(options.clients)") }
-        guard (1...options.clients).contains(options.channels) else {
-            throw LoadError("--channels must be 1...\(options.clients) (at most one per client), got \(options.channels)")
-        }
+        try options.check()
         guard tokens.count == options.clients else { throw LoadError("the storm needs \(options.clients) tokens, got \(tokens.count)") }
-        guard options.settle < options.duration else { throw LoadError("--settle must be shorter than --duration") }
         self.urls = urls
         self.options = options
         self.tokens = tokens

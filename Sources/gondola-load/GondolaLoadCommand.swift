@@ -274,7 +274,6 @@ struct Storm: AsyncParsableCommand {
 
     func run() async throws {
         var options = StormOptions()
-        guard (1...200_000).contains(clients) else { throw LoadError("--clients must be 1...200000, got \(clients)") }
         guard (1...1000).contains(publishers) else { throw LoadError("--publishers must be 1...1000, got \(publishers)") }
         options.clients = clients
         options.channels = channels
@@ -287,6 +286,7 @@ struct Storm: AsyncParsableCommand {
         options.settle = try LoadArguments.duration(settle, option: "--settle")
         var settings = try run.settings()
         options.duration = settings.duration
+        try options.check()
         let low = try LoadArguments.duration(reconnectMin, option: "--reconnect-min")
         let high = try LoadArguments.duration(reconnectMax, option: "--reconnect-max")
         guard low > .zero, low <= high, high <= .seconds(300) else {

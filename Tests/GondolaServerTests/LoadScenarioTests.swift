@@ -232,4 +232,29 @@ import Testing
         #expect(figures["missing_acknowledged"] == 0 && figures["skipped_after_told_not_recovered"] == 0, "seed \(seed): \(figures)")
         #expect(report.errorReplies.isEmpty, "seed \(seed): \(report.errorReplies)")
     }
+
+    /// Bad options of the storm, the chart and the connection settings are refused before any
+    /// connection, with a message naming the option; so is an open-file limit too low for the run.
+    @Test func badOptionsAreRefusedNamingTheOption() throws {
+        let nats = ["fanout", "--target", "nats", "--url", "ws://127.0.0.1:9/"]
+        let cases: [(arguments: [String], limit: Int?, names: String)] = [
+            (["storm", "--api-key", "k", "--clients", "0"], nil, "--clients must be 1...200000, got 0"),
+            (["storm", "--api-key", "k", "--clients", "10", "--channels", "11"], nil, "--channels must be 1...10"),
+            (["storm", "--api-key", "k", "--reconnect-min", "2s", "--reconnect-max", "1s"], nil, "--reconnect-min"),
+            (["storm", "--api-key", "k", "--publish-rate", "fast"], nil, "--publish-rate"),
+            (nats + ["--source-addresses", "300"], nil, "--source-addresses must be 0...254, got 300"),
+            (nats + ["--max-handshakes", "0"], nil, "--max-handshakes must be 1...100000, got 0"),
+            (
+                ["chart", "--csv", "/nonexistent/minutes.csv", "--x", "minute", "--panel", "a=b", "--title", "t", "--svg", "/dev/null"], nil,
+                "--csv /nonexistent/minutes.csv"
+            ),
+            (nats + ["--subscribers", "1000"], 512, "the open-file limit (512) is below the 1001 connections"),
+        ]
+        for (arguments, limit, names) in cases {
+            let command = ([Self.loadCommand] + arguments).map { "'\($0)'" }.joined(separator: " ")
+            let shell = (limit.map { "ulimit -S -n \($0) && ulimit -H -n \($0) && " } ?? "") + "exec " + command + " 2>&1"
+            let (status, output) = try TestProcess.run(["/bin/sh", "-c", shell])
+            #expect(status != 0 && output.contains(names), "\(arguments): status \(status), \(output)")
+        }
+    }
 }
