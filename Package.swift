@@ -63,6 +63,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "CPrefetch"),
+        .target(name: "CHeapStatistics"),
         .target(name: "GondolaGeo", dependencies: ["CPrefetch"], exclude: ["README.md"]),
         .target(name: "GondolaOSM", dependencies: ["GondolaGeo", "GondolaProtocol"]),
         .target(name: "GondolaRESP"),
@@ -258,6 +259,7 @@ let package = Package(
         .target(
             name: "GondolaServer",
             dependencies: [
+                "CHeapStatistics",
                 "GondolaPush",
                 "GondolaRuntime",
                 "GondolaCluster",

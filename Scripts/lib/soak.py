@@ -2,15 +2,17 @@
 
   soak.py sample --pid PID --port PORT --until-pid LOAD --every 60 --out samples.csv
       every EVERY seconds while process LOAD runs (at most 2 hours): the hub's resident memory,
-      open descriptors, threads, CPU over the interval, and from its /metrics the client write
-      queues' bytes, SQLite's write-ahead log frames and the connections; one CSV line each
+      open descriptors, threads, CPU over the interval, and from its /metrics the allocator's heap
+      (in use and kept free), SQLite's memory, the client write queues' bytes, SQLite's write-ahead
+      log frames and the connections; one CSV line each
   soak.py report --samples samples.csv --timeline load.csv --out minutes.csv --skip 5
       adds to each sample the worst per-second location p99 of its minute (from gondola-load's
       timeline), writes the merged CSV for the chart, and prints one JSON object: the resident
       memory's least-squares slope after the first SKIP samples and over the run's second half
       (MiB per hour, and per hour as a share of its mean; caches that fill over the first
       half-hour, such as SQLite's page caches as the database grows and the chat sends kept ten
-      minutes, show in the first and not in the second), the descriptors and threads first and last, the queue bytes' and WAL
+      minutes, show in the first and not in the second), the memory parts' first and last values
+      and second-half slopes, the descriptors and threads first and last, the queue bytes' and WAL
       frames' maxima, and the minutes' p99 range."""
 import argparse
 import csv
@@ -23,11 +25,17 @@ import urllib.request
 
 from bench_common import cpu_seconds, status_kib
 
-COLUMNS = ["minute", "rss_mib", "fds", "threads", "cpu_percent", "queue_bytes", "wal_frames", "connections"]
+COLUMNS = ["minute", "rss_mib", "heap_in_use_mib", "heap_free_mib", "sqlite_mib", "fds", "threads", "cpu_percent", "queue_bytes",
+           "wal_frames", "connections"]
+# The parts of the resident memory sampled from /metrics, in MiB, each with its slope in the report.
+MEMORY_PARTS = {"heap_in_use_mib": "gondola_heap_bytes{state=\"in_use\"}", "heap_free_mib": "gondola_heap_bytes{state=\"free\"}",
+                "sqlite_mib": "gondola_sqlite_memory_bytes"}
 
 
 def metric(text, name):
-    match = re.search(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+-]+)$", text, re.MULTILINE)
+    """The value of the first sample of metric NAME (with or without labels), or of exactly NAME{labels}."""
+    pattern = re.escape(name) if "{" in name else rf"{name}(?:{{[^}}]*}})?"
+    match = re.search(rf"^{pattern} ([0-9.e+-]+)$", text, re.MULTILINE)
     return float(match.group(1)) if match else 0.0
 
 
@@ -56,7 +64,8 @@ def sample(arguments):
             minute += 1
             now, cpu = time.monotonic(), cpu_seconds(arguments.pid)
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{arguments.port}/metrics", timeout=10).read().decode()
-            writer.writerow([minute, round(status_kib(arguments.pid, "VmRSS") / 1024, 1), len(os.listdir(f"/proc/{arguments.pid}/fd")),
+            parts = [round(metric(metrics, name) / 1048576, 1) for name in MEMORY_PARTS.values()]
+            writer.writerow([minute, round(status_kib(arguments.pid, "VmRSS") / 1024, 1), *parts, len(os.listdir(f"/proc/{arguments.pid}/fd")),
                              status_kib(arguments.pid, "Threads"), round((cpu - last_cpu) / (now - last_time) * 100, 1),
                              int(metric(metrics, "gondola_queue_bytes")), int(metric(metrics, "gondola_sqlite_wal_frames")),
                              int(metric(metrics, "gondola_connections"))])
@@ -90,16 +99,25 @@ def report(arguments):
         for row in samples:
             writer.writerow([row[column] for column in COLUMNS] + [worst.get(int(row["minute"]), 0.0)])
     steady = [row for row in samples if int(row["minute"]) > arguments.skip]
-    rss = [(int(row["minute"]) / 60, float(row["rss_mib"])) for row in steady]
+    def hourly(column):
+        return [(int(row["minute"]) / 60, float(row[column])) for row in steady]
+
+    def second_half_slope(column):
+        points = hourly(column)
+        return round(slope(points[len(points) // 2:]), 2)
+
+    rss = hourly("rss_mib")
     mean_rss = sum(y for _, y in rss) / len(rss) if rss else 0.0
     per_hour = slope(rss)
-    second_half = rss[len(rss) // 2:]
     p99s = [worst[int(row["minute"])] for row in steady if int(row["minute"]) in worst]
     print(json.dumps({
         "minutes": len(samples), "steady_minutes": len(steady),
         "rss_first_mib": float(samples[0]["rss_mib"]), "rss_last_mib": float(samples[-1]["rss_mib"]),
         "rss_slope_mib_per_hour": round(per_hour, 2), "rss_slope_share_per_hour": round(per_hour / mean_rss, 4) if mean_rss else 0.0,
-        "rss_slope_second_half_mib_per_hour": round(slope(second_half), 2),
+        "rss_slope_second_half_mib_per_hour": second_half_slope("rss_mib"),
+        **{f"{part}_first": float(samples[0][part]) for part in MEMORY_PARTS},
+        **{f"{part}_last": float(samples[-1][part]) for part in MEMORY_PARTS},
+        **{f"{part}_slope_second_half_per_hour": second_half_slope(part) for part in MEMORY_PARTS},
         "fds_first": int(samples[0]["fds"]), "fds_last": int(samples[-1]["fds"]),
         "threads_first": int(samples[0]["threads"]), "threads_last": int(samples[-1]["threads"]),
         "queue_bytes_max": max(int(row["queue_bytes"]) for row in samples),

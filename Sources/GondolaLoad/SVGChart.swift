@@ -4,6 +4,7 @@ import Foundation
 /// (messages in and out per second) below, against seconds since the start.
 public enum SVGChart {
     static let width = 800.0, panelHeight = 220.0, left = 70.0, right = 20.0, top = 40.0, gap = 60.0
+    static let legendCharacterWidth = 7.0, legendGap = 14.0
 
     /// One line of a panel: its name, colour and points (x, y).
     public typealias Series = (name: String, color: String, points: [(Double, Double)])
@@ -68,11 +69,15 @@ public enum SVGChart {
                 #"<text x="\#(format(left + plotWidth * second / seconds))" y="\#(format(y + panelHeight + 16))" text-anchor="middle">\#(format(second))</text>"#
             )
         }
-        for (index, entry) in series.enumerated() {
+        // The legend ends at the plot's right edge, each name given its width (about 7 px a
+        // character at 12 px) and a gap.
+        let legendWidths = series.map { Double($0.name.count) * legendCharacterWidth + legendGap }
+        var legendX = left + plotWidth - legendWidths.reduce(0, +) + legendGap
+        for (entry, legendWidth) in zip(series, legendWidths) {
             let points = entry.points.map { "\(format(left + plotWidth * $0.0 / seconds)),\(format(y + panelHeight - panelHeight * $0.1 / highest))" }
             lines.append(#"<polyline fill="none" stroke="\#(entry.color)" stroke-width="1.5" points="\#(points.joined(separator: " "))"/>"#)
-            let legendX = left + plotWidth - 120 + Double(index) * 60
             lines.append(#"<text x="\#(format(legendX))" y="\#(y - 8)" fill="\#(entry.color)">\#(escape(entry.name))</text>"#)
+            legendX += legendWidth
         }
         return lines
     }

@@ -1,3 +1,4 @@
+import CHeapStatistics
 import GondolaCluster
 import GondolaHub
 import GondolaStore
@@ -14,6 +15,9 @@ final class ServerMetrics: Sendable {
     private let subscriptions: Gauge
     private let queuedBytes: Gauge
     private let walFrames: Gauge
+    private let sqliteMemory: Gauge
+    private let heapInUse: Gauge
+    private let heapFree: Gauge
     private let backgroundCheckpoints: Counter
     private let catchUpCheckpoints: Counter
     private let forcedCheckpoints: Counter
@@ -30,6 +34,11 @@ final class ServerMetrics: Sendable {
         queuedBytes = registry.makeGauge(name: "gondola_queue_bytes", help: "Bytes waiting in client write queues")
         walFrames = registry.makeGauge(name: "gondola_sqlite_wal_frames", help: "Pages in SQLite's write-ahead log after the last commit")
         let registry = registry
+        sqliteMemory = registry.makeGauge(
+            name: "gondola_sqlite_memory_bytes", help: "Bytes SQLite holds in memory: page caches, statements, schemas")
+        let heapHelp = "The C allocator's heap: bytes in allocated blocks, and in free blocks it keeps instead of returning them"
+        heapInUse = registry.makeGauge(name: "gondola_heap_bytes", labels: [("state", "in_use")], help: heapHelp)
+        heapFree = registry.makeGauge(name: "gondola_heap_bytes", labels: [("state", "free")], help: heapHelp)
         func checkpoints(_ kind: String) -> Counter {
             registry.makeCounter(
                 name: "gondola_sqlite_checkpoints_total", labels: [("kind", kind)],
@@ -52,8 +61,9 @@ final class ServerMetrics: Sendable {
     }
 
     /// The Prometheus text exposition, with gauges refreshed from `node`, the
-    /// SQLite database's checkpointer (none in cluster mode) and the cluster's engine
-    /// (`gondola_engine_up` per part: 1 up, 0 down; none for a node alone).
+    /// SQLite database's checkpointer (none in cluster mode), the cluster's engine
+    /// (`gondola_engine_up` per part: 1 up, 0 down; none for a node alone), SQLite's memory
+    /// and the allocator's heap.
     func render(node: Node, checkpointer: WALCheckpointer?, engine: EngineHealth?) -> [UInt8] {
         let stats = node.stats
         connections.set(Double(stats.clients))
@@ -62,6 +72,10 @@ final class ServerMetrics: Sendable {
         subscriptions.set(Double(stats.subscriptions))
         queuedBytes.set(Double(stats.queuedBytes))
         if let checkpointer { record(checkpointer) }
+        sqliteMemory.set(Double(GondolaDatabase.memoryInUse))
+        let heap = gondola_read_heap_statistics()
+        heapInUse.set(Double(heap.in_use))
+        heapFree.set(Double(heap.free))
         for part in engine?.parts ?? [] {
             registry.makeGauge(
                 name: "gondola_engine_up", labels: [("part", part.name)],

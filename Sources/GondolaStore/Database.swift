@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The SQLite database of a Gondola server: one file in WAL mode, migrated on open.
 /// Commits do not wait for durability on disk (`synchronous = NORMAL`: a power cut
@@ -46,6 +47,10 @@ public final class GondolaDatabase: Sendable {
         self.path = path
         self.checkpointer = checkpointer
     }
+
+    /// Bytes SQLite holds in memory for every database of the process: page caches (the
+    /// writer's up to `writerCacheLimit`, each reader's up to 2 MiB), prepared statements, schemas.
+    public static var memoryInUse: Int { Int(sqlite3_memory_used()) }
 
     deinit {
         // The writer's WAL hook points at the checkpointer: close the pool before it goes.

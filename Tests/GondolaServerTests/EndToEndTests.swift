@@ -26,6 +26,14 @@ import Testing
         ] {
             #expect(metrics.contains(name), "\(name) missing")
         }
+        // SQLite allocates through the C allocator: its memory is part of the heap in use.
+        func value(_ sample: String) -> Double? {
+            metrics.split(separator: "\n").first { $0.hasPrefix(sample + " ") }.flatMap { Double($0.dropFirst(sample.count + 1)) }
+        }
+        let sqlite = try #require(value("gondola_sqlite_memory_bytes"))
+        let heapInUse = try #require(value(#"gondola_heap_bytes{state="in_use"}"#))
+        #expect(sqlite > 0 && sqlite <= heapInUse)
+        #expect(try #require(value(#"gondola_heap_bytes{state="free"}"#)) >= 0)
         try await server.stop()
     }
 
