@@ -9,10 +9,10 @@
       adds to each sample the worst per-second location p99 of its minute (from gondola-load's
       timeline), writes the merged CSV for the chart, and prints one JSON object: the resident
       memory's least-squares slope after the first SKIP samples and over the run's second half
-      (MiB per hour, and per hour as a share of its mean; caches that fill over the first
-      half-hour, such as SQLite's page caches as the database grows and the chat sends kept ten
-      minutes, show in the first and not in the second), the memory parts' first and last values
-      and second-half slopes, the descriptors and threads first and last, the queue bytes' and WAL
+      (MiB per hour, and per hour as a share of its mean; what fills in the first minutes, such as
+      the chat sends kept ten minutes, shows in the first and not in the second), the memory
+      parts' first and last values and second-half slopes (SQLite's page caches keep rising as the
+      database grows until they reach their limit, about 45 MiB), the descriptors and threads first and last, the queue bytes' and WAL
       frames' maxima, and the minutes' p99 range."""
 import argparse
 import csv
