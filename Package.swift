@@ -63,7 +63,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "CPrefetch"),
-        .target(name: "CHeapStatistics"),
+        // jemalloc in place of glibc's malloc for every binary that links the server, and its statistics.
+        .target(name: "CAllocator", linkerSettings: [.linkedLibrary("jemalloc")]),
         .target(name: "GondolaGeo", dependencies: ["CPrefetch"], exclude: ["README.md"]),
         .target(name: "GondolaOSM", dependencies: ["GondolaGeo", "GondolaProtocol"]),
         .target(name: "GondolaRESP"),
@@ -259,7 +260,7 @@ let package = Package(
         .target(
             name: "GondolaServer",
             dependencies: [
-                "CHeapStatistics",
+                "CAllocator",
                 "GondolaPush",
                 "GondolaRuntime",
                 "GondolaCluster",
@@ -307,6 +308,7 @@ let package = Package(
         .executableTarget(
             name: "gondola",
             dependencies: [
+                "CAllocator",
                 "GondolaOSM",
                 "GondolaRentals",
                 "GondolaServer",
@@ -424,6 +426,7 @@ let package = Package(
         .testTarget(
             name: "GondolaServerTests",
             dependencies: [
+                "CAllocator",
                 "GondolaServer",
                 "GondolaRuntime",
                 "GondolaPush",

@@ -4,7 +4,8 @@
 #   start_hub WORK LOG 'EXTRA_JSON'  writes WORK/gondola.json with a fresh database in WORK/db, a
 #                                    random token secret and API key "bench" plus EXTRA_JSON members,
 #                                    starts `$bin/gondola serve` logging to LOG and waits for /health;
-#                                    sets $port, $secret and $server (its pid)
+#                                    sets $port, $secret and $server (its pid); with $hub_preload
+#                                    set, the hub starts with LD_PRELOAD=$hub_preload
 #   stop_hub                         stops the hub started last
 #   machine_heading TITLE            prints "## TITLE, <date> — <cores> cores (<cpu>), <memory> GiB"
 #   raise_open_files N               raises this shell's open-file limit (soft, and hard when needed:
@@ -21,7 +22,7 @@ start_hub() {
 {"listen": "127.0.0.1:$port", "database": "$work/db/gondola.sqlite", "token_hmac_secret": "$secret", "api_key": "bench",
  $extra}
 JSON
-  "$bin/gondola" serve --config "$work/gondola.json" > "$log" 2>&1 &
+  env ${hub_preload:+LD_PRELOAD="$hub_preload"} "$bin/gondola" serve --config "$work/gondola.json" > "$log" 2>&1 &
   server=$!
   for _ in $(seq 1 100); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null && return 0

@@ -75,12 +75,29 @@ def sample(arguments):
 
 def slope(points):
     """Least-squares slope of (x, y) points (0 for fewer than two)."""
+    return fit(points)[0]
+
+
+def fit(points):
+    """Least-squares line through (x, y) points: its slope, and the standard deviation of the points
+    around it (0 and 0 for fewer than two points; the deviation is 0 for two)."""
     if len(points) < 2:
-        return 0.0
+        return 0.0, 0.0
     mean_x = sum(x for x, _ in points) / len(points)
     mean_y = sum(y for _, y in points) / len(points)
     spread = sum((x - mean_x) ** 2 for x, _ in points)
-    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread if spread else 0.0
+    per_x = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread if spread else 0.0
+    residuals = [y - (mean_y + per_x * (x - mean_x)) for x, y in points]
+    return per_x, (sum(r * r for r in residuals) / (len(points) - 2)) ** 0.5 if len(points) > 2 else 0.0
+
+
+def flatness(points):
+    """Whether a series is flat within noise: the rise its fitted line makes over the points' span
+    is at most twice the points' scatter around that line (their standard deviation)."""
+    per_hour, scatter = fit(points)
+    rise = per_hour * (points[-1][0] - points[0][0]) if points else 0.0
+    return {"slope_mib_per_hour": round(per_hour, 2), "rise_mib": round(rise, 2), "scatter_mib": round(scatter, 2),
+            "flat": abs(rise) <= 2 * scatter}
 
 
 def report(arguments):
@@ -93,11 +110,13 @@ def report(arguments):
     for row in seconds:
         minute = (int(row["second"]) - 1) // 60 + 1
         worst[minute] = max(worst.get(minute, 0.0), float(row["p99_ms"]))
+    for row in samples:
+        row["rss_less_sqlite_mib"] = round(float(row["rss_mib"]) - float(row["sqlite_mib"]), 1)
     with open(arguments.out, "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(COLUMNS + ["location_p99_ms"])
+        writer.writerow(COLUMNS + ["rss_less_sqlite_mib", "location_p99_ms"])
         for row in samples:
-            writer.writerow([row[column] for column in COLUMNS] + [worst.get(int(row["minute"]), 0.0)])
+            writer.writerow([row[column] for column in COLUMNS] + [row["rss_less_sqlite_mib"], worst.get(int(row["minute"]), 0.0)])
     steady = [row for row in samples if int(row["minute"]) > arguments.skip]
     def hourly(column):
         return [(int(row["minute"]) / 60, float(row[column])) for row in steady]
@@ -118,6 +137,8 @@ def report(arguments):
         **{f"{part}_first": float(samples[0][part]) for part in MEMORY_PARTS},
         **{f"{part}_last": float(samples[-1][part]) for part in MEMORY_PARTS},
         **{f"{part}_slope_second_half_per_hour": second_half_slope(part) for part in MEMORY_PARTS},
+        "second_half_rss": flatness(hourly("rss_mib")[len(steady) // 2:]),
+        "second_half_rss_less_sqlite": flatness(hourly("rss_less_sqlite_mib")[len(steady) // 2:]),
         "fds_first": int(samples[0]["fds"]), "fds_last": int(samples[-1]["fds"]),
         "threads_first": int(samples[0]["threads"]), "threads_last": int(samples[-1]["threads"]),
         "queue_bytes_max": max(int(row["queue_bytes"]) for row in samples),

@@ -1,4 +1,4 @@
-import CHeapStatistics
+import CAllocator
 import GondolaCluster
 import GondolaHub
 import GondolaStore
@@ -36,7 +36,8 @@ final class ServerMetrics: Sendable {
         let registry = registry
         sqliteMemory = registry.makeGauge(
             name: "gondola_sqlite_memory_bytes", help: "Bytes SQLite holds in memory: page caches, statements, schemas")
-        let heapHelp = "The C allocator's heap: bytes in allocated blocks, and in free blocks it keeps instead of returning them"
+        let heapHelp =
+            "The allocator's (jemalloc's) heap: bytes in allocated blocks, and resident beyond them (freed pages not yet returned, partly used pages, metadata)"
         heapInUse = registry.makeGauge(name: "gondola_heap_bytes", labels: [("state", "in_use")], help: heapHelp)
         heapFree = registry.makeGauge(name: "gondola_heap_bytes", labels: [("state", "free")], help: heapHelp)
         func checkpoints(_ kind: String) -> Counter {
@@ -73,9 +74,11 @@ final class ServerMetrics: Sendable {
         queuedBytes.set(Double(stats.queuedBytes))
         if let checkpointer { record(checkpointer) }
         sqliteMemory.set(Double(GondolaDatabase.memoryInUse))
-        let heap = gondola_read_heap_statistics()
-        heapInUse.set(Double(heap.in_use))
-        heapFree.set(Double(heap.free))
+        var heap = gondola_allocator_statistics()
+        if gondola_read_allocator_statistics(&heap) {
+            heapInUse.set(Double(heap.allocated))
+            heapFree.set(Double(heap.resident > heap.allocated ? heap.resident - heap.allocated : 0))
+        }
         for part in engine?.parts ?? [] {
             registry.makeGauge(
                 name: "gondola_engine_up", labels: [("part", part.name)],

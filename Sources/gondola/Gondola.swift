@@ -1,4 +1,5 @@
 import ArgumentParser
+import CAllocator
 import Foundation
 import GondolaDomain
 import GondolaGeo
@@ -102,6 +103,12 @@ struct Serve: AsyncParsableCommand {
         configuration.logging.bootstrap(traced: telemetry != nil)
         let logger = Logger(label: "gondola").component("server", configuration.logging)
         for path in generated { logger.notice("generated a secret", metadata: ["path": "\(path)"]) }
+        logger.info(
+            "allocator",
+            metadata: [
+                "jemalloc": "\(String(cString: gondola_allocator_version()))",
+                "background_threads": "\(gondola_allocator_background_threads())",
+            ])
         if let files = OpenFileLimit.raiseToHardLimit() {
             logger.info("open-file limit", metadata: ["soft": "\(files.soft)", "hard": "\(files.hard)"])
             if configuration.clientConnectionLimit > 0, files.soft < UInt64(configuration.clientConnectionLimit) + 1024 {
