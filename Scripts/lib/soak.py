@@ -121,9 +121,12 @@ def report(arguments):
     def hourly(column):
         return [(int(row["minute"]) / 60, float(row[column])) for row in steady]
 
-    def second_half_slope(column):
+    def second_half(column):
         points = hourly(column)
-        return round(slope(points[len(points) // 2:]), 2)
+        return points[len(points) // 2:]
+
+    def second_half_slope(column):
+        return round(slope(second_half(column)), 2)
 
     rss = hourly("rss_mib")
     mean_rss = sum(y for _, y in rss) / len(rss) if rss else 0.0
@@ -137,8 +140,8 @@ def report(arguments):
         **{f"{part}_first": float(samples[0][part]) for part in MEMORY_PARTS},
         **{f"{part}_last": float(samples[-1][part]) for part in MEMORY_PARTS},
         **{f"{part}_slope_second_half_per_hour": second_half_slope(part) for part in MEMORY_PARTS},
-        "second_half_rss": flatness(hourly("rss_mib")[len(steady) // 2:]),
-        "second_half_rss_less_sqlite": flatness(hourly("rss_less_sqlite_mib")[len(steady) // 2:]),
+        "second_half_rss": flatness(second_half("rss_mib")),
+        "second_half_rss_less_sqlite": flatness(second_half("rss_less_sqlite_mib")),
         "fds_first": int(samples[0]["fds"]), "fds_last": int(samples[-1]["fds"]),
         "threads_first": int(samples[0]["threads"]), "threads_last": int(samples[-1]["threads"]),
         "queue_bytes_max": max(int(row["queue_bytes"]) for row in samples),

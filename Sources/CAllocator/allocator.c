@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 // Read by jemalloc when it starts. Background threads return freed pages to the system on time
-// (after `dirty_decay_ms`, 10 s by default), also while the process is idle after a burst; without
+// (over `dirty_decay_ms`, 10 s by default), also while the process is idle after a burst; without
 // them jemalloc purges only as it allocates.
 const char *malloc_conf = "background_thread:true";
 

@@ -10,7 +10,7 @@ typedef struct {
     /// Bytes in blocks the program has allocated and not yet freed.
     size_t allocated;
     /// Bytes of the allocator's pages in memory: the allocated blocks, its own metadata, and freed
-    /// pages it has not yet returned to the system (it returns them within `dirty_decay_ms`).
+    /// pages it has not yet returned to the system (it returns them over `dirty_decay_ms`).
     size_t resident;
 } gondola_allocator_statistics;
 
