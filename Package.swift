@@ -65,6 +65,8 @@ let package = Package(
         .target(name: "CPrefetch"),
         // jemalloc in place of glibc's malloc for every binary that links the server, and its statistics.
         .target(name: "CAllocator", linkerSettings: [.linkedLibrary("jemalloc")]),
+        // SQLite's page caches in one block reserved at start (sqlite3_config, which Swift cannot call).
+        .target(name: "CSQLitePageCache", linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(name: "GondolaGeo", dependencies: ["CPrefetch"], exclude: ["README.md"]),
         .target(name: "GondolaOSM", dependencies: ["GondolaGeo", "GondolaProtocol"]),
         .target(name: "GondolaRESP"),
@@ -97,6 +99,7 @@ let package = Package(
             name: "GondolaStore",
             dependencies: [
                 "GondolaHub",
+                "CSQLitePageCache",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -310,6 +313,7 @@ let package = Package(
             dependencies: [
                 "CAllocator",
                 "GondolaOSM",
+                "GondolaStore",
                 "GondolaRentals",
                 "GondolaServer",
                 "GondolaTravel",

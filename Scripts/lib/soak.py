@@ -3,17 +3,18 @@
   soak.py sample --pid PID --port PORT --until-pid LOAD --every 60 --out samples.csv
       every EVERY seconds while process LOAD runs (at most 2 hours): the hub's resident memory,
       open descriptors, threads, CPU over the interval, and from its /metrics the allocator's heap
-      (in use and kept free), SQLite's memory, the client write queues' bytes, SQLite's write-ahead
-      log frames and the connections; one CSV line each
+      (in use and kept free), SQLite's memory and the part of its page-cache block holding pages, the
+      client write queues' bytes, SQLite's write-ahead log frames and the connections; one CSV line each
   soak.py report --samples samples.csv --timeline load.csv --out minutes.csv --skip 5
       adds to each sample the worst per-second location p99 of its minute (from gondola-load's
       timeline), writes the merged CSV for the chart, and prints one JSON object: the resident
       memory's least-squares slope after the first SKIP samples and over the run's second half
       (MiB per hour, and per hour as a share of its mean; what fills in the first minutes, such as
       the chat sends kept ten minutes, shows in the first and not in the second), the memory
-      parts' first and last values and second-half slopes (SQLite's page caches keep rising as the
-      database grows until they reach their limit, about 45 MiB), the descriptors and threads first and last, the queue bytes' and WAL
-      frames' maxima, and the minutes' p99 range."""
+      parts' first and last values and second-half slopes (SQLite's memory holds its page caches'
+      whole block from the start; the block's slots in use keep filling as the database grows until
+      the caches reach their limits), the descriptors and threads first and last, the queue bytes'
+      and WAL frames' maxima, and the minutes' p99 range."""
 import argparse
 import csv
 import json
@@ -25,11 +26,11 @@ import urllib.request
 
 from bench_common import cpu_seconds, status_kib
 
-COLUMNS = ["minute", "rss_mib", "heap_in_use_mib", "heap_free_mib", "sqlite_mib", "fds", "threads", "cpu_percent", "queue_bytes",
+COLUMNS = ["minute", "rss_mib", "heap_in_use_mib", "heap_free_mib", "sqlite_mib", "sqlite_cached_pages_mib", "fds", "threads", "cpu_percent", "queue_bytes",
            "wal_frames", "connections"]
 # The parts of the resident memory sampled from /metrics, in MiB, each with its slope in the report.
 MEMORY_PARTS = {"heap_in_use_mib": "gondola_heap_bytes{state=\"in_use\"}", "heap_free_mib": "gondola_heap_bytes{state=\"free\"}",
-                "sqlite_mib": "gondola_sqlite_memory_bytes"}
+                "sqlite_mib": "gondola_sqlite_memory_bytes", "sqlite_cached_pages_mib": "gondola_sqlite_page_cache_bytes{state=\"in_use\"}"}
 
 
 def metric(text, name):

@@ -64,7 +64,7 @@ final class ServerMetrics: Sendable {
     /// The Prometheus text exposition, with gauges refreshed from `node`, the
     /// SQLite database's checkpointer (none in cluster mode), the cluster's engine
     /// (`gondola_engine_up` per part: 1 up, 0 down; none for a node alone), SQLite's memory
-    /// and the allocator's heap.
+    /// (and its page-cache block's use, when one is reserved) and the allocator's heap.
     func render(node: Node, checkpointer: WALCheckpointer?, engine: EngineHealth?) -> [UInt8] {
         let stats = node.stats
         connections.set(Double(stats.clients))
@@ -74,6 +74,17 @@ final class ServerMetrics: Sendable {
         queuedBytes.set(Double(stats.queuedBytes))
         if let checkpointer { record(checkpointer) }
         sqliteMemory.set(Double(GondolaDatabase.memoryInUse))
+        if let block = SQLitePageCache.reserved {
+            let usage = SQLitePageCache.usage
+            let help =
+                "SQLite's cached pages: bytes of the block reserved for them in use and free, and of pages taken from the heap when it was full"
+            func gauge(_ state: String) -> Gauge {
+                registry.makeGauge(name: "gondola_sqlite_page_cache_bytes", labels: [("state", state)], help: help)
+            }
+            gauge("in_use").set(Int64(usage.slotsInUse * block.slotSize))
+            gauge("free").set(Int64((block.slots - usage.slotsInUse) * block.slotSize))
+            gauge("heap").set(Int64(usage.overflowBytes))
+        }
         var heap = gondola_allocator_statistics()
         if gondola_read_allocator_statistics(&heap) {
             heapInUse.set(Double(heap.allocated))

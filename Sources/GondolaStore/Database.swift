@@ -10,10 +10,14 @@ import GRDBSQLite
 public final class GondolaDatabase: Sendable {
     /// Largest WAL file kept after it starts over (bytes); a bigger one is truncated.
     static let walFileLimit = 64 << 20
-    /// Most pages the writer keeps in memory (bytes; readers keep SQLite's default 2 MiB):
-    /// a write that touches rows spread over a large table reads them from here, not
-    /// through a system call each.
+    /// Most pages the writer keeps in memory (bytes): a write that touches rows spread over
+    /// a large table reads them from here, not through a system call each.
     static let writerCacheLimit = 32 << 20
+    /// Most pages a reader keeps in memory (bytes): SQLite's default, 2,000 KiB.
+    static let readerCacheLimit = 2000 << 10
+    /// Most reading connections open at once (GRDB's default, made explicit because
+    /// `SQLitePageCache` is sized from it).
+    static let readerLimit = 5
 
     public let pool: DatabasePool
     public let path: String
@@ -30,6 +34,7 @@ public final class GondolaDatabase: Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        configuration.maximumReaderCount = Self.readerLimit
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
@@ -49,8 +54,10 @@ public final class GondolaDatabase: Sendable {
     }
 
     /// Bytes SQLite holds in memory for every database of the process: page caches (the
-    /// writer's up to `writerCacheLimit`, each reader's up to 2 MiB), prepared statements, schemas.
-    public static var memoryInUse: Int { Int(sqlite3_memory_used()) }
+    /// writer's up to `writerCacheLimit`, each reader's up to `readerCacheLimit`), prepared
+    /// statements, schemas. With a reserved `SQLitePageCache` the caches' pages are the whole
+    /// block, used or not, and what SQLite allocates beyond it.
+    public static var memoryInUse: Int { Int(sqlite3_memory_used()) + (SQLitePageCache.reserved?.bytes ?? 0) }
 
     deinit {
         // The writer's WAL hook points at the checkpointer: close the pool before it goes.

@@ -7,6 +7,7 @@ import GondolaHub
 import GondolaOSM
 import GondolaRentals
 import GondolaServer
+import GondolaStore
 import GondolaTravel
 import Logging
 
@@ -109,6 +110,13 @@ struct Serve: AsyncParsableCommand {
                 "jemalloc": "\(String(cString: gondola_allocator_version()))",
                 "background_threads": "\(gondola_allocator_background_threads())",
             ])
+        if !configuration.isCluster {
+            if let block = SQLitePageCache.reserve() {
+                logger.info("sqlite page cache", metadata: ["reserved_bytes": "\(block.bytes)", "slots": "\(block.slots)"])
+            } else {
+                logger.warning("sqlite page cache not reserved: SQLite allocates its pages from the heap as its caches fill")
+            }
+        }
         if let files = OpenFileLimit.raiseToHardLimit() {
             logger.info("open-file limit", metadata: ["soft": "\(files.soft)", "hard": "\(files.hard)"])
             if configuration.clientConnectionLimit > 0, files.soft < UInt64(configuration.clientConnectionLimit) + 1024 {

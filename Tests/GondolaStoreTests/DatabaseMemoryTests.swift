@@ -6,7 +6,7 @@ import Testing
 @testable import GondolaStore
 
 /// SQLite's page caches are bounded: as the database outgrows them, the writer keeps at most
-/// `writerCacheLimit` of pages and a reader SQLite's default 2,000 KiB, dropping the least
+/// `writerCacheLimit` of pages and a reader `readerCacheLimit` (SQLite's default), dropping the least
 /// recently used. What `gondola_sqlite_memory_bytes` reports therefore stops rising at a ceiling.
 @Suite struct DatabaseMemoryTests {
     /// Bytes the connection's page cache holds (`SQLITE_DBSTATUS_CACHE_USED`, this connection alone).
@@ -44,6 +44,24 @@ import Testing
             _ = try Int.fetchOne(db, sql: "SELECT SUM(LENGTH(data)) FROM publication")
             return cacheBytes(db)
         }
-        #expect(readerCache <= 2000 * 1024 + 100 * 1024, "a reader's cache holds \(readerCache) bytes after a full scan")
+        #expect(readerCache <= GondolaDatabase.readerCacheLimit + 100 * 1024, "a reader's cache holds \(readerCache) bytes after a full scan")
+    }
+
+    /// `gondola serve` reserves the block before anything opens a database; in a process where
+    /// SQLite already runs, SQLite refuses it, and the caches go on allocating from the heap.
+    @Test func aPageCacheBlockAskedForAfterSQLitesFirstUseIsRefusedAndChangesNothing() throws {
+        let path = temporaryDatabasePath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let database = try GondolaDatabase(path: path)
+        #expect(SQLitePageCache.reserve() == nil)
+        #expect(SQLitePageCache.reserved == nil)
+        #expect(SQLitePageCache.usage.slotsInUse == 0)
+        // Still a working database, its pages from the heap.
+        let written = try database.pool.write { db in
+            try db.execute(sql: #"INSERT INTO publication (channel, "offset", data, created_at_ms) VALUES ('late', 1, x'00', 0)"#)
+            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM publication WHERE channel = 'late'")
+        }
+        #expect(written == 1)
+        #expect(SQLitePageCache.usage.slotsInUse == 0)
     }
 }
