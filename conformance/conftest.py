@@ -169,15 +169,20 @@ def serve(folder, config_path, port, extra_args=(), resorts=RESORTS, health_port
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="session")
-def server():
-    grpc_port = free_port()
-    process, instance = launch(tempfile.mkdtemp(prefix="gondola-conformance-"), settings={"grpc_api_listen": f"127.0.0.1:{grpc_port}"})
-    instance.grpc_address = f"127.0.0.1:{grpc_port}"
-    yield instance
+def stop_server(process):
+    """Stops a hub `launch` started: SIGTERM, and SIGKILL if it has not exited within 10 s."""
     process.terminate()
     try:
         process.wait(timeout=10)
     finally:
         if process.poll() is None:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def server():
+    grpc_port = free_port()
+    process, instance = launch(tempfile.mkdtemp(prefix="gondola-conformance-"), settings={"grpc_api_listen": f"127.0.0.1:{grpc_port}"})
+    instance.grpc_address = f"127.0.0.1:{grpc_port}"
+    yield instance
+    stop_server(process)

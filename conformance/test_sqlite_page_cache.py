@@ -5,7 +5,7 @@ import tempfile
 
 import pytest
 
-from conftest import CONFIG, launch
+from conftest import CONFIG, launch, stop_server
 from helpers import metric, server_api
 
 PAGE = 4096
@@ -19,12 +19,7 @@ def server():
     stored = {"name": "stored", "history_size": 50, "history_ttl": "300s", "history_durable": True}
     process, instance = launch(tempfile.mkdtemp(prefix="gondola-page-cache-"), settings={"namespaces": CONFIG["namespaces"] + [stored]})
     yield instance
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    stop_server(process)
 
 
 def block(server):
