@@ -13,7 +13,8 @@ public final class GondolaDatabase: Sendable {
     /// Most pages the writer keeps in memory (bytes): a write that touches rows spread over
     /// a large table reads them from here, not through a system call each.
     static let writerCacheLimit = 32 << 20
-    /// Most pages a reader keeps in memory (bytes): SQLite's default, 2,000 KiB.
+    /// Most pages a reader keeps in memory (bytes): SQLite's default, 2,000 KiB, set on every
+    /// connection so that `SQLitePageCache` is sized from what is in force.
     static let readerCacheLimit = 2000 << 10
     /// Most reading connections open at once (GRDB's default, made explicit because
     /// `SQLitePageCache` is sized from it).
@@ -37,6 +38,7 @@ public final class GondolaDatabase: Sendable {
         configuration.maximumReaderCount = Self.readerLimit
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.readerCacheLimit >> 10)")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
         var migrator = Self.migrator

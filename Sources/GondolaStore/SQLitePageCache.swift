@@ -12,7 +12,7 @@ import Synchronization
 /// no SQLite database); it must happen before SQLite's first use in the process.
 public enum SQLitePageCache {
     /// The reserved block.
-    public struct Reservation: Sendable, Equatable {
+    public struct Reservation: Sendable {
         /// Bytes of one slot: a page and the header SQLite keeps beside it.
         public let slotSize: Int
         /// Slots in the block.
@@ -23,7 +23,7 @@ public enum SQLitePageCache {
 
     /// Slots in use and bytes of pages SQLite allocated from the heap instead (the block was full, or
     /// a database's pages are larger than a slot).
-    public struct Usage: Sendable, Equatable {
+    public struct Usage: Sendable {
         /// Slots holding a page now.
         public let slotsInUse: Int
         /// Bytes of pages allocated from the heap instead of the block.
