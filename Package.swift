@@ -306,7 +306,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
-            exclude: ["GRPC/api.proto", "GRPC/LICENSE-centrifugo"]
+            exclude: ["GRPC/api.proto"]
         ),
         .executableTarget(
             name: "gondola",

@@ -1,5 +1,6 @@
-"""A Python GRPC client of the server API, generated with grpcio-tools from Centrifugo's own
-api.proto (conformance/centrifugo), once per run."""
+"""A Python GRPC client of the server API, generated with grpcio-tools from Gondola's schema
+(Sources/GondolaServer/GRPC/api.proto, whose names and field numbers are Centrifugo's), once per
+run, as a user generates one."""
 import os
 import sys
 import tempfile
@@ -9,7 +10,7 @@ from grpc_tools import protoc
 
 from conftest import API_KEY
 
-_PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "centrifugo")
+_PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "GondolaServer", "GRPC")
 _OUT = tempfile.mkdtemp(prefix="gondola-grpc-")
 assert protoc.main(["protoc", f"-I{_PROTO_DIR}", f"--python_out={_OUT}", f"--grpc_python_out={_OUT}", "api.proto"]) == 0
 sys.path.insert(0, _OUT)

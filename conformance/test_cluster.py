@@ -690,6 +690,19 @@ async def near_ids_lacks(client, codec, car):
     return car not in await near_ids(client, codec)
 
 
+async def test_a_fence_stored_or_deleted_through_one_node_is_listed_so_by_the_next_request_on_any_node(cluster):
+    """Read-your-writes for fences: no waiting for the change notice to reach the other nodes."""
+    trip = trip_mates(cluster.nodes[0], "cl-fence-ryw-h", "cl-fence-ryw-t")
+    for attempt in range(5):
+        made = server_api(cluster.nodes[attempt % 3], "fence_create",
+                          {"trip": trip, "name": f"Point {attempt}", "circle": {"lat": 45.3, "lon": 6.6, "radius": 100}})["fence"]
+        other = cluster.nodes[(attempt + 1) % 3]
+        assert made["id"] in [f["id"] for f in server_api(other, "fence_list", {"trip": trip})["fences"]], f"attempt {attempt}"
+        server_api(other, "fence_delete", {"trip": trip, "fence": made["id"]})
+        third = cluster.nodes[(attempt + 2) % 3]
+        assert made["id"] not in [f["id"] for f in server_api(third, "fence_list", {"trip": trip})["fences"]], f"attempt {attempt}"
+
+
 async def test_a_fence_crossing_is_reported_once_whichever_nodes_carry_the_positions(cluster, codec):
     """A traveller's positions reach the cluster through two nodes (two phones), a late one among
     them; the host on the third hears each crossing once, and the three nodes' outbox workers post
@@ -1026,6 +1039,38 @@ async def test_a_stopped_redis_shard_answers_a_temporary_error_and_the_sdk_subsc
     # The subscription asked for during the outage went through once the shard was back.
     assert late.state == SubscriptionState.SUBSCRIBED
     await client.disconnect()
+
+
+async def test_a_silent_redis_shard_answers_a_temporary_error_within_seconds_and_health_and_the_log_say_so(cluster):
+    """A shard that stops answering without closing its sockets (SIGSTOP: what a partition or a
+    blackholing firewall looks like from the node): a publish to its channel is answered with the
+    temporary 100 naming the shard within seconds instead of waiting for the link, /health names the
+    part down, the log says why, and all is well again once the shard answers."""
+    if cluster.engine != "redis":
+        pytest.skip("a silent Redis shard concerns the Redis engine")
+    names = [f"room:silent-{n}" for n in range(40)]
+    on_first = next(name for name in names if redis_shard_of(name, REDIS_SHARDS) == 0)
+    on_second = next(name for name in names if redis_shard_of(name, REDIS_SHARDS) == 1)
+    node = cluster.nodes[0]
+    shard_port = open(os.path.join(cluster.folder, "redis-1", "port")).read().strip()
+    cluster.script("redis-pause", "1")
+    try:
+        started = time.time()
+        answer = await asyncio.to_thread(post, f"{node.api_url}/publish", {"channel": on_first, "data": {"n": 1}}, {"X-API-Key": API_KEY})
+        waited = time.time() - started
+        print(f"\nsilent Redis shard: the publish was answered after {waited:.2f} s")
+        assert answer["error"]["code"] == 100 and shard_port in answer["error"]["message"], answer
+        degraded = await health_becomes(node, "degraded")
+        assert [part["up"] for part in degraded["parts"]] == [True, False, True], degraded
+        # The other shard goes on meanwhile.
+        assert "error" not in post(f"{node.api_url}/publish", {"channel": on_second, "data": {"n": 2}}, {"X-API-Key": API_KEY})
+        log = open(os.path.join(cluster.folder, "node-1.log")).read()
+        assert "cluster bus (Redis) down" in log and "no answer within" in log and shard_port in log, log[-3000:]
+        assert REDIS_PASSWORD not in log
+    finally:
+        cluster.script("redis-resume", "1")
+    await health_becomes(node, "ok", timeout=30)
+    assert "error" not in post(f"{node.api_url}/publish", {"channel": on_first, "data": {"n": 3}}, {"X-API-Key": API_KEY})
 
 
 async def test_a_killed_master_fails_over_and_sdk_subscriptions_come_back(cluster, codec):

@@ -87,3 +87,25 @@ async def test_bad_fences_are_refused_naming_the_problem(server, codec):
     assert (await call(hana, codec, "fence.create", circle(trip)))["fence"]["name"] == "Meeting point"
     assert not events.of("disconnected")
     await hana.disconnect()
+
+
+async def test_a_traveller_standing_still_at_the_meeting_point_is_reported_inside_on_time(server, codec):
+    """A phone lying still sends no position: the hub reports `inside` once the dwell time has
+    passed since the one position it sent, without waiting for another."""
+    host, traveller = f"fence-dwell-host-{codec.name}", f"fence-dwell-{codec.name}"
+    trip = trip_mates(server, host, traveller)
+    hana, _ = await connected_client(server, host, codec)
+    fence = (await call(hana, codec, "fence.create", dict(circle(trip), detect=["enter", "inside"], dwell_ms=1500)))["fence"]
+    sub_events = Events()
+    sub = hana.new_subscription(f"fences:{trip}", SubEvents(sub_events))
+    await sub.subscribe()
+    await sub_events.wait("subscribed")
+    alice, _ = await connected_client(server, traveller, codec)
+    start = int(time.time() * 1000)
+    await call(alice, codec, "location.update", position(20, start))
+    publications = await sub_events.wait("publication", count=2, timeout=15)
+    assert kinds(publications, codec) == ["enter", "inside"]
+    inside = codec.into(publications[1].pub.data)
+    assert (inside["fence"], inside["user"], inside["ts"]) == (fence["id"], traveller, start + 1500)
+    await hana.disconnect()
+    await alice.disconnect()

@@ -146,10 +146,11 @@ def test_refresh_prolongs_or_expires_only_the_connections_it_names(api, server, 
         assert (await expiring_events.wait("connecting", 2, timeout=10))[1].code == 3005
         await expiring_events.wait("connected", 2, timeout=10)
         assert kept.state == ClientState.CONNECTED and len(kept_events.of("connecting")) == 1
-        # Bad input answers 107 naming the field and changes nothing; `session` belongs to
-        # transports with sessions, which this server does not have yet.
+        # Bad input answers 107 naming the field and changes nothing; Centrifugo PRO's label
+        # filter is refused rather than ignored.
         for body, field in (({"user": user, "expire_at": "soon"}, "expire_at"), ({"user": user, "expired": 1}, "expired"),
-                            ({"user": user, "session": "s1"}, "session"), ({"user": user, "b64info": "%%"}, "b64info")):
+                            ({"user": user, "session": 5}, "session"), ({"user": user, "label_filter": {"op": "eq"}}, "label_filter"),
+                            ({"user": user, "b64info": "%%"}, "b64info")):
             answer = post(f"{server.api_url}/refresh", body, {"X-API-Key": API_KEY})
             assert answer["error"]["code"] == 107 and field in answer["error"]["message"], answer
         assert kept.state == ClientState.CONNECTED and len(kept_events.of("connecting")) == 1

@@ -11,14 +11,22 @@ import GondolaProtocol
 /// is a small object: `{"t":"p","c":channel,"o":offset,"d":"<data as text>","i":info,"g":{tags},"f":true}`
 /// (a binary payload as `"b":"<base64>"` instead of `"d"`; `"i"` and `"g"` only when present, `"f"`
 /// only when the publication may go as a delta, `"tp"` its W3C `traceparent` when the publishing node traces) for a publication, `"j"`/`"l"` for join/leave with `"i"`, `"u"` with `"u"` (user) and
-/// `"c"` (and `"cl"`, the one client) for an unsubscribe, `"x"` with `"u"`, `"c"` (close code), `"r"`
-/// (reason), `"k"` (clients kept) and `"cl"` (the one client) for a disconnect, `"h"` with `"u"`, `"cl"`,
-/// `"e"` (expired), `"a"` (expire at, Unix seconds) and `"i"` (info as text) for a refresh, `"d"` with `"k"` (topic),
+/// `"c"` (and `"cl"` and `"se"`, the one client and session) for an unsubscribe, `"x"` with `"u"`, `"c"`
+/// (close code), `"r"` (reason), `"k"` (clients kept), `"cl"` and `"se"` for a disconnect, `"h"` with `"u"`,
+/// `"cl"`, `"se"`, `"e"` (expired), `"a"` (expire at, Unix seconds) and `"i"` (info as text) for a refresh, `"d"` with `"k"` (topic),
 /// `"n"` (origin node) and `"d"` (payload) for a domain's change, `"r"` with those and `"g"`
 /// (region) for a regional one.
 enum BusCodec {
     /// Largest notification payload written; PostgreSQL's limit is 8,000 bytes.
     static let maxPayloadBytes = 7_800
+
+    /// `event` with the members that name the connections `target` picks (`"cl"`, `"se"`).
+    private static func adding(_ target: ConnectionFilter, to event: JSON) -> JSON {
+        var event = event
+        if let client = target.client { event = event.adding("cl", .string(client)) }
+        if let session = target.session { event = event.adding("se", .string(session)) }
+        return event
+    }
 
     static func encode(_ event: ClusterEvent) -> [UInt8] {
         let json: JSON
@@ -37,20 +45,20 @@ enum BusCodec {
             json = .object(members)
         case let .join(channel, info): json = ["t": "j", "c": .string(channel), "i": info.json]
         case let .leave(channel, info): json = ["t": "l", "c": .string(channel), "i": info.json]
-        case let .unsubscribe(user, channel, client):
-            let event: JSON = ["t": "u", "u": .string(user), "c": .string(channel)]
-            json = client.map { event.adding("cl", .string($0)) } ?? event
+        case let .unsubscribe(user, channel, target):
+            json = Self.adding(target, to: ["t": "u", "u": .string(user), "c": .string(channel)])
         // The options travel as a string, so their info and data keep their bytes.
         case let .subscribe(user, channel, options):
             json = ["t": "s", "u": .string(user), "c": .string(channel), "o": .string(String(decoding: options.bytes, as: UTF8.self))]
-        case let .disconnect(user, code, keeping, client):
-            let event: JSON = [
-                "t": "x", "u": .string(user), "c": .int(Int64(code.code)), "r": .string(code.reason), "k": .array(keeping.sorted().map(JSON.string)),
-            ]
-            json = client.map { event.adding("cl", .string($0)) } ?? event
-        case let .refresh(user, client, refresh):
-            var event: JSON = ["t": "h", "u": .string(user), "e": .bool(refresh.expired)]
-            if let client { event = event.adding("cl", .string(client)) }
+        case let .disconnect(user, code, keeping, target):
+            json = Self.adding(
+                target,
+                to: [
+                    "t": "x", "u": .string(user), "c": .int(Int64(code.code)), "r": .string(code.reason),
+                    "k": .array(keeping.sorted().map(JSON.string)),
+                ])
+        case let .refresh(user, target, refresh):
+            var event = Self.adding(target, to: ["t": "h", "u": .string(user), "e": .bool(refresh.expired)])
             if let end = refresh.expireAt { event = event.adding("a", .int(Int64(end.timeIntervalSince1970))) }
             // Info travels as a string, so its bytes are kept.
             if let info = refresh.info { event = event.adding("i", .string(String(decoding: info.bytes, as: UTF8.self))) }
@@ -136,6 +144,9 @@ enum BusCodec {
             guard let info = json["i"] else { throw BusCodecError("event without info") }
             return try ClientInfo(json: info)
         }
+        func target() throws -> ConnectionFilter {
+            ConnectionFilter(client: try optionalString("cl"), session: try optionalString("se"))
+        }
         switch try string("t") {
         case "p":
             // Data travels as a string (binary data as base64), so its bytes come back exactly as published.
@@ -156,7 +167,7 @@ enum BusCodec {
                     traceParent: try optionalString("tp")))
         case "j": return .join(channel: try string("c"), try info())
         case "l": return .leave(channel: try string("c"), try info())
-        case "u": return .unsubscribe(user: try string("u"), channel: try string("c"), client: try optionalString("cl"))
+        case "u": return .unsubscribe(user: try string("u"), channel: try string("c"), target: try target())
         case "s": return .subscribe(user: try string("u"), channel: try string("c"), options: try RawJSON(validating: Array(try string("o").utf8)))
         case "x":
             // Events from a node before codes travelled carry the user alone: a force disconnect.
@@ -167,12 +178,12 @@ enum BusCodec {
                 if case let .array(clients)? = json["k"] { clients.compactMap { if case let .string(id) = $0 { id } else { nil } } } else { [] }
             return .disconnect(
                 user: try string("u"), code: DisconnectCode(code: closeCode, reason: try string("r")), keeping: Set(keeping),
-                client: try optionalString("cl"))
+                target: try target())
         case "h":
             var refresh = ConnectionRefresh(expired: json["e"] == .bool(true))
             if case let .int(seconds)? = json["a"] { refresh.expireAt = Date(timeIntervalSince1970: Double(seconds)) }
             if let info = try optionalString("i") { refresh.info = try RawJSON(validating: Array(info.utf8)) }
-            return .refresh(user: try string("u"), client: try optionalString("cl"), refresh)
+            return .refresh(user: try string("u"), target: try target(), refresh)
         case "d":
             guard let payload = json["d"] else { throw BusCodecError("domain event without payload") }
             return .domain(topic: try string("k"), origin: try string("n"), payload: payload)

@@ -78,7 +78,7 @@ public final class RedisBus: RedisCommands {
                 }
                 if case let .down(reason) = change, !stopped {
                     logger.error(
-                        "cluster bus (Redis) lost",
+                        "cluster bus (Redis) down",
                         metadata: [
                             "server": "\(server)", "connection": "\(publisher ? "publisher" : "subscriber")", "reason": "\(reason)",
                         ])

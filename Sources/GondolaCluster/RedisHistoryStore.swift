@@ -334,12 +334,12 @@ extension HubError {
     /// A Redis failure as the hub answers it, for a part of the engine (`what`): Redis
     /// down, the connection lost (the command may have run, so a publish retried after
     /// it may be stored twice) or too many commands waiting is `unavailable` (temporary:
-    /// the SDKs retry), anything else an internal error. What a client is told names the
-    /// part, not the server's address or the socket's error (the engine's health and logs do).
+    /// the SDKs retry), anything else an internal error. What the caller is told names the
+    /// part and the shard as `/health` names it (`host:port`, never a credential) with why.
     init(_ error: RedisError, in what: String) {
         switch error {
-        case .unavailable: self = .unavailable("the \(what) (Redis) is unavailable")
-        case .connectionLost: self = .unavailable("the \(what) (Redis) is unavailable: the connection was lost")
+        case let .unavailable(why): self = .unavailable("the \(what) (Redis) is unavailable: \(why)")
+        case let .connectionLost(why): self = .unavailable("the \(what) (Redis) is unavailable: the connection was lost: \(why)")
         case let .overloaded(limit): self = .unavailable("the \(what) (Redis) has \(limit) commands waiting for answers")
         default: self = .internalError("the \(what) (Redis) failed: \(error)")
         }

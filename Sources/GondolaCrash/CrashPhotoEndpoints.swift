@@ -62,7 +62,7 @@ struct CrashPhotoEndpoints: Sendable {
         let fileName: String?
         do throws(HubError) {
             section = try PhotoSection.named(name)
-            fileName = try Self.fileName(request.uri.queryParameters.get("name"))
+            fileName = try Self.fileName(request.uri.formParameter("name"))
             _ = try await crashes.owned(crash, by: user)
         } catch {
             return JSONResponse.error(error)

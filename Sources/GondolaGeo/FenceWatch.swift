@@ -66,8 +66,11 @@ public struct FenceEvent<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
 /// object's latest is ignored (counted in `stalePositions`), so positions arriving out of
 /// order cannot report a crossing twice or backwards. `inside` is reported once per stay
 /// that lasts the rule's dwell time, and `outside` once when an object that left has
-/// stayed away that long; both are noticed at the object's next position. An object's
-/// state is kept for the fences it is in or has a pending `outside` for, nothing else.
+/// stayed away that long: at the object's next position, or, for an object that sends
+/// none (a phone lying still), when `advance(to:)` passes the moment the dwell ended. A
+/// dwell event carries that moment (the stay's start plus the dwell time), however it is
+/// noticed. An object's state is kept for the fences it is in or has a pending `outside`
+/// for, nothing else.
 public struct FenceWatch<ObjectID: Hashable & Sendable, FenceID: Hashable & Sendable>: Sendable {
     public let margin: Double
     @usableFromInline var index: GeofenceIndex<FenceID>
@@ -228,13 +231,39 @@ public struct FenceWatch<ObjectID: Hashable & Sendable, FenceID: Hashable & Send
             state.presence[rule.id] = rule.detects.contains(.outside) ? Presence(inside: false, since: milliseconds, reported: false) : nil
         default: break
         }
+        reportDwell(of: object, &state, rule: rule, at: milliseconds, into: &events)
+    }
+
+    /// Reports `object`'s dwell event for `rule` when its stay or absence has lasted the
+    /// rule's dwell time by `milliseconds` and was not reported yet.
+    @inlinable
+    func reportDwell(
+        of object: ObjectID, _ state: inout ObjectState, rule: FenceRule<ObjectID, FenceID>, at milliseconds: Int64,
+        into events: inout [FenceEvent<ObjectID, FenceID>]
+    ) {
         guard var presence = state.presence[rule.id], !presence.reported, milliseconds - presence.since >= rule.dwellMilliseconds else { return }
         let kind: FenceEventKind = presence.inside ? .inside : .outside
         guard rule.detects.contains(kind) else { return }
         presence.reported = true
-        events.append(FenceEvent(kind: kind, object: object, fence: rule.id, milliseconds: milliseconds))
+        events.append(FenceEvent(kind: kind, object: object, fence: rule.id, milliseconds: presence.since + rule.dwellMilliseconds))
         // A reported absence is over for the watch: nothing more to follow.
         state.presence[rule.id] = presence.inside ? presence : nil
+    }
+
+    /// Lets time pass to `milliseconds` without a position: reports the dwell events that
+    /// have come due since each object's last position (the stays and absences that have
+    /// lasted their rule's dwell time by then). Only objects in a fence or away from one
+    /// with an `outside` pending are looked at.
+    public mutating func advance(to milliseconds: Int64) -> [FenceEvent<ObjectID, FenceID>] {
+        var events: [FenceEvent<ObjectID, FenceID>] = []
+        for (object, var state) in objects where state.presence.contains(where: { !$0.value.reported }) {
+            for (id, presence) in state.presence where !presence.reported {
+                guard let rule = rules[id] else { continue }
+                reportDwell(of: object, &state, rule: rule, at: milliseconds, into: &events)
+            }
+            objects[object] = state
+        }
+        return events
     }
 
     /// Forgets an object (it left the trip, or stopped sending positions).

@@ -69,7 +69,8 @@ public final class ClientSession: Sendable {
         self.id = UUID().uuidString.lowercased()
         let configuration = node.configuration
         self.queue = OutboundQueue(
-            maxBytes: configuration.clientQueueMaxBytes, maxFrameBytes: configuration.maxOutboundFrameBytes, encoding: encoding)
+            maxBytes: configuration.clientQueueMaxBytes, maxFrameBytes: configuration.maxOutboundFrameBytes, encoding: encoding,
+            unidirectional: transport == .unidirectional)
         let now = ContinuousClock.now
         self.state = Mutex(
             State(
@@ -146,16 +147,6 @@ public final class ClientSession: Sendable {
         closeForBadRequest("frame of \(bytes) bytes exceeds max_frame_bytes \(limit)")
     }
 
-    /// Closes with 3501 and logs why, so that a client sending garbage can be found.
-    public func closeForBadRequest(_ reason: String) {
-        node.logger.notice(
-            "closing client: bad request",
-            metadata: [
-                "client": "\(id)", "user": "\(user ?? "")", "encoding": "\(encoding.rawValue)", "reason": "\(reason)",
-            ])
-        close(DisconnectCode.badRequest.with(reason: "bad request: \(reason)"))
-    }
-
     /// Connects a unidirectional connection with the connect request its transport read
     /// (the client sends nothing else): the result arrives as a connect push, and an error
     /// closes the connection with the disconnect Centrifugo gives it (3005 for an expired
@@ -164,24 +155,18 @@ public final class ClientSession: Sendable {
     public func connect(unidirectional request: ConnectRequest, as trusted: Credentials? = nil) async {
         state.withLock { $0.lastSeen = .now }
         node.metrics.commands.increment()
+        let command = Command(id: 0, .connect(request))
         do {
             try await connect(id: 0, request, as: trusted)
         } catch let disconnect as DisconnectCode {
+            logRefusal(command, code: Int(disconnect.code), reason: disconnect.reason)
             close(disconnect)
         } catch let error as HubError {
+            logRefusal(command, code: Int(error.protocolError.code), reason: error.protocolError.message)
             close(Self.unidirectionalDisconnect(for: error.protocolError))
         } catch {
+            logRefusal(command, code: Int(DisconnectCode.internalError.code), reason: "\(error)")
             close(.internalError)
-        }
-    }
-
-    /// The disconnect that ends a unidirectional connection whose connect failed with `error`.
-    static func unidirectionalDisconnect(for error: ProtocolError) -> DisconnectCode {
-        switch error.code {
-        case ProtocolError.expired.code, ProtocolError.tokenExpired.code: .expired
-        case ProtocolError.tooManyRequests.code: .tooManyRequests
-        case ProtocolError.permissionDenied.code: .permissionDenied
-        default: .internalError
         }
     }
 
@@ -194,15 +179,23 @@ public final class ClientSession: Sendable {
             }
         }
         node.metrics.commands.increment()
+        // A command about a channel names one: centrifuge closes the connection otherwise.
+        if let channel = command.channel, channel.isEmpty {
+            return closeForBadRequest("channel required for \(command.methodName)")
+        }
         guard admit(command) else { return }
         do {
             try await traced(command)
             state.withLock { $0.consecutiveErrors = 0 }
         } catch let disconnect as DisconnectCode {
+            logRefusal(command, code: Int(disconnect.code), reason: disconnect.reason)
             close(disconnect)
         } catch let error as HubError {
-            reply(Reply(id: command.id, .error(error.protocolError)))
+            let refusal = error.protocolError
+            logRefusal(command, code: Int(refusal.code), reason: refusal.message)
+            reply(Reply(id: command.id, .error(refusal)))
         } catch {
+            logRefusal(command, code: Int(ProtocolError.internalError.code), reason: "\(error)")
             reply(Reply(id: command.id, .error(.internalError)))
         }
     }
@@ -361,7 +354,6 @@ public final class ClientSession: Sendable {
             if proxy.route(.refresh) != nil { state.withLock { $0.refreshedByProxy = true } }
         } else if request.token.isEmpty {
             guard node.configuration.allowAnonymousConnectWithoutToken else {
-                node.logger.info("connect without a token refused", metadata: ["client": "\(id)"])
                 throw DisconnectCode.invalidToken.with(reason: "invalid token: connect needs a token")
             }
             credentials = Credentials(user: "")
@@ -380,12 +372,7 @@ public final class ClientSession: Sendable {
         case .registered: break
         case .shuttingDown: throw DisconnectCode.shutdown
         case let .userLimitReached(limit):
-            node.logger.info(
-                "connection refused: client_user_connection_limit reached",
-                metadata: [
-                    "client": "\(id)", "user": "\(credentials.user)", "limit": "\(limit)",
-                ])
-            throw DisconnectCode.connectionLimit
+            throw DisconnectCode.connectionLimit.with(reason: "connection limit: client_user_connection_limit (\(limit)) reached")
         }
         // Domains hear of users, not of anonymous connections.
         if !credentials.user.isEmpty { await node.connected(credentials) }
@@ -437,7 +424,6 @@ public final class ClientSession: Sendable {
             node.logger.info("connection token waits for its key", metadata: ["client": "\(id)", "reason": "\(reason)"])
             throw HubError.internalError(reason)
         } catch let .invalid(reason) {
-            node.logger.notice("connection token refused", metadata: ["client": "\(id)", "reason": "\(reason)"])
             throw DisconnectCode.invalidToken.with(reason: "invalid token: \(reason)")
         }
     }
@@ -458,7 +444,7 @@ public final class ClientSession: Sendable {
     }
 
     /// Verifies a subscription token for `channel`: an expired one answers 109 (the SDK asks
-    /// for a new one), any other fault 103; the reason is logged.
+    /// for a new one), any other fault 103, its reason in the error (and so in the refusal's log line).
     private func subscriptionGrant(_ token: String, channel: String) async throws(HubError) -> SubscriptionGrant {
         do throws(TokenError) {
             return try await node.tokens.verifySubscription(token, channel: channel, user: user ?? "", client: id)
@@ -469,11 +455,6 @@ public final class ClientSession: Sendable {
             case let .keyUnavailable(reason):
                 throw .internalError(reason)
             case let .invalid(reason):
-                node.logger.notice(
-                    "subscription token refused",
-                    metadata: [
-                        "client": "\(id)", "user": "\(user ?? "")", "channel": "\(channel)", "reason": "\(reason)",
-                    ])
                 throw .permissionDenied("invalid subscription token: \(reason)")
             }
         }
@@ -873,9 +854,9 @@ public final class ClientSession: Sendable {
             }
             // What the backend prolongs is asked once its end has come, one request at a time
             // for each; until the grace is over a failed request is asked again at the next tick.
-            var due: [String?] = state.grants.compactMap { channel, grant in
-                grant.refreshedByProxy && grant.expiresAt.map { $0 <= date } == true ? channel : nil
-            }
+            // (The channels as `String?`, nil standing for the connection: a grant not due must
+            // add nothing, not a nil, which would ask for the connection's refresh.)
+            var due: [String?] = state.grants.filter { $0.value.refreshedByProxy && $0.value.expiresAt.map { $0 <= date } == true }.map(\.key)
             if state.refreshedByProxy, let end = state.credentials?.expiresAt, end <= date { due.append(nil) }
             due = due.filter { !state.proxyRefreshing.contains($0) }
             state.proxyRefreshing.formUnion(due)

@@ -10,18 +10,17 @@ public enum ClusterEvent: Sendable, Equatable {
     case join(channel: String, ClientInfo)
     /// A client left a channel whose namespace announces leaves.
     case leave(channel: String, ClientInfo)
-    /// The server API unsubscribed a user from a channel: every connection of the user, or
-    /// only `client` when it names one.
-    case unsubscribe(user: String, channel: String, client: String? = nil)
+    /// The server API unsubscribed a user from a channel: the user's connections `target` picks.
+    case unsubscribe(user: String, channel: String, target: ConnectionFilter = .every)
     /// The server API subscribed a user's connections to a channel; `options` is the
     /// request's JSON as it came (see `ServerSubscription`).
     case subscribe(user: String, channel: String, options: RawJSON)
-    /// Close the user's connections with `code` (only `client` when it names one), except
-    /// the clients `keeping` names (the server API's disconnect and its whitelist; a new
-    /// connection in single-connection mode keeps itself).
-    case disconnect(user: String, code: DisconnectCode, keeping: Set<String>, client: String? = nil)
-    /// The server API prolonged or ended the user's connections (only `client` when it names one).
-    case refresh(user: String, client: String?, ConnectionRefresh)
+    /// Close the user's connections that `target` picks with `code`, except the clients
+    /// `keeping` names (the server API's disconnect and its whitelist; a new connection in
+    /// single-connection mode keeps itself).
+    case disconnect(user: String, code: DisconnectCode, keeping: Set<String>, target: ConnectionFilter = .every)
+    /// The server API prolonged or ended the user's connections that `target` picks.
+    case refresh(user: String, target: ConnectionFilter, ConnectionRefresh)
     /// A domain's change for the other nodes' in-memory views (see `Node.replicate`);
     /// `origin` is the sending node's uid, which ignores its own.
     case domain(topic: String, origin: String, payload: JSON)

@@ -11,7 +11,7 @@ public struct HubConfiguration: Sendable {
     /// Largest message a frame written to a client may coalesce before it is split into another frame.
     public var maxOutboundFrameBytes: Int = 64 * 1024
     public var maxChannelsPerClient: Int = 128
-    /// Longest channel name in bytes (`channel_max_length`); longer ones answer 106.
+    /// Longest channel name in bytes (`channel_max_length`); longer ones answer 107.
     public var channelMaxLength: Int = ChannelName.defaultMaxBytes
     /// Most connections one user may hold on this node (`client_user_connection_limit`);
     /// 0: no limit. One more is closed with 3504.

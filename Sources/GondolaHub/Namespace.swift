@@ -91,13 +91,14 @@ public struct ChannelName: Sendable, Equatable {
         return allowedUsers.first
     }
 
-    /// Parses and validates `raw`; the error says what is wrong with it: 107 for an empty
-    /// name or a character outside the rules, 106 for a name longer than `maxBytes`.
+    /// Parses and validates `raw`; the error (107, as centrifuge answers "channel too long")
+    /// says what is wrong with it: an empty name, a name longer than `maxBytes`, or a byte
+    /// outside the rules.
     public init(_ raw: String, maxBytes: Int = ChannelName.defaultMaxBytes) throws(HubError) {
         guard !raw.isEmpty else { throw HubError.badRequest("channel name is empty") }
         let utf8 = raw.utf8
         guard utf8.count <= maxBytes else {
-            throw HubError.limitExceeded("channel name is \(utf8.count) bytes, more than channel_max_length \(maxBytes)")
+            throw HubError.badRequest("channel name is \(utf8.count) bytes, more than channel_max_length \(maxBytes)")
         }
         if let byte = utf8.first(where: { !Self.isAllowed($0) }) {
             throw HubError.badRequest("channel name has byte \(byte), outside printable ASCII (33-126)")

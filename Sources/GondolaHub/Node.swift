@@ -44,6 +44,8 @@ public final class Node: Sendable {
     let proxy: BackendProxy?
     let metrics: HubMetrics
     let logger: Logger
+    /// Where refused client commands are logged, rate-limited per command and code.
+    let refusals: RefusalLog
     /// The spans of this node's publications, deliveries, client commands and proxy calls.
     public let tracing: HubTracing
     /// Keeps the streams and carries publications and events to every node.
@@ -126,6 +128,7 @@ public final class Node: Sendable {
         self.presenceManager = cluster ?? alone
         self.metrics = HubMetrics(factory: metricsFactory)
         self.logger = logger
+        self.refusals = RefusalLog(logger: logger)
         self.uid = uid
         var own = NodeRegistrations()
         own.register("server.time", NoFields.self, ServerTime.self, rules: "for clients to measure their clock's offset") { _, _ in
@@ -677,53 +680,6 @@ public final class Node: Sendable {
     /// Channels with at least one subscriber on this node and their subscriber counts.
     public func channels() -> [String: Int] { table.subscriberCounts() }
 
-    /// Unsubscribes every connection of `user` from `channel` (on every node of a
-    /// cluster), telling them with an unsubscribe push.
-    public func unsubscribe(user: String, channel: String, client: String? = nil) async throws(HubError) {
-        _ = try channelName(channel)
-        try await broker.send(.unsubscribe(user: user, channel: channel, client: client))
-    }
-
-    /// Subscribes every connection of `user` (on every node of a cluster; only connection
-    /// `client` when the options name one) to `channel`, server-side: each is told with a
-    /// subscribe push. `options` is the server API's request (`ServerSubscription`): a bad
-    /// one (an `expire_at` already past among them) answers 107, an unknown channel 102, and
-    /// nothing is sent.
-    public func subscribe(user: String, channel: String, options: RawJSON) async throws(HubError) {
-        _ = try resolve(channel)
-        if let end = try ServerSubscription(options).grant.expiresAt, end <= Date() {
-            throw .badRequest("expire_at \(Int64(end.timeIntervalSince1970)) is in the past")
-        }
-        try await broker.send(.subscribe(user: user, channel: channel, options: options))
-    }
-
-    /// Prolongs or ends the connections of `user` on every node of a cluster (only `client`
-    /// when it names one), as the server API's `refresh` asks (see `ConnectionRefresh`).
-    public func refresh(user: String, client: String? = nil, _ refresh: ConnectionRefresh) async throws(HubError) {
-        try await broker.send(.refresh(user: user, client: client, refresh))
-    }
-
-    /// Closes the connections of `user` on every node of a cluster with `code` (3503
-    /// force disconnect unless told otherwise): only `client` when it names one, and none
-    /// that `keeping` names (the server API's `disconnect` with its `whitelist`).
-    public func disconnect(
-        user: String, client: String? = nil, keeping: Set<String> = [], code: DisconnectCode = .forceDisconnect
-    ) async throws(HubError) {
-        try await broker.send(.disconnect(user: user, code: code, keeping: keeping, client: client))
-    }
-
-    /// Single-connection mode (`user_personal_single_connection`): closes every other
-    /// connection of `user`, on every node, with 3504, keeping `client`. Alone, a node
-    /// with no other connection of the user posts nothing.
-    func keepSingleConnection(of user: String, client: String) {
-        guard broker.reachesOtherNodes || registry.sessions(of: user).contains(where: { $0.id != client }) else { return }
-        broker.post(.disconnect(user: user, code: .connectionLimit, keeping: [client])) { [logger] result in
-            if case let .failure(error) = result {
-                logger.warning("single-connection disconnect not sent", metadata: ["user": "\(user)", "error": "\(error)"])
-            }
-        }
-    }
-
     // MARK: Delivery
 
     /// Applies what the broker delivers (this node's publications and events, and in a
@@ -736,17 +692,17 @@ public final class Node: Sendable {
             table.pushJoinLeave(Push(channel: channel, .join(info)), on: channel)
         case let .leave(channel, info):
             table.pushJoinLeave(Push(channel: channel, .leave(info)), on: channel)
-        case let .unsubscribe(user, channel, client):
-            for session in registry.sessions(of: user) where client == nil || client == session.id { session.serverUnsubscribe(channel) }
+        case let .unsubscribe(user, channel, target):
+            for session in registry.sessions(of: user) where target.admits(session) { session.serverUnsubscribe(channel) }
         case let .subscribe(user, channel, options):
             guard let subscription = try? ServerSubscription(options) else {
                 return logger.error("server subscribe options not understood", metadata: ["channel": "\(channel)"])
             }
-            for session in registry.sessions(of: user) where subscription.client == nil || subscription.client == session.id {
+            for session in registry.sessions(of: user) where subscription.target.admits(session) {
                 Task { await session.serverSubscribe(channel, subscription) }
             }
-        case let .disconnect(user, code, keeping, client):
-            for session in registry.sessions(of: user) where !keeping.contains(session.id) && (client == nil || client == session.id) {
+        case let .disconnect(user, code, keeping, target):
+            for session in registry.sessions(of: user) where !keeping.contains(session.id) && target.admits(session) {
                 if code == .connectionLimit {
                     metrics.limitReached("user_personal_single_connection")
                     logger.info(
@@ -754,8 +710,8 @@ public final class Node: Sendable {
                 }
                 session.close(code)
             }
-        case let .refresh(user, client, refresh):
-            for session in registry.sessions(of: user) where client == nil || client == session.id { session.serverRefresh(refresh) }
+        case let .refresh(user, target, refresh):
+            for session in registry.sessions(of: user) where target.admits(session) { session.serverRefresh(refresh) }
         case let .domain(topic, origin, payload):
             guard origin != uid else { return }
             switch topic {

@@ -65,14 +65,23 @@ public final class OutboundQueue: Sendable {
     public let maxFrameBytes: Int
     /// How the connection's messages are encoded and joined into frames.
     public let encoding: ProtocolEncoding
+    /// Whether the connection is unidirectional, so that its pushes go out alone
+    /// (`ProtocolEncoding.unidirectional`), not wrapped as a bidirectional client reads them.
+    public let unidirectional: Bool
     private let separator: [UInt8]
     private let state = Mutex(State())
 
-    public init(maxBytes: Int, maxFrameBytes: Int, encoding: ProtocolEncoding = .json) {
+    public init(maxBytes: Int, maxFrameBytes: Int, encoding: ProtocolEncoding = .json, unidirectional: Bool = false) {
         self.maxBytes = maxBytes
         self.maxFrameBytes = maxFrameBytes
         self.encoding = encoding
+        self.unidirectional = unidirectional
         self.separator = encoding.separator
+    }
+
+    /// `push` as this connection sends it: in its encoding, alone on a unidirectional one.
+    public func encoded(_ push: Push) -> [UInt8] {
+        unidirectional ? encoding.unidirectional(encoding.encode(push)) : encoding.encode(push)
     }
 
     /// Bytes waiting to be written.
@@ -81,10 +90,12 @@ public final class OutboundQueue: Sendable {
     /// The code the queue was closed with, if it was.
     public var closeCode: DisconnectCode? { state.withLock { $0.closing } }
 
-    /// Appends one encoded message. Returns false when the queue is closed or
-    /// the message made it overflow (it is then closed with 3008).
+    /// Appends one encoded message (a push encoded once for many connections goes out
+    /// alone on a unidirectional one). Returns false when the queue is closed or the message
+    /// made it overflow (it is then closed with 3008).
     @discardableResult
     public func enqueue(_ message: [UInt8]) -> Bool {
+        let message = unidirectional ? encoding.unidirectional(message) : message
         let (accepted, wake) = state.withLock { state -> (Bool, Wake?) in
             guard state.closing == nil else { return (false, nil) }
             var accepted = true

@@ -517,13 +517,13 @@ enum Base64URL {
 }
 
 /// What the server API's `subscribe` asks for besides the user and the channel: `client`
-/// (only that connection), `info`/`b64info` (the subscription's `chan_info`),
+/// and `session` (only the connections they pick, `ConnectionFilter`), `info`/`b64info` (the subscription's `chan_info`),
 /// `data`/`b64data` (sent in the subscribe push), `override` as in subscription tokens,
 /// `expire_at` (Unix seconds when the subscription ends, told in the push's `ttl`; past it,
 /// and a grace of `pongTimeout`, the connection is unsubscribed with 2501), and
 /// `recover_since` (`{offset, epoch}`: publications after it are recovered).
 public struct ServerSubscription: Sendable {
-    public var client: String?
+    public var target: ConnectionFilter
     public var grant: SubscriptionGrant
     public var recoverSince: StreamPosition?
 
@@ -537,7 +537,8 @@ public struct ServerSubscription: Sendable {
         }
         do throws(TokenError) {
             let fields = try JSONFields<TokenError>(json)
-            client = try fields.optionalString("client", maxLength: 1024)
+            target = ConnectionFilter(
+                client: try fields.optionalString("client", maxLength: 1024), session: try fields.optionalString("session", maxLength: 1024))
             let expireAt = try fields.optionalInteger("expire_at", in: 0...Int64(1e12)).flatMap {
                 $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0))
             }

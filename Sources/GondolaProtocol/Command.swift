@@ -31,6 +31,19 @@ public struct Command: Sendable, Equatable {
         self.method = method
     }
 
+    /// The channel the command names (subscribe, unsubscribe, publish, presence,
+    /// presence_stats, history, sub_refresh), or nil for a command about no channel.
+    public var channel: String? {
+        switch method {
+        case let .subscribe(request): return request.channel
+        case let .history(request): return request.channel
+        case let .unsubscribe(channel), let .publish(channel, _), let .presence(channel), let .presenceStats(channel),
+            let .subRefresh(channel, _):
+            return channel
+        case .connect, .ping, .rpc, .send, .refresh, .pong: return nil
+        }
+    }
+
     /// The protocol's name of the method, as used in the JSON key.
     public var methodName: String {
         switch method {

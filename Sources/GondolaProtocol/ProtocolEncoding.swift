@@ -66,6 +66,21 @@ public enum ProtocolEncoding: String, Sendable, CaseIterable {
         }
     }
 
+    /// `message`, one message this encoding encoded, as a unidirectional connection sends it:
+    /// a JSON push alone, without the `{"push":…}` around it (`{"connect":{…}}`, then
+    /// `{"channel":"c","pub":{…}}`), as Centrifugo's unidirectional transports send pushes.
+    /// Anything else passes as it is: the ping `{}`, and Protobuf messages, which the
+    /// unidirectional GRPC stream takes apart itself. Every push this encoding writes starts
+    /// with `{"push":` and ends with the `}` that closes it, so the push is the bytes between.
+    public func unidirectional(_ message: [UInt8]) -> [UInt8] {
+        guard self == .json, message.count > Self.pushPrefix.count, message.starts(with: Self.pushPrefix),
+            message.last == UInt8(ascii: "}")
+        else { return message }
+        return Array(message[Self.pushPrefix.count..<(message.count - 1)])
+    }
+
+    private static let pushPrefix = Array(#"{"push":"#.utf8)
+
     /// The server's ping: `{}` in JSON, an empty Reply in Protobuf.
     public var ping: [UInt8] {
         switch self {
@@ -106,6 +121,23 @@ public enum ProtocolEncoding: String, Sendable, CaseIterable {
             }
             return messages
         }
+    }
+}
+
+extension ProtocolEncoding {
+    /// What a unidirectional connection sent in one frame: pushes alone and `{}` pings in
+    /// JSON (`unidirectional(_:)`); Protobuf frames as `serverMessages(in:)` reads them.
+    public func unidirectionalMessages(in frame: some Collection<UInt8>) throws(ProtocolDecodingError) -> [ServerMessage] {
+        guard self == .json else { return try serverMessages(in: frame) }
+        var messages: [ServerMessage] = []
+        for value in try Self.jsonValues(in: frame) {
+            if case let .object(members) = value, members.isEmpty {
+                messages.append(.ping)
+            } else {
+                messages.append(.push(try Push(json: .object([(key: "push", value: value)]))))
+            }
+        }
+        return messages
     }
 }
 

@@ -4,10 +4,13 @@ import NIOCore
 import Synchronization
 
 /// A connection to one Redis server that comes back by itself. While it is down,
-/// commands fail at once with `RedisError.unavailable` instead of waiting; the
-/// client reconnects with a backoff from 50 ms doubling to `maxBackoff` (half a second at
-/// most on a Redis Cluster slot, whose failovers no one announces), and tells
-/// `stateChanged` when it goes down and when it is back. Channels subscribed with
+/// commands fail at once with `RedisError.unavailable` naming the server and why, instead
+/// of waiting; the client reconnects with a backoff from 50 ms doubling to `maxBackoff` (half
+/// a second at most on a Redis Cluster slot, whose failovers no one announces), and tells
+/// `stateChanged` when it goes down, when an attempt to connect fails for a new reason (a
+/// wrong password, a certificate not trusted, a server not answering: said once, not at
+/// every attempt), and when it is back. A server that goes silent without closing the
+/// socket is found by the connection's `RedisLiveness` and counts as down. Channels subscribed with
 /// `subscribe` are subscribed again on every new connection, and their messages go
 /// to `messages`: a client used for Pub/Sub should not also carry commands, so that
 /// a slow command never delays a delivery.
@@ -116,7 +119,7 @@ public final class RedisClient: RedisCommands {
     public func send(batch: [RedisCommand]) {
         let (connection, reason) = shared.withLock { ($0.connection, $0.downReason) }
         guard let connection, connection.isActive else {
-            for command in batch { command.completion(.failure(.unavailable(reason))) }
+            for command in batch { command.completion(.failure(.unavailable("\(server): \(reason)"))) }
             return
         }
         guard case .cluster = server else { return connection.send(batch: batch) }
@@ -255,11 +258,13 @@ public final class RedisClient: RedisCommands {
             } catch {
                 // Not up yet (connecting, or subscribing again failed): try again later.
                 let reason = if case let .unavailable(why) = error { why } else { "\(error)" }
-                shared.withLock { shared in
+                let news = shared.withLock { shared in
                     shared.connection?.close()
                     shared.connection = nil
-                    shared.downReason = reason
+                    defer { shared.downReason = reason }
+                    return shared.downReason != reason && !shared.stopped
                 }
+                if news { stateChanged(.down(reason)) }
                 let wait = Task { [backoff] in _ = try? await Task.sleep(for: backoff) }
                 shared.withLock { $0.backoffWait = wait }
                 await wait.value

@@ -13,6 +13,12 @@ import NIOSSL
 /// on the connection's event loop; the push confirming a (un)subscription answers
 /// its command. When the connection closes, every waiting
 /// command fails with `connectionLost` and `closed` is called once.
+///
+/// A server that stops answering without closing the socket (a partition, a blackholing
+/// firewall, a frozen process) is found by `RedisLiveness`: a connection idle for its
+/// `interval` sends `PING`, and one whose oldest command has waited past its `timeout` for an
+/// answer is closed, so that every command is answered within that bound (the waiting ones
+/// with `connectionLost`) and the owner reconnects.
 public final class RedisConnection: RedisCommands {
     /// Commands waiting for their answers on one connection before more are refused.
     public static let defaultMaxPending = 10_000
@@ -29,7 +35,7 @@ public final class RedisConnection: RedisCommands {
     /// the handshake); throws `unavailable` when the server cannot be reached.
     public static func connect(
         to address: RedisAddress, on group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(2),
-        maxPending: Int = defaultMaxPending,
+        maxPending: Int = defaultMaxPending, liveness: RedisLiveness = RedisLiveness(),
         pushes: @escaping @Sendable (RESPValue) -> Void = { _ in },
         closed: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(RedisError) -> RedisConnection {
@@ -53,7 +59,7 @@ public final class RedisConnection: RedisCommands {
                             try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
                         }
                         try channel.pipeline.syncOperations.addHandler(
-                            RESPChannelHandler(maxPending: maxPending, pushes: pushes, closed: closed))
+                            RESPChannelHandler(peer: "\(address)", maxPending: maxPending, liveness: liveness, pushes: pushes, closed: closed))
                     }
                 }
                 .connect(host: address.host, port: address.port).get()
@@ -66,8 +72,11 @@ public final class RedisConnection: RedisCommands {
         // which fails the handshake, and the caller tries again. The answer and the timeout
         // both run on the connection's event loop, so an answer that came first always wins.
         let answered = NIOLockedValueBox(false)
+        let timedOut = NIOLockedValueBox(false)
         let handshakeTimeout = channel.eventLoop.scheduleTask(in: connectTimeout) {
-            if !answered.withLockedValue({ $0 }) { connection.close() }
+            guard !answered.withLockedValue({ $0 }) else { return }
+            timedOut.withLockedValue { $0 = true }
+            connection.close()
         }
         defer { handshakeTimeout.cancel() }
         do throws(RedisError) {
@@ -89,7 +98,11 @@ public final class RedisConnection: RedisCommands {
                 throw RedisError.unavailable("\(address) refused the handshake: \(message)")
             } catch let .connectionLost(reason) {
                 // A TLS handshake that failed (a certificate refused either way), or a server going away.
-                throw RedisError.unavailable("\(address) closed the connection during the handshake: \(reason)")
+                if timedOut.withLockedValue({ $0 }) {
+                    throw RedisError.unavailable("\(address) did not answer the handshake within \(connectTimeout.nanoseconds / 1_000_000) ms")
+                }
+                let why = Self.tlsFailure(reason, tls: address.tls).map { "\($0) (\(reason))" } ?? reason
+                throw RedisError.unavailable("\(address) closed the connection during the handshake: \(why)")
             }
             guard case .map = hello else { throw RedisError.unexpectedReply("HELLO 3 answered \(hello)") }
             if address.database != 0 {
@@ -100,6 +113,17 @@ public final class RedisConnection: RedisCommands {
             throw error
         }
         return connection
+    }
+
+    /// What an operator should read for a TLS handshake that failed with `reason` (BoringSSL's
+    /// words), or nil when the reason is not a certificate's.
+    static func tlsFailure(_ reason: String, tls: RedisTLS?) -> String? {
+        if reason.contains("CERTIFICATE_VERIFY_FAILED") {
+            return "the server's certificate is not trusted by " + (tls?.caFile.map { "the CA in \($0)" } ?? "the system's trust roots")
+        }
+        if reason.contains("CERTIFICATE_REQUIRED") { return "the server asks for a client certificate and none is configured" }
+        if reason.contains("UNKNOWN_CA") || reason.contains("BAD_CERTIFICATE") { return "the server refused the client certificate" }
+        return nil
     }
 
     /// The TLS client context of `tls`: its CA (else the system's roots) and client identity.
@@ -184,17 +208,53 @@ final class RESPChannelHandler: ChannelDuplexHandler {
     }
 
     private let parser = RESPParser()
+    /// The server as reasons name it (`host:port`, never a credential).
+    private let peer: String
     private let maxPending: Int
+    private let liveness: RedisLiveness
     private let pushes: @Sendable (RESPValue) -> Void
     private let closed: @Sendable (String) -> Void
-    private var waiting = CircularBuffer<(promise: EventLoopPromise<RESPValue>, confirmingPush: String?)>()
+    private var waiting = CircularBuffer<(promise: EventLoopPromise<RESPValue>, confirmingPush: String?, sentAt: NIODeadline)>()
     private var received: ByteBuffer?
     private var closeReason: String?
+    /// When the server last sent anything (or the connection opened).
+    private var lastHeard = NIODeadline.now()
+    private var watchdog: RepeatedTask?
 
-    init(maxPending: Int, pushes: @escaping @Sendable (RESPValue) -> Void, closed: @escaping @Sendable (String) -> Void) {
+    init(
+        peer: String, maxPending: Int, liveness: RedisLiveness, pushes: @escaping @Sendable (RESPValue) -> Void,
+        closed: @escaping @Sendable (String) -> Void
+    ) {
+        self.peer = peer
         self.maxPending = maxPending
+        self.liveness = liveness
         self.pushes = pushes
         self.closed = closed
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        lastHeard = .now()
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        watchdog = context.eventLoop.scheduleRepeatedTask(initialDelay: liveness.interval, delay: liveness.interval) { _ in
+            bound.value.handler.check(context: bound.value.context)
+        }
+        context.fireChannelActive()
+    }
+
+    /// The watchdog's round: closes a connection whose oldest command has waited too long for
+    /// its answer, and pings one that has been quiet for an interval.
+    private func check(context: ChannelHandlerContext) {
+        guard closeReason == nil else { return }
+        let now = NIODeadline.now()
+        if let oldest = waiting.first, now - oldest.sentAt > liveness.timeout {
+            let reason = "no answer within \(liveness.timeout.nanoseconds / 1_000_000) ms"
+            return fail(context: context, reason: reason)
+        }
+        guard waiting.isEmpty, now - lastHeard >= liveness.interval else { return }
+        var bytes: [UInt8] = []
+        RESPCommand.encode([Array("PING".utf8)], into: &bytes)
+        waiting.append((context.eventLoop.makePromise(of: RESPValue.self), nil, now))
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -209,11 +269,12 @@ final class RESPChannelHandler: ChannelDuplexHandler {
         }
         var bytes: [UInt8] = []
         RESPCommand.encode(command.arguments, into: &bytes)
-        waiting.append((command.promise, command.confirmingPush))
+        waiting.append((command.promise, command.confirmingPush, .now()))
         context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: promise)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        lastHeard = .now()
         var incoming = unwrapInboundIn(data)
         if received == nil || received!.readableBytes == 0 {
             received = incoming
@@ -248,23 +309,28 @@ final class RESPChannelHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        watchdog?.cancel()
+        watchdog = nil
         finish(reason: closeReason ?? "closed by the server")
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        fail(context: context, reason: "\(error)", error: RedisError.connectionLost("\(error)"))
+        fail(context: context, reason: "\(error)")
     }
 
-    private func fail(context: ChannelHandlerContext, reason: String, error: RedisError) {
-        if closeReason == nil { closeReason = reason }
+    /// Closes the connection for `reason`; what waits fails with `error`, or, when nil, with
+    /// `connectionLost` naming the server and the reason.
+    private func fail(context: ChannelHandlerContext, reason: String, error: RedisError? = nil) {
+        if closeReason == nil { closeReason = "\(peer): \(reason)" }
+        let error = error ?? RedisError.connectionLost(closeReason!)
         while let command = waiting.popFirst() { command.promise.fail(error) }
         context.close(promise: nil)
     }
 
     /// Fails what still waits and tells the owner, once.
     private func finish(reason: String) {
-        if closeReason == nil { closeReason = reason }
+        if closeReason == nil { closeReason = "\(peer): \(reason)" }
         let reason = closeReason!
         while let command = waiting.popFirst() { command.promise.fail(RedisError.connectionLost(reason)) }
         guard !notified else { return }
@@ -304,5 +370,22 @@ extension RedisConnection {
         let reason: String
         init(stringLiteral reason: String) { self.reason = reason }
         init(stringInterpolation: DefaultStringInterpolation) { reason = String(stringInterpolation: stringInterpolation) }
+    }
+}
+
+/// How a connection finds a server that went silent: after `interval` without hearing from
+/// it, the connection sends `PING`; when the oldest command (a ping among them) has waited
+/// longer than `timeout` for its answer, the connection is closed. A silent server is thus
+/// found within `interval + timeout`, and no command waits longer than `timeout` plus one
+/// `interval`.
+public struct RedisLiveness: Sendable {
+    public var interval: TimeAmount
+    public var timeout: TimeAmount
+
+    /// One second between checks, three seconds for an answer: a silent server is found
+    /// within about four seconds; Redis answers in well under a millisecond when it is well.
+    public init(interval: TimeAmount = .seconds(1), timeout: TimeAmount = .seconds(3)) {
+        self.interval = interval
+        self.timeout = timeout
     }
 }

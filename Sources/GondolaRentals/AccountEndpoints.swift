@@ -26,7 +26,7 @@ struct AccountEndpoints: Sendable {
             }
         }
         router.get("/api/account/activate") { request, _ in
-            await activationPage(key: request.uri.queryParameters.get("key") ?? "")
+            await activationPage(key: request.uri.formParameter("key") ?? "")
         }
         router.post("/api/account/activate") { request, _ in
             await answer { () async throws(AccountError) -> JSON in

@@ -51,7 +51,7 @@ struct AdminEndpoints: Sendable {
         }
         router.get("/admin/settings") { _, _ in JSONResponse.make(["edition": "gondola", "insecure": false]) }
         router.post("/admin/auth") { request, _ in await signIn(request) }
-        ServerAPIEndpoint(api: api, prefix: "/admin/api") { [tokens] request in
+        ServerAPIEndpoint(api: api, prefix: "/admin/api", logger: logger) { [tokens] request in
             let words = (request.headers[.authorization] ?? "").split(separator: " ")
             guard words.count == 2, words[0].lowercased() == "token", tokens.verify(String(words[1]), now: Date()) else {
                 return JSONResponse.error(.unauthorized, code: 101, "sign in to the admin page first (Authorization: token …)")
@@ -92,11 +92,10 @@ struct AdminEndpoints: Sendable {
     }
 
     private func watch(_ request: Request, _ context: HTTPRequestContext) -> Response {
-        let query = request.uri.queryParameters
-        guard let token = query["token"].map(String.init), tokens.verify(token, now: Date()) else {
+        guard let token = request.uri.formParameter("token"), tokens.verify(token, now: Date()) else {
             return JSONResponse.error(.unauthorized, code: 101, "sign in to the admin page first (token=…)")
         }
-        let channel = query["channel"].map(String.init) ?? ""
+        let channel = request.uri.formParameter("channel") ?? ""
         do throws(HubError) {
             _ = try node.resolve(channel)
         } catch {

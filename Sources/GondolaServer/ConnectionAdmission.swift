@@ -31,17 +31,15 @@ final class ConnectionAdmission: Sendable {
     private let bucket: Mutex<TokenBucket>
     private let limits: KeyedCounters
     private let originsRefused: Counter
-    private let logger: Logger
-    private let lastLogged = Mutex<[String: ContinuousClock.Instant]>([:])
-    /// Shortest time between two log lines about the same kind of refusal.
-    static let logInterval = Duration.seconds(3)
+    /// Where refusals are logged, at most once every few seconds per kind.
+    private let refusals: RefusalLog
 
     init(origins: OriginCheck, connectionLimit: Int, connectionRateLimit: Int, metrics: any MetricsFactory, logger: Logger) {
         self.rules = Mutex(Rules(origins: origins, connectionLimit: connectionLimit, rateLimit: connectionRateLimit))
         self.bucket = Mutex(TokenBucket(rate: Double(connectionRateLimit), burst: Double(connectionRateLimit), now: .now))
         self.limits = KeyedCounters(label: "gondola_limit_reached_total", dimension: "limit", factory: metrics)
         self.originsRefused = Counter(label: "gondola_origin_refused_total", factory: metrics)
-        self.logger = logger
+        self.refusals = RefusalLog(logger: logger)
     }
 
     /// Puts new rules in force (a configuration reload); connections already open stay.
@@ -96,12 +94,6 @@ final class ConnectionAdmission: Sendable {
     }
 
     private func log(_ kind: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {
-        let now = ContinuousClock.now
-        let due = lastLogged.withLock { last -> Bool in
-            if let at = last[kind], now - at < Self.logInterval { return false }
-            last[kind] = now
-            return true
-        }
-        if due { logger.warning(message, metadata: metadata) }
+        refusals.log(kind, message, level: .warning, metadata: metadata)
     }
 }

@@ -244,7 +244,8 @@ public final class GondolaServer: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(node: node, checkpointer: database?.checkpointer, engine: cluster?.health))))
         }
-        ServerAPIEndpoint(api: api, apiKey: configuration.apiKey, transportErrors: configuration.apiTransportErrors).addRoutes(to: router)
+        ServerAPIEndpoint(api: api, apiKey: configuration.apiKey, transportErrors: configuration.apiTransportErrors, logger: httpLogger)
+            .addRoutes(to: router)
     }
 
     /// The admin page and its endpoints when `admin` is on, on the listener `onInternal` names:
@@ -339,7 +340,7 @@ public final class GondolaServer: Sendable {
         return Application(
             router: router,
             server: HTTPServerBuilder { [tls = tlsConfigurations[.internal]] responder in
-                let channel = HTTP1Channel(responder: responder)
+                let channel = UpgradeFilteredHTTP1Channel(channel: HTTP1Channel(responder: responder))
                 return try tls.map { try TLSChannel(channel, tlsConfiguration: $0) } ?? channel
             },
             configuration: .init(address: .hostname(host, port: port), serverName: "gondola"),
@@ -458,9 +459,13 @@ struct HubService: Service {
 /// `{"error": {...}}`, or, in Centrifugo's transport error mode (`transportErrors`, or the
 /// request's `X-Centrifugo-Error-Mode: transport`), the HTTP status `status(ofError:)` maps
 /// its code to, with the error object as the body; `batch` answers its replies either way.
+/// Every refusal (a wrong key, a body that is not a JSON object, an unknown method, a method's
+/// error) is logged with the caller's address, the method, the code and the reason, at most
+/// once every few seconds per method and code (`RefusalLog`).
 struct ServerAPIEndpoint: Sendable {
     let api: ServerAPI
     let transportErrors: Bool
+    let refusals: RefusalLog
     /// Where the methods are (`/api` for the server API, `/admin/api` for the admin page).
     var prefix = "/api"
     /// The refusal of a request its caller may not make, nil when it may.
@@ -468,9 +473,10 @@ struct ServerAPIEndpoint: Sendable {
     static let bodyLimit = 1 << 20
 
     /// The server API of callers with `apiKey` in their `X-API-Key` header.
-    init(api: ServerAPI, apiKey: String, transportErrors: Bool) {
+    init(api: ServerAPI, apiKey: String, transportErrors: Bool, logger: Logger) {
         self.api = api
         self.transportErrors = transportErrors
+        self.refusals = RefusalLog(logger: logger)
         self.authorize = { request in
             guard let given = request.headers[.init("X-API-Key")!], ConstantTime.equal(given, apiKey) else {
                 return JSONResponse.error(.unauthorized, code: 101, "missing or wrong X-API-Key")
@@ -480,9 +486,10 @@ struct ServerAPIEndpoint: Sendable {
     }
 
     /// The server API under `prefix` for callers `authorize` lets in.
-    init(api: ServerAPI, prefix: String, authorize: @escaping @Sendable (Request) -> Response?) {
+    init(api: ServerAPI, prefix: String, logger: Logger, authorize: @escaping @Sendable (Request) -> Response?) {
         self.api = api
         self.transportErrors = false
+        self.refusals = RefusalLog(logger: logger)
         self.prefix = prefix
         self.authorize = authorize
     }
@@ -490,16 +497,30 @@ struct ServerAPIEndpoint: Sendable {
     func addRoutes(to router: HTTPRouter) {
         router.post(RouterPath("\(prefix)/:method")) { request, context in
             let method = context.parameters.get("method") ?? ""
-            if let refusal = authorize(request) { return refusal }
+            let refused = { (code: Int64, reason: String) in
+                refusals.log(
+                    "\(method) \(code)", "server API call refused",
+                    metadata: ["peer": "\(context.clientAddress)", "path": "\(prefix)/\(method)", "code": "\(code)", "reason": "\(reason)"])
+            }
+            if let refusal = authorize(request) {
+                refused(101, "not authorized (\(refusal.status.code))")
+                return refusal
+            }
             let body: JSON
             // A batch's requests sit at depth 4: body, `commands`, the command, the method's request.
             let depth = method == "batch" ? 4 : 1
-            switch await JSONResponse.object(of: request, limit: Self.bodyLimit, keepingRaw: ["data", "info"], atDepth: depth) {
+            switch await JSONBody.object(of: request, limit: Self.bodyLimit, keepingRaw: ["data", "info"], atDepth: depth) {
             case let .success(json): body = json
-            case let .failure(error): return error.response
+            case let .failure(error):
+                refused(107, error.message)
+                return JSONResponse.error(error.status, code: 107, error.message)
             }
             guard let answer = await api.call(method, body: body, traceParent: request.headers[.init(HubTracing.traceParentHeader)!]) else {
+                refused(104, "unknown method")
                 return JSONResponse.error(.notFound, code: 104, "unknown server API method '\(method)'")
+            }
+            if let error = answer["error"], case let .int(code)? = error["code"], case let .string(message)? = error["message"] {
+                refused(code, message)
             }
             if transportErrors || request.headers[.init("X-Centrifugo-Error-Mode")!] == "transport", let error = answer["error"],
                 case let .int(code)? = error["code"]

@@ -153,7 +153,7 @@ struct HTTPTransports: Sendable {
     /// What opens an SSE stream: `cf_connect` of a `GET`, the body of a `POST`.
     private func connectData(of request: Request, required: Bool) async throws -> [UInt8] {
         guard request.method == .get else { return Array(try await body(of: request, required: required).readableBytesView) }
-        let parameter = request.uri.queryParameters[Substring(Self.connectParameter)].map(String.init) ?? ""
+        let parameter = request.uri.formParameter(Self.connectParameter) ?? ""
         if required, parameter.isEmpty {
             throw ResponseError(
                 JSONResponse.error(.badRequest, code: 107, "no \(Self.connectParameter) parameter: it must carry the connect command"))

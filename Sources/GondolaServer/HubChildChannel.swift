@@ -20,7 +20,8 @@ import ServiceLifecycle
 /// endpoint's admission refuses (origin, connection limits) 403 or 503. A request that
 /// asks to upgrade after an earlier request on the same connection (which NIO's upgrade
 /// cannot see) is redirected to the same address with `Connection: close`, so that the
-/// client retries on a new connection, as hummingbird-websocket does. At a graceful
+/// client retries on a new connection, as hummingbird-websocket does. A request to upgrade to
+/// anything else (`h2c`) is answered over HTTP/1.1 (`UnservedUpgradeFilter`). At a graceful
 /// shutdown a connection still waiting for its first request is closed.
 struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
     /// What a connection became once its first request was read.
@@ -94,6 +95,8 @@ struct HubChildChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableErrorHandling = false  // Hummingbird answers malformed requests
             configuration.enableResponseHeaderValidation = false  // HTTPTypes validates the fields already
             let outcome = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            let upgradeHandler = try channel.pipeline.syncOperations.handler(type: NIOTypedHTTPServerUpgradeHandler<Outcome>.self)
+            try channel.pipeline.syncOperations.addHandler(UnservedUpgradeFilter(), position: .before(upgradeHandler))
             return Value(outcome: outcome, channel: channel)
         }
     }

@@ -28,20 +28,21 @@ public struct ServerAPI: Sendable {
         api.register("history", APIHistoryRequest.self, HistoryAnswer.self, rules: "112 with a `since` from another epoch", node.history(_:))
         api.register("history_remove", ChannelRequest.self, EmptyAnswer.self, rules: "", node.historyRemove(_:))
         api.register(
-            "subscribe", APISubscribeRequest.self, EmptyAnswer.self, rules: "every connection of the user on every node is subscribed",
+            "subscribe", APISubscribeRequest.self, EmptyAnswer.self,
+            rules: "every connection of the user on every node is subscribed, or only those `client` and `session` pick",
             node.subscribe(_:))
         api.register(
             "unsubscribe", APIUnsubscribeRequest.self, EmptyAnswer.self,
-            rules: "every connection of the user on every node is unsubscribed, or only `client`", node.unsubscribe(_:))
+            rules: "every connection of the user on every node is unsubscribed, or only those `client` and `session` pick", node.unsubscribe(_:))
         api.register(
             "disconnect", APIDisconnectRequest.self, EmptyAnswer.self,
             rules:
-                "every connection of the user on every node (or only `client`, and never those `whitelist` names) is closed with `disconnect`'s code and reason, 3503 `force disconnect` without one",
+                "every connection of the user on every node (or only those `client` and `session` pick, and never those `whitelist` names) is closed with `disconnect`'s code and reason, 3503 `force disconnect` without one",
             node.disconnect(_:))
         api.register(
             "refresh", APIRefreshRequest.self, EmptyAnswer.self,
             rules:
-                "every connection of the user on every node (or only `client`): `expired` or an `expire_at` already past closes it with 3005, else it expires at `expire_at` (never without one) and is told with a refresh push",
+                "every connection of the user on every node (or only those `client` and `session` pick): `expired` or an `expire_at` already past closes it with 3005, else it expires at `expire_at` (never without one) and is told with a refresh push",
             node.refresh(_:))
         api.register(
             "channels", ChannelsRequest.self, ChannelsAnswer.self,
@@ -98,44 +99,55 @@ struct ChannelRequest: RequestContract {
     init(_ fields: RequestFields) throws(HubError) { channel = try fields.string("channel", maxLength: .max) }
 }
 
-/// `unsubscribe`: `{user, channel, client?}`.
-struct APIUnsubscribeRequest: RequestContract {
+/// `client` and `session`, which pick some of a user's connections (`ConnectionFilter`), as
+/// Centrifugo's `subscribe`, `unsubscribe`, `disconnect` and `refresh` take them.
+enum ConnectionTarget {
     static let fields: [FieldContract] = [
-        .required("user", .string), .required("channel", .string), .optional("client", .string, "only this connection of the user"),
+        .optional("client", .string, "only this connection of the user (its client id)"),
+        .optional("session", .string, "only the connection with this session id (an HTTP-streaming, SSE or unidirectional one)"),
     ]
-    let user: String
-    let channel: String
-    let client: String?
-    init(_ fields: RequestFields) throws(HubError) {
-        user = try fields.string("user", maxLength: .max)
-        channel = try fields.string("channel", maxLength: .max)
-        client = try fields.optionalString("client", maxLength: 1024)
+
+    static func read(_ fields: RequestFields) throws(HubError) -> ConnectionFilter {
+        ConnectionFilter(client: try fields.optionalString("client", maxLength: 1024), session: try fields.optionalString("session", maxLength: 1024))
     }
 }
 
-/// `disconnect`: `{user, client?, whitelist?, disconnect?: {code, reason}}`.
+/// `unsubscribe`: `{user, channel, client?, session?}`.
+struct APIUnsubscribeRequest: RequestContract {
+    static let fields: [FieldContract] = [.required("user", .string), .required("channel", .string)] + ConnectionTarget.fields
+    let user: String
+    let channel: String
+    let target: ConnectionFilter
+    init(_ fields: RequestFields) throws(HubError) {
+        user = try fields.string("user", maxLength: .max)
+        channel = try fields.string("channel", maxLength: .max)
+        target = try ConnectionTarget.read(fields)
+    }
+}
+
+/// `disconnect`: `{user, client?, session?, whitelist?, disconnect?: {code, reason}}`.
 struct APIDisconnectRequest: RequestContract {
     /// Longest close reason: what fits a WebSocket close frame (125 bytes) after its code.
     static let maxReasonBytes = 123
 
-    static let fields: [FieldContract] = [
-        .required("user", .string), .optional("client", .string, "only this connection of the user"),
-        .optional("whitelist", .stringArray, "connections (client ids) left open"),
-        .optional(
-            "disconnect", .object, "the close code and reason; 3503 `force disconnect` when absent",
-            members: [
-                .required("code", .integer, "3000–4999: below 3500 and from 4000 to 4499 the SDK reconnects"),
-                .optional("reason", .string, "at most 123 bytes"),
-            ]),
-    ]
+    static let fields: [FieldContract] =
+        [.required("user", .string)] + ConnectionTarget.fields + [
+            .optional("whitelist", .stringArray, "connections (client ids) left open"),
+            .optional(
+                "disconnect", .object, "the close code and reason; 3503 `force disconnect` when absent",
+                members: [
+                    .required("code", .integer, "3000–4999: below 3500 and from 4000 to 4499 the SDK reconnects"),
+                    .optional("reason", .string, "at most 123 bytes"),
+                ]),
+        ]
     let user: String
-    let client: String?
+    let target: ConnectionFilter
     let whitelist: Set<String>
     let code: DisconnectCode
 
     init(_ fields: RequestFields) throws(HubError) {
         user = try fields.string("user", maxLength: .max)
-        client = try fields.optionalString("client", maxLength: 1024)
+        target = try ConnectionTarget.read(fields)
         whitelist = fields.has("whitelist") ? Set(try fields.stringArray("whitelist", maxCount: .max, maxLength: 1024)) : []
         guard let disconnect = try fields.optionalObject("disconnect") else {
             code = .forceDisconnect
@@ -150,20 +162,20 @@ struct APIDisconnectRequest: RequestContract {
     }
 }
 
-/// `refresh`: `{user, client?, expired?, expire_at?, info? | b64info?}`.
+/// `refresh`: `{user, client?, session?, expired?, expire_at?, info? | b64info?}`.
 struct APIRefreshRequest: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("user", .string), .optional("client", .string, "only this connection of the user"),
-        .optional("expired", .boolean, "closes the connections with 3005 `expired` (the SDK reconnects and asks for a new token)"),
-        .optional("expire_at", .integer, "Unix seconds when the connections expire; 0 or absent: never"),
-        .optional("info", .any, "the connections' new info, kept byte for byte"), .optional("b64info", .string, "base64 of JSON info"),
-    ]
+    static let fields: [FieldContract] =
+        [.required("user", .string)] + ConnectionTarget.fields + [
+            .optional("expired", .boolean, "closes the connections with 3005 `expired` (the SDK reconnects and asks for a new token)"),
+            .optional("expire_at", .integer, "Unix seconds when the connections expire; 0 or absent: never"),
+            .optional("info", .any, "the connections' new info, kept byte for byte"), .optional("b64info", .string, "base64 of JSON info"),
+        ]
     let user: String
-    let client: String?
+    let target: ConnectionFilter
     let refresh: ConnectionRefresh
     init(_ fields: RequestFields) throws(HubError) {
         user = try fields.string("user", maxLength: .max)
-        client = try fields.optionalString("client", maxLength: 1024)
+        target = try ConnectionTarget.read(fields)
         refresh = try ConnectionRefresh(request: fields)
     }
 }
@@ -283,16 +295,17 @@ struct APISubscribeRequest: RequestContract {
     private static let override: [FieldContract] = ["presence", "join_leave", "force_push_join_leave", "force_recovery", "force_positioning"].map {
         .optional($0, .object, "`{\"value\": bool}`", members: [.required("value", .boolean)])
     }
-    static let fields: [FieldContract] = [
-        .required("user", .string), .required("channel", .string),
-        .optional("client", .string, "only this connection of the user"),
-        .optional("info", .any, "channel info of the subscription, kept byte for byte"), .optional("b64info", .string, "base64 of JSON info"),
-        .optional("data", .any, "sent to the client with the subscription, kept byte for byte"),
-        .optional("b64data", .string, "base64 of JSON data"),
-        .optional("override", .object, "namespace options for this subscription", members: override),
-        .optional("recover_since", .object, "recover from this position", members: [.optional("offset", .integer), .optional("epoch", .string)]),
-        .optional("expire_at", .integer, "Unix seconds when the subscription ends (unsubscribed with 2501); 0 or absent: never"),
-    ]
+    static let fields: [FieldContract] =
+        [
+            .required("user", .string), .required("channel", .string),
+        ] + ConnectionTarget.fields + [
+            .optional("info", .any, "channel info of the subscription, kept byte for byte"), .optional("b64info", .string, "base64 of JSON info"),
+            .optional("data", .any, "sent to the client with the subscription, kept byte for byte"),
+            .optional("b64data", .string, "base64 of JSON data"),
+            .optional("override", .object, "namespace options for this subscription", members: override),
+            .optional("recover_since", .object, "recover from this position", members: [.optional("offset", .integer), .optional("epoch", .string)]),
+            .optional("expire_at", .integer, "Unix seconds when the subscription ends (unsubscribed with 2501); 0 or absent: never"),
+        ]
     let user: String
     let channel: String
     /// The body as it arrived (`info` and `data` raw), which the node checks and passes on.
@@ -365,19 +378,19 @@ extension Node {
 
     /// Answers `unsubscribe`.
     func unsubscribe(_ request: APIUnsubscribeRequest) async throws(HubError) -> EmptyAnswer {
-        try await unsubscribe(user: request.user, channel: request.channel, client: request.client)
+        try await unsubscribe(user: request.user, channel: request.channel, target: request.target)
         return EmptyAnswer()
     }
 
     /// Answers `disconnect`.
     func disconnect(_ request: APIDisconnectRequest) async throws(HubError) -> EmptyAnswer {
-        try await disconnect(user: request.user, client: request.client, keeping: request.whitelist, code: request.code)
+        try await disconnect(user: request.user, target: request.target, keeping: request.whitelist, code: request.code)
         return EmptyAnswer()
     }
 
     /// Answers `refresh`.
     func refresh(_ request: APIRefreshRequest) async throws(HubError) -> EmptyAnswer {
-        try await refresh(user: request.user, client: request.client, request.refresh)
+        try await refresh(user: request.user, target: request.target, request.refresh)
         return EmptyAnswer()
     }
 

@@ -68,7 +68,7 @@ struct SessionStream {
                 try await write(buffer, to: &writer)
             case let .close(code):
                 guard code != DisconnectCode.transportClosed else { return }
-                framing.encode(encoding.encode(Push(channel: "", .disconnect(code))), encoding: encoding, into: &buffer)
+                framing.encode(session.queue.encoded(Push(channel: "", .disconnect(code))), encoding: encoding, into: &buffer)
                 try await write(buffer, to: &writer)
                 try await writer.finish(nil)
                 return

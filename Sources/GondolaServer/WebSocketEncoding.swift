@@ -1,3 +1,4 @@
+import GondolaDomain
 import GondolaProtocol
 import HTTPTypes
 import Hummingbird
@@ -11,7 +12,7 @@ enum WebSocketEncoding {
     /// a `format` other than `json` or `protobuf` throws, naming it.
     static func of(uri: URI, headers: HTTPFields) throws(ProtocolDecodingError) -> ProtocolEncoding {
         if offersProtobufSubprotocol(headers) { return .protobuf }
-        guard let format = uri.queryParameters["format"] else { return .json }
+        guard let format = uri.formParameter("format") else { return .json }
         guard let encoding = ProtocolEncoding(rawValue: String(format)) else {
             throw ProtocolDecodingError("format must be json or protobuf, got '\(format)'")
         }

@@ -1,3 +1,4 @@
+import GondolaDomain
 @_spi(Engine) import GondolaHub
 import GondolaProtocol
 import GondolaRuntime
@@ -65,7 +66,7 @@ struct WebSocketEndpoint: Sendable {
             return channel.eventLoop.makeSucceededFuture(.failure(refusal))
         }
         var connectRequest: ConnectRequest?
-        if isUnidirectional, let parameter = uri.queryParameters[Substring(HTTPTransports.connectParameter)], !parameter.isEmpty {
+        if isUnidirectional, let parameter = uri.formParameter(HTTPTransports.connectParameter), !parameter.isEmpty {
             do {
                 connectRequest = try HTTPTransports.connectRequest(Array(parameter.utf8))
             } catch {

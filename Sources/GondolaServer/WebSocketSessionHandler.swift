@@ -269,7 +269,7 @@ final class WebSocketSessionHandler: ChannelDuplexHandler, @unchecked Sendable {
     func outboundFinished(_ code: DisconnectCode?) {
         guard let code, let context else { return }
         if unidirectional != nil, code.code >= 3000 {
-            let push = session.encoding.encode(Push(channel: "", .disconnect(code)))
+            let push = session.queue.encoded(Push(channel: "", .disconnect(code)))
             context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: push))), promise: nil)
         }
         if code.code >= 3000 {

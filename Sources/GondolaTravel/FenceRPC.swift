@@ -16,7 +16,7 @@ extension FenceService {
         registrations.register("fence.list", TripFenceReference.self, FenceList.self, rules: "hosts of the trip only, oldest first") {
             context, request in
             try await self.requireHost(context.user, of: request.trip)
-            return self.list(request.trip)
+            return try await self.list(request.trip)
         }
         registrations.register("fence.delete", FenceDeletion.self, EmptyAnswer.self, rules: "hosts of the trip only; 107 for an unknown fence") {
             context, request in
@@ -33,7 +33,7 @@ extension FenceService {
         }
         api.register("fence_list", TripFenceReference.self, FenceList.self, rules: "oldest first") { request throws(HubError) in
             try await self.requireTrip(request.trip)
-            return self.list(request.trip)
+            return try await self.list(request.trip)
         }
         api.register("fence_delete", FenceDeletion.self, EmptyAnswer.self, rules: "107 for an unknown fence") { request throws(HubError) in
             try await self.requireTrip(request.trip)
@@ -85,8 +85,16 @@ extension FenceService {
         return FenceAnswer(json: ["fence": fence.json])
     }
 
-    func list(_ trip: String) -> FenceList {
-        FenceList(json: ["fences": .array(fences(of: trip).map(\.json)), "owner": owner(of: trip).map(JSON.string) ?? .null])
+    /// The trip's fences as the database holds them now (read, and applied to this node's
+    /// watch), so that a fence another node just stored or deleted is listed as it is: the
+    /// other nodes' change notice may not have come yet.
+    func list(_ trip: String) async throws(HubError) -> FenceList {
+        do {
+            try await reload(trip: trip)
+        } catch {
+            throw .internalError("cannot read the trip's fences: \(error)")
+        }
+        return FenceList(json: ["fences": .array(fences(of: trip).map(\.json)), "owner": owner(of: trip).map(JSON.string) ?? .null])
     }
 
     func delete(_ request: FenceDeletion) async throws(HubError) {

@@ -56,6 +56,10 @@ final class FenceService: Sendable {
     static let eventBurst = 100.0
     static let maxQueuedEvents = 10_000
     static let ownersRefresh: Duration = .seconds(2)
+    /// How often time is let pass in the watches of trips whose fences have a dwell time, so
+    /// that a member who sends no position (a phone lying still at the meeting point) is
+    /// reported `inside` or `outside` within this of the dwell's end.
+    static let dwellTick: Duration = .seconds(1)
     /// The topic that tells the other nodes a trip's fences changed.
     static let replicaTopic = "travel.fences"
     /// The topic of the positions of fenced trips' members, sent to every node.
@@ -210,6 +214,32 @@ final class FenceService: Sendable {
     ) -> [TripFenceEvent] {
         let events = watched.watch.update(user, to: position.point, at: position.ts)
         guard owned, !events.isEmpty else { return [] }
+        return reportable(events, trip: trip, in: &watched, now: now)
+    }
+
+    /// Lets time pass to `milliseconds` in the watches of trips whose fences have a dwell
+    /// time: the dwell events that came due go to delivery for the trips this node owns (every
+    /// node advances its own copy, so a new owner carries on from the same state).
+    func advance(to milliseconds: Int64) {
+        guard anyFences.load(ordering: .relaxed) else { return }
+        let now = ContinuousClock.now
+        state.withLock { state in
+            for trip in Array(state.trips.keys) where state.trips[trip]!.fences.values.contains(where: { $0.dwellMilliseconds > 0 }) {
+                let events = state.trips[trip]!.watch.advance(to: milliseconds)
+                guard StableHash.owner(of: trip, among: state.nodes) == node.uid, !events.isEmpty else { continue }
+                let batch = reportable(events, trip: trip, in: &state.trips[trip]!, now: now)
+                guard !batch.isEmpty else { continue }
+                reported.increment(by: batch.count)
+                if case .dropped = outgoingQueue.yield(batch) { drop(batch.count, trip: trip, reason: "delivery queue full") }
+            }
+        }
+    }
+
+    /// The watch's `events` of one trip as the trip reports them: those that concern the
+    /// member, within the trip's rate.
+    private func reportable(
+        _ events: [FenceEvent<String, String>], trip: String, in watched: inout WatchedTrip, now: ContinuousClock.Instant
+    ) -> [TripFenceEvent] {
         let members = directory.members(of: trip)
         var batch: [TripFenceEvent] = []
         for event in events {
@@ -255,6 +285,12 @@ final class FenceService: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.webhooks.run() }
             group.addTask { await self.refreshOwners() }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: Self.dwellTick)
+                    self.advance(to: unixMilliseconds())
+                }
+            }
             group.addTask {
                 for await batch in self.outgoing { await self.deliver(batch) }
             }

@@ -103,6 +103,17 @@ struct Serve: AsyncParsableCommand {
         telemetry?.bootstrapProcess()
         configuration.logging.bootstrap(traced: telemetry != nil)
         let logger = Logger(label: "gondola").component("server", configuration.logging)
+        // The banner: plain lines on standard output, or log lines when the logs are JSON, so that
+        // every line a JSON-logging hub writes (`journalctl -o cat`) is one JSON object.
+        let announce: @Sendable (String) -> Void
+        if configuration.logging.format == .json {
+            announce = { line in logger.notice("\(line)") }
+        } else {
+            announce = { line in
+                print(line)
+                fflush(nil)
+            }
+        }
         for path in generated { logger.notice("generated a secret", metadata: ["path": "\(path)"]) }
         logger.info(
             "allocator",
@@ -141,11 +152,11 @@ struct Serve: AsyncParsableCommand {
                 }
                 if let rentals {
                     if let added = try await rentals.seedDemoFleet() {
-                        print(
+                        announce(
                             "demo: \(added) cars added from the demo fleet in Innsbruck (\(rentals.carCount) on the map); try cars.near {\"lat\": 47.2654, \"lon\": 11.3927}"
                         )
                     } else {
-                        print("demo: no demo fleet at \(rentals.fleetsFolder)/demo.json ('fleets' names the folder); no cars added")
+                        announce("demo: no demo fleet at \(rentals.fleetsFolder)/demo.json ('fleets' names the folder); no cars added")
                     }
                 }
             } catch {
@@ -159,29 +170,25 @@ struct Serve: AsyncParsableCommand {
             onServerRunning: { port in
                 let address = "\(configuration.listenHost):\(port)"
                 let (http, ws) = configuration.tls[.main] == nil ? ("http", "ws") : ("https", "wss")
-                print(
+                announce(
                     "gondola listening on \(http)://\(address) (WebSocket \(ws)://\(address)/connection/websocket), database \(configuration.database)"
                 )
-                print("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
-                if demo, server.service(TravelService.self) != nil { print(Self.demoHelp(address: address)) }
-                fflush(nil)
+                announce("mint a connection token with: gondola token --user alice" + (options.config.map { " --config \($0)" } ?? ""))
+                if demo, server.service(TravelService.self) != nil { announce(Self.demoHelp(address: address)) }
             },
             onInternalServerRunning: { port in
                 let http = configuration.tls[.internal] == nil ? "http" : "https"
-                print("gondola internal listener on \(http)://\(configuration.internalListen?.host ?? ""):\(port) (server API, metrics, health)")
-                fflush(nil)
+                announce("gondola internal listener on \(http)://\(configuration.internalListen?.host ?? ""):\(port) (server API, metrics, health)")
             },
             onGRPCServerRunning: { port in
                 let tls = configuration.tls[.grpcAPI] == nil ? "" : " with TLS"
-                print(
+                announce(
                     "gondola GRPC server API on \(configuration.grpcAPIListen?.host ?? ""):\(port)\(tls) (centrifugal.centrifugo.api.CentrifugoApi)")
-                fflush(nil)
             },
             onUniGRPCServerRunning: { port in
-                print(
+                announce(
                     "gondola unidirectional GRPC stream on \(configuration.uniGRPCListen?.host ?? ""):\(port) (centrifugal.centrifugo.unistream.CentrifugoUniStream)"
                 )
-                fflush(nil)
             })
     }
 

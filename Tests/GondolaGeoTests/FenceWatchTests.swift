@@ -151,6 +151,25 @@ import Testing
         #expect(kinds == [.exit, .outside])
     }
 
+    /// An object that sends no position after it entered (or left) is reported `inside` (or
+    /// `outside`) when time passes the dwell's end, at that moment, once.
+    @Test func timePassingReportsTheDwellOfAnObjectThatSendsNothing() {
+        var watch = FenceWatch<String, String>(margin: 25)
+        let fence = Geofence(id: "meet", center: Self.base, radius: 100)
+        watch.add(FenceRule(id: "meet", shape: .fixed(fence.area), detects: [.enter, .exit, .inside, .outside], dwellMilliseconds: 60_000))
+        #expect(watch.update("di", to: Self.base, at: 10_000).map(\.kind) == [.enter])
+        #expect(watch.advance(to: 69_999).isEmpty)
+        #expect(watch.advance(to: 75_000) == [FenceEvent(kind: .inside, object: "di", fence: "meet", milliseconds: 70_000)])
+        #expect(watch.advance(to: 200_000).isEmpty, "once per stay")
+        #expect(watch.update("di", to: Self.base, at: 210_000).isEmpty)
+        #expect(watch.update("di", to: Self.base.offset(north: 500, east: 0), at: 220_000).map(\.kind) == [.exit])
+        #expect(watch.advance(to: 280_000) == [FenceEvent(kind: .outside, object: "di", fence: "meet", milliseconds: 280_000)])
+        #expect(watch.advance(to: 400_000).isEmpty)
+        // The same dwell noticed at a position carries the same moment.
+        #expect(watch.update("di", to: Self.base, at: 500_000).map(\.kind) == [.enter])
+        #expect(watch.update("di", to: Self.base, at: 600_000).last == FenceEvent(kind: .inside, object: "di", fence: "meet", milliseconds: 560_000))
+    }
+
     @Test func aRoamingFenceFollowsItsAnchor() {
         var watch = FenceWatch<String, String>(margin: 25)
         watch.add(FenceRule(id: "near-guide", shape: .roaming(anchor: "guide", radius: 2_000), detects: [.enter, .exit]))

@@ -169,6 +169,25 @@ import Testing
         #expect(try await client.closeCode().code == 3005)
     }
 
+    /// A token's connection and its subscriptions are the token's to prolong, not the proxy's:
+    /// a tick asks the backend nothing, however many subscriptions the connection holds.
+    @Test func aTokenConnectionWithSubscriptionsAsksTheProxyNoRefresh() async throws {
+        let backend = CannedBackend(["result": [:]])
+        let node = try await Self.node(backend)
+        var alice = try await TestClient.connected(node, user: "alice")
+        let tokens = try await ConnectionTokens(secret: testSecret)
+        for channel in ["locked:1", "locked:2"] {
+            var request = SubscribeRequest(channel: channel)
+            request.token = try await tokens.mintSubscription(user: "alice", channel: channel, ttl: .seconds(7200))
+            #expect(try await alice.call(.subscribe(request)).errorCode == nil)
+        }
+        #expect(try await alice.call(.subscribe(SubscribeRequest(channel: "room:1"))).errorCode == nil)
+        alice.session.tick(now: .now, date: Date().addingTimeInterval(3600))
+        #expect(alice.session.proxyRefreshesUnderWay == 0)
+        #expect(try await alice.call(.ping).body == .ping)
+        #expect(backend.asked(.refresh) == 0 && backend.asked(.subRefresh) == 0)
+    }
+
     /// The sub_refresh proxy does the same for a subscription the subscribe proxy granted.
     @Test func theSubRefreshProxyEndsAnExpiredSubscription() async throws {
         let now = Int64(Date().timeIntervalSince1970)  // this test's own reading: the suite may have started long before

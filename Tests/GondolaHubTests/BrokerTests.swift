@@ -225,7 +225,7 @@ import Testing
         _ = try await kept.call(.subscribe(SubscribeRequest(channel: "room:aim")))
         _ = try await aimed.call(.subscribe(SubscribeRequest(channel: "room:aim")))
         _ = try await spared.call(.subscribe(SubscribeRequest(channel: "room:aim")))
-        try await nodes[0].unsubscribe(user: "ann", channel: "room:aim", client: aimed.session.id)
+        try await nodes[0].unsubscribe(user: "ann", channel: "room:aim", target: ConnectionFilter(client: aimed.session.id))
         var unsubscribed = false
         while !unsubscribed {
             if case let .push(push) = try await aimed.next(timeout: .seconds(10)), case .unsubscribe = push.body { unsubscribed = true }
@@ -233,7 +233,8 @@ import Testing
         try await nodes[0].publish(channel: "room:aim", data: Payload(RawJSON(["n": 1])))
         #expect(try await Self.publications(kept, count: 1).count == 1)
         #expect(try await Self.publications(spared, count: 1).count == 1)
-        try await nodes[0].disconnect(user: "ann", client: aimed.session.id, code: DisconnectCode(code: 4001, reason: "moved to another desk"))
+        try await nodes[0].disconnect(
+            user: "ann", target: ConnectionFilter(client: aimed.session.id), code: DisconnectCode(code: 4001, reason: "moved to another desk"))
         var afterUnsubscribe: [ServerMessage] = []
         var aimedClose: DisconnectCode?
         while aimedClose == nil {
@@ -263,7 +264,7 @@ import Testing
         let spared = try await TestClient.connected(nodes[0], user: "bea")
         let end = Date().addingTimeInterval(600)
         let info = try RawJSON(validating: Array(#"{"seat" : 12.50}"#.utf8))
-        try await nodes[0].refresh(user: "bea", client: aimed.session.id, ConnectionRefresh(expireAt: end, info: info))
+        try await nodes[0].refresh(user: "bea", target: ConnectionFilter(client: aimed.session.id), ConnectionRefresh(expireAt: end, info: info))
         var pushed: Push?
         while pushed == nil {
             if case let .push(push) = try await aimed.next(timeout: .seconds(10)), case .refresh = push.body { pushed = push }
@@ -274,7 +275,8 @@ import Testing
         let presence = try await other.presence(channel: "room:seat")
         #expect(presence[aimed.session.id]?.connInfo?.bytes == info.bytes, "the new info, byte for byte")
 
-        try await nodes[0].refresh(user: "bea", client: aimed.session.id, ConnectionRefresh(expireAt: Date().addingTimeInterval(-5)))
+        try await nodes[0].refresh(
+            user: "bea", target: ConnectionFilter(client: aimed.session.id), ConnectionRefresh(expireAt: Date().addingTimeInterval(-5)))
         #expect(try await aimed.closeCode() == .expired)
         try await other.refresh(user: "bea", ConnectionRefresh(expired: true))
         #expect(try await spared.closeCode() == .expired)

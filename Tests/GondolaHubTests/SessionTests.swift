@@ -154,9 +154,8 @@ import Testing
         var client = try await TestClient.connected(node, user: "alice")
         #expect(try await client.call(.subscribe(SubscribeRequest(channel: "nowhere:1"))).errorCode == 102)
         #expect(try await client.call(.subscribe(SubscribeRequest(channel: "room:bad channel"))).errorCode == 107)
-        // Longer than channel_max_length: 106, as Centrifugo answers it.
-        #expect(try await client.call(.subscribe(SubscribeRequest(channel: String(repeating: "a", count: 256)))).errorCode == 106)
-        #expect(try await client.call(.subscribe(SubscribeRequest(channel: ""))).errorCode == 107)
+        // Longer than channel_max_length: 107, as centrifuge answers "channel too long".
+        #expect(try await client.call(.subscribe(SubscribeRequest(channel: String(repeating: "a", count: 256)))).errorCode == 107)
         #expect(try await client.call(.subscribe(SubscribeRequest(channel: "locked:1"))).errorCode == 103)
         #expect(try await client.call(.subscribe(SubscribeRequest(channel: "personal:#bob"))).errorCode == 103)
         #expect(try await client.call(.subscribe(SubscribeRequest(channel: "personal:#alice"))).errorCode == nil)
@@ -167,6 +166,18 @@ import Testing
         #expect(try await client.call(.history(HistoryRequest(channel: "room:9"))).errorCode == 103)
         #expect(try await client.call(.presence(channel: "personal:#alice")).errorCode == 103)
         #expect(!client.session.isClosed)
+    }
+
+    @Test(arguments: [
+        Command.Method.subscribe(SubscribeRequest(channel: "")), .unsubscribe(channel: ""), .publish(channel: "", data: Payload(1)),
+        .presence(channel: ""), .presenceStats(channel: ""), .history(HistoryRequest(channel: "")), .subRefresh(channel: "", token: "t"),
+    ])
+    func aCommandWithoutItsChannelClosesWith3501AsCentrifugeDoes(_ method: Command.Method) async throws {
+        let node = try await makeNode()
+        var client = try await TestClient.connected(node, user: "alice")
+        _ = await client.send(method)
+        let code = try await client.closeCode()
+        #expect(code.code == 3501 && code.reason.contains("channel required"))
     }
 
     @Test func aNamespaceMayLetClientsPublishWithoutSubscribing() async throws {

@@ -114,6 +114,23 @@ import Testing
         }
     }
 
+    /// A unidirectional connection sends each push alone, as Centrifugo's unidirectional
+    /// transports do: the object inside `{"push":…}`, byte for byte, and the ping as it is.
+    @Test(arguments: pushes + [Push(channel: "", .connect(ConnectResult(client: "c1", version: "v")))])
+    func aUnidirectionalPushIsThePushObjectAlone(_ push: Push) throws {
+        let json = ProtocolEncoding.json
+        let alone = json.unidirectional(json.encode(push))
+        guard case let .object(members) = push.json, let inner = members.first?.value else {
+            Issue.record("\(push.json)")
+            return
+        }
+        #expect(alone == inner.bytes)
+        #expect(alone.first == UInt8(ascii: "{") && !alone.starts(with: Array(#"{"push""#.utf8)))
+        #expect(try json.unidirectionalMessages(in: alone) == [.push(push)])
+        #expect(json.unidirectional(json.ping) == json.ping)
+        #expect(ProtocolEncoding.protobuf.unidirectional(ProtocolEncoding.protobuf.encode(push)) == ProtocolEncoding.protobuf.encode(push))
+    }
+
     @Test func serverPingIsAnEmptyObject() throws {
         #expect(try ServerMessage(json: JSONParser.parse("{}")) == .ping)
     }

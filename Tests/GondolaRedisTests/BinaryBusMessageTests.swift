@@ -25,8 +25,8 @@ import Testing
                 offset: 8, data: Payload(received: [1]), useDelta: true, traceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")),
         .join(channel: "room:a", info),
         .leave(channel: "room:a", info),
-        .unsubscribe(user: "ann", channel: "room:a", client: "c1"),
-        .disconnect(user: "ann", code: DisconnectCode(code: 4001, reason: "moved"), keeping: ["c2"], client: nil),
+        .unsubscribe(user: "ann", channel: "room:a", target: ConnectionFilter(client: "c1")),
+        .disconnect(user: "ann", code: DisconnectCode(code: 4001, reason: "moved"), keeping: ["c2"], target: ConnectionFilter(session: "s2")),
         .domain(topic: "fleet", origin: "node-1", payload: ["car": "7"]),
     ]
 

@@ -58,12 +58,16 @@ import Testing
             let big = JSON.string(String(repeating: "x", count: 200_000))
             sent.append(.domain(topic: "fleet", origin: "a", payload: ["blob": big]))
             // The server API's targeted events keep their client, whitelist, code and reason.
-            sent.append(.disconnect(user: "w", code: DisconnectCode(code: 4001, reason: "moved"), keeping: ["c2"], client: "c3"))
-            sent.append(.unsubscribe(user: "w", channel: "ch", client: "c3"))
+            sent.append(
+                .disconnect(user: "w", code: DisconnectCode(code: 4001, reason: "moved"), keeping: ["c2"], target: ConnectionFilter(client: "c3")))
+            sent.append(.unsubscribe(user: "w", channel: "ch", target: ConnectionFilter(client: "c3", session: "s3")))
             sent.append(.unsubscribe(user: "w", channel: "ch"))
             let info = try RawJSON(validating: Array(#"{"seat" : 1.50}"#.utf8))
-            sent.append(.refresh(user: "w", client: "c3", ConnectionRefresh(expireAt: Date(timeIntervalSince1970: 1_900_000_000), info: info)))
-            sent.append(.refresh(user: "w", client: nil, ConnectionRefresh(expired: true)))
+            sent.append(
+                .refresh(
+                    user: "w", target: ConnectionFilter(session: "s3"),
+                    ConnectionRefresh(expireAt: Date(timeIntervalSince1970: 1_900_000_000), info: info)))
+            sent.append(.refresh(user: "w", target: .every, ConnectionRefresh(expired: true)))
             for event in sent { try await a.publish([event]) }
             try await eventually { atB.events.withLock { $0.count } == sent.count && atA.events.withLock { $0.count } == sent.count }
             #expect(atB.events.withLock { $0 } == sent)

@@ -111,10 +111,81 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(1))
 
         try await redis.start()
-        #expect(await stateEvents.next() == .up)
+        // Attempts that failed while it was down said why (once per reason), then it is back.
+        var next = await stateEvents.next()
+        while case .down? = next { next = await stateEvents.next() }
+        #expect(next == .up)
         try await eventually { publisher.isUp }
         // The subscription came back with the connection.
         #expect(try await publishUntilHeard(publisher, "two", &messages) == Array("two".utf8))
+    }
+
+    /// A server that stops answering without closing its socket (SIGSTOP: a partition or a
+    /// blackholing firewall looks the same from here) holds no command for good: the waiting
+    /// command fails, the client says it is down and why, later commands fail at once naming the
+    /// server, and the client is back once the server answers again.
+    @Test func aSilentServerFailsWaitingCommandsAndTheClientComesBackWhenItAnswers() async throws {
+        try await TestRedis.with { redis in
+            let states = AsyncStream<RedisClient.State>.makeStream()
+            let client = RedisClient(
+                address: redis.address, group: group, maxBackoff: .milliseconds(200), stateChanged: { states.continuation.yield($0) })
+            defer { client.stop() }
+            client.start()
+            var stateEvents = states.stream.makeAsyncIterator()
+            #expect(await stateEvents.next() == .up)
+            redis.pause()
+            defer { redis.resume() }
+            // The command was written to a server that takes bytes and answers nothing.
+            await #expect(throws: RedisError.self) { _ = try await client.send(["PING"]) }
+            guard case let .down(reason)? = await stateEvents.next() else {
+                Issue.record("no down state")
+                return
+            }
+            #expect(reason.contains("no answer within"), "\(reason)")
+            do throws(RedisError) {
+                _ = try await client.send(["PING"])
+                Issue.record("a command went through to a silent server")
+            } catch let .unavailable(why) {
+                #expect(why.contains("127.0.0.1:\(redis.port)"), "\(why)")
+            } catch {
+                Issue.record("not unavailable: \(error)")
+            }
+            redis.resume()
+            try await eventually("the client is back") { (try? await client.send(["PING"])) == .simpleString("PONG") }
+        }
+    }
+
+    /// A client that cannot get its first connection says why within a few attempts, without
+    /// the password: a wrong password, and a server certificate its CA does not trust.
+    @Test func aConnectionThatNeverComesUpSaysWhy() async throws {
+        try await TestRedis.with { redis in
+            let otherCA = try TestCertificates()
+            let wrongPassword = RedisAddress(host: "127.0.0.1", port: redis.port, password: "not-the-password", tls: redis.address.tls)
+            var untrusted = redis.address
+            untrusted.tls?.caFile = otherCA.caFile
+            for (address, expected) in [(wrongPassword, "WRONGPASS"), (untrusted, "certificate is not trusted")] {
+                let states = AsyncStream<RedisClient.State>.makeStream()
+                let client = RedisClient(
+                    address: address, group: group, maxBackoff: .milliseconds(100), stateChanged: { states.continuation.yield($0) })
+                defer { client.stop() }
+                client.start()
+                var stateEvents = states.stream.makeAsyncIterator()
+                guard case let .down(reason)? = await stateEvents.next() else {
+                    Issue.record("no down state for \(expected)")
+                    continue
+                }
+                #expect(reason.contains(expected), "\(reason)")
+                #expect(!reason.contains("not-the-password") && !reason.contains(TestRedis.password), "\(reason)")
+                do throws(RedisError) {
+                    _ = try await client.send(["PING"])
+                    Issue.record("a command went through")
+                } catch let .unavailable(why) {
+                    #expect(why.contains("127.0.0.1:\(redis.port)") && why.contains(expected), "\(why)")
+                } catch {
+                    Issue.record("not unavailable: \(error)")
+                }
+            }
+        }
     }
 
     /// Publishes until a subscriber counts (PUBLISH answers how many heard it), then reads the delivery.

@@ -199,9 +199,12 @@ import Testing
         configuration.hub.pongTimeout = .seconds(1)
         let server = try await RunningServer.start(configuration)
         let personal = server.server.configuration.hub.personalChannel(of: "fay")
-        let request = ConnectRequest(token: try await server.token("fay")).json.bytes
+        let token = try await server.token("fay")
+        let request = ConnectRequest(token: token).json.bytes
         let http = try await RawHTTPStream(port: server.port, path: "/connection/uni_http_stream", body: request)
-        let query = String(decoding: request, as: UTF8.self).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        // As a browser's URLSearchParams writes it: a space is `+`, the rest percent-encoded.
+        let query = #"{"token": "\#(token)", "name": "fay's phone"}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union([" "]))!
+            .replacingOccurrences(of: " ", with: "+")
         let sse = try await RawHTTPStream(port: server.port, method: "GET", path: "/connection/uni_sse?cf_connect=\(query)", framing: .events)
         for stream in [http, sse] {
             let connected = try Self.connectResult(try await stream.next())
@@ -228,6 +231,40 @@ import Testing
         try await server.stop()
     }
 
+    /// Centrifugo's `session` member picks one connection by the session id its connect result
+    /// named, on `subscribe`, `unsubscribe`, `refresh` and `disconnect` alike.
+    @Test func theServerAPIReachesOneConnectionBySessionID() async throws {
+        let server = try await RunningServer.start(Self.configuration())
+        let personal = server.server.configuration.hub.personalChannel(of: "ivy")
+        let request = ConnectRequest(token: try await server.token("ivy")).json.bytes
+        let first = try await RawHTTPStream(port: server.port, path: "/connection/uni_http_stream", body: request)
+        let second = try await RawHTTPStream(port: server.port, path: "/connection/uni_sse", body: request, framing: .events)
+        let firstSession = try Self.connectResult(try await first.next()).session
+        let secondSession = try Self.connectResult(try await second.next()).session
+        #expect(!firstSession.isEmpty && !secondSession.isEmpty && firstSession != secondSession)
+
+        let unsubscribed = try await server.post("/api/unsubscribe", body: #"{"user":"ivy","channel":"\#(personal)","session":"\#(firstSession)"}"#)
+        #expect(unsubscribed.0 == 200 && unsubscribed.1["error"] == nil, "\(unsubscribed)")
+        let ended = try await first.messages { if case let .push(push) = $0, case .unsubscribe = push.body { true } else { false } }
+        #expect(ended.allSatisfy { !Self.isPublication($0, on: personal) })
+        let subscribed = try await server.post("/api/subscribe", body: #"{"user":"ivy","channel":"room:s","session":"\#(firstSession)"}"#)
+        #expect(subscribed.1["error"] == nil, "\(subscribed)")
+        _ = try await first.messages { if case let .push(push) = $0, push.channel == "room:s", case .subscribe = push.body { true } else { false } }
+        _ = try await server.post("/api/publish", body: #"{"channel":"\#(personal)","data":{"to":"second"}}"#)
+        _ = try await second.messages { Self.isPublication($0, on: personal) }
+
+        let refreshed = try await server.post("/api/refresh", body: #"{"user":"ivy","session":"\#(secondSession)","expired":true}"#)
+        #expect(refreshed.1["error"] == nil, "\(refreshed)")
+        #expect(Self.disconnect(in: try await second.rest()) == .expired)
+        // A session that matches none of the user's connections reaches nothing.
+        _ = try await server.post("/api/disconnect", body: #"{"user":"ivy","session":"\#(secondSession)"}"#)
+        _ = try await server.post("/api/publish", body: #"{"channel":"room:s","data":{"to":"first"}}"#)
+        _ = try await first.messages { Self.isPublication($0, on: "room:s") }
+        _ = try await server.post("/api/disconnect", body: #"{"user":"ivy","session":"\#(firstSession)"}"#)
+        #expect(Self.disconnect(in: try await first.rest()) == .forceDisconnect)
+        try await server.stop()
+    }
+
     @Test func aUnidirectionalWebSocketReadsItsConnectRequestFirstAndEndsWithADisconnectPush() async throws {
         let server = try await RunningServer.start(Self.configuration())
         let personal = server.server.configuration.hub.personalChannel(of: "gus")
@@ -239,7 +276,7 @@ import Testing
         for socket in [fromQuery, firstMessage] {
             #expect(try await socket.responseHeaders().first?.contains("101") == true)
             let frame = try await socket.nextFrame()
-            let messages = try ProtocolEncoding.json.serverMessages(in: frame.payload)
+            let messages = try ProtocolEncoding.json.unidirectionalMessages(in: frame.payload)
             #expect(try Self.connectResult(messages.first).subs[personal] != nil)
             // What the client sends afterwards is ignored.
             try socket.sendText(Array(#"{"id":9,"rpc":{"method":"server.time"}}"#.utf8))
@@ -254,7 +291,7 @@ import Testing
                     #expect(Int(frame.payload[0]) << 8 | Int(frame.payload[1]) == 3503)
                     break
                 }
-                for message in try ProtocolEncoding.json.serverMessages(in: frame.payload) {
+                for message in try ProtocolEncoding.json.unidirectionalMessages(in: frame.payload) {
                     guard case let .push(push) = message else {
                         kinds.append("other")
                         continue

@@ -13,6 +13,8 @@ final class RawHTTPStream: RawConnection {
 
     let encoding: ProtocolEncoding
     let framing: Framing
+    /// Whether the stream is unidirectional, its pushes sent alone (`{"connect":…}`).
+    let unidirectional: Bool
     /// The response's header lines, status line first.
     private(set) var headers: [String] = []
     /// The body's bytes taken out of their chunks and not yet read as messages.
@@ -26,6 +28,7 @@ final class RawHTTPStream: RawConnection {
     ) async throws {
         self.encoding = encoding
         self.framing = framing
+        self.unidirectional = path.hasPrefix("/connection/uni_")
         try super.init(port: port, receiveBuffer: receiveBuffer)
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
         if encoding == .protobuf { head += "Content-Type: application/octet-stream\r\n" }
@@ -73,7 +76,7 @@ final class RawHTTPStream: RawConnection {
         case (.lines, .json):
             guard let newline = body.firstIndex(of: 0x0A) else { return nil }
             defer { body.removeFirst(newline + 1) }
-            return try ProtocolEncoding.json.serverMessages(in: body[..<newline]).first
+            return try decode(body[..<newline])
         case (.lines, .protobuf):
             var length = 0
             var shift = 0
@@ -95,8 +98,13 @@ final class RawHTTPStream: RawConnection {
             let event = String(decoding: body[..<end], as: UTF8.self)
             body.removeFirst(end + 2)
             guard event.hasPrefix("data: ") else { throw HarnessError("not an SSE data event: \(event)") }
-            return try ProtocolEncoding.json.serverMessages(in: Array(event.utf8.dropFirst(6))).first
+            return try decode(Array(event.utf8.dropFirst(6)))
         }
+    }
+
+    /// The JSON message in `bytes`, read as this stream's kind sends it.
+    private func decode(_ bytes: some Collection<UInt8>) throws -> ServerMessage? {
+        try (unidirectional ? ProtocolEncoding.json.unidirectionalMessages(in: bytes) : ProtocolEncoding.json.serverMessages(in: bytes)).first
     }
 
     /// The next chunk of the chunked body; nil after the last.

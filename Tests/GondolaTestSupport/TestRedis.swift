@@ -92,6 +92,17 @@ public final class TestRedis: @unchecked Sendable {
         }
     }
 
+    /// Freezes the server (SIGSTOP): its sockets stay open and the kernel still takes what
+    /// clients send, but nothing is answered, as behind a partition or a blackholing firewall.
+    public func pause() {
+        if let pid { kill(pid, SIGSTOP) }
+    }
+
+    /// Lets a paused server run again (SIGCONT).
+    public func resume() {
+        if let pid { kill(pid, SIGCONT) }
+    }
+
     /// Kills the server (SIGKILL) and waits for it to be gone.
     public func stop() async throws {
         guard let pid else { return }

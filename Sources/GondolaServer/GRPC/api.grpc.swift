@@ -1,10 +1,17 @@
-/// The part of Centrifugo's server API that Gondola serves over GRPC, as Centrifugo
-/// defines it in internal/apiproto/api.proto (github.com/centrifugal/centrifugo, Apache
-/// License 2.0; see LICENSE-centrifugo next to this file): the same package, service,
-/// method, message and field names and numbers, so clients generated from Centrifugo's
-/// file call Gondola unchanged. Left out are the methods Gondola does not have (rpc,
-/// connections, user status, blocking, tokens, devices and push, maps, shared polls;
-/// a call to one answers UNIMPLEMENTED) and their messages and `Command`/`Reply` members.
+/// Gondola's server API over GRPC (`grpc_api_listen`).
+///
+/// The package, service, method, message and field names and the field numbers are
+/// those of Centrifugo's GRPC server API, so that a client generated for Centrifugo
+/// calls Gondola unchanged; the layout and the words here are Gondola's. Each method
+/// is answered by the code that answers `POST /api/<method>`: a response carries
+/// either `error` or `result`. Payload fields (`data`, `info`, `conn_info`,
+/// `chan_info`) are bytes: JSON is published as it is, other bytes as a binary
+/// publication.
+///
+/// Only the methods Gondola serves are declared; a call to any other method of the
+/// service answers UNIMPLEMENTED. `label_filter` and `all_users` are declared so
+/// that such a request reads as sent: Gondola refuses them (107 naming the field)
+/// rather than ignore a filter it does not apply.
 ///
 /// Regenerate the Swift code with `Scripts/generate-protobuf` after a change.
 

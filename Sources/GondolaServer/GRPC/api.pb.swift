@@ -8,13 +8,20 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// The part of Centrifugo's server API that Gondola serves over GRPC, as Centrifugo
-/// defines it in internal/apiproto/api.proto (github.com/centrifugal/centrifugo, Apache
-/// License 2.0; see LICENSE-centrifugo next to this file): the same package, service,
-/// method, message and field names and numbers, so clients generated from Centrifugo's
-/// file call Gondola unchanged. Left out are the methods Gondola does not have (rpc,
-/// connections, user status, blocking, tokens, devices and push, maps, shared polls;
-/// a call to one answers UNIMPLEMENTED) and their messages and `Command`/`Reply` members.
+/// Gondola's server API over GRPC (`grpc_api_listen`).
+///
+/// The package, service, method, message and field names and the field numbers are
+/// those of Centrifugo's GRPC server API, so that a client generated for Centrifugo
+/// calls Gondola unchanged; the layout and the words here are Gondola's. Each method
+/// is answered by the code that answers `POST /api/<method>`: a response carries
+/// either `error` or `result`. Payload fields (`data`, `info`, `conn_info`,
+/// `chan_info`) are bytes: JSON is published as it is, other bytes as a binary
+/// publication.
+///
+/// Only the methods Gondola serves are declared; a call to any other method of the
+/// service answers UNIMPLEMENTED. `label_filter` and `all_users` are declared so
+/// that such a request reads as sent: Gondola refuses them (107 naming the field)
+/// rather than ignore a filter it does not apply.
 ///
 /// Regenerate the Swift code with `Scripts/generate-protobuf` after a change.
 
@@ -35,6 +42,107 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
+/// A refusal: one of the protocol's codes and why.
+nonisolated struct Centrifugal_Centrifugo_Api_Error: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var code: UInt32 = 0
+
+  var message: String = String()
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// A place in a channel's stream.
+nonisolated struct Centrifugal_Centrifugo_Api_StreamPosition: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var offset: UInt64 = 0
+
+  var epoch: String = String()
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// A connection as presence and publications name it.
+nonisolated struct Centrifugal_Centrifugo_Api_ClientInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var user: String = String()
+
+  var client: String = String()
+
+  var connInfo: Data = Data()
+
+  var chanInfo: Data = Data()
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// A label predicate (a tree of them). Gondola refuses requests that carry one.
+nonisolated struct Centrifugal_Centrifugo_Api_FilterNode: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var op: String = String()
+
+  var key: String = String()
+
+  var cmp: String = String()
+
+  var val: String = String()
+
+  var vals: [String] = []
+
+  var nodes: [Centrifugal_Centrifugo_Api_FilterNode] = []
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+nonisolated struct Centrifugal_Centrifugo_Api_BatchRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var commands: [Centrifugal_Centrifugo_Api_Command] = []
+
+  /// Run the commands at once instead of one after another.
+  var parallel: Bool = false
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+nonisolated struct Centrifugal_Centrifugo_Api_BatchResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// One reply per command, in the commands' order.
+  var replies: [Centrifugal_Centrifugo_Api_Reply] = []
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// One command of a batch: exactly one member is set.
 nonisolated struct Centrifugal_Centrifugo_Api_Command: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -155,20 +263,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_Command: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_Error: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var code: UInt32 = 0
-
-  var message: String = String()
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
+/// The answer to one command of a batch: its error, or the result of its kind.
 nonisolated struct Centrifugal_Centrifugo_Api_Reply: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -310,32 +405,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_Reply: Sendable {
   fileprivate var _channels: Centrifugal_Centrifugo_Api_ChannelsResult? = nil
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_BatchRequest: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var commands: [Centrifugal_Centrifugo_Api_Command] = []
-
-  var parallel: Bool = false
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
-nonisolated struct Centrifugal_Centrifugo_Api_BatchResponse: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var replies: [Centrifugal_Centrifugo_Api_Reply] = []
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
 nonisolated struct Centrifugal_Centrifugo_Api_PublishRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -345,16 +414,20 @@ nonisolated struct Centrifugal_Centrifugo_Api_PublishRequest: Sendable {
 
   var data: Data = Data()
 
+  /// The payload in base64, for callers that cannot send bytes; `data` wins.
   var b64Data: String = String()
 
   var skipHistory: Bool = false
 
   var tags: Dictionary<String,String> = [:]
 
+  /// The same key on a channel within five minutes publishes once.
   var idempotencyKey: String = String()
 
+  /// May go as a fossil delta to subscriptions that negotiated one.
   var delta: Bool = false
 
+  /// Published only when above the stream's latest version in the same epoch.
   var version: UInt64 = 0
 
   var versionEpoch: String = String()
@@ -395,6 +468,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_PublishResponse: Sendable {
   fileprivate var _result: Centrifugal_Centrifugo_Api_PublishResult? = nil
 }
 
+/// Where the publication landed; empty for a channel without a stream.
 nonisolated struct Centrifugal_Centrifugo_Api_PublishResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -409,6 +483,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_PublishResult: Sendable {
   init() {}
 }
 
+/// `publish` to each of `channels`, each on its own.
 nonisolated struct Centrifugal_Centrifugo_Api_BroadcastRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -473,32 +548,8 @@ nonisolated struct Centrifugal_Centrifugo_Api_BroadcastResult: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// One answer per channel, in the request's order.
   var responses: [Centrifugal_Centrifugo_Api_PublishResponse] = []
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
-/// FilterNode is a tree describing a label predicate.
-/// Used as label_filter on Subscribe/Unsubscribe/Disconnect/Refresh/Connections requests.
-/// PRO only — defined in OSS api.proto for protocol-surface consistency; OSS handlers parse but do not act on it.
-nonisolated struct Centrifugal_Centrifugo_Api_FilterNode: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var op: String = String()
-
-  var key: String = String()
-
-  var cmp: String = String()
-
-  var val: String = String()
-
-  var vals: [String] = []
-
-  var nodes: [Centrifugal_Centrifugo_Api_FilterNode] = []
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -520,6 +571,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeRequest: @unchecked Senda
     set {_uniqueStorage()._user = newValue}
   }
 
+  /// Unix seconds when the subscription ends; 0: never.
   var expireAt: Int64 {
     get {_storage._expireAt}
     set {_uniqueStorage()._expireAt = newValue}
@@ -540,6 +592,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeRequest: @unchecked Senda
     set {_uniqueStorage()._client = newValue}
   }
 
+  /// Sent to the client with the subscription.
   var data: Data {
     get {_storage._data}
     set {_uniqueStorage()._data = newValue}
@@ -573,7 +626,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeRequest: @unchecked Senda
     set {_uniqueStorage()._session = newValue}
   }
 
-  /// PRO only — restrict the call to clients whose labels match this filter.
   var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
     get {_storage._labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
     set {_uniqueStorage()._labelFilter = newValue}
@@ -583,8 +635,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeRequest: @unchecked Senda
   /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
   mutating func clearLabelFilter() {_uniqueStorage()._labelFilter = nil}
 
-  /// PRO only — when `user` is empty, target every connection on every node
-  /// instead of the anonymous-only bucket. No effect when `user` is non-empty.
   var allUsers: Bool {
     get {_storage._allUsers}
     set {_uniqueStorage()._allUsers = newValue}
@@ -597,37 +647,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeRequest: @unchecked Senda
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_SubscribeResponse: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var error: Centrifugal_Centrifugo_Api_Error {
-    get {_error ?? Centrifugal_Centrifugo_Api_Error()}
-    set {_error = newValue}
-  }
-  /// Returns true if `error` has been explicitly set.
-  var hasError: Bool {self._error != nil}
-  /// Clears the value of `error`. Subsequent reads from it will return its default value.
-  mutating func clearError() {self._error = nil}
-
-  var result: Centrifugal_Centrifugo_Api_SubscribeResult {
-    get {_result ?? Centrifugal_Centrifugo_Api_SubscribeResult()}
-    set {_result = newValue}
-  }
-  /// Returns true if `result` has been explicitly set.
-  var hasResult: Bool {self._result != nil}
-  /// Clears the value of `result`. Subsequent reads from it will return its default value.
-  mutating func clearResult() {self._result = nil}
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-
-  fileprivate var _error: Centrifugal_Centrifugo_Api_Error? = nil
-  fileprivate var _result: Centrifugal_Centrifugo_Api_SubscribeResult? = nil
-}
-
+/// A namespace option changed for this subscription only.
 nonisolated struct Centrifugal_Centrifugo_Api_BoolValue: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -701,6 +721,37 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeOptionOverride: Sendable 
   fileprivate var _forcePushJoinLeave: Centrifugal_Centrifugo_Api_BoolValue? = nil
 }
 
+nonisolated struct Centrifugal_Centrifugo_Api_SubscribeResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var error: Centrifugal_Centrifugo_Api_Error {
+    get {_error ?? Centrifugal_Centrifugo_Api_Error()}
+    set {_error = newValue}
+  }
+  /// Returns true if `error` has been explicitly set.
+  var hasError: Bool {self._error != nil}
+  /// Clears the value of `error`. Subsequent reads from it will return its default value.
+  mutating func clearError() {self._error = nil}
+
+  var result: Centrifugal_Centrifugo_Api_SubscribeResult {
+    get {_result ?? Centrifugal_Centrifugo_Api_SubscribeResult()}
+    set {_result = newValue}
+  }
+  /// Returns true if `result` has been explicitly set.
+  var hasResult: Bool {self._result != nil}
+  /// Clears the value of `result`. Subsequent reads from it will return its default value.
+  mutating func clearResult() {self._result = nil}
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+
+  fileprivate var _error: Centrifugal_Centrifugo_Api_Error? = nil
+  fileprivate var _result: Centrifugal_Centrifugo_Api_SubscribeResult? = nil
+}
+
 nonisolated struct Centrifugal_Centrifugo_Api_SubscribeResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -724,7 +775,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_UnsubscribeRequest: Sendable {
 
   var session: String = String()
 
-  /// PRO only — restrict the call to clients whose labels match this filter.
   var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
     get {_labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
     set {_labelFilter = newValue}
@@ -734,7 +784,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_UnsubscribeRequest: Sendable {
   /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
   mutating func clearLabelFilter() {self._labelFilter = nil}
 
-  /// PRO only — see SubscribeRequest.all_users.
   var allUsers: Bool = false
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -785,6 +834,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_UnsubscribeResult: Sendable {
   init() {}
 }
 
+/// The close code (3000-4999) and reason a disconnect sends.
 nonisolated struct Centrifugal_Centrifugo_Api_Disconnect: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -817,11 +867,11 @@ nonisolated struct Centrifugal_Centrifugo_Api_DisconnectRequest: Sendable {
 
   var client: String = String()
 
+  /// Client ids left connected.
   var whitelist: [String] = []
 
   var session: String = String()
 
-  /// PRO only — restrict the call to clients whose labels match this filter.
   var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
     get {_labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
     set {_labelFilter = newValue}
@@ -831,7 +881,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_DisconnectRequest: Sendable {
   /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
   mutating func clearLabelFilter() {self._labelFilter = nil}
 
-  /// PRO only — see SubscribeRequest.all_users.
   var allUsers: Bool = false
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -874,6 +923,84 @@ nonisolated struct Centrifugal_Centrifugo_Api_DisconnectResponse: Sendable {
 }
 
 nonisolated struct Centrifugal_Centrifugo_Api_DisconnectResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+nonisolated struct Centrifugal_Centrifugo_Api_RefreshRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var user: String = String()
+
+  var client: String = String()
+
+  /// Closes the connections with 3005, so that the SDKs reconnect with a new token.
+  var expired: Bool = false
+
+  /// Unix seconds when the connections expire; 0: never.
+  var expireAt: Int64 = 0
+
+  var info: Data = Data()
+
+  var session: String = String()
+
+  var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
+    get {_labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
+    set {_labelFilter = newValue}
+  }
+  /// Returns true if `labelFilter` has been explicitly set.
+  var hasLabelFilter: Bool {self._labelFilter != nil}
+  /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
+  mutating func clearLabelFilter() {self._labelFilter = nil}
+
+  var allUsers: Bool = false
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+
+  fileprivate var _labelFilter: Centrifugal_Centrifugo_Api_FilterNode? = nil
+}
+
+nonisolated struct Centrifugal_Centrifugo_Api_RefreshResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var error: Centrifugal_Centrifugo_Api_Error {
+    get {_error ?? Centrifugal_Centrifugo_Api_Error()}
+    set {_error = newValue}
+  }
+  /// Returns true if `error` has been explicitly set.
+  var hasError: Bool {self._error != nil}
+  /// Clears the value of `error`. Subsequent reads from it will return its default value.
+  mutating func clearError() {self._error = nil}
+
+  var result: Centrifugal_Centrifugo_Api_RefreshResult {
+    get {_result ?? Centrifugal_Centrifugo_Api_RefreshResult()}
+    set {_result = newValue}
+  }
+  /// Returns true if `result` has been explicitly set.
+  var hasResult: Bool {self._result != nil}
+  /// Clears the value of `result`. Subsequent reads from it will return its default value.
+  mutating func clearResult() {self._result = nil}
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+
+  fileprivate var _error: Centrifugal_Centrifugo_Api_Error? = nil
+  fileprivate var _result: Centrifugal_Centrifugo_Api_RefreshResult? = nil
+}
+
+nonisolated struct Centrifugal_Centrifugo_Api_RefreshResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
@@ -926,29 +1053,12 @@ nonisolated struct Centrifugal_Centrifugo_Api_PresenceResponse: Sendable {
   fileprivate var _result: Centrifugal_Centrifugo_Api_PresenceResult? = nil
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_ClientInfo: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var user: String = String()
-
-  var client: String = String()
-
-  var connInfo: Data = Data()
-
-  var chanInfo: Data = Data()
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
 nonisolated struct Centrifugal_Centrifugo_Api_PresenceResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// By client id.
   var presence: Dictionary<String,Centrifugal_Centrifugo_Api_ClientInfo> = [:]
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1013,20 +1123,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_PresenceStatsResult: Sendable {
   init() {}
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_StreamPosition: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var offset: UInt64 = 0
-
-  var epoch: String = String()
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
 nonisolated struct Centrifugal_Centrifugo_Api_HistoryRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1085,12 +1181,28 @@ nonisolated struct Centrifugal_Centrifugo_Api_HistoryResponse: Sendable {
   fileprivate var _result: Centrifugal_Centrifugo_Api_HistoryResult? = nil
 }
 
+nonisolated struct Centrifugal_Centrifugo_Api_HistoryResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var publications: [Centrifugal_Centrifugo_Api_Publication] = []
+
+  /// The stream's position now.
+  var epoch: String = String()
+
+  var offset: UInt64 = 0
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
 nonisolated struct Centrifugal_Centrifugo_Api_Publication: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// Removed: string uid = 1;
   var data: Data = Data()
 
   var info: Centrifugal_Centrifugo_Api_ClientInfo {
@@ -1111,22 +1223,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_Publication: Sendable {
   init() {}
 
   fileprivate var _info: Centrifugal_Centrifugo_Api_ClientInfo? = nil
-}
-
-nonisolated struct Centrifugal_Centrifugo_Api_HistoryResult: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var publications: [Centrifugal_Centrifugo_Api_Publication] = []
-
-  var epoch: String = String()
-
-  var offset: UInt64 = 0
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
 }
 
 nonisolated struct Centrifugal_Centrifugo_Api_HistoryRemoveRequest: Sendable {
@@ -1235,6 +1331,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_InfoResult: Sendable {
   init() {}
 }
 
+/// One live node and its counts.
 nonisolated struct Centrifugal_Centrifugo_Api_NodeResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1252,6 +1349,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_NodeResult: Sendable {
 
   var numChannels: UInt32 = 0
 
+  /// Seconds since the node started.
   var uptime: UInt32 = 0
 
   var metrics: Centrifugal_Centrifugo_Api_Metrics {
@@ -1310,89 +1408,12 @@ nonisolated struct Centrifugal_Centrifugo_Api_Process: Sendable {
   init() {}
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_RefreshRequest: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var user: String = String()
-
-  var client: String = String()
-
-  var expired: Bool = false
-
-  var expireAt: Int64 = 0
-
-  var info: Data = Data()
-
-  var session: String = String()
-
-  /// PRO only — restrict the call to clients whose labels match this filter.
-  var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
-    get {_labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
-    set {_labelFilter = newValue}
-  }
-  /// Returns true if `labelFilter` has been explicitly set.
-  var hasLabelFilter: Bool {self._labelFilter != nil}
-  /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
-  mutating func clearLabelFilter() {self._labelFilter = nil}
-
-  /// PRO only — see SubscribeRequest.all_users.
-  var allUsers: Bool = false
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-
-  fileprivate var _labelFilter: Centrifugal_Centrifugo_Api_FilterNode? = nil
-}
-
-nonisolated struct Centrifugal_Centrifugo_Api_RefreshResponse: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var error: Centrifugal_Centrifugo_Api_Error {
-    get {_error ?? Centrifugal_Centrifugo_Api_Error()}
-    set {_error = newValue}
-  }
-  /// Returns true if `error` has been explicitly set.
-  var hasError: Bool {self._error != nil}
-  /// Clears the value of `error`. Subsequent reads from it will return its default value.
-  mutating func clearError() {self._error = nil}
-
-  var result: Centrifugal_Centrifugo_Api_RefreshResult {
-    get {_result ?? Centrifugal_Centrifugo_Api_RefreshResult()}
-    set {_result = newValue}
-  }
-  /// Returns true if `result` has been explicitly set.
-  var hasResult: Bool {self._result != nil}
-  /// Clears the value of `result`. Subsequent reads from it will return its default value.
-  mutating func clearResult() {self._result = nil}
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-
-  fileprivate var _error: Centrifugal_Centrifugo_Api_Error? = nil
-  fileprivate var _result: Centrifugal_Centrifugo_Api_RefreshResult? = nil
-}
-
-nonisolated struct Centrifugal_Centrifugo_Api_RefreshResult: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
 nonisolated struct Centrifugal_Centrifugo_Api_ChannelsRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// A glob over the channel names (`*`, `?`); every channel when empty.
   var pattern: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1436,6 +1457,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_ChannelsResult: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// Channels with subscribers, by name.
   var channels: Dictionary<String,Centrifugal_Centrifugo_Api_ChannelInfo> = [:]
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1458,6 +1480,241 @@ nonisolated struct Centrifugal_Centrifugo_Api_ChannelInfo: Sendable {
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "centrifugal.centrifugo.api"
+
+nonisolated extension Centrifugal_Centrifugo_Api_Error: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".Error"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.code) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.code != 0 {
+      try visitor.visitSingularUInt32Field(value: self.code, fieldNumber: 1)
+    }
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_Error, rhs: Centrifugal_Centrifugo_Api_Error) -> Bool {
+    if lhs.code != rhs.code {return false}
+    if lhs.message != rhs.message {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_StreamPosition: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".StreamPosition"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offset\0\u{1}epoch\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.epoch) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 1)
+    }
+    if !self.epoch.isEmpty {
+      try visitor.visitSingularStringField(value: self.epoch, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_StreamPosition, rhs: Centrifugal_Centrifugo_Api_StreamPosition) -> Bool {
+    if lhs.offset != rhs.offset {return false}
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_ClientInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".ClientInfo"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}client\0\u{3}conn_info\0\u{3}chan_info\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.client) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.connInfo) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.chanInfo) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.user.isEmpty {
+      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
+    }
+    if !self.client.isEmpty {
+      try visitor.visitSingularStringField(value: self.client, fieldNumber: 2)
+    }
+    if !self.connInfo.isEmpty {
+      try visitor.visitSingularBytesField(value: self.connInfo, fieldNumber: 3)
+    }
+    if !self.chanInfo.isEmpty {
+      try visitor.visitSingularBytesField(value: self.chanInfo, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_ClientInfo, rhs: Centrifugal_Centrifugo_Api_ClientInfo) -> Bool {
+    if lhs.user != rhs.user {return false}
+    if lhs.client != rhs.client {return false}
+    if lhs.connInfo != rhs.connInfo {return false}
+    if lhs.chanInfo != rhs.chanInfo {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_FilterNode: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".FilterNode"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}op\0\u{1}key\0\u{1}cmp\0\u{1}val\0\u{1}vals\0\u{1}nodes\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.op) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.key) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.cmp) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.val) }()
+      case 5: try { try decoder.decodeRepeatedStringField(value: &self.vals) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.nodes) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.op.isEmpty {
+      try visitor.visitSingularStringField(value: self.op, fieldNumber: 1)
+    }
+    if !self.key.isEmpty {
+      try visitor.visitSingularStringField(value: self.key, fieldNumber: 2)
+    }
+    if !self.cmp.isEmpty {
+      try visitor.visitSingularStringField(value: self.cmp, fieldNumber: 3)
+    }
+    if !self.val.isEmpty {
+      try visitor.visitSingularStringField(value: self.val, fieldNumber: 4)
+    }
+    if !self.vals.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.vals, fieldNumber: 5)
+    }
+    if !self.nodes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.nodes, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_FilterNode, rhs: Centrifugal_Centrifugo_Api_FilterNode) -> Bool {
+    if lhs.op != rhs.op {return false}
+    if lhs.key != rhs.key {return false}
+    if lhs.cmp != rhs.cmp {return false}
+    if lhs.val != rhs.val {return false}
+    if lhs.vals != rhs.vals {return false}
+    if lhs.nodes != rhs.nodes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_BatchRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".BatchRequest"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}commands\0\u{1}parallel\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.commands) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.parallel) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.commands.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.commands, fieldNumber: 1)
+    }
+    if self.parallel != false {
+      try visitor.visitSingularBoolField(value: self.parallel, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_BatchRequest, rhs: Centrifugal_Centrifugo_Api_BatchRequest) -> Bool {
+    if lhs.commands != rhs.commands {return false}
+    if lhs.parallel != rhs.parallel {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_BatchResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".BatchResponse"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}replies\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.replies) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.replies.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.replies, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_BatchResponse, rhs: Centrifugal_Centrifugo_Api_BatchResponse) -> Bool {
+    if lhs.replies != rhs.replies {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
 
 nonisolated extension Centrifugal_Centrifugo_Api_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Command"
@@ -1606,41 +1863,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_Command: SwiftProtobuf.Message,
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_Error: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".Error"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.code) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.code != 0 {
-      try visitor.visitSingularUInt32Field(value: self.code, fieldNumber: 1)
-    }
-    if !self.message.isEmpty {
-      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_Error, rhs: Centrifugal_Centrifugo_Api_Error) -> Bool {
-    if lhs.code != rhs.code {return false}
-    if lhs.message != rhs.message {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
 nonisolated extension Centrifugal_Centrifugo_Api_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Reply"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}error\0\u{2}\u{2}publish\0\u{1}broadcast\0\u{1}subscribe\0\u{1}unsubscribe\0\u{1}disconnect\0\u{1}presence\0\u{3}presence_stats\0\u{1}history\0\u{3}history_remove\0\u{1}info\0\u{2}\u{2}refresh\0\u{1}channels\0\u{c}\u{1}\u{1}\u{c}\u{3}\u{1}")
@@ -1730,71 +1952,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_Reply: SwiftProtobuf.Message, S
     if lhs._info != rhs._info {return false}
     if lhs._refresh != rhs._refresh {return false}
     if lhs._channels != rhs._channels {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_BatchRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".BatchRequest"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}commands\0\u{1}parallel\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.commands) }()
-      case 2: try { try decoder.decodeSingularBoolField(value: &self.parallel) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.commands.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.commands, fieldNumber: 1)
-    }
-    if self.parallel != false {
-      try visitor.visitSingularBoolField(value: self.parallel, fieldNumber: 2)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_BatchRequest, rhs: Centrifugal_Centrifugo_Api_BatchRequest) -> Bool {
-    if lhs.commands != rhs.commands {return false}
-    if lhs.parallel != rhs.parallel {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_BatchResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".BatchResponse"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}replies\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.replies) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.replies.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.replies, fieldNumber: 1)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_BatchResponse, rhs: Centrifugal_Centrifugo_Api_BatchResponse) -> Bool {
-    if lhs.replies != rhs.replies {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2083,61 +2240,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_BroadcastResult: SwiftProtobuf.
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_FilterNode: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".FilterNode"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}op\0\u{1}key\0\u{1}cmp\0\u{1}val\0\u{1}vals\0\u{1}nodes\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.op) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.key) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.cmp) }()
-      case 4: try { try decoder.decodeSingularStringField(value: &self.val) }()
-      case 5: try { try decoder.decodeRepeatedStringField(value: &self.vals) }()
-      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.nodes) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.op.isEmpty {
-      try visitor.visitSingularStringField(value: self.op, fieldNumber: 1)
-    }
-    if !self.key.isEmpty {
-      try visitor.visitSingularStringField(value: self.key, fieldNumber: 2)
-    }
-    if !self.cmp.isEmpty {
-      try visitor.visitSingularStringField(value: self.cmp, fieldNumber: 3)
-    }
-    if !self.val.isEmpty {
-      try visitor.visitSingularStringField(value: self.val, fieldNumber: 4)
-    }
-    if !self.vals.isEmpty {
-      try visitor.visitRepeatedStringField(value: self.vals, fieldNumber: 5)
-    }
-    if !self.nodes.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.nodes, fieldNumber: 6)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_FilterNode, rhs: Centrifugal_Centrifugo_Api_FilterNode) -> Bool {
-    if lhs.op != rhs.op {return false}
-    if lhs.key != rhs.key {return false}
-    if lhs.cmp != rhs.cmp {return false}
-    if lhs.val != rhs.val {return false}
-    if lhs.vals != rhs.vals {return false}
-    if lhs.nodes != rhs.nodes {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
 nonisolated extension Centrifugal_Centrifugo_Api_SubscribeRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".SubscribeRequest"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0\u{1}user\0\u{3}expire_at\0\u{1}info\0\u{1}b64info\0\u{1}client\0\u{1}data\0\u{1}b64data\0\u{3}recover_since\0\u{1}override\0\u{1}session\0\u{3}label_filter\0\u{3}all_users\0")
@@ -2292,45 +2394,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_SubscribeRequest: SwiftProtobuf
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_SubscribeResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".SubscribeResponse"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}error\0\u{1}result\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularMessageField(value: &self._error) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._result) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    try { if let v = self._error {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-    } }()
-    try { if let v = self._result {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    } }()
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_SubscribeResponse, rhs: Centrifugal_Centrifugo_Api_SubscribeResponse) -> Bool {
-    if lhs._error != rhs._error {return false}
-    if lhs._result != rhs._result {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
 nonisolated extension Centrifugal_Centrifugo_Api_BoolValue: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".BoolValue"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}value\0")
@@ -2410,6 +2473,45 @@ nonisolated extension Centrifugal_Centrifugo_Api_SubscribeOptionOverride: SwiftP
     if lhs._forceRecovery != rhs._forceRecovery {return false}
     if lhs._forcePositioning != rhs._forcePositioning {return false}
     if lhs._forcePushJoinLeave != rhs._forcePushJoinLeave {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_SubscribeResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".SubscribeResponse"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}error\0\u{1}result\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._error) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._result) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._error {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._result {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_SubscribeResponse, rhs: Centrifugal_Centrifugo_Api_SubscribeResponse) -> Bool {
+    if lhs._error != rhs._error {return false}
+    if lhs._result != rhs._result {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2708,6 +2810,133 @@ nonisolated extension Centrifugal_Centrifugo_Api_DisconnectResult: SwiftProtobuf
   }
 }
 
+nonisolated extension Centrifugal_Centrifugo_Api_RefreshRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".RefreshRequest"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}client\0\u{1}expired\0\u{3}expire_at\0\u{1}info\0\u{1}session\0\u{3}label_filter\0\u{3}all_users\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.client) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.expired) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.expireAt) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.info) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.session) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._labelFilter) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.allUsers) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.user.isEmpty {
+      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
+    }
+    if !self.client.isEmpty {
+      try visitor.visitSingularStringField(value: self.client, fieldNumber: 2)
+    }
+    if self.expired != false {
+      try visitor.visitSingularBoolField(value: self.expired, fieldNumber: 3)
+    }
+    if self.expireAt != 0 {
+      try visitor.visitSingularInt64Field(value: self.expireAt, fieldNumber: 4)
+    }
+    if !self.info.isEmpty {
+      try visitor.visitSingularBytesField(value: self.info, fieldNumber: 5)
+    }
+    if !self.session.isEmpty {
+      try visitor.visitSingularStringField(value: self.session, fieldNumber: 6)
+    }
+    try { if let v = self._labelFilter {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
+    if self.allUsers != false {
+      try visitor.visitSingularBoolField(value: self.allUsers, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshRequest, rhs: Centrifugal_Centrifugo_Api_RefreshRequest) -> Bool {
+    if lhs.user != rhs.user {return false}
+    if lhs.client != rhs.client {return false}
+    if lhs.expired != rhs.expired {return false}
+    if lhs.expireAt != rhs.expireAt {return false}
+    if lhs.info != rhs.info {return false}
+    if lhs.session != rhs.session {return false}
+    if lhs._labelFilter != rhs._labelFilter {return false}
+    if lhs.allUsers != rhs.allUsers {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_RefreshResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".RefreshResponse"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}error\0\u{1}result\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._error) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._result) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._error {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._result {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshResponse, rhs: Centrifugal_Centrifugo_Api_RefreshResponse) -> Bool {
+    if lhs._error != rhs._error {return false}
+    if lhs._result != rhs._result {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_RefreshResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".RefreshResult"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshResult, rhs: Centrifugal_Centrifugo_Api_RefreshResult) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Centrifugal_Centrifugo_Api_PresenceRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".PresenceRequest"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0")
@@ -2772,51 +3001,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_PresenceResponse: SwiftProtobuf
   static func ==(lhs: Centrifugal_Centrifugo_Api_PresenceResponse, rhs: Centrifugal_Centrifugo_Api_PresenceResponse) -> Bool {
     if lhs._error != rhs._error {return false}
     if lhs._result != rhs._result {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_ClientInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".ClientInfo"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}client\0\u{3}conn_info\0\u{3}chan_info\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.client) }()
-      case 3: try { try decoder.decodeSingularBytesField(value: &self.connInfo) }()
-      case 4: try { try decoder.decodeSingularBytesField(value: &self.chanInfo) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.user.isEmpty {
-      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
-    }
-    if !self.client.isEmpty {
-      try visitor.visitSingularStringField(value: self.client, fieldNumber: 2)
-    }
-    if !self.connInfo.isEmpty {
-      try visitor.visitSingularBytesField(value: self.connInfo, fieldNumber: 3)
-    }
-    if !self.chanInfo.isEmpty {
-      try visitor.visitSingularBytesField(value: self.chanInfo, fieldNumber: 4)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_ClientInfo, rhs: Centrifugal_Centrifugo_Api_ClientInfo) -> Bool {
-    if lhs.user != rhs.user {return false}
-    if lhs.client != rhs.client {return false}
-    if lhs.connInfo != rhs.connInfo {return false}
-    if lhs.chanInfo != rhs.chanInfo {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2956,41 +3140,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_PresenceStatsResult: SwiftProto
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_StreamPosition: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".StreamPosition"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offset\0\u{1}epoch\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.epoch) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.offset != 0 {
-      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 1)
-    }
-    if !self.epoch.isEmpty {
-      try visitor.visitSingularStringField(value: self.epoch, fieldNumber: 2)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_StreamPosition, rhs: Centrifugal_Centrifugo_Api_StreamPosition) -> Bool {
-    if lhs.offset != rhs.offset {return false}
-    if lhs.epoch != rhs.epoch {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
 nonisolated extension Centrifugal_Centrifugo_Api_HistoryRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".HistoryRequest"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0\u{1}limit\0\u{1}since\0\u{1}reverse\0")
@@ -3079,9 +3228,49 @@ nonisolated extension Centrifugal_Centrifugo_Api_HistoryResponse: SwiftProtobuf.
   }
 }
 
+nonisolated extension Centrifugal_Centrifugo_Api_HistoryResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".HistoryResult"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}publications\0\u{1}epoch\0\u{1}offset\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.publications) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.epoch) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.publications.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.publications, fieldNumber: 1)
+    }
+    if !self.epoch.isEmpty {
+      try visitor.visitSingularStringField(value: self.epoch, fieldNumber: 2)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_HistoryResult, rhs: Centrifugal_Centrifugo_Api_HistoryResult) -> Bool {
+    if lhs.publications != rhs.publications {return false}
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Centrifugal_Centrifugo_Api_Publication: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Publication"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}data\0\u{1}info\0\u{1}offset\0\u{1}tags\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}data\0\u{1}info\0\u{1}offset\0\u{1}tags\0\u{c}\u{1}\u{1}")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3123,46 +3312,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_Publication: SwiftProtobuf.Mess
     if lhs._info != rhs._info {return false}
     if lhs.offset != rhs.offset {return false}
     if lhs.tags != rhs.tags {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_HistoryResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".HistoryResult"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}publications\0\u{1}epoch\0\u{1}offset\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.publications) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.epoch) }()
-      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.publications.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.publications, fieldNumber: 1)
-    }
-    if !self.epoch.isEmpty {
-      try visitor.visitSingularStringField(value: self.epoch, fieldNumber: 2)
-    }
-    if self.offset != 0 {
-      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 3)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_HistoryResult, rhs: Centrifugal_Centrifugo_Api_HistoryResult) -> Bool {
-    if lhs.publications != rhs.publications {return false}
-    if lhs.epoch != rhs.epoch {return false}
-    if lhs.offset != rhs.offset {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3488,133 +3637,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_Process: SwiftProtobuf.Message,
   static func ==(lhs: Centrifugal_Centrifugo_Api_Process, rhs: Centrifugal_Centrifugo_Api_Process) -> Bool {
     if lhs.cpu != rhs.cpu {return false}
     if lhs.rss != rhs.rss {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_RefreshRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".RefreshRequest"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}client\0\u{1}expired\0\u{3}expire_at\0\u{1}info\0\u{1}session\0\u{3}label_filter\0\u{3}all_users\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.client) }()
-      case 3: try { try decoder.decodeSingularBoolField(value: &self.expired) }()
-      case 4: try { try decoder.decodeSingularInt64Field(value: &self.expireAt) }()
-      case 5: try { try decoder.decodeSingularBytesField(value: &self.info) }()
-      case 6: try { try decoder.decodeSingularStringField(value: &self.session) }()
-      case 7: try { try decoder.decodeSingularMessageField(value: &self._labelFilter) }()
-      case 8: try { try decoder.decodeSingularBoolField(value: &self.allUsers) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.user.isEmpty {
-      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
-    }
-    if !self.client.isEmpty {
-      try visitor.visitSingularStringField(value: self.client, fieldNumber: 2)
-    }
-    if self.expired != false {
-      try visitor.visitSingularBoolField(value: self.expired, fieldNumber: 3)
-    }
-    if self.expireAt != 0 {
-      try visitor.visitSingularInt64Field(value: self.expireAt, fieldNumber: 4)
-    }
-    if !self.info.isEmpty {
-      try visitor.visitSingularBytesField(value: self.info, fieldNumber: 5)
-    }
-    if !self.session.isEmpty {
-      try visitor.visitSingularStringField(value: self.session, fieldNumber: 6)
-    }
-    try { if let v = self._labelFilter {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
-    } }()
-    if self.allUsers != false {
-      try visitor.visitSingularBoolField(value: self.allUsers, fieldNumber: 8)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshRequest, rhs: Centrifugal_Centrifugo_Api_RefreshRequest) -> Bool {
-    if lhs.user != rhs.user {return false}
-    if lhs.client != rhs.client {return false}
-    if lhs.expired != rhs.expired {return false}
-    if lhs.expireAt != rhs.expireAt {return false}
-    if lhs.info != rhs.info {return false}
-    if lhs.session != rhs.session {return false}
-    if lhs._labelFilter != rhs._labelFilter {return false}
-    if lhs.allUsers != rhs.allUsers {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_RefreshResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".RefreshResponse"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}error\0\u{1}result\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularMessageField(value: &self._error) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._result) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    try { if let v = self._error {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-    } }()
-    try { if let v = self._result {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    } }()
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshResponse, rhs: Centrifugal_Centrifugo_Api_RefreshResponse) -> Bool {
-    if lhs._error != rhs._error {return false}
-    if lhs._result != rhs._result {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_RefreshResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".RefreshResult"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap()
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    // Load everything into unknown fields
-    while try decoder.nextFieldNumber() != nil {}
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshResult, rhs: Centrifugal_Centrifugo_Api_RefreshResult) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
