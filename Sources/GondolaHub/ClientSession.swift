@@ -353,8 +353,9 @@ public final class ClientSession: Sendable {
             (credentials, connectData) = try await proxyConnect(request, proxy)
             if proxy.route(.refresh) != nil { state.withLock { $0.refreshedByProxy = true } }
         } else if request.token.isEmpty {
+            // No token, no proxy and no anonymous connections: centrifuge closes with 3501.
             guard node.configuration.allowAnonymousConnectWithoutToken else {
-                throw DisconnectCode.invalidToken.with(reason: "invalid token: connect needs a token")
+                throw DisconnectCode.badRequest.with(reason: "bad request: client credentials not found (connect needs a token)")
             }
             credentials = Credentials(user: "")
         } else {
@@ -402,6 +403,7 @@ public final class ClientSession: Sendable {
     }
 
     private func refresh(id replyID: UInt32, token: String) async throws {
+        guard !token.isEmpty else { throw DisconnectCode.badRequest.with(reason: "bad request: client token required to refresh") }
         let credentials = try await verify(token)
         let sameUser = state.withLock { state -> Bool in
             guard state.credentials?.user == credentials.user else { return false }

@@ -77,7 +77,8 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         return "postgres://\(username)@\(host ?? ""):\(port)/\(database)"
     }
 
-    private static func redacted(_ text: String) -> String {
+    /// `text` (a `postgres://` URL or a file path) with its password, if any, as `***`.
+    public static func redacted(_ text: String) -> String {
         guard var components = URLComponents(string: text), components.password != nil else { return text }
         components.password = "***"
         return components.string ?? text

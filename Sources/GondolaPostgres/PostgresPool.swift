@@ -67,11 +67,21 @@ public final class PostgresPool: Sendable {
 
     // MARK: Borrowing
 
-    /// Runs `body` with a connection, within `callTimeout`.
+    /// Runs `body` with a connection, within `callTimeout`; a connection whose call ran past it is
+    /// closed and never handed out again (its close may still be under way when the call returns).
     public func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await acquire().get()
-        defer { release(connection) }
-        return try await Self.bounded(connection, within: callTimeout) { try await body(connection) }
+        do {
+            let value = try await Self.bounded(connection, within: callTimeout) { try await body(connection) }
+            release(connection)
+            return value
+        } catch let error as PostgresPoolError {
+            if case .timedOut = error { release(connection, discarding: true) } else { release(connection) }
+            throw error
+        } catch {
+            release(connection)
+            throw error
+        }
     }
 
     /// Runs `body` on `connection`; when it has not finished within `timeout` the connection
@@ -209,7 +219,8 @@ public final class PostgresPool: Sendable {
             }
     }
 
-    func release(_ connection: PostgresConnection) {
+    /// Gives `connection` back (or, closed or `discarding`, its place, to the next borrower).
+    func release(_ connection: PostgresConnection, discarding: Bool = false) {
         enum Next {
             case give(EventLoopPromise<PostgresConnection>, PostgresConnection)
             case open(EventLoopPromise<PostgresConnection>)
@@ -220,7 +231,7 @@ public final class PostgresPool: Sendable {
                 state.open -= 1
                 return .close
             }
-            if connection.isClosed {
+            if connection.isClosed || discarding {
                 state.open -= 1
                 guard !state.waiting.isEmpty else { return .none }
                 state.open += 1

@@ -25,10 +25,13 @@ public final class RedisConnection: RedisCommands {
 
     let channel: Channel
     public let address: RedisAddress
+    /// Why the connection closed, once it has: what a command sent after that is told.
+    private let closeReason: NIOLockedValueBox<String?>
 
-    private init(channel: Channel, address: RedisAddress) {
+    private init(channel: Channel, address: RedisAddress, closeReason: NIOLockedValueBox<String?>) {
         self.channel = channel
         self.address = address
+        self.closeReason = closeReason
     }
 
     /// Connects and switches to RESP3 within `connectTimeout` (the TCP connection, and again
@@ -49,6 +52,7 @@ public final class RedisConnection: RedisCommands {
         let isIPAddress = (try? SocketAddress(ipAddress: address.host, port: 0)) != nil
         let serverName = address.tls?.serverName ?? (isIPAddress ? nil : address.host)
         let channel: Channel
+        let closeReason = NIOLockedValueBox<String?>(nil)
         do {
             channel = try await ClientBootstrap(group: group)
                 .connectTimeout(connectTimeout)
@@ -59,14 +63,19 @@ public final class RedisConnection: RedisCommands {
                             try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
                         }
                         try channel.pipeline.syncOperations.addHandler(
-                            RESPChannelHandler(peer: "\(address)", maxPending: maxPending, liveness: liveness, pushes: pushes, closed: closed))
+                            RESPChannelHandler(
+                                peer: "\(address)", maxPending: maxPending, liveness: liveness, pushes: pushes,
+                                closed: { reason in
+                                    closeReason.withLockedValue { $0 = reason }
+                                    closed(reason)
+                                }))
                     }
                 }
                 .connect(host: address.host, port: address.port).get()
         } catch {
             throw .unavailable("cannot connect to \(address): \(error)")
         }
-        let connection = RedisConnection(channel: channel, address: address)
+        let connection = RedisConnection(channel: channel, address: address, closeReason: closeReason)
         // A server that accepted the connection but does not answer (one being killed or
         // started) must not hold the caller: past the timeout the connection is closed,
         // which fails the handshake, and the caller tries again. The answer and the timeout
@@ -150,11 +159,12 @@ public final class RedisConnection: RedisCommands {
     /// Writes the commands in order and flushes once (one system call for the lot),
     /// on the connection's event loop.
     public func send(batch: [RedisCommand]) {
-        let channel = channel
+        let (channel, closeReason, address) = (channel, closeReason, address)
         let write = {
             // A closed channel has no handler left to answer: its commands fail here.
             guard channel.isActive else {
-                for command in batch { command.completion(.failure(.connectionLost("the connection is closed"))) }
+                let reason = closeReason.withLockedValue { $0 } ?? "\(address): the connection is closed"
+                for command in batch { command.completion(.failure(.connectionLost(reason))) }
                 return
             }
             for command in batch {

@@ -180,6 +180,15 @@ import Testing
         #expect(code.code == 3501 && code.reason.contains("channel required"))
     }
 
+    /// A refresh without a token closes with 3501, as centrifuge closes it.
+    @Test func aRefreshWithoutATokenClosesWith3501() async throws {
+        let node = try await makeNode()
+        var client = try await TestClient.connected(node, user: "alice")
+        _ = await client.send(.refresh(token: ""))
+        let code = try await client.closeCode()
+        #expect(code.code == 3501 && code.reason.contains("token required"))
+    }
+
     @Test func aNamespaceMayLetClientsPublishWithoutSubscribing() async throws {
         let node = try await makeNode { configuration in
             var open = NamespaceOptions(name: "open")

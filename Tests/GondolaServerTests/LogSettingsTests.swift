@@ -60,3 +60,24 @@ import Testing
         #expect(parsed["limits"] == ["a", "b"] && parsed["peer"] == ["host": "127.0.0.1", "port": "5"])
     }
 }
+
+/// A configuration never shows its secrets, however it is printed: service-lifecycle's debug
+/// line about the running services printed the configuration inside them, secrets included.
+@Suite struct ConfigurationRedactionTests {
+    @Test func noWayOfPrintingAConfigurationShowsItsSecrets() throws {
+        var configuration = RunningServer.configuration()
+        configuration.database = "postgres://gondola:pg-password-1@db.example:5432/gondola"
+        let check = ConfigurationCheck(configuration: configuration, problems: [], values: ["api_key": "k"])
+        var dumped = ""
+        dump(check, to: &dumped)
+        for text in [
+            "\(configuration)", String(reflecting: configuration), "\([configuration])", "\(check)", String(reflecting: check), dumped,
+            "\((server: 1, check: check))",
+        ] {
+            for secret in [RunningServer.secret, RunningServer.apiKey, "pg-password-1"] {
+                #expect(!text.contains(secret), "\(text)")
+            }
+        }
+        #expect("\(configuration)".contains("db.example:5432"))
+    }
+}

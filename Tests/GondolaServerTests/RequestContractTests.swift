@@ -46,7 +46,8 @@ import Testing
         for (body, message) in [
             (#"{"user":"ann","disconnect":{"code":2999,"reason":"x"}}"#, "disconnect.code must be between 3000 and 4999, got 2999"),
             (#"{"user":"ann","disconnect":{"code":4001,"reason":"\#(long)"}}"#, "disconnect.reason is 124 bytes, more than 123"),
-            (#"{"user":"ann","session":"s1"}"#, "unknown field 'session'"),
+            (#"{"user":"ann","label_filter":{"op":"eq"}}"#, "unknown field 'label_filter'"),
+            (#"{"user":"ann","session":7}"#, "session must be a string, got number"),
         ] {
             let (_, answer) = try await server.post("/api/disconnect", body: body)
             #expect(
