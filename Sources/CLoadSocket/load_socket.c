@@ -390,6 +390,20 @@ uint64_t ls_received_bytes(ls_pool *pool, int connection) {
     return info.bytes_received;
 }
 
+void ls_abandon_handshake(ls_pool *pool, int connection, const char *cause) {
+    if (connection < 0 || connection >= pool->limits.max_connections) return;
+    ls_connection *slot = &pool->connections[connection];
+    if (slot->state != LS_CONNECTING) return;
+    struct lws *wsi = slot->wsi;
+    if (wsi) {
+        /* Detached first: what libwebsockets reports of it later concerns no slot. */
+        lws_set_opaque_user_data(wsi, NULL);
+        /* Now, not through libwebsockets' timer list, which is what failed such connections. */
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+    }
+    finish(pool, slot, cause);
+}
+
 void ls_close(ls_pool *pool, int connection) {
     if (connection < 0 || connection >= pool->limits.max_connections) return;
     ls_connection *slot = &pool->connections[connection];

@@ -91,19 +91,13 @@ public final class TaskKeyedLocks: KeyedLocks {
 /// its own and released when `body` returns — or by the server when the node dies and
 /// its connection drops. Holders wait for the main pool's connections, never the other
 /// way round, so the two pools cannot starve each other; at most `maxWaiting` callers
-/// wait for a lock connection, more are refused with error 100. A lock's wait and hold is
-/// bounded by `holdTimeout` (a minute, six times the main pool's bound on each call its holder
-/// makes): past it the lock's connection is closed, which frees the lock, and the caller gets 100.
+/// wait for a lock connection, more are refused with error 100.
 public final class PostgresAdvisoryLocks: KeyedLocks {
     private let pool: PostgresPool
     private let scope: String
 
-    /// The longest a lock is waited for and held.
-    public static let holdTimeout = Duration.seconds(60)
-
     public init(pool: PostgresPool, scope: String, connections: Int = 4) throws {
-        self.pool = try PostgresPool(
-            location: pool.location, size: connections, maxWaiting: pool.maxWaiting, callTimeout: Self.holdTimeout, logger: pool.logger)
+        self.pool = try PostgresPool(location: pool.location, size: connections, maxWaiting: pool.maxWaiting, logger: pool.logger)
         self.scope = scope
     }
 

@@ -105,6 +105,11 @@ public struct LoadSettings: Sendable {
     /// libwebsockets keeps each pending handshake's timeout in one sorted list of timers, so
     /// thousands at once would cost the client time quadratic in their number.
     public var maxHandshakes = 512
+    /// Longest a handshake may take before the connection gives it up and reconnects after the
+    /// `reconnect` policy's delay, as an SDK's connect timeout does. The deadline is kept here,
+    /// not in libwebsockets' timers, on which hundreds of connections once waited for good after
+    /// a server's restart (no socket left, no callback to come).
+    public var handshakeTimeout: Duration = .seconds(10)
     /// Local addresses the connections are opened from, connection i from address i mod
     /// their number (each address has its own ephemeral ports); empty: the kernel picks.
     public var sourceAddresses: [String] = []
@@ -134,6 +139,12 @@ public final class LoadDriver: SocketPoolHandler {
     /// Connections whose handshake is under way, and how many.
     private var handshaking: [Bool]
     private var handshakes = 0
+    /// When each connection's handshake under way started (monotonic nanoseconds).
+    private var handshakeStartedAt: [Int64]
+    /// Handshakes in the order they started, for their deadline; an entry whose connection is no
+    /// longer handshaking, or started again since, is passed over.
+    private var handshakeDeadlines: [(connection: Int, startedAt: Int64)] = []
+    private var handshakeDeadlinesHead = 0
     /// Connections waiting to be opened again, by the millisecond (monotonic) they are due,
     /// and the next millisecond to look at: a tick opens what is due without scanning the rest.
     private var reconnectDue: [Int64: [Int]] = [:]
@@ -154,6 +165,7 @@ public final class LoadDriver: SocketPoolHandler {
         self.settings = settings
         isOpen = Array(repeating: false, count: scenario.connectionCount)
         handshaking = Array(repeating: false, count: scenario.connectionCount)
+        handshakeStartedAt = Array(repeating: 0, count: scenario.connectionCount)
         wireBytesAtStart = Array(repeating: 0, count: scenario.connectionCount)
         messageBytes = Array(repeating: 0, count: scenario.connectionCount)
         reconnectSchedule = ReconnectSchedule(policy: settings.reconnect, connections: scenario.connectionCount)
@@ -203,6 +215,7 @@ public final class LoadDriver: SocketPoolHandler {
 
     public func tick() {
         let now = MonotonicClock.nanoseconds()
+        abandonLateHandshakes(now: now)
         openDueConnections(now: now)
         switch phase {
         case .connecting:
@@ -280,9 +293,32 @@ public final class LoadDriver: SocketPoolHandler {
         let sources = settings.sourceAddresses
         handshaking[connection] = true
         handshakes += 1
+        let now = MonotonicClock.nanoseconds()
+        handshakeStartedAt[connection] = now
+        handshakeDeadlines.append((connection, now))
         let started = pool.connect(connection, to: url, subprotocol: subprotocol, from: sources.isEmpty ? nil : sources[connection % sources.count])
         if !started { handshakeEnded(connection) }
         return started
+    }
+
+    /// Gives up the handshakes older than `handshakeTimeout`: each connection is closed (and so
+    /// reopened after the reconnect delay) and counted as an error.
+    private func abandonLateHandshakes(now: Int64) {
+        let limit = settings.handshakeTimeout.nanoseconds
+        while handshakeDeadlinesHead < handshakeDeadlines.count {
+            let (connection, startedAt) = handshakeDeadlines[handshakeDeadlinesHead]
+            let current = handshaking[connection] && handshakeStartedAt[connection] == startedAt
+            if current, now - startedAt < limit { break }
+            handshakeDeadlinesHead += 1
+            if current { pool.abandonHandshake(connection, cause: "handshake timed out") }
+        }
+        if handshakeDeadlinesHead == handshakeDeadlines.count {
+            handshakeDeadlines.removeAll(keepingCapacity: true)
+            handshakeDeadlinesHead = 0
+        } else if handshakeDeadlinesHead >= 4096, handshakeDeadlinesHead * 2 >= handshakeDeadlines.count {
+            handshakeDeadlines.removeFirst(handshakeDeadlinesHead)
+            handshakeDeadlinesHead = 0
+        }
     }
 
     private func handshakeEnded(_ connection: Int) {

@@ -119,6 +119,9 @@ public final class SocketPool: @unchecked Sendable {
     /// Closes an open connection (code 1000) once its queue is written.
     public func close(_ connection: Int) { ls_close(pool, Int32(connection)) }
 
+    /// Gives up `connection`'s handshake (see `ls_abandon_handshake`): its `closed` runs at once with `cause`.
+    public func abandonHandshake(_ connection: Int, cause: String) { ls_abandon_handshake(pool, Int32(connection), cause) }
+
     /// Bytes received on the connection's socket as they travelled (TCP payload: WebSocket
     /// framing included, compressed when compression was negotiated); 0 when it is not open.
     public func receivedBytes(_ connection: Int) -> UInt64 { ls_received_bytes(pool, Int32(connection)) }

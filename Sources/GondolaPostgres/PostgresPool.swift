@@ -1,4 +1,3 @@
-import GondolaHub
 import GondolaRuntime
 import Logging
 import NIOCore
@@ -13,20 +12,10 @@ import Synchronization
 /// closes (the server restarted, the network broke) is replaced on the next borrow.
 /// At most `maxWaiting` borrowers wait for a free connection; more are refused with
 /// `PostgresPoolError.busy`.
-///
-/// A server that stops answering without closing the socket (a partition, a blackholing
-/// firewall) holds no caller for long: a borrow that has not finished within `callTimeout`
-/// closes its connection, which fails the statement under way, and throws
-/// `PostgresPoolError.timedOut`; the pool opens a new connection for the next borrower.
 public final class PostgresPool: Sendable {
     public let location: PostgresLocation
     public let size: Int
     public let maxWaiting: Int
-    /// The longest a borrow (`withConnection`, `query`, `transaction`) may take.
-    public let callTimeout: Duration
-    /// A borrow's bound when the pool is not told another: ten seconds, far above what a
-    /// statement of Gondola's takes on a database a few hundred milliseconds away.
-    public static let defaultCallTimeout = Duration.seconds(10)
     public let logger: Logger
     private let group: MultiThreadedEventLoopGroup
     /// Runs a task on the pool's event loop, where its connections' futures complete (see
@@ -44,15 +33,11 @@ public final class PostgresPool: Sendable {
     }
 
     /// A pool for `location`; nothing connects until the first borrow.
-    public init(
-        location: PostgresLocation, size: Int = 8, maxWaiting: Int = 1000, callTimeout: Duration = PostgresPool.defaultCallTimeout,
-        logger: Logger = Logger(label: "gondola.postgres")
-    ) throws {
+    public init(location: PostgresLocation, size: Int = 8, maxWaiting: Int = 1000, logger: Logger = Logger(label: "gondola.postgres")) throws {
         precondition(size > 0)
         self.location = location
         self.size = size
         self.maxWaiting = maxWaiting
-        self.callTimeout = callTimeout
         self.logger = logger
         self.configuration = try location.configuration()
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -67,59 +52,11 @@ public final class PostgresPool: Sendable {
 
     // MARK: Borrowing
 
-    /// Runs `body` with a connection, within `callTimeout`; a connection whose call ran past it is
-    /// closed and never handed out again (its close may still be under way when the call returns).
+    /// Runs `body` with a connection.
     public func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await acquire().get()
-        do {
-            let value = try await Self.bounded(connection, within: callTimeout) { try await body(connection) }
-            release(connection)
-            return value
-        } catch let error as PostgresPoolError {
-            if case .timedOut = error { release(connection, discarding: true) } else { release(connection) }
-            throw error
-        } catch {
-            release(connection)
-            throw error
-        }
-    }
-
-    /// Runs `body` on `connection`; when it has not finished within `timeout` the connection
-    /// is closed (failing what it was doing) and `PostgresPoolError.timedOut` is thrown.
-    public static func bounded<T: Sendable>(
-        _ connection: PostgresConnection, within timeout: Duration, _ body: () async throws -> T
-    ) async throws -> T {
-        let expired = ExpiryFlag()
-        let deadline = connection.eventLoop.scheduleTask(in: .milliseconds(timeout.milliseconds)) {
-            expired.raised.store(true, ordering: .releasing)
-            closeInBackground(connection)
-        }
-        defer { deadline.cancel() }
-        do {
-            return try await body()
-        } catch {
-            if expired.raised.load(ordering: .acquiring) { throw PostgresPoolError.timedOut(timeout) }
-            throw error
-        }
-    }
-
-    /// Checks `connection` (one held for good, as `LISTEN`'s) every `interval` with `SELECT 1`,
-    /// bounded by `callTimeout`: a server gone silent gets the connection closed, which ends
-    /// what waits on it, so that its owner connects again. Ends when the connection closes or
-    /// the task is cancelled.
-    public func watch(_ connection: PostgresConnection, every interval: Duration = .seconds(2)) async {
-        while !Task.isCancelled, !connection.isClosed {
-            do {
-                try await Task.sleep(for: interval)
-                try await Self.bounded(connection, within: callTimeout) { _ = try await connection.query("SELECT 1", logger: logger).get() }
-            } catch {
-                if !Task.isCancelled, !connection.isClosed {
-                    logger.error("PostgreSQL connection check failed", metadata: ["database": "\(location)", "error": "\(error)"])
-                    Self.closeInBackground(connection)
-                }
-                return
-            }
-        }
+        defer { release(connection) }
+        return try await body(connection)
     }
 
     /// Runs one statement and returns its rows.
@@ -219,8 +156,7 @@ public final class PostgresPool: Sendable {
             }
     }
 
-    /// Gives `connection` back (or, closed or `discarding`, its place, to the next borrower).
-    func release(_ connection: PostgresConnection, discarding: Bool = false) {
+    func release(_ connection: PostgresConnection) {
         enum Next {
             case give(EventLoopPromise<PostgresConnection>, PostgresConnection)
             case open(EventLoopPromise<PostgresConnection>)
@@ -231,7 +167,7 @@ public final class PostgresPool: Sendable {
                 state.open -= 1
                 return .close
             }
-            if connection.isClosed || discarding {
+            if connection.isClosed {
                 state.open -= 1
                 guard !state.waiting.isEmpty else { return .none }
                 state.open += 1
@@ -250,25 +186,17 @@ public final class PostgresPool: Sendable {
     }
 }
 
-/// Whether a bounded call's deadline passed (set on the connection's event loop, read by the caller).
-private final class ExpiryFlag: Sendable {
-    let raised = Atomic<Bool>(false)
-}
-
 /// Why the pool gave no connection.
 public enum PostgresPoolError: Error, Sendable, CustomStringConvertible {
     /// Every connection is in use and `maxWaiting` borrowers already wait.
     case busy(waiting: Int)
     /// The pool was closed.
     case closed
-    /// The server did not finish the call within the pool's `callTimeout`: its connection was closed.
-    case timedOut(Duration)
 
     public var description: String {
         switch self {
         case let .busy(waiting): "every PostgreSQL connection is in use and \(waiting) requests wait"
         case .closed: "the PostgreSQL pool is closed"
-        case let .timedOut(timeout): "PostgreSQL did not answer within \(timeout): the connection was closed"
         }
     }
 }

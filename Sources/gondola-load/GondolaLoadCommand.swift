@@ -52,6 +52,11 @@ struct RunOptions: ParsableArguments {
             "Most connections with a handshake under way at once; more wait their turn (libwebsockets' cost per pending handshake grows with their number)."
     )
     var maxHandshakes: Int = 512
+    @Option(
+        name: .customLong("handshake-timeout"),
+        help: "Longest a connection's handshake may take before it is given up and the connection reconnects, as an SDK's connect timeout."
+    )
+    var handshakeTimeout: String = "10s"
 
     func settings() throws -> LoadSettings {
         var settings = LoadSettings()
@@ -72,6 +77,10 @@ struct RunOptions: ParsableArguments {
         settings.sourceAddresses = (0..<sourceAddresses).map { "127.0.0.\($0 + 1)" }
         guard (1...100_000).contains(maxHandshakes) else { throw LoadError("--max-handshakes must be 1...100000, got \(maxHandshakes)") }
         settings.maxHandshakes = maxHandshakes
+        settings.handshakeTimeout = try LoadArguments.duration(handshakeTimeout, option: "--handshake-timeout")
+        guard settings.handshakeTimeout >= .milliseconds(100), settings.handshakeTimeout <= .seconds(600) else {
+            throw LoadError("--handshake-timeout must be 100ms...10m, got '\(handshakeTimeout)'")
+        }
         return settings
     }
 

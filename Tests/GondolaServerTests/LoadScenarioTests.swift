@@ -5,6 +5,10 @@ import GondolaProtocol
 import GondolaTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// gondola-load's scenarios against a real server over real sockets (libwebsockets on the
 /// client side). The load generator runs as its own process, as it does in the benchmarks:
 /// libwebsockets closes its sockets through libuv's deferred handle closes, and a descriptor
@@ -35,13 +39,16 @@ import Testing
         let pid: pid_t
         let limit: Duration
 
-        init(_ scenario: String, _ arguments: [String], port: Int, for duration: Duration, warmUp: Duration, compression: Bool = false) throws {
+        init(
+            _ scenario: String, _ arguments: [String], port: Int, for duration: Duration, warmUp: Duration, compression: Bool = false,
+            readyTimeout: String = "30s"
+        ) throws {
             self.scenario = scenario
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("gondola-load-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let command =
                 [loadCommand, scenario, "--url", "ws://127.0.0.1:\(port)/connection/websocket"] + arguments + [
-                    "--duration", "\(duration.components.seconds)s", "--warm-up", "\(warmUp.components.seconds)s", "--ready-timeout", "30s",
+                    "--duration", "\(duration.components.seconds)s", "--warm-up", "\(warmUp.components.seconds)s", "--ready-timeout", readyTimeout,
                     "--quiet", "--json", folder + "/report.json",
                 ] + (compression ? ["--compression"] : [])
             pid = try TestProcess.spawn(command, output: folder + "/output.txt", errors: folder + "/output.txt")
@@ -233,6 +240,21 @@ import Testing
         #expect(report.errorReplies.isEmpty, "seed \(seed): \(report.errorReplies)")
     }
 
+    /// A server that takes the TCP connection and never answers the upgrade (as a restarting hub's
+    /// listener can): the generator gives each handshake up after `--handshake-timeout` and
+    /// reconnects, its own deadline rather than a libwebsockets timer, so no client waits for good.
+    @Test func aHandshakeTheServerNeverAnswersIsGivenUpAndTriedAgain() async throws {
+        let listener = try SilentListener()
+        let load = try LoadRun(
+            "fanout", ["--target", "nats", "--subscribers", "3", "--handshake-timeout", "300ms"], port: listener.port, for: .seconds(3),
+            warmUp: .seconds(0), readyTimeout: "2s")
+        let report = try await load.report()
+        // Four connections (three subscribers, one publisher), each given up and tried again once a second or so.
+        #expect(report.connected == 0)
+        #expect((report.connectionErrors["handshake timed out"] ?? 0) >= 4, "\(report.connectionErrors)")
+        #expect(report.reconnects >= 4)
+    }
+
     /// Bad options of the storm, the chart and the connection settings are refused before any
     /// connection, with a message naming the option; so is an open-file limit too low for the run.
     @Test func badOptionsAreRefusedNamingTheOption() throws {
@@ -244,6 +266,7 @@ import Testing
             (["storm", "--api-key", "k", "--publish-rate", "fast"], nil, "--publish-rate"),
             (nats + ["--source-addresses", "300"], nil, "--source-addresses must be 0...254, got 300"),
             (nats + ["--max-handshakes", "0"], nil, "--max-handshakes must be 1...100000, got 0"),
+            (nats + ["--handshake-timeout", "1ms"], nil, "--handshake-timeout must be 100ms...10m, got '1ms'"),
             (
                 ["chart", "--csv", "/nonexistent/minutes.csv", "--x", "minute", "--panel", "a=b", "--title", "t", "--svg", "/dev/null"], nil,
                 "--csv /nonexistent/minutes.csv"
@@ -257,4 +280,27 @@ import Testing
             #expect(status != 0 && output.contains(names), "\(arguments): status \(status), \(output)")
         }
     }
+}
+
+/// A loopback listener that never accepts: the kernel completes clients' TCP handshakes (up to
+/// its backlog) and nothing answers what they send.
+final class SilentListener {
+    let socket: Int32
+    let port: Int
+
+    init() throws {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.socket = socket
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound, listen(socket, 64) == 0 else { throw HarnessError("cannot listen: \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(socket) }
 }

@@ -218,38 +218,3 @@ import Testing
         }
     }
 }
-
-/// A PostgreSQL that stops answering holds no caller past the pool's bound: the call under way
-/// fails with `timedOut`, its connection is closed, and the next borrower gets a new one.
-@Suite struct PostgresCallBoundTests {
-    @Test func aCallPastTheBoundFailsAndThePoolServesTheNextOne() async throws {
-        let fresh = try await TestPostgres.freshDatabase()
-        let pool = try PostgresPool(location: fresh.location, size: 1, callTimeout: .milliseconds(300))
-        // A statement the server takes long to answer looks, from the client, like a server gone silent.
-        do {
-            try await pool.query("SELECT pg_sleep(5)")
-            Issue.record("the call outlived its bound")
-        } catch let error as PostgresPoolError {
-            guard case .timedOut = error else { throw error }
-        }
-        let rows = try await pool.query("SELECT 1 AS one")
-        #expect(try rows.first?.decode(Int.self) == 1)
-        await pool.close()
-        await fresh.close()
-    }
-
-    /// A connection held for good (LISTEN's) is checked, and a check that goes unanswered closes it.
-    @Test func aWatchedConnectionThatStopsAnsweringIsClosed() async throws {
-        let fresh = try await TestPostgres.freshDatabase()
-        let pool = try PostgresPool(location: fresh.location, size: 1, callTimeout: .milliseconds(300))
-        let connection = try await pool.dedicatedConnection()
-        let watching = Task { await pool.watch(connection, every: .milliseconds(50)) }
-        // The connection is busy past the bound (a lock held elsewhere would do the same): the check goes unanswered.
-        let busy = Task { _ = try? await connection.query("SELECT pg_sleep(5)", logger: pool.logger).get() }
-        try await eventually("the watched connection is closed") { connection.isClosed }
-        await watching.value
-        busy.cancel()
-        await pool.close()
-        await fresh.close()
-    }
-}

@@ -63,6 +63,10 @@ int ls_connect(ls_pool *pool, int connection, const char *host, int port, const 
 int ls_send(ls_pool *pool, int connection, const uint8_t *data, size_t length, int binary);
 /// Loop thread only. Closes an open connection with close code 1000 after what is queued.
 void ls_close(ls_pool *pool, int connection);
+/// Loop thread only. Gives up a connection whose handshake is still under way: libwebsockets'
+/// connection, if it still has one, is detached from the slot and killed, and the slot ends at
+/// once (its closed handler runs with `cause`), whether or not libwebsockets calls back.
+void ls_abandon_handshake(ls_pool *pool, int connection, const char *cause);
 /// Loop thread only. Bytes the kernel has received on the connection's TCP socket
 /// (TCP_INFO's tcpi_bytes_received: everything on the wire after the TCP/IP headers,
 /// so WebSocket framing and compression count as they travel); 0 when it is not open.
