@@ -157,10 +157,17 @@ static int write_queued(ls_connection *connection, struct lws *wsi) {
     return 0;
 }
 
+/* The slot `wsi` serves, or NULL: a slot is reused once its connection finishes, and a
+   connection libwebsockets has not yet freed may still name it. */
+static ls_connection *slot_of(struct lws *wsi) {
+    ls_connection *connection = lws_get_opaque_user_data(wsi);
+    return connection && connection->wsi == wsi ? connection : NULL;
+}
+
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t length) {
     struct lws_context *context = lws_get_context(wsi);
     ls_pool *pool = context ? lws_context_user(context) : NULL;
-    ls_connection *connection = lws_get_opaque_user_data(wsi);
+    ls_connection *connection = slot_of(wsi);
     (void)user;
     if (!pool) return 0;
     switch (reason) {
@@ -192,6 +199,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         break;
     case LWS_CALLBACK_CLIENT_CLOSED:
         if (connection) finish(pool, connection, connection->fail_cause ? connection->fail_cause : "connection lost");
+        break;
+    case LWS_CALLBACK_WSI_DESTROY:
+        /* The last word on every connection. One lost while the upgrade's answer was awaited is
+           still an HTTP connection to libwebsockets: it is reported neither as a connection error
+           nor as a WebSocket close, only here, and its slot would otherwise wait for good. */
+        if (connection) finish(pool, connection, connection->state == LS_CONNECTING ? "connection lost during handshake" : "connection lost");
         break;
     default:
         break;
@@ -398,7 +411,8 @@ void ls_abandon_handshake(ls_pool *pool, int connection, const char *cause) {
     if (wsi) {
         /* Detached first: what libwebsockets reports of it later concerns no slot. */
         lws_set_opaque_user_data(wsi, NULL);
-        /* Now, not through libwebsockets' timer list, which is what failed such connections. */
+        /* Now: the slot's connection is still libwebsockets' own (WSI_DESTROY ends the slot of
+           any it frees), so it can be killed here rather than when a timer of its own fires. */
         lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
     }
     finish(pool, slot, cause);

@@ -133,9 +133,9 @@ public final class LoadDriver: SocketPoolHandler {
     private var nextSecond: Int64 = 0
     private var opening = 0
     private var isOpen: [Bool]
-    /// Connections due to open, first or again, waiting for a handshake slot (`head` is the next).
-    private var openQueue: [(connection: Int, again: Bool)] = []
-    private var openQueueHead = 0
+    /// Connections due to open, first or again, waiting for a handshake slot (each at most once,
+    /// since it is queued only when idle).
+    private var openQueue = FIFO<(connection: Int, again: Bool)>()
     /// Connections whose handshake is under way, and how many.
     private var handshaking: [Bool]
     private var handshakes = 0
@@ -143,8 +143,7 @@ public final class LoadDriver: SocketPoolHandler {
     private var handshakeStartedAt: [Int64]
     /// Handshakes in the order they started, for their deadline; an entry whose connection is no
     /// longer handshaking, or started again since, is passed over.
-    private var handshakeDeadlines: [(connection: Int, startedAt: Int64)] = []
-    private var handshakeDeadlinesHead = 0
+    private var handshakeDeadlines = FIFO<(connection: Int, startedAt: Int64)>()
     /// Connections waiting to be opened again, by the millisecond (monotonic) they are due,
     /// and the next millisecond to look at: a tick opens what is due without scanning the rest.
     private var reconnectDue: [Int64: [Int]] = [:]
@@ -266,23 +265,13 @@ public final class LoadDriver: SocketPoolHandler {
             for connection in reconnectDue.removeValue(forKey: reconnectCursor) ?? [] { openQueue.append((connection, true)) }
             reconnectCursor += 1
         }
-        while handshakes < settings.maxHandshakes, openQueueHead < openQueue.count {
-            let (connection, again) = openQueue[openQueueHead]
-            openQueueHead += 1
+        while handshakes < settings.maxHandshakes, let next = openQueue.popFirst() {
+            let (connection, again) = next
             if open(connection) {
                 if again { io.stats.reconnected() }
             } else if !again {
                 io.stats.errorReply("could not start a connection")
             }
-        }
-        // Each connection waits in the queue at most once (it is queued only when idle), so what
-        // it holds past `openQueueHead` is at most the connection count; the opened part is dropped.
-        if openQueueHead == openQueue.count {
-            openQueue.removeAll(keepingCapacity: true)
-            openQueueHead = 0
-        } else if openQueueHead >= 4096, openQueueHead * 2 >= openQueue.count {
-            openQueue.removeFirst(openQueueHead)
-            openQueueHead = 0
         }
     }
 
@@ -305,19 +294,12 @@ public final class LoadDriver: SocketPoolHandler {
     /// reopened after the reconnect delay) and counted as an error.
     private func abandonLateHandshakes(now: Int64) {
         let limit = settings.handshakeTimeout.nanoseconds
-        while handshakeDeadlinesHead < handshakeDeadlines.count {
-            let (connection, startedAt) = handshakeDeadlines[handshakeDeadlinesHead]
+        while let entry = handshakeDeadlines.first {
+            let (connection, startedAt) = entry
             let current = handshaking[connection] && handshakeStartedAt[connection] == startedAt
             if current, now - startedAt < limit { break }
-            handshakeDeadlinesHead += 1
+            _ = handshakeDeadlines.popFirst()
             if current { pool.abandonHandshake(connection, cause: "handshake timed out") }
-        }
-        if handshakeDeadlinesHead == handshakeDeadlines.count {
-            handshakeDeadlines.removeAll(keepingCapacity: true)
-            handshakeDeadlinesHead = 0
-        } else if handshakeDeadlinesHead >= 4096, handshakeDeadlinesHead * 2 >= handshakeDeadlines.count {
-            handshakeDeadlines.removeFirst(handshakeDeadlinesHead)
-            handshakeDeadlinesHead = 0
         }
     }
 
@@ -400,7 +382,7 @@ public final class LoadDriver: SocketPoolHandler {
         print(
             String(
                 format: "[%4ds %@] connected %d, ready %d, handshaking %d, waiting %d, in %d/s, out %d/s, %@ p99 %.1f ms (so far %.1f ms), errors %d",
-                sample.second, label, sample.connected, scenario.readyCount, handshakes, openQueue.count - openQueueHead, sample.messagesIn,
+                sample.second, label, sample.connected, scenario.readyCount, handshakes, openQueue.count, sample.messagesIn,
                 sample.messagesOut, scenario.mainLatency, sample.p99, io.stats.mainP99, sample.errors))
         fflush(nil)
     }

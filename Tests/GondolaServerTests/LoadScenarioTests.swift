@@ -3,6 +3,7 @@ import GondolaHub
 import GondolaLoad
 import GondolaProtocol
 import GondolaTestSupport
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -255,6 +256,24 @@ import Testing
         #expect(report.reconnects >= 4)
     }
 
+    /// A server that reads the upgrade request and resets the connection without an answer (as
+    /// a hub that exits holds clients in its listener's queue): libwebsockets reports such a
+    /// connection neither as a connection error nor as a WebSocket close, since it never became
+    /// one, so the generator must learn of it from the connection's end (`WSI_DESTROY`) and
+    /// reconnect at once, long before its handshake deadline.
+    @Test func aConnectionResetBeforeTheUpgradeIsAnsweredIsTriedAgain() async throws {
+        let listener = try ResettingListener()
+        let load = try LoadRun(
+            "fanout", ["--target", "nats", "--subscribers", "3", "--handshake-timeout", "60s"], port: listener.port, for: .seconds(3),
+            warmUp: .seconds(0), readyTimeout: "2s")
+        let report = try await load.report()
+        #expect(report.connected == 0)
+        #expect(listener.requestsReset >= 8, "each of the four connections reset at least twice")
+        #expect((report.connectionErrors["connection lost during handshake"] ?? 0) >= 8, "\(report.connectionErrors)")
+        #expect(report.connectionErrors["handshake timed out"] == nil, "\(report.connectionErrors)")
+        #expect(report.reconnects >= 8)
+    }
+
     /// Bad options of the storm, the chart and the connection settings are refused before any
     /// connection, with a message naming the option; so is an open-file limit too low for the run.
     @Test func badOptionsAreRefusedNamingTheOption() throws {
@@ -288,19 +307,79 @@ final class SilentListener {
     let socket: Int32
     let port: Int
 
-    init() throws {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.socket = socket
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
-        }
-        guard bound, listen(socket, 64) == 0 else { throw HarnessError("cannot listen: \(errno)") }
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
+    init() throws { (socket, port) = try listenOnLoopback() }
 
     deinit { close(socket) }
+}
+
+/// A loopback listener that accepts each connection, reads its HTTP request to the blank line,
+/// and resets it (`SO_LINGER` of 0) without answering; `requestsReset` counts them.
+final class ResettingListener {
+    let socket: Int32
+    let port: Int
+    private let resets = Tally()
+
+    var requestsReset: Int { resets.count }
+
+    init() throws {
+        let (socket, port) = try listenOnLoopback()
+        self.socket = socket
+        self.port = port
+        let resets = resets
+        // Blocking accepts on a thread of its own, which holds only the socket and the tally:
+        // `shutdown` in deinit ends them.
+        Thread {
+            while true {
+                let connection = accept(socket, nil, nil)
+                if connection < 0 { return }
+                if ResettingListener.readRequest(connection) { resets.add() }
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                close(connection)
+            }
+        }.start()
+    }
+
+    /// A count shared with the accepting thread.
+    private final class Tally: Sendable {
+        private let value = Mutex(0)
+        var count: Int { value.withLock { $0 } }
+        func add() { value.withLock { $0 += 1 } }
+    }
+
+    /// Reads until the request's blank line: true once it came, false if the peer left first
+    /// or sent 64 KiB without one.
+    private static func readRequest(_ connection: Int32) -> Bool {
+        var request = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while request.count < 65536 {
+            let read = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            if read <= 0 { return false }
+            request += buffer[..<read]
+            if request.suffix(4) == [13, 10, 13, 10] { return true }
+        }
+        return false
+    }
+
+    deinit {
+        Glibc.shutdown(socket, Int32(SHUT_RDWR))
+        close(socket)
+    }
+}
+
+/// A TCP socket listening on 127.0.0.1 on a port the kernel picks, with a backlog of 64.
+private func listenOnLoopback() throws -> (socket: Int32, port: Int) {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+    }
+    guard bound, listen(socket, 64) == 0 else {
+        close(socket)
+        throw HarnessError("cannot listen: \(errno)")
+    }
+    return (socket, Int(UInt16(bigEndian: address.sin_port)))
 }
