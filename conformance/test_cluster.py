@@ -1073,6 +1073,36 @@ async def test_a_silent_redis_shard_answers_a_temporary_error_within_seconds_and
     assert "error" not in post(f"{node.api_url}/publish", {"channel": on_first, "data": {"n": 3}}, {"X-API-Key": API_KEY})
 
 
+async def test_a_silent_postgresql_answers_a_temporary_error_within_its_bound_and_health_and_the_log_say_so(cluster):
+    """PostgreSQL frozen with its sessions (SIGSTOP: sockets open, nothing answered, as behind a
+    partition): a publish is answered with the temporary 100 once its statement's bound (10 s)
+    passes instead of waiting for the link, the bus's connection check closes the silent LISTEN
+    connection so /health turns degraded, the log says why, and all is well again once PostgreSQL
+    answers."""
+    if cluster.engine != "postgres":
+        pytest.skip("a silent PostgreSQL bus concerns the PostgreSQL engine")
+    node = cluster.nodes[0]
+    log_path = os.path.join(cluster.folder, "node-1.log")
+    log_before = len(open(log_path).read())
+    cluster.script("postgres-pause")
+    try:
+        started = time.time()
+        answer = await asyncio.to_thread(post, f"{node.api_url}/publish", {"channel": "room:silent-postgres", "data": {"n": 1}}, {"X-API-Key": API_KEY})
+        waited = time.time() - started
+        print(f"\nsilent PostgreSQL: the publish was answered after {waited:.2f} s")
+        assert answer["error"]["code"] == 100, answer
+        assert waited < 25, waited
+        degraded = await health_becomes(node, "degraded", timeout=30)
+        assert [part["up"] for part in degraded["parts"]] == [False], degraded
+        log = open(log_path).read()[log_before:]
+        for line in ("cluster bus write failed", "did not answer within", "PostgreSQL connection check failed", "cluster bus (PostgreSQL) lost"):
+            assert line in log, (line, log[-3000:])
+    finally:
+        cluster.script("postgres-resume")
+    await health_becomes(node, "ok", timeout=60)
+    assert "error" not in post(f"{node.api_url}/publish", {"channel": "room:silent-postgres", "data": {"n": 2}}, {"X-API-Key": API_KEY})
+
+
 async def test_a_killed_master_fails_over_and_sdk_subscriptions_come_back(cluster, codec):
     """kill -9 of a shard's master while the server API publishes to one of its channels: publishes are
     refused with the temporary 100 until the Sentinels (or the Redis Cluster) promote the replica, then accepted again. The SDK

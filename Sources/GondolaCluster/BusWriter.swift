@@ -110,7 +110,7 @@ final class BusWriter: Sendable {
                 let now = Date()
                 let stores = [durable, volatile]
                 let checks =
-                    PublishChecks.needed(batch) ? try await PublishChecks(batch, stores: stores, on: connection, now: now, logger: logger) : nil
+                    PublishChecks.needed(batch) ? try await PublishChecks(batch, stores: stores, on: connection, now: now, pool: pool) : nil
                 let writing = batch.indices.map { index in
                     guard let checks, case .write = checks.fates[index] else { return checks == nil }
                     return true
@@ -119,7 +119,7 @@ final class BusWriter: Sendable {
                 let notifications = try await notify(batch, writing: writing, positions: positions, on: connection)
                 guard let checks else { return (positions, notifications) }
                 let answers = checks.answers(batch, written: positions)
-                try await checks.record(answers: answers, stores: stores, on: connection, logger: logger)
+                try await checks.record(answers: answers, stores: stores, on: connection, pool: pool)
                 return (answers, notifications)
             }
             counters.withLock {
@@ -188,10 +188,10 @@ final class BusWriter: Sendable {
             let encoded = BusCodec.encode(event)
             if encoded.count + 100 > BusCodec.maxPayloadBytes {
                 flush()
-                let rows = try await connection.query(
+                let rows = try await pool.run(
                     "INSERT INTO cluster_bus_payload (body, created_at_ms) VALUES (\(ByteBuffer(bytes: BusCodec.eventsArray([encoded]))), \(Int64(Date().timeIntervalSince1970 * 1000))) RETURNING id",
-                    logger: logger
-                ).get()
+                    on: connection
+                )
                 guard let row = rows.first else { throw PostgresStoreError("no id for a bus payload") }
                 payloads.append(
                     BusCodec.reference(node: nodeUID, sequence: sequence.add(1, ordering: .relaxed).newValue, row: try row.decode(Int64.self)))
@@ -203,10 +203,10 @@ final class BusWriter: Sendable {
             pendingBytes += encoded.count + 1
         }
         flush()
-        _ = try await connection.query(
+        _ = try await pool.run(
             "SELECT pg_notify(\(Self.channelName), payload) FROM unnest(\(payloads)::text[]) WITH ORDINALITY AS t(payload, n) ORDER BY n",
-            logger: logger
-        ).get()
+            on: connection
+        )
         return payloads.count
     }
 }

@@ -39,6 +39,9 @@ final class PostgresBus: Sendable {
             do {
                 let connection = try await pool.dedicatedConnection()
                 defer { PostgresPool.closeInBackground(connection) }
+                // LISTEN's connection carries no query of its own: checked, a silent server ends it.
+                let watchdog = Task { [pool] in await pool.watch(connection) }
+                defer { watchdog.cancel() }
                 try await connection.listen(on: BusWriter.channelName) { notifications in
                     await listening(failures > 0)
                     failures = 0

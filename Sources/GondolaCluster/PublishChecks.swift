@@ -46,14 +46,14 @@ struct PublishChecks {
 
     /// Claims the batch's keys and locks the streams of its versioned publications.
     init(
-        _ batch: [BusWriter.Request], stores: [PostgresHistoryStore], on connection: PostgresConnection, now: Date, logger: Logger
+        _ batch: [BusWriter.Request], stores: [PostgresHistoryStore], on connection: PostgresConnection, now: Date, pool: PostgresPool
     ) async throws {
         fates = Array(repeating: .write, count: batch.count)
-        try await claimKeys(batch, on: connection, now: now, logger: logger)
+        try await claimKeys(batch, on: connection, now: now, pool: pool)
         try await checkVersions(batch, stores: stores, on: connection, now: now)
     }
 
-    private mutating func claimKeys(_ batch: [BusWriter.Request], on connection: PostgresConnection, now: Date, logger: Logger) async throws {
+    private mutating func claimKeys(_ batch: [BusWriter.Request], on connection: PostgresConnection, now: Date, pool: PostgresPool) async throws {
         var first: [String: Int] = [:]
         for (index, request) in batch.enumerated() {
             guard case let .publication(channel, _, _, publishing) = request.item, let key = publishing.idempotencyKey else { continue }
@@ -70,15 +70,15 @@ struct PublishChecks {
         let expires = nowMillis + Int64(Self.lifetime.components.seconds) * 1000
         let channels = claims.map(\.channel)
         let keys = claims.map(\.key)
-        let claimed = try await connection.query(
+        let claimed = try await pool.run(
             """
             INSERT INTO cluster_publish_result AS r (channel, key, expires_ms)
             SELECT channel, key, \(expires) FROM unnest(\(channels)::text[], \(keys)::text[]) AS t(channel, key) ORDER BY channel, key
             ON CONFLICT (channel, key) DO UPDATE SET expires_ms = excluded.expires_ms, "offset" = NULL, epoch = NULL
                 WHERE r.expires_ms <= \(nowMillis)
             RETURNING channel, key
-            """, logger: logger
-        ).get()
+            """, on: connection
+        )
         var taken = Set<String>()
         for row in claimed {
             let (channel, key) = try row.decode((String, String).self)
@@ -87,12 +87,12 @@ struct PublishChecks {
         let answered = claims.filter { !taken.contains(PublishOptions.keyEntry(channel: $0.channel, key: $0.key)) }
         claims.removeAll { !taken.contains(PublishOptions.keyEntry(channel: $0.channel, key: $0.key)) }
         guard !answered.isEmpty else { return }
-        let rows = try await connection.query(
+        let rows = try await pool.run(
             """
             SELECT r.channel, r.key, r."offset", r.epoch FROM cluster_publish_result r
             JOIN unnest(\(answered.map(\.channel))::text[], \(answered.map(\.key))::text[]) AS t(channel, key) USING (channel, key)
-            """, logger: logger
-        ).get()
+            """, on: connection
+        )
         var positions: [String: StreamPosition?] = [:]
         for row in rows {
             let (channel, key, offset, epoch) = try row.decode((String, String, Int64?, String?).self)
@@ -161,7 +161,7 @@ struct PublishChecks {
 
     /// Keeps the streams' latest versions and the claimed keys' answers (a key whose
     /// publication was skipped for its version is let go, as a node alone does).
-    func record(answers: [StreamPosition?], stores: [PostgresHistoryStore], on connection: PostgresConnection, logger: Logger) async throws {
+    func record(answers: [StreamPosition?], stores: [PostgresHistoryStore], on connection: PostgresConnection, pool: PostgresPool) async throws {
         for store in stores { try await store.setVersions(versions[store.durable] ?? [:], on: connection) }
         guard !claims.isEmpty else { return }
         var kept: [(channel: String, key: String, position: StreamPosition?)] = []
@@ -175,22 +175,22 @@ struct PublishChecks {
         }
         if !kept.isEmpty {
             // Arrays of NULLs do not bind: -1 stands for "no stream".
-            _ = try await connection.query(
+            _ = try await pool.run(
                 """
                 UPDATE cluster_publish_result r SET "offset" = NULLIF(t.off, -1), epoch = CASE WHEN t.off = -1 THEN NULL ELSE t.epoch END
                 FROM unnest(\(kept.map(\.channel))::text[], \(kept.map(\.key))::text[], \(kept.map { $0.position.map { Int64($0.offset) } ?? -1 })::int8[],
                     \(kept.map { $0.position?.epoch ?? "" })::text[]) AS t(channel, key, off, epoch)
                 WHERE r.channel = t.channel AND r.key = t.key
-                """, logger: logger
-            ).get()
+                """, on: connection
+            )
         }
         if !released.isEmpty {
-            _ = try await connection.query(
+            _ = try await pool.run(
                 """
                 DELETE FROM cluster_publish_result r USING unnest(\(released.map(\.channel))::text[], \(released.map(\.key))::text[]) AS t(channel, key)
                 WHERE r.channel = t.channel AND r.key = t.key
-                """, logger: logger
-            ).get()
+                """, on: connection
+            )
         }
     }
 

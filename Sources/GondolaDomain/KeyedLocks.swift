@@ -91,13 +91,20 @@ public final class TaskKeyedLocks: KeyedLocks {
 /// its own and released when `body` returns — or by the server when the node dies and
 /// its connection drops. Holders wait for the main pool's connections, never the other
 /// way round, so the two pools cannot starve each other; at most `maxWaiting` callers
-/// wait for a lock connection, more are refused with error 100.
+/// wait for a lock connection, more are refused with error 100. The wait for a lock is bounded
+/// by `waitTimeout` (a minute, six times the main pool's bound on each statement): past it the
+/// lock's connection is closed and the caller gets 100. Its holder's statements are each
+/// bounded on the main pool, so a lock is not held for good either.
 public final class PostgresAdvisoryLocks: KeyedLocks {
     private let pool: PostgresPool
     private let scope: String
 
+    /// The longest a lock is waited for.
+    public static let waitTimeout = Duration.seconds(60)
+
     public init(pool: PostgresPool, scope: String, connections: Int = 4) throws {
-        self.pool = try PostgresPool(location: pool.location, size: connections, maxWaiting: pool.maxWaiting, logger: pool.logger)
+        self.pool = try PostgresPool(
+            location: pool.location, size: connections, maxWaiting: pool.maxWaiting, statementTimeout: Self.waitTimeout, logger: pool.logger)
         self.scope = scope
     }
 

@@ -82,7 +82,7 @@ public final class PostgresHistoryStore: HistoryStore {
             )
             SELECT epoch, off FROM numbered ORDER BY ord
             """
-        return connection.query(query, logger: pool.logger).flatMapThrowing { result in
+        return connection.run(query, within: pool.statementTimeout, logger: pool.logger).flatMapThrowing { result in
             try result.map { row in
                 let (epoch, offset) = try row.decode((String, Int64).self)
                 return StreamPosition(offset: UInt64(offset), epoch: epoch)
@@ -103,15 +103,15 @@ public final class PostgresHistoryStore: HistoryStore {
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
         let names = Array(channels.keys)
         let metaExpiry = names.map { Self.metaExpiry(channels[$0]!, nowMillis: nowMillis) }
-        let rows = try await connection.query(
+        let rows = try await pool.run(
             """
             INSERT INTO \(unescaped: prefix)stream AS s (channel, epoch, top_offset, last_append_ms, meta_expires_ms)
             SELECT channel, \(Epoch.make()), 0, \(nowMillis), meta FROM unnest(\(names)::text[], \(metaExpiry)::int8[]) AS t(channel, meta)
             ORDER BY channel
             ON CONFLICT (channel) DO UPDATE SET top_offset = s.top_offset
             RETURNING channel, epoch, top_offset, version, version_epoch
-            """, logger: pool.logger
-        ).get()
+            """, on: connection
+        )
         var locked: [String: LockedStream] = [:]
         for row in rows {
             let (channel, epoch, top, version, versionEpoch) = try row.decode((String, String, Int64, Int64?, String?).self)
@@ -128,12 +128,12 @@ public final class PostgresHistoryStore: HistoryStore {
         let channels = Array(versions.keys)
         let numbers = channels.map { Int64(clamping: versions[$0]!.version) }
         let epochs = channels.map { versions[$0]!.epoch }
-        _ = try await connection.query(
+        _ = try await pool.run(
             """
             UPDATE \(unescaped: prefix)stream s SET version = t.version, version_epoch = t.epoch
             FROM unnest(\(channels)::text[], \(numbers)::int8[], \(epochs)::text[]) AS t(channel, version, epoch) WHERE s.channel = t.channel
-            """, logger: pool.logger
-        ).get()
+            """, on: connection
+        )
     }
 
     public func read(channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions, now: Date) async throws -> StreamSlice {
@@ -181,13 +181,13 @@ public final class PostgresHistoryStore: HistoryStore {
     public func sweep(now: Date) async throws {
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
         try await pool.transaction { connection in
-            _ = try await connection.query(
+            _ = try await pool.run(
                 """
                 DELETE FROM \(unescaped: prefix)publication p USING \(unescaped: prefix)stream s
                 WHERE p.channel = s.channel AND s.meta_expires_ms <= \(nowMillis)
-                """, logger: pool.logger
-            ).get()
-            _ = try await connection.query("DELETE FROM \(unescaped: prefix)stream WHERE meta_expires_ms <= \(nowMillis)", logger: pool.logger).get()
+                """, on: connection
+            )
+            _ = try await pool.run("DELETE FROM \(unescaped: prefix)stream WHERE meta_expires_ms <= \(nowMillis)", on: connection)
         }
     }
 

@@ -24,22 +24,21 @@ public struct PostgresMigrator: Sendable {
     @discardableResult
     public func migrate(_ pool: PostgresPool) async throws -> [String] {
         try await pool.transaction { connection in
-            let logger = pool.logger
             // Any constant works; it only has to be the same on every node.
-            _ = try await connection.query("SELECT pg_advisory_xact_lock(4711018)", logger: logger).get()
-            _ = try await connection.query(
-                "CREATE TABLE IF NOT EXISTS gondola_migration (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", logger: logger
-            ).get()
+            _ = try await pool.run("SELECT pg_advisory_xact_lock(4711018)", on: connection)
+            _ = try await pool.run(
+                "CREATE TABLE IF NOT EXISTS gondola_migration (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", on: connection
+            )
             var done = Set<String>()
-            for row in try await connection.query("SELECT name FROM gondola_migration", logger: logger).get() {
+            for row in try await pool.run("SELECT name FROM gondola_migration", on: connection) {
                 done.insert(try row.decode(String.self))
             }
             var applied: [String] = []
             for migration in migrations where !done.contains(migration.name) {
                 for statement in migration.statements {
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).get()
+                    _ = try await pool.run(PostgresQuery(unsafeSQL: statement), on: connection)
                 }
-                _ = try await connection.query("INSERT INTO gondola_migration (name) VALUES (\(migration.name))", logger: logger).get()
+                _ = try await pool.run("INSERT INTO gondola_migration (name) VALUES (\(migration.name))", on: connection)
                 applied.append(migration.name)
             }
             return applied

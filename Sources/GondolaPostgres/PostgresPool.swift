@@ -12,10 +12,20 @@ import Synchronization
 /// closes (the server restarted, the network broke) is replaced on the next borrow.
 /// At most `maxWaiting` borrowers wait for a free connection; more are refused with
 /// `PostgresPoolError.busy`.
+///
+/// A server that stops answering without closing the socket (a partition, a blackholing
+/// firewall, a frozen process) holds no caller for long: every statement is bounded by
+/// `statementTimeout` (`PostgresConnection.run`), past which its connection is closed and
+/// `PostgresPoolError.timedOut` thrown; the pool opens a new connection for the next borrower.
 public final class PostgresPool: Sendable {
     public let location: PostgresLocation
     public let size: Int
     public let maxWaiting: Int
+    /// The longest one statement may wait for its answer.
+    public let statementTimeout: Duration
+    /// A statement's bound when the pool is not told another: ten seconds, far above what a
+    /// statement of Gondola's takes on a database a few hundred milliseconds away.
+    public static let defaultStatementTimeout = Duration.seconds(10)
     public let logger: Logger
     private let group: MultiThreadedEventLoopGroup
     /// Runs a task on the pool's event loop, where its connections' futures complete (see
@@ -33,11 +43,15 @@ public final class PostgresPool: Sendable {
     }
 
     /// A pool for `location`; nothing connects until the first borrow.
-    public init(location: PostgresLocation, size: Int = 8, maxWaiting: Int = 1000, logger: Logger = Logger(label: "gondola.postgres")) throws {
+    public init(
+        location: PostgresLocation, size: Int = 8, maxWaiting: Int = 1000, statementTimeout: Duration = PostgresPool.defaultStatementTimeout,
+        logger: Logger = Logger(label: "gondola.postgres")
+    ) throws {
         precondition(size > 0)
         self.location = location
         self.size = size
         self.maxWaiting = maxWaiting
+        self.statementTimeout = statementTimeout
         self.logger = logger
         self.configuration = try location.configuration()
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -59,29 +73,48 @@ public final class PostgresPool: Sendable {
         return try await body(connection)
     }
 
+    /// Checks `connection` (one held for good, as `LISTEN`'s) every `interval` with `SELECT 1`,
+    /// bounded by `statementTimeout`: a server gone silent gets the connection closed, which ends
+    /// what waits on it, so that its owner connects again. Ends when the connection closes or
+    /// the task is cancelled.
+    public func watch(_ connection: PostgresConnection, every interval: Duration = .seconds(2)) async {
+        while !Task.isCancelled, !connection.isClosed {
+            do {
+                try await Task.sleep(for: interval)
+                try await run("SELECT 1", on: connection)
+            } catch {
+                if !Task.isCancelled {
+                    logger.error("PostgreSQL connection check failed", metadata: ["database": "\(location)", "error": "\(error)"])
+                    Self.closeInBackground(connection)
+                }
+                return
+            }
+        }
+    }
+
     /// Runs one statement and returns its rows.
     @discardableResult
     public func query(_ query: PostgresQuery) async throws -> PostgresQueryResult {
-        try await withConnection { connection in try await connection.query(query, logger: logger).get() }
+        try await withConnection { connection in try await run(query, on: connection) }
     }
 
     /// Runs one statement on `connection` (one of this pool's, inside `withConnection`
-    /// or `transaction`).
+    /// or `transaction`), within `statementTimeout`.
     @discardableResult
     public func run(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> PostgresQueryResult {
-        try await connection.query(query, logger: logger).get()
+        try await connection.run(query, within: statementTimeout, logger: logger)
     }
 
     /// Runs `body` in a transaction on one connection.
     public func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await withConnection { connection in
-            try await connection.query("BEGIN", logger: logger).get()
+            try await run("BEGIN", on: connection)
             do {
                 let value = try await body(connection)
-                try await connection.query("COMMIT", logger: logger).get()
+                try await run("COMMIT", on: connection)
                 return value
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger).get()
+                _ = try? await run("ROLLBACK", on: connection)
                 throw error
             }
         }
@@ -156,6 +189,7 @@ public final class PostgresPool: Sendable {
             }
     }
 
+    /// Gives `connection` back (or, closed, its place, to the next borrower).
     func release(_ connection: PostgresConnection) {
         enum Next {
             case give(EventLoopPromise<PostgresConnection>, PostgresConnection)
@@ -192,11 +226,17 @@ public enum PostgresPoolError: Error, Sendable, CustomStringConvertible {
     case busy(waiting: Int)
     /// The pool was closed.
     case closed
+    /// The server did not answer a statement within its bound: its connection was closed.
+    case timedOut(Duration)
+    /// A statement was sent on a connection already closed (by the server, the network or a bound).
+    case connectionClosed
 
     public var description: String {
         switch self {
         case let .busy(waiting): "every PostgreSQL connection is in use and \(waiting) requests wait"
         case .closed: "the PostgreSQL pool is closed"
+        case let .timedOut(timeout): "PostgreSQL did not answer within \(timeout): the connection was closed"
+        case .connectionClosed: "the PostgreSQL connection is closed"
         }
     }
 }

@@ -218,3 +218,59 @@ import Testing
         }
     }
 }
+
+/// A PostgreSQL that stops answering holds no caller past the pool's bound: the statement under way
+/// fails with `timedOut`, its connection is closed, and the next borrower gets a new one.
+@Suite struct PostgresCallBoundTests {
+    /// A statement the server takes long to answer looks, from the client, like a server gone
+    /// silent: it fails with `timedOut` and the pool serves the next call on a new connection.
+    /// Inside a transaction, the ROLLBACK that follows goes to the connection the bound closed
+    /// and is refused at once, instead of waiting for good as postgres-nio's own `query` does on
+    /// a closed connection.
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func aStatementPastTheBoundFailsAndThePoolServesTheNextCall(inTransaction: Bool) async throws {
+        let fresh = try await TestPostgres.freshDatabase()
+        let pool = try PostgresPool(location: fresh.location, size: 1, statementTimeout: .milliseconds(300))
+        do {
+            if inTransaction {
+                try await pool.transaction { connection in
+                    try await pool.run("SELECT pg_sleep(5)", on: connection)
+                    try await pool.run("SELECT 1", on: connection)
+                }
+            } else {
+                try await pool.query("SELECT pg_sleep(5)")
+            }
+            Issue.record("the call outlived its bound")
+        } catch let error as PostgresPoolError {
+            guard case .timedOut = error else { throw error }
+        }
+        let rows = try await pool.query("SELECT 1 AS one")
+        #expect(try rows.first?.decode(Int.self) == 1)
+        await pool.close()
+        await fresh.close()
+    }
+
+    /// A statement on a connection already closed fails at once.
+    @Test(.timeLimit(.minutes(1))) func aStatementOnAClosedConnectionFailsAtOnce() async throws {
+        let fresh = try await TestPostgres.freshDatabase()
+        let connection = try await fresh.dedicatedConnection()
+        try await connection.close()
+        await #expect(throws: PostgresPoolError.self) { try await fresh.run("SELECT 1", on: connection) }
+        await fresh.close()
+    }
+
+    /// A connection held for good (LISTEN's) is checked, and a check that goes unanswered closes it.
+    @Test func aWatchedConnectionThatStopsAnsweringIsClosed() async throws {
+        let fresh = try await TestPostgres.freshDatabase()
+        let pool = try PostgresPool(location: fresh.location, size: 1, statementTimeout: .milliseconds(300))
+        let connection = try await pool.dedicatedConnection()
+        let watching = Task { await pool.watch(connection, every: .milliseconds(50)) }
+        // The connection is busy past the bound (a lock held elsewhere would do the same): the check goes unanswered.
+        let busy = Task { _ = try? await connection.run("SELECT pg_sleep(5)", within: .seconds(60), logger: pool.logger) }
+        try await eventually("the watched connection is closed") { connection.isClosed }
+        await watching.value
+        busy.cancel()
+        await pool.close()
+        await fresh.close()
+    }
+}
