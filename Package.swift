@@ -397,7 +397,10 @@ let package = Package(
         ),
         .target(
             name: "GondolaTestSupport",
-            dependencies: ["GondolaPostgres", "GondolaRedis", "GondolaRESP", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: [
+                "GondolaPostgres", "GondolaRedis", "GondolaRESP", .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/GondolaTestSupport"),
         .testTarget(
             name: "GondolaCrashTests",

@@ -218,17 +218,21 @@ public final class GondolaServer: Sendable {
 
     /// The server's own routes: the client-facing ones and the operational ones.
     private func addOwnRoutes(to router: HTTPRouter, api: ServerAPI) {
-        addClientRoutes(to: router)
+        addClientTransports(to: router)
+        addSignIn(to: router)
         addOperationalRoutes(to: router, api: api)
     }
 
-    /// The client transports served as plain HTTP and the development sign-in: on the
-    /// public listener (the domains add their own pages).
-    private func addClientRoutes(to router: HTTPRouter) {
+    /// The client transports served as plain HTTP (HTTP-streaming, SSE, the unidirectional ones).
+    private func addClientTransports(to router: HTTPRouter) {
         HTTPTransports(
             node: node, admission: admission, connections: connections, forwardedHeaderNames: forwardedHeaderNames,
             enabled: configuration.transports
         ).addRoutes(to: router)
+    }
+
+    /// The development sign-in (`/api/auth/dev`).
+    private func addSignIn(to router: HTTPRouter) {
         AuthEndpoints(configuration: configuration, tokens: tokens, users: users).addRoutes(to: router)
     }
 
@@ -294,9 +298,12 @@ public final class GondolaServer: Sendable {
     /// operational routes unless `internal_listen` is set); `onServerRunning` gets the bound port.
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let router = HTTPRouter(context: HTTPRequestContext.self)
-        for (_, domain) in domains { domain.routes(router) }
-        addClientRoutes(to: router)
+        // The routes that log their own refusals come before the log of the rest (see `RefusedRequestLog`).
+        addClientTransports(to: router)
         if configuration.internalListen == nil { addOperationalRoutes(to: router, api: serverAPI()) }
+        router.add(middleware: RefusedRequestLog(logger: httpLogger))
+        addSignIn(to: router)
+        for (_, domain) in domains { domain.routes(router) }
         addAdminRoutes(to: router, onInternal: false)
 
         let compression =
@@ -336,6 +343,7 @@ public final class GondolaServer: Sendable {
     ) -> some ApplicationProtocol {
         let router = HTTPRouter(context: HTTPRequestContext.self)
         addOperationalRoutes(to: router, api: serverAPI())
+        router.add(middleware: RefusedRequestLog(logger: httpLogger))
         addAdminRoutes(to: router, onInternal: true)
         return Application(
             router: router,

@@ -1,48 +1,11 @@
 import Foundation
 import GondolaProtocol
+import GondolaTestSupport
 import Logging
 import Synchronization
 import Testing
 
 @testable import GondolaHub
-
-/// Keeps every line a logger writes, for tests that read the log.
-final class RecordedLog: Sendable {
-    struct Line: Sendable {
-        let level: Logger.Level
-        let message: String
-        let metadata: [String: String]
-    }
-
-    private let lines = Mutex<[Line]>([])
-
-    var all: [Line] { lines.withLock { $0 } }
-
-    /// A logger at `level` that records into this log.
-    func logger(level: Logger.Level = .info) -> Logger {
-        var logger = Logger(label: "test") { _ in Handler(log: self) }
-        logger.logLevel = level
-        return logger
-    }
-
-    fileprivate func record(_ line: Line) { lines.withLock { $0.append(line) } }
-
-    private struct Handler: LogHandler {
-        let log: RecordedLog
-        var logLevel = Logger.Level.trace
-        var metadata: Logger.Metadata = [:]
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let all = metadata.merging(event.metadata ?? [:]) { $1 }
-            log.record(Line(level: event.level, message: "\(event.message)", metadata: all.mapValues { "\($0)" }))
-        }
-    }
-}
 
 @Suite struct RefusalLogTests {
     @Test func aKindLogsOncePerIntervalAndTheNextLineCountsWhatWasNotLogged() {

@@ -57,15 +57,21 @@ final class RunningServer: Sendable {
         return configuration
     }
 
+    /// What a test server logs with unless told otherwise: warnings and errors.
+    static var quietLogger: Logger {
+        var logger = Logger(label: "gondola-test")
+        logger.logLevel = .warning
+        return logger
+    }
+
     static func start(
         _ configuration: ServerConfiguration = configuration(), telegram: (any TelegramNotifier)? = nil,
         additionalDomains: [any Domain] = [],
         onInternalServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onUniGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onUniGRPCServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        logger: Logger = RunningServer.quietLogger
     ) async throws -> RunningServer {
-        var logger = Logger(label: "gondola-test")
-        logger.logLevel = .warning
         let server = try await GondolaServer(configuration: configuration, telegram: telegram, additionalDomains: additionalDomains, logger: logger)
         let ports = AsyncStream.makeStream(of: Int.self)
         let group = server.serviceGroup(
