@@ -9,10 +9,10 @@ from centrifuge import Client, ClientEventHandler, ReplyError, SubscriptionEvent
 from conftest import API_KEY
 
 
-def post(url, body, headers=None):
-    """POSTs a JSON body; answers the parsed JSON answer."""
+def post(url, body, headers=None, timeout=10):
+    """POSTs a JSON body; answers the parsed JSON answer (waiting at most `timeout` seconds)."""
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json", **(headers or {})})
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.loads(response.read())
 
 

@@ -1087,7 +1087,10 @@ async def test_a_silent_postgresql_answers_a_temporary_error_within_its_bound_an
     cluster.script("postgres-pause")
     try:
         started = time.time()
-        answer = await asyncio.to_thread(post, f"{node.api_url}/publish", {"channel": "room:silent-postgres", "data": {"n": 1}}, {"X-API-Key": API_KEY})
+        # The answer comes when the statement's 10 s bound passes: the client waits longer than that.
+        answer = await asyncio.to_thread(
+            post, f"{node.api_url}/publish", {"channel": "room:silent-postgres", "data": {"n": 1}}, {"X-API-Key": API_KEY}, timeout=30
+        )
         waited = time.time() - started
         print(f"\nsilent PostgreSQL: the publish was answered after {waited:.2f} s")
         assert answer["error"]["code"] == 100, answer
