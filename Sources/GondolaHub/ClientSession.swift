@@ -500,7 +500,7 @@ public final class ClientSession: Sendable {
     private func admitSubscription(
         _ request: SubscribeRequest, grant: SubscriptionGrant?,
         grantedByServer: Bool
-    ) async throws -> Node.PreparedSubscription {
+    ) async throws -> Subscriptions.PreparedSubscription {
         let channel = request.channel
         let (name, namespaceOptions) = try node.resolve(channel)
         if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
@@ -541,19 +541,19 @@ public final class ClientSession: Sendable {
                 do {
                     try await provider.subscribe(ProvidedSubscription(channel: name, user: user, data: request.data)) { data throws(HubError) in
                         precondition(!attached, "a provider attaches once")
-                        node.beginSubscription(self, to: channel)
+                        node.subscriptions.begin(self, to: channel)
                         replyData = data ?? replyData
                         attached = true
                     }
                 } catch {
-                    if attached { node.abandonSubscription(self, to: channel) }
+                    if attached { node.subscriptions.abandon(self, to: channel) }
                     throw error
                 }
                 guard attached else { throw HubError.internalError("provider of \(options.name) did not attach") }
             } else {
-                node.beginSubscription(self, to: channel)
+                node.subscriptions.begin(self, to: channel)
             }
-            return try await node.prepareSubscription(
+            return try await node.subscriptions.prepare(
                 self, request: request, options: options, info: clientInfo(chanInfo: grant?.info),
                 data: replyData,
                 expiresIn: grant?.refreshedByProxy == true ? nil : Self.ttl(until: grant?.expiresAt))
@@ -565,13 +565,13 @@ public final class ClientSession: Sendable {
 
     /// The second half: the subscription goes live once `sendReply` has queued its answer.
     private func activate(
-        _ prepared: Node.PreparedSubscription, grant: SubscriptionGrant?, byNamespaceRule: Bool = false, serverSide: Bool = false,
+        _ prepared: Subscriptions.PreparedSubscription, grant: SubscriptionGrant?, byNamespaceRule: Bool = false, serverSide: Bool = false,
         sendReply: (SubscribeResult) -> Void
     ) async throws {
         let channel = prepared.channel
         defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
         var stillOpen = true
-        try await node.activateSubscription(prepared, of: self) { result in
+        try await node.subscriptions.activate(prepared, of: self) { result in
             // Subscribed before the client can read that it is: a command it sends right after
             // the reply (a publish, a presence call) finds the subscription.
             stillOpen = state.withLock { state in
@@ -584,7 +584,7 @@ public final class ClientSession: Sendable {
             }
             sendReply(result)
         }
-        if !stillOpen { await node.removeSubscriber(self, from: channel) }
+        if !stillOpen { await node.subscriptions.remove(self, from: channel) }
     }
 
     /// The server-side subscriptions of a connection that just authenticated: the channels
@@ -601,7 +601,7 @@ public final class ClientSession: Sendable {
             let personal = node.configuration.personalChannel(of: credentials.user)
             if channels[personal] == nil { channels[personal] = SubscriptionGrant() }
         }
-        var prepared: [(Node.PreparedSubscription, SubscriptionGrant)] = []
+        var prepared: [(Subscriptions.PreparedSubscription, SubscriptionGrant)] = []
         do {
             for (channel, grant) in channels.sorted(by: { $0.key < $1.key }) {
                 var request = positions[channel] ?? SubscribeRequest(channel: channel)
@@ -695,8 +695,8 @@ public final class ClientSession: Sendable {
     }
 
     /// Undoes a prepared subscription that will not go live.
-    private func undo(_ prepared: Node.PreparedSubscription) async {
-        node.abandonSubscription(self, to: prepared.channel)
+    private func undo(_ prepared: Subscriptions.PreparedSubscription) async {
+        node.subscriptions.abandon(self, to: prepared.channel)
         if prepared.options.presence { try? await node.presenceManager.removePresence(channel: prepared.channel, client: id) }
         state.withLock { _ = $0.pendingSubscriptions.remove(prepared.channel) }
     }
@@ -727,14 +727,14 @@ public final class ClientSession: Sendable {
 
     private func unsubscribeLocally(_ channel: String) async {
         let removed = state.withLock { $0.forget(channel) }
-        if removed { await node.removeSubscriber(self, from: channel) }
+        if removed { await node.subscriptions.remove(self, from: channel) }
     }
 
     /// The server removes a subscription and tells the client with an unsubscribe push.
     func serverUnsubscribe(_ channel: String, code: UInt32 = UnsubscribeCode.server, reason: String = "server unsubscribe") {
         let removed = state.withLock { $0.forget(channel) }
         guard removed else { return }
-        node.removeSubscriberInBackground(self, from: channel)
+        node.subscriptions.removeInBackground(self, from: channel)
         queue.enqueue(Push(channel: channel, .unsubscribe(code: code, reason: reason)))
     }
 

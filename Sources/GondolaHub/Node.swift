@@ -33,8 +33,11 @@ public struct NodeStats: Sendable, Equatable {
 /// `EngineDelivery`, held weakly. The server is a thin transport around it.
 public final class Node: Sendable {
     /// The namespaces, limits and timings in force; `reconfigure` replaces them.
-    public var configuration: HubConfiguration { currentConfiguration.value }
-    private let currentConfiguration: SharedConfiguration
+    public var configuration: HubConfiguration { directory.configuration }
+    /// The channels this node knows: names, namespaces, providers, where streams are read.
+    let directory: ChannelDirectory
+    /// The subscriptions of this node's sessions, from subscribe to unsubscribe.
+    let subscriptions: Subscriptions
     public let rpc = RPCRouter()
     /// Unique id of this run of the node.
     public let uid: String
@@ -65,21 +68,10 @@ public final class Node: Sendable {
     private let startedAt = ContinuousClock.now
     private let messageHandler = Mutex<(@Sendable (RPCContext, RawJSON?) async -> Void)?>(nil)
     private let connectHooks = Mutex<[@Sendable (Credentials) async -> Void]>([])
-    private let providers = Mutex(Providers())
     /// Who installed each RPC method, namespace, channel and replica topic.
     private let claims: Mutex<NameClaims>
     /// The contracts of what was installed.
     private let contracts = Mutex(MethodCatalog())
-
-    /// Namespaces and single channels handed to domain services.
-    private struct Providers {
-        typealias Entry = (options: NamespaceOptions, provider: any ChannelProvider)
-        var namespaces: [String: Entry] = [:]
-        var channels: [String: Entry] = [:]
-
-        /// A provided channel first, else its provided namespace.
-        func entry(for name: ChannelName) -> Entry? { channels[name.raw] ?? namespaces[name.namespace] }
-    }
 
     /// A node alone: its streams in memory and, for `history_durable` namespaces, in
     /// `durableHistory` (memory without one); presence in its own channels.
@@ -118,7 +110,6 @@ public final class Node: Sendable {
         logger: Logger = Logger(label: "gondola.hub")
     ) {
         let shared = SharedConfiguration(configuration)
-        self.currentConfiguration = shared
         self.tokens = tokens
         self.tracing = tracing
         self.proxy = proxy.map { BackendProxy(transport: $0, rpcRoutes: { shared.value.rpcProxies }, tracing: tracing, logger: logger) }
@@ -126,6 +117,8 @@ public final class Node: Sendable {
         let alone = MemoryBroker(durableHistory: durableHistory)
         self.broker = cluster ?? alone
         self.presenceManager = cluster ?? alone
+        self.directory = ChannelDirectory(configuration: shared, broker: broker, logger: logger)
+        self.subscriptions = Subscriptions(table: table, directory: directory, presenceManager: presenceManager, broker: broker, logger: logger)
         self.metrics = HubMetrics(factory: metricsFactory)
         self.logger = logger
         self.refusals = RefusalLog(logger: logger)
@@ -170,14 +163,7 @@ public final class Node: Sendable {
     private func apply(_ registrations: NodeRegistrations, by owner: String) {
         for method in registrations.methods { rpc.register(method.name, method.handler) }
         contracts.withLock { $0.add(registrations, by: owner) }
-        providers.withLock { providers in
-            for entry in registrations.provided {
-                switch entry.provision {
-                case let .namespace(name): providers.namespaces[name] = (entry.options, entry.provider)
-                case let .channel(name): providers.channels[name] = (entry.options, entry.provider)
-                }
-            }
-        }
+        directory.provide(registrations.provided)
         replication.add(registrations)
         connectHooks.withLock { $0 += registrations.connectHooks }
     }
@@ -218,7 +204,7 @@ public final class Node: Sendable {
     /// Removes a session from its channels (sending leaves) and from the registry.
     func detach(_ session: ClientSession, user: String?, channels: [String]) {
         for channel in channels {
-            removeSubscriberInBackground(session, from: channel)
+            subscriptions.removeInBackground(session, from: channel)
         }
         registry.remove(session, user: user)
         if session.transport == .emulation { emulated.remove(session) }
@@ -233,22 +219,13 @@ public final class Node: Sendable {
     }
 
     /// The provider owning the channel, if a domain service owns it or its namespace.
-    func provider(of name: ChannelName) -> (any ChannelProvider)? {
-        providers.withLock { $0.entry(for: name)?.provider }
-    }
+    func provider(of name: ChannelName) -> (any ChannelProvider)? { directory.provider(of: name) }
 
     /// `raw` checked as a channel name under this node's `channel_max_length`.
-    public func channelName(_ raw: String) throws(HubError) -> ChannelName {
-        try ChannelName(raw, maxBytes: configuration.channelMaxLength)
-    }
+    public func channelName(_ raw: String) throws(HubError) -> ChannelName { try directory.channelName(raw) }
 
     /// Validates a channel name and finds its namespace's options.
-    public func resolve(_ channel: String) throws(HubError) -> (ChannelName, NamespaceOptions) {
-        let name = try channelName(channel)
-        if let provided = providers.withLock({ $0.entry(for: name)?.options }) { return (name, provided) }
-        guard let options = configuration.namespace(name.namespace) else { throw .unknownChannel(channel) }
-        return (name, options)
-    }
+    public func resolve(_ channel: String) throws(HubError) -> (ChannelName, NamespaceOptions) { try directory.resolve(channel) }
 
     /// Puts `newer` in force (a configuration reload): connections keep going, new commands
     /// follow its namespaces and limits, and every subscription its namespaces no longer
@@ -256,7 +233,7 @@ public final class Node: Sendable {
     /// name stays. Answers how many subscriptions were ended.
     @discardableResult
     public func reconfigure(_ newer: HubConfiguration) -> Int {
-        currentConfiguration.replace(with: newer)
+        directory.replace(with: newer)
         return registry.all.reduce(0) { $0 + $1.endDisallowedSubscriptions() }
     }
 
@@ -274,226 +251,6 @@ public final class Node: Sendable {
             return Set(everywhere.values.map(\.user))
         }
         return table.users(of: channel)
-    }
-
-    /// Starts a subscription of `session` to `channel`: from here on what the channel
-    /// delivers is kept for it until `completeSubscription` sends its reply, so a
-    /// provider may publish right after it called this and the subscriber gets it after
-    /// the reply's snapshot.
-    func beginSubscription(_ session: ClientSession, to channel: String) {
-        table.beginPending(session, on: channel)
-    }
-
-    /// Completes what `beginSubscription` started: `prepareSubscription`, then
-    /// `activateSubscription` queuing the subscribe reply. On failure the subscription
-    /// is undone and nothing was sent.
-    func completeSubscription(
-        _ session: ClientSession, replyID: UInt32, request: SubscribeRequest, options: NamespaceOptions,
-        info: ClientInfo, data: RawJSON? = nil, expiresIn ttl: UInt32? = nil
-    ) async throws(HubError) {
-        let prepared = try await prepareSubscription(session, request: request, options: options, info: info, data: data, expiresIn: ttl)
-        try await activateSubscription(prepared, of: session) { result in session.queue.enqueue(Reply(id: replyID, .subscribe(result))) }
-    }
-
-    /// A subscription whose presence is recorded and whose stream position is read, not yet live.
-    struct PreparedSubscription {
-        let channel: String
-        let result: SubscribeResult
-        let info: ClientInfo
-        let options: NamespaceOptions
-        /// The subscriber gets join and leave pushes.
-        let hearsJoinLeave: Bool
-        /// Only publications whose tags match it reach the subscriber.
-        let tagsFilter: TagsFilter?
-    }
-
-    /// Records presence and reads the stream's position (and the publications to
-    /// recover) of a subscription `beginSubscription` started, holding no lock; both reads
-    /// may wait on the engine, no thread does. On failure the subscription is undone.
-    func prepareSubscription(
-        _ session: ClientSession, request: SubscribeRequest, options: NamespaceOptions, info: ClientInfo,
-        data: RawJSON? = nil, expiresIn ttl: UInt32? = nil
-    ) async throws(HubError) -> PreparedSubscription {
-        let channel = request.channel
-        var presenceAdded = false
-        do throws(HubError) {
-            // Presence is recorded before the reply, so that a presence call anywhere after
-            // the client saw its reply lists it.
-            if options.presence {
-                try await presenceManager.addPresence(channel: channel, info: info)
-                presenceAdded = true
-            }
-            var result = SubscribeResult()
-            if options.keepsHistory { result = try await streamState(for: request, options: options) }
-            result.data = data
-            if let ttl {
-                result.expires = true
-                result.ttl = ttl
-            }
-            result.delta = DeltaType(rawValue: request.delta).map(options.allowedDeltaTypes.contains) ?? false
-            // Recovered publications come whole; a JSON delta subscription takes data as text.
-            if result.delta, session.encoding == .json { result.publications = result.publications.map(\.withDataAsText) }
-            if let filter = request.tagsFilter { result.publications = result.publications.filter { filter.matches($0.tags) } }
-            return PreparedSubscription(
-                channel: channel, result: result, info: info, options: options,
-                hearsJoinLeave: request.joinLeave || options.forcePushJoinLeave, tagsFilter: request.tagsFilter)
-        } catch {
-            abandonSubscription(session, to: channel)
-            if presenceAdded { try? await presenceManager.removePresence(channel: channel, client: info.client) }
-            throw error
-        }
-    }
-
-    /// Makes a prepared subscription live: under the channel's lock `sendReply` queues what
-    /// answers it (a subscribe reply; nothing when the caller already sent the connect reply
-    /// that carries it), then what the channel delivered since the subscription began and
-    /// the reply does not cover, and the subscriber starts receiving. On failure (more
-    /// publications arrived meanwhile than `ChannelState.pendingLimit`) nothing of it was
-    /// sent and its presence is removed.
-    func activateSubscription(
-        _ prepared: PreparedSubscription, of session: ClientSession,
-        sendReply: (SubscribeResult) -> Void
-    ) async throws(HubError) {
-        let channel = prepared.channel
-        let options = prepared.options
-        let reply = prepared.result
-        do throws(HubError) {
-            try table.withChannel(channel, create: true) { (state) throws(HubError) in
-                guard let pending = state.takePending(session.id) else {
-                    throw .internalError("the subscription to \(channel) ended while it was set up")
-                }
-                guard !pending.overflowed else {
-                    throw .internalError(
-                        "more than \(ChannelState.pendingLimit) publications arrived on \(channel) while the subscription was set up")
-                }
-                sendReply(reply)
-                let covered = options.keepsHistory ? reply.offset : 0
-                var floor = covered
-                for publication in pending.publications where publication.offset == 0 || publication.offset > covered {
-                    floor = max(floor, publication.offset)
-                    if let filter = prepared.tagsFilter, !filter.matches(publication.tags) { continue }
-                    let sent = reply.delta && session.encoding == .json ? publication.withDataAsText : publication
-                    session.queue.enqueue(Push(channel: channel, .publication(sent)))
-                }
-                // The broker may still deliver publications up to the offset the subscriber has.
-                state.add(
-                    .init(
-                        session: session, info: prepared.info, joinLeave: prepared.hearsJoinLeave, delta: reply.delta,
-                        tagsFilter: prepared.tagsFilter, presence: options.presence, announcesJoinLeave: options.joinLeave),
-                    floor: options.keepsHistory ? floor : nil)
-            }
-        } catch {
-            abandonSubscription(session, to: channel)
-            if options.presence { try? await presenceManager.removePresence(channel: channel, client: prepared.info.client) }
-            throw error
-        }
-        if options.joinLeave { announce(.join(channel: channel, prepared.info)) }
-    }
-
-    /// Undoes a `beginSubscription` that will not be completed.
-    func abandonSubscription(_ session: ClientSession, to channel: String) {
-        let vacated = table.abandonPending(session, on: channel)
-        if vacated, let name = try? channelName(channel) { provider(of: name)?.vacated(channel: name) }
-    }
-
-    /// Sends a join or leave to every node without waiting; a refusal is logged (the
-    /// subscription itself stands).
-    private func announce(_ event: ClusterEvent) {
-        broker.post(event) { [logger] result in
-            if case let .failure(error) = result {
-                logger.warning("join/leave not sent", metadata: ["event": "\(event)", "error": "\(error)"])
-            }
-        }
-    }
-
-    /// The stream part of a subscribe reply: position, and the recovery when asked.
-    private func streamState(for request: SubscribeRequest, options: NamespaceOptions) async throws(HubError) -> SubscribeResult {
-        var result = SubscribeResult()
-        let recoverable = request.recoverable || request.recover || options.forceRecovery
-        result.recoverable = recoverable
-        result.positioned = recoverable || request.positioned || options.forcePositioning
-        let limit = configuration.maxHistoryPerRequest
-        let slice = try await read(
-            request.channel, after: request.recover ? request.offset : nil, limit: request.recover ? limit + 1 : 0, reverse: false, options: options)
-        result.epoch = slice.position.epoch
-        result.offset = slice.position.offset
-        guard request.recover else { return result }
-        result.wasRecovering = true
-        let top = slice.position.offset
-        let missed = top >= request.offset ? top - request.offset : UInt64.max
-        // An empty epoch asks for whatever the stream still holds after the offset.
-        let sameStream = request.epoch.isEmpty || request.epoch == slice.position.epoch
-        let complete = sameStream && missed <= UInt64(limit) && UInt64(slice.publications.count) == missed
-        if complete {
-            result.recovered = true
-            result.publications = slice.publications
-        } else if request.flag & SubscribeRequest.rejectUnrecoveredFlag != 0 {
-            throw .unrecoverablePosition
-        }
-        return result
-    }
-
-    private func read(_ channel: String, after: UInt64?, limit: Int, reverse: Bool, options: NamespaceOptions) async throws(HubError) -> StreamSlice {
-        do {
-            if let store = ownStore(of: options) {
-                return try await store.read(channel: channel, after: after, limit: limit, reverse: reverse, options: options, now: Date())
-            }
-            return try await broker.history(channel: channel, after: after, limit: limit, reverse: reverse, options: options)
-        } catch {
-            logger.error("history read failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-            throw .internalError("history read failed: \(error)")
-        }
-    }
-
-    /// Removes a subscriber; its channel's join-leave listeners get a leave, and
-    /// the namespace's provider hears when the channel is left empty.
-    func removeSubscriber(_ session: ClientSession, from channel: String) async {
-        guard let removal = removeLocally(session, from: channel) else { return }
-        await finish(removal)
-    }
-
-    /// `removeSubscriber` for callers that cannot wait (a connection that closed, a
-    /// server-side unsubscribe): the subscriber stops receiving at once; the presence
-    /// entry (which may take a database round trip) is removed by a task of its own.
-    func removeSubscriberInBackground(_ session: ClientSession, from channel: String) {
-        guard let removal = removeLocally(session, from: channel) else { return }
-        if removal.presence {
-            Task { await finish(removal) }
-        } else {
-            finish(withoutPresence: removal)
-        }
-    }
-
-    /// A subscriber removed from this node whose presence and leave are still to be done.
-    private struct Removal {
-        let channel: String
-        let info: ClientInfo
-        let presence: Bool
-        let announcesLeave: Bool
-    }
-
-    /// Takes the subscriber out of the channel's state (telling the provider when that
-    /// left the channel empty).
-    private func removeLocally(_ session: ClientSession, from channel: String) -> Removal? {
-        guard let name = try? channelName(channel) else { return nil }
-        let (removed, vacated) = table.remove(session, from: channel)
-        if vacated { provider(of: name)?.vacated(channel: name) }
-        return removed.map { Removal(channel: channel, info: $0.info, presence: $0.presence, announcesLeave: $0.announcesJoinLeave) }
-    }
-
-    private func finish(_ removal: Removal) async {
-        if removal.presence {
-            do throws(HubError) {
-                try await presenceManager.removePresence(channel: removal.channel, client: removal.info.client)
-            } catch {
-                logger.warning("presence removal failed", metadata: ["channel": "\(removal.channel)", "error": "\(error)"])
-            }
-        }
-        finish(withoutPresence: removal)
-    }
-
-    private func finish(withoutPresence removal: Removal) {
-        if removal.announcesLeave { announce(.leave(channel: removal.channel, removal.info)) }
     }
 
     /// Publishes into a channel: the broker appends it to the channel's stream when the
@@ -571,7 +328,7 @@ public final class Node: Sendable {
     /// keeps the streams itself (its domain writes them and delivers with `deliver`).
     private func publishableNamespace(of channel: String) throws(HubError) -> NamespaceOptions {
         let (_, options) = try resolve(channel)
-        if ownStore(of: options) != nil {
+        if directory.ownStore(of: options) != nil {
             throw .notAvailable("the streams of namespace '\(options.name)' are written by its domain, not by publish")
         }
         return options
@@ -585,11 +342,6 @@ public final class Node: Sendable {
     public func publishLocally(channel: String, providedIn namespace: NamespaceOptions, data: RawJSON) {
         precondition(!namespace.keepsHistory, "\(namespace.name) keeps a stream")
         fanOut(Publication(data: Payload(data), info: nil, useDelta: namespace.deltaPublish), on: channel)
-    }
-
-    /// The store of a provided namespace that keeps its own streams.
-    private func ownStore(of options: NamespaceOptions) -> (any HistoryStore)? {
-        providers.withLock { $0.namespaces[options.name]?.provider.historyStore }
     }
 
     /// Sends a publication that the namespace's own store has already written (its
@@ -635,7 +387,7 @@ public final class Node: Sendable {
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         let capped = limit < 0 ? configuration.maxHistoryPerRequest : min(limit, configuration.maxHistoryPerRequest)
         // A stream read is a consistent snapshot of its own; it takes no channel's lock.
-        let slice = try await read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
+        let slice = try await directory.read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
         if let since, !reverse, since.epoch != slice.position.epoch { throw .unrecoverablePosition }
         var publications = slice.publications
         if reverse, let since { publications = publications.filter { $0.offset < since.offset } }
@@ -647,7 +399,7 @@ public final class Node: Sendable {
         let (_, options) = try resolve(channel)
         guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
         do {
-            if let store = ownStore(of: options) {
+            if let store = directory.ownStore(of: options) {
                 try await store.removeHistory(channel: channel)
             } else {
                 try await broker.removeHistory(channel: channel, options: options)
@@ -845,22 +597,4 @@ public final class Node: Sendable {
     public func localPresenceStats(of channel: String) -> PresenceStats { table.presenceStats(of: channel) }
 
     public var registryEntry: ClusterNodeInfo { ClusterNodeInfo(uid: uid, name: configuration.nodeName, version: version, stats: stats) }
-}
-
-/// The node's configuration, shared with what reads it live (the backend proxy's RPC routes).
-final class SharedConfiguration: Sendable {
-    private let current: Mutex<HubConfiguration>
-
-    init(_ configuration: HubConfiguration) { current = Mutex(configuration) }
-
-    var value: HubConfiguration { current.withLock { $0 } }
-
-    /// Puts `newer` in force, keeping the node's name.
-    func replace(with newer: HubConfiguration) {
-        current.withLock { current in
-            let name = current.nodeName
-            current = newer
-            current.nodeName = name
-        }
-    }
 }
