@@ -281,7 +281,7 @@ public final class ClientSession: Sendable {
             var data = data
             let options = try node.resolve(channel).1
             if let proxy = node.proxy, let route = proxy.route(.publish, named: options.publishProxyName, enabled: options.proxyPublish) {
-                data = try await proxyPublish(channel, data, proxy, route)
+                data = try await proxy.publish(data, to: channel, route: route, as: proxyCaller(user: user ?? ""))
             } else {
                 try requireSubscribed(
                     channel, options: options, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient,
@@ -303,7 +303,8 @@ public final class ClientSession: Sendable {
             reply(Reply(id: command.id, .ping))
         // Without a proxy, a call costs no extra lookup.
         case let .rpc(method, data) where node.proxy?.rpcRoute(method) != nil && !node.rpc.serves(method):
-            reply(Reply(id: command.id, .rpc(data: try await proxyRPC(method, data))))
+            guard let proxy = node.proxy, let route = proxy.rpcRoute(method) else { throw HubError.methodNotFound(method) }
+            reply(Reply(id: command.id, .rpc(data: try await proxy.rpc(method, data, route: route, as: proxyCaller(user: user ?? "")))))
         case let .rpc(method, data):
             let user = user ?? ""
             guard !user.isEmpty else {
@@ -350,7 +351,7 @@ public final class ClientSession: Sendable {
         if let trusted {
             credentials = trusted
         } else if request.token.isEmpty, let proxy = node.proxy, proxy.route(.connect) != nil {
-            (credentials, connectData) = try await proxyConnect(request, proxy)
+            (credentials, connectData) = try await proxy.connect(request, as: proxyCaller(user: ""))
             if proxy.route(.refresh) != nil { state.withLock { $0.refreshedByProxy = true } }
         } else if request.token.isEmpty {
             // No token, no proxy and no anonymous connections: centrifuge closes with 3501.
@@ -473,7 +474,7 @@ public final class ClientSession: Sendable {
         if grant == nil, let proxy = node.proxy, node.provider(of: try node.channelName(request.channel)) == nil,
             let route = proxy.route(.subscribe, named: options.subscribeProxyName, enabled: options.proxySubscribe)
         {
-            grant = try await proxySubscribe(request, proxy, route)
+            grant = try await proxy.subscribe(request, route: route, as: proxyCaller(user: user ?? ""))
             grant?.refreshedByProxy = proxy.route(.subRefresh, named: options.subRefreshProxyName) != nil
         }
         let prepared = try await admitSubscription(request, grant: grant, grantedByServer: false)
@@ -649,49 +650,6 @@ public final class ClientSession: Sendable {
     private func proxyCaller(user: String) -> BackendProxy.Caller {
         let (meta, headers) = state.withLock { ($0.credentials?.meta, $0.proxyHeaders) }
         return BackendProxy.Caller(client: id, user: user, encoding: encoding, meta: meta, headers: headers)
-    }
-
-    /// A connect without a token: the backend's answer names the user, as a token's claims
-    /// would (`user`, `expire_at`, `info`, `meta`, `subs`/`channels`), and the reply's `data`.
-    private func proxyConnect(_ request: ConnectRequest, _ proxy: BackendProxy) async throws -> (Credentials, RawJSON?) {
-        let members: [(key: String, value: JSON)] = [("name", .string(request.name)), ("version", .string(request.version))]
-        let result = try await proxy.ask(ProxyRoute(.connect), proxyCaller(user: ""), members, data: request.data.map(Payload.init))
-        do throws(HubError) {
-            let user = try result.string("user", maxLength: 1024)
-            return (try ConnectionTokens.credentials(of: user, result), try ConnectionTokens.json(result, raw: "data", base64: "b64data"))
-        } catch {
-            node.logger.error("connect proxy answer refused", metadata: ["client": "\(id)", "error": "\(error)"])
-            throw HubError.internalError("the backend's connect answer: \(error)")
-        }
-    }
-
-    /// An RPC no domain serves: the backend's `result.data` is the reply.
-    private func proxyRPC(_ method: String, _ data: JSON?) async throws -> RawJSON? {
-        guard let proxy = node.proxy, let route = proxy.rpcRoute(method) else { throw HubError.methodNotFound(method) }
-        let result = try await proxy.ask(
-            route, proxyCaller(user: user ?? ""), [("method", .string(method))], data: data.map { Payload(RawJSON($0)) })
-        return try ConnectionTokens.json(result, raw: "data", base64: "b64data")
-    }
-
-    /// A subscribe the backend decides: its answer grants what a subscription token would
-    /// (`info`, `data`, `override`, `expire_at`).
-    private func proxySubscribe(_ request: SubscribeRequest, _ proxy: BackendProxy, _ route: ProxyRoute) async throws -> SubscriptionGrant {
-        let result = try await proxy.ask(
-            route, proxyCaller(user: user ?? ""), [("channel", .string(request.channel))], data: request.data.map(Payload.init))
-        return try ConnectionTokens.grant(result, expiresAt: try ConnectionTokens.expiry(result))
-    }
-
-    /// A publish the backend decides: it may refuse it, or answer `data`/`b64data` to publish instead.
-    private func proxyPublish(_ channel: String, _ data: Payload, _ proxy: BackendProxy, _ route: ProxyRoute) async throws -> Payload {
-        let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), [("channel", .string(channel))], data: data)
-        if let replaced = result.raw("data") { return Payload(replaced) }
-        if let encoded = try result.optionalString("b64data", maxLength: 1 << 20) {
-            guard let bytes = Data(base64Encoded: encoded) else {
-                throw HubError.internalError("the backend's publish answer: b64data is not base64")
-            }
-            return Payload(received: [UInt8](bytes))
-        }
-        return data
     }
 
     /// Undoes a prepared subscription that will not go live.
