@@ -482,49 +482,19 @@ public final class ClientSession: Sendable {
     }
 
     /// Admits a subscription and prepares it (the first half): the channel and its namespace,
-    /// who may subscribe (a user-limited channel's users; a provider's rules, checked first;
-    /// else the namespace must be open to clients, or `grant` or the server must have
-    /// granted it), the connection's limit, then presence and the stream position. The
-    /// channel stays pending (it counts against the limit) until `activate` or a failure.
-    /// Refuses (107) a tags filter the namespace does not allow (`allow_tags_filter`), one
-    /// `TagsFilter.problem` names, or one beside a delta: a delta's base is the channel's
-    /// previous publication, which a filter may have kept from the subscriber.
-    private static func check(_ filter: TagsFilter, of request: SubscribeRequest, in options: NamespaceOptions) throws(HubError) {
-        guard options.allowTagsFilter else {
-            let namespace = options.name.isEmpty ? "the default namespace" : "namespace '\(options.name)'"
-            throw .badRequest("subscribe.tf: \(namespace) does not allow tags filters (allow_tags_filter)")
-        }
-        if let problem = filter.problem { throw .badRequest("subscribe.\(problem)") }
-        guard request.delta.isEmpty else { throw .badRequest("subscribe.tf cannot be used with delta") }
-    }
-
+    /// who may subscribe (`Subscriptions.admit`; a provider's own rules next), the connection's
+    /// limit, then presence and the stream position. The channel stays pending (it counts
+    /// against the limit) until `activate` or a failure.
     private func admitSubscription(
         _ request: SubscribeRequest, grant: SubscriptionGrant?,
         grantedByServer: Bool
     ) async throws -> Subscriptions.PreparedSubscription {
         let channel = request.channel
         let (name, namespaceOptions) = try node.resolve(channel)
-        if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
-            throw HubError.badRequest("subscribe.delta '\(request.delta)' is not a delta type (known: \(DeltaType.knownNames))")
-        }
-        if let filter = request.tagsFilter { try Self.check(filter, of: request, in: namespaceOptions) }
         let user = user ?? ""
         let provider = node.provider(of: name)
-        if let allowed = name.allowedUsers {
-            guard allowed.contains(user) else { throw HubError.permissionDenied("\(channel) is limited to other users") }
-        } else if provider != nil {
-            // A domain's channels are for users it knows.
-            guard !user.isEmpty || grantedByServer else {
-                throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' is not open to anonymous connections")
-            }
-        } else if grant == nil, !grantedByServer {
-            guard namespaceOptions.allowSubscribeForClient else {
-                throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' needs a subscription token")
-            }
-            guard !user.isEmpty || namespaceOptions.allowSubscribeForAnonymous else {
-                throw HubError.permissionDenied("namespace '\(namespaceOptions.name)' does not allow anonymous subscribers")
-            }
-        }
+        try Subscriptions.admit(
+            request, to: name, in: namespaceOptions, user: user, provided: provider != nil, granted: grant != nil, grantedByServer: grantedByServer)
         let options = grant?.overrides.applied(to: namespaceOptions) ?? namespaceOptions
         try state.withLock { state throws(HubError) in
             guard !state.subscriptions.contains(channel), !state.pendingSubscriptions.contains(channel) else {

@@ -218,4 +218,47 @@ final class Subscriptions: Sendable {
     private func finish(withoutPresence removal: Removal) {
         if removal.announcesLeave { announce(.leave(channel: removal.channel, removal.info)) }
     }
+
+    /// Whether `user` may subscribe to `channel` (the first check of a subscribe, before the
+    /// connection's limit): a known delta type; a tags filter the namespace allows; then a
+    /// user-limited channel's users; a provider's channels (`provided`) for known users or the
+    /// server; else the namespace must be open to clients, or a token, the proxy (`granted`)
+    /// or the server must have granted it.
+    static func admit(
+        _ request: SubscribeRequest, to name: ChannelName, in options: NamespaceOptions, user: String, provided: Bool, granted: Bool,
+        grantedByServer: Bool
+    ) throws(HubError) {
+        let channel = request.channel
+        if !request.delta.isEmpty, DeltaType(rawValue: request.delta) == nil {
+            throw HubError.badRequest("subscribe.delta '\(request.delta)' is not a delta type (known: \(DeltaType.knownNames))")
+        }
+        if let filter = request.tagsFilter { try check(filter, of: request, in: options) }
+        if let allowed = name.allowedUsers {
+            guard allowed.contains(user) else { throw HubError.permissionDenied("\(channel) is limited to other users") }
+        } else if provided {
+            // A domain's channels are for users it knows.
+            guard !user.isEmpty || grantedByServer else {
+                throw HubError.permissionDenied("namespace '\(options.name)' is not open to anonymous connections")
+            }
+        } else if !granted, !grantedByServer {
+            guard options.allowSubscribeForClient else {
+                throw HubError.permissionDenied("namespace '\(options.name)' needs a subscription token")
+            }
+            guard !user.isEmpty || options.allowSubscribeForAnonymous else {
+                throw HubError.permissionDenied("namespace '\(options.name)' does not allow anonymous subscribers")
+            }
+        }
+    }
+
+    /// Refuses (107) a tags filter the namespace does not allow (`allow_tags_filter`), one
+    /// `TagsFilter.problem` names, or one beside a delta: a delta's base is the channel's
+    /// previous publication, which a filter may have kept from the subscriber.
+    private static func check(_ filter: TagsFilter, of request: SubscribeRequest, in options: NamespaceOptions) throws(HubError) {
+        guard options.allowTagsFilter else {
+            let namespace = options.name.isEmpty ? "the default namespace" : "namespace '\(options.name)'"
+            throw .badRequest("subscribe.tf: \(namespace) does not allow tags filters (allow_tags_filter)")
+        }
+        if let problem = filter.problem { throw .badRequest("subscribe.\(problem)") }
+        guard request.delta.isEmpty else { throw .badRequest("subscribe.tf cannot be used with delta") }
+    }
 }
