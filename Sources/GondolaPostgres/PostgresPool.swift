@@ -75,18 +75,21 @@ public final class PostgresPool: Sendable {
 
     /// Checks `connection` (one held for good, as `LISTEN`'s) every `interval` with `SELECT 1`,
     /// bounded by `statementTimeout`: a server gone silent gets the connection closed, which ends
-    /// what waits on it, so that its owner connects again. Ends when the connection closes or
-    /// the task is cancelled.
+    /// what waits on it, so that its owner connects again. A check that fails is logged even
+    /// when its owner, seeing the connection end, has cancelled the watch meanwhile. Ends when
+    /// the connection closes or the task is cancelled.
     public func watch(_ connection: PostgresConnection, every interval: Duration = .seconds(2)) async {
-        while !Task.isCancelled, !connection.isClosed {
+        while !connection.isClosed {
             do {
                 try await Task.sleep(for: interval)
+            } catch {
+                return
+            }
+            do {
                 try await run("SELECT 1", on: connection)
             } catch {
-                if !Task.isCancelled {
-                    logger.error("PostgreSQL connection check failed", metadata: ["database": "\(location)", "error": "\(error)"])
-                    Self.closeInBackground(connection)
-                }
+                logger.error("PostgreSQL connection check failed", metadata: ["database": "\(location)", "error": "\(error)"])
+                Self.closeInBackground(connection)
                 return
             }
         }
