@@ -17,26 +17,25 @@ extension PostgresConnection {
     ///   `PostgresPoolError.timedOut`. The deadline runs on the event loop, from the write to
     ///   the answer, so a caller's task that is slow to resume does not count against it.
     public func run(_ query: PostgresQuery, within timeout: Duration, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
-        eventLoop.flatSubmit {
-            guard !self.isClosed else { return self.eventLoop.makeFailedFuture(PostgresPoolError.connectionClosed) }
-            let answer = self.eventLoop.makePromise(of: PostgresQueryResult.self)
-            let expired = NIOLoopBoundBox(false, eventLoop: self.eventLoop)
-            let (seconds, attoseconds) = timeout.components
-            let deadline = self.eventLoop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
-                expired.value = true
-                // Failed once the connection is closed, so that the pool, given the connection back,
-                // sees it closed and never hands it out again.
-                self.closeFuture.whenComplete { _ in answer.fail(PostgresPoolError.timedOut(timeout)) }
-                let closing: EventLoopFuture<Void> = self.close()
-                _ = closing
-            }
-            self.query(query, logger: logger).whenComplete { outcome in
-                deadline.cancel()
-                // Past the deadline the statement's own failure (the connection closed) is not the reason.
-                if !expired.value { answer.completeWith(outcome) }
-            }
-            return answer.futureResult
+        // The bus writer already runs on the connection's event loop: no hop for it.
+        guard eventLoop.inEventLoop else { return eventLoop.flatSubmit { self.run(query, within: timeout, logger: logger) } }
+        guard !isClosed else { return eventLoop.makeFailedFuture(PostgresPoolError.connectionClosed) }
+        let answer = eventLoop.makePromise(of: PostgresQueryResult.self)
+        let expired = NIOLoopBoundBox(false, eventLoop: eventLoop)
+        let deadline = eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+            expired.value = true
+            // Failed once the connection is closed, so that the pool, given the connection back,
+            // sees it closed and never hands it out again.
+            self.closeFuture.whenComplete { _ in answer.fail(PostgresPoolError.timedOut(timeout)) }
+            let closing: EventLoopFuture<Void> = self.close()
+            _ = closing
         }
+        self.query(query, logger: logger).whenComplete { outcome in
+            deadline.cancel()
+            // Past the deadline the statement's own failure (the connection closed) is not the reason.
+            if !expired.value { answer.completeWith(outcome) }
+        }
+        return answer.futureResult
     }
 
     /// `run(_:within:logger:)`, awaited.
