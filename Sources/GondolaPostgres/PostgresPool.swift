@@ -87,6 +87,9 @@ public final class PostgresPool: Sendable {
             }
             do {
                 try await run("SELECT 1", on: connection)
+            } catch PostgresPoolError.connectionClosed {
+                // Its owner closed it (a loss already logged, or the node stopping): nothing to check.
+                return
             } catch {
                 logger.error("PostgreSQL connection check failed", metadata: ["database": "\(location)", "error": "\(error)"])
                 Self.closeInBackground(connection)
