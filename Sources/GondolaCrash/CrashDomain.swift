@@ -12,11 +12,13 @@ public struct CrashDomain: Domain {
     public let name = "crash"
     public var namespaces: Set<String> { ["crash"] }
 
-    /// `sms_webhook_url`: the SMS gateway's webhook (empty logs the texts instead);
-    /// `sms_webhook_token`: its bearer token; `crash_link_template`: the deep link a crash
-    /// text carries, where `{id}` becomes the crash id.
-    public let settingKeys = ["sms_webhook_url", "sms_webhook_token", "crash_link_template"]
-    static let defaultLinkTemplate = "crashassistant://crash/{id}"
+    static let smsWebhookURL = DomainSettingKey.httpURL(
+        "sms_webhook_url", doc: "the SMS gateway's webhook crash texts go through; the texts are logged while it is empty")
+    static let smsWebhookToken = DomainSettingKey.text("sms_webhook_token", doc: "the SMS gateway's bearer token")
+    static let linkTemplate = DomainSettingKey.text(
+        "crash_link_template", default: "crashassistant://crash/{id}", doc: "the deep link a crash text carries, where `{id}` becomes the crash id"
+    ) { template in template.contains("{id}") ? nil : "must contain {id}, got '\(template)'" }
+    public var settingKeys: [ConfigurationKeyInfo] { [Self.smsWebhookURL.info, Self.smsWebhookToken.info, Self.linkTemplate.info] }
     let settings: DomainSettings
 
     public init(settings: DomainSettings) {
@@ -33,15 +35,9 @@ public struct CrashDomain: Domain {
 
     /// The settings' values, checked.
     private func values() throws(DomainSetupError) -> (smsWebhookURL: String, smsWebhookToken: String, linkTemplate: String) {
-        let smsWebhookURL = try settings.string("sms_webhook_url", default: "")
-        guard smsWebhookURL.isEmpty || smsWebhookURL.hasPrefix("http://") || smsWebhookURL.hasPrefix("https://") else {
-            throw DomainSetupError("'sms_webhook_url' expected an http(s) URL, got '\(smsWebhookURL)'")
-        }
-        let smsWebhookToken = try settings.string("sms_webhook_token", default: "")
-        let linkTemplate = try settings.string("crash_link_template", default: Self.defaultLinkTemplate)
-        guard linkTemplate.contains("{id}") else {
-            throw DomainSetupError("'crash_link_template' must contain {id}, got '\(linkTemplate)'")
-        }
+        let smsWebhookURL = try settings.value(of: Self.smsWebhookURL)
+        let smsWebhookToken = try settings.value(of: Self.smsWebhookToken)
+        let linkTemplate = try settings.value(of: Self.linkTemplate)
         return (smsWebhookURL, smsWebhookToken, linkTemplate)
     }
 

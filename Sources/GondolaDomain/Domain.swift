@@ -23,7 +23,7 @@ public protocol Domain: Sendable {
 
     /// The configuration keys the domain reads from its `DomainSettings`; the loader
     /// accepts them besides the server's own.
-    var settingKeys: [String] { get }
+    var settingKeys: [ConfigurationKeyInfo] { get }
 
     /// Registers the domain's schema changes, oldest first. Their identifiers are
     /// unique across domains and never change once released.
@@ -43,7 +43,7 @@ public protocol Domain: Sendable {
 }
 
 extension Domain {
-    public var settingKeys: [String] { [] }
+    public var settingKeys: [ConfigurationKeyInfo] { [] }
     public func checkSettings() throws(DomainSetupError) {}
     public func registerPostgresMigrations(in migrator: inout PostgresMigrator) {}
 }

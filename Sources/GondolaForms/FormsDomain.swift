@@ -12,9 +12,12 @@ public struct FormsDomain: Domain {
     public let name = "forms"
     public var namespaces: Set<String> { ["form"] }
 
-    /// `forms`: the folder of form schemas (`*.json`), code tables (`code-tables.json`)
-    /// and assessments (`assessments/*.json`), loaded at start.
-    public let settingKeys = ["forms"]
+    static let folder = DomainSettingKey.text(
+        "forms", default: "forms",
+        doc:
+            "the folder of form schemas (`*.json`), code tables (`code-tables.json`) and assessments (`assessments/*.json`) read at start; a missing folder loads nothing, a bad file stops the start naming it"
+    )
+    public var settingKeys: [ConfigurationKeyInfo] { [Self.folder.info] }
     let settings: DomainSettings
 
     public init(settings: DomainSettings) {
@@ -29,10 +32,10 @@ public struct FormsDomain: Domain {
         FormsPostgresSchema.register(in: &migrator)
     }
 
-    public func checkSettings() throws(DomainSetupError) { _ = try settings.string("forms", default: "forms") }
+    public func checkSettings() throws(DomainSetupError) { _ = try settings.value(of: Self.folder) }
 
     public func install(in context: DomainContext) async throws -> InstalledDomain {
-        let folder = try settings.string("forms", default: "forms")
+        let folder = try settings.value(of: Self.folder)
         let (formRepository, assessmentRepository) = Self.repositories(context.storage)
         let forms: FormService
         let assessments: AssessmentService

@@ -1,22 +1,31 @@
 import AsyncHTTPClient
 import Foundation
 import GondolaDomain
+import GondolaHub
 import JWTKit
 import Logging
 import NIOSSL
 
-/// The push domain's settings: APNs credentials (`apns_key_file`, the `.p8` key; `apns_key_id`;
-/// `apns_team_id`; `apns_topic`, the app's bundle id; `apns_environment`: `production`,
-/// `sandbox` or a base URL), FCM's (`fcm_service_account_file`, the service account's JSON
-/// key; `fcm_base_url`), `push_ca_file` (a PEM file of certificates trusted besides the
-/// system's, for stand-ins of the services) and `push_per_user_per_minute` (1–600, 20 by
-/// default). A service without credentials sends nothing; the log says so once at start.
+/// The push domain's settings: APNs's and FCM's credentials, extra trusted certificates for
+/// stand-ins of the services, and the notifications a user may get a minute. A service without
+/// credentials sends nothing; the log says so once at start.
 struct PushConfiguration: Sendable {
-    static let keys = [
-        "apns_key_file", "apns_key_id", "apns_team_id", "apns_topic", "apns_environment", "fcm_service_account_file",
-        "fcm_base_url", "push_ca_file", "push_per_user_per_minute",
-    ]
-    static let fcmDefaultBaseURL = "https://fcm.googleapis.com"
+    static let apnsKeyFile = DomainSettingKey.text("apns_key_file", doc: "APNs token authentication's `.p8` key file; with it, the three below")
+    static let apnsKeyID = DomainSettingKey.text("apns_key_id", doc: "the APNs key's id")
+    static let apnsTeamID = DomainSettingKey.text("apns_team_id", doc: "the Apple team id")
+    static let apnsTopic = DomainSettingKey.text("apns_topic", doc: "the app's bundle id")
+    static let apnsEnvironment = DomainSettingKey.text(
+        "apns_environment", default: "production", doc: "`production`, `sandbox`, or a base URL (a stand-in)")
+    static let fcmServiceAccountFile = DomainSettingKey.text("fcm_service_account_file", doc: "the Firebase service account's JSON key")
+    static let fcmBaseURL = DomainSettingKey.text("fcm_base_url", default: "https://fcm.googleapis.com", doc: "where FCM's HTTP v1 API is")
+    static let caFile = DomainSettingKey.text("push_ca_file", doc: "PEM certificates trusted besides the system's (a stand-in's)")
+    static let perUserPerMinute = DomainSettingKey.integer(
+        "push_per_user_per_minute", default: 20, in: 1...600,
+        doc: "notifications sent to one user's devices per minute; more wait for the next minute")
+    static let keys =
+        [
+            apnsKeyFile, apnsKeyID, apnsTeamID, apnsTopic, apnsEnvironment, fcmServiceAccountFile, fcmBaseURL, caFile,
+        ].map(\.info) + [perUserPerMinute.info]
 
     let apns: APNsCredentials?
     let fcm: (account: FCMServiceAccount, baseURL: String)?
@@ -24,17 +33,17 @@ struct PushConfiguration: Sendable {
     let perUserPerMinute: Int
 
     init(_ settings: DomainSettings) throws(DomainSetupError) {
-        perUserPerMinute = try settings.integer("push_per_user_per_minute", default: 20, in: 1...600)
-        let ca = try settings.string("push_ca_file", default: "")
+        perUserPerMinute = try settings.value(of: Self.perUserPerMinute)
+        let ca = try settings.value(of: Self.caFile)
         if !ca.isEmpty, !FileManager.default.isReadableFile(atPath: ca) { throw DomainSetupError("'push_ca_file': cannot read '\(ca)'") }
         caFile = ca.isEmpty ? nil : ca
         apns = try Self.apns(settings)
-        let accountFile = try settings.string("fcm_service_account_file", default: "")
+        let accountFile = try settings.value(of: Self.fcmServiceAccountFile)
         if accountFile.isEmpty {
             fcm = nil
         } else {
             let text = try Self.read("fcm_service_account_file", accountFile)
-            let baseURL = try Self.baseURL("fcm_base_url", try settings.string("fcm_base_url", default: Self.fcmDefaultBaseURL))
+            let baseURL = try Self.baseURL("fcm_base_url", try settings.value(of: Self.fcmBaseURL))
             do throws(PushSetupError) {
                 fcm = (try FCMServiceAccount(json: text), baseURL)
             } catch {
@@ -95,7 +104,7 @@ struct PushConfiguration: Sendable {
     }
 
     private static func apns(_ settings: DomainSettings) throws(DomainSetupError) -> APNsCredentials? {
-        let keyFile = try settings.string("apns_key_file", default: "")
+        let keyFile = try settings.value(of: apnsKeyFile)
         guard !keyFile.isEmpty else { return nil }
         let pem = try read("apns_key_file", keyFile)
         let key: ES256PrivateKey
@@ -104,15 +113,15 @@ struct PushConfiguration: Sendable {
         } catch {
             throw DomainSetupError("'apns_key_file' \(keyFile): not a P-256 private key in PEM (the .p8 file from Apple)")
         }
-        func required(_ name: String) throws(DomainSetupError) -> String {
-            let value = try settings.string(name, default: "")
-            guard !value.isEmpty else { throw DomainSetupError("'\(name)' is required with apns_key_file") }
+        func required(_ key: DomainSettingKey<String>) throws(DomainSetupError) -> String {
+            let value = try settings.value(of: key)
+            guard !value.isEmpty else { throw DomainSetupError("'\(key.info.name)' is required with apns_key_file") }
             return value
         }
-        let keyID = try required("apns_key_id")
-        let teamID = try required("apns_team_id")
-        let topic = try required("apns_topic")
-        let environment = try settings.string("apns_environment", default: "production")
+        let keyID = try required(apnsKeyID)
+        let teamID = try required(apnsTeamID)
+        let topic = try required(apnsTopic)
+        let environment = try settings.value(of: apnsEnvironment)
         let baseURL =
             switch environment {
             case "production": APNsCredentials.production

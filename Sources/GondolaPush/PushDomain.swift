@@ -12,7 +12,7 @@ import GondolaPostgres
 public struct PushDomain: Domain {
     public let name = "push"
     public var namespaces: Set<String> { [] }
-    public var settingKeys: [String] { PushConfiguration.keys }
+    public var settingKeys: [ConfigurationKeyInfo] { PushConfiguration.keys }
     let settings: DomainSettings
 
     public init(settings: DomainSettings = DomainSettings()) {

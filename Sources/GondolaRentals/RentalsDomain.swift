@@ -12,16 +12,30 @@ public struct RentalsDomain: Domain {
     public let name = "rentals"
     public var namespaces: Set<String> { [CarCell.namespace] }
 
-    /// `bcrypt_cost` (4–31, 12 by default); `account_link_base` (`automagic://`), the start
-    /// of the app links in mails; `public_url`, the hub's address for the web link of the
-    /// activation mail; `account_activated_url`, where that link redirects once done (a page
-    /// of the hub's when empty); `smtp_url` (mails go to `.eml` files in `var/mail/` when
-    /// empty); `mail_from`; `fleets`, the folder of fleet files (`demo.json` for `--demo`);
-    /// `rental_service_areas`, a GeoJSON file of the served areas.
-    public let settingKeys = [
-        "bcrypt_cost", "account_link_base", "public_url", "account_activated_url", "smtp_url", "mail_from", "fleets",
-        "rental_service_areas",
-    ]
+    static let bcryptCost = DomainSettingKey.integer(
+        "bcrypt_cost", default: 12, in: 4...31, doc: "bcrypt cost of account passwords (each step doubles the time of a login)")
+    static let accountLinkBase = DomainSettingKey.text(
+        "account_link_base", default: "automagic://",
+        doc: "the start of the app links in account mails (`…activate?key=`, `…resetpassword?key=`)"
+    ) { base in base.contains(":") ? nil : "expected a URL start like automagic:// , got '\(base)'" }
+    static let publicURL = DomainSettingKey.httpURL("public_url", doc: "the hub's public address, for the activation mail's web link")
+        .showing(default: "`http://<listen>`")
+    static let accountActivatedURL = DomainSettingKey.httpURL(
+        "account_activated_url", doc: "where the activation web link redirects (303) once done; a page of the hub's while empty")
+    static let smtpURL = DomainSettingKey.text(
+        "smtp_url",
+        doc: "`smtp://user:password@host:port` (STARTTLS when offered) or `smtps://…`; mails go to `<data folder>/mail/*.eml` while empty")
+    static let mailFrom = DomainSettingKey.text("mail_from", default: "Automagic <no-reply@automagic.local>", doc: "the sender of account mails")
+    static let fleets = DomainSettingKey.text(
+        "fleets", default: "fleets", doc: "the folder of fleet files (`demo.json` for `--demo`, `service-areas.geojson`)")
+    static let serviceAreas = DomainSettingKey.text(
+        "rental_service_areas", doc: "GeoJSON polygons of the served areas, for the swapped-coordinates check"
+    ).showing(default: "`fleets/service-areas.geojson` when it exists")
+    public var settingKeys: [ConfigurationKeyInfo] {
+        [Self.bcryptCost.info]
+            + [Self.accountLinkBase, Self.publicURL, Self.accountActivatedURL, Self.smtpURL, Self.mailFrom, Self.fleets, Self.serviceAreas].map(
+                \.info)
+    }
     let settings: DomainSettings
     /// The hub's own address, the `public_url` when none is configured.
     let listenURL: String
@@ -41,21 +55,19 @@ public struct RentalsDomain: Domain {
 
     /// The settings' values, checked (the SMTP URL parsed; nothing opened).
     private func checkedSettings() throws(DomainSetupError) -> RentalsSettings {
-        let cost = try settings.integer("bcrypt_cost", default: 12, in: 4...31)
-        let linkBase = try settings.string("account_link_base", default: "automagic://")
-        guard linkBase.contains(":") else { throw DomainSetupError("'account_link_base' expected a URL start like automagic:// , got '\(linkBase)'") }
-        let smtpURL = try settings.string("smtp_url", default: "")
+        let smtpURL = try settings.value(of: Self.smtpURL)
         let smtp: SMTPMailer?
         do {
             smtp = smtpURL.isEmpty ? nil : try SMTPMailer(url: smtpURL)
         } catch {
             throw DomainSetupError("mail: \(error)")
         }
+        let publicURL = try settings.value(of: Self.publicURL)
         return RentalsSettings(
-            cost: cost, linkBase: linkBase, publicURL: try Self.httpURL("public_url", try settings.string("public_url", default: listenURL)),
-            activatedURL: try Self.httpURL("account_activated_url", try settings.string("account_activated_url", default: "")),
-            sender: try settings.string("mail_from", default: "Automagic <no-reply@automagic.local>"), smtp: smtp,
-            fleets: try settings.string("fleets", default: "fleets"), areasFile: try settings.string("rental_service_areas", default: ""))
+            cost: try settings.value(of: Self.bcryptCost), linkBase: try settings.value(of: Self.accountLinkBase),
+            publicURL: Self.trimmingSlash(publicURL.isEmpty ? listenURL : publicURL),
+            activatedURL: Self.trimmingSlash(try settings.value(of: Self.accountActivatedURL)), sender: try settings.value(of: Self.mailFrom),
+            smtp: smtp, fleets: try settings.value(of: Self.fleets), areasFile: try settings.value(of: Self.serviceAreas))
     }
 
     public func checkSettings() throws(DomainSetupError) { _ = try checkedSettings() }
@@ -119,12 +131,8 @@ public struct RentalsDomain: Domain {
         }
     }
 
-    static func httpURL(_ key: String, _ value: String) throws(DomainSetupError) -> String {
-        guard value.isEmpty || value.hasPrefix("http://") || value.hasPrefix("https://") else {
-            throw DomainSetupError("'\(key)' expected an http(s) URL, got '\(value)'")
-        }
-        return value.hasSuffix("/") ? String(value.dropLast()) : value
-    }
+    /// A URL without its trailing `/`, so that paths are added with one.
+    static func trimmingSlash(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
 }
 
 /// The rentals domain's server API methods: `car_upsert`, `car_remove` and `car_import`.

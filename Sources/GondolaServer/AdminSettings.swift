@@ -1,11 +1,14 @@
 import Foundation
+import GondolaHub
 
 /// The admin page's settings (`admin`, `admin_password`, `admin_secret`, `admin_web_path`,
 /// `admin_external`), named as in Centrifugo. The page is served on the internal listener when
 /// there is one (`internal_listen`), else on the public one; `admin_external` puts it on the
 /// public one anyway. It never runs without a password and a secret: Centrifugo's
 /// `admin_insecure` is refused.
-public struct AdminSettings: Sendable, Equatable {
+public struct AdminSettings: Sendable, Equatable, ConfigurationDefaults {
+    public static var defaults: AdminSettings { AdminSettings() }
+
     /// Whether the page and its endpoints are served (`admin`).
     public var enabled = false
     /// What signs in (`admin_password`).
@@ -19,8 +22,24 @@ public struct AdminSettings: Sendable, Equatable {
 
     public init() {}
 
-    /// The configuration keys these settings read.
-    static let keys = ["admin", "admin_password", "admin_secret", "admin_web_path", "admin_external", "admin_insecure"]
+    /// The configuration keys these settings read; `admin_insecure` is taken only to refuse `true`.
+    static let keys: [ConfigurationKey<AdminSettings>] = [
+        .boolean(
+            "admin", \.enabled,
+            doc:
+                "serves the admin page at `/admin/` ([operations.md](operations.md#admin-page)) on the internal listener, or on `listen` when there is none"
+        ),
+        .text("admin_password", \.password, doc: "the admin page's password; required with `admin`"),
+        .text(
+            "admin_secret", \.secret,
+            doc: "signs the admin page's sign-ins (at least 32 bytes); required with `admin`; changing it signs everyone out"),
+        .text("admin_web_path", \.webPath, doc: "the admin page's files"),
+        .boolean("admin_external", \.external, doc: "serve the admin page on `listen` even when `internal_listen` is set"),
+        ConfigurationKey("admin_insecure", type: "boolean", default: "false", doc: "Centrifugo's admin without a password: refused when `true`") {
+            (field, _) throws(ConfigurationError) in
+            guard try !field.bool() else { throw field.error("is not supported: the admin page always needs 'admin_password' and 'admin_secret'") }
+        },
+    ]
 
     /// Stops the start when the page is on without what it needs, or its files are missing.
     func check() throws(ConfigurationError) {

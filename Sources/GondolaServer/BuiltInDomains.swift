@@ -1,6 +1,7 @@
 import GondolaCrash
 import GondolaDomain
 import GondolaForms
+import GondolaHub
 import GondolaPush
 import GondolaRentals
 import GondolaServices
@@ -39,8 +40,12 @@ enum BuiltInDomains {
     /// The domains' names, for validating `domains`.
     static var names: [String] { all(ServerConfiguration(), telegram: NoTelegramBot()).map(\.name) }
 
-    /// The configuration keys the domains read.
-    static var settingKeys: [String] { all(ServerConfiguration(), telegram: NoTelegramBot()).flatMap(\.settingKeys) }
+    /// Each domain's keys, under the title the docs give them.
+    static var settingParts: [(title: String, keys: [ConfigurationKey<ServerConfiguration>])] {
+        all(ServerConfiguration(), telegram: NoTelegramBot()).map { domain in
+            ("The \(domain.name) domain", domain.settingKeys.map(ServerConfiguration.domainKey))
+        }
+    }
 
     /// The namespaces the domains provide, which the configuration may not redefine.
     static var namespaces: Set<String> {

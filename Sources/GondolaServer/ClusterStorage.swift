@@ -1,5 +1,6 @@
 @_spi(Engine) import GondolaCluster
 import GondolaDomain
+import GondolaHub
 import GondolaPostgres
 import Logging
 import NIOPosix

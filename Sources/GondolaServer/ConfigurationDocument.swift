@@ -3,6 +3,8 @@ import GondolaProtocol
 import TOMLKit
 import Yams
 
+import struct GondolaHub.ConfigurationError
+
 /// A configuration file read into the loader's terms: its top-level keys in order,
 /// each with its value as JSON and the line it was written on. JSON, YAML and TOML
 /// files carry the same keys; the file's extension says which it is.

@@ -9,16 +9,7 @@ public enum ConfigurationReload {
     /// The keys a reload puts in force without a restart: token keys and secrets, namespaces,
     /// the client limits, origins and proxies. Any other key that changed keeps its running
     /// value until a restart, and the reload says so.
-    public static let liveKeys =
-        Set(
-            [
-                "token_hmac_secret", "token_hmac_secret_previous", "token_hmac_secret_previous_until", "token_rsa_public_key_file",
-                "token_ecdsa_public_key_file", "token_jwks_file", "token_audience", "token_issuer", "token_user_id_claim", "namespaces",
-                "ping_interval", "pong_timeout", "client_queue_max_bytes", "max_channels_per_client", "user_subscribe_to_personal",
-                "user_personal_channel_namespace", "user_personal_single_connection", "client_user_connection_limit", "channel_max_length",
-                "allow_anonymous_connect_without_token", "command_rate", "command_burst", "cluster_survey_timeout", "proxy_emulated_headers",
-                "allowed_origins", "client_connection_limit", "client_connection_rate_limit", "proxies", "rpc_proxies", "proxy_max_in_flight",
-            ] + ConfigurationLoader.proxyKindKeys)
+    public static let liveKeys = Set(ConfigurationLoader.table.filter(\.info.reloadable).map(\.name))
 
     /// What a reload changed.
     public struct Outcome: Sendable, Equatable {

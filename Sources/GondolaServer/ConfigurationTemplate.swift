@@ -1,43 +1,32 @@
 import Foundation
+import GondolaHub
 import GondolaProtocol
 
 /// The starting configuration `gondola genconfig` writes: the keys a first deployment sets,
 /// each with a comment saying what it does, fresh secrets, and the keys a cluster adds left
 /// commented out. The same entries render as YAML, TOML or JSON (which has no comments).
 public enum ConfigurationTemplate {
-    /// One key of the template: what it does, and its value; `active: false` leaves it
-    /// commented out (and out of JSON).
+    /// One key of the template and its value; `active: false` leaves it commented out (and
+    /// out of JSON). Its comment is the key's doc line (`ConfigurationLoader.table`).
     struct Entry {
-        let comment: String
         let key: String
         let value: JSON
         var active = true
+
+        var comment: String { ConfigurationLoader.table.first { $0.name == key }?.info.doc ?? "" }
     }
 
     /// The template's entries, with `tokenSecret` and `apiKey` filled in.
     static func entries(tokenSecret: String, apiKey: String) -> [Entry] {
         [
+            Entry(key: "listen", value: "127.0.0.1:8000"),
+            Entry(key: "internal_listen", value: "127.0.0.1:9000"),
+            Entry(key: "database", value: "var/gondola.sqlite"),
+            Entry(key: "token_hmac_secret", value: .string(tokenSecret)),
+            Entry(key: "api_key", value: .string(apiKey)),
+            Entry(key: "allowed_origins", value: .array([])),
+            Entry(key: "client_connection_limit", value: .int(100_000)),
             Entry(
-                comment: "Where clients connect: WebSocket at /connection/websocket, and the HTTP fallbacks.", key: "listen", value: "127.0.0.1:8000"),
-            Entry(
-                comment: "The server API, metrics and health, on a listener of their own that clients cannot reach.", key: "internal_listen",
-                value: "127.0.0.1:9000"),
-            Entry(
-                comment: "The SQLite file of a node alone; a postgres:// URL makes the node one of a cluster.", key: "database",
-                value: "var/gondola.sqlite"),
-            Entry(
-                comment: "Signs and checks connection tokens (HS256). Keep it secret; `gondola gentoken` mints tokens with it.",
-                key: "token_hmac_secret", value: .string(tokenSecret)),
-            Entry(comment: "The server API's key (X-API-Key: <key> or Authorization: apikey <key>).", key: "api_key", value: .string(apiKey)),
-            Entry(
-                comment: "Origins of the pages that may connect (* and ? as wildcards); none: only the server's own.", key: "allowed_origins",
-                value: .array([])),
-            Entry(
-                comment: "Connections one node takes at most (0: no limit); more are refused with 503.", key: "client_connection_limit",
-                value: .int(100_000)),
-            Entry(
-                comment:
-                    "Channel namespaces. A namespace is closed to clients unless a rule opens it; a channel `room:lobby` is in `room`.",
                 key: "namespaces",
                 value: .array([
                     .object([
@@ -47,13 +36,24 @@ public enum ConfigurationTemplate {
                         ("allow_presence_for_subscriber", .bool(true)),
                     ])
                 ])),
-            Entry(
-                comment: "A cluster: the engine that carries publications between nodes (memory, postgres or redis).", key: "engine", value: "redis",
-                active: false),
-            Entry(
-                comment: "The Redis servers of engine redis, as host:port or redis:// URLs.", key: "redis_addresses",
-                value: .array(["127.0.0.1:6379"]), active: false),
+            Entry(key: "engine", value: "redis", active: false),
+            Entry(key: "redis_addresses", value: .array(["127.0.0.1:6379"]), active: false),
         ]
+    }
+
+    /// `text` as comment lines of at most about 100 characters, broken between words.
+    static func commentLines(_ text: String) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty, line.count + word.count >= 98 {
+                lines.append("# " + line)
+                line = ""
+            }
+            line += line.isEmpty ? String(word) : " " + word
+        }
+        if !line.isEmpty { lines.append("# " + line) }
+        return lines
     }
 
     /// The template in `format`, with fresh secrets.
@@ -88,7 +88,7 @@ public enum ConfigurationTemplate {
     private static func yaml(_ entries: [Entry], header: [String]) -> String {
         var lines = header.map { "# " + $0 }
         for entry in entries {
-            lines += ["", "# " + entry.comment]
+            lines += [""] + commentLines(entry.comment)
             let prefix = entry.active ? "" : "# "
             if case let .array(items) = entry.value, case .object = items.first {
                 lines.append(prefix + entry.key + ":")
@@ -111,13 +111,13 @@ public enum ConfigurationTemplate {
         for entry in entries {
             let prefix = entry.active ? "" : "# "
             if case let .array(items) = entry.value, case .object = items.first {
-                tables += ["", "# " + entry.comment]
+                tables += [""] + commentLines(entry.comment)
                 for case let .object(members) in items {
                     tables.append(prefix + "[[\(entry.key)]]")
                     tables += members.map { prefix + "\($0.key) = \($0.value.text)" }
                 }
             } else {
-                lines += ["", "# " + entry.comment, prefix + "\(entry.key) = \(entry.value.text)"]
+                lines += [""] + commentLines(entry.comment) + [prefix + "\(entry.key) = \(entry.value.text)"]
             }
         }
         return (lines + tables).joined(separator: "\n") + "\n"

@@ -6,7 +6,9 @@ import Hummingbird
 import NIOCore
 
 /// The client transports besides the WebSocket that a configuration turns on.
-public struct ClientTransports: Sendable, Equatable {
+public struct ClientTransports: Sendable, Equatable, ConfigurationDefaults {
+    public static var defaults: ClientTransports { ClientTransports() }
+
     /// `/connection/http_stream`: an HTTP response streaming replies and pushes, commands posted to `/emulation`.
     public var httpStream = true
     /// `/connection/sse`: the same as Server-Sent Events (JSON only).
@@ -19,6 +21,17 @@ public struct ClientTransports: Sendable, Equatable {
     public var uniHTTPStream = false
 
     public init() {}
+
+    /// The configuration keys turning each transport on or off.
+    static let keys: [ConfigurationKey<ClientTransports>] = [
+        .boolean(
+            "http_stream", \.httpStream,
+            doc: "serve `/connection/http_stream`, with `/emulation` for its commands ([protocol.md](protocol.md#transports))"),
+        .boolean("sse", \.sse, doc: "serve `/connection/sse`, with `/emulation` for its commands"),
+        .boolean("uni_websocket", \.uniWebSocket, doc: "serve the unidirectional `/connection/uni_websocket`"),
+        .boolean("uni_sse", \.uniSSE, doc: "serve the unidirectional `/connection/uni_sse`"),
+        .boolean("uni_http_stream", \.uniHTTPStream, doc: "serve the unidirectional `/connection/uni_http_stream`"),
+    ]
 
     /// Whether `/emulation` is served: when a transport that needs it is.
     var emulation: Bool { httpStream || sse }

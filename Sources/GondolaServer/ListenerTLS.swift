@@ -1,4 +1,5 @@
 import GRPCNIOTransportHTTP2
+import GondolaHub
 import Logging
 import NIOCertificateReloading
 import NIOSSL

@@ -1,4 +1,5 @@
 import Foundation
+import GondolaHub
 import GondolaProtocol
 import Logging
 import OTel
@@ -23,6 +24,38 @@ public struct LogSettings: Sendable {
     public var componentLevels: [String: Logger.Level] = [:]
 
     public init() {}
+
+    /// The configuration keys of the logs.
+    static let keys: [ConfigurationKey<LogSettings>] = [
+        ConfigurationKey(
+            "log_format", type: Format.allCases.map { "`\($0.rawValue)`" }.joined(separator: " or "), default: "text",
+            doc:
+                "`text`: swift-log's text lines; `json`: one JSON object per line (`time`, `level`, `component`, `message`, `label`, then the metadata) ([operations.md](operations.md#logs))"
+        ) { (field, logging) throws(ConfigurationError) in
+            let text = try field.string()
+            guard let format = Format(rawValue: text) else {
+                throw field.error("expected one of \(Format.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+            }
+            logging.format = format
+        },
+        ConfigurationKey(
+            "log_level", type: "log level", default: "info", doc: "`trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`"
+        ) { (field, logging) throws(ConfigurationError) in logging.level = try field.logLevel() },
+        ConfigurationKey(
+            "log_levels", type: "object, or name=value pairs", default: "none",
+            doc:
+                "a level per component, overriding `log_level` for it: an object (`{\"hub\": \"debug\"}`), or `hub=debug,push=warning` from a variable or flag; the components are `server`, `http`, `connections`, `tokens`, `proxy`, `hub`, `cluster` and each domain's name"
+        ) { (field, logging) throws(ConfigurationError) in
+            var levels: [String: Logger.Level] = [:]
+            for (component, level) in try field.pairs(of: "component levels such as hub=debug") {
+                guard components.contains(component) else {
+                    throw field.error("names no component '\(component)' (components: \(components.joined(separator: ", ")))")
+                }
+                levels[component] = try ValueReader(key: "log_levels.\(component)", value: level, source: field.source).logLevel()
+            }
+            logging.componentLevels = levels
+        },
+    ]
 
     /// Sends the process's logs to standard error in `format`, at `level`. Traced, a line logged
     /// within a span carries its `trace_id` and `span_id`, which find the request's trace.

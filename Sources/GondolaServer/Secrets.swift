@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GondolaHub
 
 /// Secrets the server generates when the configuration gives none, kept in the
 /// data folder (mode 0600) so that tokens and keys stay valid across restarts.

@@ -10,7 +10,7 @@ import GondolaStore
 public struct TravelDomain: Domain {
     public let name = "travel"
     public var namespaces: Set<String> { TravelNamespaces.names }
-    public var settingKeys: [String] { TravelSettings.keys }
+    public var settingKeys: [ConfigurationKeyInfo] { TravelSettings.keys }
 
     let settings: DomainSettings
     let telegram: any TelegramNotifier

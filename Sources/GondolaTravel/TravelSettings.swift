@@ -1,17 +1,50 @@
 import GondolaDomain
+import GondolaHub
 
 /// The travel domain's configuration keys (`Domain.settingKeys`) and what they say: the
 /// resort files, the live-location timings, the Telegram bot's webhook secret, the host
 /// page and the fence webhooks' timing. A bad value stops the start naming its key.
 public struct TravelSettings: Sendable {
+    static let resorts = DomainSettingKey.text("resorts", default: "resorts/", nonEmpty: true, doc: "the folder of resort files (see Travel API)")
+    static let locationInterval = DomainSettingKey.duration(
+        "location_interval", default: LocationSettings().interval, doc: "at most one frame per position channel per interval")
+    static let locationTTL = DomainSettingKey.duration("location_ttl", default: LocationSettings().ttl, doc: "a position without a newer one expires")
+    static let locationRate = DomainSettingKey.integer(
+        "location_rate", default: LocationSettings().rate, in: 1...1_000_000, doc: "`location.update` calls per second per user")
+    static let telegramWebhookSecret = DomainSettingKey.text(
+        "telegram_webhook_secret", doc: "the secret `POST /api/telegram/webhook` requires (401 while empty)")
+    static let hostPage = DomainSettingKey.text(
+        "host_page", default: HostPageSettings().folder, nonEmpty: true, doc: "the host page's files, served at `/host/`")
+    static let leafletPath = DomainSettingKey.text(
+        "leaflet_path", default: HostPageSettings().leafletPath, nonEmpty: true,
+        doc: "Leaflet's files (Debian's `libjs-leaflet`), served at `/host/vendor/leaflet/`")
+    static let mapTilesURL = DomainSettingKey.text("map_tiles_url", doc: "a street tile layer for the host page's map, `https://…/{z}/{x}/{y}.png`") {
+        tiles in
+        tiles.isEmpty || ((tiles.hasPrefix("https://") || tiles.hasPrefix("http://")) && ["{z}", "{x}", "{y}"].allSatisfy(tiles.contains))
+            ? nil : "expected an http(s) tile URL with {z}, {x} and {y}, got '\(tiles)'"
+    }
+    static let telegramBotUsername = DomainSettingKey.text(
+        "telegram_bot_username", doc: "the bot whose Login Widget the host page shows (with `telegram_bot_token`)"
+    ) { bot in
+        bot.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+            ? nil : "expected a bot's username (letters, digits, _), got '\(bot)'"
+    }
+    static let fenceWebhookTimeout = DomainSettingKey.duration(
+        "fence_webhook_timeout", default: FenceWebhookPolicy().timeout, doc: "a trip fence webhook's time per attempt (see Travel API, Fences)")
+    static let fenceWebhookRetryBase = DomainSettingKey.duration(
+        "fence_webhook_retry_base", default: FenceWebhookPolicy().retryBase, doc: "a fence webhook's first back-off, doubling to 10 minutes")
+    static let fenceWebhookMaxAttempts = DomainSettingKey.integer(
+        "fence_webhook_max_attempts", default: FenceWebhookPolicy().maxAttempts, in: 1...100,
+        doc: "the attempts before a fence webhook's event is given up")
+
     /// The keys the travel domain reads.
     public static let keys = [
-        "resorts", "location_interval", "location_ttl", "location_rate", "telegram_webhook_secret", "host_page", "leaflet_path",
-        "map_tiles_url", "telegram_bot_username", "fence_webhook_timeout", "fence_webhook_retry_base", "fence_webhook_max_attempts",
+        resorts.info, locationInterval.info, locationTTL.info, locationRate.info, telegramWebhookSecret.info, hostPage.info, leafletPath.info,
+        mapTilesURL.info, telegramBotUsername.info, fenceWebhookTimeout.info, fenceWebhookRetryBase.info, fenceWebhookMaxAttempts.info,
     ]
 
     /// The folder of resort files for the maps.
-    public var resortsFolder = "resorts/"
+    public var resortsFolder = resorts.defaultValue
     public var location = LocationSettings()
     /// What the bot's webhook calls must carry (none: every call is refused).
     public var telegramWebhookSecret = ""
@@ -23,34 +56,18 @@ public struct TravelSettings: Sendable {
 
     /// The values `settings` gives, the defaults for the others.
     public init(_ settings: DomainSettings) throws(DomainSetupError) {
-        resortsFolder = try Self.nonEmpty(settings, "resorts", default: resortsFolder)
-        location.interval = try settings.duration("location_interval", default: location.interval)
-        location.ttl = try settings.duration("location_ttl", default: location.ttl)
-        location.rate = try settings.integer("location_rate", default: location.rate, in: 1...1_000_000)
-        fenceWebhooks.timeout = try settings.duration("fence_webhook_timeout", default: fenceWebhooks.timeout)
-        fenceWebhooks.retryBase = try settings.duration("fence_webhook_retry_base", default: fenceWebhooks.retryBase)
-        fenceWebhooks.maxAttempts = try settings.integer("fence_webhook_max_attempts", default: fenceWebhooks.maxAttempts, in: 1...100)
-        telegramWebhookSecret = try settings.string("telegram_webhook_secret", default: "")
-        hostPage.folder = try Self.nonEmpty(settings, "host_page", default: hostPage.folder)
-        hostPage.leafletPath = try Self.nonEmpty(settings, "leaflet_path", default: hostPage.leafletPath)
-        let tiles = try settings.string("map_tiles_url", default: "")
-        guard tiles.isEmpty || ((tiles.hasPrefix("https://") || tiles.hasPrefix("http://")) && ["{z}", "{x}", "{y}"].allSatisfy(tiles.contains))
-        else {
-            throw DomainSetupError("'map_tiles_url' expected an http(s) tile URL with {z}, {x} and {y}, got '\(tiles)'")
-        }
-        hostPage.mapTilesURL = tiles
-        let bot = try settings.string("telegram_bot_username", default: "")
-        guard bot.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
-            throw DomainSetupError("'telegram_bot_username' expected a bot's username (letters, digits, _), got '\(bot)'")
-        }
-        hostPage.telegramBotUsername = bot
-    }
-
-    /// `key` as text that is not empty (a folder), or `fallback`.
-    private static func nonEmpty(_ settings: DomainSettings, _ key: String, default fallback: String) throws(DomainSetupError) -> String {
-        let text = try settings.string(key, default: fallback)
-        guard !text.isEmpty else { throw DomainSetupError("'\(key)' must not be empty") }
-        return text
+        resortsFolder = try settings.value(of: Self.resorts)
+        location.interval = try settings.value(of: Self.locationInterval)
+        location.ttl = try settings.value(of: Self.locationTTL)
+        location.rate = try settings.value(of: Self.locationRate)
+        fenceWebhooks.timeout = try settings.value(of: Self.fenceWebhookTimeout)
+        fenceWebhooks.retryBase = try settings.value(of: Self.fenceWebhookRetryBase)
+        fenceWebhooks.maxAttempts = try settings.value(of: Self.fenceWebhookMaxAttempts)
+        telegramWebhookSecret = try settings.value(of: Self.telegramWebhookSecret)
+        hostPage.folder = try settings.value(of: Self.hostPage)
+        hostPage.leafletPath = try settings.value(of: Self.leafletPath)
+        hostPage.mapTilesURL = try settings.value(of: Self.mapTilesURL)
+        hostPage.telegramBotUsername = try settings.value(of: Self.telegramBotUsername)
     }
 }
 

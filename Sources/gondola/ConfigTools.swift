@@ -45,3 +45,31 @@ struct GenConfig: ParsableCommand {
         print("wrote \(config); start the hub with: gondola serve --config \(config)")
     }
 }
+
+/// `gondola keys`: every configuration key with what its value must be, its default, its
+/// variable and flag, and whether a reload puts it in force; `--markdown` prints the tables
+/// docs/configuration.md holds, and `--write-docs <folder>` writes them there.
+struct Keys: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List every configuration key: its value, default, variable, flag and whether SIGHUP reloads it.")
+
+    @Flag(help: "Print the key tables of docs/configuration.md.") var markdown = false
+    @Option(name: .customLong("write-docs"), help: "Write the key tables into <folder>/configuration.md, between its markers.")
+    var docsFolder: String?
+
+    func run() throws {
+        guard let docsFolder else {
+            print(markdown ? ConfigurationDocs.markdown() : ConfigurationDocs.text(), terminator: "")
+            return
+        }
+        let path = docsFolder + "/" + ConfigurationDocs.page
+        do {
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            try ConfigurationDocs.render(text).write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            FileHandle.standardError.write(Data("gondola: \(path): \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        print("wrote the key tables of \(path)")
+    }
+}

@@ -17,7 +17,7 @@ struct Gondola: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Gondola: a real-time location and messaging hub speaking the Centrifuge protocol.",
         subcommands: [
-            Serve.self, Token.self, GenToken.self, GenSubToken.self, CheckToken.self, CheckConfig.self, GenConfig.self, ImportCars.self,
+            Serve.self, Token.self, GenToken.self, GenSubToken.self, CheckToken.self, CheckConfig.self, GenConfig.self, Keys.self, ImportCars.self,
             ImportResort.self, Catalog.self,
         ],
         defaultSubcommand: Serve.self)
@@ -26,39 +26,22 @@ struct Gondola: AsyncParsableCommand {
 /// Options shared by every command that reads the server configuration.
 struct ConfigurationOptions: ParsableArguments {
     @Option(help: "Configuration file: .json, .yaml, .yml or .toml.") var config: String?
-    @Option(help: "host:port to listen on (default 127.0.0.1:8000).") var listen: String?
-    @Option(name: .customLong("internal-listen"), help: "host:port of the internal listener (server API, metrics, health).") var internalListen:
-        String?
-    @Option(name: .customLong("allowed-origins"), help: "Comma-separated origins whose pages may connect (default: the server's own).")
-    var allowedOrigins: String?
-    @Option(help: "SQLite database file (default var/gondola.sqlite), or postgres://user@host/db to join a cluster.") var database: String?
-    @Option(name: .customLong("token-hmac-secret"), help: "Secret that signs connection tokens.") var tokenHMACSecret: String?
-    @Option(name: .customLong("api-key"), help: "Key of the server API (X-API-Key).") var apiKey: String?
-    @Option(name: .customLong("dev-login"), help: "true to enable POST /api/auth/dev.") var devLogin: String?
-    @Option(name: .customLong("telegram-bot-token"), help: "Bot token that verifies Telegram logins.") var telegramBotToken: String?
-    @Option(name: .customLong("telegram-webhook-secret"), help: "Secret of the Telegram webhook.") var telegramWebhookSecret: String?
-    @Option(name: .customLong("ping-interval"), help: "Interval of server pings, e.g. 25s.") var pingInterval: String?
-    @Option(name: .customLong("pong-timeout"), help: "Time a client has to answer a ping, e.g. 8s.") var pongTimeout: String?
-    @Option(name: .customLong("client-queue-max-bytes"), help: "Bytes a connection may have queued.") var clientQueueMaxBytes: String?
-    @Option(name: .customLong("max-frame-bytes"), help: "Largest frame a client may send.") var maxFrameBytes: String?
-    @Option(name: .customLong("max-channels-per-client"), help: "Subscriptions per connection.") var maxChannelsPerClient: String?
-    @Option(help: "Folder of resort files.") var resorts: String?
-    @Option(name: .customLong("location-interval"), help: "Position frame interval, e.g. 250ms.") var locationInterval: String?
-    @Option(name: .customLong("location-ttl"), help: "How long a position stays current, e.g. 10m.") var locationTTL: String?
-    @Option(name: .customLong("location-rate"), help: "Location updates per second per user.") var locationRate: String?
-    @Option(help: "Namespaces as a JSON array.") var namespaces: String?
+    @Argument(
+        parsing: .allUnrecognized,
+        help: ArgumentHelp(
+            "Any configuration key as --<key-with-dashes> <value>, such as --listen 127.0.0.1:8000 or --ping-interval=25s; `gondola keys` lists them.",
+            valueName: "--key value"))
+    var settingFlags: [String] = []
 
-    var flags: [String: String] {
-        let pairs: [(String, String?)] = [
-            ("listen", listen), ("internal_listen", internalListen), ("allowed_origins", allowedOrigins), ("database", database),
-            ("token_hmac_secret", tokenHMACSecret), ("api_key", apiKey),
-            ("dev_login", devLogin), ("telegram_bot_token", telegramBotToken), ("telegram_webhook_secret", telegramWebhookSecret),
-            ("ping_interval", pingInterval), ("pong_timeout", pongTimeout), ("client_queue_max_bytes", clientQueueMaxBytes),
-            ("max_frame_bytes", maxFrameBytes), ("max_channels_per_client", maxChannelsPerClient), ("resorts", resorts),
-            ("location_interval", locationInterval), ("location_ttl", locationTTL), ("location_rate", locationRate),
-            ("namespaces", namespaces),
-        ]
-        return Dictionary(uniqueKeysWithValues: pairs.compactMap { key, value in value.map { (key, $0) } })
+    /// The keys and values of `settingFlags`, checked by `validate`.
+    var flags: [String: String] { (try? ConfigurationFlags.parse(settingFlags)) ?? [:] }
+
+    func validate() throws {
+        do {
+            _ = try ConfigurationFlags.parse(settingFlags)
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 
     /// The validated configuration with generated secrets filled in; prints which were generated.

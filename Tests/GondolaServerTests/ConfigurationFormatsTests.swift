@@ -220,11 +220,15 @@ import Testing
             #expect((attributes[.posixPermissions] as? Int) == 0o600)
             let text = try String(contentsOfFile: path, encoding: .utf8)
             if format != .json {
-                // Each key written has its comment on the line before.
-                let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+                // Each key written has its doc line (`ConfigurationLoader.table`) as the comment
+                // on the lines before, wrapped.
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
                 for entry in ConfigurationTemplate.entries(tokenSecret: "", apiKey: "") where entry.active {
+                    let doc = try #require(ConfigurationLoader.table.first { $0.name == entry.key }).info.doc
+                    let comment = ConfigurationTemplate.commentLines(doc)
                     let keyLine = lines.firstIndex { $0.hasPrefix(entry.key + ":") || $0.hasPrefix(entry.key + " =") || $0 == "[[\(entry.key)]]" }
-                    #expect(keyLine.map { lines[$0 - 1] == "# " + entry.comment } == true, "\(format) \(entry.key)")
+                    #expect(keyLine.map { Array(lines[($0 - comment.count)..<$0]) == comment } == true, "\(format) \(entry.key)")
+                    #expect(comment.allSatisfy { $0.count <= 110 })
                 }
             }
             #expect(throws: ConfigurationError.self) { try ConfigurationTemplate.write(to: path) }

@@ -1,4 +1,5 @@
 import Foundation
+import GondolaHub
 import GondolaRedis
 import Testing
 

@@ -1,3 +1,4 @@
+import GondolaHub
 import GondolaProtocol
 import Testing
 

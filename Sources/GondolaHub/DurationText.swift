@@ -23,4 +23,15 @@ public enum DurationText {
         default: nil
         }
     }
+
+    /// `duration` as the configuration writes it: the largest unit that holds it whole
+    /// (`720h`, `10m`, `25s`, `250ms`).
+    public static func text(of duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        guard milliseconds % 1000 == 0 else { return "\(milliseconds)ms" }
+        let seconds = milliseconds / 1000
+        if seconds > 0, seconds % 3600 == 0 { return "\(seconds / 3600)h" }
+        if seconds > 0, seconds % 60 == 0 { return "\(seconds / 60)m" }
+        return "\(seconds)s"
+    }
 }
