@@ -45,9 +45,9 @@ struct CrashAnswer: ResponseContract {
     /// The members of a crash without its photos (also each entry of `crash.list`).
     static let summaryFields: [FieldContract] = [
         .required("id", .string), .required("status", .string, "`draft` or `report`"), .required("source", .string, "`manual` or `detected`"),
-        .required("occurred_at", .integer, "Unix ms"), .required("place", .object, "`{lat, lon}` or null"),
+        .required("occurred_at", .integer, "Unix ms"), .nullable("place", .object, "`{lat, lon}` or null"),
         .required("injured", .stringArray), .required("note", .string), .required("created_at", .integer, "Unix ms"),
-        .required("updated_at", .integer, "Unix ms"), .required("reported_at", .integer, "Unix ms, or null for a draft"),
+        .required("updated_at", .integer, "Unix ms"), .nullable("reported_at", .integer, "Unix ms, or null for a draft"),
         .required("counts", .object, "`{injured, photos, note}`"),
     ]
     static let fields: [FieldContract] =
@@ -104,7 +104,7 @@ struct CrashLink: ResponseContract {
 
 /// `crash.phone`'s answer: the number kept, or null.
 struct CrashPhoneAnswer: ResponseContract {
-    static let fields: [FieldContract] = [.required("phone", .string, "E.164, or null when cleared")]
+    static let fields: [FieldContract] = [.nullable("phone", .string, "E.164, or null when cleared")]
     let phone: String?
     var json: JSON { ["phone": phone.map { .string($0) } ?? .null] }
 }

@@ -18,20 +18,28 @@ public struct FieldContract: Sendable, Equatable {
     public let name: String
     public let kind: Kind
     public let required: Bool
+    /// Whether the value may be null: a member that may be left out may be null too; a
+    /// required one only when it says so (`nullable`).
+    public let nullable: Bool
     /// What the value must be beyond its kind ("at most 80 characters"), empty when nothing.
     public let rule: String
     /// The members of an object (or of each object of an array), refused when not listed;
     /// nil when the object's members are free (a caller's own metadata).
     public let members: [FieldContract]?
 
-    /// A member that must be there.
+    /// A member that must be there, not null.
     public static func required(_ name: String, _ kind: Kind, _ rule: String = "", members: [FieldContract]? = nil) -> FieldContract {
-        FieldContract(name: name, kind: kind, required: true, rule: rule, members: members)
+        FieldContract(name: name, kind: kind, required: true, nullable: false, rule: rule, members: members)
+    }
+
+    /// A member that must be there, null when it has no value.
+    public static func nullable(_ name: String, _ kind: Kind, _ rule: String = "", members: [FieldContract]? = nil) -> FieldContract {
+        FieldContract(name: name, kind: kind, required: true, nullable: true, rule: rule, members: members)
     }
 
     /// A member that may be left out (or null).
     public static func optional(_ name: String, _ kind: Kind, _ rule: String = "", members: [FieldContract]? = nil) -> FieldContract {
-        FieldContract(name: name, kind: kind, required: false, rule: rule, members: members)
+        FieldContract(name: name, kind: kind, required: false, nullable: true, rule: rule, members: members)
     }
 }
 

@@ -66,6 +66,7 @@ public struct MethodCatalog: Sendable {
                 var json: JSON = [
                     "name": .string(field.name), "type": .string(field.kind.rawValue), "required": .bool(field.required),
                 ]
+                if field.required, field.nullable { json = json.adding("nullable", true) }
                 if !field.rule.isEmpty { json = json.adding("rule", .string(field.rule)) }
                 if let members = field.members { json = json.adding("members", Self.json(members)) }
                 return json

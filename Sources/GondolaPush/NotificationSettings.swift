@@ -17,7 +17,7 @@ public struct NotificationSettings: Sendable, Equatable, ResponseContract {
     /// The settings as `notifications.settings` answers them.
     public static let fields: [FieldContract] = [
         .required("chats", .boolean), .required("broadcasts", .boolean), .required("invites", .boolean),
-        .required("quiet_hours", .object, "`{start, end, utc_offset_minutes}` or null"),
+        .nullable("quiet_hours", .object, "`{start, end, utc_offset_minutes}` or null"),
     ]
 
     public var json: JSON {

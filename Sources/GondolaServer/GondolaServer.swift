@@ -239,7 +239,7 @@ public final class GondolaServer: Sendable {
     /// The opening request's headers that go with a session's proxy requests (`proxy_http_headers`).
     private var forwardedHeaderNames: Set<String> { Set(configuration.proxyHTTPHeaders.map { $0.lowercased() }) }
 
-    /// Health, metrics and the server API (`api`): on the internal listener when
+    /// Health, metrics, the server API (`api`) and its OpenAPI document (`swagger`): on the internal listener when
     /// `internal_listen` is set, else on the public one.
     private func addOperationalRoutes(to router: HTTPRouter, api: ServerAPI) {
         router.get("/health") { [cluster] _, _ in JSONResponse.make(Self.health(of: cluster?.health)) }
@@ -250,6 +250,10 @@ public final class GondolaServer: Sendable {
         }
         ServerAPIEndpoint(api: api, apiKey: configuration.apiKey, transportErrors: configuration.apiTransportErrors, logger: httpLogger)
             .addRoutes(to: router)
+        if configuration.swagger {
+            let document = JSONResponse.make(ServerAPIOpenAPI.document(api.contracts, version: node.version))
+            router.get(RouterPath(ServerAPIOpenAPI.path)) { _, _ in document }
+        }
     }
 
     /// The admin page and its endpoints when `admin` is on, on the listener `onInternal` names:
@@ -486,11 +490,19 @@ struct ServerAPIEndpoint: Sendable {
         self.transportErrors = transportErrors
         self.refusals = RefusalLog(logger: logger)
         self.authorize = { request in
-            guard let given = request.headers[.init("X-API-Key")!], ConstantTime.equal(given, apiKey) else {
-                return JSONResponse.error(.unauthorized, code: 101, "missing or wrong X-API-Key")
+            let given = request.headers[.init("X-API-Key")!] ?? request.headers[.authorization].flatMap(Self.apiKey(inAuthorization:))
+            guard let given, ConstantTime.equal(given, apiKey) else {
+                return JSONResponse.error(.unauthorized, code: 101, "missing or wrong X-API-Key (or Authorization: apikey <key>)")
             }
             return nil
         }
+    }
+
+    /// The key of an `Authorization: apikey <key>` header (the scheme in any case), as Centrifugo takes it.
+    static func apiKey(inAuthorization header: String) -> String? {
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "apikey" else { return nil }
+        return String(parts[1])
     }
 
     /// The server API under `prefix` for callers `authorize` lets in.

@@ -123,6 +123,8 @@ public struct ServerConfiguration: Sendable {
     public var tokenAudience = ""
     public var tokenIssuer = ""
     public var apiKey = ""
+    /// Serve the server API's OpenAPI document (`swagger`, `ServerAPIOpenAPI`).
+    public var swagger = false
     /// `http_api_error_mode: transport`: every server API error answers with an HTTP status
     /// (Centrifugo's transport error mode), not only for callers that ask for it.
     public var apiTransportErrors = false

@@ -62,6 +62,11 @@ extension ServerConfiguration {
             doc: "when set, a token's `iss` must equal it (else 3500, or 103 for a subscription token)"
         ).showing(default: "none"),
         .text("api_key", \.apiKey, doc: "the server API's key (`X-API-Key: <key>` or `Authorization: apikey <key>`)").showing(default: "generated"),
+        .boolean(
+            "swagger", \.swagger,
+            doc:
+                "serve the server API's OpenAPI 3.1 document at `GET /swagger/openapi.json` beside the server API (on `internal_listen` when it is set), made from the methods' contracts, as Centrifugo's `swagger` serves its own; it holds no secret and needs no key"
+        ),
         ConfigurationKey(
             "http_api_error_mode", type: "`transport` or `custom`", default: "custom",
             doc:

@@ -4,7 +4,7 @@ import GondolaProtocol
 /// A profile as `profile.get` and `profile.update` answer it.
 struct ProfileAnswer: JSONAnswer {
     static let fields: [FieldContract] = [
-        .required("user", .string), .required("name", .string), .required("bio", .string), .required("avatar_url", .string, "or null"),
+        .required("user", .string), .required("name", .string), .required("bio", .string), .nullable("avatar_url", .string, "or null"),
         .required("links", .object, "platform → URL"), .optional("staff", .boolean, "on the caller's own profile only"),
     ]
     let json: JSON
@@ -16,7 +16,7 @@ struct TripList: JSONAnswer {
         .required(
             "trips", .objectArray, "soonest first",
             members: [
-                .required("id", .string), .required("name", .string), .required("resort", .string, "null without one"),
+                .required("id", .string), .required("name", .string), .nullable("resort", .string, "null without one"),
                 .required("starts_at", .integer, "Unix ms"), .required("ends_at", .integer, "Unix ms"),
                 .required("role", .string, "`host` or `traveller`"), .required("running", .boolean, "whether it is under way now"),
             ])
@@ -33,7 +33,7 @@ struct TripMembers: JSONAnswer {
 /// `friend.add`'s and `friend.remove`'s answer.
 struct Friendship: JSONAnswer {
     static let fields: [FieldContract] = [
-        .required("friends", .boolean), .required("source", .string, "`trip`, `mutual` or null"),
+        .required("friends", .boolean), .nullable("source", .string, "`trip`, `mutual` or null"),
     ]
     let json: JSON
 }
@@ -145,8 +145,8 @@ struct BroadcastSent: JSONAnswer {
 struct EventAnswer: JSONAnswer {
     static let fields: [FieldContract] = [
         .required("id", .string), .required("title", .string), .required("description", .string), .required("starts_at", .integer),
-        .required("ends_at", .integer, "null when open-ended"), .required("place", .object, "`{name, lat, lon}`, or null"),
-        .required("trip", .string, "null outside a trip"), .required("audience", .string), .required("creator", .object, "`{user, name}`"),
+        .nullable("ends_at", .integer, "null when open-ended"), .nullable("place", .object, "`{name, lat, lon}`, or null"),
+        .nullable("trip", .string, "null outside a trip"), .required("audience", .string), .required("creator", .object, "`{user, name}`"),
         .required("channel", .string, "`event:<id>`"), .required("counts", .object, "`{going, maybe, declined, pending}`"),
         .optional("invitees", .objectArray, "`event.create`"), .optional("responses", .objectArray, "`event.get`"),
     ]
