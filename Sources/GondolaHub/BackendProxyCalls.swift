@@ -43,4 +43,33 @@ extension BackendProxy {
         }
         return data
     }
+
+    /// The headers of a connection's proxy requests: the `connect`'s emulated `headers` that
+    /// `allowed` (`proxy_emulated_headers`) names, then the upgrade's `forwarded` ones, which
+    /// win over an emulated one of the same name; nil when no emulated header is allowed.
+    static func headers(
+        emulated: [String: String], allowed: Set<String>, forwarded: [(name: String, value: String)]
+    ) -> [(name: String, value: String)]? {
+        guard !allowed.isEmpty else { return nil }
+        let transport = Set(forwarded.map { $0.name.lowercased() })
+        let chosen = emulated.filter { allowed.contains($0.key.lowercased()) && !transport.contains($0.key.lowercased()) }
+        return chosen.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) } + forwarded
+    }
+
+    /// What the refresh or sub_refresh proxy answered.
+    enum RefreshAnswer {
+        /// `expired: true`: the connection or subscription ends.
+        case expired
+        /// Its new end (nil: never, from `expire_at` 0) and, when given, its new `info`.
+        case prolonged(until: Date?, info: RawJSON?)
+    }
+
+    /// Asks the backend to prolong the connection (`channel` nil, on the refresh proxy's
+    /// `route`) or a subscription (on its namespace's sub_refresh `route`).
+    func refresh(_ channel: String?, route: ProxyRoute, as caller: Caller) async throws -> RefreshAnswer {
+        let result = try await ask(route, caller, channel.map { [("channel", .string($0))] } ?? [])
+        if result.has("expired"), try result.bool("expired") { return .expired }
+        let end = try result.optionalInteger("expire_at", in: 0...Int64(1e12)).flatMap { $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0)) }
+        return .prolonged(until: end, info: try ConnectionTokens.json(result, raw: "info", base64: "b64info"))
+    }
 }

@@ -89,14 +89,12 @@ public final class ClientSession: Sendable {
     /// The encoding the connection speaks, chosen in its handshake.
     public var encoding: ProtocolEncoding { queue.encoding }
 
-    private var clientInfo: ClientInfo { clientInfo(chanInfo: nil) }
-
     /// The client as `channel`'s subscribers see it: with the `chan_info` its subscription token gave.
-    private func clientInfo(on channel: String) -> ClientInfo {
+    func clientInfo(on channel: String) -> ClientInfo {
         clientInfo(chanInfo: state.withLock { $0.grants[channel]?.info })
     }
 
-    private func clientInfo(chanInfo: RawJSON?) -> ClientInfo {
+    func clientInfo(chanInfo: RawJSON?) -> ClientInfo {
         let credentials = state.withLock { $0.credentials }
         return ClientInfo(user: credentials?.user ?? "", client: id, connInfo: credentials?.info, chanInfo: chanInfo)
     }
@@ -200,26 +198,10 @@ public final class ClientSession: Sendable {
         }
     }
 
-    /// `execute` in a span when the node traces and the command does work worth one (a
-    /// connect, subscribe, publish, RPC or refresh, each of which may also call the proxy).
+    /// `execute` in a span when the node traces and the command does work worth one
+    /// (`HubTracing.span(of:client:)`).
     private func traced(_ command: Command) async throws {
-        guard node.tracing.isOn else { return try await execute(command) }
-        let name: String
-        var attributes: SpanAttributes = ["gondola.client": .string(id)]
-        switch command.method {
-        case .connect: name = "client.connect"
-        case let .subscribe(request):
-            name = "client.subscribe"
-            attributes["messaging.destination.name"] = request.channel
-        case let .publish(channel, _):
-            name = "client.publish"
-            attributes["messaging.destination.name"] = channel
-        case let .rpc(method, _):
-            name = "client.rpc"
-            attributes["rpc.method"] = method
-        case .refresh, .subRefresh: name = "client.refresh"
-        default: return try await execute(command)
-        }
+        guard node.tracing.isOn, let (name, attributes) = HubTracing.span(of: command, client: id) else { return try await execute(command) }
         try await node.tracing.span(name, kind: .server, parent: .topLevel, attributes: attributes) { _ in try await execute(command) }
     }
 
@@ -272,33 +254,21 @@ public final class ClientSession: Sendable {
     private func execute(_ command: Command) async throws {
         switch command.method {
         case let .connect(request): try await connect(id: command.id, request)
-        case let .subscribe(request): try await subscribe(id: command.id, request)
+        case let .subscribe(request):
+            try await node.subscriptions.subscribe(self, request) { result in queue.enqueue(Reply(id: command.id, .subscribe(result))) }
         case let .unsubscribe(channel):
             _ = try node.channelName(channel)
             await unsubscribeLocally(channel)
             reply(Reply(id: command.id, .unsubscribe))
         case let .publish(channel, data):
-            var data = data
-            let options = try node.resolve(channel).1
-            if let proxy = node.proxy, let route = proxy.route(.publish, named: options.publishProxyName, enabled: options.proxyPublish) {
-                data = try await proxy.publish(data, to: channel, route: route, as: proxyCaller(user: user ?? ""))
-            } else {
-                try requireSubscribed(
-                    channel, options: options, allowed: \.allowPublishForSubscriber, unlessOpen: \.allowPublishForClient,
-                    anonymous: \.allowPublishForAnonymous, what: "publish")
-            }
-            try await node.publish(channel: channel, data: data, info: clientInfo(on: channel))
+            try await node.publish(from: self, channel: channel, data: data)
             reply(Reply(id: command.id, .publish))
         case let .presence(channel):
-            try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, anonymous: \.allowPresenceForAnonymous, what: "presence")
-            reply(Reply(id: command.id, .presence(try await node.presence(channel: channel))))
+            reply(Reply(id: command.id, .presence(try await node.presence(for: self, channel: channel))))
         case let .presenceStats(channel):
-            try requireSubscribed(channel, allowed: \.allowPresenceForSubscriber, anonymous: \.allowPresenceForAnonymous, what: "presence")
-            reply(Reply(id: command.id, .presenceStats(try await node.presenceStats(channel: channel))))
+            reply(Reply(id: command.id, .presenceStats(try await node.presenceStats(for: self, channel: channel))))
         case let .history(request):
-            try requireSubscribed(request.channel, allowed: \.allowHistoryForSubscriber, anonymous: \.allowHistoryForAnonymous, what: "history")
-            let result = try await node.history(channel: request.channel, limit: Int(request.limit), since: request.since, reverse: request.reverse)
-            reply(Reply(id: command.id, .history(result)))
+            reply(Reply(id: command.id, .history(try await node.history(for: self, request))))
         case .ping:
             reply(Reply(id: command.id, .ping))
         // Without a proxy, a call costs no extra lookup.
@@ -306,21 +276,7 @@ public final class ClientSession: Sendable {
             guard let proxy = node.proxy, let route = proxy.rpcRoute(method) else { throw HubError.methodNotFound(method) }
             reply(Reply(id: command.id, .rpc(data: try await proxy.rpc(method, data, route: route, as: proxyCaller(user: user ?? "")))))
         case let .rpc(method, data):
-            let user = user ?? ""
-            guard !user.isEmpty else {
-                throw HubError.permissionDenied("anonymous connections call RPC methods through the RPC proxy only, not \(method)")
-            }
-            let answer = RPCAnswer { [weak self] result in self?.reply(Reply(id: command.id, .rpc(data: result))) }
-            let started = ContinuousClock.now
-            defer { node.metrics.rpcDuration.recordSeconds((ContinuousClock.now - started).timeInterval) }
-            do {
-                let result = try await node.rpc.call(method, context: RPCContext(user: user, client: id, answer: answer), data: data)
-                if answer.claim() { reply(Reply(id: command.id, .rpc(data: result))) }
-            } catch {
-                // A reply sent early stands; otherwise the error is the reply.
-                guard answer.claim() else { return }
-                throw error
-            }
+            try await node.call(method, data, from: self) { [weak self] result in self?.reply(Reply(id: command.id, .rpc(data: result))) }
         case let .send(data):
             // An asynchronous message reaches the domains only from a user.
             guard let user, !user.isEmpty else { break }
@@ -340,13 +296,10 @@ public final class ClientSession: Sendable {
         }
         let credentials: Credentials
         var connectData: RawJSON?
-        let allowed = node.configuration.proxyEmulatedHeaders
-        if !allowed.isEmpty {
-            // A header the upgrade request carried wins over the client's emulated one.
-            let transport = Set(forwardedHeaders.map { $0.name.lowercased() })
-            let emulated = request.headers.filter { allowed.contains($0.key.lowercased()) && !transport.contains($0.key.lowercased()) }
-                .sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-            state.withLock { $0.proxyHeaders = emulated + forwardedHeaders }
+        if let headers = BackendProxy.headers(
+            emulated: request.headers, allowed: node.configuration.proxyEmulatedHeaders, forwarded: forwardedHeaders)
+        {
+            state.withLock { $0.proxyHeaders = headers }
         }
         if let trusted {
             credentials = trusted
@@ -390,7 +343,7 @@ public final class ClientSession: Sendable {
             result.expires = true
             result.ttl = ttl
         }
-        try await subscribeServerSide(credentials, recovering: request.subs) { subscriptions in
+        try await node.subscriptions.subscribeServerSide(self, credentials, recovering: request.subs) { subscriptions in
             result.subs = subscriptions
             if transport == .unidirectional {
                 queue.enqueue(Push(channel: "", .connect(result)))
@@ -437,7 +390,7 @@ public final class ClientSession: Sendable {
             throw HubError.permissionDenied("sub_refresh needs a subscription to \(channel)")
         }
         guard !token.isEmpty else { throw HubError.badRequest("sub_refresh.token is required") }
-        let grant = try await subscriptionGrant(token, channel: channel)
+        let grant = try await node.subscriptions.grant(token, channel: channel, for: self)
         state.withLock { state in
             guard state.subscriptions.contains(channel) else { return }
             state.grants[channel] = grant
@@ -446,272 +399,70 @@ public final class ClientSession: Sendable {
         reply(Reply(id: replyID, .subRefresh(SubRefreshResult(expires: ttl != nil, ttl: ttl ?? 0))))
     }
 
-    /// Verifies a subscription token for `channel`: an expired one answers 109 (the SDK asks
-    /// for a new one), any other fault 103, its reason in the error (and so in the refusal's log line).
-    private func subscriptionGrant(_ token: String, channel: String) async throws(HubError) -> SubscriptionGrant {
-        do throws(TokenError) {
-            return try await node.tokens.verifySubscription(token, channel: channel, user: user ?? "", client: id)
-        } catch {
-            switch error {
-            case .expired:
-                throw .tokenExpired
-            case let .keyUnavailable(reason):
-                throw .internalError(reason)
-            case let .invalid(reason):
-                throw .permissionDenied("invalid subscription token: \(reason)")
-            }
-        }
-    }
-
-    private static func ttl(until expiry: Date?) -> UInt32? {
+    /// Seconds from now until `expiry` (at least 1), nil without one: a reply's `ttl`.
+    static func ttl(until expiry: Date?) -> UInt32? {
         guard let expiry else { return nil }
         return UInt32(max(1, min(Double(UInt32.max), expiry.timeIntervalSinceNow.rounded(.down))))
     }
 
-    private func subscribe(id replyID: UInt32, _ request: SubscribeRequest) async throws {
-        var grant = request.token.isEmpty ? nil : try await subscriptionGrant(request.token, channel: request.channel)
-        let options = try node.resolve(request.channel).1
-        if grant == nil, let proxy = node.proxy, node.provider(of: try node.channelName(request.channel)) == nil,
-            let route = proxy.route(.subscribe, named: options.subscribeProxyName, enabled: options.proxySubscribe)
-        {
-            grant = try await proxy.subscribe(request, route: route, as: proxyCaller(user: user ?? ""))
-            grant?.refreshedByProxy = proxy.route(.subRefresh, named: options.subRefreshProxyName) != nil
-        }
-        let prepared = try await admitSubscription(request, grant: grant, grantedByServer: false)
-        try await activate(prepared, grant: grant, byNamespaceRule: grant == nil) { result in queue.enqueue(Reply(id: replyID, .subscribe(result))) }
-    }
+    // MARK: Subscription state
 
-    /// Admits a subscription and prepares it (the first half): the channel and its namespace,
-    /// who may subscribe (`Subscriptions.admit`; a provider's own rules next), the connection's
-    /// limit, then presence and the stream position. The channel stays pending (it counts
-    /// against the limit) until `activate` or a failure.
-    private func admitSubscription(
-        _ request: SubscribeRequest, grant: SubscriptionGrant?,
-        grantedByServer: Bool
-    ) async throws -> Subscriptions.PreparedSubscription {
-        let channel = request.channel
-        let (name, namespaceOptions) = try node.resolve(channel)
-        let user = user ?? ""
-        let provider = node.provider(of: name)
-        try Subscriptions.admit(
-            request, to: name, in: namespaceOptions, user: user, provided: provider != nil, granted: grant != nil, grantedByServer: grantedByServer)
-        let options = grant?.overrides.applied(to: namespaceOptions) ?? namespaceOptions
+    /// Holds `channel` for a subscription being set up (it counts against
+    /// `max_channels_per_client` from here); refused when the connection has it already or
+    /// is at its limit.
+    func reserve(_ channel: String) throws(HubError) {
+        let limit = node.configuration.maxChannelsPerClient
         try state.withLock { state throws(HubError) in
             guard !state.subscriptions.contains(channel), !state.pendingSubscriptions.contains(channel) else {
                 throw .alreadySubscribed(channel)
             }
-            guard state.subscriptions.count + state.pendingSubscriptions.count < node.configuration.maxChannelsPerClient else {
-                throw .limitExceeded("at most \(node.configuration.maxChannelsPerClient) channels per connection")
+            guard state.subscriptions.count + state.pendingSubscriptions.count < limit else {
+                throw .limitExceeded("at most \(limit) channels per connection")
             }
             state.pendingSubscriptions.insert(channel)
         }
-        do {
-            var replyData = grant?.data
-            if let provider {
-                var attached = false
-                do {
-                    try await provider.subscribe(ProvidedSubscription(channel: name, user: user, data: request.data)) { data throws(HubError) in
-                        precondition(!attached, "a provider attaches once")
-                        node.subscriptions.begin(self, to: channel)
-                        replyData = data ?? replyData
-                        attached = true
-                    }
-                } catch {
-                    if attached { node.subscriptions.abandon(self, to: channel) }
-                    throw error
-                }
-                guard attached else { throw HubError.internalError("provider of \(options.name) did not attach") }
-            } else {
-                node.subscriptions.begin(self, to: channel)
-            }
-            return try await node.subscriptions.prepare(
-                self, request: request, options: options, info: clientInfo(chanInfo: grant?.info),
-                data: replyData,
-                expiresIn: grant?.refreshedByProxy == true ? nil : Self.ttl(until: grant?.expiresAt))
-        } catch {
-            state.withLock { _ = $0.pendingSubscriptions.remove(channel) }
-            throw error
+    }
+
+    /// Lets go of a channel `reserve` held.
+    func release(_ channel: String) {
+        state.withLock { _ = $0.pendingSubscriptions.remove(channel) }
+    }
+
+    /// Records a subscription going live, with what granted it (a token or proxy's `grant`; the
+    /// namespace's rule; the server); false when the connection closed meanwhile.
+    func markLive(_ channel: String, grant: SubscriptionGrant?, byNamespaceRule: Bool, serverSide: Bool) -> Bool {
+        state.withLock { state in
+            guard !state.closed else { return false }
+            state.subscriptions.insert(channel)
+            state.grants[channel] = grant
+            if byNamespaceRule { state.openedByNamespaceRule.insert(channel) }
+            if serverSide { state.serverSide.insert(channel) }
+            return true
         }
     }
 
-    /// The second half: the subscription goes live once `sendReply` has queued its answer.
-    private func activate(
-        _ prepared: Subscriptions.PreparedSubscription, grant: SubscriptionGrant?, byNamespaceRule: Bool = false, serverSide: Bool = false,
-        sendReply: (SubscribeResult) -> Void
-    ) async throws {
-        let channel = prepared.channel
-        defer { state.withLock { _ = $0.pendingSubscriptions.remove(channel) } }
-        var stillOpen = true
-        try await node.subscriptions.activate(prepared, of: self) { result in
-            // Subscribed before the client can read that it is: a command it sends right after
-            // the reply (a publish, a presence call) finds the subscription.
-            stillOpen = state.withLock { state in
-                guard !state.closed else { return false }
-                state.subscriptions.insert(channel)
-                state.grants[channel] = grant
-                if byNamespaceRule { state.openedByNamespaceRule.insert(channel) }
-                if serverSide { state.serverSide.insert(channel) }
-                return true
-            }
-            sendReply(result)
-        }
-        if !stillOpen { await node.subscriptions.remove(self, from: channel) }
-    }
-
-    /// The server-side subscriptions of a connection that just authenticated: the channels
-    /// its token lists (`subs`, else `channels`) and, when `user_subscribe_to_personal` is
-    /// on, its personal channel. Each is prepared (recovering from where `connect.subs`
-    /// says the client was), answered in the connect reply that `sendReply` queues, then
-    /// made live. One that cannot be set up refuses the connect with its error.
-    private func subscribeServerSide(
-        _ credentials: Credentials, recovering positions: [String: SubscribeRequest],
-        sendReply: ([String: SubscribeResult]) -> Void
-    ) async throws {
-        var channels = credentials.subscriptions
-        if node.configuration.userSubscribeToPersonal, !credentials.user.isEmpty {
-            let personal = node.configuration.personalChannel(of: credentials.user)
-            if channels[personal] == nil { channels[personal] = SubscriptionGrant() }
-        }
-        var prepared: [(Subscriptions.PreparedSubscription, SubscriptionGrant)] = []
-        do {
-            for (channel, grant) in channels.sorted(by: { $0.key < $1.key }) {
-                var request = positions[channel] ?? SubscribeRequest(channel: channel)
-                request.channel = channel
-                prepared.append((try await admitSubscription(request, grant: grant, grantedByServer: true), grant))
-            }
-        } catch {
-            for (subscription, _) in prepared { await undo(subscription) }
-            throw error
-        }
-        sendReply(Dictionary(uniqueKeysWithValues: prepared.map { ($0.0.channel, $0.0.result) }))
-        for (subscription, grant) in prepared {
-            do {
-                try await activate(subscription, grant: grant, serverSide: true) { _ in }
-            } catch {
-                // The connect reply announced it: the client is told it is gone and subscribes again.
-                queue.enqueue(Push(channel: subscription.channel, .unsubscribe(code: UnsubscribeCode.insufficientState, reason: "\(error)")))
-            }
-        }
-    }
-
-    /// A subscription the server API asked for: set up as a client's would be (a provider's
-    /// rules still apply), announced with a subscribe push. What refuses it is logged; an
-    /// existing subscription to the channel stays as it is.
-    func serverSubscribe(_ channel: String, _ subscription: ServerSubscription) async {
-        var request = SubscribeRequest(channel: channel)
-        if let since = subscription.recoverSince {
-            request.recover = true
-            request.offset = since.offset
-            request.epoch = since.epoch
-        }
-        do {
-            let prepared = try await admitSubscription(request, grant: subscription.grant, grantedByServer: true)
-            try await activate(prepared, grant: subscription.grant, serverSide: true) { result in
-                queue.enqueue(Push(channel: channel, .subscribe(result)))
-            }
-        } catch {
-            node.logger.notice("server subscribe refused", metadata: ["client": "\(id)", "channel": "\(channel)", "error": "\(error)"])
-        }
+    /// The live subscriptions, those only a namespace rule opened, and the server's.
+    var subscriptionOrigins: (all: Set<String>, byNamespaceRule: Set<String>, serverSide: Set<String>) {
+        state.withLock { ($0.subscriptions, $0.openedByNamespaceRule, $0.serverSide) }
     }
 
     // MARK: Proxy
 
     /// Who this client is, for a proxy request.
-    private func proxyCaller(user: String) -> BackendProxy.Caller {
+    func proxyCaller(user: String) -> BackendProxy.Caller {
         let (meta, headers) = state.withLock { ($0.credentials?.meta, $0.proxyHeaders) }
         return BackendProxy.Caller(client: id, user: user, encoding: encoding, meta: meta, headers: headers)
     }
 
-    /// Undoes a prepared subscription that will not go live.
-    private func undo(_ prepared: Subscriptions.PreparedSubscription) async {
-        node.subscriptions.abandon(self, to: prepared.channel)
-        if prepared.options.presence { try? await node.presenceManager.removePresence(channel: prepared.channel, client: id) }
-        state.withLock { _ = $0.pendingSubscriptions.remove(prepared.channel) }
-    }
-
-    /// Refuses `what` unless the namespace allows it for subscribers and the client is
-    /// one; a namespace whose `unlessOpen` option is set allows it to every client. An
-    /// anonymous connection also needs the namespace's `anonymous` option. Whether the
-    /// namespace has the feature at all (108) is the node's check. `options` are the
-    /// channel's namespace options when the caller has them already.
-    private func requireSubscribed(
-        _ channel: String, options resolved: NamespaceOptions? = nil, allowed: KeyPath<NamespaceOptions, Bool>,
-        unlessOpen open: KeyPath<NamespaceOptions, Bool>? = nil, anonymous: KeyPath<NamespaceOptions, Bool>,
-        what: String
-    ) throws(HubError) {
-        let options: NamespaceOptions
-        if let resolved { options = resolved } else { options = try node.resolve(channel).1 }
-        if user?.isEmpty != false, !options[keyPath: anonymous] {
-            throw .permissionDenied("namespace '\(options.name)' does not allow \(what) for anonymous connections")
-        }
-        if let open, options[keyPath: open] { return }
-        guard options[keyPath: allowed] else {
-            throw .permissionDenied("namespace '\(options.name)' does not allow \(what) for subscribers")
-        }
-        guard subscriptions.contains(channel) else {
-            throw .permissionDenied("\(what) needs a subscription to \(channel)")
-        }
-    }
-
     private func unsubscribeLocally(_ channel: String) async {
-        let removed = state.withLock { $0.forget(channel) }
-        if removed { await node.subscriptions.remove(self, from: channel) }
+        if state.withLock({ $0.forget(channel) }) { await node.subscriptions.remove(self, from: channel) }
     }
 
     /// The server removes a subscription and tells the client with an unsubscribe push.
     func serverUnsubscribe(_ channel: String, code: UInt32 = UnsubscribeCode.server, reason: String = "server unsubscribe") {
-        let removed = state.withLock { $0.forget(channel) }
-        guard removed else { return }
+        guard state.withLock({ $0.forget(channel) }) else { return }
         node.subscriptions.removeInBackground(self, from: channel)
         queue.enqueue(Push(channel: channel, .unsubscribe(code: code, reason: reason)))
-    }
-
-    /// Ends, as a server unsubscribe (2000), each subscription the node's namespaces no longer
-    /// allow after a reload: its namespace is gone, or it was opened only by a namespace rule
-    /// (`allow_subscribe_for_client`, `allow_subscribe_for_anonymous`) that is now off.
-    /// Subscriptions a token, a proxy or the server granted keep going. Answers how many ended.
-    func endDisallowedSubscriptions() -> Int {
-        let (channels, byRule) = state.withLock { ($0.subscriptions, $0.openedByNamespaceRule) }
-        let anonymous = (user ?? "").isEmpty
-        var ended = 0
-        for channel in channels.sorted() {
-            let reason: String
-            if let (name, options) = try? node.resolve(channel) {
-                guard byRule.contains(channel), name.allowedUsers == nil, node.provider(of: name) == nil,
-                    !options.allowSubscribeForClient || (anonymous && !options.allowSubscribeForAnonymous)
-                else { continue }
-                reason = "permission denied"
-            } else {
-                reason = "unknown channel"
-            }
-            serverUnsubscribe(channel, reason: reason)
-            ended += 1
-        }
-        return ended
-    }
-
-    /// What `recoverStreams` did to a connection.
-    enum StreamRecovery: Equatable {
-        case untouched
-        /// This many client-side subscriptions ended with 2500; the client subscribes to them again.
-        case resubscribing(Int)
-        /// A server-side subscription was affected: the connection closed with 3010.
-        case reconnecting
-    }
-
-    /// The node may have missed publications of the channels `affected` accepts: each such
-    /// subscription ends so that the client recovers it (see `Node.streamsInterrupted`).
-    func recoverStreams(where affected: (String) -> Bool) -> StreamRecovery {
-        let (channels, serverSide) = state.withLock { state in (state.subscriptions.filter(affected), state.serverSide) }
-        guard !channels.isEmpty else { return .untouched }
-        guard channels.isDisjoint(with: serverSide) else {
-            close(.insufficientState)
-            return .reconnecting
-        }
-        for channel in channels.sorted() {
-            serverUnsubscribe(channel, code: UnsubscribeCode.insufficientState, reason: "insufficient state")
-        }
-        return .resubscribing(channels.count)
     }
 
     // MARK: Lifecycle
@@ -825,24 +576,18 @@ public final class ClientSession: Sendable {
             let route =
                 try channel.map { channel in ProxyRoute(.subRefresh, name: try node.resolve(channel).1.subRefreshProxyName) }
                 ?? ProxyRoute(.refresh)
-            let result = try await proxy.ask(route, proxyCaller(user: user ?? ""), channel.map { [("channel", .string($0))] } ?? [])
-            if result.has("expired"), try result.bool("expired") {
-                if let channel {
-                    serverUnsubscribe(channel, code: UnsubscribeCode.expired, reason: "subscription expired")
-                } else {
-                    close(.expired)
-                }
-                return
-            }
-            let end = try result.optionalInteger("expire_at", in: 0...Int64(1e12)).flatMap { $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0)) }
-            let info = try ConnectionTokens.json(result, raw: "info", base64: "b64info")
-            state.withLock { state in
-                if let channel {
-                    state.grants[channel]?.expiresAt = end
-                    if let info { state.grants[channel]?.info = info }
-                } else {
-                    state.credentials?.expiresAt = end
-                    if let info { state.credentials?.info = info }
+            switch try await proxy.refresh(channel, route: route, as: proxyCaller(user: user ?? "")) {
+            case .expired:
+                if let channel { serverUnsubscribe(channel, code: UnsubscribeCode.expired, reason: "subscription expired") } else { close(.expired) }
+            case let .prolonged(end, info):
+                state.withLock { state in
+                    if let channel {
+                        state.grants[channel]?.expiresAt = end
+                        if let info { state.grants[channel]?.info = info }
+                    } else {
+                        state.credentials?.expiresAt = end
+                        if let info { state.credentials?.info = info }
+                    }
                 }
             }
         } catch let disconnect as DisconnectCode {

@@ -1,3 +1,4 @@
+import GondolaProtocol
 import Tracing
 
 /// The hub's OpenTelemetry spans, made only when the server runs with a tracer
@@ -59,6 +60,26 @@ public struct HubTracing: Sendable {
         guard let tracer, let traceParent else { return context }
         tracer.extract([Self.traceParentHeader: traceParent], into: &context, using: TraceHeaders())
         return context
+    }
+
+    /// The name and attributes of a client command's span, nil for a command not worth one:
+    /// a connect, subscribe, publish, RPC or refresh (each of which may also call the proxy).
+    static func span(of command: Command, client: String) -> (name: String, attributes: SpanAttributes)? {
+        var attributes: SpanAttributes = ["gondola.client": .string(client)]
+        switch command.method {
+        case .connect: return ("client.connect", attributes)
+        case let .subscribe(request):
+            attributes["messaging.destination.name"] = request.channel
+            return ("client.subscribe", attributes)
+        case let .publish(channel, _):
+            attributes["messaging.destination.name"] = channel
+            return ("client.publish", attributes)
+        case let .rpc(method, _):
+            attributes["rpc.method"] = method
+            return ("client.rpc", attributes)
+        case .refresh, .subRefresh: return ("client.refresh", attributes)
+        default: return nil
+        }
     }
 
     /// Marks `span` failed with `message` (a refused or failed request answered as an error, not thrown).

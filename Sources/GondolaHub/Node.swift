@@ -234,7 +234,7 @@ public final class Node: Sendable {
     @discardableResult
     public func reconfigure(_ newer: HubConfiguration) -> Int {
         directory.replace(with: newer)
-        return registry.all.reduce(0) { $0 + $1.endDisallowedSubscriptions() }
+        return registry.all.reduce(0) { $0 + subscriptions.endDisallowed(of: $1) }
     }
 
     /// Whether `channel` has a subscriber on this node.
@@ -451,7 +451,7 @@ public final class Node: Sendable {
                 return logger.error("server subscribe options not understood", metadata: ["channel": "\(channel)"])
             }
             for session in registry.sessions(of: user) where subscription.target.admits(session) {
-                Task { await session.serverSubscribe(channel, subscription) }
+                Task { await subscriptions.serverSubscribe(session, to: channel, subscription) }
             }
         case let .disconnect(user, code, keeping, target):
             for session in registry.sessions(of: user) where !keeping.contains(session.id) && target.admits(session) {
@@ -576,7 +576,7 @@ public final class Node: Sendable {
         var resubscribed = 0
         var reconnected = 0
         for session in registry.all {
-            switch session.recoverStreams(where: affected) {
+            switch subscriptions.recoverStreams(of: session, where: affected) {
             case .untouched: break
             case let .resubscribing(count): resubscribed += count
             case .reconnecting: reconnected += 1

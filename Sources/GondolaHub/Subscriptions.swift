@@ -9,10 +9,10 @@ import Logging
 /// provider told when the channel empties). The channels' state is `ChannelTable`'s.
 final class Subscriptions: Sendable {
     private let table: ChannelTable
-    private let directory: ChannelDirectory
-    private let presenceManager: any PresenceManager
+    let directory: ChannelDirectory
+    let presenceManager: any PresenceManager
     private let broker: any Broker
-    private let logger: Logger
+    let logger: Logger
 
     init(table: ChannelTable, directory: ChannelDirectory, presenceManager: any PresenceManager, broker: any Broker, logger: Logger) {
         self.table = table
