@@ -39,7 +39,8 @@ async def test_a_generated_file_checks_runs_the_hub_and_signs_the_tokens_it_acce
     assert made.returncode == 0 and made.stdout.startswith(f"wrote {name}"), made
     path = os.path.join(folder, name)
     text = open(path).read()
-    assert "# Signs and checks connection tokens" in text and "# engine" in text
+    # Each key's comment is its doc line (docs/configuration.md).
+    assert "# HS256 secret" in text and "# engine" in text
     again = gondola("genconfig", "-c", name, cwd=folder)
     assert again.returncode == 1 and f"'{name}' exists already" in again.stderr and open(path).read() == text
 

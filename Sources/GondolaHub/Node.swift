@@ -38,6 +38,8 @@ public final class Node: Sendable {
     let directory: ChannelDirectory
     /// The subscriptions of this node's sessions, from subscribe to unsubscribe.
     let subscriptions: Subscriptions
+    /// Publications: checks, the broker, delivery to this node's subscribers, streams.
+    let publications: Publishing
     public let rpc = RPCRouter()
     /// Unique id of this run of the node.
     public let uid: String
@@ -120,6 +122,7 @@ public final class Node: Sendable {
         self.directory = ChannelDirectory(configuration: shared, broker: broker, logger: logger)
         self.subscriptions = Subscriptions(table: table, directory: directory, presenceManager: presenceManager, broker: broker, logger: logger)
         self.metrics = HubMetrics(factory: metricsFactory)
+        self.publications = Publishing(table: table, directory: directory, broker: broker, metrics: metrics, tracing: tracing, logger: logger)
         self.logger = logger
         self.refusals = RefusalLog(logger: logger)
         self.uid = uid
@@ -269,37 +272,7 @@ public final class Node: Sendable {
         channel: String, data: Payload, info: ClientInfo? = nil, tags: [String: String] = [:], publishing: PublishOptions = PublishOptions(),
         completion: @escaping @Sendable (Result<StreamPosition?, HubError>) -> Void
     ) {
-        var options: NamespaceOptions
-        do {
-            options = try publishableNamespace(of: channel)
-        } catch {
-            return completion(.failure(error))
-        }
-        if publishing.skipHistory { options.historySize = 0 }
-        if publishing.version > 0, !options.keepsHistory {
-            let namespace = options.name.isEmpty ? "the default namespace" : "namespace '\(options.name)'"
-            let reason = publishing.skipHistory ? "skip_history leaves it out" : "\(namespace) keeps no history"
-            return completion(.failure(.badRequest("version needs the channel's stream: \(reason)")))
-        }
-        var publication = Publication(data: data, info: info, tags: tags, useDelta: publishing.delta || options.deltaPublish)
-        // Traced, the publication carries its span's context to the nodes that deliver it.
-        let span = tracing.start("publish", kind: .producer, attributes: ["messaging.destination.name": .string(channel)])
-        if let span { publication.traceParent = tracing.traceParent(of: span.context) }
-        // A store that failed is logged here, once for every path; refusals are the caller's to report.
-        let answer: @Sendable (Result<StreamPosition?, HubError>) -> Void = { [logger] result in
-            switch result {
-            case let .failure(.internalError(reason)), let .failure(.unavailable(reason)):
-                logger.error("publish failed", metadata: ["channel": "\(channel)", "error": "\(reason)"])
-            default: break
-            }
-            if let span {
-                if case let .failure(error) = result { HubTracing.fail(span, "\(error)") }
-                if case let .success(position?) = result { span.attributes["gondola.offset"] = Int64(clamping: position.offset) }
-                span.end()
-            }
-            completion(result)
-        }
-        broker.publish(publication, to: channel, options: options, publishing: publishing, completion: answer)
+        publications.publish(channel: channel, data: data, info: info, tags: tags, publishing: publishing, completion: completion)
     }
 
     /// `publish` awaited: the position once the publication is stored and sent.
@@ -324,24 +297,13 @@ public final class Node: Sendable {
         }
     }
 
-    /// The namespace of a channel `publish` may write to: any but those whose provider
-    /// keeps the streams itself (its domain writes them and delivers with `deliver`).
-    private func publishableNamespace(of channel: String) throws(HubError) -> NamespaceOptions {
-        let (_, options) = try resolve(channel)
-        if directory.ownStore(of: options) != nil {
-            throw .notAvailable("the streams of namespace '\(options.name)' are written by its domain, not by publish")
-        }
-        return options
-    }
-
     /// Publishes to this node's subscribers only, for channels without a stream
     /// whose publications every node of a cluster computes for its own subscribers
     /// (the travel domain's position frames, computed from each node's whole live
     /// map). `channel` belongs to `namespace`, which the caller provides; the caller
     /// built the name itself, so it is not parsed again.
     public func publishLocally(channel: String, providedIn namespace: NamespaceOptions, data: RawJSON) {
-        precondition(!namespace.keepsHistory, "\(namespace.name) keeps a stream")
-        fanOut(Publication(data: Payload(data), info: nil, useDelta: namespace.deltaPublish), on: channel)
+        publications.publishLocally(channel: channel, providedIn: namespace, data: data)
     }
 
     /// Sends a publication that the namespace's own store has already written (its
@@ -350,65 +312,17 @@ public final class Node: Sendable {
     /// a subscriber recovering at the same time gets it either from the store or
     /// live, never both and never neither. For providers that write in batches.
     public func deliver(channel: String, publication: Publication, whileLocked: () -> Void) {
-        metrics.publications.increment()
-        count(sent: table.deliver(publication, on: channel, whileLocked: whileLocked))
-    }
-
-    /// Sends a publication to the subscribers the channel has on this node, if any; answers
-    /// the messages queued.
-    @discardableResult
-    private func fanOut(_ publication: Publication, on channel: String) -> Int {
-        metrics.publications.increment()
-        let sent = table.fanOut(publication, on: channel)
-        count(sent: sent)
-        return sent
-    }
-
-    /// `fanOut` in a span continuing the publisher's trace, when the publication carries one.
-    private func deliver(_ publication: Publication, on channel: String) {
-        guard let traceParent = publication.traceParent, tracing.isOn else {
-            fanOut(publication, on: channel)
-            return
-        }
-        let span = tracing.start(
-            "deliver", kind: .consumer, parent: tracing.context(traceParent: traceParent),
-            attributes: ["messaging.destination.name": .string(channel), "gondola.node": .string(configuration.nodeName)])
-        span?.attributes["gondola.messages_sent"] = fanOut(publication, on: channel)
-        span?.end()
-    }
-
-    private func count(sent messages: Int) {
-        if messages > 0 { metrics.messagesOut.increment(by: Int64(messages)) }
+        publications.deliver(channel: channel, publication: publication, whileLocked: whileLocked)
     }
 
     /// A channel's stream: `limit` publications after `since` (0 gives only the position).
     public func history(channel: String, limit: Int, since: StreamPosition?, reverse: Bool) async throws(HubError) -> HistoryResult {
-        let (_, options) = try resolve(channel)
-        guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
-        let capped = limit < 0 ? configuration.maxHistoryPerRequest : min(limit, configuration.maxHistoryPerRequest)
-        // A stream read is a consistent snapshot of its own; it takes no channel's lock.
-        let slice = try await directory.read(channel, after: reverse ? nil : since?.offset, limit: capped, reverse: reverse, options: options)
-        if let since, !reverse, since.epoch != slice.position.epoch { throw .unrecoverablePosition }
-        var publications = slice.publications
-        if reverse, let since { publications = publications.filter { $0.offset < since.offset } }
-        return HistoryResult(publications: publications, epoch: slice.position.epoch, offset: slice.position.offset)
+        try await publications.history(channel: channel, limit: limit, since: since, reverse: reverse)
     }
 
     /// Drops a channel's retained publications.
     public func removeHistory(channel: String) async throws(HubError) {
-        let (_, options) = try resolve(channel)
-        guard options.keepsHistory else { throw .notAvailable("namespace of \(channel) keeps no history") }
-        do {
-            if let store = directory.ownStore(of: options) {
-                try await store.removeHistory(channel: channel)
-            } else {
-                try await broker.removeHistory(channel: channel, options: options)
-            }
-        } catch let refused as HubError {
-            throw refused
-        } catch {
-            throw .internalError("history remove failed: \(error)")
-        }
+        try await publications.removeHistory(channel: channel)
     }
 
     /// Who is subscribed to a channel, by client id (on every node of a cluster).
@@ -439,7 +353,7 @@ public final class Node: Sendable {
     func receive(_ event: ClusterEvent) {
         switch event {
         case let .publication(channel, publication):
-            deliver(publication, on: channel)
+            publications.deliver(publication, on: channel)
         case let .join(channel, info):
             table.pushJoinLeave(Push(channel: channel, .join(info)), on: channel)
         case let .leave(channel, info):

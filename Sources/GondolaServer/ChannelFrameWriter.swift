@@ -23,7 +23,7 @@ import NIOWebSocket
 /// the session's queue, bounded by `client_queue_max_bytes`. A queue that is
 /// closed while the channel stays unwritable (a client that reads nothing, say
 /// after a 3008 overflow) closes the connection after `stalledCloseTimeout`.
-final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
+final class ChannelFrameWriter: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
 
     /// How long a closed queue waits for an unwritable channel before the connection is dropped.
@@ -67,8 +67,9 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
             return writer.finish(nil)
         }
         let drains = EventLoopDrains.of(channel.eventLoop)
-        queue.onReady { [writer] in drains.schedule { writer.drainNow() } }
-        channel.closeFuture.whenComplete { _ in writer.drainNow() }
+        let bound = NIOLoopBound(writer, eventLoop: channel.eventLoop)
+        queue.onReady { drains.schedule { bound.value.drainNow() } }
+        channel.closeFuture.whenComplete { _ in bound.value.drainNow() }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -93,7 +94,7 @@ final class ChannelFrameWriter: ChannelInboundHandler, @unchecked Sendable {
         if wrote { channel.flush() }
         if !channel.isWritable, queue.closeCode != nil, !stalledCloseScheduled {
             stalledCloseScheduled = true
-            channel.eventLoop.scheduleTask(in: Self.stalledCloseTimeout) { [self] in
+            channel.eventLoop.assumeIsolated().scheduleTask(in: Self.stalledCloseTimeout) { [self] in
                 if finished != nil { channel.close(promise: nil) }
             }
         }

@@ -13,7 +13,7 @@ import NIOWebSocket
 /// and which leaves the stream's context untouched. Should zlib fail, the connection's
 /// remaining messages go uncompressed for the same reason. Used only on the
 /// connection's event loop, by its writer.
-final class FrameDeflater: @unchecked Sendable {
+final class FrameDeflater {
     private let minBytes: Int
     private var compressor: ZlibCompressor?
 

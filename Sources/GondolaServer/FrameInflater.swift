@@ -8,9 +8,9 @@ import NIOCore
 /// the server, or asked for) compresses each message on its own, so the connections of an
 /// event loop share one stream, reset after every message. Used only on the connection's
 /// event loop, by its `WebSocketSessionHandler`.
-final class FrameInflater: @unchecked Sendable {
+final class FrameInflater {
     /// One event loop's stream for a client window, shared by its connections without context takeover.
-    private final class SharedStream: @unchecked Sendable {
+    private final class SharedStream {
         let decompressor: ZlibDecompressor
 
         init?(windowBits: Int) {

@@ -17,7 +17,7 @@ import NIOWebSocket
 /// `00 00 ff ff` is dropped, as the extension requires. Frames whose messages (with their
 /// separators) are shorter than `minBytes` go uncompressed; should zlib fail, this loop's
 /// frames go uncompressed from then on. Used only on its event loop.
-final class SharedFrameDeflater: @unchecked Sendable {
+final class SharedFrameDeflater {
     /// How many recently deflated messages are kept for the next connections of the loop.
     static let cacheSize = 32
 

@@ -114,14 +114,12 @@ struct WebSocketEndpoint: Sendable {
             session.closeForBadRequest(error.message)
         }
         let agreement = handshake.compression
-        let handler = WebSocketSessionHandler(
-            session: session, maxMessageBytes: maxFrameBytes, maxInflatedBytes: maxWebSocketFrame,
-            inflater: agreement.flatMap { FrameInflater(agreement: $0, loop: channel.eventLoop) }, eventLoop: channel.eventLoop,
+        try WebSocketSessionHandler.install(
+            session, on: channel, maxMessageBytes: maxFrameBytes, maxInflatedBytes: maxWebSocketFrame,
+            inflater: agreement.flatMap { FrameInflater(agreement: $0, loop: channel.eventLoop) },
+            compression: agreement.flatMap { agreement in compression?.outgoing(agreement, on: channel.eventLoop) },
             executor: EventLoopTaskExecutor(channel.eventLoop), connections: connections,
             unidirectional: handshake.unidirectional.map { $0 == nil ? .awaitingRequest : .connecting })
-        try channel.pipeline.syncOperations.addHandler(handler)
-        let outgoing = agreement.flatMap { agreement in compression?.outgoing(agreement, on: channel.eventLoop) }
-        ChannelFrameWriter.install(session.queue, on: channel, compression: outgoing) { code in handler.outboundFinished(code) }
         connections.opened(closing: channel.closeFuture)
         if case let .some(.some(request)) = handshake.unidirectional {
             Task(executorPreference: EventLoopTaskExecutor(channel.eventLoop)) { await session.connect(unidirectional: request) }

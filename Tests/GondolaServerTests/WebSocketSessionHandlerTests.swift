@@ -1,3 +1,4 @@
+import CompressNIO
 import GondolaHub
 import GondolaRuntime
 import HTTPTypes
@@ -10,8 +11,9 @@ import Testing
 
 @testable import GondolaServer
 
-/// The session's channel handler on an embedded channel, frame by frame: the closing
-/// handshake from either side, and reading held back while messages wait for the session.
+/// The session's WebSocket handlers (`WebSocketSessionHandler.install`) on an embedded channel,
+/// frame by frame: the closing handshake from either side, messages assembled and inflated, and
+/// reading held back while messages wait for the session.
 @Suite struct WebSocketSessionHandlerTests {
     /// Counts the reads that reach the socket (it sits between the handler and the head).
     final class ReadCounter: ChannelOutboundHandler, Sendable {
@@ -38,14 +40,12 @@ import Testing
         let channel = EmbeddedChannel()
         let session = server.server.node.accept(encoding: .json)
         let agreement = DeflateAgreement(serverWindowBits: 15, serverNoContextTakeover: false, clientWindowBits: 15, clientNoContextTakeover: false)
-        let handler = WebSocketSessionHandler(
-            session: session, maxMessageBytes: 4096, maxInflatedBytes: 1 << 16,
-            inflater: compressed ? FrameInflater(agreement: agreement, loop: channel.eventLoop) : nil, eventLoop: channel.eventLoop,
-            executor: EventLoopTaskExecutor(channel.embeddedEventLoop), connections: OpenConnections())
         let reads = ReadCounter()
         try channel.pipeline.syncOperations.addHandler(reads)
-        try channel.pipeline.syncOperations.addHandler(handler)
-        ChannelFrameWriter.install(session.queue, on: channel) { code in handler.outboundFinished(code) }
+        try WebSocketSessionHandler.install(
+            session, on: channel, maxMessageBytes: 4096, maxInflatedBytes: 1 << 16,
+            inflater: compressed ? FrameInflater(agreement: agreement, loop: channel.eventLoop) : nil, compression: nil,
+            executor: EventLoopTaskExecutor(channel.embeddedEventLoop), connections: OpenConnections())
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).get()
         return Harness(server: server, channel: channel, session: session, reads: reads)
     }
@@ -79,7 +79,7 @@ import Testing
         #expect(payload.readWebSocketErrorCode().map { UInt16(webSocketErrorCode: $0) } == 3012)
         #expect(harness.channel.isActive, "the client has its time to answer")
         // No answer: dropped after the close timeout.
-        harness.channel.embeddedEventLoop.advanceTime(by: WebSocketSessionHandler.closeTimeout)
+        harness.channel.embeddedEventLoop.advanceTime(by: WebSocketCloseHandler.closeTimeout)
         #expect(!harness.channel.isActive)
         try await harness.server.stop()
     }
@@ -98,13 +98,46 @@ import Testing
         try await harness.server.stop()
     }
 
+    /// permessage-deflate marks only a message's first frame: the message is assembled with it,
+    /// inflated and handed to the session, which refuses what is not JSON with 3501.
+    @Test func aFragmentedCompressedMessageReachesTheSessionWhole() async throws {
+        let harness = try await Self.harness(compressed: true)
+        let client = try ZlibCompressor(algorithm: .deflate)
+        var input = ByteBuffer(string: "not json at all")
+        var compressed = ByteBuffer()
+        compressed.reserveCapacity(client.maxSize(from: input))
+        try client.deflate(from: &input, to: &compressed, flush: .sync)
+        compressed.moveWriterIndex(to: compressed.writerIndex - 4)
+        let half = compressed.readableBytes / 2
+        let first = try #require(compressed.getSlice(at: compressed.readerIndex, length: half))
+        compressed.moveReaderIndex(forwardBy: half)
+        try harness.channel.writeInbound(WebSocketFrame(fin: false, rsv1: true, opcode: .text, data: first))
+        try harness.channel.writeInbound(WebSocketFrame(fin: true, opcode: .continuation, data: compressed))
+        harness.channel.embeddedEventLoop.run()
+        let close = try #require(try harness.channel.readOutbound(as: WebSocketFrame.self))
+        var payload = close.data
+        #expect(close.opcode == .connectionClose)
+        #expect(payload.readWebSocketErrorCode().map { UInt16(webSocketErrorCode: $0) } == 3501)
+        try await harness.server.stop()
+    }
+
+    @Test func aContinuationWithoutAMessageClosesWith1002() async throws {
+        let harness = try await Self.harness()
+        try harness.channel.writeInbound(WebSocketFrame(fin: true, opcode: .continuation, data: harness.channel.allocator.buffer(string: "x")))
+        let close = try #require(try harness.channel.readOutbound(as: WebSocketFrame.self))
+        var payload = close.data
+        #expect(payload.readWebSocketErrorCode() == .protocolError)
+        #expect(!harness.channel.isActive)
+        try await harness.server.stop()
+    }
+
     @Test func readingStopsWhileTheLimitOfMessagesWaitsAndResumesAsTheyAreHandled() async throws {
         let harness = try await Self.harness()
         let allocator = harness.channel.allocator
         // Nothing runs the loop yet: every message waits. The first one is not JSON, so the
         // session closes once it is handled.
         try harness.channel.writeInbound(Self.text("not json", allocator: allocator))
-        for _ in 1..<WebSocketSessionHandler.maxWaitingMessages {
+        for _ in 1..<SessionInbox.limit {
             try harness.channel.writeInbound(Self.text("{}", allocator: allocator))
         }
         let before = harness.reads.reads.load(ordering: .relaxed)
