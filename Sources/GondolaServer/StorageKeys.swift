@@ -44,11 +44,7 @@ extension ServerConfiguration {
         ) { (field, configuration) throws(ConfigurationError) in
             configuration.redisAddresses = try redisAddresses(
                 field, of: "Redis addresses (host:port or redis://user:password@host:port/db)", atLeastOne: "Redis server",
-                shape: "host:port or redis://[[user]:password@]host[:port][/db] (port 1...65535, db 0...15)")
-            let entries = try field.list(of: "Redis addresses")
-            guard Set(configuration.redisAddresses).count == configuration.redisAddresses.count else {
-                throw field.error("names a server twice: \(entries.joined(separator: ", "))")
-            }
+                shape: "host:port or redis://[[user]:password@]host[:port][/db] (port 1...65535, db 0...15)", distinct: ("server", { $0 }))
             configuration.redisAddressesGiven = true
         },
         redisFile(
@@ -77,12 +73,9 @@ extension ServerConfiguration {
         ) { (field, configuration) throws(ConfigurationError) in
             configuration.redisSentinelMasters = try redisAddresses(
                 field, of: "master names (name or redis://user:password@name/db)", atLeastOne: "master",
-                shape: "a master name or redis://[[user]:password@]name[/db] (no port: the Sentinels give it)"
+                shape: "a master name or redis://[[user]:password@]name[/db] (no port: the Sentinels give it)",
+                distinct: ("master", { $0.host })
             ) { entry, _ in !RedisAddress.namesPort(entry) }
-            let entries = try field.list(of: "master names")
-            guard Set(configuration.redisSentinelMasters.map(\.host)).count == configuration.redisSentinelMasters.count else {
-                throw field.error("names a master twice: \(entries.map(RedisAddress.redacted).joined(separator: ", "))")
-            }
         },
         ConfigurationKey(
             "redis_cluster_addresses", type: "list of addresses", default: "none",
@@ -140,18 +133,24 @@ extension ServerConfiguration {
     ]
 
     /// The servers `field` lists (`what`, for its errors): at least one, each an address
-    /// `accepts` takes (given the text and what it parsed as); another is refused as not `shape`.
+    /// `accepts` takes (given the text and what it parsed as); another is refused as not `shape`,
+    /// and two with the same `distinct` key are refused, their passwords left out.
     private static func redisAddresses(
-        _ field: ValueReader, of what: String, atLeastOne: String, shape: String, accepts: (String, RedisAddress) -> Bool = { _, _ in true }
+        _ field: ValueReader, of what: String, atLeastOne: String, shape: String,
+        distinct: (what: String, key: (RedisAddress) -> AnyHashable)? = nil, accepts: (String, RedisAddress) -> Bool = { _, _ in true }
     ) throws(ConfigurationError) -> [RedisAddress] {
         let entries = try field.list(of: what)
         guard !entries.isEmpty else { throw field.error("must name at least one \(atLeastOne)") }
-        return try entries.map { (entry) throws(ConfigurationError) in
+        let addresses = try entries.map { (entry) throws(ConfigurationError) in
             guard let address = RedisAddress(entry), accepts(entry, address) else {
                 throw field.error("'\(RedisAddress.redacted(entry))' is not \(shape)")
             }
             return address
         }
+        if let distinct, Set(addresses.map(distinct.key)).count < addresses.count {
+            throw field.error("names a \(distinct.what) twice: \(entries.map(RedisAddress.redacted).joined(separator: ", "))")
+        }
+        return addresses
     }
 
     /// One of the `rediss://` servers' PEM files.
