@@ -398,7 +398,7 @@ let package = Package(
         .target(
             name: "GondolaTestSupport",
             dependencies: [
-                "GondolaPostgres", "GondolaRedis", "GondolaRESP", .product(name: "NIOPosix", package: "swift-nio"),
+                "GondolaHub", "GondolaPostgres", "GondolaRedis", "GondolaRESP", .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/GondolaTestSupport"),

@@ -110,10 +110,6 @@ extension CrashService {
 /// user, who is told on `personal:#<user>` and by SMS (to `phone`, else to the number the
 /// user gave with `crash.phone`).
 struct DetectedCrash: RequestContract {
-    static let fields: [FieldContract] =
-        [.required("user", .string, "at most 128 characters")] + CrashMoment.fields + [
-            .optional("phone", .string, "E.164")
-        ]
     let user: String
     let phone: String?
     let place: CrashPlace?
@@ -121,7 +117,9 @@ struct DetectedCrash: RequestContract {
 
     init(_ fields: RequestFields) throws(HubError) {
         user = try fields.string("user", maxLength: 128)
-        phone = try fields.optionalString("phone", maxLength: 16).map { (phone) throws(HubError) in try CrashService.phone(phone) }
+        phone = try fields.noting("E.164").optionalString("phone", maxLength: 16).map { (phone) throws(HubError) in
+            try CrashService.phone(phone)
+        }
         (place, occurredAt) = (try CrashMoment.place(fields), try CrashMoment.time(fields))
     }
 }

@@ -100,10 +100,6 @@ extension CrashService {
 
 /// `crash.start`: where and when a crash happened, both optional: `{lat?, lon?, ts?}`.
 struct CrashMoment: RequestContract {
-    static let fields: [FieldContract] = [
-        .optional("lat", .number, "-90 to 90, with lon"), .optional("lon", .number, "-180 to 180, with lat"),
-        .optional("ts", .integer, "Unix ms from 2000 to a day ahead"),
-    ]
     let place: CrashPlace?
     let occurredAt: Int64?
 
@@ -114,61 +110,61 @@ struct CrashMoment: RequestContract {
 
     /// `lat` and `lon` together, or neither.
     static func place(_ fields: RequestFields) throws(HubError) -> CrashPlace? {
-        guard fields.has("lat") || fields.has("lon") else { return nil }
-        return CrashPlace(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
+        let lat = try fields.noting("with lon").optionalNumber("lat", in: -90...90)
+        let lon = try fields.noting("with lat").optionalNumber("lon", in: -180...180)
+        switch (lat, lon) {
+        case let (lat?, lon?): return CrashPlace(lat: lat, lon: lon)
+        case (nil, nil): return nil
+        case (nil, _?): throw .badRequest("lat is required")
+        case (_?, nil): throw .badRequest("lon is required")
+        }
     }
 
     /// `ts` in Unix milliseconds, from 2000 to a day ahead of now.
     static func time(_ fields: RequestFields) throws(HubError) -> Int64? {
-        try fields.optionalInteger("ts", in: 946_684_800_000...(unixMilliseconds() + 86_400_000))
+        try fields.noting("Unix ms from 2000 to a day ahead", replacingLimits: true).optionalInteger(
+            "ts", in: 946_684_800_000...(unixMilliseconds() + 86_400_000))
     }
 }
 
 /// `{crash}`: one of the caller's crashes.
 struct CrashReference: RequestContract {
-    static let fields: [FieldContract] = [.required("crash", .string)]
     let crash: String
     init(_ fields: RequestFields) throws(HubError) { crash = try fields.string("crash", maxLength: 64) }
 }
 
 /// `crash.update`: `{crash, injured?, note?}`, at least one of the last two.
 struct CrashUpdate: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("crash", .string), .optional("injured", .stringArray, "who was hurt"), .optional("note", .string, "at most 2,000 characters"),
-    ]
     let crash: String
     let injured: [InjuredParty]?
     let note: String?
 
     init(_ fields: RequestFields) throws(HubError) {
         crash = try fields.string("crash", maxLength: 64)
-        injured =
-            fields.has("injured")
-            ? try InjuredParty.selection(try fields.stringArray("injured", maxCount: InjuredParty.allCases.count, maxLength: 32))
-            : nil
+        try fields.requireAny(of: ["injured", "note"], "crash.update: give injured, note or both")
+        injured = try fields.noting("who was hurt").optionalStringArray("injured", maxCount: InjuredParty.allCases.count, maxLength: 32).map {
+            (names) throws(HubError) in try InjuredParty.selection(names)
+        }
         note = try fields.optionalString("note", maxLength: CrashService.maxNoteLength, allowEmpty: true)
-        guard injured != nil || note != nil else { throw .badRequest("crash.update: give injured, note or both") }
     }
 }
 
 /// `crash.share`: `{crash, ttl?}`, the link's lifetime in seconds.
 struct CrashShare: RequestContract {
-    static let fields: [FieldContract] = [.required("crash", .string), .optional("ttl", .integer, "seconds, at most 90 days; default 7 days")]
     let crash: String
     /// In milliseconds.
     let ttl: Int64?
     init(_ fields: RequestFields) throws(HubError) {
         crash = try fields.string("crash", maxLength: 64)
-        ttl = try fields.optionalInteger("ttl", in: 1...(CrashService.maxShareTTL / 1000)).map { $0 * 1000 }
+        ttl = try fields.noting("seconds; default 7 days").optionalInteger("ttl", in: 1...(CrashService.maxShareTTL / 1000)).map { $0 * 1000 }
     }
 }
 
 /// `crash.phone`: `{phone}`, a number in E.164 or empty to clear it.
 struct CrashPhone: RequestContract {
-    static let fields: [FieldContract] = [.required("phone", .string, "E.164, or empty to clear")]
     let phone: String?
     init(_ fields: RequestFields) throws(HubError) {
-        let given = try fields.string("phone", maxLength: 16, allowEmpty: true)
+        let given = try fields.noting("E.164, or empty to clear").string("phone", maxLength: 16, allowEmpty: true)
         phone = given.isEmpty ? nil : try CrashService.phone(given)
     }
 }

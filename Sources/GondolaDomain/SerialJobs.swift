@@ -40,12 +40,12 @@ public final class SerialJobs: Sendable {
 extension NodeRegistrations {
     /// Reloads what a domain keeps in memory (a catalog) when another node of a cluster
     /// changed it, one reload at a time through `reads`, and when the node (re)gains the bus.
-    /// `fields` are the members the changing node sends (read by nobody: any change reloads
-    /// everything), and `effect` names what is reloaded, for the catalog.
-    public mutating func reloadOnChange(
-        topic: String, fields: [FieldContract], effect: String, through reads: SerialJobs, _ reload: @escaping @Sendable () async -> Void
+    /// `payload` is what the changing node sends (any change reloads everything), and
+    /// `effect` names what is reloaded, for the catalog.
+    public mutating func reloadOnChange<Payload: ReplicaPayload>(
+        topic: String, _ payload: Payload.Type, effect: String, through reads: SerialJobs, _ reload: @escaping @Sendable () async -> Void
     ) {
-        onReplica(topic: topic, fields: fields, effect: effect) { _ in reads.submit(reload) }
+        onReplica(topic: topic, payload, effect: effect) { _ in reads.submit(reload) }
         onResynchronize(reload)
     }
 }

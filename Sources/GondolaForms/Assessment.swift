@@ -26,30 +26,36 @@ struct Assessment: Sendable {
 
     /// `{id, title, display_name, questions: [{id, title, options: [{title, value}]}]}`;
     /// ids unique, option values numbers or strings, unique within their question.
-    static func parse(_ json: JSON) throws(HubError) -> Assessment {
-        let root = try RequestFields(json, path: "assessment")
+    static func parse(_ root: RequestFields) throws(HubError) -> Assessment {
+        let id = try FormsNames.id(root, "id")
+        let title = try root.text("title", maxLength: 200)
+        let displayName = try root.text("display_name", maxLength: 200)
         var questions: [Question] = []
         var ids = Set<String>()
-        for item in try root.objectArray("questions", maxCount: maxQuestions) {
+        for item in try root.noting("ids unique").objectArray("questions", maxCount: maxQuestions) {
             let id = try FormsNames.id(item, "id")
             guard ids.insert(id).inserted else { throw .badRequest("\(item.path(of: "id")): '\(id)' is used twice") }
+            let title = try item.text("title", maxLength: 1_000)
             var options: [(title: String, value: JSON)] = []
-            for option in try item.objectArray("options", maxCount: maxOptions) {
-                guard let value = option.value("value"), value.isScalarAnswer else {
-                    throw .badRequest("\(option.path(of: "value")): expected a number or a string")
-                }
+            for option in try item.noting("values unique within the question").objectArray("options", maxCount: maxOptions) {
+                let title = try option.text("title", maxLength: 300)
+                let value = try option.noting("a number or a string").anyValue("value")
+                guard value.isScalarAnswer else { throw .badRequest("\(option.path(of: "value")): expected a number or a string") }
                 guard !options.contains(where: { $0.value == value }) else {
                     throw .badRequest("\(option.path(of: "value")): \(value.text) is used twice")
                 }
-                options.append((try option.text("title", maxLength: 300), value))
+                options.append((title, value))
             }
             guard !options.isEmpty else { throw .badRequest("\(item.path(of: "options")): a question needs options") }
-            questions.append(Question(id: id, title: try item.text("title", maxLength: 1_000), options: options))
+            questions.append(Question(id: id, title: title, options: options))
         }
-        guard !questions.isEmpty else { throw .badRequest("assessment.questions: an assessment needs questions") }
-        return Assessment(
-            id: try FormsNames.id(root, "id"), title: try root.text("title", maxLength: 200),
-            displayName: try root.text("display_name", maxLength: 200), questions: questions)
+        guard !questions.isEmpty else { throw .badRequest("\(root.path(of: "questions")): an assessment needs questions") }
+        return Assessment(id: id, title: title, displayName: displayName, questions: questions)
+    }
+
+    /// A stored assessment's body.
+    static func parse(_ json: JSON) throws(HubError) -> Assessment {
+        try parse(try RequestFields(json, path: "assessment"))
     }
 
     var json: JSON {

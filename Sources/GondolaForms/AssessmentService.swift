@@ -38,7 +38,7 @@ public final class AssessmentService: Sendable {
     /// Reads the assessments again when another node of a cluster changed one, and when the node (re)gains the bus.
     func follow(in registrations: inout NodeRegistrations) {
         registrations.reloadOnChange(
-            topic: Self.catalogTopic, fields: [.required("assessment", .string, "the stored assessment's id")],
+            topic: Self.catalogTopic, AssessmentStoredReplica.self,
             effect: "reads every assessment again from the shared database", through: catalogReads
         ) { [weak self] in await self?.reloadLogged() }
     }
@@ -62,7 +62,7 @@ public final class AssessmentService: Sendable {
     func put(_ assessment: Assessment, body json: JSON) async throws(HubError) -> Assessment {
         try await databaseWrite { try await repository.put(id: assessment.id, body: json.text, now: unixMilliseconds()) }
         assessments.withLock { $0[assessment.id] = assessment }
-        node.replicate(topic: Self.catalogTopic, ["assessment": .string(assessment.id)])
+        node.replicate(topic: Self.catalogTopic, AssessmentStoredReplica(assessment: assessment.id))
         return assessment
     }
 
@@ -204,4 +204,14 @@ public final class AssessmentService: Sendable {
     private func tell(_ user: String, _ data: JSON) {
         node.tell(user, data)
     }
+}
+
+/// `assessments.catalog`: an assessment one node stored; the others read them all again.
+struct AssessmentStoredReplica: ReplicaPayload {
+    let assessment: String
+    init(assessment: String) { self.assessment = assessment }
+    init(_ fields: RequestFields) throws(HubError) {
+        assessment = try fields.noting("the stored assessment's id").string("assessment", maxLength: .max)
+    }
+    var json: JSON { ["assessment": .string(assessment)] }
 }

@@ -23,7 +23,7 @@ struct CodeTable: Sendable, Equatable {
         let name = try FormsNames.id(fields, "name")
         var entries: [(code: String, label: String)] = []
         var seen = Set<String>()
-        for value in try fields.objectArray("values", maxCount: 1_000) {
+        for value in try fields.noting("codes unique").objectArray("values", maxCount: 1_000) {
             let code = try value.string("code", maxLength: 64)
             guard seen.insert(code).inserted else { throw .badRequest("\(value.path(of: "code")): '\(code)' is used twice") }
             entries.append((code, try value.text("label", maxLength: 200)))

@@ -85,23 +85,20 @@ struct FormSchema: Sendable {
 
     /// Reads and checks a schema; `version` is the one it is stored as.
     static func parse(_ json: JSON, version: Int, codeTables: CodeTables) async throws(HubError) -> FormSchema {
-        let root = try RequestFields(json, path: "schema")
-        let id = try FormsNames.id(root, "id")
-        let title = try root.text("title", maxLength: 200)
+        let outline = try SchemaOutline(try RequestFields(json, path: "schema"))
         var sections: [FormSection] = []
         var fields: [String: FormField] = [:]
         var keys: [String] = []
-        for section in try root.objectArray("sections", maxCount: maxSections) {
+        for section in outline.sections {
             var sectionFields: [FormField] = []
-            for item in try section.objectArray("fields", maxCount: maxFields) {
+            for item in section.items {
                 let field = try await FormField.parse(item, codeTables: codeTables)
                 guard fields[field.key] == nil else { throw .badRequest("\(item.path(of: "key")): '\(field.key)' is used twice") }
                 fields[field.key] = field
                 keys.append(field.key)
                 sectionFields.append(field)
             }
-            sections.append(
-                FormSection(key: try FormsNames.id(section, "key"), title: try section.text("title", maxLength: 200), fields: sectionFields))
+            sections.append(FormSection(key: section.key, title: section.title, fields: sectionFields))
         }
         guard !fields.isEmpty, fields.count <= maxFields else { throw .badRequest("schema: 1 to \(maxFields) fields, got \(fields.count)") }
         for key in keys {
@@ -115,7 +112,7 @@ struct FormSchema: Sendable {
             }
         }
         return FormSchema(
-            id: id, version: version, title: title, sections: sections, fields: fields,
+            id: outline.id, version: version, title: outline.title, sections: sections, fields: fields,
             order: try dependencyOrder(keys, fields), json: json)
     }
 
@@ -172,6 +169,28 @@ struct FormSchema: Sendable {
     }
 }
 
+/// A schema's members as a request carries them: its id, title and sections, each
+/// section's fields left to `FormField.parse`, which needs the code tables.
+struct SchemaOutline {
+    let id: String
+    let title: String
+    let sections: [(key: String, title: String, items: [RequestFields])]
+
+    init(_ root: RequestFields) throws(HubError) {
+        id = try FormsNames.id(root, "id")
+        title = try root.text("title", maxLength: 200)
+        var sections: [(key: String, title: String, items: [RequestFields])] = []
+        for section in try root.objectArray("sections", maxCount: FormSchema.maxSections) {
+            sections.append(
+                (
+                    key: try FormsNames.id(section, "key"), title: try section.text("title", maxLength: 200),
+                    items: try section.noting("the section's fields").freeObjectArray("fields", maxCount: FormSchema.maxFields)
+                ))
+        }
+        self.sections = sections
+    }
+}
+
 extension FormField {
     static func parse(_ item: RequestFields, codeTables: CodeTables) async throws(HubError) -> FormField {
         let key = try FormsNames.id(item, "key")
@@ -218,7 +237,7 @@ extension FormField {
 /// Ids of schemas, sections, fields and assessments: 1 to 64 letters, digits, `_` or `-`.
 enum FormsNames {
     static func id(_ fields: RequestFields, _ key: String) throws(HubError) -> String {
-        let id = try fields.string(key, maxLength: 64)
+        let id = try fields.noting("letters, digits, `_` and `-`").string(key, maxLength: 64)
         guard id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") })
         else {
             throw .badRequest("\(fields.path(of: key)): letters, digits, _ and - only, got '\(id)'")

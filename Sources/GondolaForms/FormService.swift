@@ -44,7 +44,7 @@ public final class FormService: Sendable {
     func follow(in registrations: inout NodeRegistrations) {
         registrations.reloadOnChange(
             topic: Self.catalogTopic,
-            fields: [.optional("schema", .string, "a stored schema's id; or"), .optional("code_table", .string, "a stored code table's name")],
+            FormCatalogChange.self,
             effect: "reads the schemas and code tables again from the shared database", through: catalogReads
         ) { [weak self] in await self?.reloadCatalogLogged() }
     }
@@ -75,7 +75,7 @@ public final class FormService: Sendable {
     func putCodeTable(_ table: CodeTable) async throws(HubError) -> CodeTable {
         try await databaseWrite { try await repository.putCodeTable(name: table.name, body: table.json.text) }
         codeTables.put(table)
-        node.replicate(topic: Self.catalogTopic, ["code_table": .string(table.name)])
+        node.replicate(topic: Self.catalogTopic, FormCatalogChange.codeTable(table.name))
         return table
     }
 
@@ -86,7 +86,7 @@ public final class FormService: Sendable {
         let (version, _) = try await databaseWrite { try await repository.putSchema(id: checked.id, body: json.text, now: unixMilliseconds()) }
         let schema = try await FormSchema.parse(json, version: version, codeTables: codeTables)
         schemas.withLock { $0[schema.id, default: [:]][version] = schema }
-        node.replicate(topic: Self.catalogTopic, ["schema": .string(schema.id)])
+        node.replicate(topic: Self.catalogTopic, FormCatalogChange.schema(schema.id))
         return schema
     }
 
@@ -289,5 +289,30 @@ enum FormJSON {
         ]
         if let submittedAt = doc.submittedAt { json = json.adding("submitted_at", .int(submittedAt)) }
         return json
+    }
+}
+
+/// `forms.catalog`: a schema or a code table one node stored; the others read the catalog again.
+enum FormCatalogChange: ReplicaPayload {
+    case schema(String)
+    case codeTable(String)
+
+    init(_ fields: RequestFields) throws(HubError) {
+        let schema: RequestFields.Reader<FormCatalogChange> = { fields throws(HubError) in
+            FormCatalogChange.schema(try fields.noting("a stored schema's id").string("schema", maxLength: .max))
+        }
+        let codeTable: RequestFields.Reader<FormCatalogChange> = { fields throws(HubError) in
+            FormCatalogChange.codeTable(try fields.noting("a stored code table's name").string("code_table", maxLength: .max))
+        }
+        self = try fields.oneOf(
+            ["schema": schema, "code_table": codeTable], ifNone: "schema or code_table is required",
+            ifSeveral: { _ in "give schema or code_table, not both" })
+    }
+
+    var json: JSON {
+        switch self {
+        case let .schema(id): ["schema": .string(id)]
+        case let .codeTable(name): ["code_table": .string(name)]
+        }
     }
 }

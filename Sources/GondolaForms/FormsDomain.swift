@@ -124,52 +124,34 @@ extension AssessmentService {
 /// `form_schema_put`: the body is the schema, `{id, title, sections: [{key, title, fields}]}`;
 /// the fields are checked by `FormField` (see the forms page).
 struct SchemaDocument: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("id", .string, "letters, digits, `_`, `-`"), .required("title", .string, "1–200 characters"),
-        .required(
-            "sections", .objectArray, "1 to 20",
-            members: [.required("key", .string), .required("title", .string), .required("fields", .objectArray, "the section's fields")]),
-    ]
     /// The schema as given (checked when it is stored, against the code tables).
     let json: JSON
-    init(_ fields: RequestFields) { json = fields.json }
+    init(_ fields: RequestFields) throws(HubError) {
+        // The outline is checked here, each field when the schema is stored (against the code tables).
+        _ = try SchemaOutline(fields)
+        json = fields.json
+    }
 }
 
 /// `form_code_table_put`: `{name, values: [{code, label}]}`.
 struct CodeTableDocument: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("name", .string, "letters, digits, `_`, `-`"),
-        .required("values", .objectArray, "1 to 1,000, codes unique", members: [.required("code", .string), .required("label", .string)]),
-    ]
     let table: CodeTable
     init(_ fields: RequestFields) throws(HubError) { table = try CodeTable.parse(fields) }
 }
 
 /// `assessment_put`: the body is the assessment, `{id, title, display_name, questions}`.
 struct AssessmentDocument: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("id", .string), .required("title", .string), .required("display_name", .string),
-        .required(
-            "questions", .objectArray, "ids unique",
-            members: [
-                .required("id", .string), .required("title", .string),
-                .required(
-                    "options", .objectArray, "values unique within the question",
-                    members: [.required("title", .string), .required("value", .any, "a number or a string")]),
-            ]),
-    ]
     let assessment: Assessment
     /// The body as given, which is stored.
     let json: JSON
     init(_ fields: RequestFields) throws(HubError) {
         json = fields.json
-        assessment = try Assessment.parse(json)
+        assessment = try Assessment.parse(fields)
     }
 }
 
 /// `assessment_assign`: `{user, assessment}`.
 struct AssessmentAssignment: RequestContract {
-    static let fields: [FieldContract] = [.required("user", .string), .required("assessment", .string)]
     let user: String
     let assessment: String
     init(_ fields: RequestFields) throws(HubError) {
@@ -180,7 +162,6 @@ struct AssessmentAssignment: RequestContract {
 
 /// `assessment_submissions`: `{user?, assessment?}`.
 struct SubmissionQuery: RequestContract {
-    static let fields: [FieldContract] = [.optional("user", .string), .optional("assessment", .string)]
     let user: String?
     let assessment: String?
     init(_ fields: RequestFields) throws(HubError) {

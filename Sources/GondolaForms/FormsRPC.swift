@@ -115,53 +115,42 @@ extension AssessmentService {
 
 /// `form.schema` and `form.create`: `{schema, version?}` (`form.create` takes the latest).
 struct SchemaReference: RequestContract {
-    static let fields: [FieldContract] = [.required("schema", .string), .optional("version", .integer, "1 or more; the latest when absent")]
     let schema: String
     let version: Int?
     init(_ fields: RequestFields) throws(HubError) {
-        version = try fields.optionalInteger("version", in: 1...1_000_000).map { Int($0) }
+        version = try fields.noting("the latest when absent").optionalInteger("version", in: 1...1_000_000).map { Int($0) }
         schema = try fields.string("schema", maxLength: 64)
     }
 }
 
 /// `form.code_table`: `{name}`.
 struct CodeTableReference: RequestContract {
-    static let fields: [FieldContract] = [.required("name", .string)]
     let name: String
     init(_ fields: RequestFields) throws(HubError) { name = try fields.string("name", maxLength: 64) }
 }
 
 /// `{doc}`: one form document.
 struct DocReference: RequestContract {
-    static let fields: [FieldContract] = [.required("doc", .string)]
     let doc: String
     init(_ fields: RequestFields) throws(HubError) { doc = try fields.string("doc", maxLength: 64) }
 }
 
 /// `form.set`: `{doc, key, value, base_version}`; `value: null` clears the field.
 struct FieldChange: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("doc", .string), .required("key", .string), .required("value", .any, "fits the field's type; null clears it"),
-        .required("base_version", .integer, "the field's version the change is based on"),
-    ]
     let doc: String
     let key: String
     let value: JSON
     let baseVersion: Int64
     init(_ fields: RequestFields) throws(HubError) {
-        guard let value = fields.members.last(where: { $0.key == "value" })?.value else {
-            throw .badRequest("value is required (null clears the field)")
-        }
-        self.value = if case let .raw(raw) = value { raw.value } else { value }
         doc = try fields.string("doc", maxLength: 64)
         key = try fields.string("key", maxLength: 64)
-        baseVersion = try fields.integer("base_version", in: 0...Int64.max)
+        value = try fields.noting("fits the field's type; null clears it").nullableValue("value")
+        baseVersion = try fields.noting("the field's version the change is based on").integer("base_version", in: 0...Int64.max)
     }
 }
 
 /// `form.share`: `{doc, user}`.
 struct DocShare: RequestContract {
-    static let fields: [FieldContract] = [.required("doc", .string), .required("user", .string)]
     let doc: String
     let user: String
     init(_ fields: RequestFields) throws(HubError) {
@@ -172,26 +161,20 @@ struct DocShare: RequestContract {
 
 /// `{assessment}`.
 struct AssessmentReference: RequestContract {
-    static let fields: [FieldContract] = [.required("assessment", .string)]
     let assessment: String
     init(_ fields: RequestFields) throws(HubError) { assessment = try fields.string("assessment", maxLength: 64) }
 }
 
 /// `assessment.answer`: `{assessment, question, value}`, an option's value.
 struct AssessmentAnswer: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("assessment", .string), .required("question", .string), .required("value", .any, "an option's value, a number or a string"),
-    ]
     let assessment: String
     let question: String
     let value: JSON
     init(_ fields: RequestFields) throws(HubError) {
-        guard let value = fields.value("value"), value.isScalarAnswer else {
-            throw .badRequest("value: expected an option's value (a number or a string)")
-        }
-        self.value = value
         assessment = try fields.string("assessment", maxLength: 64)
         question = try fields.string("question", maxLength: 64)
+        value = try fields.noting("an option's value, a number or a string").anyValue("value")
+        guard value.isScalarAnswer else { throw .badRequest("value: expected an option's value (a number or a string)") }
     }
 }
 

@@ -19,8 +19,10 @@ public struct ConnectionRefresh: Sendable, Equatable {
     /// Reads the server API's request: `expired`, `expire_at` (Unix seconds, 0: never) and
     /// `info` or `b64info` (base64 of JSON); a field of the wrong shape answers 107 naming it.
     public init(request fields: RequestFields) throws(HubError) {
-        expired = fields.has("expired") ? try fields.bool("expired") : false
-        expireAt = try fields.optionalInteger("expire_at", in: 0...Int64(1e12)).flatMap { $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0)) }
-        info = try ConnectionTokens.json(fields, raw: "info", base64: "b64info")
+        expired = try fields.noting("closes the connections with 3005 `expired` (the SDK reconnects and asks for a new token)").bool(
+            "expired", default: false)
+        expireAt = try fields.noting("Unix seconds when the connections expire; 0 or absent: never").optionalInteger("expire_at", in: 0...Int64(1e12))
+            .flatMap { $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0)) }
+        info = try ConnectionTokens.json(fields.noting("the connections' new info, kept byte for byte"), raw: "info", base64: "b64info")
     }
 }

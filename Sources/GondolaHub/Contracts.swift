@@ -1,59 +1,22 @@
 import GondolaProtocol
+import Synchronization
 
-/// One member of a request (an RPC's `data`, a server API body, a replica payload): its
-/// name, the JSON it takes, whether it must be there, and the rule its value follows.
-/// A request type lists its members so that the catalog prints them and the decoder
-/// refuses any other member (107 naming it).
-public struct FieldContract: Sendable, Equatable {
-    /// The JSON a member takes.
-    public enum Kind: String, Sendable, Equatable {
-        case string, integer, number, boolean, object
-        case stringArray = "array of strings"
-        case objectArray = "array of objects"
-        case numberArray = "array of numbers"
-        /// Any JSON value, passed on as it arrived (a publication's `data`).
-        case any = "any JSON"
-    }
-
-    public let name: String
-    public let kind: Kind
-    public let required: Bool
-    /// Whether the value may be null: a member that may be left out may be null too; a
-    /// required one only when it says so (`nullable`).
-    public let nullable: Bool
-    /// What the value must be beyond its kind ("at most 80 characters"), empty when nothing.
-    public let rule: String
-    /// The members of an object (or of each object of an array), refused when not listed;
-    /// nil when the object's members are free (a caller's own metadata).
-    public let members: [FieldContract]?
-
-    /// A member that must be there, not null.
-    public static func required(_ name: String, _ kind: Kind, _ rule: String = "", members: [FieldContract]? = nil) -> FieldContract {
-        FieldContract(name: name, kind: kind, required: true, nullable: false, rule: rule, members: members)
-    }
-
-    /// A member that must be there, null when it has no value.
-    public static func nullable(_ name: String, _ kind: Kind, _ rule: String = "", members: [FieldContract]? = nil) -> FieldContract {
-        FieldContract(name: name, kind: kind, required: true, nullable: true, rule: rule, members: members)
-    }
-
-    /// A member that may be left out (or null).
-    public static func optional(_ name: String, _ kind: Kind, _ rule: String = "", members: [FieldContract]? = nil) -> FieldContract {
-        FieldContract(name: name, kind: kind, required: false, nullable: true, rule: rule, members: members)
-    }
-}
-
-/// The decoded request of an RPC method or a server API method: a named type read from the
-/// call's JSON with `RequestFields` after every member it does not list was refused.
+/// The decoded request of an RPC method or a server API method: a named type whose reader
+/// is its one declaration. Run over the call's JSON it reads the members (a wrong one
+/// throws 107 naming it); run over nothing (`FieldRecorder`) it records them, so the
+/// members the catalog, the docs and the OpenAPI document list, and the only ones the
+/// decoder lets through, are the ones it reads.
 public protocol RequestContract: Sendable {
-    /// The members it reads, with their kinds and rules.
-    static var fields: [FieldContract] { get }
-
-    /// Reads the members (a wrong one throws `HubError.badRequest` naming it).
+    /// Reads the members (a wrong one throws `HubError.badRequest` naming it). Its reads
+    /// say the rules (`noting` adds what a member means); it reads every member before it
+    /// checks what they say together, so that a recording reaches them all.
     init(_ fields: RequestFields) throws(HubError)
 }
 
 extension RequestContract {
+    /// The members it reads, with their kinds and rules, as its reader recorded them.
+    public static var fields: [FieldContract] { RecordedContracts.fields(of: Self.self) }
+
     /// Reads `data` (an absent one reads as `{}`): unknown members are refused first, at
     /// every level the contract describes, then the type reads the rest.
     public static func decode(_ data: JSON?) throws(HubError) -> Self {
@@ -65,6 +28,35 @@ extension RequestContract {
         let fields = try RequestFields(data)
         try fields.refuseUnknown(Self.fields)
         return fields
+    }
+}
+
+/// What one node tells the others on a replica topic (`Node.replicate`): read by its
+/// reader like a request (the catalog lists what it records), written by `json`, which
+/// writes the members the reader reads (`ReplicaPayloadTests` reads back what each writes).
+/// Members it does not read are let through, so a newer node may add some.
+public protocol ReplicaPayload: RequestContract {
+    var json: JSON { get }
+}
+
+/// The members of each request type, recorded once from its reader and kept.
+enum RecordedContracts {
+    private static let recorded = Mutex<[ObjectIdentifier: [FieldContract]]>([:])
+
+    static func fields<Request: RequestContract>(of type: Request.Type) -> [FieldContract] {
+        if let fields = recorded.withLock({ $0[ObjectIdentifier(type)] }) { return fields }
+        let fields = record(type)
+        recorded.withLock { $0[ObjectIdentifier(type)] = fields }
+        return fields
+    }
+
+    /// Runs the reader over a recorder. A check of values read (a time's format, two
+    /// members together) may refuse the recorder's answers: that ends the reader, so a
+    /// reader reads every member before it checks what they say together.
+    static func record<Request: RequestContract>(_ type: Request.Type) -> [FieldContract] {
+        let recorder = FieldRecorder()
+        _ = try? Request(RequestFields(recordingInto: recorder))
+        return recorder.fields
     }
 }
 
@@ -119,7 +111,6 @@ public struct EmptyAnswer: ResponseContract {
 
 /// A request without members (`trip.list`, `info`): any member is refused.
 public struct NoFields: RequestContract {
-    public static let fields: [FieldContract] = []
     public init(_ fields: RequestFields) {}
 }
 

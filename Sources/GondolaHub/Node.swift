@@ -384,24 +384,34 @@ public final class Node: Sendable {
             case Surveys.askTopic: answerSurvey(payload)
             case Emulation.topic: answerEmulation(payload)
             case Surveys.answerTopic: surveys.receive(payload)
-            default: replication.apply(topic: topic, payload)
+            default:
+                do throws(HubError) { try replication.apply(topic: topic, payload) } catch { replicaNotRead(topic, payload, error) }
             }
         case let .regional(region, topic, origin, payload):
             guard origin != uid else { return }
-            switch replication.apply(topic: topic, region: region, payload) {
-            case .applied: metrics.regionalApplied.increment()
-            case .dropped: metrics.regionalDropped.increment()
+            do throws(HubError) {
+                switch try replication.apply(topic: topic, region: region, payload) {
+                case .applied: metrics.regionalApplied.increment()
+                case .dropped: metrics.regionalDropped.increment()
+                }
+            } catch {
+                replicaNotRead(topic, payload, error)
             }
         }
+    }
+
+    /// Logs a replica payload its topic's handler could not read (a node of another version).
+    private func replicaNotRead(_ topic: String, _ payload: JSON, _ error: HubError) {
+        logger.error("replica not understood", metadata: ["topic": "\(topic)", "error": "\(error)", "payload": "\(payload.text.prefix(200))"])
     }
 
     /// Tells the nodes following `region` about a change a domain keeps in memory
     /// (a traveller's position): like `replicate(topic:_:)`, but a node applies it only
     /// while it follows the region (`follow(regions:)`), and an engine that routes by
     /// region does not even bring it to the others.
-    public func replicate(topic: String, region: String, _ payload: @autoclosure () -> JSON) {
+    public func replicate(topic: String, region: String, _ payload: @autoclosure () -> some ReplicaPayload) {
         guard broker.reachesOtherNodes else { return }
-        broker.post(.regional(region: region, topic: topic, origin: uid, payload: payload())) { [logger] result in
+        broker.post(.regional(region: region, topic: topic, origin: uid, payload: payload().json)) { [logger] result in
             if case let .failure(error) = result {
                 logger.error("cluster replication failed", metadata: ["topic": "\(topic)", "region": "\(region)", "error": "\(error)"])
             }
@@ -420,9 +430,9 @@ public final class Node: Sendable {
     /// the calls; if the bus refuses it (its queue is full) the other nodes learn the
     /// change at their next resynchronisation, and the failure is logged. The payload
     /// is built only in a cluster (positions call this on every update).
-    public func replicate(topic: String, _ payload: @autoclosure () -> JSON) {
+    public func replicate(topic: String, _ payload: @autoclosure () -> some ReplicaPayload) {
         guard broker.reachesOtherNodes else { return }
-        broker.post(.domain(topic: topic, origin: uid, payload: payload())) { [logger] result in
+        broker.post(.domain(topic: topic, origin: uid, payload: payload().json)) { [logger] result in
             if case let .failure(error) = result {
                 logger.error("cluster replication failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
             }

@@ -28,7 +28,7 @@ public struct NodeRegistrations: Sendable {
         public let topic: String
         public let fields: [FieldContract]
         public let effect: String
-        let apply: @Sendable (JSON) -> Void
+        let apply: @Sendable (JSON) throws(HubError) -> Void
     }
 
     public private(set) var methods: [Method] = []
@@ -73,12 +73,14 @@ public struct NodeRegistrations: Sendable {
         provided.append(Provided(provision: .channel(channel), options: options, provider: provider))
     }
 
-    /// What applies the other nodes' changes of `topic` (see `Node.replicate`): the payload's
-    /// members and what applying it does, for the catalog, and the handler.
-    public mutating func onReplica(
-        topic: String, fields: [FieldContract], effect: String, _ apply: @escaping @Sendable (JSON) -> Void
+    /// What applies the other nodes' changes of `topic` (see `Node.replicate`), each read as
+    /// `Payload` (one that cannot be is logged and dropped); `effect` says what applying it
+    /// does, for the catalog.
+    public mutating func onReplica<Payload: ReplicaPayload>(
+        topic: String, _ payload: Payload.Type, effect: String, _ apply: @escaping @Sendable (Payload) -> Void
     ) {
-        replicaHandlers.append(ReplicaHandler(topic: topic, fields: fields, effect: effect, apply: apply))
+        replicaHandlers.append(
+            ReplicaHandler(topic: topic, fields: Payload.fields, effect: effect) { json throws(HubError) in apply(try Payload(RequestFields(json))) })
     }
 
     /// What reloads an in-memory view from the shared database each time the node

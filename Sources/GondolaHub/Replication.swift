@@ -7,7 +7,7 @@ import Synchronization
 /// `apply` takes what other nodes sent.
 final class Replication: Sendable {
     private struct State {
-        var handlers: [String: @Sendable (JSON) -> Void] = [:]
+        var handlers: [String: @Sendable (JSON) throws(HubError) -> Void] = [:]
         var resynchronizers: [@Sendable () async -> Void] = []
         /// The regions whose regional events this node applies (`Node.follow(regions:)`).
         var regions: Set<String> = []
@@ -30,16 +30,16 @@ final class Replication: Sendable {
         case dropped
     }
 
-    /// Applies another node's change to `topic`.
-    func apply(topic: String, _ payload: JSON) {
-        state.withLock { $0.handlers[topic] }?(payload)
+    /// Applies another node's change to `topic`; a payload its handler cannot read throws.
+    func apply(topic: String, _ payload: JSON) throws(HubError) {
+        try state.withLock { $0.handlers[topic] }?(payload)
     }
 
     /// Applies another node's change to `topic` in `region`, when this node follows the region.
-    func apply(topic: String, region: String, _ payload: JSON) -> Outcome {
+    func apply(topic: String, region: String, _ payload: JSON) throws(HubError) -> Outcome {
         let (handler, followed) = state.withLock { ($0.handlers[topic], $0.regions.contains(region)) }
         guard followed, let handler else { return .dropped }
-        handler(payload)
+        try handler(payload)
         return .applied
     }
 

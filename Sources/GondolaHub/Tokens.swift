@@ -477,9 +477,11 @@ public struct ConnectionTokens: Sendable {
     }
 
     private static func overrides<Failure: FieldError>(_ claims: JSONFields<Failure>) throws(Failure) -> NamespaceOverrides {
-        guard let override = try claims.optionalObject("override") else { return NamespaceOverrides() }
+        guard let override = try claims.noting("namespace options for this subscription").optionalObject("override") else {
+            return NamespaceOverrides()
+        }
         func value(_ key: String) throws(Failure) -> Bool? {
-            try override.optionalObject(key).map { wrapper throws(Failure) in try wrapper.bool("value") }
+            try override.noting("`{\"value\": bool}`").optionalObject(key).map { wrapper throws(Failure) in try wrapper.bool("value") }
         }
         return NamespaceOverrides(
             presence: try value("presence"), joinLeave: try value("join_leave"),
@@ -536,23 +538,29 @@ public struct ServerSubscription: Sendable {
             throw .badRequest("subscribe options are not JSON: \(error)")
         }
         do throws(TokenError) {
-            let fields = try JSONFields<TokenError>(json)
-            target = ConnectionFilter(
-                client: try fields.optionalString("client", maxLength: 1024), session: try fields.optionalString("session", maxLength: 1024))
-            let expireAt = try fields.optionalInteger("expire_at", in: 0...Int64(1e12)).flatMap {
-                $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0))
-            }
-            grant = try ConnectionTokens.grant(fields, expiresAt: expireAt)
-            recoverSince = try fields.optionalObject("recover_since").map { since throws(TokenError) in
-                StreamPosition(
-                    offset: UInt64(try since.optionalInteger("offset", in: 0...Int64.max) ?? 0),
-                    epoch: try since.optionalString("epoch", maxLength: 64) ?? "")
-            }
+            self = try ServerSubscription(try JSONFields<TokenError>(json))
         } catch {
             switch error {
             case let .invalid(reason), let .keyUnavailable(reason): throw .badRequest(reason)
             case .expired: throw .badRequest("subscribe options")
             }
+        }
+    }
+
+    /// Reads the options from the request's members (the server API's `subscribe` reads
+    /// its body with it too, so that its contract lists them).
+    public init<Failure: FieldError>(_ fields: JSONFields<Failure>) throws(Failure) {
+        target = ConnectionFilter(
+            client: try fields.noting("only this connection of the user (its client id)").optionalString("client", maxLength: 1024),
+            session: try fields.noting("only the connection with this session id (an HTTP-streaming, SSE or unidirectional one)")
+                .optionalString("session", maxLength: 1024))
+        let expireAt = try fields.noting("Unix seconds when the subscription ends (unsubscribed with 2501); 0 or absent: never")
+            .optionalInteger("expire_at", in: 0...Int64(1e12)).flatMap { $0 == 0 ? nil : Date(timeIntervalSince1970: Double($0)) }
+        grant = try ConnectionTokens.grant(fields, expiresAt: expireAt)
+        recoverSince = try fields.noting("recover from this position").optionalObject("recover_since").map { since throws(Failure) in
+            StreamPosition(
+                offset: UInt64(try since.optionalInteger("offset", in: 0...Int64.max) ?? 0),
+                epoch: try since.optionalString("epoch", maxLength: 64) ?? "")
         }
     }
 }

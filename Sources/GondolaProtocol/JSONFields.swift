@@ -19,15 +19,26 @@ extension ProtocolDecodingError: FieldError {
 /// server API body — with errors that name the field by its path: a wrong type, a missing
 /// value, a non-finite or out-of-range number, a too-long text or array. Each layer picks
 /// the error it answers with (`ProtocolDecodingError` for the wire, the hub's 107).
+///
+/// Made with `init(recordingInto:)` it reads no data: each reader notes the member it was
+/// asked for (`FieldRecorder`) and answers a value its rule accepts, so a request type's
+/// reader also describes the request.
 public struct JSONFields<Failure: FieldError>: Sendable {
     /// The object's members in their order; a repeated key reads as its last value.
     public let members: [(key: String, value: JSON)]
     /// Where the object sits in the request (`sections[2]`), empty at the top.
     public let path: String
+    /// Where reads are noted instead of done; nil when reading data.
+    private let recorder: FieldRecorder?
+    /// What the members read through this copy mean, for the record (`noting`).
+    private var note = ""
+    /// Whether the note says the limits too.
+    private var limitsNoted = false
 
     /// `data` must be an object; absent data reads as an empty object.
     public init(_ data: JSON?, path: String = "") throws(Failure) {
         self.path = path
+        recorder = nil
         switch data {
         case nil, .null?: members = []
         case let .object(members)?: self.members = members
@@ -36,10 +47,40 @@ public struct JSONFields<Failure: FieldError>: Sendable {
         }
     }
 
+    /// Reads nothing: every read is noted in `recorder`.
+    public init(recordingInto recorder: FieldRecorder, path: String = "") {
+        self.path = path
+        self.recorder = recorder
+        members = []
+    }
+
+    /// The same object, whose reads record `text` as what their member means, after the
+    /// limits the reader checks; `replacingLimits` when those limits are not fixed (a time
+    /// from an hour ago to a year ahead) and `text` says them.
+    public func noting(_ text: String, replacingLimits: Bool = false) -> JSONFields {
+        var copy = self
+        copy.note = text
+        copy.limitsNoted = replacingLimits
+        return copy
+    }
+
     /// The path of a member, as error messages name it.
     public func path(of key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
-    public func has(_ key: String) -> Bool { value(key) != nil }
+    /// Whether the member is there and not null; a reader that asks this first marks the
+    /// member as one that may be left out.
+    public func has(_ key: String) -> Bool {
+        if let recorder {
+            recorder.ask(key)
+            return true
+        }
+        return lookup(key) != nil
+    }
+
+    /// Whether the member is there as `null` (which may mean "clear it").
+    public func isNull(_ key: String) -> Bool {
+        members.last(where: { $0.key == key })?.value.isNull ?? false
+    }
 
     /// The member's value as it arrived (nil when absent or null).
     private func member(_ key: String) -> JSON? {
@@ -47,19 +88,62 @@ public struct JSONFields<Failure: FieldError>: Sendable {
         return value
     }
 
-    public func value(_ key: String) -> JSON? {
+    private func lookup(_ key: String) -> JSON? {
         guard let value = member(key) else { return nil }
         if case let .raw(raw) = value { return raw.value }
         return value
     }
 
+    /// Any JSON value (nil when absent or null).
+    public func value(_ key: String) -> JSON? {
+        if record(key, .any, required: false) { return .string("x") }
+        return lookup(key)
+    }
+
+    /// Any JSON value that must be there; `kind` is what the record says it is (`.object`
+    /// for an object whose members are the caller's own, a GeoJSON geometry).
+    public func anyValue(_ key: String, kind: FieldContract.Kind = .any) throws(Failure) -> JSON {
+        if record(key, kind, required: true) { return kind == .object ? .object([]) : .string("x") }
+        return try required(key)
+    }
+
+    /// A member that must be there but may be null (a form field's value, where null clears
+    /// it); a payload kept as it arrived is read as its value.
+    public func nullableValue(_ key: String) throws(Failure) -> JSON {
+        if let recorder {
+            recorder.record(key, .any, required: true, nullable: true, rule: rule(""))
+            return .null
+        }
+        guard let value = members.last(where: { $0.key == key })?.value else { throw .invalidField("\(path(of: key)) is required") }
+        if case let .raw(raw) = value { return raw.value }
+        return value
+    }
+
+    /// Notes the read when recording (and answers true), with `limits` and the note as its rule.
+    private func record(_ key: String, _ kind: FieldContract.Kind, required: Bool, _ limits: String = "") -> Bool {
+        guard let recorder else { return false }
+        recorder.record(key, kind, required: required, rule: rule(limits))
+        return true
+    }
+
+    /// Notes the read of an object (or array of objects) when recording: the recorder of its members.
+    private func recordObject(_ key: String, _ kind: FieldContract.Kind, required: Bool, _ limits: String = "") -> JSONFields? {
+        guard let recorder, let children = recorder.record(key, kind, required: required, rule: rule(limits), nested: true) else { return nil }
+        return JSONFields(recordingInto: children, path: path(of: key))
+    }
+
+    private func rule(_ limits: String) -> String {
+        (limitsNoted ? [note] : [limits, note]).filter { !$0.isEmpty }.joined(separator: "; ")
+    }
+
     private func required(_ key: String) throws(Failure) -> JSON {
-        guard let value = value(key) else { throw .invalidField("\(path(of: key)) is required") }
+        guard let value = lookup(key) else { throw .invalidField("\(path(of: key)) is required") }
         return value
     }
 
     public func string(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(Failure) -> String {
-        try string(try required(key), key, maxLength: maxLength, allowEmpty: allowEmpty)
+        if record(key, .string, required: true, Self.stringLimits(maxLength, allowEmpty)) { return allowEmpty ? "" : "x" }
+        return try string(try required(key), key, maxLength: maxLength, allowEmpty: allowEmpty)
     }
 
     private func string(_ value: JSON, _ key: String, maxLength: Int, allowEmpty: Bool) throws(Failure) -> String {
@@ -70,24 +154,36 @@ public struct JSONFields<Failure: FieldError>: Sendable {
     }
 
     public func optionalString(_ key: String, maxLength: Int, allowEmpty: Bool = false) throws(Failure) -> String? {
-        guard let value = value(key) else { return nil }
+        if record(key, .string, required: false, Self.stringLimits(maxLength, allowEmpty)) { return nil }
+        guard let value = lookup(key) else { return nil }
         return try string(value, key, maxLength: maxLength, allowEmpty: allowEmpty)
     }
 
     /// A string with something besides whitespace in it (names, titles, messages).
     public func text(_ key: String, maxLength: Int) throws(Failure) -> String {
-        let text = try string(key, maxLength: maxLength)
+        if record(key, .string, required: true, Self.textLimits(maxLength)) { return "x" }
+        return try text(try required(key), key, maxLength: maxLength)
+    }
+
+    private func text(_ value: JSON, _ key: String, maxLength: Int) throws(Failure) -> String {
+        let text = try string(value, key, maxLength: maxLength, allowEmpty: false)
         guard !text.allSatisfy(\.isWhitespace) else { throw .invalidField("\(path(of: key)) must not be blank") }
         return text
     }
 
     public func optionalText(_ key: String, maxLength: Int) throws(Failure) -> String? {
-        has(key) ? try text(key, maxLength: maxLength) : nil
+        if record(key, .string, required: false, Self.textLimits(maxLength)) { return nil }
+        guard let value = lookup(key) else { return nil }
+        return try text(value, key, maxLength: maxLength)
     }
 
     /// A finite number in `range`; numbers spelled as strings ("NaN", "1e999") are refused.
     public func number(_ key: String, in range: ClosedRange<Double>) throws(Failure) -> Double {
-        let value = try required(key)
+        if record(key, .number, required: true, Self.numberLimits(range)) { return min(max(0, range.lowerBound), range.upperBound) }
+        return try number(try required(key), key, in: range)
+    }
+
+    private func number(_ value: JSON, _ key: String, in range: ClosedRange<Double>) throws(Failure) -> Double {
         let number: Double
         switch value {
         case let .int(int): number = Double(int)
@@ -103,11 +199,22 @@ public struct JSONFields<Failure: FieldError>: Sendable {
     }
 
     public func optionalNumber(_ key: String, in range: ClosedRange<Double>) throws(Failure) -> Double? {
-        has(key) ? try number(key, in: range) : nil
+        if record(key, .number, required: false, Self.numberLimits(range)) { return nil }
+        guard let value = lookup(key) else { return nil }
+        return try number(value, key, in: range)
     }
 
     public func integer(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64 {
-        try integer(try required(key), key, in: range, allowingDecimalStrings: false)
+        if record(key, .integer, required: true, Self.integerLimits(range)) { return min(max(0, range.lowerBound), range.upperBound) }
+        return try integer(try required(key), key, in: range, allowingDecimalStrings: false)
+    }
+
+    /// An integer in `range`, `fallback` when absent or null.
+    public func integer(_ key: String, in range: ClosedRange<Int64>, default fallback: Int64) throws(Failure) -> Int64 {
+        let limits = [Self.integerLimits(range), "default \(Self.grouped(fallback))"].filter { !$0.isEmpty }.joined(separator: ", ")
+        if record(key, .integer, required: false, limits) { return fallback }
+        guard let value = lookup(key) else { return fallback }
+        return try integer(value, key, in: range, allowingDecimalStrings: false)
     }
 
     /// `value` as an integer in `range`; protobuf JSON also spells 64-bit integers as decimal strings.
@@ -128,12 +235,28 @@ public struct JSONFields<Failure: FieldError>: Sendable {
     }
 
     public func optionalInteger(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64? {
-        guard let value = value(key) else { return nil }
+        if record(key, .integer, required: false, Self.integerLimits(range)) { return nil }
+        guard let value = lookup(key) else { return nil }
         return try integer(value, key, in: range, allowingDecimalStrings: false)
     }
 
     public func bool(_ key: String) throws(Failure) -> Bool {
-        try bool(try required(key), key)
+        if record(key, .boolean, required: true) { return false }
+        return try bool(try required(key), key)
+    }
+
+    /// A boolean, `fallback` when absent or null.
+    public func bool(_ key: String, default fallback: Bool) throws(Failure) -> Bool {
+        if record(key, .boolean, required: false, "default \(fallback)") { return fallback }
+        guard let value = lookup(key) else { return fallback }
+        return try bool(value, key)
+    }
+
+    /// A boolean, nil when absent or null.
+    public func optionalBool(_ key: String) throws(Failure) -> Bool? {
+        if record(key, .boolean, required: false) { return nil }
+        guard let value = lookup(key) else { return nil }
+        return try bool(value, key)
     }
 
     private func bool(_ value: JSON, _ key: String) throws(Failure) -> Bool {
@@ -143,24 +266,60 @@ public struct JSONFields<Failure: FieldError>: Sendable {
 
     /// One of an enumeration's raw values.
     public func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ type: T.Type) throws(Failure) -> T where T.RawValue == String {
-        let text = try string(key, maxLength: 64)
+        let choices = T.allCases.map(\.rawValue).joined(separator: ", ")
+        if record(key, .string, required: true, "one of \(choices)"), let first = T.allCases.first { return first }
+        let text = try string(try required(key), key, maxLength: 64, allowEmpty: false)
         guard let choice = T(rawValue: text) else {
-            throw .invalidField("\(path(of: key)) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+            throw .invalidField("\(path(of: key)) must be one of \(choices), got '\(text)'")
         }
         return choice
     }
 
-    public func object(_ key: String) throws(Failure) -> JSONFields {
-        try JSONFields(try required(key), path: path(of: key))
+    /// Throws `message` unless at least one of `keys` is there (when recording, nothing:
+    /// each is recorded where it is read, and optional readers answer nil).
+    public func requireAny(of keys: [String], _ message: String) throws(Failure) {
+        guard recorder == nil, !keys.contains(where: { lookup($0) != nil }) else { return }
+        throw .invalidField(message)
     }
 
+    /// One of an enumeration's raw values, nil when absent or null.
+    public func optionalChoice<T: RawRepresentable & CaseIterable>(_ key: String, _ type: T.Type) throws(Failure) -> T? where T.RawValue == String {
+        has(key) ? try choice(key, type) : nil
+    }
+
+    public func object(_ key: String) throws(Failure) -> JSONFields {
+        if let recording = recordObject(key, .object, required: true) { return recording }
+        return try JSONFields(try required(key), path: path(of: key))
+    }
+
+    /// The member's object, nil when absent or null (when recording, the recorder of its members).
     public func optionalObject(_ key: String) throws(Failure) -> JSONFields? {
-        guard let value = value(key) else { return nil }
+        if let recording = recordObject(key, .object, required: false) { return recording }
+        guard let value = lookup(key) else { return nil }
+        return try JSONFields(value, path: path(of: key))
+    }
+
+    /// An object whose members are the caller's own (neither listed nor refused: metadata,
+    /// a map of names), nil when absent or null.
+    public func optionalFreeObject(_ key: String) throws(Failure) -> JSONFields? {
+        if record(key, .object, required: false) { return nil }
+        guard let value = lookup(key) else { return nil }
         return try JSONFields(value, path: path(of: key))
     }
 
     public func stringArray(_ key: String, maxCount: Int, maxLength: Int) throws(Failure) -> [String] {
-        let value = try required(key)
+        if record(key, .stringArray, required: true, Self.arrayLimits(maxCount, of: maxLength)) { return ["x"] }
+        return try stringArray(try required(key), key, maxCount: maxCount, maxLength: maxLength)
+    }
+
+    /// An array of strings, nil when absent or null.
+    public func optionalStringArray(_ key: String, maxCount: Int, maxLength: Int) throws(Failure) -> [String]? {
+        if record(key, .stringArray, required: false, Self.arrayLimits(maxCount, of: maxLength)) { return nil }
+        guard let value = lookup(key) else { return nil }
+        return try stringArray(value, key, maxCount: maxCount, maxLength: maxLength)
+    }
+
+    private func stringArray(_ value: JSON, _ key: String, maxCount: Int, maxLength: Int) throws(Failure) -> [String] {
         guard case let .array(items) = value else { throw .invalidField("\(path(of: key)) must be an array, got \(value.kindName)") }
         guard items.count <= maxCount else { throw .invalidField("\(path(of: key)) has \(items.count) items, more than \(maxCount)") }
         var result: [String] = []
@@ -173,9 +332,38 @@ public struct JSONFields<Failure: FieldError>: Sendable {
         return result
     }
 
+    /// Exactly `count` finite numbers.
+    public func numberArray(_ key: String, count: Int) throws(Failure) -> [Double] {
+        if record(key, .numberArray, required: true, "\(count) numbers") { return (0..<count).map(Double.init) }
+        let value = try required(key)
+        guard case let .array(items) = value, items.count == count else {
+            throw .invalidField("\(path(of: key)) must be an array of \(count) numbers, got \(value.kindName)")
+        }
+        var numbers: [Double] = []
+        for (index, item) in items.enumerated() {
+            switch item {
+            case let .int(number): numbers.append(Double(number))
+            case let .double(number) where number.isFinite: numbers.append(number)
+            default: throw .invalidField("\(path(of: key))[\(index)] must be a finite number, got \(item.kindName)")
+            }
+        }
+        return numbers
+    }
+
+    /// An array of objects whose members are read later or are the caller's own (a form's
+    /// fields), each with its path; the record does not list their members.
+    public func freeObjectArray(_ key: String, maxCount: Int) throws(Failure) -> [JSONFields] {
+        if record(key, .objectArray, required: true, Self.arrayLimits(maxCount, of: nil)) { return [] }
+        return try objects(try required(key), key, maxCount: maxCount)
+    }
+
     /// An array of objects, each read with its path (`sections[2].fields[0].key`).
     public func objectArray(_ key: String, maxCount: Int) throws(Failure) -> [JSONFields] {
-        let value = try required(key)
+        if let recording = recordObject(key, .objectArray, required: true, Self.arrayLimits(maxCount, of: nil)) { return [recording] }
+        return try objects(try required(key), key, maxCount: maxCount)
+    }
+
+    private func objects(_ value: JSON, _ key: String, maxCount: Int) throws(Failure) -> [JSONFields] {
         guard case let .array(items) = value else { throw .invalidField("\(path(of: key)) must be an array, got \(value.kindName)") }
         guard items.count <= maxCount else { throw .invalidField("\(path(of: key)) has \(items.count) items, more than \(maxCount)") }
         var result: [JSONFields] = []
@@ -183,11 +371,112 @@ public struct JSONFields<Failure: FieldError>: Sendable {
         return result
     }
 
+    /// What reads the members of one alternative (`oneOf`, `variant`). Give readers this
+    /// type where they are written: left to inference, a literal of several takes the
+    /// type checker minutes.
+    public typealias Reader<T> = (JSONFields) throws(Failure) -> T
+
+    /// The one member of `choices` that is there, read by its reader; none there throws
+    /// `ifNone`, several throw `ifSeveral` of their names. When recording, every reader runs,
+    /// each member marked as one that may be left out, and the first value read is answered.
+    public func oneOf<T>(
+        _ choices: KeyValuePairs<String, Reader<T>>, ifNone: String, ifSeveral: ([String]) -> String
+    ) throws(Failure) -> T {
+        guard let recorder else {
+            let given = choices.filter { lookup($0.key) != nil }
+            guard given.count == 1 else { throw .invalidField(given.isEmpty ? ifNone : ifSeveral(given.map(\.key))) }
+            return try given[0].value(self)
+        }
+        return try recordAlternatives(Array(choices).map { choice in { () throws(Failure) in try choice.value(self) } }, recorder, ifNone)
+    }
+
+    /// The members of a tagged object: `tag` names which of `variants` it is, and that
+    /// variant's reader reads the rest. When recording, every variant's reader runs, and
+    /// what they read may be left out.
+    public func variant<T>(_ tag: String, _ variants: KeyValuePairs<String, Reader<T>>) throws(Failure) -> T {
+        let names = variants.map(\.key)
+        if let recorder {
+            recorder.record(tag, .string, required: true, rule: rule("one of \(names.joined(separator: ", "))"))
+            return try recordAlternatives(variants.map { variant in { () throws(Failure) in try variant.value(self) } }, recorder, tag)
+        }
+        let name = try string(try required(tag), tag, maxLength: 64, allowEmpty: false)
+        guard let variant = variants.first(where: { $0.key == name }) else {
+            throw .invalidField("\(path(of: tag)) must be one of \(names.joined(separator: ", ")), got '\(name)'")
+        }
+        return try variant.value(self)
+    }
+
+    /// Runs each of `readers` as an alternative; the first value read is answered.
+    private func recordAlternatives<T>(_ readers: [() throws(Failure) -> T], _ recorder: FieldRecorder, _ none: String) throws(Failure) -> T {
+        var first: Result<T, Failure>?
+        for reader in readers {
+            // A reader's checks beyond its reads (a geometry's rings) may refuse the recorder's
+            // answers; its members are recorded by then.
+            let result = recorder.alternative { Result { () throws(Failure) in try reader() } }
+            if case .success = result, case .failure? = first { first = result }
+            first = first ?? result
+        }
+        guard let first else { throw .invalidField(none) }
+        return try first.get()
+    }
+
     /// The object read.
     public var json: JSON { .object(members) }
 
     private static func format(_ number: Double) -> String {
         number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+    }
+
+    /// A limit as a rule prints it (`9,000`).
+    private static func limit(_ number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? grouped(Int64(number)) : String(number)
+    }
+
+    /// `1234567` as `1,234,567`.
+    private static func grouped(_ number: Int64) -> String {
+        let digits = String(number.magnitude)
+        var result = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { result.append(",") }
+            result.append(digit)
+        }
+        return number < 0 ? "-" + result : result
+    }
+
+    private static func stringLimits(_ maxLength: Int, _ allowEmpty: Bool) -> String {
+        if maxLength == .max { return allowEmpty ? "" : "not empty" }
+        return allowEmpty ? "at most \(grouped(Int64(maxLength))) characters" : "1–\(grouped(Int64(maxLength))) characters"
+    }
+
+    private static func textLimits(_ maxLength: Int) -> String {
+        maxLength == .max ? "not blank" : "1–\(grouped(Int64(maxLength))) characters, not blank"
+    }
+
+    private static func numberLimits(_ range: ClosedRange<Double>) -> String {
+        let bounded = (lower: range.lowerBound > -Double.greatestFiniteMagnitude, upper: range.upperBound < Double.greatestFiniteMagnitude)
+        switch bounded {
+        case (true, true): return "\(limit(range.lowerBound)) to \(limit(range.upperBound))"
+        case (true, false): return "at least \(limit(range.lowerBound))"
+        case (false, true): return "at most \(limit(range.upperBound))"
+        case (false, false): return ""
+        }
+    }
+
+    private static func integerLimits(_ range: ClosedRange<Int64>) -> String {
+        let bounded = (lower: range.lowerBound > Int64.min / 2, upper: range.upperBound < Int64.max / 2)
+        switch bounded {
+        case (true, true): return "\(grouped(range.lowerBound))–\(grouped(range.upperBound))"
+        case (true, false): return "at least \(grouped(range.lowerBound))"
+        case (false, true): return "at most \(grouped(range.upperBound))"
+        case (false, false): return ""
+        }
+    }
+
+    private static func arrayLimits(_ maxCount: Int, of maxLength: Int?) -> String {
+        let count = maxCount == .max ? "" : "up to \(grouped(Int64(maxCount))) items"
+        guard let maxLength else { return count }
+        let items = maxLength == .max ? "non-empty strings" : "strings of 1–\(grouped(Int64(maxLength))) characters"
+        return count.isEmpty ? items : "\(count), \(items)"
     }
 }
 
@@ -203,13 +492,13 @@ extension JSONFields {
 
     /// A boolean, false when absent or null.
     public func protobufBool(_ key: String) throws(Failure) -> Bool {
-        guard let value = value(key) else { return false }
-        return try bool(value, key)
+        try bool(key, default: false)
     }
 
     /// An integer in `range`; protobuf JSON also allows 64-bit integers as decimal strings.
     func protobufInteger(_ key: String, in range: ClosedRange<Int64>) throws(Failure) -> Int64 {
-        guard let value = value(key) else { return 0 }
+        if record(key, .integer, required: false, Self.integerLimits(range)) { return 0 }
+        guard let value = lookup(key) else { return 0 }
         return try integer(value, key, in: range, allowingDecimalStrings: true)
     }
 
@@ -228,18 +517,21 @@ extension JSONFields {
 
     /// The member as it arrived, for payloads passed on untouched.
     public func raw(_ key: String) -> RawJSON? {
-        member(key).map(RawJSON.init)
+        if record(key, .any, required: false) { return RawJSON(.object([])) }
+        return member(key).map(RawJSON.init)
     }
 
     func protobufArray(_ key: String) throws(Failure) -> [JSON] {
-        guard let value = value(key) else { return [] }
+        guard let value = lookup(key) else { return [] }
         guard case let .array(elements) = value else { throw .invalidField("\(path(of: key)) must be an array, got \(value.kindName)") }
         return elements
     }
 
     /// A JSON object whose members all decode with `decode` (given the value and its path).
     public func map<T>(_ key: String, _ decode: (JSON, String) throws(Failure) -> T) throws(Failure) -> [String: T] {
-        guard let fields = try optionalObject(key) else { return [:] }
+        if record(key, .object, required: false) { return [:] }
+        guard let value = lookup(key) else { return [:] }
+        let fields = try JSONFields(value, path: path(of: key))
         var result: [String: T] = [:]
         for member in fields.members where !member.value.isNull {
             result[member.key] = try decode(member.value, fields.path(of: member.key))

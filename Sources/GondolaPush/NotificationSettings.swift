@@ -38,15 +38,6 @@ public struct NotificationSettings: Sendable, Equatable, ResponseContract {
 /// `notifications.settings`: the settings to change, each left as it is when absent;
 /// `quiet_hours: null` clears the quiet hours.
 struct SettingsChange: RequestContract {
-    static let fields: [FieldContract] = [
-        .optional("chats", .boolean), .optional("broadcasts", .boolean), .optional("invites", .boolean),
-        .optional(
-            "quiet_hours", .object, "null clears them",
-            members: [
-                .required("start", .string, "HH:MM"), .required("end", .string, "HH:MM, not equal to start"),
-                .optional("utc_offset_minutes", .integer, "-720 to 840"),
-            ]),
-    ]
     let chats: Bool?
     let broadcasts: Bool?
     let invites: Bool?
@@ -54,13 +45,13 @@ struct SettingsChange: RequestContract {
     let quietHours: QuietHours??
 
     init(_ fields: RequestFields) throws(HubError) {
-        chats = fields.has("chats") ? try fields.bool("chats") : nil
-        broadcasts = fields.has("broadcasts") ? try fields.bool("broadcasts") : nil
-        invites = fields.has("invites") ? try fields.bool("invites") : nil
+        chats = try fields.optionalBool("chats")
+        broadcasts = try fields.optionalBool("broadcasts")
+        invites = try fields.optionalBool("invites")
         if fields.has("quiet_hours") {
-            quietHours = .some(try QuietHours(try fields.object("quiet_hours")))
-        } else if fields.members.contains(where: { $0.key == "quiet_hours" }) {
-            quietHours = .some(nil)  // given as null
+            quietHours = .some(try QuietHours(try fields.noting("null clears them").object("quiet_hours")))
+        } else if fields.isNull("quiet_hours") {
+            quietHours = .some(nil)
         } else {
             quietHours = nil
         }
@@ -82,9 +73,11 @@ public struct QuietHours: Sendable, Equatable {
     }
 
     init(_ fields: RequestFields) throws(HubError) {
-        start = try Self.minutes(fields, "start")
-        end = try Self.minutes(fields, "end")
-        utcOffsetMinutes = Int(try fields.optionalInteger("utc_offset_minutes", in: -720...840) ?? 0)
+        let start = try fields.noting("HH:MM").string("start", maxLength: 5)
+        let end = try fields.noting("HH:MM, not equal to start").string("end", maxLength: 5)
+        utcOffsetMinutes = Int(try fields.integer("utc_offset_minutes", in: -720...840, default: 0))
+        self.start = try Self.minutes(start, at: fields.path(of: "start"))
+        self.end = try Self.minutes(end, at: fields.path(of: "end"))
         guard start != end else { throw .badRequest("\(fields.path(of: "end")): quiet hours must not start and end at the same time") }
     }
 
@@ -100,13 +93,13 @@ public struct QuietHours: Sendable, Equatable {
     }
 
     /// "HH:MM" (00:00 to 23:59) as minutes after midnight.
-    private static func minutes(_ fields: RequestFields, _ key: String) throws(HubError) -> Int {
-        let text = try fields.string(key, maxLength: 5)
+    /// `text` (the member at `path`) as minutes after midnight.
+    private static func minutes(_ text: String, at path: String) throws(HubError) -> Int {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }), let hours = Int(parts[0]), let minutes = Int(parts[1]),
             (0...23).contains(hours), (0...59).contains(minutes)
         else {
-            throw .badRequest("\(fields.path(of: key)): expected a time as HH:MM from 00:00 to 23:59, got '\(text)'")
+            throw .badRequest("\(path): expected a time as HH:MM from 00:00 to 23:59, got '\(text)'")
         }
         return hours * 60 + minutes
     }

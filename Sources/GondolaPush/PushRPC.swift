@@ -52,11 +52,6 @@ struct DeviceUnregistered: ResponseContract {
 
 /// `device.register`: a device's token for its push service.
 struct DeviceRegistration: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("platform", .string, "`apns` or `fcm`"), .required("token", .string, "the service's token shape"),
-        .optional("app", .string, "the app's bundle or package id, at most 255 characters"),
-        .optional("locale", .string, "a language tag such as `fr` or `de-CH`"),
-    ]
     let platform: PushPlatform
     let token: String
     let app: String?
@@ -64,14 +59,14 @@ struct DeviceRegistration: RequestContract {
 
     init(_ fields: RequestFields) throws(HubError) {
         platform = try fields.choice("platform", PushPlatform.self)
-        token = try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)
-        app = try fields.optionalString("app", maxLength: 255)
+        token = try fields.noting("the service's token shape").string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound)
+        app = try fields.noting("the app's bundle or package id").optionalString("app", maxLength: 255)
         locale = try Self.locale(fields)
     }
 
     /// A BCP 47 language tag's shape: letters, digits and hyphens, starting with a letter.
     private static func locale(_ fields: RequestFields) throws(HubError) -> String? {
-        guard let locale = try fields.optionalString("locale", maxLength: 35) else { return nil }
+        guard let locale = try fields.noting("a language tag such as `fr` or `de-CH`").optionalString("locale", maxLength: 35) else { return nil }
         guard locale.first?.isLetter == true, locale.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw .badRequest("locale: expected a language tag such as 'fr' or 'de-CH', got '\(locale)'")
         }
@@ -81,7 +76,6 @@ struct DeviceRegistration: RequestContract {
 
 /// `device.unregister`: `{token}`.
 struct DeviceReference: RequestContract {
-    static let fields: [FieldContract] = [.required("token", .string)]
     let token: String
     init(_ fields: RequestFields) throws(HubError) { token = try fields.string("token", maxLength: DeviceTokenFormat.fcmLength.upperBound) }
 }

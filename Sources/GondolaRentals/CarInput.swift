@@ -9,30 +9,29 @@ import GondolaProtocol
 enum CarInput {
     static let maxImportCount = 2_000
 
-    /// A car's members, as the server API's contracts list them.
-    static let fields: [FieldContract] = [
-        .required("id", .string, "letters, digits, - and _, at most 64"), .required("make", .string, "1–60 characters"),
-        .required("model", .string, "1–60 characters"), .required("year", .integer, "1900 to next year"), .required("seats", .integer, "1–9"),
-        .required("price_per_day_cents", .integer, "1–10,000,000"), .required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180"),
-        .optional("image_url", .string, "an http(s) URL, at most 500 characters"),
-    ]
-
-    static func car(_ json: JSON, at time: Int64) throws(HubError) -> Car {
-        let fields = try RequestFields(json)
-        let id = try fields.string("id", maxLength: 64)
+    /// A car from its members; every member is read before the id and the URL are checked.
+    static func car(_ fields: RequestFields, at time: Int64) throws(HubError) -> Car {
+        let id = try fields.noting("letters, digits, - and _").string("id", maxLength: 64)
+        let thisYear = Calendar(identifier: .gregorian).component(.year, from: Date())
+        let car = Car(
+            id: id, make: try fields.text("make", maxLength: 60), model: try fields.text("model", maxLength: 60),
+            year: Int(try fields.noting("1900 to next year", replacingLimits: true).integer("year", in: 1900...Int64(thisYear + 1))),
+            seats: Int(try fields.integer("seats", in: 1...9)), pricePerDayCents: try fields.integer("price_per_day_cents", in: 1...10_000_000),
+            lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180),
+            imageURL: try fields.noting("an http(s) URL").optionalString("image_url", maxLength: 500), updatedAt: time)
         guard id.utf8.allSatisfy({ isalnum(Int32($0)) != 0 || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }) else {
             throw .badRequest("id: letters, digits, - and _ only, got '\(id)'")
         }
-        let imageURL = try fields.optionalString("image_url", maxLength: 500)
-        if let imageURL, !(imageURL.hasPrefix("https://") || imageURL.hasPrefix("http://")) {
+        if let imageURL = car.imageURL, !(imageURL.hasPrefix("https://") || imageURL.hasPrefix("http://")) {
             throw .badRequest("image_url: expected an http(s) URL, got '\(imageURL.prefix(80))'")
         }
-        let thisYear = Calendar(identifier: .gregorian).component(.year, from: Date())
-        return Car(
-            id: id, make: try fields.text("make", maxLength: 60), model: try fields.text("model", maxLength: 60),
-            year: Int(try fields.integer("year", in: 1900...Int64(thisYear + 1))), seats: Int(try fields.integer("seats", in: 1...9)),
-            pricePerDayCents: try fields.integer("price_per_day_cents", in: 1...10_000_000),
-            lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180), imageURL: imageURL, updatedAt: time)
+        return car
+    }
+
+    /// The cars of `car_import`'s `cars`, ids unique.
+    static func cars(_ fields: RequestFields, at time: Int64) throws(HubError) -> [Car] {
+        try unique(
+            try fields.noting("ids unique").objectArray("cars", maxCount: maxImportCount).map { (item) throws(HubError) in try car(item, at: time) })
     }
 
     /// A batch: a JSON array of cars or `{"cars": [...]}`, 1 to 2,000 of them (a server API body is at most 1 MiB), ids unique.
@@ -46,18 +45,16 @@ enum CarInput {
         default: throw .badRequest("expected an array of cars or {\"cars\": [...]}, got \(json.kindName)")
         }
         guard (1...maxImportCount).contains(list.count) else { throw .badRequest("cars: 1 to \(maxImportCount) per batch, got \(list.count)") }
-        var seen = Set<String>()
         var cars: [Car] = []
-        for (index, item) in list.enumerated() {
-            let car: Car
-            do {
-                car = try Self.car(item, at: time)
-            } catch {
-                guard case let .badRequest(message) = error else { throw error }
-                throw .badRequest("cars[\(index)]: \(message)")
-            }
-            guard seen.insert(car.id).inserted else { throw .badRequest("cars[\(index)]: id '\(car.id)' appears twice") }
-            cars.append(car)
+        for (index, item) in list.enumerated() { cars.append(try car(try RequestFields(item, path: "cars[\(index)]"), at: time)) }
+        return try unique(cars)
+    }
+
+    private static func unique(_ cars: [Car]) throws(HubError) -> [Car] {
+        guard !cars.isEmpty else { throw .badRequest("cars: 1 to \(maxImportCount) per batch, got 0") }
+        var seen = Set<String>()
+        for (index, car) in cars.enumerated() where !seen.insert(car.id).inserted {
+            throw .badRequest("cars[\(index)]: id '\(car.id)' appears twice")
         }
         return cars
     }

@@ -94,10 +94,6 @@ extension RentalService {
 
 /// `cars.near`: `{lat, lon, radius?, limit?, max_price?}`.
 struct NearbyCars: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180"), .optional("radius", .number, "1–50,000 m, default 2,000"),
-        .optional("limit", .integer, "1–200, default 20"), .optional("max_price", .integer, "cents per day"),
-    ]
     let center: GeoPoint
     let radius: Double
     let limit: Int
@@ -105,30 +101,19 @@ struct NearbyCars: RequestContract {
 
     init(_ fields: RequestFields) throws(HubError) {
         center = GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
-        radius = try fields.optionalNumber("radius", in: 1...RentalService.maxRadius) ?? 2_000
-        limit = Int(try fields.optionalInteger("limit", in: 1...RentalService.maxNear) ?? 20)
-        maxPrice = try fields.optionalInteger("max_price", in: 0...Int64.max)
+        radius = try fields.noting("metres, default 2,000").optionalNumber("radius", in: 1...RentalService.maxRadius) ?? 2_000
+        limit = Int(try fields.integer("limit", in: 1...RentalService.maxNear, default: 20))
+        maxPrice = try fields.noting("cents per day").optionalInteger("max_price", in: 0...Int64.max)
     }
 }
 
 /// `cars.in_box` and `cars.cells`: `{bbox: [west, south, east, north]}` in degrees
 /// (GeoJSON's order), west below east.
 struct CarBox: RequestContract {
-    static let fields: [FieldContract] = [.required("bbox", .numberArray, "[west, south, east, north] in degrees")]
     let box: BoundingBox
 
     init(_ fields: RequestFields) throws(HubError) {
-        guard case let .array(items)? = fields.value("bbox"), items.count == 4 else {
-            throw .badRequest("bbox: expected [west, south, east, north]")
-        }
-        var numbers: [Double] = []
-        for item in items {
-            switch item {
-            case let .int(value): numbers.append(Double(value))
-            case let .double(value) where value.isFinite: numbers.append(value)
-            default: throw .badRequest("bbox: expected four numbers, got \(item.kindName)")
-            }
-        }
+        let numbers = try fields.noting("[west, south, east, north] in degrees").numberArray("bbox", count: 4)
         let (west, south, east, north) = (numbers[0], numbers[1], numbers[2], numbers[3])
         guard (-180...180).contains(west), (-180...180).contains(east), (-90...90).contains(south), (-90...90).contains(north),
             west < east, south < north
@@ -141,12 +126,11 @@ struct CarBox: RequestContract {
 
 /// `rental.plan`: `{car, starts_at}`.
 struct RentalPlan: RequestContract {
-    static let fields: [FieldContract] = [.required("car", .string), .required("starts_at", .integer, "Unix ms, after now, within 90 days")]
     let car: String
     let startsAt: Int64
     init(_ fields: RequestFields) throws(HubError) {
         car = try fields.string("car", maxLength: 64)
-        startsAt = try fields.integer("starts_at", in: 0...Int64(1) << 50)
+        startsAt = try fields.noting("Unix ms, after now, within 90 days", replacingLimits: true).integer("starts_at", in: 0...Int64(1) << 50)
     }
 }
 
@@ -156,22 +140,21 @@ struct RentalStart: RequestContract {
         case planned(String)
         case car(String)
     }
-    static let fields: [FieldContract] = [.optional("rental", .string, "a planned rental; or"), .optional("car", .string, "a free car")]
     let target: Target
     init(_ fields: RequestFields) throws(HubError) {
-        switch (fields.has("rental"), fields.has("car")) {
-        case (true, false): target = .planned(try fields.string("rental", maxLength: 64))
-        case (false, true): target = .car(try fields.string("car", maxLength: 64))
-        default: throw .badRequest("rental.start: give rental (a planned one) or car (to start now), not both")
+        let refusal = "rental.start: give rental (a planned one) or car (to start now), not both"
+        let rental: RequestFields.Reader<Target> = { fields throws(HubError) in
+            Target.planned(try fields.noting("a planned rental").string("rental", maxLength: 64))
         }
+        let car: RequestFields.Reader<Target> = { fields throws(HubError) in
+            Target.car(try fields.noting("a free car, to start now").string("car", maxLength: 64))
+        }
+        target = try fields.oneOf(["rental": rental, "car": car], ifNone: refusal, ifSeveral: { _ in refusal })
     }
 }
 
 /// `rental.stop`: `{rental, lat, lon}`, where the car is left.
 struct RentalStop: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("rental", .string), .required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180"),
-    ]
     let rental: String
     let lat: Double
     let lon: Double
@@ -184,7 +167,6 @@ struct RentalStop: RequestContract {
 
 /// `{rental}`.
 struct RentalReference: RequestContract {
-    static let fields: [FieldContract] = [.required("rental", .string)]
     let rental: String
     init(_ fields: RequestFields) throws(HubError) { rental = try fields.string("rental", maxLength: 64) }
 }

@@ -61,11 +61,10 @@ public final class RentalService: Sendable {
     /// and the whole fleet when the node (re)gains the bus.
     func follow(in registrations: inout NodeRegistrations) {
         registrations.onReplica(
-            topic: Self.fleetTopic, fields: [.required("cars", .stringArray, "ids of the cars that changed")],
-            effect: "reads those cars and their open rentals again from the shared database"
-        ) { [weak self] payload in
+            topic: Self.fleetTopic, FleetChange.self, effect: "reads those cars and their open rentals again from the shared database"
+        ) { [weak self] change in
             guard let service = self else { return }
-            service.replicaReads.submit { [weak service] in await service?.applyReplica(payload) }
+            service.replicaReads.submit { [weak service] in await service?.applyReplica(change.cars) }
         }
         registrations.onResynchronize { [weak self] in
             do {
@@ -86,8 +85,7 @@ public final class RentalService: Sendable {
     }
 
     /// Another node changed the cars it names: read them again (their cells were told by it).
-    private func applyReplica(_ payload: JSON) async {
-        guard let ids = try? RequestFields(payload).stringArray("cars", maxCount: .max, maxLength: .max) else { return }
+    private func applyReplica(_ ids: [String]) async {
         do {
             let (cars, open) = try await repository.fleetState(of: ids)
             fleet.withLock { Self.replace(ids, with: cars, open, in: &$0) }
@@ -139,7 +137,7 @@ public final class RentalService: Sendable {
 
     /// Names changed cars to the other nodes of a cluster.
     private func replicate(_ ids: [String]) {
-        node.replicate(topic: Self.fleetTopic, ["cars": .array(ids.map(JSON.string))])
+        node.replicate(topic: Self.fleetTopic, FleetChange(cars: ids))
     }
 
     // MARK: Cars
@@ -392,4 +390,14 @@ public final class RentalService: Sendable {
     private func tell(_ rental: Rental) {
         node.tell(rental.user, ["type": "rental", "rental": rental.json])
     }
+}
+
+/// `rentals.fleet`: the cars one node changed; the others read them again.
+struct FleetChange: ReplicaPayload {
+    let cars: [String]
+    init(cars: [String]) { self.cars = cars }
+    init(_ fields: RequestFields) throws(HubError) {
+        cars = try fields.noting("ids of the cars that changed").stringArray("cars", maxCount: .max, maxLength: .max)
+    }
+    var json: JSON { ["cars": .array(cars.map(JSON.string))] }
 }

@@ -184,21 +184,18 @@ struct CarRemoved: ResponseContract {
 
 /// `car_upsert`: one car.
 struct CarUpsert: RequestContract {
-    static let fields = CarInput.fields
     let car: Car
-    init(_ fields: RequestFields) throws(HubError) { car = try CarInput.car(fields.json, at: unixMilliseconds()) }
+    init(_ fields: RequestFields) throws(HubError) { car = try CarInput.car(fields, at: unixMilliseconds()) }
 }
 
 /// `car_import`: `{cars: [...]}`, 1 to 2,000 cars with unique ids.
 struct CarImport: RequestContract {
-    static let fields: [FieldContract] = [.required("cars", .objectArray, "1 to 2,000 cars, ids unique", members: CarInput.fields)]
     let cars: [Car]
-    init(_ fields: RequestFields) throws(HubError) { cars = try CarInput.cars(fields.json, at: unixMilliseconds()) }
+    init(_ fields: RequestFields) throws(HubError) { cars = try CarInput.cars(fields, at: unixMilliseconds()) }
 }
 
 /// `car_remove`: `{id}`.
 struct CarRemoval: RequestContract {
-    static let fields: [FieldContract] = [.required("id", .string)]
     let id: String
     init(_ fields: RequestFields) throws(HubError) { id = try fields.string("id", maxLength: 64) }
 }

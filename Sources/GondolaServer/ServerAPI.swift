@@ -94,7 +94,6 @@ public struct ServerAPI: Sendable {
 
 /// `{channel}`.
 struct ChannelRequest: RequestContract {
-    static let fields: [FieldContract] = [.required("channel", .string)]
     let channel: String
     init(_ fields: RequestFields) throws(HubError) { channel = try fields.string("channel", maxLength: .max) }
 }
@@ -102,19 +101,16 @@ struct ChannelRequest: RequestContract {
 /// `client` and `session`, which pick some of a user's connections (`ConnectionFilter`), as
 /// Centrifugo's `subscribe`, `unsubscribe`, `disconnect` and `refresh` take them.
 enum ConnectionTarget {
-    static let fields: [FieldContract] = [
-        .optional("client", .string, "only this connection of the user (its client id)"),
-        .optional("session", .string, "only the connection with this session id (an HTTP-streaming, SSE or unidirectional one)"),
-    ]
-
     static func read(_ fields: RequestFields) throws(HubError) -> ConnectionFilter {
-        ConnectionFilter(client: try fields.optionalString("client", maxLength: 1024), session: try fields.optionalString("session", maxLength: 1024))
+        ConnectionFilter(
+            client: try fields.noting("only this connection of the user (its client id)").optionalString("client", maxLength: 1024),
+            session: try fields.noting("only the connection with this session id (an HTTP-streaming, SSE or unidirectional one)")
+                .optionalString("session", maxLength: 1024))
     }
 }
 
 /// `unsubscribe`: `{user, channel, client?, session?}`.
 struct APIUnsubscribeRequest: RequestContract {
-    static let fields: [FieldContract] = [.required("user", .string), .required("channel", .string)] + ConnectionTarget.fields
     let user: String
     let channel: String
     let target: ConnectionFilter
@@ -130,16 +126,6 @@ struct APIDisconnectRequest: RequestContract {
     /// Longest close reason: what fits a WebSocket close frame (125 bytes) after its code.
     static let maxReasonBytes = 123
 
-    static let fields: [FieldContract] =
-        [.required("user", .string)] + ConnectionTarget.fields + [
-            .optional("whitelist", .stringArray, "connections (client ids) left open"),
-            .optional(
-                "disconnect", .object, "the close code and reason; 3503 `force disconnect` when absent",
-                members: [
-                    .required("code", .integer, "3000–4999: below 3500 and from 4000 to 4499 the SDK reconnects"),
-                    .optional("reason", .string, "at most 123 bytes"),
-                ]),
-        ]
     let user: String
     let target: ConnectionFilter
     let whitelist: Set<String>
@@ -148,13 +134,15 @@ struct APIDisconnectRequest: RequestContract {
     init(_ fields: RequestFields) throws(HubError) {
         user = try fields.string("user", maxLength: .max)
         target = try ConnectionTarget.read(fields)
-        whitelist = fields.has("whitelist") ? Set(try fields.stringArray("whitelist", maxCount: .max, maxLength: 1024)) : []
-        guard let disconnect = try fields.optionalObject("disconnect") else {
+        whitelist = Set(
+            try fields.noting("connections (client ids) left open").optionalStringArray("whitelist", maxCount: .max, maxLength: 1024) ?? [])
+        guard let disconnect = try fields.noting("the close code and reason; 3503 `force disconnect` when absent").optionalObject("disconnect")
+        else {
             code = .forceDisconnect
             return
         }
-        let number = try disconnect.integer("code", in: 3000...4999)
-        let reason = try disconnect.optionalString("reason", maxLength: .max, allowEmpty: true) ?? ""
+        let number = try disconnect.noting("below 3500 and from 4000 to 4499 the SDK reconnects").integer("code", in: 3000...4999)
+        let reason = try disconnect.noting("at most 123 bytes").optionalString("reason", maxLength: .max, allowEmpty: true) ?? ""
         guard reason.utf8.count <= Self.maxReasonBytes else {
             throw .badRequest("disconnect.reason is \(reason.utf8.count) bytes, more than \(Self.maxReasonBytes)")
         }
@@ -164,12 +152,6 @@ struct APIDisconnectRequest: RequestContract {
 
 /// `refresh`: `{user, client?, session?, expired?, expire_at?, info? | b64info?}`.
 struct APIRefreshRequest: RequestContract {
-    static let fields: [FieldContract] =
-        [.required("user", .string)] + ConnectionTarget.fields + [
-            .optional("expired", .boolean, "closes the connections with 3005 `expired` (the SDK reconnects and asks for a new token)"),
-            .optional("expire_at", .integer, "Unix seconds when the connections expire; 0 or absent: never"),
-            .optional("info", .any, "the connections' new info, kept byte for byte"), .optional("b64info", .string, "base64 of JSON info"),
-        ]
     let user: String
     let target: ConnectionFilter
     let refresh: ConnectionRefresh
@@ -183,17 +165,15 @@ struct APIRefreshRequest: RequestContract {
 /// What to publish: `data`, any JSON value kept as it was written, or else `b64data`, any
 /// bytes in base64 (Centrifugo's way to publish binary through the HTTP API).
 enum PublishedData {
-    static let fields: [FieldContract] = [
-        .optional("data", .any, "kept byte for byte; `data` or `b64data` is required"),
-        .optional("b64data", .string, "base64 of the bytes to publish, when `data` is absent"),
-    ]
 
     static func read(_ fields: RequestFields) throws(HubError) -> Payload {
-        if let value = fields.json["data"] {
-            if case let .raw(raw) = value { return Payload(raw) }
-            return Payload(value)
-        }
-        if let encoded = try fields.optionalString("b64data", maxLength: .max, allowEmpty: false) {
+        let data = fields.noting("kept byte for byte; `data` or `b64data` is required")
+        let raw = data.raw("data")
+        let encoded = try fields.noting("base64 of the bytes to publish, when `data` is absent").optionalString(
+            "b64data", maxLength: .max, allowEmpty: false)
+        if data.isNull("data") { return Payload(JSON.null) }
+        if let raw { return Payload(raw) }
+        if let encoded {
             guard let bytes = Data(base64Encoded: encoded) else { throw .badRequest("b64data is not base64") }
             return Payload(received: [UInt8](bytes))
         }
@@ -206,42 +186,30 @@ struct PublicationOptions {
     /// Longest idempotency key: it is kept for five minutes.
     static let maxIdempotencyKeyLength = 256
 
-    static let fields: [FieldContract] = [
-        .optional("skip_history", .boolean, "not appended to the stream: delivered without an offset, answered `{}`"),
-        .optional("tags", .object, "string → string: delivered with the publication and kept in its stream"),
-        .optional(
-            "idempotency_key", .string,
-            "at most 256 characters: the same key on the channel within 5 minutes answers the first result and publishes nothing, on every engine (a cluster's nodes share the keys)"
-        ),
-        .optional(
-            "version", .integer,
-            "1 or more: not above the stream's latest version (in `version_epoch`) the publication is skipped and the stream's position answered; needs the channel's stream (107 without one)"
-        ),
-        .optional("version_epoch", .string, "the epoch of `version`, at most 64 characters: a new one starts the versions over"),
-        .optional(
-            "delta", .boolean,
-            "subscriptions that negotiated fossil deltas may get it as a delta from the channel's previous publication (always so in a namespace with `delta_publish`)"
-        ),
-    ]
-
     let tags: [String: String]
     let publishing: PublishOptions
 
     init(_ fields: RequestFields) throws(HubError) {
-        tags = try fields.stringMap("tags")
+        let skipHistory = try fields.noting("not appended to the stream: delivered without an offset, answered `{}`").protobufBool("skip_history")
+        tags = try fields.noting("string → string: delivered with the publication and kept in its stream").stringMap("tags")
         publishing = PublishOptions(
-            skipHistory: try fields.protobufBool("skip_history"),
-            idempotencyKey: try fields.optionalString("idempotency_key", maxLength: Self.maxIdempotencyKeyLength, allowEmpty: true)
-                .flatMap { $0.isEmpty ? nil : $0 },
-            version: try fields.uint64("version"),
-            versionEpoch: try fields.optionalString("version_epoch", maxLength: 64, allowEmpty: true) ?? "",
-            delta: try fields.protobufBool("delta"))
+            skipHistory: skipHistory,
+            idempotencyKey: try fields.noting(
+                "the same key on the channel within 5 minutes answers the first result and publishes nothing, on every engine (a cluster's nodes share the keys)"
+            ).optionalString("idempotency_key", maxLength: Self.maxIdempotencyKeyLength, allowEmpty: true).flatMap { $0.isEmpty ? nil : $0 },
+            version: try fields.noting(
+                "not above the stream's latest version (in `version_epoch`) the publication is skipped and the stream's position answered; needs the channel's stream (107 without one)"
+            ).uint64("version"),
+            versionEpoch: try fields.noting("the epoch of `version`: a new one starts the versions over").optionalString(
+                "version_epoch", maxLength: 64, allowEmpty: true) ?? "",
+            delta: try fields.noting(
+                "subscriptions that negotiated fossil deltas may get it as a delta from the channel's previous publication (always so in a namespace with `delta_publish`)"
+            ).protobufBool("delta"))
     }
 }
 
 /// `publish`: `{channel, data | b64data}` and the publication options.
 struct PublishRequest: RequestContract {
-    static let fields: [FieldContract] = [.required("channel", .string)] + PublishedData.fields + PublicationOptions.fields
     let channel: String
     let data: Payload
     let options: PublicationOptions
@@ -254,13 +222,11 @@ struct PublishRequest: RequestContract {
 
 /// `broadcast`: `{channels, data | b64data}` and the publication options, applied on each channel.
 struct BroadcastRequest: RequestContract {
-    static let fields: [FieldContract] =
-        [.required("channels", .stringArray, "at least one")] + PublishedData.fields + PublicationOptions.fields
     let channels: [String]
     let data: Payload
     let options: PublicationOptions
     init(_ fields: RequestFields) throws(HubError) {
-        channels = try fields.stringArray("channels", maxCount: .max, maxLength: .max)
+        channels = try fields.noting("at least one").stringArray("channels", maxCount: .max, maxLength: .max)
         guard !channels.isEmpty else { throw .badRequest("channels must name at least one item") }
         data = try PublishedData.read(fields)
         options = try PublicationOptions(fields)
@@ -269,43 +235,24 @@ struct BroadcastRequest: RequestContract {
 
 /// `history`: `{channel, limit?, since?, reverse?}`.
 struct APIHistoryRequest: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("channel", .string), .optional("limit", .integer, "0: the stream's position only; -1: all"),
-        .optional("since", .object, "the position to read after", members: [.optional("offset", .integer), .optional("epoch", .string)]),
-        .optional("reverse", .boolean, "newest first"),
-    ]
     let channel: String
     let limit: Int
     let since: StreamPosition?
     let reverse: Bool
     init(_ fields: RequestFields) throws(HubError) {
         channel = try fields.string("channel", maxLength: .max)
-        limit = Int(try fields.optionalInteger("limit", in: Int64(Int.min)...Int64(Int.max)) ?? 0)
-        since = try fields.optionalObject("since").map { (since) throws(HubError) in
+        limit = Int(try fields.noting("0: the stream's position only; -1: all").integer("limit", in: Int64(Int.min)...Int64(Int.max), default: 0))
+        since = try fields.noting("the position to read after").optionalObject("since").map { (since) throws(HubError) in
             StreamPosition(
                 offset: UInt64(try since.optionalInteger("offset", in: 0...Int64.max) ?? 0),
                 epoch: try since.optionalString("epoch", maxLength: .max, allowEmpty: true) ?? "")
         }
-        reverse = fields.has("reverse") ? try fields.bool("reverse") : false
+        reverse = try fields.noting("newest first").bool("reverse", default: false)
     }
 }
 
 /// `subscribe`: the user, the channel and the subscription's options as Centrifugo takes them.
 struct APISubscribeRequest: RequestContract {
-    private static let override: [FieldContract] = ["presence", "join_leave", "force_push_join_leave", "force_recovery", "force_positioning"].map {
-        .optional($0, .object, "`{\"value\": bool}`", members: [.required("value", .boolean)])
-    }
-    static let fields: [FieldContract] =
-        [
-            .required("user", .string), .required("channel", .string),
-        ] + ConnectionTarget.fields + [
-            .optional("info", .any, "channel info of the subscription, kept byte for byte"), .optional("b64info", .string, "base64 of JSON info"),
-            .optional("data", .any, "sent to the client with the subscription, kept byte for byte"),
-            .optional("b64data", .string, "base64 of JSON data"),
-            .optional("override", .object, "namespace options for this subscription", members: override),
-            .optional("recover_since", .object, "recover from this position", members: [.optional("offset", .integer), .optional("epoch", .string)]),
-            .optional("expire_at", .integer, "Unix seconds when the subscription ends (unsubscribed with 2501); 0 or absent: never"),
-        ]
     let user: String
     let channel: String
     /// The body as it arrived (`info` and `data` raw), which the node checks and passes on.
@@ -313,15 +260,19 @@ struct APISubscribeRequest: RequestContract {
     init(_ fields: RequestFields) throws(HubError) {
         user = try fields.string("user", maxLength: .max)
         channel = try fields.string("channel", maxLength: .max)
+        // Read here for the contract and the early 107; the node reads them again where the
+        // subscription is made, possibly on another node of a cluster.
+        _ = try ServerSubscription(fields)
         options = RawJSON(fields.json)
     }
 }
 
 /// `channels`: `{pattern?}`, a glob over the channel names.
 struct ChannelsRequest: RequestContract {
-    static let fields: [FieldContract] = [.optional("pattern", .string, "`*` and `?` globs; all channels when empty")]
     let pattern: String
-    init(_ fields: RequestFields) throws(HubError) { pattern = try fields.optionalString("pattern", maxLength: .max, allowEmpty: true) ?? "" }
+    init(_ fields: RequestFields) throws(HubError) {
+        pattern = try fields.noting("`*` and `?` globs; all channels when empty").optionalString("pattern", maxLength: .max, allowEmpty: true) ?? ""
+    }
 }
 
 /// The hub's server API methods as methods of the node they act on.

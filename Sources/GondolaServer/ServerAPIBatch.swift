@@ -65,20 +65,17 @@ struct BatchRequest: RequestContract {
         case refused(HubError)
     }
 
-    static let fields: [FieldContract] = [
-        .required("commands", .objectArray, "each `{\"<method>\": {…its request…}}`, any server API method but `batch`"),
-        .optional("parallel", .boolean, "run the commands at once (at most 1,024 at a time)"),
-    ]
     let commands: [Command]
     let parallel: Bool
 
     init(_ fields: RequestFields) throws(HubError) {
-        commands = try fields.objectArray("commands", maxCount: .max).map { command in
+        let commandList = fields.noting("each `{\"<method>\": {…its request…}}`, any server API method but `batch`")
+        commands = try commandList.freeObjectArray("commands", maxCount: .max).map { command in
             guard command.members.count == 1, let (method, body) = command.members.first else {
                 return .refused(.badRequest("\(command.path) must hold one method, got \(command.members.count)"))
             }
             return .call(method: method, body: body)
         }
-        parallel = fields.has("parallel") ? try fields.bool("parallel") : false
+        parallel = try fields.noting("run the commands at once (at most 1,024 at a time)").bool("parallel", default: false)
     }
 }

@@ -64,22 +64,23 @@ struct BroadcastMessage: RequestContract {
         case trip(String)
         case everyone
     }
-    static let fields: [FieldContract] = [
-        .required("text", .string, "1–4,000 characters, not blank"), .optional("trip", .string, "a trip the caller hosts; or"),
-        .optional("scope", .string, "`all`: an announcement (staff only)"),
-    ]
+    /// The one `scope` there is.
+    enum Scope: String, CaseIterable {
+        case all
+    }
     let text: String
     let audience: Audience
 
     init(_ fields: RequestFields) throws(HubError) {
         text = try fields.text("text", maxLength: ChatService.maxTextLength)
-        switch (fields.has("trip"), fields.has("scope")) {
-        case (true, true): throw .badRequest("give either trip or scope, not both")
-        case (true, false): audience = .trip(try fields.string("trip", maxLength: 64))
-        case (false, true):
-            guard try fields.string("scope", maxLength: 16) == "all" else { throw .badRequest("scope must be \"all\"") }
-            audience = .everyone
-        case (false, false): throw .badRequest("trip or scope is required")
+        let trip: RequestFields.Reader<Audience> = { fields throws(HubError) in
+            Audience.trip(try fields.noting("a trip the caller hosts").string("trip", maxLength: 64))
         }
+        let scope: RequestFields.Reader<Audience> = { fields throws(HubError) in
+            _ = try fields.noting("an announcement to everyone (staff only)").choice("scope", Scope.self)
+            return Audience.everyone
+        }
+        audience = try fields.oneOf(
+            ["trip": trip, "scope": scope], ifNone: "trip or scope is required", ifSeveral: { _ in "give either trip or scope, not both" })
     }
 }

@@ -98,56 +98,46 @@ extension ChatService {
 
 /// `chat.create`: `{members, title?}`.
 struct ChatCreation: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("members", .stringArray, "the other members, friends or trip-mates"), .optional("title", .string, "a group chat's title"),
-    ]
     let members: [String]
     let title: String?
     init(_ fields: RequestFields) throws(HubError) {
-        members = try fields.stringArray("members", maxCount: ChatService.maxGroupMembers, maxLength: 64)
-        title = try fields.optionalText("title", maxLength: ChatService.maxTitleLength)
+        members = try fields.noting("the other members, friends or trip-mates").stringArray(
+            "members", maxCount: ChatService.maxGroupMembers, maxLength: 64)
+        title = try fields.noting("a group chat's title").optionalText("title", maxLength: ChatService.maxTitleLength)
     }
 }
 
 /// `chat.send`: `{chat, text, client_message_id}`.
 struct ChatMessage: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("chat", .string), .required("text", .string, "1–4,000 characters, not blank"),
-        .required("client_message_id", .string, "the sender's id of the message; a retry sends the same"),
-    ]
     let chat: String
     let text: String
     let clientMessageID: String
     init(_ fields: RequestFields) throws(HubError) {
         chat = try fields.string("chat", maxLength: 80)
         text = try fields.text("text", maxLength: ChatService.maxTextLength)
-        clientMessageID = try fields.string("client_message_id", maxLength: ChatService.maxClientMessageIDLength)
+        clientMessageID = try fields.noting("the sender's id of the message; a retry sends the same").string(
+            "client_message_id", maxLength: ChatService.maxClientMessageIDLength)
     }
 }
 
 /// `chat.read`: `{chat, offset}`.
 struct ReadMarker: RequestContract {
-    static let fields: [FieldContract] = [.required("chat", .string), .required("offset", .integer, "the newest message read")]
     let chat: String
     let offset: UInt64
     init(_ fields: RequestFields) throws(HubError) {
         chat = try fields.string("chat", maxLength: 80)
-        offset = UInt64(try fields.integer("offset", in: 0...Int64.max))
+        offset = UInt64(try fields.noting("the newest message read").integer("offset", in: 0...Int64.max))
     }
 }
 
 /// `chat.history`: `{chat, before?, limit?}`.
 struct HistoryPage: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("chat", .string), .optional("before", .integer, "an offset; the newest messages when absent"),
-        .optional("limit", .integer, "1–100, default 50"),
-    ]
     let chat: String
     let before: UInt64?
     let limit: Int
     init(_ fields: RequestFields) throws(HubError) {
         chat = try fields.string("chat", maxLength: 80)
-        before = try fields.optionalInteger("before", in: 1...Int64.max).map(UInt64.init)
-        limit = Int(try fields.optionalInteger("limit", in: 1...Int64(ChatService.maxHistoryPage)) ?? Int64(ChatService.defaultHistoryPage))
+        before = try fields.noting("an offset; the newest messages when absent").optionalInteger("before", in: 1...Int64.max).map(UInt64.init)
+        limit = Int(try fields.integer("limit", in: 1...Int64(ChatService.maxHistoryPage), default: Int64(ChatService.defaultHistoryPage)))
     }
 }

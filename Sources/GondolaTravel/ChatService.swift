@@ -71,8 +71,7 @@ public final class ChatService: Sendable {
     }
 
     /// Adds a chat another node created.
-    func apply(replica json: JSON) {
-        guard let chat = Chat(replica: json) else { return }
+    func apply(replica chat: Chat) {
         chats.withLock { $0.add(chat) }
     }
 
@@ -147,7 +146,7 @@ public final class ChatService: Sendable {
             createdAt: unixMilliseconds())
         let stored = try await databaseWrite { try await repository.create(chat, pairKey: pairKey, createdBy: user) }
         chats.withLock { $0.add(stored) }
-        if stored.id == chat.id { node.replicate(topic: Self.replicaTopic, stored.replica) }
+        if stored.id == chat.id { node.replicate(topic: Self.replicaTopic, ChatReplica(chat: stored)) }
         return stored
     }
 
@@ -213,32 +212,26 @@ public final class ChatService: Sendable {
     }
 }
 
-extension Chat {
-    /// The members of `replica`, as the catalog prints the replica topic's payload.
-    static let replicaFields: [FieldContract] = [
-        .required("id", .string), .required("kind", .string, "direct, group or trip"), .optional("title", .string),
-        .optional("trip", .string, "the trip of a trip chat"), .required("members", .stringArray), .required("created", .integer, "Unix ms"),
-    ]
+/// `travel.chat`: a chat one node created, as the others add it to the chats in memory.
+struct ChatReplica: ReplicaPayload {
+    let chat: Chat
 
-    /// The chat as other nodes read it from the bus.
-    var replica: JSON {
-        [
-            "id": .string(id), "kind": .string(kind.rawValue), "title": title.map(JSON.string) ?? .null,
-            "trip": trip.map(JSON.string) ?? .null, "members": .array(members.sorted().map(JSON.string)), "created": .int(createdAt),
-        ]
-    }
+    init(chat: Chat) { self.chat = chat }
 
-    init?(replica json: JSON) {
-        guard let chat = try? Self.read(replica: RequestFields(json)) else { return nil }
-        self = chat
-    }
-
-    private static func read(replica fields: RequestFields) throws(HubError) -> Chat {
+    init(_ fields: RequestFields) throws(HubError) {
         let any = Int.max
-        return Chat(
+        chat = Chat(
             id: try fields.string("id", maxLength: any), kind: try fields.choice("kind", ChatKind.self),
-            title: try fields.optionalString("title", maxLength: any, allowEmpty: true), trip: try fields.optionalString("trip", maxLength: any),
+            title: try fields.optionalString("title", maxLength: any, allowEmpty: true),
+            trip: try fields.noting("the trip of a trip chat").optionalString("trip", maxLength: any),
             members: Set(try fields.stringArray("members", maxCount: any, maxLength: any)),
-            createdAt: try fields.integer("created", in: .min ... .max))
+            createdAt: try fields.noting("Unix ms").integer("created", in: .min ... .max))
+    }
+
+    var json: JSON {
+        [
+            "id": .string(chat.id), "kind": .string(chat.kind.rawValue), "title": chat.title.map(JSON.string) ?? .null,
+            "trip": chat.trip.map(JSON.string) ?? .null, "members": .array(chat.members.sorted().map(JSON.string)), "created": .int(chat.createdAt),
+        ]
     }
 }

@@ -4,7 +4,7 @@ import GondolaProtocol
 /// One write to the travel directory. The repository stores it, the directory
 /// applies it to its in-memory view, and in a cluster the other nodes apply it too
 /// (it travels as JSON on the bus). Applying a change twice leaves the same state.
-enum DirectoryChange: Sendable, Equatable {
+enum DirectoryChange: ReplicaPayload, Equatable {
     /// A user known only from a token: a row named after the id, when missing.
     case known(user: String)
     case profile(Profile)
@@ -51,48 +51,62 @@ enum DirectoryChange: Sendable, Equatable {
         }
     }
 
-    /// The members of `json`, as the catalog prints the replica topic's payload.
-    static let fields: [FieldContract] = [
-        .required("k", .string, "the kind: known, profile, visibility, staff, trip, member, request, unfriend"),
-        .optional("u", .string, "the user (the asking one for request and unfriend)"),
-        .optional("t", .string, "the trip of member; the other user of request and unfriend"),
-        .optional("v", .any, "the visibility, the staff flag or the member's role"), .optional("id", .string, "the trip's id"),
-        .optional("name", .string, "the profile's or the trip's name"), .optional("bio", .string), .optional("avatar", .string),
-        .optional("links", .object, "platform → URL"), .optional("resort", .string), .optional("starts", .integer, "Unix ms"),
-        .optional("ends", .integer, "Unix ms"), .optional("hosts", .stringArray),
-    ]
-
-    /// Reads a change written by `json`; nil for anything else.
-    init?(json: JSON) {
-        guard let change = try? Self.read(RequestFields(json)) else { return nil }
-        self = change
+    /// Reads a change written by `json` (by another node: the RPCs that made the change
+    /// checked the lengths).
+    init(_ fields: RequestFields) throws(HubError) {
+        self = try fields.noting("the kind").variant(
+            "k",
+            [
+                "known": Self.known, "profile": Self.profile, "visibility": Self.visibility, "staff": Self.staff, "trip": Self.trip,
+                "member": Self.member, "request": Self.request, "unfriend": Self.unfriend,
+            ])
     }
 
-    private static func read(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
-        // Written by another node: the RPCs that made the change checked the lengths.
-        let any = Int.max
-        func id(_ key: String) throws(HubError) -> String { try fields.string(key, maxLength: any) }
-        switch try fields.string("k", maxLength: 16) {
-        case "known": return .known(user: try id("u"))
-        case "profile":
-            var profile = Profile(id: try id("u"), name: try fields.string("name", maxLength: any))
-            profile.bio = try fields.string("bio", maxLength: any, allowEmpty: true)
-            profile.avatarURL = try fields.optionalString("avatar", maxLength: any, allowEmpty: true)
-            for (platform, value) in try fields.optionalObject("links")?.members ?? [] {
-                if case let .string(url) = value { profile.links[platform] = url }
-            }
-            return .profile(profile)
-        case "visibility": return .visibility(user: try id("u"), try fields.choice("v", Visibility.self))
-        case "staff": return .staff(user: try id("u"), try fields.bool("v"))
-        case "trip":
-            let trip = Trip(
-                id: try id("id"), name: try fields.string("name", maxLength: any), resort: try fields.optionalString("resort", maxLength: any),
-                startsAt: try fields.integer("starts", in: .min ... .max), endsAt: try fields.integer("ends", in: .min ... .max))
-            return .trip(trip, hosts: try fields.stringArray("hosts", maxCount: any, maxLength: any))
-        case "member": return .member(trip: try id("t"), user: try id("u"), role: try fields.choice("v", TripRole.self))
-        case "request": return .request(from: try id("u"), to: try id("t"))
-        case "unfriend": return .unfriend(try id("u"), try id("t"))
-        case let other: throw .badRequest("unknown directory change '\(other)'")
+    private static func user(_ fields: RequestFields) throws(HubError) -> String {
+        try fields.noting("the user (the asking one for request and unfriend)").string("u", maxLength: .max)
+    }
+
+    private static func other(_ fields: RequestFields) throws(HubError) -> String {
+        try fields.noting("the trip of member; the other user of request and unfriend").string("t", maxLength: .max)
+    }
+
+    private static func known(_ fields: RequestFields) throws(HubError) -> DirectoryChange { .known(user: try user(fields)) }
+
+    private static func profile(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
+        var profile = Profile(id: try user(fields), name: try fields.noting("the profile's or the trip's name").string("name", maxLength: .max))
+        profile.bio = try fields.string("bio", maxLength: .max, allowEmpty: true)
+        profile.avatarURL = try fields.optionalString("avatar", maxLength: .max, allowEmpty: true)
+        for (platform, value) in try fields.noting("platform → URL").optionalFreeObject("links")?.members ?? [] {
+            if case let .string(url) = value { profile.links[platform] = url }
         }
+        return .profile(profile)
+    }
+
+    private static func visibility(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
+        .visibility(user: try user(fields), try fields.noting("the visibility, the staff flag or the member's role").choice("v", Visibility.self))
+    }
+
+    private static func staff(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
+        .staff(user: try user(fields), try fields.bool("v"))
+    }
+
+    private static func trip(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
+        let trip = Trip(
+            id: try fields.noting("the trip's id").string("id", maxLength: .max), name: try fields.string("name", maxLength: .max),
+            resort: try fields.optionalString("resort", maxLength: .max), startsAt: try fields.noting("Unix ms").integer("starts", in: .min ... .max),
+            endsAt: try fields.noting("Unix ms").integer("ends", in: .min ... .max))
+        return .trip(trip, hosts: try fields.stringArray("hosts", maxCount: .max, maxLength: .max))
+    }
+
+    private static func member(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
+        .member(trip: try other(fields), user: try user(fields), role: try fields.choice("v", TripRole.self))
+    }
+
+    private static func request(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
+        .request(from: try user(fields), to: try other(fields))
+    }
+
+    private static func unfriend(_ fields: RequestFields) throws(HubError) -> DirectoryChange {
+        .unfriend(try user(fields), try other(fields))
     }
 }

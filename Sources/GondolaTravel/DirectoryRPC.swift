@@ -208,19 +208,13 @@ struct DirectoryService: Sendable {
 
 /// `profile.get`: `{user?}`, the caller when absent.
 struct ProfileReference: RequestContract {
-    static let fields: [FieldContract] = [.optional("user", .string, "the caller when absent")]
     let user: String?
-    init(_ fields: RequestFields) throws(HubError) { user = try fields.optionalString("user", maxLength: 64) }
+    init(_ fields: RequestFields) throws(HubError) { user = try fields.noting("the caller when absent").optionalString("user", maxLength: 64) }
 }
 
 /// `profile.update`: the members to change, each kept when absent; an empty
 /// `avatar_url` removes the picture.
 struct ProfileChange: RequestContract {
-    static let fields: [FieldContract] = [
-        .optional("name", .string, "1–64 characters, not blank"), .optional("bio", .string, "at most 500 characters"),
-        .optional("avatar_url", .string, "an http(s) URL, at most 512 characters; empty removes it"),
-        .optional("links", .object, "platform (`[a-z0-9_]`, up to 32) → http(s) URL, at most 10; replaces them all"),
-    ]
     let name: String?
     let bio: String?
     /// nil: keep it; `.some(nil)`: remove it.
@@ -230,13 +224,16 @@ struct ProfileChange: RequestContract {
     init(_ fields: RequestFields) throws(HubError) {
         name = try fields.optionalText("name", maxLength: DirectoryService.maxNameLength)
         bio = try fields.optionalString("bio", maxLength: DirectoryService.maxBioLength, allowEmpty: true)
-        if let avatar = try fields.optionalString("avatar_url", maxLength: DirectoryService.maxURLLength, allowEmpty: true) {
+        let avatarField = fields.noting("an http(s) URL; empty removes it")
+        if let avatar = try avatarField.optionalString("avatar_url", maxLength: DirectoryService.maxURLLength, allowEmpty: true) {
             guard avatar.isEmpty || DirectoryService.isWebURL(avatar) else { throw .badRequest("avatar_url must be an http(s) URL") }
             avatarURL = .some(avatar.isEmpty ? nil : avatar)
         } else {
             avatarURL = nil
         }
-        links = try fields.optionalObject("links").map { (links) throws(HubError) in try DirectoryService.links(links) }
+        links = try fields.noting("platform (`[a-z0-9_]`, up to 32) → http(s) URL, at most 10; replaces them all").optionalFreeObject("links").map {
+            (links) throws(HubError) in try DirectoryService.links(links)
+        }
     }
 
     func apply(to profile: inout Profile) {
@@ -249,25 +246,18 @@ struct ProfileChange: RequestContract {
 
 /// `{trip}`.
 struct TripReference: RequestContract {
-    static let fields: [FieldContract] = [.required("trip", .string)]
     let trip: String
     init(_ fields: RequestFields) throws(HubError) { trip = try fields.string("trip", maxLength: 64) }
 }
 
 /// `{user}`: another user.
 struct UserReference: RequestContract {
-    static let fields: [FieldContract] = [.required("user", .string, "someone else")]
     let user: String
-    init(_ fields: RequestFields) throws(HubError) { user = try fields.string("user", maxLength: 64) }
+    init(_ fields: RequestFields) throws(HubError) { user = try fields.noting("someone else").string("user", maxLength: 64) }
 }
 
 /// `trip_create`: `{name, starts_at, ends_at, resort?, hosts}`.
 struct TripCreation: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("name", .string, "at most 100 characters"), .optional("resort", .string, "a resort of the catalog"),
-        .required("starts_at", .integer, "Unix ms"), .required("ends_at", .integer, "Unix ms, not before starts_at"),
-        .required("hosts", .stringArray, "1 to 100 user ids; created when missing"),
-    ]
     let name: String
     let resort: String?
     let startsAt: Int64
@@ -276,11 +266,12 @@ struct TripCreation: RequestContract {
 
     init(_ fields: RequestFields) throws(HubError) {
         name = try fields.string("name", maxLength: 100)
-        resort = try fields.optionalString("resort", maxLength: 64)
-        startsAt = try fields.integer("starts_at", in: 0...4_102_444_800_000)
-        endsAt = try fields.integer("ends_at", in: 0...4_102_444_800_000)
+        resort = try fields.noting("a resort of the catalog").optionalString("resort", maxLength: 64)
+        startsAt = try fields.noting("Unix ms").integer("starts_at", in: 0...4_102_444_800_000)
+        endsAt = try fields.noting("Unix ms, not before starts_at").integer("ends_at", in: 0...4_102_444_800_000)
         guard endsAt >= startsAt else { throw .badRequest("ends_at must not be before starts_at") }
-        hosts = try fields.stringArray("hosts", maxCount: DirectoryService.maxHostsPerTrip, maxLength: 64)
+        hosts = try fields.noting("user ids, at least one; created when missing").stringArray(
+            "hosts", maxCount: DirectoryService.maxHostsPerTrip, maxLength: 64)
         guard !hosts.isEmpty else { throw .badRequest("hosts must name at least one user") }
         for (index, host) in hosts.enumerated() where !UserID.isValid(host) {
             throw .badRequest("hosts[\(index)] is not a valid user id")
@@ -290,16 +281,13 @@ struct TripCreation: RequestContract {
 
 /// `trip_add_member`: `{trip, user, role}`.
 struct TripMembership: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("trip", .string), .required("user", .string, "created when missing"), .required("role", .string, "`host` or `traveller`"),
-    ]
     let trip: String
     let user: String
     let role: TripRole
 
     init(_ fields: RequestFields) throws(HubError) {
         trip = try fields.string("trip", maxLength: 64)
-        user = try fields.string("user", maxLength: 64)
+        user = try fields.noting("created when missing").string("user", maxLength: 64)
         guard UserID.isValid(user) else { throw .badRequest("user is not a valid user id") }
         role = try fields.choice("role", TripRole.self)
     }
@@ -307,7 +295,6 @@ struct TripMembership: RequestContract {
 
 /// `user_set_staff`: `{user, staff}`.
 struct StaffChange: RequestContract {
-    static let fields: [FieldContract] = [.required("user", .string), .required("staff", .boolean)]
     let user: String
     let staff: Bool
 

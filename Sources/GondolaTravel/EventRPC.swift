@@ -70,21 +70,6 @@ extension EventService {
 
 /// `event.create`: the event (title, description, times in order, place, trip) and whom to invite.
 struct EventCreation: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("title", .string, "1–120 characters, not blank"), .optional("description", .string, "at most 2,000 characters"),
-        .required("starts_at", .integer, "Unix ms, from an hour ago to a year ahead"),
-        .optional("ends_at", .integer, "Unix ms, after starts_at, within 14 days of it"),
-        .optional(
-            "place", .object, "`{name?, lat, lon}`",
-            members: [.optional("name", .string, "at most 100 characters"), .required("lat", .number), .required("lon", .number)]),
-        .optional("trip", .string, "the trip it belongs to"),
-        .required(
-            "audience", .object, "`{kind, radius?, users?}`",
-            members: [
-                .required("kind", .string, "`nearby`, `friends`, `selected` or `trip`"), .optional("radius", .number, "metres, for nearby"),
-                .optional("users", .stringArray, "for selected, at most 500"),
-            ]),
-    ]
     let title: String
     let description: String
     let startsAt: Int64
@@ -98,15 +83,17 @@ struct EventCreation: RequestContract {
         title = try fields.text("title", maxLength: EventService.maxTitleLength)
         description = try fields.optionalString("description", maxLength: EventService.maxDescriptionLength, allowEmpty: true) ?? ""
         let now = unixMilliseconds()
-        startsAt = try fields.integer("starts_at", in: (now - EventService.maxLateness)...(now + EventService.maxLeadTime))
-        endsAt = try fields.optionalInteger("ends_at", in: (startsAt + 1)...(startsAt + EventService.maxDuration))
-        place = try fields.optionalObject("place").map { (fields) throws(HubError) in
+        startsAt = try fields.noting("Unix ms, from an hour ago to a year ahead", replacingLimits: true).integer(
+            "starts_at", in: (now - EventService.maxLateness)...(now + EventService.maxLeadTime))
+        endsAt = try fields.noting("Unix ms, after starts_at, within 14 days of it", replacingLimits: true).optionalInteger(
+            "ends_at", in: (startsAt + 1)...(startsAt + EventService.maxDuration))
+        place = try fields.noting("`{name?, lat, lon}`").optionalObject("place").map { (fields) throws(HubError) in
             EventPlace(
                 name: try fields.optionalString("name", maxLength: 100), lat: try fields.number("lat", in: -90...90),
                 lon: try fields.number("lon", in: -180...180))
         }
-        trip = try fields.optionalString("trip", maxLength: 64)
-        audience = try Self.audience(try fields.object("audience"))
+        trip = try fields.noting("the trip it belongs to").optionalString("trip", maxLength: 64)
+        audience = try Self.audience(try fields.noting("`{kind, radius?, users?}`").object("audience"))
         createdAt = now
     }
 
@@ -120,10 +107,15 @@ struct EventCreation: RequestContract {
     /// `{kind:"nearby",radius?}`, `{kind:"friends"}`, `{kind:"selected",users}` or `{kind:"trip"}`.
     static func audience(_ fields: RequestFields) throws(HubError) -> EventAudience {
         enum Kind: String, CaseIterable { case nearby, friends, selected, trip }
-        switch try fields.choice("kind", Kind.self) {
-        case .nearby: return .nearby(radius: try fields.optionalNumber("radius", in: 1...NearbyChannel.maxRadius) ?? NearbyChannel.defaultRadius)
+        let kind = try fields.choice("kind", Kind.self)
+        let radius = try fields.noting("metres, for nearby").optionalNumber("radius", in: 1...NearbyChannel.maxRadius)
+        let users = try fields.noting("for selected").optionalStringArray("users", maxCount: EventService.maxInvitees, maxLength: 64)
+        switch kind {
+        case .nearby: return .nearby(radius: radius ?? NearbyChannel.defaultRadius)
         case .friends: return .friends
-        case .selected: return .selected(try fields.stringArray("users", maxCount: EventService.maxInvitees, maxLength: 64))
+        case .selected:
+            guard let users else { throw .badRequest("\(fields.path(of: "users")) is required") }
+            return .selected(users)
         case .trip: return .trip
         }
     }
@@ -131,14 +123,12 @@ struct EventCreation: RequestContract {
 
 /// `{event}`.
 struct EventReference: RequestContract {
-    static let fields: [FieldContract] = [.required("event", .string)]
     let event: String
     init(_ fields: RequestFields) throws(HubError) { event = try fields.string("event", maxLength: 64) }
 }
 
 /// `event.rsvp`: `{event, response}`.
 struct EventResponse: RequestContract {
-    static let fields: [FieldContract] = [.required("event", .string), .required("response", .string, "`going`, `maybe` or `declined`")]
     let event: String
     let response: RSVP
     init(_ fields: RequestFields) throws(HubError) {

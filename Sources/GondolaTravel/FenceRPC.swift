@@ -121,7 +121,6 @@ extension FenceService {
 
 /// `fence.list`'s request: the trip.
 struct TripFenceReference: RequestContract {
-    static let fields: [FieldContract] = [.required("trip", .string)]
     let trip: String
 
     init(_ fields: RequestFields) throws(HubError) {
@@ -131,33 +130,30 @@ struct TripFenceReference: RequestContract {
 
 /// `fence.delete`'s request: the trip and the fence.
 struct FenceDeletion: RequestContract {
-    static let fields: [FieldContract] = [.required("trip", .string), .required("fence", .string, "the fence's id")]
     let trip: String
     let fence: String
 
     init(_ fields: RequestFields) throws(HubError) {
         trip = try fields.string("trip", maxLength: 64)
-        fence = try fields.string("fence", maxLength: 64)
+        fence = try fields.noting("the fence's id").string("fence", maxLength: 64)
     }
 }
 
 /// `fence_webhook_set`'s request.
 struct FenceWebhookSetting: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("trip", .string), .optional("url", .string, "an http(s) URL; absent or null removes the webhook"),
-        .optional("secret", .string, "16 to 256 characters; required with a url"),
-    ]
     let trip: String
     let webhook: FenceWebhook?
 
     init(_ fields: RequestFields) throws(HubError) {
         trip = try fields.string("trip", maxLength: 64)
-        guard let url = try fields.optionalString("url", maxLength: 2_048) else {
+        let url = try fields.noting("an http(s) URL; absent or null removes the webhook").optionalString("url", maxLength: 2_048)
+        let secret = try fields.noting("at least 16 characters; required with a url").optionalString("secret", maxLength: 256)
+        guard let url else {
             webhook = nil
             return
         }
         guard DirectoryService.isWebURL(url) else { throw .badRequest("url: '\(url)' is not an http(s) URL") }
-        let secret = try fields.string("secret", maxLength: 256)
+        guard let secret else { throw .badRequest("secret is required") }
         guard secret.count >= 16 else { throw .badRequest("secret must have at least 16 characters, got \(secret.count)") }
         webhook = FenceWebhook(url: url, secret: secret)
     }

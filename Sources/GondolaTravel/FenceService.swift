@@ -164,7 +164,7 @@ final class FenceService: Sendable {
 
     /// Tells every node that `trip`'s fences changed.
     func changed(trip: String) {
-        node.replicate(topic: Self.replicaTopic, ["trip": .string(trip)])
+        node.replicate(topic: Self.replicaTopic, TripFencesChanged(trip: trip))
     }
 
     // MARK: Positions
@@ -173,12 +173,11 @@ final class FenceService: Sendable {
     /// trip, sent to every other node.
     func record(user: String, position: LivePosition, receivedAt: Int64, region: String) {
         guard observe(user: user, position: position) else { return }
-        node.replicate(topic: Self.positionTopic, PositionReplica(user: user, position: position, receivedAt: receivedAt, region: region).json)
+        node.replicate(topic: Self.positionTopic, PositionReplica(user: user, position: position, receivedAt: receivedAt, region: region))
     }
 
     /// A position another node admitted and sent.
-    func apply(replica json: JSON) {
-        guard let replica = try? PositionReplica(json) else { return }
+    func apply(replica: PositionReplica) {
         observe(user: replica.user, position: replica.position)
     }
 
@@ -351,4 +350,12 @@ final class FenceService: Sendable {
             "ts": .int(event.milliseconds),
         ]
     }
+}
+
+/// `travel.fences`: a trip whose fences changed; the other nodes read them again.
+struct TripFencesChanged: ReplicaPayload {
+    let trip: String
+    init(trip: String) { self.trip = trip }
+    init(_ fields: RequestFields) throws(HubError) { trip = try fields.string("trip", maxLength: .max) }
+    var json: JSON { ["trip": .string(trip)] }
 }

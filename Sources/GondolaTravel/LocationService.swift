@@ -117,10 +117,10 @@ public final class LocationService: Sendable {
             let region = admission.region
             if admission.regionChanged {
                 // Every node learns where the traveller went, so that nodes watching them follow the region.
-                node.replicate(topic: Self.regionTopic, PositionReplica(user: user, position: position, receivedAt: now, region: region).json)
+                node.replicate(topic: Self.regionTopic, PositionReplica(user: user, position: position, receivedAt: now, region: region))
             } else {
                 node.replicate(
-                    topic: Self.replicaTopic, region: region, PositionReplica(user: user, position: position, receivedAt: now, region: region).json)
+                    topic: Self.replicaTopic, region: region, PositionReplica(user: user, position: position, receivedAt: now, region: region))
             }
             return admission
         }
@@ -315,8 +315,7 @@ public final class LocationService: Sendable {
     static let regionTopic = "travel.region"
 
     /// Records a position another node received (its rate limit and map choice stay there), and its region.
-    func apply(replica json: JSON) {
-        guard let replica = try? PositionReplica(json) else { return }
+    func apply(replica: PositionReplica) {
         arrivals.withLock {
             $0.record(replica: .init(user: replica.user, position: replica.position, receivedAt: replica.receivedAt, region: replica.region))
         }

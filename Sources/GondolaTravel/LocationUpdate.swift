@@ -9,14 +9,6 @@ struct LocationUpdate: RequestContract {
     /// How far a position's `ts` may be from the server clock.
     static let clockTolerance: Int64 = 5 * 60 * 1000
 
-    static let fields: [FieldContract] = [
-        .required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180"),
-        .optional("ts", .integer, "Unix ms within 5 minutes of `server.time`; the arrival time when absent"),
-        .optional("alt", .number, "metres, -500 to 9,000; from the resort's elevation grid when absent"),
-        .optional("accuracy", .number, "metres, 0 to 100,000"), .optional("heading", .number, "degrees, 0 to 360"),
-        .optional("speed", .number, "m/s, 0 to 350"),
-    ]
-
     let position: LivePosition
     /// The server's Unix ms when the call was read.
     let receivedAt: Int64
@@ -29,12 +21,13 @@ struct LocationUpdate: RequestContract {
     init(_ fields: RequestFields, now: Int64) throws(HubError) {
         let lat = try fields.number("lat", in: -90...90)
         let lon = try fields.number("lon", in: -180...180)
-        let alt = try fields.optionalNumber("alt", in: -500...9000)
-        let accuracy = try fields.optionalNumber("accuracy", in: 0...100_000)
-        let heading = try fields.optionalNumber("heading", in: 0...360)
-        let speed = try fields.optionalNumber("speed", in: 0...350)
+        let alt = try fields.noting("metres; from the resort's elevation grid when absent").optionalNumber("alt", in: -500...9000)
+        let accuracy = try fields.noting("metres").optionalNumber("accuracy", in: 0...100_000)
+        let heading = try fields.noting("degrees").optionalNumber("heading", in: 0...360)
+        let speed = try fields.noting("m/s").optionalNumber("speed", in: 0...350)
         var ts = now
-        if let given = try fields.optionalInteger("ts", in: 0...(Int64.max / 2)) {
+        let timestamp = fields.noting("Unix ms within 5 minutes of `server.time`; the arrival time when absent")
+        if let given = try timestamp.optionalInteger("ts", in: 0...(Int64.max / 2)) {
             guard abs(given - now) <= Self.clockTolerance else {
                 throw .badRequest("ts must be within 5 minutes of the server time \(now) (see server.time), got \(given)")
             }

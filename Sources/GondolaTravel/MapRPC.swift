@@ -87,21 +87,18 @@ struct MapService: Sendable {
 
 /// `location.visibility`: `{mode}`.
 struct VisibilityChange: RequestContract {
-    static let fields: [FieldContract] = [.required("mode", .string, "`everyone`, `friends` or `nobody`")]
     let mode: Visibility
     init(_ fields: RequestFields) throws(HubError) { mode = try fields.choice("mode", Visibility.self) }
 }
 
 /// `map.resort`: `{id}`.
 struct ResortReference: RequestContract {
-    static let fields: [FieldContract] = [.required("id", .string)]
     let id: String
     init(_ fields: RequestFields) throws(HubError) { id = try fields.string("id", maxLength: 64) }
 }
 
 /// `{lat, lon}`: a point (`map.elevation`, and the ends of `map.route`).
 struct MapPoint: RequestContract {
-    static let fields: [FieldContract] = [.required("lat", .number, "-90 to 90"), .required("lon", .number, "-180 to 180")]
     let point: GeoPoint
     init(_ fields: RequestFields) throws(HubError) {
         point = GeoPoint(lat: try fields.number("lat", in: -90...90), lon: try fields.number("lon", in: -180...180))
@@ -110,19 +107,17 @@ struct MapPoint: RequestContract {
 
 /// `map.route`: `{to, from?, max_difficulty?}`.
 struct RouteRequest: RequestContract {
-    static let fields: [FieldContract] = [
-        .required("to", .object, "`{lat, lon}`", members: MapPoint.fields),
-        .optional("from", .object, "`{lat, lon}`; the caller's last position when absent", members: MapPoint.fields),
-        .optional("max_difficulty", .string, "`novice` … `extreme`; unrated pistes only without it"),
-    ]
     let to: GeoPoint
     let from: GeoPoint?
     let maxDifficulty: Difficulty
 
     init(_ fields: RequestFields) throws(HubError) {
-        to = try MapPoint(fields.object("to")).point
-        from = try fields.optionalObject("from").map { (from) throws(HubError) in try MapPoint(from).point }
-        maxDifficulty = fields.has("max_difficulty") ? try fields.choice("max_difficulty", Difficulty.self) : .hardest
+        to = try MapPoint(fields.noting("`{lat, lon}`").object("to")).point
+        from = try fields.noting("`{lat, lon}`; the caller's last position when absent").optionalObject("from").map { (from) throws(HubError) in
+            try MapPoint(from).point
+        }
+        maxDifficulty =
+            try fields.noting("the hardest piste taken; unrated pistes only without it").optionalChoice("max_difficulty", Difficulty.self) ?? .hardest
     }
 }
 

@@ -51,7 +51,7 @@ public final class TravelService: Sendable {
         self.notices = notices
         self.logger = logger
         directory = try await Directory(repository: repositories.directory) { [node] change in
-            node.replicate(topic: Directory.replicaTopic, change.json)
+            node.replicate(topic: Directory.replicaTopic, change)
         }
         fences = try await FenceService(
             node: node, directory: directory, repository: repositories.fences, notices: notices, webhookPolicy: fenceWebhooks,
@@ -103,29 +103,25 @@ public final class TravelService: Sendable {
     /// views when the node (re)gains the bus. Alone, a node hears nothing.
     private func followCluster(in registrations: inout NodeRegistrations) {
         registrations.onReplica(
-            topic: Directory.replicaTopic, fields: DirectoryChange.fields, effect: "applies the directory change to the in-memory directory"
-        ) { [directory, locations, logger] json in
-            guard let change = DirectoryChange(json: json) else {
-                return logger.error("directory change not understood", metadata: ["change": "\(json.text.prefix(200))"])
-            }
+            topic: Directory.replicaTopic, DirectoryChange.self, effect: "applies the directory change to the in-memory directory"
+        ) { [directory, locations] change in
             directory.apply(change)
             locations.directoryChanged(change)
         }
-        registrations.onReplica(topic: ChatService.replicaTopic, fields: Chat.replicaFields, effect: "adds the new chat to the chats in memory") {
-            [chats] json in chats.apply(replica: json)
+        registrations.onReplica(topic: ChatService.replicaTopic, ChatReplica.self, effect: "adds the new chat to the chats in memory") {
+            [chats] replica in chats.apply(replica: replica.chat)
         }
         registrations.onReplica(
-            topic: LocationService.replicaTopic, fields: PositionReplica.fields,
+            topic: LocationService.replicaTopic, PositionReplica.self,
             effect: "records the position on nodes that follow its region (a regional event)"
-        ) { [locations] json in locations.apply(replica: json) }
+        ) { [locations] replica in locations.apply(replica: replica) }
         registrations.onReplica(
-            topic: LocationService.regionTopic, fields: PositionReplica.fields,
+            topic: LocationService.regionTopic, PositionReplica.self,
             effect: "records the position and the traveller's new region on every node"
-        ) { [locations] json in locations.apply(replica: json) }
-        registrations.onReplica(
-            topic: FenceService.replicaTopic, fields: [.required("trip", .string)], effect: "reads the trip's fences again"
-        ) { [fences, logger] json in
-            guard case let .string(trip)? = json["trip"] else { return }
+        ) { [locations] replica in locations.apply(replica: replica) }
+        registrations.onReplica(topic: FenceService.replicaTopic, TripFencesChanged.self, effect: "reads the trip's fences again") {
+            [fences, logger] change in
+            let trip = change.trip
             Task {
                 do {
                     try await fences.reload(trip: trip)
@@ -135,9 +131,9 @@ public final class TravelService: Sendable {
             }
         }
         registrations.onReplica(
-            topic: FenceService.positionTopic, fields: PositionReplica.fields,
+            topic: FenceService.positionTopic, PositionReplica.self,
             effect: "judges the position against the fences of the traveller's trips on every node"
-        ) { [fences] json in fences.apply(replica: json) }
+        ) { [fences] replica in fences.apply(replica: replica) }
         registrations.onResynchronize { [directory, chats, locations, fences, logger] in
             do {
                 try await directory.reload()

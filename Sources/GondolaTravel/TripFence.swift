@@ -73,25 +73,6 @@ struct FenceDefinition: RequestContract {
     static let maxDwell: Int64 = 86_400_000
     static let maxUsers = 500
 
-    static let shapeFields: [FieldContract] = [
-        .optional(
-            "circle", .object, "`{lat, lon, radius}`: radius 1 to 50,000 m",
-            members: [.required("lat", .number), .required("lon", .number), .required("radius", .number)]),
-        .optional(
-            "geometry", .object,
-            "a GeoJSON `Polygon` or `MultiPolygon` (holes allowed): rings closed, counterclockwise outlines, clockwise holes, no self-crossing, at most 1,000 positions"
-        ),
-        .optional(
-            "roaming", .object, "`{user, radius}`: the circle of radius 1 to 100,000 m around a member (a guide)",
-            members: [.required("user", .string), .required("radius", .number)]),
-    ]
-    static let fields: [FieldContract] =
-        [.required("trip", .string, "a trip the caller hosts"), .required("name", .string, "1–80 characters")] + shapeFields + [
-            .optional("detect", .stringArray, "of `enter`, `exit`, `inside`, `outside`; default `[enter, exit]`"),
-            .optional("dwell_ms", .integer, "0 to 86,400,000: the stay before `inside`, the absence before `outside`; default 0"),
-            .optional("users", .stringArray, "at most 500 members it concerns; default every traveller of the trip"),
-        ]
-
     let trip: String
     let name: String
     let shape: TripFence.Shape
@@ -100,11 +81,12 @@ struct FenceDefinition: RequestContract {
     let users: [String]?
 
     init(_ fields: RequestFields) throws(HubError) {
-        trip = try fields.string("trip", maxLength: 64)
+        trip = try fields.noting("a trip the caller hosts").string("trip", maxLength: 64)
         name = try fields.text("name", maxLength: Self.maxNameLength)
         shape = try Self.shape(fields)
-        if fields.has("detect") {
-            let names = try fields.stringArray("detect", maxCount: FenceEventKind.allCases.count, maxLength: 16)
+        let names = try fields.noting("of `enter`, `exit`, `inside`, `outside`; default `[enter, exit]`").optionalStringArray(
+            "detect", maxCount: FenceEventKind.allCases.count, maxLength: 16)
+        if let names {
             var detects: Set<FenceEventKind> = []
             for name in names {
                 guard let kind = FenceEventKind(rawValue: name) else {
@@ -117,29 +99,34 @@ struct FenceDefinition: RequestContract {
         } else {
             detects = [.enter, .exit]
         }
-        dwellMilliseconds = try fields.optionalInteger("dwell_ms", in: 0...Self.maxDwell) ?? 0
-        users = fields.has("users") ? Array(Set(try fields.stringArray("users", maxCount: Self.maxUsers, maxLength: 64))).sorted() : nil
+        dwellMilliseconds = try fields.noting("the stay before `inside`, the absence before `outside`").integer(
+            "dwell_ms", in: 0...Self.maxDwell, default: 0)
+        users = try fields.noting("the members it concerns; default every traveller of the trip").optionalStringArray(
+            "users", maxCount: Self.maxUsers, maxLength: 64
+        ).map { Array(Set($0)).sorted() }
     }
 
     private static func shape(_ fields: RequestFields) throws(HubError) -> TripFence.Shape {
-        let given = shapeFields.map(\.name).filter(fields.has)
-        guard given.count == 1 else {
-            throw .badRequest(
-                given.isEmpty
-                    ? "give one of circle, geometry or roaming" : "give one of circle, geometry or roaming, not \(given.joined(separator: " and "))")
-        }
-        switch given[0] {
-        case "circle":
-            let circle = try fields.object("circle")
+        let choices = "give one of circle, geometry or roaming"
+        let circle: RequestFields.Reader<TripFence.Shape> = { fields throws(HubError) in
+            let circle = try fields.noting("`{lat, lon, radius}`: radius in m").object("circle")
             let center = GeoPoint(lat: try circle.number("lat", in: -90...90), lon: try circle.number("lon", in: -180...180))
-            return .circle(center: center, radius: try circle.number("radius", in: 1...maxCircleRadius))
-        case "roaming":
-            let roaming = try fields.object("roaming")
-            return .roaming(anchor: try roaming.string("user", maxLength: 64), radius: try roaming.number("radius", in: 1...maxRoamingRadius))
-        default:
-            guard let geometry = fields.value("geometry") else { throw .badRequest("geometry is required") }
-            return .polygons(try FenceGeoJSON.polygons(geometry), geometry: geometry)
+            return TripFence.Shape.circle(center: center, radius: try circle.number("radius", in: 1...maxCircleRadius))
         }
+        let geometry: RequestFields.Reader<TripFence.Shape> = { fields throws(HubError) in
+            let geometry = try fields.noting(
+                "a GeoJSON `Polygon` or `MultiPolygon` (holes allowed): rings closed, counterclockwise outlines, clockwise holes, no self-crossing, at most 1,000 positions"
+            ).anyValue("geometry", kind: .object)
+            return TripFence.Shape.polygons(try FenceGeoJSON.polygons(geometry), geometry: geometry)
+        }
+        let roaming: RequestFields.Reader<TripFence.Shape> = { fields throws(HubError) in
+            let roaming = try fields.noting("`{user, radius}`: the circle around a member (a guide), radius in m").object("roaming")
+            return TripFence.Shape.roaming(
+                anchor: try roaming.string("user", maxLength: 64), radius: try roaming.number("radius", in: 1...maxRoamingRadius))
+        }
+        return try fields.oneOf(
+            ["circle": circle, "geometry": geometry, "roaming": roaming], ifNone: choices,
+            ifSeveral: { "\(choices), not \($0.joined(separator: " and "))" })
     }
 }
 

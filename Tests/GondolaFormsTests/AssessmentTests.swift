@@ -1,5 +1,6 @@
 import GondolaHub
 import GondolaProtocol
+import GondolaTestSupport
 import Testing
 
 @testable import GondolaForms
@@ -38,5 +39,15 @@ import Testing
                 #expect(message.contains(expected), "expected '\(expected)', got '\(message)'")
             }
         }
+    }
+}
+
+/// The forms domain's replica payloads read back what they write.
+@Suite struct FormsReplicaTests {
+    @Test func catalogChangesSurviveTheirJSON() throws {
+        try expectReadBack(FormCatalogChange.schema("watercraft-inspection"))
+        try expectReadBack(FormCatalogChange.codeTable("station"))
+        try expectReadBack(AssessmentStoredReplica(assessment: "phq-9"))
+        #expect(throws: HubError.self) { try FormCatalogChange(RequestFields(["schema": "a", "code_table": "b"])) }
     }
 }

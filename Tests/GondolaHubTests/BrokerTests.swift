@@ -381,8 +381,8 @@ import Testing
         let applied = [Applied(), Applied()]
         for (node, record) in zip(nodes, applied) {
             var registrations = NodeRegistrations()
-            registrations.onReplica(topic: "position", fields: [], effect: "") { json in
-                if case let .int(value)? = json["n"] { record.values.withLock { $0.append(value) } }
+            registrations.onReplica(topic: "position", TestReplica.self, effect: "") { replica in
+                if case let .int(value)? = replica.json["n"] { record.values.withLock { $0.append(value) } }
             }
             try node.install(registrations, by: "test")
         }
@@ -394,7 +394,7 @@ import Testing
             try await eventually("an event of \(region) applied", every: .milliseconds(20)) {
                 first = applied[1].values.withLock { $0.first { $0 >= n } }
                 guard first == nil else { return true }
-                nodes[0].replicate(topic: "position", region: region, ["n": .int(next)])
+                nodes[0].replicate(topic: "position", region: region, TestReplica(json: ["n": .int(next)]))
                 next += 1
                 return false
             }
@@ -403,7 +403,7 @@ import Testing
         nodes[1].follow(regions: ["resort:a"])
         _ = try await sendUntilApplied(region: "resort:a", from: 1)
         // An event of another region, then one of the followed region behind it.
-        nodes[0].replicate(topic: "position", region: "resort:b", ["n": 500])
+        nodes[0].replicate(topic: "position", region: "resort:b", TestReplica(json: ["n": 500]))
         let marker = try await sendUntilApplied(region: "resort:a", from: 600)
         #expect(!applied[1].contains(500), "an event of a region the node does not follow is not applied")
         #expect(applied[1].contains(marker))

@@ -170,3 +170,10 @@ struct TestAnswer: JSONAnswer {
     static let declaresAllMembers = false
     let json: JSON
 }
+
+/// A test replica topic's payload: any JSON object, passed as it came.
+struct TestReplica: ReplicaPayload {
+    let json: JSON
+    init(json: JSON) { self.json = json }
+    init(_ fields: RequestFields) { json = fields.json }
+}

@@ -22,7 +22,7 @@ import Testing
         var registrations = NodeRegistrations()
         registrations.register("shop.list", NoFields.self, TestAnswer.self, rules: "") { _, _ in ["items": []] }
         registrations.provide(NamespaceOptions(name: "shop"), by: OpenChannel())
-        registrations.onReplica(topic: "stock", fields: [], effect: "") { json in replicated.withLock { $0.append(json) } }
+        registrations.onReplica(topic: "stock", TestReplica.self, effect: "") { replica in replicated.withLock { $0.append(replica.json) } }
         try node.install(registrations, by: "shop")
         #expect(node.rpc.methods == ["server.time", "shop.list"])
         #expect(try node.resolve("shop:window").1.name == "shop")
@@ -39,7 +39,7 @@ import Testing
             case .method: registrations.register("shop.list", NoFields.self, TestAnswer.self, rules: "") { _, _ in nil }
             case .hubMethod: registrations.register("server.time", NoFields.self, TestAnswer.self, rules: "") { _, _ in nil }
             case .namespace: registrations.provide(NamespaceOptions(name: "shop"), by: OpenChannel())
-            case .replicaTopic: registrations.onReplica(topic: "stock", fields: [], effect: "") { _ in }
+            case .replicaTopic: registrations.onReplica(topic: "stock", TestReplica.self, effect: "") { _ in }
             case .channelTwice:
                 for _ in 0..<2 { registrations.provide(channel: "news", NamespaceOptions(name: "news"), by: OpenChannel()) }
             }
@@ -63,7 +63,7 @@ import Testing
         var shop = NodeRegistrations()
         shop.register("shop.list", NoFields.self, TestAnswer.self, rules: "") { _, _ in ["items": []] }
         shop.provide(NamespaceOptions(name: "shop"), by: OpenChannel())
-        shop.onReplica(topic: "stock", fields: [], effect: "") { _ in }
+        shop.onReplica(topic: "stock", TestReplica.self, effect: "") { _ in }
         try node.install(shop, by: "shop")
         var copy = NodeRegistrations()
         copy.register("copy.only", NoFields.self, TestAnswer.self, rules: "") { _, _ in nil }

@@ -1,5 +1,6 @@
 import GondolaGeo
 import GondolaHub
+import GondolaTestSupport
 import Testing
 
 @testable import GondolaRentals
@@ -74,5 +75,12 @@ import Testing
         #expect(fleet.setOpenRental("c", nil).first?.data["type"] == "car")
         #expect(fleet.near(GeoPoint(lat: 47.30, lon: 11.45), radius: 100, limit: 5, maxPrice: 99).isEmpty)
         #expect(fleet.near(GeoPoint(lat: 47.30, lon: 11.45), radius: 100, limit: 5, maxPrice: 100).count == 1)
+    }
+}
+
+/// The rentals domain's replica payload reads back what it writes.
+@Suite struct FleetReplicaTests {
+    @Test func aFleetChangeSurvivesItsJSON() throws {
+        try expectReadBack(FleetChange(cars: ["demo-001", "demo-002"]))
     }
 }

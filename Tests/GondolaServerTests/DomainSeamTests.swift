@@ -158,7 +158,7 @@ import Testing
             var registrations = NodeRegistrations()
             for method in rpcMethods { registrations.register(method, NoFields.self, TestAnswer.self, rules: "") { _, _ in ["from": .string(name)] } }
             for namespace in provided { registrations.provide(NamespaceOptions(name: namespace), by: OpenChannel()) }
-            for topic in replicaTopics { registrations.onReplica(topic: topic, fields: [], effect: "") { _ in } }
+            for topic in replicaTopics { registrations.onReplica(topic: topic, TestReplica.self, effect: "") { _ in } }
             var serverMethods = ServerAPIMethods()
             for method in apiMethods {
                 serverMethods.register(method, NoFields.self, TestAnswer.self, rules: "") { [name] _ throws(HubError) in ["from": .string(name)] }

@@ -1,4 +1,6 @@
 import Foundation
+import GondolaGeo
+import GondolaHub
 import GondolaPostgres
 import GondolaProtocol
 import GondolaStore
@@ -149,10 +151,22 @@ func travelRepositories(_ engine: Engine) async throws -> (directory: any Travel
             .member(trip: "t", user: "bob", role: .traveller), .request(from: "a", to: "b"), .unfriend("a", "b"),
         ]
         for change in changes {
-            let text = change.json.text
-            #expect(DirectoryChange(json: try JSONParser.parse(Array(text.utf8))) == change, "\(text)")
+            try expectReadBack(change)
+            #expect(try DirectoryChange(RequestFields(change.json)) == change, "\(change.json.text)")
         }
-        #expect(DirectoryChange(json: ["k": "visibility", "u": "ann", "v": "sometimes"]) == nil)
-        #expect(DirectoryChange(json: ["k": "unheard-of"]) == nil)
+        #expect(throws: HubError.self) { try DirectoryChange(RequestFields(["k": "visibility", "u": "ann", "v": "sometimes"])) }
+        #expect(throws: HubError.self) { try DirectoryChange(RequestFields(["k": "unheard-of"])) }
+    }
+
+    /// The travel domain's other replica payloads read back what they write.
+    @Test func theOtherReplicaPayloadsSurviveTheirJSON() throws {
+        let position = LivePosition(point: GeoPoint(lat: 45.3, lon: 6.58, alt: 2_100), accuracy: 5, heading: 90, speed: 3.5, ts: 1_700_000_000_000)
+        try expectReadBack(PositionReplica(user: "ann", position: position, receivedAt: 1_700_000_000_050, region: "resort:val-thorens"))
+        let bare = LivePosition(point: GeoPoint(lat: -33.9, lon: 151.2), accuracy: nil, heading: nil, speed: nil, ts: 1)
+        try expectReadBack(PositionReplica(user: "bob", position: bare, receivedAt: 2, region: "street"))
+        try expectReadBack(TripFencesChanged(trip: "t1"))
+        let chat = Chat(id: "c1", kind: .group, title: "Lift crew", trip: nil, members: ["ann", "bob"], createdAt: 1_700_000_000_000)
+        try expectReadBack(ChatReplica(chat: chat))
+        #expect(PositionReplica.fields.map(\.name) == ["user", "lat", "lon", "alt", "accuracy", "heading", "speed", "ts", "received_at", "region"])
     }
 }
