@@ -26,10 +26,25 @@ public enum TestPostgres {
         }
     }
 
+    /// The one connection that creates the tests' databases. A `CREATE DATABASE` copies the
+    /// template through the write-ahead log; thirty at once contend for it for seconds,
+    /// past the statement bound on a busy machine, so they take turns here (a test waits
+    /// for its turn in the pool, not in the server).
+    private static let admin = Mutex<PostgresPool?>(nil)
+
+    private static func adminPool() throws -> PostgresPool {
+        try admin.withLock { pool in
+            if let pool { return pool }
+            let made = try PostgresPool(location: PostgresLocation(url: try serverURL()), size: 1)
+            pool = made
+            return made
+        }
+    }
+
     /// A new, empty database with the core schema and the steps `migrations` adds, and a pool on it.
     public static func freshDatabase(_ migrations: (inout PostgresMigrator) -> Void = { _ in }) async throws -> PostgresPool {
         let url = try serverURL()
-        let admin = try PostgresPool(location: PostgresLocation(url: url), size: 1)
+        let admin = try adminPool()
         let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try await admin.query("CREATE DATABASE \(unescaped: name)")
         let location = try PostgresLocation(url: url.replacingOccurrences(of: "/\(try PostgresLocation(url: url).database)", with: "/\(name)"))
