@@ -306,7 +306,7 @@ enum FormCatalogChange: ReplicaPayload {
         }
         self = try fields.oneOf(
             ["schema": schema, "code_table": codeTable], ifNone: "schema or code_table is required",
-            ifSeveral: { _ in "give schema or code_table, not both" })
+            ifSeveral: "give schema or code_table, not both")
     }
 
     var json: JSON {

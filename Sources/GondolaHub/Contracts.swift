@@ -20,13 +20,20 @@ extension RequestContract {
     /// Reads `data` (an absent one reads as `{}`): unknown members are refused first, at
     /// every level the contract describes, then the type reads the rest.
     public static func decode(_ data: JSON?) throws(HubError) -> Self {
-        try Self(try checkedFields(data))
+        try decode(data, listing: Self.fields)
     }
 
-    /// `data`'s members, once every member the contract does not list was refused.
-    public static func checkedFields(_ data: JSON?) throws(HubError) -> RequestFields {
+    /// As `decode(_:)`, with the members `contract` lists: `Self.fields`, which a method's
+    /// registration keeps so that a call does not look it up.
+    public static func decode(_ data: JSON?, listing contract: [FieldContract]) throws(HubError) -> Self {
+        try Self(try checkedFields(data, listing: contract))
+    }
+
+    /// `data`'s members, once every member `contract` (by default `Self.fields`) does not
+    /// list was refused.
+    public static func checkedFields(_ data: JSON?, listing contract: [FieldContract] = Self.fields) throws(HubError) -> RequestFields {
         let fields = try RequestFields(data)
-        try fields.refuseUnknown(Self.fields)
+        try fields.refuseUnknown(contract)
         return fields
     }
 }
@@ -209,9 +216,10 @@ public struct ServerAPIMethods: Sendable {
         _ name: String, _ request: Request.Type, _ response: Response.Type, rules: String,
         _ body: @escaping @Sendable (Request) async throws(HubError) -> Response
     ) {
+        let fields = Request.fields
         methods.append(
-            Method(name: name, fields: Request.fields, answerFields: Response.fields, answer: rules) { json throws(HubError) in
-                try await body(try Request.decode(json)).checkedJSON
+            Method(name: name, fields: fields, answerFields: Response.fields, answer: rules) { json throws(HubError) in
+                try await body(try Request.decode(json, listing: fields)).checkedJSON
             })
     }
 

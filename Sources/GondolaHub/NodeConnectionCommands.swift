@@ -14,12 +14,12 @@ extension Node {
 
     /// Subscribes every connection of `user` (on every node of a cluster; only those the
     /// options' `client` and `session` pick, `ConnectionFilter`) to `channel`, server-side: each is told with a
-    /// subscribe push. `options` is the server API's request (`ServerSubscription`): a bad
-    /// one (an `expire_at` already past among them) answers 107, an unknown channel 102, and
-    /// nothing is sent.
-    public func subscribe(user: String, channel: String, options: RawJSON) async throws(HubError) {
+    /// subscribe push. `subscription` is the server API's request read, `options` the same
+    /// as it arrived, which the nodes are sent: an `expire_at` already past answers 107, an
+    /// unknown channel 102, and nothing is sent.
+    public func subscribe(user: String, channel: String, _ subscription: ServerSubscription, options: RawJSON) async throws(HubError) {
         _ = try resolve(channel)
-        if let end = try ServerSubscription(options).grant.expiresAt, end <= Date() {
+        if let end = subscription.grant.expiresAt, end <= Date() {
             throw .badRequest("expire_at \(Int64(end.timeIntervalSince1970)) is in the past")
         }
         try await broker.send(.subscribe(user: user, channel: channel, options: options))

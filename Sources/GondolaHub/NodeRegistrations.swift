@@ -55,9 +55,10 @@ public struct NodeRegistrations: Sendable {
         _ method: String, _ request: Request.Type, _ response: Response.Type, rules: String,
         _ handler: @escaping @Sendable (RPCContext, Request) async throws -> Response
     ) {
+        let fields = Request.fields
         methods.append(
-            Method(name: method, fields: Request.fields, answerFields: Response.fields, answer: rules) { context, data in
-                try await handler(context, try Request.decode(data)).checkedJSON
+            Method(name: method, fields: fields, answerFields: Response.fields, answer: rules) { context, data in
+                try await handler(context, try Request.decode(data, listing: fields)).checkedJSON
             })
     }
 

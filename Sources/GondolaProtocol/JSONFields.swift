@@ -58,6 +58,8 @@ public struct JSONFields<Failure: FieldError>: Sendable {
     /// limits the reader checks; `replacingLimits` when those limits are not fixed (a time
     /// from an hour ago to a year ahead) and `text` says them.
     public func noting(_ text: String, replacingLimits: Bool = false) -> JSONFields {
+        // Reading data, the note is never looked at: the same fields serve (no copy of the text).
+        guard recorder != nil else { return self }
         var copy = self
         copy.note = text
         copy.limitsNoted = replacingLimits
@@ -388,6 +390,11 @@ public struct JSONFields<Failure: FieldError>: Sendable {
             return try given[0].value(self)
         }
         return try recordAlternatives(Array(choices).map { choice in { () throws(Failure) in try choice.value(self) } }, recorder, ifNone)
+    }
+
+    /// As `oneOf(_:ifNone:ifSeveral:)`, where several throw the one message `ifSeveral`.
+    public func oneOf<T>(_ choices: KeyValuePairs<String, Reader<T>>, ifNone: String, ifSeveral: String) throws(Failure) -> T {
+        try oneOf(choices, ifNone: ifNone, ifSeveral: { _ in ifSeveral })
     }
 
     /// The members of a tagged object: `tag` names which of `variants` it is, and that

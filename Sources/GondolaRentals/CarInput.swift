@@ -28,30 +28,24 @@ enum CarInput {
         return car
     }
 
-    /// The cars of `car_import`'s `cars`, ids unique.
+    /// The cars of `car_import`'s `cars`, 1 to `maxImportCount` of them, ids unique.
     static func cars(_ fields: RequestFields, at time: Int64) throws(HubError) -> [Car] {
-        try unique(
-            try fields.noting("ids unique").objectArray("cars", maxCount: maxImportCount).map { (item) throws(HubError) in try car(item, at: time) })
+        let items = try fields.noting("ids unique").objectArray("cars", maxCount: maxImportCount)
+        guard !items.isEmpty else { throw .badRequest("cars: 1 to \(maxImportCount) per batch, got none") }
+        return try unique(try items.map { (item) throws(HubError) in try car(item, at: time) })
     }
 
-    /// A batch: a JSON array of cars or `{"cars": [...]}`, 1 to 2,000 of them (a server API body is at most 1 MiB), ids unique.
+    /// A batch file: a JSON array of cars or `{"cars": [...]}`, read as `car_import`'s `cars`
+    /// (a server API body is at most 1 MiB).
     static func cars(_ json: JSON, at time: Int64) throws(HubError) -> [Car] {
-        let list: [JSON]
         switch json {
-        case let .array(items): list = items
-        case let .object(members):
-            guard case let .array(items)? = members.first(where: { $0.0 == "cars" })?.1 else { throw .badRequest("cars: expected an array of cars") }
-            list = items
+        case .array: try cars(try RequestFields(.object([("cars", json)])), at: time)
+        case .object: try cars(try RequestFields(json), at: time)
         default: throw .badRequest("expected an array of cars or {\"cars\": [...]}, got \(json.kindName)")
         }
-        guard (1...maxImportCount).contains(list.count) else { throw .badRequest("cars: 1 to \(maxImportCount) per batch, got \(list.count)") }
-        var cars: [Car] = []
-        for (index, item) in list.enumerated() { cars.append(try car(try RequestFields(item, path: "cars[\(index)]"), at: time)) }
-        return try unique(cars)
     }
 
     private static func unique(_ cars: [Car]) throws(HubError) -> [Car] {
-        guard !cars.isEmpty else { throw .badRequest("cars: 1 to \(maxImportCount) per batch, got 0") }
         var seen = Set<String>()
         for (index, car) in cars.enumerated() where !seen.insert(car.id).inserted {
             throw .badRequest("cars[\(index)]: id '\(car.id)' appears twice")

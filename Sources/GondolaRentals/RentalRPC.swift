@@ -149,7 +149,7 @@ struct RentalStart: RequestContract {
         let car: RequestFields.Reader<Target> = { fields throws(HubError) in
             Target.car(try fields.noting("a free car, to start now").string("car", maxLength: 64))
         }
-        target = try fields.oneOf(["rental": rental, "car": car], ifNone: refusal, ifSeveral: { _ in refusal })
+        target = try fields.oneOf(["rental": rental, "car": car], ifNone: refusal, ifSeveral: refusal)
     }
 }
 

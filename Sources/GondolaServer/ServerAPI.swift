@@ -255,14 +255,15 @@ struct APIHistoryRequest: RequestContract {
 struct APISubscribeRequest: RequestContract {
     let user: String
     let channel: String
-    /// The body as it arrived (`info` and `data` raw), which the node checks and passes on.
+    /// What the body asks besides the user and the channel.
+    let subscription: ServerSubscription
+    /// The body as it arrived (`info` and `data` raw), which goes to every node of a
+    /// cluster; each reads it again where its connections are subscribed.
     let options: RawJSON
     init(_ fields: RequestFields) throws(HubError) {
         user = try fields.string("user", maxLength: .max)
         channel = try fields.string("channel", maxLength: .max)
-        // Read here for the contract and the early 107; the node reads them again where the
-        // subscription is made, possibly on another node of a cluster.
-        _ = try ServerSubscription(fields)
+        subscription = try ServerSubscription(fields)
         options = RawJSON(fields.json)
     }
 }
@@ -323,7 +324,7 @@ extension Node {
 
     /// Answers `subscribe`.
     func subscribe(_ request: APISubscribeRequest) async throws(HubError) -> EmptyAnswer {
-        try await subscribe(user: request.user, channel: request.channel, options: request.options)
+        try await subscribe(user: request.user, channel: request.channel, request.subscription, options: request.options)
         return EmptyAnswer()
     }
 

@@ -81,6 +81,6 @@ struct BroadcastMessage: RequestContract {
             return Audience.everyone
         }
         audience = try fields.oneOf(
-            ["trip": trip, "scope": scope], ifNone: "trip or scope is required", ifSeveral: { _ in "give either trip or scope, not both" })
+            ["trip": trip, "scope": scope], ifNone: "trip or scope is required", ifSeveral: "give either trip or scope, not both")
     }
 }

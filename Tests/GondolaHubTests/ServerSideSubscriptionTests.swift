@@ -146,3 +146,10 @@ import Testing
         #expect(client.session.subscriptions.isEmpty)
     }
 }
+
+extension Node {
+    /// The server API's `subscribe` with its body as it arrives: read, then asked of the node.
+    func subscribe(user: String, channel: String, options: RawJSON) async throws(HubError) {
+        try await subscribe(user: user, channel: channel, try ServerSubscription(options), options: options)
+    }
+}
