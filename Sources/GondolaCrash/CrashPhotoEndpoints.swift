@@ -50,8 +50,7 @@ struct CrashPhotoEndpoints: Sendable {
             let user = try await authentication.user(of: request).get()
             return await JSONResponse.answering { () throws(HubError) in
                 JSONResponse.make(
-                    CrashJSON.photo(
-                        try await crashes.removePhoto(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user)))
+                    try await crashes.removePhoto(context.parameters.get("part") ?? "", of: context.parameters.get("crash") ?? "", by: user).json)
             }
         }
     }
@@ -79,7 +78,7 @@ struct CrashPhotoEndpoints: Sendable {
         }
         return await JSONResponse.answering { () throws(HubError) in
             let photo = try await crashes.addPhoto(to: crash, section: section, bytes: bytes, image: image, fileName: fileName, by: user)
-            return JSONResponse.make(CrashJSON.photo(photo), status: .created)
+            return JSONResponse.make(photo.json, status: .created)
         }
     }
 

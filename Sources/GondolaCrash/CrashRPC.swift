@@ -59,7 +59,7 @@ extension CrashService {
     /// Answers `crash.discard`.
     func crashDiscard(_ context: RPCContext, _ request: CrashReference) async throws -> CrashChange {
         try await discard(request.crash, by: context.user)
-        return CrashChange(crash: request.crash, member: "discarded", value: true)
+        return CrashChange(crash: request.crash, change: .discarded)
     }
 
     /// Answers `crash.report`.
@@ -83,7 +83,7 @@ extension CrashService {
     /// Answers `crash.unshare`.
     func crashUnshare(_ context: RPCContext, _ request: CrashReference) async throws -> CrashChange {
         try await unshare(request.crash, by: context.user)
-        return CrashChange(crash: request.crash, member: "shared", value: false)
+        return CrashChange(crash: request.crash, change: .unshared)
     }
 
     /// A phone number in E.164 form: `+`, then 7 to 15 digits not starting with 0.

@@ -95,7 +95,7 @@ public final class CrashService: Sendable {
         crash.updatedAt = unixMilliseconds()
         try await databaseWrite { try await repository.update(crash) }
         let photos = try await self.photos(of: crash)
-        publish(crash.id, ["type": "crash.updated", "crash": CrashJSON.crash(crash, photos: photos)])
+        publish(crash.id, ["type": "crash.updated", "crash": CrashAnswer(crash: crash, photos: photos).json])
         return (crash, photos)
     }
 
@@ -120,7 +120,7 @@ public final class CrashService: Sendable {
         let photo = try await withFilesLocked { () throws(HubError) in
             try await storePhoto(in: id, section: section, bytes: bytes, image: image, fileName: fileName)
         }
-        publish(id, ["type": "photo.added", "photo": CrashJSON.photo(photo)])
+        publish(id, ["type": "photo.added", "photo": photo.json])
         return photo
     }
 
@@ -173,7 +173,7 @@ public final class CrashService: Sendable {
             let unused = try await databaseWrite { try await repository.delete(photo, at: unixMilliseconds()) }
             if unused { await files.remove(photo.fileHash) }
         }
-        publish(id, ["type": "photo.removed", "photo": CrashJSON.photo(photo)])
+        publish(id, ["type": "photo.removed", "photo": photo.json])
         return photo
     }
 
@@ -200,7 +200,7 @@ extension CrashService {
     /// the durable queue `textCalls`, with its timeout, retries and metrics).
     func notifyDetected(_ crash: Crash, phone given: String?) async -> JSON {
         let link = linkTemplate.replacingOccurrences(of: "{id}", with: crash.id)
-        node.tell(crash.owner, ["type": "crash.detected", "crash": CrashJSON.summary(crash, photoCount: 0), "link": .string(link)])
+        node.tell(crash.owner, ["type": "crash.detected", "crash": CrashSummary(crash: crash, photoCount: 0).json, "link": .string(link)])
         notices.post(
             Notice(
                 audience: .users([crash.owner]), channel: PersonalChannel.name(of: crash.owner), category: .update, text: "crash.detected",
@@ -266,7 +266,7 @@ extension CrashService {
         reported.reportHash = hash
         reported.reportedAt = now
         reported.updatedAt = now
-        publish(id, ["type": "report.created", "crash": CrashJSON.crash(reported, photos: photos)])
+        publish(id, ["type": "report.created", "crash": CrashAnswer(crash: reported, photos: photos).json])
         return reported
     }
 

@@ -243,8 +243,7 @@ public struct ServerAPIMethods: Sendable {
 }
 
 /// `server.time`'s answer: the server's clock.
-public struct ServerTime: ResponseContract {
-    public static let fields: [FieldContract] = [.required("ts", .integer, "Unix milliseconds")]
+public struct ServerTime: ResponseContract, AnswerObject {
+    public static let members: [AnswerMember<Self>] = [.integer("ts", "Unix milliseconds") { $0.milliseconds }]
     public let milliseconds: Int64
-    public var json: JSON { ["ts": .int(milliseconds)] }
 }

@@ -32,22 +32,20 @@ extension DeviceService {
 }
 
 /// `device.register`'s answer: the stored token and how many devices the user has.
-struct DeviceRegistered: ResponseContract {
-    static let fields: [FieldContract] = [
-        .required("token", .string, "as stored (APNs tokens lower-cased)"), .required("platform", .string),
-        .required("devices", .integer, "the user's device count"),
+struct DeviceRegistered: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("token", "as stored (APNs tokens lower-cased)") { $0.token }, .string("platform") { $0.platform.rawValue },
+        .integer("devices", "the user's device count") { Int64($0.devices) },
     ]
     let token: String
     let platform: PushPlatform
     let devices: Int
-    var json: JSON { ["token": .string(token), "platform": .string(platform.rawValue), "devices": .int(Int64(devices))] }
 }
 
 /// `device.unregister`'s answer.
-struct DeviceUnregistered: ResponseContract {
-    static let fields: [FieldContract] = [.required("unregistered", .boolean, "false for a token that is not the caller's")]
+struct DeviceUnregistered: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.boolean("unregistered", "false for a token that is not the caller's") { $0.unregistered }]
     let unregistered: Bool
-    var json: JSON { ["unregistered": .bool(unregistered)] }
 }
 
 /// `device.register`: a device's token for its push service.

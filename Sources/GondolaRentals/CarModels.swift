@@ -1,5 +1,6 @@
 import Foundation
 import GondolaGeo
+import GondolaHub
 import GondolaProtocol
 
 /// A rental car and where it stands.
@@ -17,15 +18,6 @@ struct Car: Sendable, Equatable {
 
     var point: GeoPoint { GeoPoint(lat: lat, lon: lon) }
     var cell: CarCell { CarCell(lat: lat, lon: lon) }
-
-    var json: JSON {
-        var json: JSON = [
-            "id": .string(id), "make": .string(make), "model": .string(model), "year": .int(Int64(year)), "seats": .int(Int64(seats)),
-            "price_per_day_cents": .int(pricePerDayCents), "lat": .double(lat), "lon": .double(lon), "cell": .string(cell.channel),
-        ]
-        if let imageURL { json = json.adding("image_url", .string(imageURL)) }
-        return json
-    }
 }
 
 /// One cell of the live car map: a Web-Mercator tile at zoom 15 (about 1.2 km wide at
@@ -110,17 +102,31 @@ struct Rental: Sendable, Equatable {
     static func days(from start: Int64, to end: Int64) -> Int {
         Int(max(1, (end - start + dayMilliseconds - 1) / dayMilliseconds))
     }
+}
 
-    var json: JSON {
-        var json: JSON = [
-            "id": .string(id), "car": .string(car), "state": .string(state.rawValue), "starts_at": .int(startsAt),
-            "price_per_day_cents": .int(pricePerDayCents), "created_at": .int(createdAt), "updated_at": .int(updatedAt),
-        ]
-        if let startedAt { json = json.adding("started_at", .int(startedAt)) }
-        if let endedAt { json = json.adding("ended_at", .int(endedAt)) }
-        if let days { json = json.adding("days", .int(Int64(days))) }
-        if let amountCents { json = json.adding("amount_cents", .int(amountCents)) }
-        if let endLat, let endLon { json = json.adding("end", ["lat": .double(endLat), "lon": .double(endLon)]) }
-        return json
-    }
+extension Car: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("id") { $0.id }, .string("make") { $0.make }, .string("model") { $0.model }, .integer("year") { Int64($0.year) },
+        .integer("seats") { Int64($0.seats) }, .integer("price_per_day_cents") { $0.pricePerDayCents }, .number("lat") { $0.lat },
+        .number("lon") { $0.lon }, .string("cell", "its cell's channel, `cars:<x>.<y>`") { $0.cell.channel },
+        .string("image_url", ifAny: { $0.imageURL }),
+    ]
+}
+
+extension Rental: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("id") { $0.id }, .string("car") { $0.car }, .string("state", "`planned`, `active`, `finished` or `cancelled`") { $0.state.rawValue },
+        .integer("starts_at", "Unix ms") { $0.startsAt }, .integer("price_per_day_cents", "when it was made") { $0.pricePerDayCents },
+        .integer("created_at", "Unix ms") { $0.createdAt }, .integer("updated_at", "Unix ms") { $0.updatedAt },
+        .integer("started_at", "Unix ms, once started", ifAny: { $0.startedAt }),
+        .integer("ended_at", "Unix ms, once ended", ifAny: { $0.endedAt }),
+        .integer("days", "whole days charged, once finished", ifAny: { $0.days.map(Int64.init) }),
+        .integer("amount_cents", "once finished", ifAny: { $0.amountCents }),
+        .object(
+            "end", "where the car was left",
+            ifAny: { rental -> Coordinates? in
+                guard let lat = rental.endLat, let lon = rental.endLon else { return nil }
+                return Coordinates(lat: lat, lon: lon)
+            }),
+    ]
 }

@@ -171,55 +171,46 @@ struct RentalReference: RequestContract {
     init(_ fields: RequestFields) throws(HubError) { rental = try fields.string("rental", maxLength: 64) }
 }
 
-/// A car as answers carry it: `{id, make, model, year, seats, price_per_day_cents, lat, lon, cell, image_url?}`.
-let carMembers = "`{id, make, model, year, seats, price_per_day_cents, lat, lon, cell, image_url?}`"
+/// A car found near a point, with how far it is.
+struct NearbyCar: AnswerObject {
+    static let members: [AnswerMember<Self>] =
+        Car.members.map { $0.of { $0.car } } + [.number("distance_m", "metres, to 0.1") { ($0.distance * 10).rounded() / 10 }]
+    let car: Car
+    let distance: Double
+}
 
 /// `cars.near`'s answer: the nearest available cars with their distance.
-struct NearbyCarsAnswer: ResponseContract {
-    static let fields: [FieldContract] = [.required("cars", .objectArray, "nearest first; each \(carMembers) and `distance_m`")]
+struct NearbyCarsAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.objects("cars", "nearest first") { $0.found.map(NearbyCar.init) }]
     let found: [(car: Car, distance: Double)]
-    var json: JSON { ["cars": .array(found.map { $0.car.json.adding("distance_m", .double(($0.distance * 10).rounded() / 10)) })] }
 }
 
 /// `cars.in_box`'s answer.
-struct CarsInBoxAnswer: ResponseContract {
-    static let fields: [FieldContract] = [
-        .required("cars", .objectArray, "each \(carMembers)"), .required("truncated", .boolean, "there were more than 1,000"),
+struct CarsInBoxAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .objects("cars") { $0.cars }, .boolean("truncated", "there were more than 1,000") { $0.truncated },
     ]
     let cars: [Car]
     let truncated: Bool
-    var json: JSON { ["cars": .array(cars.map(\.json)), "truncated": .bool(truncated)] }
 }
 
 /// `cars.cells`' answer: the channels of the cells covering the box.
-struct CarCellsAnswer: ResponseContract {
-    static let fields: [FieldContract] = [.required("channels", .stringArray, "`cars:<x>.<y>`, at most 64")]
+struct CarCellsAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.strings("channels", "`cars:<x>.<y>`, at most 64") { $0.cells.map(\.channel) }]
     let cells: [CarCell]
-    var json: JSON { ["channels": .array(cells.map { .string($0.channel) })] }
 }
 
 /// One rental: what `rental.plan`, `start`, `stop` and `cancel` answer.
-struct RentalAnswer: ResponseContract {
-    static let fields: [FieldContract] = [
-        .required(
-            "rental", .object,
-            "`{id, car, state, starts_at, price_per_day_cents, created_at, updated_at, …}`; a finished one adds `days`, `amount_cents`, `end`")
-    ]
+struct RentalAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.object("rental") { $0.rental }]
     let rental: Rental
-    var json: JSON { ["rental": rental.json] }
 }
 
 /// `rental.list`'s answer.
-struct RentalList: ResponseContract {
-    static let fields: [FieldContract] = [
-        .required("planned", .objectArray), .required("active", .objectArray), .required("past", .objectArray, "the last 50"),
+struct RentalList: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .objects("planned") { $0.rentals.filter { $0.state == .planned } }, .objects("active") { $0.rentals.filter { $0.state == .active } },
+        .objects("past", "the last 50") { $0.rentals.filter { !$0.state.isOpen } },
     ]
     let rentals: [Rental]
-    var json: JSON {
-        [
-            "planned": .array(rentals.filter { $0.state == .planned }.map(\.json)),
-            "active": .array(rentals.filter { $0.state == .active }.map(\.json)),
-            "past": .array(rentals.filter { !$0.state.isOpen }.map(\.json)),
-        ]
-    }
 }

@@ -162,24 +162,21 @@ extension RentalService {
 }
 
 /// `car_upsert`'s answer: the car as stored.
-struct CarStored: ResponseContract {
-    static let fields: [FieldContract] = [.required("car", .object, carMembers)]
+struct CarStored: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.object("car") { $0.car }]
     let car: Car
-    var json: JSON { ["car": car.json] }
 }
 
 /// `car_import`'s answer.
-struct CarsImported: ResponseContract {
-    static let fields: [FieldContract] = [.required("imported", .integer, "cars stored")]
+struct CarsImported: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.integer("imported", "cars stored") { Int64($0.count) }]
     let count: Int
-    var json: JSON { ["imported": .int(Int64(count))] }
 }
 
 /// `car_remove`'s answer.
-struct CarRemoved: ResponseContract {
-    static let fields: [FieldContract] = [.required("removed", .string, "the car's id")]
+struct CarRemoved: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.string("removed", "the car's id") { $0.id }]
     let id: String
-    var json: JSON { ["removed": .string(id)] }
 }
 
 /// `car_upsert`: one car.

@@ -86,9 +86,7 @@ public struct ServerAPI: Sendable {
         }
     }
 
-    static func errorJSON(_ error: ProtocolError) -> JSON {
-        ["code": .int(Int64(error.code)), "message": .string(error.message)]
-    }
+    static func errorJSON(_ error: ProtocolError) -> JSON { ErrorAnswer(error: error).json }
 
 }
 
