@@ -11,35 +11,57 @@ public protocol AnswerObject: Sendable {
 
 extension AnswerObject {
     /// The object: each member's value, members without one left out.
-    public var json: JSON {
+    public var json: JSON { .object(jsonMembers) }
+
+    /// The object's members, to write among others (a GeoJSON feature's properties).
+    public var jsonMembers: [(key: String, value: JSON)] { jsonMembers(Self.members) }
+
+    /// What `members` (some of the object's) write.
+    public func jsonMembers(_ members: [AnswerMember<Self>]) -> [(key: String, value: JSON)] {
         var written: [(key: String, value: JSON)] = []
-        written.reserveCapacity(Self.members.count)
-        for member in Self.members {
-            if let value = member.value(self) { written.append((member.contract.name, value)) }
-        }
-        return .object(written)
+        written.reserveCapacity(members.count)
+        for member in members { member.write(self, &written) }
+        return written
     }
 
     /// The members as the catalog prints them.
-    public static var fields: [FieldContract] { members.map(\.contract) }
+    public static var fields: [FieldContract] { members.flatMap(\.contracts) }
 }
 
-/// One member of an `AnswerObject`: what the catalog says of it, and how its value is read
-/// from the object (nil: left out, which only a member that may be left out answers).
+/// One member of an `AnswerObject` (or, `spread`, the members of an object written in
+/// place): what the catalog says of it, and how its value is read from the object (none:
+/// left out, which only a member that may be left out does).
 public struct AnswerMember<Owner>: Sendable {
-    public let contract: FieldContract
-    let value: @Sendable (Owner) -> JSON?
+    /// The member, or the members a spread writes.
+    public let contracts: [FieldContract]
+    /// Appends the member's name and value, when it has one.
+    let write: @Sendable (Owner, inout [(key: String, value: JSON)]) -> Void
+
+    private init(contracts: [FieldContract], write: @escaping @Sendable (Owner, inout [(key: String, value: JSON)]) -> Void) {
+        self.contracts = contracts
+        self.write = write
+    }
 
     private init(_ contract: FieldContract, _ value: @escaping @Sendable (Owner) -> JSON?) {
-        self.contract = contract
-        self.value = value
+        let name = contract.name
+        self.init(contracts: [contract]) { owner, written in
+            if let value = value(owner) { written.append((name, value)) }
+        }
     }
 
     /// The same member in an object that holds an `Owner` (`part` reads it), so that one
     /// object's members are written inside another's (a car and its distance).
     public func of<Outer>(_ part: @escaping @Sendable (Outer) -> Owner) -> AnswerMember<Outer> {
-        let value = self.value
-        return AnswerMember<Outer>(contract) { value(part($0)) }
+        let write = self.write
+        return AnswerMember<Outer>(contracts: contracts) { outer, written in write(part(outer), &written) }
+    }
+
+    /// The members of `Member`, written in place from JSON kept as it was written (a stored
+    /// chat message's bytes): what `object` answers is written member by member.
+    public static func spread<Member: AnswerObject>(_ member: Member.Type, _ object: @escaping @Sendable (Owner) -> JSON) -> Self {
+        AnswerMember(contracts: Member.fields) { owner, written in
+            if case let .object(members) = object(owner) { written += members }
+        }
     }
 
     /// A member that is always there.
@@ -109,6 +131,10 @@ public struct AnswerMember<Owner>: Sendable {
         orNull(name, .string, note, value, as: JSON.string)
     }
 
+    public static func strings(_ name: String, _ note: String = "", orNull value: @escaping @Sendable (Owner) -> [String]?) -> Self {
+        orNull(name, .stringArray, note, value, as: { .array($0.map(JSON.string)) })
+    }
+
     public static func integer(_ name: String, _ note: String = "", orNull value: @escaping @Sendable (Owner) -> Int64?) -> Self {
         orNull(name, .integer, note, value, as: JSON.int)
     }
@@ -143,6 +169,12 @@ public struct AnswerMember<Owner>: Sendable {
     public static func object<Member: AnswerObject>(_ name: String, _ note: String = "", ifAny value: @escaping @Sendable (Owner) -> Member?) -> Self
     {
         orAbsent(name, .object, note, members: Member.fields, value, as: { $0.json })
+    }
+
+    public static func objects<Member: AnswerObject>(_ name: String, _ note: String = "", ifAny value: @escaping @Sendable (Owner) -> [Member]?)
+        -> Self
+    {
+        orAbsent(name, .objectArray, note, members: Member.fields, value, as: { .array($0.map(\.json)) })
     }
 
     public static func json(_ name: String, _ kind: FieldContract.Kind, _ note: String = "", ifAny value: @escaping @Sendable (Owner) -> JSON?)

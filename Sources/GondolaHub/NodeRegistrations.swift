@@ -58,7 +58,9 @@ public struct NodeRegistrations: Sendable {
         let fields = Request.fields
         methods.append(
             Method(name: method, fields: fields, answerFields: Response.fields, answer: rules) { context, data in
-                try await handler(context, try Request.decode(data, listing: fields)).checkedJSON
+                let response = try await handler(context, try Request.decode(data, listing: fields))
+                // An answer sent early (`RPCContext.answer`) is not written a second time.
+                return context.answer?.wasSent == true ? .null : response.checkedJSON
             })
     }
 

@@ -34,6 +34,9 @@ public final class RPCAnswer: Sendable {
         send(RawJSON(result))
     }
 
+    /// Whether the reply was sent (what the method returns is then dropped).
+    public var wasSent: Bool { sent.load(ordering: .acquiring) }
+
     /// True for the first caller only: that caller sends the reply.
     public func claim() -> Bool {
         sent.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged

@@ -19,7 +19,7 @@ struct BroadcastService: Sendable {
     }
 
     /// Answers `broadcast.send`.
-    func broadcastSend(_ context: RPCContext, _ request: BroadcastMessage) async throws -> JSON {
+    func broadcastSend(_ context: RPCContext, _ request: BroadcastMessage) async throws -> BroadcastSent {
         let text = request.text
         let channel: String
         let type: String
@@ -39,11 +39,8 @@ struct BroadcastService: Sendable {
         }
         let id = RandomID.make("b")
         let ts = unixMilliseconds()
-        let message: JSON = [
-            "type": .string(type), "id": .string(id), "from": .string(context.user), "name": .string(directory.name(of: context.user)),
-            "text": .string(text), "ts": .int(ts),
-        ]
-        guard let position = try await node.publish(channel: channel, data: Payload(message)) else {
+        let message = BroadcastPublication(type: type, id: id, from: context.user, name: directory.name(of: context.user), text: text, ts: ts)
+        guard let position = try await node.publish(channel: channel, data: Payload(message.json)) else {
             throw HubError.internalError("\(channel) keeps no stream")
         }
         notices.post(
@@ -51,11 +48,22 @@ struct BroadcastService: Sendable {
                 audience: audience, channel: channel, category: .broadcast, text: type == "broadcast" ? "trip.broadcast" : "announcement",
                 values: ["sender": directory.name(of: context.user), "text": text, "trip": tripName],
                 link: ["screen": type, "channel": channel, "id": id], at: ts))
-        return [
-            "channel": .string(channel), "id": .string(id), "offset": .int(Int64(position.offset)), "epoch": .string(position.epoch),
-            "ts": .int(ts),
-        ]
+        return BroadcastSent(channel: channel, id: id, position: position, ts: ts)
     }
+}
+
+/// A broadcast as `trip:<id>` and `announcements` carry it.
+struct BroadcastPublication: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("type", "`broadcast` (a trip's) or `announcement`") { $0.type }, .string("id") { $0.id }, .string("from", "the sender") { $0.from },
+        .string("name", "the sender's name") { $0.name }, .string("text") { $0.text }, .integer("ts", "Unix ms") { $0.ts },
+    ]
+    let type: String
+    let id: String
+    let from: String
+    let name: String
+    let text: String
+    let ts: Int64
 }
 
 /// `broadcast.send`: `{text, trip}` to a trip, or `{text, scope: "all"}` to everyone.

@@ -27,72 +27,54 @@ extension ChatService {
     }
 
     /// Answers `chat.create`.
-    func chatCreate(_ context: RPCContext, _ request: ChatCreation) async throws -> JSON {
-        let chat = try await create(by: context.user, members: request.members, title: request.title)
-        return ["chat": chatJSON(chat), "channel": .string(ChatService.channel(of: chat.id))]
+    func chatCreate(_ context: RPCContext, _ request: ChatCreation) async throws -> ChatCreated {
+        ChatCreated(chat: view(of: try await create(by: context.user, members: request.members, title: request.title)))
     }
 
     /// Answers `chat.send`.
-    func chatSend(_ context: RPCContext, _ request: ChatMessage) async throws -> JSON {
+    func chatSend(_ context: RPCContext, _ request: ChatMessage) async throws -> ChatMessageAnswer {
         // With a waiting client the reply leaves from the writer's thread right after the
-        // commit, and what is returned here is dropped: build the answer only once.
+        // commit; what is returned here is then dropped unwritten.
         let (message, repeated) = try await send(
             by: context.user, to: request.chat, text: request.text, clientMessageID: request.clientMessageID
         ) { message, repeated in
-            context.answer?(Self.sendAnswer(message, repeated: repeated))
+            context.answer?(ChatMessageAnswer(message: StoredMessage(message: message), repeated: repeated).json)
         }
-        return context.answer == nil ? Self.sendAnswer(message, repeated: repeated) : .null
+        return ChatMessageAnswer(message: StoredMessage(message: message), repeated: repeated)
     }
 
     /// Answers `chat.list`.
-    func chatList(_ context: RPCContext, _: NoFields) async throws -> JSON {
+    func chatList(_ context: RPCContext, _: NoFields) async throws -> ChatList {
         let list = try await chats(of: context.user)
         let summaries = try await summaries(of: list, for: context.user)
         let entries = list.map { chat in (chat: chat, summary: summaries[chat.id]) }
             .sorted { ($0.summary?.last?.ts ?? $0.chat.createdAt, $0.chat.id) > ($1.summary?.last?.ts ?? $1.chat.createdAt, $1.chat.id) }
-        return [
-            "chats": .array(
-                entries.map { entry in
-                    var json = chatJSON(entry.chat)
-                    json = json.adding("last_message", entry.summary?.last.map(Self.messageJSON) ?? .null)
-                    json = json.adding("unread", .int(Int64(entry.summary?.unread ?? 0)))
-                    return json.adding("read_offset", .int(Int64(entry.summary?.read ?? 0)))
-                })
-        ]
+        return ChatList(
+            chats: entries.map { entry in
+                ChatList.Entry(
+                    chat: view(of: entry.chat), last: entry.summary?.last.map(StoredMessage.init), unread: entry.summary?.unread ?? 0,
+                    read: entry.summary?.read ?? 0)
+            })
     }
 
     /// Answers `chat.read`.
-    func chatRead(_ context: RPCContext, _ request: ReadMarker) async throws -> JSON {
-        ["read_offset": .int(Int64(try await markRead(request.chat, user: context.user, offset: request.offset)))]
+    func chatRead(_ context: RPCContext, _ request: ReadMarker) async throws -> ReadMarkerAnswer {
+        ReadMarkerAnswer(offset: try await markRead(request.chat, user: context.user, offset: request.offset))
     }
 
     /// Answers `chat.history`.
-    func chatHistory(_ context: RPCContext, _ request: HistoryPage) async throws -> JSON {
+    func chatHistory(_ context: RPCContext, _ request: HistoryPage) async throws -> ChatHistory {
         let (messages, more) = try await history(of: request.chat, user: context.user, before: request.before, limit: request.limit)
-        return ["messages": .array(messages.map(Self.messageJSON)), "more": .bool(more)]
+        return ChatHistory(messages: messages.map(StoredMessage.init), more: more)
     }
 
-    /// `{"id","kind","title","trip","channel","members":[{"user","name"}]}`; a trip chat lists the trip's members.
-    func chatJSON(_ chat: Chat) -> JSON {
+    /// How the caller sees `chat`: its title (a trip chat's is the trip's name) and its
+    /// members by name (a trip chat's are the trip's members).
+    func view(of chat: Chat) -> ChatView {
         let members = chat.kind == .trip ? chat.trip.map { Set(directory.members(of: $0).keys) } ?? [] : chat.members
-        let title = chat.title ?? chat.trip.flatMap { directory.cachedTrip($0)?.name }
-        return [
-            "id": .string(chat.id), "kind": .string(chat.kind.rawValue), "title": title.map(JSON.string) ?? .null,
-            "trip": chat.trip.map(JSON.string) ?? .null, "channel": .string(ChatService.channel(of: chat.id)),
-            "members": .array(members.sorted().map { ["user": .string($0), "name": .string(directory.name(of: $0))] }),
-        ]
-    }
-
-    /// `chat.send`'s answer: the stored message, marked `repeated` for a retry.
-    static func sendAnswer(_ message: StoredChatMessage, repeated: Bool) -> JSON {
-        let answer = messageJSON(message)
-        return repeated ? answer.adding("repeated", true) : answer
-    }
-
-    /// A stored message as answered by RPCs: its published fields led by `offset`.
-    static func messageJSON(_ message: StoredChatMessage) -> JSON {
-        guard case let .object(members) = message.data.value else { return ["offset": .int(Int64(message.offset))] }
-        return .object([("offset", .int(Int64(message.offset)))] + members)
+        return ChatView(
+            chat: chat, title: chat.title ?? chat.trip.flatMap { directory.cachedTrip($0)?.name },
+            members: members.sorted().map { UserName(user: $0, name: directory.name(of: $0)) })
     }
 }
 
@@ -140,4 +122,81 @@ struct HistoryPage: RequestContract {
         before = try fields.noting("an offset; the newest messages when absent").optionalInteger("before", in: 1...Int64.max).map(UInt64.init)
         limit = Int(try fields.integer("limit", in: 1...Int64(ChatService.maxHistoryPage), default: Int64(ChatService.defaultHistoryPage)))
     }
+}
+
+/// A user and their name.
+struct UserName: AnswerObject {
+    static let members: [AnswerMember<Self>] = [.string("user") { $0.user }, .string("name") { $0.name }]
+    let user: String
+    let name: String
+}
+
+/// A chat as its members see it.
+struct ChatView: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("id") { $0.chat.id }, .string("kind", "`direct`, `group` or `trip`") { $0.chat.kind.rawValue },
+        .string("title", "a trip chat's is the trip's name; null for a direct chat", orNull: { $0.title }),
+        .string("trip", "null outside a trip", orNull: { $0.chat.trip }), .string("channel") { ChatService.channel(of: $0.chat.id) },
+        .objects("members", "a trip chat's are the trip's members") { $0.members },
+    ]
+    let chat: Chat
+    let title: String?
+    let members: [UserName]
+}
+
+/// A stored message as answered: its place in the chat's stream and what was published.
+struct StoredMessage: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .integer("offset", "its place in the chat's stream") { Int64($0.message.offset) }, .spread(ChatMessageData.self) { $0.message.data.value },
+    ]
+    let message: StoredChatMessage
+}
+
+/// `chat.create`'s answer.
+struct ChatCreated: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.object("chat") { $0.chat }, .string("channel") { ChatService.channel(of: $0.chat.chat.id) }]
+    let chat: ChatView
+}
+
+/// `chat.send`'s answer: the stored message, marked `repeated` for a retry.
+struct ChatMessageAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] =
+        StoredMessage.members.map { $0.of { $0.message } } + [
+            .boolean("repeated", "a retry: nothing was published", ifAny: { $0.repeated ? true : nil })
+        ]
+    let message: StoredMessage
+    let repeated: Bool
+}
+
+/// `chat.list`'s answer.
+struct ChatList: ResponseContract, AnswerObject {
+    /// A chat with its newest message and the caller's read marker.
+    struct Entry: AnswerObject {
+        static let members: [AnswerMember<Self>] =
+            ChatView.members.map { $0.of { $0.chat } } + [
+                .object("last_message", "null when none", orNull: { $0.last }),
+                .integer("unread", "others' messages after the read marker") { Int64($0.unread) },
+                .integer("read_offset") { Int64($0.read) },
+            ]
+        let chat: ChatView
+        let last: StoredMessage?
+        let unread: Int
+        let read: UInt64
+    }
+
+    static let members: [AnswerMember<Self>] = [.objects("chats", "newest activity first") { $0.chats }]
+    let chats: [Entry]
+}
+
+/// `chat.read`'s answer.
+struct ReadMarkerAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.integer("read_offset") { Int64($0.offset) }]
+    let offset: UInt64
+}
+
+/// `chat.history`'s answer.
+struct ChatHistory: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.objects("messages", "oldest first") { $0.messages }, .boolean("more") { $0.more }]
+    let messages: [StoredMessage]
+    let more: Bool
 }

@@ -56,20 +56,17 @@ final class ChatStreamStore: HistoryStore {
     }
 }
 
-/// The fields of a message published on `chat:<id>`:
-/// `{"id","from","name","text","ts","client_message_id"}`.
-struct ChatMessageData: Sendable {
+/// A message as published on `chat:<id>` (and stored as those bytes).
+struct ChatMessageData: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("id") { $0.id }, .string("from", "the sender") { $0.from }, .string("name", "the sender's name") { $0.name },
+        .string("text") { $0.text }, .integer("ts", "Unix ms") { $0.ts },
+        .string("client_message_id", "the sender's id of the message") { $0.clientMessageID },
+    ]
     let id: String
     let from: String
     let name: String
     let text: String
     let ts: Int64
     let clientMessageID: String
-
-    var json: JSON {
-        [
-            "id": .string(id), "from": .string(from), "name": .string(name), "text": .string(text), "ts": .int(ts),
-            "client_message_id": .string(clientMessageID),
-        ]
-    }
 }

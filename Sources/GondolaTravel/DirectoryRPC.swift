@@ -43,58 +43,49 @@ struct DirectoryService: Sendable {
     }
 
     /// Answers `profile.get`.
-    func profileGet(_ context: RPCContext, _ request: ProfileReference) async throws -> JSON {
+    func profileGet(_ context: RPCContext, _ request: ProfileReference) async throws -> ProfileAnswer {
         let user = request.user ?? context.user
         if user == context.user { try await directory.ensureKnown(user) }
         guard let profile = try await directory.profile(of: user) else { throw HubError.badRequest("user: unknown user '\(user)'") }
         // Only the user's own profile says whether they are staff.
-        return await user == context.user
-            ? Self.profileJSON(profile).adding("staff", .bool(try directory.isStaff(user))) : Self.profileJSON(profile)
+        return ProfileAnswer(profile: profile, staff: user == context.user ? try await directory.isStaff(user) : nil)
     }
 
     /// Answers `profile.update`.
-    func profileUpdate(_ context: RPCContext, _ change: ProfileChange) async throws -> JSON {
+    func profileUpdate(_ context: RPCContext, _ change: ProfileChange) async throws -> ProfileAnswer {
         try await directory.ensureKnown(context.user)
         var profile = try await directory.profile(of: context.user) ?? Profile(id: context.user, name: context.user)
         change.apply(to: &profile)
         try await directory.save(profile)
-        return Self.profileJSON(profile)
+        return ProfileAnswer(profile: profile, staff: nil)
     }
 
     /// Answers `trip.list`.
-    func tripList(_ context: RPCContext, _: NoFields) async throws -> JSON {
+    func tripList(_ context: RPCContext, _: NoFields) async throws -> TripList {
         try await directory.refresh(users: [context.user])
-        let trips = directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }
         let now = unixMilliseconds()
-        return [
-            "trips": .array(
-                trips.map { trip, role in
-                    var json = Self.tripFields(trip)
-                    json.append(("role", .string(role.rawValue)))
-                    json.append(("running", .bool(trip.isRunning(at: now))))
-                    return .object(json)
-                })
-        ]
+        return TripList(
+            trips: directory.trips(of: context.user).sorted { $0.trip.startsAt < $1.trip.startsAt }.map { trip, role in
+                TripList.Entry(trip: trip, role: role, running: trip.isRunning(at: now))
+            })
     }
 
     /// Answers `trip.members`.
-    func tripMembers(_ context: RPCContext, _ request: TripReference) async throws -> JSON {
+    func tripMembers(_ context: RPCContext, _ request: TripReference) async throws -> TripMembers {
         let trip = request.trip
         try await directory.refresh(users: [context.user], trips: [trip])
         guard try await directory.role(of: context.user, in: trip) != nil else {
             throw HubError.permissionDenied("trip.members is for members of trip \(trip)")
         }
-        let members = directory.members(of: trip).map { (user: $0.key, role: $0.value, name: directory.name(of: $0.key)) }
-            .sorted { ($0.role == .host ? 0 : 1, $0.name, $0.user) < ($1.role == .host ? 0 : 1, $1.name, $1.user) }
-        return ["members": .array(members.map { ["user": .string($0.user), "name": .string($0.name), "role": .string($0.role.rawValue)] })]
+        return TripMembers(
+            members: directory.members(of: trip).map { TripMembers.Member(user: $0.key, name: directory.name(of: $0.key), role: $0.value) }
+                .sorted { ($0.role == .host ? 0 : 1, $0.name, $0.user) < ($1.role == .host ? 0 : 1, $1.name, $1.user) })
     }
 
     /// Answers `friend.add`.
-    func friendAdd(_ context: RPCContext, _ request: UserReference) async throws -> JSON {
+    func friendAdd(_ context: RPCContext, _ request: UserReference) async throws -> Friendship {
         let other = try await otherUser(request, context)
-        if let source = try await directory.friendSource(context.user, other) {
-            return ["friends": true, "source": .string(source.rawValue)]
-        }
+        if let source = try await directory.friendSource(context.user, other) { return Friendship(source: source) }
         try await directory.ensureKnown(context.user)
         let friends = try await directory.request(from: context.user, to: other)
         notify(
@@ -104,29 +95,25 @@ struct DirectoryService: Sendable {
                 "friends": .bool(friends),
             ])
         if friends { locations.relationsChanged([context.user, other]) }
-        return ["friends": .bool(friends), "source": friends ? "mutual" : .null]
+        return Friendship(source: friends ? .mutual : nil)
     }
 
     /// Answers `friend.remove`.
-    func friendRemove(_ context: RPCContext, _ request: UserReference) async throws -> JSON {
+    func friendRemove(_ context: RPCContext, _ request: UserReference) async throws -> Friendship {
         let other = try await otherUser(request, context)
         try await directory.unfriend(context.user, other)
         locations.relationsChanged([context.user, other])
-        let source = try await directory.friendSource(context.user, other)
-        return ["friends": .bool(source != nil), "source": source.map { .string($0.rawValue) } ?? .null]
+        return Friendship(source: try await directory.friendSource(context.user, other))
     }
 
     /// Answers `friend.list`.
-    func friendList(_ context: RPCContext, _: NoFields) async throws -> JSON {
+    func friendList(_ context: RPCContext, _: NoFields) async throws -> FriendList {
         try await directory.refresh(users: [context.user])
-        let friends = directory.friends(of: context.user)
-            .map { (user: $0.user, source: $0.source, name: directory.name(of: $0.user)) }
-            .sorted { ($0.name, $0.user) < ($1.name, $1.user) }
-        let requests = directory.pendingRequests(to: context.user)
-        return [
-            "friends": .array(friends.map { ["user": .string($0.user), "name": .string($0.name), "source": .string($0.source.rawValue)] }),
-            "requests": .array(requests.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }),
-        ]
+        return FriendList(
+            friends: directory.friends(of: context.user)
+                .map { FriendList.Friend(user: $0.user, name: directory.name(of: $0.user), source: $0.source) }
+                .sorted { ($0.name, $0.user) < ($1.name, $1.user) },
+            requests: directory.pendingRequests(to: context.user).map { UserName(user: $0, name: directory.name(of: $0)) })
     }
 
     private func otherUser(_ request: UserReference, _ context: RPCContext) async throws(HubError) -> String {
@@ -151,7 +138,7 @@ struct DirectoryService: Sendable {
             id: RandomID.make("t", hexDigits: 12), name: request.name, resort: request.resort, startsAt: request.startsAt, endsAt: request.endsAt)
         try await directory.createTrip(trip, hosts: request.hosts)
         locations.relationsChanged(request.hosts)
-        return TripCreated(json: ["trip": .object(Self.tripFields(trip))])
+        return TripCreated(trip: trip)
     }
 
     /// Answers `trip_add_member`.
@@ -168,22 +155,7 @@ struct DirectoryService: Sendable {
         return EmptyAnswer()
     }
 
-    // MARK: JSON
-
-    static func profileJSON(_ profile: Profile) -> JSON {
-        [
-            "user": .string(profile.id), "name": .string(profile.name), "bio": .string(profile.bio),
-            "avatar_url": profile.avatarURL.map(JSON.string) ?? .null,
-            "links": .object(profile.links.sorted { $0.key < $1.key }.map { (key: $0.key, value: .string($0.value)) }),
-        ]
-    }
-
-    static func tripFields(_ trip: Trip) -> [(key: String, value: JSON)] {
-        [
-            ("id", .string(trip.id)), ("name", .string(trip.name)), ("resort", trip.resort.map(JSON.string) ?? .null),
-            ("starts_at", .int(trip.startsAt)), ("ends_at", .int(trip.endsAt)),
-        ]
-    }
+    // MARK: Checks
 
     static func isWebURL(_ text: String) -> Bool {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), url.host?.isEmpty == false else { return false }

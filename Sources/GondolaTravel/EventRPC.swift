@@ -25,46 +25,36 @@ extension EventService {
     }
 
     /// Answers `event.create`.
-    func eventCreate(_ context: RPCContext, _ request: EventCreation) async throws -> JSON {
+    func eventCreate(_ context: RPCContext, _ request: EventCreation) async throws -> EventAnswer {
         let (created, invitees) = try await create(request.event(creator: context.user), audience: request.audience)
-        return EventJSON.event(created, directory: directory)
-            .adding("invitees", .array(invitees.map { ["user": .string($0), "name": .string(directory.name(of: $0))] }))
-            .adding("counts", EventJSON.counts(RSVPCounts(pending: invitees.count)))
+        return EventAnswer(
+            event: view(of: created), invitees: invitees.map { UserName(user: $0, name: directory.name(of: $0)) }, responses: nil,
+            counts: RSVPCounts(pending: invitees.count))
     }
 
     /// Answers `event.rsvp`.
-    func eventRsvp(_ context: RPCContext, _ request: EventResponse) async throws -> JSON {
+    func eventRsvp(_ context: RPCContext, _ request: EventResponse) async throws -> RSVPAnswer {
         let (_, counts) = try await respond(context.user, to: request.event, request.response)
-        return ["event": .string(request.event), "response": .string(request.response.rawValue), "counts": EventJSON.counts(counts)]
+        return RSVPAnswer(event: request.event, response: request.response, counts: counts)
     }
 
     /// Answers `event.list`.
-    func eventList(_ context: RPCContext, _: NoFields) async throws -> JSON {
-        [
-            "events": .array(
-                try await events(of: context.user).map { entry in
-                    EventJSON.event(entry.event, directory: directory)
-                        .adding("role", entry.event.creator == context.user ? "creator" : "invitee")
-                        .adding("my_response", entry.response.map { .string($0.rawValue) } ?? .null)
-                })
-        ]
+    func eventList(_ context: RPCContext, _: NoFields) async throws -> EventList {
+        EventList(
+            events: try await events(of: context.user).map { entry in
+                EventList.Entry(event: view(of: entry.event), creator: entry.event.creator == context.user, response: entry.response)
+            })
     }
 
     /// Answers `event.get`.
-    func eventGet(_ context: RPCContext, _ request: EventReference) async throws -> JSON {
+    func eventGet(_ context: RPCContext, _ request: EventReference) async throws -> EventAnswer {
         let (event, responses) = try await visibleEvent(request.event, to: context.user)
-        return EventJSON.event(event, directory: directory)
-            .adding(
-                "responses",
-                .array(
-                    responses.map { entry in
-                        [
-                            "user": .string(entry.user), "name": .string(directory.name(of: entry.user)),
-                            "response": entry.response.map { .string($0.rawValue) } ?? .null,
-                        ]
-                    })
-            )
-            .adding("counts", EventJSON.counts(RSVPCounts(responses)))
+        return EventAnswer(
+            event: view(of: event), invitees: nil,
+            responses: responses.map {
+                EventAnswer.Response(user: UserName(user: $0.user, name: directory.name(of: $0.user)), response: $0.response)
+            },
+            counts: RSVPCounts(responses))
     }
 }
 

@@ -99,7 +99,7 @@ public final class EventService: Sendable {
         let invitees = try await invitees(of: event.creator, audience, trip: event.trip)
         try await directory.ensureKnown(event.creator)
         try await databaseWrite { try await repository.create(event, invitees: invitees) }
-        let summary = EventJSON.event(event, directory: directory)
+        let summary = view(of: event).json
         let creatorName = directory.name(of: event.creator)
         for invitee in invitees {
             node.tell(invitee, ["type": "invite", "event": summary])
@@ -143,10 +143,7 @@ public final class EventService: Sendable {
             throw .permissionDenied(event.creator == user ? "the creator of event \(id) does not answer it" : "not invited to event \(id)")
         }
         let counts = RSVPCounts(try await databaseRead { try await repository.responses(to: id) })
-        let change: JSON = [
-            "type": "rsvp", "event": .string(id), "user": .string(user), "name": .string(directory.name(of: user)),
-            "response": .string(response.rawValue), "counts": EventJSON.counts(counts),
-        ]
+        let change = RSVPChange(event: id, user: UserName(user: user, name: directory.name(of: user)), response: response, counts: counts).json
         publish(Self.channel(of: id), change)
         node.tell(event.creator, change)
         notices.post(
@@ -166,23 +163,47 @@ public final class EventService: Sendable {
     }
 }
 
-/// How events are written on the wire.
-enum EventJSON {
-    static func event(_ event: TravelEvent, directory: Directory) -> JSON {
-        [
-            "id": .string(event.id), "title": .string(event.title), "description": .string(event.description),
-            "starts_at": .int(event.startsAt), "ends_at": event.endsAt.map(JSON.int) ?? .null,
-            "place": event.place.map { ["name": $0.name.map(JSON.string) ?? .null, "lat": .double($0.lat), "lon": .double($0.lon)] } ?? .null,
-            "trip": event.trip.map(JSON.string) ?? .null, "audience": .string(event.audience),
-            "creator": ["user": .string(event.creator), "name": .string(directory.name(of: event.creator))],
-            "channel": .string(EventService.channel(of: event.id)),
-        ]
-    }
+/// An event as its creator and invitees see it.
+struct EventView: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("id") { $0.event.id }, .string("title") { $0.event.title }, .string("description") { $0.event.description },
+        .integer("starts_at", "Unix ms") { $0.event.startsAt }, .integer("ends_at", "Unix ms; null when open-ended", orNull: { $0.event.endsAt }),
+        .object("place", "null without one", orNull: { $0.event.place }), .string("trip", "null outside a trip", orNull: { $0.event.trip }),
+        .string("audience", "`nearby`, `friends`, `selected` or `trip`") { $0.event.audience }, .object("creator") { $0.creator },
+        .string("channel", "`event:<id>`") { EventService.channel(of: $0.event.id) },
+    ]
+    let event: TravelEvent
+    let creator: UserName
+}
 
-    static func counts(_ counts: RSVPCounts) -> JSON {
-        [
-            "going": .int(Int64(counts.going)), "maybe": .int(Int64(counts.maybe)), "declined": .int(Int64(counts.declined)),
-            "pending": .int(Int64(counts.pending)),
+extension EventPlace: AnswerObject {
+    public static let members: [AnswerMember<Self>] = [
+        .string("name", "null without one", orNull: { $0.name }), .number("lat") { $0.lat }, .number("lon") { $0.lon },
+    ]
+}
+
+extension RSVPCounts: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .integer("going") { Int64($0.going) }, .integer("maybe") { Int64($0.maybe) }, .integer("declined") { Int64($0.declined) },
+        .integer("pending", "not answered yet") { Int64($0.pending) },
+    ]
+}
+
+/// An invitee's answer as `event:<id>` and the creator's personal channel carry it.
+struct RSVPChange: AnswerObject {
+    static let members: [AnswerMember<Self>] =
+        [.string("type", "`rsvp`") { _ in "rsvp" }, .string("event") { $0.event }] + UserName.members.map { $0.of { $0.user } } + [
+            .string("response") { $0.response.rawValue }, .object("counts") { $0.counts },
         ]
+    let event: String
+    let user: UserName
+    let response: RSVP
+    let counts: RSVPCounts
+}
+
+extension EventService {
+    /// `event` with its creator's name.
+    func view(of event: TravelEvent) -> EventView {
+        EventView(event: event, creator: UserName(user: event.creator, name: directory.name(of: event.creator)))
     }
 }

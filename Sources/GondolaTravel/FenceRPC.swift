@@ -82,7 +82,7 @@ extension FenceService {
         }
         guard stored else { throw .badRequest("trip \(request.trip) already has \(Self.maxFencesPerTrip) fences, the most a trip may have") }
         try await applied(trip: request.trip)
-        return FenceAnswer(json: ["fence": fence.json])
+        return FenceAnswer(fence: fence)
     }
 
     /// The trip's fences as the database holds them now (read, and applied to this node's
@@ -94,7 +94,7 @@ extension FenceService {
         } catch {
             throw .internalError("cannot read the trip's fences: \(error)")
         }
-        return FenceList(json: ["fences": .array(fences(of: trip).map(\.json)), "owner": owner(of: trip).map(JSON.string) ?? .null])
+        return FenceList(fences: fences(of: trip), owner: owner(of: trip))
     }
 
     func delete(_ request: FenceDeletion) async throws(HubError) {
@@ -160,20 +160,17 @@ struct FenceWebhookSetting: RequestContract {
 }
 
 /// `fence.create`'s answer.
-struct FenceAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required(
-            "fence", .object,
-            "`{id, trip, name, circle | geometry | roaming, detect, dwell_ms, users, created_by, created_at}`")
-    ]
-    let json: JSON
+struct FenceAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.object("fence") { $0.fence }]
+    let fence: TripFence
 }
 
 /// `fence.list`'s answer.
-struct FenceList: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("fences", .objectArray, "as `fence.create` answers each"),
-        .required("owner", .string, "the uid of the node that reports the trip's events, as this node sees it"),
+struct FenceList: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .objects("fences") { $0.fences },
+        .string("owner", "the uid of the node that reports the trip's events, as this node sees it; null when none", orNull: { $0.owner }),
     ]
-    let json: JSON
+    let fences: [TripFence]
+    let owner: String?
 }

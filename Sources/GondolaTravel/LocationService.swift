@@ -98,7 +98,7 @@ public final class LocationService: Sendable {
 
     /// Records a position and answers the map the app should show. Takes only the
     /// arrivals' lock, never `live` (see `LocationArrivals`).
-    func update(user: String, _ update: LocationUpdate) throws(HubError) -> JSON {
+    func update(user: String, _ update: LocationUpdate) throws(HubError) -> MapChoice {
         let now = update.receivedAt
         var position = update.position
         if position.point.alt == nil { position.point.alt = resorts.selector.altitude(of: position.point) }
@@ -125,8 +125,8 @@ public final class LocationService: Sendable {
             return admission
         }
         fences?.record(user: user, position: position, receivedAt: now, region: admission.region)
-        if admission.choice != admission.previous { node.tell(user, TravelJSON.map(admission.choice, type: "map")) }
-        return ["map": TravelJSON.map(admission.choice)]
+        if admission.choice != admission.previous { node.tell(user, .object([("type", "map")] + admission.choice.jsonMembers)) }
+        return admission.choice
     }
 
     /// Runs `body` on the live state once it has taken the positions that arrived.

@@ -27,8 +27,8 @@ struct MapService: Sendable {
     }
 
     /// Answers `map.resorts`.
-    func mapResorts(_: RPCContext, _: NoFields) async throws -> JSON {
-        ["resorts": .array(resorts.resorts.map(resorts.summary))]
+    func mapResorts(_: RPCContext, _: NoFields) async throws -> ResortList {
+        ResortList(resorts: resorts.resorts)
     }
 
     /// Answers `map.resort`.
@@ -38,16 +38,16 @@ struct MapService: Sendable {
     }
 
     /// Answers `map.elevation`.
-    func mapElevation(_: RPCContext, _ request: MapPoint) async throws -> JSON {
+    func mapElevation(_: RPCContext, _ request: MapPoint) async throws -> ElevationAnswer {
         let point = request.point
         guard let elevation = resorts.selector.elevation.lazy.compactMap({ $0.elevation(at: point) }).first else {
             throw HubError.notAvailable("no elevation data at \(point.lat), \(point.lon)")
         }
-        return ["lat": .double(point.lat), "lon": .double(point.lon), "elevation": TravelJSON.metres(elevation)]
+        return ElevationAnswer(point: point, elevation: elevation)
     }
 
     /// Answers `map.route`.
-    func mapRoute(_ context: RPCContext, _ request: RouteRequest) async throws -> JSON {
+    func mapRoute(_ context: RPCContext, _ request: RouteRequest) async throws -> RouteAnswer {
         let to = located(request.to)
         let from: GeoPoint
         if let given = request.from {
@@ -63,7 +63,7 @@ struct MapService: Sendable {
         guard let route = resort.graph.route(from: from, to: to, maxDifficulty: request.maxDifficulty) else {
             throw HubError.notAvailable("no route in \(resort.name) to that point with pistes up to \(request.maxDifficulty.rawValue)")
         }
-        return ResortCatalog.routeJSON(route, colors: resort.graph.colors)
+        return RouteAnswer(route: route, colors: resort.graph.colors)
     }
 
     /// The resort whose boundary is closest to both ends, if both are within reach of it.
@@ -134,13 +134,13 @@ extension LocationService {
     }
 
     /// Answers `location.update`.
-    func locationUpdate(_ context: RPCContext, _ update: LocationUpdate) async throws -> JSON {
-        try self.update(user: context.user, update)
+    func locationUpdate(_ context: RPCContext, _ update: LocationUpdate) async throws -> MapChoiceAnswer {
+        MapChoiceAnswer(map: try self.update(user: context.user, update))
     }
 
     /// Answers `location.visibility`.
-    func locationVisibility(_ context: RPCContext, _ request: VisibilityChange) async throws -> JSON {
+    func locationVisibility(_ context: RPCContext, _ request: VisibilityChange) async throws -> VisibilityAnswer {
         try await setVisibility(user: context.user, request.mode)
-        return ["mode": .string(request.mode.rawValue)]
+        return VisibilityAnswer(mode: request.mode)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GondolaGeo
+import GondolaHub
 import GondolaProtocol
 
 /// Why the resorts folder could not be loaded, naming the file.
@@ -69,15 +70,6 @@ public struct ResortCatalog: Sendable {
     public func resort(_ id: String) -> SkiResort? { resorts.first { $0.id == id } }
 
     /// `{"id","name","center":{"lat","lon"},"bbox":[minLon,minLat,maxLon,maxLat]}`.
-    func summary(_ resort: SkiResort) -> JSON {
-        let box = BoundingBox(covering: resort.boundary)
-        return [
-            "id": .string(resort.id), "name": .string(resort.name),
-            "center": ["lat": .double((box.minLat + box.maxLat) / 2), "lon": .double((box.minLon + box.maxLon) / 2)],
-            "bbox": [.double(box.minLon), .double(box.minLat), .double(box.maxLon), .double(box.maxLat)],
-        ]
-    }
-
     /// The ski map of a resort, encoded once at load.
     func mapDocument(_ id: String) -> RawJSON? { mapDocuments[id] }
 
@@ -90,18 +82,14 @@ public struct ResortCatalog: Sendable {
             })
     }
 
-    /// Difficulty, colour and pattern of a way as the map shows them: pistes by
-    /// difficulty (`null` and the unrated style when the data gives none), lifts as `lift`.
-    static func style(kind: SkiWay.Kind, difficulty: Difficulty?, colors: DifficultyColors) -> [(key: String, value: JSON)] {
+    /// Difficulty, colour and pattern of a way as the map shows them.
+    static func style(kind: SkiWay.Kind, difficulty: Difficulty?, colors: DifficultyColors) -> WayStyle {
         switch kind {
-        case .lift: return [("difficulty", "lift"), ("color", .string(liftColor)), ("pattern", .string(LinePattern.solid.rawValue))]
+        case .lift: return WayStyle(difficulty: "lift", color: liftColor, pattern: .solid)
         case .piste:
             let style = colors.style(for: difficulty)
-            return [
-                ("difficulty", difficulty.map { .string($0.rawValue) } ?? .null), ("color", .string(style.color)),
-                ("pattern", .string(style.pattern.rawValue)),
-            ]
-        case .walk: return [("difficulty", .null), ("color", .null), ("pattern", .null)]
+            return WayStyle(difficulty: difficulty?.rawValue, color: style.color, pattern: style.pattern)
+        case .walk: return WayStyle(difficulty: nil, color: nil, pattern: nil)
         }
     }
 
@@ -123,7 +111,7 @@ public struct ResortCatalog: Sendable {
         ])
         for way in resort.ways {
             var properties: [(key: String, value: JSON)] = [("kind", .string(way.kind.rawValue)), ("name", .string(way.name))]
-            properties += style(kind: way.kind, difficulty: way.difficulty, colors: resort.graph.colors)
+            properties += style(kind: way.kind, difficulty: way.difficulty, colors: resort.graph.colors).jsonMembers
             properties.append(("length", TravelJSON.metres(way.length)))
             if let aerialway = way.aerialway { properties.append(("aerialway", .string(aerialway))) }
             features.append([
@@ -134,7 +122,7 @@ public struct ResortCatalog: Sendable {
         for area in resort.areas {
             let properties: [(key: String, value: JSON)] =
                 [("kind", "piste_area"), ("name", .string(area.name))]
-                + style(kind: .piste, difficulty: area.difficulty, colors: resort.graph.colors)
+                + style(kind: .piste, difficulty: area.difficulty, colors: resort.graph.colors).jsonMembers
             features.append(["type": "Feature", "properties": .object(properties), "geometry": polygonGeometry(area.polygon)])
         }
         var member: [(key: String, value: JSON)] = [("id", .string(resort.id)), ("name", .string(resort.name))]
@@ -148,23 +136,6 @@ public struct ResortCatalog: Sendable {
     static func polygonGeometry(_ polygon: Polygon) -> JSON {
         ["type": "Polygon", "coordinates": .array(polygon.rings.map(coordinates))]
     }
-
-    /// A route as `map.route` answers it.
-    static func routeJSON(_ route: Route, colors: DifficultyColors) -> JSON {
-        let legs: [JSON] = route.legs.map { leg in
-            var members: [(key: String, value: JSON)] = [("kind", .string(leg.kind.rawValue)), ("name", .string(leg.name))]
-            members += style(kind: leg.kind, difficulty: leg.difficulty, colors: colors)
-            members += [
-                ("coordinates", coordinates(leg.coordinates)), ("distance", TravelJSON.metres(leg.distance)),
-                ("duration", .double(leg.duration.rounded())),
-            ]
-            return .object(members)
-        }
-        return [
-            "legs": .array(legs), "distance": TravelJSON.metres(route.distance), "duration": .double(route.duration.rounded()),
-            "ascent": TravelJSON.metres(route.ascent), "descent": TravelJSON.metres(route.descent),
-        ]
-    }
 }
 
 extension JSON {
@@ -172,4 +143,17 @@ extension JSON {
         if case let .array(items) = self, let first = items.first { return first }
         return .null
     }
+}
+
+/// How a way is drawn: pistes by difficulty (`null` and the unrated style when the data
+/// gives none), lifts as `lift`, walks undrawn.
+struct WayStyle: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("difficulty", "`novice` … `extreme`, `lift`, or null (unrated, or a walk)", orNull: { $0.difficulty }),
+        .string("color", "null for a walk", orNull: { $0.color }),
+        .string("pattern", "`solid`, `dashed` or `dotted`; null for a walk", orNull: { $0.pattern?.rawValue }),
+    ]
+    let difficulty: String?
+    let color: String?
+    let pattern: LinePattern?
 }

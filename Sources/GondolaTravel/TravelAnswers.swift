@@ -1,70 +1,132 @@
+import GondolaGeo
 import GondolaHub
 import GondolaProtocol
 
 /// A profile as `profile.get` and `profile.update` answer it.
-struct ProfileAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("user", .string), .required("name", .string), .required("bio", .string), .nullable("avatar_url", .string, "or null"),
-        .required("links", .object, "platform → URL"), .optional("staff", .boolean, "on the caller's own profile only"),
+struct ProfileAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("user") { $0.profile.id }, .string("name") { $0.profile.name }, .string("bio") { $0.profile.bio },
+        .string("avatar_url", "or null", orNull: { $0.profile.avatarURL }),
+        .json("links", .object, "platform → URL") {
+            .object($0.profile.links.sorted { $0.key < $1.key }.map { (key: $0.key, value: .string($0.value)) })
+        },
+        .boolean("staff", "on the caller's own profile only", ifAny: { $0.staff }),
     ]
-    let json: JSON
+    let profile: Profile
+    /// Whether the user is staff, told to the user only.
+    let staff: Bool?
+}
+
+extension Trip: AnswerObject {
+    public static let members: [AnswerMember<Self>] = [
+        .string("id") { $0.id }, .string("name") { $0.name }, .string("resort", "null without one", orNull: { $0.resort }),
+        .integer("starts_at", "Unix ms") { $0.startsAt }, .integer("ends_at", "Unix ms") { $0.endsAt },
+    ]
 }
 
 /// `trip.list`'s answer.
-struct TripList: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required(
-            "trips", .objectArray, "soonest first",
-            members: [
-                .required("id", .string), .required("name", .string), .nullable("resort", .string, "null without one"),
-                .required("starts_at", .integer, "Unix ms"), .required("ends_at", .integer, "Unix ms"),
-                .required("role", .string, "`host` or `traveller`"), .required("running", .boolean, "whether it is under way now"),
-            ])
-    ]
-    let json: JSON
+struct TripList: ResponseContract, AnswerObject {
+    /// A trip of the caller's, with their role in it.
+    struct Entry: AnswerObject {
+        static let members: [AnswerMember<Self>] =
+            Trip.members.map { $0.of { $0.trip } } + [
+                .string("role", "`host` or `traveller`") { $0.role.rawValue }, .boolean("running", "whether it is under way now") { $0.running },
+            ]
+        let trip: Trip
+        let role: TripRole
+        let running: Bool
+    }
+
+    static let members: [AnswerMember<Self>] = [.objects("trips", "soonest first") { $0.trips }]
+    let trips: [Entry]
 }
 
 /// `trip.members`' answer.
-struct TripMembers: JSONAnswer {
-    static let fields: [FieldContract] = [.required("members", .objectArray, "`{user, name, role}`, hosts first")]
-    let json: JSON
+struct TripMembers: ResponseContract, AnswerObject {
+    /// A member of the trip.
+    struct Member: AnswerObject {
+        static let members: [AnswerMember<Self>] = [
+            .string("user") { $0.user }, .string("name") { $0.name }, .string("role", "`host` or `traveller`") { $0.role.rawValue },
+        ]
+        let user: String
+        let name: String
+        let role: TripRole
+    }
+
+    static let members: [AnswerMember<Self>] = [.objects("members", "hosts first") { $0.members }]
+    let members: [Member]
 }
 
-/// `friend.add`'s and `friend.remove`'s answer.
-struct Friendship: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("friends", .boolean), .nullable("source", .string, "`trip`, `mutual` or null"),
+/// `friend.add`'s and `friend.remove`'s answer: whether the two are friends now, and why.
+struct Friendship: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .boolean("friends") { $0.source != nil }, .string("source", "`trip`, `mutual` or null", orNull: { $0.source?.rawValue }),
     ]
-    let json: JSON
+    let source: FriendSource?
 }
 
 /// `friend.list`'s answer.
-struct FriendList: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("friends", .objectArray, "`{user, name, source}`; trip-mates are friends"),
-        .required("requests", .objectArray, "`{user, name}` asking the caller"),
+struct FriendList: ResponseContract, AnswerObject {
+    /// A friend and why they are one.
+    struct Friend: AnswerObject {
+        static let members: [AnswerMember<Self>] = [
+            .string("user") { $0.user }, .string("name") { $0.name }, .string("source", "`trip` or `mutual`") { $0.source.rawValue },
+        ]
+        let user: String
+        let name: String
+        let source: FriendSource
+    }
+
+    static let members: [AnswerMember<Self>] = [
+        .objects("friends", "trip-mates are friends") { $0.friends }, .objects("requests", "users asking the caller") { $0.requests },
     ]
-    let json: JSON
+    let friends: [Friend]
+    let requests: [UserName]
+}
+
+extension MapChoice: AnswerObject {
+    public static let members: [AnswerMember<Self>] = [
+        .string("mode", "`mountain` or `street`") { $0.mode.rawValue },
+        .string("resort", "a mountain map's resort, else null", orNull: { $0.resort }),
+    ]
 }
 
 /// `location.update`'s answer: the map the app should show.
-struct MapChoiceAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [.required("map", .object, "`{mode: mountain|street, resort}`")]
-    let json: JSON
+struct MapChoiceAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.object("map") { $0.map }]
+    let map: MapChoice
 }
 
 /// `location.visibility`'s answer.
-struct VisibilityAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [.required("mode", .string)]
-    let json: JSON
+struct VisibilityAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.string("mode", "as set") { $0.mode.rawValue }]
+    let mode: Visibility
+}
+
+/// A resort as `map.resorts` lists it.
+struct ResortSummary: AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("id") { $0.resort.id }, .string("name") { $0.resort.name },
+        .object("center", "the middle of its bounding box") {
+            Coordinates(lat: ($0.box.minLat + $0.box.maxLat) / 2, lon: ($0.box.minLon + $0.box.maxLon) / 2)
+        },
+        .json("bbox", .numberArray, "[minLon, minLat, maxLon, maxLat]") {
+            [.double($0.box.minLon), .double($0.box.minLat), .double($0.box.maxLon), .double($0.box.maxLat)]
+        },
+    ]
+    let resort: SkiResort
+    let box: BoundingBox
+
+    init(_ resort: SkiResort) {
+        self.resort = resort
+        box = BoundingBox(covering: resort.boundary)
+    }
 }
 
 /// `map.resorts`' answer.
-struct ResortList: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("resorts", .objectArray, "`{id, name, center: {lat, lon}, bbox: [minLon, minLat, maxLon, maxLat]}`")
-    ]
-    let json: JSON
+struct ResortList: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.objects("resorts") { $0.resorts.map(ResortSummary.init) }]
+    let resorts: [SkiResort]
 }
 
 /// `map.resort`'s answer: the resort's map as a GeoJSON FeatureCollection.
@@ -81,92 +143,108 @@ struct ResortMap: JSONAnswer {
 }
 
 /// `map.elevation`'s answer.
-struct ElevationAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [.required("lat", .number), .required("lon", .number), .required("elevation", .number, "metres")]
-    let json: JSON
+struct ElevationAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .number("lat") { $0.point.lat }, .number("lon") { $0.point.lon },
+        .number("elevation", "metres, to 0.1") { TravelJSON.roundedMetres($0.elevation) },
+    ]
+    let point: GeoPoint
+    let elevation: Double
+}
+
+/// One leg of a route: a lift, a piste or a walk.
+struct RouteLegAnswer: AnswerObject {
+    static let members: [AnswerMember<Self>] =
+        [.string("kind", "`lift`, `piste` or `walk`") { $0.leg.kind.rawValue }, .string("name") { $0.leg.name }]
+        + WayStyle.members.map { $0.of { $0.style } } + [
+            .json("coordinates", .any, "an array of `[lon, lat, alt?]` positions") { ResortCatalog.coordinates($0.leg.coordinates) },
+            .number("distance", "metres, to 0.1") { TravelJSON.roundedMetres($0.leg.distance) },
+            .number("duration", "seconds") { $0.leg.duration.rounded() },
+        ]
+    let leg: RouteLeg
+    let style: WayStyle
 }
 
 /// `map.route`'s answer.
-struct RouteAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("legs", .objectArray, "`{kind, name, difficulty, color, pattern, coordinates, distance, duration}`"),
-        .required("distance", .number, "metres"), .required("duration", .number, "seconds"), .required("ascent", .number),
-        .required("descent", .number),
+struct RouteAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .objects("legs", "in order") { answer in
+            answer.route.legs.map {
+                RouteLegAnswer(leg: $0, style: ResortCatalog.style(kind: $0.kind, difficulty: $0.difficulty, colors: answer.colors))
+            }
+        },
+        .number("distance", "metres, to 0.1") { TravelJSON.roundedMetres($0.route.distance) },
+        .number("duration", "seconds") { $0.route.duration.rounded() },
+        .number("ascent", "metres, to 0.1") { TravelJSON.roundedMetres($0.route.ascent) },
+        .number("descent", "metres, to 0.1") { TravelJSON.roundedMetres($0.route.descent) },
     ]
-    let json: JSON
+    let route: Route
+    let colors: DifficultyColors
 }
 
-/// A chat as `chat.create` answers it.
-struct ChatCreated: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("chat", .object, "`{id, kind, title, trip, channel, members: [{user, name}]}`"), .required("channel", .string),
+/// `broadcast.send`'s answer: where the broadcast was published.
+struct BroadcastSent: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("channel") { $0.channel }, .string("id") { $0.id }, .integer("offset") { Int64($0.position.offset) },
+        .string("epoch") { $0.position.epoch }, .integer("ts", "Unix ms") { $0.ts },
     ]
-    let json: JSON
+    let channel: String
+    let id: String
+    let position: StreamPosition
+    let ts: Int64
 }
 
-/// `chat.send`'s answer: the stored message.
-struct ChatMessageAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("offset", .integer), .required("id", .string), .required("from", .string), .required("name", .string),
-        .required("text", .string), .required("ts", .integer), .required("client_message_id", .string),
-        .optional("repeated", .boolean, "a retry: nothing was published"),
-    ]
-    let json: JSON
-}
+/// An event as `event.create` (with its invitees) and `event.get` (with their responses) answer it.
+struct EventAnswer: ResponseContract, AnswerObject {
+    /// An invitee and their answer.
+    struct Response: AnswerObject {
+        static let members: [AnswerMember<Self>] =
+            UserName.members.map { $0.of { $0.user } } + [.string("response", "null until answered", orNull: { $0.response?.rawValue })]
+        let user: UserName
+        let response: RSVP?
+    }
 
-/// `chat.list`'s answer.
-struct ChatList: JSONAnswer {
-    static let fields: [FieldContract] = [.required("chats", .objectArray, "each chat with `last_message`, `unread`, `read_offset`")]
-    let json: JSON
-}
-
-/// `chat.read`'s answer.
-struct ReadMarkerAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [.required("read_offset", .integer)]
-    let json: JSON
-}
-
-/// `chat.history`'s answer.
-struct ChatHistory: JSONAnswer {
-    static let fields: [FieldContract] = [.required("messages", .objectArray, "oldest first"), .required("more", .boolean)]
-    let json: JSON
-}
-
-/// `broadcast.send`'s answer.
-struct BroadcastSent: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("channel", .string), .required("id", .string), .required("offset", .integer), .required("epoch", .string),
-        .required("ts", .integer),
-    ]
-    let json: JSON
-}
-
-/// An event as `event.create` and `event.get` answer it.
-struct EventAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [
-        .required("id", .string), .required("title", .string), .required("description", .string), .required("starts_at", .integer),
-        .nullable("ends_at", .integer, "null when open-ended"), .nullable("place", .object, "`{name, lat, lon}`, or null"),
-        .nullable("trip", .string, "null outside a trip"), .required("audience", .string), .required("creator", .object, "`{user, name}`"),
-        .required("channel", .string, "`event:<id>`"), .required("counts", .object, "`{going, maybe, declined, pending}`"),
-        .optional("invitees", .objectArray, "`event.create`"), .optional("responses", .objectArray, "`event.get`"),
-    ]
-    let json: JSON
+    static let members: [AnswerMember<Self>] =
+        EventView.members.map { $0.of { $0.event } } + [
+            .objects("invitees", "`event.create`", ifAny: { $0.invitees }), .objects("responses", "`event.get`", ifAny: { $0.responses }),
+            .object("counts") { $0.counts },
+        ]
+    let event: EventView
+    let invitees: [UserName]?
+    let responses: [Response]?
+    let counts: RSVPCounts
 }
 
 /// `event.rsvp`'s answer.
-struct RSVPAnswer: JSONAnswer {
-    static let fields: [FieldContract] = [.required("event", .string), .required("response", .string), .required("counts", .object)]
-    let json: JSON
+struct RSVPAnswer: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [
+        .string("event") { $0.event }, .string("response") { $0.response.rawValue }, .object("counts") { $0.counts },
+    ]
+    let event: String
+    let response: RSVP
+    let counts: RSVPCounts
 }
 
 /// `event.list`'s answer.
-struct EventList: JSONAnswer {
-    static let fields: [FieldContract] = [.required("events", .objectArray, "each with `role` and `my_response`, soonest first")]
-    let json: JSON
+struct EventList: ResponseContract, AnswerObject {
+    /// An event with the caller's part in it.
+    struct Entry: AnswerObject {
+        static let members: [AnswerMember<Self>] =
+            EventView.members.map { $0.of { $0.event } } + [
+                .string("role", "`creator` or `invitee`") { $0.creator ? "creator" : "invitee" },
+                .string("my_response", "null until answered (and for the creator)", orNull: { $0.response?.rawValue }),
+            ]
+        let event: EventView
+        let creator: Bool
+        let response: RSVP?
+    }
+
+    static let members: [AnswerMember<Self>] = [.objects("events", "soonest first") { $0.events }]
+    let events: [Entry]
 }
 
 /// `trip_create`'s answer.
-struct TripCreated: JSONAnswer {
-    static let fields: [FieldContract] = [.required("trip", .object, "`{id, name, resort, starts_at, ends_at}`")]
-    let json: JSON
+struct TripCreated: ResponseContract, AnswerObject {
+    static let members: [AnswerMember<Self>] = [.object("trip") { $0.trip }]
+    let trip: Trip
 }

@@ -12,14 +12,6 @@ enum TravelJSON {
 
     static func metres(_ value: Double) -> JSON { .double(roundedMetres(value)) }
 
-    /// `{"mode","resort"}`, led by `type` for the personal push.
-    static func map(_ choice: MapChoice, type: String? = nil) -> JSON {
-        var members: [(key: String, value: JSON)] = type.map { [("type", .string($0))] } ?? []
-        members.append(("mode", .string(choice.mode.rawValue)))
-        members.append(("resort", choice.resort.map(JSON.string) ?? .null))
-        return .object(members)
-    }
-
     static func point(_ point: GeoPoint) -> JSON {
         ["lat": .double(point.lat), "lon": .double(point.lon), "alt": point.alt.map(metres) ?? .null]
     }

@@ -38,29 +38,61 @@ struct TripFence: Sendable, Equatable {
         return FenceRule(id: id, shape: shape, detects: detects, dwellMilliseconds: dwellMilliseconds, concerns: users.map(Set.init))
     }
 
-    /// The members of a definition, as `fence.create` takes them and `fence.list` answers them.
-    var definition: JSON {
-        var members: [(key: String, value: JSON)] = [("name", .string(name))]
-        switch shape {
-        case let .circle(center, radius):
-            members.append(("circle", ["lat": .double(center.lat), "lon": .double(center.lon), "radius": .double(radius)]))
-        case let .polygons(_, geometry): members.append(("geometry", geometry))
-        case let .roaming(anchor, radius): members.append(("roaming", ["user": .string(anchor), "radius": .double(radius)]))
-        }
-        members.append(("detect", .array(FenceEventKind.allCases.filter(detects.contains).map { .string($0.rawValue) })))
-        members.append(("dwell_ms", .int(dwellMilliseconds)))
-        members.append(("users", users.map { .array($0.map(JSON.string)) } ?? .null))
-        return .object(members)
+    /// The members of its definition, as `fence.create` takes them and the database keeps them.
+    var definition: JSON { .object(jsonMembers(Self.definitionMembers)) }
+}
+
+extension TripFence: AnswerObject {
+    /// A fixed circle.
+    struct Circle: AnswerObject {
+        static let members: [AnswerMember<Self>] = [
+            .number("lat") { $0.center.lat }, .number("lon") { $0.center.lon }, .number("radius", "metres") { $0.radius },
+        ]
+        let center: GeoPoint
+        let radius: Double
     }
 
-    /// The fence as `fence.list` answers it: its id, trip, definition and who made it when.
-    var json: JSON {
-        guard case let .object(definition) = definition else { return definition }
-        return .object(
-            [("id", .string(id)), ("trip", .string(trip))] + definition + [
-                ("created_by", .string(createdBy)), ("created_at", .int(createdAt)),
-            ])
+    /// A circle around a member.
+    struct Roaming: AnswerObject {
+        static let members: [AnswerMember<Self>] = [
+            .string("user", "the member it follows") { $0.anchor }, .number("radius", "metres") { $0.radius },
+        ]
+        let anchor: String
+        let radius: Double
     }
+
+    /// The members of a definition.
+    static let definitionMembers: [AnswerMember<Self>] = [
+        .string("name") { $0.name },
+        .object(
+            "circle", "a fixed circle",
+            ifAny: { fence -> Circle? in
+                guard case let .circle(center, radius) = fence.shape else { return nil }
+                return Circle(center: center, radius: radius)
+            }),
+        .json(
+            "geometry", .object, "a GeoJSON Polygon or MultiPolygon, as given",
+            ifAny: { fence -> JSON? in
+                guard case let .polygons(_, geometry) = fence.shape else { return nil }
+                return geometry
+            }),
+        .object(
+            "roaming", "a circle around a member",
+            ifAny: { fence -> Roaming? in
+                guard case let .roaming(anchor, radius) = fence.shape else { return nil }
+                return Roaming(anchor: anchor, radius: radius)
+            }),
+        .strings("detect", "of `enter`, `exit`, `inside`, `outside`") { fence in
+            FenceEventKind.allCases.filter(fence.detects.contains).map(\.rawValue)
+        },
+        .integer("dwell_ms", "the stay before `inside`, the absence before `outside`") { $0.dwellMilliseconds },
+        .strings("users", "the members it concerns; null: every traveller of the trip", orNull: { $0.users }),
+    ]
+
+    static let members: [AnswerMember<Self>] =
+        [.string("id") { $0.id }, .string("trip") { $0.trip }] + definitionMembers + [
+            .string("created_by") { $0.createdBy }, .integer("created_at", "Unix ms") { $0.createdAt },
+        ]
 }
 
 /// What a host sends to create a fence (`fence.create`, `fence_create`), checked member by
