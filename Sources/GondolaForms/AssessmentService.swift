@@ -68,57 +68,39 @@ public final class AssessmentService: Sendable {
 
     /// Assigns an assessment to a user (staff, through the server API); assigning one that
     /// was submitted starts it over.
-    func assign(_ id: String, to user: String) async throws(HubError) -> JSON {
+    func assign(_ id: String, to user: String) async throws(HubError) -> AssessmentAssigned {
         guard let assessment = try await assessment(id) else { throw .badRequest("assessment: no assessment '\(id)'") }
         guard UserID.isValid(user) else { throw .badRequest("user: not a user id: '\(user)'") }
-        return try await edits.withLock(user) { () throws(HubError) -> JSON in
+        return try await edits.withLock(user) { () throws(HubError) -> AssessmentAssigned in
             try await databaseWrite { try await repository.assign(id, to: user, now: unixMilliseconds()) }
             let progress = try await progress(of: user)
-            tell(user, ["type": "assessment.assigned", "assessment": .string(id), "progress": progress])
+            tell(user, AssessmentProgressPush(type: "assessment.assigned", assessment: id, progress: progress).json)
             notices.post(
                 Notice(
                     audience: .users([user]), channel: PersonalChannel.name(of: user), category: .update, text: "assessment.assigned",
                     values: ["title": assessment.title], link: ["screen": "assessment", "assessment": id]))
-            return ["user": .string(user), "assessment": .string(id), "progress": progress]
+            return AssessmentAssigned(user: user, assessment: id, progress: progress)
         }
     }
 
     /// The user's unfinished assessments as one sequence of questions.
-    func flow(of user: String) async throws(HubError) -> JSON {
+    func flow(of user: String) async throws(HubError) -> AssessmentFlow {
         let (open, answers) = try await state(of: user)
-        var questions: [JSON] = []
-        var summaries: [JSON] = []
-        var answered = 0
+        var questions: [FlowQuestion] = []
+        var summaries: [FlowAssessment] = []
         for assessment in open {
             let given = answers[assessment.id] ?? [:]
-            var answeredHere = 0
             for question in assessment.questions {
-                var item: JSON = [
-                    "number": .int(Int64(questions.count + 1)), "assessment": .string(assessment.id), "assessment_title": .string(assessment.title),
-                    "display_name": .string(assessment.displayName), "question": .string(question.id), "title": .string(question.title),
-                    "options": question.json["options"] ?? .array([]),
-                ]
-                if let answer = given[question.id] {
-                    item = item.adding("answer", answer)
-                    answeredHere += 1
-                }
-                questions.append(item)
+                questions.append(FlowQuestion(number: questions.count + 1, assessment: assessment, question: question, answer: given[question.id]))
             }
-            answered += answeredHere
-            summaries.append([
-                "id": .string(assessment.id), "title": .string(assessment.title), "display_name": .string(assessment.displayName),
-                "questions": .int(Int64(assessment.questions.count)), "answered": .int(Int64(answeredHere)),
-            ])
+            summaries.append(FlowAssessment(assessment: assessment, answered: assessment.questions.filter { given[$0.id] != nil }.count))
         }
-        return [
-            "total": .int(Int64(questions.count)), "answered": .int(Int64(answered)), "assessments": .array(summaries),
-            "questions": .array(questions),
-        ]
+        return AssessmentFlow(assessments: summaries, questions: questions)
     }
 
     /// Stores or changes an answer; the value must be one of the question's options.
-    func answer(_ id: String, question questionID: String, value: JSON, by user: String) async throws(HubError) -> JSON {
-        try await edits.withLock(user) { () throws(HubError) -> JSON in
+    func answer(_ id: String, question questionID: String, value: JSON, by user: String) async throws(HubError) -> AssessmentAnswered {
+        try await edits.withLock(user) { () throws(HubError) -> AssessmentAnswered in
             let assessment = try await assigned(id, to: user)
             guard let question = assessment.question(questionID) else {
                 throw .badRequest("question: assessment '\(id)' has no question '\(questionID)'")
@@ -129,33 +111,31 @@ public final class AssessmentService: Sendable {
             }
             try await databaseWrite { try await repository.answer(user, assessment: id, question: questionID, value: value, now: unixMilliseconds()) }
             let progress = try await progress(of: user)
-            let change: JSON = [
-                "type": "assessment.answer", "assessment": .string(id), "question": .string(questionID), "value": value,
-                "progress": progress,
-            ]
-            tell(user, change)
+            let change = AssessmentAnswered(assessment: id, question: questionID, value: value, progress: progress)
+            tell(user, change.json)
             return change
         }
     }
 
     /// Submits an assessment whose questions are all answered: stores
     /// `{assessment_id, patient_id, answers: [{question_id, value}], submitted_at}`.
-    func submit(_ id: String, by user: String) async throws(HubError) -> JSON {
-        try await edits.withLock(user) { () throws(HubError) -> JSON in
+    func submit(_ id: String, by user: String) async throws(HubError) -> AssessmentSubmitted {
+        try await edits.withLock(user) { () throws(HubError) -> AssessmentSubmitted in
             let assessment = try await assigned(id, to: user)
             let given = try await databaseRead { try await repository.answers(of: user) }[id] ?? [:]
             let missing = assessment.questions.filter { given[$0.id] == nil }.map(\.id)
             guard missing.isEmpty else { throw .badRequest("questions without an answer: \(missing.joined(separator: ", "))") }
             let now = unixMilliseconds()
-            let submission: JSON = [
-                "assessment_id": .string(id), "patient_id": .string(user),
-                "answers": .array(assessment.questions.map { ["question_id": .string($0.id), "value": given[$0.id]!] }),
-                "submitted_at": .string(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(now) / 1000))),
-            ]
-            try await databaseWrite { try await repository.submit(user, assessment: id, id: RandomID.make("sub-"), body: submission, now: now) }
+            let submission = AssessmentSubmission(
+                assessment: id, patient: user,
+                answers: assessment.questions.map { AssessmentSubmission.Answer(question: $0.id, value: given[$0.id]!) },
+                submittedAt: ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(now) / 1000)))
+            try await databaseWrite {
+                try await repository.submit(user, assessment: id, id: RandomID.make("sub-"), body: submission.json, now: now)
+            }
             let progress = try await progress(of: user)
-            tell(user, ["type": "assessment.submitted", "assessment": .string(id), "progress": progress])
-            return ["submission": submission, "progress": progress]
+            tell(user, AssessmentProgressPush(type: "assessment.submitted", assessment: id, progress: progress).json)
+            return AssessmentSubmitted(submission: submission, progress: progress)
         }
     }
 
@@ -194,11 +174,11 @@ public final class AssessmentService: Sendable {
         return (known, try await databaseRead { try await repository.answers(of: user) })
     }
 
-    private func progress(of user: String) async throws(HubError) -> JSON {
+    private func progress(of user: String) async throws(HubError) -> AssessmentProgress {
         let (open, answers) = try await state(of: user)
         let total = open.reduce(0) { $0 + $1.questions.count }
         let answered = open.reduce(0) { sum, assessment in sum + assessment.questions.filter { answers[assessment.id]?[$0.id] != nil }.count }
-        return ["answered": .int(Int64(answered)), "total": .int(Int64(total))]
+        return AssessmentProgress(answered: answered, total: total)
     }
 
     private func tell(_ user: String, _ data: JSON) {

@@ -150,10 +150,10 @@ public final class FormService: Sendable {
     }
 
     /// The document with its schema, values and shares.
-    func get(_ id: String, by user: String) async throws(HubError) -> JSON {
+    func get(_ id: String, by user: String) async throws(HubError) -> FormDocumentAnswer {
         let doc = try await accessible(id, by: user)
         let values = try await databaseRead { try await repository.values(of: id) }
-        return await FormJSON.doc(
+        return await FormDocumentAnswer(
             doc, schema: try schema(doc.schemaID, version: doc.schemaVersion), values: values,
             shared: try databaseRead { try await repository.sharedUsers(of: id) })
     }
@@ -164,8 +164,8 @@ public final class FormService: Sendable {
 
     /// Sets one field from `baseVersion` (the document version the editor last saw);
     /// answers and publishes the value, the new version and the visibility changes.
-    func set(_ id: String, key: String, value: JSON, baseVersion: Int64, by user: String) async throws(HubError) -> JSON {
-        try await editing(id) { () throws(HubError) -> JSON in
+    func set(_ id: String, key: String, value: JSON, baseVersion: Int64, by user: String) async throws(HubError) -> FieldChanged {
+        try await editing(id) { () throws(HubError) -> FieldChanged in
             let doc = try await accessible(id, by: user)
             guard doc.state == "draft" else { throw .notAvailable("form \(id) is submitted and read-only") }
             let schema = try await schema(doc.schemaID, version: doc.schemaVersion)
@@ -187,20 +187,19 @@ public final class FormService: Sendable {
             try await databaseWrite { try await repository.set(key, to: stored, in: id, version: version, by: user, now: now) }
             values[key] = FormValue(value: stored, version: version, updatedBy: user)
             let after = schema.visibleKeys(FormValue.present(values))
-            let order = { (keys: Set<String>) in keys.sorted { schema.position($0) < schema.position($1) }.map(JSON.string) }
-            let change: JSON = [
-                "type": "value", "doc": .string(id), "key": .string(key), "value": stored, "version": .int(version), "by": .string(user),
-                "shown": .array(order(after.subtracting(before))), "hidden": .array(order(before.subtracting(after))),
-            ]
-            await publish(id, change)
+            let order = { (keys: Set<String>) in keys.sorted { schema.position($0) < schema.position($1) } }
+            let change = FieldChanged(
+                doc: id, key: key, value: stored, version: version, by: user, shown: order(after.subtracting(before)),
+                hidden: order(before.subtracting(after)))
+            await publish(id, change.json)
             return change
         }
     }
 
     /// Submits a draft whose shown required fields all have values; the submission keeps
     /// only the shown fields' values. The document is read-only from then on.
-    func submit(_ id: String, by user: String) async throws(HubError) -> JSON {
-        try await editing(id) { () throws(HubError) -> JSON in
+    func submit(_ id: String, by user: String) async throws(HubError) -> FormSubmitted {
+        try await editing(id) { () throws(HubError) -> FormSubmitted in
             let doc = try await accessible(id, by: user)
             guard doc.state == "draft" else { throw .notAvailable("form \(id) is already submitted") }
             let schema = try await schema(doc.schemaID, version: doc.schemaVersion)
@@ -209,14 +208,12 @@ public final class FormService: Sendable {
             guard missing.isEmpty else { throw .badRequest("required fields without a value: \(missing.joined(separator: ", "))") }
             let visible = schema.visibleKeys(values)
             let kept = values.filter { visible.contains($0.key) }.sorted { schema.position($0.key) < schema.position($1.key) }
-            let submission: JSON = [
-                "doc": .string(id), "schema": .string(schema.id), "schema_version": .int(Int64(schema.version)), "submitted_by": .string(user),
-                "values": .object(kept.map { ($0.key, $0.value) }),
-            ]
+            let submission = FormSubmission(
+                doc: id, schema: schema.id, schemaVersion: schema.version, submittedBy: user, values: kept.map { ($0.key, $0.value) })
             let version = doc.version + 1
-            try await databaseWrite { try await repository.submit(id, submission: submission, version: version, now: unixMilliseconds()) }
-            let change: JSON = ["type": "submitted", "doc": .string(id), "version": .int(version), "submission": submission]
-            await publish(id, change)
+            try await databaseWrite { try await repository.submit(id, submission: submission.json, version: version, now: unixMilliseconds()) }
+            let change = FormSubmitted(version: version, submission: submission)
+            await publish(id, change.json)
             return change
         }
     }
@@ -261,34 +258,6 @@ public final class FormService: Sendable {
         } catch {
             logger.error("form change not published", metadata: ["doc": "\(doc)", "error": "\(error)"])
         }
-    }
-}
-
-/// The JSON of documents.
-enum FormJSON {
-    static func doc(_ doc: FormDoc, schema: FormSchema, values: [String: FormValue], shared: [String]) -> JSON {
-        let plain = FormValue.present(values)
-        let visible = schema.visibleKeys(plain)
-        var json = summary(doc)
-        json = json.adding("values", .object(plain.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, $0.value) }))
-            .adding(
-                "field_versions",
-                .object(values.sorted { schema.position($0.key) < schema.position($1.key) }.map { ($0.key, .int($0.value.version)) })
-            )
-            .adding("visible", .array(schema.order.filter(visible.contains).sorted { schema.position($0) < schema.position($1) }.map(JSON.string)))
-            .adding("missing", .array(schema.missing(plain).map(JSON.string)))
-            .adding("shared_with", .array(shared.map(JSON.string)))
-        if let submission = doc.submission { json = json.adding("submission", submission) }
-        return json
-    }
-
-    static func summary(_ doc: FormDoc) -> JSON {
-        var json: JSON = [
-            "id": .string(doc.id), "schema": .string(doc.schemaID), "schema_version": .int(Int64(doc.schemaVersion)), "owner": .string(doc.owner),
-            "state": .string(doc.state), "version": .int(doc.version), "created_at": .int(doc.createdAt), "updated_at": .int(doc.updatedAt),
-        ]
-        if let submittedAt = doc.submittedAt { json = json.adding("submitted_at", .int(submittedAt)) }
-        return json
     }
 }
 

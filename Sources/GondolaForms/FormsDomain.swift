@@ -85,7 +85,7 @@ extension FormService {
     /// Answers `form_schema_put`.
     func formSchemaPut(_ request: SchemaDocument) async throws(HubError) -> SchemaStored {
         let schema = try await putSchema(request.json)
-        return SchemaStored(json: ["schema": .string(schema.id), "version": .int(Int64(schema.version))])
+        return SchemaStored(schema: schema)
     }
 
     /// Answers `form_code_table_put`.
@@ -107,17 +107,17 @@ extension AssessmentService {
     /// Answers `assessment_put`.
     func assessmentPut(_ request: AssessmentDocument) async throws(HubError) -> AssessmentStored {
         let assessment = try await put(request.assessment, body: request.json)
-        return AssessmentStored(json: ["assessment": .string(assessment.id), "questions": .int(Int64(assessment.questions.count))])
+        return AssessmentStored(assessment: assessment)
     }
 
     /// Answers `assessment_assign`.
     func assessmentAssign(_ request: AssessmentAssignment) async throws(HubError) -> AssessmentAssigned {
-        AssessmentAssigned(json: try await assign(request.assessment, to: request.user))
+        try await assign(request.assessment, to: request.user)
     }
 
     /// Answers `assessment_submissions`.
     func assessmentSubmissions(_ request: SubmissionQuery) async throws(HubError) -> SubmissionList {
-        SubmissionList(json: ["submissions": .array(try await submissions(user: request.user, assessment: request.assessment))])
+        SubmissionList(submissions: try await submissions(user: request.user, assessment: request.assessment))
     }
 }
 

@@ -24,18 +24,14 @@ extension FormService {
 
     /// Answers `form.schemas`.
     func formSchemas(_: RPCContext, _: NoFields) async throws -> SchemaList {
-        var list: [JSON] = []
-        for id in schemaIDs {
-            let schema = try await schema(id)
-            list.append(["id": .string(id), "version": .int(Int64(schema.version)), "title": .string(schema.title)])
-        }
-        return SchemaList(json: ["schemas": .array(list)])
+        var list: [SchemaSummary] = []
+        for id in schemaIDs { list.append(SchemaSummary(schema: try await schema(id))) }
+        return SchemaList(schemas: list)
     }
 
     /// Answers `form.schema`.
     func formSchema(_: RPCContext, _ request: SchemaReference) async throws -> SchemaAnswer {
-        let schema = try await schema(request.schema, version: request.version)
-        return SchemaAnswer(json: ["version": .int(Int64(schema.version)), "schema": schema.json])
+        SchemaAnswer(schema: try await schema(request.schema, version: request.version))
     }
 
     /// Answers `form.code_table`.
@@ -49,40 +45,38 @@ extension FormService {
     /// Answers `form.create`.
     func formCreate(_ context: RPCContext, _ request: SchemaReference) async throws -> FormDocumentAnswer {
         let (doc, schema) = try await create(schema: request.schema, by: context.user)
-        return FormDocumentAnswer(json: FormJSON.doc(doc, schema: schema, values: [:], shared: []))
+        return FormDocumentAnswer(doc, schema: schema, values: [:], shared: [])
     }
 
     /// Answers `form.get`.
     func formGet(_ context: RPCContext, _ request: DocReference) async throws -> FormDocumentAnswer {
-        FormDocumentAnswer(json: try await get(request.doc, by: context.user))
+        try await get(request.doc, by: context.user)
     }
 
     /// Answers `form.list`.
     func formList(_ context: RPCContext, _: NoFields) async throws -> FormList {
-        FormList(json: ["forms": .array(try await list(of: context.user).map(FormJSON.summary))])
+        FormList(forms: try await list(of: context.user))
     }
 
     /// Answers `form.set`.
     func formSet(_ context: RPCContext, _ request: FieldChange) async throws -> FieldChanged {
-        FieldChanged(
-            json: try await set(request.doc, key: request.key, value: request.value, baseVersion: request.baseVersion, by: context.user))
+        try await set(request.doc, key: request.key, value: request.value, baseVersion: request.baseVersion, by: context.user)
     }
 
     /// Answers `form.submit`.
     func formSubmit(_ context: RPCContext, _ request: DocReference) async throws -> FormSubmitted {
-        FormSubmitted(json: try await submit(request.doc, by: context.user))
+        try await submit(request.doc, by: context.user)
     }
 
     /// Answers `form.discard`.
     func formDiscard(_ context: RPCContext, _ request: DocReference) async throws -> FormChange {
         try await discard(request.doc, by: context.user)
-        return FormChange(json: ["doc": .string(request.doc), "discarded": true])
+        return FormChange(doc: request.doc, sharedWith: nil)
     }
 
     /// Answers `form.share`.
     func formShare(_ context: RPCContext, _ request: DocShare) async throws -> FormChange {
-        let shared = try await share(request.doc, with: request.user, by: context.user)
-        return FormChange(json: ["doc": .string(request.doc), "shared_with": .array(shared.map(JSON.string))])
+        FormChange(doc: request.doc, sharedWith: try await share(request.doc, with: request.user, by: context.user))
     }
 }
 
@@ -98,18 +92,17 @@ extension AssessmentService {
 
     /// Answers `assessment.flow`.
     func assessmentFlow(_ context: RPCContext, _: NoFields) async throws -> AssessmentFlow {
-        AssessmentFlow(json: try await flow(of: context.user))
+        try await flow(of: context.user)
     }
 
     /// Answers `assessment.answer`.
     func assessmentAnswer(_ context: RPCContext, _ request: AssessmentAnswer) async throws -> AssessmentAnswered {
-        AssessmentAnswered(
-            json: try await answer(request.assessment, question: request.question, value: request.value, by: context.user))
+        try await answer(request.assessment, question: request.question, value: request.value, by: context.user)
     }
 
     /// Answers `assessment.submit`.
     func assessmentSubmit(_ context: RPCContext, _ request: AssessmentReference) async throws -> AssessmentSubmitted {
-        AssessmentSubmitted(json: try await submit(request.assessment, by: context.user))
+        try await submit(request.assessment, by: context.user)
     }
 }
 

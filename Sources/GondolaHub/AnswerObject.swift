@@ -119,6 +119,13 @@ public struct AnswerMember<Owner>: Sendable {
         always(name, .objectArray, note, members: Member.fields) { .array(value($0).map(\.json)) }
     }
 
+    /// An array of objects kept as JSON (stored bodies) that `Member` describes.
+    public static func objects<Member: AnswerObject>(
+        _ name: String, _ note: String = "", as member: Member.Type, _ value: @escaping @Sendable (Owner) -> [JSON]
+    ) -> Self {
+        always(name, .objectArray, note, members: Member.fields) { .array(value($0)) }
+    }
+
     /// JSON that is the caller's own or built elsewhere (a publication's `data`, a GeoJSON
     /// feature): `kind` and `note` say what it holds.
     public static func json(_ name: String, _ kind: FieldContract.Kind, _ note: String = "", _ value: @escaping @Sendable (Owner) -> JSON) -> Self {
