@@ -110,10 +110,9 @@ public protocol JSONAnswer: ResponseContract {
 }
 
 /// An answer without members: `{}`.
-public struct EmptyAnswer: ResponseContract {
-    public static let fields: [FieldContract] = []
+public struct EmptyAnswer: ResponseContract, AnswerObject {
+    public static let members: [AnswerMember<Self>] = []
     public init() {}
-    public var json: JSON { [:] }
 }
 
 /// A request without members (`trip.list`, `info`): any member is refused.

@@ -3,7 +3,7 @@ import GondolaProtocol
 
 /// What a user wants pushed to their phones: each kind of news on or off, and quiet
 /// hours during which notifications arrive without sound.
-public struct NotificationSettings: Sendable, Equatable, ResponseContract {
+public struct NotificationSettings: Sendable, Equatable, ResponseContract, AnswerObject {
     /// Chat messages.
     public var chats = true
     /// A trip's broadcasts and announcements, and the other domains' notices to everyone.
@@ -15,14 +15,10 @@ public struct NotificationSettings: Sendable, Equatable, ResponseContract {
     public init() {}
 
     /// The settings as `notifications.settings` answers them.
-    public static let fields: [FieldContract] = [
-        .required("chats", .boolean), .required("broadcasts", .boolean), .required("invites", .boolean),
-        .nullable("quiet_hours", .object, "`{start, end, utc_offset_minutes}` or null"),
+    public static let members: [AnswerMember<Self>] = [
+        .boolean("chats") { $0.chats }, .boolean("broadcasts") { $0.broadcasts }, .boolean("invites") { $0.invites },
+        .object("quiet_hours", "null without them", orNull: { $0.quietHours }),
     ]
-
-    public var json: JSON {
-        ["chats": .bool(chats), "broadcasts": .bool(broadcasts), "invites": .bool(invites), "quiet_hours": quietHours?.json ?? .null]
-    }
 
     /// These settings with what `change` gives changed.
     func updated(by change: SettingsChange) -> NotificationSettings {
@@ -81,10 +77,6 @@ public struct QuietHours: Sendable, Equatable {
         guard start != end else { throw .badRequest("\(fields.path(of: "end")): quiet hours must not start and end at the same time") }
     }
 
-    var json: JSON {
-        ["start": .string(Self.clock(start)), "end": .string(Self.clock(end)), "utc_offset_minutes": .int(Int64(utcOffsetMinutes))]
-    }
-
     /// Whether the moment `milliseconds` (since 1970, UTC) falls in the span.
     public func contains(_ milliseconds: Int64) -> Bool {
         let minutesPerDay: Int64 = 1440
@@ -92,8 +84,7 @@ public struct QuietHours: Sendable, Equatable {
         return start < end ? (start <= local && local < end) : (local >= start || local < end)
     }
 
-    /// "HH:MM" (00:00 to 23:59) as minutes after midnight.
-    /// `text` (the member at `path`) as minutes after midnight.
+    /// `text` (the member at `path`), "HH:MM" from 00:00 to 23:59, as minutes after midnight.
     private static func minutes(_ text: String, at path: String) throws(HubError) -> Int {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }), let hours = Int(parts[0]), let minutes = Int(parts[1]),
@@ -109,4 +100,11 @@ public struct QuietHours: Sendable, Equatable {
         let rest = minutes % 60
         return (hours < 10 ? "0" : "") + "\(hours):" + (rest < 10 ? "0" : "") + "\(rest)"
     }
+}
+
+extension QuietHours: AnswerObject {
+    public static let members: [AnswerMember<Self>] = [
+        .string("start", "HH:MM") { clock($0.start) }, .string("end", "HH:MM") { clock($0.end) },
+        .integer("utc_offset_minutes") { Int64($0.utcOffsetMinutes) },
+    ]
 }
