@@ -49,7 +49,7 @@ struct PhotosBySection: AnswerObject {
 /// carries.
 struct CrashAnswer: ResponseContract, AnswerObject {
     static let members: [AnswerMember<Self>] =
-        CrashSummary.members.map { $0.of { CrashSummary(crash: $0.crash, photoCount: $0.photos.count) } } + [
+        CrashSummary.members(in: { CrashSummary(crash: $0.crash, photoCount: $0.photos.count) }) + [
             .object("photos") { PhotosBySection(photos: $0.photos) },
             .string("report", "the PDF's path (`crash.report`)", ifAny: { $0.report }),
             .json("sms", .object, "`{status: queued|no_phone|failed, to?}` (`crash_detected`)", ifAny: { $0.sms }),

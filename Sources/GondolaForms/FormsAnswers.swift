@@ -42,7 +42,7 @@ extension FormDoc: AnswerObject {
 /// and what its schema makes of them.
 struct FormDocumentAnswer: ResponseContract, AnswerObject {
     static let members: [AnswerMember<Self>] =
-        FormDoc.members.map { $0.of { $0.doc } } + [
+        FormDoc.members(in: { $0.doc }) + [
             .json("values", .object, "field key → value, in the schema's order") { .object($0.values) },
             .json("field_versions", .object, "field key → the version that last set it") { .object($0.fieldVersions) },
             .strings("visible", "the fields shown, in order") { $0.visible }, .strings("missing", "required fields still empty") { $0.missing },

@@ -24,6 +24,12 @@ extension AnswerObject {
         return written
     }
 
+    /// The members, read from an object that holds one (`part` reads it), to write among that
+    /// object's own (a car and its distance).
+    public static func members<Outer>(in part: @escaping @Sendable (Outer) -> Self) -> [AnswerMember<Outer>] {
+        members.map { $0.of(part) }
+    }
+
     /// The members as the catalog prints them.
     public static var fields: [FieldContract] { members.flatMap(\.contracts) }
 }
@@ -49,9 +55,8 @@ public struct AnswerMember<Owner>: Sendable {
         }
     }
 
-    /// The same member in an object that holds an `Owner` (`part` reads it), so that one
-    /// object's members are written inside another's (a car and its distance).
-    public func of<Outer>(_ part: @escaping @Sendable (Outer) -> Owner) -> AnswerMember<Outer> {
+    /// The same member in an object that holds an `Owner` (`part` reads it).
+    func of<Outer>(_ part: @escaping @Sendable (Outer) -> Owner) -> AnswerMember<Outer> {
         let write = self.write
         return AnswerMember<Outer>(contracts: contracts) { outer, written in write(part(outer), &written) }
     }

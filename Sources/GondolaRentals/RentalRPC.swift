@@ -174,7 +174,7 @@ struct RentalReference: RequestContract {
 /// A car found near a point, with how far it is.
 struct NearbyCar: AnswerObject {
     static let members: [AnswerMember<Self>] =
-        Car.members.map { $0.of { $0.car } } + [.number("distance_m", "metres, to 0.1") { ($0.distance * 10).rounded() / 10 }]
+        Car.members(in: { $0.car }) + [.number("distance_m", "metres, to 0.1") { ($0.distance * 10).rounded() / 10 }]
     let car: Car
     let distance: Double
 }

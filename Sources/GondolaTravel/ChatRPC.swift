@@ -161,7 +161,7 @@ struct ChatCreated: ResponseContract, AnswerObject {
 /// `chat.send`'s answer: the stored message, marked `repeated` for a retry.
 struct ChatMessageAnswer: ResponseContract, AnswerObject {
     static let members: [AnswerMember<Self>] =
-        StoredMessage.members.map { $0.of { $0.message } } + [
+        StoredMessage.members(in: { $0.message }) + [
             .boolean("repeated", "a retry: nothing was published", ifAny: { $0.repeated ? true : nil })
         ]
     let message: StoredMessage
@@ -173,7 +173,7 @@ struct ChatList: ResponseContract, AnswerObject {
     /// A chat with its newest message and the caller's read marker.
     struct Entry: AnswerObject {
         static let members: [AnswerMember<Self>] =
-            ChatView.members.map { $0.of { $0.chat } } + [
+            ChatView.members(in: { $0.chat }) + [
                 .object("last_message", "null when none", orNull: { $0.last }),
                 .integer("unread", "others' messages after the read marker") { Int64($0.unread) },
                 .integer("read_offset") { Int64($0.read) },

@@ -192,7 +192,7 @@ extension RSVPCounts: AnswerObject {
 /// An invitee's answer as `event:<id>` and the creator's personal channel carry it.
 struct RSVPChange: AnswerObject {
     static let members: [AnswerMember<Self>] =
-        [.string("type", "`rsvp`") { _ in "rsvp" }, .string("event") { $0.event }] + UserName.members.map { $0.of { $0.user } } + [
+        [.string("type", "`rsvp`") { _ in "rsvp" }, .string("event") { $0.event }] + UserName.members(in: { $0.user }) + [
             .string("response") { $0.response.rawValue }, .object("counts") { $0.counts },
         ]
     let event: String

@@ -29,7 +29,7 @@ struct TripList: ResponseContract, AnswerObject {
     /// A trip of the caller's, with their role in it.
     struct Entry: AnswerObject {
         static let members: [AnswerMember<Self>] =
-            Trip.members.map { $0.of { $0.trip } } + [
+            Trip.members(in: { $0.trip }) + [
                 .string("role", "`host` or `traveller`") { $0.role.rawValue }, .boolean("running", "whether it is under way now") { $0.running },
             ]
         let trip: Trip
@@ -156,7 +156,7 @@ struct ElevationAnswer: ResponseContract, AnswerObject {
 struct RouteLegAnswer: AnswerObject {
     static let members: [AnswerMember<Self>] =
         [.string("kind", "`lift`, `piste` or `walk`") { $0.leg.kind.rawValue }, .string("name") { $0.leg.name }]
-        + WayStyle.members.map { $0.of { $0.style } } + [
+        + WayStyle.members(in: { $0.style }) + [
             .json("coordinates", .any, "an array of `[lon, lat, alt?]` positions") { ResortCatalog.coordinates($0.leg.coordinates) },
             .number("distance", "metres, to 0.1") { TravelJSON.roundedMetres($0.leg.distance) },
             .number("duration", "seconds") { $0.leg.duration.rounded() },
@@ -199,13 +199,13 @@ struct EventAnswer: ResponseContract, AnswerObject {
     /// An invitee and their answer.
     struct Response: AnswerObject {
         static let members: [AnswerMember<Self>] =
-            UserName.members.map { $0.of { $0.user } } + [.string("response", "null until answered", orNull: { $0.response?.rawValue })]
+            UserName.members(in: { $0.user }) + [.string("response", "null until answered", orNull: { $0.response?.rawValue })]
         let user: UserName
         let response: RSVP?
     }
 
     static let members: [AnswerMember<Self>] =
-        EventView.members.map { $0.of { $0.event } } + [
+        EventView.members(in: { $0.event }) + [
             .objects("invitees", "`event.create`", ifAny: { $0.invitees }), .objects("responses", "`event.get`", ifAny: { $0.responses }),
             .object("counts") { $0.counts },
         ]
@@ -230,7 +230,7 @@ struct EventList: ResponseContract, AnswerObject {
     /// An event with the caller's part in it.
     struct Entry: AnswerObject {
         static let members: [AnswerMember<Self>] =
-            EventView.members.map { $0.of { $0.event } } + [
+            EventView.members(in: { $0.event }) + [
                 .string("role", "`creator` or `invitee`") { $0.creator ? "creator" : "invitee" },
                 .string("my_response", "null until answered (and for the creator)", orNull: { $0.response?.rawValue }),
             ]

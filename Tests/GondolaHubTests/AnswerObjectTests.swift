@@ -16,7 +16,7 @@ import Testing
             [
                 .string("id", "the sample's") { $0.id }, .boolean("open") { $0.open }, .string("owner", "null without one", orNull: { $0.owner }),
                 .object("at", ifAny: { $0.at }), .objects("items", "best first") { $0.items },
-            ] + Item.members.map { $0.of { $0.items[0] } }
+            ] + Item.members(in: { $0.items[0] })
         let id: String
         let open: Bool
         let owner: String?
