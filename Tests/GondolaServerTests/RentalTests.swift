@@ -89,6 +89,12 @@ private func car(_ id: String, lat: Double = 47.2650, lon: Double = 11.3950, pri
         } catch let failure as RPCFailure {
             #expect(failure.message.contains("cars[1]") && failure.message.contains("twice"))
         }
+        do {
+            _ = try await server.api("car_import", ["cars": []])
+            Issue.record("car_import accepted an empty batch")
+        } catch let failure as RPCFailure {
+            #expect(failure.code == 107 && failure.message.contains("cars: 1 to \(CarInput.maxImportCount) per batch, got none"), "\(failure)")
+        }
         let ann = try await server.client("ann")
         #expect(try await ann.rpc("cars.near", ["lat": 47.265, "lon": 11.395])["cars"] == [], "nothing of a refused batch was stored")
         for (method, data, code) in [
