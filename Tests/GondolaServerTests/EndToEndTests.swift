@@ -112,9 +112,8 @@ import Testing
             server.webSocketURL, [.text(command(1, .connect(ConnectRequest(token: token)))), .awaitMessages(1)], idle: .seconds(10))
         // Stop once alice is connected.
         try await eventually("alice connected") { server.server.node.stats.clients == 1 }
-        let started = ContinuousClock.now
         try await server.stop()
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Closed by the stop with 3001, not left to its 10 s idle end.
         #expect(try await conversation.closeCode == 3001)
     }
 
