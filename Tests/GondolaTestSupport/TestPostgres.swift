@@ -26,16 +26,16 @@ public enum TestPostgres {
         }
     }
 
-    /// The one connection that creates the tests' databases. A `CREATE DATABASE` copies the
+    /// The few connections that create the tests' databases. A `CREATE DATABASE` copies the
     /// template through the write-ahead log; thirty at once contend for it for seconds,
-    /// past the statement bound on a busy machine, so they take turns here (a test waits
-    /// for its turn in the pool, not in the server).
+    /// past the statement bound on a busy machine, so at most four run at once here (a test
+    /// waits for its turn in the pool, not in the server).
     private static let admin = Mutex<PostgresPool?>(nil)
 
     private static func adminPool() throws -> PostgresPool {
         try admin.withLock { pool in
             if let pool { return pool }
-            let made = try PostgresPool(location: PostgresLocation(url: try serverURL()), size: 1)
+            let made = try PostgresPool(location: PostgresLocation(url: try serverURL()), size: 4)
             pool = made
             return made
         }
