@@ -12,9 +12,13 @@ struct Catalog: AsyncParsableCommand {
     @Flag(help: "Print the catalog as JSON.") var json = false
     @Option(name: .customLong("write-docs"), help: "Rewrite the marked method tables of the Markdown pages under this folder.")
     var writeDocs: String?
+    @Option(name: .customLong("write-proto"), help: "Write the GRPC server API's schema (api.proto) to this file.")
+    var writeProto: String?
 
     func validate() throws {
-        guard json || writeDocs != nil else { throw ValidationError("give --json, --write-docs <folder>, or both") }
+        guard json || writeDocs != nil || writeProto != nil else {
+            throw ValidationError("give --json, --write-docs <folder> or --write-proto <file>, or several")
+        }
     }
 
     func run() async throws {
@@ -26,6 +30,7 @@ struct Catalog: AsyncParsableCommand {
         }
         let catalog = try await GondolaServer.builtInCatalog()
         if json { print(catalog.json.text) }
+        if let file = writeProto { try write(GRPCSchema.proto(catalog.methods), to: file) }
         guard let folder = writeDocs else { return }
         let pages = CatalogPages(catalog: catalog)
         let files = CatalogPages.pages(in: folder)
@@ -38,9 +43,14 @@ struct Catalog: AsyncParsableCommand {
             } catch {
                 throw ValidationError("\(file): \(error)")
             }
-            guard rendered != text else { continue }
-            try rendered.write(toFile: file, atomically: true, encoding: .utf8)
-            print("wrote \(file)")
+            try write(rendered, to: file)
         }
+    }
+
+    /// Writes `text` to `file` when it differs, and says so.
+    private func write(_ text: String, to file: String) throws {
+        guard (try? String(contentsOfFile: file, encoding: .utf8)) != text else { return }
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        print("wrote \(file)")
     }
 }

@@ -1,19 +1,15 @@
-/// Gondola's server API over GRPC (`grpc_api_listen`).
-///
-/// The package, service, method, message and field names and the field numbers are
-/// those of Centrifugo's GRPC server API, so that a client generated for Centrifugo
-/// calls Gondola unchanged; the layout and the words here are Gondola's. Each method
-/// is answered by the code that answers `POST /api/<method>`: a response carries
-/// either `error` or `result`. Payload fields (`data`, `info`, `conn_info`,
-/// `chan_info`) are bytes: JSON is published as it is, other bytes as a binary
-/// publication.
-///
-/// Only the methods Gondola serves are declared; a call to any other method of the
-/// service answers UNIMPLEMENTED. `label_filter` and `all_users` are declared so
-/// that such a request reads as sent: Gondola refuses them (107 naming the field)
-/// rather than ignore a filter it does not apply.
-///
-/// Regenerate the Swift code with `Scripts/generate-protobuf` after a change.
+// Gondola's server API over GRPC (`grpc_api_listen`).
+//
+// Written by `gondola catalog --write-proto` from the server API's contracts (the members
+// and rules below are those the JSON API reads and answers) and GRPCSchemaFacts.swift
+// (Centrifugo's message names, field numbers and types, so that a client generated for
+// Centrifugo calls Gondola unchanged): edit those, not this file, then run
+// `Scripts/generate-protobuf`.
+//
+// Each method is answered by the code that answers `POST /api/<method>`: a response
+// carries either `error` or `result`. Payloads (`data`, `info`, `conn_info`,
+// `chan_info`) are bytes: JSON is published as it is, other bytes as a binary
+// publication. A method Gondola does not serve answers UNIMPLEMENTED.
 
 // DO NOT EDIT.
 // swift-format-ignore-file

@@ -8,22 +8,18 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// Gondola's server API over GRPC (`grpc_api_listen`).
-///
-/// The package, service, method, message and field names and the field numbers are
-/// those of Centrifugo's GRPC server API, so that a client generated for Centrifugo
-/// calls Gondola unchanged; the layout and the words here are Gondola's. Each method
-/// is answered by the code that answers `POST /api/<method>`: a response carries
-/// either `error` or `result`. Payload fields (`data`, `info`, `conn_info`,
-/// `chan_info`) are bytes: JSON is published as it is, other bytes as a binary
-/// publication.
-///
-/// Only the methods Gondola serves are declared; a call to any other method of the
-/// service answers UNIMPLEMENTED. `label_filter` and `all_users` are declared so
-/// that such a request reads as sent: Gondola refuses them (107 naming the field)
-/// rather than ignore a filter it does not apply.
-///
-/// Regenerate the Swift code with `Scripts/generate-protobuf` after a change.
+// Gondola's server API over GRPC (`grpc_api_listen`).
+//
+// Written by `gondola catalog --write-proto` from the server API's contracts (the members
+// and rules below are those the JSON API reads and answers) and GRPCSchemaFacts.swift
+// (Centrifugo's message names, field numbers and types, so that a client generated for
+// Centrifugo calls Gondola unchanged): edit those, not this file, then run
+// `Scripts/generate-protobuf`.
+//
+// Each method is answered by the code that answers `POST /api/<method>`: a response
+// carries either `error` or `result`. Payloads (`data`, `info`, `conn_info`,
+// `chan_info`) are bytes: JSON is published as it is, other bytes as a binary
+// publication. A method Gondola does not serve answers UNIMPLEMENTED.
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -40,106 +36,6 @@ import SwiftProtobuf
 fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobuf.ProtobufAPIVersionCheck {
   struct _2: SwiftProtobuf.ProtobufAPIVersion_2 {}
   typealias Version = _2
-}
-
-/// A refusal: one of the protocol's codes and why.
-nonisolated struct Centrifugal_Centrifugo_Api_Error: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var code: UInt32 = 0
-
-  var message: String = String()
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
-/// A place in a channel's stream.
-nonisolated struct Centrifugal_Centrifugo_Api_StreamPosition: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var offset: UInt64 = 0
-
-  var epoch: String = String()
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
-/// A connection as presence and publications name it.
-nonisolated struct Centrifugal_Centrifugo_Api_ClientInfo: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var user: String = String()
-
-  var client: String = String()
-
-  var connInfo: Data = Data()
-
-  var chanInfo: Data = Data()
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
-/// A label predicate (a tree of them). Gondola refuses requests that carry one.
-nonisolated struct Centrifugal_Centrifugo_Api_FilterNode: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var op: String = String()
-
-  var key: String = String()
-
-  var cmp: String = String()
-
-  var val: String = String()
-
-  var vals: [String] = []
-
-  var nodes: [Centrifugal_Centrifugo_Api_FilterNode] = []
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
-nonisolated struct Centrifugal_Centrifugo_Api_BatchRequest: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var commands: [Centrifugal_Centrifugo_Api_Command] = []
-
-  /// Run the commands at once instead of one after another.
-  var parallel: Bool = false
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
-nonisolated struct Centrifugal_Centrifugo_Api_BatchResponse: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  /// One reply per command, in the commands' order.
-  var replies: [Centrifugal_Centrifugo_Api_Reply] = []
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
 }
 
 /// One command of a batch: exactly one member is set.
@@ -263,7 +159,26 @@ nonisolated struct Centrifugal_Centrifugo_Api_Command: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-/// The answer to one command of a batch: its error, or the result of its kind.
+/// `batch`: at the top level, not under `result`; a command fails alone (unknown method 104,
+/// bad request 107, `batch` inside a batch 104); `parallel` runs up to 1,024 commands at
+/// once.
+nonisolated struct Centrifugal_Centrifugo_Api_BatchRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// each `{"<method>": {…its request…}}`, any server API method but `batch`
+  var commands: [Centrifugal_Centrifugo_Api_Command] = []
+
+  /// default false; run the commands at once (at most 1,024 at a time)
+  var parallel: Bool = false
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// The answer to one command of a batch: its error, or its result.
 nonisolated struct Centrifugal_Centrifugo_Api_Reply: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -405,31 +320,55 @@ nonisolated struct Centrifugal_Centrifugo_Api_Reply: Sendable {
   fileprivate var _channels: Centrifugal_Centrifugo_Api_ChannelsResult? = nil
 }
 
+/// One reply per command, in the commands' order.
+nonisolated struct Centrifugal_Centrifugo_Api_BatchResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// one per command in order: `{"<method>": result}` or `{"error": {code, message}}`
+  var replies: [Centrifugal_Centrifugo_Api_Reply] = []
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// `publish`: `{}` for a channel without history.
 nonisolated struct Centrifugal_Centrifugo_Api_PublishRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// not empty
   var channel: String = String()
 
+  /// kept byte for byte; `data` or `b64data` is required
   var data: Data = Data()
 
-  /// The payload in base64, for callers that cannot send bytes; `data` wins.
+  /// not empty; base64 of the bytes to publish, when `data` is absent
   var b64Data: String = String()
 
+  /// default false; not appended to the stream: delivered without an offset, answered `{}`
   var skipHistory: Bool = false
 
+  /// string → string: delivered with the publication and kept in its stream
   var tags: Dictionary<String,String> = [:]
 
-  /// The same key on a channel within five minutes publishes once.
+  /// at most 256 characters; the same key on the channel within 5 minutes answers the first
+  /// result and publishes nothing, on every engine (a cluster's nodes share the keys)
   var idempotencyKey: String = String()
 
-  /// May go as a fossil delta to subscriptions that negotiated one.
+  /// default false; subscriptions that negotiated fossil deltas may get it as a delta from
+  /// the channel's previous publication (always so in a namespace with `delta_publish`)
   var delta: Bool = false
 
-  /// Published only when above the stream's latest version in the same epoch.
+  /// at least 0; not above the stream's latest version (in `version_epoch`) the publication
+  /// is skipped and the stream's position answered; needs the channel's stream (107 without
+  /// one)
   var version: UInt64 = 0
 
+  /// at most 64 characters; the epoch of `version`: a new one starts the versions over
   var versionEpoch: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -437,6 +376,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_PublishRequest: Sendable {
   init() {}
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_PublishResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -468,14 +408,31 @@ nonisolated struct Centrifugal_Centrifugo_Api_PublishResponse: Sendable {
   fileprivate var _result: Centrifugal_Centrifugo_Api_PublishResult? = nil
 }
 
-/// Where the publication landed; empty for a channel without a stream.
+/// A refusal: one of the protocol's codes and why.
+nonisolated struct Centrifugal_Centrifugo_Api_Error: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the client protocol's error code
+  var code: UInt32 = 0
+
+  var message: String = String()
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
 nonisolated struct Centrifugal_Centrifugo_Api_PublishResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// the publication's place in the stream
   var offset: UInt64 = 0
 
+  /// the stream's epoch
   var epoch: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -483,28 +440,41 @@ nonisolated struct Centrifugal_Centrifugo_Api_PublishResult: Sendable {
   init() {}
 }
 
-/// `publish` to each of `channels`, each on its own.
+/// `broadcast`: each channel is published to on its own.
 nonisolated struct Centrifugal_Centrifugo_Api_BroadcastRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// non-empty strings; at least one
   var channels: [String] = []
 
+  /// kept byte for byte; `data` or `b64data` is required
   var data: Data = Data()
 
+  /// not empty; base64 of the bytes to publish, when `data` is absent
   var b64Data: String = String()
 
+  /// default false; not appended to the stream: delivered without an offset, answered `{}`
   var skipHistory: Bool = false
 
+  /// string → string: delivered with the publication and kept in its stream
   var tags: Dictionary<String,String> = [:]
 
+  /// at most 256 characters; the same key on the channel within 5 minutes answers the first
+  /// result and publishes nothing, on every engine (a cluster's nodes share the keys)
   var idempotencyKey: String = String()
 
+  /// default false; subscriptions that negotiated fossil deltas may get it as a delta from
+  /// the channel's previous publication (always so in a namespace with `delta_publish`)
   var delta: Bool = false
 
+  /// at least 0; not above the stream's latest version (in `version_epoch`) the publication
+  /// is skipped and the stream's position answered; needs the channel's stream (107 without
+  /// one)
   var version: UInt64 = 0
 
+  /// at most 64 characters; the epoch of `version`: a new one starts the versions over
   var versionEpoch: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -512,6 +482,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_BroadcastRequest: Sendable {
   init() {}
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_BroadcastResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -548,7 +519,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_BroadcastResult: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// One answer per channel, in the request's order.
+  /// one per channel, in order
   var responses: [Centrifugal_Centrifugo_Api_PublishResponse] = []
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -556,98 +527,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_BroadcastResult: Sendable {
   init() {}
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_SubscribeRequest: @unchecked Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var channel: String {
-    get {_storage._channel}
-    set {_uniqueStorage()._channel = newValue}
-  }
-
-  var user: String {
-    get {_storage._user}
-    set {_uniqueStorage()._user = newValue}
-  }
-
-  /// Unix seconds when the subscription ends; 0: never.
-  var expireAt: Int64 {
-    get {_storage._expireAt}
-    set {_uniqueStorage()._expireAt = newValue}
-  }
-
-  var info: Data {
-    get {_storage._info}
-    set {_uniqueStorage()._info = newValue}
-  }
-
-  var b64Info: String {
-    get {_storage._b64Info}
-    set {_uniqueStorage()._b64Info = newValue}
-  }
-
-  var client: String {
-    get {_storage._client}
-    set {_uniqueStorage()._client = newValue}
-  }
-
-  /// Sent to the client with the subscription.
-  var data: Data {
-    get {_storage._data}
-    set {_uniqueStorage()._data = newValue}
-  }
-
-  var b64Data: String {
-    get {_storage._b64Data}
-    set {_uniqueStorage()._b64Data = newValue}
-  }
-
-  var recoverSince: Centrifugal_Centrifugo_Api_StreamPosition {
-    get {_storage._recoverSince ?? Centrifugal_Centrifugo_Api_StreamPosition()}
-    set {_uniqueStorage()._recoverSince = newValue}
-  }
-  /// Returns true if `recoverSince` has been explicitly set.
-  var hasRecoverSince: Bool {_storage._recoverSince != nil}
-  /// Clears the value of `recoverSince`. Subsequent reads from it will return its default value.
-  mutating func clearRecoverSince() {_uniqueStorage()._recoverSince = nil}
-
-  var override: Centrifugal_Centrifugo_Api_SubscribeOptionOverride {
-    get {_storage._override ?? Centrifugal_Centrifugo_Api_SubscribeOptionOverride()}
-    set {_uniqueStorage()._override = newValue}
-  }
-  /// Returns true if `override` has been explicitly set.
-  var hasOverride: Bool {_storage._override != nil}
-  /// Clears the value of `override`. Subsequent reads from it will return its default value.
-  mutating func clearOverride() {_uniqueStorage()._override = nil}
-
-  var session: String {
-    get {_storage._session}
-    set {_uniqueStorage()._session = newValue}
-  }
-
-  var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
-    get {_storage._labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
-    set {_uniqueStorage()._labelFilter = newValue}
-  }
-  /// Returns true if `labelFilter` has been explicitly set.
-  var hasLabelFilter: Bool {_storage._labelFilter != nil}
-  /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
-  mutating func clearLabelFilter() {_uniqueStorage()._labelFilter = nil}
-
-  var allUsers: Bool {
-    get {_storage._allUsers}
-    set {_uniqueStorage()._allUsers = newValue}
-  }
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-
-  fileprivate var _storage = _StorageClass.defaultInstance
-}
-
-/// A namespace option changed for this subscription only.
 nonisolated struct Centrifugal_Centrifugo_Api_BoolValue: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -665,6 +544,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeOptionOverride: Sendable 
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// `{"value": bool}`
   var presence: Centrifugal_Centrifugo_Api_BoolValue {
     get {_presence ?? Centrifugal_Centrifugo_Api_BoolValue()}
     set {_presence = newValue}
@@ -674,6 +554,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeOptionOverride: Sendable 
   /// Clears the value of `presence`. Subsequent reads from it will return its default value.
   mutating func clearPresence() {self._presence = nil}
 
+  /// `{"value": bool}`
   var joinLeave: Centrifugal_Centrifugo_Api_BoolValue {
     get {_joinLeave ?? Centrifugal_Centrifugo_Api_BoolValue()}
     set {_joinLeave = newValue}
@@ -683,6 +564,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeOptionOverride: Sendable 
   /// Clears the value of `joinLeave`. Subsequent reads from it will return its default value.
   mutating func clearJoinLeave() {self._joinLeave = nil}
 
+  /// `{"value": bool}`
   var forceRecovery: Centrifugal_Centrifugo_Api_BoolValue {
     get {_forceRecovery ?? Centrifugal_Centrifugo_Api_BoolValue()}
     set {_forceRecovery = newValue}
@@ -692,6 +574,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeOptionOverride: Sendable 
   /// Clears the value of `forceRecovery`. Subsequent reads from it will return its default value.
   mutating func clearForceRecovery() {self._forceRecovery = nil}
 
+  /// `{"value": bool}`
   var forcePositioning: Centrifugal_Centrifugo_Api_BoolValue {
     get {_forcePositioning ?? Centrifugal_Centrifugo_Api_BoolValue()}
     set {_forcePositioning = newValue}
@@ -701,6 +584,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeOptionOverride: Sendable 
   /// Clears the value of `forcePositioning`. Subsequent reads from it will return its default value.
   mutating func clearForcePositioning() {self._forcePositioning = nil}
 
+  /// `{"value": bool}`
   var forcePushJoinLeave: Centrifugal_Centrifugo_Api_BoolValue {
     get {_forcePushJoinLeave ?? Centrifugal_Centrifugo_Api_BoolValue()}
     set {_forcePushJoinLeave = newValue}
@@ -721,6 +605,149 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeOptionOverride: Sendable 
   fileprivate var _forcePushJoinLeave: Centrifugal_Centrifugo_Api_BoolValue? = nil
 }
 
+nonisolated struct Centrifugal_Centrifugo_Api_StreamPosition: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// at least 0
+  var offset: UInt64 = 0
+
+  var epoch: String = String()
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// A label predicate (a tree of them), which Gondola refuses.
+nonisolated struct Centrifugal_Centrifugo_Api_FilterNode: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var op: String = String()
+
+  var key: String = String()
+
+  var cmp: String = String()
+
+  var val: String = String()
+
+  var vals: [String] = []
+
+  var nodes: [Centrifugal_Centrifugo_Api_FilterNode] = []
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// `subscribe`: every connection of the user on every node is subscribed, or only those
+/// `client` and `session` pick.
+nonisolated struct Centrifugal_Centrifugo_Api_SubscribeRequest: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// not empty
+  var channel: String {
+    get {_storage._channel}
+    set {_uniqueStorage()._channel = newValue}
+  }
+
+  /// not empty
+  var user: String {
+    get {_storage._user}
+    set {_uniqueStorage()._user = newValue}
+  }
+
+  /// 0–1,000,000,000,000; Unix seconds when the subscription ends (unsubscribed with 2501);
+  /// 0 or absent: never
+  var expireAt: Int64 {
+    get {_storage._expireAt}
+    set {_uniqueStorage()._expireAt = newValue}
+  }
+
+  var info: Data {
+    get {_storage._info}
+    set {_uniqueStorage()._info = newValue}
+  }
+
+  /// 1–65,536 characters
+  var b64Info: String {
+    get {_storage._b64Info}
+    set {_uniqueStorage()._b64Info = newValue}
+  }
+
+  /// 1–1,024 characters; only this connection of the user (its client id)
+  var client: String {
+    get {_storage._client}
+    set {_uniqueStorage()._client = newValue}
+  }
+
+  var data: Data {
+    get {_storage._data}
+    set {_uniqueStorage()._data = newValue}
+  }
+
+  /// 1–65,536 characters
+  var b64Data: String {
+    get {_storage._b64Data}
+    set {_uniqueStorage()._b64Data = newValue}
+  }
+
+  /// recover from this position
+  var recoverSince: Centrifugal_Centrifugo_Api_StreamPosition {
+    get {_storage._recoverSince ?? Centrifugal_Centrifugo_Api_StreamPosition()}
+    set {_uniqueStorage()._recoverSince = newValue}
+  }
+  /// Returns true if `recoverSince` has been explicitly set.
+  var hasRecoverSince: Bool {_storage._recoverSince != nil}
+  /// Clears the value of `recoverSince`. Subsequent reads from it will return its default value.
+  mutating func clearRecoverSince() {_uniqueStorage()._recoverSince = nil}
+
+  /// namespace options for this subscription
+  var override: Centrifugal_Centrifugo_Api_SubscribeOptionOverride {
+    get {_storage._override ?? Centrifugal_Centrifugo_Api_SubscribeOptionOverride()}
+    set {_uniqueStorage()._override = newValue}
+  }
+  /// Returns true if `override` has been explicitly set.
+  var hasOverride: Bool {_storage._override != nil}
+  /// Clears the value of `override`. Subsequent reads from it will return its default value.
+  mutating func clearOverride() {_uniqueStorage()._override = nil}
+
+  /// 1–1,024 characters; only the connection with this session id (an HTTP-streaming, SSE or
+  /// unidirectional one)
+  var session: String {
+    get {_storage._session}
+    set {_uniqueStorage()._session = newValue}
+  }
+
+  /// Refused (107 naming it): Gondola does not filter connections by label.
+  var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
+    get {_storage._labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
+    set {_uniqueStorage()._labelFilter = newValue}
+  }
+  /// Returns true if `labelFilter` has been explicitly set.
+  var hasLabelFilter: Bool {_storage._labelFilter != nil}
+  /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
+  mutating func clearLabelFilter() {_uniqueStorage()._labelFilter = nil}
+
+  /// Refused (107 naming it): Gondola acts on the connections of one user.
+  var allUsers: Bool {
+    get {_storage._allUsers}
+    set {_uniqueStorage()._allUsers = newValue}
+  }
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_SubscribeResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -762,19 +789,27 @@ nonisolated struct Centrifugal_Centrifugo_Api_SubscribeResult: Sendable {
   init() {}
 }
 
+/// `unsubscribe`: every connection of the user on every node is unsubscribed, or only those
+/// `client` and `session` pick.
 nonisolated struct Centrifugal_Centrifugo_Api_UnsubscribeRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// not empty
   var channel: String = String()
 
+  /// not empty
   var user: String = String()
 
+  /// 1–1,024 characters; only this connection of the user (its client id)
   var client: String = String()
 
+  /// 1–1,024 characters; only the connection with this session id (an HTTP-streaming, SSE or
+  /// unidirectional one)
   var session: String = String()
 
+  /// Refused (107 naming it): Gondola does not filter connections by label.
   var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
     get {_labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
     set {_labelFilter = newValue}
@@ -784,6 +819,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_UnsubscribeRequest: Sendable {
   /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
   mutating func clearLabelFilter() {self._labelFilter = nil}
 
+  /// Refused (107 naming it): Gondola acts on the connections of one user.
   var allUsers: Bool = false
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -793,6 +829,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_UnsubscribeRequest: Sendable {
   fileprivate var _labelFilter: Centrifugal_Centrifugo_Api_FilterNode? = nil
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_UnsubscribeResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -834,14 +871,15 @@ nonisolated struct Centrifugal_Centrifugo_Api_UnsubscribeResult: Sendable {
   init() {}
 }
 
-/// The close code (3000-4999) and reason a disconnect sends.
 nonisolated struct Centrifugal_Centrifugo_Api_Disconnect: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// 3,000–4,999; below 3500 and from 4000 to 4499 the SDK reconnects
   var code: UInt32 = 0
 
+  /// at most 123 bytes
   var reason: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -849,13 +887,18 @@ nonisolated struct Centrifugal_Centrifugo_Api_Disconnect: Sendable {
   init() {}
 }
 
+/// `disconnect`: every connection of the user on every node (or only those `client` and
+/// `session` pick, and never those `whitelist` names) is closed with `disconnect`'s code and
+/// reason, 3503 `force disconnect` without one.
 nonisolated struct Centrifugal_Centrifugo_Api_DisconnectRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// not empty
   var user: String = String()
 
+  /// the close code and reason; 3503 `force disconnect` when absent
   var disconnect: Centrifugal_Centrifugo_Api_Disconnect {
     get {_disconnect ?? Centrifugal_Centrifugo_Api_Disconnect()}
     set {_disconnect = newValue}
@@ -865,13 +908,17 @@ nonisolated struct Centrifugal_Centrifugo_Api_DisconnectRequest: Sendable {
   /// Clears the value of `disconnect`. Subsequent reads from it will return its default value.
   mutating func clearDisconnect() {self._disconnect = nil}
 
+  /// 1–1,024 characters; only this connection of the user (its client id)
   var client: String = String()
 
-  /// Client ids left connected.
+  /// strings of 1–1,024 characters; connections (client ids) left open
   var whitelist: [String] = []
 
+  /// 1–1,024 characters; only the connection with this session id (an HTTP-streaming, SSE or
+  /// unidirectional one)
   var session: String = String()
 
+  /// Refused (107 naming it): Gondola does not filter connections by label.
   var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
     get {_labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
     set {_labelFilter = newValue}
@@ -881,6 +928,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_DisconnectRequest: Sendable {
   /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
   mutating func clearLabelFilter() {self._labelFilter = nil}
 
+  /// Refused (107 naming it): Gondola acts on the connections of one user.
   var allUsers: Bool = false
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -891,6 +939,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_DisconnectRequest: Sendable {
   fileprivate var _labelFilter: Centrifugal_Centrifugo_Api_FilterNode? = nil
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_DisconnectResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -932,89 +981,13 @@ nonisolated struct Centrifugal_Centrifugo_Api_DisconnectResult: Sendable {
   init() {}
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_RefreshRequest: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var user: String = String()
-
-  var client: String = String()
-
-  /// Closes the connections with 3005, so that the SDKs reconnect with a new token.
-  var expired: Bool = false
-
-  /// Unix seconds when the connections expire; 0: never.
-  var expireAt: Int64 = 0
-
-  var info: Data = Data()
-
-  var session: String = String()
-
-  var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
-    get {_labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
-    set {_labelFilter = newValue}
-  }
-  /// Returns true if `labelFilter` has been explicitly set.
-  var hasLabelFilter: Bool {self._labelFilter != nil}
-  /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
-  mutating func clearLabelFilter() {self._labelFilter = nil}
-
-  var allUsers: Bool = false
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-
-  fileprivate var _labelFilter: Centrifugal_Centrifugo_Api_FilterNode? = nil
-}
-
-nonisolated struct Centrifugal_Centrifugo_Api_RefreshResponse: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var error: Centrifugal_Centrifugo_Api_Error {
-    get {_error ?? Centrifugal_Centrifugo_Api_Error()}
-    set {_error = newValue}
-  }
-  /// Returns true if `error` has been explicitly set.
-  var hasError: Bool {self._error != nil}
-  /// Clears the value of `error`. Subsequent reads from it will return its default value.
-  mutating func clearError() {self._error = nil}
-
-  var result: Centrifugal_Centrifugo_Api_RefreshResult {
-    get {_result ?? Centrifugal_Centrifugo_Api_RefreshResult()}
-    set {_result = newValue}
-  }
-  /// Returns true if `result` has been explicitly set.
-  var hasResult: Bool {self._result != nil}
-  /// Clears the value of `result`. Subsequent reads from it will return its default value.
-  mutating func clearResult() {self._result = nil}
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-
-  fileprivate var _error: Centrifugal_Centrifugo_Api_Error? = nil
-  fileprivate var _result: Centrifugal_Centrifugo_Api_RefreshResult? = nil
-}
-
-nonisolated struct Centrifugal_Centrifugo_Api_RefreshResult: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
+/// `presence`.
 nonisolated struct Centrifugal_Centrifugo_Api_PresenceRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// not empty
   var channel: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1022,6 +995,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_PresenceRequest: Sendable {
   init() {}
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_PresenceResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1053,12 +1027,31 @@ nonisolated struct Centrifugal_Centrifugo_Api_PresenceResponse: Sendable {
   fileprivate var _result: Centrifugal_Centrifugo_Api_PresenceResult? = nil
 }
 
+/// A connection as presence and publications name it: its info as it was set.
+nonisolated struct Centrifugal_Centrifugo_Api_ClientInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var user: String = String()
+
+  var client: String = String()
+
+  var connInfo: Data = Data()
+
+  var chanInfo: Data = Data()
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
 nonisolated struct Centrifugal_Centrifugo_Api_PresenceResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// By client id.
+  /// client id → `{client, user, conn_info?, chan_info?}`
   var presence: Dictionary<String,Centrifugal_Centrifugo_Api_ClientInfo> = [:]
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1066,11 +1059,13 @@ nonisolated struct Centrifugal_Centrifugo_Api_PresenceResult: Sendable {
   init() {}
 }
 
+/// `presence_stats`.
 nonisolated struct Centrifugal_Centrifugo_Api_PresenceStatsRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// not empty
   var channel: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1078,6 +1073,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_PresenceStatsRequest: Sendable {
   init() {}
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_PresenceStatsResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1123,15 +1119,19 @@ nonisolated struct Centrifugal_Centrifugo_Api_PresenceStatsResult: Sendable {
   init() {}
 }
 
+/// `history`: 112 with a `since` from another epoch.
 nonisolated struct Centrifugal_Centrifugo_Api_HistoryRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// not empty
   var channel: String = String()
 
+  /// default 0; 0: the stream's position only; -1: all
   var limit: Int32 = 0
 
+  /// the position to read after
   var since: Centrifugal_Centrifugo_Api_StreamPosition {
     get {_since ?? Centrifugal_Centrifugo_Api_StreamPosition()}
     set {_since = newValue}
@@ -1141,6 +1141,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_HistoryRequest: Sendable {
   /// Clears the value of `since`. Subsequent reads from it will return its default value.
   mutating func clearSince() {self._since = nil}
 
+  /// default false; newest first
   var reverse: Bool = false
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1150,6 +1151,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_HistoryRequest: Sendable {
   fileprivate var _since: Centrifugal_Centrifugo_Api_StreamPosition? = nil
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_HistoryResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1181,23 +1183,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_HistoryResponse: Sendable {
   fileprivate var _result: Centrifugal_Centrifugo_Api_HistoryResult? = nil
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_HistoryResult: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var publications: [Centrifugal_Centrifugo_Api_Publication] = []
-
-  /// The stream's position now.
-  var epoch: String = String()
-
-  var offset: UInt64 = 0
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
+/// A publication of a channel's stream.
 nonisolated struct Centrifugal_Centrifugo_Api_Publication: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1225,11 +1211,31 @@ nonisolated struct Centrifugal_Centrifugo_Api_Publication: Sendable {
   fileprivate var _info: Centrifugal_Centrifugo_Api_ClientInfo? = nil
 }
 
+nonisolated struct Centrifugal_Centrifugo_Api_HistoryResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// `{data, offset, info?}`, oldest first unless `reverse`; absent when none
+  var publications: [Centrifugal_Centrifugo_Api_Publication] = []
+
+  var epoch: String = String()
+
+  /// the stream's last offset
+  var offset: UInt64 = 0
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// `history_remove`.
 nonisolated struct Centrifugal_Centrifugo_Api_HistoryRemoveRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// not empty
   var channel: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1237,6 +1243,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_HistoryRemoveRequest: Sendable {
   init() {}
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_HistoryRemoveResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1278,6 +1285,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_HistoryRemoveResult: Sendable {
   init() {}
 }
 
+/// `info`.
 nonisolated struct Centrifugal_Centrifugo_Api_InfoRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1288,6 +1296,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_InfoRequest: Sendable {
   init() {}
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_InfoResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1319,19 +1328,6 @@ nonisolated struct Centrifugal_Centrifugo_Api_InfoResponse: Sendable {
   fileprivate var _result: Centrifugal_Centrifugo_Api_InfoResult? = nil
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_InfoResult: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  var nodes: [Centrifugal_Centrifugo_Api_NodeResult] = []
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
-/// One live node and its counts.
 nonisolated struct Centrifugal_Centrifugo_Api_NodeResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1349,71 +1345,131 @@ nonisolated struct Centrifugal_Centrifugo_Api_NodeResult: Sendable {
 
   var numChannels: UInt32 = 0
 
-  /// Seconds since the node started.
+  /// seconds
   var uptime: UInt32 = 0
-
-  var metrics: Centrifugal_Centrifugo_Api_Metrics {
-    get {_metrics ?? Centrifugal_Centrifugo_Api_Metrics()}
-    set {_metrics = newValue}
-  }
-  /// Returns true if `metrics` has been explicitly set.
-  var hasMetrics: Bool {self._metrics != nil}
-  /// Clears the value of `metrics`. Subsequent reads from it will return its default value.
-  mutating func clearMetrics() {self._metrics = nil}
-
-  var process: Centrifugal_Centrifugo_Api_Process {
-    get {_process ?? Centrifugal_Centrifugo_Api_Process()}
-    set {_process = newValue}
-  }
-  /// Returns true if `process` has been explicitly set.
-  var hasProcess: Bool {self._process != nil}
-  /// Clears the value of `process`. Subsequent reads from it will return its default value.
-  mutating func clearProcess() {self._process = nil}
 
   var numSubs: UInt32 = 0
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   init() {}
-
-  fileprivate var _metrics: Centrifugal_Centrifugo_Api_Metrics? = nil
-  fileprivate var _process: Centrifugal_Centrifugo_Api_Process? = nil
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_Metrics: Sendable {
+nonisolated struct Centrifugal_Centrifugo_Api_InfoResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  var interval: Double = 0
-
-  var items: Dictionary<String,Double> = [:]
+  /// every live node of a cluster
+  var nodes: [Centrifugal_Centrifugo_Api_NodeResult] = []
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   init() {}
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_Process: Sendable {
+/// `refresh`: every connection of the user on every node (or only those `client` and
+/// `session` pick): `expired` or an `expire_at` already past closes it with 3005, else it
+/// expires at `expire_at` (never without one) and is told with a refresh push.
+nonisolated struct Centrifugal_Centrifugo_Api_RefreshRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  var cpu: Double = 0
+  /// not empty
+  var user: String = String()
 
-  var rss: Int64 = 0
+  /// 1–1,024 characters; only this connection of the user (its client id)
+  var client: String = String()
+
+  /// default false; closes the connections with 3005 `expired` (the SDK reconnects and asks
+  /// for a new token)
+  var expired: Bool = false
+
+  /// 0–1,000,000,000,000; Unix seconds when the connections expire; 0 or absent: never
+  var expireAt: Int64 = 0
+
+  /// the connections' new info, kept byte for byte
+  var info: Data = Data()
+
+  /// 1–1,024 characters; only the connection with this session id (an HTTP-streaming, SSE or
+  /// unidirectional one)
+  var session: String = String()
+
+  /// Refused (107 naming it): Gondola does not filter connections by label.
+  var labelFilter: Centrifugal_Centrifugo_Api_FilterNode {
+    get {_labelFilter ?? Centrifugal_Centrifugo_Api_FilterNode()}
+    set {_labelFilter = newValue}
+  }
+  /// Returns true if `labelFilter` has been explicitly set.
+  var hasLabelFilter: Bool {self._labelFilter != nil}
+  /// Clears the value of `labelFilter`. Subsequent reads from it will return its default value.
+  mutating func clearLabelFilter() {self._labelFilter = nil}
+
+  /// Refused (107 naming it): Gondola acts on the connections of one user.
+  var allUsers: Bool = false
+
+  /// Gondola's own member: 1–65,536 characters; the connections' new info, kept byte for
+  /// byte
+  var b64Info: String = String()
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+
+  fileprivate var _labelFilter: Centrifugal_Centrifugo_Api_FilterNode? = nil
+}
+
+/// Either `error` or `result`.
+nonisolated struct Centrifugal_Centrifugo_Api_RefreshResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var error: Centrifugal_Centrifugo_Api_Error {
+    get {_error ?? Centrifugal_Centrifugo_Api_Error()}
+    set {_error = newValue}
+  }
+  /// Returns true if `error` has been explicitly set.
+  var hasError: Bool {self._error != nil}
+  /// Clears the value of `error`. Subsequent reads from it will return its default value.
+  mutating func clearError() {self._error = nil}
+
+  var result: Centrifugal_Centrifugo_Api_RefreshResult {
+    get {_result ?? Centrifugal_Centrifugo_Api_RefreshResult()}
+    set {_result = newValue}
+  }
+  /// Returns true if `result` has been explicitly set.
+  var hasResult: Bool {self._result != nil}
+  /// Clears the value of `result`. Subsequent reads from it will return its default value.
+  mutating func clearResult() {self._result = nil}
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+
+  fileprivate var _error: Centrifugal_Centrifugo_Api_Error? = nil
+  fileprivate var _result: Centrifugal_Centrifugo_Api_RefreshResult? = nil
+}
+
+nonisolated struct Centrifugal_Centrifugo_Api_RefreshResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   init() {}
 }
 
+/// `channels`: the channels with subscribers on every node; in a cluster each other node is
+/// asked over the engine and waited for at most `cluster_survey_timeout`.
 nonisolated struct Centrifugal_Centrifugo_Api_ChannelsRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// A glob over the channel names (`*`, `?`); every channel when empty.
+  /// `*` and `?` globs; all channels when empty
   var pattern: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1421,6 +1477,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_ChannelsRequest: Sendable {
   init() {}
 }
 
+/// Either `error` or `result`.
 nonisolated struct Centrifugal_Centrifugo_Api_ChannelsResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1452,19 +1509,7 @@ nonisolated struct Centrifugal_Centrifugo_Api_ChannelsResponse: Sendable {
   fileprivate var _result: Centrifugal_Centrifugo_Api_ChannelsResult? = nil
 }
 
-nonisolated struct Centrifugal_Centrifugo_Api_ChannelsResult: Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  /// Channels with subscribers, by name.
-  var channels: Dictionary<String,Centrifugal_Centrifugo_Api_ChannelInfo> = [:]
-
-  var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  init() {}
-}
-
+/// A channel's subscribers, counted.
 nonisolated struct Centrifugal_Centrifugo_Api_ChannelInfo: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1477,244 +1522,26 @@ nonisolated struct Centrifugal_Centrifugo_Api_ChannelInfo: Sendable {
   init() {}
 }
 
+nonisolated struct Centrifugal_Centrifugo_Api_ChannelsResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// channel → `{num_clients}`, summed over the nodes that answered
+  var channels: Dictionary<String,Centrifugal_Centrifugo_Api_ChannelInfo> = [:]
+
+  /// Gondola's own member: the nodes that did not answer in time (their subscribers are not
+  /// counted); absent when all did
+  var unansweredNodes: [String] = []
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "centrifugal.centrifugo.api"
-
-nonisolated extension Centrifugal_Centrifugo_Api_Error: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".Error"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.code) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.code != 0 {
-      try visitor.visitSingularUInt32Field(value: self.code, fieldNumber: 1)
-    }
-    if !self.message.isEmpty {
-      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_Error, rhs: Centrifugal_Centrifugo_Api_Error) -> Bool {
-    if lhs.code != rhs.code {return false}
-    if lhs.message != rhs.message {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_StreamPosition: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".StreamPosition"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offset\0\u{1}epoch\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.epoch) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.offset != 0 {
-      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 1)
-    }
-    if !self.epoch.isEmpty {
-      try visitor.visitSingularStringField(value: self.epoch, fieldNumber: 2)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_StreamPosition, rhs: Centrifugal_Centrifugo_Api_StreamPosition) -> Bool {
-    if lhs.offset != rhs.offset {return false}
-    if lhs.epoch != rhs.epoch {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_ClientInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".ClientInfo"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}client\0\u{3}conn_info\0\u{3}chan_info\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.client) }()
-      case 3: try { try decoder.decodeSingularBytesField(value: &self.connInfo) }()
-      case 4: try { try decoder.decodeSingularBytesField(value: &self.chanInfo) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.user.isEmpty {
-      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
-    }
-    if !self.client.isEmpty {
-      try visitor.visitSingularStringField(value: self.client, fieldNumber: 2)
-    }
-    if !self.connInfo.isEmpty {
-      try visitor.visitSingularBytesField(value: self.connInfo, fieldNumber: 3)
-    }
-    if !self.chanInfo.isEmpty {
-      try visitor.visitSingularBytesField(value: self.chanInfo, fieldNumber: 4)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_ClientInfo, rhs: Centrifugal_Centrifugo_Api_ClientInfo) -> Bool {
-    if lhs.user != rhs.user {return false}
-    if lhs.client != rhs.client {return false}
-    if lhs.connInfo != rhs.connInfo {return false}
-    if lhs.chanInfo != rhs.chanInfo {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_FilterNode: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".FilterNode"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}op\0\u{1}key\0\u{1}cmp\0\u{1}val\0\u{1}vals\0\u{1}nodes\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.op) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.key) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.cmp) }()
-      case 4: try { try decoder.decodeSingularStringField(value: &self.val) }()
-      case 5: try { try decoder.decodeRepeatedStringField(value: &self.vals) }()
-      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.nodes) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.op.isEmpty {
-      try visitor.visitSingularStringField(value: self.op, fieldNumber: 1)
-    }
-    if !self.key.isEmpty {
-      try visitor.visitSingularStringField(value: self.key, fieldNumber: 2)
-    }
-    if !self.cmp.isEmpty {
-      try visitor.visitSingularStringField(value: self.cmp, fieldNumber: 3)
-    }
-    if !self.val.isEmpty {
-      try visitor.visitSingularStringField(value: self.val, fieldNumber: 4)
-    }
-    if !self.vals.isEmpty {
-      try visitor.visitRepeatedStringField(value: self.vals, fieldNumber: 5)
-    }
-    if !self.nodes.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.nodes, fieldNumber: 6)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_FilterNode, rhs: Centrifugal_Centrifugo_Api_FilterNode) -> Bool {
-    if lhs.op != rhs.op {return false}
-    if lhs.key != rhs.key {return false}
-    if lhs.cmp != rhs.cmp {return false}
-    if lhs.val != rhs.val {return false}
-    if lhs.vals != rhs.vals {return false}
-    if lhs.nodes != rhs.nodes {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_BatchRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".BatchRequest"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}commands\0\u{1}parallel\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.commands) }()
-      case 2: try { try decoder.decodeSingularBoolField(value: &self.parallel) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.commands.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.commands, fieldNumber: 1)
-    }
-    if self.parallel != false {
-      try visitor.visitSingularBoolField(value: self.parallel, fieldNumber: 2)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_BatchRequest, rhs: Centrifugal_Centrifugo_Api_BatchRequest) -> Bool {
-    if lhs.commands != rhs.commands {return false}
-    if lhs.parallel != rhs.parallel {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_BatchResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".BatchResponse"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}replies\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.replies) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.replies.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.replies, fieldNumber: 1)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_BatchResponse, rhs: Centrifugal_Centrifugo_Api_BatchResponse) -> Bool {
-    if lhs.replies != rhs.replies {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
 
 nonisolated extension Centrifugal_Centrifugo_Api_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Command"
@@ -1863,6 +1690,41 @@ nonisolated extension Centrifugal_Centrifugo_Api_Command: SwiftProtobuf.Message,
   }
 }
 
+nonisolated extension Centrifugal_Centrifugo_Api_BatchRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".BatchRequest"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}commands\0\u{1}parallel\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.commands) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.parallel) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.commands.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.commands, fieldNumber: 1)
+    }
+    if self.parallel != false {
+      try visitor.visitSingularBoolField(value: self.parallel, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_BatchRequest, rhs: Centrifugal_Centrifugo_Api_BatchRequest) -> Bool {
+    if lhs.commands != rhs.commands {return false}
+    if lhs.parallel != rhs.parallel {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Centrifugal_Centrifugo_Api_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Reply"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}error\0\u{2}\u{2}publish\0\u{1}broadcast\0\u{1}subscribe\0\u{1}unsubscribe\0\u{1}disconnect\0\u{1}presence\0\u{3}presence_stats\0\u{1}history\0\u{3}history_remove\0\u{1}info\0\u{2}\u{2}refresh\0\u{1}channels\0\u{c}\u{1}\u{1}\u{c}\u{3}\u{1}")
@@ -1952,6 +1814,36 @@ nonisolated extension Centrifugal_Centrifugo_Api_Reply: SwiftProtobuf.Message, S
     if lhs._info != rhs._info {return false}
     if lhs._refresh != rhs._refresh {return false}
     if lhs._channels != rhs._channels {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_BatchResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".BatchResponse"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}replies\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.replies) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.replies.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.replies, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_BatchResponse, rhs: Centrifugal_Centrifugo_Api_BatchResponse) -> Bool {
+    if lhs.replies != rhs.replies {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2061,6 +1953,41 @@ nonisolated extension Centrifugal_Centrifugo_Api_PublishResponse: SwiftProtobuf.
   static func ==(lhs: Centrifugal_Centrifugo_Api_PublishResponse, rhs: Centrifugal_Centrifugo_Api_PublishResponse) -> Bool {
     if lhs._error != rhs._error {return false}
     if lhs._result != rhs._result {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_Error: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".Error"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.code) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.code != 0 {
+      try visitor.visitSingularUInt32Field(value: self.code, fieldNumber: 1)
+    }
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_Error, rhs: Centrifugal_Centrifugo_Api_Error) -> Bool {
+    if lhs.code != rhs.code {return false}
+    if lhs.message != rhs.message {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2240,6 +2167,180 @@ nonisolated extension Centrifugal_Centrifugo_Api_BroadcastResult: SwiftProtobuf.
   }
 }
 
+nonisolated extension Centrifugal_Centrifugo_Api_BoolValue: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".BoolValue"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}value\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.value) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.value != false {
+      try visitor.visitSingularBoolField(value: self.value, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_BoolValue, rhs: Centrifugal_Centrifugo_Api_BoolValue) -> Bool {
+    if lhs.value != rhs.value {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_SubscribeOptionOverride: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".SubscribeOptionOverride"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}presence\0\u{3}join_leave\0\u{3}force_recovery\0\u{3}force_positioning\0\u{3}force_push_join_leave\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._presence) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._joinLeave) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._forceRecovery) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._forcePositioning) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._forcePushJoinLeave) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._presence {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._joinLeave {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try { if let v = self._forceRecovery {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._forcePositioning {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    try { if let v = self._forcePushJoinLeave {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_SubscribeOptionOverride, rhs: Centrifugal_Centrifugo_Api_SubscribeOptionOverride) -> Bool {
+    if lhs._presence != rhs._presence {return false}
+    if lhs._joinLeave != rhs._joinLeave {return false}
+    if lhs._forceRecovery != rhs._forceRecovery {return false}
+    if lhs._forcePositioning != rhs._forcePositioning {return false}
+    if lhs._forcePushJoinLeave != rhs._forcePushJoinLeave {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_StreamPosition: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".StreamPosition"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offset\0\u{1}epoch\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.epoch) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 1)
+    }
+    if !self.epoch.isEmpty {
+      try visitor.visitSingularStringField(value: self.epoch, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_StreamPosition, rhs: Centrifugal_Centrifugo_Api_StreamPosition) -> Bool {
+    if lhs.offset != rhs.offset {return false}
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_FilterNode: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".FilterNode"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}op\0\u{1}key\0\u{1}cmp\0\u{1}val\0\u{1}vals\0\u{1}nodes\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.op) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.key) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.cmp) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.val) }()
+      case 5: try { try decoder.decodeRepeatedStringField(value: &self.vals) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.nodes) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.op.isEmpty {
+      try visitor.visitSingularStringField(value: self.op, fieldNumber: 1)
+    }
+    if !self.key.isEmpty {
+      try visitor.visitSingularStringField(value: self.key, fieldNumber: 2)
+    }
+    if !self.cmp.isEmpty {
+      try visitor.visitSingularStringField(value: self.cmp, fieldNumber: 3)
+    }
+    if !self.val.isEmpty {
+      try visitor.visitSingularStringField(value: self.val, fieldNumber: 4)
+    }
+    if !self.vals.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.vals, fieldNumber: 5)
+    }
+    if !self.nodes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.nodes, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_FilterNode, rhs: Centrifugal_Centrifugo_Api_FilterNode) -> Bool {
+    if lhs.op != rhs.op {return false}
+    if lhs.key != rhs.key {return false}
+    if lhs.cmp != rhs.cmp {return false}
+    if lhs.val != rhs.val {return false}
+    if lhs.vals != rhs.vals {return false}
+    if lhs.nodes != rhs.nodes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Centrifugal_Centrifugo_Api_SubscribeRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".SubscribeRequest"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0\u{1}user\0\u{3}expire_at\0\u{1}info\0\u{1}b64info\0\u{1}client\0\u{1}data\0\u{1}b64data\0\u{3}recover_since\0\u{1}override\0\u{1}session\0\u{3}label_filter\0\u{3}all_users\0")
@@ -2389,90 +2490,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_SubscribeRequest: SwiftProtobuf
       }
       if !storagesAreEqual {return false}
     }
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_BoolValue: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".BoolValue"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}value\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularBoolField(value: &self.value) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.value != false {
-      try visitor.visitSingularBoolField(value: self.value, fieldNumber: 1)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_BoolValue, rhs: Centrifugal_Centrifugo_Api_BoolValue) -> Bool {
-    if lhs.value != rhs.value {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_SubscribeOptionOverride: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".SubscribeOptionOverride"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}presence\0\u{3}join_leave\0\u{3}force_recovery\0\u{3}force_positioning\0\u{3}force_push_join_leave\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularMessageField(value: &self._presence) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._joinLeave) }()
-      case 3: try { try decoder.decodeSingularMessageField(value: &self._forceRecovery) }()
-      case 4: try { try decoder.decodeSingularMessageField(value: &self._forcePositioning) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._forcePushJoinLeave) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    try { if let v = self._presence {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-    } }()
-    try { if let v = self._joinLeave {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    } }()
-    try { if let v = self._forceRecovery {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-    } }()
-    try { if let v = self._forcePositioning {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-    } }()
-    try { if let v = self._forcePushJoinLeave {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_SubscribeOptionOverride, rhs: Centrifugal_Centrifugo_Api_SubscribeOptionOverride) -> Bool {
-    if lhs._presence != rhs._presence {return false}
-    if lhs._joinLeave != rhs._joinLeave {return false}
-    if lhs._forceRecovery != rhs._forceRecovery {return false}
-    if lhs._forcePositioning != rhs._forcePositioning {return false}
-    if lhs._forcePushJoinLeave != rhs._forcePushJoinLeave {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2810,133 +2827,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_DisconnectResult: SwiftProtobuf
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_RefreshRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".RefreshRequest"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}client\0\u{1}expired\0\u{3}expire_at\0\u{1}info\0\u{1}session\0\u{3}label_filter\0\u{3}all_users\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.client) }()
-      case 3: try { try decoder.decodeSingularBoolField(value: &self.expired) }()
-      case 4: try { try decoder.decodeSingularInt64Field(value: &self.expireAt) }()
-      case 5: try { try decoder.decodeSingularBytesField(value: &self.info) }()
-      case 6: try { try decoder.decodeSingularStringField(value: &self.session) }()
-      case 7: try { try decoder.decodeSingularMessageField(value: &self._labelFilter) }()
-      case 8: try { try decoder.decodeSingularBoolField(value: &self.allUsers) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.user.isEmpty {
-      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
-    }
-    if !self.client.isEmpty {
-      try visitor.visitSingularStringField(value: self.client, fieldNumber: 2)
-    }
-    if self.expired != false {
-      try visitor.visitSingularBoolField(value: self.expired, fieldNumber: 3)
-    }
-    if self.expireAt != 0 {
-      try visitor.visitSingularInt64Field(value: self.expireAt, fieldNumber: 4)
-    }
-    if !self.info.isEmpty {
-      try visitor.visitSingularBytesField(value: self.info, fieldNumber: 5)
-    }
-    if !self.session.isEmpty {
-      try visitor.visitSingularStringField(value: self.session, fieldNumber: 6)
-    }
-    try { if let v = self._labelFilter {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
-    } }()
-    if self.allUsers != false {
-      try visitor.visitSingularBoolField(value: self.allUsers, fieldNumber: 8)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshRequest, rhs: Centrifugal_Centrifugo_Api_RefreshRequest) -> Bool {
-    if lhs.user != rhs.user {return false}
-    if lhs.client != rhs.client {return false}
-    if lhs.expired != rhs.expired {return false}
-    if lhs.expireAt != rhs.expireAt {return false}
-    if lhs.info != rhs.info {return false}
-    if lhs.session != rhs.session {return false}
-    if lhs._labelFilter != rhs._labelFilter {return false}
-    if lhs.allUsers != rhs.allUsers {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_RefreshResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".RefreshResponse"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}error\0\u{1}result\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularMessageField(value: &self._error) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._result) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    try { if let v = self._error {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-    } }()
-    try { if let v = self._result {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    } }()
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshResponse, rhs: Centrifugal_Centrifugo_Api_RefreshResponse) -> Bool {
-    if lhs._error != rhs._error {return false}
-    if lhs._result != rhs._result {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Centrifugal_Centrifugo_Api_RefreshResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".RefreshResult"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap()
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    // Load everything into unknown fields
-    while try decoder.nextFieldNumber() != nil {}
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshResult, rhs: Centrifugal_Centrifugo_Api_RefreshResult) -> Bool {
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
 nonisolated extension Centrifugal_Centrifugo_Api_PresenceRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".PresenceRequest"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0")
@@ -3001,6 +2891,51 @@ nonisolated extension Centrifugal_Centrifugo_Api_PresenceResponse: SwiftProtobuf
   static func ==(lhs: Centrifugal_Centrifugo_Api_PresenceResponse, rhs: Centrifugal_Centrifugo_Api_PresenceResponse) -> Bool {
     if lhs._error != rhs._error {return false}
     if lhs._result != rhs._result {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_ClientInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".ClientInfo"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}client\0\u{3}conn_info\0\u{3}chan_info\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.client) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.connInfo) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.chanInfo) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.user.isEmpty {
+      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
+    }
+    if !self.client.isEmpty {
+      try visitor.visitSingularStringField(value: self.client, fieldNumber: 2)
+    }
+    if !self.connInfo.isEmpty {
+      try visitor.visitSingularBytesField(value: self.connInfo, fieldNumber: 3)
+    }
+    if !self.chanInfo.isEmpty {
+      try visitor.visitSingularBytesField(value: self.chanInfo, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_ClientInfo, rhs: Centrifugal_Centrifugo_Api_ClientInfo) -> Bool {
+    if lhs.user != rhs.user {return false}
+    if lhs.client != rhs.client {return false}
+    if lhs.connInfo != rhs.connInfo {return false}
+    if lhs.chanInfo != rhs.chanInfo {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3228,46 +3163,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_HistoryResponse: SwiftProtobuf.
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_HistoryResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".HistoryResult"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}publications\0\u{1}epoch\0\u{1}offset\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.publications) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.epoch) }()
-      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.publications.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.publications, fieldNumber: 1)
-    }
-    if !self.epoch.isEmpty {
-      try visitor.visitSingularStringField(value: self.epoch, fieldNumber: 2)
-    }
-    if self.offset != 0 {
-      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 3)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_HistoryResult, rhs: Centrifugal_Centrifugo_Api_HistoryResult) -> Bool {
-    if lhs.publications != rhs.publications {return false}
-    if lhs.epoch != rhs.epoch {return false}
-    if lhs.offset != rhs.offset {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
 nonisolated extension Centrifugal_Centrifugo_Api_Publication: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Publication"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}data\0\u{1}info\0\u{1}offset\0\u{1}tags\0\u{c}\u{1}\u{1}")
@@ -3312,6 +3207,46 @@ nonisolated extension Centrifugal_Centrifugo_Api_Publication: SwiftProtobuf.Mess
     if lhs._info != rhs._info {return false}
     if lhs.offset != rhs.offset {return false}
     if lhs.tags != rhs.tags {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_HistoryResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".HistoryResult"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}publications\0\u{1}epoch\0\u{1}offset\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.publications) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.epoch) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.publications.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.publications, fieldNumber: 1)
+    }
+    if !self.epoch.isEmpty {
+      try visitor.visitSingularStringField(value: self.epoch, fieldNumber: 2)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_HistoryResult, rhs: Centrifugal_Centrifugo_Api_HistoryResult) -> Bool {
+    if lhs.publications != rhs.publications {return false}
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.offset != rhs.offset {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3463,6 +3398,71 @@ nonisolated extension Centrifugal_Centrifugo_Api_InfoResponse: SwiftProtobuf.Mes
   }
 }
 
+nonisolated extension Centrifugal_Centrifugo_Api_NodeResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".NodeResult"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uid\0\u{1}name\0\u{1}version\0\u{3}num_clients\0\u{3}num_users\0\u{3}num_channels\0\u{1}uptime\0\u{4}\u{3}num_subs\0\u{c}\u{8}\u{1}\u{c}\u{9}\u{1}")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.uid) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.version) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.numClients) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.numUsers) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.numChannels) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.uptime) }()
+      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.numSubs) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.uid.isEmpty {
+      try visitor.visitSingularStringField(value: self.uid, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if !self.version.isEmpty {
+      try visitor.visitSingularStringField(value: self.version, fieldNumber: 3)
+    }
+    if self.numClients != 0 {
+      try visitor.visitSingularUInt32Field(value: self.numClients, fieldNumber: 4)
+    }
+    if self.numUsers != 0 {
+      try visitor.visitSingularUInt32Field(value: self.numUsers, fieldNumber: 5)
+    }
+    if self.numChannels != 0 {
+      try visitor.visitSingularUInt32Field(value: self.numChannels, fieldNumber: 6)
+    }
+    if self.uptime != 0 {
+      try visitor.visitSingularUInt32Field(value: self.uptime, fieldNumber: 7)
+    }
+    if self.numSubs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.numSubs, fieldNumber: 10)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_NodeResult, rhs: Centrifugal_Centrifugo_Api_NodeResult) -> Bool {
+    if lhs.uid != rhs.uid {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.version != rhs.version {return false}
+    if lhs.numClients != rhs.numClients {return false}
+    if lhs.numUsers != rhs.numUsers {return false}
+    if lhs.numChannels != rhs.numChannels {return false}
+    if lhs.uptime != rhs.uptime {return false}
+    if lhs.numSubs != rhs.numSubs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Centrifugal_Centrifugo_Api_InfoResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".InfoResult"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}nodes\0")
@@ -3493,9 +3493,9 @@ nonisolated extension Centrifugal_Centrifugo_Api_InfoResult: SwiftProtobuf.Messa
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_NodeResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".NodeResult"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uid\0\u{1}name\0\u{1}version\0\u{3}num_clients\0\u{3}num_users\0\u{3}num_channels\0\u{1}uptime\0\u{1}metrics\0\u{1}process\0\u{3}num_subs\0")
+nonisolated extension Centrifugal_Centrifugo_Api_RefreshRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".RefreshRequest"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}client\0\u{1}expired\0\u{3}expire_at\0\u{1}info\0\u{1}session\0\u{3}label_filter\0\u{3}all_users\0\u{2}\\\u{1}b64info\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3503,16 +3503,15 @@ nonisolated extension Centrifugal_Centrifugo_Api_NodeResult: SwiftProtobuf.Messa
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.uid) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.version) }()
-      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.numClients) }()
-      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.numUsers) }()
-      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.numChannels) }()
-      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.uptime) }()
-      case 8: try { try decoder.decodeSingularMessageField(value: &self._metrics) }()
-      case 9: try { try decoder.decodeSingularMessageField(value: &self._process) }()
-      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.numSubs) }()
+      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.client) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.expired) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.expireAt) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.info) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.session) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._labelFilter) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.allUsers) }()
+      case 100: try { try decoder.decodeSingularStringField(value: &self.b64Info) }()
       default: break
       }
     }
@@ -3523,58 +3522,54 @@ nonisolated extension Centrifugal_Centrifugo_Api_NodeResult: SwiftProtobuf.Messa
     // allocates stack space for every if/case branch local when no optimizations
     // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
     // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.uid.isEmpty {
-      try visitor.visitSingularStringField(value: self.uid, fieldNumber: 1)
+    if !self.user.isEmpty {
+      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
     }
-    if !self.name.isEmpty {
-      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    if !self.client.isEmpty {
+      try visitor.visitSingularStringField(value: self.client, fieldNumber: 2)
     }
-    if !self.version.isEmpty {
-      try visitor.visitSingularStringField(value: self.version, fieldNumber: 3)
+    if self.expired != false {
+      try visitor.visitSingularBoolField(value: self.expired, fieldNumber: 3)
     }
-    if self.numClients != 0 {
-      try visitor.visitSingularUInt32Field(value: self.numClients, fieldNumber: 4)
+    if self.expireAt != 0 {
+      try visitor.visitSingularInt64Field(value: self.expireAt, fieldNumber: 4)
     }
-    if self.numUsers != 0 {
-      try visitor.visitSingularUInt32Field(value: self.numUsers, fieldNumber: 5)
+    if !self.info.isEmpty {
+      try visitor.visitSingularBytesField(value: self.info, fieldNumber: 5)
     }
-    if self.numChannels != 0 {
-      try visitor.visitSingularUInt32Field(value: self.numChannels, fieldNumber: 6)
+    if !self.session.isEmpty {
+      try visitor.visitSingularStringField(value: self.session, fieldNumber: 6)
     }
-    if self.uptime != 0 {
-      try visitor.visitSingularUInt32Field(value: self.uptime, fieldNumber: 7)
-    }
-    try { if let v = self._metrics {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    try { if let v = self._labelFilter {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
     } }()
-    try { if let v = self._process {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
-    } }()
-    if self.numSubs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.numSubs, fieldNumber: 10)
+    if self.allUsers != false {
+      try visitor.visitSingularBoolField(value: self.allUsers, fieldNumber: 8)
+    }
+    if !self.b64Info.isEmpty {
+      try visitor.visitSingularStringField(value: self.b64Info, fieldNumber: 100)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  static func ==(lhs: Centrifugal_Centrifugo_Api_NodeResult, rhs: Centrifugal_Centrifugo_Api_NodeResult) -> Bool {
-    if lhs.uid != rhs.uid {return false}
-    if lhs.name != rhs.name {return false}
-    if lhs.version != rhs.version {return false}
-    if lhs.numClients != rhs.numClients {return false}
-    if lhs.numUsers != rhs.numUsers {return false}
-    if lhs.numChannels != rhs.numChannels {return false}
-    if lhs.uptime != rhs.uptime {return false}
-    if lhs._metrics != rhs._metrics {return false}
-    if lhs._process != rhs._process {return false}
-    if lhs.numSubs != rhs.numSubs {return false}
+  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshRequest, rhs: Centrifugal_Centrifugo_Api_RefreshRequest) -> Bool {
+    if lhs.user != rhs.user {return false}
+    if lhs.client != rhs.client {return false}
+    if lhs.expired != rhs.expired {return false}
+    if lhs.expireAt != rhs.expireAt {return false}
+    if lhs.info != rhs.info {return false}
+    if lhs.session != rhs.session {return false}
+    if lhs._labelFilter != rhs._labelFilter {return false}
+    if lhs.allUsers != rhs.allUsers {return false}
+    if lhs.b64Info != rhs.b64Info {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_Metrics: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".Metrics"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}interval\0\u{1}items\0")
+nonisolated extension Centrifugal_Centrifugo_Api_RefreshResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".RefreshResponse"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}error\0\u{1}result\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3582,61 +3577,49 @@ nonisolated extension Centrifugal_Centrifugo_Api_Metrics: SwiftProtobuf.Message,
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularDoubleField(value: &self.interval) }()
-      case 2: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufDouble>.self, value: &self.items) }()
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._error) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._result) }()
       default: break
       }
     }
   }
 
   func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.interval.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.interval, fieldNumber: 1)
-    }
-    if !self.items.isEmpty {
-      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufDouble>.self, value: self.items, fieldNumber: 2)
-    }
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._error {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._result {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  static func ==(lhs: Centrifugal_Centrifugo_Api_Metrics, rhs: Centrifugal_Centrifugo_Api_Metrics) -> Bool {
-    if lhs.interval != rhs.interval {return false}
-    if lhs.items != rhs.items {return false}
+  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshResponse, rhs: Centrifugal_Centrifugo_Api_RefreshResponse) -> Bool {
+    if lhs._error != rhs._error {return false}
+    if lhs._result != rhs._result {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_Process: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".Process"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}cpu\0\u{1}rss\0")
+nonisolated extension Centrifugal_Centrifugo_Api_RefreshResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".RefreshResult"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap()
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularDoubleField(value: &self.cpu) }()
-      case 2: try { try decoder.decodeSingularInt64Field(value: &self.rss) }()
-      default: break
-      }
-    }
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
   }
 
   func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.cpu.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.cpu, fieldNumber: 1)
-    }
-    if self.rss != 0 {
-      try visitor.visitSingularInt64Field(value: self.rss, fieldNumber: 2)
-    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  static func ==(lhs: Centrifugal_Centrifugo_Api_Process, rhs: Centrifugal_Centrifugo_Api_Process) -> Bool {
-    if lhs.cpu != rhs.cpu {return false}
-    if lhs.rss != rhs.rss {return false}
+  static func ==(lhs: Centrifugal_Centrifugo_Api_RefreshResult, rhs: Centrifugal_Centrifugo_Api_RefreshResult) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3711,36 +3694,6 @@ nonisolated extension Centrifugal_Centrifugo_Api_ChannelsResponse: SwiftProtobuf
   }
 }
 
-nonisolated extension Centrifugal_Centrifugo_Api_ChannelsResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  static let protoMessageName: String = _protobuf_package + ".ChannelsResult"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channels\0")
-
-  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Centrifugal_Centrifugo_Api_ChannelInfo>.self, value: &self.channels) }()
-      default: break
-      }
-    }
-  }
-
-  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.channels.isEmpty {
-      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Centrifugal_Centrifugo_Api_ChannelInfo>.self, value: self.channels, fieldNumber: 1)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  static func ==(lhs: Centrifugal_Centrifugo_Api_ChannelsResult, rhs: Centrifugal_Centrifugo_Api_ChannelsResult) -> Bool {
-    if lhs.channels != rhs.channels {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
 nonisolated extension Centrifugal_Centrifugo_Api_ChannelInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".ChannelInfo"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}num_clients\0")
@@ -3766,6 +3719,41 @@ nonisolated extension Centrifugal_Centrifugo_Api_ChannelInfo: SwiftProtobuf.Mess
 
   static func ==(lhs: Centrifugal_Centrifugo_Api_ChannelInfo, rhs: Centrifugal_Centrifugo_Api_ChannelInfo) -> Bool {
     if lhs.numClients != rhs.numClients {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Centrifugal_Centrifugo_Api_ChannelsResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".ChannelsResult"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channels\0\u{4}c\u{1}unanswered_nodes\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Centrifugal_Centrifugo_Api_ChannelInfo>.self, value: &self.channels) }()
+      case 100: try { try decoder.decodeRepeatedStringField(value: &self.unansweredNodes) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.channels.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Centrifugal_Centrifugo_Api_ChannelInfo>.self, value: self.channels, fieldNumber: 1)
+    }
+    if !self.unansweredNodes.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.unansweredNodes, fieldNumber: 100)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Centrifugal_Centrifugo_Api_ChannelsResult, rhs: Centrifugal_Centrifugo_Api_ChannelsResult) -> Bool {
+    if lhs.channels != rhs.channels {return false}
+    if lhs.unansweredNodes != rhs.unansweredNodes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
