@@ -121,16 +121,17 @@ public struct JSONFields<Failure: FieldError>: Sendable {
         return value
     }
 
-    /// Notes the read when recording (and answers true), with `limits` and the note as its rule.
-    private func record(_ key: String, _ kind: FieldContract.Kind, required: Bool, _ limits: String = "") -> Bool {
+    /// Notes the read when recording (and answers true), with `limits` and the note as its rule;
+    /// `limits` is written only then, so reading data never formats a rule.
+    private func record(_ key: String, _ kind: FieldContract.Kind, required: Bool, _ limits: @autoclosure () -> String = "") -> Bool {
         guard let recorder else { return false }
-        recorder.record(key, kind, required: required, rule: rule(limits))
+        recorder.record(key, kind, required: required, rule: rule(limits()))
         return true
     }
 
     /// Notes the read of an object (or array of objects) when recording: the recorder of its members.
-    private func recordObject(_ key: String, _ kind: FieldContract.Kind, required: Bool, _ limits: String = "") -> JSONFields? {
-        guard let recorder, let children = recorder.record(key, kind, required: required, rule: rule(limits), nested: true) else { return nil }
+    private func recordObject(_ key: String, _ kind: FieldContract.Kind, required: Bool, _ limits: @autoclosure () -> String = "") -> JSONFields? {
+        guard let recorder, let children = recorder.record(key, kind, required: required, rule: rule(limits()), nested: true) else { return nil }
         return JSONFields(recordingInto: children, path: path(of: key))
     }
 
@@ -213,8 +214,12 @@ public struct JSONFields<Failure: FieldError>: Sendable {
 
     /// An integer in `range`, `fallback` when absent or null.
     public func integer(_ key: String, in range: ClosedRange<Int64>, default fallback: Int64) throws(Failure) -> Int64 {
-        let limits = [Self.integerLimits(range), "default \(Self.grouped(fallback))"].filter { !$0.isEmpty }.joined(separator: ", ")
-        if record(key, .integer, required: false, limits) { return fallback }
+        if record(
+            key, .integer, required: false,
+            [Self.integerLimits(range), "default \(Self.grouped(fallback))"].filter { !$0.isEmpty }.joined(separator: ", "))
+        {
+            return fallback
+        }
         guard let value = lookup(key) else { return fallback }
         return try integer(value, key, in: range, allowingDecimalStrings: false)
     }
