@@ -2,7 +2,9 @@
 and a node (or a node and Redis or PostgreSQL), it adds latency and jitter, caps bandwidth,
 blackholes (accepts and reads, delivers nothing), resets connections, and holds them half-open
 (nothing forwarded, no FIN, no RST: a peer that vanished). This machine's kernel has no netem, so
-the faults are made in user space, on loopback.
+the faults are made in user space, on loopback. What a fault does to the bytes is what TCP would
+make of it: a blackhole delays them (never drops them from a stream that stays open), a reset
+ends the stream for both sides.
 
 The proxy runs its own event loop in a thread; every control method is safe to call from the tests'
 loop or any thread and takes effect for the connections open now and those to come. Randomness
@@ -41,6 +43,8 @@ class Link:
         self.closed = False
 
     async def run(self):
+        # A blackholed network answers no SYN either: the upstream connection waits for the heal.
+        await self.proxy.while_blackholed()
         try:
             self.upstream_reader, self.upstream_writer = await asyncio.open_connection(*self.proxy.target)
         except OSError:
@@ -62,11 +66,10 @@ class Link:
         ready_at = 0.0
         try:
             while True:
+                await self.proxy.while_blackholed()
                 data = await reader.read(CHUNK)
                 if not data:
                     break
-                if self.proxy.blackholed:
-                    continue
                 settings = self.proxy.settings
                 delay = settings["latency"] + (self.proxy.jitter() if settings["jitter"] else 0.0)
                 ready_at = max(time.monotonic() + max(0.0, delay), ready_at)
@@ -93,10 +96,9 @@ class Link:
             wait = ready_at - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
+            await self.proxy.while_blackholed()
             if self.half_open:
                 return
-            if self.proxy.blackholed:
-                continue
             try:
                 writer.write(data)
                 await writer.drain()
@@ -163,6 +165,11 @@ class FaultProxy:
         self.links.append(link)
         await link.run()
 
+    async def while_blackholed(self):
+        """Returns once the link is not blackholed."""
+        while self.blackholed:
+            await asyncio.sleep(0.02)
+
     def jitter(self):
         spread = self.settings["jitter"]
         return self.random.uniform(-spread, spread)
@@ -177,8 +184,10 @@ class FaultProxy:
         self.call(lambda: self.settings.update(latency=latency, jitter=jitter, bandwidth=bandwidth))
 
     def blackhole(self, on=True):
-        """While on, bytes are read from both sides and dropped: connections stay open, new ones are
-        accepted, and nothing arrives anywhere."""
+        """While on, nothing moves: connections stay open, new ones are accepted but not connected
+        upstream, and bytes wait (in the proxy and then in the senders' socket buffers, as TCP
+        keeps unacknowledged data) until the link heals and they arrive in order, as over a
+        network that drops every packet for a while."""
         self.call(lambda: setattr(self, "blackholed", on))
 
     def open_links(self):

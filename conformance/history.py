@@ -56,6 +56,13 @@ class History:
         if start is not None:
             self.windows.setdefault(kind, []).append((who, start, at if at is not None else time.monotonic()))
 
+    def reached(self, channel, offset):
+        """Whether every client of `channel` has received `offset`, or its subscription ended (an
+        unsubscribe with nothing after it)."""
+        return all(
+            any(event[0] == "pub" and event[1] == offset for event in events) or events[-1][0] == "unsubscribed"
+            for (_, subscribed), events in self.events.items() if subscribed == channel)
+
     def longest_windows(self):
         """kind → the longest window in seconds (open windows count to now)."""
         now = time.monotonic()

@@ -123,10 +123,7 @@ async def test_clients_on_a_2g_link_lose_nothing_and_are_told_of_every_gap():
         print(f"2g: {resets} connections reset, {last} publications acknowledged")
         assert resets >= 3, f"the schedule reset {resets} connections {repeat}"
 
-        def caught_up():
-            return all(any(e[0] == "pub" and e[1] == last for e in history.events.get((f"phone-{i}", channel), [])) for i in range(12))
-
-        await until(caught_up, f"every client reaches offset {last} {repeat}", timeout=90)
+        await until(lambda: history.reached(channel, last), f"every client reaches offset {last} {repeat}", timeout=90)
         problems = history.check({channel: kept_history(server, channel)})
         print(f"2g: longest windows {history.longest_windows()}")
         assert not problems, f"{problems[:10]} {repeat}"
