@@ -46,7 +46,10 @@ class Link:
         # A blackholed network answers no SYN either: the upstream connection waits for the heal.
         await self.proxy.while_blackholed()
         try:
-            self.upstream_reader, self.upstream_writer = await asyncio.open_connection(*self.proxy.target)
+            if isinstance(self.proxy.target, str):
+                self.upstream_reader, self.upstream_writer = await asyncio.open_unix_connection(self.proxy.target)
+            else:
+                self.upstream_reader, self.upstream_writer = await asyncio.open_connection(*self.proxy.target)
         except OSError:
             self.abort()
             return
@@ -135,8 +138,9 @@ class Link:
 
 
 class FaultProxy:
-    """Listens on 127.0.0.1 (`port`) and forwards each connection to `target` (host, port), with the
-    faults set on it. `seed` seeds the jitter and the choice of connections to reset."""
+    """Listens on 127.0.0.1 (`port`) and forwards each connection to `target` — (host, port), or the
+    path of a Unix socket (PostgreSQL's) — with the faults set on it. `seed` seeds the jitter and
+    the choice of connections to reset."""
 
     def __init__(self, target, seed):
         self.target = target
@@ -146,7 +150,7 @@ class FaultProxy:
         self.blackholed = False
         self.links = []
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=f"fault-proxy-{target[1]}", daemon=True)
+        self.thread = threading.Thread(target=self.loop.run_forever, name=f"fault-proxy-{target}", daemon=True)
         self.thread.start()
         self.server = self.run(asyncio.start_server(self.accept, "127.0.0.1", 0))
         self.port = self.server.sockets[0].getsockname()[1]

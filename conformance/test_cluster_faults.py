@@ -7,13 +7,14 @@ import json
 import os
 import tempfile
 import time
+import urllib.request
 
 import pytest
 from centrifuge import Client
 
 from conftest import API_KEY, CONFIG
 from fault_proxy import FaultProxy
-from helpers import Events, post
+from helpers import ClientEvents, Events, post
 from history import History
 from test_cluster import NODES, REDIS_PASSWORD, Cluster
 from test_faults import DURABLE, Availability, Recorder, kept_history, seeded, until
@@ -37,18 +38,29 @@ def cut():
         instance.script("start", str(NODES), "--port", str(instance.nodes[0].port), "--config", config, "--no-build", "--engine", "redis",
                         "--no-postgres", "--redis-shards", "1", "--redis-password", REDIS_PASSWORD)
         redis_port = int(open(os.path.join(folder, "redis-1", "port")).read())
-        for node in instance.nodes:
-            proxy = FaultProxy(("127.0.0.1", redis_port), seed=generator.random())
-            instance.proxies.append(proxy)
-            with open(os.path.join(folder, f"node-{node.index}.env"), "w") as f:
-                f.write(f"GONDOLA_REDIS_ADDRESSES=redis://:{REDIS_PASSWORD}@{proxy.address}\n")
-            instance.script("kill", str(node.index))
-            instance.script("restart", str(node.index))
+        through_proxies(instance, ("127.0.0.1", redis_port), generator,
+                        lambda proxy: f"GONDOLA_REDIS_ADDRESSES=redis://:{REDIS_PASSWORD}@{proxy.address}")
         yield instance
     finally:
-        instance.script("stop")
-        for proxy in instance.proxies:
-            proxy.close()
+        stop(instance)
+
+
+def through_proxies(cluster, target, generator, setting):
+    """Restarts each node of `cluster` reaching `target` through a proxy of its own; `setting`
+    (a proxy → `KEY=value`) is what points the node at it."""
+    for node in cluster.nodes:
+        proxy = FaultProxy(target, seed=generator.random())
+        cluster.proxies.append(proxy)
+        with open(os.path.join(cluster.folder, f"node-{node.index}.env"), "w") as f:
+            f.write(setting(proxy) + "\n")
+        cluster.script("kill", str(node.index))
+        cluster.script("restart", str(node.index))
+
+
+def stop(cluster):
+    cluster.script("stop")
+    for proxy in cluster.proxies:
+        proxy.close()
 
 
 def publish(node, channel, data):
@@ -175,3 +187,93 @@ async def test_a_node_cut_from_redis_alone_moves_or_refuses_its_clients_and_its_
         assert not problems, f"{len(problems)} problems: {problems[:10]} {repeat}"
     finally:
         await asyncio.gather(*(client.disconnect() for client in clients))
+
+
+@pytest.fixture(scope="module")
+def far_database():
+    """Two nodes on the PostgreSQL engine, each reaching PostgreSQL through a proxy of its own."""
+    generator, _ = seeded("far-database")
+    folder = tempfile.mkdtemp(prefix="gondola-far-database-")
+    os.chmod(folder, 0o755)  # PostgreSQL runs as the postgres user and must reach its folder.
+    config = os.path.join(folder, "nodes.json")
+    with open(config, "w") as f:
+        json.dump({"ping_interval": "2s", "pong_timeout": "2s", "namespaces": CONFIG["namespaces"], "cluster_node_timeout": "3s"}, f)
+    instance = Cluster(folder, "postgres")
+    instance.nodes = instance.nodes[:2]
+    instance.proxies = []
+    try:
+        instance.env["CLUSTER_DOMAINS"] = "travel"
+        instance.script("start", "2", "--port", str(instance.nodes[0].port), "--config", config, "--no-build", "--engine", "postgres")
+        through_proxies(instance, os.path.join(folder, "postgres", "run", ".s.PGSQL.5432"), generator,
+                        lambda proxy: f"GONDOLA_DATABASE=postgres://postgres@{proxy.address}/gondola")
+        yield instance
+    finally:
+        stop(instance)
+
+
+async def test_postgresql_300_ms_away_slows_chat_acks_but_keeps_them_correct_and_health_says_so(far_database):
+    """PostgreSQL 300 ms away each way (±50 ms) from both nodes: two travellers on two nodes send
+    twelve chat messages at once (each connection's commands queue behind a slow one, and their
+    pongs with them): every one is acknowledged, slower, none lost or doubled, and no connection
+    is closed for a pong it could not have sent; the reader gets each once in order; the history
+    reads them back as acknowledged; /health stays ok and shows the round trip."""
+    generator, repeat = seeded("far-database-chat")
+    for proxy in far_database.proxies:
+        proxy.shape(latency=0.3, jitter=0.05)
+    first, second = far_database.nodes
+    now = int(time.time() * 1000)
+    trip = post(f"{first.api_url}/trip_create", {"name": "Far", "starts_at": now - 3_600_000, "ends_at": now + 3_600_000, "hosts": ["far-host"]},
+                {"X-API-Key": API_KEY}, timeout=60)["result"]["trip"]["id"]
+    for user in ("far-ann", "far-bo", "far-cy"):
+        post(f"{first.api_url}/trip_add_member", {"trip": trip, "user": user, "role": "traveller"}, {"X-API-Key": API_KEY}, timeout=60)
+    senders, sender_events = [], []
+    for user, node in (("far-ann", first), ("far-bo", second)):
+        events = Events()
+        client = Client(node.ws_url, events=ClientEvents(events), token=node.token(user), timeout=90.0)
+        await client.connect()
+        senders.append(client)
+        sender_events.append(events)
+    chats = (await senders[0].rpc("chat.list", {})).data["chats"]
+    chat = next(c for c in chats if c["trip"] == trip)
+    history = History()
+    reader = Client(second.ws_url, events=ClientEvents(Events()), token=second.token("far-cy"), timeout=90.0)
+    recorder = Recorder(history, "far-cy", chat["channel"])
+    subscription = reader.new_subscription(chat["channel"], recorder)
+    try:
+        await reader.connect()
+        await subscription.subscribe()
+        await until(lambda: recorder.epoch, f"the reader is subscribed {repeat}", timeout=30)
+        order = list(range(12))
+        generator.shuffle(order)
+        started = time.monotonic()
+
+        async def send(n):
+            client = senders[n % 2]
+            text = f"message {n}"
+            answer = (await client.rpc("chat.send", {"chat": chat["id"], "text": text, "client_message_id": f"far-{n}"})).data
+            # The publication is the message the answer holds, without its offset (the publication's own).
+            history.ack(chat["channel"], answer["offset"], recorder.epoch, {k: v for k, v in answer.items() if k != "offset"})
+            return time.monotonic() - started
+
+        took = await asyncio.gather(*(send(n) for n in order), return_exceptions=True)
+        failed = [t for t in took if isinstance(t, BaseException)]
+        disconnects = [(ctx.code, ctx.reason) for events in sender_events for name in ("connecting", "disconnected") for ctx in events.of(name)]
+        assert not failed, f"{len(failed)} sends failed ({failed[:3]}); the senders were disconnected with {disconnects} {repeat}"
+        print(f"far database: 12 chat messages acknowledged, the last after {max(took):.2f} s")
+        offsets = sorted(history.acknowledged[chat["channel"]])
+        assert offsets == list(range(1, 13)), f"{offsets} {repeat}"
+        await until(lambda: recorder.count == 12, f"the reader gets all 12 {repeat}", timeout=60)
+        problems = history.check()
+        assert not problems, f"{problems} {repeat}"
+        stored = (await senders[1].rpc("chat.history", {"chat": chat["id"], "limit": 100})).data["messages"]
+        assert sorted(m["client_message_id"] for m in stored) == sorted(f"far-{n}" for n in range(12)), repeat
+        for node in far_database.nodes:
+            report = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{node.port}/health", timeout=30).read())
+            print(f"far database: node {node.index} /health {report}")
+            assert report["status"] == "ok", report
+            assert report["parts"][0]["round_trip_ms"] >= 500, report
+    finally:
+        for proxy in far_database.proxies:
+            proxy.shape()
+        for client in (*senders, reader):
+            await client.disconnect()

@@ -47,4 +47,4 @@ def test_the_catalog_lists_every_method_with_its_fields():
     assert methods[("server_api", "publish")]["owner"] == "the hub"
     assert {t["topic"] for t in catalog["replica_topics"]} >= {"travel.position", "travel.region"}
     refused = subprocess.run([GONDOLA, "catalog"], capture_output=True, text=True, timeout=120)
-    assert refused.returncode != 0 and "give --json, --write-docs <folder>, or both" in refused.stderr
+    assert refused.returncode != 0 and "give --json, --write-docs <folder> or --write-proto <file>, or several" in refused.stderr

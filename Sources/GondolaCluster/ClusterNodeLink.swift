@@ -19,6 +19,14 @@ public struct EngineHealth: Sendable, Equatable {
     public struct Part: Sendable, Equatable {
         public let name: String
         public let up: Bool
+        /// The last measured round trip to it (a connection check's), when the part measures one.
+        public let roundTrip: Duration?
+
+        public init(name: String, up: Bool, roundTrip: Duration? = nil) {
+            self.name = name
+            self.up = up
+            self.roundTrip = roundTrip
+        }
     }
 
     /// `postgres` or `redis`.

@@ -66,7 +66,7 @@ import Synchronization
     }
 
     public var health: EngineHealth {
-        EngineHealth(engine: "postgres", parts: [.init(name: "postgres bus", up: gate.isOpen)])
+        EngineHealth(engine: "postgres", parts: [.init(name: "postgres bus", up: gate.isOpen, roundTrip: pool.roundTrip)])
     }
 
     // MARK: ClusterLink

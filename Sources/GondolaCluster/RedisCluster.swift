@@ -130,7 +130,7 @@ import Synchronization
     public var health: EngineHealth {
         EngineHealth(
             engine: "redis",
-            parts: (postgres == nil ? [] : [.init(name: "postgres bus", up: postgresReady.isOpen)])
+            parts: (postgres.map { [.init(name: "postgres bus", up: postgresReady.isOpen, roundTrip: $0.pool.roundTrip)] } ?? [])
                 + shards.map { shard in
                     .init(name: "redis \(shard.bus.publisher.server)", up: shard.bus.receiving && shard.bus.publisher.isUp)
                 })

@@ -42,6 +42,9 @@ public final class ClientSession: Sendable {
         var closed = false
         let openedAt: ContinuousClock.Instant
         var lastSeen: ContinuousClock.Instant
+        /// Whether the transport stopped reading the client (its messages wait for the session):
+        /// silence then is the server's, and no pong deadline runs.
+        var inputHeld = false
         var pingSentAt: ContinuousClock.Instant?
         var nextPingAt: ContinuousClock.Instant
         var bucket: TokenBucket
@@ -106,7 +109,7 @@ public final class ClientSession: Sendable {
     /// commands before the broken one have run (none when the framing itself is broken).
     /// `receivedAt` is when the frame arrived, on the keepalive's clock (`tick(now:date:)`).
     public func handle(frame: some Collection<UInt8>, receivedAt: ContinuousClock.Instant = .now) async {
-        state.withLock { $0.lastSeen = receivedAt }
+        heard(at: receivedAt)
         let commands: [DecodedCommand]
         do {
             commands = try encoding.commands(in: frame)
@@ -137,6 +140,23 @@ public final class ClientSession: Sendable {
             close(DisconnectCode.inappropriateProtocol.with(reason: "inappropriate protocol: binary frame on a JSON connection"))
         case .protobuf:
             closeForBadRequest("text frame on a Protobuf connection")
+        }
+    }
+
+    /// Notes that a message from the client arrived at `instant`: the pong deadline counts from
+    /// its arrival, not from when the session gets to it, which may be after a slow command
+    /// (a database far away) ahead of it. The transport calls it as a message comes in.
+    public func heard(at instant: ContinuousClock.Instant = .now) {
+        state.withLock { $0.lastSeen = max($0.lastSeen, instant) }
+    }
+
+    /// The transport stopped (`held`) or resumed reading the client because messages wait for
+    /// the session: while held the pong deadline is suspended, since a pong cannot be read, and
+    /// on resuming it starts over from now.
+    public func holdingInput(_ held: Bool) {
+        state.withLock { state in
+            state.inputHeld = held
+            if !held { state.lastSeen = max(state.lastSeen, .now) }
         }
     }
 
@@ -513,7 +533,9 @@ public final class ClientSession: Sendable {
             if let expiry = credentials.expiresAt, date.timeIntervalSince(expiry) > configuration.pongTimeout.timeInterval {
                 return .close(.expired)
             }
-            if transport != .unidirectional, let sent = state.pingSentAt, state.lastSeen < sent, now - sent > configuration.pongTimeout {
+            if transport != .unidirectional, !state.inputHeld, let sent = state.pingSentAt, state.lastSeen < sent,
+                now - sent > configuration.pongTimeout
+            {
                 return .close(.noPong)
             }
             if configuration.pingInterval > .zero, now >= state.nextPingAt {

@@ -76,7 +76,9 @@ extension HubConfiguration: ConfigurationDefaults {
             doc: "how often the server pings a connection (`{}`); `0s` turns pings off"),
         .duration(
             "pong_timeout", \.pongTimeout, allowZero: false, reloadable: true,
-            doc: "how long after a ping a client has to send anything; silence closes the connection with 3012"),
+            doc:
+                "how long after a ping a client has to send anything; silence closes the connection with 3012. A message counts when it arrives, even while the session is busy with a slow command, and the deadline waits while the server itself has stopped reading the connection (16 messages waiting)"
+        ),
         .integer(
             "client_queue_max_bytes", \.clientQueueMaxBytes, min: 1024, reloadable: true,
             doc: "bytes a connection may have waiting to be written; more closes it with 3008 (slow)"),

@@ -34,6 +34,8 @@ public final class PostgresPool: Sendable {
     private let configuration: PostgresConnection.Configuration
     private let state = Mutex(State())
     private let nextID = Atomic<Int>(1)
+    /// The last connection check's round trip in microseconds; -1 before the first.
+    private let checkedRoundTrip = Atomic<Int64>(-1)
 
     private struct State {
         var idle: [PostgresConnection] = []
@@ -86,7 +88,10 @@ public final class PostgresPool: Sendable {
                 return
             }
             do {
+                let started = ContinuousClock.now
                 try await run("SELECT 1", on: connection)
+                let took = ContinuousClock.now - started
+                checkedRoundTrip.store(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000, ordering: .relaxed)
             } catch PostgresPoolError.connectionClosed {
                 // Its owner closed it (a loss already logged, or the node stopping): nothing to check.
                 return
@@ -96,6 +101,13 @@ public final class PostgresPool: Sendable {
                 return
             }
         }
+    }
+
+    /// How long the last connection check (`watch`'s `SELECT 1`) took to be answered: what a
+    /// statement pays for the network and the server before any work; nil before the first.
+    public var roundTrip: Duration? {
+        let microseconds = checkedRoundTrip.load(ordering: .relaxed)
+        return microseconds < 0 ? nil : .microseconds(microseconds)
     }
 
     /// Runs one statement and returns its rows.

@@ -272,12 +272,19 @@ public final class GondolaServer: Sendable {
     }
 
     /// `/health`'s answer: `ok`, or `degraded` while a part of a cluster's engine is
-    /// down (the node keeps serving; what needs that part answers 108), with the parts.
+    /// down (the node keeps serving; what needs that part answers 108), with the parts and,
+    /// for PostgreSQL, the last measured round trip (`round_trip_ms`): a slow database shows
+    /// there before its callers time out.
     static func health(of engine: EngineHealth?) -> JSON {
         guard let engine else { return ["status": "ok", "engine": "memory"] }
         return [
             "status": engine.isUp ? "ok" : "degraded", "engine": .string(engine.engine),
-            "parts": .array(engine.parts.map { ["name": .string($0.name), "up": .bool($0.up)] }),
+            "parts": .array(
+                engine.parts.map { part in
+                    let fields: JSON = ["name": .string(part.name), "up": .bool(part.up)]
+                    guard let roundTrip = part.roundTrip else { return fields }
+                    return fields.adding("round_trip_ms", .double((roundTrip.timeInterval * 10_000).rounded() / 10))
+                }),
         ]
     }
 

@@ -7,7 +7,9 @@ import Synchronization
 /// connection's event loop (`EventLoopTaskExecutor`), and it ends when none is left, so an idle
 /// connection holds no suspended task; what the session waits for (a database, the bus) it
 /// awaits, leaving the loop to other connections. Once `limit` messages wait, `isFull` holds
-/// the connection's reads (`WebSocketSessionHandler.read`) until the session takes the next one.
+/// the connection's reads (`WebSocketSessionHandler.read`) until the session takes the next one;
+/// meanwhile the session suspends its pong deadline (`ClientSession.holdingInput`), since the
+/// silence is the server's, and a message counts as heard when it arrives, not when handled.
 final class SessionInbox: Sendable {
     /// Whole messages that may wait for the session before reading stops.
     static let limit = 16
@@ -48,14 +50,19 @@ final class SessionInbox: Sendable {
     /// Whether `limit` messages wait.
     var isFull: Bool { waiting.withLock { $0.count >= Self.limit } }
 
-    /// Queues a whole message for the session, starting the task that hands messages over when none runs.
+    /// Queues a whole message for the session, starting the task that hands messages over when none
+    /// runs. The session hears of it at once: a pong waiting behind a slow command still counts.
     func add(_ message: [UInt8]) {
-        let start = waiting.withLock { waiting -> Bool in
+        session.heard()
+        let (start, full) = waiting.withLock { waiting -> (Bool, Bool) in
             waiting.messages.append(message)
-            guard !waiting.working else { return false }
+            let full = waiting.count >= Self.limit
+            guard !waiting.working else { return (false, full) }
             waiting.working = true
-            return true
+            return (true, full)
         }
+        // Reads stop now (`WebSocketSessionHandler.read`): the client's pongs cannot be heard.
+        if full { session.holdingInput(true) }
         guard start else { return }
         connections.handling(by: +1)
         Task(executorPreference: executor) { await self.handleWaitingMessages() }
@@ -70,7 +77,10 @@ final class SessionInbox: Sendable {
             }
             guard let message else { return }
             // A read held while the inbox was full goes on now that there is room.
-            if wasFull { channel.read() }
+            if wasFull {
+                session.holdingInput(false)
+                channel.read()
+            }
             await session.handle(frame: message)
             if session.isClosed {
                 waiting.withLock { $0 = Waiting() }

@@ -1,5 +1,5 @@
 import CompressNIO
-import GondolaHub
+import Foundation
 import GondolaRuntime
 import HTTPTypes
 import HummingbirdWebSocket
@@ -9,6 +9,7 @@ import NIOWebSocket
 import Synchronization
 import Testing
 
+@testable import GondolaHub
 @testable import GondolaServer
 
 /// The session's WebSocket handlers (`WebSocketSessionHandler.install`) on an embedded channel,
@@ -35,9 +36,14 @@ import Testing
 
     /// A session on an embedded channel, its writer behind it, whose messages are handled on
     /// the channel's own loop (so they wait until the test runs it).
-    static func harness(compressed: Bool = false) async throws -> Harness {
-        let server = try await RunningServer.start()
+    /// With `framed`, NIO's frame encoder sits at the head, as on a real connection, so that the
+    /// session's own writes (its replies, pings) reach the wire as bytes.
+    static func harness(compressed: Bool = false, framed: Bool = false, configuration: ServerConfiguration = RunningServer.configuration())
+        async throws -> Harness
+    {
+        let server = try await RunningServer.start(configuration)
         let channel = EmbeddedChannel()
+        if framed { try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder()) }
         let session = server.server.node.accept(encoding: .json)
         let agreement = DeflateAgreement(serverWindowBits: 15, serverNoContextTakeover: false, clientWindowBits: 15, clientNoContextTakeover: false)
         let reads = ReadCounter()
@@ -146,6 +152,38 @@ import Testing
         // The message task takes the first message: reading resumes.
         harness.channel.embeddedEventLoop.run()
         #expect(harness.reads.reads.load(ordering: .relaxed) == before + 1)
+        #expect(harness.session.isClosed)
+        try await harness.server.stop()
+    }
+
+    @Test func aPongWaitingBehindTheSessionCountsFromItsArrival() async throws {
+        var configuration = RunningServer.configuration()
+        configuration.hub.pingInterval = .milliseconds(1)
+        configuration.hub.pongTimeout = .seconds(2)
+        let harness = try await Self.harness(framed: true, configuration: configuration)
+        let allocator = harness.channel.allocator
+        let token = try await harness.server.token("alice")
+        try harness.channel.writeInbound(Self.text(#"{"id":1,"connect":{"token":"\#(token)"}}"#, allocator: allocator))
+        harness.channel.embeddedEventLoop.run()
+        // A ping goes out now; the pong arrives, but nothing runs the loop: it waits for the
+        // session as it would behind a slow command.
+        harness.session.tick(now: .now, date: Date())
+        try harness.channel.writeInbound(Self.text("{}", allocator: allocator))
+        // Past the pong deadline on the session's clock, the pong counts from its arrival.
+        harness.session.tick(now: .now + .seconds(3), date: Date())
+        #expect(!harness.session.isClosed)
+        // With the inbox full the server stops reading: the client's silence is not its own,
+        // so the pong deadline waits; once the session takes a message it starts over.
+        for _ in 1..<SessionInbox.limit {
+            try harness.channel.writeInbound(Self.text("{}", allocator: allocator))
+        }
+        harness.session.tick(now: .now + .seconds(3), date: Date())
+        harness.session.tick(now: .now + .seconds(9), date: Date())
+        #expect(!harness.session.isClosed, "no pong deadline while reads are held")
+        harness.channel.embeddedEventLoop.run()
+        // Without anything heard after the last ping (sent at 9 s on the session's clock), its
+        // deadline closes with 3012.
+        harness.session.tick(now: .now + .seconds(12), date: Date())
         #expect(harness.session.isClosed)
         try await harness.server.stop()
     }
