@@ -246,7 +246,7 @@ import Synchronization
     }
 
     public func nodes() async throws(HubError) -> [ClusterNodeInfo] {
-        try await registry.nodes(now: Date())
+        try await registry.nodes()
     }
 
     // MARK: Running
@@ -302,7 +302,7 @@ import Synchronization
                         stats: NodeStats(clients: 0, users: 0, channels: 0, subscriptions: 0, queuedBytes: 0, uptimeSeconds: 0))
                 try await registry.beat(
                     ClusterNodeInfo(uid: nodeUID, name: entry.name, version: entry.version, stats: entry.stats),
-                    startedAt: startedAt, now: Date())
+                    startedAt: startedAt)
                 if beats % 60 == 0, let postgres {
                     try await postgres.bus.sweepPayloads(retention: settings.payloadRetention)
                     try await postgres.durableStore.sweep(now: Date())

@@ -214,11 +214,28 @@ enum RedisArgument {
     static func number(_ value: Int64) -> [UInt8] { Array(String(value).utf8) }
     static func seconds(_ duration: Duration) -> Int64 { max(0, duration.components.seconds + (duration.components.attoseconds > 0 ? 1 : 0)) }
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+    /// An instant for `RedisLua.now(from:)`: its Unix milliseconds, or nothing for Redis's own clock.
+    static func instant(_ date: Date?) -> [UInt8] { date.map { number(milliseconds($0)) } ?? [] }
 }
 
 /// Lua shared by the engine's scripts: a stream's epoch, and the hash (KEYS[1]) beside a sorted
 /// set of its members' times (KEYS[2]) that presence entries and node heartbeats keep.
 enum RedisLua {
+    /// Lua lines that set `now`, Unix milliseconds: the instant in `argument` when the caller gave
+    /// one (a test's), else Redis's own clock (`TIME`). The nodes stamp and judge the entries they
+    /// share (presence, heartbeats) on that one clock, so a node whose clock is off neither drops
+    /// the others' entries nor writes entries the others drop.
+    static func now(from argument: String) -> String {
+        """
+        local now = tonumber(\(argument))
+        if not now then
+          local time = redis.call('TIME')
+          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        end
+
+        """
+    }
+
     /// A Lua expression answering the epoch of the stream whose meta hash is KEYS[2], and
     /// whether it starts now: `newEpoch` when the hash has none, or when its epoch was begun
     /// on another server's history. That history is the server's replication id

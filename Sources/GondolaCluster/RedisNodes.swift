@@ -27,8 +27,9 @@ public final class RedisNodes: Sendable {
         leaveScript = RedisScript(redis: redis, source: Self.leaveSource)
     }
 
-    /// Writes the node's heartbeat at `now`; `startedAt` gives its uptime to readers.
-    public func beat(_ node: ClusterNodeInfo, startedAt: Date, now: Date) async throws(HubError) {
+    /// Writes the node's heartbeat at `now` (nil: Redis's clock, as every node uses); `startedAt`
+    /// gives its uptime to readers.
+    public func beat(_ node: ClusterNodeInfo, startedAt: Date, now: Date? = nil) async throws(HubError) {
         let stats = node.stats
         let entry: JSON = [
             "uid": .string(node.uid), "name": .string(node.name), "version": .string(node.version),
@@ -38,19 +39,16 @@ public final class RedisNodes: Sendable {
         _ = try await RedisScript.answering(
             beatScript, keys: keys,
             arguments: [
-                Array(node.uid.utf8), entry.bytes, RedisArgument.number(RedisArgument.milliseconds(now)),
+                Array(node.uid.utf8), entry.bytes, RedisArgument.instant(now),
             ], what: "node registry")
     }
 
-    /// The nodes with a heartbeat within `nodeTimeout` of `now`, by name then uid.
-    public func nodes(now: Date) async throws(HubError) -> [ClusterNodeInfo] {
-        let nowMilliseconds = RedisArgument.milliseconds(now)
+    /// The nodes with a heartbeat within `nodeTimeout` of `now` (nil: Redis's clock), by name then uid.
+    public func nodes(now: Date? = nil) async throws(HubError) -> [ClusterNodeInfo] {
+        let nowMilliseconds = RedisArgument.milliseconds(now ?? Date())
         let timeout = Int64(nodeTimeout.components.seconds * 1000)
         let answer = try await RedisScript.answering(
-            listScript, keys: keys,
-            arguments: [
-                RedisArgument.number(nowMilliseconds - timeout), RedisArgument.number(nowMilliseconds - 12 * timeout),
-            ], what: "node registry")
+            listScript, keys: keys, arguments: [RedisArgument.number(timeout), RedisArgument.instant(now)], what: "node registry")
         guard let entries = answer.elements else { throw .internalError("the node registry answered \(answer)") }
         var nodes: [ClusterNodeInfo] = []
         for entry in entries {
@@ -76,17 +74,19 @@ public final class RedisNodes: Sendable {
         _ = try await RedisScript.answering(leaveScript, keys: keys, arguments: [Array(uid.utf8)], what: "node registry")
     }
 
-    /// KEYS: entries, seen. ARGV: uid, entry, now (ms).
-    static let beatSource = """
-        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-        redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-        return 1
-        """
+    /// KEYS: entries, seen. ARGV: uid, entry, now (ms; empty: Redis's clock).
+    static let beatSource =
+        RedisLua.now(from: "ARGV[3]") + """
+            redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+            redis.call('ZADD', KEYS[2], now, ARGV[1])
+            return 1
+            """
 
-    /// KEYS: entries, seen. ARGV: live since (ms), forgotten before (ms). Answers the live entries.
+    /// KEYS: entries, seen. ARGV: the node timeout (ms), now (ms; empty: Redis's clock). Answers
+    /// the entries seen within the timeout, and forgets those unseen for twelve of them.
     static let listSource =
-        RedisLua.dropMembers(scoredBelow: "ARGV[2]") + """
-            local live = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf')
+        RedisLua.now(from: "ARGV[2]") + RedisLua.dropMembers(scoredBelow: "now - 12 * tonumber(ARGV[1])") + """
+            local live = redis.call('ZRANGEBYSCORE', KEYS[2], now - tonumber(ARGV[1]), '+inf')
             if #live == 0 then return {} end
             local entries = redis.call('HMGET', KEYS[1], unpack(live))
             local found = {}

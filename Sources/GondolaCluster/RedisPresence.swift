@@ -31,16 +31,16 @@ import GondolaRedis
     }
 
     public func addPresence(channel: String, info: ClientInfo) async throws(HubError) {
-        try await addPresence(channel: channel, info: info, now: Date())
+        try await addPresence(channel: channel, info: info, now: nil)
     }
 
-    /// `addPresence` at a given time (the entry expires `ttl` after it).
-    public func addPresence(channel: String, info: ClientInfo, now: Date) async throws(HubError) {
-        let expires = RedisArgument.milliseconds(now) + Int64(ttl.components.seconds * 1000)
+    /// `addPresence` at `now` (the entry expires `ttl` after it); nil: Redis's clock, as every node uses.
+    public func addPresence(channel: String, info: ClientInfo, now: Date?) async throws(HubError) {
         _ = try await RedisScript.answering(
             addScript, keys: keys.presence(channel),
             arguments: [
-                Array(info.client.utf8), info.json.bytes, RedisArgument.number(expires), RedisArgument.number(RedisArgument.seconds(ttl)),
+                Array(info.client.utf8), info.json.bytes, RedisArgument.number(Int64(ttl.components.seconds * 1000)),
+                RedisArgument.number(RedisArgument.seconds(ttl)), RedisArgument.instant(now),
             ], what: "presence")
     }
 
@@ -49,14 +49,13 @@ import GondolaRedis
     }
 
     public func presence(channel: String) async throws(HubError) -> [String: ClientInfo] {
-        try await presence(channel: channel, now: Date())
+        try await presence(channel: channel, now: nil)
     }
 
-    /// The channel's entries that have not expired at `now`.
-    public func presence(channel: String, now: Date) async throws(HubError) -> [String: ClientInfo] {
+    /// The channel's entries that have not expired at `now` (nil: Redis's clock).
+    public func presence(channel: String, now: Date?) async throws(HubError) -> [String: ClientInfo] {
         let answer = try await RedisScript.answering(
-            readScript, keys: keys.presence(channel),
-            arguments: [RedisArgument.number(RedisArgument.milliseconds(now))], what: "presence")
+            readScript, keys: keys.presence(channel), arguments: [RedisArgument.instant(now)], what: "presence")
         guard let items = answer.elements, items.count % 2 == 0 else { throw .internalError("the presence script answered \(answer)") }
         var entries: [String: ClientInfo] = [:]
         for index in stride(from: 0, to: items.count, by: 2) {
@@ -72,21 +71,23 @@ import GondolaRedis
         return entries
     }
 
-    /// KEYS: hash, expiry set. ARGV: client, info, expires at (ms), TTL (s).
-    static let addSource = """
-        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-        redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-        redis.call('EXPIRE', KEYS[1], ARGV[4])
-        redis.call('EXPIRE', KEYS[2], ARGV[4])
-        return 1
-        """
+    /// KEYS: hash, expiry set. ARGV: client, info, TTL (ms), TTL (s), now (ms; empty: Redis's clock).
+    static let addSource =
+        RedisLua.now(from: "ARGV[5]") + """
+            redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+            redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+            redis.call('EXPIRE', KEYS[1], ARGV[4])
+            redis.call('EXPIRE', KEYS[2], ARGV[4])
+            return 1
+            """
 
     /// KEYS: hash, expiry set. ARGV: client.
     static let removeSource = RedisLua.removeMember
 
-    /// KEYS: hash, expiry set. ARGV: now (ms). Drops what expired, answers the rest as client, info pairs.
+    /// KEYS: hash, expiry set. ARGV: now (ms; empty: Redis's clock). Drops what expired, answers
+    /// the rest as client, info pairs.
     static let readSource =
-        RedisLua.dropMembers(scoredBelow: "ARGV[1]") + """
+        RedisLua.now(from: "ARGV[1]") + RedisLua.dropMembers(scoredBelow: "now") + """
             local entries = redis.call('HGETALL', KEYS[1])
             if entries['map'] then
               local pairs_ = {}

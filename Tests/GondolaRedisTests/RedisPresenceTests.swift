@@ -31,6 +31,24 @@ import Testing
         }
     }
 
+    /// What the nodes write and read without an instant is on Redis's clock, not theirs: an entry
+    /// lives `ttl` from Redis's `TIME`, so nodes whose clocks disagree agree on it.
+    @Test func entriesWithoutAnInstantLiveOnRedissClock() async throws {
+        try await TestRedis.with { redis in
+            try await RedisHistoryStoreTests.withStore(redis) { store, client in
+                let presence = RedisPresence(redis: client, ttl: .seconds(60))
+                let ann = ClientInfo(user: "ann", client: "c1")
+                try await presence.addPresence(channel: "room", info: ann)
+                let time = try await client.send(bytes: [Array("TIME".utf8)])
+                let parts = try #require(time.elements?.compactMap(\.string).compactMap(Double.init))
+                let redisNow = Date(timeIntervalSince1970: parts[0] + parts[1] / 1_000_000)
+                #expect(try await presence.presence(channel: "room") == ["c1": ann])
+                #expect(try await presence.presence(channel: "room", now: redisNow.addingTimeInterval(58)) == ["c1": ann])
+                #expect(try await presence.presence(channel: "room", now: redisNow.addingTimeInterval(62)).isEmpty)
+            }
+        }
+    }
+
     @Test func anOutageAnswersNotAvailable() async throws {
         try await TestRedis.with { redis in
             try await RedisHistoryStoreTests.withStore(redis) { store, client in
