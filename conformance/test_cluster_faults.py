@@ -17,7 +17,7 @@ from fault_proxy import FaultProxy
 from helpers import ClientEvents, Events, post
 from history import History
 from test_cluster import NODES, REDIS_PASSWORD, Cluster
-from test_faults import DURABLE, Availability, Recorder, kept_history, seeded, until
+from test_faults import DURABLE, Recorder, judge, seeded, subscribed_clients, until
 
 CLIENTS = 200
 PRESENCE_TTL = 3.0
@@ -72,20 +72,12 @@ def publish(node, channel, data):
 
 async def clients_on(cluster, history, channel, count):
     """`count` SDK clients spread over the nodes, each subscribed to `channel` (recoverable)."""
-    clients, recorders, subscriptions = [], [], []
+    endpoints = []
     for index in range(count):
         node = cluster.nodes[index % len(cluster.nodes)]
         name = f"u{index}-n{node.index}"
-        client = Client(node.ws_url, events=Availability(Events(), history, name), token=node.token(name),
-                        min_reconnect_delay=0.2, max_reconnect_delay=2.0, timeout=10.0)
-        recorder = Recorder(history, name, channel)
-        subscriptions.append(client.new_subscription(channel, recorder, recoverable=True))
-        clients.append(client)
-        recorders.append(recorder)
-    await asyncio.gather(*(client.connect() for client in clients))
-    await asyncio.gather(*(subscription.subscribe() for subscription in subscriptions))
-    await until(lambda: all(recorder.epoch for recorder in recorders), "every client is subscribed", timeout=60)
-    return clients, recorders
+        endpoints.append((node.ws_url, name, node.token(name)))
+    return await subscribed_clients(history, channel, endpoints, max_reconnect_delay=2.0, repeat="")
 
 
 async def publish_through(cluster, history, channel, seconds, fault, outcomes):
@@ -135,11 +127,7 @@ async def test_redis_blackholed_for_10_s_under_three_nodes_and_200_clients_loses
         assert refused, f"no publish was refused while Redis was silent {repeat}"
         assert {code for _, code, _ in refused} == {100}, f"{refused[:5]} {repeat}"
         assert max(took for _, _, took in outcomes) < 15, f"a publish waited past its bound {repeat}"
-        last = max(history.acknowledged[channel])
-        await until(lambda: history.reached(channel, last), f"every client reaches offset {last} {repeat}", timeout=90)
-        problems = history.check({channel: kept_history(cut.nodes[0], channel)})
-        print(f"redis blackhole: longest windows {history.longest_windows()}")
-        assert not problems, f"{len(problems)} problems: {problems[:10]} {repeat}"
+        await judge(history, channel, cut.nodes[0], "redis blackhole", repeat)
     finally:
         await asyncio.gather(*(client.disconnect() for client in clients))
 
@@ -180,11 +168,7 @@ async def test_a_node_cut_from_redis_alone_moves_or_refuses_its_clients_and_its_
               f"through the others {sum(1 for o in outcomes if o[0] != 1 and o[1] is not None)}")
         assert all(code in (None, 100) for _, code, _ in outcomes), f"{outcomes} {repeat}"
         assert all(code is None for index, code, _ in outcomes if index != 1), f"the other nodes kept publishing {repeat}"
-        last = max(history.acknowledged[channel])
-        await until(lambda: history.reached(channel, last), f"every client reaches offset {last} {repeat}", timeout=90)
-        problems = history.check({channel: kept_history(cut.nodes[1], channel)})
-        print(f"node cut: longest windows {history.longest_windows()}")
-        assert not problems, f"{len(problems)} problems: {problems[:10]} {repeat}"
+        await judge(history, channel, cut.nodes[1], "node cut", repeat)
     finally:
         await asyncio.gather(*(client.disconnect() for client in clients))
 

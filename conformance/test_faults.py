@@ -77,6 +77,34 @@ def kept_history(server, channel):
     return {pub["offset"]: (result["epoch"], digest(pub["data"])) for pub in result.get("publications", [])}
 
 
+async def subscribed_clients(history, channel, endpoints, max_reconnect_delay, repeat):
+    """SDK clients, one per (address, name, token) of `endpoints`, each recording into `history`
+    and subscribed to `channel` (recoverable); answers them and their recorders once every one
+    is subscribed."""
+    clients, recorders, subscriptions = [], [], []
+    for address, name, token in endpoints:
+        client = Client(address, events=Availability(Events(), history, name), token=token, min_reconnect_delay=0.2,
+                        max_reconnect_delay=max_reconnect_delay, timeout=10.0)
+        recorder = Recorder(history, name, channel)
+        subscriptions.append(client.new_subscription(channel, recorder, recoverable=True))
+        clients.append(client)
+        recorders.append(recorder)
+    await asyncio.gather(*(client.connect() for client in clients))
+    await asyncio.gather(*(subscription.subscribe() for subscription in subscriptions))
+    await until(lambda: all(recorder.epoch for recorder in recorders), f"every client is subscribed {repeat}", timeout=60)
+    return clients, recorders
+
+
+async def judge(history, channel, server, label, repeat):
+    """Waits until every client of `channel` has its last acknowledged publication, then checks
+    the history against what `server` keeps, printing the longest windows under `label`."""
+    last = max(history.acknowledged[channel])
+    await until(lambda: history.reached(channel, last), f"every client reaches offset {last} {repeat}", timeout=90)
+    problems = history.check({channel: kept_history(server, channel)})
+    print(f"{label}: longest windows {history.longest_windows()}")
+    assert not problems, f"{len(problems)} problems: {problems[:10]} {repeat}"
+
+
 async def until(condition, what, timeout):
     deadline = time.monotonic() + timeout
     while not condition():
@@ -96,20 +124,12 @@ async def test_clients_on_a_2g_link_lose_nothing_and_are_told_of_every_gap():
     proxy.shape(latency=0.3, jitter=0.05, bandwidth=32 * 1024)
     history = History()
     channel = f"faults:2g-{SEED}"
-    clients, recorders = [], []
+    clients = []
     try:
-        subscriptions = []
-        for index in range(12):
-            name = f"phone-{index}"
-            client = Client(f"ws://{proxy.address}/connection/websocket", events=Availability(Events(), history, name),
-                            token=server.token(name), min_reconnect_delay=0.2, max_reconnect_delay=1.0, timeout=10.0)
-            recorder = Recorder(history, name, channel)
-            subscriptions.append(client.new_subscription(channel, recorder, recoverable=True))
-            clients.append(client)
-            recorders.append(recorder)
-        await asyncio.gather(*(client.connect() for client in clients))
-        await asyncio.gather(*(subscription.subscribe() for subscription in subscriptions))
-        await until(lambda: all(recorder.epoch for recorder in recorders), f"every client is subscribed {repeat}", timeout=30)
+        clients, _ = await subscribed_clients(
+            history, channel,
+            [(f"ws://{proxy.address}/connection/websocket", f"phone-{index}", server.token(f"phone-{index}")) for index in range(12)],
+            max_reconnect_delay=1.0, repeat=repeat)
         resets, next_reset = 0, time.monotonic() + generator.uniform(1, 3)
         for n in range(1, 201):
             data = {"n": n, "pad": "x" * 1000}
@@ -122,11 +142,7 @@ async def test_clients_on_a_2g_link_lose_nothing_and_are_told_of_every_gap():
         last = max(history.acknowledged[channel])
         print(f"2g: {resets} connections reset, {last} publications acknowledged")
         assert resets >= 3, f"the schedule reset {resets} connections {repeat}"
-
-        await until(lambda: history.reached(channel, last), f"every client reaches offset {last} {repeat}", timeout=90)
-        problems = history.check({channel: kept_history(server, channel)})
-        print(f"2g: longest windows {history.longest_windows()}")
-        assert not problems, f"{problems[:10]} {repeat}"
+        await judge(history, channel, server, "2g", repeat)
     finally:
         for client in clients:
             await client.disconnect()

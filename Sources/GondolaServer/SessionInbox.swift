@@ -81,7 +81,7 @@ final class SessionInbox: Sendable {
                 session.holdingInput(false)
                 channel.read()
             }
-            await session.handle(frame: message)
+            await session.handle(frame: message, receivedAt: nil)  // heard in `add`, as it arrived
             if session.isClosed {
                 waiting.withLock { $0 = Waiting() }
                 return
